@@ -1,0 +1,5 @@
+import sys
+
+from ldpsim.cli import main
+
+sys.exit(main())

@@ -1,0 +1,172 @@
+"""Validation at the public boundary; raises :class:`ldpsim.errors.LdpSimError`.
+
+Inside the package the validated values are trusted.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Iterable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ldpsim.errors import invalid
+
+#: Tolerance on "sums to one" for probability vectors and matrix rows.
+SUM_TOL = 1e-9
+
+
+def _as_float(value: object, name: str, expected: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        try:
+            arr = np.asarray(value)
+        except Exception:  # pragma: no cover - defensive
+            raise invalid(name, value, expected) from None
+        if arr.ndim != 0 or not np.issubdtype(arr.dtype, np.number) or arr.dtype == bool:
+            raise invalid(name, value, expected)
+        value = arr.item()
+    return float(value)  # type: ignore[arg-type]
+
+
+def epsilon(value: object, name: str = "eps", *, allow_inf: bool = False) -> float:
+    """A privacy level: a number >= 0 (finite unless ``allow_inf``)."""
+    expected = "a number >= 0" if allow_inf else "a finite number >= 0"
+    eps = _as_float(value, name, expected)
+    if math.isnan(eps) or eps < 0 or (math.isinf(eps) and not allow_inf):
+        raise invalid(name, value, expected)
+    return eps
+
+
+def delta(value: object, name: str = "delta") -> float:
+    """A delta in [0, 1]."""
+    expected = "a number in [0, 1]"
+    d = _as_float(value, name, expected)
+    if not (0.0 <= d <= 1.0):  # also rejects NaN
+        raise invalid(name, value, expected)
+    return d
+
+
+def integer(value: object, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """An integer within optional bounds (bools are rejected)."""
+    parts = []
+    if minimum is not None:
+        parts.append(f">= {minimum}")
+    if maximum is not None:
+        parts.append(f"<= {maximum}")
+    expected = "an integer" + (" " + " and ".join(parts) if parts else "")
+    if isinstance(value, bool):
+        raise invalid(name, value, expected)
+    if isinstance(value, (numbers.Integral, np.integer)):
+        out = int(value)
+    elif isinstance(value, (float, np.floating)) and float(value).is_integer():
+        out = int(value)
+    else:
+        raise invalid(name, value, expected)
+    if (minimum is not None and out < minimum) or (maximum is not None and out > maximum):
+        raise invalid(name, value, expected)
+    return out
+
+
+def alphabet_size(value: object, name: str = "k") -> int:
+    """An alphabet size: an integer >= 2."""
+    return integer(value, name, minimum=2)
+
+
+def probability_vector(value: ArrayLike, name: str, *, size: int | None = None) -> NDArray[np.float64]:
+    """A 1-D vector of finite entries >= 0 that sums to one within ``SUM_TOL``."""
+    where = f" of length {size}" if size is not None else ""
+    expected = f"a probability vector{where} (entries >= 0, summing to 1 within {SUM_TOL:g})"
+    try:
+        p = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise invalid(name, value, expected) from None
+    if p.ndim != 1 or p.size == 0 or (size is not None and p.size != size):
+        raise invalid(name, value, expected)
+    if not np.all(np.isfinite(p)) or np.any(p < 0):
+        raise invalid(name, value, expected)
+    if abs(math.fsum(p.tolist()) - 1.0) > SUM_TOL:
+        raise invalid(name, value, expected)
+    return p
+
+
+def stochastic_matrix(value: ArrayLike, name: str = "Q") -> NDArray[np.float64]:
+    """A k x m matrix (k >= 2, m >= 1) of finite entries >= 0 whose rows sum to one."""
+    expected = f"a row-stochastic matrix with at least 2 rows (entries >= 0, rows summing to 1 within {SUM_TOL:g})"
+    try:
+        q = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise invalid(name, value, expected) from None
+    if q.ndim != 2 or q.shape[0] < 2 or q.shape[1] < 1:
+        raise invalid(name, value, expected)
+    if not np.all(np.isfinite(q)):
+        raise invalid(name, value, expected + "; found a non-finite entry")
+    neg = np.argwhere(q < 0)
+    if neg.size:
+        i, j = neg[0]
+        raise invalid(f"{name}[{i}, {j}]", float(q[i, j]), expected)
+    sums = q.sum(axis=1)
+    bad = np.flatnonzero(np.abs(sums - 1.0) > SUM_TOL)
+    if bad.size:
+        raise invalid(f"{name} row {bad[0]} sum", float(sums[bad[0]]), "1 within " + f"{SUM_TOL:g} (rows of a row-stochastic matrix)")
+    return q
+
+
+def counts(value: ArrayLike, name: str, *, size: int | None = None) -> NDArray[np.int64]:
+    """A 1-D vector of non-negative integer counts (int64)."""
+    where = f" of length {size}" if size is not None else ""
+    expected = f"a vector{where} of non-negative integers"
+    arr = np.asarray(value)
+    if arr.ndim != 1 or (size is not None and arr.size != size):
+        raise invalid(name, value, expected)
+    if arr.dtype == bool:
+        raise invalid(name, value, expected)
+    if np.issubdtype(arr.dtype, np.integer):
+        out = arr.astype(np.int64)
+    elif np.issubdtype(arr.dtype, np.floating):
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr)) or np.any(np.abs(arr) > 2**62):
+            raise invalid(name, value, expected)
+        out = arr.astype(np.int64)
+    else:
+        raise invalid(name, value, expected)
+    if np.any(out < 0):
+        raise invalid(name, value, expected)
+    return out
+
+
+def symbol_indices(value: ArrayLike, k: int, name: str = "x") -> NDArray[np.integer]:
+    """An integer array of input symbols, each in ``0..k-1``."""
+    expected = f"integer input symbols in 0..{k - 1}"
+    arr = np.asarray(value)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+        if arr.size == 0:
+            return arr.astype(np.intp)
+        raise invalid(name, _summary(arr), expected)
+    if arr.size:
+        lo, hi = arr.min(), arr.max()
+        if lo < 0 or hi >= k:
+            bad = lo if lo < 0 else hi
+            raise invalid(name, f"a symbol {int(bad)}", expected)
+    return arr
+
+
+def subset(value: Iterable[int], k: int, name: str = "T") -> NDArray[np.bool_]:
+    """A set of symbols in ``0..k-1`` given as indices or as a boolean mask of length k."""
+    expected = f"a set of symbols in 0..{k - 1} (indices or a boolean mask of length {k})"
+    arr = np.asarray(list(value) if not isinstance(value, np.ndarray) else value)
+    if arr.dtype == bool:
+        if arr.shape != (k,):
+            raise invalid(name, value, expected)
+        return arr.copy()
+    if arr.size == 0:
+        return np.zeros(k, dtype=bool)
+    if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0 or arr.max() >= k:
+        raise invalid(name, value, expected)
+    mask = np.zeros(k, dtype=bool)
+    mask[arr] = True
+    return mask
+
+
+def _summary(arr: np.ndarray) -> str:
+    return f"an array of dtype {arr.dtype}"
