@@ -12,7 +12,7 @@ from typing import Iterable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ldpsim.errors import invalid
+from ldpsim.errors import LdpSimError, invalid
 
 #: Tolerance on "sums to one" for probability vectors and matrix rows.
 SUM_TOL = 1e-9
@@ -109,7 +109,9 @@ def stochastic_matrix(value: ArrayLike, name: str = "Q") -> NDArray[np.float64]:
     sums = q.sum(axis=1)
     bad = np.flatnonzero(np.abs(sums - 1.0) > SUM_TOL)
     if bad.size:
-        raise invalid(f"{name} row {bad[0]} sum", float(sums[bad[0]]), "1 within " + f"{SUM_TOL:g} (rows of a row-stochastic matrix)")
+        raise LdpSimError(
+            f"{name}: got row {bad[0]} summing to {float(sums[bad[0]])!r}, expected rows summing to 1 within {SUM_TOL:g}"
+        )
     return q
 
 

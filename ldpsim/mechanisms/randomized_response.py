@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ldpsim import _validate as v
-from ldpsim.mechanisms.finite import TIE_RTOL, FiniteMechanism, check_dense
+from ldpsim.mechanisms.finite import FiniteMechanism, check_dense
 
 
 class RandomizedResponse(FiniteMechanism):
@@ -43,14 +43,14 @@ class RandomizedResponse(FiniteMechanism):
         return lm
 
     def epsilon(self) -> float:
-        return self.log_p_keep - self.log_p_other
+        # log(p_keep / p_other) = eps exactly; the tests check it against the matrix.
+        return self.eps
 
     def _delta_scalar(self, eps: float) -> float:
         # Only the output y = x contributes for a pair (x, x'): (p_keep - e^eps p_other)_+.
-        gap = self.log_p_keep - self.log_p_other
-        if gap <= eps + TIE_RTOL * max(1.0, eps):
+        if eps >= self.eps:
             return 0.0
-        return self.p_keep * -math.expm1(eps - gap)
+        return self.p_keep * -math.expm1(eps - self.eps)
 
     def marginal(self, prior: ArrayLike) -> NDArray[np.float64]:
         p = v.probability_vector(prior, "prior", size=self.k)

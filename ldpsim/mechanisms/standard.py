@@ -161,7 +161,8 @@ def staircase_mechanism(
     k : input alphabet size when ``patterns`` are integer codes.
 
     Rows must sum to one within 1e-9 (``S theta = 1``). Columns with zero weight are
-    dropped. Output labels are the patterns as bit strings ``b_0 b_1 ... b_{k-1}``.
+    dropped and repeated patterns merged (their weights add). Output labels are the
+    patterns as bit strings ``b_0 b_1 ... b_{k-1}``.
     """
     eps = v.epsilon(eps, "eps")
     th = np.asarray(theta, dtype=np.float64)
@@ -196,14 +197,17 @@ def staircase_mechanism(
             raise invalid("theta", f"a vector of length {th.size}", f"one weight per pattern ({bits.shape[0]})")
     keep = th > 0
     bits, th = bits[keep], th[keep]
+    bits, where = np.unique(bits, axis=0, return_inverse=True)  # a repeated pattern is one column
+    th = np.bincount(where.reshape(-1), weights=th, minlength=bits.shape[0])
     if bits.shape[0] * k > MAX_DENSE_ENTRIES:
         raise LdpSimError(f"theta: got {bits.shape[0]} non-zero weights, expected at most {MAX_DENSE_ENTRIES // k}")
     lm = np.log(th)[None, :] + eps * bits.T.astype(np.float64)
     sums = np.exp(lm).sum(axis=1)
     bad = np.flatnonzero(np.abs(sums - 1.0) > v.SUM_TOL)
     if bad.size:
-        raise invalid(
-            f"theta (row {bad[0]} of S theta)", float(sums[bad[0]]), "S theta = 1 within 1e-9 (rows of Q sum to one)"
+        raise LdpSimError(
+            f"theta: got row {bad[0]} of S theta = {float(sums[bad[0]])!r}, "
+            f"expected S theta = 1 within {v.SUM_TOL:g} (rows of Q sum to one)"
         )
     lm = lm - np.log(sums)[:, None]  # remove the last rounding
     labels = tuple("".join(str(b) for b in row) for row in bits.tolist())

@@ -1,0 +1,80 @@
+"""Statistical assertions with tolerances derived from a stated false-failure probability.
+
+Every check below fails with probability at most ``alpha`` when the sampler is correct:
+per-cell checks use exact binomial tails with a Bonferroni (union) bound; the global
+chi-square check uses the chi-square law of the statistic, accurate when every expected
+count is large (callers keep expected counts >= 100, where the approximation is excellent).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+
+def binomial_cells_ok(observed: np.ndarray, trials: np.ndarray, probs: np.ndarray, alpha: float) -> list[str]:
+    """Exact two-sided binomial check of each cell ``observed ~ Bin(trials, probs)`` at level
+    ``alpha / cells``; returns the failing cells (empty when all pass)."""
+    observed, trials, probs = np.broadcast_arrays(observed, trials, probs)
+    level = alpha / observed.size / 2.0
+    low = stats.binom.cdf(observed, trials, probs)  # P(X <= obs)
+    high = stats.binom.sf(observed - 1, trials, probs)  # P(X >= obs)
+    bad = np.argwhere((low < level) | (high < level))
+    return [
+        f"cell {tuple(int(i) for i in idx)}: observed {observed[tuple(idx)]}, "
+        f"expected {trials[tuple(idx)] * probs[tuple(idx)]:.2f}"
+        for idx in bad[:10]
+    ]
+
+
+def chi_square_ok(observed: np.ndarray, expected: np.ndarray, df: int, alpha: float) -> tuple[bool, float, float]:
+    """Pearson chi-square over cells with positive expectation; (passes, statistic, threshold)."""
+    pos = expected > 0
+    stat = float(np.sum((observed[pos] - expected[pos]) ** 2 / expected[pos]))
+    threshold = float(stats.chi2.isf(alpha, df))
+    return stat <= threshold, stat, threshold
+
+
+def assert_conditional_frequencies(x: np.ndarray, y: np.ndarray, Q: np.ndarray, alpha: float) -> None:
+    """Check that ``y`` given ``x`` follows the rows of ``Q``: exact per-cell binomial checks
+    (alpha/2) and a global chi-square (alpha/2). Outputs in a zero-probability cell fail."""
+    k, m = Q.shape
+    table = np.zeros((k, m), dtype=np.int64)
+    np.add.at(table, (x.ravel(), y.ravel()), 1)
+    n_x = table.sum(axis=1)
+    assert np.all(table[Q == 0] == 0), "an output with probability zero was produced"
+    bad = binomial_cells_ok(table, n_x[:, None], Q, alpha / 2)
+    assert not bad, "per-cell binomial check failed: " + "; ".join(bad)
+    expected = n_x[:, None] * Q
+    assert expected[Q > 0].min() >= 100, "test design: expected counts must be >= 100 for the chi-square law"
+    df = int(sum(np.count_nonzero(Q[i] > 0) - 1 for i in range(k) if n_x[i] > 0))
+    if df > 0:
+        ok, stat, thr = chi_square_ok(table, expected, df, alpha / 2)
+        assert ok, f"chi-square {stat:.1f} > {thr:.1f} (df {df})"
+
+
+def assert_sample_law(samples: np.ndarray, pmf: np.ndarray, alpha: float, min_expected: float = 100.0) -> None:
+    """Check i.i.d. integer ``samples`` against an exact ``pmf`` on 0..len(pmf)-1.
+
+    The support is cut into contiguous bins each with expected count >= ``min_expected``
+    (tails merged); bin counts are multinomial, checked by exact binomial tails per bin at
+    level alpha/(2 bins) and by a chi-square at alpha/2."""
+    r = samples.size
+    assert samples.min() >= 0 and samples.max() < pmf.size, "sample outside the support"
+    edges = [0]
+    acc = 0.0
+    for i, p in enumerate(pmf):
+        acc += p
+        if acc * r >= min_expected and pmf[i + 1 :].sum() * r >= min_expected:
+            edges.append(i + 1)
+            acc = 0.0
+    edges.append(pmf.size)
+    edges = np.unique(edges)
+    probs = np.add.reduceat(pmf, edges[:-1])
+    probs = probs / probs.sum()
+    counts = np.add.reduceat(np.bincount(samples, minlength=pmf.size), edges[:-1])
+    bad = binomial_cells_ok(counts, np.full(counts.size, r), probs, alpha / 2)
+    assert not bad, "binned law check failed: " + "; ".join(bad)
+    if probs.size > 1:
+        ok, stat, thr = chi_square_ok(counts, r * probs, probs.size - 1, alpha / 2)
+        assert ok, f"chi-square {stat:.1f} > {thr:.1f} (df {probs.size - 1})"

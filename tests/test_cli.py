@@ -1,0 +1,48 @@
+"""The command line: the demo runs and agrees with the truth; errors are one line, exit 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from ldpsim.cli import main
+
+
+def test_demo_prints_true_and_estimated_frequencies(capsys):
+    assert main(["demo", "--n", "200000", "--k", "4", "--eps", "2", "--seed", "42"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:3] == ["category", "true", "estimated"])
+    rows = [line.split() for line in lines[header + 1 : header + 5]]
+    assert [r[0] for r in rows] == ["0", "1", "2", "3"]
+    # |z| <= 5.5: each z is approximately standard normal; P(|Z| > 5.5) < 4e-8 per row.
+    assert all(abs(float(r[4])) <= 5.5 for r in rows), out
+    assert "seed 42" in out
+
+
+def test_demo_is_reproducible(capsys):
+    main(["demo", "--n", "1000", "--seed", "7"])
+    first = capsys.readouterr().out.splitlines()[2:]
+    main(["demo", "--n", "1000", "--seed", "7"])
+    assert capsys.readouterr().out.splitlines()[2:] == first
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["demo", "--eps", "-1"], "eps: got -1.0"),
+        (["demo", "--k", "1"], "k: got 1"),
+        (["demo", "--n", "0"], "--n: got 0"),
+        (["demo", "--k", "x"], "invalid int value"),
+        (["nonsense"], "invalid choice"),
+    ],
+)
+def test_errors_are_one_line_and_exit_2(argv, needle):
+    proc = subprocess.run([sys.executable, "-m", "ldpsim", *argv], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
