@@ -26,6 +26,22 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ldpsim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
+    run = sub.add_parser(
+        "run",
+        help="run a scenario file and write its report under reports/",
+        description="Run a scenario (scenarios/*.toml): replications of the SimPy model of clients, "
+        "network, server and analyst. Writes reports/<scenario>/<run-id>/ with results.csv, figures, "
+        "summary.md, metadata.json and the scenario as run, and prints the final estimates.",
+    )
+    run.add_argument("file", nargs="?", help="scenario file (TOML); not needed with --resume")
+    run.add_argument("--seed", type=int, default=None, help="root seed (default: the scenario's simulation.seed, else fresh entropy)")
+    run.add_argument("--replications", type=int, default=None, help="number of replications (default: the scenario's)")
+    run.add_argument("--workers", type=int, default=1, help="worker processes for replications (default 1: in-process)")
+    run.add_argument("--out", default=None, help="run directory to create (default reports/<scenario>/<UTC time>-seed<seed>)")
+    run.add_argument("--resume", metavar="DIR", default=None, help="finish an interrupted run in DIR (same seed and scenario)")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar (it is off anyway when stderr is not a terminal)")
+    run.set_defaults(func=_run)
+
     demo = sub.add_parser(
         "demo",
         help="privatise answers with randomized response and estimate their frequencies",
@@ -38,6 +54,44 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=None, help="root seed (default: fresh entropy, printed)")
     demo.set_defaults(func=_demo)
     return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ldpsim.runs import RunInterrupted, resume_run, run_scenario
+    from ldpsim.sim import summary
+
+    progress = not args.no_progress
+    try:
+        if args.resume is not None:
+            if args.file is not None or args.seed is not None or args.replications is not None or args.out is not None:
+                raise LdpSimError("--resume: got other options too, expected only --workers with --resume")
+            result = resume_run(args.resume, workers=args.workers, progress=progress)
+        else:
+            if args.file is None:
+                raise LdpSimError("file: got nothing, expected a scenario file (or --resume DIR)")
+            result = run_scenario(
+                args.file, seed=args.seed, replications=args.replications, workers=args.workers, out=args.out,
+                progress=progress,
+            )  # fmt: skip
+    except RunInterrupted as exc:
+        print(f"ldpsim: {exc}", file=sys.stderr)
+        return 130
+    spec = result.scenario.spec
+    print(f"{spec.name}: {spec.population.size:,} clients, {spec.simulation.replications} replication(s), seed {result.seed}")
+    if (result.results["quantity"] == "frequency").any():
+        final = summary.final_frequencies(result.results)
+        if spec.simulation.replications == 1:
+            cols = ["category", "truth", "estimate", "ci_low", "ci_high", "covered"]
+        else:
+            cols = ["category", "truth", "mean_estimate", "rmse", "theory_se", "coverage"]
+        print(final[cols].to_string(index=False, float_format=lambda x: f"{x:.5f}"))
+    totals = summary.engine_totals(result.results).set_index("quantity")["mean"]
+    print(
+        f"reports received {totals.get('received', 0):,.0f}, lost {totals.get('lost', 0):,.0f}, "
+        f"in flight at the end {totals.get('in_flight', 0):,.0f} (mean per replication)"
+    )
+    print(f"report: {result.run_dir / 'summary.md'}")
+    return 0
 
 
 def _demo(args: argparse.Namespace) -> int:

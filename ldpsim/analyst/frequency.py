@@ -43,13 +43,32 @@ def frequency_estimate(mechanism: FiniteMechanism, output_counts: ArrayLike) -> 
     f = c.astype(np.float64) / n
     if isinstance(mechanism, RandomizedResponse):
         est = (f - mechanism.p_other) / mechanism.keep
-        se = np.sqrt(f * (1.0 - f) / n) / mechanism.keep
-        return FrequencyEstimate(mechanism.input_labels, est, se, n)
+    else:
+        est = _inverse(mechanism) @ f
+    return FrequencyEstimate(mechanism.input_labels, est, _standard_error(mechanism, f, n), n)
+
+
+def frequency_standard_error(mechanism: FiniteMechanism, prior: ArrayLike, n: int) -> NDArray[np.float64]:
+    """Exact standard error of the inversion estimator from ``n`` i.i.d. reports when the
+    inputs follow ``prior`` (output counts Multinomial(n, P^T Q)); the theory value that
+    measured errors are compared with."""
+    p = v.probability_vector(prior, "prior", size=mechanism.k)
+    n = v.integer(n, "n", minimum=1)
+    return _standard_error(mechanism, mechanism.marginal(p), n)
+
+
+def _inverse(mechanism: FiniteMechanism) -> NDArray[np.float64]:
+    """The ``k x m`` matrix A with ``A Q^T = I`` (least-squares inverse)."""
     q = mechanism.matrix
     if np.linalg.matrix_rank(q) < mechanism.k:
         raise invalid("mechanism", mechanism, f"a matrix of full row rank {mechanism.k} to invert")
-    a = np.linalg.pinv(q.T)  # k x m, a @ Q^T = I
-    est = a @ f
-    cov_f = (np.diag(f) - np.outer(f, f)) / n
-    se = np.sqrt(np.clip(np.einsum("ij,jl,il->i", a, cov_f, a), 0.0, None))
-    return FrequencyEstimate(mechanism.input_labels, est, se, n)
+    return np.linalg.pinv(q.T)
+
+
+def _standard_error(mechanism: FiniteMechanism, marginal: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+    """sqrt(diag(A Cov(f) A^T)) with Cov(f) = (diag(M) - M M^T)/n, M the output distribution."""
+    if isinstance(mechanism, RandomizedResponse):
+        return np.sqrt(marginal * (1.0 - marginal) / n) / mechanism.keep
+    a = _inverse(mechanism)
+    cov = (np.diag(marginal) - np.outer(marginal, marginal)) / n
+    return np.sqrt(np.clip(np.einsum("ij,jl,il->i", a, cov, a), 0.0, None))

@@ -1,0 +1,141 @@
+"""Figures and summary.md for a run directory.
+
+Everything written here depends only on the scenario, the seed and results.csv (no clock
+times), so a resumed run writes the same files as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from ldpsim.sim import summary  # noqa: E402
+
+PNG_META = {"Software": None}  # no version string: same bytes across matplotlib patch releases
+
+
+def write_report(run_dir: Path, scenario, results: pd.DataFrame, seed: int) -> None:
+    figures = []
+    if (results["quantity"] == "frequency").any():
+        figures.append(_estimates_over_time(run_dir, results))
+        figures.append(_error_vs_n(run_dir, results))
+    (run_dir / "summary.md").write_text(_summary_md(scenario, results, seed, figures))
+
+
+def _estimates_over_time(run_dir: Path, results: pd.DataFrame) -> str:
+    f = summary.frequency_rows(results)
+    rep = f["replication"].min()
+    f = f[(f["replication"] == rep) & (f["task"] == f["task"].iloc[0])]
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    colors = plt.cm.tab10(np.linspace(0, 1, 10))
+    for i, (cat, g) in enumerate(f.groupby("category", sort=False)):
+        c = colors[i % 10]
+        ax.errorbar(g["time"], g["estimate"], yerr=[g["estimate"] - g["ci_low"], g["ci_high"] - g["estimate"]],
+                    color=c, marker="o", ms=3, capsize=3, lw=1.2, label=str(cat))  # fmt: skip
+        ax.axhline(g["truth"].iloc[0], color=c, ls="--", lw=0.8, alpha=0.7)
+    ax.set_xlabel("time")
+    ax.set_ylabel("estimated frequency")
+    ax.set_title(f"Estimates with confidence intervals (replication {rep}); dashed: truth")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    name = "estimates_over_time.png"
+    fig.savefig(run_dir / name, dpi=110, metadata=PNG_META)
+    plt.close(fig)
+    return name
+
+
+def _error_vs_n(run_dir: Path, results: pd.DataFrame) -> str:
+    f = summary.frequency_rows(results)
+    f = f[f["n_received"] > 0]
+    e = summary.error_by_n(results)
+    e = e[e["n_received"] > 0]
+    fig, ax = plt.subplots(figsize=(7, 5))
+    ax.scatter(f["n_received"], np.abs(f["error"]), s=6, alpha=0.25, color="tab:gray", label="|estimate - truth|")
+    ax.plot(e["n_received"], e["rmse"], "o-", color="tab:blue", label="RMS error (measured)")
+    ax.plot(e["n_received"], e["theory_rms_se"], "--", color="tab:red", label="RMS standard error (theory)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("reports received")
+    ax.set_ylabel("error of the frequency estimates")
+    ax.set_title("Error against the number of reports")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    name = "error_vs_n.png"
+    fig.savefig(run_dir / name, dpi=110, metadata=PNG_META)
+    plt.close(fig)
+    return name
+
+
+def _md_table(df: pd.DataFrame, floatfmt: str = "{:.5g}") -> str:
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(str(c) for c in cols) + " |", "|" + "---|" * len(cols)]
+    for row in df.itertuples(index=False):
+        cells = []
+        for v in row:
+            if isinstance(v, (float, np.floating)):
+                cells.append("" if np.isnan(v) else floatfmt.format(v))
+            else:
+                cells.append(str(v))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) -> str:
+    spec = scenario.spec
+    reps = spec.simulation.replications
+    out = [f"# {spec.name}", ""]
+    if spec.description:
+        out += [spec.description, ""]
+    mech = scenario.mechanism
+    out += [
+        "## Set-up",
+        "",
+        f"- population: {spec.population.size:,} clients over {len(scenario.labels)} categories",
+        f"- mechanism: {mech!r}, exact eps = {mech.epsilon():.6g}",
+        f"- arrivals: {spec.arrivals.model_dump()}",
+        f"- network: latency {spec.network.latency.model_dump()}, loss {spec.network.loss}",
+        f"- simulation: {spec.simulation.mode} mode, tick {scenario.tick:.6g}, end {scenario.end:.6g}, "
+        f"{reps} replication(s), seed {seed}",
+        "",
+    ]
+    if (results["quantity"] == "frequency").any():
+        final = summary.final_frequencies(results)
+        first = final[["category", "truth", "estimate", "ci_low", "ci_high", "covered"]]
+        out += ["## Final estimates", "", f"Replication 0 at the end ({int(final['n_received'].iloc[0]):,} reports):", ""]
+        out += [_md_table(first), ""]
+        if reps > 1:
+            many = final[["category", "truth", "mean_estimate", "rmse", "std_error", "theory_se", "coverage"]]
+            out += [f"Over {reps} replications (coverage: share of replications whose interval holds the truth):", ""]
+            out += [_md_table(many), ""]
+        f = summary.frequency_rows(results).dropna(subset=["estimate"])
+        out += [
+            f"Interval coverage over all checkpoints, categories and replications: {f['covered'].mean():.4f} "
+            f"({int(f['covered'].sum())} of {len(f)}).",
+            "",
+            "## Estimates at each checkpoint (replication 0)",
+            "",
+            _md_table(summary.checkpoint_series(results), "{:.4f}"),
+            "",
+            "## Error against the number of reports",
+            "",
+            _md_table(summary.error_by_n(results)),
+            "",
+        ]
+    out += ["## Clients and reports (mean over replications)", "", _md_table(summary.engine_totals(results), "{:.6g}"), ""]
+    if figures:
+        out += ["## Figures", ""] + [f"![{name}]({name})" for name in figures] + [""]
+    out += [
+        "## Files",
+        "",
+        "- `results.csv`: one row per replication x checkpoint x task x quantity x category",
+        "- `replications/`: the same rows, one file per replication (written as each finishes)",
+        "- `scenario.toml`: the scenario as run; `metadata.json`: seed, versions, command line, times",
+        "",
+    ]
+    return "\n".join(out)

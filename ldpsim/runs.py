@@ -1,0 +1,254 @@
+"""Run directories: replications of a scenario through a pluggable executor, then the report.
+
+This module sits above `sim` (the model) and `report` (the files) and below `cli`.
+
+Seeds: one root ``SeedSequence(seed)`` per run; replication r uses the child with spawn key
+``(r,)``, whatever executor or worker runs it, so results do not depend on either.
+
+Any :class:`concurrent.futures.Executor` works (a local process pool, or a distributed
+one such as dask's ``client.get_executor()``); ``workers=1`` runs in-process.
+
+Each replication's rows are written to ``replications/rep-NNNNNN.csv`` as soon as it
+finishes (atomically), so an interrupted run keeps what it finished and
+:func:`resume_run` completes the rest. ``results.csv`` is the concatenation of those files
+in replication order, so it is byte-identical whether the run was interrupted or not.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import sys
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from ldpsim.errors import LdpSimError
+from ldpsim.report import write_report
+from ldpsim.sim.engine import run_replication
+from ldpsim.sim.scenario import Scenario, load_scenario, parse_scenario
+
+REP_DIR = "replications"
+
+
+class SequentialExecutor(Executor):
+    """Runs each submitted call at once, in the calling process."""
+
+    def submit(self, fn: Callable, /, *args: Any, **kwargs: Any) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+            future.set_exception(exc)
+        return future
+
+
+class RunInterrupted(Exception):
+    """The run stopped before all replications finished; the run directory can be resumed."""
+
+    def __init__(self, run_dir: Path, done: int, total: int) -> None:
+        super().__init__(f"interrupted after {done} of {total} replications; resume with: ldpsim run --resume {run_dir}")
+        self.run_dir, self.done, self.total = run_dir, done, total
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_dir: Path
+    scenario: Scenario
+    results: pd.DataFrame
+    seed: int
+
+
+def default_run_dir(scenario: Scenario, seed: int, base: Path = Path("reports")) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return base / scenario.name / f"{stamp}-seed{seed}"
+
+
+def run_scenario(
+    scenario: Scenario | str | Path,
+    *,
+    seed: int | None = None,
+    replications: int | None = None,
+    workers: int = 1,
+    out: str | Path | None = None,
+    executor: Executor | None = None,
+    progress: bool = True,
+    interrupt_after: int | None = None,
+) -> RunResult:
+    """Run a scenario's replications into a new run directory and write its report.
+
+    ``seed`` defaults to the scenario's ``simulation.seed``, else fresh entropy (recorded).
+    ``interrupt_after`` stops the run after that many replications, as a Ctrl-C would
+    (for trying out :func:`resume_run`).
+    """
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(scenario)
+    if replications is not None:
+        if replications < 1:
+            raise LdpSimError(f"--replications: got {replications}, expected an integer >= 1")
+        scenario = scenario.with_overrides(replications=replications)
+    if seed is None:
+        seed = scenario.spec.simulation.seed
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
+    if seed < 0:
+        raise LdpSimError(f"--seed: got {seed}, expected an integer >= 0")
+    run_dir = Path(out) if out is not None else default_run_dir(scenario, seed)
+    if run_dir.exists() and any(run_dir.iterdir()):
+        raise LdpSimError(f"--out: got {str(run_dir)!r}, expected a new or empty directory (use --resume to continue)")
+    (run_dir / REP_DIR).mkdir(parents=True, exist_ok=True)
+    (run_dir / "scenario.toml").write_text(scenario.source)
+    meta = _metadata(scenario, seed, workers, executor)
+    _write_json(run_dir / "metadata.json", meta)
+    return _execute(run_dir, scenario, seed, meta, workers, executor, progress, interrupt_after)
+
+
+def resume_run(
+    run_dir: str | Path,
+    *,
+    workers: int = 1,
+    executor: Executor | None = None,
+    progress: bool = True,
+    interrupt_after: int | None = None,
+) -> RunResult:
+    """Finish an interrupted run: run only the replications whose files are missing."""
+    run_dir = Path(run_dir)
+    meta_path = run_dir / "metadata.json"
+    try:
+        meta = json.loads(meta_path.read_text())
+        source = (run_dir / "scenario.toml").read_text()
+    except (OSError, ValueError):
+        raise LdpSimError(f"--resume: got {str(run_dir)!r}, expected a run directory made by ldpsim run") from None
+    scenario = parse_scenario(source, str(run_dir / "scenario.toml"))
+    scenario = scenario.with_overrides(replications=int(meta["replications"]))
+    if scenario.digest() != meta["scenario_sha256"]:
+        raise LdpSimError(f"--resume: got {str(run_dir)!r}, expected its scenario.toml unchanged since the run started")
+    meta.setdefault("resumed_at", []).append(_now())
+    return _execute(run_dir, scenario, int(meta["seed"]), meta, workers, executor, progress, interrupt_after)
+
+
+def _execute(
+    run_dir: Path,
+    scenario: Scenario,
+    seed: int,
+    meta: dict[str, Any],
+    workers: int,
+    executor: Executor | None,
+    progress: bool,
+    interrupt_after: int | None,
+) -> RunResult:
+    total = scenario.spec.simulation.replications
+    todo = [r for r in range(total) if not _rep_path(run_dir, r).exists()]
+    done = total - len(todo)
+    own = executor is None
+    if own:
+        if workers < 1:
+            raise LdpSimError(f"--workers: got {workers}, expected an integer >= 1")
+        executor = SequentialExecutor() if workers == 1 else ProcessPoolExecutor(max_workers=workers)
+    bar = tqdm(total=total, initial=done, unit="rep", desc=scenario.name, disable=not (progress and sys.stderr.isatty()))
+    finished_now = 0
+    try:
+        chunks = _chunks(todo, workers)
+        futures = [executor.submit(_run_chunk, scenario.source, scenario.path, total, seed, c) for c in chunks]
+        for future in as_completed(futures):
+            for index, frame in future.result():
+                _write_rep(run_dir, index, frame)
+                done += 1
+                finished_now += 1
+                bar.update(1)
+                if interrupt_after is not None and finished_now >= interrupt_after and done < total:
+                    raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        for f in futures:
+            f.cancel()
+        raise RunInterrupted(run_dir, done, total) from None
+    finally:
+        bar.close()
+        if own:
+            executor.shutdown(wait=True, cancel_futures=True)
+    results = _merge(run_dir, total)
+    write_report(run_dir, scenario, results, seed)
+    meta["finished"] = _now()
+    _write_json(run_dir / "metadata.json", meta)
+    return RunResult(run_dir, scenario, results, seed)
+
+
+def _chunks(todo: list[int], workers: int) -> list[list[int]]:
+    """Group replications so each worker gets several tasks (fewer round trips)."""
+    if not todo:
+        return []
+    size = max(1, math.ceil(len(todo) / (4 * max(1, workers))))
+    return [todo[i : i + size] for i in range(0, len(todo), size)]
+
+
+def _run_chunk(source: str, path: str, total: int, seed: int, indices: Iterable[int]) -> list[tuple[int, pd.DataFrame]]:
+    scenario = parse_scenario(source, path).with_overrides(replications=total)
+    return [(r, run_replication(scenario, r, seed)) for r in indices]
+
+
+def _rep_path(run_dir: Path, index: int) -> Path:
+    return run_dir / REP_DIR / f"rep-{index:06d}.csv"
+
+
+def _write_rep(run_dir: Path, index: int, frame: pd.DataFrame) -> None:
+    path = _rep_path(run_dir, index)
+    tmp = path.with_suffix(".tmp")
+    frame.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def _merge(run_dir: Path, total: int) -> pd.DataFrame:
+    """results.csv = the replication files in order (header once), byte for byte."""
+    out = run_dir / "results.csv"
+    with open(out, "w") as dst:
+        for r in range(total):
+            lines = _rep_path(run_dir, r).read_text().splitlines(keepends=True)
+            dst.writelines(lines if r == 0 else lines[1:])
+    return pd.read_csv(out, keep_default_na=False, na_values=[""])
+
+
+def _metadata(scenario: Scenario, seed: int, workers: int, executor: Executor | None) -> dict[str, Any]:
+    packages = {name: _version(name) for name in ("ldpsim", "numpy", "scipy", "simpy", "pandas", "pydantic", "matplotlib")}
+    return {
+        "scenario": scenario.name,
+        "scenario_path": scenario.path,
+        "scenario_sha256": scenario.digest(),
+        "seed": seed,
+        "replications": scenario.spec.simulation.replications,
+        "mode": scenario.spec.simulation.mode,
+        "tick": scenario.tick,
+        "end": scenario.end,
+        "workers": workers,
+        "executor": type(executor).__name__ if executor is not None else ("sequential" if workers == 1 else "process_pool"),
+        "ldpsim_version": packages["ldpsim"],
+        "python": platform.python_version(),
+        "packages": packages,
+        "command_line": sys.argv,
+        "started": _now(),
+    }
+
+
+def _version(name: str) -> str:
+    try:
+        return version(name)
+    except Exception:  # pragma: no cover
+        return "unknown"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    os.replace(tmp, path)

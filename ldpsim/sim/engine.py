@@ -1,0 +1,358 @@
+"""The SimPy model of one replication: cohorts of clients, a network, a server, an analyst.
+
+Time is cut into ticks of width ``scenario.tick``. The clients who arrive during one tick
+form one **cohort**, a single SimPy event carrying a numpy batch (individual mode) or
+just counts (aggregate mode); no SimPy process ever stands for one client.
+
+Processes, composed through events:
+
+- ``arrivals``: at the start of each tick with arrivals, draws the cohort (true values,
+  privatised reports, exact arrival times) and hands it to the network;
+- ``network.deliveries``: the network drops each report with the loss probability, adds
+  its latency and files it under the tick in which it reaches the server; at the end of
+  each tick it delivers that tick's reports to the server in time order, then fires
+  ``tick_done``;
+- ``analyst``: waits on ``tick_done`` and runs the tasks at the checkpoints that are due;
+  checkpoints every m reports fire inside the server at the exact report.
+
+Exactness. Individual mode draws every arrival and delivery time, so a checkpoint at time
+T sees exactly the reports delivered by T, whatever the tick. Aggregate mode draws only
+counts: input counts (multinomial), output counts (``sample_counts``), losses (binomial
+thinning) and the split over delivery ticks (multinomial with the exact probabilities of
+``Latency.delivered_by``), so counts at tick ends have exactly the law of individual mode.
+Ticks divide the checkpoint interval, so periodic checkpoints are exact in both modes;
+checkpoints every m reports take the exact m-th report in individual mode, and in
+aggregate mode the exact counts of the first m reports (a multivariate hypergeometric
+split of the tick) stamped at the end of the tick in which the m-th report arrives.
+
+The tick therefore trades time resolution for speed only in what the SimPy clock sees
+(one event per cohort and per delivery tick) and, in aggregate mode, in the time stamps
+of report-count checkpoints.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import simpy
+from numpy.typing import NDArray
+
+from ldpsim.errors import LdpSimError
+from ldpsim.sim.scenario import AllAtOnceSpec, PoissonSpec, Scenario, WavesSpec, arrival_horizon
+from ldpsim.sim.tasks import Checkpoint, Task, TaskContext, make_tasks
+
+#: Largest population simulated client by client.
+MAX_INDIVIDUAL = 10**8
+#: Most ticks in one run.
+MAX_TICKS = 10**6
+
+RESULT_COLUMNS = [
+    "replication", "checkpoint", "reason", "time", "n_received", "task", "quantity", "category",
+    "estimate", "ci_low", "ci_high", "truth", "theory",
+]  # fmt: skip
+
+
+class Timeline:
+    """Tick arithmetic: tick j covers (j dt, (j+1) dt], tick 0 also holds time 0."""
+
+    def __init__(self, tick: float, end: float) -> None:
+        self.dt = tick
+        self.n = int(math.ceil(end / tick - 1e-9))
+        if self.n > MAX_TICKS:
+            raise LdpSimError(f"simulation.tick: got {tick!r}, expected at most {MAX_TICKS} ticks up to end = {end!r}")
+        self.end = end
+
+    def edge(self, j: int | NDArray) -> Any:
+        return np.minimum(np.asarray(j) * self.dt, self.end) if isinstance(j, np.ndarray) else min(j * self.dt, self.end)
+
+    def index(self, t: NDArray[np.float64]) -> NDArray[np.int64]:
+        j = np.ceil(np.asarray(t) / self.dt - 1e-9).astype(np.int64) - 1
+        return np.maximum(j, 0)
+
+
+class Cohort:
+    """Clients arriving during one tick: ``size`` clients with arrival times uniform on
+    ``[start, stop]`` (a point when equal)."""
+
+    __slots__ = ("tick", "size", "start", "stop")
+
+    def __init__(self, tick: int, size: int, start: float, stop: float) -> None:
+        self.tick, self.size, self.start, self.stop = tick, size, start, stop
+
+
+def plan_cohorts(scenario: Scenario, timeline: Timeline, rng: np.random.Generator) -> list[Cohort]:
+    """Sizes and time windows of the cohorts (the arrival process, drawn exactly)."""
+    spec = scenario.spec
+    n = spec.population.size
+    arr = spec.arrivals
+    if isinstance(arr, AllAtOnceSpec):
+        return [Cohort(int(timeline.index(np.array([arr.at]))[0]), n, arr.at, arr.at)]
+    if isinstance(arr, WavesSpec):
+        sizes = _largest_remainder(n, np.asarray(arr.fractions))
+        ticks = timeline.index(np.asarray(arr.times))
+        return [Cohort(int(j), int(s), t, t) for j, s, t in zip(ticks, sizes, arr.times) if s > 0]
+    assert isinstance(arr, PoissonSpec)
+    horizon = arrival_horizon(spec)
+    # Poisson process conditioned on n arrivals in [0, horizon]: i.i.d. uniform times,
+    # so the counts per tick are multinomial with the tick's share of [0, horizon].
+    last = int(math.ceil(horizon / timeline.dt - 1e-9))
+    edges = np.minimum(np.arange(last + 1) * timeline.dt, horizon)
+    shares = np.diff(edges) / horizon
+    sizes = rng.multinomial(n, shares / shares.sum())
+    return [
+        Cohort(j, int(sizes[j]), float(edges[j]), float(edges[j + 1])) for j in range(last) if sizes[j] > 0
+    ]
+
+
+def _largest_remainder(n: int, fractions: NDArray[np.float64]) -> NDArray[np.int64]:
+    raw = n * fractions / fractions.sum()
+    sizes = np.floor(raw).astype(np.int64)
+    short = n - int(sizes.sum())
+    sizes[np.argsort(-(raw - sizes), kind="stable")[:short]] += 1
+    return sizes
+
+
+class Server:
+    """Accumulates output counts (always) and individual reports (up to a budget)."""
+
+    def __init__(self, m: int, keep_reports: bool, max_reports: int) -> None:
+        self.counts = np.zeros(m, dtype=np.int64)
+        self.n_received = 0
+        self.keep = keep_reports
+        self.budget = max_reports
+        self._reports: list[NDArray[np.int64]] = []
+        self._times: list[NDArray[np.float64]] = []
+        self.stored = 0
+        self.truncated = False
+
+    def add_reports(self, times: NDArray[np.float64], reports: NDArray[np.int64]) -> None:
+        self.counts += np.bincount(reports, minlength=self.counts.size)
+        self.n_received += reports.size
+        if self.keep and reports.size:
+            room = self.budget - self.stored
+            if room < reports.size:
+                self.truncated = True
+            if room > 0:
+                self._reports.append(reports[:room])
+                self._times.append(times[:room])
+                self.stored += min(room, reports.size)
+
+    def add_counts(self, counts: NDArray[np.int64]) -> None:
+        self.counts += counts
+        self.n_received += int(counts.sum())
+
+    def stored_reports(self) -> tuple[NDArray[np.int64] | None, NDArray[np.float64] | None]:
+        if not self.keep:
+            return None, None
+        if len(self._reports) > 1:
+            self._reports = [np.concatenate(self._reports)]
+            self._times = [np.concatenate(self._times)]
+        if not self._reports:
+            return np.zeros(0, np.int64), np.zeros(0)
+        return self._reports[0], self._times[0]
+
+
+class Replication:
+    """One replication of a scenario, as a SimPy model."""
+
+    def __init__(self, scenario: Scenario, index: int, entropy: int) -> None:
+        self.scenario = scenario
+        self.index = index
+        spec = scenario.spec
+        self.individual = spec.simulation.mode == "individual"
+        if self.individual and spec.population.size > MAX_INDIVIDUAL:
+            raise LdpSimError(
+                f"population.size: got {spec.population.size}, expected at most {MAX_INDIVIDUAL} in individual "
+                "mode (use simulation.mode = 'aggregate': exact counts at any size)"
+            )
+        seq = np.random.SeedSequence(entropy, spawn_key=(index,))
+        plan_seq, self._cohort_seq, task_seq = seq.spawn(3)
+        self.timeline = Timeline(scenario.tick, scenario.end)
+        self.cohorts = plan_cohorts(scenario, self.timeline, np.random.default_rng(plan_seq))
+        self.mech = scenario.mechanism
+        self.server = Server(self.mech.m, spec.server.keep_reports, spec.server.max_reports)
+        context = TaskContext(self.mech, scenario.labels, scenario.prior, spec.simulation.mode)
+        self.tasks: list[Task] = make_tasks(spec.analyst.tasks, context)
+        for task, child in zip(self.tasks, task_seq.spawn(len(self.tasks))):
+            task.start(np.random.default_rng(child))
+        self.rows: list[dict[str, Any]] = []
+        self.sent = self.lost = self.in_flight = 0
+        self._buckets: dict[int, list] = defaultdict(list)
+        cp = spec.analyst.checkpoints
+        self._every_reports = cp.every_reports
+        self._next_report_cp = cp.every_reports or 0
+        self._every = cp.every
+        self._checkpoints = 0
+        self._split_rng = np.random.default_rng(task_seq.spawn(1)[0])
+
+    # ----------------------------------------------------------------- SimPy processes
+    def run(self) -> pd.DataFrame:
+        env = simpy.Environment()
+        self.env = env
+        self.tick_done = env.event()
+        env.process(self._arrivals(env))
+        env.process(self._deliveries(env))
+        env.process(self._analyst(env))
+        env.run()
+        self._engine_rows()
+        return pd.DataFrame(self.rows, columns=RESULT_COLUMNS)
+
+    def _arrivals(self, env: simpy.Environment):
+        seqs = self._cohort_seq.spawn(len(self.cohorts))
+        for cohort, seq in zip(self.cohorts, seqs):
+            start = cohort.tick * self.timeline.dt
+            if start > env.now:
+                yield env.timeout(start - env.now)
+            self._send(cohort, np.random.default_rng(seq))
+
+    def _deliveries(self, env: simpy.Environment):
+        for j in range(self.timeline.n):
+            yield env.timeout(self.timeline.edge(j + 1) - env.now)
+            self._deliver(j)
+            done, self.tick_done = self.tick_done, env.event()
+            done.succeed(j)
+
+    def _analyst(self, env: simpy.Environment):
+        last = self.timeline.n - 1
+        while True:
+            j = yield self.tick_done
+            t = self.timeline.edge(j + 1)
+            if j == last:
+                self._checkpoint(t, "end")
+                return
+            if self._every is not None and _is_multiple(t, self._every):
+                self._checkpoint(t, "every")
+
+    # ----------------------------------------------------------------- network
+    def _send(self, cohort: Cohort, rng: np.random.Generator) -> None:
+        self.sent += cohort.size
+        if self.individual:
+            batch = self.scenario.spec.simulation.batch_size
+            for first in range(0, cohort.size, batch):
+                self._send_individual(cohort, min(batch, cohort.size - first), rng)
+        else:
+            self._send_aggregate(cohort, rng)
+
+    def _send_individual(self, cohort: Cohort, size: int, rng: np.random.Generator) -> None:
+        scenario = self.scenario
+        x = rng.choice(self.mech.k, size=size, p=scenario.prior)
+        y = self.mech.privatize(x, rng)
+        if cohort.stop > cohort.start:
+            t = rng.uniform(cohort.start, cohort.stop, size)
+        else:
+            t = np.full(size, cohort.start)
+        kept = rng.random(size) >= scenario.spec.network.loss
+        self.lost += int(size - np.count_nonzero(kept))
+        t, y = t[kept], y[kept]
+        t = t + scenario.latency.sample(t.size, rng)
+        j = self.timeline.index(t)
+        late = j >= self.timeline.n
+        self.in_flight += int(np.count_nonzero(late))
+        j, t, y = j[~late], t[~late], y[~late]
+        order = np.argsort(j, kind="stable")
+        j, t, y = j[order], t[order], y[order]
+        ticks, starts = np.unique(j, return_index=True)
+        for tick, a, b in zip(ticks.tolist(), starts.tolist(), list(starts[1:]) + [j.size]):
+            self._buckets[tick].append((t[a:b], y[a:b]))
+
+    def _send_aggregate(self, cohort: Cohort, rng: np.random.Generator) -> None:
+        scenario = self.scenario
+        inputs = rng.multinomial(cohort.size, scenario.prior)
+        outputs = self.mech.sample_counts(inputs, rng)
+        survivors = rng.binomial(outputs, 1.0 - scenario.spec.network.loss)
+        self.lost += int(outputs.sum() - survivors.sum())
+        # split each symbol's survivors over the delivery ticks (the rest is still in flight)
+        first = cohort.tick
+        edges = self.timeline.edge(np.arange(first + 1, self.timeline.n + 1))
+        by = scenario.latency.delivered_by(edges, cohort.start, cohort.stop)
+        by = np.maximum.accumulate(by)
+        probs = np.diff(np.concatenate([[0.0], by, [1.0]]))
+        probs = np.clip(probs, 0.0, None)
+        probs /= probs.sum()
+        split = rng.multinomial(survivors, np.broadcast_to(probs, (survivors.size, probs.size)))
+        self.in_flight += int(split[:, -1].sum())
+        for offset in np.flatnonzero(split[:, :-1].sum(axis=0)).tolist():
+            self._buckets[first + offset].append(split[:, offset])
+
+    def _deliver(self, j: int) -> None:
+        parts = self._buckets.pop(j, [])
+        if not parts:
+            return
+        if self.individual:
+            t = np.concatenate([p[0] for p in parts])
+            y = np.concatenate([p[1] for p in parts])
+            order = np.argsort(t, kind="stable")
+            self._receive_individual(t[order], y[order])
+        else:
+            self._receive_counts(np.sum(parts, axis=0), self.timeline.edge(j + 1))
+
+    # ----------------------------------------------------------------- server side
+    def _receive_individual(self, t: NDArray[np.float64], y: NDArray[np.int64]) -> None:
+        while self._every_reports and self.server.n_received + y.size >= self._next_report_cp:
+            cut = self._next_report_cp - self.server.n_received
+            self._take(t[:cut], y[:cut])
+            self._checkpoint(float(t[cut - 1]), "every_reports")
+            t, y = t[cut:], y[cut:]
+            self._next_report_cp += self._every_reports
+        self._take(t, y)
+
+    def _take(self, t: NDArray[np.float64], y: NDArray[np.int64]) -> None:
+        if y.size:
+            self.server.add_reports(t, y)
+            for task in self.tasks:
+                task.observe(t, y)
+
+    def _receive_counts(self, counts: NDArray[np.int64], t: float) -> None:
+        counts = counts.astype(np.int64)
+        while self._every_reports and self.server.n_received + int(counts.sum()) >= self._next_report_cp:
+            cut = self._next_report_cp - self.server.n_received
+            head = _hypergeometric_head(counts, cut, self._split_rng)
+            self.server.add_counts(head)
+            counts = counts - head
+            self._checkpoint(t, "every_reports")
+            self._next_report_cp += self._every_reports
+        self.server.add_counts(counts)
+
+    # ----------------------------------------------------------------- analyst side
+    def _checkpoint(self, t: float, reason: str) -> None:
+        reports, times = self.server.stored_reports()
+        cp = Checkpoint(self._checkpoints, t, reason, self.server.n_received, self.server.counts.copy(), reports, times)
+        self._checkpoints += 1
+        base = dict(replication=self.index, checkpoint=cp.index, reason=reason, time=t, n_received=cp.n_received)
+        for task in self.tasks:
+            for row in task.at_checkpoint(cp):
+                self.rows.append({**base, "task": task.name, **row})
+
+    def _engine_rows(self) -> None:
+        """Book-keeping at the end: clients sent, reports lost, in flight, received, stored."""
+        base = dict(replication=self.index, checkpoint=self._checkpoints - 1, reason="end", time=self.timeline.end,
+                    n_received=self.server.n_received, task="engine", category="", ci_low=np.nan, ci_high=np.nan,
+                    truth=np.nan, theory=np.nan)  # fmt: skip
+        values = {
+            "clients": self.sent, "lost": self.lost, "in_flight": self.in_flight,
+            "received": self.server.n_received, "stored_reports": self.server.stored,
+        }  # fmt: skip
+        for quantity, value in values.items():
+            self.rows.append({**base, "quantity": quantity, "estimate": float(value)})
+
+
+def _is_multiple(t: float, every: float) -> bool:
+    r = t / every
+    return abs(r - round(r)) < 1e-9
+
+
+def _hypergeometric_head(counts: NDArray[np.int64], r: int, rng: np.random.Generator) -> NDArray[np.int64]:
+    """Counts among the first r reports of a tick: the tick's reports are exchangeable, so
+    this is a multivariate hypergeometric draw."""
+    if r >= counts.sum():
+        return counts.copy()
+    return rng.multivariate_hypergeometric(counts, r, method="marginals").astype(np.int64)
+
+
+def run_replication(scenario: Scenario, index: int, entropy: int) -> pd.DataFrame:
+    """Results of replication ``index`` (seeded by ``SeedSequence(entropy, spawn_key=(index,))``)."""
+    return Replication(scenario, index, entropy).run()

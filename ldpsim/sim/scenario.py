@@ -1,0 +1,421 @@
+"""Scenario files: TOML validated by pydantic models, then built into simulation objects.
+
+Every problem in a file becomes one :class:`ldpsim.errors.LdpSimError` whose message names
+the file, the key path and the problem, e.g.
+``scenarios/x.toml: network.loss: Input should be less than or equal to 1 (got 1.5)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ldpsim.errors import LdpSimError
+from ldpsim.mechanisms import (
+    FiniteMechanism,
+    binary_mechanism,
+    binary_mechanism_for_priors,
+    from_matrix,
+    quaternary_mechanism,
+    randomized_response,
+    truncated_geometric,
+)
+from ldpsim.sim.network import ConstantLatency, ExponentialLatency, Latency, LognormalLatency
+
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+Eps = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------- population
+class PopulationSpec(_Model):
+    """Who the clients are: an alphabet, the true distribution (or P0/P1 and which holds)."""
+
+    labels: list[str] = Field(min_length=2)
+    size: Annotated[int, Field(ge=1, le=10**15)]
+    distribution: list[NonNegFloat] | None = None
+    P0: list[NonNegFloat] | None = None
+    P1: list[NonNegFloat] | None = None
+    truth: Literal["P0", "P1"] | None = None
+
+    @model_validator(mode="after")
+    def _one_truth(self) -> "PopulationSpec":
+        pair = (self.P0, self.P1, self.truth)
+        if self.distribution is None and any(v is None for v in pair):
+            raise ValueError("give either 'distribution' or all of 'P0', 'P1' and 'truth'")
+        if self.distribution is not None and any(v is not None for v in pair):
+            raise ValueError("give either 'distribution' or 'P0'/'P1'/'truth', not both")
+        if len(set(self.labels)) != len(self.labels):
+            raise ValueError("labels must be distinct")
+        return self
+
+    def true_distribution(self) -> list[float]:
+        if self.distribution is not None:
+            return self.distribution
+        return self.P0 if self.truth == "P0" else self.P1  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------- mechanisms
+class RandomizedResponseSpec(_Model):
+    kind: Literal["randomized_response"]
+    eps: Eps
+
+
+class BinarySpec(_Model):
+    """Binary mechanism: an explicit set T of labels, or T = {x : P0(x) >= P1(x)} when the
+    population gives P0 and P1."""
+
+    kind: Literal["binary"]
+    eps: Eps
+    T: list[str] | None = None
+
+
+class TruncatedGeometricSpec(_Model):
+    kind: Literal["truncated_geometric"]
+    eps: Eps
+
+
+class QuaternarySpec(_Model):
+    kind: Literal["quaternary"]
+    eps: Eps
+    delta: Probability
+
+
+class MatrixSpec(_Model):
+    kind: Literal["matrix"]
+    matrix: list[list[NonNegFloat]]
+    output_labels: list[str] | None = None
+
+
+MechanismSpec = Annotated[
+    Union[RandomizedResponseSpec, BinarySpec, TruncatedGeometricSpec, QuaternarySpec, MatrixSpec],
+    Field(discriminator="kind"),
+]
+
+
+# --------------------------------------------------------------------- arrivals
+class AllAtOnceSpec(_Model):
+    kind: Literal["all_at_once"]
+    at: NonNegFloat = 0.0
+
+
+class PoissonSpec(_Model):
+    """Poisson arrivals: a Poisson process of rate ``rate`` (or ``size / duration``),
+    conditioned on the population size, so arrival times are i.i.d. uniform on
+    ``[0, duration]`` with ``duration = size / rate``."""
+
+    kind: Literal["poisson"]
+    rate: PositiveFloat | None = None
+    duration: PositiveFloat | None = None
+
+    @model_validator(mode="after")
+    def _rate_or_duration(self) -> "PoissonSpec":
+        if (self.rate is None) == (self.duration is None):
+            raise ValueError("give exactly one of 'rate' and 'duration'")
+        return self
+
+
+class WavesSpec(_Model):
+    """Waves: a fraction of the population arrives at each given time."""
+
+    kind: Literal["waves"]
+    times: list[NonNegFloat] = Field(min_length=1)
+    fractions: list[Probability] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _match(self) -> "WavesSpec":
+        if len(self.times) != len(self.fractions):
+            raise ValueError("'times' and 'fractions' must have the same length")
+        if abs(math.fsum(self.fractions) - 1.0) > 1e-9:
+            raise ValueError(f"'fractions' must sum to 1 (got {math.fsum(self.fractions)!r})")
+        if any(b < a for a, b in zip(self.times, self.times[1:])):
+            raise ValueError("'times' must be non-decreasing")
+        return self
+
+
+ArrivalSpec = Annotated[Union[AllAtOnceSpec, PoissonSpec, WavesSpec], Field(discriminator="kind")]
+
+
+# --------------------------------------------------------------------- network
+class ConstantLatencySpec(_Model):
+    kind: Literal["constant"]
+    value: NonNegFloat = 0.0
+
+
+class ExponentialLatencySpec(_Model):
+    kind: Literal["exponential"]
+    mean: PositiveFloat
+
+
+class LognormalLatencySpec(_Model):
+    kind: Literal["lognormal"]
+    median: PositiveFloat
+    sigma: PositiveFloat
+
+
+LatencySpec = Annotated[
+    Union[ConstantLatencySpec, ExponentialLatencySpec, LognormalLatencySpec], Field(discriminator="kind")
+]
+
+
+class NetworkSpec(_Model):
+    latency: LatencySpec = ConstantLatencySpec(kind="constant", value=0.0)
+    loss: Probability = 0.0
+
+
+# --------------------------------------------------------------------- server and analyst
+class ServerSpec(_Model):
+    """What the server keeps: output counts always; individual reports on request, up to a
+    memory budget (reports beyond it are counted but not stored)."""
+
+    keep_reports: bool = False
+    max_reports: Annotated[int, Field(ge=0)] = 10_000_000
+
+
+class CheckpointSpec(_Model):
+    """When the analyst runs: every ``every`` time units and/or every ``every_reports``
+    reports received; always at the end."""
+
+    every: PositiveFloat | None = None
+    every_reports: Annotated[int, Field(ge=1)] | None = None
+
+
+class AnalystSpec(_Model):
+    checkpoints: CheckpointSpec = CheckpointSpec()
+    tasks: list[dict[str, Any]] = Field(default_factory=lambda: [{"kind": "frequency"}])
+
+
+class SimulationSpec(_Model):
+    """How the simulation runs.
+
+    ``mode``: ``individual`` draws every client (values, reports, times); ``aggregate``
+    draws only counts, exactly in law (``sample_counts``, binomial thinning for loss,
+    multinomial splitting over delivery ticks).
+    ``tick``: time resolution; the arrivals of one tick form one cohort (one SimPy event).
+    ``end``: when the run stops; reports still in flight are not received.
+    """
+
+    mode: Literal["individual", "aggregate"] = "individual"
+    tick: PositiveFloat | None = None
+    end: PositiveFloat | None = None
+    replications: Annotated[int, Field(ge=1)] = 1
+    seed: Annotated[int, Field(ge=0)] | None = None
+    batch_size: Annotated[int, Field(ge=1)] = 1 << 16
+
+
+class ScenarioSpec(_Model):
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    population: PopulationSpec
+    mechanism: MechanismSpec
+    arrivals: ArrivalSpec
+    network: NetworkSpec = NetworkSpec()
+    server: ServerSpec = ServerSpec()
+    analyst: AnalystSpec = AnalystSpec()
+    simulation: SimulationSpec = SimulationSpec()
+
+
+# --------------------------------------------------------------------- built scenario
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario with its simulation objects built."""
+
+    spec: ScenarioSpec
+    source: str  # the TOML text as run
+    path: str
+    mechanism: FiniteMechanism
+    prior: np.ndarray  # the true distribution clients draw from
+    latency: Latency
+    tick: float
+    end: float
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def labels(self) -> list[str]:
+        return self.spec.population.labels
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.source.encode()).hexdigest()
+
+    def with_overrides(self, **simulation: Any) -> "Scenario":
+        """The same scenario with fields of ``[simulation]`` replaced (e.g. replications)."""
+        sim = self.spec.simulation.model_copy(update=simulation)
+        spec = self.spec.model_copy(update={"simulation": sim})
+        return build(spec, self.source, self.path)
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read, validate and build a scenario file; raise LdpSimError naming file and key."""
+    p = Path(path)
+    where = str(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise LdpSimError(f"{where}: cannot read the scenario file ({exc.strerror})") from None
+    return parse_scenario(text, where)
+
+
+def parse_scenario(text: str, where: str = "<scenario>") -> Scenario:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise LdpSimError(f"{where}: invalid TOML: {exc}") from None
+    try:
+        spec = ScenarioSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise LdpSimError(f"{where}: {_first_error(exc)}") from None
+    try:
+        return build(spec, text, where)
+    except LdpSimError as exc:
+        raise LdpSimError(f"{where}: {exc}") from None
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(_loc_part(p) for p in err["loc"] if not _is_union_tag(p))
+    loc = loc.replace(".[", "[")
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    shown = err.get("input")
+    got = "" if err["type"] in ("missing", "model_type", "value_error") or isinstance(shown, dict) else f" (got {shown!r})"
+    return f"{loc or '(top level)'}: {msg}{got}"
+
+
+def _loc_part(p: Any) -> str:
+    return f"[{p}]" if isinstance(p, int) else str(p)
+
+
+def _is_union_tag(p: Any) -> bool:
+    tags = {
+        "randomized_response", "binary", "truncated_geometric", "quaternary", "matrix",
+        "all_at_once", "poisson", "waves", "constant", "exponential", "lognormal",
+    }  # fmt: skip
+    return isinstance(p, str) and p in tags
+
+
+# --------------------------------------------------------------------- building
+def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
+    """Cross-field checks and construction; errors name the key path."""
+    pop = spec.population
+    k = len(pop.labels)
+    for key in ("distribution", "P0", "P1"):
+        vec = getattr(pop, key)
+        if vec is None:
+            continue
+        if len(vec) != k:
+            raise LdpSimError(f"population.{key}: got {len(vec)} entries, expected one per label ({k})")
+        if abs(math.fsum(vec) - 1.0) > 1e-9:
+            raise LdpSimError(f"population.{key}: got entries summing to {math.fsum(vec)!r}, expected a sum of 1")
+    prior = np.asarray(pop.true_distribution(), dtype=np.float64)
+    prior = prior / prior.sum()
+    mechanism = _build_mechanism(spec)
+    latency = _build_latency(spec.network.latency)
+    from ldpsim.sim.tasks import validate_tasks  # the registry lives with the tasks
+
+    validate_tasks(spec.analyst.tasks, mechanism)
+    end = spec.simulation.end if spec.simulation.end is not None else _default_end(spec, latency)
+    tick = _tick(spec, end)
+    return Scenario(spec, source, where, mechanism, prior, latency, tick, end)
+
+
+def _build_mechanism(spec: ScenarioSpec) -> FiniteMechanism:
+    m = spec.mechanism
+    pop = spec.population
+    labels = pop.labels
+    k = len(labels)
+    try:
+        if isinstance(m, RandomizedResponseSpec):
+            return _relabel(randomized_response(k, m.eps), labels)
+        if isinstance(m, TruncatedGeometricSpec):
+            return _relabel(truncated_geometric(k, m.eps), labels)
+        if isinstance(m, QuaternarySpec):
+            if k != 2:
+                raise LdpSimError(f"kind: got 'quaternary' with {k} labels, expected exactly 2 labels (a binary input)")
+            return _relabel(quaternary_mechanism(m.eps, m.delta), labels)
+        if isinstance(m, BinarySpec):
+            if m.T is not None:
+                unknown = [t for t in m.T if t not in labels]
+                if unknown:
+                    raise LdpSimError(f"T: got {unknown[0]!r}, expected labels of the population {labels}")
+                return _relabel(binary_mechanism(m.eps, [labels.index(t) for t in m.T], k), labels)
+            if pop.P0 is None or pop.P1 is None:
+                raise LdpSimError("T: got nothing, expected a set of labels (or P0 and P1 in [population])")
+            return _relabel(binary_mechanism_for_priors(pop.P0, pop.P1, m.eps), labels)
+        if isinstance(m, MatrixSpec):
+            if len(m.matrix) != k:
+                raise LdpSimError(f"matrix: got {len(m.matrix)} rows, expected one per label ({k})")
+            try:
+                return from_matrix(m.matrix, input_labels=labels, output_labels=m.output_labels)
+            except LdpSimError as exc:
+                text = str(exc)
+                raise LdpSimError("matrix" + text[1:] if text.startswith("Q") else text) from None
+    except LdpSimError as exc:
+        raise LdpSimError(f"mechanism.{exc}") from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _relabel(mech: FiniteMechanism, labels: list[str]) -> FiniteMechanism:
+    """Name the inputs (and, when outputs are the inputs, the outputs) by the population labels."""
+    from ldpsim.mechanisms.finite import _labels
+
+    mech.input_labels = _labels(labels, mech.k, "labels")
+    if mech.m == mech.k and mech.name in ("randomized_response", "truncated_geometric"):
+        mech.output_labels = mech.input_labels
+    return mech
+
+
+def _build_latency(spec: ConstantLatencySpec | ExponentialLatencySpec | LognormalLatencySpec) -> Latency:
+    if isinstance(spec, ConstantLatencySpec):
+        return ConstantLatency(spec.value)
+    if isinstance(spec, ExponentialLatencySpec):
+        return ExponentialLatency(spec.mean)
+    return LognormalLatency(spec.median, spec.sigma)
+
+
+def arrival_horizon(spec: ScenarioSpec) -> float:
+    """The time by which every client has arrived."""
+    a = spec.arrivals
+    if isinstance(a, AllAtOnceSpec):
+        return a.at
+    if isinstance(a, WavesSpec):
+        return max(a.times)
+    return a.duration if a.duration is not None else spec.population.size / a.rate  # type: ignore[operator]
+
+
+def _default_end(spec: ScenarioSpec, latency: Latency) -> float:
+    """Default end: every client arrived, plus the latency's 99.9% quantile, rounded up to a
+    whole checkpoint interval when checkpoints are periodic."""
+    end = arrival_horizon(spec) + latency.quantile(0.999)
+    every = spec.analyst.checkpoints.every
+    if every is not None:
+        end = max(every, math.ceil(end / every - 1e-9) * every)
+    return end if end > 0 else 1.0
+
+
+def _tick(spec: ScenarioSpec, end: float) -> float:
+    """The time resolution: the requested tick (default: checkpoint interval / 24, else
+    end / 240), shrunk so that a whole number of ticks fits in each checkpoint interval."""
+    every = spec.analyst.checkpoints.every
+    wanted = spec.simulation.tick
+    if wanted is None:
+        wanted = every / 24 if every is not None else end / 240
+    if every is not None:
+        per = max(1, math.ceil(every / wanted - 1e-9))
+        return every / per
+    return wanted

@@ -1,0 +1,68 @@
+"""Summaries of a results table (pandas aggregations; no formulas): what the report shows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def frequency_rows(results: pd.DataFrame) -> pd.DataFrame:
+    """Frequency rows with their plug-in and exact standard errors side by side."""
+    freq = results[results["quantity"] == "frequency"]
+    se = results[results["quantity"] == "std_error"][["replication", "checkpoint", "task", "category", "estimate", "theory"]]
+    se = se.rename(columns={"estimate": "std_error", "theory": "theory_se"})
+    out = freq.merge(se, on=["replication", "checkpoint", "task", "category"], how="left")
+    out["covered"] = (out["ci_low"] <= out["truth"]) & (out["truth"] <= out["ci_high"])
+    out["error"] = out["estimate"] - out["truth"]
+    return out
+
+
+def final_frequencies(results: pd.DataFrame) -> pd.DataFrame:
+    """At the last checkpoint: per task and category, the estimate of replication 0 with its
+    CI, and over replications the mean estimate, RMSE, mean standard errors and coverage."""
+    f = frequency_rows(results)
+    last = f[f["reason"] == "end"]
+    first = last[last["replication"] == last["replication"].min()]
+    agg = last.groupby(["task", "category"], sort=False).agg(
+        truth=("truth", "first"),
+        mean_estimate=("estimate", "mean"),
+        rmse=("error", lambda e: float(np.sqrt(np.mean(np.square(e))))),
+        std_error=("std_error", "mean"),
+        theory_se=("theory_se", "mean"),
+        coverage=("covered", "mean"),
+        replications=("covered", "size"),
+    )
+    one = first.set_index(["task", "category"])[["estimate", "ci_low", "ci_high", "covered", "n_received"]]
+    return one.join(agg).reset_index()
+
+
+def checkpoint_series(results: pd.DataFrame, replication: int | None = None) -> pd.DataFrame:
+    """Estimates of one replication at every checkpoint: one row per checkpoint, one column
+    per category (the published series)."""
+    f = frequency_rows(results)
+    rep = f["replication"].min() if replication is None else replication
+    f = f[f["replication"] == rep]
+    wide = f.pivot_table(index=["checkpoint", "time", "n_received"], columns="category", values="estimate", sort=False)
+    return wide.reset_index()
+
+
+def error_by_n(results: pd.DataFrame) -> pd.DataFrame:
+    """Per checkpoint: mean reports received, root mean squared error over categories and
+    replications, and the same mean of the exact standard error (theory)."""
+    f = frequency_rows(results)
+    g = f.groupby("checkpoint")
+    return pd.DataFrame(
+        {
+            "time": g["time"].mean(),
+            "n_received": g["n_received"].mean(),
+            "rmse": g["error"].apply(lambda e: float(np.sqrt(np.nanmean(np.square(e))))),
+            "theory_rms_se": g["theory_se"].apply(lambda s: float(np.sqrt(np.nanmean(np.square(s))))),
+            "coverage": g["covered"].mean(),
+        }
+    ).reset_index()
+
+
+def engine_totals(results: pd.DataFrame) -> pd.DataFrame:
+    """Clients, losses, reports in flight and received: mean over replications."""
+    e = results[results["task"] == "engine"]
+    return e.groupby("quantity", sort=False)["estimate"].agg(["mean", "min", "max"]).reset_index()
