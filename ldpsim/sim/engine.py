@@ -41,14 +41,8 @@ import pandas as pd
 import simpy
 from numpy.typing import NDArray
 
-from ldpsim.errors import LdpSimError
 from ldpsim.sim.scenario import AllAtOnceSpec, PoissonSpec, Scenario, WavesSpec, arrival_horizon
 from ldpsim.sim.tasks import Checkpoint, Task, TaskContext, make_tasks
-
-#: Largest population simulated client by client.
-MAX_INDIVIDUAL = 10**8
-#: Most ticks in one run.
-MAX_TICKS = 10**6
 
 RESULT_COLUMNS = [
     "replication", "checkpoint", "reason", "time", "n_received", "task", "quantity", "category",
@@ -62,8 +56,6 @@ class Timeline:
     def __init__(self, tick: float, end: float) -> None:
         self.dt = tick
         self.n = int(math.ceil(end / tick - 1e-9))
-        if self.n > MAX_TICKS:
-            raise LdpSimError(f"simulation.tick: got {tick!r}, expected at most {MAX_TICKS} ticks up to end = {end!r}")
         self.end = end
 
     def edge(self, j: int | NDArray) -> Any:
@@ -164,13 +156,8 @@ class Replication:
         self.index = index
         spec = scenario.spec
         self.individual = spec.simulation.mode == "individual"
-        if self.individual and spec.population.size > MAX_INDIVIDUAL:
-            raise LdpSimError(
-                f"population.size: got {spec.population.size}, expected at most {MAX_INDIVIDUAL} in individual "
-                "mode (use simulation.mode = 'aggregate': exact counts at any size)"
-            )
         seq = np.random.SeedSequence(entropy, spawn_key=(index,))
-        plan_seq, self._cohort_seq, task_seq = seq.spawn(3)
+        plan_seq, self._cohort_seq, task_seq, split_seq = seq.spawn(4)
         self.timeline = Timeline(scenario.tick, scenario.end)
         self.cohorts = plan_cohorts(scenario, self.timeline, np.random.default_rng(plan_seq))
         self.mech = scenario.mechanism
@@ -187,7 +174,7 @@ class Replication:
         self._next_report_cp = cp.every_reports or 0
         self._every = cp.every
         self._checkpoints = 0
-        self._split_rng = np.random.default_rng(task_seq.spawn(1)[0])
+        self._split_rng = np.random.default_rng(split_seq)
 
     # ----------------------------------------------------------------- SimPy processes
     def run(self) -> pd.DataFrame:

@@ -29,6 +29,11 @@ from ldpsim.mechanisms import (
 )
 from ldpsim.sim.network import ConstantLatency, ExponentialLatency, Latency, LognormalLatency
 
+#: Largest population simulated client by client (individual mode).
+MAX_INDIVIDUAL = 10**8
+#: Most ticks in one run.
+MAX_TICKS = 10**6
+
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
@@ -328,9 +333,16 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
     latency = _build_latency(spec.network.latency)
     from ldpsim.sim.tasks import validate_tasks  # the registry lives with the tasks
 
-    validate_tasks(spec.analyst.tasks, mechanism)
+    validate_tasks(spec.analyst.tasks, spec.simulation.mode)
+    if spec.simulation.mode == "individual" and pop.size > MAX_INDIVIDUAL:
+        raise LdpSimError(
+            f"population.size: got {pop.size}, expected at most {MAX_INDIVIDUAL} in individual mode "
+            "(set simulation.mode = 'aggregate': exact counts at any size)"
+        )
     end = spec.simulation.end if spec.simulation.end is not None else _default_end(spec, latency)
     tick = _tick(spec, end)
+    if end / tick > MAX_TICKS:
+        raise LdpSimError(f"simulation.tick: got {tick!r}, expected at most {MAX_TICKS} ticks up to end = {end!r}")
     return Scenario(spec, source, where, mechanism, prior, latency, tick, end)
 
 

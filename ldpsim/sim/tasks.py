@@ -108,8 +108,14 @@ def parse_task_params(entries: list[dict[str, Any]]) -> list[tuple[type[Task], T
     return out
 
 
-def validate_tasks(entries: list[dict[str, Any]], mechanism: FiniteMechanism) -> None:
-    parse_task_params(entries)
+def validate_tasks(entries: list[dict[str, Any]], mode: str) -> None:
+    """Check the task entries of a scenario (and that tasks needing reports get them)."""
+    for i, (cls, _) in enumerate(parse_task_params(entries)):
+        if cls.needs_reports and mode != "individual":
+            raise LdpSimError(
+                f"analyst.tasks[{i}].kind: got {cls.kind!r} in {mode} mode, expected simulation.mode = 'individual' "
+                "(this task reads individual reports)"
+            )
 
 
 def make_tasks(entries: list[dict[str, Any]], context: TaskContext) -> list[Task]:

@@ -1,0 +1,78 @@
+"""Scenario texts for the simulation tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ldpsim.sim import parse_scenario
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+
+
+def scenario_text(
+    *,
+    size: int = 10_000,
+    arrivals: str = '{ kind = "all_at_once" }',
+    latency: str = '{ kind = "constant", value = 0.0 }',
+    loss: float = 0.0,
+    checkpoints: str = "{ every = 1.0 }",
+    mode: str = "individual",
+    end: float | None = None,
+    tick: float | None = None,
+    mechanism: str = 'kind = "randomized_response"\neps = 1.0',
+    labels: str = '["a", "b", "c", "d"]',
+    distribution: str = "[0.4, 0.3, 0.2, 0.1]",
+    extra_server: str = "",
+    replications: int = 1,
+) -> str:
+    sim = [f'mode = "{mode}"', f"replications = {replications}", "seed = 7"]
+    if end is not None:
+        sim.append(f"end = {end}")
+    if tick is not None:
+        sim.append(f"tick = {tick}")
+    return f"""
+name = "test"
+[population]
+labels = {labels}
+distribution = {distribution}
+size = {size}
+[mechanism]
+{mechanism}
+[arrivals]
+{_inline_table_body(arrivals)}
+[network]
+latency = {latency}
+loss = {loss}
+[server]
+{extra_server}
+[analyst]
+checkpoints = {checkpoints}
+[simulation]
+{chr(10).join(sim)}
+"""
+
+
+def _inline_table_body(inline: str) -> str:
+    body = inline.strip().strip("{}").strip()
+    return "\n".join(part.strip() for part in _split_top(body))
+
+
+def _split_top(body: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in body:
+        if ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur)
+    return parts
+
+
+def make(**kwargs):
+    return parse_scenario(scenario_text(**kwargs), "test.toml")
