@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Iterable
-
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -17,6 +15,9 @@ from ldpsim.errors import LdpSimError, invalid
 #: Tolerance on "sums to one" for probability vectors and matrix rows.
 SUM_TOL = 1e-9
 
+#: Largest total count (clients) accepted, so that int64 sums cannot overflow.
+MAX_TOTAL = 2**62
+
 
 def _as_float(value: object, name: str, expected: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
@@ -24,10 +25,24 @@ def _as_float(value: object, name: str, expected: str) -> float:
             arr = np.asarray(value)
         except Exception:  # pragma: no cover - defensive
             raise invalid(name, value, expected) from None
-        if arr.ndim != 0 or not np.issubdtype(arr.dtype, np.number) or arr.dtype == bool:
+        if arr.ndim != 0 or arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
             raise invalid(name, value, expected)
         value = arr.item()
-    return float(value)  # type: ignore[arg-type]
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except OverflowError:
+        raise invalid(name, value, expected) from None
+
+
+def _real_array(value: ArrayLike, name: str, expected: str) -> NDArray[np.float64]:
+    """A float64 array from real numbers; anything else (strings, complex, objects) is refused."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):
+        raise invalid(name, value, expected) from None
+    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        raise invalid(name, value, expected)
+    return arr.astype(np.float64)
 
 
 def epsilon(value: object, name: str = "eps", *, allow_inf: bool = False) -> float:
@@ -78,10 +93,7 @@ def probability_vector(value: ArrayLike, name: str, *, size: int | None = None) 
     """A 1-D vector of finite entries >= 0 that sums to one within ``SUM_TOL``."""
     where = f" of length {size}" if size is not None else ""
     expected = f"a probability vector{where} (entries >= 0, summing to 1 within {SUM_TOL:g})"
-    try:
-        p = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise invalid(name, value, expected) from None
+    p = _real_array(value, name, expected)
     if p.ndim != 1 or p.size == 0 or (size is not None and p.size != size):
         raise invalid(name, value, expected)
     if not np.all(np.isfinite(p)) or np.any(p < 0):
@@ -94,14 +106,13 @@ def probability_vector(value: ArrayLike, name: str, *, size: int | None = None) 
 def stochastic_matrix(value: ArrayLike, name: str = "Q") -> NDArray[np.float64]:
     """A k x m matrix (k >= 2, m >= 1) of finite entries >= 0 whose rows sum to one."""
     expected = f"a row-stochastic matrix with at least 2 rows (entries >= 0, rows summing to 1 within {SUM_TOL:g})"
-    try:
-        q = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise invalid(name, value, expected) from None
+    q = _real_array(value, name, expected)
     if q.ndim != 2 or q.shape[0] < 2 or q.shape[1] < 1:
         raise invalid(name, value, expected)
-    if not np.all(np.isfinite(q)):
-        raise invalid(name, value, expected + "; found a non-finite entry")
+    bad_entry = np.argwhere(~np.isfinite(q))
+    if bad_entry.size:
+        i, j = bad_entry[0]
+        raise invalid(f"{name}[{i}, {j}]", float(q[i, j]), "a finite entry >= 0")
     neg = np.argwhere(q < 0)
     if neg.size:
         i, j = neg[0]
@@ -134,6 +145,8 @@ def counts(value: ArrayLike, name: str, *, size: int | None = None) -> NDArray[n
         raise invalid(name, value, expected)
     if np.any(out < 0):
         raise invalid(name, value, expected)
+    if out.size and int(out.max()) > MAX_TOTAL // out.size and sum(out.tolist()) > MAX_TOTAL:
+        raise invalid(name, f"counts summing to {sum(out.tolist())}", f"a total of at most {MAX_TOTAL} (2^62)")
     return out
 
 
@@ -153,17 +166,19 @@ def symbol_indices(value: ArrayLike, k: int, name: str = "x") -> NDArray[np.inte
     return arr
 
 
-def subset(value: Iterable[int], k: int, name: str = "T") -> NDArray[np.bool_]:
+def subset(value: object, k: int, name: str = "T") -> NDArray[np.bool_]:
     """A set of symbols in ``0..k-1`` given as indices or as a boolean mask of length k."""
     expected = f"a set of symbols in 0..{k - 1} (indices or a boolean mask of length {k})"
-    arr = np.asarray(list(value) if not isinstance(value, np.ndarray) else value)
+    if value is None or isinstance(value, (str, bytes)) or np.ndim(value) != 1:  # type: ignore[arg-type]
+        raise invalid(name, value, expected)
+    arr = np.asarray(value)
     if arr.dtype == bool:
         if arr.shape != (k,):
             raise invalid(name, value, expected)
         return arr.copy()
     if arr.size == 0:
         return np.zeros(k, dtype=bool)
-    if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0 or arr.max() >= k:
+    if not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0 or arr.max() >= k:
         raise invalid(name, value, expected)
     mask = np.zeros(k, dtype=bool)
     mask[arr] = True

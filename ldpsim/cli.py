@@ -119,7 +119,7 @@ def _demo(args: argparse.Namespace) -> int:
             "true": true_freq,
             "estimated": est.estimate,
             "std_error": est.std_error,
-            "z": (est.estimate - true_freq) / est.std_error,
+            "z": np.divide(est.estimate - true_freq, est.std_error, out=np.full(mech.k, np.nan), where=est.std_error > 0),
         }
     )
     print(f"ldpsim demo: {n:,} clients, k = {mech.k}, randomized response at eps = {mech.eps:g} (seed {seed.entropy})")

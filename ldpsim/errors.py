@@ -17,7 +17,7 @@ def invalid(name: str, value: object, expected: str) -> LdpSimError:
 
 
 def _show(value: object, limit: int = 80) -> str:
-    text = repr(value)
+    text = " ".join(repr(value).split())  # one line, whatever the value
     if len(text) > limit:
         text = text[: limit - 3] + "..."
     return text

@@ -42,7 +42,7 @@ def frequency_estimate(mechanism: FiniteMechanism, output_counts: ArrayLike) -> 
         raise invalid("output_counts", "all zeros", "at least one report")
     f = c.astype(np.float64) / n
     if isinstance(mechanism, RandomizedResponse):
-        est = (f - mechanism.p_other) / mechanism.keep
+        est = (f - mechanism.p_other) / _keep(mechanism)
     else:
         est = _inverse(mechanism) @ f
     return FrequencyEstimate(mechanism.input_labels, est, _standard_error(mechanism, f, n), n)
@@ -57,18 +57,30 @@ def frequency_standard_error(mechanism: FiniteMechanism, prior: ArrayLike, n: in
     return _standard_error(mechanism, mechanism.marginal(p), n)
 
 
+def _keep(mechanism: RandomizedResponse) -> float:
+    if mechanism.keep <= 0:
+        raise invalid("mechanism", mechanism, "eps > 0 (at eps = 0 the reports carry no information)")
+    return mechanism.keep
+
+
 def _inverse(mechanism: FiniteMechanism) -> NDArray[np.float64]:
-    """The ``k x m`` matrix A with ``A Q^T = I`` (least-squares inverse)."""
+    """The ``k x m`` matrix A with ``A Q^T = I`` (least-squares inverse), computed once per
+    mechanism."""
+    cached = getattr(mechanism, "_lsq_inverse", None)
+    if cached is not None:
+        return cached
     q = mechanism.matrix
     if np.linalg.matrix_rank(q) < mechanism.k:
         raise invalid("mechanism", mechanism, f"a matrix of full row rank {mechanism.k} to invert")
-    return np.linalg.pinv(q.T)
+    a = np.linalg.pinv(q.T)
+    mechanism._lsq_inverse = a  # type: ignore[attr-defined]
+    return a
 
 
 def _standard_error(mechanism: FiniteMechanism, marginal: NDArray[np.float64], n: int) -> NDArray[np.float64]:
     """sqrt(diag(A Cov(f) A^T)) with Cov(f) = (diag(M) - M M^T)/n, M the output distribution."""
     if isinstance(mechanism, RandomizedResponse):
-        return np.sqrt(marginal * (1.0 - marginal) / n) / mechanism.keep
+        return np.sqrt(marginal * (1.0 - marginal) / n) / _keep(mechanism)
     a = _inverse(mechanism)
     cov = (np.diag(marginal) - np.outer(marginal, marginal)) / n
     return np.sqrt(np.clip(np.einsum("ij,jl,il->i", a, cov, a), 0.0, None))

@@ -41,11 +41,13 @@ MAX_DENSE_ENTRIES = 1 << 25
 def _labels(labels: Sequence[Any] | None, size: int, name: str) -> tuple[Any, ...]:
     if labels is None:
         return tuple(range(size))
-    out = tuple(labels)
-    if len(out) != size:
-        raise invalid(name, labels, f"{size} labels")
-    if len(set(out)) != size:
-        raise invalid(name, labels, "distinct labels")
+    try:
+        out = tuple(labels)
+        distinct = len(set(out)) == len(out)
+    except TypeError:
+        raise invalid(name, labels, f"{size} distinct hashable labels") from None
+    if len(out) != size or not distinct:
+        raise invalid(name, labels, f"{size} distinct hashable labels")
     return out
 
 
@@ -121,14 +123,15 @@ class FiniteMechanism:
     def is_private(self, eps: float, delta: float = 0.0) -> bool:
         """Whether the mechanism is (eps, delta)-LDP.
 
-        Exact up to a relative slack of ``PRIVACY_RTOL`` (1e-9) for rounding in the matrix
-        entries: randomized response with keep probability 3/4 passes ``log 3`` and fails
-        ``log 2.999``.
+        Exact up to a relative slack of ``PRIVACY_RTOL`` (1e-9) on eps and on delta for
+        rounding in the matrix entries: randomized response with keep probability 3/4
+        passes ``log 3`` and fails ``log 2.999``. Monotone: a mechanism that passes at some
+        delta passes at every larger delta.
         """
         eps = v.epsilon(eps, "eps", allow_inf=True)
         delta = v.delta(delta, "delta")
-        if delta == 0.0:
-            return self.epsilon() <= eps * (1.0 + PRIVACY_RTOL) + PRIVACY_RTOL * 1e-3
+        if math.isfinite(eps) and self.epsilon() <= eps * (1.0 + PRIVACY_RTOL) + PRIVACY_RTOL * 1e-3:
+            return True
         return self._delta_scalar(eps) <= delta * (1.0 + PRIVACY_RTOL)
 
     # ----------------------------------------------------------------- utility helpers
@@ -251,39 +254,38 @@ def _epsilon_of_log_matrix(lm: NDArray[np.float64]) -> float:
 
 
 def _hockey_stick_log(lm: NDArray[np.float64], eps: float) -> float:
-    """``max_{x, x'} sum_y Q[x,y] (1 - e^eps Q[x',y]/Q[x,y])_+`` from ``log Q``, in log space."""
+    """``max_{x, x'} sum_y Q[x,y] (1 - e^eps Q[x',y]/Q[x,y])_+`` from ``log Q``, in log space.
+
+    A cell counts when ``log Q[x,y] - log Q[x',y] > eps`` by more than ``TIE_ULPS`` rounding
+    units of the log-entries involved; an output that ``x'`` never produces (``-inf``) gives
+    a gap of ``+inf`` and so contributes all of ``Q[x,y]``. Only the cells that count are
+    evaluated, which keeps this O(k^2 m) loop to a few passes over ``k x m`` arrays.
+    """
     k = lm.shape[0]
-    present = np.isfinite(lm)
     q = np.exp(lm)
-    mag = np.where(present, np.abs(lm), 0.0)
+    slack = TIE_ULPS * _DBL_EPS * np.where(np.isfinite(lm), np.abs(lm), 0.0)
     best = 0.0
     for x in range(k):
-        lx = lm[x]
-        px = present[x]
         with np.errstate(invalid="ignore"):
-            gap = lx[None, :] - lm  # log Q[x,y] - log Q[x',y]; inf where Q[x',y] = 0
-        orphan = px[None, :] & ~present  # mass of x with no counterpart under x'
-        if math.isfinite(eps):
-            slack = TIE_ULPS * _DBL_EPS * (mag[x][None, :] + mag + eps)
-            above = px[None, :] & present & (gap > eps + slack)
-            with np.errstate(invalid="ignore"):
-                factor = np.where(above, -np.expm1(np.where(above, eps - gap, 0.0)), 0.0)
+            gap = lm[x][None, :] - lm  # +inf where only x can produce y; nan/-inf where x cannot
+        if math.isinf(eps):
+            rows, cols = np.nonzero(gap == math.inf)
+            vals = q[x][cols]
         else:
-            factor = np.zeros_like(lm)
-        factor = np.where(orphan, 1.0, factor)
-        totals = factor @ q[x]
-        best = max(best, float(totals.max()))
+            rows, cols = np.nonzero(gap > (eps + slack[x])[None, :] + slack)
+            vals = -np.expm1(eps - gap[rows, cols]) * q[x][cols]
+        if vals.size:
+            best = max(best, float(np.bincount(rows, weights=vals, minlength=k).max()))
     return min(best, 1.0)
 
 
 def _map_eps(eps: ArrayLike, fn) -> float | NDArray[np.float64]:
-    arr = np.asarray(eps, dtype=np.float64) if not isinstance(eps, (int, float)) else None
-    if arr is None or arr.ndim == 0:
+    """Apply ``fn`` to a validated scalar eps, or elementwise to an array of them."""
+    if np.ndim(eps) == 0:
         return fn(v.epsilon(eps, "eps", allow_inf=True))
-    flat = arr.reshape(-1)
-    for i, e in enumerate(flat.tolist()):
-        v.epsilon(e, f"eps[{i}]", allow_inf=True)
-    return np.array([fn(e) for e in flat.tolist()], dtype=np.float64).reshape(arr.shape)
+    arr = np.asarray(eps)
+    flat = [v.epsilon(e, f"eps[{i}]", allow_inf=True) for i, e in enumerate(arr.reshape(-1).tolist())]
+    return np.array([fn(e) for e in flat], dtype=np.float64).reshape(arr.shape)
 
 
 def check_dense(k: int, m: int, what: str) -> None:

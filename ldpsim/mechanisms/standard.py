@@ -16,13 +16,16 @@ from numpy.typing import ArrayLike, NDArray
 
 from ldpsim import _validate as v
 from ldpsim.errors import LdpSimError, invalid
-from ldpsim.mechanisms.finite import MAX_DENSE_ENTRIES, MatrixMechanism
+from ldpsim.mechanisms.finite import MAX_DENSE_ENTRIES, MatrixMechanism, check_dense
 
 #: Largest k for which the best set T of a single prior is found by enumeration.
 MAX_ENUMERATED_K = 20
 
 #: Largest k for which the full pattern matrix (k x 2^k) is built.
 MAX_PATTERN_K = 20
+
+#: Largest eps for which e^eps is a finite double.
+MAX_LINEAR_EPS = 709.0
 
 
 def _log_sigmoid_pair(eps: float) -> tuple[float, float]:
@@ -110,6 +113,7 @@ def truncated_geometric(k: int, eps: float) -> MatrixMechanism:
     Its exact eps is eps."""
     k = v.alphabet_size(k, "k")
     eps = v.epsilon(eps, "eps")
+    check_dense(k, k, "truncated-geometric")
     a = eps / (k - 1)  # -log lambda
     lam = math.exp(-a)
     x = np.arange(k)[:, None]
@@ -136,8 +140,10 @@ def pattern_bits(codes: ArrayLike, k: int) -> NDArray[np.int8]:
 def pattern_matrix(k: int, eps: float) -> NDArray[np.float64]:
     """The staircase pattern matrix ``S`` (``k x 2^k``): column ``b`` has ``S[i, b] = e^(eps b_i)``
     where ``b_i = (b >> i) & 1`` (000, Theorem 4). Built for k <= 20."""
-    k = v.integer(k, "k", minimum=1, maximum=MAX_PATTERN_K)
+    k = v.integer(k, "k", minimum=2, maximum=MAX_PATTERN_K)
     eps = v.epsilon(eps, "eps")
+    if eps > MAX_LINEAR_EPS:
+        raise invalid("eps", eps, f"eps <= {MAX_LINEAR_EPS} so that e^eps is a finite double (staircase_mechanism works in log space)")
     bits = pattern_bits(np.arange(1 << k), k)
     return np.exp(eps * bits.T.astype(np.float64))
 
@@ -161,11 +167,12 @@ def staircase_mechanism(
     k : input alphabet size when ``patterns`` are integer codes.
 
     Rows must sum to one within 1e-9 (``S theta = 1``). Columns with zero weight are
-    dropped and repeated patterns merged (their weights add). Output labels are the
-    patterns as bit strings ``b_0 b_1 ... b_{k-1}``.
+    dropped and repeated patterns merged (their weights add); the remaining columns keep the
+    order in which their patterns first appear, so with a full ``theta`` column j is pattern
+    j. Output labels are the patterns as bit strings ``b_0 b_1 ... b_{k-1}``.
     """
     eps = v.epsilon(eps, "eps")
-    th = np.asarray(theta, dtype=np.float64)
+    th = v._real_array(theta, "theta", "a vector of finite weights >= 0")
     if th.ndim != 1 or th.size == 0 or not np.all(np.isfinite(th)) or np.any(th < 0):
         raise invalid("theta", theta, "a vector of finite weights >= 0")
     if patterns is None:
@@ -176,6 +183,8 @@ def staircase_mechanism(
         bits = pattern_bits(np.arange(th.size), k)
     else:
         pat = np.asarray(patterns)
+        if pat.ndim not in (1, 2) or pat.size == 0:
+            raise invalid("patterns", patterns, "integer codes (with k) or a non-empty (m, k) 0/1 array")
         if pat.ndim == 2:
             if k is not None and pat.shape[1] != k:
                 raise invalid("patterns", f"an array of shape {pat.shape}", f"shape (m, {k})")
@@ -197,8 +206,13 @@ def staircase_mechanism(
             raise invalid("theta", f"a vector of length {th.size}", f"one weight per pattern ({bits.shape[0]})")
     keep = th > 0
     bits, th = bits[keep], th[keep]
-    bits, where = np.unique(bits, axis=0, return_inverse=True)  # a repeated pattern is one column
-    th = np.bincount(where.reshape(-1), weights=th, minlength=bits.shape[0])
+    # a repeated pattern is one column (weights add); columns keep their first-appearance order
+    uniq, first, where = np.unique(bits, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    th = np.bincount(rank[where.reshape(-1)], weights=th, minlength=uniq.shape[0])
+    bits = uniq[order]
     if bits.shape[0] * k > MAX_DENSE_ENTRIES:
         raise LdpSimError(f"theta: got {bits.shape[0]} non-zero weights, expected at most {MAX_DENSE_ENTRIES // k}")
     lm = np.log(th)[None, :] + eps * bits.T.astype(np.float64)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from ldpsim import LdpSimError
+from ldpsim import LdpSimError, frequency_estimate
 from ldpsim.mechanisms import (
     binary_mechanism,
     binary_mechanism_for_prior,
@@ -54,7 +54,8 @@ CASES = {
     # matrices
     "matrix negative entry": (lambda: from_matrix([[1.1, -0.1], [0.5, 0.5]]), "Q[0, 1]", "-0.1"),
     "matrix row sum": (lambda: from_matrix([[0.5, 0.5], [0.5, 0.5 + 1e-8]]), "Q", "1.00000001"),
-    "matrix nan entry": (lambda: from_matrix([[math.nan, 1.0], [0.5, 0.5]]), "Q", "nan"),
+    "matrix nan entry": (lambda: from_matrix([[0.5, 0.5], [math.nan, 1.0]]), "Q[1, 0]", "nan"),
+    "matrix complex": (lambda: from_matrix(np.array([[1 + 0j, 0], [0, 1]])), "Q", "1.+0.j"),
     "matrix one row": (lambda: from_matrix([[0.5, 0.5]]), "Q", "0.5"),
     "matrix not 2-d": (lambda: from_matrix([0.5, 0.5]), "Q", "0.5"),
     "staircase theta rows": (lambda: staircase_mechanism(1.0, [0.0, 0.5, 0.5, 0.0]), "theta", "S theta = 1"),
@@ -76,6 +77,20 @@ CASES = {
     "sample_counts wrong length": (lambda: RR.sample_counts([5, 1], 0), "input_counts", "5"),
     "sample_counts fractional": (lambda: RR.sample_counts([5.5, 1, 0, 0], 0), "input_counts", "5.5"),
     "encode unknown label": (lambda: RR.encode([0, 7]), "values", "7"),
+    "delta() eps string": (lambda: RR.delta("one"), "eps", "'one'"),
+    "delta() eps string in list": (lambda: RR.delta(["a"]), "eps[0]", "'a'"),
+    "rr eps complex": (lambda: randomized_response(3, 1j), "eps", "1j"),
+    "rr eps huge int": (lambda: randomized_response(3, 10**400), "eps", "1000"),
+    "binary T int": (lambda: binary_mechanism(1.0, 3, 5), "T", "3"),
+    "binary T none": (lambda: binary_mechanism(1.0, None, 5), "T", "None"),
+    "staircase theta string": (lambda: staircase_mechanism(1.0, "ab"), "theta", "'ab'"),
+    "staircase empty patterns": (lambda: staircase_mechanism(1.0, [0.5], patterns=np.array([], int), k=2), "patterns", "array"),
+    "staircase 3-d patterns": (lambda: staircase_mechanism(1.0, [0.5], patterns=np.zeros((1, 1, 2))), "patterns", "array"),
+    "pattern k one": (lambda: pattern_matrix(1, 1.0), "k", "1"),
+    "pattern eps overflow": (lambda: pattern_matrix(2, 710.0), "eps", "710.0"),
+    "sample_counts overflow": (lambda: RR.sample_counts([2**62, 2**62, 0, 0], 0), "input_counts", "9223372036854775808"),
+    "labels unhashable": (lambda: from_matrix([[1.0, 0.0], [0.0, 1.0]], input_labels=[[1], [2]]), "input_labels", "[[1], [2]]"),
+    "estimator rr eps 0": (lambda: frequency_estimate(randomized_response(3, 0.0), [1, 2, 3]), "mechanism", "eps=0.0"),
 }
 
 
@@ -89,6 +104,7 @@ def test_bad_input_raises_project_error_naming_parameter(case):
     assert message.startswith(parameter + ":"), message
     assert value in message, message
     assert "expected" in message, message
+    assert "\n" not in message, "the message must be one line"
 
 
 def test_boundary_values_are_accepted():

@@ -66,11 +66,14 @@ def test_is_private_at_the_exact_boundary(name):
             assert not mech.is_private(e * (1 - 1e-6))
     else:
         assert not mech.is_private(1e6)
-    for eps in [0.0, 0.5, 2.0]:
+    for eps in [0.0, 0.5, 2.0, math.inf]:
         d = mech.delta(eps)
-        assert mech.is_private(eps, d) or d == 0.0
+        assert mech.is_private(eps, d)
         if d > 1e-6:
             assert not mech.is_private(eps, d * (1 - 1e-6))
+        # monotone in delta: passing at some delta means passing at every larger one
+        verdicts = [mech.is_private(eps, dd) for dd in (0.0, d / 2, d, min(1.0, 2 * d + 1e-12), 1.0)]
+        assert verdicts == sorted(verdicts), verdicts
 
 
 @MECHS
@@ -114,7 +117,7 @@ def test_privatize_frequencies_follow_the_matrix(name):
     smallest = q[q > 0].min()
     per_input = int(max(400_000, 150 / smallest))
     x = np.repeat(np.arange(mech.k), per_input)
-    y = mech.privatize(x, np.random.default_rng(11), chunk_size=300_000)  # several chunks
+    y = mech.privatize(x, np.random.default_rng(11), chunk_size=9973)  # hundreds of chunk boundaries
     assert_conditional_frequencies(x, y, q, alpha=1e-7)
 
 

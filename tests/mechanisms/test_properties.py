@@ -185,3 +185,17 @@ def test_binary_mechanism_explicit_set_and_mask_agree():
     a = binary_mechanism(1.0, [0, 2], 4)
     b = binary_mechanism(1.0, np.array([True, False, True, False]), 4)
     np.testing.assert_array_equal(a.matrix, b.matrix)
+
+
+def test_staircase_full_theta_keeps_the_pattern_order():
+    """With a full theta, column j is pattern j: Q = S diag(theta) on the non-zero weights."""
+    k, eps = 2, 1.0
+    s = pattern_matrix(k, eps)
+    theta = np.array([0.1, 0.0, 0.0, 0.0])
+    theta[1] = theta[2] = (1 - 0.1 - math.e * 0.05 - 0.0) / (1 + math.e)  # rows: 0.1 + th (1 + e) + 0.05 e = 1
+    theta[3] = 0.05
+    mech = staircase_mechanism(eps, theta)
+    np.testing.assert_allclose(mech.matrix, s * theta, rtol=1e-12)
+    codes = [4, 1, 2]
+    mech3 = staircase_mechanism(eps, [1 / (2 + math.e)] * 3, patterns=codes, k=3)
+    np.testing.assert_allclose(mech3.matrix, pattern_matrix(3, eps)[:, codes] / (2 + math.e), rtol=1e-12)

@@ -72,7 +72,7 @@ def test_poisson_arrivals_received_counts_are_binomial(mode, latency):
     text, cdf = LATENCIES[latency]
     n, loss, duration = 3000, 0.05, 2.0
     sc = make(size=n, latency=text, loss=loss, mode=mode, arrivals=f'{{ kind = "poisson", duration = {duration} }}',
-              checkpoints="{ every = 0.5 }", end=3.0)  # fmt: skip
+              checkpoints="{ every = 0.5 }", end=3.0, tick=0.1)  # fmt: skip
     counts, times = received_by_checkpoint(sc)
     for i, t in enumerate(times):
         p = (1 - loss) * uniform_arrival_probability(cdf, t, 0.0, duration)
