@@ -1,0 +1,73 @@
+"""Malformed scenario files: one line naming the file and the key, exit code 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from ldpsim import LdpSimError
+from ldpsim.sim import parse_scenario
+from tests.sim.helpers import scenario_text
+
+GOOD = scenario_text()
+
+CASES = {
+    "unknown top-level key": ("colour = 1\n" + GOOD, "colour", "Extra inputs"),
+    "unknown nested key": (GOOD.replace("loss = 0.0", "loss = 0.0\nlossy = 0.2"), "network.lossy", "Extra inputs"),
+    "wrong type": (GOOD.replace("size = 10000", 'size = "many"'), "population.size", "integer"),
+    "negative rate": (GOOD.replace('kind = "all_at_once"', 'kind = "poisson"\nrate = -3.0'), "arrivals.rate", "greater than 0"),
+    "loss above one": (GOOD.replace("loss = 0.0", "loss = 1.5"), "network.loss", "less than or equal to 1"),
+    "negative eps": (GOOD.replace("eps = 1.0", "eps = -1.0"), "mechanism.eps", "greater than or equal to 0"),
+    "nan latency": (GOOD.replace("value = 0.0", "value = nan"), "network.latency.value", "finite"),
+    "unknown latency": (GOOD.replace('kind = "constant", value = 0.0', 'kind = "gamma"'), "network.latency", "gamma"),
+    "unknown mechanism": (GOOD.replace('kind = "randomized_response"', 'kind = "laplace"'), "mechanism", "laplace"),
+    "missing section": (GOOD.replace("[mechanism]", "[mechanism_]"), "mechanism", "Field required"),
+    "distribution length": (GOOD.replace("[0.4, 0.3, 0.2, 0.1]", "[0.5, 0.5]"), "population.distribution", "one per label"),
+    "distribution sum": (GOOD.replace("[0.4, 0.3, 0.2, 0.1]", "[0.4, 0.3, 0.2, 0.2]"), "population.distribution", "sum"),
+    "quaternary on 4 labels": (GOOD.replace('kind = "randomized_response"\neps = 1.0', 'kind = "quaternary"\neps = 1.0\ndelta = 0.1'), "mechanism.kind", "exactly 2 labels"),
+    "matrix rows": (GOOD.replace('kind = "randomized_response"\neps = 1.0', 'kind = "matrix"\nmatrix = [[0.5, 0.5], [0.5, 0.5]]'), "mechanism.matrix", "one per label"),
+    "matrix row sum": (GOOD.replace('kind = "randomized_response"\neps = 1.0', 'kind = "matrix"\nmatrix = [[0.5, 0.5], [0.5, 0.6], [1, 0], [0, 1]]'), "mechanism.matrix", "summing"),
+    "binary unknown label": (GOOD.replace('kind = "randomized_response"\neps = 1.0', 'kind = "binary"\neps = 1.0\nT = ["a", "z"]'), "mechanism.T", "'z'"),
+    "waves fractions": (GOOD.replace('kind = "all_at_once"', 'kind = "waves"\ntimes = [0, 1]\nfractions = [0.5, 0.6]'), "arrivals", "sum to 1"),
+    "poisson both": (GOOD.replace('kind = "all_at_once"', 'kind = "poisson"\nrate = 1.0\nduration = 2.0'), "arrivals", "exactly one"),
+    "unknown task": (GOOD.replace("checkpoints = { every = 1.0 }", 'checkpoints = { every = 1.0 }\ntasks = [{ kind = "magic" }]'), "analyst.tasks[0].kind", "magic"),
+    "bad task parameter": (GOOD.replace("checkpoints = { every = 1.0 }", 'checkpoints = { every = 1.0 }\ntasks = [{ kind = "frequency", confidence = 2 }]'), "analyst.tasks[0].confidence", "less than 1"),
+    "individual too large": (GOOD.replace("size = 10000", "size = 10_000_000_000"), "population.size", "aggregate"),
+    "tick too small": (GOOD.replace('mode = "individual"', 'mode = "individual"\ntick = 1e-9'), "simulation.tick", "ticks"),
+    "bad TOML": (GOOD.replace("[network]", "[network"), "invalid TOML", "line"),
+    "bad name": (GOOD.replace('name = "test"', 'name = "a/b"'), "name", "pattern"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_malformed_scenario_names_file_and_key(case):
+    text, key, problem = CASES[case]
+    with pytest.raises(LdpSimError) as info:
+        parse_scenario(text, "bad.toml")
+    msg = str(info.value)
+    assert msg.startswith(f"bad.toml: {key}"), msg
+    assert problem in msg, msg
+    assert "\n" not in msg
+
+
+@pytest.mark.parametrize("case", ["unknown nested key", "loss above one", "matrix rows", "bad TOML"])
+def test_cli_exits_2_with_one_line(case, tmp_path):
+    text, key, _ = CASES[case]
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "ldpsim", "run", str(path), "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(path) in lines[0] and key in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_missing_file_and_bad_options(tmp_path):
+    for argv in (["run", str(tmp_path / "nope.toml")], ["run"], ["run", "x.toml", "--workers", "two"],
+                 ["run", "--resume", str(tmp_path)]):  # fmt: skip
+        proc = subprocess.run([sys.executable, "-m", "ldpsim", *argv], capture_output=True, text=True)
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
