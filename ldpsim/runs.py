@@ -69,8 +69,14 @@ class RunResult:
 
 
 def default_run_dir(scenario: Scenario, seed: int, base: Path = Path("reports")) -> Path:
+    """``reports/<scenario>/<UTC time>-seed<seed>``, with a suffix if that exists already."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return base / scenario.name / f"{stamp}-seed{seed}"
+    path = base / scenario.name / f"{stamp}-seed{seed}"
+    suffix = 2
+    while path.exists():
+        path = base / scenario.name / f"{stamp}-seed{seed}-{suffix}"
+        suffix += 1
+    return path
 
 
 def run_scenario(
@@ -157,19 +163,14 @@ def _execute(
     bar = tqdm(total=total, initial=done, unit="rep", desc=scenario.name, disable=not (progress and sys.stderr.isatty()))
     finished_now = 0
     try:
-        chunks = _chunks(todo, workers)
-        futures = [executor.submit(_run_chunk, scenario.source, scenario.path, total, seed, c) for c in chunks]
-        for future in as_completed(futures):
-            for index, frame in future.result():
-                _write_rep(run_dir, index, frame)
-                done += 1
-                finished_now += 1
-                bar.update(1)
-                if interrupt_after is not None and finished_now >= interrupt_after and done < total:
-                    raise KeyboardInterrupt
+        for index, frame in _completed(executor, scenario, total, seed, todo, workers):
+            _write_rep(run_dir, index, frame)
+            done += 1
+            finished_now += 1
+            bar.update(1)
+            if interrupt_after is not None and finished_now >= interrupt_after and done < total:
+                raise KeyboardInterrupt
     except KeyboardInterrupt:
-        for f in futures:
-            f.cancel()
         raise RunInterrupted(run_dir, done, total) from None
     finally:
         bar.close()
@@ -180,6 +181,23 @@ def _execute(
     meta["finished"] = _now()
     _write_json(run_dir / "metadata.json", meta)
     return RunResult(run_dir, scenario, results, seed)
+
+
+def _completed(executor: Executor, scenario: Scenario, total: int, seed: int, todo: list[int], workers: int):
+    """(index, results) of each replication as it finishes. In-process runs go one
+    replication at a time, so each is written before the next starts."""
+    args = (scenario.source, scenario.path, total, seed)
+    if isinstance(executor, SequentialExecutor):
+        for r in todo:
+            yield from _run_chunk(*args, [r])
+        return
+    futures = [executor.submit(_run_chunk, *args, chunk) for chunk in _chunks(todo, workers)]
+    try:
+        for future in as_completed(futures):
+            yield from future.result()
+    finally:
+        for f in futures:
+            f.cancel()
 
 
 def _chunks(todo: list[int], workers: int) -> list[list[int]]:

@@ -333,7 +333,7 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
     latency = _build_latency(spec.network.latency)
     from ldpsim.sim.tasks import validate_tasks  # the registry lives with the tasks
 
-    validate_tasks(spec.analyst.tasks, spec.simulation.mode)
+    validate_tasks(spec.analyst.tasks, spec.simulation.mode, mechanism)
     if spec.simulation.mode == "individual" and pop.size > MAX_INDIVIDUAL:
         raise LdpSimError(
             f"population.size: got {pop.size}, expected at most {MAX_INDIVIDUAL} in individual mode "

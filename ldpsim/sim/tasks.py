@@ -67,6 +67,11 @@ class Task:
         self.context = context
         self.name = params.name or params.kind
 
+    @classmethod
+    def check(cls, params: TaskParams, mechanism: FiniteMechanism) -> str | None:
+        """At load time: why this task cannot work with ``mechanism`` (None if it can)."""
+        return None
+
     def start(self, rng: np.random.Generator) -> None:
         """Reset for a new replication."""
 
@@ -108,14 +113,17 @@ def parse_task_params(entries: list[dict[str, Any]]) -> list[tuple[type[Task], T
     return out
 
 
-def validate_tasks(entries: list[dict[str, Any]], mode: str) -> None:
-    """Check the task entries of a scenario (and that tasks needing reports get them)."""
-    for i, (cls, _) in enumerate(parse_task_params(entries)):
+def validate_tasks(entries: list[dict[str, Any]], mode: str, mechanism: FiniteMechanism) -> None:
+    """Check the task entries of a scenario against its mode and mechanism."""
+    for i, (cls, params) in enumerate(parse_task_params(entries)):
         if cls.needs_reports and mode != "individual":
             raise LdpSimError(
                 f"analyst.tasks[{i}].kind: got {cls.kind!r} in {mode} mode, expected simulation.mode = 'individual' "
                 "(this task reads individual reports)"
             )
+        problem = cls.check(params, mechanism)
+        if problem is not None:
+            raise LdpSimError(f"analyst.tasks[{i}].kind: got {cls.kind!r}, {problem}")
 
 
 def make_tasks(entries: list[dict[str, Any]], context: TaskContext) -> list[Task]:
@@ -138,6 +146,17 @@ class FrequencyTask(Task):
 
     kind = "frequency"
     Params = FrequencyParams
+
+    @classmethod
+    def check(cls, params: TaskParams, mechanism: FiniteMechanism) -> str | None:
+        if mechanism.epsilon() == 0:
+            return "expected a mechanism with eps > 0 (at eps = 0 the reports carry no information)"
+        if mechanism.m < mechanism.k or np.linalg.matrix_rank(mechanism.matrix) < mechanism.k:
+            return (
+                f"expected a mechanism whose matrix has full row rank {mechanism.k} to estimate "
+                f"{mechanism.k} frequencies ({mechanism!r} has {mechanism.m} outputs)"
+            )
+        return None
 
     def at_checkpoint(self, checkpoint: Checkpoint) -> list[dict[str, Any]]:
         ctx = self.context

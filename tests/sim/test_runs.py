@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from ldpsim import LdpSimError
 from ldpsim.runs import RunInterrupted, resume_run, run_scenario
 from ldpsim.sim import Checkpoint, Task, load_scenario, parse_scenario, register_task, run_replication
 from ldpsim.sim.tasks import TASKS, TaskParams
@@ -139,3 +140,21 @@ def test_a_new_task_plugs_in_without_touching_the_engine():
         assert (df["quantity"] == "frequency").any()
     finally:
         TASKS.pop("test_counter", None)
+
+
+def test_testing_population_with_p0_p1_and_binary_mechanism():
+    """A population given as P0/P1 with the truth P1: clients draw from P1, the binary
+    mechanism takes T = {P0 >= P1}, and the truth column is P1."""
+    text = scenario_text(mechanism='kind = "binary"\neps = 2.0', size=4000).replace(
+        "distribution = [0.4, 0.3, 0.2, 0.1]", 'P0 = [0.4, 0.3, 0.2, 0.1]\nP1 = [0.1, 0.2, 0.3, 0.4]\ntruth = "P1"'
+    )
+    # a two-output mechanism cannot be inverted for 4 frequencies: refused at load time
+    with pytest.raises(LdpSimError, match=r"^t.toml: analyst.tasks\[0\].kind: got 'frequency', expected .* full row rank"):
+        parse_scenario(text, "t.toml")
+    sc = parse_scenario(text.replace("checkpoints = { every = 1.0 }", "checkpoints = { every = 1.0 }\ntasks = []"), "t.toml")
+    np.testing.assert_allclose(sc.prior, [0.1, 0.2, 0.3, 0.4])
+    assert sc.mechanism.params["T"] == (0, 1)
+    assert sc.mechanism.input_labels == ("a", "b", "c", "d")
+    df = run_replication(sc, 0, 1)
+    counts = df[df["task"] == "engine"].set_index("quantity")["estimate"]
+    assert counts["received"] == 4000
