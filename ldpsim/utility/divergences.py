@@ -1,0 +1,89 @@
+"""Divergences between distributions and mutual information (THEORY.md sec. 3).
+
+Conventions: ``0 log 0 = 0``; a divergence that is infinite (mass where the reference
+has none) is returned as ``inf``, never NaN.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import special
+
+from ldpsim import _validate as v
+from ldpsim.errors import invalid
+
+
+def _pair(p: ArrayLike, q: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    a = v.probability_vector(p, "p")
+    b = v.probability_vector(q, "q", size=a.size)
+    return a, b
+
+
+def kl_divergence(p: ArrayLike, q: ArrayLike) -> float:
+    """``D_kl(p || q) = sum p log(p/q)`` in nats."""
+    a, b = _pair(p, q)
+    return float(np.sum(special.rel_entr(a, b)))
+
+
+def tv_distance(p: ArrayLike, q: ArrayLike) -> float:
+    """``||p - q||_TV = sum |p - q| / 2``."""
+    a, b = _pair(p, q)
+    return float(0.5 * np.sum(np.abs(a - b)))
+
+
+def chi_square_divergence(p: ArrayLike, q: ArrayLike) -> float:
+    """``sum (p - q)^2 / q`` (inf when q = 0 < p)."""
+    a, b = _pair(p, q)
+    return float(np.sum(_ratio_terms((a - b) ** 2, b)))
+
+
+def hellinger_squared(p: ArrayLike, q: ArrayLike) -> float:
+    """Squared Hellinger distance in the f-divergence form ``sum (sqrt(p) - sqrt(q))^2``."""
+    a, b = _pair(p, q)
+    return float(np.sum((np.sqrt(a) - np.sqrt(b)) ** 2))
+
+
+def f_divergence(p: ArrayLike, q: ArrayLike, f: Callable[[NDArray[np.float64]], NDArray[np.float64]], f_inf: float | None = None) -> float:
+    """``D_f(p || q) = sum_y q(y) f(p(y)/q(y))`` for a convex ``f`` with ``f(1) = 0``.
+
+    Cells with ``q = 0 < p`` contribute ``p * f'(inf)`` where ``f'(inf) = lim f(t)/t``:
+    give it as ``f_inf`` (``inf`` by default, and 0 cells never contribute).
+    """
+    a, b = _pair(p, q)
+    return float(np.sum(perspective(f, a, b, f_inf)))
+
+
+def perspective(f, a: NDArray[np.float64], c: NDArray[np.float64], f_inf: float | None = None) -> NDArray[np.float64]:
+    """``c f(a / c)`` elementwise, with the limits ``a f'(inf)`` at ``c = 0`` and 0 at a = c = 0."""
+    a = np.asarray(a, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    pos = c > 0
+    out = np.zeros(np.broadcast(a, c).shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(pos, a / np.where(pos, c, 1.0), 1.0)
+        vals = np.asarray(f(ratio), dtype=np.float64)
+    out = np.where(pos, c * vals, out)
+    slope = np.inf if f_inf is None else f_inf
+    only_a = (~pos) & (a > 0)
+    if np.any(only_a):
+        out = np.where(only_a, a * slope, out)
+    return out
+
+
+def mutual_information(prior: ArrayLike, Q: ArrayLike) -> float:
+    """``I(X; Y) = sum_{x,y} P(x) Q[x,y] log(Q[x,y] / M(y))`` with ``M = P^T Q``, in nats."""
+    p = v.probability_vector(prior, "prior")
+    q = np.asarray(getattr(Q, "matrix", Q), dtype=np.float64)
+    if q.ndim != 2 or q.shape[0] != p.size:
+        raise invalid("Q", f"a matrix of shape {q.shape}", f"{p.size} rows (one per input)")
+    joint = p[:, None] * q
+    marg = joint.sum(axis=0)
+    return float(np.sum(special.rel_entr(joint, p[:, None] * marg[None, :])))
+
+
+def _ratio_terms(num: NDArray[np.float64], den: NDArray[np.float64]) -> NDArray[np.float64]:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.where(num > 0, np.inf, 0.0))

@@ -1,0 +1,196 @@
+"""Utilities of a local mechanism as sums of a sublinear function over output columns.
+
+``U(Q) = sum_y mu(Q[:, y])`` (THEORY.md sec. 3-4). Every utility here offers
+
+- ``value(Q)``: the utility of a mechanism (or matrix),
+- ``mu(columns)``: the per-column function, for a ``k x n`` array of columns,
+- ``pattern_mu(sums, eps)``: ``mu`` of the staircase patterns, from subset sums only.
+
+The staircase linear program needs ``mu`` on columns of the pattern matrix. We scale each
+pattern column to ``q = e^-eps + (1 - e^-eps) b`` (entries ``1`` on the set ``T`` of the
+pattern's ones, ``e^-eps`` elsewhere; a column's scale is free in the LP), so that for any
+weight vector ``w``, ``w . q = e^-eps w(X) + (1 - e^-eps) w(T)`` depends on ``T`` only
+through the subset sum ``w(T)``. Each utility names the weight vectors it needs
+(``weights``, ``r x k``) and evaluates ``mu`` from their subset sums; the LP then prices
+all ``2^k`` patterns in vectorised chunks without ever building the pattern matrix.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ldpsim import _validate as v
+from ldpsim.errors import invalid
+from ldpsim.utility.divergences import perspective
+
+
+def _positive_prior(value: ArrayLike, name: str, size: int | None = None) -> NDArray[np.float64]:
+    p = v.probability_vector(value, name, size=size)
+    if np.any(p <= 0):
+        raise invalid(
+            name, value, "entries > 0 (merge or drop categories that have probability zero: a staircase "
+            "mechanism's utility depends only on the categories that can occur)"
+        )  # fmt: skip
+    if p.size < 2:
+        raise invalid(name, value, "at least 2 categories")
+    return p
+
+
+class Utility:
+    """Base class: a utility that sums a sublinear ``mu`` over output columns."""
+
+    name: str = "utility"
+    #: weight vectors (r x k) whose subset sums determine mu on staircase patterns
+    weights: NDArray[np.float64]
+
+    @property
+    def k(self) -> int:
+        return int(self.weights.shape[1])
+
+    def mu(self, columns: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``mu`` of each column of a ``k x n`` array."""
+        raise NotImplementedError
+
+    def pattern_mu(self, sums: NDArray[np.float64], eps: float) -> NDArray[np.float64]:
+        """``mu`` of scaled patterns from the subset sums ``sums`` (``r x n``) of ``weights``."""
+        raise NotImplementedError
+
+    def value(self, Q: ArrayLike) -> float:
+        """``U(Q) = sum_y mu(Q[:, y])``; accepts a mechanism or a matrix with k rows."""
+        q = np.asarray(getattr(Q, "matrix", Q), dtype=np.float64)
+        if q.ndim != 2 or q.shape[0] != self.k:
+            raise invalid("Q", f"a matrix of shape {q.shape}", f"{self.k} rows (one per input)")
+        return float(np.sum(self.mu(q)))
+
+    def __repr__(self) -> str:
+        return f"{self.name}(k={self.k})"
+
+
+def _dots(weights: NDArray[np.float64], sums: NDArray[np.float64], eps: float) -> NDArray[np.float64]:
+    """``w . q`` for each weight vector and scaled pattern: ``e^-eps w(X) + (1 - e^-eps) w(T)``."""
+    s = math.exp(-eps)
+    return s * weights.sum(axis=1)[:, None] + (-math.expm1(-eps)) * sums
+
+
+class PairUtility(Utility):
+    """Utilities of hypothesis testing between priors P0 and P1: functions of the induced
+    marginals ``M0 = P0^T Q`` and ``M1 = P1^T Q`` column by column."""
+
+    def __init__(self, P0: ArrayLike, P1: ArrayLike) -> None:
+        p0 = _positive_prior(P0, "P0")
+        p1 = _positive_prior(P1, "P1", size=p0.size)
+        if np.allclose(p0, p1, rtol=0, atol=1e-12):
+            raise invalid("P1", P1, "a distribution different from P0 (with P0 == P1 every mechanism has utility 0)")
+        self.P0, self.P1 = p0, p1
+        self.weights = np.vstack([p0, p1])
+
+    def _column_terms(self, a: NDArray[np.float64], c: NDArray[np.float64]) -> NDArray[np.float64]:
+        raise NotImplementedError
+
+    def mu(self, columns: NDArray[np.float64]) -> NDArray[np.float64]:
+        cols = np.asarray(columns, dtype=np.float64)
+        return self._column_terms(self.P0 @ cols, self.P1 @ cols)
+
+    def pattern_mu(self, sums: NDArray[np.float64], eps: float) -> NDArray[np.float64]:
+        dots = _dots(self.weights, sums, eps)
+        return self._column_terms(dots[0], dots[1])
+
+    def divergence(self, M0: ArrayLike, M1: ArrayLike) -> float:
+        """The divergence between two distributions (the utility of the identity)."""
+        return float(np.sum(self._column_terms(np.asarray(M0, float), np.asarray(M1, float))))
+
+    def prior_divergence(self) -> float:
+        """The divergence between the priors themselves (no privatisation)."""
+        return self.divergence(self.P0, self.P1)
+
+
+class KL(PairUtility):
+    """``D_kl(M0 || M1)``: ``mu(q) = (P0.q) log((P0.q)/(P1.q))``."""
+
+    name = "kl"
+
+    def _column_terms(self, a, c):
+        return perspective(_t_log_t, a, c)
+
+
+class TotalVariation(PairUtility):
+    """``||M0 - M1||_TV``: ``mu(q) = |P0.q - P1.q| / 2``."""
+
+    name = "tv"
+
+    def _column_terms(self, a, c):
+        return 0.5 * np.abs(a - c)
+
+
+class ChiSquare(PairUtility):
+    """``chi^2(M0 || M1)``: ``mu(q) = (P0.q - P1.q)^2 / (P1.q)``."""
+
+    name = "chi_square"
+
+    def _column_terms(self, a, c):
+        return perspective(lambda t: (t - 1.0) ** 2, a, c)
+
+
+class Hellinger(PairUtility):
+    """Squared Hellinger ``sum (sqrt(M0) - sqrt(M1))^2``: ``mu(q) = (sqrt(P0.q) - sqrt(P1.q))^2``."""
+
+    name = "hellinger"
+
+    def _column_terms(self, a, c):
+        return (np.sqrt(a) - np.sqrt(c)) ** 2
+
+
+class FDivergence(PairUtility):
+    """``D_f(M0 || M1)`` for a user's convex ``f`` with ``f(1) = 0`` (vectorised over arrays):
+    ``mu(q) = (P1.q) f((P0.q)/(P1.q))``. ``f_inf = lim f(t)/t`` is used where ``P1.q = 0``."""
+
+    name = "f_divergence"
+
+    def __init__(self, P0: ArrayLike, P1: ArrayLike, f: Callable[[NDArray[np.float64]], NDArray[np.float64]], f_inf: float | None = None) -> None:
+        super().__init__(P0, P1)
+        if not callable(f):
+            raise invalid("f", f, "a callable convex function with f(1) = 0")
+        one = float(np.asarray(f(np.array([1.0])))[0])
+        if abs(one) > 1e-12:
+            raise invalid("f", f"a function with f(1) = {one!r}", "f(1) = 0")
+        self.f, self.f_inf = f, f_inf
+
+    def _column_terms(self, a, c):
+        return perspective(self.f, a, c, self.f_inf)
+
+
+class MutualInformation(Utility):
+    """``I(X; Y)`` for inputs with prior P: ``mu(q) = sum_x P(x) q_x log(q_x / (P.q))``."""
+
+    name = "mutual_information"
+
+    def __init__(self, P: ArrayLike) -> None:
+        self.P = _positive_prior(P, "P")
+        self.weights = self.P[None, :]
+
+    def mu(self, columns):
+        cols = np.asarray(columns, dtype=np.float64)
+        m = self.P @ cols
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(cols > 0, self.P[:, None] * cols * np.log(cols / np.where(m > 0, m, 1.0)[None, :]), 0.0)
+        return terms.sum(axis=0)
+
+    def pattern_mu(self, sums, eps):
+        # q_x = 1 on T, e^-eps off T; P.q = e^-eps + (1 - e^-eps) P(T):
+        # mu = P(T) log(1/P.q) + e^-eps (1 - P(T)) (-eps - log P.q)
+        pt = sums[0]
+        pq = _dots(self.weights, sums, eps)[0]
+        log_pq = np.log(pq)
+        return -pt * log_pq - math.exp(-eps) * (1.0 - pt) * (eps + log_pq)
+
+
+def _t_log_t(t: NDArray[np.float64]) -> NDArray[np.float64]:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(t > 0, t * np.log(np.where(t > 0, t, 1.0)), 0.0)
+
+
+UTILITIES = {"kl": KL, "tv": TotalVariation, "chi_square": ChiSquare, "hellinger": Hellinger}
