@@ -112,14 +112,18 @@ def _solve_master(cols: NDArray[np.float64], mu: NDArray[np.float64]):
     ``mu`` should be scaled to order one (the caller divides by a fixed scale): HiGHS's
     tolerances are absolute."""
     k = cols.shape[0]
-    res = linprog(-mu, A_eq=cols, b_eq=np.ones(k), bounds=(0, None), method="highs-ds", options=_HIGHS)
-    if res.status != 0:
+    for method, options in _ATTEMPTS:  # tight tolerances first; HiGHS may stall on them at large eps
+        res = linprog(-mu, A_eq=cols, b_eq=np.ones(k), bounds=(0, None), method=method, options=options)
+        if res.status == 0:
+            break
+    else:
         raise LdpSimError(f"optimal_mechanism: the linear program failed ({res.message})")
     w = -np.asarray(res.eqlin.marginals)  # duals of the maximisation
     return np.asarray(res.x), w, -float(res.fun)
 
 
-_HIGHS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+_TIGHT = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+_ATTEMPTS = [("highs-ds", _TIGHT), ("highs-ds", {}), ("highs-ipm", {})]
 
 
 def _price(utility: Utility, eps: float, w: NDArray[np.float64], top: int, tol: float):

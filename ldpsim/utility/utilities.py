@@ -22,6 +22,7 @@ from typing import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import special
 
 from ldpsim import _validate as v
 from ldpsim.errors import invalid
@@ -61,10 +62,13 @@ class Utility:
 
     def value(self, Q: ArrayLike) -> float:
         """``U(Q) = sum_y mu(Q[:, y])``; accepts a mechanism or a matrix with k rows."""
+        return float(np.sum(self.mu(self._matrix(Q))))
+
+    def _matrix(self, Q: ArrayLike) -> NDArray[np.float64]:
         q = np.asarray(getattr(Q, "matrix", Q), dtype=np.float64)
         if q.ndim != 2 or q.shape[0] != self.k:
             raise invalid("Q", f"a matrix of shape {q.shape}", f"{self.k} rows (one per input)")
-        return float(np.sum(self.mu(q)))
+        return q
 
     def __repr__(self) -> str:
         return f"{self.name}(k={self.k})"
@@ -115,6 +119,12 @@ class KL(PairUtility):
 
     def _column_terms(self, a, c):
         return perspective(_t_log_t, a, c)
+
+    def value(self, Q: ArrayLike) -> float:
+        # sum of a log(a/c) - a + c (each term >= 0; the extra terms cancel because both
+        # marginals sum to one), so rounding cannot make the divergence negative
+        q = self._matrix(Q)
+        return float(np.sum(special.kl_div(self.P0 @ q, self.P1 @ q)))
 
 
 class TotalVariation(PairUtility):
@@ -178,6 +188,12 @@ class MutualInformation(Utility):
         with np.errstate(divide="ignore", invalid="ignore"):
             terms = np.where(cols > 0, self.P[:, None] * cols * np.log(cols / np.where(m > 0, m, 1.0)[None, :]), 0.0)
         return terms.sum(axis=0)
+
+    def value(self, Q: ArrayLike) -> float:
+        # sum of kl_div(joint, P x M) terms, each >= 0: never negative by rounding
+        q = self._matrix(Q)
+        joint = self.P[:, None] * q
+        return float(np.sum(special.kl_div(joint, self.P[:, None] * joint.sum(axis=0)[None, :])))
 
     def pattern_mu(self, sums, eps):
         # q_x = 1 on T, e^-eps off T; P.q = e^-eps + (1 - e^-eps) P(T):

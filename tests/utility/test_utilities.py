@@ -1,0 +1,162 @@
+"""Utilities: per-column mu, the pattern formula from subset sums, values against direct
+divergence formulas, numerical edge cases, and the LP certificate checked by brute force."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ldpsim import LdpSimError
+from ldpsim.mechanisms import from_matrix, pattern_bits, quaternary_mechanism, randomized_response
+from ldpsim.utility import (
+    KL,
+    ChiSquare,
+    FDivergence,
+    Hellinger,
+    MutualInformation,
+    TotalVariation,
+    f_divergence,
+    kl_divergence,
+    mutual_information,
+    optimal_mechanism,
+    tv_distance,
+)
+
+
+def priors(seed: int, k: int):
+    rng = np.random.default_rng(seed)
+    return rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))
+
+
+def all_utilities(p0, p1):
+    return [
+        KL(p0, p1), TotalVariation(p0, p1), ChiSquare(p0, p1), Hellinger(p0, p1),
+        FDivergence(p0, p1, lambda t: (t - 1.0) ** 4 / (1.0 + t)), MutualInformation(p0),
+    ]  # fmt: skip
+
+
+def direct_value(u, q):
+    """The utility from its definition on the induced distributions, written independently."""
+    if isinstance(u, MutualInformation):
+        joint = u.P[:, None] * q
+        m = joint.sum(axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(np.nansum(np.where(joint > 0, joint * np.log(joint / (u.P[:, None] * m[None, :])), 0.0)))
+    m0, m1 = u.P0 @ q, u.P1 @ q
+    if isinstance(u, KL):
+        return float(np.sum(m0 * np.log(m0 / m1)))
+    if isinstance(u, TotalVariation):
+        return float(0.5 * np.abs(m0 - m1).sum())
+    if isinstance(u, ChiSquare):
+        return float(np.sum((m0 - m1) ** 2 / m1))
+    if isinstance(u, Hellinger):
+        return float(np.sum((np.sqrt(m0) - np.sqrt(m1)) ** 2))
+    return float(np.sum(m1 * ((m0 / m1 - 1.0) ** 4 / (1.0 + m0 / m1))))
+
+
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(2, 9), eps=st.floats(0.0, 50.0))
+def test_pattern_formula_equals_mu_of_explicit_columns(seed, k, eps):
+    p0, p1 = priors(seed, k)
+    codes = np.arange(1 << k)
+    cols = math.exp(-eps) + (-math.expm1(-eps)) * pattern_bits(codes, k).T.astype(float)
+    for u in all_utilities(p0, p1):
+        sums = u.weights @ pattern_bits(codes, k).T.astype(float)
+        np.testing.assert_allclose(u.pattern_mu(sums, eps), u.mu(cols), rtol=1e-9, atol=1e-15)
+
+
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(2, 7), m=st.integers(1, 7))
+def test_values_equal_the_definitions(seed, k, m):
+    rng = np.random.default_rng(seed)
+    p0, p1 = priors(seed + 1, k)
+    q = rng.dirichlet(np.ones(m), size=k)
+    for u in all_utilities(p0, p1):
+        assert u.value(q) == pytest.approx(direct_value(u, q), rel=1e-9, abs=1e-15), u.name
+    assert KL(p0, p1).value(q) == pytest.approx(kl_divergence(p0 @ q, p1 @ q), rel=1e-12)
+    assert TotalVariation(p0, p1).value(q) == pytest.approx(tv_distance(p0 @ q, p1 @ q), rel=1e-12)
+    assert MutualInformation(p0).value(q) == pytest.approx(mutual_information(p0, q), rel=1e-9, abs=1e-15)
+    assert KL(p0, p1).value(q) == pytest.approx(f_divergence(p0 @ q, p1 @ q, lambda t: t * np.log(t)), rel=1e-9)
+
+
+def test_identity_and_constant_mechanisms():
+    p0, p1 = priors(3, 5)
+    eye = np.eye(5)
+    assert KL(p0, p1).value(eye) == pytest.approx(kl_divergence(p0, p1), rel=1e-12)
+    assert KL(p0, p1).prior_divergence() == pytest.approx(kl_divergence(p0, p1), rel=1e-12)
+    entropy = -np.sum(p0 * np.log(p0))
+    assert MutualInformation(p0).value(eye) == pytest.approx(entropy, rel=1e-12)
+    const = np.tile([0.2, 0.8], (5, 1))
+    for u in all_utilities(p0, p1):
+        assert u.value(const) == pytest.approx(0.0, abs=1e-15)
+
+
+def test_stable_at_large_eps_and_tiny_probabilities():
+    p0 = np.array([1 - 2e-300, 1e-300, 1e-300])
+    p1 = np.array([1e-300, 1e-300, 1 - 2e-300])
+    for eps in [1e-9, 1.0, 50.0]:
+        rr = randomized_response(3, eps)
+        for u in all_utilities(p0, p1):
+            val = u.value(rr)
+            assert math.isfinite(val) and val >= 0, (u.name, eps, val)
+    # zeros in a mechanism: 0 log 0 = 0, and an infinite divergence is inf, not NaN
+    q = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
+    assert math.isfinite(KL(p0, p1).value(q))
+    assert kl_divergence([0.5, 0.5], [1.0, 0.0]) == math.inf
+    assert KL(p0, p1).divergence([0.5, 0.5], [1.0, 0.0]) == math.inf
+    assert mutual_information([0.5, 0.5], quaternary_mechanism(1.0, 0.0)) >= 0
+
+
+@pytest.mark.parametrize("k", [3, 5, 8])
+@pytest.mark.parametrize("eps", [0.05, 0.7, 3.0, 20.0])
+def test_certificate_holds_for_every_pattern(k, eps):
+    """The dual vector bounds mu on every pattern (checked on explicit columns), so its sum
+    bounds every eps-LDP mechanism's utility; the LP attains it."""
+    p0, p1 = priors(10 * k, k)
+    for u in all_utilities(p0, p1):
+        res = optimal_mechanism(u, eps)
+        codes = np.arange(1 << k)
+        cols = math.exp(-eps) + (-math.expm1(-eps)) * pattern_bits(codes, k).T.astype(float)
+        slack = u.mu(cols) - res.dual @ cols
+        assert slack.max() <= 1e-9 * max(1.0, res.value), u.name
+        assert res.bound == pytest.approx(res.value, rel=1e-8, abs=1e-14)
+        assert res.mechanism.m <= k and res.mechanism.epsilon() <= eps * (1 + 1e-9)
+        assert res.status == "optimal"
+
+
+def test_eps_zero_gives_zero_utility():
+    p0, p1 = priors(1, 4)
+    res = optimal_mechanism(KL(p0, p1), 0.0)
+    assert res.value == 0.0 and res.mechanism.m == 1
+
+
+BAD = {
+    "zero prior entry": (lambda: KL([0.5, 0.5, 0.0], [0.2, 0.3, 0.5]), "P0"),
+    "negative prior": (lambda: TotalVariation([1.2, -0.2], [0.5, 0.5]), "P0"),
+    "prior sum": (lambda: MutualInformation([0.5, 0.6]), "P"),
+    "equal priors": (lambda: KL([0.3, 0.7], [0.3, 0.7]), "P1"),
+    "one category": (lambda: MutualInformation([1.0]), "P"),
+    "f(1) != 0": (lambda: FDivergence([0.3, 0.7], [0.6, 0.4], lambda t: t), "f"),
+    "not a utility": (lambda: optimal_mechanism("kl", 1.0), "utility"),
+    "eps negative": (lambda: optimal_mechanism(KL([0.3, 0.7], [0.6, 0.4]), -1.0), "eps"),
+    "unknown method": (lambda: optimal_mechanism(KL([0.3, 0.7], [0.6, 0.4]), 1.0, method="magic"), "method"),
+    "full LP too large": (lambda: optimal_mechanism(KL(*priors(0, 16)), 1.0, method="full"), "k"),
+    "too large for memory and time": (lambda: optimal_mechanism(MutualInformation(np.full(31, 1 / 31)), 1.0), "k"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input(case):
+    call, name = BAD[case]
+    with pytest.raises(LdpSimError) as info:
+        call()
+    assert str(info.value).startswith(name + ":"), str(info.value)
+
+
+def test_too_large_requests_say_what_to_do():
+    with pytest.raises(LdpSimError, match="column_generation"):
+        optimal_mechanism(KL(*priors(0, 16)), 1.0, method="full")
+    with pytest.raises(LdpSimError, match="better_of_binary_and_rr"):
+        optimal_mechanism(MutualInformation(np.full(31, 1 / 31)), 1.0)
