@@ -18,6 +18,16 @@ from ldpsim.mechanisms import (
     truncated_geometric,
 )
 from ldpsim.analyst import frequency_estimate
+from ldpsim.utility import (
+    KL,
+    ChiSquare,
+    FDivergence,
+    Hellinger,
+    MutualInformation,
+    TotalVariation,
+    better_of_binary_and_rr,
+    optimal_mechanism,
+)
 
 try:
     __version__ = version("ldpsim")
@@ -25,6 +35,14 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+unknown"
 
 __all__ = [
+    "KL",
+    "ChiSquare",
+    "FDivergence",
+    "Hellinger",
+    "MutualInformation",
+    "TotalVariation",
+    "better_of_binary_and_rr",
+    "optimal_mechanism",
     "FiniteMechanism",
     "LdpSimError",
     "MatrixMechanism",

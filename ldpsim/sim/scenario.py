@@ -104,8 +104,18 @@ class MatrixSpec(_Model):
     output_labels: list[str] | None = None
 
 
+class OptimalSpec(_Model):
+    """The optimal staircase mechanism for a utility (``optimal``), or the better of the
+    binary and randomized-response mechanisms (``better_of_binary_and_rr``). Divergences
+    use the population's P0 and P1; mutual information uses the true distribution."""
+
+    kind: Literal["optimal", "better_of_binary_and_rr"]
+    eps: Eps
+    utility: Literal["kl", "tv", "chi_square", "hellinger", "mutual_information"] = "kl"
+
+
 MechanismSpec = Annotated[
-    Union[RandomizedResponseSpec, BinarySpec, TruncatedGeometricSpec, QuaternarySpec, MatrixSpec],
+    Union[RandomizedResponseSpec, BinarySpec, TruncatedGeometricSpec, QuaternarySpec, MatrixSpec, OptimalSpec],
     Field(discriminator="kind"),
 ]
 
@@ -308,7 +318,8 @@ def _loc_part(p: Any) -> str:
 
 def _is_union_tag(p: Any) -> bool:
     tags = {
-        "randomized_response", "binary", "truncated_geometric", "quaternary", "matrix",
+        "randomized_response", "binary", "truncated_geometric", "quaternary", "matrix", "optimal",
+        "better_of_binary_and_rr",
         "all_at_once", "poisson", "waves", "constant", "exponential", "lognormal",
     }  # fmt: skip
     return isinstance(p, str) and p in tags
@@ -369,6 +380,8 @@ def _build_mechanism(spec: ScenarioSpec) -> FiniteMechanism:
             if pop.P0 is None or pop.P1 is None:
                 raise LdpSimError("T: got nothing, expected a set of labels (or P0 and P1 in [population])")
             return _relabel(binary_mechanism_for_priors(pop.P0, pop.P1, m.eps), labels)
+        if isinstance(m, OptimalSpec):
+            return _relabel(_optimal(m, pop), labels)
         if isinstance(m, MatrixSpec):
             if len(m.matrix) != k:
                 raise LdpSimError(f"matrix: got {len(m.matrix)} rows, expected one per label ({k})")
@@ -380,6 +393,20 @@ def _build_mechanism(spec: ScenarioSpec) -> FiniteMechanism:
     except LdpSimError as exc:
         raise LdpSimError(f"mechanism.{exc}") from None
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _optimal(m: OptimalSpec, pop: PopulationSpec) -> FiniteMechanism:
+    from ldpsim.utility import UTILITIES, MutualInformation, better_of_binary_and_rr, optimal_mechanism
+
+    if m.utility == "mutual_information":
+        utility = MutualInformation(pop.true_distribution())
+    else:
+        if pop.P0 is None or pop.P1 is None:
+            raise LdpSimError(f"utility: got {m.utility!r}, expected P0 and P1 in [population] for a divergence")
+        utility = UTILITIES[m.utility](pop.P0, pop.P1)
+    if m.kind == "better_of_binary_and_rr":
+        return better_of_binary_and_rr(utility, m.eps)
+    return optimal_mechanism(utility, m.eps).mechanism
 
 
 def _relabel(mech: FiniteMechanism, labels: list[str]) -> FiniteMechanism:

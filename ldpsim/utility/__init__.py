@@ -11,6 +11,7 @@ from ldpsim.utility.divergences import (
 from ldpsim.utility.optimal import OptimalResult, better_of_binary_and_rr, binary_for, optimal_mechanism
 from ldpsim.utility.utilities import (
     KL,
+    UTILITIES,
     ChiSquare,
     FDivergence,
     Hellinger,
@@ -27,6 +28,7 @@ __all__ = [
     "MutualInformation",
     "OptimalResult",
     "TotalVariation",
+    "UTILITIES",
     "Utility",
     "better_of_binary_and_rr",
     "binary_for",

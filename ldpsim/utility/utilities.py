@@ -209,4 +209,5 @@ def _t_log_t(t: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.where(t > 0, t * np.log(np.where(t > 0, t, 1.0)), 0.0)
 
 
+#: Divergence utilities by name (hypothesis testing between P0 and P1).
 UTILITIES = {"kl": KL, "tv": TotalVariation, "chi_square": ChiSquare, "hellinger": Hellinger}

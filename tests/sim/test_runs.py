@@ -158,3 +158,20 @@ def test_testing_population_with_p0_p1_and_binary_mechanism():
     df = run_replication(sc, 0, 1)
     counts = df[df["task"] == "engine"].set_index("quantity")["estimate"]
     assert counts["received"] == 4000
+
+
+@pytest.mark.parametrize("kind", ["optimal", "better_of_binary_and_rr"])
+@pytest.mark.parametrize("utility", ["kl", "mutual_information"])
+def test_optimal_and_mixed_mechanisms_in_scenarios(kind, utility):
+    from ldpsim.utility import KL, MutualInformation, better_of_binary_and_rr, optimal_mechanism
+
+    text = scenario_text(mechanism=f'kind = "{kind}"\neps = 1.5\nutility = "{utility}"').replace(
+        "distribution = [0.4, 0.3, 0.2, 0.1]", 'P0 = [0.4, 0.3, 0.2, 0.1]\nP1 = [0.1, 0.2, 0.3, 0.4]\ntruth = "P0"'
+    ).replace("checkpoints = { every = 1.0 }", "checkpoints = { every = 1.0 }\ntasks = []")
+    sc = parse_scenario(text, "t.toml")
+    p0, p1 = [0.4, 0.3, 0.2, 0.1], [0.1, 0.2, 0.3, 0.4]
+    u = KL(p0, p1) if utility == "kl" else MutualInformation(p0)
+    expected = optimal_mechanism(u, 1.5).mechanism if kind == "optimal" else better_of_binary_and_rr(u, 1.5)
+    np.testing.assert_allclose(sc.mechanism.matrix, expected.matrix)
+    assert sc.mechanism.input_labels == ("a", "b", "c", "d")
+    assert sc.mechanism.epsilon() <= 1.5 * (1 + 1e-9)
