@@ -35,7 +35,7 @@ from tqdm import tqdm
 from ldpsim.errors import LdpSimError
 from ldpsim.report import write_report
 from ldpsim.sim.engine import run_replication
-from ldpsim.sim.scenario import Scenario, load_scenario, parse_scenario
+from ldpsim.sim.scenario import Scenario, ScenarioSpec, build, load_scenario
 
 REP_DIR = "replications"
 
@@ -108,11 +108,15 @@ def run_scenario(
         seed = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
     if seed < 0:
         raise LdpSimError(f"--seed: got {seed}, expected an integer >= 0")
+    _check_workers(workers)
     run_dir = Path(out) if out is not None else default_run_dir(scenario, seed)
-    if run_dir.exists() and any(run_dir.iterdir()):
-        raise LdpSimError(f"--out: got {str(run_dir)!r}, expected a new or empty directory (use --resume to continue)")
-    (run_dir / REP_DIR).mkdir(parents=True, exist_ok=True)
-    (run_dir / "scenario.toml").write_text(scenario.source)
+    try:
+        if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+            raise LdpSimError(f"--out: got {str(run_dir)!r}, expected a new or empty directory (use --resume to continue)")
+        (run_dir / REP_DIR).mkdir(parents=True, exist_ok=True)
+        (run_dir / "scenario.toml").write_text(scenario.source)
+    except OSError as exc:
+        raise LdpSimError(f"--out: got {str(run_dir)!r}, expected a directory that can be created ({exc.strerror})") from None
     meta = _metadata(scenario, seed, workers, executor)
     _write_json(run_dir / "metadata.json", meta)
     return _execute(run_dir, scenario, seed, meta, workers, executor, progress, interrupt_after)
@@ -127,19 +131,27 @@ def resume_run(
     interrupt_after: int | None = None,
 ) -> RunResult:
     """Finish an interrupted run: run only the replications whose files are missing."""
+    _check_workers(workers)
     run_dir = Path(run_dir)
-    meta_path = run_dir / "metadata.json"
     try:
-        meta = json.loads(meta_path.read_text())
+        meta = json.loads((run_dir / "metadata.json").read_text())
         source = (run_dir / "scenario.toml").read_text()
-    except (OSError, ValueError):
+        spec = ScenarioSpec.model_validate(meta["spec"])
+        total, seed, digest = int(meta["replications"]), int(meta["seed"]), meta["scenario_sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
         raise LdpSimError(f"--resume: got {str(run_dir)!r}, expected a run directory made by ldpsim run") from None
-    scenario = parse_scenario(source, str(run_dir / "scenario.toml"))
-    scenario = scenario.with_overrides(replications=int(meta["replications"]))
-    if scenario.digest() != meta["scenario_sha256"]:
+    scenario = build(spec, source, str(run_dir / "scenario.toml"))
+    if scenario.digest() != digest:
         raise LdpSimError(f"--resume: got {str(run_dir)!r}, expected its scenario.toml unchanged since the run started")
-    meta.setdefault("resumed_at", []).append(_now())
-    return _execute(run_dir, scenario, int(meta["seed"]), meta, workers, executor, progress, interrupt_after)
+    if scenario.spec.simulation.replications != total:
+        scenario = scenario.with_overrides(replications=total)
+    meta.setdefault("resumes", []).append({"at": _now(), "workers": workers, "command_line": sys.argv})
+    return _execute(run_dir, scenario, seed, meta, workers, executor, progress, interrupt_after)
+
+
+def _check_workers(workers: int) -> None:
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise LdpSimError(f"--workers: got {workers!r}, expected an integer >= 1")
 
 
 def _execute(
@@ -157,8 +169,6 @@ def _execute(
     done = total - len(todo)
     own = executor is None
     if own:
-        if workers < 1:
-            raise LdpSimError(f"--workers: got {workers}, expected an integer >= 1")
         executor = SequentialExecutor() if workers == 1 else ProcessPoolExecutor(max_workers=workers)
     bar = tqdm(total=total, initial=done, unit="rep", desc=scenario.name, disable=not (progress and sys.stderr.isatty()))
     finished_now = 0
@@ -186,12 +196,11 @@ def _execute(
 def _completed(executor: Executor, scenario: Scenario, total: int, seed: int, todo: list[int], workers: int):
     """(index, results) of each replication as it finishes. In-process runs go one
     replication at a time, so each is written before the next starts."""
-    args = (scenario.source, scenario.path, total, seed)
     if isinstance(executor, SequentialExecutor):
         for r in todo:
-            yield from _run_chunk(*args, [r])
+            yield from _run_chunk(scenario, seed, [r])
         return
-    futures = [executor.submit(_run_chunk, *args, chunk) for chunk in _chunks(todo, workers)]
+    futures = [executor.submit(_run_chunk, scenario, seed, chunk) for chunk in _chunks(todo, workers)]
     try:
         for future in as_completed(futures):
             yield from future.result()
@@ -208,8 +217,7 @@ def _chunks(todo: list[int], workers: int) -> list[list[int]]:
     return [todo[i : i + size] for i in range(0, len(todo), size)]
 
 
-def _run_chunk(source: str, path: str, total: int, seed: int, indices: Iterable[int]) -> list[tuple[int, pd.DataFrame]]:
-    scenario = parse_scenario(source, path).with_overrides(replications=total)
+def _run_chunk(scenario: Scenario, seed: int, indices: Iterable[int]) -> list[tuple[int, pd.DataFrame]]:
     return [(r, run_replication(scenario, r, seed)) for r in indices]
 
 
@@ -231,7 +239,17 @@ def _merge(run_dir: Path, total: int) -> pd.DataFrame:
         for r in range(total):
             lines = _rep_path(run_dir, r).read_text().splitlines(keepends=True)
             dst.writelines(lines if r == 0 else lines[1:])
-    return pd.read_csv(out, keep_default_na=False, na_values=[""])
+    return read_results(out)
+
+
+def read_results(path: str | Path) -> pd.DataFrame:
+    """A results.csv with labels kept as text ("1", "01" and "" stay distinct) and empty
+    numeric cells as NaN."""
+    numeric = ["time", "n_received", "estimate", "ci_low", "ci_high", "truth", "theory"]
+    return pd.read_csv(
+        path, dtype={"category": str, "task": str, "quantity": str, "reason": str},
+        keep_default_na=False, na_values={c: [""] for c in numeric},
+    )  # fmt: skip
 
 
 def _metadata(scenario: Scenario, seed: int, workers: int, executor: Executor | None) -> dict[str, Any]:
@@ -240,6 +258,7 @@ def _metadata(scenario: Scenario, seed: int, workers: int, executor: Executor | 
         "scenario": scenario.name,
         "scenario_path": scenario.path,
         "scenario_sha256": scenario.digest(),
+        "spec": scenario.spec.model_dump(mode="json"),
         "seed": seed,
         "replications": scenario.spec.simulation.replications,
         "mode": scenario.spec.simulation.mode,

@@ -41,6 +41,7 @@ import pandas as pd
 import simpy
 from numpy.typing import NDArray
 
+from ldpsim.errors import LdpSimError
 from ldpsim.sim.scenario import AllAtOnceSpec, PoissonSpec, Scenario, WavesSpec, arrival_horizon
 from ldpsim.sim.tasks import Checkpoint, Task, TaskContext, make_tasks
 
@@ -51,19 +52,25 @@ RESULT_COLUMNS = [
 
 
 class Timeline:
-    """Tick arithmetic: tick j covers (j dt, (j+1) dt], tick 0 also holds time 0."""
+    """Tick arithmetic: tick j covers (j dt, (j+1) dt] (the last one ends at ``end``), tick 0
+    also holds time 0. A time within ``EDGE_TOL`` ticks of an edge counts as at the edge, in
+    both modes, so floating-point sums such as 0.1 + 0.2 land where they are meant to."""
+
+    EDGE_TOL = 1e-9
 
     def __init__(self, tick: float, end: float) -> None:
         self.dt = tick
-        self.n = int(math.ceil(end / tick - 1e-9))
+        self.n = int(math.ceil(end / tick - self.EDGE_TOL))
         self.end = end
 
     def edge(self, j: int | NDArray) -> Any:
         return np.minimum(np.asarray(j) * self.dt, self.end) if isinstance(j, np.ndarray) else min(j * self.dt, self.end)
 
     def index(self, t: NDArray[np.float64]) -> NDArray[np.int64]:
-        j = np.ceil(np.asarray(t) / self.dt - 1e-9).astype(np.int64) - 1
-        return np.maximum(j, 0)
+        """Tick of each time; ``n`` (past the last tick) for times after the end."""
+        t = np.asarray(t, dtype=np.float64)
+        j = np.maximum(np.ceil(t / self.dt - self.EDGE_TOL).astype(np.int64) - 1, 0)
+        return np.where(t > self.end + self.EDGE_TOL * self.dt, self.n, np.minimum(j, self.n - 1))
 
 
 class Cohort:
@@ -89,15 +96,17 @@ def plan_cohorts(scenario: Scenario, timeline: Timeline, rng: np.random.Generato
         return [Cohort(int(j), int(s), t, t) for j, s, t in zip(ticks, sizes, arr.times) if s > 0]
     assert isinstance(arr, PoissonSpec)
     horizon = arrival_horizon(spec)
-    # Poisson process conditioned on n arrivals in [0, horizon]: i.i.d. uniform times,
-    # so the counts per tick are multinomial with the tick's share of [0, horizon].
-    last = int(math.ceil(horizon / timeline.dt - 1e-9))
+    # Poisson process conditioned on n arrivals in [0, horizon]: i.i.d. uniform times, so the
+    # counts per tick are multinomial with the tick's share of [0, horizon]. Arrivals after
+    # the end form one last cohort (never delivered), so the plan has at most n ticks + 1.
+    last = min(int(math.ceil(horizon / timeline.dt - 1e-9)), timeline.n)
     edges = np.minimum(np.arange(last + 1) * timeline.dt, horizon)
-    shares = np.diff(edges) / horizon
-    sizes = rng.multinomial(n, shares / shares.sum())
-    return [
-        Cohort(j, int(sizes[j]), float(edges[j]), float(edges[j + 1])) for j in range(last) if sizes[j] > 0
-    ]
+    shares = np.append(np.diff(edges), horizon - edges[-1]) / horizon
+    sizes = rng.multinomial(n, np.clip(shares, 0.0, None) / np.clip(shares, 0.0, None).sum())
+    cohorts = [Cohort(j, int(sizes[j]), float(edges[j]), float(edges[j + 1])) for j in range(last) if sizes[j] > 0]
+    if sizes[-1] > 0:
+        cohorts.append(Cohort(timeline.n, int(sizes[-1]), float(edges[-1]), horizon))
+    return cohorts
 
 
 def _largest_remainder(n: int, fractions: NDArray[np.float64]) -> NDArray[np.int64]:
@@ -169,6 +178,7 @@ class Replication:
         self.rows: list[dict[str, Any]] = []
         self.sent = self.lost = self.in_flight = 0
         self._buckets: dict[int, list] = defaultdict(list)
+        self._next_tick = 0  # the first tick not yet delivered
         cp = spec.analyst.checkpoints
         self._every_reports = cp.every_reports
         self._next_report_cp = cp.every_reports or 0
@@ -200,6 +210,7 @@ class Replication:
         for j in range(self.timeline.n):
             yield env.timeout(self.timeline.edge(j + 1) - env.now)
             self._deliver(j)
+            self._next_tick = j + 1
             done, self.tick_done = self.tick_done, env.event()
             done.succeed(j)
 
@@ -236,7 +247,8 @@ class Replication:
         self.lost += int(size - np.count_nonzero(kept))
         t, y = t[kept], y[kept]
         t = t + scenario.latency.sample(t.size, rng)
-        j = self.timeline.index(t)
+        # never before the cohort's own tick, never into a tick already delivered
+        j = np.maximum(self.timeline.index(t), max(cohort.tick, self._next_tick))
         late = j >= self.timeline.n
         self.in_flight += int(np.count_nonzero(late))
         j, t, y = j[~late], t[~late], y[~late]
@@ -253,8 +265,9 @@ class Replication:
         survivors = rng.binomial(outputs, 1.0 - scenario.spec.network.loss)
         self.lost += int(outputs.sum() - survivors.sum())
         # split each symbol's survivors over the delivery ticks (the rest is still in flight)
-        first = cohort.tick
+        first = max(cohort.tick, self._next_tick)
         edges = self.timeline.edge(np.arange(first + 1, self.timeline.n + 1))
+        edges = edges + Timeline.EDGE_TOL * self.timeline.dt  # the same edge convention as individual mode
         by = scenario.latency.delivered_by(edges, cohort.start, cohort.stop)
         by = np.maximum.accumulate(by)
         probs = np.diff(np.concatenate([[0.0], by, [1.0]]))
@@ -322,6 +335,7 @@ class Replication:
         values = {
             "clients": self.sent, "lost": self.lost, "in_flight": self.in_flight,
             "received": self.server.n_received, "stored_reports": self.server.stored,
+            "storage_truncated": float(self.server.truncated),
         }  # fmt: skip
         for quantity, value in values.items():
             self.rows.append({**base, "quantity": quantity, "estimate": float(value)})
@@ -335,9 +349,20 @@ def _is_multiple(t: float, every: float) -> bool:
 def _hypergeometric_head(counts: NDArray[np.int64], r: int, rng: np.random.Generator) -> NDArray[np.int64]:
     """Counts among the first r reports of a tick: the tick's reports are exchangeable, so
     this is a multivariate hypergeometric draw."""
-    if r >= counts.sum():
+    total = int(counts.sum())
+    if r >= total:
         return counts.copy()
+    if total >= HYPERGEOMETRIC_LIMIT:
+        raise LdpSimError(
+            f"analyst.checkpoints.every_reports: a tick delivered {total} reports, expected fewer than "
+            f"{HYPERGEOMETRIC_LIMIT:.0e} per tick in aggregate mode (numpy's exact hypergeometric split); "
+            "use a smaller simulation.tick or time-based checkpoints"
+        )
     return rng.multivariate_hypergeometric(counts, r, method="marginals").astype(np.int64)
+
+
+#: numpy's multivariate hypergeometric sampler needs totals below this.
+HYPERGEOMETRIC_LIMIT = 10**9
 
 
 def run_replication(scenario: Scenario, index: int, entropy: int) -> pd.DataFrame:

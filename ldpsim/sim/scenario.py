@@ -34,14 +34,20 @@ MAX_INDIVIDUAL = 10**8
 #: Most ticks in one run.
 MAX_TICKS = 10**6
 
+#: Largest time (arrival, latency, duration, end) a scenario may use.
+MAX_TIME = 1e12
+
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Time = Annotated[float, Field(ge=0, le=MAX_TIME, allow_inf_nan=False)]
+PositiveTime = Annotated[float, Field(gt=0, le=MAX_TIME, allow_inf_nan=False)]
 Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 Eps = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a string is not a number and true is not 1
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 # --------------------------------------------------------------------- population
@@ -123,7 +129,7 @@ MechanismSpec = Annotated[
 # --------------------------------------------------------------------- arrivals
 class AllAtOnceSpec(_Model):
     kind: Literal["all_at_once"]
-    at: NonNegFloat = 0.0
+    at: Time = 0.0
 
 
 class PoissonSpec(_Model):
@@ -133,7 +139,7 @@ class PoissonSpec(_Model):
 
     kind: Literal["poisson"]
     rate: PositiveFloat | None = None
-    duration: PositiveFloat | None = None
+    duration: PositiveTime | None = None
 
     @model_validator(mode="after")
     def _rate_or_duration(self) -> "PoissonSpec":
@@ -146,7 +152,7 @@ class WavesSpec(_Model):
     """Waves: a fraction of the population arrives at each given time."""
 
     kind: Literal["waves"]
-    times: list[NonNegFloat] = Field(min_length=1)
+    times: list[Time] = Field(min_length=1)
     fractions: list[Probability] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -166,18 +172,18 @@ ArrivalSpec = Annotated[Union[AllAtOnceSpec, PoissonSpec, WavesSpec], Field(disc
 # --------------------------------------------------------------------- network
 class ConstantLatencySpec(_Model):
     kind: Literal["constant"]
-    value: NonNegFloat = 0.0
+    value: Time = 0.0
 
 
 class ExponentialLatencySpec(_Model):
     kind: Literal["exponential"]
-    mean: PositiveFloat
+    mean: PositiveTime
 
 
 class LognormalLatencySpec(_Model):
     kind: Literal["lognormal"]
-    median: PositiveFloat
-    sigma: PositiveFloat
+    median: PositiveTime
+    sigma: Annotated[float, Field(gt=0, le=10, allow_inf_nan=False)]
 
 
 LatencySpec = Annotated[
@@ -203,7 +209,7 @@ class CheckpointSpec(_Model):
     """When the analyst runs: every ``every`` time units and/or every ``every_reports``
     reports received; always at the end."""
 
-    every: PositiveFloat | None = None
+    every: PositiveTime | None = None
     every_reports: Annotated[int, Field(ge=1)] | None = None
 
 
@@ -223,8 +229,8 @@ class SimulationSpec(_Model):
     """
 
     mode: Literal["individual", "aggregate"] = "individual"
-    tick: PositiveFloat | None = None
-    end: PositiveFloat | None = None
+    tick: PositiveTime | None = None
+    end: PositiveTime | None = None
     replications: Annotated[int, Field(ge=1)] = 1
     seed: Annotated[int, Field(ge=0)] | None = None
     batch_size: Annotated[int, Field(ge=1)] = 1 << 16
@@ -350,6 +356,13 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
             f"population.size: got {pop.size}, expected at most {MAX_INDIVIDUAL} in individual mode "
             "(set simulation.mode = 'aggregate': exact counts at any size)"
         )
+    if arrival_horizon(spec) > MAX_TIME:
+        raise LdpSimError(f"arrivals.rate: got {spec.arrivals.rate!r}, expected size / rate <= {MAX_TIME:g}")  # type: ignore[union-attr]
+    if spec.server.keep_reports and spec.simulation.mode != "individual":
+        raise LdpSimError(
+            "server.keep_reports: got true in aggregate mode, expected simulation.mode = 'individual' "
+            "(aggregate mode draws counts only)"
+        )
     end = spec.simulation.end if spec.simulation.end is not None else _default_end(spec, latency)
     tick = _tick(spec, end)
     if end / tick > MAX_TICKS:
@@ -449,12 +462,12 @@ def _default_end(spec: ScenarioSpec, latency: Latency) -> float:
 
 def _tick(spec: ScenarioSpec, end: float) -> float:
     """The time resolution: the requested tick (default: checkpoint interval / 24, else
-    end / 240), shrunk so that a whole number of ticks fits in each checkpoint interval."""
+    end / 240), shrunk so that a whole number of ticks fits in each checkpoint interval,
+    and so that a whole number fits up to the end when checkpoints are not periodic."""
     every = spec.analyst.checkpoints.every
     wanted = spec.simulation.tick
     if wanted is None:
-        wanted = every / 24 if every is not None else end / 240
-    if every is not None:
-        per = max(1, math.ceil(every / wanted - 1e-9))
-        return every / per
-    return wanted
+        wanted = every / 24 if every is not None and every < end else end / 240
+    if every is not None and every < end:
+        return every / max(1, math.ceil(every / wanted - 1e-9))
+    return end / max(1, math.ceil(end / wanted - 1e-9))

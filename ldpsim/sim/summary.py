@@ -14,7 +14,11 @@ def frequency_rows(results: pd.DataFrame) -> pd.DataFrame:
     out = freq.merge(se, on=["replication", "checkpoint", "task", "category"], how="left")
     out["covered"] = (out["ci_low"] <= out["truth"]) & (out["truth"] <= out["ci_high"])
     out["error"] = out["estimate"] - out["truth"]
-    return out
+    # the k-th checkpoint of each kind is comparable across replications (the k-th overall
+    # is not when periodic and report-count checkpoints interleave differently)
+    first = out.drop_duplicates(["replication", "checkpoint"])[["replication", "checkpoint", "reason"]].copy()
+    first["ordinal"] = first.groupby(["replication", "reason"]).cumcount()
+    return out.merge(first[["replication", "checkpoint", "ordinal"]], on=["replication", "checkpoint"], how="left")
 
 
 def final_frequencies(results: pd.DataFrame) -> pd.DataFrame:
@@ -47,10 +51,11 @@ def checkpoint_series(results: pd.DataFrame, replication: int | None = None) -> 
 
 
 def error_by_n(results: pd.DataFrame) -> pd.DataFrame:
-    """Per checkpoint: mean reports received, root mean squared error over categories and
-    replications, and the same mean of the exact standard error (theory)."""
+    """Per checkpoint (the k-th of each kind across replications): mean reports received,
+    root mean squared error over categories and replications, and the same mean of the exact
+    standard error (theory)."""
     f = frequency_rows(results)
-    g = f.groupby("checkpoint")
+    g = f.groupby(["reason", "ordinal"], sort=False)
     return pd.DataFrame(
         {
             "time": g["time"].mean(),
@@ -59,7 +64,7 @@ def error_by_n(results: pd.DataFrame) -> pd.DataFrame:
             "theory_rms_se": g["theory_se"].apply(lambda s: float(np.sqrt(np.nanmean(np.square(s))))),
             "coverage": g["covered"].mean(),
         }
-    ).reset_index()
+    ).reset_index().sort_values(["n_received", "time"], kind="stable").reset_index(drop=True)
 
 
 def engine_totals(results: pd.DataFrame) -> pd.DataFrame:

@@ -49,7 +49,7 @@ class TaskContext:
 
 
 class TaskParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
     kind: str
     name: str | None = None
 
@@ -97,7 +97,7 @@ def parse_task_params(entries: list[dict[str, Any]]) -> list[tuple[type[Task], T
     for i, entry in enumerate(entries):
         where = f"analyst.tasks[{i}]"
         kind = entry.get("kind")
-        if kind not in TASKS:
+        if not isinstance(kind, str) or kind not in TASKS:
             raise LdpSimError(f"{where}.kind: got {kind!r}, expected one of {sorted(TASKS)}")
         cls = TASKS[kind]
         try:
@@ -133,7 +133,7 @@ def make_tasks(entries: list[dict[str, Any]], context: TaskContext) -> list[Task
 # --------------------------------------------------------------------- frequency estimation
 class FrequencyParams(TaskParams):
     kind: Literal["frequency"]
-    confidence: float = Field(0.95, gt=0, lt=1)
+    confidence: float = Field(0.95, gt=0, lt=1, allow_inf_nan=False)
 
 
 @register_task

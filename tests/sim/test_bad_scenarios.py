@@ -38,6 +38,13 @@ CASES = {
     "tick too small": (GOOD.replace('mode = "individual"', 'mode = "individual"\ntick = 1e-9'), "simulation.tick", "ticks"),
     "bad TOML": (GOOD.replace("[network]", "[network"), "invalid TOML", "line"),
     "bad name": (GOOD.replace('name = "test"', 'name = "a/b"'), "name", "pattern"),
+    "task kind not text": (GOOD.replace("checkpoints = { every = 1.0 }", "checkpoints = { every = 1.0 }\ntasks = [{ kind = [1] }]"), "analyst.tasks[0].kind", "[1]"),
+    "lognormal sigma huge": (GOOD.replace('kind = "constant", value = 0.0', 'kind = "lognormal", median = 1.0, sigma = 400.0'), "network.latency.sigma", "less than or equal to 10"),
+    "latency mean huge": (GOOD.replace('kind = "constant", value = 0.0', 'kind = "exponential", mean = 1e308'), "network.latency.mean", "less than or equal to"),
+    "arrival time huge": (GOOD.replace('kind = "all_at_once"', 'kind = "all_at_once"\nat = 1e308'), "arrivals.at", "less than or equal to"),
+    "eps as text": (GOOD.replace("eps = 1.0", 'eps = "1"'), "mechanism.eps", "valid number"),
+    "size as bool": (GOOD.replace("size = 10000", "size = true"), "population.size", "valid integer"),
+    "keep reports in aggregate mode": (GOOD.replace('mode = "individual"', 'mode = "aggregate"').replace("[server]", "[server]\nkeep_reports = true"), "server.keep_reports", "individual"),
 }
 
 
@@ -63,6 +70,26 @@ def test_cli_exits_2_with_one_line(case, tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and str(path) in lines[0] and key in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_cli_refuses_bad_run_directories(tmp_path):
+    good = tmp_path / "good.toml"
+    good.write_text(GOOD)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    bad_meta = tmp_path / "run"
+    bad_meta.mkdir()
+    (bad_meta / "metadata.json").write_text("{}")
+    (bad_meta / "scenario.toml").write_text(GOOD)
+    cases = [
+        (["run", str(good), "--out", str(blocker / "sub")], "--out"),
+        (["run", "--resume", str(bad_meta)], "--resume"),
+        (["run", str(good), "--out", str(tmp_path / "w0"), "--workers", "0"], "--workers"),
+    ]
+    for argv, key in cases:
+        proc = subprocess.run([sys.executable, "-m", "ldpsim", *argv], capture_output=True, text=True)
+        assert proc.returncode == 2 and key in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "w0").exists(), "a refused run leaves no directory behind"
 
 
 def test_cli_missing_file_and_bad_options(tmp_path):

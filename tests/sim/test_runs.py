@@ -107,7 +107,8 @@ def test_interrupted_run_resumes_to_the_same_files(tmp_path):
         assert (cut / "replications" / name).read_bytes() == content
     for f in ["results.csv", "summary.md", "estimates_over_time.png", "error_vs_n.png"]:
         assert (resumed.run_dir / f).read_bytes() == (full.run_dir / f).read_bytes(), f
-    assert "resumed_at" in json.loads((cut / "metadata.json").read_text())
+    resumes = json.loads((cut / "metadata.json").read_text())["resumes"]
+    assert len(resumes) == 1 and resumes[0]["workers"] == 2
 
 
 def test_a_new_task_plugs_in_without_touching_the_engine():
