@@ -1,5 +1,6 @@
 """Utilities of local mechanisms, the optimal (staircase) mechanism and bounds (000, 001)."""
 
+from ldpsim.utility import bounds
 from ldpsim.utility.divergences import (
     chi_square_divergence,
     f_divergence,
@@ -21,6 +22,7 @@ from ldpsim.utility.utilities import (
 )
 
 __all__ = [
+    "bounds",
     "KL",
     "ChiSquare",
     "FDivergence",

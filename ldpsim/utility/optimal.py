@@ -73,6 +73,12 @@ class SubsetSums:
         self.low = _all_subset_sums(self.weights[:, : self.low_bits])  # r x 2^low_bits
 
     def block(self, start: int, stop: int) -> NDArray[np.float64]:
+        span = 1 << self.low_bits
+        if self.k > self.low_bits and start % span == 0 and stop % span == 0:
+            # whole low-bit tables: one high-bit sum per 2^16 codes, broadcast over the table
+            high = np.arange(start >> self.low_bits, stop >> self.low_bits, dtype=np.int64)
+            hs = self.weights[:, self.low_bits :] @ pattern_bits(high, self.k - self.low_bits).astype(np.float64).T
+            return (self.low[:, None, :] + hs[:, :, None]).reshape(self.weights.shape[0], -1)
         codes = np.arange(start, stop, dtype=np.int64)
         out = self.low[:, codes & ((1 << self.low_bits) - 1)]
         if self.k > self.low_bits:

@@ -121,10 +121,10 @@ class KL(PairUtility):
         return perspective(_t_log_t, a, c)
 
     def value(self, Q: ArrayLike) -> float:
-        # sum of a log(a/c) - a + c (each term >= 0; the extra terms cancel because both
-        # marginals sum to one), so rounding cannot make the divergence negative
+        # sum of M1 phi((M0 - M1)/M1), phi(x) = (1+x) log(1+x) - x >= 0 (the extra -x terms
+        # sum to zero): never negative, and accurate when M0 is close to M1 (tiny eps)
         q = self._matrix(Q)
-        return float(np.sum(special.kl_div(self.P0 @ q, self.P1 @ q)))
+        return float(np.sum(_kl_terms((self.P0 - self.P1) @ q, self.P1 @ q)))
 
 
 class TotalVariation(PairUtility):
@@ -192,8 +192,8 @@ class MutualInformation(Utility):
     def value(self, Q: ArrayLike) -> float:
         # sum of kl_div(joint, P x M) terms, each >= 0: never negative by rounding
         q = self._matrix(Q)
-        joint = self.P[:, None] * q
-        return float(np.sum(special.kl_div(joint, self.P[:, None] * joint.sum(axis=0)[None, :])))
+        m = self.P @ q
+        return float(np.sum(_kl_terms(self.P[:, None] * (q - m[None, :]), self.P[:, None] * m[None, :])))
 
     def pattern_mu(self, sums, eps):
         # q_x = 1 on T, e^-eps off T; P.q = e^-eps + (1 - e^-eps) P(T):
@@ -202,6 +202,18 @@ class MutualInformation(Utility):
         pq = _dots(self.weights, sums, eps)[0]
         log_pq = np.log(pq)
         return -pt * log_pq - math.exp(-eps) * (1.0 - pt) * (eps + log_pq)
+
+
+def _kl_terms(d: NDArray[np.float64], c: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``a log(a/c) - a + c`` with ``a = c + d``, accurate for small ``d/c`` (series), 0 where
+    ``a = c = 0`` and ``inf`` where ``c = 0 < a``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = np.where(c > 0, d / np.where(c > 0, c, 1.0), 0.0)
+        small = np.abs(x) < 1e-4
+        series = x * x * (0.5 - x / 6.0 + x * x / 12.0)
+        direct = (1.0 + x) * np.log1p(np.where(small, 0.0, x)) - x
+        terms = c * np.where(small, series, np.where(x == -1.0, 1.0, direct))
+    return np.where(c > 0, terms, np.where(d > 0, np.inf, 0.0))
 
 
 def _t_log_t(t: NDArray[np.float64]) -> NDArray[np.float64]:
