@@ -1,0 +1,167 @@
+"""The registry of reproductions: name -> function writing CSV + PNG and returning a summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+import numpy as np
+import pandas as pd
+
+from ldpsim import _validate as v
+from ldpsim.errors import LdpSimError, invalid
+
+#: Default seed of every reproduction (the extremal-mechanisms paper is from 2014).
+DEFAULT_SEED = 2014
+#: Default number of random instances (the papers' setting).
+DEFAULT_INSTANCES = 100
+#: Default parent folder of the output folders.
+DEFAULT_BASE = Path("reports") / "reproduce"
+
+
+class ReproductionFunction(Protocol):
+    def __call__(self, seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame: ...
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """A registered reproduction of a figure or table of a seed paper."""
+
+    name: str
+    description: str  # one line, for ``ldpsim reproduce --list``
+    source: str  # which seed and figure
+    func: ReproductionFunction
+
+
+@dataclass(frozen=True)
+class ReproductionRun:
+    """What :func:`reproduce` did: the summary table, where the files are, how long it took."""
+
+    name: str
+    summary: pd.DataFrame
+    out_dir: Path
+    files: list[Path]
+    seconds: float
+    seed: int
+    instances: int
+
+    @property
+    def disagreements(self) -> pd.DataFrame:
+        return self.summary[self.summary["agrees"] == "no"]
+
+
+REPRODUCTIONS: dict[str, Reproduction] = {}
+
+
+def register(name: str, description: str, source: str) -> Callable[[ReproductionFunction], ReproductionFunction]:
+    """Decorator: register ``func`` as ``ldpsim reproduce NAME``."""
+
+    def deco(func: ReproductionFunction) -> ReproductionFunction:
+        if name in REPRODUCTIONS:
+            raise LdpSimError(f"reproduction {name!r} is registered twice")
+        REPRODUCTIONS[name] = Reproduction(name, description, source, func)
+        return func
+
+    return deco
+
+
+def get(name: str) -> Reproduction:
+    """The reproduction called ``name``; an unknown name raises :class:`LdpSimError`."""
+    if name not in REPRODUCTIONS:
+        raise invalid("NAME", name, f"one of {', '.join(sorted(REPRODUCTIONS))} (see ldpsim reproduce --list)")
+    return REPRODUCTIONS[name]
+
+
+def names() -> list[str]:
+    return sorted(REPRODUCTIONS)
+
+
+def reproduce(
+    name: str,
+    *,
+    seed: int = DEFAULT_SEED,
+    instances: int = DEFAULT_INSTANCES,
+    out: str | os.PathLike | None = None,
+    eps_grid: Any = None,
+    workers: int = 1,
+) -> ReproductionRun:
+    """Run the reproduction ``name``: writes its CSV, PNG, ``summary.csv`` and
+    ``metadata.json`` under ``out`` (default ``reports/reproduce/NAME``)."""
+    rep = get(name)
+    seed = v.integer(seed, "--seed", minimum=0)
+    instances = v.integer(instances, "--instances", minimum=1)
+    workers = v.integer(workers, "--workers", minimum=1)
+    out_dir = Path(out) if out is not None else DEFAULT_BASE / name
+    if out_dir.exists() and not out_dir.is_dir():
+        raise invalid("--out", str(out_dir), "a directory (or a path to create)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    started, t0 = _now(), time.perf_counter()
+    summary = rep.func(seed, instances, out_dir, eps_grid=eps_grid, workers=workers)
+    seconds = time.perf_counter() - t0
+    meta = {
+        "reproduction": name,
+        "description": rep.description,
+        "source": rep.source,
+        "seed": seed,
+        "instances": instances,
+        "eps_grid": None if eps_grid is None else np.atleast_1d(np.asarray(eps_grid, dtype=float)).tolist(),
+        "workers": workers,
+        "ldpsim_version": _version("ldpsim"),
+        "python": platform.python_version(),
+        "packages": {p: _version(p) for p in ("numpy", "scipy", "pandas", "matplotlib")},
+        "command_line": sys.argv,
+        "started": started,
+        "finished": _now(),
+        "seconds": round(seconds, 3),
+        "disagreements_with_paper": summary.loc[summary["agrees"] == "no", "quantity"].tolist(),
+    }
+    (out_dir / "metadata.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    files = sorted(p for p in out_dir.iterdir() if p.is_file())
+    return ReproductionRun(name, summary, out_dir, files, seconds, seed, instances)
+
+
+def format_summary(summary: pd.DataFrame) -> str:
+    """The summary as a table a person can read: text left-aligned, numbers right-aligned,
+    ``paper`` blank where the paper gives no number."""
+    cells = {
+        "quantity": [str(x) for x in summary["quantity"]],
+        "k": [str(x) for x in summary["k"]],
+        "eps": [str(x) for x in summary["eps"]],
+        "paper": ["" if np.isnan(x) else f"{x:.4g}" for x in summary["paper"]],
+        "ours": [f"{x:.5g}" for x in summary["ours"]],
+        "agrees": [str(x) for x in summary["agrees"]],
+        "criterion": [str(x) for x in summary["criterion"]],
+    }
+    right = {"k", "paper", "ours"}
+    width = {c: max([len(c), *map(len, vals)]) for c, vals in cells.items()}
+
+    def fmt(c: str, text: str) -> str:
+        return text.rjust(width[c]) if c in right else text.ljust(width[c])
+
+    lines = ["  ".join(fmt(c, c) for c in cells).rstrip()]
+    for i in range(len(summary)):
+        lines.append("  ".join(fmt(c, cells[c][i]) for c in cells).rstrip())
+    return "\n".join(lines)
+
+
+def write_summary(summary: pd.DataFrame, out_dir: Path) -> None:
+    summary.to_csv(out_dir / "summary.csv", index=False, float_format="%.10g")
+
+
+def _version(name: str) -> str:
+    try:
+        return version(name)
+    except Exception:  # pragma: no cover
+        return "unknown"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
