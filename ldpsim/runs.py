@@ -19,12 +19,10 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
 import sys
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -32,6 +30,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from ldpsim._meta import now, versions, write_json
 from ldpsim.errors import LdpSimError
 from ldpsim.report import write_report
 from ldpsim.sim.engine import run_replication
@@ -118,7 +117,7 @@ def run_scenario(
     except OSError as exc:
         raise LdpSimError(f"--out: got {str(run_dir)!r}, expected a directory that can be created ({exc.strerror})") from None
     meta = _metadata(scenario, seed, workers, executor)
-    _write_json(run_dir / "metadata.json", meta)
+    write_json(run_dir / "metadata.json", meta)
     return _execute(run_dir, scenario, seed, meta, workers, executor, progress, interrupt_after)
 
 
@@ -145,7 +144,7 @@ def resume_run(
         raise LdpSimError(f"--resume: got {str(run_dir)!r}, expected its scenario.toml unchanged since the run started")
     if scenario.spec.simulation.replications != total:
         scenario = scenario.with_overrides(replications=total)
-    meta.setdefault("resumes", []).append({"at": _now(), "workers": workers, "command_line": sys.argv})
+    meta.setdefault("resumes", []).append({"at": now(), "workers": workers, "command_line": sys.argv})
     return _execute(run_dir, scenario, seed, meta, workers, executor, progress, interrupt_after)
 
 
@@ -188,8 +187,8 @@ def _execute(
             executor.shutdown(wait=True, cancel_futures=True)
     results = _merge(run_dir, total)
     write_report(run_dir, scenario, results, seed)
-    meta["finished"] = _now()
-    _write_json(run_dir / "metadata.json", meta)
+    meta["finished"] = now()
+    write_json(run_dir / "metadata.json", meta)
     return RunResult(run_dir, scenario, results, seed)
 
 
@@ -253,7 +252,7 @@ def read_results(path: str | Path) -> pd.DataFrame:
 
 
 def _metadata(scenario: Scenario, seed: int, workers: int, executor: Executor | None) -> dict[str, Any]:
-    packages = {name: _version(name) for name in ("ldpsim", "numpy", "scipy", "simpy", "pandas", "pydantic", "matplotlib")}
+    packages = versions()
     return {
         "scenario": scenario.name,
         "scenario_path": scenario.path,
@@ -267,25 +266,8 @@ def _metadata(scenario: Scenario, seed: int, workers: int, executor: Executor | 
         "workers": workers,
         "executor": type(executor).__name__ if executor is not None else ("sequential" if workers == 1 else "process_pool"),
         "ldpsim_version": packages["ldpsim"],
-        "python": platform.python_version(),
+        "python": packages["python"],
         "packages": packages,
         "command_line": sys.argv,
-        "started": _now(),
+        "started": now(),
     }
-
-
-def _version(name: str) -> str:
-    try:
-        return version(name)
-    except Exception:  # pragma: no cover
-        return "unknown"
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    os.replace(tmp, path)

@@ -8,8 +8,6 @@ import platform
 import sys
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
@@ -17,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ldpsim import _validate as v
+from ldpsim._meta import now, package_version, versions
 from ldpsim.errors import LdpSimError, invalid
 
 #: Default seed of every reproduction (the extremal-mechanisms paper is from 2014).
@@ -103,7 +102,7 @@ def reproduce(
     if out_dir.exists() and not out_dir.is_dir():
         raise invalid("--out", str(out_dir), "a directory (or a path to create)")
     out_dir.mkdir(parents=True, exist_ok=True)
-    started, t0 = _now(), time.perf_counter()
+    started, t0 = now(), time.perf_counter()
     summary = rep.func(seed, instances, out_dir, eps_grid=eps_grid, workers=workers)
     seconds = time.perf_counter() - t0
     meta = {
@@ -114,12 +113,12 @@ def reproduce(
         "instances": instances,
         "eps_grid": None if eps_grid is None else np.atleast_1d(np.asarray(eps_grid, dtype=float)).tolist(),
         "workers": workers,
-        "ldpsim_version": _version("ldpsim"),
+        "ldpsim_version": package_version("ldpsim"),
         "python": platform.python_version(),
-        "packages": {p: _version(p) for p in ("numpy", "scipy", "pandas", "matplotlib")},
+        "packages": versions(),
         "command_line": sys.argv,
         "started": started,
-        "finished": _now(),
+        "finished": now(),
         "seconds": round(seconds, 3),
         "disagreements_with_paper": summary.loc[summary["agrees"] == "no", "quantity"].tolist(),
     }
@@ -154,14 +153,3 @@ def format_summary(summary: pd.DataFrame) -> str:
 
 def write_summary(summary: pd.DataFrame, out_dir: Path) -> None:
     summary.to_csv(out_dir / "summary.csv", index=False, float_format="%.10g")
-
-
-def _version(name: str) -> str:
-    try:
-        return version(name)
-    except Exception:  # pragma: no cover
-        return "unknown"
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -27,7 +27,7 @@ from ldpsim import _validate as v
 from ldpsim.errors import LdpSimError, invalid
 from ldpsim.mechanisms import FiniteMechanism, MatrixMechanism, binary_mechanism, randomized_response
 from ldpsim.mechanisms.standard import pattern_bits
-from ldpsim.utility.utilities import MutualInformation, PairUtility, Utility
+from ldpsim.utility.utilities import PairUtility, Utility
 
 #: Largest k for the full LP (2^k columns).
 MAX_FULL_K = 14

@@ -22,7 +22,6 @@ from typing import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
 
 from ldpsim import _validate as v
 from ldpsim.errors import invalid

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ldpsim import LdpSimError
-from ldpsim.mechanisms import from_matrix, pattern_bits, quaternary_mechanism, randomized_response
+from ldpsim.mechanisms import pattern_bits, quaternary_mechanism, randomized_response
 from ldpsim.utility import (
     KL,
     ChiSquare,
