@@ -160,7 +160,7 @@ def test_binary_closed_forms_equal_library_values(seed, k, eps):
 def test_binary_kl_keeps_relative_accuracy_at_tiny_eps():
     """The closed form stays accurate where the direct sum (and the library's KL.value)
     cancels: against 50-digit arithmetic."""
-    mpmath = pytest.importorskip("mpmath")
+    import mpmath
     mpmath.mp.dps = 50
     P0, P1 = priors(3, 5)
     T = P0 >= P1
