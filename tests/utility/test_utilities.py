@@ -160,3 +160,18 @@ def test_too_large_requests_say_what_to_do():
         optimal_mechanism(KL(*priors(0, 16)), 1.0, method="full")
     with pytest.raises(LdpSimError, match="better_of_binary_and_rr"):
         optimal_mechanism(MutualInformation(np.full(31, 1 / 31)), 1.0)
+
+
+@pytest.mark.parametrize("eps", [1e-8, 1e-5, 1e-2, 1.0, 30.0])
+def test_kl_value_keeps_relative_accuracy_at_tiny_eps(eps):
+    """KL of the binary mechanism against its closed form (itself checked against 50-digit
+    arithmetic in test_bounds): the value is summed as M1 phi((M0 - M1)/M1) with M0 - M1
+    computed directly, so it keeps relative accuracy where a log(a/c) would cancel. The
+    matrix entries themselves are rounded to 1e-16, which bounds what is reachable:
+    relative 1e-16 / eps."""
+    from ldpsim.mechanisms import binary_mechanism_for_priors
+    from ldpsim.utility.bounds import binary_kl
+
+    p0, p1 = priors(3, 5)
+    got = KL(p0, p1).value(binary_mechanism_for_priors(p0, p1, eps))
+    assert got == pytest.approx(binary_kl(p0, p1, eps), rel=max(1e-12, 1e-7 * 1e-8 / eps))
