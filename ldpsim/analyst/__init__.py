@@ -1,5 +1,52 @@
 """The analyst: functions of privatised reports or counts (never of how they were made)."""
 
+from ldpsim.analyst.estimation import (
+    EMResult,
+    InversionEstimate,
+    confidence_intervals,
+    em_estimate,
+    exact_covariance,
+    inversion_estimate,
+    project_to_simplex,
+)
 from ldpsim.analyst.frequency import FrequencyEstimate, frequency_estimate, frequency_standard_error
+from ldpsim.analyst.testing import (
+    ChernoffInformation,
+    LikelihoodRatioTest,
+    LLRLaw,
+    TiltedEstimate,
+    chernoff_information,
+    chernoff_stein_exponent,
+    hypothesis_marginals,
+    llr_exact_law,
+    lrt_exact,
+    lrt_normal,
+    stein_exponent_curve,
+    type2_error_tilted,
+)
 
-__all__ = ["FrequencyEstimate", "frequency_estimate", "frequency_standard_error"]
+
+__all__ = [
+    "EMResult",
+    "FrequencyEstimate",
+    "InversionEstimate",
+    "confidence_intervals",
+    "em_estimate",
+    "exact_covariance",
+    "frequency_estimate",
+    "frequency_standard_error",
+    "inversion_estimate",
+    "project_to_simplex",
+    "ChernoffInformation",
+    "LikelihoodRatioTest",
+    "LLRLaw",
+    "TiltedEstimate",
+    "chernoff_information",
+    "chernoff_stein_exponent",
+    "hypothesis_marginals",
+    "llr_exact_law",
+    "lrt_exact",
+    "lrt_normal",
+    "stein_exponent_curve",
+    "type2_error_tilted",
+]
