@@ -25,6 +25,9 @@ def write_report(run_dir: Path, scenario, results: pd.DataFrame, seed: int) -> N
     if (results["quantity"] == "frequency").any():
         figures.append(_estimates_over_time(run_dir, results))
         figures.append(_error_vs_n(run_dir, results))
+    other = summary.other_task_series(results)
+    if not other.empty:
+        figures.append(_other_tasks_over_time(run_dir, other))
     (run_dir / "summary.md").write_text(_summary_md(scenario, results, seed, figures))
 
 
@@ -67,6 +70,33 @@ def _error_vs_n(run_dir: Path, results: pd.DataFrame) -> str:
     ax.legend(fontsize=8)
     fig.tight_layout()
     name = "error_vs_n.png"
+    fig.savefig(run_dir / name, dpi=110, metadata=PNG_META)
+    plt.close(fig)
+    return name
+
+
+def _other_tasks_over_time(run_dir: Path, rows: pd.DataFrame) -> str:
+    """One panel per (task, quantity): the estimate over time, and the theory value if any."""
+    keys = list(rows.groupby(["task", "quantity"], sort=False).groups)
+    n = len(keys)
+    cols = min(3, n)
+    nrows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows), squeeze=False)
+    for ax, (task, quantity) in zip(axes.ravel(), keys):
+        g = rows[(rows["task"] == task) & (rows["quantity"] == quantity)]
+        ax.plot(g["time"], g["estimate"], "o-", ms=3, label="measured")
+        if g["theory"].notna().any():
+            ax.plot(g["time"], g["theory"], "--", color="tab:red", label="theory")
+        if g["truth"].notna().any():
+            ax.plot(g["time"], g["truth"], ":", color="black", label="truth")
+        ax.set_title(f"{task}: {quantity}", fontsize=9)
+        ax.set_xlabel("time", fontsize=8)
+        ax.legend(fontsize=7)
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    fig.suptitle("Analyst tasks over time (replication 0)", fontsize=10)
+    fig.tight_layout()
+    name = "tasks_over_time.png"
     fig.savefig(run_dir / name, dpi=110, metadata=PNG_META)
     plt.close(fig)
     return name
@@ -127,6 +157,12 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
             _md_table(summary.error_by_n(results)),
             "",
         ]
+    totals = summary.other_task_totals(results)
+    if not totals.empty:
+        out += ["## Other analyst tasks", "", f"At the end, over {reps} replication(s):", "", _md_table(totals), ""]
+        series = summary.other_task_series(results)
+        out += ["Replication 0 at every checkpoint (estimate, theory, truth side by side):", "",
+                _md_table(series.drop(columns=["category"])), ""]  # fmt: skip
     out += ["## Clients and reports (mean over replications)", "", _md_table(summary.engine_totals(results), "{:.6g}"), ""]
     if figures:
         out += ["## Figures", ""] + [f"![{name}]({name})" for name in figures] + [""]

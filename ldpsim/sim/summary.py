@@ -71,3 +71,30 @@ def engine_totals(results: pd.DataFrame) -> pd.DataFrame:
     """Clients, losses, reports in flight and received: mean over replications."""
     e = results[results["task"] == "engine"]
     return e.groupby("quantity", sort=False)["estimate"].agg(["mean", "min", "max"]).reset_index()
+
+
+def other_task_series(results: pd.DataFrame, replication: int | None = None) -> pd.DataFrame:
+    """Rows of tasks other than frequency estimation and the engine's book-keeping, for one
+    replication: one row per checkpoint and quantity with estimate and theory side by side."""
+    rows = results[~results["task"].isin(["engine"]) & ~results["quantity"].isin(["frequency", "std_error"])]
+    if rows.empty:
+        return rows
+    rep = rows["replication"].min() if replication is None else replication
+    rows = rows[rows["replication"] == rep]
+    cols = ["checkpoint", "time", "n_received", "task", "quantity", "category", "estimate", "theory", "truth"]
+    return rows[cols].reset_index(drop=True)
+
+
+def other_task_totals(results: pd.DataFrame) -> pd.DataFrame:
+    """At the end, per task and quantity: mean estimate over replications, mean theory, mean
+    truth (e.g. the rate of correct decisions is the share of estimate == truth)."""
+    rows = results[(results["reason"] == "end") & ~results["task"].isin(["engine"])
+                   & ~results["quantity"].isin(["frequency", "std_error"])]  # fmt: skip
+    if rows.empty:
+        return rows
+    g = rows.groupby(["task", "quantity"], sort=False)
+    out = g.agg(mean_estimate=("estimate", "mean"), theory=("theory", "mean"), truth=("truth", "mean"),
+                replications=("estimate", "size"))  # fmt: skip
+    agree = rows.assign(match=(rows["estimate"] == rows["truth"])).groupby(["task", "quantity"], sort=False)["match"].mean()
+    out["share_equal_to_truth"] = agree
+    return out.reset_index()
