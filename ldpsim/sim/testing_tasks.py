@@ -1,0 +1,202 @@
+"""Hypothesis-testing tasks: Wald's sequential test (``sprt``) and the fixed-n
+Neyman-Pearson test (``lrt``) of H0: clients draw from P0 against H1: they draw from P1.
+
+The hypotheses are given in the task entry (the task context carries only the true
+distribution), e.g. ``{ kind = "sprt", P0 = [...], P1 = [...], alpha = 0.01, beta = 0.01 }``;
+a scenario that tests its own population repeats its ``population.P0``/``P1`` there.
+Reports are compared through their marginals ``M_v = P_v^T Q`` (``mechanism.marginal``), with
+per-output log-likelihood ratios ``w_y = log(M1(y) / M0(y))``.
+
+The truth column of a decision row is 1 when the population's true distribution is P1, 0
+when it is P0, NaN when it is neither.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import Field
+
+from ldpsim.analyst.testing import chernoff_stein_exponent, hypothesis_marginals, lrt_exact, lrt_normal
+from ldpsim.errors import LdpSimError
+from ldpsim.mechanisms import FiniteMechanism
+from ldpsim.sim.tasks import Checkpoint, Task, TaskContext, TaskParams, register_task
+
+Prob = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+OpenUnit = Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
+
+#: Two priors within this (max-norm) distance count as equal.
+_SAME = 1e-12
+
+
+class HypothesisParams(TaskParams):
+    P0: list[Prob] = Field(min_length=2)
+    P1: list[Prob] = Field(min_length=2)
+    alpha: OpenUnit = 0.05
+
+
+def _check_hypotheses(params: Any, mechanism: FiniteMechanism) -> str | None:
+    """Why P0/P1 cannot be tested with ``mechanism`` (None if they can)."""
+    k = mechanism.k
+    for key in ("P0", "P1"):
+        vec = getattr(params, key)
+        if len(vec) != k:
+            return f"expected {key} with one entry per label ({k}), got {len(vec)} entries"
+        if abs(math.fsum(vec) - 1.0) > 1e-9:
+            return f"expected {key} summing to 1, got a sum of {math.fsum(vec)!r}"
+    if np.max(np.abs(np.subtract(params.P0, params.P1))) <= _SAME:
+        return "expected P0 and P1 to differ (identical hypotheses cannot be told apart)"
+    m0, m1 = mechanism.marginal(params.P0), mechanism.marginal(params.P1)
+    if np.max(np.abs(m0 - m1)) <= 1e-15:
+        return f"expected a mechanism whose outputs tell P0 from P1 ({mechanism!r} gives them the same output law)"
+    if not np.array_equal(m0 > 0, m1 > 0):
+        return "expected marginals M0 and M1 positive on the same outputs (a report possible under one hypothesis only)"
+    return None
+
+
+def _truth_indicator(truth: NDArray[np.float64], p0: list[float], p1: list[float]) -> float:
+    t = np.asarray(truth, dtype=np.float64)
+    if np.max(np.abs(t - np.asarray(p1) / math.fsum(p1))) <= 1e-9:
+        return 1.0
+    if np.max(np.abs(t - np.asarray(p0) / math.fsum(p0))) <= 1e-9:
+        return 0.0
+    return math.nan
+
+
+def _row(quantity: str, estimate: float, truth: float = math.nan, theory: float = math.nan) -> dict[str, Any]:
+    return dict(quantity=quantity, category="", estimate=estimate, ci_low=math.nan, ci_high=math.nan,
+                truth=truth, theory=theory)  # fmt: skip
+
+
+class _HypothesisTask(Task):
+    """Shared set-up: the marginals, log-ratios, divergences and the truth indicator."""
+
+    @classmethod
+    def check(cls, params: TaskParams, mechanism: FiniteMechanism) -> str | None:
+        return _check_hypotheses(params, mechanism)
+
+    def __init__(self, params: TaskParams, context: TaskContext) -> None:
+        super().__init__(params, context)
+        p: Any = params
+        self.M0, self.M1 = hypothesis_marginals(context.mechanism, p.P0, p.P1)
+        pos = self.M0 > 0
+        self.w = np.zeros(self.M0.size)
+        self.w[pos] = np.log(self.M1[pos]) - np.log(self.M0[pos])
+        self.D01 = chernoff_stein_exponent(self.M0, self.M1)  # D(M0 || M1)
+        self.D10 = chernoff_stein_exponent(self.M1, self.M0)  # D(M1 || M0)
+        self.truth_is_p1 = _truth_indicator(context.truth, p.P0, p.P1)
+
+
+# --------------------------------------------------------------------- SPRT
+class SPRTParams(HypothesisParams):
+    kind: Literal["sprt"]
+    beta: OpenUnit = 0.05
+
+
+@register_task
+class SPRTTask(_HypothesisTask):
+    """Wald's sequential probability ratio test on the stream of reports, in arrival order.
+
+    ``S_n = sum_{i<=n} w(y_i)``; decide H1 at the first ``S_n >= A = log((1-beta)/alpha)``,
+    H0 at the first ``S_n <= B = log(beta/(1-alpha))``; later reports are ignored. Wald's
+    bounds: P0(decide H1) <= alpha / (1 - beta), P1(decide H0) <= beta / (1 - alpha).
+
+    Rows: ``sprt_decision`` (1 = H1, 0 = H0, NaN undecided; truth = 1 if the truth is P1),
+    ``sprt_sample_size`` (reports used so far, or at the decision; theory = Wald's
+    approximate expected sample size under the true hypothesis, which ignores the
+    overshoot of the boundary), ``llr`` (the current ``S``), and ``sprt_decision_time``
+    (the arrival time of the deciding report, NaN while undecided)."""
+
+    kind = "sprt"
+    Params = SPRTParams
+    needs_reports = True
+
+    def __init__(self, params: TaskParams, context: TaskContext) -> None:
+        super().__init__(params, context)
+        p: Any = params
+        a, b = p.alpha, p.beta
+        self.A = math.log((1 - b) / a)
+        self.B = math.log(b / (1 - a))
+        if self.truth_is_p1 == 1.0:
+            self.expected_n = ((1 - b) * self.A + b * self.B) / self.D10
+        elif self.truth_is_p1 == 0.0:
+            self.expected_n = ((1 - a) * self.B + a * self.A) / (-self.D01)
+        else:
+            self.expected_n = math.nan
+
+    def start(self, rng: np.random.Generator) -> None:
+        self.S = 0.0
+        self.n = 0
+        self.decision = math.nan
+        self.decision_time = math.nan
+
+    def observe(self, times: NDArray[np.float64], reports: NDArray[np.int64]) -> None:
+        if not math.isnan(self.decision) or reports.size == 0:
+            return
+        s = self.S + np.cumsum(self.w[reports])
+        hit = np.flatnonzero((s >= self.A) | (s <= self.B))
+        if hit.size == 0:
+            self.S = float(s[-1])
+            self.n += int(reports.size)
+            return
+        i = int(hit[0])
+        self.S = float(s[i])
+        self.n += i + 1
+        self.decision = 1.0 if self.S >= self.A else 0.0
+        self.decision_time = float(times[i])
+
+    def at_checkpoint(self, checkpoint: Checkpoint) -> list[dict[str, Any]]:
+        return [
+            _row("sprt_decision", self.decision, truth=self.truth_is_p1),
+            _row("sprt_sample_size", float(self.n), theory=self.expected_n),
+            _row("llr", self.S),
+            _row("sprt_decision_time", self.decision_time),
+        ]
+
+
+# --------------------------------------------------------------------- fixed-n LRT
+class LRTParams(HypothesisParams):
+    kind: Literal["lrt"]
+
+
+@register_task
+class LRTTask(_HypothesisTask):
+    """The Neyman-Pearson test at level ``alpha`` on the counts received at each checkpoint.
+
+    Exact and randomised (:func:`lrt_exact`) when the exact law of the log-likelihood ratio
+    is computable, else the normal approximation (:func:`lrt_normal`). Rows:
+    ``lrt_reject_h0`` (1 = reject; truth = 1 if the truth is P1), ``lrt_type2_theory``
+    (theory = the test's type II error beta_n at this n), ``stein_exponent`` (estimate =
+    ``-(1/n) log beta_n``; theory = ``D_kl(M0 || M1)``, its limit)."""
+
+    kind = "lrt"
+    Params = LRTParams
+
+    def start(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+
+    def _test(self, n: int):
+        cache = self.__dict__.setdefault("_tests", {})
+        if n not in cache:
+            try:
+                cache[n] = lrt_exact(self.M0, self.M1, n, self.params.alpha)  # type: ignore[attr-defined]
+            except LdpSimError:  # too many count vectors to enumerate
+                cache[n] = lrt_normal(self.M0, self.M1, n, self.params.alpha)  # type: ignore[attr-defined]
+        return cache[n]
+
+    def at_checkpoint(self, checkpoint: Checkpoint) -> list[dict[str, Any]]:
+        n = checkpoint.n_received
+        if n == 0:
+            reject = beta = exponent = math.nan
+        else:
+            test = self._test(n)
+            reject = float(test.reject(checkpoint.counts, self.rng))
+            beta, exponent = test.beta, -test.log_beta / n
+        return [
+            _row("lrt_reject_h0", reject, truth=self.truth_is_p1),
+            _row("lrt_type2_theory", math.nan, theory=beta),
+            _row("stein_exponent", exponent, theory=self.D01),
+        ]
