@@ -100,6 +100,9 @@ def _run(args: argparse.Namespace) -> int:
         else:
             cols = ["category", "truth", "mean_estimate", "rmse", "theory_se", "coverage"]
         print(final[cols].to_string(index=False, float_format=lambda x: f"{x:.5f}"))
+    others = summary.other_task_totals(result.results)
+    if not others.empty:
+        print(others.to_string(index=False, float_format=lambda x: f"{x:.6g}"))
     totals = summary.engine_totals(result.results).set_index("quantity")["mean"]
     print(
         f"reports received {totals.get('received', 0):,.0f}, lost {totals.get('lost', 0):,.0f}, "

@@ -89,6 +89,9 @@ def _other_tasks_over_time(run_dir: Path, rows: pd.DataFrame) -> str:
             ax.plot(g["time"], g["theory"], "--", color="tab:red", label="theory")
         if g["truth"].notna().any():
             ax.plot(g["time"], g["truth"], ":", color="black", label="truth")
+        vals = pd.concat([g["estimate"], g["theory"]]).dropna()
+        if len(vals) and (vals > 0).all() and vals.max() > 100 * vals.min():
+            ax.set_yscale("log")  # error probabilities span many decades
         ax.set_title(f"{task}: {quantity}", fontsize=9)
         ax.set_xlabel("time", fontsize=8)
         ax.legend(fontsize=7)
