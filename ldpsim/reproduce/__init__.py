@@ -22,6 +22,7 @@ from ldpsim.reproduce._registry import (
     reproduce,
 )
 from ldpsim.reproduce import kov  # noqa: F401  (registers the extremal-mechanisms reproductions)
+from ldpsim.reproduce import stein  # noqa: F401  (registers the Chernoff-Stein exponent reproduction)
 
 __all__ = [
     "DEFAULT_INSTANCES",

@@ -35,7 +35,7 @@ from ldpsim.utility import (
 )
 
 COARSE = [0.1, 1.0, 10.0]
-EXPECTED = {"kov-fig3", "kov-fig4", "kov-fig5", "kov-mi"}
+EXPECTED = {"kov-fig3", "kov-fig4", "kov-fig5", "kov-mi", "stein-exponent"}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
