@@ -64,6 +64,17 @@ def _min_ratio(study: s.Study, mech: str) -> tuple[float, str]:
     return value, f"min over {study.instances} instances x {study.eps.size} eps, at eps={at_eps:.3g} (instance {inst})"
 
 
+def _mixed_rows(st, paper: float | None) -> list[dict]:
+    """The mixed strategy's worst ratio to optimal, next to the paper's "at least" figure,
+    and how many instances fall below that figure."""
+    value, where = _min_ratio(st, s.MIXED)
+    rows = [s.row("mixed (better of binary, RR): min ratio to optimal", st.k, "all", value, paper,
+                  "at_least" if paper else None, where)]  # fmt: skip
+    if paper:
+        rows.append(_below_row(st, paper))
+    return rows
+
+
 def _below_row(study: s.Study, bound: float) -> dict:
     below = int(np.sum(study.ratio(s.MIXED).min(axis=1) < bound))
     return s.row(f"mixed: instances below the paper's {bound:.2f} (at some eps)", study.k, "all", below, note=f"out of {study.instances}")
@@ -170,11 +181,7 @@ def kov_fig4(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, 
 
     rows = []
     for st in studies:
-        value, where = _min_ratio(st, s.MIXED)
-        paper = FIG4_PAPER.get(st.k)
-        rows.append(s.row("mixed (better of binary, RR): min ratio to optimal", st.k, "all", value, paper, "at_least" if paper else None, where))
-        if paper:
-            rows.append(_below_row(st, paper))
+        rows += _mixed_rows(st, FIG4_PAPER.get(st.k))
     for st in studies:
         rows.append(s.row("mixed: mean ratio to optimal", st.k, "all", st.ratio(s.MIXED).mean(), note="mean over instances and eps"))
         rows.append(s.row("mixed: fraction of (instance, eps) where it is optimal", st.k, "all", st.same_as_optimal(s.MIXED).mean()))
@@ -340,9 +347,7 @@ def kov_mi(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, wo
     for st in studies:
         rows += _mean_rows(st, MI_LABEL, ("binary", "randomized_response", "optimal"))
     for st in studies:
-        value, where = _min_ratio(st, s.MIXED)
-        rows.append(s.row("mixed (better of binary, RR): min ratio to optimal", st.k, "all", value, MI_PAPER_MIXED[st.k], "at_least", where))
-        rows.append(_below_row(st, MI_PAPER_MIXED[st.k]))
+        rows += _mixed_rows(st, MI_PAPER_MIXED[st.k])
         b, b_where = _min_ratio(st, "binary")
         r, r_where = _min_ratio(st, "randomized_response")
         rows.append(s.row("binary: min ratio to optimal", st.k, "all", b, note=b_where))
