@@ -46,3 +46,10 @@ def test_errors_are_one_line_and_exit_2(argv, needle):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_output_piped_into_a_closed_reader_ends_quietly():
+    proc = subprocess.run(f"{sys.executable} -m ldpsim demo --n 1000 --k 200 --seed 1 | head -1",
+                          shell=True, capture_output=True, text=True)  # fmt: skip
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+    assert proc.stdout.startswith("ldpsim demo")
