@@ -1,6 +1,7 @@
 """Mechanisms as objects: exact matrices, exact privacy, vectorised samplers."""
 
 from ldpsim.mechanisms.finite import FiniteMechanism, MatrixMechanism, from_matrix
+from ldpsim.mechanisms.noise import Gaussian, Geometric, Laplace, NoiseMechanism, Staircase, TruncatedLaplace
 from ldpsim.mechanisms.randomized_response import RandomizedResponse, randomized_response
 from ldpsim.mechanisms.standard import (
     best_balanced_set,
@@ -16,6 +17,12 @@ from ldpsim.mechanisms.standard import (
 
 __all__ = [
     "FiniteMechanism",
+    "Gaussian",
+    "Geometric",
+    "Laplace",
+    "NoiseMechanism",
+    "Staircase",
+    "TruncatedLaplace",
     "MatrixMechanism",
     "RandomizedResponse",
     "best_balanced_set",

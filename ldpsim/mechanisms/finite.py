@@ -134,6 +134,38 @@ class FiniteMechanism:
             return True
         return self._delta_scalar(eps) <= delta * (1.0 + PRIVACY_RTOL)
 
+    def pld(self, x: Any, x_prime: Any) -> "DiscretePLD":
+        """Exact privacy-loss law of the output on input ``x`` against input ``x_prime``
+        (labels as in :meth:`encode`), built from the log matrix."""
+        from ldpsim.privacy.pld import DiscretePLD
+
+        i, j = (int(v) for v in self.encode([x, x_prime]))
+        lp, lr = self.log_matrix[i], self.log_matrix[j]
+        both = np.isfinite(lp) & np.isfinite(lr)
+        p_inf = float(np.exp(lp[np.isfinite(lp) & ~np.isfinite(lr)]).sum())
+        r_inf = float(np.exp(lr[np.isfinite(lr) & ~np.isfinite(lp)]).sum())
+        return DiscretePLD.from_atoms(lp[both] - lr[both], lp[both], min(p_inf, 1.0), min(r_inf, 1.0))
+
+    def tradeoff(self, alpha: ArrayLike, x: Any = None, x_prime: Any = None) -> float | NDArray[np.float64]:
+        """Exact trade-off function: ``T[Q_x, Q_x'](alpha)`` for a given pair of inputs, or
+        (no pair given) the mechanism's symmetric trade-off, the lower convex hull over all
+        ordered pairs, whose conjugate is :meth:`delta`."""
+        if (x is None) != (x_prime is None):
+            raise invalid("x_prime", x_prime, "both inputs of the pair, or neither")
+        if x is not None:
+            return self.pld(x, x_prime).tradeoff(alpha)
+        return self.guarantee().tradeoff(alpha)
+
+    def guarantee(self) -> "PLDGuarantee":
+        """The mechanism's exact privacy guarantee (all pairs of inputs) as a
+        :class:`ldpsim.privacy.Guarantee`."""
+        from ldpsim.privacy.guarantees import PLDGuarantee
+
+        check_dense(self.k * self.k, self.m, "pairs of inputs x outputs for the trade-off function")
+        labels = self.input_labels
+        plds = [self.pld(a, b) for a in labels for b in labels if a != b]
+        return PLDGuarantee(tuple(plds), label=repr(self))
+
     # ----------------------------------------------------------------- utility helpers
     def marginal(self, prior: ArrayLike) -> NDArray[np.float64]:
         """The induced output distribution ``P^T Q`` (length ``m``)."""

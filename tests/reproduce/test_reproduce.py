@@ -35,7 +35,8 @@ from ldpsim.utility import (
 )
 
 COARSE = [0.1, 1.0, 10.0]
-EXPECTED = {"kov-fig3", "kov-fig4", "kov-fig5", "kov-mi", "stein-exponent"}
+EXPECTED = {"kov-fig3", "kov-fig4", "kov-fig5", "kov-mi", "stein-exponent"}  # the mechanism studies
+ALL = EXPECTED | {"composition-region"}  # tested in its own file
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -43,7 +44,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def runs(tmp_path_factory):
     """Every reproduction once, small: 4 instances (3 for the k = 12 ones), coarse grid."""
     out = {}
-    for name in names():
+    for name in sorted(EXPECTED):
         instances = 3 if name in ("kov-fig4", "kov-mi") else 4
         grid = None if name == "kov-fig5" else COARSE
         out[name] = reproduce(name, seed=7, instances=instances, out=tmp_path_factory.mktemp(name), eps_grid=grid)
@@ -65,7 +66,7 @@ def _prior_of(priors: pd.DataFrame, k: int, instance: int, which: str) -> np.nda
 
 # ----------------------------------------------------------------------------- registry and files
 def test_registry_names_every_reproduction_with_a_one_line_description():
-    assert set(names()) == EXPECTED
+    assert set(names()) == ALL
     for name in names():
         rep = get(name)
         assert rep.description and "\n" not in rep.description and len(rep.description) < 130
@@ -245,7 +246,7 @@ def test_mixed_strategy_bounds_at_the_papers_setting(tmp_path, name):
 def test_cli_list_names_every_reproduction(capsys):
     assert main(["reproduce", "--list"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert [line.split()[0] for line in lines] == sorted(EXPECTED)
+    assert [line.split()[0] for line in lines] == sorted(ALL)
     assert all(len(line.split(maxsplit=1)) == 2 for line in lines)
 
 
@@ -263,7 +264,7 @@ def test_cli_runs_a_reproduction_and_prints_the_table(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, needle",
     [
-        (["reproduce", "nonsense"], "NAME: got 'nonsense', expected one of kov-fig3"),
+        (["reproduce", "nonsense"], "NAME: got 'nonsense', expected one of composition-region, kov-fig3"),
         (["reproduce"], "NAME: got nothing"),
         (["reproduce", "kov-fig3", "--list"], "--list: got a NAME too"),
         (["reproduce", "kov-fig5", "--instances", "0"], "--instances: got 0"),
@@ -282,4 +283,4 @@ def test_cli_errors_are_one_line_and_exit_2(argv, needle, tmp_path):
 
 
 def test_the_registry_is_the_cli_list():
-    assert set(REPRODUCTIONS) == EXPECTED
+    assert set(REPRODUCTIONS) == ALL

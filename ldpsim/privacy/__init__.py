@@ -1,0 +1,56 @@
+"""Privacy accounting: guarantees as objects, exact privacy-loss laws, exact optimal
+composition and its closed-form bounds, and plots of privacy regions."""
+
+from ldpsim.privacy.composition import (
+    basic_bound,
+    bound_delta,
+    bound_epsilon,
+    drv_bound,
+    heterogeneous_pld,
+    kov_bound,
+    kov_bound_heterogeneous,
+    lattice_region,
+    optimal_delta,
+    optimal_delta_heterogeneous,
+    optimal_epsilon,
+    optimal_epsilon_heterogeneous,
+    optimal_log_delta,
+    per_query_budget,
+)
+from ldpsim.privacy.guarantees import (
+    GDP,
+    DeltaCurve,
+    EpsDelta,
+    Guarantee,
+    MechanismGuarantee,
+    OptimalComposition,
+    PLDGuarantee,
+    TradeOff,
+)
+from ldpsim.privacy.pld import DiscretePLD
+
+__all__ = [
+    "GDP",
+    "DeltaCurve",
+    "DiscretePLD",
+    "EpsDelta",
+    "Guarantee",
+    "MechanismGuarantee",
+    "OptimalComposition",
+    "PLDGuarantee",
+    "TradeOff",
+    "basic_bound",
+    "bound_delta",
+    "bound_epsilon",
+    "drv_bound",
+    "heterogeneous_pld",
+    "kov_bound",
+    "kov_bound_heterogeneous",
+    "lattice_region",
+    "optimal_delta",
+    "optimal_delta_heterogeneous",
+    "optimal_epsilon",
+    "optimal_epsilon_heterogeneous",
+    "optimal_log_delta",
+    "per_query_budget",
+]

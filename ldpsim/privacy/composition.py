@@ -1,0 +1,486 @@
+"""Composition of (eps, delta)-DP mechanisms: the exact optimal region and closed-form bounds.
+
+Exact (Kairouz-Oh-Viswanath, seed 003 Theorem 3.3; THEORY.md sec. 6). The k-fold adaptive
+composition of (eps, delta)-DP mechanisms is exactly as private as the k-fold product of
+the quaternary mechanism, so the smallest delta at a total eps_t is its hockey-stick
+
+    delta(eps_t) = a + (1 - a) m(eps_t),   a = 1 - (1 - delta)^k,
+    m(eps_t) = sum_{l : (k - 2l) eps > eps_t} b(l; k, q) (1 - e^{eps_t - (k - 2l) eps}),
+
+with ``b(l; k, q)`` the binomial(k, q = 1/(1 + e^eps)) probabilities. Every term is positive,
+so ``log m`` is a log-sum-exp with no cancellation; the terms are log-concave in l, so only a
+window of O(sqrt(k)) terms around their peak is summed, with a rigorous geometric bound on
+what is left out (kept below 1e-20 relative). The binomial probabilities come from Loader's
+saddle-point form (:mod:`._binom`), accurate to a few ulps at k = 10^7 where the usual
+``gammaln`` differences lose eight digits.
+
+The inverse ``eps_t(delta_t)`` is exact too: between consecutive lattice points
+``(k - 2i) eps`` the set of terms is fixed and ``m`` is ``S1 - e^{eps_t} S2``; a bisection over
+lattice points finds the piece and the equation is solved in closed form.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.special import logsumexp
+
+from .. import _validate as V
+from ..errors import invalid
+from ._binom import log_pmf
+from .pld import MAX_ATOMS, DiscretePLD, log1mexp, settle_up
+
+TAIL_LOG_RTOL = -46.0
+"""Neglected terms are bounded by e^-46 (1e-20) times the sum."""
+
+BOUNDS = ("basic", "drv", "kov", "kov_small_eps")
+SMALL_EPS_LIMIT = 0.9
+"""Theorem 3.4's simpler form (k eps^2 in place of k eps tanh(eps/2)) is stated for eps <= 0.9."""
+
+
+# --------------------------------------------------------------------------- validation
+def _params(eps: object, delta: object, k: object) -> tuple[float, float, int]:
+    return V.epsilon(eps), V.delta(delta), V.integer(k, "k", minimum=1)
+
+
+def _nonneg_array(value: ArrayLike, name: str, upper: float | None = None) -> tuple[NDArray[np.float64], bool]:
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise invalid(name, value, "a number or array of numbers") from None
+    bad = np.isnan(arr) | (arr < 0)
+    if upper is not None:
+        bad |= arr > upper
+    if np.any(bad):
+        what = f"a number in [0, {upper:g}]" if upper is not None else "a number >= 0"
+        raise invalid(name, float(arr[bad].ravel()[0]), what)
+    return arr, arr.ndim == 0
+
+
+def _log_or_ninf(x: float) -> float:
+    return float(np.log(x)) if x > 0 else -np.inf
+
+
+# --------------------------------------------------------------------------- log-concave sums
+def _logsum_concave(
+    fn: Callable[[NDArray[np.float64]], NDArray[np.float64]], first: int, last: int, center: float, width: float
+) -> float:
+    """``log sum_{l=first}^{last} exp(fn(l))`` for a concave ``fn``, summing a window.
+
+    The window grows until the peak is inside and the terms beyond each edge, bounded by a
+    geometric series with the edge's ratio (valid by concavity), are below e^-46 of the sum.
+    """
+    if last < first:
+        return -np.inf
+    c = int(min(max(round(center), first), last))
+    w = int(max(8, np.ceil(width)))
+    while True:
+        lo, hi = max(first, c - w), min(last, c + w)
+        l = np.arange(lo, hi + 1, dtype=np.float64)
+        t = fn(l)
+        top = int(np.argmax(t))
+        if not np.isfinite(t[top]):
+            return -np.inf
+        if (top == 0 and lo > first) or (top == t.size - 1 and hi < last):
+            c = int(l[top])  # the peak is outside the window: move there
+            w *= 2
+            continue
+        total = float(logsumexp(t))
+        ok = True
+        if lo > first:
+            d = t[1] - t[0]  # terms below lo shrink at least by e^-d per step
+            ok &= bool(d > 0) and (t[0] - d - np.log(-np.expm1(-d)) - total < TAIL_LOG_RTOL)
+        if hi < last:
+            d = t[-2] - t[-1]
+            ok &= bool(d > 0) and (t[-1] - d - np.log(-np.expm1(-d)) - total < TAIL_LOG_RTOL)
+        if ok:
+            return total
+        w *= 2
+
+
+class _Homogeneous:
+    """Shared pieces of the k-fold composition of (eps, delta)."""
+
+    def __init__(self, eps: float, delta: float, k: int):
+        self.eps, self.delta, self.k = eps, delta, k
+        if eps > 0:
+            self.log_q = -eps - float(np.log1p(np.exp(-eps)))  # P(loss = -eps) per factor
+            self.log_1mq = -float(np.log1p(np.exp(-eps)))
+            q = float(np.exp(self.log_q))
+            self.center = k * q
+            self.width = 12.0 * np.sqrt(k * q * (1.0 - q)) + 30.0
+        self.log_1ma = k * float(np.log1p(-delta)) if delta < 1 else -np.inf  # log (1-delta)^k
+        self.log_a = float(np.log(-np.expm1(self.log_1ma))) if delta > 0 else -np.inf
+
+    def pmf(self, l: NDArray[np.float64]) -> NDArray[np.float64]:
+        return log_pmf(l, self.k, self.log_q, self.log_1mq)
+
+    def last_term(self, eps_t: float) -> int:
+        """Largest l with (k - 2l) eps > eps_t (-1 if none)."""
+        k, eps = self.k, self.eps
+        l = int(np.floor((k * eps - eps_t) / (2 * eps)))
+        l = min(max(l, -1), k)
+        while l >= 0 and (k - 2 * l) * eps - eps_t <= 0:
+            l -= 1
+        while l + 1 <= k and (k - 2 * (l + 1)) * eps - eps_t > 0:
+            l += 1
+        return l
+
+    def log_m(self, eps_t: float, last: int | None = None) -> float:
+        """log of the middle sum m(eps_t), over l = 0..last (default: every positive term)."""
+        if self.eps == 0:
+            return -np.inf
+        if last is None:
+            last = self.last_term(eps_t)
+        k, eps = self.k, self.eps
+
+        def term(l: NDArray[np.float64]) -> NDArray[np.float64]:
+            return self.pmf(l) + log1mexp((k - 2 * l) * eps - eps_t)
+
+        return _logsum_concave(term, 0, last, self.center, self.width)
+
+    def log_total(self, log_m: float) -> float:
+        return min(0.0, float(np.logaddexp(self.log_a, self.log_1ma + log_m)))
+
+    def log_delta(self, eps_t: float) -> float:
+        if self.delta >= 1:
+            return 0.0
+        return self.log_total(self.log_m(eps_t))
+
+    def log_s(self, last: int, flip: bool) -> float:
+        """log sum_{l <= last} b(l) (flip: b(l) e^{-(k - 2l) eps}, the R-masses)."""
+        k, eps = self.k, self.eps
+        if flip:
+            fn = lambda l: self.pmf(l) - (k - 2 * l) * eps  # noqa: E731
+            center = k * (1 - np.exp(self.log_q))
+        else:
+            fn = self.pmf
+            center = self.center
+        return _logsum_concave(fn, 0, last, center, self.width)
+
+
+# --------------------------------------------------------------------------- exact homogeneous
+def optimal_log_delta(eps: float, delta: float, k: int, eps_total: ArrayLike) -> NDArray[np.float64] | float:
+    """Natural log of :func:`optimal_delta` (finite where the delta underflows doubles)."""
+    eps, delta, k = _params(eps, delta, k)
+    arr, scalar = _nonneg_array(eps_total, "eps_total")
+    h = _Homogeneous(eps, delta, k)
+    flat = arr.ravel()
+    out = np.empty(flat.shape)
+    cache: dict[float, float] = {}
+    for j, e in enumerate(flat):
+        key = float(e)
+        if key not in cache:
+            cache[key] = h.log_delta(key)
+        out[j] = cache[key]
+    out = out.reshape(arr.shape)
+    return float(out) if scalar else out
+
+
+def optimal_delta(eps: float, delta: float, k: int, eps_total: ArrayLike) -> NDArray[np.float64] | float:
+    """Exact smallest delta_total such that every k-fold adaptive composition of
+    (eps, delta)-DP mechanisms is (eps_total, delta_total)-DP (Theorem 3.3 of seed 003,
+    extended to every eps_total). Vectorised over ``eps_total``; k up to 10^7 and beyond."""
+    out = np.exp(optimal_log_delta(eps, delta, k, eps_total))
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def _unreachable(delta_total: float, floor: float, what: str) -> Exception:
+    return invalid(
+        "delta_total",
+        delta_total,
+        f">= {floor:.6g} = {what}: no eps_total reaches a smaller delta (that mass is lost outright)",
+    )
+
+
+def _optimal_epsilon_one(h: _Homogeneous, target: float) -> float:
+    eps, k = h.eps, h.k
+    a = float(np.exp(h.log_a))
+    if target < a * (1 - 1e-15) and not (target >= a):
+        raise _unreachable(target, a, "1 - (1 - delta)^k")
+    log_target = _log_or_ninf(target)
+    if h.delta >= 1 or np.exp(h.log_delta(0.0)) <= target:
+        return 0.0
+    # middle-sum target m* = (target - a) / (1 - a), in logs
+    if target <= a:
+        log_mstar = -np.inf
+    else:
+        log_mstar = log_target + float(log1mexp(np.array(log_target - h.log_a))) - h.log_1ma if h.delta > 0 else log_target
+    # lattice point i is eps_t = (k - 2i) eps, whose middle sum uses l = 0..i-1; it grows with i.
+    lo, hi = 0, k // 2  # m at i = 0 is 0 <= m*; find the largest i with m_i <= m*
+    if h.log_m((k - 2 * hi) * eps, hi - 1) <= log_mstar:
+        lo = hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if h.log_m((k - 2 * mid) * eps, mid - 1) <= log_mstar:
+            lo = mid
+        else:
+            hi = mid - 1
+    i = lo
+    # eps_t in [x_lo, x_hi] = [(k - 2i - 2) eps, (k - 2i) eps], terms l = 0..i: m = S1 - e^x S2
+    x_hi = (k - 2 * i) * eps
+    x_lo = max(0.0, (k - 2 * i - 2) * eps)
+    log_s2 = h.log_s(i, flip=True)
+    log_m_lo = h.log_m(x_lo, i)
+    # e^x S2 = e^{x_lo} S2 + (m(x_lo) - m*): both parts positive, no cancellation
+    if log_mstar == -np.inf:
+        log_gap = log_m_lo
+    elif log_m_lo > log_mstar:
+        log_gap = log_m_lo + float(log1mexp(np.array(log_m_lo - log_mstar)))
+    else:
+        log_gap = -np.inf
+    x = float(np.logaddexp(x_lo + log_s2, log_gap) - log_s2)
+    x = min(max(x, x_lo), x_hi)
+    # keep the answer on the safe side of rounding (delta(x_hi) <= target by construction)
+    return settle_up(x, lambda e: float(np.exp(h.log_delta(e))) <= target, x_hi)
+
+
+def optimal_epsilon(eps: float, delta: float, k: int, delta_total: ArrayLike) -> NDArray[np.float64] | float:
+    """Smallest eps_total >= 0 with ``optimal_delta(eps, delta, k, eps_total) <= delta_total``.
+
+    Raises :class:`~ldpsim.errors.LdpSimError` when ``delta_total < 1 - (1 - delta)^k``, the
+    P-mass that no eps_total can cover."""
+    eps, delta, k = _params(eps, delta, k)
+    arr, scalar = _nonneg_array(delta_total, "delta_total", upper=1.0)
+    h = _Homogeneous(eps, delta, k)
+    if eps == 0:
+        a = float(np.exp(h.log_a))
+        if np.any(arr < a):
+            raise _unreachable(float(arr[arr < a].ravel()[0]), a, "1 - (1 - delta)^k")
+        out = np.zeros(arr.shape)
+        return 0.0 if scalar else out
+    flat = arr.ravel()
+    out = np.array([_optimal_epsilon_one(h, float(t)) for t in flat]).reshape(arr.shape)
+    return float(out) if scalar else out
+
+
+def lattice_region(eps: float, delta: float, k: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Theorem 3.3's corner points: ``((k - 2i) eps, 1 - (1-delta)^k (1 - delta_i))`` for
+    i = 0..floor(k/2). The exact region is the intersection of these (eps, delta) regions."""
+    eps, delta, k = _params(eps, delta, k)
+    i = np.arange(k // 2 + 1)
+    eps_i = (k - 2 * i) * eps
+    return eps_i.astype(np.float64), optimal_delta(eps, delta, k, eps_i)
+
+
+# --------------------------------------------------------------------------- heterogeneous
+def _classes(eps_list: ArrayLike, delta_list: ArrayLike) -> list[tuple[float, float, int]]:
+    e = np.atleast_1d(np.asarray(eps_list, dtype=np.float64))
+    d = np.atleast_1d(np.asarray(delta_list, dtype=np.float64))
+    if e.ndim != 1 or e.size == 0:
+        raise invalid("eps_list", eps_list, "a non-empty list of per-mechanism eps")
+    if d.size == 1 and e.size > 1:
+        d = np.full(e.shape, float(d[0]))
+    if d.shape != e.shape:
+        raise invalid("delta_list", f"length {d.size}", f"one delta per eps (length {e.size})")
+    for x in e:
+        V.epsilon(x, "eps_list")
+    for x in d:
+        V.delta(x, "delta_list")
+    pairs, counts = np.unique(np.stack([e, d], axis=1), axis=0, return_counts=True)
+    return [(float(p[0]), float(p[1]), int(c)) for p, c in zip(pairs, counts)]
+
+
+def heterogeneous_pld(eps_list: ArrayLike, delta_list: ArrayLike, max_atoms: int = MAX_ATOMS) -> DiscretePLD:
+    """Exact loss law of the product of quaternary (eps_l, delta_l) mechanisms, which is the
+    worst case of adaptive composition of (eps_l, delta_l)-DP mechanisms. Mechanisms with
+    equal parameters form one binomial class; the classes are convolved exactly, so the
+    size is the product over classes of (count + 1) (refused beyond ``max_atoms``)."""
+    classes = _classes(eps_list, delta_list)
+    size = 1
+    for _, _, n in classes:
+        size *= n + 1
+    if size > max_atoms:
+        raise invalid(
+            "eps_list",
+            f"{len(classes)} distinct (eps, delta) classes",
+            f"at most max_atoms = {max_atoms} loss atoms (this needs {size}); use "
+            "kov_bound_heterogeneous (Theorem 3.5), or round each eps_l up to fewer distinct "
+            "values (still a valid upper bound), or a numerical PLD accountant (dp-accounting)",
+        )
+    pld: DiscretePLD | None = None
+    for e, d, n in classes:
+        part = DiscretePLD.binomial(e, d, n)
+        pld = part if pld is None else pld.compose(part, max_atoms)
+    assert pld is not None
+    return pld
+
+
+def optimal_delta_heterogeneous(
+    eps_list: ArrayLike, delta_list: ArrayLike, eps_total: ArrayLike, max_atoms: int = MAX_ATOMS
+) -> NDArray[np.float64] | float:
+    """Exact delta_total at eps_total for the composition of (eps_l, delta_l)-DP mechanisms."""
+    arr, scalar = _nonneg_array(eps_total, "eps_total")
+    out = heterogeneous_pld(eps_list, delta_list, max_atoms).delta(arr)
+    return float(out) if scalar else np.asarray(out)
+
+
+def optimal_epsilon_heterogeneous(
+    eps_list: ArrayLike, delta_list: ArrayLike, delta_total: ArrayLike, max_atoms: int = MAX_ATOMS
+) -> NDArray[np.float64] | float:
+    """Smallest eps_total with ``optimal_delta_heterogeneous(...) <= delta_total``."""
+    arr, scalar = _nonneg_array(delta_total, "delta_total", upper=1.0)
+    pld = heterogeneous_pld(eps_list, delta_list, max_atoms)
+    flat = arr.ravel()
+    out = np.empty(flat.shape)
+    for j, t in enumerate(flat):
+        if t < pld.p_inf and not np.isclose(t, pld.p_inf, rtol=1e-15, atol=0):
+            raise _unreachable(float(t), pld.p_inf, "1 - prod(1 - delta_l)")
+        out[j] = pld.epsilon(max(float(t), pld.p_inf))
+    out = out.reshape(arr.shape)
+    return float(out) if scalar else out
+
+
+# --------------------------------------------------------------------------- closed-form bounds
+def basic_bound(eps: float, delta: float, k: int) -> tuple[float, float]:
+    """Basic composition: ``(k eps, k delta)`` (delta capped at 1)."""
+    eps, delta, k = _params(eps, delta, k)
+    return k * eps, min(1.0, k * delta)
+
+
+def _slack(delta_slack: object) -> float:
+    d = V.delta(delta_slack, "delta_slack")
+    if d <= 0:
+        raise invalid("delta_slack", d, "a number in (0, 1]")
+    return d
+
+
+def drv_bound(eps: float, delta: float, k: int, delta_slack: float) -> tuple[float, float]:
+    """Dwork-Rothblum-Vadhan: ``(k eps (e^eps - 1) + eps sqrt(2k log(1/delta_slack)),
+    k delta + delta_slack)``, eps_total min'ed with the basic ``k eps``."""
+    eps, delta, k = _params(eps, delta, k)
+    ds = _slack(delta_slack)
+    e_t = k * eps * np.expm1(eps) + eps * np.sqrt(2 * k * np.log(1 / ds))
+    return float(min(k * eps, e_t)), min(1.0, k * delta + ds)
+
+
+def _kov_eps(sum_eps: float, center: float, sum_sq: float, ds: float) -> float:
+    r = np.sqrt(sum_sq)
+    a = center + np.sqrt(2 * sum_sq * np.log(np.e + r / ds))
+    b = center + np.sqrt(2 * sum_sq * np.log(1 / ds))
+    return float(min(sum_eps, a, b))
+
+
+def kov_bound(eps: float, delta: float, k: int, delta_slack: float, form: str = "general") -> tuple[float, float]:
+    """Theorem 3.4 of seed 003: ``(eps_t, 1 - (1 - delta)^k (1 - delta_slack))`` with
+    ``eps_t = min{k eps, c + eps sqrt(2k log(e + sqrt(k eps^2)/delta_slack)), c + eps sqrt(2k log(1/delta_slack))}``,
+    ``c = k eps (e^eps - 1)/(e^eps + 1)`` (form "general") or ``k eps^2`` (form "small_eps",
+    stated for eps <= 0.9)."""
+    eps, delta, k = _params(eps, delta, k)
+    ds = _slack(delta_slack)
+    center = _kov_center(eps, k, form)
+    return _kov_eps(k * eps, center, k * eps * eps, ds), _kov_delta(delta, k, ds)
+
+
+def _kov_center(eps: float, k: int, form: str) -> float:
+    if form == "general":
+        return k * eps * float(np.tanh(eps / 2))
+    if form == "small_eps":
+        if eps > SMALL_EPS_LIMIT:
+            raise invalid("eps", eps, f"eps <= {SMALL_EPS_LIMIT} for Theorem 3.4's small_eps form (use form='general')")
+        return k * eps * eps
+    raise invalid("form", form, "'general' or 'small_eps'")
+
+
+def _kov_delta(delta: float, k: int, ds: float) -> float:
+    return float(-np.expm1(k * np.log1p(-delta) + np.log1p(-ds))) if delta < 1 and ds < 1 else 1.0
+
+
+def kov_bound_heterogeneous(eps_list: ArrayLike, delta_list: ArrayLike, delta_slack: float) -> tuple[float, float]:
+    """Theorem 3.5 of seed 003: the sums of eps_l, eps_l tanh(eps_l/2) and eps_l^2 replace
+    k eps, k eps tanh(eps/2) and k eps^2; delta_total = 1 - (1 - delta_slack) prod(1 - delta_l)."""
+    classes = _classes(eps_list, delta_list)
+    ds = _slack(delta_slack)
+    s = sum(n * e for e, _, n in classes)
+    c = sum(n * e * np.tanh(e / 2) for e, _, n in classes)
+    s2 = sum(n * e * e for e, _, n in classes)
+    log_keep = sum(n * np.log1p(-d) if d < 1 else -np.inf for _, d, n in classes) + np.log1p(-ds)
+    return _kov_eps(s, float(c), s2, ds), float(-np.expm1(log_keep))
+
+
+def _check_bound(name: str) -> str:
+    if name not in BOUNDS:
+        raise invalid("bound", name, "one of " + ", ".join(BOUNDS))
+    return name
+
+
+def bound_epsilon(name: str, eps: float, delta: float, k: int, delta_total: ArrayLike) -> NDArray[np.float64] | float:
+    """Smallest eps_total the named bound certifies with total ``delta_total`` (inf if none)."""
+    name = _check_bound(name)
+    eps, delta, k = _params(eps, delta, k)
+    arr, scalar = _nonneg_array(delta_total, "delta_total", upper=1.0)
+    out = np.full(arr.shape, np.inf).ravel()
+    for j, t in enumerate(arr.ravel()):
+        if name == "basic":
+            out[j] = k * eps if t >= min(1.0, k * delta) else np.inf
+            continue
+        if name == "drv":
+            ds = t - k * delta
+            if ds > 0:
+                out[j] = drv_bound(eps, delta, k, min(ds, 1.0))[0]
+            elif ds == 0:
+                out[j] = k * eps
+            continue
+        a = -np.expm1(k * np.log1p(-delta)) if delta < 1 else 1.0
+        if t < a:
+            continue
+        ds = 1.0 - (1.0 - t) / np.exp(k * np.log1p(-delta)) if delta < 1 else 1.0
+        if ds <= 0:
+            out[j] = k * eps
+            continue
+        form = "general" if name == "kov" else "small_eps"
+        out[j] = kov_bound(eps, delta, k, min(ds, 1.0), form)[0]
+    out = out.reshape(arr.shape)
+    return float(out) if scalar else out
+
+
+def bound_delta(name: str, eps: float, delta: float, k: int, eps_total: ArrayLike) -> NDArray[np.float64] | float:
+    """Smallest total delta the named bound certifies at ``eps_total`` (1.0 if none).
+
+    Each bound's eps is non-increasing in its slack delta_slack, so the smallest slack that
+    brings it down to eps_total is found in closed form from each branch of the min."""
+    name = _check_bound(name)
+    eps, delta, k = _params(eps, delta, k)
+    arr, scalar = _nonneg_array(eps_total, "eps_total")
+    out = np.ones(arr.shape).ravel()
+    basic_delta = min(1.0, k * delta)
+    for j, e_t in enumerate(arr.ravel()):
+        if e_t >= k * eps:
+            out[j] = basic_delta if name in ("basic", "drv") else _kov_delta(delta, k, 0.0)
+            continue
+        if name == "basic" or eps == 0:
+            continue
+        s2 = k * eps * eps
+        if name == "drv":
+            gap = e_t - k * eps * np.expm1(eps)
+            if gap > 0:
+                out[j] = min(1.0, k * delta + float(np.exp(-(gap**2) / (2 * s2))))
+            continue
+        gap = e_t - _kov_center(eps, k, "general" if name == "kov" else "small_eps")
+        if gap <= 0:
+            continue
+        u = gap**2 / (2 * s2)
+        log_ds = -u  # from c + sqrt(2 s2 log(1/ds)) <= e_t
+        if u > 1:  # from c + sqrt(2 s2 log(e + sqrt(s2)/ds)) <= e_t: ds >= sqrt(s2)/(e^u - e)
+            log_ds = min(log_ds, 0.5 * np.log(s2) - u - float(np.log(-np.expm1(1 - u))))
+        if log_ds <= 0:
+            out[j] = _kov_delta(delta, k, float(np.exp(log_ds)))
+    out = out.reshape(arr.shape)
+    return float(out) if scalar else out
+
+
+def per_query_budget(eps: float, delta: float, k: int) -> tuple[float, float]:
+    """Corollary 4.1 of seed 003: per-query (eps0, delta0) whose k-fold composition is
+    (eps, delta)-DP: ``eps0 = eps / sqrt(4k log(e + eps/delta))``, ``delta0 = delta/(2k)``
+    (Theorem 3.4's small_eps form with delta_slack = delta/sqrt(2); needs eps0 <= 0.9)."""
+    eps = V.epsilon(eps)
+    delta = V.delta(delta)
+    k = V.integer(k, "k", minimum=1)
+    if eps <= 0 or delta <= 0:
+        raise invalid("eps, delta", (eps, delta), "eps > 0 and delta > 0 for Corollary 4.1")
+    eps0 = eps / np.sqrt(4 * k * np.log(np.e + eps / delta))
+    if eps0 > SMALL_EPS_LIMIT:
+        raise invalid("eps", eps, f"a target whose per-query eps0 = {eps0:.3g} is <= {SMALL_EPS_LIMIT} (Corollary 4.1)")
+    return float(eps0), delta / (2 * k)
