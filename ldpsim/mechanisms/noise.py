@@ -235,6 +235,13 @@ class NoiseMechanism:
         s = self._shift(shift)
         return _out(np.exp(np.asarray(self._log_delta(t, s), dtype=np.float64)), scalar)
 
+    def guarantee(self) -> "MechanismGuarantee":
+        """This mechanism's exact privacy guarantee as a :class:`ldpsim.privacy.Guarantee`
+        (for overlaying with others in :func:`ldpsim.privacy.plot.plot_regions`)."""
+        from ldpsim.privacy.guarantees import MechanismGuarantee  # lazy: privacy imports mechanisms
+
+        return MechanismGuarantee(self, label=repr(self))
+
     def _loss_sup(self, shift: float) -> float:
         """Largest finite privacy-loss value (inf if unbounded): delta is constant beyond it."""
         return math.inf

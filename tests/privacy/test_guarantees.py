@@ -162,3 +162,25 @@ def test_bad_input():
         EpsDelta(0.1, 0.0).compose(0)
     with pytest.raises(LdpSimError, match="delta"):
         GDP.for_delta(1.0, 0.0)
+
+
+def test_noise_mechanism_guarantee_uses_its_exact_views():
+    from ldpsim.mechanisms import Gaussian, Laplace
+
+    lap = Laplace(2.0).guarantee()
+    # Laplace(b) at shift 1: delta(eps) = 1 - exp((eps - 1/b)/2) below 1/b (closed form)
+    assert lap.delta(0.1) == pytest.approx(1 - np.exp((0.1 - 0.5) / 2), rel=1e-12)
+    assert lap.epsilon(0.0) == pytest.approx(0.5)
+    gauss = Gaussian(2.0).guarantee()
+    assert np.allclose(gauss.tradeoff(ALPHAS), GDP(0.5).tradeoff(ALPHAS), atol=1e-14)
+
+
+def test_plot_regions_draws_every_guarantee():
+    from ldpsim.privacy.plot import plot_regions
+
+    ax = plot_regions([EpsDelta(1.0, 0.01), GDP(1.0), EpsDelta(0.5, 0.0).compose(3)])
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[:3] == ["(1, 0.01)-DP", "1-GDP", "exact 3-fold (0.5, 0)"]
+    # the first curve drawn is the (1, 0.01) trade-off
+    x, y = ax.lines[0].get_data()
+    assert np.allclose(y, EpsDelta(1.0, 0.01).tradeoff(x), atol=1e-15)
