@@ -1,0 +1,357 @@
+"""Optimal decision rules and exact accuracies of multi-party protocols (003 Sec. 5).
+
+Party i sees the whole transcript tau and its own bit x_i and guesses f(x); the central
+observer (``party=OBSERVER``) sees only tau. With x uniform on {0,1}^k:
+
+* average accuracy ``ACC_ave = 2^-k sum_x E[w(f(x), guess)]``; the optimal rule is
+  ``argmax_y sum_{x_-i} P[x, tau] w(f(x), y)`` and, since sum_{tau_i} Q_i[x_i, tau_i] = 1,
+  ``ACC_ave = 2^-k sum_{tau_-i, x_i} max_y H[tau_-i, x_i, y]`` with
+  ``H = sum_{x_-i} prod_{j != i} Q_j[x_j, tau_j] w(f(x), y)``: a tensor contraction of the
+  gain table with each party's matrix (general functions, k <= 12);
+* worst-case accuracy ``ACC_wc = min_x E[...]``: a linear program over randomised rules
+  (003 eq. 12), solved with HiGHS for small k;
+* symmetric functions f = g(sum x): given tau the count of ones among the other parties is
+  a Poisson-binomial whose law a dynamic program over parties gives in O(k^2) per
+  transcript (decisions for any k); exact accuracies enumerate transcript *classes* (how
+  many parties of each privacy class sent each symbol), whose posterior of the count is a
+  convolution of binomials (parties in few classes: k = 1000 and beyond);
+* XOR with the indicator gain: ``(1 + prod_{j != i} TV(Q_j[0], Q_j[1])) / 2``, which for the
+  quaternary mechanism is THEORY.md's ``(1 + prod (delta_j + (1 - delta_j) tanh(eps_j/2)))/2``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import sparse
+from scipy.optimize import linprog
+from scipy.special import gammaln
+from scipy.stats import binom
+
+from .. import _validate as V
+from ..errors import LdpSimError, invalid
+from .protocol import Protocol
+from .tasks import Task
+
+OBSERVER = -1
+"""``party=OBSERVER``: the central observer, who sees the transcript only."""
+
+MAX_GENERAL_PARTIES = 12
+"""General functions: exact up to k = 12 (the gain tensor has prod m_j x |Y| entries)."""
+MAX_LP_ENTRIES = 6_000_000
+"""Worst-case linear programs: at most this many constraint coefficients (k <= 7 for the
+quaternary protocol and a binary function)."""
+MAX_CLASS_COMBOS = 400_000
+"""Symmetric functions: at most this many transcript classes enumerated exactly."""
+
+
+def _check(protocol: Protocol, task: Task, party: int) -> int:
+    if protocol.k != task.k:
+        raise invalid("task", f"a function of k = {task.k} bits", f"a function of the protocol's k = {protocol.k} bits")
+    p = V.integer(party, "party", minimum=OBSERVER, maximum=protocol.k - 1)
+    return p
+
+
+def _others(protocol: Protocol, party: int) -> list[int]:
+    return [j for j in range(protocol.k) if j != party]
+
+
+# --------------------------------------------------------------------------- general functions
+def _gain_tensor(protocol: Protocol, task: Task, party: int) -> NDArray[np.float64]:
+    k = protocol.k
+    if k > MAX_GENERAL_PARTIES:
+        raise invalid(
+            "k",
+            k,
+            f"at most {MAX_GENERAL_PARTIES} parties for a general function (symmetric functions: "
+            "Task.sum / xor / majority / threshold / and_ scale to thousands)",
+        )
+    T = task.gain[task.full_table()].reshape((2,) * k + (task.n_outputs,))
+    for j in range(k):
+        if j == party:
+            continue
+        T = np.moveaxis(np.tensordot(T, protocol.matrices[j], axes=([j], [0])), -1, j)
+    return T
+
+
+@dataclass(frozen=True)
+class GeneralRule:
+    """A deterministic rule as a table over (tau_-i, x_i) (or tau for the observer)."""
+
+    party: int
+    table: NDArray[np.int64]
+
+    def decide(self, tau: NDArray[np.int64], own: NDArray[np.int64] | None) -> NDArray[np.int64]:
+        cols = [tau[:, j] if j != self.party else own for j in range(tau.shape[1])]
+        return self.table[tuple(cols)]
+
+
+def _general_average(protocol: Protocol, task: Task, party: int) -> tuple[float, GeneralRule]:
+    H = _gain_tensor(protocol, task, party)
+    value = float(H.max(axis=-1).sum()) / 2.0**protocol.k
+    return value, GeneralRule(party, H.argmax(axis=-1))
+
+
+# --------------------------------------------------------------------------- symmetric functions
+def count_posterior(protocol: Protocol, tau: ArrayLike, exclude: int = OBSERVER) -> NDArray[np.float64]:
+    """Per transcript row, the law of the number of ones among the parties other than
+    ``exclude`` given their messages (x uniform): a DP over parties, O(k^2) per row."""
+    t = np.asarray(tau, dtype=np.int64)
+    n = t.shape[0]
+    c = np.ones((n, 1))
+    for j in _others(protocol, exclude):
+        q = protocol.matrices[j]
+        a, b = q[0, t[:, j]], q[1, t[:, j]]
+        new = np.zeros((n, c.shape[1] + 1))
+        new[:, :-1] += c * a[:, None]
+        new[:, 1:] += c * b[:, None]
+        top = new.max(axis=1, keepdims=True)
+        c = new / np.where(top > 0, top, 1.0)
+    return c / c.sum(axis=1, keepdims=True)
+
+
+def _shifted_gain(task: Task, own: int, size: int) -> NDArray[np.float64]:
+    """G[s, y] = w(g(own + s), y) for s = 0..size-1."""
+    assert task.counts is not None
+    return task.gain[task.counts[own + np.arange(size)]]
+
+
+def _symmetric_decide(protocol: Protocol, task: Task, party: int, tau: NDArray[np.int64], own: NDArray[np.int64] | None) -> NDArray[np.int64]:
+    post = count_posterior(protocol, tau, party)
+    if party == OBSERVER:
+        return np.argmax(post @ _shifted_gain(task, 0, post.shape[1]), axis=1)
+    assert own is not None
+    s0 = post @ _shifted_gain(task, 0, post.shape[1])
+    s1 = post @ _shifted_gain(task, 1, post.shape[1])
+    return np.where(own == 1, np.argmax(s1, axis=1), np.argmax(s0, axis=1))
+
+
+def _compositions(n: int, m: int) -> NDArray[np.int64]:
+    """All vectors of m non-negative integers summing to n (rows)."""
+    if m == 1:
+        return np.array([[n]], dtype=np.int64)
+    rows = []
+    for first in range(n + 1):
+        rest = _compositions(n - first, m - 1)
+        rows.append(np.hstack([np.full((rest.shape[0], 1), first, dtype=np.int64), rest]))
+    return np.vstack(rows)
+
+
+def _classes(protocol: Protocol, parties: list[int]) -> list[tuple[NDArray[np.float64], int]]:
+    groups: dict[bytes, list] = {}
+    for j in parties:
+        q = protocol.matrices[j]
+        key = q.shape[1].to_bytes(4, "little") + q.tobytes()
+        groups.setdefault(key, [q, 0])[1] += 1
+    return [(q, n) for q, n in groups.values()]
+
+
+def transcript_classes(protocol: Protocol, party: int = OBSERVER) -> int:
+    """How many transcript classes the exact symmetric path would enumerate."""
+    total = 1
+    for q, n in _classes(protocol, _others(protocol, party)):
+        m = int(np.count_nonzero(q[0] + q[1] > 0))  # symbols that can occur
+        total *= math.comb(n + m - 1, m - 1)
+    return total
+
+
+def _class_table(q: NDArray[np.float64], n: int) -> tuple[NDArray[np.float64], list[NDArray[np.float64]]]:
+    """For one class of n identical parties: log P(counts of each symbol) under x uniform,
+    and the law of the number of ones given those counts (a convolution of binomials)."""
+    m = q.shape[1]
+    marg = 0.5 * (q[0] + q[1])
+    live = marg > 0
+    comps = _compositions(n, int(live.sum()))
+    full = np.zeros((comps.shape[0], m), dtype=np.int64)
+    full[:, live] = comps
+    with np.errstate(divide="ignore"):
+        logw = gammaln(n + 1) - gammaln(full + 1).sum(axis=1) + (full * np.where(live, np.log(np.where(live, marg, 1.0)), 0.0)).sum(axis=1)
+    p_one = np.where(live, q[1] / np.where(live, 2 * marg, 1.0), 0.0)
+    pmf_tables = {o: [binom.pmf(np.arange(c + 1), c, p_one[o]) for c in range(n + 1)] for o in range(m) if live[o]}
+    posts = []
+    for row in full:
+        post = np.ones(1)
+        for o in range(m):
+            if live[o] and row[o]:
+                post = np.convolve(post, pmf_tables[o][row[o]])
+        posts.append(post)
+    return logw, posts
+
+
+def _symmetric_average(protocol: Protocol, task: Task, party: int, max_classes: int) -> float:
+    parties = _others(protocol, party)
+    n_classes = transcript_classes(protocol, party)
+    if n_classes > max_classes:
+        raise invalid(
+            "protocol",
+            f"{n_classes:,} transcript classes",
+            f"at most {max_classes:,} for the exact symmetric-function accuracy (parties in few distinct "
+            "privacy classes); use estimate_accuracy (Monte Carlo with the exact optimal rule), or k <= "
+            f"{MAX_GENERAL_PARTIES} for the general path",
+        )
+    tables = [_class_table(q, n) for q, n in _classes(protocol, parties)]
+    size = len(parties) + 1
+    gains = [_shifted_gain(task, 0, size)] if party == OBSERVER else [_shifted_gain(task, 0, size), _shifted_gain(task, 1, size)]
+    total = 0.0
+    for combo in itertools.product(*[range(len(t[0])) for t in tables]):
+        logw = 0.0
+        post = np.ones(1)
+        for (lw, posts), idx in zip(tables, combo):
+            logw += lw[idx]
+            post = np.convolve(post, posts[idx])
+        post = np.pad(post, (0, size - post.size))
+        best = np.mean([np.max(post @ g) for g in gains])
+        total += math.exp(logw) * best
+    return total
+
+
+# --------------------------------------------------------------------------- XOR
+def _is_xor(task: Task) -> bool:
+    return task.counts is not None and np.array_equal(task.counts, np.arange(task.k + 1) % 2) and np.array_equal(task.gain, np.eye(2))
+
+
+def xor_accuracy(protocol: Protocol, party: int = OBSERVER) -> float:
+    """Closed form for XOR with the indicator gain: ``(1 + prod_{j != i} TV_j) / 2``."""
+    party = V.integer(party, "party", minimum=OBSERVER, maximum=protocol.k - 1)
+    tv = protocol.total_variation()
+    keep = np.ones(protocol.k, dtype=bool)
+    if party != OBSERVER:
+        keep[party] = False
+    return float(0.5 * (1.0 + np.prod(tv[keep])))
+
+
+# --------------------------------------------------------------------------- public API
+def exact_accuracy(
+    protocol: Protocol, task: Task, party: int = OBSERVER, notion: str = "average", *, max_classes: int = MAX_CLASS_COMBOS
+) -> float:
+    """Exact accuracy of the optimal rule of ``party`` (or the observer).
+
+    ``notion="average"``: XOR closed form; symmetric functions by transcript classes;
+    general functions by tensor contraction (k <= 12). ``notion="worst"``: the linear
+    program of 003 eq. 12 (small k)."""
+    party = _check(protocol, task, party)
+    if notion == "worst":
+        return worst_case(protocol, task, party)[0]
+    if notion != "average":
+        raise invalid("notion", notion, "'average' or 'worst'")
+    if _is_xor(task):
+        return xor_accuracy(protocol, party)
+    if task.is_symmetric and (transcript_classes(protocol, party) <= max_classes or protocol.k > MAX_GENERAL_PARTIES):
+        return _symmetric_average(protocol, task, party, max_classes)
+    return _general_average(protocol, task, party)[0]
+
+
+def decide(protocol: Protocol, task: Task, party: int, tau: ArrayLike, own_bits: ArrayLike | None = None) -> NDArray[np.int64]:
+    """The optimal average-accuracy guesses of ``party`` for transcript rows ``tau`` and its
+    own bits (ignored for the observer)."""
+    party = _check(protocol, task, party)
+    t = np.asarray(tau, dtype=np.int64)
+    if t.ndim != 2 or t.shape[1] != protocol.k:
+        raise invalid("tau", f"shape {t.shape}", f"an (n, {protocol.k}) array of transcripts")
+    own = None
+    if party != OBSERVER:
+        if own_bits is None:
+            raise invalid("own_bits", None, "the party's own bits (one per transcript row)")
+        own = np.asarray(own_bits, dtype=np.int64).ravel()
+        if own.shape != (t.shape[0],) or not np.isin(own, (0, 1)).all():
+            raise invalid("own_bits", f"shape {own.shape}", f"{t.shape[0]} bits 0/1")
+    if task.is_symmetric:
+        return _symmetric_decide(protocol, task, party, t, own)
+    return _general_average(protocol, task, party)[1].decide(t, own)
+
+
+def estimate_accuracy(
+    protocol: Protocol, task: Task, party: int = OBSERVER, rounds: int = 10_000, rng=None
+) -> tuple[float, float]:
+    """Monte Carlo average accuracy of the optimal rule: (mean gain, standard error)."""
+    party = _check(protocol, task, party)
+    rounds = V.integer(rounds, "rounds", minimum=2)
+    gen = np.random.default_rng(rng)
+    x = gen.integers(0, 2, size=(rounds, protocol.k))
+    tau = protocol.sample(x, gen)
+    guess = decide(protocol, task, party, tau, None if party == OBSERVER else x[:, party])
+    g = task.gain[task.value(x), guess]
+    return float(g.mean()), float(g.std(ddof=1) / math.sqrt(rounds))
+
+
+# --------------------------------------------------------------------------- worst case
+def _kron_rows(protocol: Protocol, parties: list[int]) -> NDArray[np.float64]:
+    """P[x_S, tau_S] = prod_{j in S} Q_j[x_j, tau_j] (row: x_S, column: tau_S, C order)."""
+    P = np.ones((1, 1))
+    for j in parties:
+        P = np.kron(P, protocol.matrices[j])
+    return P
+
+
+def _lp_parts(protocol: Protocol, task: Task, party: int):
+    k, Y = protocol.k, task.n_outputs
+    others = _others(protocol, party)
+    P = _kron_rows(protocol, others)  # (2^{k-1} or 2^k, T)
+    T = P.shape[1]
+    own_vals = [0] if party == OBSERVER else [0, 1]
+    n_var = T * len(own_vals) * Y
+    rows = 2**k
+    if rows * T * Y > MAX_LP_ENTRIES:
+        raise invalid("k", k, f"a smaller problem for the worst-case linear program (it needs {rows * T * Y:,} coefficients, at most {MAX_LP_ENTRIES:,})")
+    F = task.full_table()
+    return k, Y, others, P, T, own_vals, n_var, F
+
+
+def worst_case(protocol: Protocol, task: Task, party: int = OBSERVER) -> tuple[float, NDArray[np.float64]]:
+    """The optimal worst-case accuracy (003 eq. 12) and its randomised rule
+    ``phi[tau_-i, x_i, y]`` (``phi[tau, y]`` for the observer), by HiGHS."""
+    party = _check(protocol, task, party)
+    k, Y, others, P, T, own_vals, n_var, F = _lp_parts(protocol, task, party)
+    A = np.zeros((2**k, n_var + 1))
+    for x in range(2**k):
+        bits = [(x >> (k - 1 - j)) & 1 for j in range(k)]
+        xo = sum(bits[j] << (len(others) - 1 - n) for n, j in enumerate(others))
+        oi = 0 if party == OBSERVER else bits[party]
+        coef = P[xo][:, None] * task.gain[F[x]][None, :]  # (T, Y)
+        block = np.zeros((T, len(own_vals), Y))
+        block[:, oi, :] = coef
+        A[x, :n_var] = -block.ravel()
+        A[x, n_var] = 1.0  # s - E[gain | x] <= 0
+    eq = sparse.kron(sparse.eye(T * len(own_vals)), np.ones((1, Y)))
+    eq = sparse.hstack([eq, sparse.csr_matrix((eq.shape[0], 1))]).tocsr()
+    c = np.zeros(n_var + 1)
+    c[-1] = -1.0
+    gmin, gmax = float(task.gain.min()), float(task.gain.max())
+    bounds = [(0, 1)] * n_var + [(gmin - 1, gmax + 1)]
+    res = linprog(c, A_ub=sparse.csr_matrix(A), b_ub=np.zeros(2**k), A_eq=eq, b_eq=np.ones(eq.shape[0]), bounds=bounds, method="highs")
+    if res.status != 0:  # pragma: no cover - HiGHS solves these small feasible LPs
+        raise LdpSimError(f"worst-case linear program: {res.message}")
+    phi = res.x[:n_var].reshape((T, len(own_vals), Y))
+    return float(-res.fun), phi
+
+
+def rule_accuracy(protocol: Protocol, task: Task, party: int, phi: ArrayLike) -> tuple[float, float]:
+    """(average, worst-case) accuracy of a randomised rule ``phi[tau_-i, x_i, y]``."""
+    party = _check(protocol, task, party)
+    k, Y, others, P, T, own_vals, n_var, F = _lp_parts(protocol, task, party)
+    phi = np.asarray(phi, dtype=np.float64).reshape((T, len(own_vals), Y))
+    vals = np.empty(2**k)
+    for x in range(2**k):
+        bits = [(x >> (k - 1 - j)) & 1 for j in range(k)]
+        xo = sum(bits[j] << (len(others) - 1 - n) for n, j in enumerate(others))
+        oi = 0 if party == OBSERVER else bits[party]
+        vals[x] = float(P[xo] @ (phi[:, oi, :] @ task.gain[F[x]]))
+    return float(vals.mean()), float(vals.min())
+
+
+def average_rule_table(protocol: Protocol, task: Task, party: int = OBSERVER) -> NDArray[np.float64]:
+    """The optimal average rule as a (deterministic) ``phi`` table, for :func:`rule_accuracy`."""
+    party = _check(protocol, task, party)
+    k, Y, others, P, T, own_vals, n_var, F = _lp_parts(protocol, task, party)
+    H = _gain_tensor(protocol, task, party)
+    best = H.argmax(axis=-1)  # axes: parties in order, party's axis = x_i
+    if party != OBSERVER:
+        best = np.moveaxis(best, party, -1)  # (tau_-i..., x_i)
+    flat = best.reshape(T, len(own_vals))
+    phi = np.zeros((T, len(own_vals), Y))
+    np.put_along_axis(phi, flat[:, :, None], 1.0, axis=2)
+    return phi

@@ -1,0 +1,136 @@
+"""Non-interactive multi-party protocols: party j broadcasts ``tau_j ~ Q_j[x_j, :]``.
+
+The protocol's matrix ``P[x, tau] = prod_j Q_j[x_j, tau_j]`` (THEORY.md sec. 7) is never
+materialised; only the k per-party 2 x m_j matrices are kept.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from .. import _validate as V
+from .._rng import RNGLike, as_generator
+from ..errors import invalid
+from ..mechanisms import from_matrix, quaternary_mechanism
+
+MAX_PARTIES = 100_000
+
+
+def _levels(values: ArrayLike | float, k: int | None, name: str, check) -> NDArray[np.float64]:
+    arr = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    if arr.ndim != 1 or arr.size == 0:
+        raise invalid(name, values, "a number or a non-empty list of numbers, one per party")
+    if k is not None:
+        if arr.size == 1:
+            arr = np.full(k, float(arr[0]))
+        elif arr.size != k:
+            raise invalid(name, f"a list of length {arr.size}", f"one value per party (k = {k})")
+    for v in arr:
+        check(float(v), name)
+    return arr
+
+
+class Protocol:
+    """A product protocol: k parties, party j with its 2 x m_j matrix ``Q_j`` and claimed
+    privacy level (eps_j, delta_j), checked exactly at construction."""
+
+    def __init__(self, matrices: Sequence[ArrayLike], eps: ArrayLike, delta: ArrayLike = 0.0, name: str = "custom"):
+        if len(matrices) == 0 or len(matrices) > MAX_PARTIES:
+            raise invalid("matrices", f"{len(matrices)} parties", f"between 1 and {MAX_PARTIES} per-party matrices")
+        k = len(matrices)
+        self.eps = _levels(eps, k, "eps", V.epsilon)
+        self.delta = _levels(delta, k, "delta", V.delta)
+        mats = []
+        for j, q in enumerate(matrices):
+            q = V.stochastic_matrix(q, f"matrices[{j}]")
+            if q.shape[0] != 2:
+                raise invalid(f"matrices[{j}]", f"shape {q.shape}", "2 rows (inputs 0 and 1)")
+            mats.append(q)
+        self.matrices: list[NDArray[np.float64]] = mats
+        self.name = name
+        self._check_privacy()
+
+    # ----------------------------------------------------------------- constructors
+    @classmethod
+    def universal(cls, eps: ArrayLike, delta: ArrayLike = 0.0, k: int | None = None) -> "Protocol":
+        """The seed's randomized response: party j uses the quaternary (eps_j, delta_j)
+        mechanism, optimal for every function and accuracy notion (003 Sec. 5)."""
+        e = _levels(eps, k, "eps", V.epsilon)
+        d = _levels(delta, e.size if k is None else k, "delta", V.delta)
+        if e.size == 1 and d.size > 1:
+            e = np.full(d.size, float(e[0]))
+        if e.size != d.size:
+            raise invalid("delta", f"a list of length {d.size}", f"one value per party (k = {e.size})")
+        mats = [quaternary_mechanism(float(a), float(b)).matrix for a, b in zip(e, d)]
+        return cls(mats, e, d, name="universal")
+
+    @classmethod
+    def binary(cls, eps: ArrayLike, delta: ArrayLike = 0.0, k: int | None = None) -> "Protocol":
+        """Warner's binary randomized response at eps_j (ignores the delta_j allowance)."""
+        e = _levels(eps, k, "eps", V.epsilon)
+        d = _levels(delta, e.size, "delta", V.delta)
+        mats = []
+        for a in e:
+            keep = 1.0 / (1.0 + np.exp(-a))
+            mats.append(np.array([[keep, 1 - keep], [1 - keep, keep]]))
+        return cls(mats, e, d, name="binary")
+
+    @classmethod
+    def from_matrices(cls, matrices: Sequence[ArrayLike], eps: ArrayLike, delta: ArrayLike = 0.0, name: str = "custom") -> "Protocol":
+        """Any per-party matrices; each must pass the exact (eps_j, delta_j) check."""
+        return cls(matrices, eps, delta, name=name)
+
+    # ----------------------------------------------------------------- properties
+    @property
+    def k(self) -> int:
+        return len(self.matrices)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(q.shape[1] for q in self.matrices)
+
+    def __repr__(self) -> str:
+        return f"Protocol({self.name!r}, k={self.k})"
+
+    def _check_privacy(self) -> None:
+        for j, q in enumerate(self.matrices):
+            mech = from_matrix(q)
+            if not mech.is_private(float(self.eps[j]), float(self.delta[j])):
+                raise invalid(
+                    f"matrices[{j}]",
+                    f"a matrix with exact delta {mech.delta(float(self.eps[j])):.3g} at eps {self.eps[j]:g}",
+                    f"an ({self.eps[j]:g}, {self.delta[j]:g})-DP matrix for party {j}",
+                )
+
+    def privacy_table(self) -> pd.DataFrame:
+        """Per party: claimed (eps, delta), the exact delta at that eps, and the verdict."""
+        rows = []
+        for j, q in enumerate(self.matrices):
+            mech = from_matrix(q)
+            e, d = float(self.eps[j]), float(self.delta[j])
+            rows.append({"party": j, "eps": e, "delta": d, "exact_delta_at_eps": float(mech.delta(e)), "private": mech.is_private(e, d)})
+        return pd.DataFrame(rows)
+
+    def total_variation(self) -> NDArray[np.float64]:
+        """Per party ``TV(Q_j[0], Q_j[1])`` (what a party's message says about its bit)."""
+        return np.array([0.5 * np.abs(q[0] - q[1]).sum() for q in self.matrices])
+
+    # ----------------------------------------------------------------- sampling
+    def sample(self, x: ArrayLike, rng: RNGLike = None) -> NDArray[np.int64]:
+        """Transcripts for a batch of bit vectors ``x`` (shape (n, k)): one vectorised draw
+        per party over all rounds."""
+        bits = np.asarray(x)
+        if bits.ndim != 2 or bits.shape[1] != self.k or not np.isin(bits, (0, 1)).all():
+            raise invalid("x", f"shape {bits.shape}", f"an (n, {self.k}) array of bits 0/1")
+        gen = as_generator(rng)
+        n = bits.shape[0]
+        out = np.empty((n, self.k), dtype=np.int64)
+        for j, q in enumerate(self.matrices):  # a loop over parties, vectorised over rounds
+            cum = np.cumsum(q, axis=1)[:, :-1]
+            u = gen.random(n)
+            out[:, j] = (u[:, None] >= cum[bits[:, j]]).sum(axis=1)
+        return out
