@@ -195,7 +195,19 @@ def _symmetric_average(protocol: Protocol, task: Task, party: int, max_classes: 
         )
     tables = [_class_table(q, n) for q, n in _classes(protocol, parties)]
     size = len(parties) + 1
-    gains = [_shifted_gain(task, 0, size)] if party == OBSERVER else [_shifted_gain(task, 0, size), _shifted_gain(task, 1, size)]
+    assert task.counts is not None
+    # labels of the count s of ones among the others, for each own bit: mass per label, then gain
+    owns = [0] if party == OBSERVER else [0, 1]
+    labels = [task.counts[o + np.arange(size)] for o in owns]
+    identity = np.array_equal(task.gain, np.eye(task.n_outputs))
+
+    def best_gain(post: NDArray[np.float64]) -> float:
+        out = 0.0
+        for lab in labels:
+            mass = np.bincount(lab, weights=post, minlength=task.n_outputs)
+            out += float(mass.max() if identity else (mass @ task.gain).max())
+        return out / len(labels)
+
     total = 0.0
     for combo in itertools.product(*[range(len(t[0])) for t in tables]):
         logw = 0.0
@@ -203,9 +215,7 @@ def _symmetric_average(protocol: Protocol, task: Task, party: int, max_classes: 
         for (lw, posts), idx in zip(tables, combo):
             logw += lw[idx]
             post = np.convolve(post, posts[idx])
-        post = np.pad(post, (0, size - post.size))
-        best = np.mean([np.max(post @ g) for g in gains])
-        total += math.exp(logw) * best
+        total += math.exp(logw) * best_gain(np.pad(post, (0, size - post.size)))
     return total
 
 
