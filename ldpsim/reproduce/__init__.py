@@ -24,6 +24,7 @@ from ldpsim.reproduce._registry import (
 from ldpsim.reproduce import kov  # noqa: F401  (registers the extremal-mechanisms reproductions)
 from ldpsim.reproduce import stein  # noqa: F401  (registers the Chernoff-Stein exponent reproduction)
 from ldpsim.reproduce import composition  # noqa: F401  (registers the composition-region reproduction)
+from ldpsim.reproduce import multiparty  # noqa: F401  (registers the multi-party RR optimality reproduction)
 
 __all__ = [
     "DEFAULT_INSTANCES",
