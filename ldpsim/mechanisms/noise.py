@@ -168,7 +168,10 @@ def gdp_log_delta(eps: ArrayLike, mu: ArrayLike) -> NDArray[np.float64]:
         diff = special.erfcx(-a / _SQRT2) - special.erfcx(-b / _SQRT2)
         lneg = -0.5 * a * a + np.log(0.5 * diff)
         # a >= 0 > b: Phi(a) - Phi(b) = (erf(a/sqrt2) + erf(-b/sqrt2))/2 has no cancellation
-        lpos = np.log(0.5 * (special.erf(a / _SQRT2) + special.erf(-b / _SQRT2)) - np.expm1(t) * special.ndtr(b))
+        # minus (e^eps - 1) Phi(b), taken in logs: e^eps overflows past eps = 709.78
+        log_first = np.log(0.5 * (special.erf(a / _SQRT2) + special.erf(-b / _SQRT2)))
+        log_second = np.where(t > 0, t + np.log(-np.expm1(-t)) + special.log_ndtr(b), -np.inf)
+        lpos = log_first + np.log(-np.expm1(np.minimum(log_second - log_first, 0.0)))
     out = np.where(neg, lneg, out)
     out = np.where(fin & ~neg, lpos, out)
     return out

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 
 from .. import _validate as V
 from .._meta import write_json
+from ..errors import LdpSimError
 from . import composition as C
 from .guarantees import DeltaCurve, Guarantee, OptimalComposition
 from .plot import plot_regions
@@ -35,9 +36,21 @@ def methods(eps: float) -> list[str]:
     return out
 
 
-def default_eps_grid(eps: float, k: int, points: int = 12) -> np.ndarray:
-    """Evenly spaced eps_total in (0, k eps]."""
-    return np.linspace(0.0, k * eps, points + 1)[1:]
+def default_eps_grid(eps: float, delta: float, k: int, points: int = 12) -> np.ndarray:
+    """Evenly spaced eps_total up to the mean privacy loss plus 8 of its standard
+    deviations, ``k eps tanh(eps/2) + 8 sqrt(k) eps`` (or k eps, if sooner), where the exact
+    delta is within about 1e-15 of its floor ``1 - (1 - delta)^k``; from 0, or from the mean
+    minus 4 standard deviations when that is positive (large k): where the methods differ."""
+    if eps == 0:
+        return np.linspace(0.0, 1.0, points + 1)[1:]
+    mean, sd = k * eps * float(np.tanh(eps / 2)), np.sqrt(k) * eps
+    top = mean + 8.0 * sd
+    step = 10.0 ** (np.floor(np.log10(top)) - 1)  # round to two significant digits
+    top = min(k * eps, float(np.ceil(top / step) * step))
+    bottom = float(np.floor(max(0.0, mean - 4.0 * sd) / step) * step)
+    if bottom <= 0:
+        return np.linspace(0.0, top, points + 1)[1:]
+    return np.linspace(bottom, top, points)
 
 
 def delta_table(eps: float, delta: float, k: int, eps_totals: Sequence[float]) -> pd.DataFrame:
@@ -97,20 +110,25 @@ def run(
     delta_totals: Sequence[float] | None = None,
     out: str | Path | None = None,
     figure: bool = True,
-) -> tuple[pd.DataFrame, list[Path]]:
-    """Compute the table (delta at eps_totals, or eps at delta_totals) and write CSV + PNG."""
+) -> tuple[pd.DataFrame, list[Path], list[str]]:
+    """Compute the table (delta at eps_totals, or eps at delta_totals) and write CSV + PNG;
+    returns (table, files, notes)."""
     eps, delta, k = V.epsilon(eps), V.delta(delta), V.integer(k, "k", minimum=1)
     if delta_totals is not None:
         table = epsilon_table(eps, delta, k, delta_totals)
     else:
-        grid = default_eps_grid(eps, k) if eps_totals is None else eps_totals
+        grid = default_eps_grid(eps, delta, k) if eps_totals is None else eps_totals
         table = delta_table(eps, delta, k, grid)
     out_dir = Path(out) if out is not None else Path("reports") / "compose" / f"eps{eps:g}-delta{delta:g}-k{k}"
     out_dir.mkdir(parents=True, exist_ok=True)
     files = [out_dir / "table.csv"]
     table.to_csv(files[0], index=False, float_format="%.12g")
+    notes: list[str] = []
     if figure:
-        files.append(region_figure(eps, delta, k, out_dir / "region.png"))
+        try:
+            files.append(region_figure(eps, delta, k, out_dir / "region.png"))
+        except LdpSimError as exc:  # the exact trade-off polygon is too large to draw
+            notes.append(f"region.png skipped ({exc})")
     write_json(out_dir / "metadata.json", {"eps": eps, "delta": delta, "k": k, "methods": methods(eps)})
     files.append(out_dir / "metadata.json")
-    return table, files
+    return table, files, notes

@@ -110,7 +110,7 @@ class _Homogeneous:
             self.log_1mq = -float(np.log1p(np.exp(-eps)))
             q = float(np.exp(self.log_q))
             self.center = k * q
-            self.width = 12.0 * np.sqrt(k * q * (1.0 - q)) + 30.0
+            self.width = 10.0 * np.sqrt(k * q * (1.0 - q)) + 30.0  # e^-50 at the edges
         self.log_1ma = k * float(np.log1p(-delta)) if delta < 1 else -np.inf  # log (1-delta)^k
         self.log_a = float(np.log(-np.expm1(self.log_1ma))) if delta > 0 else -np.inf
 
@@ -120,8 +120,11 @@ class _Homogeneous:
     def last_term(self, eps_t: float) -> int:
         """Largest l with (k - 2l) eps > eps_t (-1 if none)."""
         k, eps = self.k, self.eps
-        l = int(np.floor((k * eps - eps_t) / (2 * eps)))
-        l = min(max(l, -1), k)
+        with np.errstate(over="ignore", invalid="ignore"):
+            ratio = (k * eps - eps_t) / (2 * eps)
+        if not np.isfinite(ratio):
+            ratio = -1.0 if (np.isnan(ratio) or ratio < 0) else float(k)
+        l = int(np.floor(min(max(ratio, -1.0), float(k))))
         while l >= 0 and (k - 2 * l) * eps - eps_t <= 0:
             l -= 1
         while l + 1 <= k and (k - 2 * (l + 1)) * eps - eps_t > 0:

@@ -73,10 +73,15 @@ class Guarantee(ABC):
     def epsilon(self, delta: float) -> float:
         """Smallest eps >= 0 with ``delta(eps) <= delta`` (``inf`` if none)."""
         target = V.delta(delta, "delta")
-        if self.delta(0.0) <= target:
+        log_t = float(np.log(target)) if target > 0 else -np.inf
+
+        def ok(e: float) -> bool:  # in logs: delta = 0 is reached only where log delta = -inf
+            return bool(self.log_delta(e) <= log_t) and (target == 0 or self.delta(e) <= target)
+
+        if ok(0.0):
             return 0.0
         hi = 1.0
-        while self.delta(hi) > target:
+        while not ok(hi):
             hi *= 2.0
             if hi > 1e6:
                 return float("inf")
@@ -85,7 +90,7 @@ class Guarantee(ABC):
             mid = 0.5 * (lo + hi)
             if mid in (lo, hi):
                 break
-            if self.delta(mid) <= target:
+            if ok(mid):
                 hi = mid
             else:
                 lo = mid
@@ -94,9 +99,8 @@ class Guarantee(ABC):
     # -- the trade-off view --------------------------------------------------
     def tradeoff(self, alpha: ArrayLike) -> Array | float:
         """Symmetric trade-off function f(alpha), by conjugating :meth:`delta` (numerical:
-        the supremum over eps is taken on a grid of ``eps_grid()`` and refined by a bounded
-        scalar search; each candidate line is a valid bound, so the result never exceeds
-        the exact f by more than the search tolerance)."""
+        the supremum over eps is taken on the grid ``eps_grid()``; every line is a valid
+        bound, so the result is at most the exact f, within the grid's resolution)."""
         a, scalar = _alpha_array(alpha)
         grid = self.eps_grid()
         grid = grid[grid <= 700.0]
@@ -221,8 +225,9 @@ class OptimalComposition(Guarantee):
         return float(C.optimal_epsilon(self.eps, self.delta_, self.k, t))
 
     def pld(self) -> DiscretePLD:
-        """The loss law of the k-fold quaternary mechanism (binomial atoms at (k-2l) eps)."""
-        return DiscretePLD.binomial(self.eps, self.delta_, self.k)
+        """The loss law of the k-fold quaternary mechanism (binomial atoms at (k-2l) eps;
+        atoms below e^-800 of the largest dropped: exact for the trade-off in doubles)."""
+        return DiscretePLD.binomial(self.eps, self.delta_, self.k, trim=True)
 
     def tradeoff(self, alpha: ArrayLike) -> Array | float:
         """Exact: the trade-off polygon of the k-fold quaternary mechanism (symmetric)."""
@@ -273,7 +278,7 @@ class GDP(Guarantee):
         if delta <= 0:
             raise invalid("delta", delta, "a number in (0, 1] (mu-GDP with mu > 0 has delta(eps) > 0 for every eps)")
         if delta >= 1:
-            return GDP(np.inf)
+            raise invalid("delta", delta, "a number in (0, 1) (every mechanism meets delta = 1)")
         from ..mechanisms.noise import Gaussian
 
         return GDP(Gaussian._largest_mu(eps, delta))
@@ -353,7 +358,9 @@ class DeltaCurve(Guarantee):
 class TradeOff(Guarantee):
     """A guarantee given by a symmetric trade-off function ``f(alpha)`` (convex, continuous,
     non-increasing, f <= 1 - alpha). ``delta(eps) = sup_alpha 1 - e^eps alpha - f(alpha)`` is
-    a concave maximisation, solved by a bounded scalar search per eps (to ~1e-12)."""
+    a concave maximisation, solved by a bounded scalar search per eps (alpha to ~1e-8
+    relative, so delta may be understated by about that much: use the exact classes where
+    they exist)."""
 
     fn: Callable[[Array], Any]
     label: str = "trade-off f"

@@ -115,18 +115,35 @@ class DiscretePLD:
         return cls.from_atoms(loss, log_p, p_inf, r_inf)
 
     @classmethod
-    def binomial(cls, eps: float, delta: float, k: int) -> "DiscretePLD":
-        """The k-fold product of the quaternary (eps, delta) mechanism: atoms at (k - 2l) eps."""
+    def binomial(cls, eps: float, delta: float, k: int, trim: bool = False) -> "DiscretePLD":
+        """The k-fold product of the quaternary (eps, delta) mechanism: atoms at (k - 2l) eps.
+
+        ``trim=True`` drops atoms below e^-800 of the largest (invisible in doubles, so the
+        trade-off curve is unchanged) and works for any k; without it every atom is kept
+        (exact log-space deltas far below 1e-300) and k + 1 <= MAX_ATOMS."""
         from ._binom import log_pmf
 
         eps = V.epsilon(eps)
         delta = V.delta(delta)
         k = V.integer(k, "k", minimum=1)
-        l = np.arange(k + 1, dtype=np.float64)
         log_q = -eps - np.log1p(np.exp(-eps))  # P(loss -eps) = 1/(1+e^eps)
         log_1mq = -np.log1p(np.exp(-eps))
+        if trim:
+            # atoms below e^-800 of the largest change no double of the trade-off curve:
+            # keep only the O(sqrt k) central ones (k in the millions and beyond)
+            q = float(np.exp(log_q))
+            half = 60.0 * np.sqrt(k * q * (1 - q)) + 60.0
+            lo, hi = int(max(0, np.floor(k * q - half))), int(min(k, np.ceil(k * q + half)))
+        else:
+            lo, hi = 0, k
+        if hi - lo + 1 > MAX_ATOMS:
+            raise invalid("k", k, f"a loss law with at most max_atoms = {MAX_ATOMS} atoms (here {hi - lo + 1:,})")
+        l = np.arange(lo, hi + 1, dtype=np.float64)
         log_keep = k * np.log1p(-delta) if delta < 1 else -np.inf
         log_p = log_pmf(l, k, log_q, log_1mq) + log_keep
+        if trim:
+            keep = log_p >= log_p.max() - 800.0
+            l, log_p = l[keep], log_p[keep]
         a = float(-np.expm1(k * np.log1p(-delta))) if delta < 1 else 1.0
         return cls.from_atoms((k - 2 * l) * eps, log_p, a, a)
 
@@ -155,9 +172,17 @@ class DiscretePLD:
         return float(out) if scalar else out
 
     def delta(self, eps: ArrayLike) -> NDArray[np.float64] | float:
-        """The hockey-stick divergence ``E_{e^eps}(P || R)``, the smallest delta at eps."""
-        out = np.exp(self.log_delta(eps))
-        return float(out) if np.ndim(out) == 0 else out
+        """The hockey-stick divergence ``E_{e^eps}(P || R)``, the smallest delta at eps
+        (``p_inf`` plus the atoms' part, so that it is exactly ``p_inf`` above every loss)."""
+        arr, scalar = _as_eps_array(eps)
+        flat = arr.ravel()
+        starts = np.searchsorted(self.loss, flat, side="right")
+        out = np.empty(flat.shape)
+        for j, (e, s) in enumerate(zip(flat, starts)):
+            terms = self.log_p[s:] + log1mexp(self.loss[s:] - e)
+            out[j] = min(1.0, self.p_inf + (float(np.exp(logsumexp(terms))) if terms.size else 0.0))
+        out = out.reshape(arr.shape)
+        return float(out) if scalar else out
 
     def epsilon(self, delta: float) -> float:
         """Smallest eps >= 0 with ``delta(eps) <= delta`` (exact: delta is piecewise
@@ -165,7 +190,7 @@ class DiscretePLD:
         target = V.delta(delta, "delta")
         if target < self.p_inf:
             return float("inf")
-        if self.delta(0.0) <= target:
+        if self.delta(0.0) <= target or not np.any(self.loss > 0):
             return 0.0
         # delta(eps) on (L_{j-1}, L_j] uses the atoms j, j+1, ...: A_j - e^eps B_j.
         pos = self.loss > 0
