@@ -66,7 +66,7 @@ def _build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--eps", type=float, required=True, help="eps of each mechanism")
     comp.add_argument("--delta", type=float, default=0.0, help="delta of each mechanism (default 0)")
     comp.add_argument("-k", type=int, required=True, help="number of mechanisms composed")
-    comp.add_argument("--eps-total", type=float, nargs="+", default=None, metavar="E", help="eps_total values (default: 12 points in (0, k eps])")
+    comp.add_argument("--eps-total", type=float, nargs="+", default=None, metavar="E", help="eps_total values (default: 12 points up to where the exact delta meets its floor)")
     comp.add_argument("--target-delta", type=float, nargs="+", default=None, metavar="D", help="print eps_total for these total deltas instead")
     comp.add_argument("--out", default=None, help="output directory (default reports/compose/eps<eps>-delta<delta>-k<k>)")
     comp.add_argument("--no-figure", action="store_true", help="skip region.png")
@@ -89,7 +89,25 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _is_multiparty(args: argparse.Namespace) -> bool:
+    """A scenario file with ``kind = "multiparty"`` at the top, or a run directory made from one."""
+    import json
+    import tomllib
+    from pathlib import Path
+
+    try:
+        if args.resume is not None:
+            return json.loads((Path(args.resume) / "metadata.json").read_text()).get("kind") == "multiparty"
+        return args.file is not None and tomllib.loads(Path(args.file).read_text()).get("kind") == "multiparty"
+    except (OSError, ValueError, AttributeError):
+        return False  # the survey loader reports the problem
+
+
 def _run(args: argparse.Namespace) -> int:
+    if _is_multiparty(args):
+        from ldpsim.protocols.report import cli_run
+
+        return cli_run(args)
     from ldpsim.runs import RunInterrupted, resume_run, run_scenario
     from ldpsim.sim import summary
 
@@ -170,7 +188,7 @@ def _compose(args: argparse.Namespace) -> int:
 
     if args.eps_total is not None and args.target_delta is not None:
         raise LdpSimError("--target-delta: got --eps-total too, expected one of the two")
-    table, files = cr.run(
+    table, files, notes = cr.run(
         args.eps, args.delta, args.k, eps_totals=args.eps_total, delta_totals=args.target_delta, out=args.out,
         figure=not args.no_figure,
     )  # fmt: skip
@@ -179,6 +197,8 @@ def _compose(args: argparse.Namespace) -> int:
     shown = table.rename(columns={m: cr.LABELS[m] for m in cr.methods(args.eps)})
     print(shown.to_string(index=False, float_format=lambda x: f"{x:.6g}"))
     print("exact = the optimal composition (no (eps, delta)-DP mechanisms compose worse); bounds are upper bounds")
+    for note in notes:
+        print(note)
     print(f"files: {', '.join(str(p) for p in files)}")
     return 0
 

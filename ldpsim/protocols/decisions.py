@@ -111,7 +111,8 @@ def count_posterior(protocol: Protocol, tau: ArrayLike, exclude: int = OBSERVER)
         new[:, 1:] += c * b[:, None]
         top = new.max(axis=1, keepdims=True)
         c = new / np.where(top > 0, top, 1.0)
-    return c / c.sum(axis=1, keepdims=True)
+    total = c.sum(axis=1, keepdims=True)  # 0 only for transcripts of probability 0
+    return np.divide(c, total, out=np.zeros_like(c), where=total > 0)
 
 
 def _shifted_gain(task: Task, own: int, size: int) -> NDArray[np.float64]:

@@ -1,0 +1,242 @@
+"""Multi-party scenario files (``kind = "multiparty"``): TOML validated by strict pydantic
+models, then built into protocols, a task and a latency law.
+
+Every problem becomes one :class:`ldpsim.errors.LdpSimError` naming the file, the key path
+and the problem, in the style of :mod:`ldpsim.sim.scenario`, e.g.
+``scenarios/x.toml: parties.eps: got a list of length 5, expected one value per party (k = 6)``.
+
+Layout::
+
+    kind = "multiparty"
+    name = "multiparty_xor"
+    description = "..."
+    protocols = ["universal", "binary"]
+
+    [parties]
+    k = 6
+    eps = [0.5, 1, 1, 2, 3, 5]          # or one number for every party
+    delta = [0, 0.01, 0.05, 0, 0.1, 0.02]
+    p_one = 0.5                         # optional: P(bit = 1), a number or one per party
+
+    [task]
+    kind = "xor"                        # xor | sum | majority | threshold | and
+    # t = 3                             # threshold only: f(x) = [sum x >= t]
+
+    [rounds]
+    count = 100_000
+    batch = 10_000                      # rounds per SimPy event
+    interval = 1.0                      # time between rounds
+
+    [network]
+    latency = { kind = "exponential", mean = 0.2 }
+
+    [simulation]
+    seed = 1
+    replications = 1
+    alpha = 1e-6                        # false-failure probability of the tolerances
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ldpsim.errors import LdpSimError
+from ldpsim.sim.network import Latency
+from ldpsim.sim.scenario import ConstantLatencySpec, LatencySpec, _build_latency
+
+KIND = "multiparty"
+MAX_PARTIES = 64
+MAX_ROUNDS = 10**9
+
+Eps = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class PartiesSpec(_Model):
+    k: Annotated[int, Field(ge=1, le=MAX_PARTIES)]
+    eps: Eps | list[Eps]
+    delta: Probability | list[Probability] = 0.0
+    p_one: Probability | list[Probability] = 0.5
+
+    @model_validator(mode="after")
+    def _lengths(self) -> "PartiesSpec":
+        for key in ("eps", "delta", "p_one"):
+            value = getattr(self, key)
+            if isinstance(value, list) and len(value) != self.k:
+                raise ValueError(f"{key}: got a list of length {len(value)}, expected one value per party (k = {self.k})")
+        return self
+
+    def levels(self, key: str) -> list[float]:
+        value = getattr(self, key)
+        return [float(v) for v in value] if isinstance(value, list) else [float(value)] * self.k
+
+
+class TaskSpec(_Model):
+    kind: Literal["xor", "sum", "majority", "threshold", "and"]
+    t: Annotated[int, Field(ge=0)] | None = None
+
+    @model_validator(mode="after")
+    def _threshold(self) -> "TaskSpec":
+        if self.kind == "threshold" and self.t is None:
+            raise ValueError("t: got nothing, expected the threshold t (f(x) = 1 when sum x >= t)")
+        if self.kind != "threshold" and self.t is not None:
+            raise ValueError(f"t: got {self.t!r}, expected no 't' for kind = {self.kind!r} (only for 'threshold')")
+        return self
+
+
+class RoundsSpec(_Model):
+    count: Annotated[int, Field(ge=1, le=MAX_ROUNDS)]
+    batch: Annotated[int, Field(ge=1, le=10**7)] = 10_000
+    interval: Annotated[float, Field(ge=0, le=1e9, allow_inf_nan=False)] = 1.0
+
+
+class NetworkSpec(_Model):
+    latency: LatencySpec = ConstantLatencySpec(kind="constant", value=0.0)
+
+
+class SimulationSpec(_Model):
+    seed: Annotated[int, Field(ge=0)] | None = None
+    replications: Annotated[int, Field(ge=1, le=100_000)] = 1
+    alpha: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = 1e-6
+
+
+class MultipartySpec(_Model):
+    kind: Literal["multiparty"]
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    protocols: list[Literal["universal", "binary"]] = Field(min_length=1)
+    parties: PartiesSpec
+    task: TaskSpec
+    rounds: RoundsSpec
+    network: NetworkSpec = NetworkSpec()
+    simulation: SimulationSpec = SimulationSpec()
+
+    @model_validator(mode="after")
+    def _distinct(self) -> "MultipartySpec":
+        if len(set(self.protocols)) != len(self.protocols):
+            raise ValueError(f"protocols: got {self.protocols!r}, expected each protocol at most once")
+        if self.task.t is not None and self.task.t > self.parties.k + 1:
+            raise ValueError(f"task.t: got {self.task.t}, expected a threshold between 0 and k + 1 = {self.parties.k + 1}")
+        return self
+
+
+@dataclass(frozen=True)
+class MultipartyScenario:
+    """A validated multi-party scenario with its protocols, task and latency law built."""
+
+    spec: MultipartySpec
+    source: str
+    path: str
+    protocols: tuple[Any, ...]  # ldpsim.protocols.Protocol
+    task: Any  # ldpsim.protocols.Task
+    latency: Latency
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def p_one(self) -> np.ndarray:
+        return np.asarray(self.spec.parties.levels("p_one"))
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.source.encode()).hexdigest()
+
+    def with_overrides(self, **simulation: Any) -> "MultipartyScenario":
+        sim = self.spec.simulation.model_copy(update=simulation)
+        return build(self.spec.model_copy(update={"simulation": sim}), self.source, self.path)
+
+
+def is_multiparty_text(text: str) -> bool:
+    """Whether a scenario's TOML says ``kind = "multiparty"`` at the top level."""
+    try:
+        return tomllib.loads(text).get("kind") == KIND
+    except tomllib.TOMLDecodeError:
+        return False
+
+
+def load_multiparty(path: str | Path) -> MultipartyScenario:
+    """Read, validate and build a multi-party scenario; raise LdpSimError naming file and key."""
+    where = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise LdpSimError(f"{where}: cannot read the scenario file ({exc.strerror})") from None
+    return parse_multiparty(text, where)
+
+
+def parse_multiparty(text: str, where: str = "<scenario>") -> MultipartyScenario:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise LdpSimError(f"{where}: invalid TOML: {' '.join(str(exc).split())}") from None
+    try:
+        spec = MultipartySpec.model_validate(raw)
+    except ValidationError as exc:
+        raise LdpSimError(f"{where}: {_error(exc)}") from None
+    try:
+        return build(spec, text, where)
+    except LdpSimError as exc:
+        raise LdpSimError(f"{where}: {exc}") from None
+
+
+_OWN_KEYS = {"eps", "delta", "p_one", "t", "protocols", "task.t"}  # keys our validators name
+_BRANCH_MISMATCH = {"float_type", "list_type", "int_type"}  # "number or list": the branch not taken
+
+
+def _error(exc: ValidationError) -> str:
+    """The first error as one line ``key.path: problem (got value)``, in the style of
+    :mod:`ldpsim.sim.scenario`; for "a number or a list" keys, the error of the branch the
+    input took; validators that name their own key put it after the model's path."""
+    errors = exc.errors()
+    chosen = next((e for e in errors if e["type"] not in _BRANCH_MISMATCH), errors[0])
+    parts = [p for p in chosen["loc"] if not _is_branch(p)]
+    loc = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in parts).replace(".[", "[")
+    msg = chosen["msg"].removeprefix("Value error, ")
+    shown = chosen.get("input")
+    quiet = chosen["type"] in ("missing", "model_type", "value_error") or isinstance(shown, dict)
+    got = "" if quiet else f" (got {shown!r})"
+    head, sep, tail = msg.partition(": ")
+    if sep and head in _OWN_KEYS:
+        loc, msg = (f"{loc}.{head}" if loc else head), tail
+    return " ".join(f"{loc or '(top level)'}: {msg}{got}".split())
+
+
+def _is_branch(p: Any) -> bool:
+    """Union branch tags in pydantic's error locations (not keys of the file)."""
+    return isinstance(p, str) and (
+        p in ("constrained-float", "float", "int", "constrained-int", "constant", "exponential", "lognormal")
+        or p.startswith("list[")
+    )
+
+
+def build(spec: MultipartySpec, source: str, where: str) -> MultipartyScenario:
+    """Construct the protocols and the task; their errors name the key path."""
+    from ldpsim.protocols import Protocol, Task
+
+    k = spec.parties.k
+    eps, delta = spec.parties.levels("eps"), spec.parties.levels("delta")
+    protocols = []
+    for index, kind in enumerate(spec.protocols):
+        try:
+            protocols.append(Protocol.universal(eps, delta) if kind == "universal" else Protocol.binary(eps, delta))
+        except LdpSimError as exc:
+            raise LdpSimError(f"protocols[{index}] ({kind}): {' '.join(str(exc).split())}") from None
+    t = spec.task
+    try:
+        task = {"xor": Task.xor, "sum": Task.sum, "majority": Task.majority, "and": Task.and_}[t.kind](k) \
+            if t.kind != "threshold" else Task.threshold(k, t.t)  # fmt: skip
+    except LdpSimError as exc:
+        raise LdpSimError(f"task: {' '.join(str(exc).split())}") from None
+    return MultipartyScenario(spec, source, where, tuple(protocols), task, _build_latency(spec.network.latency))

@@ -1,0 +1,503 @@
+"""A SimPy model of the multi-party broadcast (THEORY.md sec. 7; 003 Sec. 5).
+
+Every round, each of the k parties draws its bit (Bernoulli(1/2) by default, or its own
+probability), privatises it with its mechanism ``Q_j`` and broadcasts the message. Every
+party and a central observer receive every message through a channel with latency; once a
+receiver holds the round's whole transcript it applies the optimal decision rule
+(:func:`ldpsim.protocols.decide`) and a referee records the gain ``w(f(x), guess)``.
+
+Processes (never one per round, never one per message):
+
+- ``party(j)``: one process per party. At the start of each **round batch** (``batch``
+  consecutive rounds, round r starting at ``r * interval``) it draws its bits for the
+  batch, privatises them with every protocol compared (same bits for all protocols:
+  common random numbers) and broadcasts one bundle, a numpy array of messages;
+- the **channel**: draws one latency per (message, receiver) from the latency law (the
+  sender's own copy has latency 0) and hands the bundle to each receiver when the last of
+  its messages has arrived; exact arrival times travel with the bundle as data;
+- ``receiver(i)``: one process per party and one for the observer. It takes bundles from
+  its inbox and, when it holds all k bundles of a batch (the transcripts of all of the
+  batch's rounds are complete), decides every round of the batch at once.
+
+So each batch costs about k (k + 2) SimPy events whatever its size. A round's
+**completion time** for a receiver is the exact arrival time of the last of its k
+messages; the SimPy time at which the receiver decides is at or after it (the end of the
+batch's last delivery), which :class:`Trace` records so tests can check it.
+
+Accuracy. For each protocol and receiver the measured average gain over the rounds is
+reported next to the exact optimal average accuracy (``exact_accuracy``, uniform bits) or,
+for other bit probabilities, the exact expected gain of the same rule by enumeration (when
+small enough). Rounds are i.i.d., so the gains are i.i.d.: with 0/1 gains the number of
+correct rounds is exactly binomial and the tolerance is an exact binomial acceptance
+interval; other gains use Hoeffding's inequality. Tolerances are Bonferroni-corrected so
+the whole table fails with probability at most ``alpha``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import simpy
+from numpy.typing import ArrayLike, NDArray
+from scipy import integrate, stats
+
+from ldpsim.errors import invalid
+from ldpsim.protocols import OBSERVER, Protocol, Task, decide, exact_accuracy
+from ldpsim.sim.network import ConstantLatency, Latency
+
+#: Largest ``2^k * |transcripts|`` enumerated for the exact gain under non-uniform bits.
+MAX_ENUMERATION = 1 << 22
+
+RESULT_COLUMNS = [
+    "replication", "protocol", "party", "role", "eps", "delta", "quantity", "estimate", "std_error",
+    "tolerance", "alpha", "theory", "rounds", "within_tolerance",
+]  # fmt: skip
+
+LATENCY_QUANTITIES = ("completion_delay_mean", "completion_delay_p50", "completion_delay_p99", "completion_delay_max")
+
+
+@dataclass
+class Trace:
+    """What the model did, round by round (kept on request, for checks and small runs).
+
+    Receivers are indexed 0..k-1 (the parties) and k (the observer).
+    """
+
+    start: NDArray[np.float64]  # (R,) round start (= send) times
+    bits: NDArray[np.int8]  # (R, k) the parties' bits
+    arrival: NDArray[np.float64]  # (R, k senders, k + 1 receivers) message arrival times
+    completion: NDArray[np.float64]  # (R, k + 1) when each receiver's transcript was complete
+    decided_at: NDArray[np.float64]  # (R, k + 1) SimPy time at which the receiver decided
+    delivered: NDArray[np.int64]  # (k + 1,) messages each receiver took from its inbox
+    gains: NDArray[np.float64]  # (protocols, R, k + 1) realised gain per round
+
+
+@dataclass
+class BroadcastResult:
+    """The results table of one replication (long format, :data:`RESULT_COLUMNS`)."""
+
+    table: pd.DataFrame
+    seconds: float
+    events: int
+    trace: Trace | None = None
+
+
+@dataclass
+class _Bundle:
+    batch: int
+    sender: int
+    taus: list[NDArray[np.int64]]  # one (n,) message array per protocol
+    arrival: NDArray[np.float64]  # (n,) arrival times at this receiver
+
+
+@dataclass
+class _Tally:
+    """Running sums per (protocol, receiver)."""
+
+    total: NDArray[np.float64]
+    squares: NDArray[np.float64]
+    cross: NDArray[np.float64]  # sum of gain_q * gain_0 (the paired comparison with the first protocol)
+    completion: list[list[NDArray[np.float64]]] = field(default_factory=list)  # per receiver, per batch
+
+
+def simulate_broadcast(
+    protocols: Sequence[Protocol],
+    task: Task,
+    rounds: int,
+    *,
+    batch: int = 10_000,
+    latency: Latency | None = None,
+    interval: float = 1.0,
+    p_one: ArrayLike | None = None,
+    seed: int | np.random.SeedSequence | None = None,
+    alpha: float = 1e-6,
+    replication: int = 0,
+    keep_trace: bool = False,
+    exact: Mapping[tuple[str, int], float] | None = None,
+) -> BroadcastResult:
+    """Run ``rounds`` rounds of the broadcast for every protocol (common random numbers)
+    and return measured against exact accuracy per protocol and receiver, with latency
+    statistics.
+
+    Parameters
+    ----------
+    protocols: product protocols over the same k parties (e.g. ``Protocol.universal`` and
+        ``Protocol.binary`` at the same levels); names must be distinct.
+    task: the function every party (and the observer) computes, with its gain.
+    rounds, batch: number of rounds, and rounds per SimPy event (a numpy batch).
+    latency: per-message latency law (default: none); interval: time between rounds.
+    p_one: probability that each party's bit is 1 (scalar or one per party; default 1/2).
+    seed: the replication's SeedSequence (or an int). Streams are derived from it by fixed
+        spawn keys, so the numbers do not depend on SimPy's event order.
+    alpha: false-failure probability of the whole table's tolerances.
+    exact: precomputed exact gains keyed by (protocol name, party) (:func:`exact_gains`),
+        so that replications do not recompute them.
+    """
+    started = time.perf_counter()
+    protocols = list(protocols)
+    if not protocols:
+        raise invalid("protocols", protocols, "at least one protocol")
+    k = task.k
+    for p in protocols:
+        if p.k != k:
+            raise invalid("protocols", f"{p.name} with k = {p.k}", f"k = {k} parties, as the task")
+    names = [p.name for p in protocols]
+    if len(set(names)) != len(names):
+        raise invalid("protocols", names, "protocols with distinct names")
+    rounds = _positive_int(rounds, "rounds")
+    batch = min(_positive_int(batch, "batch"), rounds)
+    if not (isinstance(interval, (int, float)) and math.isfinite(interval) and interval >= 0):
+        raise invalid("interval", interval, "a finite time >= 0")
+    if not (0 < alpha < 1):
+        raise invalid("alpha", alpha, "a probability in (0, 1)")
+    latency = latency if latency is not None else ConstantLatency(0.0)
+    probs = _p_one(p_one, k)
+    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+
+    def stream(*key: int) -> np.random.Generator:
+        return np.random.default_rng(np.random.SeedSequence(ss.entropy, spawn_key=tuple(ss.spawn_key) + key))
+
+    bit_rng = [stream(0, j) for j in range(k)]
+    latency_rng = [stream(1, j) for j in range(k)]
+    # common random numbers for the noise too: every protocol's party j draws from its own
+    # copy of the same stream, so all protocols privatise with the same uniforms (inverse-CDF
+    # sampling): each protocol keeps its exact law, and their outcomes are coupled, which
+    # makes the paired differences between protocols far more precise.
+    noise_rng = [[stream(2, j) for j in range(k)] for _ in protocols]
+    # each party privatises with its own one-party protocol (the same sampler, Protocol.sample)
+    solo = [[Protocol.from_matrices([p.matrices[j]], [p.eps[j]], [p.delta[j]], name=f"{p.name}[{j}]") for j in range(k)]
+            for p in protocols]  # fmt: skip
+
+    n_recv = k + 1  # parties 0..k-1, observer k
+    rules = [_RuleTable.build(p, task, rounds) for p in protocols]
+    batches = [(lo, min(lo + batch, rounds)) for lo in range(0, rounds, batch)]
+    env = simpy.Environment()
+    inbox = [simpy.Store(env) for _ in range(n_recv)]
+    ledger: dict[tuple[int, int], NDArray[np.int8]] = {}  # (batch, party) -> bits: the referee's record
+    tally = _Tally(np.zeros((len(protocols), n_recv)), np.zeros((len(protocols), n_recv)), np.zeros((len(protocols), n_recv)),
+                   [[] for _ in range(n_recv)])  # fmt: skip
+    delivered = np.zeros(n_recv, dtype=np.int64)
+    trace = None
+    if keep_trace:
+        trace = Trace(
+            start=np.arange(rounds) * float(interval), bits=np.zeros((rounds, k), np.int8),
+            arrival=np.full((rounds, k, n_recv), np.nan), completion=np.full((rounds, n_recv), np.nan),
+            decided_at=np.full((rounds, n_recv), np.nan), delivered=delivered,
+            gains=np.full((len(protocols), rounds, n_recv), np.nan),
+        )  # fmt: skip
+    events = [0]
+
+    def deliver(i: int, bundle: _Bundle):
+        wait = _delay_until(env.now, float(bundle.arrival.max()))
+        if wait > 0:
+            yield env.timeout(wait)
+        events[0] += 1
+        yield inbox[i].put(bundle)
+
+    def party(j: int):
+        for b, (lo, hi) in enumerate(batches):
+            wait = _delay_until(env.now, lo * float(interval))
+            if wait > 0:
+                yield env.timeout(wait)
+            n = hi - lo
+            bits = (bit_rng[j].random(n) < probs[j]).astype(np.int8)
+            ledger[(b, j)] = bits
+            taus = [solo[q][j].sample(bits[:, None], noise_rng[q][j])[:, 0] for q in range(len(protocols))]
+            send = np.arange(lo, hi) * float(interval)
+            lat = latency.sample(n * n_recv, latency_rng[j]).reshape(n, n_recv)
+            lat[:, j] = 0.0  # a party holds its own message at once
+            arrival = send[:, None] + lat
+            if trace is not None:
+                trace.bits[lo:hi, j] = bits
+                trace.arrival[lo:hi, j, :] = arrival
+            for i in range(n_recv):  # the broadcast: one bundle per receiver
+                env.process(deliver(i, _Bundle(b, j, taus, arrival[:, i])))
+            events[0] += 1
+
+    def receiver(i: int):
+        pending: dict[int, dict[int, _Bundle]] = {}
+        for _ in range(len(batches) * k):
+            bundle = yield inbox[i].get()
+            delivered[i] += bundle.arrival.size
+            got = pending.setdefault(bundle.batch, {})
+            got[bundle.sender] = bundle
+            if len(got) < k:
+                continue
+            del pending[bundle.batch]
+            _decide_batch(i, bundle.batch, [got[s] for s in range(k)])
+            events[0] += 1
+
+    def _decide_batch(i: int, b: int, bundles: list[_Bundle]) -> None:
+        lo, hi = batches[b]
+        completion = np.max(np.stack([bd.arrival for bd in bundles], axis=1), axis=1)
+        assert env.now >= completion.max()  # the transcript of every round is complete
+        x = np.stack([ledger[(b, s)] for s in range(k)], axis=1)
+        truth = task.value(x)
+        who = OBSERVER if i == k else i
+        own = None if i == k else x[:, i]
+        first = None
+        for q, p in enumerate(protocols):
+            tau = np.stack([bd.taus[q] for bd in bundles], axis=1)
+            rule = rules[q]
+            guess = rule.lookup(who, tau, own) if rule is not None else np.asarray(decide(p, task, who, tau, own))
+            gain = task.gain[truth, guess]
+            tally.total[q, i] += gain.sum()
+            tally.squares[q, i] += np.square(gain).sum()
+            first = gain if q == 0 else first
+            tally.cross[q, i] += float(np.dot(gain, first))
+            if trace is not None:
+                trace.gains[q, lo:hi, i] = gain
+        tally.completion[i].append(completion - np.arange(lo, hi) * float(interval))
+        if trace is not None:
+            trace.completion[lo:hi, i] = completion
+            trace.decided_at[lo:hi, i] = env.now
+
+    for j in range(k):
+        env.process(party(j))
+    for i in range(n_recv):
+        env.process(receiver(i))
+    env.run()
+    if int(delivered.sum()) != rounds * k * n_recv:  # pragma: no cover - a broken model
+        raise AssertionError(f"delivered {delivered.tolist()}, expected {rounds * k} messages per receiver")
+
+    if exact is None:
+        exact = exact_gains(protocols, task, probs)
+    table = _table(protocols, task, tally, delivered, rounds, latency, alpha, replication, exact)
+    return BroadcastResult(table, time.perf_counter() - started, events[0], trace)
+
+
+# ------------------------------------------------------------------------- decision tables
+class _RuleTable:
+    """Every receiver's decision (from :func:`decide`) for every possible transcript and own
+    bit, looked up by transcript index: used when the transcripts are fewer than the rounds,
+    so each round costs an index instead of a posterior."""
+
+    MAX_TRANSCRIPTS = 1 << 16
+
+    def __init__(self, sizes: tuple[int, ...], table: NDArray[np.int64]) -> None:
+        self.sizes, self.table = sizes, table  # table[receiver, transcript, own bit]
+
+    @classmethod
+    def build(cls, protocol: Protocol, task: Task, rounds: int) -> "_RuleTable | None":
+        sizes = tuple(q.shape[1] for q in protocol.matrices)
+        n_tau = math.prod(sizes)
+        if n_tau > cls.MAX_TRANSCRIPTS or 4 * n_tau > rounds:
+            return None
+        taus = np.stack(np.unravel_index(np.arange(n_tau), sizes), axis=1).astype(np.int64)
+        possible = np.ones(n_tau, dtype=bool)  # impossible transcripts never occur: no decision needed
+        for j, q in enumerate(protocol.matrices):
+            possible &= q.sum(axis=0)[taus[:, j]] > 0
+        k = protocol.k
+        table = np.full((k + 1, n_tau, 2), -1, dtype=np.int64)
+        for i in range(k):
+            for b in (0, 1):
+                table[i, possible, b] = decide(protocol, task, i, taus[possible], np.full(int(possible.sum()), b))
+        table[k, possible, :] = np.asarray(decide(protocol, task, OBSERVER, taus[possible]))[:, None]
+        return cls(sizes, table)
+
+    def lookup(self, party: int, tau: NDArray[np.int64], own: NDArray | None) -> NDArray[np.int64]:
+        idx = np.ravel_multi_index(tuple(tau.T), self.sizes)
+        if party == OBSERVER:
+            return self.table[-1, idx, 0]
+        return self.table[party, idx, own.astype(np.int64)]
+
+
+# ------------------------------------------------------------------------- the table
+def _table(protocols, task, tally, delivered, rounds, latency, alpha, replication, exact) -> pd.DataFrame:
+    k = task.k
+    n_recv = k + 1
+    alpha_row = alpha / ((2 * len(protocols) - 1) * n_recv)  # accuracy rows and paired differences
+    spread = float(task.gain.max() - task.gain.min())
+    rows = []
+    for q, p in enumerate(protocols):
+        for i in range(n_recv):
+            who = OBSERVER if i == k else i
+            mean = tally.total[q, i] / rounds
+            var = max(tally.squares[q, i] / rounds - mean**2, 0.0) * rounds / max(rounds - 1, 1)
+            theory = float(exact[(p.name, who)])
+            rows.append({
+                "replication": replication, "protocol": p.name, "party": who, "role": _role(who),
+                "eps": float(p.eps[i]) if i < k else math.nan, "delta": float(p.delta[i]) if i < k else math.nan,
+                "quantity": "accuracy", "estimate": mean, "std_error": math.sqrt(var / rounds),
+                "tolerance": tolerance(task.gain, theory, rounds, alpha_row), "alpha": alpha_row,
+                "theory": theory, "rounds": rounds,
+            })  # fmt: skip
+    # paired comparisons (common random numbers): gain of protocol q minus gain of protocol 0, same rounds
+    for q, p in enumerate(protocols[1:], start=1):
+        base = protocols[0]
+        for i in range(n_recv):
+            who = OBSERVER if i == k else i
+            mean = (tally.total[q, i] - tally.total[0, i]) / rounds
+            second = (tally.squares[q, i] + tally.squares[0, i] - 2 * tally.cross[q, i]) / rounds
+            var = max(second - mean**2, 0.0) * rounds / max(rounds - 1, 1)
+            theory = float(exact[(p.name, who)] - exact[(base.name, who)])
+            rows.append({
+                "replication": replication, "protocol": f"{p.name} - {base.name}", "party": who, "role": _role(who),
+                "eps": float(p.eps[i]) if i < k else math.nan, "delta": float(p.delta[i]) if i < k else math.nan,
+                "quantity": "accuracy_difference", "estimate": mean, "std_error": math.sqrt(var / rounds),
+                "tolerance": paired_tolerance(2 * spread, var, rounds, alpha_row), "alpha": alpha_row, "theory": theory,
+                "rounds": rounds,
+            })  # fmt: skip
+    for i in range(n_recv):
+        who = OBSERVER if i == k else i
+        delay = np.concatenate(tally.completion[i])
+        others = k if i == k else k - 1  # a party waits for the k - 1 other messages
+        measured = {"completion_delay_mean": delay.mean(), "completion_delay_p50": np.quantile(delay, 0.5),
+                    "completion_delay_p99": np.quantile(delay, 0.99), "completion_delay_max": delay.max()}  # fmt: skip
+        theory = {"completion_delay_mean": expected_max_latency(latency, others),
+                  "completion_delay_p50": max_latency_quantile(latency, others, 0.5),
+                  "completion_delay_p99": max_latency_quantile(latency, others, 0.99),
+                  "completion_delay_max": math.nan}  # fmt: skip
+        base = {"replication": replication, "protocol": "network", "party": who, "role": _role(who),
+                "eps": math.nan, "delta": math.nan, "std_error": math.nan, "tolerance": math.nan,
+                "alpha": math.nan, "rounds": rounds}  # fmt: skip
+        for name in LATENCY_QUANTITIES:
+            rows.append({**base, "quantity": name, "estimate": float(measured[name]), "theory": theory[name]})
+        rows.append({**base, "quantity": "messages_delivered", "estimate": float(delivered[i]), "theory": float(rounds * k)})
+    df = pd.DataFrame(rows)
+    df["within_tolerance"] = np.where(
+        df["tolerance"].notna() & df["theory"].notna(), (df["estimate"] - df["theory"]).abs() <= df["tolerance"], pd.NA
+    )
+    return df[RESULT_COLUMNS]
+
+
+def _role(who: int) -> str:
+    return "observer" if who == OBSERVER else "party"
+
+
+# ------------------------------------------------------------------------- exact values
+def exact_gains(protocols: Sequence[Protocol], task: Task, p_one: ArrayLike | None = None) -> dict[tuple[str, int], float]:
+    """Exact expected gain per round for every (protocol name, receiver): parties 0..k-1
+    and the observer (:data:`OBSERVER`)."""
+    return {(p.name, who): exact_gain(p, task, who, p_one) for p in protocols for who in [*range(task.k), OBSERVER]}
+
+
+def exact_gain(protocol: Protocol, task: Task, party: int, p_one: ArrayLike | None = None) -> float:
+    """The exact expected gain per round of the optimal rule of ``party`` when party j's bit
+    is 1 with probability ``p_one[j]``: ``exact_accuracy`` for uniform bits, otherwise an
+    enumeration of all inputs and transcripts (NaN when larger than MAX_ENUMERATION)."""
+    probs = _p_one(p_one, task.k)
+    if np.all(probs == 0.5):
+        return float(exact_accuracy(protocol, task, party, notion="average"))
+    return enumerated_gain(protocol, task, party, probs)
+
+
+def enumerated_gain(protocol: Protocol, task: Task, party: int, p_one: ArrayLike | None = None) -> float:
+    """``sum_x prior(x) sum_tau P(tau | x) w(f(x), decide(tau, x_party))`` by brute force,
+    with the rule's guesses taken from :func:`decide` itself (NaN when too large)."""
+    k = task.k
+    probs = _p_one(p_one, k)
+    sizes = [q.shape[1] for q in protocol.matrices]
+    n_tau = math.prod(sizes)
+    if (2**k) * n_tau > MAX_ENUMERATION:
+        return math.nan
+    taus = np.stack(np.unravel_index(np.arange(n_tau), sizes), axis=1).astype(np.int64)  # (T, k)
+    possible = np.ones(n_tau, dtype=bool)  # transcripts of probability 0 under every input add nothing
+    for j, q in enumerate(protocol.matrices):
+        possible &= q.sum(axis=0)[taus[:, j]] > 0
+    taus = taus[possible]
+    n_tau = taus.shape[0]
+    xs = ((np.arange(2**k)[:, None] >> np.arange(k - 1, -1, -1)[None, :]) & 1).astype(np.int8)  # (2^k, k)
+    like = np.ones((2**k, n_tau))
+    for j, q in enumerate(protocol.matrices):
+        like *= q[xs[:, j][:, None], taus[:, j][None, :]]
+    prior = np.prod(np.where(xs == 1, probs, 1 - probs), axis=1)
+    truth = task.value(xs)
+    if party == OBSERVER:
+        guess = np.asarray(decide(protocol, task, OBSERVER, taus))
+        g = np.broadcast_to(guess, (2**k, n_tau))
+    else:
+        by_bit = [np.asarray(decide(protocol, task, party, taus, np.full(n_tau, b, np.int8))) for b in (0, 1)]
+        g = np.where(xs[:, party][:, None] == 1, by_bit[1][None, :], by_bit[0][None, :])
+    gains = task.gain[truth[:, None], g]
+    return float(np.sum(prior[:, None] * like * gains))
+
+
+def tolerance(gain: ArrayLike, exact: float, rounds: int, alpha: float) -> float:
+    """Half-width t with ``P(|measured - exact| > t) <= alpha`` for the mean of ``rounds``
+    i.i.d. gains: an exact two-sided binomial acceptance interval when every gain is 0 or 1,
+    Hoeffding's bound over the gains' range otherwise."""
+    g = np.asarray(gain, dtype=np.float64)
+    if not math.isfinite(exact):
+        return math.nan
+    if np.all((g == 0) | (g == 1)):
+        p = min(max(exact, 0.0), 1.0)
+        lo = stats.binom.ppf(alpha / 2, rounds, p)  # P(K < lo) <= alpha / 2
+        hi = stats.binom.isf(alpha / 2, rounds, p)  # P(K > hi) <= alpha / 2
+        return float(max(p - lo / rounds, hi / rounds - p))
+    return hoeffding(float(g.max() - g.min()), rounds, alpha)
+
+
+def paired_tolerance(spread: float, variance: float, rounds: int, alpha: float) -> float:
+    """Half-width for the mean of ``rounds`` i.i.d. paired differences in an interval of
+    length ``spread`` with unbiased sample variance ``variance``: the smaller of Hoeffding's
+    bound and the empirical Bernstein bound (Maurer and Pontil 2009, Theorem 4), each at
+    ``alpha / 2`` (two-sided), so it holds with probability at least ``1 - alpha``.
+    Coupled protocols give small variances, where the Bernstein bound is far tighter."""
+    if rounds < 2:
+        return hoeffding(spread, rounds, alpha)
+    log = math.log(4 / (alpha / 2))  # two sides, each at alpha / 4
+    bernstein = math.sqrt(2 * variance * log / rounds) + 7 * spread * log / (3 * (rounds - 1))
+    return min(hoeffding(spread, rounds, alpha / 2), bernstein)
+
+
+def hoeffding(spread: float, rounds: int, alpha: float) -> float:
+    """Hoeffding: the mean of ``rounds`` i.i.d. values in an interval of length ``spread``
+    is further than this from its expectation with probability at most ``alpha``."""
+    return spread * math.sqrt(math.log(2 / alpha) / (2 * rounds))
+
+
+def expected_max_latency(latency: Latency, n: int) -> float:
+    """``E[max of n i.i.d. latencies] = int_0^inf 1 - F(s)^n ds`` (0 for n = 0)."""
+    if n == 0:
+        return 0.0
+    if isinstance(latency, ConstantLatency):
+        return float(latency.value)
+    top = latency.quantile(1 - 1e-15 / n)
+    val, _ = integrate.quad(lambda s: 1.0 - float(latency.cdf(s)) ** n, 0.0, top, limit=200)
+    return float(val)
+
+
+def max_latency_quantile(latency: Latency, n: int, p: float) -> float:
+    """The p-quantile of the max of n i.i.d. latencies: ``F^-1(p^(1/n))``."""
+    if n == 0:
+        return 0.0
+    return float(latency.quantile(p ** (1.0 / n)))
+
+
+# ------------------------------------------------------------------------- helpers
+def _delay_until(now: float, target: float) -> float:
+    """A delay d >= 0 with ``now + d >= target`` in floating point (SimPy adds the delay)."""
+    d = max(target - now, 0.0)
+    while now + d < target:
+        d = math.nextafter(d, math.inf)
+    return d
+
+
+def _positive_int(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise invalid(name, value, "an integer >= 1")
+    return int(value)
+
+
+def _p_one(p_one: ArrayLike | None, k: int) -> NDArray[np.float64]:
+    if p_one is None:
+        return np.full(k, 0.5)
+    arr = np.atleast_1d(np.asarray(p_one, dtype=np.float64))
+    if arr.size == 1:
+        arr = np.full(k, float(arr[0]))
+    if arr.shape != (k,) or not np.all((arr >= 0) & (arr <= 1)):
+        raise invalid("p_one", p_one, f"a probability or {k} probabilities (one per party)")
+    return arr
+
+
+__all__ = [
+    "BroadcastResult", "Trace", "simulate_broadcast", "exact_gain", "exact_gains", "enumerated_gain",
+    "tolerance", "hoeffding", "paired_tolerance",
+    "expected_max_latency", "max_latency_quantile", "RESULT_COLUMNS",
+]  # fmt: skip
