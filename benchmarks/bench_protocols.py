@@ -59,6 +59,7 @@ def main() -> None:
     for k in (3, 5, 7):
         p = Protocol.universal(rng.uniform(0.2, 3, k), rng.uniform(0, 0.1, k))
         add("worst-case LP, majority, party 0", k, lambda: worst_case(p, Task.majority(k), 0)[0])
+        add("worst-case LP, majority, observer", k, lambda: worst_case(p, Task.majority(k), OBSERVER)[0])
     report("protocols", rows, args.out)
 
 

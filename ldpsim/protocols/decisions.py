@@ -236,6 +236,42 @@ def xor_accuracy(protocol: Protocol, party: int = OBSERVER) -> float:
 
 
 # --------------------------------------------------------------------------- public API
+MAX_TENSOR_ENTRIES = 60_000_000
+"""General path: at most this many entries in the gain tensor (480 MB; k = 12 with up to 3
+outputs for the observer, 7 for a party, of the quaternary protocol)."""
+
+
+def exact_plan(protocol: Protocol, task: Task, party: int = OBSERVER, max_classes: int = MAX_CLASS_COMBOS) -> str:
+    """Which exact path :func:`exact_accuracy` takes ("xor", "classes" or "tensor"); raises
+    :class:`LdpSimError` in one line when none is within reach."""
+    party = _check(protocol, task, party)
+    if _is_xor(task):
+        return "xor"
+    k = protocol.k
+    if task.is_symmetric:
+        classes = transcript_classes(protocol, party)
+        # the tensor path is fastest for small k (0.1 s at k = 10); classes beyond that
+        if classes <= max_classes and (k > 10 or classes <= 2_000):
+            return "classes"
+    entries = task.n_outputs * math.prod(2 if j == party else m for j, m in enumerate(protocol.sizes))
+    if k <= MAX_GENERAL_PARTIES and entries <= MAX_TENSOR_ENTRIES:
+        return "tensor"
+    if task.is_symmetric and transcript_classes(protocol, party) <= max_classes:
+        return "classes"
+    what = (
+        f"{transcript_classes(protocol, party):,} transcript classes (at most {max_classes:,}) and "
+        if task.is_symmetric
+        else ""
+    )
+    raise invalid(
+        "k",
+        k,
+        f"an exact accuracy within reach: this needs {what}a gain tensor of {entries:,} entries (at most "
+        f"{MAX_TENSOR_ENTRIES:,}, k <= {MAX_GENERAL_PARTIES}); use fewer distinct (eps, delta) levels or "
+        "delta = 0 for symmetric functions, fewer parties, or Monte Carlo (estimate_accuracy)",
+    )
+
+
 def exact_accuracy(
     protocol: Protocol, task: Task, party: int = OBSERVER, notion: str = "average", *, max_classes: int = MAX_CLASS_COMBOS
 ) -> float:
@@ -249,13 +285,11 @@ def exact_accuracy(
         return worst_case(protocol, task, party)[0]
     if notion != "average":
         raise invalid("notion", notion, "'average' or 'worst'")
-    if _is_xor(task):
+    plan = exact_plan(protocol, task, party, max_classes)
+    if plan == "xor":
         return xor_accuracy(protocol, party)
-    if task.is_symmetric:
-        classes = transcript_classes(protocol, party)
-        # the tensor path is fastest for small k (0.1 s at k = 10); classes beyond that
-        if protocol.k > MAX_GENERAL_PARTIES or (classes <= max_classes and (protocol.k > 10 or classes <= 2_000)):
-            return _symmetric_average(protocol, task, party, max_classes)
+    if plan == "classes":
+        return _symmetric_average(protocol, task, party, max_classes)
     return _general_average(protocol, task, party)[0]
 
 
@@ -275,7 +309,11 @@ def decide(protocol: Protocol, task: Task, party: int, tau: ArrayLike, own_bits:
             raise invalid("own_bits", f"shape {own.shape}", f"{t.shape[0]} bits 0/1")
     if task.is_symmetric:
         return _symmetric_decide(protocol, task, party, t, own)
-    return _general_average(protocol, task, party)[1].decide(t, own)
+    cache = protocol.__dict__.setdefault("_rule_cache", {})
+    hit = cache.get((id(task), party))
+    if hit is None or hit[0] is not task:  # the rule table is built once per (task, party)
+        hit = cache[(id(task), party)] = (task, _general_average(protocol, task, party)[1])
+    return hit[1].decide(t, own)
 
 
 def estimate_accuracy(

@@ -34,6 +34,13 @@ def _levels(values: ArrayLike | float, k: int | None, name: str, check) -> NDArr
     return arr
 
 
+def _pair_levels(eps: ArrayLike, delta: ArrayLike, k: int | None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per-party eps and delta; a single value is repeated for every party."""
+    if k is None:
+        k = max(np.size(eps), np.size(delta))
+    return _levels(eps, k, "eps", V.epsilon), _levels(delta, k, "delta", V.delta)
+
+
 class Protocol:
     """A product protocol: k parties, party j with its 2 x m_j matrix ``Q_j`` and claimed
     privacy level (eps_j, delta_j), checked exactly at construction."""
@@ -59,20 +66,14 @@ class Protocol:
     def universal(cls, eps: ArrayLike, delta: ArrayLike = 0.0, k: int | None = None) -> "Protocol":
         """The seed's randomized response: party j uses the quaternary (eps_j, delta_j)
         mechanism, optimal for every function and accuracy notion (003 Sec. 5)."""
-        e = _levels(eps, k, "eps", V.epsilon)
-        d = _levels(delta, e.size if k is None else k, "delta", V.delta)
-        if e.size == 1 and d.size > 1:
-            e = np.full(d.size, float(e[0]))
-        if e.size != d.size:
-            raise invalid("delta", f"a list of length {d.size}", f"one value per party (k = {e.size})")
+        e, d = _pair_levels(eps, delta, k)
         mats = [quaternary_mechanism(float(a), float(b)).matrix for a, b in zip(e, d)]
         return cls(mats, e, d, name="universal")
 
     @classmethod
     def binary(cls, eps: ArrayLike, delta: ArrayLike = 0.0, k: int | None = None) -> "Protocol":
         """Warner's binary randomized response at eps_j (ignores the delta_j allowance)."""
-        e = _levels(eps, k, "eps", V.epsilon)
-        d = _levels(delta, e.size, "delta", V.delta)
+        e, d = _pair_levels(eps, delta, k)
         mats = []
         for a in e:
             keep = 1.0 / (1.0 + np.exp(-a))

@@ -239,4 +239,12 @@ def build(spec: MultipartySpec, source: str, where: str) -> MultipartyScenario:
             if t.kind != "threshold" else Task.threshold(k, t.t)  # fmt: skip
     except LdpSimError as exc:
         raise LdpSimError(f"task: {' '.join(str(exc).split())}") from None
+    from ldpsim.protocols.decisions import OBSERVER, exact_plan
+
+    for index, protocol in enumerate(protocols):  # the report needs every exact accuracy
+        for party in [OBSERVER, *range(k)]:
+            try:
+                exact_plan(protocol, task, party)
+            except LdpSimError as exc:
+                raise LdpSimError(f"parties: {' '.join(str(exc).split())} (protocols[{index}], {protocol.name})") from None
     return MultipartyScenario(spec, source, where, tuple(protocols), task, _build_latency(spec.network.latency))

@@ -458,7 +458,7 @@ def expected_max_latency(latency: Latency, n: int) -> float:
         return 0.0
     if isinstance(latency, ConstantLatency):
         return float(latency.value)
-    top = latency.quantile(1 - 1e-15 / n)
+    top = latency.quantile(min(1 - 1e-15 / n, math.nextafter(1.0, 0.0)))  # 1 - 1e-15/n rounds to 1 for n > 18
     val, _ = integrate.quad(lambda s: 1.0 - float(latency.cdf(s)) ** n, 0.0, top, limit=200)
     return float(val)
 
