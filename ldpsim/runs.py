@@ -97,6 +97,17 @@ def run_scenario(
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
+    scenario, seed, run_dir = prepare_run(scenario, seed, replications, workers, out)
+    meta = _metadata(scenario, seed, workers, executor)
+    write_json(run_dir / "metadata.json", meta)
+    return _execute(run_dir, scenario, seed, meta, workers, executor, progress, interrupt_after)
+
+
+def prepare_run(scenario: Any, seed: int | None, replications: int | None, workers: int, out: str | Path | None):
+    """Shared start of every run (survey and multi-party scenarios alike): apply the
+    ``--replications`` override, settle the seed (argument, else the scenario's, else fresh
+    entropy), check the workers, and create the run directory with the scenario as run.
+    Returns ``(scenario, seed, run_dir)``."""
     if replications is not None:
         if replications < 1:
             raise LdpSimError(f"--replications: got {replications}, expected an integer >= 1")
@@ -116,9 +127,7 @@ def run_scenario(
         (run_dir / "scenario.toml").write_text(scenario.source)
     except OSError as exc:
         raise LdpSimError(f"--out: got {str(run_dir)!r}, expected a directory that can be created ({exc.strerror})") from None
-    meta = _metadata(scenario, seed, workers, executor)
-    write_json(run_dir / "metadata.json", meta)
-    return _execute(run_dir, scenario, seed, meta, workers, executor, progress, interrupt_after)
+    return scenario, seed, run_dir
 
 
 def resume_run(

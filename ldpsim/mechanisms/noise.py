@@ -33,15 +33,20 @@ of the likelihood ratio).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special
 
 from ldpsim import _validate as v
+from ldpsim._bisect import largest_ok, smallest_ok
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import LdpSimError, invalid
+
+if TYPE_CHECKING:  # imported lazily at run time: the privacy package imports mechanisms
+    from ldpsim.privacy.guarantees import MechanismGuarantee
+    from ldpsim.privacy.pld import DiscretePLD
 
 __all__ = [
     "NoiseMechanism",
@@ -115,32 +120,6 @@ def _method(method: object) -> str:
 def _log(x: NDArray[np.float64]) -> NDArray[np.float64]:
     with np.errstate(divide="ignore"):
         return np.log(x)
-
-
-def _smallest_ok(ok: Callable[[float], bool], lo: float, hi: float, iters: int = 400) -> float:
-    """Smallest float t in (lo, hi] with ok(t) (ok monotone, ok(hi) True, ok(lo) False)."""
-    for _ in range(iters):
-        mid = 0.5 * (lo + hi)
-        if not (lo < mid < hi):
-            break
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
-def _largest_ok(ok: Callable[[float], bool], lo: float, hi: float, iters: int = 400) -> float:
-    """Largest float t in [lo, hi) with ok(t) (ok monotone decreasing, ok(lo) True, ok(hi) False)."""
-    for _ in range(iters):
-        mid = 0.5 * (lo + hi)
-        if not (lo < mid < hi):
-            break
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 # --------------------------------------------------------------------------- Gaussian helpers
@@ -280,7 +259,7 @@ class NoiseMechanism:
         ok = lambda t: (lambda l: l <= log_target and float(np.exp(l)) <= target)(ld(t))  # noqa: E731
         if not ok(hi):  # pragma: no cover - rounding at the top of the bracket
             hi = float(np.nextafter(hi, math.inf))
-        return _smallest_ok(ok, 0.0, hi)
+        return smallest_ok(ok, 0.0, hi)
 
     def tradeoff(self, alpha: ArrayLike, shift: float | None = None) -> float | NDArray[np.float64]:
         """Exact trade-off function ``beta(alpha)`` of testing ``P`` against ``P + shift``
@@ -391,7 +370,7 @@ class NoiseMechanism:
                 lo, hi = hi, 2.0 * hi
                 if hi > 1e6:
                     break
-            eps0 = _largest_ok(ok, lo, hi, iters=200)
+            eps0 = largest_ok(ok, lo, hi, iters=200)
         mech = cls._calibrate_single(eps0, 0.0, sens)
         # guarantee: the mechanism's own pure eps meets the composed target
         for _ in range(64):

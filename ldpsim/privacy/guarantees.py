@@ -25,9 +25,10 @@ from typing import Any, Callable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize
-from scipy.special import log_ndtr, ndtr, ndtri
+from scipy.special import ndtr, ndtri
 
 from .. import _validate as V
+from .._bisect import smallest_ok
 from ..errors import invalid
 from . import composition as C
 from .pld import DiscretePLD, log1mexp, settle_up
@@ -85,16 +86,7 @@ class Guarantee(ABC):
             hi *= 2.0
             if hi > 1e6:
                 return float("inf")
-        lo = hi / 2 if hi > 1 else 0.0
-        for _ in range(200):  # bisection to double precision; delta is non-increasing
-            mid = 0.5 * (lo + hi)
-            if mid in (lo, hi):
-                break
-            if ok(mid):
-                hi = mid
-            else:
-                lo = mid
-        return hi
+        return smallest_ok(ok, hi / 2 if hi > 1 else 0.0, hi, iters=200)  # delta is non-increasing
 
     # -- the trade-off view --------------------------------------------------
     def tradeoff(self, alpha: ArrayLike) -> Array | float:

@@ -24,6 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
 from .. import _validate as V
+from .._bisect import smallest_ok
 from ..errors import invalid
 
 MAX_ATOMS = 5_000_000
@@ -55,16 +56,7 @@ def settle_up(x: float, ok: Callable[[float], bool], hi: float) -> float:
         x = float(np.nextafter(x, np.inf)) if x > 0 else 5e-324
         if x >= hi:
             return hi
-    lo = x
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return smallest_ok(ok, x, hi, iters=200)
 
 
 def _union(a: float, b: float) -> float:

@@ -24,6 +24,7 @@ import pandas as pd
 
 from ldpsim._meta import now, versions, write_json
 from ldpsim.errors import LdpSimError
+from ldpsim.report.run_report import _md_table as md_table
 from ldpsim.protocols import OBSERVER
 from ldpsim.protocols.scenario import MultipartyScenario, load_multiparty, parse_multiparty
 from ldpsim.protocols.sim import (
@@ -35,14 +36,13 @@ from ldpsim.protocols.sim import (
     tolerance,
 )
 from ldpsim.runs import (
-    REP_DIR,
     RunInterrupted,
     SequentialExecutor,
     _check_workers,
     _chunks,
     _rep_path,
     _write_rep,
-    default_run_dir,
+    prepare_run,
 )
 
 FIGURE = "accuracy.png"
@@ -72,25 +72,7 @@ def run_multiparty(
     """Run a multi-party scenario's replications into a new run directory and write its report."""
     if not isinstance(scenario, MultipartyScenario):
         scenario = load_multiparty(scenario)
-    if replications is not None:
-        if replications < 1:
-            raise LdpSimError(f"--replications: got {replications}, expected an integer >= 1")
-        scenario = scenario.with_overrides(replications=replications)
-    if seed is None:
-        seed = scenario.spec.simulation.seed
-    if seed is None:
-        seed = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
-    if seed < 0:
-        raise LdpSimError(f"--seed: got {seed}, expected an integer >= 0")
-    _check_workers(workers)
-    run_dir = Path(out) if out is not None else default_run_dir(scenario, seed)  # type: ignore[arg-type]
-    try:
-        if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
-            raise LdpSimError(f"--out: got {str(run_dir)!r}, expected a new or empty directory (use --resume to continue)")
-        (run_dir / REP_DIR).mkdir(parents=True, exist_ok=True)
-        (run_dir / "scenario.toml").write_text(scenario.source)
-    except OSError as exc:
-        raise LdpSimError(f"--out: got {str(run_dir)!r}, expected a directory that can be created ({exc.strerror})") from None
+    scenario, seed, run_dir = prepare_run(scenario, seed, replications, workers, out)
     meta = _metadata(scenario, seed, workers, executor)
     write_json(run_dir / "metadata.json", meta)
     return _execute(run_dir, scenario, seed, meta, workers, executor, interrupt_after)
@@ -316,18 +298,8 @@ def _figure(path: Path, scenario, summary: pd.DataFrame, latency: pd.DataFrame) 
     plt.close(fig)
 
 
-def _md_table(df: pd.DataFrame, floatfmt: str = "{:.6g}") -> str:
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(str(c) for c in cols) + " |", "|" + "---|" * len(cols)]
-    for row in df.itertuples(index=False):
-        cells = []
-        for v in row:
-            if isinstance(v, (float, np.floating)):
-                cells.append("" if np.isnan(v) else floatfmt.format(v))
-            else:
-                cells.append("" if v is None else str(v))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+def _md_table(df: pd.DataFrame) -> str:
+    return md_table(df, "{:.6g}")
 
 
 def _summary_md(scenario: MultipartyScenario, summary: pd.DataFrame, latency: pd.DataFrame, seed: int) -> str:

@@ -114,7 +114,7 @@ def _md_table(df: pd.DataFrame, floatfmt: str = "{:.5g}") -> str:
             if isinstance(v, (float, np.floating)):
                 cells.append("" if np.isnan(v) else floatfmt.format(v))
             else:
-                cells.append(str(v))
+                cells.append("" if v is None else str(v))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -499,9 +499,10 @@ def test_inverse_roundtrip(eps, delta, k, frac):
         slope = float(direct_sum(eps, delta, k, lo, dps=30)[0] - direct_sum(eps, delta, k, hi, dps=30)[0]) / (hi - lo)
         cond = 4 * 2.3e-16 * d / slope if slope > 0 else math.inf
         assert abs(e - x) <= 1e-9 * x + 1e-12 + cond, f"x={x}, got {e}, conditioning {cond:.3g}"
-    # delta back within 1e-9 of the target
+    # delta back within 1e-9 of the target, or within what one rounding of eps_total can
+    # move it: |d delta / d eps_total| = (1-delta)^k e^eps_t S2 <= 1, so 4 ulps of e
     if d < d0:
-        assert comp.optimal_delta(eps, delta, k, e) >= d * (1 - 1e-9)
+        assert comp.optimal_delta(eps, delta, k, e) >= d * (1 - 1e-9) - 4 * math.ulp(e)
 
 
 def test_inverse_flat_parts_and_monotone():
