@@ -240,14 +240,18 @@ def _write_rep(run_dir: Path, index: int, frame: pd.DataFrame) -> None:
     os.replace(tmp, path)
 
 
-def _merge(run_dir: Path, total: int) -> pd.DataFrame:
+def concat_replications(run_dir: Path, total: int) -> Path:
     """results.csv = the replication files in order (header once), byte for byte."""
     out = run_dir / "results.csv"
     with open(out, "w") as dst:
         for r in range(total):
             lines = _rep_path(run_dir, r).read_text().splitlines(keepends=True)
             dst.writelines(lines if r == 0 else lines[1:])
-    return read_results(out)
+    return out
+
+
+def _merge(run_dir: Path, total: int) -> pd.DataFrame:
+    return read_results(concat_replications(run_dir, total))
 
 
 def read_results(path: str | Path) -> pd.DataFrame:

@@ -42,6 +42,7 @@ from ldpsim.runs import (
     _chunks,
     _rep_path,
     _write_rep,
+    concat_replications,
     prepare_run,
 )
 
@@ -156,12 +157,7 @@ def _run_chunk(scenario, seed: int, indices: Iterable[int], exact) -> list[tuple
 
 
 def _merge(run_dir: Path, total: int) -> pd.DataFrame:
-    out = run_dir / "results.csv"
-    with open(out, "w") as dst:
-        for r in range(total):
-            lines = _rep_path(run_dir, r).read_text().splitlines(keepends=True)
-            dst.writelines(lines if r == 0 else lines[1:])
-    return read_results(out)
+    return read_results(concat_replications(run_dir, total))
 
 
 def read_results(path: str | Path) -> pd.DataFrame:
