@@ -25,6 +25,7 @@ from ldpsim.reproduce import kov  # noqa: F401  (registers the extremal-mechanis
 from ldpsim.reproduce import stein  # noqa: F401  (registers the Chernoff-Stein exponent reproduction)
 from ldpsim.reproduce import composition  # noqa: F401  (registers the composition-region reproduction)
 from ldpsim.reproduce import multiparty  # noqa: F401  (registers the multi-party RR optimality reproduction)
+from ldpsim.reproduce import clt  # noqa: F401  (registers the seed-002 CLT reproduction)
 
 __all__ = [
     "DEFAULT_INSTANCES",

@@ -36,7 +36,7 @@ from ldpsim.utility import (
 
 COARSE = [0.1, 1.0, 10.0]
 EXPECTED = {"kov-fig3", "kov-fig4", "kov-fig5", "kov-mi", "stein-exponent"}  # the mechanism studies
-ALL = EXPECTED | {"composition-region", "multiparty-optimality"}  # tested in their own files
+ALL = EXPECTED | {"composition-region", "multiparty-optimality", "clt"}  # tested in their own files
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
