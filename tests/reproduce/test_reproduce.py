@@ -264,7 +264,7 @@ def test_cli_runs_a_reproduction_and_prints_the_table(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, needle",
     [
-        (["reproduce", "nonsense"], "NAME: got 'nonsense', expected one of composition-region, kov-fig3"),
+        (["reproduce", "nonsense"], "NAME: got 'nonsense', expected one of clt, composition-region"),
         (["reproduce"], "NAME: got nothing"),
         (["reproduce", "kov-fig3", "--list"], "--list: got a NAME too"),
         (["reproduce", "kov-fig5", "--instances", "0"], "--instances: got 0"),
