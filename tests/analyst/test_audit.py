@@ -1,0 +1,289 @@
+"""Empirical privacy auditor (ldpsim.analyst.audit).
+
+Calibration: each audit run reports eps_LB above the true eps with probability <= alpha; the
+repeated-run checks allow the number of such runs given by an exact binomial tail at 1e-6.
+Refutation and tightness checks use fixed seeds and margins far beyond the bound's width
+(the certified log-ratio has standard error ~0.01 at these sample sizes), so their
+false-failure probability is far below 1e-6.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ldpsim import LdpSimError
+from ldpsim.analyst.audit import AuditResult, Witness, audit, sampler_of
+from ldpsim.mechanisms import randomized_response
+from ldpsim.mechanisms.noise import Laplace
+
+RUNS = 30
+ALPHA = 0.05
+
+
+def allowed_false_alarms(runs: int, alpha: float, tail: float = 1e-6) -> int:
+    """Smallest c with P(Bin(runs, alpha) > c) <= tail."""
+    c = 0
+    while stats.binom.sf(c, runs, alpha) > tail:
+        c += 1
+    return c
+
+
+def broken_rr_sampler(k: int, eps: float):
+    """k-ary randomized response whose keep probability uses 2*eps (true eps is 2*eps)."""
+    e = math.exp(2 * eps)
+    keep = (e - 1) / (e + k - 1)
+
+    def sample(x, n, rng):
+        out = np.full(n, int(x), dtype=np.int64)
+        redraw = rng.random(n) >= keep
+        out[redraw] = rng.integers(0, k, size=int(redraw.sum()))
+        return out
+
+    return sample
+
+
+# --------------------------------------------------------------------------- calibration
+@pytest.mark.parametrize("k, eps", [(2, 0.5), (2, 2.0), (4, 1.0), (8, 4.0)])
+def test_rr_false_alarm_rate(k, eps):
+    mech = randomized_response(k, eps)
+    pairs = [(0, 1), (1, 2)] if k > 2 else [(0, 1)]
+    over = 0
+    for seed in range(RUNS):
+        res = audit(mech, pairs, 10**5, ALPHA, rng=seed)
+        assert 0.0 <= res.eps_lb < math.inf
+        over += res.eps_lb > eps
+    assert over <= allowed_false_alarms(RUNS, ALPHA)
+
+
+@pytest.mark.parametrize("eps", [0.5, 1.0, 3.0])
+def test_laplace_false_alarm_rate(eps):
+    mech = Laplace(1.0 / eps)
+    over = 0
+    for seed in range(RUNS):
+        res = audit(mech, [(0.0, 1.0)], 10**5, ALPHA, rng=1000 + seed)
+        over += res.eps_lb > eps
+    assert over <= allowed_false_alarms(RUNS, ALPHA)
+
+
+def test_delta_lower_bound_valid_and_informative():
+    mech = randomized_response(4, 2.0)
+    true_delta = float(mech.delta(1.0))
+    over = 0
+    for seed in range(RUNS):
+        res = audit(mech, [(0, 1)], 10**5, ALPHA, rng=seed, eps_for_delta=1.0)
+        assert res.delta_lb is not None and res.eps_for_delta == 1.0
+        over += res.delta_lb > true_delta
+    assert over <= allowed_false_alarms(RUNS, ALPHA)
+    assert res.delta_lb > 0.8 * true_delta
+    assert res.delta_witness is not None and res.delta_counts["n_per_input"] == 50_000
+
+
+def test_laplace_delta_lower_bound():
+    mech = Laplace(1.0)
+    res = audit(mech, [(0.0, 1.0)], 10**5, rng=3, eps_for_delta=0.5)
+    assert 0.0 < res.delta_lb <= float(mech.delta(0.5))
+    assert res.eps_lb <= 1.0
+
+
+# --------------------------------------------------------------------------- power
+@pytest.mark.parametrize("k, eps", [(2, 1.0), (4, 0.5), (3, 2.0)])
+def test_broken_rr_refuted(k, eps):
+    res = audit(broken_rr_sampler(k, eps), [(0, 1)], 10**5, ALPHA, rng=7)
+    assert res.eps_lb > eps
+    assert res.eps_lb <= 2 * eps  # still a valid bound for the true 2*eps
+    assert res.witness is not None and res.witness.event["kind"] == "outputs"
+
+
+def test_broken_laplace_refuted():
+    # Laplace claimed at eps = 1 but drawn with scale 1/(2 eps): true eps = 2.
+    def sample(x, n, rng):
+        return float(x) + rng.laplace(0.0, 0.5, size=n)
+
+    res = audit(sample, [(0.0, 1.0)], 10**5, ALPHA, rng=11)
+    assert 1.0 < res.eps_lb <= 2.0
+    assert res.witness.event["kind"] in ("threshold", "interval")
+
+
+def test_tightness_rr_eps1():
+    res = audit(randomized_response(2, 1.0), [(0, 1)], 10**6, ALPHA, rng=5)
+    assert 0.8 < res.eps_lb <= 1.0
+    assert res.n_samples_used == 2 * 10**6
+    assert res.counts["n_per_input"] == 500_000
+    assert res.counts["hits_x"] > res.counts["hits_x_prime"]
+
+
+def test_no_ceiling_on_disjoint_supports():
+    # x always reports 1, x' always 0: no constant cap such as ln(1/0.01) = 4.6.
+    def sample(x, n, rng):
+        return np.full(n, int(x), dtype=np.int64)
+
+    res = audit(sample, [(0, 1)], 10**5, ALPHA, rng=0)
+    n2 = 50_000
+    a = ALPHA / 2 / 2  # Bonferroni over 2 orders, then per side
+    # CP_lower(n2 of n2 hits) / CP_upper(0 of n2 hits) = c / (1 - c) with c = (a/2)^(1/n2)
+    log_c = math.log(a) / n2
+    expected = log_c - math.log(-math.expm1(log_c))
+    assert math.isfinite(res.eps_lb) and res.eps_lb > 9.0
+    assert res.eps_lb == pytest.approx(expected, rel=1e-9)
+
+
+def test_identical_inputs_certify_nothing_much():
+    res = audit(lambda x, n, rng: rng.integers(0, 3, size=n), [(0, 1)], 10**4, rng=2)
+    assert res.eps_lb <= 0.2
+
+
+def test_reproducible_and_method_text():
+    mech = randomized_response(3, 1.0)
+    r1 = audit(mech, [(0, 1), (1, 2)], 2000, rng=42)
+    r2 = audit(mech, [(0, 1), (1, 2)], 2000, rng=42)
+    assert r1 == r2
+    assert isinstance(r1, AuditResult)
+    assert "Bonferroni over 4 tests" in r1.method and "Clopper-Pearson" in r1.method
+    assert r1.n_samples_used == 3 * 2000  # one batch per distinct input
+
+
+def test_witness_replays_on_fresh_samples():
+    mech = Laplace(0.5)
+    res = audit(mech, [(0.0, 1.0)], 10**5, rng=9)
+    w = Witness.from_json(res.witness.to_json())
+    rng = np.random.default_rng(123)
+    s = sampler_of(mech)
+    p = w.contains(s(w.x, 10**5, rng)).mean()
+    q = w.contains(s(w.x_prime, 10**5, rng)).mean()
+    assert p > q > 0
+
+
+# --------------------------------------------------------------------------- witness
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"kind": "outputs", "values": [3, 1]},
+        {"kind": "threshold", "t": 0.25, "side": "above"},
+        {"kind": "threshold", "t": -1.5, "side": "below"},
+        {"kind": "interval", "lo": -1.0, "hi": 2.0},
+    ],
+)
+def test_witness_json_round_trip(event):
+    w = Witness(np.int64(2), (1, 2), event)
+    text = w.to_json()
+    json.loads(text)  # strict JSON
+    back = Witness.from_json(text)
+    assert back == w
+    assert back.x == 2 and back.x_prime == [1, 2]
+
+
+def test_witness_contains():
+    y = np.array([-2.0, 0.0, 0.25, 1.0, 3.0])
+    assert Witness(0, 1, {"kind": "threshold", "t": 0.25, "side": "above"}).contains(y).tolist() == [
+        False, False, False, True, True]
+    assert Witness(0, 1, {"kind": "threshold", "t": 0.25, "side": "below"}).contains(y).tolist() == [
+        True, True, True, False, False]
+    assert Witness(0, 1, {"kind": "interval", "lo": 0.0, "hi": 1.0}).contains(y).tolist() == [
+        False, False, True, True, False]
+    assert Witness(0, 1, {"kind": "outputs", "values": [1, 3]}).contains(np.arange(5)).tolist() == [
+        False, True, False, True, False]
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"kind": "set", "values": [1]},
+        {"kind": "outputs", "values": [1.5]},
+        {"kind": "threshold", "t": 0.0, "side": "left"},
+        {"kind": "threshold", "t": float("nan"), "side": "above"},
+        {"kind": "interval", "lo": 2.0, "hi": 1.0},
+        "outputs",
+    ],
+)
+def test_witness_bad_event(event):
+    with pytest.raises(LdpSimError, match="event"):
+        Witness(0, 1, event)
+
+
+def test_witness_bad_json():
+    with pytest.raises(LdpSimError, match="witness JSON"):
+        Witness.from_json("{not json")
+    with pytest.raises(LdpSimError, match="witness JSON"):
+        Witness.from_json('{"x": 0}')
+
+
+# --------------------------------------------------------------------------- bad input
+def _ok(x, n, rng):
+    return rng.integers(0, 2, size=n)
+
+
+@pytest.mark.parametrize("alpha", [0, 1, 1.5, -0.1, float("nan")])
+def test_bad_alpha(alpha):
+    with pytest.raises(LdpSimError, match="alpha"):
+        audit(_ok, [(0, 1)], 1000, alpha)
+
+
+@pytest.mark.parametrize("n, split", [(15, 0.5), (100, 0.95), (0, 0.5), (2.5, 0.5)])
+def test_budget_too_small(n, split):
+    with pytest.raises(LdpSimError, match="^n:"):
+        audit(_ok, [(0, 1)], n, split=split)
+
+
+@pytest.mark.parametrize("split", [0, 1, 2.0])
+def test_bad_split(split):
+    with pytest.raises(LdpSimError, match="split"):
+        audit(_ok, [(0, 1)], 1000, split=split)
+
+
+@pytest.mark.parametrize("pairs", [[], [(0, 0)], [(0, 1, 2)], "ab", 5])
+def test_bad_pairs(pairs):
+    with pytest.raises(LdpSimError, match="pairs"):
+        audit(_ok, pairs, 1000)
+
+
+@pytest.mark.parametrize(
+    "sampler, what",
+    [
+        (lambda x, n, rng: np.zeros(n - 1, dtype=np.int64), "shape"),
+        (lambda x, n, rng: np.zeros((n, 2)), "shape"),
+        (lambda x, n, rng: np.array(["a"] * n), "dtype"),
+        (lambda x, n, rng: np.zeros(n, dtype=bool), "dtype"),
+        (lambda x, n, rng: np.zeros(n, dtype=complex), "dtype"),
+        (lambda x, n, rng: np.full(n, np.nan), "NaN"),
+        (lambda x, n, rng: None, "dtype"),
+    ],
+)
+def test_bad_sampler_output(sampler, what):
+    with pytest.raises(LdpSimError, match="sampler output") as info:
+        audit(sampler, [(0, 1)], 1000)
+    assert what in str(info.value) and "x=0" in str(info.value)
+
+
+def test_sampler_that_raises():
+    def sampler(x, n, rng):
+        if x == 7:
+            raise ZeroDivisionError("boom")
+        return rng.integers(0, 2, size=n)
+
+    with pytest.raises(LdpSimError, match=r"sampler raised ZeroDivisionError: boom for input x=7") as info:
+        audit(sampler, [(0, 7)], 1000)
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
+
+
+def test_finite_outputs_forced_on_reals():
+    with pytest.raises(LdpSimError, match="integer outputs"):
+        audit(lambda x, n, rng: rng.random(n), [(0, 1)], 1000, outputs="finite")
+    # integer-valued floats are accepted as finite outputs
+    res = audit(lambda x, n, rng: rng.integers(0, 2, size=n).astype(float), [(0, 1)], 1000, outputs="finite", rng=0)
+    assert res.witness is None or res.witness.event["kind"] == "outputs"
+
+
+def test_bad_options():
+    with pytest.raises(LdpSimError, match="outputs"):
+        audit(_ok, [(0, 1)], 1000, outputs="vector")
+    with pytest.raises(LdpSimError, match="eps_for_delta"):
+        audit(_ok, [(0, 1)], 1000, eps_for_delta=-1)
+    with pytest.raises(LdpSimError, match="mechanism"):
+        audit(object(), [(0, 1)], 1000)
+    with pytest.raises(LdpSimError, match="mechanism"):
+        sampler_of("rr")
