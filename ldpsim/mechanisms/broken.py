@@ -1,0 +1,518 @@
+"""Deliberately broken mechanisms, shipped as targets for privacy audits (issue 9).
+
+Each class claims ``claimed_eps`` but really satisfies only ``true_eps`` (``inf``: not
+private at all), derived in its docstring. Common interface:
+
+* ``name``, ``claimed_eps``, ``true_eps``;
+* ``inputs`` -- candidate neighbouring input pairs ``[(x, x'), ...]`` to audit;
+* ``sample(x, n, rng)`` -- ``n`` i.i.d. outputs for input ``x`` as a 1-D array, vectorised:
+  ``int64`` codes for finite outputs, ``float64`` for real outputs;
+* finite outputs: ``matrix()`` -- the exact output law, one row per distinct input appearing
+  in ``inputs`` (in the order of :attr:`rows`), one column per output code;
+* real outputs: ``cdf(x, t)`` -- the exact CDF of the output under input ``x``.
+
+These are *not* exported from :mod:`ldpsim.mechanisms` on purpose: nobody should pick one
+up by accident.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import integrate, stats
+
+from ldpsim import _validate as v
+from ldpsim._rng import RNGLike, as_generator
+from ldpsim.errors import invalid
+
+__all__ = [
+    "DoubledRR",
+    "UnaryNoReset",
+    "LaplaceWrongScale",
+    "HistogramWrongScale",
+    "NoisyMaxValue",
+    "SVTNoQueryNoise",
+    "SVTNoCutoff",
+    "SVTReturnsValue",
+    "ZOO",
+]
+
+
+def _n(n: object) -> int:
+    return v.integer(n, "n", minimum=0)
+
+
+def _eps(eps: object) -> float:
+    e = v.epsilon(eps, "eps")
+    if e <= 0:
+        raise invalid("eps", eps, "a finite number > 0")
+    return e
+
+
+def _lap_cdf(t: ArrayLike, b: float) -> NDArray[np.float64]:
+    return np.asarray(stats.laplace.cdf(t, scale=b), dtype=np.float64)
+
+
+def _lap_pdf(t: ArrayLike, b: float) -> NDArray[np.float64]:
+    return np.asarray(stats.laplace.pdf(t, scale=b), dtype=np.float64)
+
+
+class _Broken:
+    name: str = "broken"
+    claimed_eps: float
+    true_eps: float
+    inputs: list[tuple[Any, Any]]
+    finite: bool = True
+
+    @property
+    def rows(self) -> list[Any]:
+        """The distinct inputs of :attr:`inputs`, in order of appearance: rows of ``matrix()``."""
+        out: list[Any] = []
+        for pair in self.inputs:
+            for x in pair:
+                if x not in out:
+                    out.append(x)
+        return out
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(claimed_eps={self.claimed_eps:g}, true_eps={self.true_eps:g})"
+
+
+# --------------------------------------------------------------------------- 1
+class DoubledRR(_Broken):
+    """k-ary randomized response whose probabilities use ``2 eps``.
+
+    Claims ``eps``. Reports the input with probability ``e^{2eps}/(k - 1 + e^{2eps})`` and
+    each other symbol with ``1/(k - 1 + e^{2eps})``; every column of the matrix has
+    max/min ratio ``e^{2 eps}``, so ``true_eps = 2 eps`` exactly.
+    Inputs: symbols ``0..k-1``; the pair ``(0, 1)`` is a worst case (all pairs are).
+    """
+
+    name = "doubled_rr"
+
+    def __init__(self, k: int = 2, eps: float = 1.0) -> None:
+        self.k = v.alphabet_size(k, "k")
+        self.claimed_eps = _eps(eps)
+        self.true_eps = 2.0 * self.claimed_eps
+        self.inputs = [(0, 1)]
+        self.keep = -math.expm1(-self.true_eps) / (1.0 + (self.k - 1) * math.exp(-self.true_eps))
+
+    @property
+    def rows(self) -> list[Any]:
+        return list(range(self.k))
+
+    def matrix(self) -> NDArray[np.float64]:
+        e = math.exp(self.true_eps)
+        M = np.full((self.k, self.k), 1.0 / (self.k - 1 + e))
+        np.fill_diagonal(M, e / (self.k - 1 + e))
+        return M
+
+    def sample(self, x: int, n: int, rng: RNGLike = None) -> NDArray[np.int64]:
+        x = v.integer(x, "x", minimum=0, maximum=self.k - 1)
+        n, g = _n(n), as_generator(rng)
+        out = np.full(n, x, dtype=np.int64)
+        redraw = g.random(n) >= self.keep
+        out[redraw] = g.integers(0, self.k, size=int(np.count_nonzero(redraw)))
+        return out
+
+
+# --------------------------------------------------------------------------- 2
+class UnaryNoReset(_Broken):
+    """Symmetric unary encoding (RAPPOR-like) whose client never randomises its true bit.
+
+    Correct client: one-hot vector of ``x``, each bit kept with probability
+    ``p = e^{eps/2}/(1 + e^{eps/2})`` and flipped otherwise (eps-LDP). Broken client: bit
+    ``x`` is always reported as 1 (only the other bits are randomised). Output: the bit
+    vector as the integer code ``sum_j bit_j 2^j`` (``k <= 16``).
+    ``true_eps = inf``: an output with bit ``x'`` equal to 0 has probability 0 under ``x'``
+    and probability ``p > 0`` times the other bits' (positive) probabilities under ``x``
+    (a column of the matrix mixes zero and non-zero entries).
+    ``matrix()`` has one row per symbol ``0..k-1`` (a superset of the audited pair).
+    """
+
+    name = "unary_no_reset"
+
+    def __init__(self, k: int = 4, eps: float = 1.0) -> None:
+        self.k = v.integer(k, "k", minimum=2, maximum=16)
+        self.claimed_eps = _eps(eps)
+        self.true_eps = math.inf
+        self.p = 1.0 / (1.0 + math.exp(-self.claimed_eps / 2.0))
+        self.inputs = [(0, 1)]
+
+    @property
+    def rows(self) -> list[Any]:
+        return list(range(self.k))
+
+    def matrix(self) -> NDArray[np.float64]:
+        codes = np.arange(2**self.k)
+        bits = (codes[:, None] >> np.arange(self.k)) & 1  # (codes, k)
+        M = np.empty((self.k, codes.size))
+        for x in range(self.k):
+            # other bits: 1 with probability 1 - p (a flipped 0); bit x: 1 surely
+            pb = np.where(bits == 1, 1.0 - self.p, self.p)
+            pb[:, x] = bits[:, x].astype(float)
+            M[x] = pb.prod(axis=1)
+        return M
+
+    def sample(self, x: int, n: int, rng: RNGLike = None) -> NDArray[np.int64]:
+        x = v.integer(x, "x", minimum=0, maximum=self.k - 1)
+        n, g = _n(n), as_generator(rng)
+        bits = (g.random((n, self.k)) >= self.p).astype(np.int64)  # flipped zeros
+        bits[:, x] = 1  # the bug: the true bit is never randomised
+        return bits @ (np.int64(1) << np.arange(self.k, dtype=np.int64))
+
+
+# --------------------------------------------------------------------------- 3
+class LaplaceWrongScale(_Broken):
+    """Laplace noise with scale ``eps`` instead of ``1/eps`` on a sensitivity-1 query.
+
+    Claims ``eps``. Output ``x + Lap(b)`` with ``b = eps``; for neighbours ``x, x + 1`` the
+    privacy loss ``(|t - x - 1| - |t - x|)/b`` ranges over ``[-1/b, 1/b]`` (attained), so
+    ``true_eps = 1/b = 1/eps`` -- larger than the claim whenever ``eps < 1``.
+    Inputs: query values ``(0, 1)``. Real output; exact CDF in :meth:`cdf`.
+    """
+
+    name = "laplace_wrong_scale"
+    finite = False
+
+    def __init__(self, eps: float = 0.5) -> None:
+        self.claimed_eps = _eps(eps)
+        self.scale = self.claimed_eps
+        self.true_eps = 1.0 / self.scale
+        self.inputs = [(0, 1)]
+
+    def cdf(self, x: float, t: ArrayLike) -> NDArray[np.float64]:
+        return _lap_cdf(np.asarray(t, dtype=np.float64) - float(x), self.scale)
+
+    def sample(self, x: float, n: int, rng: RNGLike = None) -> NDArray[np.float64]:
+        n, g = _n(n), as_generator(rng)
+        return float(x) + g.laplace(0.0, self.scale, n)
+
+
+# --------------------------------------------------------------------------- 4
+class HistogramWrongScale(_Broken):
+    """A histogram over ``bins`` bins with ``Lap(eps)`` noise per bin instead of ``Lap(1/eps)``.
+
+    Claims ``eps``. Datasets are tuples of bin indices; neighbours differ by adding or
+    removing one record, which moves exactly one count (the *affected* bin) by 1 and leaves
+    the others unchanged. The noises are independent, so the privacy loss of the whole
+    noisy histogram equals that of the affected bin alone: a Laplace(``b = eps``) pair at
+    shift 1, ``true_eps = 1/eps`` (for replace-one neighbours two bins move and it would be
+    ``2/eps``). :meth:`sample` outputs the noisy count of the affected bin (real);
+    :meth:`sample_histogram` the full ``(n, bins)`` release.
+    Inputs: ``(D, D + (affected,))`` with ``D = (0, 1, ..., bins-1)``.
+    """
+
+    name = "histogram_wrong_scale"
+    finite = False
+
+    def __init__(self, eps: float = 0.5, bins: int = 4, affected: int = 0) -> None:
+        self.claimed_eps = _eps(eps)
+        self.bins = v.integer(bins, "bins", minimum=1)
+        self.affected = v.integer(affected, "affected", minimum=0, maximum=self.bins - 1)
+        self.scale = self.claimed_eps
+        self.true_eps = 1.0 / self.scale
+        D = tuple(range(self.bins))
+        self.inputs = [(D, D + (self.affected,))]
+
+    def _counts(self, x: Sequence[int]) -> NDArray[np.int64]:
+        arr = np.asarray(x, dtype=np.int64).reshape(-1)
+        if arr.size and (arr.min() < 0 or arr.max() >= self.bins):
+            raise invalid("x", x, f"a dataset of bin indices in 0..{self.bins - 1}")
+        return np.bincount(arr, minlength=self.bins)
+
+    def sample_histogram(self, x: Sequence[int], n: int, rng: RNGLike = None) -> NDArray[np.float64]:
+        n, g = _n(n), as_generator(rng)
+        return self._counts(x)[None, :] + g.laplace(0.0, self.scale, (n, self.bins))
+
+    def cdf(self, x: Sequence[int], t: ArrayLike) -> NDArray[np.float64]:
+        c = float(self._counts(x)[self.affected])
+        return _lap_cdf(np.asarray(t, dtype=np.float64) - c, self.scale)
+
+    def sample(self, x: Sequence[int], n: int, rng: RNGLike = None) -> NDArray[np.float64]:
+        n, g = _n(n), as_generator(rng)
+        c = float(self._counts(x)[self.affected])
+        return c + g.laplace(0.0, self.scale, n)
+
+
+# --------------------------------------------------------------------------- 5
+class NoisyMaxValue(_Broken):
+    """Report-noisy-max over ``m`` counting queries that releases the noisy maximum *value*.
+
+    Claims ``eps`` (the noise ``Lap(b)``, ``b = 2/eps``, makes the *index* eps-DP). Output
+    ``M = max_i (q_i + Z_i)``. Derivation of ``true_eps = m/b = m eps / 2``:
+    the density of ``M`` under ``q`` is ``sum_i f(t-q_i) prod_{j!=i} F(t-q_j)`` (``f, F`` of
+    Lap(b)). For neighbours (``|q_i - q'_i| <= 1``) both ``f(t - q_i)`` and ``F(t - q_i)``
+    change by a factor at most ``e^{1/b}``, so every term, hence the density, by at most
+    ``e^{m/b}``. The pair ``q = 0^m``, ``q' = 1^m`` attains it: ``M' = M + 1`` and for
+    ``t <= 0`` the density of ``M`` is ``m e^{m t/b} / (2^m b)``, so
+    ``f_M(t)/f_M(t - 1) = e^{m/b}`` on ``t <= 0``. Hence ``true_eps = m eps/2``: broken for
+    ``m >= 3`` (for ``m = 2`` exactly eps, for ``m = 1`` eps/2).
+    Inputs: ``((0,)*m, (1,)*m)``. Real output; exact CDF ``prod_i F(t - q_i)``.
+    """
+
+    name = "noisy_max_value"
+    finite = False
+
+    def __init__(self, eps: float = 1.0, m: int = 5) -> None:
+        self.claimed_eps = _eps(eps)
+        self.m = v.integer(m, "m", minimum=1)
+        self.scale = 2.0 / self.claimed_eps
+        self.true_eps = self.m / self.scale
+        self.inputs = [((0,) * self.m, (1,) * self.m)]
+
+    def _q(self, x: Sequence[float]) -> NDArray[np.float64]:
+        q = np.asarray(x, dtype=np.float64).reshape(-1)
+        if q.size != self.m:
+            raise invalid("x", x, f"a vector of {self.m} query answers")
+        return q
+
+    def cdf(self, x: Sequence[float], t: ArrayLike) -> NDArray[np.float64]:
+        q = self._q(x)
+        t = np.asarray(t, dtype=np.float64)
+        return np.prod(_lap_cdf(t[..., None] - q, self.scale), axis=-1)
+
+    def sample(self, x: Sequence[float], n: int, rng: RNGLike = None) -> NDArray[np.float64]:
+        q = self._q(x)
+        n, g = _n(n), as_generator(rng)
+        return (q + g.laplace(0.0, self.scale, (n, self.m))).max(axis=1)
+
+
+# --------------------------------------------------------------------------- sparse vector
+class _SVT(_Broken):
+    """Sparse vector with threshold ``T``, cutoff ``c = 1`` and the noise of the correct
+    algorithm (Lyu-Su-Li 2017, Alg. 1 with ``eps1 = eps2 = eps/2``): threshold noise
+    ``rho ~ Lap(2/eps)``, query noise ``nu_i ~ Lap(4/eps)``; answer ``T`` (top) when
+    ``q_i + nu_i >= T + rho``. Sensitivity 1."""
+
+    def _setup(self, eps: float, T: float) -> None:
+        self.claimed_eps = _eps(eps)
+        self.T = float(T)
+        self.b_rho = 2.0 / self.claimed_eps
+        self.b_nu = 4.0 / self.claimed_eps
+
+    def _q(self, x: Sequence[float]) -> NDArray[np.float64]:
+        q = np.asarray(x, dtype=np.float64).reshape(-1)
+        if q.size != self.n_queries:
+            raise invalid("x", x, f"a vector of {self.n_queries} query answers")
+        return q
+
+
+class SVTNoQueryNoise(_SVT):
+    """Sparse vector without noise on the queries (Lyu-Su-Li 2017, Alg. 5, Stoddard et al.).
+
+    Claims ``eps`` (``rho ~ Lap(2/eps)``; cutoff ``c = 1``). With no query noise the answers
+    are a deterministic function of ``rho``: the first top is at ``i`` iff
+    ``rho <= q_i - T`` and ``rho > q_j - T`` for all ``j < i``. Output code: the index of the
+    first top, or ``m`` when every answer is bottom (that determines the whole answer
+    sequence when ``c = 1``). The paper's counterexample: ``T = 0``, ``q(D) = (0, 1)``,
+    ``q(D') = (1, 0)`` (each query moves by 1, in opposite directions). The output
+    (bottom, top) needs ``0 < rho <= 1`` under ``D`` (probability > 0) and
+    ``1 < rho <= 0`` under ``D'`` (impossible): ``true_eps = inf``.
+    """
+
+    name = "svt_no_query_noise"
+
+    def __init__(self, eps: float = 1.0, T: float = 0.0) -> None:
+        self._setup(eps, T)
+        self.n_queries = 2
+        self.true_eps = math.inf
+        self.inputs = [((0, 1), (1, 0))]
+
+    def matrix(self) -> NDArray[np.float64]:
+        rows = []
+        for x in self.rows:
+            u = self._q(x) - self.T
+            row = np.zeros(self.n_queries + 1)
+            prev = -np.inf  # rho must exceed every earlier q_j - T
+            for i, ui in enumerate(u):
+                if ui > prev:
+                    row[i] = float(_lap_cdf(ui, self.b_rho) - _lap_cdf(prev, self.b_rho))
+                prev = max(prev, ui)
+            row[-1] = 1.0 - float(_lap_cdf(prev, self.b_rho))
+            rows.append(row)
+        return np.array(rows)
+
+    def sample(self, x: Sequence[float], n: int, rng: RNGLike = None) -> NDArray[np.int64]:
+        u = self._q(x) - self.T
+        n, g = _n(n), as_generator(rng)
+        rho = g.laplace(0.0, self.b_rho, n)
+        top = u[None, :] >= rho[:, None]
+        first = np.argmax(top, axis=1)
+        return np.where(top.any(axis=1), first, self.n_queries).astype(np.int64)
+
+
+def _patterns(n_queries: int) -> NDArray[np.bool_]:
+    codes = np.arange(2**n_queries)
+    return ((codes[:, None] >> np.arange(n_queries)) & 1).astype(bool)
+
+
+class SVTNoCutoff(_SVT):
+    """Sparse vector that never stops (Lyu-Su-Li 2017, Alg. 6, Chen et al. 2015).
+
+    Claims ``eps`` with the noise of the correct ``c = 1`` algorithm (``rho ~ Lap(2/eps)``,
+    ``nu_i ~ Lap(4/eps)``) but answers every query instead of stopping after the first top.
+    Output code: ``sum_i [answer_i = top] 2^i`` over the ``2m`` queries.
+    Pair (the paper's counterexample, ``T = 0``): ``q(D) = (0^m, 1^m)``,
+    ``q(D') = (1^m, 0^m)``. For the pattern ``a = (bottom^m, top^m)`` and a fixed ``rho = z``
+    the ratio ``P_D(a | z)/P_D'(a | z)`` is ``[O(z)/O(z - 1)]^m`` with ``O = F/(1 - F)`` the
+    odds of Lap(4/eps), and ``log O(z) - log O(z - 1) >= 1/b_nu`` for every ``z`` (``log O``
+    is ``z/b + log(...)`` with a non-decreasing correction off ``(0, 1)``, and concave on
+    ``(0, 1)`` with value ``log(2 e^{1/b} - 1) >= 1/b`` at the ends); hence
+    ``eps(pair) >= m/b_nu = m eps/4``. Upper bound (the usual SVT argument: shift ``rho`` by 1,
+    each of at most ``2m`` tops costs ``e^{2/b_nu}``): ``eps <= eps/2 + m eps``. The privacy
+    level grows linearly with the number of queries, so no eps' bounds it for every query
+    sequence (the paper's "infinity-DP").
+
+    ``true_eps`` here is the *exact eps on the shipped pair* (a lower bound on this
+    instance's eps over all neighbours), computed from :meth:`matrix` -- whose entries are
+    one-dimensional integrals over ``rho`` evaluated by adaptive quadrature split at the
+    kinks (absolute error ~1e-13).
+    """
+
+    name = "svt_no_cutoff"
+
+    def __init__(self, eps: float = 1.0, m: int = 3, T: float = 0.0) -> None:
+        self._setup(eps, T)
+        self.m = v.integer(m, "m", minimum=1, maximum=8)
+        self.n_queries = 2 * self.m
+        D = (0,) * self.m + (1,) * self.m
+        Dp = (1,) * self.m + (0,) * self.m
+        self.inputs = [(D, Dp)]
+        self.eps_bounds = (self.m / self.b_nu, 1.0 / self.b_rho + 2 * self.m * 2.0 / self.b_nu)
+        self._matrix: NDArray[np.float64] | None = None
+        from ldpsim.mechanisms.finite import from_matrix  # local: finite imports nothing of ours
+
+        self.true_eps = from_matrix(self.matrix()).epsilon()
+
+    def matrix(self) -> NDArray[np.float64]:
+        if self._matrix is None:
+            B = _patterns(self.n_queries)
+            rows = []
+            for x in self.rows:
+                q = self._q(x)
+
+                def g(z: float, q: NDArray[np.float64] = q) -> NDArray[np.float64]:
+                    F = _lap_cdf(z + self.T - q, self.b_nu)
+                    return float(_lap_pdf(z, self.b_rho)) * np.where(B, 1.0 - F, F).prod(axis=1)
+
+                kinks = np.unique(np.concatenate([[0.0], q - self.T]))
+                pts = np.concatenate([[-np.inf], kinks, [np.inf]])
+                row = sum(integrate.quad_vec(g, lo, hi, epsabs=1e-15, epsrel=1e-12)[0]
+                          for lo, hi in zip(pts[:-1], pts[1:]))
+                rows.append(np.asarray(row))
+            self._matrix = np.array(rows)
+        return self._matrix
+
+    def sample(self, x: Sequence[float], n: int, rng: RNGLike = None) -> NDArray[np.int64]:
+        q = self._q(x)
+        n, g = _n(n), as_generator(rng)
+        rho = g.laplace(0.0, self.b_rho, n)
+        nu = g.laplace(0.0, self.b_nu, (n, self.n_queries))
+        top = (q + nu) >= (self.T + rho)[:, None]
+        return top.astype(np.int64) @ (np.int64(1) << np.arange(self.n_queries, dtype=np.int64))
+
+
+class SVTReturnsValue(_SVT):
+    """Sparse vector that releases the noisy query value ``q_i + nu_i`` for its top
+    (Lyu-Su-Li 2017, Alg. 3, after Roth's lecture notes), cutoff ``c = 1``.
+
+    Claims ``eps`` with the noise of the correct ``c = 1`` algorithm (``rho ~ Lap(2/eps)``,
+    ``nu_i ~ Lap(4/eps)``), over ``m + 1`` queries. Output (real), a post-processing of the
+    release (so its eps is a lower bound on that of the release): the released value when
+    the top is the *last* query, ``-inf`` when every answer is bottom, ``+inf`` when the top
+    came earlier.
+
+    Why it fails: releasing ``v = q_m + nu_m`` pins ``rho <= v - T``; the usual proof shifts
+    ``rho`` by 1 to absorb the bottoms, which this constraint forbids. Pair (``T = 0``):
+    ``q(D) = 0^{m+1}``, ``q(D') = 1^{m+1}`` (every query moves by 1; the same direction is
+    the worst case here). Output density at a finite ``v``:
+    ``g_q(v) = f_nu(v - q_m) H_q(v - T)``,
+    ``H_q(w) = int_{-inf}^{w} f_rho(z) prod_{j<m} F_nu(z + T - q_j) dz``.
+    For ``v <= 0`` every ``z <= v`` has ``F_nu(z)/F_nu(z - 1) = e^{1/b_nu}`` exactly (the left
+    Laplace tail is exponential), so ``H_D(v) = e^{m/b_nu} H_D'(v)``, and
+    ``f_nu(v)/f_nu(v - 1) = e^{1/b_nu}``: the log-ratio equals ``(m + 1)/b_nu`` on the whole
+    half-line ``v <= 0``. Conversely, for any neighbours each query contributes one factor
+    (``F_nu``, ``1 - F_nu`` or ``f_nu``) that moves by at most ``e^{1/b_nu}``, so no output
+    has a larger ratio. Hence ``true_eps = (m + 1)/b_nu = (m + 1) eps/4`` exactly -- growing
+    without bound in ``m`` (the paper: not eps'-DP for any eps'); default ``m = 7``:
+    ``2 eps``. Exact CDF and density in :meth:`cdf`, :meth:`density` (one-dimensional
+    quadrature over ``rho``, absolute error ~1e-12).
+    """
+
+    name = "svt_returns_value"
+    finite = False
+
+    def __init__(self, eps: float = 1.0, m: int = 7, T: float = 0.0) -> None:
+        self._setup(eps, T)
+        self.m = v.integer(m, "m", minimum=1, maximum=64)
+        self.n_queries = self.m + 1
+        self.inputs = [((0,) * self.n_queries, (1,) * self.n_queries)]
+        self.true_eps = self.n_queries / self.b_nu
+
+    def _quad(self, q: NDArray[np.float64], w: float, last: Any) -> float:
+        """``int_{-inf}^{w} f_rho(z) prod_{j<m} F_nu(z + T - q_j) last(z) dz``."""
+        hi = min(w, float(q.max()) - self.T + 80.0 * max(self.b_rho, self.b_nu))
+        kinks = np.unique(np.concatenate([[0.0], q - self.T]))
+        pts = np.concatenate([[-np.inf], kinks[kinks < hi], [hi]])
+
+        def g(z: float) -> float:
+            F = _lap_cdf(z + self.T - q[:-1], self.b_nu)
+            return float(_lap_pdf(z, self.b_rho)) * float(np.prod(F)) * last(z)
+
+        return sum(integrate.quad(g, lo, b, epsabs=1e-14, epsrel=1e-11, limit=200)[0]
+                   for lo, b in zip(pts[:-1], pts[1:]) if b > lo)
+
+    def masses(self, x: Sequence[float]) -> tuple[float, float, float]:
+        """``(P(out = -inf), P(out finite), P(out = +inf))``."""
+        q = self._q(x)
+        Fm = lambda z: float(_lap_cdf(z + self.T - q[-1], self.b_nu))  # noqa: E731
+        none = self._quad(q, np.inf, Fm)
+        last = self._quad(q, np.inf, lambda z: 1.0 - Fm(z))
+        return none, last, max(0.0, 1.0 - none - last)
+
+    def density(self, x: Sequence[float], t: ArrayLike) -> NDArray[np.float64]:
+        """Density of the finite part of the output at ``t``."""
+        q = self._q(x)
+        t = np.atleast_1d(np.asarray(t, dtype=np.float64))
+        H = np.array([self._quad(q, tk - self.T, lambda z: 1.0) for tk in t.ravel()])
+        return (_lap_pdf(t.ravel() - q[-1], self.b_nu) * H).reshape(t.shape)
+
+    def cdf(self, x: Sequence[float], t: ArrayLike) -> NDArray[np.float64]:
+        """Exact ``P(out <= t)`` for finite ``t``: the ``-inf`` mass plus
+        ``int_{z <= t - T} f_rho(z) prod_{j<m} F_nu(z+T-q_j) (F_nu(t - q_m) - F_nu(z+T-q_m)) dz``."""
+        q = self._q(x)
+        t = np.atleast_1d(np.asarray(t, dtype=np.float64))
+        none = self.masses(x)[0]
+        out = np.empty(t.shape)
+        for k, tk in enumerate(t.ravel()):
+            Ft = float(_lap_cdf(tk - q[-1], self.b_nu))
+            part = self._quad(q, tk - self.T, lambda z: Ft - float(_lap_cdf(z + self.T - q[-1], self.b_nu)))
+            out.flat[k] = none + part
+        return out
+
+    def sample(self, x: Sequence[float], n: int, rng: RNGLike = None) -> NDArray[np.float64]:
+        q = self._q(x)
+        n, g = _n(n), as_generator(rng)
+        rho = g.laplace(0.0, self.b_rho, n)
+        val = q + g.laplace(0.0, self.b_nu, (n, self.n_queries))
+        top = val >= (self.T + rho)[:, None]
+        first = np.argmax(top, axis=1)
+        out = np.where(first == self.m, val[:, -1], np.inf)
+        return np.where(top.any(axis=1), out, -np.inf)
+
+
+#: one default instance of each broken mechanism (claims eps = 1 unless noted)
+ZOO = {
+    "doubled_rr": lambda: DoubledRR(k=2, eps=1.0),
+    "unary_no_reset": lambda: UnaryNoReset(k=4, eps=1.0),
+    "laplace_wrong_scale": lambda: LaplaceWrongScale(eps=0.5),
+    "histogram_wrong_scale": lambda: HistogramWrongScale(eps=0.5, bins=4),
+    "noisy_max_value": lambda: NoisyMaxValue(eps=1.0, m=5),
+    "svt_no_query_noise": lambda: SVTNoQueryNoise(eps=1.0),
+    "svt_no_cutoff": lambda: SVTNoCutoff(eps=1.0, m=3),
+    "svt_returns_value": lambda: SVTReturnsValue(eps=1.0, m=7),
+}

@@ -1,0 +1,168 @@
+"""The zoo of deliberately broken mechanisms (ldpsim.mechanisms.broken): samplers against
+their exact laws, and the documented true eps against the exact matrices / densities."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ldpsim.errors import LdpSimError
+from ldpsim.mechanisms import from_matrix
+from ldpsim.mechanisms import broken as b
+from tests.stats_checks import assert_sample_law
+
+ALPHA = 1e-7  # per check: false-failure probability
+N = 200_000
+
+FINITE = {
+    "doubled_rr": lambda: b.DoubledRR(3, 0.7),
+    "unary_no_reset": lambda: b.UnaryNoReset(4, 1.0),
+    "svt_no_query_noise": lambda: b.SVTNoQueryNoise(1.0),
+    "svt_no_cutoff": lambda: b.SVTNoCutoff(1.0, 3),
+}
+REAL = {
+    "laplace_wrong_scale": lambda: b.LaplaceWrongScale(0.5),
+    "histogram_wrong_scale": lambda: b.HistogramWrongScale(0.5, bins=3, affected=1),
+    "noisy_max_value": lambda: b.NoisyMaxValue(1.0, 5),
+    "svt_returns_value": lambda: b.SVTReturnsValue(1.0, 7),
+}
+
+
+@pytest.mark.parametrize("key", sorted(FINITE))
+def test_finite_sampler_follows_exact_matrix(key):
+    mech = FINITE[key]()
+    M = mech.matrix()
+    assert M.shape[0] == len(mech.rows)
+    np.testing.assert_allclose(M.sum(axis=1), 1.0, atol=1e-10)
+    assert np.all(M >= 0)
+    for r, x in enumerate(mech.rows):
+        y = mech.sample(x, N, rng=1000 + r)
+        assert y.shape == (N,) and y.dtype == np.int64
+        assert np.all(M[r][y] > 0), "an output of probability zero was produced"
+        assert_sample_law(y, M[r], ALPHA)
+
+
+@pytest.mark.parametrize("key", sorted(FINITE))
+def test_finite_true_eps_is_the_matrix_eps(key):
+    mech = FINITE[key]()
+    got = from_matrix(mech.matrix()).epsilon()
+    if math.isinf(mech.true_eps):
+        assert math.isinf(got)
+    else:
+        assert got == pytest.approx(mech.true_eps, rel=1e-9)
+    assert mech.true_eps > mech.claimed_eps  # every member is broken at its defaults
+
+
+def test_svt_no_cutoff_eps_within_its_derived_bounds():
+    for m in (1, 2, 3):
+        mech = b.SVTNoCutoff(1.0, m)
+        lo, hi = mech.eps_bounds
+        assert lo <= mech.true_eps <= hi
+        assert lo == pytest.approx(m * 1.0 / 4)
+    # quadrature against itself at a looser tolerance: the small cells are resolved
+    assert b.SVTNoCutoff(0.5, 3).true_eps == pytest.approx(0.6215139746633964, rel=1e-7)
+
+
+def _dkw_ok(y, cdf_values, grid):
+    y = np.sort(y)
+    emp = np.searchsorted(y, grid, side="right") / y.size
+    bound = math.sqrt(math.log(2.0 / ALPHA) / (2.0 * y.size))
+    return float(np.max(np.abs(emp - cdf_values))), bound
+
+
+@pytest.mark.parametrize("key", sorted(REAL))
+def test_real_sampler_follows_exact_cdf(key):
+    mech = REAL[key]()
+    grid_pts = 60 if key == "svt_returns_value" else 400
+    for r, x in enumerate(mech.rows):
+        y = mech.sample(x, N, rng=2000 + r)
+        assert y.shape == (N,) and y.dtype == np.float64
+        finite = y[np.isfinite(y)]
+        grid = np.quantile(finite, np.linspace(0.001, 0.999, grid_pts))
+        dev, bound = _dkw_ok(y, mech.cdf(x, grid), grid)  # DKW: sup over all t, so any grid
+        assert dev <= bound, f"{key} input {x}: sup deviation {dev:.4g} > DKW {bound:.4g}"
+
+
+def test_svt_returns_value_atoms():
+    mech = b.SVTReturnsValue(1.0, 7)
+    for r, x in enumerate(mech.rows):
+        none, last, earlier = mech.masses(x)
+        assert none + last + earlier == pytest.approx(1.0, abs=1e-10)
+        y = mech.sample(x, N, rng=3000 + r)
+        for k, p in ((np.count_nonzero(y == -np.inf), none), (np.count_nonzero(y == np.inf), earlier)):
+            assert stats.binom.cdf(k, N, p) > ALPHA / 4 and stats.binom.sf(k - 1, N, p) > ALPHA / 4
+
+
+def test_laplace_and_histogram_true_eps():
+    for mech in (b.LaplaceWrongScale(0.25), b.HistogramWrongScale(0.25, bins=5, affected=2)):
+        assert mech.true_eps == pytest.approx(4.0)
+        (x, xp), = mech.inputs
+        t = np.linspace(-2, 2.4, 2001) + 0.0123  # off the kinks, upper tails not cancelling
+        h = 1e-4  # density ratio from the exact CDF (central differences)
+        dens = lambda z: (mech.cdf(z, t + h) - mech.cdf(z, t - h)) / (2 * h)  # noqa: E731
+        lr = np.log(dens(x)) - np.log(dens(xp))
+        assert np.max(np.abs(lr)) == pytest.approx(mech.true_eps, rel=1e-5)
+        assert np.max(np.abs(lr)) <= mech.true_eps * (1 + 1e-5)
+    hist = b.HistogramWrongScale(0.5, bins=3)
+    H = hist.sample_histogram((0, 1, 1), 1000, rng=1)
+    assert H.shape == (1000, 3)
+    assert abs(np.median(H[:, 1]) - 2.0) < 0.2
+
+
+def test_noisy_max_value_true_eps():
+    for eps, m in ((1.0, 5), (0.5, 3), (2.0, 1)):
+        mech = b.NoisyMaxValue(eps, m)
+        assert mech.true_eps == pytest.approx(m * eps / 2)
+        (x, xp), = mech.inputs
+        t = np.linspace(-6, 6, 1201) * mech.scale + 0.0123  # off the kinks
+        h = 1e-5 * mech.scale
+        dens = lambda z: (mech.cdf(z, t + h) - mech.cdf(z, t - h)) / (2 * h)  # noqa: E731
+        lr = np.log(dens(x)) - np.log(dens(xp))
+        assert np.max(np.abs(lr)) <= mech.true_eps * (1 + 1e-4)
+        assert np.max(np.abs(lr)) == pytest.approx(mech.true_eps, rel=1e-4)  # attained for t <= 0
+
+
+def test_svt_returns_value_true_eps():
+    mech = b.SVTReturnsValue(1.0, 7)
+    assert mech.true_eps == pytest.approx(2.0)
+    (x, xp), = mech.inputs
+    neg = np.array([-12.0, -3.0, -0.5, 0.0])
+    pos = np.array([0.3, 1.0, 2.0, 6.0, 20.0])
+    lr_neg = np.log(mech.density(x, neg)) - np.log(mech.density(xp, neg))
+    lr_pos = np.log(mech.density(x, pos)) - np.log(mech.density(xp, pos))
+    np.testing.assert_allclose(lr_neg, mech.true_eps, rtol=1e-7)
+    assert np.all(np.abs(lr_pos) <= mech.true_eps + 1e-9)
+    atoms = [np.log(a) - np.log(c) for a, c in zip(mech.masses(x), mech.masses(xp))]
+    assert max(abs(a) for a in atoms) <= mech.true_eps
+
+
+def test_zoo_and_output_contract():
+    for key, make in b.ZOO.items():
+        mech = make()
+        assert mech.name == key
+        assert mech.true_eps > mech.claimed_eps
+        assert mech.inputs and all(len(p) == 2 for p in mech.inputs)
+        x = mech.inputs[0][0]
+        y = mech.sample(x, 7, rng=0)
+        assert y.ndim == 1 and y.shape == (7,)
+        assert y.dtype == (np.float64 if not mech.finite else np.int64)
+        assert mech.sample(x, 0, rng=0).shape == (0,)
+        np.testing.assert_array_equal(mech.sample(x, 50, rng=5), mech.sample(x, 50, rng=5))
+
+
+def test_bad_inputs_are_named():
+    with pytest.raises(LdpSimError, match="x"):
+        b.NoisyMaxValue(1.0, 3).sample((0, 0), 5)
+    with pytest.raises(LdpSimError, match="x"):
+        b.SVTNoCutoff(1.0, 2).sample((0, 1), 5)
+    with pytest.raises(LdpSimError, match="eps"):
+        b.DoubledRR(2, 0.0)
+    with pytest.raises(LdpSimError, match="k"):
+        b.UnaryNoReset(17, 1.0)
+    with pytest.raises(LdpSimError, match="n"):
+        b.DoubledRR(2, 1.0).sample(0, -1)
+    with pytest.raises(LdpSimError, match="x"):
+        b.HistogramWrongScale(1.0, bins=2).sample((0, 5), 3)
