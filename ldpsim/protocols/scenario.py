@@ -49,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ldpsim.errors import LdpSimError
 from ldpsim.sim.network import Latency
-from ldpsim.sim.scenario import ConstantLatencySpec, LatencySpec, _build_latency
+from ldpsim.sim.scenario import ConstantLatencySpec, LatencySpec, _build_latency, parse_validated, read_scenario_text
 
 KIND = "multiparty"
 MAX_PARTIES = 64
@@ -168,27 +168,12 @@ def is_multiparty_text(text: str) -> bool:
 
 def load_multiparty(path: str | Path) -> MultipartyScenario:
     """Read, validate and build a multi-party scenario; raise LdpSimError naming file and key."""
-    where = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise LdpSimError(f"{where}: cannot read the scenario file ({exc.strerror})") from None
+    text, where = read_scenario_text(path)
     return parse_multiparty(text, where)
 
 
 def parse_multiparty(text: str, where: str = "<scenario>") -> MultipartyScenario:
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise LdpSimError(f"{where}: invalid TOML: {' '.join(str(exc).split())}") from None
-    try:
-        spec = MultipartySpec.model_validate(raw)
-    except ValidationError as exc:
-        raise LdpSimError(f"{where}: {_error(exc)}") from None
-    try:
-        return build(spec, text, where)
-    except LdpSimError as exc:
-        raise LdpSimError(f"{where}: {exc}") from None
+    return parse_validated(text, where, MultipartySpec, _error, build)
 
 
 _OWN_KEYS = {"eps", "delta", "p_one", "t", "protocols", "task.t"}  # keys our validators name

@@ -282,26 +282,36 @@ class Scenario:
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read, validate and build a scenario file; raise LdpSimError naming file and key."""
-    p = Path(path)
-    where = str(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise LdpSimError(f"{where}: cannot read the scenario file ({exc.strerror})") from None
+    text, where = read_scenario_text(path)
     return parse_scenario(text, where)
 
 
 def parse_scenario(text: str, where: str = "<scenario>") -> Scenario:
+    return parse_validated(text, where, ScenarioSpec, _first_error, build)
+
+
+def read_scenario_text(path: str | Path) -> tuple[str, str]:
+    """The file's text and its name for messages; an unreadable file is one LdpSimError."""
+    where = str(path)
+    try:
+        return Path(path).read_text(), where
+    except OSError as exc:
+        raise LdpSimError(f"{where}: cannot read the scenario file ({exc.strerror})") from None
+
+
+def parse_validated(text: str, where: str, spec_cls: Any, first_error: Any, build_fn: Any) -> Any:
+    """TOML, then the strict pydantic spec, then ``build_fn(spec, text, where)``: every
+    problem becomes one LdpSimError prefixed by ``where`` (shared by every scenario kind)."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise LdpSimError(f"{where}: invalid TOML: {exc}") from None
+        raise LdpSimError(f"{where}: invalid TOML: {' '.join(str(exc).split())}") from None
     try:
-        spec = ScenarioSpec.model_validate(raw)
+        spec = spec_cls.model_validate(raw)
     except ValidationError as exc:
-        raise LdpSimError(f"{where}: {_first_error(exc)}") from None
+        raise LdpSimError(f"{where}: {first_error(exc)}") from None
     try:
-        return build(spec, text, where)
+        return build_fn(spec, text, where)
     except LdpSimError as exc:
         raise LdpSimError(f"{where}: {exc}") from None
 
