@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import integrate, stats
+from scipy import integrate, special, stats
 
 from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
@@ -60,6 +60,34 @@ def _lap_pdf(t: ArrayLike, b: float) -> NDArray[np.float64]:
     return np.asarray(stats.laplace.pdf(t, scale=b), dtype=np.float64)
 
 
+def _lap_logpdf(t: NDArray[np.float64], b: float) -> NDArray[np.float64]:
+    """log density of Lap(b) at ``t`` (exact in log space)."""
+    return -np.abs(t) / b - math.log(2.0 * b)
+
+
+def _lap_logcdf(t: NDArray[np.float64], b: float) -> NDArray[np.float64]:
+    """log CDF of Lap(b): ``t/b - log 2`` for ``t < 0``, ``log1p(-e^{-t/b}/2)`` for ``t >= 0``
+    (both branches stable far in their tails)."""
+    left = np.minimum(t, 0.0) / b - math.log(2.0)
+    right = np.log1p(-0.5 * np.exp(-np.maximum(t, 0.0) / b))
+    return np.where(t < 0, left, right)
+
+
+def _points(t: ArrayLike) -> NDArray[np.float64]:
+    return v._real_array(t, "y", "real numbers")
+
+
+def _codes_log(logrow: NDArray[np.float64], y: ArrayLike) -> NDArray[np.float64] | float:
+    """``logrow[y]`` (a row of log-probabilities) for integer codes ``y`` (vectorised); ``-inf``
+    at codes outside ``0..len(logrow)-1`` and at non-integers. A scalar ``y`` gives a float."""
+    arr = _points(y)
+    ok = np.isfinite(arr) & (np.floor(arr) == arr) & (arr >= 0) & (arr < logrow.size)
+    idx = np.where(ok, arr, 0.0).astype(np.int64)
+    out = np.where(ok, logrow[idx], -np.inf)
+    out = np.where(np.isnan(arr), np.nan, out)
+    return float(out) if np.ndim(y) == 0 else out
+
+
 class _Broken:
     name: str = "broken"
     claimed_eps: float
@@ -81,8 +109,34 @@ class _Broken:
         return f"{type(self).__name__}(claimed_eps={self.claimed_eps:g}, true_eps={self.true_eps:g})"
 
 
+class _FiniteLogDensity:
+    """``log_density(x, y)`` for finite broken mechanisms with ``matrix()`` and ``rows``."""
+
+    def _row_index(self, x: Any) -> int:
+        try:
+            xa = np.asarray(x)
+        except (TypeError, ValueError):  # pragma: no cover - ragged input
+            xa = None
+        for i, r in enumerate(self.rows):  # type: ignore[attr-defined]
+            if xa is not None and xa.dtype != bool and np.shape(r) == xa.shape and np.array_equal(np.asarray(r), xa):
+                return i
+        raise invalid("x", x, f"one of the inputs {self.rows!r}")  # type: ignore[attr-defined]
+
+    def _log_row(self, i: int) -> NDArray[np.float64]:
+        """log of row ``i`` of ``matrix()`` (``-inf`` at probability 0)."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.matrix()[i])  # type: ignore[attr-defined, no-any-return]
+
+    def log_density(self, x: Any, y: ArrayLike) -> float | NDArray[np.float64]:
+        """log of the probability of output code ``y`` under input ``x``:
+        ``log matrix()[row of x, y]``, vectorised over ``y`` (``-inf`` where the probability is
+        0, at codes out of range and at non-integers). ``x`` must be one of :attr:`rows`."""
+        i = self._row_index(x)
+        return _codes_log(self._log_row(i), y)
+
+
 # --------------------------------------------------------------------------- 1
-class DoubledRR(_Broken):
+class DoubledRR(_FiniteLogDensity, _Broken):
     """k-ary randomized response whose probabilities use ``2 eps``.
 
     Claims ``eps``. Reports the input with probability ``e^{2eps}/(k - 1 + e^{2eps})`` and
@@ -110,6 +164,14 @@ class DoubledRR(_Broken):
         np.fill_diagonal(M, e / (self.k - 1 + e))
         return M
 
+    def _log_row(self, i: int) -> NDArray[np.float64]:
+        # log-space matrix row (e^{2 eps} overflows past eps = 354): with
+        # L = log(1 + (k-1) e^{-2eps}), the diagonal is -L and the rest -2 eps - L
+        L = math.log1p((self.k - 1) * math.exp(-self.true_eps))
+        row = np.full(self.k, -self.true_eps - L)
+        row[i] = -L
+        return row
+
     def sample(self, x: int, n: int, rng: RNGLike = None) -> NDArray[np.int64]:
         x = v.integer(x, "x", minimum=0, maximum=self.k - 1)
         n, g = _n(n), as_generator(rng)
@@ -120,7 +182,7 @@ class DoubledRR(_Broken):
 
 
 # --------------------------------------------------------------------------- 2
-class UnaryNoReset(_Broken):
+class UnaryNoReset(_FiniteLogDensity, _Broken):
     """Symmetric unary encoding (RAPPOR-like) whose client never randomises its true bit.
 
     Correct client: one-hot vector of ``x``, each bit kept with probability
@@ -187,6 +249,14 @@ class LaplaceWrongScale(_Broken):
     def cdf(self, x: float, t: ArrayLike) -> NDArray[np.float64]:
         return _lap_cdf(np.asarray(t, dtype=np.float64) - float(x), self.scale)
 
+    def log_density(self, x: float, y: ArrayLike) -> float | NDArray[np.float64]:
+        """log density of the output ``x + Lap(b)`` at ``y`` (vectorised over ``y``)."""
+        xv = v._as_float(x, "x", "a finite real number")
+        if not math.isfinite(xv):
+            raise invalid("x", x, "a finite real number")
+        out = _lap_logpdf(_points(y) - xv, self.scale)
+        return float(out) if np.ndim(y) == 0 else out
+
     def sample(self, x: float, n: int, rng: RNGLike = None) -> NDArray[np.float64]:
         n, g = _n(n), as_generator(rng)
         return float(x) + g.laplace(0.0, self.scale, n)
@@ -232,6 +302,13 @@ class HistogramWrongScale(_Broken):
         c = float(self._counts(x)[self.affected])
         return _lap_cdf(np.asarray(t, dtype=np.float64) - c, self.scale)
 
+    def log_density(self, x: Sequence[int], y: ArrayLike) -> float | NDArray[np.float64]:
+        """log density of the affected bin's noisy count (the output of :meth:`sample`) at
+        ``y`` under dataset ``x`` (vectorised over ``y``)."""
+        c = float(self._counts(x)[self.affected])
+        out = _lap_logpdf(_points(y) - c, self.scale)
+        return float(out) if np.ndim(y) == 0 else out
+
     def sample(self, x: Sequence[int], n: int, rng: RNGLike = None) -> NDArray[np.float64]:
         n, g = _n(n), as_generator(rng)
         c = float(self._counts(x)[self.affected])
@@ -275,6 +352,24 @@ class NoisyMaxValue(_Broken):
         t = np.asarray(t, dtype=np.float64)
         return np.prod(_lap_cdf(t[..., None] - q, self.scale), axis=-1)
 
+    def log_density(self, x: Sequence[float], y: ArrayLike) -> float | NDArray[np.float64]:
+        """log density of ``M = max_i (q_i + Z_i)`` at ``y``: the log of
+        ``sum_i f(y - q_i) prod_{j != i} F(y - q_j)``, by ``logsumexp`` over ``i`` of
+        ``log f + sum_{j != i} log F`` (Laplace log-CDF in closed form): finite and accurate
+        far in both tails. Vectorised over ``y``; ``-inf`` at ``y = +-inf``."""
+        q = self._q(x)
+        t = _points(y)
+        fin = np.isfinite(t)
+        z = np.where(fin, t, 0.0)[..., None] - q  # (..., m)
+        lf = _lap_logpdf(z, self.scale)
+        lF = _lap_logcdf(z, self.scale)
+        off = ~np.eye(self.m, dtype=bool)  # j != i
+        others = np.where(off, lF[..., None, :], 0.0).sum(axis=-1)  # (..., m): sum_{j != i}
+        out = np.asarray(special.logsumexp(lf + others, axis=-1), dtype=np.float64)
+        out = np.where(fin, out, -np.inf)
+        out = np.where(np.isnan(t), np.nan, out)
+        return float(out) if np.ndim(y) == 0 else out
+
     def sample(self, x: Sequence[float], n: int, rng: RNGLike = None) -> NDArray[np.float64]:
         q = self._q(x)
         n, g = _n(n), as_generator(rng)
@@ -301,7 +396,7 @@ class _SVT(_Broken):
         return q
 
 
-class SVTNoQueryNoise(_SVT):
+class SVTNoQueryNoise(_FiniteLogDensity, _SVT):
     """Sparse vector without noise on the queries (Lyu-Su-Li 2017, Alg. 5, Stoddard et al.).
 
     Claims ``eps`` (``rho ~ Lap(2/eps)``; cutoff ``c = 1``). With no query noise the answers
@@ -350,7 +445,7 @@ def _patterns(n_queries: int) -> NDArray[np.bool_]:
     return ((codes[:, None] >> np.arange(n_queries)) & 1).astype(bool)
 
 
-class SVTNoCutoff(_SVT):
+class SVTNoCutoff(_FiniteLogDensity, _SVT):
     """Sparse vector that never stops (Lyu-Su-Li 2017, Alg. 6, Chen et al. 2015).
 
     Claims ``eps`` with the noise of the correct ``c = 1`` algorithm (``rho ~ Lap(2/eps)``,

@@ -18,7 +18,9 @@ Families (all share :class:`NoiseMechanism`):
 
 Every mechanism gives the *exact* privacy profile ``delta(eps)`` (and ``log_delta``), its
 inverse ``epsilon(delta)``, the exact trade-off function ``tradeoff(alpha)`` (f-DP), the
-variance / MSE, vectorised samplers, and a ``calibrate`` classmethod.
+variance / MSE, vectorised samplers, a ``calibrate`` classmethod, and the exact log density
+of the noise ``log_pdf(y)`` / of the output ``log_density(x, y)`` (log space, for
+likelihood-ratio tests).
 
 Conventions. Privacy loss ``L(x) = log p(x)/r(x)`` (``p`` the density of ``P``, ``r`` of
 ``R``). Hockey-stick divergence ``E_g(P||R) = int (p - g r)_+``; ``delta(eps) =
@@ -122,6 +124,11 @@ def _log(x: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.log(x)
 
 
+def _points(y: ArrayLike, name: str = "y") -> tuple[NDArray[np.float64], bool]:
+    """Real evaluation points as a float64 array (NaN and +-inf allowed) and whether scalar."""
+    return v._real_array(y, name, "real numbers"), np.ndim(y) == 0
+
+
 # --------------------------------------------------------------------------- Gaussian helpers
 def gdp_log_delta(eps: ArrayLike, mu: ArrayLike) -> NDArray[np.float64]:
     """log of the mu-GDP privacy profile ``Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``.
@@ -186,7 +193,7 @@ class NoiseMechanism:
     """Base class: additive noise ``Z`` for a numeric query of sensitivity ``sensitivity``.
 
     Subclasses implement ``_log_delta(t, shift)`` (vectorised over ``t``), ``_tradeoff``,
-    ``variance``, ``_sample`` and ``_calibrate_single`` / ``_calibrate_corollary``.
+    ``variance``, ``_sample``, ``_log_pdf`` (vectorised log density of the noise) and ``_calibrate_single`` / ``_calibrate_corollary``.
     Privacy quantities refer to the worst case, the full-sensitivity shift; ``shift=`` gives
     those of a smaller (or larger) shift.
     """
@@ -288,6 +295,33 @@ class NoiseMechanism:
         g = as_generator(rng)
         out = np.asarray(self._sample(size if size is not None else (), g), dtype=np.float64)
         return float(out) if size is None else out
+
+    def log_pdf(self, y: ArrayLike) -> float | NDArray[np.float64]:
+        """Natural log of the density of the noise ``Z`` at ``y`` (for :class:`Geometric`: of
+        its probability mass, on the integers). Exact, in log space: finite and accurate for
+        ``|y|`` up to 1e6 and beyond and for eps in the hundreds; ``-inf`` off the support
+        (and at ``y = +-inf``); NaN propagates. ``y`` array-like: a float64 array of the
+        same shape; a scalar ``y`` gives a float."""
+        arr, scalar = _points(y)
+        with np.errstate(invalid="ignore"):
+            out = np.asarray(self._log_pdf(arr), dtype=np.float64)
+        return _out(np.where(np.isnan(arr), np.nan, out), scalar)
+
+    def log_density(self, x: ArrayLike, y: ArrayLike) -> float | NDArray[np.float64]:
+        """log density (mass for :class:`Geometric`) of the *output* ``x + Z`` at ``y`` given
+        the input (query value) ``x``: ``log_pdf(y - x)``. ``x`` and ``y`` broadcast; ``x``
+        must be finite. A float when both are scalars."""
+        xa = v._real_array(x, "x", "finite real numbers")
+        if not np.all(np.isfinite(xa)):
+            raise invalid("x", x, "finite real numbers")
+        ya, scalar = _points(y)
+        with np.errstate(invalid="ignore"):
+            d = ya - xa
+        out = np.asarray(self.log_pdf(d), dtype=np.float64)
+        return _out(out, scalar and np.ndim(x) == 0)
+
+    def _log_pdf(self, y: NDArray[np.float64]) -> NDArray[np.float64]:  # pragma: no cover
+        raise NotImplementedError
 
     def privatize(self, values: ArrayLike, rng: RNGLike = None) -> float | NDArray[np.float64]:
         """``values + noise`` elementwise (one noise draw per value, vectorised)."""
@@ -430,6 +464,10 @@ class Laplace(NoiseMechanism):
             high = em * (1.0 - a)
         return np.where(a < em / 2.0, low, np.where(a <= 0.5, mid, high))
 
+    def _log_pdf(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        # log(exp(-|y|/scale) / (2 scale))
+        return -np.abs(y) / self.scale - math.log(2.0 * self.scale)
+
     @property
     def variance(self) -> float:
         return 2.0 * self.scale**2
@@ -483,6 +521,11 @@ class Gaussian(NoiseMechanism):
         t, scalar = _eps_array(eps)
         k = v.integer(k, "k", minimum=1)
         return _out(gdp_delta(t, math.sqrt(k) * self.mu), scalar)
+
+    def _log_pdf(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        # log of exp(-y^2/(2 sigma^2)) / (sigma sqrt(2 pi)); z = y/sigma first (no overflow of y^2)
+        z = y / self.sigma
+        return -0.5 * z * z - math.log(self.sigma) - 0.5 * math.log(2.0 * math.pi)
 
     @property
     def variance(self) -> float:
@@ -651,6 +694,13 @@ class TruncatedLaplace(NoiseMechanism):
             c = np.where(a <= 0.5, c_hi, c_lo)
         return self._cdf_y(c - u)
 
+    def _log_pdf(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        # density C e^{-|y|/lam} / lam on |y|/lam <= K (the support used by the CDF), else 0;
+        # log C = -log 2 - log(1 - e^-K) with 1 - e^-K taken as -expm1(-K)
+        u = np.abs(y) / self.lam
+        inside = -u + (math.log(self._C) - math.log(self.lam))
+        return np.where(u <= self.K, inside, -np.inf)
+
     @property
     def variance(self) -> float:
         K, q = self.K, self._q
@@ -786,6 +836,25 @@ class Staircase(_AtomMechanism):
         m = self._exponent(np.asarray(x, dtype=np.float64))
         return self.a * np.exp(-self.eps * m)
 
+    @property
+    def _log_a(self) -> float:
+        """log a = log(1 - b) - log(2 Delta) - log(gamma + (1 - gamma) b), in log space (b = e^-eps
+        underflows for eps > 745, where ``a`` itself may overflow)."""
+        g = self.gamma
+        log_g = math.log(g) if g > 0 else -math.inf
+        log_rest = math.log1p(-g) - self.eps if g < 1 else -math.inf
+        return math.log(self._one_b) - math.log(2.0 * self.sensitivity) - float(np.logaddexp(log_g, log_rest))
+
+    def _log_pdf(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        # log(a b^m(y)) = log a - eps m(y); m(y) as in _exponent, in float (no int overflow)
+        D = self.sensitivity
+        fin = np.isfinite(y)
+        ay = np.abs(np.where(fin, y, 0.0))
+        j = np.floor(ay / D)
+        r = ay - j * D
+        m = j + (r >= self.gamma * D)
+        return np.where(fin, self._log_a - self.eps * m, -np.inf)
+
     def _pieces(self, lo: float, hi: float, shift: float) -> tuple[NDArray, NDArray]:
         D, g = self.sensitivity, self.gamma
         js = np.arange(math.floor((lo - shift) / D) - 2, math.ceil(hi / D) + 3, dtype=np.float64)
@@ -889,6 +958,13 @@ class Geometric(_AtomMechanism):
     def pmf(self, z: ArrayLike) -> NDArray[np.float64]:
         z = np.asarray(z)
         return self._one_a / (1.0 + self.a) * np.exp(self.log_a * np.abs(z))
+
+    def _log_pdf(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        # log pmf: log(1-a) - log(1+a) + log(a) |z| on the integers, -inf elsewhere
+        z = np.abs(y)
+        integer = np.isfinite(z) & (np.floor(z) == z)
+        c = math.log(self._one_a) - math.log1p(self.a)
+        return np.where(integer, c + self.log_a * np.where(integer, z, 0.0), -np.inf)
 
     def _atoms(self, shift: float):
         s = int(shift)

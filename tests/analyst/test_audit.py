@@ -17,7 +17,7 @@ import pytest
 from scipy import stats
 
 from ldpsim import LdpSimError
-from ldpsim.analyst.audit import AuditResult, Witness, audit, sampler_of
+from ldpsim.analyst.audit import AuditResult, Witness, audit, audit_sequential, density_of, sampler_of
 from ldpsim.mechanisms import randomized_response
 from ldpsim.mechanisms.noise import Laplace
 
@@ -150,7 +150,7 @@ def test_reproducible_and_method_text():
 def test_witness_replays_on_fresh_samples():
     mech = Laplace(0.5)
     res = audit(mech, [(0.0, 1.0)], 10**5, rng=9)
-    w = Witness.from_json(res.witness.to_json())
+    w = Witness.from_json(res.witness.to_json(), log_density=density_of(mech))
     rng = np.random.default_rng(123)
     s = sampler_of(mech)
     p = w.contains(s(w.x, 10**5, rng)).mean()
@@ -287,3 +287,173 @@ def test_bad_options():
         audit(object(), [(0, 1)], 1000)
     with pytest.raises(LdpSimError, match="mechanism"):
         sampler_of("rr")
+
+
+# --------------------------------------------------------------------------- densities
+def test_density_of_library_mechanisms():
+    from ldpsim.mechanisms.broken import SVTNoQueryNoise
+
+    rr = randomized_response(3, 1.0)
+    ld = density_of(rr)
+    y = np.array([0, 1, 2, 3])
+    keep = math.e / (math.e + 2)  # closed form of 3-ary randomized response
+    expected = np.log([keep, (1 - keep) / 2, (1 - keep) / 2])
+    np.testing.assert_allclose(ld(0, y[:3]), expected, rtol=1e-12)
+    assert ld(0, y)[3] == -np.inf  # outside the output alphabet
+    lap = density_of(Laplace(2.0))
+    np.testing.assert_allclose(lap(1.0, np.array([1.0, 3.0])), stats.laplace.logpdf([0.0, 2.0], scale=2.0))
+    svt = SVTNoQueryNoise(eps=1.0)
+    lds = density_of(svt)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(lds(list(svt.rows[0]), np.arange(svt.matrix().shape[1])), np.log(svt.matrix()[0]))
+    assert density_of(lambda x, n, rng: None) is None
+
+
+def test_zero_density_event_gives_inf():
+    # quaternary (eps, delta) has outputs impossible under the other input: pure eps is inf
+    from ldpsim.mechanisms import quaternary_mechanism
+
+    res = audit(quaternary_mechanism(0.7, 0.05), [(0, 1)], 10**4, rng=1)
+    assert res.eps_lb == math.inf
+    assert res.counts["hits_x_prime"] == 0 and res.counts["hits_x"] > 0
+    # the same sampler without the density: sampled evidence only, so finite
+    res2 = audit(sampler_of(quaternary_mechanism(0.7, 0.05)), [(0, 1)], 10**4, rng=1)
+    assert math.isfinite(res2.eps_lb) and res2.eps_lb > 3.0
+    # a full-support mechanism never gets inf
+    assert math.isfinite(audit(randomized_response(3, 2.0), [(0, 1)], 10**4, rng=1).eps_lb)
+
+
+def test_density_inconsistent_with_sampler_is_reported():
+    # the density says output 1 is impossible under x = 1, the sampler produces it
+    def ld(x, y):
+        table = {0: np.log([0.5, 0.5]), 1: np.array([0.0, -np.inf])}[int(x)]
+        return table[np.asarray(y)]
+
+    def sample(x, n, rng):
+        return rng.integers(0, 2, size=n)
+
+    with pytest.raises(LdpSimError, match="density does not describe the sampler"):
+        audit(sample, [(0, 1)], 10**4, rng=0, log_density=ld)
+
+
+def test_bad_log_density_option():
+    with pytest.raises(LdpSimError, match="log_density"):
+        audit(randomized_response(2, 1.0), [(0, 1)], 1000, log_density="exact")
+
+
+def test_likelihood_ratio_witness_replays_and_serialises():
+    from ldpsim.mechanisms.broken import NoisyMaxValue
+
+    mech = NoisyMaxValue(eps=1.0, m=5)
+    res = audit(mech, mech.inputs, 10**5, rng=4)
+    assert res.witness.event["kind"] == "likelihood_ratio"
+    assert mech.claimed_eps < res.eps_lb <= mech.true_eps
+    text = res.witness.to_json()
+    json.loads(text)
+    with pytest.raises(LdpSimError, match="log_density"):
+        Witness.from_json(text).contains(np.zeros(3))
+    w = Witness.from_json(text, log_density=mech.log_density)
+    rng = np.random.default_rng(77)
+    n = 10**5
+    p = w.contains(mech.sample(mech.inputs[0][0], n, rng)).mean()
+    q = w.contains(mech.sample(mech.inputs[0][1], n, rng)).mean()
+    assert p > math.exp(mech.claimed_eps) * q  # the event really separates the two inputs
+
+
+def test_infinite_interval_ends_are_strict_json():
+    w = Witness(0, 1, {"kind": "interval", "lo": -math.inf, "hi": 0.5})
+    text = w.to_json()
+    assert '"-inf"' in text
+    back = Witness.from_json(text)
+    assert back.event["lo"] == -math.inf
+    np.testing.assert_array_equal(back.contains(np.array([-np.inf, -3.0, 0.5, 0.6, np.inf])), [False, True, True, False, False])
+
+
+def test_atoms_at_infinity_are_events():
+    # x: an atom at -inf with probability 0.3 (x' never), otherwise N(0, 1) for both
+    def sample(x, n, rng):
+        out = rng.normal(size=n)
+        if x == 0:
+            out[rng.random(n) < 0.3] = -np.inf
+        return out
+
+    res = audit(sample, [(0, 1)], 10**5, rng=3)
+    # the event {-inf} is impossible under x': eps_LB grows like log(n); anything short of
+    # isolating the atom would certify at most log(1.3 / 1) ~ 0.26 ... log(1/0.7) ~ 0.36
+    assert res.eps_lb > 5.0
+    assert res.witness.contains(np.array([-np.inf])).all() and not res.witness.contains(np.array([0.0])).any()
+
+
+# --------------------------------------------------------------------------- per-output ratios
+def test_per_output_table_against_closed_form():
+    k, eps = 4, 1.0
+    res = audit(randomized_response(k, eps), [(0, 1)], 10**5, rng=6)
+    tab = res.per_output.set_index("output")
+    assert list(tab.index) == [0, 1, 2, 3]
+    # exact log-ratios of k-ary RR for the pair (0, 1): +eps, -eps, 0, 0 (in either order)
+    x = res.witness.x
+    sign = 1.0 if x == 0 else -1.0
+    np.testing.assert_allclose(tab["log_ratio_exact"], sign * np.array([eps, -eps, 0.0, 0.0]), atol=1e-12)
+    assert tab["count_x"].sum() == 10**5 and tab["count_x_prime"].sum() == 10**5
+    # observed log-ratios: each count has relative sd <= 1/sqrt(1e5 * 0.15); 6 sd per log-count
+    np.testing.assert_allclose(tab["log_ratio_observed"], tab["log_ratio_exact"], atol=2 * 6 / math.sqrt(1.5e4))
+    assert audit(Laplace(1.0), [(0.0, 1.0)], 1000, rng=1).per_output is None
+
+
+# --------------------------------------------------------------------------- sequential
+def test_sequential_refutes_early_and_stops():
+    res = audit_sequential(broken_rr_sampler(2, 1.0), [(0, 1)], 10**6, 1.0, rng=8)
+    assert res.refuted and res.claimed_eps == 1.0
+    assert 1.0 < res.eps_lb <= 2.0
+    assert res.n_samples_used < 2 * 10**5  # stopped long before the budget of 2e6 outputs
+    assert res.rounds[-1]["refuted"] and not any(r["refuted"] for r in res.rounds[:-1])
+    assert "alpha spending" in res.method and "REFUTED" in res.summary()
+
+
+def test_sequential_false_alarm_rate():
+    # validity across looks: a correct mechanism is refuted with probability <= alpha
+    mech = randomized_response(3, 1.0)
+    over = 0
+    for seed in range(RUNS):
+        res = audit_sequential(mech, [(0, 1)], 2 * 10**5, 1.0, ALPHA, rng=500 + seed)
+        assert res.rounds[-1]["n_per_input"] == 2 * 10**5  # ran to the end
+        over += res.refuted
+    assert over <= allowed_false_alarms(RUNS, ALPHA)
+
+
+def test_sequential_schedule_and_reproducibility():
+    mech = Laplace(1.0)
+    r1 = audit_sequential(mech, [(0.0, 1.0)], 50_000, 1.0, first=1000, growth=2.0, rng=5)
+    r2 = audit_sequential(mech, [(0.0, 1.0)], 50_000, 1.0, first=1000, growth=2.0, rng=5)
+    assert r1 == r2
+    sizes = [r["n_certify"] for r in r1.rounds]
+    assert sizes == [1000, 2000, 4000, 8000, 16000, 18000]  # 1000 + ... = 50,000
+    assert r1.rounds[-1]["n_per_input"] == 50_000 and r1.n_samples_used == 100_000
+    assert "alpha/6 per look" in r1.method
+    assert r1.eps_lb == max(r["eps_lb_look"] for r in r1.rounds) <= 1.0
+
+
+def test_sequential_delta_claims():
+    from ldpsim.mechanisms import quaternary_mechanism
+
+    mech = quaternary_mechanism(0.7, 0.05)  # exactly (0.7, 0.05)-DP
+    ok = audit_sequential(mech, [(0, 1)], 10**5, 0.7, claimed_delta=0.05, rng=2)
+    assert not ok.refuted and ok.delta_lb <= 0.05
+    bad = audit_sequential(mech, [(0, 1)], 10**5, 0.7, claimed_delta=0.01, rng=2)
+    assert bad.refuted and 0.01 < bad.delta_lb <= 0.05
+
+
+@pytest.mark.parametrize(
+    "kwargs, needle",
+    [
+        ({"claimed_delta": 1.0}, "claimed_delta"),
+        ({"first": 5}, "first"),
+        ({"growth": 0.5}, "growth"),
+        ({"n_max": 1005}, "n_max"),
+        ({"claimed_eps": -1.0}, "claimed_eps"),
+    ],
+)
+def test_sequential_bad_input(kwargs, needle):
+    args = {"n_max": 10**4, "claimed_eps": 1.0} | kwargs
+    with pytest.raises(LdpSimError, match=needle):
+        audit_sequential(randomized_response(2, 1.0), [(0, 1)], **args)
