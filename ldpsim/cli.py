@@ -86,6 +86,28 @@ def _build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", default=None, help="output directory (default reports/reproduce/NAME)")
     rep.add_argument("--workers", type=int, default=1, help="worker processes for the linear programs (default 1)")
     rep.set_defaults(func=_reproduce)
+
+    aud = sub.add_parser(
+        "audit",
+        help="empirical privacy audit: a lower bound on eps of a library mechanism from samples",
+        description="Draw outputs of a library mechanism (or a deliberately broken one) on candidate pairs of "
+        "inputs and print eps_LB, a lower bound on its eps valid with probability >= 1 - alpha, next to the "
+        "claimed and the exact eps, with the witness (inputs and event) and the samples used. SPEC is NAME or "
+        "NAME:param=value,...; `ldpsim audit --list` names every mechanism and its parameters.",
+    )
+    aud.add_argument("spec", nargs="?", metavar="SPEC", help="e.g. randomized_response:k=4,eps=1 or broken.doubled_rr")
+    aud.add_argument("--list", action="store_true", help="name every auditable mechanism with its parameters")
+    aud.add_argument("--n", type=int, default=1_000_000, help="outputs per input (the budget; default 1,000,000)")
+    aud.add_argument("--alpha", type=float, default=0.05, help="the bound fails with probability <= alpha (default 0.05)")
+    aud.add_argument("--seed", type=int, default=None, help="root seed (default: fresh entropy, printed)")
+    aud.add_argument("--sequential", action="store_true", help="sample in rounds, stop as soon as the claim is refuted")
+    aud.add_argument("--first", type=int, default=1000, help="with --sequential: size of the first batch (default 1000)")
+    aud.add_argument("--black-box", action="store_true", help="use samples only, not the mechanism's exact density")
+    aud.add_argument("--claim-eps", type=float, default=None, help="audit this eps claim instead of the mechanism's own")
+    aud.add_argument("--claim-delta", type=float, default=None, help="audit this delta claim instead of the mechanism's own")
+    aud.add_argument("--pairs", default=None, help='candidate input pairs as JSON, e.g. "[[0, 1], [1, 2]]" (default: the catalog\'s)')
+    aud.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    aud.set_defaults(func=_audit)
     return parser
 
 
@@ -228,6 +250,81 @@ def _reproduce(args: argparse.Namespace) -> int:
         print("every number the paper gives agrees within the stated criterion")
     print(f"files in {run.out_dir}: {', '.join(p.name for p in run.files)}")
     return 0
+
+
+def _audit(args: argparse.Namespace) -> int:
+    import json
+
+    from ldpsim.analyst import audit as au
+    from ldpsim.analyst import targets as tg
+
+    if args.list:
+        if args.spec is not None:
+            raise LdpSimError(f"--list: got a SPEC too ({args.spec!r}), expected --list alone")
+        for name in tg.names():
+            spec = tg.TARGETS[name]
+            params = ", ".join(f"{k}={d[1]!r}" for k, d in spec.params.items())
+            print(f"{name}({params})\n    {spec.description}")
+        return 0
+    if args.spec is None:
+        raise LdpSimError("SPEC: got nothing, expected NAME or NAME:param=value,... (see ldpsim audit --list)")
+    t = tg.parse_spec(args.spec)
+    pairs = t.pairs
+    if args.pairs is not None:
+        try:
+            pairs = json.loads(args.pairs)
+        except ValueError:
+            raise LdpSimError(f"--pairs: got {args.pairs!r}, expected JSON such as [[0, 1], [1, 2]]") from None
+    claim_eps = t.claimed_eps if args.claim_eps is None else args.claim_eps
+    claim_delta = t.claimed_delta if args.claim_delta is None else args.claim_delta
+    seed = np.random.SeedSequence(args.seed)
+    rng = np.random.default_rng(seed)
+    ld = None if args.black_box else au.density_of(t.mechanism)
+    if args.sequential:
+        res = au.audit_sequential(
+            t.sampler, pairs, args.n, claim_eps, args.alpha, claimed_delta=claim_delta, first=args.first,
+            log_density=ld, rng=rng,
+        )  # fmt: skip
+    else:
+        eps_d = claim_eps if claim_delta > 0 else None
+        res = au.audit(t.sampler, pairs, args.n, args.alpha, eps_for_delta=eps_d, log_density=ld, rng=rng)
+    refuted = res.refuted
+    if refuted is None:
+        refuted = res.eps_lb > claim_eps if claim_delta == 0 else (res.delta_lb or 0.0) > claim_delta
+    exact_delta = t.true_delta(claim_eps) if (claim_delta > 0 and t.true_delta is not None) else None
+    per_input = res.n_samples_used // max(1, len({au._key(x) for pair in pairs for x in pair}))
+    if args.json:
+        out = {
+            "spec": t.spec, "seed": seed.entropy, "alpha": res.alpha, "eps_lb": _json_float(res.eps_lb),
+            "delta_lb": res.delta_lb, "claimed_eps": claim_eps, "claimed_delta": claim_delta,
+            "exact_eps": _json_float(t.true_eps), "exact_delta": exact_delta, "refuted": bool(refuted),
+            "witness": None if res.witness is None else res.witness.to_dict(),
+            "delta_witness": None if res.delta_witness is None else res.delta_witness.to_dict(),
+            "counts": res.counts, "samples_used": res.n_samples_used, "samples_per_input": per_input,
+            "density": ld is not None, "method": res.method,
+        }  # fmt: skip
+        print(json.dumps(out, sort_keys=True))
+        return 0
+    how = "exact density used" if ld is not None else "black box: samples only"
+    print(f"audit of {t.spec} ({how}); {len(pairs)} pair(s), alpha {res.alpha:g}, seed {seed.entropy}")
+    print(f"eps_LB = {res.eps_lb:.6g}   claimed eps = {claim_eps:g}   exact eps = {t.true_eps:.6g}")
+    if res.delta_lb is not None:
+        extra = f"   exact delta = {exact_delta:.6g}" if exact_delta is not None else ""
+        print(f"delta_LB at eps={res.eps_for_delta:g}: {res.delta_lb:.6g}   claimed delta = {claim_delta:g}{extra}")
+    claim = f"eps={claim_eps:g}" + (f", delta={claim_delta:g}" if claim_delta > 0 else "")
+    verdict = f"REFUTED at alpha {res.alpha:g}" if refuted else "not refuted (consistent with the samples)"
+    print(f"claim ({claim}): {verdict}")
+    print("witness: " + (res.witness.to_json() if res.witness is not None else "none (nothing certified)"))
+    if res.counts:
+        c = res.counts
+        print(f"certification hits: {c['hits_x']:,} under x, {c['hits_x_prime']:,} under x' (of {c['n_per_input']:,} each)")
+    print(f"samples used: {res.n_samples_used:,} ({per_input:,} per input)")
+    print(f"method: {res.method}")
+    return 0
+
+
+def _json_float(x: float) -> float | str:
+    return x if np.isfinite(x) else ("inf" if x > 0 else "-inf")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
