@@ -29,9 +29,21 @@ halves, one for the eps tests and one for the delta tests, so that ``eps_LB`` an
 ``delta_LB`` hold *jointly* with probability at least ``1 - alpha``.
 
 Sampled evidence cannot prove that an event has zero mass under an input (with 0 hits out
-of ``n2`` the Clopper-Pearson upper bound is ``1 - (a/2)^(1/n2) > 0``), so ``eps_LB`` is
-always finite here; it is never capped at any constant either: it grows like
-``log(n2)`` on an event that one input never produces.
+of ``n2`` the Clopper-Pearson upper bound is ``1 - (a/2)^(1/n2) > 0``), so from samples
+alone ``eps_LB`` is finite; it is never capped at any constant either: it grows like
+``log(n2)`` on an event that one input never produces. With a known density
+(``log_density``), an event of zero density under ``x'`` has zero mass *by the density*:
+its upper bound is 0 and ``eps_LB = inf`` once it is hit under ``x`` (a sample of ``x'``
+inside it is reported as an error: the density does not describe the sampler).
+
+Likelihood-ratio events (with a density): ``{y : log p_x(y) - log p_x'(y) >= c}``, ``c`` on
+a quantile grid of the observed log-ratios; for finite outputs the output sets are the
+prefixes of the outputs ordered by the exact ratio (Neyman-Pearson). Candidates are scored
+on the selection data at the simultaneous level (certification level divided by the
+number of candidates) to damp the winner's curse; that affects power only.
+
+:func:`audit_sequential` repeats select-then-certify in looks on growing fresh batches and
+stops once the claim is refuted (alpha spent equally over the looks planned in advance).
 """
 
 from __future__ import annotations
@@ -86,6 +98,15 @@ def _plain(value: Any) -> Any:
     if isinstance(value, numbers.Real):
         return float(value)
     raise invalid("input", value, "a JSON-serialisable input (numbers, strings, lists of them)")
+
+
+def _finite_input(value: Any) -> bool:
+    """False for an input holding an infinite number (its JSON form would not be strict)."""
+    try:
+        arr = np.asarray(_plain(value), dtype=np.float64)
+    except (TypeError, ValueError):
+        return True  # labels that are not numbers
+    return bool(np.all(np.isfinite(arr)))
 
 
 def _key(value: Any) -> str:
@@ -424,8 +445,9 @@ def _eps_score(lo_p: NDArray, hi_q: NDArray) -> NDArray[np.float64]:
 
 
 def _delta_score(lo_p: NDArray, hi_q: NDArray, eps: float) -> NDArray[np.float64]:
-    with np.errstate(over="ignore", invalid="ignore"):
-        s = lo_p - np.exp(eps + np.log(np.maximum(hi_q, 1e-300)))
+    hi_q = np.asarray(hi_q, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        s = np.where(hi_q > 0, lo_p - np.exp(eps + np.log(hi_q)), lo_p)  # a zero-mass event costs nothing
     return np.where(np.isnan(s), -np.inf, s)
 
 
@@ -563,6 +585,8 @@ def _check_pairs(pairs: Any) -> list[tuple[Any, Any]]:
             raise invalid("pairs", pair, expected) from None
         if _key(a) == _key(b):
             raise invalid("pairs", pair, expected)
+        if not (_finite_input(a) and _finite_input(b)):
+            raise invalid("pairs", pair, expected + " (numbers must be finite)")
         out.append((a, b))
     return out
 
@@ -605,7 +629,9 @@ def _output_kind(samples: dict[str, np.ndarray], outputs: str) -> str:
     kind = ("finite" if all_int else "real") if outputs == "auto" else outputs
     if kind == "finite" and not all_int:
         for key, s in samples.items():
-            if not np.issubdtype(s.dtype, np.integer) and not (np.all(np.isfinite(s)) and np.all(s == np.floor(s))):
+            if not np.issubdtype(s.dtype, np.integer) and not (
+                np.all(np.abs(s) <= 2.0**53) and np.all(s == np.floor(s))
+            ):
                 raise invalid("sampler output", f"non-integer outputs for input x={key}", 'integer outputs (outputs="finite")')
     return kind
 
@@ -786,14 +812,14 @@ def _schedule(n_max: int, first: int, growth: float) -> list[int]:
     sizes: list[int] = []
     used, size = first, float(first)
     while used < n_max:
-        m = min(int(round(size)), n_max - used)
+        m = min(int(round(min(size, n_max))), n_max - used)
         if m < MIN_HALF:
             if sizes:
                 sizes[-1] += m
             break
         sizes.append(m)
         used += m
-        size *= growth
+        size = min(size * growth, float(n_max))
     return sizes
 
 
@@ -855,7 +881,10 @@ def audit_sequential(
     rounds: list[dict[str, Any]] = []
     refuted = False
     for r, m in enumerate(sizes, start=1):
-        cert = _cast(_draw_all(sampler_, pairs_, m, gen), kind)
+        batch = _draw_all(sampler_, pairs_, m, gen)
+        if kind == "finite":
+            _output_kind(batch, "finite")  # every batch must hold integer outputs, not only the first
+        cert = _cast(batch, kind)
         got = _round(kind, pairs_, sel, cert, a, eps_d, ld)
         if got.eps > best.eps:
             best.eps, best.w, best.counts = got.eps, got.w, got.counts

@@ -457,3 +457,38 @@ def test_sequential_bad_input(kwargs, needle):
     args = {"n_max": 10**4, "claimed_eps": 1.0} | kwargs
     with pytest.raises(LdpSimError, match=needle):
         audit_sequential(randomized_response(2, 1.0), [(0, 1)], **args)
+
+
+# --------------------------------------------------------------------------- review regressions
+def test_sequential_checks_every_batch_for_integer_outputs():
+    def sample(x, n, rng):  # integers in the first batch, fractional reals afterwards
+        return rng.integers(0, 3, size=n) if n == 50 else rng.random(n) * 3
+
+    with pytest.raises(LdpSimError, match="non-integer outputs"):
+        audit_sequential(sample, [(0, 1)], 500, 0.1, first=50)
+
+
+def test_delta_of_zero_mass_event_at_huge_eps():
+    # x uniform on {0, 1, 2}, x' uniform on {1, 2}: delta(eps) = 1/3 for every eps
+    def sample(x, n, rng):
+        return rng.integers(0, 3, size=n) if x == 0 else rng.integers(1, 3, size=n)
+
+    def ld(x, y):
+        y = np.asarray(y)
+        row = np.log([1 / 3, 1 / 3, 1 / 3]) if x == 0 else np.array([-np.inf, np.log(0.5), np.log(0.5)])
+        return row[y]
+
+    res = audit(sample, [(0, 1)], 4000, log_density=ld, eps_for_delta=700.0, rng=1)
+    assert 0.25 < res.delta_lb <= 1 / 3 and res.eps_lb == math.inf
+
+
+def test_growth_huge_and_outputs_too_large_for_integers():
+    res = audit_sequential(randomized_response(2, 1.0), [(0, 1)], 100, 1.0, first=10, growth=1e308, rng=0)
+    assert [r["n_certify"] for r in res.rounds] == [10, 80]
+    with pytest.raises(LdpSimError, match="non-integer outputs"):
+        audit(lambda x, n, g: np.full(n, 2.0**63), [(0, 1)], 100, outputs="finite")
+
+
+def test_infinite_inputs_refused():
+    with pytest.raises(LdpSimError, match="finite"):
+        audit(Laplace(1.0), [(0.0, math.inf)], 200)
