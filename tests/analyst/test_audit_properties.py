@@ -118,7 +118,7 @@ REFUTE_SEED = 20261130
 #: scale ~1.9 vs 0.5; noisy_max_value ~2.2 vs 1; svt_no_query_noise ~7 vs 1 at 2e5;
 #: svt_no_cutoff, true eps 1.23 vs claim 1, needs ~1e6 (eps_LB ~1.10-1.13 at 1e6-2e6)).
 #: svt_returns_value (true eps 2 vs claim 1) violates only on a rare event (a finite release
-#: below ~1: mass ~1e-4): eps_LB ~0.6-0.7 at 1e6, ~1.05 at 6e6, 1.48 at 2e7 (seed above) --
+#: below ~1: mass ~3e-4 vs ~4e-5): eps_LB ~0.6-0.7 at 1e6, ~1.05 at 6e6, 1.48 at 2e7 (seed above) --
 #: a heavier run (20 s, 3 GB), so marked slow.
 REFUTE_N = {key: 200_000 for key in ZOO} | {"svt_no_cutoff": 2_000_000, "svt_returns_value": 20_000_000}
 HEAVY = {"svt_returns_value"}
