@@ -6,7 +6,7 @@ least ``1 - alpha`` over the whole search (input pairs, orders, events, threshol
 
 Method (select, then certify on fresh samples):
 
-* For every input, ``n`` outputs are drawn; the first ``round(split * n)`` (the *selection*
+* For every input, ``n`` outputs (scalars or vectors) are drawn; the first ``round(split * n)`` (the *selection*
   half) choose, for every ordered pair ``(x, x')``, one event ``S`` (the witness). Finite
   outputs: prefixes of the outputs sorted by the observed ratio ``p_hat(y) / q_hat(y)``;
   real outputs: thresholds ``y > t``, ``y <= t`` and intervals ``lo < y <= hi`` over a
@@ -68,6 +68,10 @@ __all__ = ["AuditResult", "Witness", "audit", "audit_sequential", "density_of", 
 #: Fewest samples per input in each of the selection and certification halves.
 MIN_HALF = 10
 
+#: Real vector outputs are projected on every coordinate axis (besides the mean difference)
+#: up to this dimension.
+MAX_AXES = 16
+
 #: Number of quantiles of the pooled selection outputs used as thresholds / interval ends
 #: for real outputs (intervals: GRID_SIZE^2 / 2 candidates, scored vectorised).
 GRID_SIZE = 128
@@ -127,7 +131,8 @@ def _number(value: Any, name: str) -> float:
 def _check_event(event: Any) -> dict[str, Any]:
     expected = (
         '{"kind": "outputs", "values": [...]}, {"kind": "threshold", "t": float, "side": "above"|"below"}, '
-        '{"kind": "interval", "lo": float, "hi": float} or {"kind": "likelihood_ratio", "c": float}'
+        '{"kind": "interval", "lo": float, "hi": float} (both optionally with a projection "w": [floats]) '
+        'or {"kind": "likelihood_ratio", "c": float}'
     )
     if not isinstance(event, dict) or event.get("kind") not in _EVENT_KINDS:
         raise invalid("event", event, expected)
@@ -136,28 +141,59 @@ def _check_event(event: Any) -> dict[str, Any]:
         if set(event) != {"kind", "values"}:
             raise invalid("event", event, expected)
         vals = event["values"]
-        if isinstance(vals, (str, bytes)) or np.ndim(vals) != 1:
+        if isinstance(vals, (str, bytes)):
             raise invalid("event", event, expected)
-        out = []
-        for val in vals:
+        try:
+            arr = np.asarray(_plain(vals), dtype=object)
+        except (TypeError, ValueError):
+            raise invalid("event", event, expected) from None
+        if arr.ndim not in (1, 2):
+            raise invalid("event", event, expected)
+        for val in arr.ravel():
             if isinstance(val, bool) or not isinstance(val, (numbers.Integral, np.integer)):
-                raise invalid("event values", val, "integer outputs")
-            out.append(int(val))
-        return {"kind": "outputs", "values": sorted(set(out))}
+                raise invalid("event values", val, "integer outputs (or vectors of integers)")
+        if arr.ndim == 1:
+            return {"kind": "outputs", "values": sorted({int(v) for v in arr})}
+        rows = sorted({tuple(int(v) for v in row) for row in arr})
+        return {"kind": "outputs", "values": [list(r) for r in rows]}
+    extra: dict[str, Any] = {}
+    keys = set(event)
+    if "w" in event and kind in ("threshold", "interval"):
+        w = event["w"]
+        try:
+            w_arr = np.asarray(w, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise invalid("event w", w, "a list of finite numbers (a projection direction)") from None
+        if w_arr.ndim != 1 or w_arr.size == 0 or not np.all(np.isfinite(w_arr)):
+            raise invalid("event w", w, "a list of finite numbers (a projection direction)")
+        extra["w"] = w_arr.tolist()
+        keys = keys - {"w"}
     if kind == "threshold":
-        if set(event) != {"kind", "t", "side"} or event["side"] not in ("above", "below"):
+        if keys != {"kind", "t", "side"} or event["side"] not in ("above", "below"):
             raise invalid("event", event, expected)
-        return {"kind": "threshold", "t": _number(event["t"], "event t"), "side": event["side"]}
+        return {"kind": "threshold", "t": _number(event["t"], "event t"), "side": event["side"], **extra}
     if kind == "likelihood_ratio":
-        if set(event) != {"kind", "c"}:
+        if keys != {"kind", "c"}:
             raise invalid("event", event, expected)
         return {"kind": "likelihood_ratio", "c": _number(event["c"], "event c")}
-    if set(event) != {"kind", "lo", "hi"}:
+    if keys != {"kind", "lo", "hi"}:
         raise invalid("event", event, expected)
     lo, hi = _number(event["lo"], "event lo"), _number(event["hi"], "event hi")
     if not lo < hi:
         raise invalid("event", event, "an interval with lo < hi")
-    return {"kind": "interval", "lo": lo, "hi": hi}
+    return {"kind": "interval", "lo": lo, "hi": hi, **extra}
+
+
+def _row_members(y: np.ndarray, rows: list[list[int]]) -> NDArray[np.bool_]:
+    """Which rows of the 2-D array ``y`` are among ``rows``."""
+    vals = np.asarray(rows, dtype=np.int64).reshape(len(rows), -1)
+    if y.ndim != 2 or y.shape[1] != vals.shape[1]:
+        raise invalid("outputs", f"an array of shape {y.shape}", f"vectors of length {vals.shape[1]} (n x {vals.shape[1]})")
+    if not len(rows):
+        return np.zeros(y.shape[0], dtype=bool)
+    _, inv = np.unique(np.concatenate([vals, y.astype(np.int64)]), axis=0, return_inverse=True)
+    inv = inv.ravel()
+    return np.isin(inv[len(rows) :], inv[: len(rows)])
 
 
 def _json_number(value: Any) -> Any:
@@ -171,8 +207,8 @@ def _log_ratio(log_density: LogDensity, x: Any, xp: Any, y: np.ndarray) -> NDArr
     """``log p_x(y) - log p_x'(y)`` in [-inf, inf]; NaN (both densities 0) becomes -inf."""
     lp = np.asarray(log_density(x, y), dtype=np.float64)
     lq = np.asarray(log_density(xp, y), dtype=np.float64)
-    if lp.shape != y.shape or lq.shape != y.shape:
-        raise invalid("log_density output", f"an array of shape {lp.shape}", f"shape {y.shape}, one value per output")
+    if lp.shape != y.shape[:1] or lq.shape != y.shape[:1]:
+        raise invalid("log_density output", f"an array of shape {lp.shape}", f"shape {y.shape[:1]}, one value per output")
     with np.errstate(invalid="ignore"):
         out = lp - lq
     return np.where(np.isnan(out), -np.inf, out)
@@ -222,11 +258,20 @@ class Witness:
         A likelihood-ratio event needs the log density (``log_density(x, y)``): the one
         given here, else the one the witness was found with."""
         y = np.asarray(outputs)
-        if y.dtype == bool or not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
-            raise invalid("outputs", outputs, "an array of real outputs")
+        if y.dtype == bool:
+            y = y.astype(np.int64)
+        if not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)) or y.ndim not in (1, 2):
+            raise invalid("outputs", outputs, "an array of real outputs (n outputs, or n x d vectors)")
         ev = self.event
         if ev["kind"] == "outputs":
+            if ev["values"] and isinstance(ev["values"][0], list):
+                return _row_members(y, ev["values"])
             return np.isin(y, np.asarray(ev["values"], dtype=np.int64))
+        if "w" in ev:
+            w = np.asarray(ev["w"], dtype=np.float64)
+            if y.ndim != 2 or y.shape[1] != w.size:
+                raise invalid("outputs", f"an array of shape {y.shape}", f"vectors of length {w.size} (n x {w.size})")
+            y = y @ w
         if ev["kind"] == "threshold":
             return y > ev["t"] if ev["side"] == "above" else y <= ev["t"]
         if ev["kind"] == "likelihood_ratio":
@@ -404,14 +449,23 @@ def _draw(sampler: Sampler, x: Any, n: int, rng: np.random.Generator) -> np.ndar
         out = np.asarray(raw)
     except Exception:  # pragma: no cover - defensive (ragged objects)
         raise invalid("sampler output", raw, f"a 1-D numeric array of {n} outputs (input x={_show(x)})") from None
+    if out.dtype == bool and out.ndim == 2:
+        out = out.astype(np.int64)  # bit vectors
     if out.dtype == bool or not (np.issubdtype(out.dtype, np.integer) or np.issubdtype(out.dtype, np.floating)):
         raise invalid(
             "sampler output", f"an array of dtype {out.dtype}", f"integer or real outputs (input x={_show(x)})"
         )
-    if out.shape != (n,):
-        raise invalid("sampler output", f"an array of shape {out.shape}", f"shape ({n},), one output per draw (input x={_show(x)})")
+    if not (out.shape == (n,) or (out.ndim == 2 and out.shape[0] == n and out.shape[1] >= 1)):
+        raise invalid(
+            "sampler output", f"an array of shape {out.shape}",
+            f"shape ({n},) or ({n}, d): one output (or vector) per draw (input x={_show(x)})",
+        )  # fmt: skip
+    if out.ndim == 2 and out.shape[1] == 1:
+        out = out[:, 0]
     if np.issubdtype(out.dtype, np.floating) and np.isnan(out).any():
         raise invalid("sampler output", "NaN outputs", f"real outputs, not NaN (input x={_show(x)})")
+    if out.ndim == 2 and np.issubdtype(out.dtype, np.floating) and not np.isfinite(out).all():
+        raise invalid("sampler output", "infinite entries in vector outputs", f"finite vectors (input x={_show(x)})")
     return out
 
 
@@ -505,12 +559,9 @@ def _real_grid(pooled: np.ndarray) -> np.ndarray:
     return np.unique(np.concatenate(parts))
 
 
-def _real_select(
-    x: Any, xp: Any, sp: np.ndarray, sq: np.ndarray, score: Callable, z: float, ld: LogDensity | None
-) -> tuple[dict[str, Any], bool] | None:
-    """Thresholds ``y <= t``, ``y > t`` and intervals ``lo < y <= hi`` on a quantile grid, and
-    with a density the likelihood-ratio events ``L(y) >= c``; the best event and whether
-    ``ld`` proves it has zero mass under ``xp``."""
+def _interval_family(sp: np.ndarray, sq: np.ndarray) -> tuple[NDArray, NDArray, Callable[[int], dict[str, Any]]]:
+    """Hit counts of the thresholds ``y <= t``, ``y > t`` and intervals ``lo < y <= hi`` over
+    a quantile grid of the pooled 1-D outputs, and the event of each candidate index."""
     n_p, n_q = sp.size, sq.size
     grid = _real_grid(np.concatenate([sp, sq]))
     sp_s, sq_s = np.sort(sp), np.sort(sq)
@@ -518,8 +569,54 @@ def _real_select(
     cq = np.searchsorted(sq_s, grid, side="right")
     g = grid.size
     i, j = np.triu_indices(g, k=1)
-    hp_parts, hq_parts = [cp, n_p - cp, cp[j] - cp[i]], [cq, n_q - cq, cq[j] - cq[i]]
-    cgrid = np.empty(0)
+    hp = np.concatenate([cp, n_p - cp, cp[j] - cp[i]])
+    hq = np.concatenate([cq, n_q - cq, cq[j] - cq[i]])
+
+    def event(b: int) -> dict[str, Any]:
+        if b < g:
+            return {"kind": "threshold", "t": float(grid[b]), "side": "below"}
+        if b < 2 * g:
+            return {"kind": "threshold", "t": float(grid[b - g]), "side": "above"}
+        b -= 2 * g
+        return {"kind": "interval", "lo": float(grid[i[b]]), "hi": float(grid[j[b]])}
+
+    return hp, hq, event
+
+
+def _directions(sp: np.ndarray, sq: np.ndarray) -> list[NDArray[np.float64]]:
+    """Directions to project real vector outputs on: the difference of the two means (from
+    the selection data) and, up to 16 dimensions, every coordinate axis."""
+    d = sp.shape[1]
+    dirs: list[NDArray[np.float64]] = []
+    diff = sp.mean(axis=0) - sq.mean(axis=0)
+    norm = float(np.linalg.norm(diff))
+    if norm > 0 and np.isfinite(norm):
+        dirs.append(diff / norm)
+    if d <= MAX_AXES:
+        dirs.extend(np.eye(d))
+    return dirs or [np.eye(d)[0]]
+
+
+def _real_select(
+    x: Any, xp: Any, sp: np.ndarray, sq: np.ndarray, score: Callable, z: float, ld: LogDensity | None
+) -> tuple[dict[str, Any], bool] | None:
+    """Thresholds ``y <= t``, ``y > t`` and intervals ``lo < y <= hi`` on a quantile grid (for
+    vector outputs, of the projections ``w . y`` on :func:`_directions`), and with a density
+    the likelihood-ratio events ``L(y) >= c``; the best event and whether ``ld`` proves it
+    has zero mass under ``xp``."""
+    n_p, n_q = sp.shape[0], sq.shape[0]
+    hp_parts, hq_parts, zero_parts = [], [], []
+    decoders: list[Callable[[int], dict[str, Any]]] = []
+    projections = [(sp, sq, None)] if sp.ndim == 1 else [(sp @ w, sq @ w, w) for w in _directions(sp, sq)]
+    for p1, q1, w in projections:
+        hp, hq, event = _interval_family(p1, q1)
+        hp_parts.append(hp)
+        hq_parts.append(hq)
+        zero_parts.append(np.zeros(hp.size, dtype=bool))
+        if w is None:
+            decoders.append(event)
+        else:
+            decoders.append(lambda b, event=event, w=w: {**event(b), "w": w.tolist()})
     if ld is not None:
         lp_s, lq_s = np.sort(_log_ratio(ld, x, xp, sp)), np.sort(_log_ratio(ld, x, xp, sq))
         pooled = np.concatenate([lp_s, lq_s])
@@ -527,27 +624,20 @@ def _real_select(
         cparts = [[np.inf]] if lp_s[-1] == np.inf else []
         if fin.size:
             cparts.append(np.quantile(fin, np.linspace(0.0, 1.0, GRID_SIZE + 1), method="lower"))
-        cgrid = np.unique(np.concatenate(cparts)) if cparts else np.empty(0)
-        hp_parts.append(n_p - np.searchsorted(lp_s, _lr_floor(cgrid), side="left"))  # #{L >= c - tol}
-        hq_parts.append(n_q - np.searchsorted(lq_s, _lr_floor(cgrid), side="left"))
-    hp, hq = np.concatenate(hp_parts), np.concatenate(hq_parts)
-    zero = np.zeros(hp.size, dtype=bool)
-    if cgrid.size:
-        zero[-cgrid.size :] = cgrid == np.inf  # L = inf: density 0 under xp
+        if cparts:
+            cgrid = np.unique(np.concatenate(cparts))
+            hp_parts.append(n_p - np.searchsorted(lp_s, _lr_floor(cgrid), side="left"))  # #{L >= c - tol}
+            hq_parts.append(n_q - np.searchsorted(lq_s, _lr_floor(cgrid), side="left"))
+            zero_parts.append(cgrid == np.inf)  # L = inf: density 0 under xp
+            decoders.append(lambda b, cgrid=cgrid: {"kind": "likelihood_ratio", "c": float(cgrid[b])})
+    sizes = np.cumsum([0] + [h.size for h in hp_parts])
+    hp, hq, zero = np.concatenate(hp_parts), np.concatenate(hq_parts), np.concatenate(zero_parts)
     z = _selection_z(z, hp.size)
     lo_p = _wilson(hp, n_p, z)[0]
     hi_q = np.where(zero, 0.0, _wilson(hq, n_q, z)[1])
     best = _best(score(lo_p, hi_q), lo_p)
-    if best < g:
-        event: dict[str, Any] = {"kind": "threshold", "t": float(grid[best]), "side": "below"}
-    elif best < 2 * g:
-        event = {"kind": "threshold", "t": float(grid[best - g]), "side": "above"}
-    elif best < 2 * g + i.size:
-        b = best - 2 * g
-        event = {"kind": "interval", "lo": float(grid[i[b]]), "hi": float(grid[j[b]])}
-    else:
-        event = {"kind": "likelihood_ratio", "c": float(cgrid[best - 2 * g - i.size])}
-    return event, bool(zero[best])
+    fam = int(np.searchsorted(sizes, best, side="right")) - 1
+    return decoders[fam](best - int(sizes[fam])), bool(zero[best])
 
 
 def _per_output(
@@ -641,6 +731,65 @@ def _cast(samples: dict[str, np.ndarray], kind: str) -> dict[str, np.ndarray]:
     return {key: s.astype(dtype, copy=False) for key, s in samples.items()}
 
 
+def _width(samples: dict[str, np.ndarray]) -> int:
+    """0 for scalar outputs, else the common length ``d`` of the output vectors."""
+    widths = {s.shape[1] if s.ndim == 2 else 0 for s in samples.values()}
+    if len(widths) != 1:
+        raise invalid("sampler output", f"outputs of widths {sorted(widths)}", "the same shape for every input and batch")
+    return widths.pop()
+
+
+class _Rows:
+    """Integer codes for integer vector outputs (one code per distinct vector, stable across
+    batches), so that the finite-output search runs on codes; vectorised over samples."""
+
+    def __init__(self, d: int) -> None:
+        self.d = d
+        self.known = np.empty((0, d), dtype=np.int64)
+
+    def encode(self, arr: np.ndarray) -> NDArray[np.int64]:
+        if arr.ndim != 2 or arr.shape[1] != self.d:
+            raise invalid("sampler output", f"an array of shape {arr.shape}", f"vectors of length {self.d}")
+        uniq, inv = np.unique(arr, axis=0, return_inverse=True)
+        m = self.known.shape[0]
+        codes = np.full(uniq.shape[0], -1, dtype=np.int64)
+        if m:
+            allr, ainv = np.unique(np.concatenate([self.known, uniq]), axis=0, return_inverse=True)
+            ainv = ainv.ravel()
+            pos_to_code = np.full(allr.shape[0], -1, dtype=np.int64)
+            pos_to_code[ainv[:m]] = np.arange(m)
+            codes = pos_to_code[ainv[m:]]
+        new = codes < 0
+        codes[new] = m + np.arange(int(new.sum()))
+        self.known = np.concatenate([self.known, uniq[new]])
+        return codes[inv.ravel()]
+
+    def decode(self, codes: ArrayLike) -> NDArray[np.int64]:
+        return self.known[np.asarray(codes, dtype=np.int64)]
+
+    def density(self, ld: LogDensity | None) -> LogDensity | None:
+        if ld is None:
+            return None
+        return lambda x, codes: ld(x, self.decode(codes))
+
+    def publish(self, event: dict[str, Any]) -> dict[str, Any]:
+        return {"kind": "outputs", "values": self.decode(event["values"]).tolist()}
+
+
+def _encode(
+    samples: dict[str, np.ndarray], kind: str, rows: "_Rows | None", ld: LogDensity | None
+) -> tuple[dict[str, np.ndarray], "_Rows | None", LogDensity | None]:
+    """Integer vector outputs become codes (``rows`` kept across batches); the density is
+    wrapped to decode them. Other outputs pass through."""
+    d = _width(samples)
+    if kind != "finite" or d == 0:
+        if rows is not None:
+            raise invalid("sampler output", "scalar outputs after vector outputs", "the same shape in every batch")
+        return samples, None, ld
+    rows = rows if rows is not None else _Rows(d)
+    return {key: rows.encode(s) for key, s in samples.items()}, rows, rows.density(ld)
+
+
 @dataclass
 class _Best:
     eps: float = 0.0
@@ -659,6 +808,8 @@ def _round(
     a: float,
     eps_d: float | None,
     ld: LogDensity | None,
+    rows: _Rows | None = None,
+    ld_public: LogDensity | None = None,
 ) -> _Best:
     """Select one witness per ordered pair (and goal) on ``sel``, certify each on ``cert``
     with Clopper-Pearson bounds at ``a / 2`` per side; the best certified values."""
@@ -679,6 +830,7 @@ def _round(
                 continue
             event, zero_q = found
             w = Witness(x, xp, event, ld)
+            public = w if rows is None else Witness(x, xp, rows.publish(event), ld_public)
             hp = int(np.count_nonzero(w.contains(cp_)))
             hq = int(np.count_nonzero(w.contains(cq_)))
             if zero_q and hq:
@@ -692,11 +844,11 @@ def _round(
             if goal == "eps":
                 val = float(_eps_score(np.array(lo), np.array(hi)))
                 if val > best.eps:
-                    best.eps, best.w, best.counts = val, w, counts
+                    best.eps, best.w, best.counts = val, public, counts
             else:
                 val = float(_delta_score(np.array(lo), np.array(hi), eps_d))  # type: ignore[arg-type]
                 if val > best.delta:
-                    best.delta, best.dw, best.dcounts = val, w, counts
+                    best.delta, best.dw, best.dcounts = val, public, counts
     return best
 
 
@@ -719,12 +871,15 @@ def _finish(
     alpha: float,
     method: str,
     eps_d: float | None,
+    rows: _Rows | None = None,
     **extra: Any,
 ) -> AuditResult:
     per_output = None
     if kind == "finite":
         x, xp = (best.w.x, best.w.x_prime) if best.w is not None else pairs[0]
         per_output = _per_output(x, xp, samples[_key(x)], samples[_key(xp)], ld)
+        if rows is not None:
+            per_output["output"] = [tuple(r) for r in rows.decode(per_output["output"]).tolist()]
     return AuditResult(
         eps_lb=best.eps,
         delta_lb=None if eps_d is None else best.delta,
@@ -755,8 +910,11 @@ def audit(
 ) -> AuditResult:
     """Lower bound on the eps of a mechanism from samples, valid with probability >= 1 - alpha.
 
-    ``sampler(x, n, rng)`` returns ``n`` outputs (a 1-D array; integers for finite outputs,
-    floats for real scalar outputs, +-inf allowed as atoms) of the mechanism on input ``x``;
+    ``sampler(x, n, rng)`` returns ``n`` outputs of the mechanism on input ``x``: a 1-D array
+    (integers for finite outputs, floats for real outputs, +-inf allowed as atoms) or an
+    ``n x d`` array of vectors (integer vectors, e.g. bits, are finite outputs searched as
+    sets of vectors; real vectors are projected on the difference of the means and on each
+    axis up to ``MAX_AXES`` dimensions, then thresholds and intervals);
     a library mechanism (or any object with ``sample(x, n, rng)``) is accepted directly.
     ``pairs``: candidate pairs of inputs, each audited in both orders. ``n``: outputs drawn
     per distinct input, split into a selection part (``split``) and a certification part.
@@ -787,14 +945,14 @@ def audit(
     gen = as_generator(rng)
     samples = _draw_all(sampler_, pairs_, n_, gen)
     kind = _output_kind(samples, outputs)
-    samples = _cast(samples, kind)
+    samples, rows, ld_int = _encode(_cast(samples, kind), kind, None, ld)
 
     families = 1 if eps_d is None else 2
     tests = 2 * len(pairs_)
     a = alpha_ / families / tests  # per certified test; each side of the ratio gets a / 2
     sel = {key: s[:n1] for key, s in samples.items()}
     cert = {key: s[n1:] for key, s in samples.items()}
-    best = _round(kind, pairs_, sel, cert, a, eps_d, ld)
+    best = _round(kind, pairs_, sel, cert, a, eps_d, ld_int, rows, ld)
 
     fam = "" if eps_d is None else f", alpha split equally between the eps and the delta (at eps={eps_d:g}) witnesses"
     method = (
@@ -803,7 +961,7 @@ def audit(
         f"Clopper-Pearson bounds; Bonferroni over {tests} tests (2 orders x {len(pairs_)} pairs){fam}: each test "
         f"at level {a:.3g}, {a / 2:.3g} per side; no cap on eps_LB"
     )
-    return _finish(best, kind, pairs_, samples, ld, n_ * len(samples), alpha_, method, eps_d)
+    return _finish(best, kind, pairs_, samples, ld_int, n_ * len(samples), alpha_, method, eps_d, rows)
 
 
 def _schedule(n_max: int, first: int, growth: float) -> list[int]:
@@ -876,7 +1034,7 @@ def audit_sequential(
     gen = as_generator(rng)
     sel = _draw_all(sampler_, pairs_, first_, gen)
     kind = _output_kind(sel, outputs)
-    sel = _cast(sel, kind)
+    sel, rows, ld_int = _encode(_cast(sel, kind), kind, None, ld)
     best = _Best()
     rounds: list[dict[str, Any]] = []
     refuted = False
@@ -884,8 +1042,10 @@ def audit_sequential(
         batch = _draw_all(sampler_, pairs_, m, gen)
         if kind == "finite":
             _output_kind(batch, "finite")  # every batch must hold integer outputs, not only the first
-        cert = _cast(batch, kind)
-        got = _round(kind, pairs_, sel, cert, a, eps_d, ld)
+        cert, rows, _ = _encode(_cast(batch, kind), kind, rows, ld)
+        if rows is None and _width(cert) != _width(sel):
+            raise invalid("sampler output", "outputs of another shape in a later batch", "the same shape in every batch")
+        got = _round(kind, pairs_, sel, cert, a, eps_d, ld_int, rows, ld)
         if got.eps > best.eps:
             best.eps, best.w, best.counts = got.eps, got.w, got.counts
         if got.delta > best.delta:
@@ -896,7 +1056,7 @@ def audit_sequential(
             {
                 "look": r,
                 "n_certify": m,
-                "n_per_input": int(next(iter(sel.values())).size),
+                "n_per_input": int(next(iter(sel.values())).shape[0]),
                 "eps_lb_look": got.eps,
                 "eps_lb": best.eps,
                 **({} if eps_d is None else {"delta_lb_look": got.delta, "delta_lb": best.delta}),
@@ -917,6 +1077,6 @@ def audit_sequential(
         f"{' (refuted)' if refuted else ''}; no cap on eps_LB"
     )
     return _finish(
-        best, kind, pairs_, sel, ld, n_per_input * len(sel), alpha_, method, eps_d,
+        best, kind, pairs_, sel, ld_int, n_per_input * len(sel), alpha_, method, eps_d, rows,
         claimed_eps=c_eps, claimed_delta=c_delta, refuted=refuted, rounds=rounds,
     )  # fmt: skip

@@ -245,7 +245,9 @@ def test_bad_pairs(pairs):
     "sampler, what",
     [
         (lambda x, n, rng: np.zeros(n - 1, dtype=np.int64), "shape"),
-        (lambda x, n, rng: np.zeros((n, 2)), "shape"),
+        (lambda x, n, rng: np.zeros((n, 2, 2)), "shape"),
+        (lambda x, n, rng: np.zeros((n, 0)), "shape"),
+        (lambda x, n, rng: np.full((n, 2), np.inf), "infinite entries"),
         (lambda x, n, rng: np.array(["a"] * n), "dtype"),
         (lambda x, n, rng: np.zeros(n, dtype=bool), "dtype"),
         (lambda x, n, rng: np.zeros(n, dtype=complex), "dtype"),
@@ -492,3 +494,87 @@ def test_growth_huge_and_outputs_too_large_for_integers():
 def test_infinite_inputs_refused():
     with pytest.raises(LdpSimError, match="finite"):
         audit(Laplace(1.0), [(0.0, math.inf)], 200)
+
+
+# --------------------------------------------------------------------------- vector outputs
+def unary_sampler(k: int, eps: float, reset: bool = True):
+    """Symmetric unary encoding: bit x is 1 w.p. p = e^(eps/2) / (1 + e^(eps/2)), every other
+    bit 1 w.p. 1 - p (exact eps = eps: two bits differ between neighbouring inputs, each by a
+    factor e^(eps/2)). ``reset=False``: the client ORs the true bit into the random bits, so
+    bit x is 1 w.p. 1 - p(1 - p) and the pair's bits differ by more than e^(eps/2) (broken)."""
+    p = math.exp(eps / 2) / (1 + math.exp(eps / 2))
+
+    def sample(x, n, rng):
+        bits = rng.random((n, k)) < 1 - p
+        if reset:
+            bits[:, x] = rng.random(n) < p
+        else:
+            bits[:, x] |= rng.random(n) < p
+        return bits
+
+    return sample
+
+
+def unary_log_density(k: int, eps: float):
+    p = math.exp(eps / 2) / (1 + math.exp(eps / 2))
+
+    def ld(x, y):
+        y = np.asarray(y)
+        on = np.where(np.arange(k) == x, p, 1 - p)
+        return np.sum(np.where(y == 1, np.log(on), np.log1p(-on)), axis=1)
+
+    return ld
+
+
+def test_integer_vector_outputs():
+    k, eps = 4, 1.0
+    over = 0
+    for seed in range(RUNS):
+        res = audit(unary_sampler(k, eps), [(0, 1)], 2 * 10**4, rng=seed)
+        over += res.eps_lb > eps
+    assert over <= allowed_false_alarms(RUNS, ALPHA)
+    # the witness is a set of bit vectors and replays on fresh bit vectors
+    res = audit(unary_sampler(k, eps), [(0, 1)], 10**5, rng=1, log_density=unary_log_density(k, eps))
+    assert 0.8 < res.eps_lb <= eps
+    vals = res.witness.event["values"]
+    assert all(len(v) == k for v in vals)
+    w = Witness.from_json(res.witness.to_json())
+    y = unary_sampler(k, eps)(res.witness.x, 1000, np.random.default_rng(3))
+    expected = np.array([list(row) in vals for row in y.astype(int).tolist()])
+    np.testing.assert_array_equal(w.contains(y), expected)
+    # per-output table: vectors, with exact log-ratios e.g. +-eps for 1000 vs 0100 at x=0, x'=1
+    tab = res.per_output.set_index("output")
+    x = res.witness.x
+    one_x = tuple(int(j == x) for j in range(k))
+    assert tab.loc[[one_x], "log_ratio_exact"].iloc[0] == pytest.approx(eps)
+    # the broken client (no reset) is refuted
+    assert audit(unary_sampler(k, eps, reset=False), [(0, 1)], 10**5, rng=2).eps_lb > eps
+
+
+def test_real_vector_outputs_projected():
+    from ldpsim.mechanisms.broken import HistogramWrongScale
+
+    h = HistogramWrongScale(eps=0.5, bins=4)  # claims 0.5, true eps 2 (one bin moves by 1)
+    res = audit(lambda x, n, rng: h.sample_histogram(x, n, rng), h.inputs, 10**5, rng=2)
+    assert h.claimed_eps < res.eps_lb <= h.true_eps
+    assert len(res.witness.event["w"]) == 4
+    # correct Laplace histogram (scale 1/eps per bin): never above eps
+    eps = 1.0
+    over = 0
+    for seed in range(RUNS):
+        def hist(x, n, rng):
+            return np.asarray(x, dtype=float) + rng.laplace(0.0, 1.0 / eps, size=(n, 3))
+
+        over += audit(hist, [((0, 0, 0), (1, 0, 0))], 2 * 10**4, rng=seed).eps_lb > eps
+    assert over <= allowed_false_alarms(RUNS, ALPHA)
+
+
+def test_vector_outputs_must_keep_their_shape():
+    def sample(x, n, rng):
+        return rng.integers(0, 2, size=(n, 3 if x == 0 else 4))
+
+    with pytest.raises(LdpSimError, match="widths"):
+        audit(sample, [(0, 1)], 1000)
+    w = Witness(0, 1, {"kind": "threshold", "t": 0.0, "side": "above", "w": [1.0, 0.0]})
+    with pytest.raises(LdpSimError, match="vectors of length 2"):
+        w.contains(np.zeros((5, 3)))
