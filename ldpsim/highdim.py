@@ -19,6 +19,7 @@ from ldpsim.errors import invalid
 
 __all__ = [
     "NormPowerNoise",
+    "NormLaplace",
     "empirical_tradeoff",
     "gdp_distance",
     "random_direction",
@@ -219,6 +220,50 @@ class NormPowerNoise:
 
 
 # ------------------------------------------------------------------ f-DP tools
+class NormLaplace:
+    """The ``l_p`` Laplace mechanism on R^n: output ``x + Z / eps`` with ``Z`` of density
+    proportional to ``exp(-||z||_p)`` (``NormPowerNoise(n, p, 1)``), i.e. output density
+    ``eps^n exp(-eps ||y - x||_p) / c_{n,p}``, ``c_{n,p} = (2 Gamma(1 + 1/p))^n Gamma(n + 1) /
+    Gamma(1 + n/p)`` (the unit ``l_p`` ball's volume times ``Gamma(n + 1)``).
+
+    eps-DP for inputs at ``l_p`` distance <= 1, exactly: by the triangle inequality the
+    log-ratio of the densities at ``x`` and ``x'`` is at most ``eps ||x - x'||_p``, with
+    equality on the ray from ``x`` away from ``x'``."""
+
+    def __init__(self, n: int, p: float, eps: float):
+        self.noise = NormPowerNoise(n, p, 1.0)
+        self.n, self.p = self.noise.n, self.noise.p
+        e = _real(eps, "eps", "a finite number > 0")
+        if not (0 < e < math.inf):
+            raise invalid("eps", eps, "a finite number > 0")
+        self.eps = e
+        gam = 0.0 if math.isinf(self.p) else special.gammaln(1.0 + 1.0 / self.p)
+        ball = self.n * (math.log(2.0) + gam) - (0.0 if math.isinf(self.p) else special.gammaln(1.0 + self.n / self.p))
+        self.log_norm = ball + special.gammaln(self.n + 1.0) - self.n * math.log(self.eps)
+
+    def __repr__(self) -> str:
+        return f"NormLaplace(n={self.n}, p={self.p!r}, eps={self.eps!r})"
+
+    def _x(self, x: ArrayLike) -> NDArray[np.float64]:
+        arr = np.asarray(x, dtype=np.float64)
+        if arr.shape != (self.n,) or not np.all(np.isfinite(arr)):
+            raise invalid("x", x, f"a finite vector of length {self.n}")
+        return arr
+
+    def epsilon(self, distance: float = 1.0) -> float:
+        """Exact eps for inputs at ``l_p`` distance ``distance``."""
+        return self.eps * float(distance)
+
+    def sample(self, x: ArrayLike, size: int, rng: RNGLike = None) -> NDArray[np.float64]:
+        """``size`` outputs on input ``x``, shape ``(size, n)``."""
+        return self._x(x) + self.noise.sample(size, rng) / self.eps
+
+    def log_density(self, x: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
+        """Log density of the outputs ``y`` (shape ``(m, n)``) on input ``x``."""
+        y = np.asarray(y, dtype=np.float64)
+        return -self.eps * _p_norm(y - self._x(x), self.p) - self.log_norm
+
+
 def _loss_array(value: ArrayLike, name: str) -> NDArray[np.float64]:
     arr = _validate._real_array(value, name, "a non-empty 1-D array of finite losses")
     if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):

@@ -323,3 +323,44 @@ def test_l1_noise_clt_in_high_dimension():
     hi, low, axis = gaps[1000, "random"], gaps[4, "random"], gaps[1000, "axis"]
     assert hi["tradeoff_gap"] < low["tradeoff_gap"] < axis["tradeoff_gap"], gaps
     assert hi["ks"] < low["ks"] < axis["ks"], gaps
+
+
+# --------------------------------------------------------------------------- l_p Laplace mechanism
+@pytest.mark.parametrize(
+    "n, p, log_c",
+    [
+        (1, 2.0, math.log(2.0)),  # 1-D Laplace: integral of exp(-|z|) is 2, any p
+        (2, 2.0, math.log(2 * math.pi)),  # int exp(-r) 2 pi r dr
+        (2, 1.0, math.log(4.0)),  # two independent Laplace(1): 2 x 2
+        (2, math.inf, math.log(8.0)),  # square of side 2r: d(4 r^2) = 8 r dr
+        (3, 2.0, math.log(8 * math.pi)),  # int exp(-r) 4 pi r^2 dr = 8 pi
+    ],
+)
+def test_norm_laplace_normaliser(n, p, log_c):
+    from ldpsim.highdim import NormLaplace
+
+    eps = 1.7
+    m = NormLaplace(n, p, eps)
+    y = np.zeros((1, n))
+    # density at the input itself: eps^n / c
+    assert m.log_density(np.zeros(n), y)[0] == pytest.approx(n * math.log(eps) - log_c, rel=1e-12)
+
+
+def test_norm_laplace_privacy_and_samples():
+    from ldpsim.highdim import NormLaplace
+
+    m = NormLaplace(3, 1.5, 0.8)
+    x, xp = np.zeros(3), np.array([1.0, 0.0, 0.0])
+    # on the ray from x away from x' the log-ratio is exactly eps * ||x - x'||_p = eps
+    ray = np.outer([0.5, 3.0, 40.0], [-1.0, 0.0, 0.0])
+    np.testing.assert_allclose(m.log_density(x, ray) - m.log_density(xp, ray), 0.8, rtol=1e-12)
+    # elsewhere never above it (triangle inequality)
+    y = np.random.default_rng(0).normal(scale=3.0, size=(2000, 3))
+    assert np.max(m.log_density(x, y) - m.log_density(xp, y)) <= 0.8 + 1e-12
+    s = m.sample(xp, 1000, np.random.default_rng(1))
+    assert s.shape == (1000, 3)
+    # mean of x' + Z/eps is x' (symmetric noise): 6 standard errors
+    se = s.std(axis=0) / math.sqrt(1000)
+    assert np.all(np.abs(s.mean(axis=0) - xp) < 6 * se)
+    with pytest.raises(ValueError, match="eps"):
+        NormLaplace(3, 2.0, 0.0)

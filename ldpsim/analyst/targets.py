@@ -306,6 +306,27 @@ def _build_geometric(name, description, p):
     return _noise_target(name, description, p, Geometric(p["eps"], p["sensitivity"]), p["eps"])
 
 
+def _build_norm_laplace(name, description, p):
+    from ldpsim.highdim import NormLaplace
+
+    mech = NormLaplace(p["d"], p["p"], p["eps"])
+    e1 = tuple(float(j == 0) for j in range(mech.n))
+    return Target(
+        name=name,
+        params=dict(p),
+        mechanism=mech,
+        sampler=mech.sample,
+        pairs=[(tuple(0.0 for _ in range(mech.n)), e1)],
+        claimed_eps=float(mech.eps),
+        claimed_delta=0.0,
+        true_eps=mech.epsilon(1.0),  # the pair is at l_p distance 1 for every p
+        true_delta=None,  # only pure claims are made for this family
+        broken=False,
+        outputs="real",
+        description=description,
+    )
+
+
 def _build_broken(name, description, p, *, cls) -> Target:
     obj = cls(**p)
     finite = bool(getattr(obj, "finite", True))
@@ -406,6 +427,13 @@ _LIBRARY: list[TargetSpec] = [
         "two-sided geometric noise for integer queries; exact eps = eps",
         {"eps": _EPS, "sensitivity": (int, 1, "integer sensitivity (>= 1)")},
         _build_geometric,
+    ),
+    TargetSpec(
+        "norm_laplace",
+        "l_p Laplace noise on R^d (density prop. to exp(-eps ||y - x||_p)), vector outputs; exact eps = eps "
+        "for inputs at l_p distance 1 (the pair 0, e_1)",
+        {"d": (int, 4, "dimension (>= 1)"), "p": (float, 2.0, "the norm, >= 1 (inf allowed)"), "eps": _EPS},
+        _build_norm_laplace,
     ),
 ]
 

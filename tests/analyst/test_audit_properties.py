@@ -48,7 +48,8 @@ def seed_of(*parts: object) -> int:
 
 def draw_params(data: st.DataObject, name: str) -> dict[str, object]:
     """Parameters of the family ``name``: eps in [0.1, 4] (< 1 for the classical Gaussian),
-    k in 2..5, delta in [1e-3, 0.2], sensitivity in {1, 2.5} (integer {1, 3} for geometric)."""
+    k in 2..5, delta in [1e-3, 0.2], sensitivity in {1, 2.5} (integer {1, 3} for geometric),
+    dimension d in 1..5 and norm p in {1, 2, 3, inf} (l_p Laplace)."""
     out: dict[str, object] = {}
     for pname, (typ, _default, _help) in TARGETS[name].params.items():
         if pname == "eps":
@@ -58,6 +59,10 @@ def draw_params(data: st.DataObject, name: str) -> dict[str, object]:
             out[pname] = data.draw(st.integers(2, 5), label="k")
         elif pname == "delta":
             out[pname] = data.draw(st.floats(1e-3, 0.2), label="delta")
+        elif pname == "d":
+            out[pname] = data.draw(st.integers(1, 5), label="d")
+        elif pname == "p":
+            out[pname] = data.draw(st.sampled_from([1.0, 2.0, 3.0, math.inf]), label="p")
         elif pname == "sensitivity":
             choices = [1, 3] if typ is int else [1.0, 2.5]
             out[pname] = data.draw(st.sampled_from(choices), label="sensitivity")
