@@ -259,8 +259,11 @@ class NormLaplace:
         return self._x(x) + self.noise.sample(size, rng) / self.eps
 
     def log_density(self, x: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
-        """Log density of the outputs ``y`` (shape ``(m, n)``) on input ``x``."""
+        """Log density of the outputs ``y`` (shape ``(m, n)``; for ``n = 1`` also ``(m,)``) on
+        input ``x``."""
         y = np.asarray(y, dtype=np.float64)
+        if self.n == 1 and y.ndim == 1:
+            y = y[:, None]
         return -self.eps * _p_norm(y - self._x(x), self.p) - self.log_norm
 
 
