@@ -134,7 +134,7 @@ def _broken_params():
         yield pytest.param(key, marks=[pytest.mark.slow] if key in HEAVY else [], id=key)
 
 
-@pytest.mark.parametrize("key", _broken_params())
+@pytest.mark.parametrize("key", list(_broken_params()))
 def test_default_broken_target_is_refuted(key):
     t = target("broken." + key)
     assert t.true_eps > t.claimed_eps  # every default of the zoo is broken
