@@ -769,10 +769,17 @@ class _AtomMechanism(NoiseMechanism):
         return np.asarray(self.pld(shift).tradeoff(a))
 
 
+#: Largest eps of :class:`Staircase`: its privacy-loss atoms and density use ``b = e^-eps``,
+#: which leaves the normal floats past eps = 708.
+STAIRCASE_MAX_EPS = 700.0
+
+
 def _optimal_gamma(eps: float) -> float:
     """Variance-optimal staircase gamma (Geng-Viswanath 2016, IEEE T-IT 62(2), Thm 7):
     ``gamma* = -b/(1-b) + (b - 2b^2 + 2b^4 - b^5)^{1/3} / (2^{1/3} (1-b)^2)``, ``b = e^-eps``
     (clipped to [0, 1]; the tests check it against numerical minimisation of the variance)."""
+    if eps > 50.0:  # b < 2e-22: gamma* = (b/2)^(1/3) (1 + O(b^(2/3))), in log space (b underflows past 745)
+        return min(math.exp(-(eps + math.log(2.0)) / 3.0), 1.0)
     b = math.exp(-eps)
     one_b = -math.expm1(-eps)
     inner = b - 2 * b**2 + 2 * b**4 - b**5
@@ -805,6 +812,8 @@ class Staircase(_AtomMechanism):
 
     def __init__(self, eps: float, sensitivity: float = 1.0, gamma: float | None = None) -> None:
         self.eps = _positive(eps, "eps")
+        if self.eps > STAIRCASE_MAX_EPS:  # b = e^-eps must stay a normal float for the atoms of the loss
+            raise invalid("eps", eps, f"a number in (0, {STAIRCASE_MAX_EPS:g}] for the staircase mechanism")
         self.sensitivity = _positive(sensitivity, "sensitivity")
         if gamma is None:
             gamma = _optimal_gamma(self.eps)
@@ -879,8 +888,10 @@ class Staircase(_AtomMechanism):
             mp = self._exponent(mid)
             mr = self._exponent(mid - shift)
             ns.append(mr - mp)
-            Ps.append(weight * self.a * np.exp(-self.eps * mp) * length)
-            Rs.append(weight * self.a * np.exp(-self.eps * mr) * length)
+            # a b^m in log space: a ~ e^eps / 2 for gamma = 0, whose product with b^2 would underflow
+            log_w = math.log(weight) + self._log_a
+            Ps.append(np.exp(log_w - self.eps * mp) * length)
+            Rs.append(np.exp(log_w - self.eps * mr) * length)
         n = np.concatenate(ns)
         P = np.concatenate(Ps)
         R = np.concatenate(Rs)

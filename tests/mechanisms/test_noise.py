@@ -924,3 +924,19 @@ def test_bad_input(case):
     fn, name = BAD[case]
     with pytest.raises(LdpSimError, match=rf"^{name}: got "):
         fn()
+
+
+def test_staircase_large_eps():
+    # gamma* in log space past eps = 50 agrees with the closed form (b/2)^(1/3) - b + O(b^(4/3)) ...
+    from ldpsim.mechanisms.noise import Staircase, _optimal_gamma
+
+    for eps in (60.0, 300.0, 700.0):
+        b = math.exp(-eps)
+        assert _optimal_gamma(eps) == pytest.approx((b / 2) ** (1 / 3), rel=1e-12)
+        assert Staircase(eps).epsilon() == pytest.approx(eps, rel=1e-12)
+    # ... and is continuous across the switch at eps = 50 (relative change ~ d gamma / d eps = -1/3)
+    lo, hi = _optimal_gamma(50.0 - 1e-9), _optimal_gamma(50.0 + 1e-9)
+    assert abs(hi / lo - 1.0) < 1e-8
+    assert Staircase(700.0, gamma=0.0).epsilon() == pytest.approx(700.0)
+    with pytest.raises(ValueError, match="eps: got 746"):
+        Staircase(746.0)
