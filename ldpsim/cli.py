@@ -275,8 +275,14 @@ def _audit(args: argparse.Namespace) -> int:
             pairs = json.loads(args.pairs)
         except ValueError:
             raise LdpSimError(f"--pairs: got {args.pairs!r}, expected JSON such as [[0, 1], [1, 2]]") from None
-    claim_eps = t.claimed_eps if args.claim_eps is None else args.claim_eps
+    from ldpsim import _validate as v
+
+    claim_eps = t.claimed_eps if args.claim_eps is None else v.epsilon(args.claim_eps, "--claim-eps")
     claim_delta = t.claimed_delta if args.claim_delta is None else args.claim_delta
+    if not 0.0 <= claim_delta < 1.0:
+        raise LdpSimError(f"--claim-delta: got {claim_delta}, expected a number in [0, 1)")
+    if args.seed is not None:
+        v.integer(args.seed, "--seed", minimum=0)
     seed = np.random.SeedSequence(args.seed)
     rng = np.random.default_rng(seed)
     ld = None if args.black_box else au.density_of(t.mechanism)
@@ -296,14 +302,15 @@ def _audit(args: argparse.Namespace) -> int:
     if args.json:
         out = {
             "spec": t.spec, "seed": seed.entropy, "alpha": res.alpha, "eps_lb": _json_float(res.eps_lb),
-            "delta_lb": res.delta_lb, "claimed_eps": claim_eps, "claimed_delta": claim_delta,
-            "exact_eps": _json_float(t.true_eps), "exact_delta": exact_delta, "refuted": bool(refuted),
+            "delta_lb": _json_float(res.delta_lb), "claimed_eps": _json_float(claim_eps),
+            "claimed_delta": _json_float(claim_delta), "exact_eps": _json_float(t.true_eps),
+            "exact_delta": _json_float(exact_delta), "refuted": bool(refuted),
             "witness": None if res.witness is None else res.witness.to_dict(),
             "delta_witness": None if res.delta_witness is None else res.delta_witness.to_dict(),
             "counts": res.counts, "samples_used": res.n_samples_used, "samples_per_input": per_input,
             "density": ld is not None, "method": res.method,
         }  # fmt: skip
-        print(json.dumps(out, sort_keys=True))
+        print(json.dumps(out, sort_keys=True, allow_nan=False))
         return 0
     how = "exact density used" if ld is not None else "black box: samples only"
     print(f"audit of {t.spec} ({how}); {len(pairs)} pair(s), alpha {res.alpha:g}, seed {seed.entropy}")
@@ -323,8 +330,10 @@ def _audit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _json_float(x: float) -> float | str:
-    return x if np.isfinite(x) else ("inf" if x > 0 else "-inf")
+def _json_float(x: float | None) -> float | str | None:
+    if x is None or np.isfinite(x):
+        return x
+    return "nan" if np.isnan(x) else ("inf" if x > 0 else "-inf")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

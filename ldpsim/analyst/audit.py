@@ -150,8 +150,8 @@ def _check_event(event: Any) -> dict[str, Any]:
         if arr.ndim not in (1, 2):
             raise invalid("event", event, expected)
         for val in arr.ravel():
-            if isinstance(val, bool) or not isinstance(val, (numbers.Integral, np.integer)):
-                raise invalid("event values", val, "integer outputs (or vectors of integers)")
+            if isinstance(val, bool) or not isinstance(val, (numbers.Integral, np.integer)) or not -(2**63) <= val < 2**63:
+                raise invalid("event values", val, "integer outputs (or vectors of integers) within int64")
         if arr.ndim == 1:
             return {"kind": "outputs", "values": sorted({int(v) for v in arr})}
         rows = sorted({tuple(int(v) for v in row) for row in arr})
@@ -185,15 +185,27 @@ def _check_event(event: Any) -> dict[str, Any]:
 
 
 def _row_members(y: np.ndarray, rows: list[list[int]]) -> NDArray[np.bool_]:
-    """Which rows of the 2-D array ``y`` are among ``rows``."""
-    vals = np.asarray(rows, dtype=np.int64).reshape(len(rows), -1)
-    if y.ndim != 2 or y.shape[1] != vals.shape[1]:
-        raise invalid("outputs", f"an array of shape {y.shape}", f"vectors of length {vals.shape[1]} (n x {vals.shape[1]})")
-    if not len(rows):
+    """Which rows of the 2-D array ``y`` are among ``rows`` (exact: a row with a fractional or
+    out-of-range entry matches nothing)."""
+    if y.ndim != 2:
+        raise invalid("outputs", f"an array of shape {y.shape}", "n x d vectors for an event made of vectors")
+    if not rows:
         return np.zeros(y.shape[0], dtype=bool)
-    _, inv = np.unique(np.concatenate([vals, y.astype(np.int64)]), axis=0, return_inverse=True)
-    inv = inv.ravel()
-    return np.isin(inv[len(rows) :], inv[: len(rows)])
+    vals = np.asarray(rows, dtype=np.int64)
+    if y.shape[1] != vals.shape[1]:
+        raise invalid("outputs", f"an array of shape {y.shape}", f"vectors of length {vals.shape[1]} (n x {vals.shape[1]})")
+    if np.issubdtype(y.dtype, np.floating):
+        ok = np.all((y == np.floor(y)) & (np.abs(y) < 2.0**63), axis=1)
+    elif np.issubdtype(y.dtype, np.unsignedinteger):
+        ok = np.all(y <= np.iinfo(np.int64).max, axis=1)
+    else:
+        ok = np.ones(y.shape[0], dtype=bool)
+    out = np.zeros(y.shape[0], dtype=bool)
+    if ok.any():
+        _, inv = np.unique(np.concatenate([vals, y[ok].astype(np.int64)]), axis=0, return_inverse=True)
+        inv = inv.ravel()
+        out[ok] = np.isin(inv[len(vals) :], inv[: len(vals)])
+    return out
 
 
 def _json_number(value: Any) -> Any:
@@ -263,15 +275,22 @@ class Witness:
         if not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)) or y.ndim not in (1, 2):
             raise invalid("outputs", outputs, "an array of real outputs (n outputs, or n x d vectors)")
         ev = self.event
-        if ev["kind"] == "outputs":
-            if ev["values"] and isinstance(ev["values"][0], list):
-                return _row_members(y, ev["values"])
-            return np.isin(y, np.asarray(ev["values"], dtype=np.int64))
+        vector_event = ev["kind"] == "outputs" and bool(ev["values"]) and isinstance(ev["values"][0], list)
+        if y.ndim == 2 and y.shape[1] == 1 and not vector_event and "w" not in ev:
+            y = y[:, 0]  # n x 1 outputs are scalars, as in the audit
+        if ev["kind"] == "outputs" and not ev["values"]:
+            return np.zeros(y.shape[0], dtype=bool)  # the empty event
+        if vector_event:
+            return _row_members(y, ev["values"])
         if "w" in ev:
             w = np.asarray(ev["w"], dtype=np.float64)
             if y.ndim != 2 or y.shape[1] != w.size:
                 raise invalid("outputs", f"an array of shape {y.shape}", f"vectors of length {w.size} (n x {w.size})")
             y = y @ w
+        elif y.ndim == 2 and ev["kind"] != "likelihood_ratio":
+            raise invalid("outputs", f"an array of shape {y.shape}", "scalar outputs (n,) for an event on scalars")
+        if ev["kind"] == "outputs":
+            return np.isin(y, np.asarray(ev["values"], dtype=np.int64))
         if ev["kind"] == "threshold":
             return y > ev["t"] if ev["side"] == "above" else y <= ev["t"]
         if ev["kind"] == "likelihood_ratio":
@@ -449,8 +468,8 @@ def _draw(sampler: Sampler, x: Any, n: int, rng: np.random.Generator) -> np.ndar
         out = np.asarray(raw)
     except Exception:  # pragma: no cover - defensive (ragged objects)
         raise invalid("sampler output", raw, f"a 1-D numeric array of {n} outputs (input x={_show(x)})") from None
-    if out.dtype == bool and out.ndim == 2:
-        out = out.astype(np.int64)  # bit vectors
+    if out.dtype == bool:
+        out = out.astype(np.int64)  # bits (or bit vectors) are finite outputs 0 / 1
     if out.dtype == bool or not (np.issubdtype(out.dtype, np.integer) or np.issubdtype(out.dtype, np.floating)):
         raise invalid(
             "sampler output", f"an array of dtype {out.dtype}", f"integer or real outputs (input x={_show(x)})"
@@ -1034,6 +1053,7 @@ def audit_sequential(
     gen = as_generator(rng)
     sel = _draw_all(sampler_, pairs_, first_, gen)
     kind = _output_kind(sel, outputs)
+    width = _width(sel)
     sel, rows, ld_int = _encode(_cast(sel, kind), kind, None, ld)
     best = _Best()
     rounds: list[dict[str, Any]] = []
@@ -1042,9 +1062,9 @@ def audit_sequential(
         batch = _draw_all(sampler_, pairs_, m, gen)
         if kind == "finite":
             _output_kind(batch, "finite")  # every batch must hold integer outputs, not only the first
-        cert, rows, _ = _encode(_cast(batch, kind), kind, rows, ld)
-        if rows is None and _width(cert) != _width(sel):
+        if _width(batch) != width:
             raise invalid("sampler output", "outputs of another shape in a later batch", "the same shape in every batch")
+        cert, rows, _ = _encode(_cast(batch, kind), kind, rows, ld)
         got = _round(kind, pairs_, sel, cert, a, eps_d, ld_int, rows, ld)
         if got.eps > best.eps:
             best.eps, best.w, best.counts = got.eps, got.w, got.counts

@@ -307,9 +307,10 @@ def _build_geometric(name, description, p):
 
 
 def _build_norm_laplace(name, description, p):
+    from ldpsim import _validate as v
     from ldpsim.highdim import NormLaplace
 
-    mech = NormLaplace(p["d"], p["p"], p["eps"])
+    mech = NormLaplace(v.integer(p["d"], "d", minimum=1), p["p"], p["eps"])
     e1 = tuple(float(j == 0) for j in range(mech.n))
     return Target(
         name=name,

@@ -249,7 +249,6 @@ def test_bad_pairs(pairs):
         (lambda x, n, rng: np.zeros((n, 0)), "shape"),
         (lambda x, n, rng: np.full((n, 2), np.inf), "infinite entries"),
         (lambda x, n, rng: np.array(["a"] * n), "dtype"),
-        (lambda x, n, rng: np.zeros(n, dtype=bool), "dtype"),
         (lambda x, n, rng: np.zeros(n, dtype=complex), "dtype"),
         (lambda x, n, rng: np.full(n, np.nan), "NaN"),
         (lambda x, n, rng: None, "dtype"),
@@ -578,3 +577,31 @@ def test_vector_outputs_must_keep_their_shape():
     w = Witness(0, 1, {"kind": "threshold", "t": 0.0, "side": "above", "w": [1.0, 0.0]})
     with pytest.raises(LdpSimError, match="vectors of length 2"):
         w.contains(np.zeros((5, 3)))
+
+
+def test_review_vector_edge_cases():
+    # a sampler switching from scalar to vector outputs in a later batch is an error
+    calls = {"n": 0}
+
+    def switching(x, n, rng):
+        calls["n"] += 1
+        return rng.integers(0, 50, n) if calls["n"] <= 2 else rng.integers(0, 2, (n, 20))
+
+    with pytest.raises(LdpSimError, match="same shape in every batch"):
+        audit_sequential(switching, [(0, 1)], 3000, 0.5, first=1000, rng=0)
+    # exact row membership: fractional or out-of-range rows match nothing
+    w = Witness(0, 1, {"kind": "outputs", "values": [[0, 1], [-1, 1]]})
+    np.testing.assert_array_equal(w.contains(np.array([[0.7, 1.2], [0.0, 1.0]])), [False, True])
+    np.testing.assert_array_equal(w.contains(np.array([[2**64 - 1, 1]], dtype=np.uint64)), [False])
+    with pytest.raises(LdpSimError, match="int64"):
+        Witness.from_json('{"x": 0, "x_prime": 1, "event": {"kind": "outputs", "values": [[1180591620717411303424, 1]]}}')
+    # empty events, scalar events on vectors, n x 1 outputs
+    assert Witness(0, 1, {"kind": "outputs", "values": []}).contains(np.zeros((4, 3), dtype=int)).shape == (4,)
+    with pytest.raises(LdpSimError, match="scalar outputs"):
+        Witness(0, 1, {"kind": "outputs", "values": [1]}).contains(np.zeros((4, 3), dtype=int))
+    np.testing.assert_array_equal(
+        Witness(0, 1, {"kind": "threshold", "t": 0.5, "side": "above"}).contains(np.array([[0.0], [1.0]])), [False, True]
+    )
+    # bits as booleans are finite outputs 0 / 1
+    res = audit(lambda x, n, rng: rng.random(n) < (0.75 if x == 0 else 0.25), [(0, 1)], 10**4, rng=1)
+    assert 0.5 < res.eps_lb <= math.log(3)

@@ -105,6 +105,13 @@ def test_list_names_every_target(capsys):
         (["laplace", "--alpha", "2"], "alpha: got 2"),
         (["laplace", "--n", "5"], "n: got 5"),
         (["laplace", "--sequential", "--n", "500"], "n_max: got 500"),
+        (["laplace", "--claim-delta", "-0.1"], "--claim-delta: got -0.1"),
+        (["laplace", "--claim-delta", "1.5"], "--claim-delta: got 1.5"),
+        (["laplace", "--claim-eps", "-1"], "--claim-eps: got -1.0"),
+        (["laplace", "--claim-eps", "nan"], "--claim-eps: got nan"),
+        (["laplace", "--seed", "-1"], "--seed: got -1"),
+        (["norm_laplace:d=0"], "d: got 0"),
+        (["norm_laplace", "--pairs", "[[0, 1]]"], "x: got"),
     ],
 )
 def test_errors_are_one_line_and_exit_2(argv, needle):
