@@ -139,22 +139,41 @@ def resume_run(
     interrupt_after: int | None = None,
 ) -> RunResult:
     """Finish an interrupted run: run only the replications whose files are missing."""
+    run_dir, meta, scenario, seed = open_resume(
+        run_dir, workers, lambda meta: ScenarioSpec.model_validate(meta["spec"]), lambda spec, source, path: build(spec, source, path)
+    )  # fmt: skip
+    return _execute(run_dir, scenario, seed, meta, workers, executor, progress, interrupt_after)
+
+
+def open_resume(
+    run_dir: str | Path,
+    workers: int,
+    read: Callable[[dict], Any],
+    rebuild: Callable[[Any, str, str], Any],
+) -> tuple[Path, dict, Any, int]:
+    """What resuming any kind of run shares: read ``metadata.json`` and ``scenario.toml`` of
+    ``run_dir`` (``read(meta)`` picks what the kind needs from the metadata; any failure is
+    one line naming ``--resume``), rebuild the scenario with ``rebuild(read(meta), source,
+    path)``, check it is unchanged since the run started, restore its number of
+    replications and record the resume in ``meta``. Returns the run directory, the
+    metadata, the scenario and the root seed."""
     _check_workers(workers)
     run_dir = Path(run_dir)
+    path = run_dir / "scenario.toml"
     try:
         meta = json.loads((run_dir / "metadata.json").read_text())
-        source = (run_dir / "scenario.toml").read_text()
-        spec = ScenarioSpec.model_validate(meta["spec"])
+        source = path.read_text()
+        extra = read(meta)
         total, seed, digest = int(meta["replications"]), int(meta["seed"]), meta["scenario_sha256"]
     except (OSError, ValueError, KeyError, TypeError):
         raise LdpSimError(f"--resume: got {str(run_dir)!r}, expected a run directory made by ldpsim run") from None
-    scenario = build(spec, source, str(run_dir / "scenario.toml"))
+    scenario = rebuild(extra, source, str(path))
     if scenario.digest() != digest:
         raise LdpSimError(f"--resume: got {str(run_dir)!r}, expected its scenario.toml unchanged since the run started")
     if scenario.spec.simulation.replications != total:
         scenario = scenario.with_overrides(replications=total)
     meta.setdefault("resumes", []).append({"at": now(), "workers": workers, "command_line": sys.argv})
-    return _execute(run_dir, scenario, seed, meta, workers, executor, progress, interrupt_after)
+    return run_dir, meta, scenario, seed
 
 
 def _check_workers(workers: int) -> None:

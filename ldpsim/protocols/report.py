@@ -11,7 +11,6 @@ run, in the calling process, and handed to every replication.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
@@ -38,11 +37,11 @@ from ldpsim.protocols.sim import (
 from ldpsim.runs import (
     RunInterrupted,
     SequentialExecutor,
-    _check_workers,
     _chunks,
     _rep_path,
     _write_rep,
     concat_replications,
+    open_resume,
     prepare_run,
 )
 
@@ -81,20 +80,9 @@ def run_multiparty(
 
 def resume_multiparty(run_dir: str | Path, *, workers: int = 1, executor: Executor | None = None) -> MultipartyRun:
     """Finish an interrupted multi-party run: only the missing replications are run."""
-    _check_workers(workers)
-    run_dir = Path(run_dir)
-    try:
-        meta = json.loads((run_dir / "metadata.json").read_text())
-        source = (run_dir / "scenario.toml").read_text()
-        total, seed, digest = int(meta["replications"]), int(meta["seed"]), meta["scenario_sha256"]
-    except (OSError, ValueError, KeyError, TypeError):
-        raise LdpSimError(f"--resume: got {str(run_dir)!r}, expected a run directory made by ldpsim run") from None
-    scenario = parse_multiparty(source, str(run_dir / "scenario.toml"))
-    if scenario.digest() != digest:
-        raise LdpSimError(f"--resume: got {str(run_dir)!r}, expected its scenario.toml unchanged since the run started")
-    if scenario.spec.simulation.replications != total:
-        scenario = scenario.with_overrides(replications=total)
-    meta.setdefault("resumes", []).append({"at": now(), "workers": workers, "command_line": sys.argv})
+    run_dir, meta, scenario, seed = open_resume(
+        run_dir, workers, lambda meta: None, lambda _, source, path: parse_multiparty(source, path)
+    )  # fmt: skip
     return _execute(run_dir, scenario, seed, meta, workers, executor, None)
 
 
