@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import platform
 from datetime import datetime, timezone
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
+
+from ldpsim._files import write_text
 
 PACKAGES = ("ldpsim", "numpy", "scipy", "simpy", "pandas", "pydantic", "matplotlib")
 
@@ -31,7 +32,5 @@ def now() -> str:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write JSON atomically (a temporary file, then a rename)."""
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    os.replace(tmp, path)
+    """Write JSON atomically (a temporary file of its own, then a rename)."""
+    write_text(path, json.dumps(data, indent=2, default=str) + "\n")

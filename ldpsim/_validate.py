@@ -84,6 +84,18 @@ def integer(value: object, name: str, *, minimum: int | None = None, maximum: in
     return out
 
 
+#: Seeds are integers in [0, 2^128): the entropy numpy draws for a fresh SeedSequence, and
+#: short enough to sit in a file name.
+MAX_SEED = 2**128 - 1
+
+
+def seed(value: object, name: str = "seed") -> int:
+    """A root seed: an integer in ``[0, 2^128)``."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)) or not 0 <= int(value) <= MAX_SEED:
+        raise invalid(name, value, "an integer in [0, 2^128)")
+    return int(value)
+
+
 def alphabet_size(value: object, name: str = "k") -> int:
     """An alphabet size: an integer >= 2."""
     return integer(value, name, minimum=2)

@@ -49,8 +49,8 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Draw n answers from a Zipf-like distribution over k categories, privatise each "
         "with k-ary randomized response, and print the true and estimated frequencies side by side.",
     )
-    demo.add_argument("--n", type=int, default=1_000_000, help="number of clients (default 1,000,000)")
-    demo.add_argument("--k", type=int, default=5, help="number of answer categories (default 5)")
+    demo.add_argument("--n", type=int, default=1_000_000, help="number of clients (default 1,000,000; at most 10^9)")
+    demo.add_argument("--k", type=int, default=5, help="number of answer categories (default 5; at most 10,000)")
     demo.add_argument("--eps", type=float, default=1.0, help="privacy level eps (default 1.0)")
     demo.add_argument("--seed", type=int, default=None, help="root seed (default: fresh entropy, printed)")
     demo.set_defaults(func=_demo)
@@ -126,32 +126,41 @@ def _is_multiparty(args: argparse.Namespace) -> bool:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if _is_multiparty(args):
-        from ldpsim.protocols.report import cli_run
+    from ldpsim.runs import RunInterrupted
 
-        return cli_run(args)
-    from ldpsim.runs import RunInterrupted, resume_run, run_scenario
-    from ldpsim.sim import summary
-
-    progress = not args.no_progress
     try:
         if args.resume is not None:
             if args.file is not None or args.seed is not None or args.replications is not None or args.out is not None:
                 raise LdpSimError("--resume: got other options too, expected only --workers with --resume")
-            result = resume_run(args.resume, workers=args.workers, progress=progress)
-        else:
-            if args.file is None:
-                raise LdpSimError("file: got nothing, expected a scenario file (or --resume DIR)")
-            result = run_scenario(
-                args.file, seed=args.seed, replications=args.replications, workers=args.workers, out=args.out,
-                progress=progress,
-            )  # fmt: skip
+        elif args.file is None:
+            raise LdpSimError("file: got nothing, expected a scenario file (or --resume DIR)")
+        if _is_multiparty(args):
+            from ldpsim.protocols.report import cli_run
+
+            return cli_run(args)
+        return _run_survey(args)
     except RunInterrupted as exc:
         print(f"ldpsim: {exc}", file=sys.stderr)
         return 130
+
+
+def _run_survey(args: argparse.Namespace) -> int:
+    from ldpsim.runs import resume_run, run_scenario
+    from ldpsim.sim import summary
+
+    progress = not args.no_progress
+    if args.resume is not None:
+        result = resume_run(args.resume, workers=args.workers, progress=progress)
+    else:
+        result = run_scenario(
+            args.file, seed=args.seed, replications=args.replications, workers=args.workers, out=args.out,
+            progress=progress,
+        )  # fmt: skip
     spec = result.scenario.spec
     print(f"{spec.name}: {spec.population.size:,} clients, {spec.simulation.replications} replication(s), seed {result.seed}")
-    if (result.results["quantity"] == "frequency").any():
+    if (result.results["quantity"] == "frequency").any() and not summary.has_estimates(result.results):
+        print("no report reached the server in any replication: nothing to estimate (see the report)")
+    elif (result.results["quantity"] == "frequency").any():
         final = summary.final_frequencies(result.results)
         if spec.simulation.replications == 1:
             cols = ["category", "truth", "estimate", "ci_low", "ci_high", "covered"]
@@ -170,25 +179,42 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Clients the demo simulates at most (about a minute), in chunks of DEMO_CHUNK (bounded memory).
+DEMO_MAX_N = 10**9
+DEMO_CHUNK = 1 << 20
+#: Categories the demo prints at most (one table row each).
+DEMO_MAX_K = 10_000
+
+
 def _demo(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
     from ldpsim import _validate as v
     from ldpsim.analyst import frequency_estimate
     from ldpsim.mechanisms import randomized_response
 
-    n = v.integer(args.n, "--n", minimum=1)
-    mech = randomized_response(args.k, args.eps)
-    seed = np.random.SeedSequence(args.seed)
+    n = v.integer(args.n, "--n", minimum=1, maximum=DEMO_MAX_N)
+    k = v.integer(args.k, "--k", minimum=2, maximum=DEMO_MAX_K)
+    mech = randomized_response(k, args.eps)
+    seed = np.random.SeedSequence(None if args.seed is None else v.seed(args.seed, "--seed"))
     data_rng, mech_rng = (np.random.default_rng(s) for s in seed.spawn(2))
     prior = 1.0 / np.arange(1, mech.k + 1)
     prior /= prior.sum()
 
     start = time.perf_counter()
-    truth = data_rng.choice(mech.k, size=n, p=prior)
-    reports = mech.privatize(truth, mech_rng)
+    true_counts = np.zeros(mech.k, dtype=np.int64)
+    report_counts = np.zeros(mech.k, dtype=np.int64)
+    chunks = range(0, n, DEMO_CHUNK)
+    show = len(chunks) > 64 and sys.stderr.isatty()
+    for first in tqdm(chunks, unit="chunk", desc="demo", disable=not show, leave=False):
+        size = min(DEMO_CHUNK, n - first)  # clients are arrays: one chunk at a time keeps memory bounded
+        truth = data_rng.choice(mech.k, size=size, p=prior)
+        true_counts += np.bincount(truth, minlength=mech.k)
+        report_counts += np.bincount(mech.privatize(truth, mech_rng), minlength=mech.k)
     elapsed = time.perf_counter() - start
 
-    true_freq = np.bincount(truth, minlength=mech.k) / n
-    est = frequency_estimate(mech, np.bincount(reports, minlength=mech.k))
+    true_freq = true_counts / n
+    est = frequency_estimate(mech, report_counts)
     table = pd.DataFrame(
         {
             "category": list(mech.input_labels),
@@ -238,7 +264,9 @@ def _reproduce(args: argparse.Namespace) -> int:
     if args.name is None:
         raise LdpSimError(f"NAME: got nothing, expected one of {', '.join(rp.names())} (or --list)")
     rp.get(args.name)  # unknown names fail before any work
-    seed = rp.DEFAULT_SEED if args.seed is None else args.seed
+    from ldpsim import _validate as v
+
+    seed = rp.DEFAULT_SEED if args.seed is None else v.seed(args.seed, "--seed")
     instances = rp.DEFAULT_INSTANCES if args.instances is None else args.instances
     run = rp.reproduce(args.name, seed=seed, instances=instances, out=args.out, workers=args.workers)
     print(f"{run.name}: {rp.get(run.name).source}; {run.instances} instances, seed {run.seed}, {run.seconds:.1f} s")
@@ -281,9 +309,7 @@ def _audit(args: argparse.Namespace) -> int:
     claim_delta = t.claimed_delta if args.claim_delta is None else args.claim_delta
     if not 0.0 <= claim_delta < 1.0:
         raise LdpSimError(f"--claim-delta: got {claim_delta}, expected a number in [0, 1)")
-    if args.seed is not None:
-        v.integer(args.seed, "--seed", minimum=0)
-    seed = np.random.SeedSequence(args.seed)
+    seed = np.random.SeedSequence(None if args.seed is None else v.seed(args.seed, "--seed"))
     rng = np.random.default_rng(seed)
     ld = None if args.black_box else au.density_of(t.mechanism)
     if args.sequential:
@@ -344,6 +370,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LdpSimError as exc:
         print(f"ldpsim: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C outside a run's own handling (which says how to resume)
+        print("ldpsim: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # output piped into e.g. `head`: stop quietly, no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -1,6 +1,9 @@
-"""Run directories: replications of a scenario through a pluggable executor, then the report.
+"""Run directories: replications of a study through a pluggable executor, then the report.
 
-This module sits above `sim` (the model) and `report` (the files) and below `cli`.
+This module sits above `sim` and `protocols` (the models) and `report` (the files) and
+below `cli`. One framework serves every kind of run: a :class:`Study` says how to run one
+replication, how to read the results back and how to render the report; this module owns
+the directory, the seeds, the workers, the files and what happens when things go wrong.
 
 Seeds: one root ``SeedSequence(seed)`` per run; replication r uses the child with spawn key
 ``(r,)``, whatever executor or worker runs it, so results do not depend on either.
@@ -8,35 +11,48 @@ Seeds: one root ``SeedSequence(seed)`` per run; replication r uses the child wit
 Any :class:`concurrent.futures.Executor` works (a local process pool, or a distributed
 one such as dask's ``client.get_executor()``); ``workers=1`` runs in-process.
 
-Each replication's rows are written to ``replications/rep-NNNNNN.csv`` as soon as it
-finishes (atomically), so an interrupted run keeps what it finished and
-:func:`resume_run` completes the rest. ``results.csv`` is the concatenation of those files
-in replication order, so it is byte-identical whether the run was interrupted or not.
+Files. Each replication's rows go to ``replications/rep-NNNNNN.csv`` as soon as it
+finishes, with a record ``rep-NNNNNN.json`` (rows, bytes, SHA-256 and the run key) written
+after it; a replication counts as done only when both agree. ``results.csv`` is the
+concatenation of those files in replication order, so it is byte-identical whether the
+run was interrupted or not. Every file is written to a temporary name and renamed into
+place (:mod:`ldpsim._files`): a full disk, Ctrl-C or a kill never leaves a half-written
+file. One process at a time owns a run directory (an exclusive lock on ``.lock``).
+
+Resuming trusts nothing it cannot check: the scenario is rebuilt from ``scenario.toml``
+(whose digest must match the one recorded at the start), the seed and the number of
+replications must match the run key recorded with them, and every finished replication's
+file must match its record.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-import os
+import shutil
 import sys
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from ldpsim import _validate as v
+from ldpsim._files import DirectoryLock, LOCK_NAME, atomic_writer, describe_os_error, remove_stale_temporaries, write_bytes
 from ldpsim._meta import now, versions, write_json
 from ldpsim.errors import LdpSimError
-from ldpsim.report import write_report
+from ldpsim.report import render_report
 from ldpsim.sim.engine import run_replication
-from ldpsim.sim.scenario import Scenario, ScenarioSpec, build, load_scenario
+from ldpsim.sim.scenario import Scenario, load_scenario, parse_scenario
 
 REP_DIR = "replications"
+#: Version of the run-directory layout that :func:`resume_run` understands.
+LAYOUT = 2
 
 
 class SequentialExecutor(Executor):
@@ -52,11 +68,74 @@ class SequentialExecutor(Executor):
 
 
 class RunInterrupted(Exception):
-    """The run stopped before all replications finished; the run directory can be resumed."""
+    """The run stopped before it finished; the run directory can be resumed."""
 
     def __init__(self, run_dir: Path, done: int, total: int) -> None:
-        super().__init__(f"interrupted after {done} of {total} replications; resume with: ldpsim run --resume {run_dir}")
+        where = f"after {done} of {total} replications" if done < total else f"while writing the report ({total} of {total} replications done)"
+        super().__init__(f"interrupted {where}; resume with: ldpsim run --resume {run_dir}")
         self.run_dir, self.done, self.total = run_dir, done, total
+
+
+# ----------------------------------------------------------------------------- studies
+class Study:
+    """What a kind of run provides to the framework. Subclasses are plain picklable
+    objects (they travel to worker processes).
+
+    - ``kind``: recorded in metadata.json (``"survey"``, ``"multiparty"``);
+    - ``scenario``: the built scenario (``name``, ``spec.simulation.replications``,
+      ``source``, ``path``, ``digest()``, ``with_overrides(replications=...)``);
+    - :meth:`shared`: computed once per run in the calling process and handed to every
+      replication (e.g. exact values);
+    - :meth:`run_replication`, :meth:`read_results`, :meth:`render_report`,
+      :meth:`metadata`.
+    """
+
+    kind: str = ""
+
+    def __init__(self, scenario: Any) -> None:
+        self.scenario = scenario
+
+    @property
+    def replications(self) -> int:
+        return int(self.scenario.spec.simulation.replications)
+
+    def with_replications(self, replications: int) -> "Study":
+        return type(self)(self.scenario.with_overrides(replications=replications))
+
+    def shared(self) -> Any:
+        return None
+
+    def run_replication(self, index: int, seed: int, shared: Any) -> pd.DataFrame:  # pragma: no cover
+        raise NotImplementedError
+
+    def read_results(self, path: Path) -> pd.DataFrame:  # pragma: no cover
+        raise NotImplementedError
+
+    def render_report(self, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], Any]:  # pragma: no cover
+        """The report files (name -> bytes, written in this order) and anything the caller
+        should get back (e.g. summary tables)."""
+        raise NotImplementedError
+
+    def metadata(self) -> dict[str, Any]:
+        return {}
+
+
+class SurveyStudy(Study):
+    """A survey scenario (:mod:`ldpsim.sim`): clients, network, server, analyst."""
+
+    kind = "survey"
+
+    def run_replication(self, index: int, seed: int, shared: Any) -> pd.DataFrame:
+        return run_replication(self.scenario, index, seed)
+
+    def read_results(self, path: Path) -> pd.DataFrame:
+        return read_results(path)
+
+    def render_report(self, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], Any]:
+        return render_report(self.scenario, results, seed), None
+
+    def metadata(self) -> dict[str, Any]:
+        return {"mode": self.scenario.spec.simulation.mode, "tick": self.scenario.tick, "end": self.scenario.end}
 
 
 @dataclass(frozen=True)
@@ -67,17 +146,18 @@ class RunResult:
     seed: int
 
 
-def default_run_dir(scenario: Scenario, seed: int, base: Path = Path("reports")) -> Path:
-    """``reports/<scenario>/<UTC time>-seed<seed>``, with a suffix if that exists already."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    path = base / scenario.name / f"{stamp}-seed{seed}"
-    suffix = 2
-    while path.exists():
-        path = base / scenario.name / f"{stamp}-seed{seed}-{suffix}"
-        suffix += 1
-    return path
+@dataclass(frozen=True)
+class Outcome:
+    """What :func:`run_study` and :func:`resume_study` return, for every kind of run."""
+
+    run_dir: Path
+    study: Study
+    results: pd.DataFrame
+    extra: Any  # what the study's report returned besides its files
+    seed: int
 
 
+# ----------------------------------------------------------------------------- survey API
 def run_scenario(
     scenario: Scenario | str | Path,
     *,
@@ -97,37 +177,9 @@ def run_scenario(
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
-    scenario, seed, run_dir = prepare_run(scenario, seed, replications, workers, out)
-    meta = _metadata(scenario, seed, workers, executor)
-    write_json(run_dir / "metadata.json", meta)
-    return _execute(run_dir, scenario, seed, meta, workers, executor, progress, interrupt_after)
-
-
-def prepare_run(scenario: Any, seed: int | None, replications: int | None, workers: int, out: str | Path | None):
-    """Shared start of every run (survey and multi-party scenarios alike): apply the
-    ``--replications`` override, settle the seed (argument, else the scenario's, else fresh
-    entropy), check the workers, and create the run directory with the scenario as run.
-    Returns ``(scenario, seed, run_dir)``."""
-    if replications is not None:
-        if replications < 1:
-            raise LdpSimError(f"--replications: got {replications}, expected an integer >= 1")
-        scenario = scenario.with_overrides(replications=replications)
-    if seed is None:
-        seed = scenario.spec.simulation.seed
-    if seed is None:
-        seed = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
-    if seed < 0:
-        raise LdpSimError(f"--seed: got {seed}, expected an integer >= 0")
-    _check_workers(workers)
-    run_dir = Path(out) if out is not None else default_run_dir(scenario, seed)
-    try:
-        if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
-            raise LdpSimError(f"--out: got {str(run_dir)!r}, expected a new or empty directory (use --resume to continue)")
-        (run_dir / REP_DIR).mkdir(parents=True, exist_ok=True)
-        (run_dir / "scenario.toml").write_text(scenario.source)
-    except OSError as exc:
-        raise LdpSimError(f"--out: got {str(run_dir)!r}, expected a directory that can be created ({exc.strerror})") from None
-    return scenario, seed, run_dir
+    o = run_study(SurveyStudy(scenario), seed=seed, replications=replications, workers=workers, out=out,
+                  executor=executor, progress=progress, interrupt_after=interrupt_after)  # fmt: skip
+    return RunResult(o.run_dir, o.study.scenario, o.results, o.seed)
 
 
 def resume_run(
@@ -139,41 +191,140 @@ def resume_run(
     interrupt_after: int | None = None,
 ) -> RunResult:
     """Finish an interrupted run: run only the replications whose files are missing."""
-    run_dir, meta, scenario, seed = open_resume(
-        run_dir, workers, lambda meta: ScenarioSpec.model_validate(meta["spec"]), lambda spec, source, path: build(spec, source, path)
-    )  # fmt: skip
-    return _execute(run_dir, scenario, seed, meta, workers, executor, progress, interrupt_after)
+    o = resume_study(run_dir, {SurveyStudy.kind: lambda source, path: SurveyStudy(parse_scenario(source, path))},
+                     workers=workers, executor=executor, progress=progress, interrupt_after=interrupt_after)  # fmt: skip
+    return RunResult(o.run_dir, o.study.scenario, o.results, o.seed)
+
+
+# ----------------------------------------------------------------------------- framework
+def default_run_dir(name: str, seed: int, base: Path = Path("reports")) -> Path:
+    """``reports/<name>/<UTC time>-seed<seed>``, with a suffix if that exists already; always
+    inside ``base``."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    path = base / name / f"{stamp}-seed{seed}"
+    suffix = 2
+    while path.exists():
+        path = base / name / f"{stamp}-seed{seed}-{suffix}"
+        suffix += 1
+    root = base.resolve()
+    if not path.resolve().is_relative_to(root) or path.resolve() == root:  # pragma: no cover - names are checked at load
+        raise LdpSimError(f"name: got {name!r}, expected a name that keeps the run directory inside {str(base)!r}")
+    return path
+
+
+def settle_seed(seed: int | None, scenario_seed: int | None) -> int:
+    """The run's root seed: the argument, else the scenario's, else fresh entropy."""
+    if seed is None:
+        seed = scenario_seed
+    if seed is None:
+        return int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
+    return v.seed(seed, "--seed")
+
+
+def run_key(kind: str, digest: str, seed: int, replications: int) -> str:
+    """What a run's results depend on besides the code, hashed: resuming checks it."""
+    text = json.dumps({"kind": kind, "scenario_sha256": digest, "seed": seed, "replications": replications}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def run_study(
+    study: Study,
+    *,
+    seed: int | None = None,
+    replications: int | None = None,
+    workers: int = 1,
+    out: str | Path | None = None,
+    executor: Executor | None = None,
+    progress: bool = True,
+    interrupt_after: int | None = None,
+) -> Outcome:
+    """Run a study into a new run directory and write its report.
+
+    Everything is checked before anything is written; if the start fails (a full disk,
+    Ctrl-C), the directory made for the run is removed again."""
+    if replications is not None:
+        if isinstance(replications, bool) or not isinstance(replications, int) or replications < 1:
+            raise LdpSimError(f"--replications: got {replications!r}, expected an integer >= 1")
+        study = study.with_replications(replications)
+    seed = settle_seed(seed, study.scenario.spec.simulation.seed)
+    _check_workers(workers)
+    option = "--out"
+    try:
+        run_dir = Path(out) if out is not None else default_run_dir(study.scenario.name, seed)
+        _refuse_used(run_dir, option)
+    except OSError as exc:
+        raise LdpSimError(f"{option}: got {str(out)!r}, expected a directory that can be created ({describe_os_error(exc)})") from None
+    meta = _metadata(study, seed, workers, executor)
+    with _Creation(run_dir, option) as made:
+        made.lock = DirectoryLock(run_dir, option).acquire()
+        _refuse_used(run_dir, option, ignore=(LOCK_NAME,))  # another process may have been quicker
+        made.owned = True
+        (run_dir / REP_DIR).mkdir()
+        write_bytes(run_dir / "scenario.toml", study.scenario.source.encode())
+        write_json(run_dir / "metadata.json", meta)
+    return _execute(run_dir, study, seed, meta, workers, executor, progress, interrupt_after, made.lock)
+
+
+def resume_study(
+    run_dir: str | Path,
+    parsers: dict[str, Callable[[str, str], Study]],
+    *,
+    workers: int = 1,
+    executor: Executor | None = None,
+    progress: bool = True,
+    interrupt_after: int | None = None,
+) -> Outcome:
+    """Finish an interrupted run of any kind listed in ``parsers`` (kind -> a function of the
+    scenario text and its path giving the study): only missing replications are run."""
+    _check_workers(workers)
+    run_dir, meta, study, seed, lock = open_resume(run_dir, workers, parsers)
+    return _execute(run_dir, study, seed, meta, workers, executor, progress, interrupt_after, lock)
 
 
 def open_resume(
-    run_dir: str | Path,
-    workers: int,
-    read: Callable[[dict], Any],
-    rebuild: Callable[[Any, str, str], Any],
-) -> tuple[Path, dict, Any, int]:
-    """What resuming any kind of run shares: read ``metadata.json`` and ``scenario.toml`` of
-    ``run_dir`` (``read(meta)`` picks what the kind needs from the metadata; any failure is
-    one line naming ``--resume``), rebuild the scenario with ``rebuild(read(meta), source,
-    path)``, check it is unchanged since the run started, restore its number of
-    replications and record the resume in ``meta``. Returns the run directory, the
-    metadata, the scenario and the root seed."""
-    _check_workers(workers)
+    run_dir: str | Path, workers: int, parsers: dict[str, Callable[[str, str], Study]]
+) -> tuple[Path, dict, Study, int, DirectoryLock]:
+    """Lock ``run_dir``, read ``metadata.json`` and ``scenario.toml``, check the run key and
+    the scenario's digest, rebuild the study from ``scenario.toml`` and record the resume.
+    Any problem is one LdpSimError naming ``--resume``."""
     run_dir = Path(run_dir)
-    path = run_dir / "scenario.toml"
+    option = "--resume"
+    bad = f"{option}: got {str(run_dir)!r}, expected"
+    if not run_dir.is_dir():
+        raise LdpSimError(f"{bad} a run directory made by ldpsim run")
     try:
-        meta = json.loads((run_dir / "metadata.json").read_text())
-        source = path.read_text()
-        extra = read(meta)
-        total, seed, digest = int(meta["replications"]), int(meta["seed"]), meta["scenario_sha256"]
-    except (OSError, ValueError, KeyError, TypeError):
-        raise LdpSimError(f"--resume: got {str(run_dir)!r}, expected a run directory made by ldpsim run") from None
-    scenario = rebuild(extra, source, str(path))
-    if scenario.digest() != digest:
-        raise LdpSimError(f"--resume: got {str(run_dir)!r}, expected its scenario.toml unchanged since the run started")
-    if scenario.spec.simulation.replications != total:
-        scenario = scenario.with_overrides(replications=total)
-    meta.setdefault("resumes", []).append({"at": now(), "workers": workers, "command_line": sys.argv})
-    return run_dir, meta, scenario, seed
+        lock = DirectoryLock(run_dir, option).acquire()
+    except OSError as exc:
+        raise LdpSimError(f"{bad} a run directory that can be written ({describe_os_error(exc)})") from None
+    try:
+        path = run_dir / "scenario.toml"
+        try:
+            meta = json.loads((run_dir / "metadata.json").read_text())
+            source = path.read_text()
+            kind = meta.get("kind", "survey")
+            total, seed, digest, key = int(meta["replications"]), int(meta["seed"]), meta["scenario_sha256"], meta["run_key"]
+            layout = int(meta["layout"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            raise LdpSimError(f"{bad} a run directory made by this version of ldpsim run (metadata.json and scenario.toml)") from None
+        if layout != LAYOUT or kind not in parsers:
+            raise LdpSimError(f"{bad} a run directory made by this version of ldpsim run (layout {layout}, kind {kind!r})")
+        if hashlib.sha256(source.encode()).hexdigest() != digest:
+            raise LdpSimError(f"{bad} its scenario.toml unchanged since the run started")
+        if run_key(kind, digest, seed, total) != key:
+            raise LdpSimError(f"{bad} metadata.json as the run wrote it (its seed, replications or scenario digest were changed)")
+        study = parsers[kind](source, str(path))
+        if study.replications != total:
+            study = study.with_replications(total)
+        remove_stale_temporaries(run_dir)
+        meta.setdefault("resumes", []).append({"at": now(), "workers": workers, "command_line": sys.argv})
+        try:
+            write_json(run_dir / "metadata.json", meta)
+        except OSError as exc:
+            raise LdpSimError(f"{bad} a run directory that can be written ({describe_os_error(exc)})") from None
+    except BaseException:
+        lock.release()
+        raise
+    return run_dir, meta, study, seed, lock
 
 
 def _check_workers(workers: int) -> None:
@@ -181,53 +332,130 @@ def _check_workers(workers: int) -> None:
         raise LdpSimError(f"--workers: got {workers!r}, expected an integer >= 1")
 
 
+def _refuse_used(run_dir: Path, option: str, ignore: tuple[str, ...] = ()) -> None:
+    if run_dir.exists() and (not run_dir.is_dir() or any(p.name not in ignore for p in run_dir.iterdir())):
+        raise LdpSimError(f"{option}: got {str(run_dir)!r}, expected a new or empty directory (use --resume to continue)")
+
+
+class _Creation:
+    """Creates a run directory. If the block fails, removes what this process made (the
+    directory and the parents it created, or only the contents when the directory was
+    already there and empty), never what another process made, and turns an OSError into
+    one line naming the option. Set ``owned`` once the lock is held and the directory is
+    known to be empty."""
+
+    def __init__(self, run_dir: Path, option: str) -> None:
+        self.run_dir, self.option = run_dir, option
+        self.lock: DirectoryLock | None = None
+        self.owned = False
+        self._made: list[Path] = []
+
+    def __enter__(self) -> "_Creation":
+        missing = []
+        p = self.run_dir
+        while not p.exists() and p.parent != p:
+            missing.append(p)
+            p = p.parent
+        self._made = missing
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            self._remove_made()
+            raise LdpSimError(self._message(exc)) from None
+        return self
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+        if exc is None:
+            return False
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+        if self.owned:
+            if self._made:
+                self._remove_made()
+            else:
+                for p in list(self.run_dir.iterdir()):
+                    shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+        elif self._made and all(p.name == LOCK_NAME for p in self.run_dir.iterdir()):
+            self._remove_made()
+        if isinstance(exc, OSError):
+            raise LdpSimError(self._message(exc)) from None
+        return False
+
+    def _message(self, exc: OSError) -> str:
+        return f"{self.option}: got {str(self.run_dir)!r}, expected a directory that can be created ({describe_os_error(exc)})"
+
+    def _remove_made(self) -> None:
+        if self._made:
+            shutil.rmtree(self._made[0], ignore_errors=True)
+        for p in self._made[1:]:  # parents created for the run, if nothing else went in since
+            try:
+                p.rmdir()
+            except OSError:
+                break
+
+
 def _execute(
     run_dir: Path,
-    scenario: Scenario,
+    study: Study,
     seed: int,
     meta: dict[str, Any],
     workers: int,
     executor: Executor | None,
     progress: bool,
     interrupt_after: int | None,
-) -> RunResult:
-    total = scenario.spec.simulation.replications
-    todo = [r for r in range(total) if not _rep_path(run_dir, r).exists()]
-    done = total - len(todo)
+    lock: DirectoryLock,
+) -> Outcome:
+    total = study.replications
+    key = meta["run_key"]
     own = executor is None
-    if own:
-        executor = SequentialExecutor() if workers == 1 else ProcessPoolExecutor(max_workers=workers)
-    bar = tqdm(total=total, initial=done, unit="rep", desc=scenario.name, disable=not (progress and sys.stderr.isatty()))
-    finished_now = 0
+    done = 0
+    bar = None
     try:
-        for index, frame in _completed(executor, scenario, total, seed, todo, workers):
-            _write_rep(run_dir, index, frame)
+        todo = [r for r in range(total) if not _finished(run_dir, r, key)]
+        done = total - len(todo)
+        if own:
+            executor = SequentialExecutor() if workers == 1 else ProcessPoolExecutor(max_workers=workers)
+        bar = tqdm(total=total, initial=done, unit="rep", desc=study.scenario.name, disable=not (progress and sys.stderr.isatty()))
+        finished_now = 0
+        shared = study.shared()
+        for index, frame in _completed(executor, study, seed, todo, workers, shared):
+            _write_rep(run_dir, index, frame, key)
             done += 1
             finished_now += 1
             bar.update(1)
             if interrupt_after is not None and finished_now >= interrupt_after and done < total:
                 raise KeyboardInterrupt
+        results = study.read_results(concat_replications(run_dir, total))
+        files, extra = study.render_report(results, seed)
+        for name, data in files.items():
+            write_bytes(run_dir / name, data)
+        meta["finished"] = now()
+        write_json(run_dir / "metadata.json", meta)
     except KeyboardInterrupt:
         raise RunInterrupted(run_dir, done, total) from None
+    except OSError as exc:
+        raise LdpSimError(
+            f"--out: cannot write in {str(run_dir)!r} ({describe_os_error(exc)}); finished replications are kept: "
+            f"free some space, then resume with: ldpsim run --resume {run_dir}"
+        ) from None
     finally:
-        bar.close()
-        if own:
+        if bar is not None:
+            bar.close()
+        if own and executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
-    results = _merge(run_dir, total)
-    write_report(run_dir, scenario, results, seed)
-    meta["finished"] = now()
-    write_json(run_dir / "metadata.json", meta)
-    return RunResult(run_dir, scenario, results, seed)
+        lock.release()
+    return Outcome(run_dir, study, results, extra, seed)
 
 
-def _completed(executor: Executor, scenario: Scenario, total: int, seed: int, todo: list[int], workers: int):
+def _completed(executor: Executor, study: Study, seed: int, todo: list[int], workers: int, shared: Any) -> Iterator[tuple[int, pd.DataFrame]]:
     """(index, results) of each replication as it finishes. In-process runs go one
     replication at a time, so each is written before the next starts."""
     if isinstance(executor, SequentialExecutor):
         for r in todo:
-            yield from _run_chunk(scenario, seed, [r])
+            yield from _run_chunk(study, seed, [r], shared)
         return
-    futures = [executor.submit(_run_chunk, scenario, seed, chunk) for chunk in _chunks(todo, workers)]
+    futures = [executor.submit(_run_chunk, study, seed, chunk, shared) for chunk in _chunks(todo, workers)]
     try:
         for future in as_completed(futures):
             yield from future.result()
@@ -244,57 +472,99 @@ def _chunks(todo: list[int], workers: int) -> list[list[int]]:
     return [todo[i : i + size] for i in range(0, len(todo), size)]
 
 
-def _run_chunk(scenario: Scenario, seed: int, indices: Iterable[int]) -> list[tuple[int, pd.DataFrame]]:
-    return [(r, run_replication(scenario, r, seed)) for r in indices]
+def _run_chunk(study: Study, seed: int, indices: Iterable[int], shared: Any) -> list[tuple[int, pd.DataFrame]]:
+    return [(r, study.run_replication(r, seed, shared)) for r in indices]
 
 
+# ----------------------------------------------------------------------------- replication files
 def _rep_path(run_dir: Path, index: int) -> Path:
     return run_dir / REP_DIR / f"rep-{index:06d}.csv"
 
 
-def _write_rep(run_dir: Path, index: int, frame: pd.DataFrame) -> None:
-    path = _rep_path(run_dir, index)
-    tmp = path.with_suffix(".tmp")
-    frame.to_csv(tmp, index=False)
-    os.replace(tmp, path)
+def _record_path(run_dir: Path, index: int) -> Path:
+    return run_dir / REP_DIR / f"rep-{index:06d}.json"
+
+
+def _write_rep(run_dir: Path, index: int, frame: pd.DataFrame, key: str) -> None:
+    """The replication's CSV, then its record: a replication is done only once both exist."""
+    data = frame.to_csv(index=False).encode()
+    write_bytes(_rep_path(run_dir, index), data)
+    record = {"replication": index, "rows": len(frame), "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "run_key": key}
+    write_bytes(_record_path(run_dir, index), (json.dumps(record, sort_keys=True) + "\n").encode())
+
+
+def _finished(run_dir: Path, index: int, key: str) -> bool:
+    """Whether replication ``index`` is done: its record exists and its file matches it. A
+    file without a record is unfinished (it is run again); a record whose file does not
+    match is an error (something changed the file after the run wrote it)."""
+    try:
+        record = json.loads(_record_path(run_dir, index).read_text())
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        record = None
+    name = f"{REP_DIR}/{_rep_path(run_dir, index).name}"
+    if not isinstance(record, dict) or record.get("run_key") != key:
+        raise LdpSimError(
+            f"--resume: got {str(run_dir)!r}, expected {REP_DIR}/{_record_path(run_dir, index).name} as this run wrote it; "
+            f"delete it and {name} to run replication {index} again"
+        )
+    try:
+        data = _rep_path(run_dir, index).read_bytes()
+    except FileNotFoundError:
+        data = None
+    if data is None or len(data) != record.get("bytes") or hashlib.sha256(data).hexdigest() != record.get("sha256"):
+        got = "no file" if data is None else f"{len(data):,} bytes"
+        raise LdpSimError(
+            f"--resume: got {str(run_dir)!r} with {name} changed since the run wrote it ({got}, expected "
+            f"{record.get('bytes', 0):,} bytes with the recorded SHA-256); delete it and its .json record to run "
+            f"replication {index} again"
+        )
+    return True
 
 
 def concat_replications(run_dir: Path, total: int) -> Path:
     """results.csv = the replication files in order (header once), byte for byte."""
     out = run_dir / "results.csv"
-    with open(out, "w") as dst:
+    with atomic_writer(out) as dst:
         for r in range(total):
-            lines = _rep_path(run_dir, r).read_text().splitlines(keepends=True)
-            dst.writelines(lines if r == 0 else lines[1:])
+            with open(_rep_path(run_dir, r), "rb") as src:
+                header = src.readline()
+                if r == 0:
+                    dst.write(header)
+                shutil.copyfileobj(src, dst)
     return out
-
-
-def _merge(run_dir: Path, total: int) -> pd.DataFrame:
-    return read_results(concat_replications(run_dir, total))
 
 
 def read_results(path: str | Path) -> pd.DataFrame:
     """A results.csv with labels kept as text ("1", "01" and "" stay distinct) and empty
     numeric cells as NaN."""
     numeric = ["time", "n_received", "estimate", "ci_low", "ci_high", "truth", "theory"]
-    return pd.read_csv(
-        path, dtype={"category": str, "task": str, "quantity": str, "reason": str},
-        keep_default_na=False, na_values={c: [""] for c in numeric},
-    )  # fmt: skip
+    return read_csv(path, dtype={"category": str, "task": str, "quantity": str, "reason": str}, na=numeric)
 
 
-def _metadata(scenario: Scenario, seed: int, workers: int, executor: Executor | None) -> dict[str, Any]:
+def read_csv(path: str | Path, dtype: dict[str, Any], na: list[str]) -> pd.DataFrame:
+    """A results file; an unreadable one is one LdpSimError naming it."""
+    try:
+        return pd.read_csv(path, dtype=dtype, keep_default_na=False, na_values={c: [""] for c in na})
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
+        raise LdpSimError(f"{path}: got a results file pandas cannot read ({' '.join(str(exc).split())}), expected CSV as ldpsim wrote it") from None
+
+
+def _metadata(study: Study, seed: int, workers: int, executor: Executor | None) -> dict[str, Any]:
     packages = versions()
+    scenario = study.scenario
     return {
+        "kind": study.kind,
+        "layout": LAYOUT,
         "scenario": scenario.name,
         "scenario_path": scenario.path,
         "scenario_sha256": scenario.digest(),
-        "spec": scenario.spec.model_dump(mode="json"),
+        "spec": scenario.spec.model_dump(mode="json"),  # for reading only: resuming rebuilds from scenario.toml
         "seed": seed,
-        "replications": scenario.spec.simulation.replications,
-        "mode": scenario.spec.simulation.mode,
-        "tick": scenario.tick,
-        "end": scenario.end,
+        "replications": study.replications,
+        "run_key": run_key(study.kind, scenario.digest(), seed, study.replications),
+        **study.metadata(),
         "workers": workers,
         "executor": type(executor).__name__ if executor is not None else ("sequential" if workers == 1 else "process_pool"),
         "ldpsim_version": packages["ldpsim"],

@@ -2,28 +2,24 @@
 broadcast model, results.csv, metadata.json, summary.md and a figure, and the table that
 ``ldpsim run`` prints.
 
-Same shapes as :mod:`ldpsim.runs`: ``reports/<name>/<run-id>/``; replication r is seeded by
-``SeedSequence(seed, spawn_key=(r,))`` whatever the executor; each replication's rows go
-to ``replications/rep-NNNNNN.csv`` as it finishes, so an interrupted run can be resumed;
-``results.csv`` is their concatenation in order. Exact accuracies are computed once per
-run, in the calling process, and handed to every replication.
+A study of the run framework (:mod:`ldpsim.runs`), so the same directories, seeds, workers,
+locks, atomic files and resume checks as survey runs: ``reports/<name>/<run-id>/``;
+replication r is seeded by ``SeedSequence(seed, spawn_key=(r,))`` whatever the executor.
+Exact accuracies are computed once per run, in the calling process, and handed to every
+replication.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ldpsim._meta import now, versions, write_json
-from ldpsim.errors import LdpSimError
-from ldpsim.report.run_report import _md_table as md_table
 from ldpsim.protocols import OBSERVER
 from ldpsim.protocols.scenario import MultipartyScenario, load_multiparty, parse_multiparty
 from ldpsim.protocols.sim import (
@@ -34,16 +30,9 @@ from ldpsim.protocols.sim import (
     simulate_broadcast,
     tolerance,
 )
-from ldpsim.runs import (
-    RunInterrupted,
-    SequentialExecutor,
-    _chunks,
-    _rep_path,
-    _write_rep,
-    concat_replications,
-    open_resume,
-    prepare_run,
-)
+from ldpsim.report import png_bytes
+from ldpsim.report.run_report import _md_table as md_table
+from ldpsim.runs import Study, read_csv, resume_study, run_study
 
 FIGURE = "accuracy.png"
 
@@ -56,6 +45,36 @@ class MultipartyRun:
     summary: pd.DataFrame  # accuracy pooled over replications, measured next to exact
     latency: pd.DataFrame  # completion delays per receiver, measured next to theory
     seed: int
+
+
+class MultipartyStudy(Study):
+    """A multi-party broadcast scenario as a study of the run framework (:mod:`ldpsim.runs`).
+    Exact accuracies are computed once per run, in the calling process, and handed to
+    every replication."""
+
+    kind = "multiparty"
+
+    def shared(self) -> Any:
+        sc = self.scenario
+        return exact_gains(sc.protocols, sc.task, sc.p_one)
+
+    def run_replication(self, index: int, seed: int, shared: Any) -> pd.DataFrame:
+        return run_replication(self.scenario, index, seed, shared)
+
+    def read_results(self, path: Path) -> pd.DataFrame:
+        return read_results(path)
+
+    def render_report(self, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], Any]:
+        summary, latency = summarise(results, self.scenario)
+        files = {
+            FIGURE: _figure(self.scenario, summary, latency),
+            "summary.md": _summary_md(self.scenario, summary, latency, seed).encode("utf-8"),
+        }
+        return files, (summary, latency)
+
+
+def _parse(source: str, path: str) -> MultipartyStudy:
+    return MultipartyStudy(parse_multiparty(source, path))
 
 
 # ------------------------------------------------------------------------- running
@@ -72,18 +91,15 @@ def run_multiparty(
     """Run a multi-party scenario's replications into a new run directory and write its report."""
     if not isinstance(scenario, MultipartyScenario):
         scenario = load_multiparty(scenario)
-    scenario, seed, run_dir = prepare_run(scenario, seed, replications, workers, out)
-    meta = _metadata(scenario, seed, workers, executor)
-    write_json(run_dir / "metadata.json", meta)
-    return _execute(run_dir, scenario, seed, meta, workers, executor, interrupt_after)
+    o = run_study(MultipartyStudy(scenario), seed=seed, replications=replications, workers=workers, out=out,
+                  executor=executor, progress=False, interrupt_after=interrupt_after)  # fmt: skip
+    return MultipartyRun(o.run_dir, o.study.scenario, o.results, *o.extra, o.seed)
 
 
 def resume_multiparty(run_dir: str | Path, *, workers: int = 1, executor: Executor | None = None) -> MultipartyRun:
     """Finish an interrupted multi-party run: only the missing replications are run."""
-    run_dir, meta, scenario, seed = open_resume(
-        run_dir, workers, lambda meta: None, lambda _, source, path: parse_multiparty(source, path)
-    )  # fmt: skip
-    return _execute(run_dir, scenario, seed, meta, workers, executor, None)
+    o = resume_study(run_dir, {MultipartyStudy.kind: _parse}, workers=workers, executor=executor, progress=False)
+    return MultipartyRun(o.run_dir, o.study.scenario, o.results, *o.extra, o.seed)
 
 
 def run_replication(scenario: MultipartyScenario, index: int, seed: int, exact: dict | None = None) -> pd.DataFrame:
@@ -97,80 +113,9 @@ def run_replication(scenario: MultipartyScenario, index: int, seed: int, exact: 
     return result.table
 
 
-def _execute(run_dir, scenario, seed, meta, workers, executor, interrupt_after) -> MultipartyRun:
-    total = scenario.spec.simulation.replications
-    todo = [r for r in range(total) if not _rep_path(run_dir, r).exists()]
-    done = total - len(todo)
-    exact = exact_gains(scenario.protocols, scenario.task, scenario.p_one)
-    own = executor is None
-    if own:
-        executor = SequentialExecutor() if workers == 1 else ProcessPoolExecutor(max_workers=workers)
-    finished_now = 0
-    try:
-        for index, frame in _completed(executor, scenario, seed, todo, workers, exact):
-            _write_rep(run_dir, index, frame)
-            done += 1
-            finished_now += 1
-            if interrupt_after is not None and finished_now >= interrupt_after and done < total:
-                raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        raise RunInterrupted(run_dir, done, total) from None
-    finally:
-        if own:
-            executor.shutdown(wait=True, cancel_futures=True)
-    results = _merge(run_dir, total)
-    summary, latency = summarise(results, scenario)
-    write_report(run_dir, scenario, results, summary, latency, seed)
-    meta["finished"] = now()
-    write_json(run_dir / "metadata.json", meta)
-    return MultipartyRun(run_dir, scenario, results, summary, latency, seed)
-
-
-def _completed(executor, scenario, seed, todo, workers, exact):
-    if isinstance(executor, SequentialExecutor):
-        for r in todo:
-            yield from _run_chunk(scenario, seed, [r], exact)
-        return
-    futures = [executor.submit(_run_chunk, scenario, seed, chunk, exact) for chunk in _chunks(todo, workers)]
-    try:
-        for future in as_completed(futures):
-            yield from future.result()
-    finally:
-        for f in futures:
-            f.cancel()
-
-
-def _run_chunk(scenario, seed: int, indices: Iterable[int], exact) -> list[tuple[int, pd.DataFrame]]:
-    return [(r, run_replication(scenario, r, seed, exact)) for r in indices]
-
-
-def _merge(run_dir: Path, total: int) -> pd.DataFrame:
-    return read_results(concat_replications(run_dir, total))
-
-
 def read_results(path: str | Path) -> pd.DataFrame:
-    return pd.read_csv(path, dtype={"protocol": str, "role": str, "quantity": str}, keep_default_na=False,
-                       na_values={c: [""] for c in RESULT_COLUMNS if c not in ("protocol", "role", "quantity")})  # fmt: skip
-
-
-def _metadata(scenario: MultipartyScenario, seed: int, workers: int, executor: Executor | None) -> dict[str, Any]:
-    packages = versions()
-    return {
-        "kind": "multiparty",
-        "scenario": scenario.name,
-        "scenario_path": scenario.path,
-        "scenario_sha256": scenario.digest(),
-        "spec": scenario.spec.model_dump(mode="json"),
-        "seed": seed,
-        "replications": scenario.spec.simulation.replications,
-        "workers": workers,
-        "executor": type(executor).__name__ if executor is not None else ("sequential" if workers == 1 else "process_pool"),
-        "ldpsim_version": packages["ldpsim"],
-        "python": packages["python"],
-        "packages": packages,
-        "command_line": sys.argv,
-        "started": now(),
-    }
+    return read_csv(path, dtype={"protocol": str, "role": str, "quantity": str},
+                    na=[c for c in RESULT_COLUMNS if c not in ("protocol", "role", "quantity")])  # fmt: skip
 
 
 # ------------------------------------------------------------------------- summaries
@@ -228,19 +173,9 @@ def summarise(results: pd.DataFrame, scenario: MultipartyScenario) -> tuple[pd.D
 
 
 # ------------------------------------------------------------------------- files
-def write_report(run_dir: Path, scenario, results, summary, latency, seed: int) -> None:
-    """summary.md and the figure: functions of the scenario, seed and results only."""
-    _figure(run_dir / FIGURE, scenario, summary, latency)
-    (run_dir / "summary.md").write_text(_summary_md(scenario, summary, latency, seed))
-
-
-def _figure(path: Path, scenario, summary: pd.DataFrame, latency: pd.DataFrame) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
+def _figure(scenario, summary: pd.DataFrame, latency: pd.DataFrame) -> bytes:
+    """The figure (PNG bytes): a function of the scenario and the results only."""
     import matplotlib.pyplot as plt
-
-    from ldpsim.report.run_report import PNG_META
 
     summary = summary[summary["quantity"] == "accuracy"]
     receivers = list(dict.fromkeys(summary["party"]))
@@ -278,8 +213,7 @@ def _figure(path: Path, scenario, summary: pd.DataFrame, latency: pd.DataFrame) 
         ax2.set_title("Transcript completion delay", fontsize=9)
         ax2.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata=PNG_META)
-    plt.close(fig)
+    return png_bytes(fig)
 
 
 def _md_table(df: pd.DataFrame) -> str:
@@ -355,7 +289,8 @@ def _summary_md(scenario: MultipartyScenario, summary: pd.DataFrame, latency: pd
         "## Files",
         "",
         "- `results.csv`: one row per replication x protocol x receiver x quantity (party -1 is the observer)",
-        "- `replications/`: the same rows, one file per replication",
+        "- `replications/`: the same rows, one file per replication (written as each finishes), each with a "
+        "`.json` record (rows, bytes, SHA-256) that resuming checks",
         "- `scenario.toml`: the scenario as run; `metadata.json`: seed, versions, command line, times",
         "",
     ]
@@ -369,21 +304,12 @@ def format_table(summary: pd.DataFrame, quantity: str = "accuracy") -> str:
 
 
 def cli_run(args) -> int:
-    """``ldpsim run`` for a multi-party scenario file or run directory."""
+    """``ldpsim run`` for a multi-party scenario file or run directory (options checked by
+    the caller)."""
     if args.resume is not None:
-        if args.file is not None or args.seed is not None or args.replications is not None or args.out is not None:
-            raise LdpSimError("--resume: got other options too, expected only --workers with --resume")
-        try:
-            run = resume_multiparty(args.resume, workers=args.workers)
-        except RunInterrupted as exc:  # pragma: no cover - only with interrupt_after
-            print(f"ldpsim: {exc}", file=sys.stderr)
-            return 130
+        run = resume_multiparty(args.resume, workers=args.workers)
     else:
-        try:
-            run = run_multiparty(args.file, seed=args.seed, replications=args.replications, workers=args.workers, out=args.out)
-        except RunInterrupted as exc:
-            print(f"ldpsim: {exc}", file=sys.stderr)
-            return 130
+        run = run_multiparty(args.file, seed=args.seed, replications=args.replications, workers=args.workers, out=args.out)
     spec = run.scenario.spec
     print(f"{spec.name}: k = {spec.parties.k} parties, task {run.scenario.task.name}, {spec.rounds.count:,} rounds x "
           f"{spec.simulation.replications} replication(s), seed {run.seed}")  # fmt: skip

@@ -39,6 +39,7 @@ Layout::
 from __future__ import annotations
 
 import hashlib
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,13 +48,24 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ldpsim.errors import LdpSimError
+from ldpsim.errors import LdpSimError, _show
 from ldpsim.sim.network import Latency
-from ldpsim.sim.scenario import ConstantLatencySpec, LatencySpec, _build_latency, parse_validated, read_scenario_text
+from ldpsim.sim.scenario import (
+    ConstantLatencySpec,
+    LatencySpec,
+    ScenarioName,
+    Seed,
+    _build_latency,
+    parse_validated,
+    read_scenario_text,
+)
 
 KIND = "multiparty"
 MAX_PARTIES = 64
 MAX_ROUNDS = 10**9
+#: Memory the messages in flight at one time may take (rounds are simulated in batches and
+#: a batch is forgotten once every receiver has decided it, so this is what grows).
+MAX_IN_FLIGHT_BYTES = 2 * 2**30
 
 Eps = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
@@ -106,14 +118,14 @@ class NetworkSpec(_Model):
 
 
 class SimulationSpec(_Model):
-    seed: Annotated[int, Field(ge=0)] | None = None
+    seed: Seed | None = None
     replications: Annotated[int, Field(ge=1, le=100_000)] = 1
     alpha: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = 1e-6
 
 
 class MultipartySpec(_Model):
     kind: Literal["multiparty"]
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: ScenarioName
     description: str = ""
     protocols: list[Literal["universal", "binary"]] = Field(min_length=1)
     parties: PartiesSpec
@@ -191,7 +203,7 @@ def _error(exc: ValidationError) -> str:
     msg = chosen["msg"].removeprefix("Value error, ")
     shown = chosen.get("input")
     quiet = chosen["type"] in ("missing", "model_type", "value_error") or isinstance(shown, dict)
-    got = "" if quiet else f" (got {shown!r})"
+    got = "" if quiet else f" (got {_show(shown)})"
     head, sep, tail = msg.partition(": ")
     if sep and head in _OWN_KEYS:
         loc, msg = (f"{loc}.{head}" if loc else head), tail
@@ -232,4 +244,42 @@ def build(spec: MultipartySpec, source: str, where: str) -> MultipartyScenario:
                 exact_plan(protocol, task, party)
             except LdpSimError as exc:
                 raise LdpSimError(f"parties: {' '.join(str(exc).split())} (protocols[{index}], {protocol.name})") from None
-    return MultipartyScenario(spec, source, where, tuple(protocols), task, _build_latency(spec.network.latency))
+    latency = _build_latency(spec.network.latency)
+    _check_workload(spec, latency)
+    return MultipartyScenario(spec, source, where, tuple(protocols), task, latency)
+
+
+def in_flight(spec: MultipartySpec, latency: Latency) -> tuple[int, float]:
+    """An estimate of the batches in flight at once and the bytes they hold. Batch b is sent
+    at ``b * batch * interval`` and done when its last message arrives, about the largest
+    latency of the run later; with ``interval = 0`` every batch is sent at time 0."""
+    r, k, n_protocols = spec.rounds, spec.parties.k, len(spec.protocols)
+    batch = min(r.batch, r.count)
+    batches = -(-r.count // batch)
+    messages = r.count * k * (k + 1)
+    longest = float(latency.quantile(min(1.0 - 1.0 / messages, 1.0 - 1e-12)))
+    span = batch * r.interval
+    ratio = longest / span if span > 0 else math.inf
+    at_once = batches if not ratio < batches else min(batches, 2 + math.ceil(ratio))
+    # per batch and party: each protocol's messages (int64), arrival times at every receiver
+    # (float64), the bits (int8) and the latencies drawn (float64)
+    per_batch = k * batch * (8 * n_protocols + 16 * (k + 1) + 1)
+    return at_once, float(at_once) * per_batch
+
+
+def _check_workload(spec: MultipartySpec, latency: Latency) -> None:
+    """Bound memory and rows before anything runs."""
+    from ldpsim.sim.scenario import check_rows
+
+    at_once, nbytes = in_flight(spec, latency)
+    if nbytes > MAX_IN_FLIGHT_BYTES:
+        r = spec.rounds
+        why = "every round starts at time 0 (interval = 0)" if r.interval == 0 else "latencies outlast many batches"
+        raise LdpSimError(
+            f"rounds.count: got {r.count:,}, expected rounds whose messages in flight fit in "
+            f"{MAX_IN_FLIGHT_BYTES / 2**30:g} GiB: about {at_once:,} batches of {min(r.batch, r.count):,} rounds would be in "
+            f"flight at once ({nbytes / 2**30:.3g} GiB) because {why}; raise rounds.interval or lower rounds.count"
+        )
+    k, n_protocols = spec.parties.k, len(spec.protocols)
+    per_replication = (2 * n_protocols - 1) * (k + 1) + 5 * (k + 1)  # accuracies, differences, delays, messages
+    check_rows(per_replication, spec.simulation.replications, "")

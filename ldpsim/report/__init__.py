@@ -1,5 +1,5 @@
 """Report files of a scenario run: figures (PNG) and summary.md."""
 
-from ldpsim.report.run_report import write_report
+from ldpsim.report.run_report import png_bytes, render_report
 
-__all__ = ["write_report"]
+__all__ = ["png_bytes", "render_report"]

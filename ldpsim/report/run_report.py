@@ -1,12 +1,15 @@
-"""Figures and summary.md for a run directory.
+"""Figures and summary.md for a run directory, rendered to bytes (the run framework writes
+them, each atomically).
 
-Everything written here depends only on the scenario, the seed and results.csv (no clock
-times), so a resumed run writes the same files as an uninterrupted one.
+Everything rendered here depends only on the scenario, the seed and results.csv (no clock
+times), so a resumed run writes the same files as an uninterrupted one. A run in which no
+report reached the server is a legitimate outcome: the summary says so, and figures with
+nothing to show are left out.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import io
 
 import matplotlib
 
@@ -20,19 +23,31 @@ from ldpsim.sim import summary  # noqa: E402
 PNG_META = {"Software": None}  # no version string: same bytes across matplotlib patch releases
 
 
-def write_report(run_dir: Path, scenario, results: pd.DataFrame, seed: int) -> None:
-    figures = []
-    if (results["quantity"] == "frequency").any():
-        figures.append(_estimates_over_time(run_dir, results))
-        figures.append(_error_vs_n(run_dir, results))
+def render_report(scenario, results: pd.DataFrame, seed: int) -> dict[str, bytes]:
+    """The report files of a run: figures (PNG) and summary.md, by name, summary.md last."""
+    files: dict[str, bytes] = {}
+    if summary.has_estimates(results):
+        files["estimates_over_time.png"] = _estimates_over_time(results)
+        if not summary.error_by_n(results).empty:
+            files["error_vs_n.png"] = _error_vs_n(results)
     other = summary.other_task_series(results)
     if not other.empty:
-        figures.append(_other_tasks_over_time(run_dir, other))
-    (run_dir / "summary.md").write_text(_summary_md(scenario, results, seed, figures))
+        files["tasks_over_time.png"] = _other_tasks_over_time(other)
+    files["summary.md"] = _summary_md(scenario, results, seed, list(files)).encode("utf-8")
+    return files
 
 
-def _estimates_over_time(run_dir: Path, results: pd.DataFrame) -> str:
+def png_bytes(fig) -> bytes:
+    """The figure as PNG bytes (closed afterwards); the same bytes as saving it to a file."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, metadata=PNG_META)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _estimates_over_time(results: pd.DataFrame) -> bytes:
     f = summary.frequency_rows(results)
+    f = f[f["estimate"].notna()]
     rep = f["replication"].min()
     f = f[(f["replication"] == rep) & (f["task"] == f["task"].iloc[0])]
     fig, ax = plt.subplots(figsize=(9, 5.5))
@@ -47,17 +62,13 @@ def _estimates_over_time(run_dir: Path, results: pd.DataFrame) -> str:
     ax.set_title(f"Estimates with confidence intervals (replication {rep}); dashed: truth")
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
-    name = "estimates_over_time.png"
-    fig.savefig(run_dir / name, dpi=110, metadata=PNG_META)
-    plt.close(fig)
-    return name
+    return png_bytes(fig)
 
 
-def _error_vs_n(run_dir: Path, results: pd.DataFrame) -> str:
+def _error_vs_n(results: pd.DataFrame) -> bytes:
     f = summary.frequency_rows(results)
-    f = f[f["n_received"] > 0]
+    f = f[(f["n_received"] > 0) & f["error"].notna()]
     e = summary.error_by_n(results)
-    e = e[e["n_received"] > 0]
     fig, ax = plt.subplots(figsize=(7, 5))
     ax.scatter(f["n_received"], np.abs(f["error"]), s=6, alpha=0.25, color="tab:gray", label="|estimate - truth|")
     ax.plot(e["n_received"], e["rmse"], "o-", color="tab:blue", label="RMS error (measured)")
@@ -69,13 +80,10 @@ def _error_vs_n(run_dir: Path, results: pd.DataFrame) -> str:
     ax.set_title("Error against the number of reports")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    name = "error_vs_n.png"
-    fig.savefig(run_dir / name, dpi=110, metadata=PNG_META)
-    plt.close(fig)
-    return name
+    return png_bytes(fig)
 
 
-def _other_tasks_over_time(run_dir: Path, rows: pd.DataFrame) -> str:
+def _other_tasks_over_time(rows: pd.DataFrame) -> bytes:
     """One panel per (task, quantity): the estimate over time, and the theory value if any."""
     keys = list(rows.groupby(["task", "quantity"], sort=False).groups)
     n = len(keys)
@@ -99,10 +107,7 @@ def _other_tasks_over_time(run_dir: Path, rows: pd.DataFrame) -> str:
         ax.set_visible(False)
     fig.suptitle("Analyst tasks over time (replication 0)", fontsize=10)
     fig.tight_layout()
-    name = "tasks_over_time.png"
-    fig.savefig(run_dir / name, dpi=110, metadata=PNG_META)
-    plt.close(fig)
-    return name
+    return png_bytes(fig)
 
 
 def _md_table(df: pd.DataFrame, floatfmt: str = "{:.5g}") -> str:
@@ -114,9 +119,20 @@ def _md_table(df: pd.DataFrame, floatfmt: str = "{:.5g}") -> str:
             if isinstance(v, (float, np.floating)):
                 cells.append("" if np.isnan(v) else floatfmt.format(v))
             else:
-                cells.append("" if v is None else str(v))
+                cells.append("" if v is None or v is pd.NA else str(v))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _nothing_received(results: pd.DataFrame) -> str:
+    totals = summary.engine_totals(results).set_index("quantity")["mean"]
+    return (
+        f"No report reached the server in any replication (per replication on average: "
+        f"{totals.get('clients', 0):,.0f} clients, {totals.get('lost', 0):,.0f} reports lost, "
+        f"{totals.get('in_flight', 0):,.0f} still in flight at the end): there is nothing to estimate, so "
+        "results.csv holds empty estimates and this report has no estimate figures. Check `network.loss`, "
+        "the arrival times and `simulation.end`."
+    )
 
 
 def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) -> str:
@@ -137,10 +153,14 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
         f"{reps} replication(s), seed {seed}",
         "",
     ]
-    if (results["quantity"] == "frequency").any():
+    if (results["quantity"] == "frequency").any() and not summary.has_estimates(results):
+        out += ["## Final estimates", "", _nothing_received(results), ""]
+    elif (results["quantity"] == "frequency").any():
         final = summary.final_frequencies(results)
         first = final[["category", "truth", "estimate", "ci_low", "ci_high", "covered"]]
         out += ["## Final estimates", "", f"Replication 0 at the end ({int(final['n_received'].iloc[0]):,} reports):", ""]
+        if int(final["n_received"].iloc[0]) == 0:
+            out += ["No report reached the server in replication 0: its estimates are empty.", ""]
         out += [_md_table(first), ""]
         if reps > 1:
             many = final[["category", "truth", "mean_estimate", "rmse", "std_error", "theory_se", "coverage"]]
@@ -148,8 +168,8 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
             out += [_md_table(many), ""]
         f = summary.frequency_rows(results).dropna(subset=["estimate"])
         out += [
-            f"Interval coverage over all checkpoints, categories and replications: {f['covered'].mean():.4f} "
-            f"({int(f['covered'].sum())} of {len(f)}).",
+            f"Interval coverage over all checkpoints with reports, categories and replications: "
+            f"{f['covered'].mean():.4f} ({int(f['covered'].sum())} of {len(f)}).",
             "",
             "## Estimates at each checkpoint (replication 0)",
             "",
@@ -173,7 +193,8 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
         "## Files",
         "",
         "- `results.csv`: one row per replication x checkpoint x task x quantity x category",
-        "- `replications/`: the same rows, one file per replication (written as each finishes)",
+        "- `replications/`: the same rows, one file per replication (written as each finishes), each with a "
+        "`.json` record (rows, bytes, SHA-256) that resuming checks",
         "- `scenario.toml`: the scenario as run; `metadata.json`: seed, versions, command line, times",
         "",
     ]

@@ -42,7 +42,7 @@ import simpy
 from numpy.typing import NDArray
 
 from ldpsim.errors import LdpSimError
-from ldpsim.sim.scenario import AllAtOnceSpec, PoissonSpec, Scenario, WavesSpec, arrival_horizon
+from ldpsim.sim.scenario import HYPERGEOMETRIC_LIMIT, AllAtOnceSpec, PoissonSpec, Scenario, WavesSpec, arrival_horizon
 from ldpsim.sim.tasks import Checkpoint, Task, TaskContext, make_tasks
 
 RESULT_COLUMNS = [
@@ -69,7 +69,9 @@ class Timeline:
     def index(self, t: NDArray[np.float64]) -> NDArray[np.int64]:
         """Tick of each time; ``n`` (past the last tick) for times after the end."""
         t = np.asarray(t, dtype=np.float64)
-        j = np.maximum(np.ceil(t / self.dt - self.EDGE_TOL).astype(np.int64) - 1, 0)
+        with np.errstate(over="ignore"):  # a time far past the end over a tiny tick is inf, clipped next
+            q = np.clip(np.ceil(t / self.dt - self.EDGE_TOL), 0, self.n + 1)  # finite before the cast
+        j = np.maximum(q.astype(np.int64) - 1, 0)
         return np.where(t > self.end + self.EDGE_TOL * self.dt, self.n, np.minimum(j, self.n - 1))
 
 
@@ -360,9 +362,6 @@ def _hypergeometric_head(counts: NDArray[np.int64], r: int, rng: np.random.Gener
         )
     return rng.multivariate_hypergeometric(counts, r, method="marginals").astype(np.int64)
 
-
-#: numpy's multivariate hypergeometric sampler needs totals below this.
-HYPERGEOMETRIC_LIMIT = 10**9
 
 
 def run_replication(scenario: Scenario, index: int, entropy: int) -> pd.DataFrame:

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ldpsim.errors import LdpSimError
+from ldpsim.errors import LdpSimError, _show
 from ldpsim.mechanisms import (
     FiniteMechanism,
     binary_mechanism,
@@ -37,12 +37,41 @@ MAX_TICKS = 10**6
 #: Largest time (arrival, latency, duration, end) a scenario may use.
 MAX_TIME = 1e12
 
+# Work and memory are bounded when a scenario is loaded, before anything runs: a file that
+# would need more gets one line saying what to change. (Each result row costs about 1 KB
+# while a replication builds it; results.csv is read back whole to write the report.)
+#: Result rows one replication may write.
+MAX_ROWS_PER_REPLICATION = 250_000
+#: Result rows one run may write (all replications).
+MAX_ROWS = 2_000_000
+#: numpy's multivariate hypergeometric sampler (report-count checkpoints in aggregate
+#: mode) needs totals below this.
+HYPERGEOMETRIC_LIMIT = 10**9
+#: Cells (cohort x delivery tick x output) of the exact multinomial splits over delivery
+#: ticks in aggregate mode, per replication (about 10 s of numpy at the limit).
+MAX_SPLIT_CELLS = 10**8
+
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Time = Annotated[float, Field(ge=0, le=MAX_TIME, allow_inf_nan=False)]
 PositiveTime = Annotated[float, Field(gt=0, le=MAX_TIME, allow_inf_nan=False)]
 Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 Eps = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+#: Root seeds: integers in [0, 2^128) (as ``--seed``).
+Seed = Annotated[int, Field(ge=0, le=2**128 - 1)]
+
+
+def _not_only_dots(name: str) -> str:
+    if set(name) == {"."}:
+        raise ValueError(f"got {name!r}, expected a name that is not only dots (it names a folder under reports/)")
+    return name
+
+
+#: A scenario's name: it becomes the folder ``reports/<name>/``, so letters, digits, ``_``,
+#: ``.`` and ``-`` only, not only dots, and short enough for any file system.
+ScenarioName = Annotated[
+    str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$"), AfterValidator(_not_only_dots)
+]
 
 
 class _Model(BaseModel):
@@ -232,12 +261,12 @@ class SimulationSpec(_Model):
     tick: PositiveTime | None = None
     end: PositiveTime | None = None
     replications: Annotated[int, Field(ge=1)] = 1
-    seed: Annotated[int, Field(ge=0)] | None = None
+    seed: Seed | None = None
     batch_size: Annotated[int, Field(ge=1)] = 1 << 16
 
 
 class ScenarioSpec(_Model):
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: ScenarioName
     description: str = ""
     population: PopulationSpec
     mechanism: MechanismSpec
@@ -324,7 +353,7 @@ def _first_error(exc: ValidationError) -> str:
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
     shown = err.get("input")
-    got = "" if err["type"] in ("missing", "model_type", "value_error") or isinstance(shown, dict) else f" (got {shown!r})"
+    got = "" if err["type"] in ("missing", "model_type", "value_error") or isinstance(shown, dict) else f" (got {_show(shown)})"
     return f"{loc or '(top level)'}: {msg}{got}"
 
 
@@ -377,7 +406,73 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
     tick = _tick(spec, end)
     if end / tick > MAX_TICKS:
         raise LdpSimError(f"simulation.tick: got {tick!r}, expected at most {MAX_TICKS} ticks up to end = {end!r}")
+    _check_workload(spec, mechanism.m, tick, end)
     return Scenario(spec, source, where, mechanism, prior, latency, tick, end)
+
+
+def check_rows(per_replication: int, replications: int, detail: str) -> None:
+    """Refuse runs whose results would not fit the row budgets (one line naming the key)."""
+    if per_replication > MAX_ROWS_PER_REPLICATION:
+        raise LdpSimError(detail)
+    if per_replication * replications > MAX_ROWS:
+        raise LdpSimError(
+            f"simulation.replications: got {replications}, expected at most {MAX_ROWS // per_replication:,} "
+            f"(results are limited to {MAX_ROWS:,} rows and each replication writes {per_replication:,})"
+        )
+
+
+def _check_workload(spec: ScenarioSpec, m: int, tick: float, end: float) -> None:
+    """Bound the rows and the aggregate-mode work of a scenario before it runs."""
+    from ldpsim.sim.tasks import rows_per_checkpoint
+
+    size = spec.population.size
+    cp = spec.analyst.checkpoints
+    # a checkpoint costs about as much as a row even when no task writes one
+    per_checkpoint = max(1, rows_per_checkpoint(spec.analyst.tasks, len(spec.population.labels)))
+    if spec.simulation.mode == "aggregate" and cp.every_reports is not None and size >= HYPERGEOMETRIC_LIMIT:
+        raise LdpSimError(
+            f"analyst.checkpoints.every_reports: got {cp.every_reports}, expected no report-count checkpoints with "
+            f"population.size >= {HYPERGEOMETRIC_LIMIT:.0e} in aggregate mode (numpy's exact split of a tick's reports "
+            "needs fewer than 1e9 of them); use time-based checkpoints (every = T)"
+        )
+    periodic = math.floor(end / cp.every + 1e-9) if cp.every is not None else 0
+    by_reports = size // cp.every_reports if cp.every_reports is not None else 0
+    checkpoints = 1 + periodic + by_reports
+    rows = checkpoints * per_checkpoint + 6  # and the engine's book-keeping
+    room = (MAX_ROWS_PER_REPLICATION - 6) // max(per_checkpoint, 1) - 1  # checkpoints that fit besides the end
+    if by_reports and by_reports >= periodic:
+        least = math.ceil(size / max(room - periodic, 1))
+        detail = (f"analyst.checkpoints.every_reports: got {cp.every_reports}, expected at least {least:,} "
+                  f"(each replication may write {MAX_ROWS_PER_REPLICATION:,} result rows; this gives about {rows:,}: "
+                  f"{checkpoints:,} checkpoints x {per_checkpoint} rows)")  # fmt: skip
+    else:
+        least_every = end / max(room - by_reports, 1)
+        detail = (f"analyst.checkpoints.every: got {cp.every!r}, expected at least {least_every:.6g} "
+                  f"(each replication may write {MAX_ROWS_PER_REPLICATION:,} result rows; this gives about {rows:,}: "
+                  f"{checkpoints:,} checkpoints x {per_checkpoint} rows)")  # fmt: skip
+    check_rows(rows, spec.simulation.replications, detail)
+    if spec.simulation.mode == "aggregate":
+        cells = split_cells(spec, tick, end) * m
+        if cells > MAX_SPLIT_CELLS:
+            raise LdpSimError(
+                f"simulation.tick: got {tick:.6g}, expected a coarser tick: aggregate mode splits each cohort's reports "
+                f"over the delivery ticks exactly, {cells:.3g} cells here against at most {MAX_SPLIT_CELLS:.0e} "
+                "(fewer ticks: a larger simulation.tick, or a shorter arrival period)"
+            )
+
+
+def split_cells(spec: ScenarioSpec, tick: float, end: float) -> int:
+    """An upper bound on sum over cohorts of the delivery ticks their reports are split over."""
+    n = int(math.ceil(end / tick - 1e-9))
+    a = spec.arrivals
+    if isinstance(a, AllAtOnceSpec):
+        starts = [min(int(a.at / tick), n)]
+    elif isinstance(a, WavesSpec):
+        starts = [min(int(t / tick), n) for t in a.times]
+    else:
+        last = min(int(math.ceil(arrival_horizon(spec) / tick - 1e-9)), n)
+        return last * n - last * (last - 1) // 2 + n  # cohorts 0..last-1, each split from its own tick on
+    return sum(n - j + 1 for j in starts)
 
 
 def _build_mechanism(spec: ScenarioSpec) -> FiniteMechanism:
@@ -466,6 +561,11 @@ def _default_end(spec: ScenarioSpec, latency: Latency) -> float:
     end = arrival_horizon(spec) + latency.quantile(0.999)
     every = spec.analyst.checkpoints.every
     if every is not None:
+        if not end / every <= MAX_TICKS:  # each interval needs a tick at least (also catches inf)
+            raise LdpSimError(
+                f"analyst.checkpoints.every: got {every!r}, expected at least {end / MAX_TICKS:.6g} (at most "
+                f"{MAX_TICKS} checkpoint intervals up to the default end {end:.6g}; or set simulation.end)"
+            )
         end = max(every, math.ceil(end / every - 1e-9) * every)
     return end if end > 0 else 1.0
 
@@ -478,6 +578,9 @@ def _tick(spec: ScenarioSpec, end: float) -> float:
     wanted = spec.simulation.tick
     if wanted is None:
         wanted = every / 24 if every is not None and every < end else end / 240
-    if every is not None and every < end:
-        return every / max(1, math.ceil(every / wanted - 1e-9))
-    return end / max(1, math.ceil(end / wanted - 1e-9))
+    span = every if every is not None and every < end else end
+    ratio = span / wanted if wanted > 0 else math.inf
+    if not ratio <= MAX_TICKS or end / span * ratio > 2 * MAX_TICKS:  # also catches inf and NaN, before any ceil
+        shown = spec.simulation.tick if spec.simulation.tick is not None else wanted
+        raise LdpSimError(f"simulation.tick: got {shown!r}, expected at most {MAX_TICKS} ticks up to end = {end!r}")
+    return span / max(1, math.ceil(ratio - 1e-9))

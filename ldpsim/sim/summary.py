@@ -12,13 +12,29 @@ def frequency_rows(results: pd.DataFrame) -> pd.DataFrame:
     se = results[results["quantity"] == "std_error"][["replication", "checkpoint", "task", "category", "estimate", "theory"]]
     se = se.rename(columns={"estimate": "std_error", "theory": "theory_se"})
     out = freq.merge(se, on=["replication", "checkpoint", "task", "category"], how="left")
-    out["covered"] = (out["ci_low"] <= out["truth"]) & (out["truth"] <= out["ci_high"])
+    covered = (out["ci_low"] <= out["truth"]) & (out["truth"] <= out["ci_high"])
+    # no interval (no report yet): coverage is undefined, not False
+    out["covered"] = pd.array(covered.to_numpy(), dtype="boolean")
+    out.loc[out["estimate"].isna().to_numpy(), "covered"] = pd.NA
     out["error"] = out["estimate"] - out["truth"]
     # the k-th checkpoint of each kind is comparable across replications (the k-th overall
     # is not when periodic and report-count checkpoints interleave differently)
     first = out.drop_duplicates(["replication", "checkpoint"])[["replication", "checkpoint", "reason"]].copy()
     first["ordinal"] = first.groupby(["replication", "reason"]).cumcount()
     return out.merge(first[["replication", "checkpoint", "ordinal"]], on=["replication", "checkpoint"], how="left")
+
+
+def has_estimates(results: pd.DataFrame) -> bool:
+    """Whether any frequency estimate exists (some report reached the server)."""
+    f = results[results["quantity"] == "frequency"]
+    return bool(f["estimate"].notna().any())
+
+
+def _rms(values: pd.Series) -> float:
+    """Root mean square of the values that are not NaN (NaN when there are none)."""
+    x = values.to_numpy(dtype=float)
+    x = x[~np.isnan(x)]
+    return float(np.sqrt(np.mean(np.square(x)))) if x.size else float("nan")
 
 
 def final_frequencies(results: pd.DataFrame) -> pd.DataFrame:
@@ -30,12 +46,13 @@ def final_frequencies(results: pd.DataFrame) -> pd.DataFrame:
     agg = last.groupby(["task", "category"], sort=False).agg(
         truth=("truth", "first"),
         mean_estimate=("estimate", "mean"),
-        rmse=("error", lambda e: float(np.sqrt(np.mean(np.square(e))))),
+        rmse=("error", _rms),
         std_error=("std_error", "mean"),
         theory_se=("theory_se", "mean"),
         coverage=("covered", "mean"),
         replications=("covered", "size"),
     )
+    agg["coverage"] = agg["coverage"].astype(float)  # NaN where no replication had an interval
     one = first.set_index(["task", "category"])[["estimate", "ci_low", "ci_high", "covered", "n_received"]]
     return one.join(agg).reset_index()
 
@@ -53,16 +70,21 @@ def checkpoint_series(results: pd.DataFrame, replication: int | None = None) -> 
 def error_by_n(results: pd.DataFrame) -> pd.DataFrame:
     """Per checkpoint (the k-th of each kind across replications): mean reports received,
     root mean squared error over categories and replications, and the same mean of the exact
-    standard error (theory)."""
+    standard error (theory). Only estimates made from at least one report count (empty
+    when no checkpoint had any)."""
     f = frequency_rows(results)
+    f = f[(f["n_received"] > 0) & f["estimate"].notna()]
+    columns = ["reason", "ordinal", "time", "n_received", "rmse", "theory_rms_se", "coverage"]
+    if f.empty:
+        return pd.DataFrame(columns=columns)
     g = f.groupby(["reason", "ordinal"], sort=False)
     return pd.DataFrame(
         {
             "time": g["time"].mean(),
             "n_received": g["n_received"].mean(),
-            "rmse": g["error"].apply(lambda e: float(np.sqrt(np.nanmean(np.square(e))))),
-            "theory_rms_se": g["theory_se"].apply(lambda s: float(np.sqrt(np.nanmean(np.square(s))))),
-            "coverage": g["covered"].mean(),
+            "rmse": g["error"].apply(_rms),
+            "theory_rms_se": g["theory_se"].apply(_rms),
+            "coverage": g["covered"].mean().astype(float),
         }
     ).reset_index().sort_values(["n_received", "time"], kind="stable").reset_index(drop=True)
 

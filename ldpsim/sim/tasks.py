@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from scipy import stats
 
 from ldpsim.analyst import frequency_estimate, frequency_standard_error
-from ldpsim.errors import LdpSimError
+from ldpsim.errors import LdpSimError, _show
 from ldpsim.mechanisms import FiniteMechanism
 
 
@@ -72,6 +72,12 @@ class Task:
         """At load time: why this task cannot work with ``mechanism`` (None if it can)."""
         return None
 
+    @classmethod
+    def rows_per_checkpoint(cls, params: TaskParams, k: int) -> int:
+        """Result rows this task writes at each checkpoint for ``k`` labels (bounds the
+        size of a run at load time; a task that writes more should say so)."""
+        return 2 * k
+
     def start(self, rng: np.random.Generator) -> None:
         """Reset for a new replication."""
 
@@ -104,8 +110,8 @@ def parse_task_params(entries: list[dict[str, Any]]) -> list[tuple[type[Task], T
             params = cls.Params.model_validate(entry)
         except ValidationError as exc:
             err = exc.errors()[0]
-            loc = ".".join(str(p) for p in err["loc"])
-            raise LdpSimError(f"{where}.{loc}: {err['msg']} (got {err.get('input')!r})") from None
+            loc = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(".[", "[")
+            raise LdpSimError(f"{where}.{loc}: {err['msg']} (got {_show(err.get('input'))})") from None
         out.append((cls, params))
     names = [p.name or p.kind for _, p in out]
     if len(set(names)) != len(names):
@@ -124,6 +130,11 @@ def validate_tasks(entries: list[dict[str, Any]], mode: str, mechanism: FiniteMe
         problem = cls.check(params, mechanism)
         if problem is not None:
             raise LdpSimError(f"analyst.tasks[{i}].kind: got {cls.kind!r}, {problem}")
+
+
+def rows_per_checkpoint(entries: list[dict[str, Any]], k: int) -> int:
+    """Result rows all the tasks of a scenario write at each checkpoint."""
+    return sum(cls.rows_per_checkpoint(params, k) for cls, params in parse_task_params(entries))
 
 
 def make_tasks(entries: list[dict[str, Any]], context: TaskContext) -> list[Task]:

@@ -114,6 +114,10 @@ class SPRTTask(_HypothesisTask):
     Params = SPRTParams
     needs_reports = True
 
+    @classmethod
+    def rows_per_checkpoint(cls, params: TaskParams, k: int) -> int:
+        return 4
+
     def __init__(self, params: TaskParams, context: TaskContext) -> None:
         super().__init__(params, context)
         p: Any = params
@@ -174,6 +178,10 @@ class LRTTask(_HypothesisTask):
 
     kind = "lrt"
     Params = LRTParams
+
+    @classmethod
+    def rows_per_checkpoint(cls, params: TaskParams, k: int) -> int:
+        return 3
 
     def start(self, rng: np.random.Generator) -> None:
         self.rng = rng

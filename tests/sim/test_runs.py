@@ -38,7 +38,8 @@ def test_shipped_scenarios_produce_every_file(name, size, tmp_path):
     result = run_scenario(small_copy(name, tmp_path, size, replications=3), out=tmp_path / "run", progress=False)
     for f in FILES:
         assert (result.run_dir / f).stat().st_size > 0, f
-    assert sorted(p.name for p in (result.run_dir / "replications").iterdir()) == [f"rep-{r:06d}.csv" for r in range(3)]
+    expected = sorted(f"rep-{r:06d}.{ext}" for r in range(3) for ext in ("csv", "json"))  # rows and their record
+    assert sorted(p.name for p in (result.run_dir / "replications").iterdir()) == expected
     meta = json.loads((result.run_dir / "metadata.json").read_text())
     for key in ("seed", "ldpsim_version", "python", "packages", "command_line", "started", "finished"):
         assert key in meta
@@ -99,7 +100,7 @@ def test_interrupted_run_resumes_to_the_same_files(tmp_path):
     with pytest.raises(RunInterrupted) as info:
         run_scenario(path, out=tmp_path / "cut", progress=False, interrupt_after=2)
     cut = tmp_path / "cut"
-    assert info.value.done == 2 and len(list((cut / "replications").iterdir())) == 2
+    assert info.value.done == 2 and len(list((cut / "replications").glob("*.csv"))) == 2
     assert not (cut / "results.csv").exists()
     before = {p.name: p.read_bytes() for p in (cut / "replications").iterdir()}
     resumed = resume_run(cut, workers=2, progress=False)

@@ -1,0 +1,388 @@
+"""Scenario fuzzers: hypothesis strategies for scenario files of both kinds, and the check
+every generated file must pass when ``ldpsim run`` takes it.
+
+- A **grammar fuzzer** builds files from the scenario grammar with extreme-but-valid values
+  (eps from 1e-300 to 800, times from 1e-300 to 1e12, populations of one client or 10^15
+  in aggregate mode, labels that look like numbers or hold commas, quotes and newlines)
+  and, now and then, a value of the wrong kind or range.
+- A **mutation fuzzer** starts from the shipped scenarios (populations made small) and
+  deletes keys, adds unknown ones, replaces values with odd ones (NaN, infinities, huge
+  integers, text, lists, tables) or damages the TOML text itself.
+
+:func:`check_run` runs the file in-process through the command line and accepts exactly
+two outcomes: exit 0 with every output file complete, or exit 2 with one line on stderr.
+A traceback, a warning, another exit code or a run over the time bound fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import re
+import signal
+import time
+import tomllib
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hypothesis import strategies as st
+
+from ldpsim.cli import main
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+
+#: Seconds one case may take before it counts as a hang.
+TIME_BOUND = 60
+
+#: Outcomes of every case checked in this process (clean / success), for the closing counts.
+OUTCOMES: Counter = Counter()
+#: What the clean refusals named (the key path, or the option), for tuning the generators.
+REFUSALS: Counter = Counter()
+
+NAN, INF = float("nan"), float("inf")
+ODD = [0, -1, 1, 2, 3, 10**15, 10**16, 2**63 - 1, 2**64, -(2**63), 0.0, -0.0, 1e-300, 5e-324, 1e300, 1.7976931348623157e308,
+       NAN, INF, -INF, 0.5, 1.0000000001, -0.5, "", "x", "1", "nan", "🙂", "a" * 300, True, False, [], [1], [0.5, 0.5],
+       [[1]], {}, {"kind": "x"}]  # fmt: skip
+
+
+EXTREME_INTS = [0, 1, 2, 7, 1000, 10**6, 10**9, 10**15, 2**62, 2**128 - 1]
+EXTREME_FLOATS = [0.0, 5e-324, 1e-300, 1e-12, 1e-6, 0.001, 0.5, 0.999999, 1.0, 2.0, 700.0, 710.0, 800.0, 1e12, 1e300]
+
+
+# ----------------------------------------------------------------------------- TOML out
+def _key(k: str) -> str:
+    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else json.dumps(k, ensure_ascii=False)
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)  # JSON escapes are TOML basic-string escapes
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{_key(k)} = {_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(type(v))
+
+
+def to_toml(doc: dict[str, Any]) -> str:
+    """TOML for a scenario: top-level values first, then one table per section."""
+    lines = [f"{_key(k)} = {_value(v)}" for k, v in doc.items() if not isinstance(v, dict)]
+    for k, v in doc.items():
+        if isinstance(v, dict):
+            lines.append(f"\n[{_key(k)}]")
+            lines += [f"{_key(kk)} = {_value(vv)}" for kk, vv in v.items()]
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- grammar
+EPS = [0.0, 1e-300, 1e-12, 0.1, 1.0, 5.0, 50.0, 700.0, 710.0, 800.0]
+TIMES = [0.0, 1e-300, 1e-9, 0.25, 1.0, 7.0, 1e6, 1e12]
+POSITIVE = [1e-300, 1e-9, 0.01, 0.25, 1.0, 7.0, 1e6, 1e12]
+
+
+def _pick(draw, values: list) -> Any:
+    return draw(st.sampled_from(values))
+
+
+#: One draw in 25 is odd (True in the middle: hypothesis favours the ends of a range).
+_ODD_DRAW = [False] * 12 + [True] + [False] * 12
+
+
+def _odd(draw, value: Any) -> Any:
+    """The value, or now and then one of the wrong kind or range."""
+    return _pick(draw, ODD) if draw(st.sampled_from(_ODD_DRAW)) else value
+
+
+def _distribution(draw, k: int) -> list[float]:
+    w = draw(st.lists(st.integers(0, 20), min_size=k, max_size=k).filter(lambda w: sum(w) > 0))
+    return [x / sum(w) for x in w]
+
+
+LABELS = ["a", "b", "yes", "no", "", "1", "01", "1.0", " ", "a,b", 'say "hi"', "é", "line\nbreak", "NaN", "None", "-", "x" * 60]
+
+
+@st.composite
+def survey_docs(draw) -> dict[str, Any]:
+    mode = _pick(draw, ["individual", "aggregate"])
+    labels = draw(st.lists(st.sampled_from(LABELS), min_size=2, max_size=6, unique=True))
+    k = len(labels)
+    size = draw(st.integers(1, 3000)) if mode == "individual" else _pick(draw, [1, 2, 1000, 10**6, 10**12, 10**15])
+    population: dict[str, Any] = {"labels": labels, "size": _odd(draw, size)}
+    testing = draw(st.booleans())
+    p0, p1 = _distribution(draw, k), _distribution(draw, k)
+    if testing:
+        population.update(P0=p0, P1=p1, truth=_pick(draw, ["P0", "P1"]))
+    else:
+        population["distribution"] = _odd(draw, _distribution(draw, k))
+    eps = _odd(draw, _pick(draw, EPS))
+    kind = _pick(draw, ["randomized_response", "binary", "truncated_geometric", "quaternary", "matrix", "optimal",
+                        "better_of_binary_and_rr"])  # fmt: skip
+    mechanism: dict[str, Any] = {"kind": kind}
+    if kind == "matrix":
+        m = draw(st.integers(1, 5))
+        mechanism["matrix"] = [_distribution(draw, m) for _ in range(k)]
+    else:
+        mechanism["eps"] = eps
+    if kind == "binary" and (not testing or draw(st.booleans())):
+        mechanism["T"] = draw(st.lists(st.sampled_from(labels), unique=True, max_size=k))
+    if kind == "quaternary":
+        mechanism["delta"] = _pick(draw, [0.0, 1e-300, 0.01, 0.5, 1.0])
+    if kind in ("optimal", "better_of_binary_and_rr"):
+        mechanism["utility"] = _pick(draw, ["kl", "tv", "chi_square", "hellinger", "mutual_information"])
+    arrivals = _pick(draw, ["all_at_once", "poisson", "waves"])
+    if arrivals == "all_at_once":
+        arr: dict[str, Any] = {"kind": arrivals, "at": _pick(draw, TIMES)}
+    elif arrivals == "poisson":
+        arr = {"kind": arrivals, "duration": _pick(draw, POSITIVE)} if draw(st.booleans()) else \
+            {"kind": arrivals, "rate": _pick(draw, [1e-300, 1e-6, 1.0, 1e3, 1e300])}  # fmt: skip
+    else:
+        n = draw(st.integers(1, 4))
+        arr = {"kind": arrivals, "times": sorted(draw(st.lists(st.sampled_from(TIMES), min_size=n, max_size=n))),
+               "fractions": _distribution(draw, n)}  # fmt: skip
+    lat = _pick(draw, ["constant", "exponential", "lognormal"])
+    latency: dict[str, Any] = {"kind": lat}
+    if lat == "constant":
+        latency["value"] = _pick(draw, TIMES)
+    elif lat == "exponential":
+        latency["mean"] = _pick(draw, POSITIVE)
+    else:
+        latency.update(median=_pick(draw, POSITIVE), sigma=_pick(draw, [1e-300, 0.1, 1.0, 10.0]))
+    network = {"latency": latency, "loss": _odd(draw, _pick(draw, [0.0, 1e-300, 0.05, 0.5, 1 - 1e-16, 1.0]))}
+    checkpoints: dict[str, Any] = {}
+    if draw(st.booleans()):
+        checkpoints["every"] = _pick(draw, [1e-300, 1e-6, 0.25, 1.0, 1e12])
+    if draw(st.booleans()):
+        checkpoints["every_reports"] = _pick(draw, [1, 7, 1000, 10**6, 10**15])
+    tasks: list[dict[str, Any]] = []
+    for task in draw(st.lists(st.sampled_from(["frequency", "sprt", "lrt"]), unique=True, max_size=3)):
+        if task == "frequency":
+            tasks.append({"kind": task, "confidence": _pick(draw, [1e-300, 0.5, 0.95, 1 - 1e-16])})
+        else:
+            entry = {"kind": task, "P0": p0, "P1": p1, "alpha": _pick(draw, [1e-300, 0.01, 0.5, 1 - 1e-16])}
+            if task == "sprt":
+                entry["beta"] = _pick(draw, [1e-300, 0.01, 0.5])
+            tasks.append(entry)
+    simulation: dict[str, Any] = {"mode": mode, "replications": draw(st.integers(1, 3)),
+                                  "seed": _pick(draw, [0, 1, 2**128 - 1])}  # fmt: skip
+    if draw(st.booleans()):
+        simulation["tick"] = _pick(draw, [1e-300, 1e-4, 0.01, 1.0, 1e12])
+    if draw(st.booleans()):
+        simulation["end"] = _pick(draw, [1e-300, 1e-9, 0.5, 3.0, 1e12])
+    if draw(st.booleans()):
+        simulation["batch_size"] = _pick(draw, [1, 7, 65536, 10**15])
+    doc: dict[str, Any] = {"name": _odd(draw, "fuzz"), "population": population, "mechanism": mechanism, "arrivals": arr,
+                           "network": network, "analyst": {"checkpoints": checkpoints, "tasks": tasks},
+                           "simulation": simulation}  # fmt: skip
+    if mode == "individual" and draw(st.booleans()):
+        doc["server"] = {"keep_reports": True, "max_reports": _pick(draw, [0, 1, 10, 10**7])}
+    return doc
+
+
+@st.composite
+def multiparty_docs(draw) -> dict[str, Any]:
+    k = draw(st.integers(1, 8)) if not draw(st.sampled_from(_ODD_DRAW)) else _pick(draw, [12, 30, 64])
+    levels = [0.0, 1e-300, 1e-12, 0.5, 1.0, 5.0, 700.0, 710.0]
+
+    def per_party(values: list) -> Any:
+        return _pick(draw, values) if draw(st.booleans()) else draw(st.lists(st.sampled_from(values), min_size=k, max_size=k))
+
+    task = _pick(draw, ["xor", "sum", "majority", "threshold", "and"])
+    task_doc: dict[str, Any] = {"kind": task}
+    if task == "threshold":
+        task_doc["t"] = draw(st.integers(0, k + 1))
+    lat = _pick(draw, ["constant", "exponential", "lognormal"])
+    latency: dict[str, Any] = {"kind": lat}
+    if lat == "constant":
+        latency["value"] = _pick(draw, TIMES)
+    elif lat == "exponential":
+        latency["mean"] = _pick(draw, POSITIVE)
+    else:
+        latency.update(median=_pick(draw, POSITIVE), sigma=_pick(draw, [1e-300, 0.1, 1.0, 10.0]))
+    return {
+        "kind": "multiparty",
+        "name": _odd(draw, "fuzz_mp"),
+        "protocols": draw(st.lists(st.sampled_from(["universal", "binary"]), min_size=1, max_size=2, unique=True)),
+        "parties": {"k": _odd(draw, k), "eps": _odd(draw, per_party(levels)),
+                    "delta": per_party([0.0, 1e-300, 0.01, 0.5, 1.0]), "p_one": per_party([0.0, 1e-300, 0.5, 1.0])},
+        "task": task_doc,
+        "rounds": {"count": _odd(draw, draw(st.integers(1, 3000))), "batch": _pick(draw, [1, 7, 1000, 10**7]),
+                   "interval": _pick(draw, [0.0, 1e-300, 0.1, 1e9])},
+        "network": {"latency": latency},
+        "simulation": {"seed": _pick(draw, [0, 2**128 - 1]), "replications": draw(st.integers(1, 2)),
+                       "alpha": _pick(draw, [1e-300, 1e-6, 0.5, 1 - 1e-16])},
+    }  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- mutations
+def shipped_docs() -> list[dict[str, Any]]:
+    """The shipped scenarios as documents, with populations and round counts made small."""
+    docs = []
+    for path in sorted(SCENARIOS.glob("*.toml")):
+        doc = tomllib.loads(path.read_text())
+        if "population" in doc:
+            doc["population"]["size"] = 2_000 if doc.get("simulation", {}).get("mode", "individual") == "individual" \
+                else doc["population"]["size"]  # fmt: skip
+        if "rounds" in doc:
+            doc["rounds"]["count"] = 2_000
+        docs.append(doc)
+    return docs
+
+
+def _paths(doc: Any, prefix: tuple = ()) -> list[tuple]:
+    out = []
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out.append(prefix + (k,))
+            out += _paths(v, prefix + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out.append(prefix + (i,))
+            out += _paths(v, prefix + (i,))
+    return out
+
+
+def _parent(doc: Any, path: tuple) -> Any:
+    for p in path[:-1]:
+        doc = doc[p]
+    return doc
+
+
+@st.composite
+def mutated_texts(draw) -> str:
+    doc = json.loads(json.dumps(draw(st.sampled_from(shipped_docs()))))  # a deep copy
+    for _ in range(draw(st.integers(1, 3))):
+        paths = _paths(doc)
+        path = draw(st.sampled_from(paths))
+        parent, last = _parent(doc, path), path[-1]
+        op = draw(st.sampled_from(["extreme"] * 5 + ["replace"] * 2 + ["delete", "add", "scale"]))
+        value = parent[last]
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if op == "delete" and isinstance(parent, dict):
+            del parent[last]
+        elif op == "add" and isinstance(parent, dict):
+            parent[draw(st.sampled_from(["extra", "sizes", "Eps", "seed", "kind"]))] = _pick(draw, ODD)
+        elif op == "scale" and number:
+            parent[last] = value * _pick(draw, [0, -1, 1e-300, 1e-9, 1e9, 1e300])
+        elif op == "extreme" and number:  # a value of the same type at an edge: often still valid
+            parent[last] = _pick(draw, EXTREME_INTS if isinstance(value, int) else EXTREME_FLOATS)
+        else:
+            parent[last] = _pick(draw, ODD)
+    text = to_toml(doc)
+    if draw(st.sampled_from(_ODD_DRAW)):  # damage the text itself
+        i = draw(st.integers(0, max(0, len(text) - 1)))
+        text = text[:i] + draw(st.sampled_from(["", "[", "=", '"', "\n[x]\n", "\x00"])) + text[i + 2 :]
+    return text
+
+
+def scenario_texts() -> st.SearchStrategy[str]:
+    """Every kind of generated file."""
+    return st.one_of(survey_docs().map(to_toml), multiparty_docs().map(to_toml), mutated_texts())
+
+
+# ----------------------------------------------------------------------------- the check
+class Hang(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise Hang(f"the case ran over {TIME_BOUND} s")
+
+
+#: Estimated seconds above which a valid file is only loaded, not run: a legal scenario may
+#: ask for hours of work (10^9 rounds), which is not a hang.
+WORK_BUDGET = 5.0
+
+
+def estimated_seconds(text: str) -> float:
+    """A rough estimate of the run time of a scenario that loads (0 when it does not load:
+    the command line then refuses it, which the check verifies)."""
+    from ldpsim.protocols.scenario import is_multiparty_text, parse_multiparty
+    from ldpsim.sim.scenario import parse_scenario, split_cells
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if is_multiparty_text(text):
+                sc = parse_multiparty(text, "case.toml")
+            else:
+                sc = parse_scenario(text, "case.toml")
+    except Exception:  # noqa: BLE001 - the run itself reports (or fails on) this
+        return 0.0
+    spec = sc.spec
+    reps = spec.simulation.replications
+    if is_multiparty_text(text):
+        k, r = spec.parties.k, spec.rounds
+        batches = -(-r.count // min(r.batch, r.count))
+        return reps * (batches * k * (k + 2) * 1e-4 + r.count * (k + 1) * len(spec.protocols) * 2e-6)
+    ticks = math.ceil(sc.end / sc.tick)
+    cp = spec.analyst.checkpoints
+    checkpoints = (sc.end / cp.every if cp.every else 0) + (spec.population.size / cp.every_reports if cp.every_reports else 0)
+    work = ticks * 2e-5 + checkpoints * 2e-4
+    if spec.simulation.mode == "individual":
+        work += spec.population.size * 2e-7
+    else:
+        work += split_cells(spec, sc.tick, sc.end) * sc.mechanism.m * 5e-8
+    return reps * work
+
+
+def check_run(text: str, work: Path) -> str:
+    """Run ``text`` as a scenario file through ``ldpsim run``; return ``"success"``,
+    ``"clean"`` (refused in one line) or ``"heavy"`` (valid, but more work than a test
+    case should run: loaded only), or raise AssertionError describing what went wrong."""
+    work.mkdir(parents=True, exist_ok=True)
+    if estimated_seconds(text) > WORK_BUDGET:
+        OUTCOMES["heavy"] += 1
+        return "heavy"
+    path = work / "case.toml"
+    path.write_text(text, encoding="utf-8")
+    out = work / "run"
+    stdout, stderr = io.StringIO(), io.StringIO()
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(TIME_BOUND)
+    started = time.perf_counter()
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            warnings.simplefilter("error")
+            code = main(["run", str(path), "--out", str(out), "--no-progress"])
+    except Hang:
+        raise AssertionError(f"hang: over {TIME_BOUND} s") from None
+    except BaseException as exc:  # noqa: BLE001 - a traceback is the finding
+        raise AssertionError(f"traceback: {type(exc).__name__}: {exc}") from exc
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    seconds = time.perf_counter() - started
+    err = stderr.getvalue()
+    if code == 2:
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("ldpsim: error: "), f"exit 2 but stderr is {err!r}"
+        assert not out.exists() or not any(p.name != ".lock" for p in out.iterdir()), "a refused run left files"
+        OUTCOMES["clean"] += 1
+        REFUSALS[lines[0].removeprefix("ldpsim: error: ").removeprefix(f"{path}: ").split(":")[0]] += 1
+        return "clean"
+    assert code == 0, f"exit {code}: {err!r}"
+    assert err == "", f"success, but stderr holds {err!r}"
+    names = {p.name for p in out.iterdir()}
+    assert {"summary.md", "results.csv", "metadata.json", "scenario.toml"} <= names, names
+    assert "finished" in json.loads((out / "metadata.json").read_text())
+    summary = (out / "summary.md").read_text()
+    for figure in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", summary):
+        assert (out / figure).stat().st_size > 0, figure
+    assert not list(out.rglob("*.tmp")), "temporary files left"
+    OUTCOMES["success"] += 1
+    OUTCOMES["seconds"] += seconds
+    return "success"

@@ -1,0 +1,463 @@
+"""Run directories under faults (issue 14's defects, each reproduced first): runs in which no
+report arrives, work bounded at load time, names and seeds that would leave reports/, resume
+that checks what it reads, concurrent writers, a full disk and Ctrl-C at every stage."""
+
+from __future__ import annotations
+
+import errno
+import json
+import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ldpsim import LdpSimError, _files
+from ldpsim.cli import main
+from ldpsim.protocols.scenario import parse_multiparty
+from ldpsim.runs import RunInterrupted, default_run_dir, resume_run, run_scenario
+from ldpsim.sim import parse_scenario
+from tests.sim.helpers import SCENARIOS, scenario_text
+
+REPORT_FILES = {"summary.md", "results.csv", "metadata.json", "scenario.toml"}
+
+
+def one_line_error(capsys, code: int = 2) -> str:
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def write(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def run_cli(argv: list[str]) -> int:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning may reach a user on a path the library handles
+        return main(argv)
+
+
+# --------------------------------------------------------------------- 1. runs in which no report arrives
+EMPTY = {
+    "everything lost": dict(loss=1.0),
+    "arrivals after the end": dict(arrivals='{ kind = "all_at_once", at = 5.0 }', end=1.0),
+    "end at 1e-9": dict(arrivals='{ kind = "poisson", duration = 1.0 }', end=1e-9),
+    "end at 1e-300": dict(arrivals='{ kind = "poisson", duration = 1.0 }', end=1e-300),
+    "duration 1e-300 and a late end": dict(arrivals='{ kind = "poisson", duration = 1e-300 }', latency='{ kind = "constant", value = 2.0 }', end=1.0),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", ["individual", "aggregate"])
+@pytest.mark.parametrize("case", sorted(EMPTY))
+def test_a_run_without_reports_finishes_with_a_report_that_says_so(case, mode, tmp_path, capsys):
+    path = write(tmp_path, scenario_text(size=500, mode=mode, **EMPTY[case]))
+    assert run_cli(["run", str(path), "--out", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert "no report reached the server" in out
+    run = tmp_path / "run"
+    assert REPORT_FILES <= {p.name for p in run.iterdir()}
+    assert "finished" in json.loads((run / "metadata.json").read_text())
+    summary = (run / "summary.md").read_text()
+    assert "No report reached the server" in summary and "error_vs_n.png" not in summary
+    assert not (run / "error_vs_n.png").exists()
+
+
+def test_replications_with_and_without_reports_mix_cleanly(tmp_path, capsys):
+    """Loss 0.9 with 3 clients: some replications receive nothing, others something."""
+    path = write(tmp_path, scenario_text(size=3, loss=0.9, replications=12, mode="aggregate"))
+    assert run_cli(["run", str(path), "--out", str(tmp_path / "run")]) == 0
+    df = pd.read_csv(tmp_path / "run" / "results.csv")
+    received = df[df["quantity"] == "received"]["estimate"]
+    assert (received == 0).any() and (received > 0).any()  # both kinds happened at this seed
+    summary = (tmp_path / "run" / "summary.md").read_text()
+    assert "Interval coverage over all checkpoints with reports" in summary
+
+
+# --------------------------------------------------------------------- 2. work bounded at load time
+def test_report_checkpoints_beyond_the_row_budget_are_refused_at_load():
+    big = scenario_text(size=10**10, mode="aggregate", checkpoints="{ every_reports = 10_000 }")
+    with pytest.raises(LdpSimError, match=r"^s.toml: analyst.checkpoints.every_reports: got 10000, expected no report-count") as info:
+        parse_scenario(big, "s.toml")  # 10^6 checkpoints, and numpy's split cannot take 10^9 reports in a tick
+    assert "\n" not in str(info.value)
+    many = scenario_text(size=10**8, mode="aggregate", checkpoints="{ every_reports = 100 }")
+    with pytest.raises(LdpSimError, match=r"^s.toml: analyst.checkpoints.every_reports: got 100, expected at least [0-9,]+ "):
+        parse_scenario(many, "s.toml")
+    with pytest.raises(LdpSimError, match=r"every_reports: got 1, expected at least 4 "):
+        parse_scenario(scenario_text(size=10**5, checkpoints="{ every_reports = 1 }"), "s.toml")
+    parse_scenario(scenario_text(size=10**5, checkpoints="{ every_reports = 4 }"), "s.toml")  # the bound it names works
+
+
+def test_replications_beyond_the_row_budget_are_refused_at_load():
+    with pytest.raises(LdpSimError, match=r"simulation.replications: got 1000000, expected at most [0-9,]+"):
+        parse_scenario(scenario_text(replications=1_000_000), "s.toml")
+
+
+def test_aggregate_splits_beyond_the_work_budget_are_refused_at_load():
+    text = scenario_text(size=10**10, mode="aggregate", arrivals='{ kind = "poisson", duration = 1.0 }', tick=1e-5, end=1.0,
+                         latency='{ kind = "exponential", mean = 0.1 }')  # fmt: skip
+    with pytest.raises(LdpSimError, match=r"simulation.tick: got 1e-05, expected a coarser tick"):
+        parse_scenario(text, "s.toml")
+
+
+def multiparty_text(**rounds: object) -> str:
+    text = (SCENARIOS / "multiparty_xor.toml").read_text()
+    for key, value in rounds.items():
+        text, n = re.subn(rf"(?m)^{key} = .*$", f"{key} = {value}", text)
+        assert n == 1
+    return text
+
+
+def test_multiparty_rounds_all_in_flight_are_refused_at_load():
+    with pytest.raises(LdpSimError, match=r"^m.toml: rounds.count: got 1,000,000,000, expected rounds whose messages in flight fit"):
+        parse_multiparty(multiparty_text(count="1_000_000_000", interval=0), "m.toml")
+    parse_multiparty(multiparty_text(count="1_000_000_000"), "m.toml")  # spread over time: legal, streams
+    with pytest.raises(LdpSimError, match=r"simulation.replications: got 100000, expected at most"):
+        parse_multiparty(multiparty_text(replications=100_000), "m.toml")
+
+
+def test_multiparty_memory_does_not_grow_with_rounds(monkeypatch):
+    """Per-round state streams: the bits of decided batches are forgotten and completion
+    delays are kept only for the first rounds, so ten times the rounds take about the same
+    peak memory."""
+    import tracemalloc
+
+    from ldpsim.protocols import Protocol, Task
+    from ldpsim.protocols import sim as psim
+    from ldpsim.sim.network import ExponentialLatency
+
+    monkeypatch.setattr(psim, "QUANTILE_SAMPLE", 30_000)
+
+    def peak(rounds: int) -> int:
+        tracemalloc.start()
+        psim.simulate_broadcast([Protocol.binary([1.0, 2.0])], Task.xor(2), rounds, batch=2_000, interval=0.01,
+                                latency=ExponentialLatency(0.01), seed=1)  # fmt: skip
+        _, top = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return top
+
+    small, large = peak(40_000), peak(400_000)
+    assert large < 1.5 * small, (small, large)
+
+
+def test_demo_bounds_its_work_and_checks_its_seed(capsys):
+    assert run_cli(["demo", "--n", "10000000000"]) == 2
+    assert "--n: got 10000000000, expected an integer >= 1 and <= 1000000000" in one_line_error(capsys)
+    assert run_cli(["demo", "--seed", "-1"]) == 2
+    assert "--seed: got -1" in one_line_error(capsys)
+
+
+# --------------------------------------------------------------------- 3 and 10. names and seeds
+@pytest.mark.parametrize("name", ["..", ".", "...", "a" * 101])
+def test_names_that_leave_reports_or_overflow_a_file_name_are_refused(name):
+    with pytest.raises(LdpSimError, match=r"^s.toml: name: ") as info:
+        parse_scenario(scenario_text().replace('name = "test"', f'name = "{name}"'), "s.toml")
+    assert "\n" not in str(info.value)
+    with pytest.raises(LdpSimError, match=r"^m.toml: name: "):
+        parse_multiparty(multiparty_text().replace('name = "multiparty_xor"', f'name = "{name}"'), "m.toml")
+
+
+def test_default_run_directory_stays_under_its_root(tmp_path):
+    path = default_run_dir("a" * 100, 2**128 - 1, base=tmp_path / "reports")
+    assert path.resolve().is_relative_to((tmp_path / "reports").resolve())
+    path.mkdir(parents=True)  # the longest name and seed still make a legal path
+
+
+@pytest.mark.parametrize("seed", [str(10**300), "-1", str(2**128)])
+def test_huge_or_negative_seeds_are_one_line(seed, tmp_path, capsys):
+    path = write(tmp_path, scenario_text(size=100))
+    assert run_cli(["run", str(path), "--seed", seed]) == 2
+    assert one_line_error(capsys).startswith("ldpsim: error: --seed: got ")
+    assert not (tmp_path / "reports").exists()
+
+
+# --------------------------------------------------------------------- 4. resume checks what it reads
+def interrupted(tmp_path: Path, reps: int = 4, done: int = 2) -> tuple[Path, Path]:
+    path = write(tmp_path, scenario_text(size=2000, replications=reps))
+    with pytest.raises(RunInterrupted):
+        run_scenario(path, out=tmp_path / "cut", progress=False, interrupt_after=done)
+    return path, tmp_path / "cut"
+
+
+def test_resume_rebuilds_the_scenario_from_its_file_not_the_metadata(tmp_path):
+    path, cut = interrupted(tmp_path)
+    full = run_scenario(path, out=tmp_path / "full", progress=False)
+    meta = json.loads((cut / "metadata.json").read_text())
+    meta["spec"]["mechanism"]["eps"] = 5.0  # the metadata's copy of the spec is for reading only
+    (cut / "metadata.json").write_text(json.dumps(meta))
+    resumed = resume_run(cut, progress=False)
+    assert (resumed.run_dir / "results.csv").read_bytes() == (full.run_dir / "results.csv").read_bytes()
+
+
+@pytest.mark.parametrize("key, value", [("seed", 8), ("replications", 3)])
+def test_resume_refuses_an_edited_seed_or_replication_count(key, value, tmp_path, capsys):
+    _, cut = interrupted(tmp_path)
+    meta = json.loads((cut / "metadata.json").read_text())
+    meta[key] = value
+    (cut / "metadata.json").write_text(json.dumps(meta))
+    assert run_cli(["run", "--resume", str(cut)]) == 2
+    assert "metadata.json as the run wrote it" in one_line_error(capsys)
+
+
+@pytest.mark.parametrize("cut_at", ["line", "mid-line", "extra line", "deleted"])
+def test_resume_refuses_a_changed_replication_file(cut_at, tmp_path, capsys):
+    _, cut = interrupted(tmp_path)
+    rep = cut / "replications" / "rep-000001.csv"
+    data = rep.read_bytes()
+    if cut_at == "line":
+        rep.write_bytes(data[: data.rfind(b"\n", 0, len(data) - 1) + 1])  # one whole row fewer
+    elif cut_at == "mid-line":
+        rep.write_bytes(data[: len(data) // 2])
+    elif cut_at == "extra line":
+        rep.write_bytes(data + data.splitlines(keepends=True)[-1])
+    else:
+        rep.unlink()
+    assert run_cli(["run", "--resume", str(cut)]) == 2
+    line = one_line_error(capsys)
+    assert "replications/rep-000001.csv" in line and "delete it" in line
+
+
+def test_a_replication_file_without_its_record_is_run_again(tmp_path):
+    """A kill between the file and its record: the replication is simply run again."""
+    path, cut = interrupted(tmp_path)
+    full = run_scenario(path, out=tmp_path / "full", progress=False)
+    (cut / "replications" / "rep-000001.json").unlink()
+    (cut / "replications" / "rep-000001.csv").write_bytes(b"half a file")
+    resumed = resume_run(cut, progress=False)
+    assert (resumed.run_dir / "results.csv").read_bytes() == (full.run_dir / "results.csv").read_bytes()
+
+
+# --------------------------------------------------------------------- 5. concurrent writers
+def test_a_second_writer_gets_one_line_naming_the_pid(tmp_path, capsys):
+    _, cut = interrupted(tmp_path)
+    with _files.DirectoryLock(cut, "--resume"):
+        proc = subprocess.run([sys.executable, "-m", "ldpsim", "run", "--resume", str(cut)], capture_output=True, text=True)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"in use by pid {__import__('os').getpid()}" in lines[0], proc.stderr
+    with _files.DirectoryLock(tmp_path / "cut", "--out"):
+        assert run_cli(["run", str(tmp_path / "s.toml"), "--out", str(cut)]) == 2
+        one_line_error(capsys)
+
+
+def test_concurrent_resumes_of_one_directory(tmp_path):
+    """Six processes resume the same run at once: each either finishes it or says in one
+    line that it is in use (or already finished); the result is the uninterrupted run's."""
+    path, cut = interrupted(tmp_path, reps=6, done=1)
+    full = run_scenario(path, out=tmp_path / "full", progress=False)
+    procs = [subprocess.Popen([sys.executable, "-m", "ldpsim", "run", "--resume", str(cut)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(6)]  # fmt: skip
+    outcomes = []
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        outcomes.append((p.returncode, err))
+    for code, err in outcomes:
+        assert "Traceback" not in err, err
+        assert code == 0 or (code == 2 and len(err.strip().splitlines()) == 1 and "in use by" in err), err
+    assert any(code == 0 for code, _ in outcomes)
+    assert (cut / "results.csv").read_bytes() == (full.run_dir / "results.csv").read_bytes()
+    assert not list(cut.rglob("*.tmp"))
+
+
+def test_temporary_names_are_unique(tmp_path):
+    names = {_files.temporary_name(tmp_path / "rep-000001.csv") for _ in range(100)}
+    assert len(names) == 100
+
+
+# --------------------------------------------------------------------- 6. a full disk
+class FullDisk:
+    """Replaces the file opening of :mod:`ldpsim._files` (every file a run writes): writes
+    succeed until ``budget`` bytes have been written in all, then fail with ENOSPC."""
+
+    def __init__(self, budget: int) -> None:
+        self.left = budget
+
+    def open(self, path, mode="r", *args, **kwargs):
+        f = open(path, mode, *args, **kwargs)
+        if "w" not in mode and "a" not in mode:
+            return f
+        disk = self
+
+        class Limited:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                f.close()
+                return False
+
+            def write(self, data):
+                if len(data) > disk.left:
+                    f.write(data[: disk.left])
+                    disk.left = 0
+                    raise OSError(errno.ENOSPC, "No space left on device")
+                disk.left -= len(data)
+                return f.write(data)
+
+        return Limited()
+
+
+def test_a_full_disk_is_one_line_and_leaves_a_resumable_or_no_directory(tmp_path, monkeypatch, capsys):
+    """Every budget from nothing to a whole run: one line and exit 2 (or success), no file
+    half-written, and a directory that is either gone or resumes to the same bytes."""
+    path = write(tmp_path, scenario_text(size=2000, replications=3, mode="aggregate"))
+    assert run_cli(["run", str(path), "--out", str(tmp_path / "ref")]) == 0
+    ref = {p.relative_to(tmp_path / "ref"): p.read_bytes() for p in (tmp_path / "ref").rglob("*") if p.is_file()}
+    total = sum(len(b) for name, b in ref.items() if name.name != ".lock")
+    capsys.readouterr()
+    budgets = sorted({0, 1, 200, 500, *np.linspace(0, 2 * total, 25).astype(int).tolist()})
+    outcomes = {"removed": 0, "resumed": 0, "finished": 0}
+    for i, budget in enumerate(budgets):
+        out = tmp_path / f"run{i}"
+        with monkeypatch.context() as m:
+            m.setattr(_files, "open", FullDisk(budget).open, raising=False)
+            code = run_cli(["run", str(path), "--out", str(out)])
+        if code == 0:
+            capsys.readouterr()
+            outcomes["finished"] += 1
+            continue
+        assert code == 2
+        line = one_line_error(capsys)
+        assert "No space left on device" in line, line
+        assert not list(tmp_path.rglob("*.tmp")), "no temporary file is left behind"
+        if not out.exists():
+            outcomes["removed"] += 1
+            continue
+        for p in out.rglob("*"):  # whatever is there is complete
+            rel = p.relative_to(out)
+            if p.is_file() and rel.name not in ("metadata.json", ".lock"):
+                assert p.read_bytes() == ref[rel], rel
+        assert "resume with: ldpsim run --resume" in line
+        assert run_cli(["run", "--resume", str(out)]) == 0
+        capsys.readouterr()
+        for name in ("results.csv", "summary.md"):
+            assert (out / name).read_bytes() == ref[Path(name)]
+        outcomes["resumed"] += 1
+    assert outcomes["removed"] and outcomes["resumed"] and outcomes["finished"], outcomes
+
+
+def test_start_up_on_a_full_disk_leaves_nothing(tmp_path, monkeypatch, capsys):
+    path = write(tmp_path, scenario_text(size=100))
+    monkeypatch.setattr(_files, "open", FullDisk(10).open, raising=False)
+    assert run_cli(["run", str(path), "--out", str(tmp_path / "deep" / "run")]) == 2
+    assert "No space left on device" in one_line_error(capsys)
+    assert not (tmp_path / "deep").exists()
+    (tmp_path / "empty").mkdir()  # an existing empty directory stays, empty
+    assert run_cli(["run", str(path), "--out", str(tmp_path / "empty")]) == 2
+    one_line_error(capsys)
+    assert list((tmp_path / "empty").iterdir()) == []
+
+
+# --------------------------------------------------------------------- 7. Ctrl-C at every stage
+STAGES = {  # what to interrupt (an attribute of ldpsim.runs or of its SurveyStudy) and when
+    "merging": (False, "concat_replications", lambda args: True),
+    "rendering the report": (True, "render_report", lambda args: True),
+    "writing a report file": (False, "write_bytes", lambda args: str(args[0]).endswith("summary.md")),
+    "writing the final metadata": (False, "write_json", lambda args: "finished" in args[1]),
+}
+
+
+@pytest.mark.parametrize("stage", sorted(STAGES))
+def test_ctrl_c_after_the_last_replication_is_one_line_and_resumable(stage, tmp_path, monkeypatch, capsys):
+    path = write(tmp_path, scenario_text(size=1000, replications=2))
+    assert run_cli(["run", str(path), "--out", str(tmp_path / "ref")]) == 0
+    capsys.readouterr()
+    import ldpsim.runs as runs
+
+    on_study, attr, when = STAGES[stage]
+    owner = runs.SurveyStudy if on_study else runs
+    real = getattr(owner, attr)
+
+    def interrupt(*args, **kwargs):
+        if when(args):
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(owner, attr, interrupt)
+        assert run_cli(["run", str(path), "--out", str(tmp_path / "cut")]) == 130
+    line = one_line_error(capsys)
+    assert "resume with: ldpsim run --resume" in line
+    assert run_cli(["run", "--resume", str(tmp_path / "cut")]) == 0
+    for name in ("results.csv", "summary.md", "estimates_over_time.png"):
+        assert (tmp_path / "cut" / name).read_bytes() == (tmp_path / "ref" / name).read_bytes()
+
+
+def test_ctrl_c_while_starting_leaves_no_directory(tmp_path, monkeypatch, capsys):
+    path = write(tmp_path, scenario_text(size=100))
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("ldpsim.runs.write_json", interrupt)
+    assert run_cli(["run", str(path), "--out", str(tmp_path / "x" / "run")]) == 130
+    assert one_line_error(capsys) == "ldpsim: interrupted"
+    assert not (tmp_path / "x").exists()
+
+
+# --------------------------------------------------------------------- found by the fuzzers
+def test_a_tick_that_overflows_the_tick_count_is_one_line():
+    text = scenario_text(size=10, tick=1e-300, end=1e12)
+    with pytest.raises(LdpSimError, match=r"^s.toml: simulation.tick: got 1e-300, expected at most 1000000 ticks"):
+        parse_scenario(text, "s.toml")
+
+
+def test_report_count_checkpoints_cost_work_even_without_tasks():
+    text = scenario_text(size=10**8, mode="aggregate", checkpoints="{ every_reports = 1 }").replace(
+        "checkpoints = { every_reports = 1 }", "checkpoints = { every_reports = 1 }\ntasks = []")
+    with pytest.raises(LdpSimError, match=r"every_reports: got 1, expected at least"):
+        parse_scenario(text, "s.toml")
+
+
+def test_multiparty_latency_far_beyond_the_round_interval_is_bounded_without_overflow():
+    text = multiparty_text(count=1611, batch=1, interval=1e-300).replace(
+        'latency = { kind = "lognormal", median = 0.05, sigma = 0.8 }', 'latency = { kind = "constant", value = 1e12 }')
+    parse_multiparty(text, "m.toml")  # 1611 rounds all in flight is small: accepted, no OverflowError
+
+
+@pytest.mark.parametrize("median, sigma, n", [(1.0, 10.0, 1), (1e-9, 10.0, 7), (0.05, 0.8, 6), (1e12, 1.0, 64)])
+def test_expected_max_of_lognormal_latencies_against_mpmath(median, sigma, n):
+    """E[max of n lognormals] = int_0^inf 1 - F(s)^n ds, by mpmath in the log scale with the
+    integrand's peak region split out (quad at 40 digits); n = 1 is the closed-form mean."""
+    import mpmath as mp
+
+    from ldpsim.sim.network import LognormalLatency
+
+    with mp.workdps(40):
+        # 1 - Phi(z)^n as -expm1(n log1p(-Phi(-z))): no cancellation far in the upper tail
+        f = lambda z: -mp.expm1(n * mp.log1p(-mp.ncdf(-z))) * median * sigma * mp.e ** (sigma * z)  # noqa: E731
+        cuts = [-mp.inf, -10, 0, sigma / 2, sigma, sigma + 5, sigma + 10, sigma + 20, mp.inf]
+        ref = float(mp.quad(f, cuts, maxdegree=10))
+    got = LognormalLatency(median, sigma).expected_max(n)
+    assert got == pytest.approx(ref, rel=1e-9)
+    if n == 1:
+        assert got == pytest.approx(median * np.exp(sigma**2 / 2), rel=1e-12)
+
+
+def test_binomial_tolerance_at_extreme_alpha_is_a_valid_interval():
+    from ldpsim.protocols.sim import tolerance
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert tolerance(np.eye(2), 0.5, 880, 1e-300) == 0.5  # P(K = 0) = 2^-880 > 1e-300: the whole range
+        assert tolerance(np.eye(2), 1.0, 880, 1e-300) == 0.0
+
+
+def test_checkpoints_far_finer_than_the_default_end_are_one_line():
+    text = scenario_text(size=10, arrivals='{ kind = "all_at_once", at = 1e12 }', checkpoints="{ every = 1e-300 }")
+    with pytest.raises(LdpSimError, match=r"^s.toml: analyst.checkpoints.every: got 1e-300, expected at least 1e\+06"):
+        parse_scenario(text, "s.toml")
+
+
+def test_a_time_far_past_the_end_over_a_tiny_tick_raises_no_warning(tmp_path, capsys):
+    text = scenario_text(size=50, arrivals='{ kind = "waves", times = [0.0, 1e12], fractions = [0.5, 0.5] }',
+                         latency='{ kind = "constant", value = 1e12 }', tick=1e-300, end=1e-300, checkpoints="{ }")  # fmt: skip
+    assert run_cli(["run", str(write(tmp_path, text)), "--out", str(tmp_path / "run")]) == 0
