@@ -31,6 +31,7 @@ import hashlib
 import json
 import math
 import shutil
+import signal
 import sys
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -415,7 +416,7 @@ def _execute(
         todo = [r for r in range(total) if not _finished(run_dir, r, key)]
         done = total - len(todo)
         if own:
-            executor = SequentialExecutor() if workers == 1 else ProcessPoolExecutor(max_workers=workers)
+            executor = SequentialExecutor() if workers == 1 else ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
         bar = tqdm(total=total, initial=done, unit="rep", desc=study.scenario.name, disable=not (progress and sys.stderr.isatty()))
         finished_now = 0
         shared = study.shared()
@@ -433,6 +434,8 @@ def _execute(
         meta["finished"] = now()
         write_json(run_dir / "metadata.json", meta)
     except KeyboardInterrupt:
+        if own and executor is not None:
+            _stop_workers(executor)  # Ctrl-C: do not wait for replications nobody will keep
         raise RunInterrupted(run_dir, done, total) from None
     except OSError as exc:
         raise LdpSimError(
@@ -446,6 +449,19 @@ def _execute(
             executor.shutdown(wait=True, cancel_futures=True)
         lock.release()
     return Outcome(run_dir, study, results, extra, seed)
+
+
+def _worker_init() -> None:
+    """Worker processes leave Ctrl-C to the parent, which stops them (no tracebacks)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_workers(executor: Executor) -> None:
+    """End a local process pool at once: cancel what is queued, terminate what runs."""
+    processes = list(getattr(executor, "_processes", {}).values()) if isinstance(executor, ProcessPoolExecutor) else []
+    executor.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        p.terminate()
 
 
 def _completed(executor: Executor, study: Study, seed: int, todo: list[int], workers: int, shared: Any) -> Iterator[tuple[int, pd.DataFrame]]:

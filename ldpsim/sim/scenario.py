@@ -465,10 +465,13 @@ def split_cells(spec: ScenarioSpec, tick: float, end: float) -> int:
     """An upper bound on sum over cohorts of the delivery ticks their reports are split over."""
     n = int(math.ceil(end / tick - 1e-9))
     a = spec.arrivals
+    def tick_of(t: float) -> int:
+        return n if not t / tick < n else int(t / tick)  # t / tick may overflow to inf
+
     if isinstance(a, AllAtOnceSpec):
-        starts = [min(int(a.at / tick), n)]
+        starts = [tick_of(a.at)]
     elif isinstance(a, WavesSpec):
-        starts = [min(int(t / tick), n) for t in a.times]
+        starts = [tick_of(t) for t in a.times]
     else:
         last = min(int(math.ceil(arrival_horizon(spec) / tick - 1e-9)), n)
         return last * n - last * (last - 1) // 2 + n  # cohorts 0..last-1, each split from its own tick on

@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import json
 import re
+import signal
 import subprocess
 import sys
 import warnings
@@ -461,3 +462,99 @@ def test_a_time_far_past_the_end_over_a_tiny_tick_raises_no_warning(tmp_path, ca
     text = scenario_text(size=50, arrivals='{ kind = "waves", times = [0.0, 1e12], fractions = [0.5, 0.5] }',
                          latency='{ kind = "constant", value = 1e12 }', tick=1e-300, end=1e-300, checkpoints="{ }")  # fmt: skip
     assert run_cli(["run", str(write(tmp_path, text)), "--out", str(tmp_path / "run")]) == 0
+
+
+def _can_mount_tmpfs() -> bool:
+    import shutil as sh
+
+    if sh.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=4k tmpfs /mnt"], capture_output=True)
+    return probe.returncode == 0
+
+
+@pytest.mark.skipif(not _can_mount_tmpfs(), reason="needs unshare and tmpfs mounts (root)")
+@pytest.mark.parametrize("size, outcome", [("4k", "removed"), ("16k", "resumed"), ("48k", "resumed"), ("96k", "resumed")])
+def test_a_real_full_disk(size, outcome, tmp_path):
+    """The same on a real file system: a small tmpfs in a private mount namespace fills up
+    during the run (ENOSPC from the kernel); then it grows and the run is resumed."""
+    path = write(tmp_path, scenario_text(size=2000, replications=3, mode="aggregate"))
+    ref = run_scenario(path, out=tmp_path / "ref", progress=False)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    script = f"""
+mount -t tmpfs -o size={size} tmpfs {mnt} || exit 99
+{sys.executable} -m ldpsim run {path} --out {mnt}/run --no-progress > /dev/null 2> {tmp_path}/err1; echo $? > {tmp_path}/rc1
+ls -A {mnt} > {tmp_path}/left
+mount -o remount,size=50m {mnt}
+if [ -d {mnt}/run ]; then
+  {sys.executable} -m ldpsim run --resume {mnt}/run --no-progress > /dev/null 2> {tmp_path}/err2; echo $? > {tmp_path}/rc2
+  cp {mnt}/run/results.csv {mnt}/run/summary.md {tmp_path}/ 2>/dev/null
+fi
+"""
+    proc = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 99, proc.stderr
+    rc1 = int((tmp_path / "rc1").read_text())
+    err1 = (tmp_path / "err1").read_text()
+    assert rc1 == 2 and len(err1.strip().splitlines()) == 1 and "No space left on device" in err1, err1
+    if outcome == "removed":  # failed while starting: nothing left behind
+        assert (tmp_path / "left").read_text().strip() == ""
+        return
+    assert "resume with" in err1
+    assert int((tmp_path / "rc2").read_text()) == 0, (tmp_path / "err2").read_text()
+    assert (tmp_path / "results.csv").read_bytes() == (ref.run_dir / "results.csv").read_bytes()
+    assert (tmp_path / "summary.md").read_bytes() == (ref.run_dir / "summary.md").read_bytes()
+
+
+def _signal_run(tmp_path: Path, sig: int, stage: str, workers: int) -> None:
+    """Start ``ldpsim run`` in a subprocess, send ``sig`` to its process group (as a
+    terminal's Ctrl-C does) at ``stage``, then resume: the files equal an uninterrupted run."""
+    import os
+    import time
+
+    reps = 8
+    path = write(tmp_path, scenario_text(size=20_000, replications=reps, mode="individual"))
+    ref = run_scenario(path, out=tmp_path / "ref", progress=False)
+    out = tmp_path / "cut"
+    records = lambda: len(list((out / "replications").glob("*.json"))) if (out / "replications").is_dir() else -1  # noqa: E731
+    ready = {"starting": lambda: out.exists(), "replicating": lambda: records() >= 2,
+             "reporting": lambda: records() >= reps}[stage]  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "ldpsim", "run", str(path), "--out", str(out), "--workers", str(workers)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and not ready() and time.monotonic() < deadline:
+        time.sleep(0.002)
+    if proc.poll() is None:
+        os.killpg(proc.pid, sig)
+    _, err = proc.communicate(timeout=120)
+    assert "Traceback" not in err, err
+    if sig == signal.SIGINT and proc.returncode != 0:
+        assert proc.returncode == 130, (proc.returncode, err)
+        assert len(err.strip().splitlines()) == 1, err
+    if not out.exists() or not (out / "metadata.json").exists():
+        assert not out.exists() or sig == signal.SIGKILL, "an interrupted start leaves no folder"
+        return
+    if proc.returncode != 0:
+        assert main(["run", "--resume", str(out), "--no-progress"]) == 0
+    for name in ("results.csv", "summary.md"):
+        assert (out / name).read_bytes() == (ref.run_dir / name).read_bytes()
+
+
+@pytest.mark.parametrize("sig, stage, workers", [("SIGINT", "replicating", 1), ("SIGINT", "reporting", 1),
+                                                 ("SIGINT", "replicating", 2), ("SIGKILL", "replicating", 1)])  # fmt: skip
+def test_real_signals_during_a_run(sig, stage, workers, tmp_path, capsys):
+    _signal_run(tmp_path, getattr(signal, sig), stage, workers)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGKILL"])
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("stage", ["starting", "replicating", "reporting"])
+def test_real_signals_at_every_stage(sig, stage, workers, tmp_path):
+    _signal_run(tmp_path, getattr(signal, sig), stage, workers)
+
+
+def test_waves_far_past_a_tiny_end_load_without_overflow():
+    text = scenario_text(size=10**6, mode="aggregate", tick=1e-4, end=1e-300, checkpoints="{ }",
+                         arrivals='{ kind = "waves", times = [7.0, 1e12], fractions = [0.5, 0.5] }')  # fmt: skip
+    parse_scenario(text, "s.toml")
