@@ -159,10 +159,8 @@ class DoubledRR(_FiniteLogDensity, _Broken):
         return list(range(self.k))
 
     def matrix(self) -> NDArray[np.float64]:
-        e = math.exp(self.true_eps)
-        M = np.full((self.k, self.k), 1.0 / (self.k - 1 + e))
-        np.fill_diagonal(M, e / (self.k - 1 + e))
-        return M
+        # from the log rows: e^{2 eps} overflows past eps = 354
+        return np.exp(np.array([self._log_row(i) for i in range(self.k)]))
 
     def _log_row(self, i: int) -> NDArray[np.float64]:
         # log-space matrix row (e^{2 eps} overflows past eps = 354): with
@@ -470,8 +468,18 @@ class SVTNoCutoff(_FiniteLogDensity, _SVT):
 
     name = "svt_no_cutoff"
 
+    #: Smallest eps: the likelihood ratios on the pair are 1 + O(eps), and the quadrature
+    #: (relative error ~1e-12) resolves them to ~1e-6 relative here; below it the exact eps
+    #: could not be computed (at eps = 1e-300 the integrals themselves failed: Lap(2/eps)).
+    MIN_EPS = 1e-6
+
     def __init__(self, eps: float = 1.0, m: int = 3, T: float = 0.0) -> None:
         self._setup(eps, T)
+        if self.claimed_eps < self.MIN_EPS:
+            raise invalid(
+                "eps", eps, f"eps >= {self.MIN_EPS:g} for svt_no_cutoff (its exact eps on the pair comes from quadrature, "
+                "which cannot resolve likelihood ratios 1 + O(eps) below that)"
+            )
         self.m = v.integer(m, "m", minimum=1, maximum=8)
         self.n_queries = 2 * self.m
         D = (0,) * self.m + (1,) * self.m

@@ -16,6 +16,11 @@ Families (all share :class:`NoiseMechanism`):
 * :class:`Staircase` -- Geng-Viswanath staircase noise;
 * :class:`Geometric` -- two-sided geometric noise for integer queries.
 
+Numerical range: eps from the smallest floats to the hundreds (Staircase: up to 700), delta
+down to 1e-300 and below (log scale); a noise scale (Laplace scale, Gaussian sigma,
+sensitivity/eps) beyond :data:`MAX_NOISE_SCALE` is refused naming the parameter, and a
+variance beyond the largest float raises an error naming it (``std`` stays available).
+
 Every mechanism gives the *exact* privacy profile ``delta(eps)`` (and ``log_delta``), its
 inverse ``epsilon(delta)``, the exact trade-off function ``tradeoff(alpha)`` (f-DP), the
 variance / MSE, vectorised samplers, a ``calibrate`` classmethod, and the exact log density
@@ -63,6 +68,14 @@ __all__ = [
 
 _SQRT2 = math.sqrt(2.0)
 _METHODS = ("exact", "corollary")
+_FLOAT_MAX = float(np.finfo(np.float64).max)
+_LOG_FLOAT_MAX = math.log(_FLOAT_MAX)
+#: Largest noise scale (Laplace scale, Gaussian sigma, sensitivity/eps): draws reach about 50
+#: scales with probability 1e-22 and 1000 scales never, so they stay finite floats below it.
+MAX_NOISE_SCALE = _FLOAT_MAX / 1024.0
+#: numpy's geometric sampler returns int64 and saturates at 2^63 - 1 for p below ~1e-18; below
+#: this p the geometric draws come from floor(E / rate), E ~ Exp(1) (the same law, in floats).
+_GEOMETRIC_FLOAT_P = 2.0**-40
 
 
 # --------------------------------------------------------------------------- validation
@@ -72,6 +85,26 @@ def _positive(value: object, name: str, *, finite: bool = True) -> float:
     if math.isnan(x) or x <= 0 or (finite and math.isinf(x)):
         raise invalid(name, value, expected)
     return x
+
+
+def _scale(value: object, name: str) -> float:
+    """A noise scale given directly: finite, > 0 and at most :data:`MAX_NOISE_SCALE`."""
+    x = _positive(value, name)
+    if x > MAX_NOISE_SCALE:
+        raise invalid(name, value, f"a number in (0, {MAX_NOISE_SCALE:.4g}] (noise draws of this scale must stay finite floats)")
+    return x
+
+
+def _eps_for_scale(eps: float, sens: float, family: str) -> float:
+    """``sensitivity / eps``, the noise scale of a family calibrated by eps; refuses eps below
+    the supported range (``sensitivity / MAX_NOISE_SCALE``) naming eps."""
+    lam = sens / eps
+    if not lam <= MAX_NOISE_SCALE:
+        raise invalid(
+            "eps", eps, f"eps >= {sens / MAX_NOISE_SCALE:.4g} (sensitivity / {MAX_NOISE_SCALE:.4g}): below it the "
+            f"{family} noise scale sensitivity/eps is beyond the float range of its draws"
+        )
+    return lam
 
 
 def _open_delta(value: object, name: str = "delta", upper: float = 1.0) -> float:
@@ -124,25 +157,97 @@ def _log(x: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.log(x)
 
 
+def _log_expm1(x: ArrayLike) -> NDArray[np.float64]:
+    """``log(e^x - 1)`` for x >= 0 without overflow (``-inf`` at 0)."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(divide="ignore", over="ignore"):
+        return np.where(x > 1.0, x + np.log1p(-np.exp(-np.maximum(x, 1.0))), np.log(np.expm1(np.minimum(x, 1.0))))
+
+
+def _geometric_floats(rate: float, p: float, size: Any, rng: np.random.Generator) -> NDArray[np.float64]:
+    """Draws of ``G`` with ``P(G >= j) = e^{-rate j}`` (``p = 1 - e^-rate``), as floats: numpy's
+    int64 sampler for moderate p, else ``floor(E / rate)`` with ``E ~ Exp(1)``."""
+    if p >= _GEOMETRIC_FLOAT_P:
+        return (rng.geometric(p, size) - 1).astype(np.float64)
+    return np.floor(rng.standard_exponential(size) / rate)
+
+
 def _points(y: ArrayLike, name: str = "y") -> tuple[NDArray[np.float64], bool]:
     """Real evaluation points as a float64 array (NaN and +-inf allowed) and whether scalar."""
     return v._real_array(y, name, "real numbers"), np.ndim(y) == 0
 
 
 # --------------------------------------------------------------------------- Gaussian helpers
+#: Below this mu the profile is taken from the integral of the Mills-ratio gap (no cancellation).
+_SMALL_MU = 1.0
+#: Gauss-Legendre rule on [-1, 1] for that integral (20 nodes: the integrand is smooth and
+#: slowly varying, and on intervals of length mu <= 1 the rule agrees with mpmath to rounding).
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(20)
+#: Laplace's continued fraction for the Mills ratio is used from here on (60 terms: 1e-17).
+_CF_FROM = 3.0
+_CF_TERMS = 60
+
+
+def _mills_gap(z: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``psi(z) = 1/R(z) - z`` with ``R(z) = Phi(-z)/phi(z)`` the Mills ratio (``psi > 0``), to a
+    few ulps: directly for ``z < 3`` (no cancellation for ``z < 0``, at most a factor 10 for
+    ``0 <= z < 3``) and, beyond, from Laplace's continued fraction
+    ``1/R(z) = z + 1/(z + 2/(z + 3/(z + ...)))``, i.e. ``psi(z) = 1/(z + 2/(z + 3/(z + ...)))``."""
+    z = np.asarray(z, dtype=np.float64)
+    out = np.empty_like(z)
+    near = z < _CF_FROM
+    zn = z[near]
+    with np.errstate(over="ignore", under="ignore"):
+        # z < 0: phi(z)/Phi(-z) - z, both terms positive; 0 <= z < 3: 1/(sqrt(pi/2) erfcx(z/sqrt2)) - z
+        direct_neg = np.exp(-0.5 * zn * zn) / math.sqrt(2.0 * math.pi) / special.ndtr(-zn) - zn
+        direct_pos = 1.0 / (math.sqrt(math.pi / 2.0) * special.erfcx(zn / _SQRT2)) - zn
+    out[near] = np.where(zn < 0, direct_neg, direct_pos)
+    zf = z[~near]
+    t = zf.copy()
+    for n in range(_CF_TERMS, 1, -1):
+        t = zf + n / t
+    out[~near] = 1.0 / t
+    return out
+
+
+def _gdp_log_delta_small_mu(a: NDArray[np.float64], m: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The profile for ``mu <= 1`` as ``log Phi(a) + log(1 - e^s)`` with
+    ``s = eps - log(Phi(a)/Phi(b)) = -int_{-a}^{-a+mu} psi(z) dz`` (since
+    ``d/dt log Phi(t) = phi(t)/Phi(t) = psi(-t) - t`` and ``int_b^a (-t) dt = eps``): the integrand
+    is positive, so ``s`` has full relative accuracy however small mu is; 20-point Gauss-Legendre."""
+    a = np.asarray(a, dtype=np.float64).reshape(-1)
+    m = np.asarray(m, dtype=np.float64).reshape(-1)
+    nodes = -a[:, None] + 0.5 * m[:, None] * (_GL_X[None, :] + 1.0)
+    with np.errstate(divide="ignore", under="ignore"):
+        # log(-s) in logs (s itself underflows when mu/|a| < 1e-308), then
+        # log(1 - e^s) = log(-s) + log((1 - e^-x)/x), x = -s: -x/2 (+x^2/24) for tiny x
+        log_x = math.log(0.5) + np.log(m) + np.log(_mills_gap(nodes) @ _GL_W)
+        x = np.exp(log_x)
+        tail = np.where(x < 1e-5, -0.5 * x + x * x / 24.0, np.log(-np.expm1(-x)) - log_x)
+        return special.log_ndtr(a) + log_x + tail
+
+
 def gdp_log_delta(eps: ArrayLike, mu: ArrayLike) -> NDArray[np.float64]:
     """log of the mu-GDP privacy profile ``Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``.
 
-    Evaluated without cancellation of tiny tails: with ``a = mu/2 - eps/mu`` and
-    ``b = -mu/2 - eps/mu`` one has ``b^2/2 = a^2/2 + eps``, so for ``a < 0``
-    ``delta = exp(-a^2/2) (erfcx(-a/sqrt2) - erfcx(-b/sqrt2)) / 2`` (``erfcx`` the scaled
-    complementary error function); for ``a >= 0 > b``
-    ``delta = (erf(a/sqrt2) + erf(-b/sqrt2))/2 - (e^eps - 1) Phi(b)``. Works for eps in the
-    hundreds and delta far below 1e-300 (log scale). Accuracy: relative ~1e-15 (1 + a^2) plus,
-    for ``a < 0``, ~1e-16/mu from the erfcx difference (so about 1e-10 relative at
-    ``sigma = 10^6 Delta``).
-    ``eps = inf`` gives ``-inf``. The Gaussian mechanism ``N(0, sigma^2)`` with shift ``D`` is
-    ``D/sigma``-GDP and this is its exact profile.
+    Evaluated without cancellation of tiny tails, with ``a = mu/2 - eps/mu`` and
+    ``b = -mu/2 - eps/mu`` (so ``b^2/2 = a^2/2 + eps``):
+
+    * ``mu <= 1``: ``log Phi(a) + log(1 - e^s)`` where ``s = -int_{-a}^{-b} psi`` is the integral
+      of the positive gap ``psi(z) = 1/R(z) - z`` of the Mills ratio ``R`` (see
+      :func:`_gdp_log_delta_small_mu`), exact to rounding for mu down to the smallest floats
+      (the difference of the two terms cancels ``-log10(mu)`` digits in any direct form);
+    * ``mu > 1``, ``a < 0``: ``delta = exp(-a^2/2) (erfcx(-a/sqrt2) - erfcx(-b/sqrt2)) / 2``
+      (``erfcx`` the scaled complementary error function; the difference cancels about
+      ``log10(1 + 2|a|/mu)`` digits, which the error bound :func:`_gdp_log_err` covers);
+    * ``mu > 1``, ``a >= 0 > b``:
+      ``delta = (erf(a/sqrt2) + erf(-b/sqrt2))/2 - (e^eps - 1) Phi(b)`` in logs.
+
+    Works for eps in the hundreds and delta far below 1e-300 (log scale). Accuracy (checked
+    against mpmath, tests/mechanisms/test_noise_extremes.py): absolute about
+    1e-15 (4 + a^2 + |log delta|) in log delta. ``eps = inf`` gives ``-inf``.
+    The Gaussian mechanism ``N(0, sigma^2)`` with shift ``D`` is ``D/sigma``-GDP and this is
+    its exact profile.
     """
     t, m = np.broadcast_arrays(np.asarray(eps, dtype=np.float64), np.asarray(mu, dtype=np.float64))
     out = np.full(t.shape, -np.inf)
@@ -160,27 +265,54 @@ def gdp_log_delta(eps: ArrayLike, mu: ArrayLike) -> NDArray[np.float64]:
         lpos = log_first + np.log(-np.expm1(np.minimum(log_second - log_first, 0.0)))
     out = np.where(neg, lneg, out)
     out = np.where(fin & ~neg, lpos, out)
+    small = fin & (m <= _SMALL_MU) & np.isfinite(a)
+    if np.any(small):
+        out = np.array(out, dtype=np.float64)
+        out[small] = _gdp_log_delta_small_mu(a[small], m[small])
     return out
 
 
-def _gdp_log_err(eps: float, mu: float) -> float:
+def _gdp_log_err(eps: float, mu: float, ld: float | None = None) -> float:
     """A conservative bound on the absolute rounding error of :func:`gdp_log_delta` (used by
     the calibrations so that the *true* delta, not only the computed one, meets the target):
-    the ``a^2/2`` exponent, the erfcx difference (cancellation when mu is small) and, for
-    ``a >= 0``, the ``1 - ...`` subtraction."""
+    the ``a^2/2`` exponent (``log Phi(a)``), the Mills-ratio integral (mu <= 1) or the erfcx
+    difference (mu > 1), for ``a >= 0`` the ``1 - ...`` subtraction, and the rounding of the
+    log itself (``ld``, the computed log delta, if known)."""
     a = mu / 2.0 - eps / mu
     b = -mu / 2.0 - eps / mu
+    if ld is None:
+        ld = float(gdp_log_delta(eps, mu))
+    own = 1e-15 * abs(ld) if math.isfinite(ld) else 0.0
+    if mu <= _SMALL_MU:
+        return 1e-15 * (8.0 + a * a) + own
     if a < 0:
         e1, e2 = float(special.erfcx(-a / _SQRT2)), float(special.erfcx(-b / _SQRT2))
-        return 1e-15 * (4.0 + a * a + (e1 + e2) / max(e1 - e2, 1e-300))
-    d = math.exp(float(gdp_log_delta(eps, mu)))
-    return 1e-15 * (4.0 + min(eps, 1.0) / max(d, 1e-300))
+        return 1e-15 * (4.0 + a * a + (e1 + e2) / max(e1 - e2, 1e-300)) + own
+    d = math.exp(ld)
+    return 1e-15 * (4.0 + min(eps, 1.0) / max(d, 1e-300)) + own
 
 
 def _gdp_ok(eps: float, mu: float, delta: float) -> bool:
     """mu-GDP meets (eps, delta), with the rounding error bound as a safety margin."""
     ld = float(gdp_log_delta(eps, mu))
-    return ld + _gdp_log_err(eps, mu) <= math.log(delta) and float(np.exp(ld)) <= delta
+    return ld + _gdp_log_err(eps, mu, ld) <= math.log(delta) and float(np.exp(ld)) <= delta
+
+
+def _largest_ok_below(ok, x: float, what: str) -> float:
+    """The largest float ``y <= x`` with ``ok(y)`` (``ok`` true on ``(0, y]``, false above),
+    found by bracketing: steps down from ``x`` growing geometrically (``2^j`` ulps), then a
+    bisection to the last float. At most about 120 + 60 calls of ``ok``, whatever the margin."""
+    if ok(x):
+        return x
+    hi, step = x, 2.0**-52
+    for _ in range(1100):
+        lo = x * (1.0 - step) if step < 0.5 else hi * 0.5
+        if lo <= 0.0:
+            break
+        if ok(lo):
+            return largest_ok(ok, lo, hi, iters=200)
+        hi, step = lo, step * 2.0
+    raise LdpSimError(f"calibrate: could not meet {what} (numerical failure)")  # pragma: no cover
 
 
 def gdp_delta(eps: ArrayLike, mu: ArrayLike) -> NDArray[np.float64]:
@@ -277,9 +409,36 @@ class NoiseMechanism:
         f = np.minimum(f, 1.0 - a)
         return _out(f, scalar)
 
+    def _log_variance(self) -> float:
+        """Natural log of the variance (finite even where the variance overflows a float)."""
+        raise NotImplementedError
+
+    def _variance_direct(self) -> float:
+        """The variance by its closed form (called only where it cannot overflow)."""
+        return math.exp(self._log_variance())
+
+    def _variance_refusal(self) -> tuple[str, float, str]:
+        """(parameter, value, supported range) for the error when the variance overflows."""
+        raise NotImplementedError
+
     @property
     def variance(self) -> float:
-        raise NotImplementedError
+        """Variance of the noise. Raises :class:`~ldpsim.errors.LdpSimError` naming the
+        parameter and its supported range when the variance exceeds the largest float (the
+        mechanism itself stays usable: :attr:`std` and everything else are finite)."""
+        lv = self._log_variance()
+        if lv < _LOG_FLOAT_MAX - 1.0:
+            return self._variance_direct()
+        if lv < _LOG_FLOAT_MAX:
+            try:
+                return math.exp(lv)
+            except OverflowError:  # pragma: no cover - rounding at the very top
+                pass
+        name, value, limit = self._variance_refusal()
+        raise invalid(
+            name, value, f"{limit} for a finite variance (the variance is about "
+            f"10^{lv / math.log(10.0):.1f}, beyond the largest float; std = {math.exp(0.5 * lv):.6g} is available)"
+        )
 
     @property
     def mse(self) -> float:
@@ -288,7 +447,11 @@ class NoiseMechanism:
 
     @property
     def std(self) -> float:
-        return math.sqrt(self.variance)
+        """Standard deviation of the noise (in log space where the variance over- or underflows)."""
+        lv = self._log_variance()
+        if -700.0 < lv < _LOG_FLOAT_MAX - 1.0:
+            return math.sqrt(self._variance_direct())
+        return math.exp(0.5 * lv)
 
     def sample_noise(self, size: Any = None, rng: RNGLike = None) -> float | NDArray[np.float64]:
         """Draw noise (float64) of the given numpy ``size``; a float when ``size`` is None."""
@@ -374,7 +537,13 @@ class NoiseMechanism:
             from ldpsim.privacy.composition import per_query_budget  # lazy: sibling package
 
             eps0, delta0 = per_query_budget(eps, delta, k)
-            return cls._calibrate_corollary(eps0, delta0, sens)
+            try:
+                return cls._calibrate_corollary(eps0, delta0, sens)
+            except LdpSimError as exc:
+                raise LdpSimError(
+                    f"{exc} (the per-query budget of Corollary 4.1 for eps = {eps:g}, delta = {delta:g}, k = {k}: "
+                    f"eps0 = {eps0:.6g}, delta0 = {delta0:.6g})"
+                ) from None
         return cls._calibrate_exact_composed(eps, delta, sens, k)
 
     @classmethod
@@ -392,20 +561,47 @@ class NoiseMechanism:
 
     @classmethod
     def _calibrate_exact_composed(cls, eps: float, delta: float, sens: float, k: int) -> "NoiseMechanism":
-        """Pure families: largest eps0 with optimal_delta(eps0, 0, k, eps) <= delta."""
+        """Pure families: largest eps0 with optimal_delta(eps0, 0, k, eps) <= delta.
+
+        The delta of the composition increases continuously with eps0 (from 0 at eps0 = eps/k
+        to 1), so the root of ``log optimal_delta - log delta`` in ``log eps0`` is bracketed and
+        found by Brent's method (a dozen evaluations, each O(sqrt(k)) terms), then moved to the
+        largest float at or below it that meets the target (bounded bracketing and bisection)."""
         from ldpsim.privacy.composition import optimal_delta  # lazy: sibling module
 
+        if delta >= 1.0:
+            raise invalid(
+                "delta", delta, "a number in [0, 1) for the exact composed calibration (at delta = 1 every "
+                "mechanism qualifies, so there is no least noise)"
+            )
         if delta == 0.0:
             eps0 = eps / k  # at delta = 0 basic composition is exact
         else:
+            log_target = math.log(delta)
             ok = lambda e0: float(optimal_delta(e0, 0.0, k, eps)) <= delta  # noqa: E731
-            lo, hi = eps / k, eps
-            while ok(hi):
-                lo, hi = hi, 2.0 * hi
-                if hi > 1e6:
+
+            def g(log_e0: float) -> float:  # clipped below: log delta is -inf at eps0 <= eps/k
+                d = float(optimal_delta(math.exp(log_e0), 0.0, k, eps))
+                return max(math.log(d) if d > 0 else -math.inf, log_target - 1e3) - log_target
+
+            lo, hi, factor = eps / k, eps, 16.0
+            for _ in range(64):  # delta -> 1 as eps0 grows: a bracket exists for delta < 1
+                if not ok(hi):
                     break
-            eps0 = largest_ok(ok, lo, hi, iters=200)
-        mech = cls._calibrate_single(eps0, 0.0, sens)
+                lo, hi, factor = hi, factor * hi, min(factor * factor, 1e100)
+            else:  # pragma: no cover - delta within rounding of 1
+                raise invalid("delta", delta, "a number clearly below 1 for the exact composed calibration")
+            if ok(lo) and lo > 0 and math.isfinite(g(math.log(lo))) and g(math.log(lo)) < 0 < g(math.log(hi)):
+                root = optimize.brentq(g, math.log(lo), math.log(hi), xtol=1e-14, rtol=4 * np.finfo(float).eps)
+                eps0 = _largest_ok_below(ok, min(max(math.exp(root), lo), hi), "the composed target")
+            else:
+                eps0 = largest_ok(ok, lo, hi, iters=200)
+        if not eps0 > 0:
+            raise invalid("eps", eps, f"a composed target whose per-query eps0 = {eps0!r} is > 0 (k = {k} is too large)")
+        try:
+            mech = cls._calibrate_single(eps0, 0.0, sens)
+        except LdpSimError as exc:
+            raise LdpSimError(f"{exc} (the per-query eps0 of the exact {k}-fold calibration for eps = {eps:g}, delta = {delta:g})") from None
         # guarantee: the mechanism's own pure eps meets the composed target
         for _ in range(64):
             e_own = float(mech.epsilon(0.0))
@@ -440,7 +636,7 @@ class Laplace(NoiseMechanism):
     pure = True
 
     def __init__(self, scale: float, sensitivity: float = 1.0) -> None:
-        self.scale = _positive(scale, "scale")
+        self.scale = _scale(scale, "scale")
         self.sensitivity = _positive(sensitivity, "sensitivity")
 
     def _params(self) -> dict[str, Any]:
@@ -456,21 +652,31 @@ class Laplace(NoiseMechanism):
         return shift / self.scale
 
     def _tradeoff(self, a: NDArray[np.float64], shift: float) -> NDArray[np.float64]:
+        # in logs: e^mu overflows past mu = 709.78 (and e^mu * 0 was NaN)
         mu = shift / self.scale
-        em = math.exp(-mu)
         with np.errstate(all="ignore"):
-            low = 1.0 - np.exp(mu) * a
-            mid = em / (4.0 * a)
-            high = em * (1.0 - a)
-        return np.where(a < em / 2.0, low, np.where(a <= 0.5, mid, high))
+            log_a = np.log(a)
+            low = -np.expm1(np.minimum(mu + log_a, 1.0))
+            mid = np.exp(-mu - np.log(4.0) - log_a)
+            high = np.exp(-mu) * (1.0 - a)
+        return np.where(log_a < -mu - math.log(2.0), low, np.where(a <= 0.5, mid, high))
 
     def _log_pdf(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
         # log(exp(-|y|/scale) / (2 scale))
         return -np.abs(y) / self.scale - math.log(2.0 * self.scale)
 
-    @property
-    def variance(self) -> float:
+    def _log_variance(self) -> float:
+        return math.log(2.0) + 2.0 * math.log(self.scale)
+
+    def _variance_direct(self) -> float:
         return 2.0 * self.scale**2
+
+    def _variance_refusal(self) -> tuple[str, float, str]:
+        return "scale", self.scale, f"scale <= {math.sqrt(_FLOAT_MAX / 2.0):.4g}"
+
+    @property
+    def std(self) -> float:
+        return _SQRT2 * self.scale  # finite: scale <= MAX_NOISE_SCALE
 
     def _sample(self, size: Any, rng: np.random.Generator) -> NDArray[np.float64]:
         return rng.laplace(0.0, self.scale, size)
@@ -478,7 +684,7 @@ class Laplace(NoiseMechanism):
     @classmethod
     def _calibrate_single(cls, eps: float, delta: float, sens: float) -> "Laplace":
         _need_pure(delta, "Laplace")
-        scale = sens / eps
+        scale = _eps_for_scale(eps, sens, "Laplace")
         while sens / scale > eps:  # rounding: make the pure eps <= the target
             scale = float(np.nextafter(scale, math.inf))
         return cls(scale, sens)
@@ -497,7 +703,7 @@ class Gaussian(NoiseMechanism):
     family = "gaussian"
 
     def __init__(self, sigma: float, sensitivity: float = 1.0) -> None:
-        self.sigma = _positive(sigma, "sigma")
+        self.sigma = _scale(sigma, "sigma")
         self.sensitivity = _positive(sensitivity, "sensitivity")
 
     def _params(self) -> dict[str, Any]:
@@ -527,9 +733,18 @@ class Gaussian(NoiseMechanism):
         z = y / self.sigma
         return -0.5 * z * z - math.log(self.sigma) - 0.5 * math.log(2.0 * math.pi)
 
-    @property
-    def variance(self) -> float:
+    def _log_variance(self) -> float:
+        return 2.0 * math.log(self.sigma)
+
+    def _variance_direct(self) -> float:
         return self.sigma**2
+
+    def _variance_refusal(self) -> tuple[str, float, str]:
+        return "sigma", self.sigma, f"sigma <= {math.sqrt(_FLOAT_MAX):.4g}"
+
+    @property
+    def std(self) -> float:
+        return self.sigma
 
     def _sample(self, size: Any, rng: np.random.Generator) -> NDArray[np.float64]:
         return rng.normal(0.0, self.sigma, size)
@@ -542,11 +757,19 @@ class Gaussian(NoiseMechanism):
             raise invalid("eps", eps, "a number in (0, 1) for the classical Gaussian calibration (use Gaussian.analytic)")
         delta = _open_delta(delta)
         sens = _positive(sensitivity, "sensitivity")
-        return cls(sens * math.sqrt(2.0 * math.log(1.25 / delta)) / eps, sens)
+        sigma = sens * math.sqrt(2.0 * (math.log(1.25) - math.log(delta))) / eps
+        if not sigma <= MAX_NOISE_SCALE:
+            raise invalid(
+                "eps", eps, f"a larger eps: sigma = sensitivity sqrt(2 log(1.25/delta))/eps = {sigma:.4g} is beyond "
+                f"the largest supported noise scale {MAX_NOISE_SCALE:.4g}"
+            )
+        return cls(sigma, sens)
 
     @staticmethod
     def _largest_mu(eps: float, delta: float) -> float:
-        """Largest mu with mu-GDP delta(eps) <= delta (root of the exact log-delta in log mu)."""
+        """Largest mu with mu-GDP delta(eps) <= delta: root of the exact log-delta in log mu
+        (brentq), then the largest float at or below it that meets the target with the
+        rounding-error margin of :func:`_gdp_ok` (bracketing and bisection, bounded)."""
         log_target = math.log(delta)
         g = lambda lm: float(gdp_log_delta(eps, math.exp(lm))) - log_target  # noqa: E731
         lo, hi = -1.0, 1.0
@@ -555,12 +778,7 @@ class Gaussian(NoiseMechanism):
         while g(hi) < 0:
             hi += 2.0
         lm = optimize.brentq(g, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
-        mu = math.exp(lm)
-        step = 0
-        while not _gdp_ok(eps, mu, delta):
-            step += 1
-            mu = mu * (1.0 - 2.0**-52 * step)  # growing steps: the margin may need many ulps
-        return mu
+        return _largest_ok_below(lambda mu: _gdp_ok(eps, mu, delta), math.exp(lm), "delta")
 
     @classmethod
     def analytic(cls, eps: float, delta: float, sensitivity: float = 1.0) -> "Gaussian":
@@ -573,10 +791,18 @@ class Gaussian(NoiseMechanism):
 
     @classmethod
     def _from_mu(cls, eps: float, delta: float, sens: float, mu_total: float, k: int) -> "Gaussian":
-        sigma = math.sqrt(k) * sens / mu_total
-        while not _gdp_ok(eps, math.sqrt(k) * (sens / sigma), delta):
-            sigma = float(np.nextafter(sigma, math.inf))
-        return cls(sigma, sens)
+        rk = math.sqrt(k)
+        sigma = rk * sens / mu_total
+        if not sigma <= MAX_NOISE_SCALE:
+            raise invalid(
+                "delta", delta, f"a larger delta (or eps): the calibrated sigma = sqrt(k) sensitivity/mu = {sigma:.4g} "
+                f"is beyond the largest supported noise scale {MAX_NOISE_SCALE:.4g}"
+            )
+        for _ in range(64):  # rounding of sqrt(k) sens / sigma: a few ulps at most
+            if _gdp_ok(eps, rk * (sens / sigma), delta):
+                return cls(sigma, sens)
+            sigma = float(np.nextafter(sigma, math.inf)) * (1.0 + 2.0**-52)
+        raise LdpSimError("calibrate: could not meet delta (numerical failure)")  # pragma: no cover
 
     @classmethod
     def _calibrate_single(cls, eps: float, delta: float, sens: float) -> "Gaussian":
@@ -586,8 +812,15 @@ class Gaussian(NoiseMechanism):
 
     @classmethod
     def _calibrate_corollary(cls, eps0: float, delta0: float, sens: float) -> "Gaussian":
-        # Corollary 4.1 / THEORY sec. 6: sigma^2 = 2 Delta^2 log(2/delta0) / eps0^2
-        return cls(sens * math.sqrt(2.0 * math.log(2.0 / delta0)) / eps0, sens)
+        # Corollary 4.1 / THEORY sec. 6: sigma^2 = 2 Delta^2 log(2/delta0) / eps0^2 (log(2/delta0)
+        # in two terms: delta0 = delta/(2k) may be subnormal, 2/delta0 overflow)
+        sigma = sens * math.sqrt(2.0 * (math.log(2.0) - math.log(delta0))) / eps0
+        if not sigma <= MAX_NOISE_SCALE:
+            raise invalid(
+                "eps", eps0, f"a larger per-query eps0: the Corollary 4.1 sigma = {sigma:.4g} is beyond the largest "
+                f"supported noise scale {MAX_NOISE_SCALE:.4g}"
+            )
+        return cls(sigma, sens)
 
     @classmethod
     def _calibrate_exact_composed(cls, eps: float, delta: float, sens: float, k: int) -> "Gaussian":
@@ -625,11 +858,31 @@ class TruncatedLaplace(NoiseMechanism):
         self.eps = _positive(eps, "eps")
         self.delta_param = _open_delta(delta, "delta", 0.5)
         self.sensitivity = _positive(sensitivity, "sensitivity")
-        self.lam = self.sensitivity / self.eps
+        self.lam = _eps_for_scale(self.eps, self.sensitivity, "truncated Laplace")
+        for _ in range(4):  # rounding: the loss at the full shift, sensitivity/lam, must not exceed eps
+            if self.sensitivity / self.lam <= self.eps:
+                break
+            self.lam = float(np.nextafter(self.lam, math.inf))
         # K = log(1 + (e^eps - 1)/(2 delta)), in log space
-        self.K = float(np.logaddexp(0.0, math.log(math.expm1(self.eps)) - math.log(2.0 * self.delta_param))) if self.eps < 700 else (
-            self.eps - math.log(2.0 * self.delta_param) + math.log1p(-math.exp(-self.eps))
-        )
+        self._set_K(float(np.logaddexp(0.0, float(_log_expm1(self.eps)) - math.log(2.0 * self.delta_param))))
+        # K is rounded (by up to ~K ulps through e^eps): raise it by the few ulps needed for the
+        # float mechanism itself to meet its claim, the mass without counterpart <= delta (with
+        # the rounding margin of that mass), so that epsilon(delta) <= eps, not inf
+        for step in range(1, 64):
+            if self._meets(self.delta_param):
+                break
+            self._set_K(self.K * (1.0 + 2.0**-52 * step))
+
+    def _meets(self, delta: float) -> bool:
+        """The computed delta at the full shift and eps', the mass without counterpart (constant
+        for eps' >= eps), is <= delta in both scales, with a margin for the rounding of K
+        (about 1e-16 K) and of the log itself (an ulp of |log delta|): so the float mechanism
+        truly meets delta and ``epsilon(delta)`` finds it."""
+        ld = self._log_piece1(self.sensitivity / self.lam)
+        return ld + 4e-16 * (self.K + 4.0) + 2.3e-16 * abs(ld) <= math.log(delta) and math.exp(ld) <= delta
+
+    def _set_K(self, K: float) -> None:
+        self.K = K
         self.bound = self.lam * self.K  #: the truncation point A
         self._q = math.exp(-self.K)
         self._one_q = -math.expm1(-self.K)
@@ -639,11 +892,15 @@ class TruncatedLaplace(NoiseMechanism):
         return {"eps": self.eps, "delta": self.delta_param, "sensitivity": self.sensitivity}
 
     def _cdf_y(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
-        C, q, K = self._C, self._q, self.K
+        # G(y) = C (e^y - e^-K) = expm1(y + K) / (2 expm1(K)) for -K < y <= 0, symmetric above:
+        # in logs (e^K overflows for tiny delta at large eps; for tiny K, e^y and e^-K both round to 1)
+        K = self.K
+        log_den = float(_log_expm1(K))
+        yc = np.clip(np.asarray(y, dtype=np.float64), -K, K)
         with np.errstate(all="ignore"):
-            neg = C * (np.exp(np.minimum(y, 0.0)) - q)
-            pos = 1.0 - C * (np.exp(-np.maximum(y, 0.0)) - q)
-        out = np.where(y <= 0, neg, pos)
+            neg = 0.5 * np.exp(_log_expm1(np.maximum(yc + K, 0.0)) - log_den)
+            pos = 1.0 - 0.5 * np.exp(_log_expm1(np.maximum(K - yc, 0.0)) - log_den)
+        out = np.where(yc <= 0, neg, pos)
         return np.where(y <= -K, 0.0, np.where(y >= K, 1.0, out))
 
     def cdf(self, x: ArrayLike) -> NDArray[np.float64]:
@@ -654,9 +911,10 @@ class TruncatedLaplace(NoiseMechanism):
         """log of the mass of P with no counterpart under R, ``G(u - K)`` (log space: for tiny
         delta, ``q = e^-K`` is subnormal)."""
         K = self.K
-        if u <= K:  # C (e^{u-K} - e^-K) = C expm1(u) e^-K
-            return math.log(self._C) + math.log(math.expm1(u)) - K
-        return math.log1p(-self._C * (math.exp(K - u) - self._q))
+        if u <= K:  # C (e^{u-K} - e^-K) = C expm1(u) e^-K (expm1 in logs: u = eps past 709)
+            return math.log(self._C) + float(_log_expm1(u)) - K
+        # 1 - G(K - (u - K)) = 1 - expm1(2K - u) / (2 expm1(K))
+        return math.log1p(-0.5 * math.exp(float(_log_expm1(2.0 * K - u)) - float(_log_expm1(K))))
 
     def _rest(self, t: NDArray[np.float64], u: float) -> NDArray[np.float64]:
         """Contribution of the overlap of the supports (pieces 2a and 2b), linear scale."""
@@ -669,7 +927,12 @@ class TruncatedLaplace(NoiseMechanism):
             w = np.minimum((u - t) / 2.0, hi)
             on = w > lo
             w = np.where(on, w, lo)
-            p2b = C * (math.exp(-lo) - np.exp(-w)) - np.exp(np.where(on, t, 0.0)) * C * (np.exp(w - u) - math.exp(lo - u))
+            # C (e^-lo - e^-w) - e^t C (e^{w-u} - e^{lo-u}) = C e^-lo (1 - e^-d)(1 - e^y) with
+            # d = w - lo >= 0 and y = t + w + lo - u <= 0: a product of positive factors (no
+            # cancellation for tiny d, no overflow of e^t for t past 709)
+            d = w - lo
+            y = np.minimum(t + w + lo - u, 0.0)
+            p2b = C * math.exp(-lo) * (-np.expm1(-d)) * (-np.expm1(y))
             p2b = np.where(on, np.clip(p2b, 0.0, None), 0.0)
         return p2a + p2b
 
@@ -686,11 +949,13 @@ class TruncatedLaplace(NoiseMechanism):
 
     def _tradeoff(self, a: NDArray[np.float64], shift: float) -> NDArray[np.float64]:
         u = shift / self.lam
-        C, q = self._C, self._q
+        K = self.K
+        log_em1 = float(_log_expm1(K))
         with np.errstate(all="ignore"):
-            # c = G^-1(1 - alpha)
-            c_hi = -np.log(a / C + q)  # alpha <= 1/2 -> c >= 0
-            c_lo = np.log((1.0 - a) / C + q)  # alpha >= 1/2 -> c <= 0
+            # c = G^-1(1 - alpha): 1 - G(c) = expm1(K - c) / (2 expm1(K)) for c >= 0, so
+            # c = K - log1p(2 alpha expm1(K)) (alpha <= 1/2), and symmetrically below (in logs)
+            c_hi = K - np.logaddexp(0.0, np.log(2.0 * a) + log_em1)
+            c_lo = np.logaddexp(0.0, np.log(2.0 * (1.0 - a)) + log_em1) - K
             c = np.where(a <= 0.5, c_hi, c_lo)
         return self._cdf_y(c - u)
 
@@ -701,10 +966,24 @@ class TruncatedLaplace(NoiseMechanism):
         inside = -u + (math.log(self._C) - math.log(self.lam))
         return np.where(u <= self.K, inside, -np.inf)
 
-    @property
-    def variance(self) -> float:
-        K, q = self.K, self._q
-        return self.lam**2 * (2.0 - q * (K * K + 2 * K + 2)) / self._one_q
+    def _log_ratio(self) -> float:
+        """log of ``R(K) = (2 - e^-K (K^2 + 2K + 2)) / (1 - e^-K) = E y^2`` for the truncated
+        Exp(1) law on [0, K]: ``2 P(3, K) / (1 - e^-K)`` (regularised incomplete gamma, no
+        cancellation), or its series ``K^2 (1/3 - K/12 + ...)`` for small K."""
+        K = self.K
+        if K < 0.05:
+            series = 1 / 3 - K / 12 + K**2 / 360 + K**3 / 720 - K**4 / 15120 - K**5 / 30240 + K**6 / 604800 + K**7 / 1209600
+            return 2.0 * math.log(K) + math.log(series)
+        return math.log(2.0 * float(special.gammainc(3.0, K))) - math.log(self._one_q)
+
+    def _log_variance(self) -> float:
+        return 2.0 * math.log(self.lam) + self._log_ratio()
+
+    def _variance_direct(self) -> float:
+        return math.exp(self._log_variance())  # lam^2 alone may overflow (tiny eps, tiny K)
+
+    def _variance_refusal(self) -> tuple[str, float, str]:
+        return "eps", self.eps, "a larger eps (the variance grows like (sensitivity/eps)^2)"
 
     def _sample(self, size: Any, rng: np.random.Generator) -> NDArray[np.float64]:
         uu = rng.random(size)
@@ -716,12 +995,12 @@ class TruncatedLaplace(NoiseMechanism):
     def _calibrate_single(cls, eps: float, delta: float, sens: float) -> "TruncatedLaplace":
         if not 0.0 < delta < 0.5:
             raise invalid("delta", delta, "a number in (0, 0.5) for the truncated Laplace mechanism")
-        d = delta
+        # the constructor makes the float mechanism meet its own delta; start one rounding unit
+        # below the target so that the ideal mechanism with the reported parameters does too
+        d = delta * (1.0 - 2.0**-52)
         for step in range(1, 200):
             mech = cls(eps, d, sens)
-            ld = float(mech.log_delta(eps))
-            # margin for the rounding of K = log(1 + (e^eps - 1)/(2 delta)) (about 1e-16 K)
-            if ld + 4e-16 * (mech.K + 4.0) <= math.log(delta) and float(np.exp(ld)) <= delta:
+            if mech._meets(delta):  # delta(eps) is the mass without counterpart
                 return mech
             d = d * (1.0 - 2.0**-52 * step)
         raise LdpSimError("calibrate: could not meet delta (numerical failure)")  # pragma: no cover
@@ -754,9 +1033,15 @@ class _AtomMechanism(NoiseMechanism):
         exactly with :meth:`DiscretePLD.self_compose`)."""
         from ldpsim.privacy.pld import DiscretePLD  # lazy: the privacy package imports mechanisms
 
-        L, P, R = self._atoms(self._shift(shift))
-        both = (P > 0) & (R > 0)
-        return DiscretePLD.from_atoms(L[both], np.log(P[both]), float(P[R == 0].sum()), float(R[P == 0].sum()))
+        L, log_p, log_r = self._log_atoms(self._shift(shift))
+        both = np.isfinite(log_p) & np.isfinite(log_r)
+        P, R = np.exp(log_p), np.exp(log_r)
+        return DiscretePLD.from_atoms(L[both], log_p[both], float(P[~np.isfinite(log_r)].sum()), float(R[~np.isfinite(log_p)].sum()))
+
+    def _log_atoms(self, shift: float) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """The atoms with log masses (families whose masses underflow override this)."""
+        L, P, R = self._atoms(shift)
+        return L, _log(P), _log(R)
 
     def _log_delta(self, t: NDArray[np.float64], shift: float) -> NDArray[np.float64]:
         return np.asarray(self.pld(shift).log_delta(np.asarray(t, dtype=np.float64)))
@@ -777,7 +1062,18 @@ STAIRCASE_MAX_EPS = 700.0
 def _optimal_gamma(eps: float) -> float:
     """Variance-optimal staircase gamma (Geng-Viswanath 2016, IEEE T-IT 62(2), Thm 7):
     ``gamma* = -b/(1-b) + (b - 2b^2 + 2b^4 - b^5)^{1/3} / (2^{1/3} (1-b)^2)``, ``b = e^-eps``
-    (clipped to [0, 1]; the tests check it against numerical minimisation of the variance)."""
+    (clipped to [0, 1]; the tests check it against numerical minimisation of the variance).
+
+    The closed form cancels for small eps (``b - 2b^2 + 2b^4 - b^5 ~ eps^3``, and
+    ``(1 - b)^2`` underflows below eps ~ 1e-154): up to eps = 0.5 its Taylor series
+    ``1/2 - eps/12 + eps^5/12960 - eps^7/145152 + ...`` (to eps^15, exact to rounding there)."""
+    if eps <= 0.5:
+        e2 = eps * eps
+        # odd powers from eps^5 on (Horner in e2): 1/12960, -1/145152, 1/1866240, -433/10346434560, ...
+        tail = eps**5 * (
+            1 / 12960 + e2 * (-1 / 145152 + e2 * (1 / 1866240 + e2 * (-433 / 10346434560 + e2 * (103 / 30569011200 - e2 * 521 / 1862358220800))))
+        )
+        return 0.5 - eps / 12.0 + tail
     if eps > 50.0:  # b < 2e-22: gamma* = (b/2)^(1/3) (1 + O(b^(2/3))), in log space (b underflows past 745)
         return min(math.exp(-(eps + math.log(2.0)) / 3.0), 1.0)
     b = math.exp(-eps)
@@ -815,6 +1111,7 @@ class Staircase(_AtomMechanism):
         if self.eps > STAIRCASE_MAX_EPS:  # b = e^-eps must stay a normal float for the atoms of the loss
             raise invalid("eps", eps, f"a number in (0, {STAIRCASE_MAX_EPS:g}] for the staircase mechanism")
         self.sensitivity = _positive(sensitivity, "sensitivity")
+        _eps_for_scale(self.eps, self.sensitivity, "staircase")
         if gamma is None:
             gamma = _optimal_gamma(self.eps)
         else:
@@ -901,23 +1198,42 @@ class Staircase(_AtomMechanism):
             self._cache[shift] = res
         return res
 
-    @property
-    def variance(self) -> float:
+    def _log_variance(self) -> float:
+        return self._log_variance_of(self.gamma)
+
+    def _variance_direct(self) -> float:
         return self._variance_of(self.gamma)
+
+    def _variance_refusal(self) -> tuple[str, float, str]:
+        return "eps", self.eps, f"eps >= about {self.sensitivity * math.sqrt(2.0 / _FLOAT_MAX):.3g} (variance ~ 2 (sensitivity/eps)^2)"
+
+    def _moments(self, gamma: float) -> tuple[float, float]:
+        p0 = gamma / (gamma + (1.0 - gamma) * self.b)
+        EW = p0 * gamma / 2.0 + (1.0 - p0) * (1.0 + gamma) / 2.0
+        EW2 = p0 * gamma**2 / 3.0 + (1.0 - p0) * (1.0 + gamma + gamma**2) / 3.0
+        return EW, EW2
 
     def _variance_of(self, gamma: float) -> float:
         b, one_b, D = self.b, self._one_b, self.sensitivity
-        p0 = gamma / (gamma + (1.0 - gamma) * b)
+        if math.log(one_b) < -300.0:  # (1 - b)^2 underflows: through the log form
+            return math.exp(self._log_variance_of(gamma))
+        EW, EW2 = self._moments(gamma)
         EG = b / one_b
         EG2 = b * (1.0 + b) / one_b**2
-        EW = p0 * gamma / 2.0 + (1.0 - p0) * (1.0 + gamma) / 2.0
-        EW2 = p0 * gamma**2 / 3.0 + (1.0 - p0) * (1.0 + gamma + gamma**2) / 3.0
         return D * D * (EG2 + 2.0 * EG * EW + EW2)
+
+    def _log_variance_of(self, gamma: float) -> float:
+        """log of the variance with the factor ``1/(1 - b)^2`` taken out (it overflows for eps
+        below ~1e-154): ``D^2 (b(1+b) + 2 b (1-b) EW + (1-b)^2 EW2) / (1-b)^2``."""
+        b, one_b, D = self.b, self._one_b, self.sensitivity
+        EW, EW2 = self._moments(gamma)
+        inner = b * (1.0 + b) + 2.0 * b * one_b * EW + one_b * one_b * EW2
+        return 2.0 * math.log(D) + math.log(inner) - 2.0 * math.log(one_b)
 
     def _sample(self, size: Any, rng: np.random.Generator) -> NDArray[np.float64]:
         g, b = self.gamma, self.b
         sign = np.where(rng.random(size) < 0.5, -1.0, 1.0)
-        G = rng.geometric(self._one_b, size) - 1
+        G = _geometric_floats(self.eps, self._one_b, size, rng)
         U = rng.random(size)
         p0 = g / (g + (1.0 - g) * b)
         B = rng.random(size) >= p0  # B = 1 with probability 1 - p0
@@ -949,6 +1265,7 @@ class Geometric(_AtomMechanism):
     def __init__(self, eps: float, sensitivity: int = 1) -> None:
         self.eps = _positive(eps, "eps")
         self.sensitivity = Geometric._check_sensitivity(sensitivity)
+        _eps_for_scale(self.eps, self.sensitivity, "geometric")
         self.log_a = -self.eps / self.sensitivity
         self.a = math.exp(self.log_a)
         self._one_a = -math.expm1(self.log_a)
@@ -977,30 +1294,41 @@ class Geometric(_AtomMechanism):
         c = math.log(self._one_a) - math.log1p(self.a)
         return np.where(integer, c + self.log_a * np.where(integer, z, 0.0), -np.inf)
 
-    def _atoms(self, shift: float):
+    def _log_atoms(self, shift: float):
+        # log masses: a^s underflows for eps/D * s past 745 (R(+eps) = a^s/(1+a) is tiny, not 0,
+        # and the loss stays bounded by eps: in linear scale it looked like mass without counterpart)
         s = int(shift)
         if s in self._cache:
             return self._cache[s]
-        a, D = self.a, self.sensitivity
-        c = self._one_a / (1.0 + a)
+        la, D = self.log_a, self.sensitivity
+        l1a = math.log1p(self.a)
+        lc = math.log(self._one_a) - l1a
         z = np.arange(1, s, dtype=np.float64)
         n = np.concatenate([[s], s - 2 * z, [-s]]).astype(np.float64)
-        as_ = math.exp(self.log_a * s)
-        P = np.concatenate([[1.0 / (1.0 + a)], c * np.exp(self.log_a * z), [as_ / (1.0 + a)]])
-        R = np.concatenate([[as_ / (1.0 + a)], c * np.exp(self.log_a * (s - z)), [1.0 / (1.0 + a)]])
+        log_p = np.concatenate([[-l1a], lc + la * z, [la * s - l1a]])
+        log_r = np.concatenate([[la * s - l1a], lc + la * (s - z), [-l1a]])
         order = np.argsort(n, kind="stable")
-        res = (self.eps * (n[order] / D), P[order], R[order])
+        res = (self.eps * (n[order] / D), log_p[order], log_r[order])
         if len(self._cache) < 64:
             self._cache[s] = res
         return res
 
-    @property
-    def variance(self) -> float:
+    def _atoms(self, shift: float):
+        L, log_p, log_r = self._log_atoms(shift)
+        return L, np.exp(log_p), np.exp(log_r)
+
+    def _log_variance(self) -> float:
+        return math.log(2.0) + self.log_a - 2.0 * math.log(self._one_a)
+
+    def _variance_direct(self) -> float:
         return 2.0 * self.a / self._one_a**2
 
+    def _variance_refusal(self) -> tuple[str, float, str]:
+        return "eps", self.eps, f"eps >= about {self.sensitivity * math.sqrt(2.0 / _FLOAT_MAX):.3g} (variance ~ 2 (sensitivity/eps)^2)"
+
     def _sample(self, size: Any, rng: np.random.Generator) -> NDArray[np.float64]:
-        p = self._one_a
-        return (rng.geometric(p, size) - rng.geometric(p, size)).astype(np.float64)
+        rate, p = -self.log_a, self._one_a
+        return _geometric_floats(rate, p, size, rng) - _geometric_floats(rate, p, size, rng)
 
     @classmethod
     def _calibrate_single(cls, eps: float, delta: float, sens: float) -> "Geometric":

@@ -51,7 +51,10 @@ def bd0(x: np.ndarray, log_mean: np.ndarray | float) -> np.ndarray:
         v2 = v * v
         for j in range(1, 40):  # |v| < 1/21 so 40 terms reach far below an ulp
             ej = ej * v2
-            s = s + ej / (2 * j + 1)
+            term = ej / (2 * j + 1)
+            s = s + term
+            if np.all(np.abs(term) <= 1e-18 * np.abs(s)):  # every series has converged (each
+                break  # term shrinks by v^2 < 1/441, so the rest is below 1e-20 |s|)
         out[near] = s
     return out
 

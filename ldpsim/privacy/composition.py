@@ -112,7 +112,8 @@ class _Homogeneous:
             self.center = k * q
             self.width = 10.0 * np.sqrt(k * q * (1.0 - q)) + 30.0  # e^-50 at the edges
         self.log_1ma = k * float(np.log1p(-delta)) if delta < 1 else -np.inf  # log (1-delta)^k
-        self.log_a = float(np.log(-np.expm1(self.log_1ma))) if delta > 0 else -np.inf
+        self.a = float(-np.expm1(self.log_1ma)) if delta > 0 else 0.0  # 1 - (1-delta)^k, to an ulp
+        self.log_a = float(np.log(self.a)) if delta > 0 else -np.inf
 
     def pmf(self, l: NDArray[np.float64]) -> NDArray[np.float64]:
         return log_pmf(l, self.k, self.log_q, self.log_1mq)
@@ -200,7 +201,7 @@ def _unreachable(delta_total: float, floor: float, what: str) -> Exception:
 
 def _optimal_epsilon_one(h: _Homogeneous, target: float) -> float:
     eps, k = h.eps, h.k
-    a = float(np.exp(h.log_a))
+    a = h.a  # not exp(log a): that is off by ~|log a| ulps (2e-14 at a = 1e-300)
     if target < a * (1 - 1e-15) and not (target >= a):
         raise _unreachable(target, a, "1 - (1 - delta)^k")
     log_target = _log_or_ninf(target)
@@ -234,7 +235,9 @@ def _optimal_epsilon_one(h: _Homogeneous, target: float) -> float:
         log_gap = log_m_lo + float(log1mexp(np.array(log_m_lo - log_mstar)))
     else:
         log_gap = -np.inf
-    x = float(np.logaddexp(x_lo + log_s2, log_gap) - log_s2)
+    # x = log(e^{x_lo} + gap / S2) = x_lo + log1p(gap / (e^{x_lo} S2)): the offset from x_lo in
+    # full relative precision (x - x_lo may be ~eps = 1e-300 beside O(1) logs)
+    x = x_lo + float(np.logaddexp(0.0, log_gap - x_lo - log_s2))
     x = min(max(x, x_lo), x_hi)
     # keep the answer on the safe side of rounding (delta(x_hi) <= target by construction)
     return settle_up(x, lambda e: float(np.exp(h.log_delta(e))) <= target, x_hi)
@@ -249,7 +252,7 @@ def optimal_epsilon(eps: float, delta: float, k: int, delta_total: ArrayLike) ->
     arr, scalar = _nonneg_array(delta_total, "delta_total", upper=1.0)
     h = _Homogeneous(eps, delta, k)
     if eps == 0:
-        a = float(np.exp(h.log_a))
+        a = h.a
         if np.any(arr < a):
             raise _unreachable(float(arr[arr < a].ravel()[0]), a, "1 - (1 - delta)^k")
         out = np.zeros(arr.shape)
@@ -350,19 +353,33 @@ def _slack(delta_slack: object) -> float:
     return d
 
 
+def _drv_center(eps: float, k: int) -> float:
+    """``k eps (e^eps - 1)``; +inf where it exceeds the float range (from eps ~ 690), no warning."""
+    if eps <= 0:
+        return 0.0
+    log_c = float(np.log(k) + np.log(eps) + eps + np.log(-np.expm1(-eps)))  # log(e^eps - 1) = eps + log(1 - e^-eps)
+    return float(k * eps * np.expm1(eps)) if log_c < 709.0 else np.inf
+
+
 def drv_bound(eps: float, delta: float, k: int, delta_slack: float) -> tuple[float, float]:
     """Dwork-Rothblum-Vadhan: ``(k eps (e^eps - 1) + eps sqrt(2k log(1/delta_slack)),
     k delta + delta_slack)``, eps_total min'ed with the basic ``k eps``."""
     eps, delta, k = _params(eps, delta, k)
     ds = _slack(delta_slack)
-    e_t = k * eps * np.expm1(eps) + eps * np.sqrt(2 * k * np.log(1 / ds))
+    with np.errstate(over="ignore"):  # k eps (e^eps - 1) = inf past eps ~ 700: the basic bound wins
+        e_t = _drv_center(eps, k) + eps * np.sqrt(2 * k * -np.log(ds))
     return float(min(k * eps, e_t)), min(1.0, k * delta + ds)
 
 
-def _kov_eps(sum_eps: float, center: float, sum_sq: float, ds: float) -> float:
-    r = np.sqrt(sum_sq)
-    a = center + np.sqrt(2 * sum_sq * np.log(np.e + r / ds))
-    b = center + np.sqrt(2 * sum_sq * np.log(1 / ds))
+def _kov_eps(sum_eps: float, center: float, sum_sq: float, ds: float, scale: float = 1.0) -> float:
+    """The eps of Theorem 3.4/3.5 with ``sum of eps_l^2 = scale^2 sum_sq`` (the scale factored
+    out: ``k eps^2`` underflows at eps = 1e-300, which made the bound 0, i.e. invalid)."""
+    # r = sqrt(sum eps_l^2) = scale sqrt(sum_sq); log(e + r/ds) and log(1/ds) in logs: r/ds
+    # and 1/ds overflow for subnormal ds
+    log_r = np.log(scale) + 0.5 * np.log(sum_sq) if sum_sq > 0 and scale > 0 else -np.inf
+    with np.errstate(over="ignore"):
+        a = center + scale * np.sqrt(2 * sum_sq * np.logaddexp(1.0, log_r - np.log(ds)))
+        b = center + scale * np.sqrt(2 * sum_sq * -np.log(ds))
     return float(min(sum_eps, a, b))
 
 
@@ -374,7 +391,7 @@ def kov_bound(eps: float, delta: float, k: int, delta_slack: float, form: str = 
     eps, delta, k = _params(eps, delta, k)
     ds = _slack(delta_slack)
     center = _kov_center(eps, k, form)
-    return _kov_eps(k * eps, center, k * eps * eps, ds), _kov_delta(delta, k, ds)
+    return _kov_eps(k * eps, center, float(k), ds, scale=eps), _kov_delta(delta, k, ds)
 
 
 def _kov_center(eps: float, k: int, form: str) -> float:
@@ -398,9 +415,10 @@ def kov_bound_heterogeneous(eps_list: ArrayLike, delta_list: ArrayLike, delta_sl
     ds = _slack(delta_slack)
     s = sum(n * e for e, _, n in classes)
     c = sum(n * e * np.tanh(e / 2) for e, _, n in classes)
-    s2 = sum(n * e * e for e, _, n in classes)
+    top = max(e for e, _, _ in classes)
+    s2 = sum(n * (e / top) ** 2 for e, _, n in classes) if top > 0 else 0.0  # sum of eps_l^2 / top^2
     log_keep = sum(n * np.log1p(-d) if d < 1 else -np.inf for _, d, n in classes) + np.log1p(-ds)
-    return _kov_eps(s, float(c), s2, ds), float(-np.expm1(log_keep))
+    return _kov_eps(s, float(c), s2, ds, scale=top), float(-np.expm1(log_keep))
 
 
 def _check_bound(name: str) -> str:
@@ -455,19 +473,20 @@ def bound_delta(name: str, eps: float, delta: float, k: int, eps_total: ArrayLik
             continue
         if name == "basic" or eps == 0:
             continue
-        s2 = k * eps * eps
+        # s2 = k eps^2 underflows at tiny eps: u = gap^2 / (2 s2) = (gap/eps)^2 / (2k)
+        log_sqrt_s2 = 0.5 * np.log(k) + np.log(eps)
         if name == "drv":
-            gap = e_t - k * eps * np.expm1(eps)
+            gap = e_t - _drv_center(eps, k)
             if gap > 0:
-                out[j] = min(1.0, k * delta + float(np.exp(-(gap**2) / (2 * s2))))
+                out[j] = min(1.0, k * delta + float(np.exp(-((gap / eps) ** 2) / (2 * k))))
             continue
         gap = e_t - _kov_center(eps, k, "general" if name == "kov" else "small_eps")
         if gap <= 0:
             continue
-        u = gap**2 / (2 * s2)
+        u = (gap / eps) ** 2 / (2 * k)
         log_ds = -u  # from c + sqrt(2 s2 log(1/ds)) <= e_t
         if u > 1:  # from c + sqrt(2 s2 log(e + sqrt(s2)/ds)) <= e_t: ds >= sqrt(s2)/(e^u - e)
-            log_ds = min(log_ds, 0.5 * np.log(s2) - u - float(np.log(-np.expm1(1 - u))))
+            log_ds = min(log_ds, log_sqrt_s2 - u - float(np.log(-np.expm1(1 - u))))
         if log_ds <= 0:
             out[j] = _kov_delta(delta, k, float(np.exp(log_ds)))
     out = out.reshape(arr.shape)
@@ -483,7 +502,7 @@ def per_query_budget(eps: float, delta: float, k: int) -> tuple[float, float]:
     k = V.integer(k, "k", minimum=1)
     if eps <= 0 or delta <= 0:
         raise invalid("eps, delta", (eps, delta), "eps > 0 and delta > 0 for Corollary 4.1")
-    eps0 = eps / np.sqrt(4 * k * np.log(np.e + eps / delta))
+    eps0 = eps / np.sqrt(4 * k * np.logaddexp(1.0, np.log(eps) - np.log(delta)))  # eps/delta may overflow
     if eps0 > SMALL_EPS_LIMIT:
         raise invalid("eps", eps, f"a target whose per-query eps0 = {eps0:.3g} is <= {SMALL_EPS_LIMIT} (Corollary 4.1)")
     return float(eps0), delta / (2 * k)

@@ -48,15 +48,21 @@ def _as_eps_array(eps: ArrayLike, name: str = "eps") -> tuple[NDArray[np.float64
 
 def settle_up(x: float, ok: Callable[[float], bool], hi: float) -> float:
     """The smallest float >= x (to bisection accuracy) with ``ok``, given ``ok(hi)`` and a
-    monotone ``ok``: a closed-form answer rounded a few ulps the wrong way is moved up
-    step by step, and anything further off falls back to bisection on [x, hi]."""
-    for _ in range(64):
-        if ok(x):
-            return x
-        x = float(np.nextafter(x, np.inf)) if x > 0 else 5e-324
+    monotone ``ok``: a closed-form answer rounded the wrong way is moved up by 1, 2, 4, ...
+    ulps until ``ok`` holds, then bisected back (O(log) calls however far off it was; it used
+    to walk 64 single ulps before bisecting all of [x, hi])."""
+    if ok(x):
+        return x
+    lo = x
+    ulp = float(np.nextafter(x, np.inf)) - x if x > 0 else 5e-324
+    for j in range(1100):  # steps of 1, 2, 4, ... ulps up from x, then bisection: O(log) calls
+        x = lo + ulp * 2.0**j
         if x >= hi:
-            return hi
-    return smallest_ok(ok, x, hi, iters=200)
+            return smallest_ok(ok, lo, hi, iters=200)
+        if ok(x):
+            return smallest_ok(ok, lo, x, iters=200)
+        lo = x
+    return smallest_ok(ok, lo, hi, iters=200)  # pragma: no cover
 
 
 def _union(a: float, b: float) -> float:
@@ -230,6 +236,9 @@ class DiscretePLD:
         # the polygon is convex and non-increasing; alpha may repeat at vertices: take the
         # lowest beta reached at a given alpha (a vertical drop at alpha = 0 for r_inf)
         out = np.interp(a, va[1:], vb[1:])
+        # at alpha = 0 exactly only the R-mass where P = 0 is rejected for free: atoms whose
+        # P-mass underflowed to 0 (losses past -745) still have P-mass > 0
+        out = np.where(a == 0.0, min(1.0, 1.0 - self.r_inf), out)
         return float(out) if a.ndim == 0 else out
 
     # ----------------------------------------------------------------- composition

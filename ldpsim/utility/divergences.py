@@ -62,7 +62,7 @@ def perspective(f, a: NDArray[np.float64], c: NDArray[np.float64], f_inf: float 
     c = np.asarray(c, dtype=np.float64)
     pos = c > 0
     out = np.zeros(np.broadcast(a, c).shape)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ratio = np.where(pos, a / np.where(pos, c, 1.0), 1.0)
         vals = np.asarray(f(ratio), dtype=np.float64)
     out = np.where(pos, c * vals, out)

@@ -141,7 +141,14 @@ class ChiSquare(PairUtility):
     name = "chi_square"
 
     def _column_terms(self, a, c):
-        return perspective(lambda t: (t - 1.0) ** 2, a, c)
+        # (a - c) ((a - c) / c): no intermediate (a/c)^2 to overflow when c is tiny; a value
+        # beyond the largest float is inf (justified), without a warning
+        a = np.asarray(a, dtype=np.float64)
+        c = np.asarray(c, dtype=np.float64)
+        d = a - c
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            terms = d * (d / np.where(c > 0, c, 1.0))
+        return np.where(c > 0, terms, np.where(a > 0, np.inf, 0.0))
 
 
 class Hellinger(PairUtility):
@@ -189,29 +196,42 @@ class MutualInformation(Utility):
         return terms.sum(axis=0)
 
     def value(self, Q: ArrayLike) -> float:
-        # sum of kl_div(joint, P x M) terms, each >= 0: never negative by rounding
+        # sum over x of P(x) sum_y kl_div(Q[x, y], M(y)), each term >= 0: never negative by
+        # rounding; P(x) outside the kl terms (P(x) M(y) underflows for tiny P(x) and M(y))
         q = self._matrix(Q)
         m = self.P @ q
-        return float(np.sum(_kl_terms(self.P[:, None] * (q - m[None, :]), self.P[:, None] * m[None, :])))
+        return float(np.sum(self.P[:, None] * _kl_terms(q - m[None, :], np.broadcast_to(m[None, :], q.shape))))
 
     def pattern_mu(self, sums, eps):
         # q_x = 1 on T, e^-eps off T; P.q = e^-eps + (1 - e^-eps) P(T):
-        # mu = P(T) log(1/P.q) + e^-eps (1 - P(T)) (-eps - log P.q)
-        pt = sums[0]
-        pq = _dots(self.weights, sums, eps)[0]
-        log_pq = np.log(pq)
-        return -pt * log_pq - math.exp(-eps) * (1.0 - pt) * (eps + log_pq)
+        # mu = P(T) log(1/P.q) + e^-eps (1 - P(T)) (-eps - log P.q), in logs: e^-eps underflows
+        # past eps = 745 (P.q = 0 for T empty), and eps + log P.q = log(1 + (e^eps - 1) P(T))
+        pt = np.asarray(sums[0], dtype=np.float64)
+        with np.errstate(divide="ignore"):
+            log_pt = np.log(pt)
+        log_em1 = eps + math.log(-math.expm1(-eps)) if eps > 0 else -math.inf  # log(e^eps - 1)
+        gain = np.logaddexp(0.0, log_em1 + log_pt)  # eps + log P.q, 0 where P(T) = 0
+        log_pq = gain - eps
+        first = np.where(pt > 0, -pt * log_pq, 0.0)
+        return first - math.exp(-eps) * (1.0 - pt) * gain
 
 
 def _kl_terms(d: NDArray[np.float64], c: NDArray[np.float64]) -> NDArray[np.float64]:
     """``a log(a/c) - a + c`` with ``a = c + d``, accurate for small ``d/c`` (series), 0 where
     ``a = c = 0`` and ``inf`` where ``c = 0 < a``."""
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         x = np.where(c > 0, d / np.where(c > 0, c, 1.0), 0.0)
         small = np.abs(x) < 1e-4
         series = x * x * (0.5 - x / 6.0 + x * x / 12.0)
         direct = (1.0 + x) * np.log1p(np.where(small, 0.0, x)) - x
         terms = c * np.where(small, series, np.where(x == -1.0, 1.0, direct))
+        # a >> c (x beyond 1e6, or overflowing): a (log a - log c) - a + c has no cancellation,
+        # whereas c (1 + x) log1p(x) overflows in the middle
+        a = c + d
+        big = x > 1e6
+        safe_a, safe_c = np.where(big, a, 1.0), np.where(big & (c > 0), c, 1.0)
+        far = safe_a * (np.log(safe_a) - np.log(safe_c)) - safe_a + safe_c
+        terms = np.where(big, far, terms)
     return np.where(c > 0, terms, np.where(d > 0, np.inf, 0.0))
 
 

@@ -212,27 +212,58 @@ def test_em_equals_inversion_inside_the_simplex(name):
     assert np.all(em.estimate >= 0) and abs(em.estimate.sum() - 1) < 1e-12
 
 
+def _loglik(mech, counts, p):
+    marg = p @ mech.matrix
+    with np.errstate(divide="ignore"):
+        return float(np.sum(np.where(counts > 0, counts * np.log(marg), 0.0)))
+
+
 @pytest.mark.parametrize("name", list(MECHANISMS))
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", range(12))
 def test_em_on_boundary_stays_on_simplex_and_increases_likelihood(name, seed):
-    """Small n and a prior with zeros: the inversion estimate typically leaves the simplex;
-    EM stays on it and its log-likelihood never decreases (up to rounding), and it is at
-    least the likelihood of the projected inversion estimate."""
+    """Small n and a prior with zeros: the inversion estimate typically leaves the simplex and
+    the MLE is on the boundary, where EM converges sublinearly. Only what is guaranteed is
+    asserted (checked over 200 seeds per mechanism when this test was written; 12 here):
+
+    * the iterates stay on the simplex and the log-likelihood LL never decreases (up to
+      rounding);
+    * LL at the end >= LL at the start p0 = (1 - w) proj + w uniform (w = EM_START_UNIFORM,
+      proj the projected inversion estimate) >= (1 - w) LL(proj) + w LL(uniform), by
+      concavity of LL in p. (LL >= LL(proj) itself is *not* guaranteed, and failed at about
+      a quarter of the seeds: p0 may start below proj and 3000 sublinear steps need not
+      climb back);
+    * the O(1/T) rate of EM for mixture weights (Csiszar-Tusnady alternating minimisation:
+      LL* - LL_T <= n KL(p*||p0) / T <= n log(k/w) / T since p0 >= w/k), checked against
+      the best feasible point we know, a run 10 times longer (LL(q) <= LL*);
+    * the duality certificate: LL_T + n (max_x g_x - 1) >= LL(q) for every feasible q, with
+      g = Q (f / M) the gradient of LL/n (concavity).
+    """
+    from ldpsim.analyst.estimation import EM_START_UNIFORM as w
+
     mech = MECHANISMS[name]()
     prior = np.zeros(mech.k)
     prior[:2] = [0.7, 0.3]
     counts = _replicate(mech, prior, 40, 1, seed=500 + seed)[0]
+    n, k = int(counts.sum()), mech.k
     em = em_estimate(mech, counts, max_iter=3000)
     assert np.all(em.estimate >= 0) and abs(em.estimate.sum() - 1) < 1e-12
     trace = em.log_likelihood_trace
     assert trace.size == em.iterations + 1
     assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:])), np.diff(trace).min()
-    proj = project_to_simplex(inversion_estimate(mech, counts).estimate)
-    marg = proj @ mech.matrix
-    with np.errstate(divide="ignore"):
-        ll_proj = float(np.sum(np.where(counts > 0, counts * np.log(marg), 0.0)))
-    assert em.log_likelihood >= ll_proj - 1e-9
     np.testing.assert_allclose(em.log_likelihood, np.sum(counts * np.log(em.estimate @ mech.matrix)), rtol=1e-12)
+    # start and concavity
+    proj = project_to_simplex(inversion_estimate(mech, counts).estimate)
+    p0 = (1 - w) * proj + w / k
+    assert trace[0] == pytest.approx(_loglik(mech, counts, p0), rel=1e-12)
+    floor = (1 - w) * _loglik(mech, counts, proj) + w * _loglik(mech, counts, np.full(k, 1.0 / k))
+    assert em.log_likelihood >= floor - 1e-9 * abs(floor)
+    # O(1/T) rate against a longer run, and the duality certificate
+    longer = em_estimate(mech, counts, tol=1e-300, max_iter=10 * em.iterations)
+    T = em.iterations
+    assert longer.log_likelihood - em.log_likelihood <= n * np.log(k / w) / T + 1e-9 * abs(em.log_likelihood)
+    marg = em.estimate @ mech.matrix
+    g = mech.matrix @ np.where(counts > 0, counts / n / np.where(marg > 0, marg, 1.0), 0.0)
+    assert em.log_likelihood + n * (g.max() - 1.0) >= longer.log_likelihood - 1e-9 * abs(em.log_likelihood)
 
 
 def test_em_reports_non_convergence():

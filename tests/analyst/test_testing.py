@@ -124,23 +124,65 @@ def test_tilted_estimate_agrees_with_exact_beta(pair, n, seed):
     assert est.rel_error <= 0.1
 
 
+def _binary_beta_exact(M0, M1, n, t, gamma):
+    """beta = P1(L < t) + (1 - gamma) P1(L = t) for a two-output pair, independently of the
+    code: L = c w_a + (n - c) w_b with c ~ Binomial(n, M1[0]) the count of output 0 under H1
+    (w = log M1/M0), so beta is a binomial tail (scipy.stats, in logs)."""
+    w_a, w_b = math.log(M1[0] / M0[0]), math.log(M1[1] / M0[1])
+    c_t = (t - n * w_b) / (w_a - w_b)  # L(c) = t; L is strictly monotone in c (w_a != w_b)
+    c0 = round(c_t)
+    assert abs(c_t - c0) < 1e-6  # the exact threshold is a value of L
+    # L < t: c > c0 when L decreases in c (w_a < w_b), c < c0 otherwise; the tail summed from
+    # the log pmf (binom.logsf is not accurate where the tail underflows)
+    cs = np.arange(c0 + 1, n + 1) if w_a < w_b else np.arange(0, c0)
+    parts = [float(special.logsumexp(stats.binom.logpmf(cs, n, M1[0])))]
+    if gamma < 1:
+        parts.append(math.log1p(-gamma) + stats.binom.logpmf(c0, n, M1[0]))
+    return float(special.logsumexp(parts))
+
+
 def test_tilted_estimate_reaches_far_below_1e_minus_30():
-    # binary mechanism: w takes two values, so the exact law is available at n = 20000
-    rng = np.random.default_rng(7)
-    P0, P1 = rng.dirichlet(np.ones(4)), rng.dirichlet(np.ones(4))
+    """The instances are explicit and their property is established here, not left to a prior
+    draw (the old Dirichlet draw of seed 0 happened to give beta ~ 1e-1146; other draws give
+    1e-93 to 1e-703, and the test failed at every other seed).
+
+    Binary mechanism at eps = 1 for P0 = (0.4, 0.3, 0.2, 0.1), P1 its reverse: two outputs,
+    so the exact beta is a binomial tail, computed with scipy here; it is below 1e-30 at both n.
+    Randomized response (k = 3, eps = 1) for P0 = (0.7, 0.2, 0.1), P1 its reverse at
+    n = 20000 with the normal threshold t: the Chernoff bound beta = P1(L <= t) <=
+    e^t E1[e^-L] = e^t (lambda = 1: E1[e^-w] = sum M0 = 1) puts beta below e^t ~ 1e-1145,
+    far below 1e-1000; the estimate must sit below the bound (up to its error)."""
+    P0 = np.array([0.4, 0.3, 0.2, 0.1])
+    P1 = P0[::-1].copy()
     M0, M1 = hypothesis_marginals(binary_mechanism_for_priors(P0, P1, 1.0), P0, P1)
-    for n in (2_000, 20_000):
+    p = math.e / (1 + math.e)  # the closed form of the binary mechanism, T = {P0 >= P1} = {0, 1}
+    np.testing.assert_allclose(M0, [0.7 * p + 0.3 * (1 - p), 0.7 * (1 - p) + 0.3 * p], rtol=1e-14)
+    np.testing.assert_allclose(M1, [0.3 * p + 0.7 * (1 - p), 0.3 * (1 - p) + 0.7 * p], rtol=1e-14)
+    for n, seed in ((2_000, 2_000), (20_000, 20_000)):
         test = lrt_exact(M0, M1, n, 0.05)
-        est = type2_error_tilted(M0, M1, n, test.threshold, n, 20_000, gamma=test.gamma)
+        exact = _binary_beta_exact(M0, M1, n, test.threshold, test.gamma)
+        assert exact < math.log(1e-30)  # the property of the instance
+        assert test.log_beta == pytest.approx(exact, rel=1e-9)
+        est = type2_error_tilted(M0, M1, n, test.threshold, seed, 20_000, gamma=test.gamma)
         assert est.log_beta < math.log(1e-30)
         assert est.rel_error <= 0.1
         # in log space: |log(est/beta)| <= 6 rel. standard errors (first order), FAIL ~2e-9
-        assert abs(est.log_beta - test.log_beta) <= 6 * est.rel_error
-    # k-ary randomized response at large n (normal threshold): beta ~ 1e-1000
-    M0, M1 = _rr_pair(3, 1.0)
-    test = lrt_normal(M0, M1, 20_000, 0.05)
-    est = type2_error_tilted(M0, M1, 20_000, test.threshold, 9, 20_000)
-    assert est.beta == 0.0 and est.log_beta < -1000 * math.log(10) and est.rel_error <= 0.1
+        assert abs(est.log_beta - exact) <= 6 * est.rel_error
+    # k-ary randomized response at large n (normal threshold): beta < 1e-1000
+    P0 = np.array([0.7, 0.2, 0.1])
+    M0, M1 = hypothesis_marginals(randomized_response(3, 1.0), P0, P0[::-1].copy())
+    w = np.log(M1) - np.log(M0)
+    n = 20_000
+    e0 = float(M0 @ w)
+    t_ref = n * e0 + math.sqrt(n * float(M0 @ (w - e0) ** 2)) * Z95  # the normal threshold, by hand
+    test = lrt_normal(M0, M1, n, 0.05)
+    assert test.threshold == pytest.approx(t_ref, rel=1e-12)
+    bound = t_ref  # log of the Chernoff bound e^t on beta
+    assert bound < -1100 * math.log(10)
+    est = type2_error_tilted(M0, M1, n, test.threshold, 9, 20_000)
+    assert est.beta == 0.0 and est.rel_error <= 0.1
+    assert est.log_beta < -1000 * math.log(10)
+    assert est.log_beta <= bound + 6 * est.rel_error
 
 
 def test_tilted_estimate_edge_thresholds():

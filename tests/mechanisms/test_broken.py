@@ -166,3 +166,26 @@ def test_bad_inputs_are_named():
         b.DoubledRR(2, 1.0).sample(0, -1)
     with pytest.raises(LdpSimError, match="x"):
         b.HistogramWrongScale(1.0, bins=2).sample((0, 5), 3)
+
+
+@pytest.mark.parametrize("eps", [355.0, 700.0, 800.0])
+def test_doubled_rr_matrix_past_e_to_the_709(eps):
+    """Found by tests/test_api_edges.py: the matrix took e^{2 eps} (OverflowError from eps =
+    355); it now comes from the log rows: diagonal 1/(1 + (k-1) e^{-2eps}), the rest its
+    e^{-2eps} multiple (0 in doubles here), and the exact eps on the matrix rows stays 2 eps."""
+    m = b.DoubledRR(3, eps)
+    M = m.matrix()
+    assert np.all(np.isfinite(M)) and np.allclose(M.sum(axis=1), 1.0)
+    assert np.allclose(np.diag(M), 1.0)
+    lm = np.array([m._log_row(i) for i in range(3)])
+    assert lm[0, 1] == pytest.approx(-2 * eps, rel=1e-12)
+
+
+def test_svt_no_cutoff_refuses_eps_below_what_its_quadrature_resolves():
+    """At eps = 1e-300 the quadrature over rho ~ Lap(2e300) failed (rows summing to 7e-298,
+    then 'Q: got row 0 summing to ...' from the matrix check, naming no parameter of the
+    target); below 1e-6 the ratios 1 + O(eps) are not resolved, so eps is refused there."""
+    with pytest.raises(LdpSimError, match=r"^eps: got 1e-300, expected eps >= 1e-06"):
+        b.SVTNoCutoff(1e-300)
+    lo = b.SVTNoCutoff(1e-6)
+    assert lo.eps_bounds[0] <= lo.true_eps <= lo.eps_bounds[1]
