@@ -32,6 +32,7 @@ from ldpsim.protocols.sim import (
 )
 from ldpsim.report import png_bytes
 from ldpsim.report.run_report import _md_table as md_table
+from ldpsim.report.run_report import quiet_glyphs
 from ldpsim.runs import Study, read_csv, resume_study, run_study
 
 FIGURE = "accuracy.png"
@@ -66,8 +67,10 @@ class MultipartyStudy(Study):
 
     def render_report(self, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], Any]:
         summary, latency = summarise(results, self.scenario)
+        with quiet_glyphs():
+            figure = _figure(self.scenario, summary, latency)
         files = {
-            FIGURE: _figure(self.scenario, summary, latency),
+            FIGURE: figure,
             "summary.md": _summary_md(self.scenario, summary, latency, seed).encode("utf-8"),
         }
         return files, (summary, latency)

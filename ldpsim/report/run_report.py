@@ -10,6 +10,9 @@ nothing to show are left out.
 from __future__ import annotations
 
 import io
+import warnings
+from contextlib import contextmanager
+from typing import Iterator
 
 import matplotlib
 
@@ -23,8 +26,22 @@ from ldpsim.sim import summary  # noqa: E402
 PNG_META = {"Software": None}  # no version string: same bytes across matplotlib patch releases
 
 
+@contextmanager
+def quiet_glyphs() -> Iterator[None]:
+    """Labels are the user's text: a character the figure font lacks (an emoji, say) is drawn
+    as a box, and summary.md still shows it; matplotlib's warning about it is not for the user."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
+        yield
+
+
 def render_report(scenario, results: pd.DataFrame, seed: int) -> dict[str, bytes]:
     """The report files of a run: figures (PNG) and summary.md, by name, summary.md last."""
+    with quiet_glyphs():
+        return _render_report(scenario, results, seed)
+
+
+def _render_report(scenario, results: pd.DataFrame, seed: int) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     if summary.has_estimates(results):
         files["estimates_over_time.png"] = _estimates_over_time(results)
@@ -35,6 +52,13 @@ def render_report(scenario, results: pd.DataFrame, seed: int) -> dict[str, bytes
         files["tasks_over_time.png"] = _other_tasks_over_time(other)
     files["summary.md"] = _summary_md(scenario, results, seed, list(files)).encode("utf-8")
     return files
+
+
+def short_label(text: object, limit: int = 40) -> str:
+    """A label as figures show it: on one line, at most ``limit`` characters (the tables in
+    summary.md keep the full text)."""
+    one = " ".join(str(text).split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
 def png_bytes(fig) -> bytes:
@@ -55,7 +79,7 @@ def _estimates_over_time(results: pd.DataFrame) -> bytes:
     for i, (cat, g) in enumerate(f.groupby("category", sort=False)):
         c = colors[i % 10]
         ax.errorbar(g["time"], g["estimate"], yerr=[g["estimate"] - g["ci_low"], g["ci_high"] - g["estimate"]],
-                    color=c, marker="o", ms=3, capsize=3, lw=1.2, label=str(cat))  # fmt: skip
+                    color=c, marker="o", ms=3, capsize=3, lw=1.2, label=short_label(cat))  # fmt: skip
         ax.axhline(g["truth"].iloc[0], color=c, ls="--", lw=0.8, alpha=0.7)
     ax.set_xlabel("time")
     ax.set_ylabel("estimated frequency")
@@ -100,7 +124,7 @@ def _other_tasks_over_time(rows: pd.DataFrame) -> bytes:
         vals = pd.concat([g["estimate"], g["theory"]]).dropna()
         if len(vals) and (vals > 0).all() and vals.max() > 100 * vals.min():
             ax.set_yscale("log")  # error probabilities span many decades
-        ax.set_title(f"{task}: {quantity}", fontsize=9)
+        ax.set_title(short_label(f"{task}: {quantity}", 60), fontsize=9)
         ax.set_xlabel("time", fontsize=8)
         ax.legend(fontsize=7)
     for ax in axes.ravel()[n:]:

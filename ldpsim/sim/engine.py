@@ -101,7 +101,8 @@ def plan_cohorts(scenario: Scenario, timeline: Timeline, rng: np.random.Generato
     # Poisson process conditioned on n arrivals in [0, horizon]: i.i.d. uniform times, so the
     # counts per tick are multinomial with the tick's share of [0, horizon]. Arrivals after
     # the end form one last cohort (never delivered), so the plan has at most n ticks + 1.
-    last = min(int(math.ceil(horizon / timeline.dt - 1e-9)), timeline.n)
+    ratio = horizon / timeline.dt  # inf when the arrivals outlast a tiny end by far
+    last = timeline.n if not ratio < timeline.n else int(math.ceil(ratio - 1e-9))
     edges = np.minimum(np.arange(last + 1) * timeline.dt, horizon)
     shares = np.append(np.diff(edges), horizon - edges[-1]) / horizon
     sizes = rng.multinomial(n, np.clip(shares, 0.0, None) / np.clip(shares, 0.0, None).sum())

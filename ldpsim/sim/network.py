@@ -74,11 +74,13 @@ class ExponentialLatency(Latency):
 
     def cdf(self, s):
         s = np.maximum(np.asarray(s, dtype=np.float64), 0.0)
-        return -np.expm1(-s / self.mean)
+        with np.errstate(over="ignore"):  # s / mean = inf for a tiny mean: the CDF is 1
+            return -np.expm1(-s / self.mean)
 
     def integrated_cdf(self, s):
         s = np.maximum(np.asarray(s, dtype=np.float64), 0.0)
-        return s + self.mean * np.expm1(-s / self.mean)
+        with np.errstate(over="ignore"):
+            return s + self.mean * np.expm1(-s / self.mean)
 
     def quantile(self, p):
         return -self.mean * math.log1p(-p)

@@ -473,7 +473,7 @@ def split_cells(spec: ScenarioSpec, tick: float, end: float) -> int:
     elif isinstance(a, WavesSpec):
         starts = [tick_of(t) for t in a.times]
     else:
-        last = min(int(math.ceil(arrival_horizon(spec) / tick - 1e-9)), n)
+        last = min(tick_of(arrival_horizon(spec)) + 1, n)
         return last * n - last * (last - 1) // 2 + n  # cohorts 0..last-1, each split from its own tick on
     return sum(n - j + 1 for j in starts)
 

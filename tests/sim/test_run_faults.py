@@ -558,3 +558,28 @@ def test_waves_far_past_a_tiny_end_load_without_overflow():
     text = scenario_text(size=10**6, mode="aggregate", tick=1e-4, end=1e-300, checkpoints="{ }",
                          arrivals='{ kind = "waves", times = [7.0, 1e12], fractions = [0.5, 0.5] }')  # fmt: skip
     parse_scenario(text, "s.toml")
+
+
+def test_labels_the_figure_font_lacks_raise_no_warning(tmp_path, capsys):
+    text = scenario_text(size=200, labels='["🙂", "b", "c", "d"]')
+    assert run_cli(["run", str(write(tmp_path, text)), "--out", str(tmp_path / "run")]) == 0
+    assert "🙂" in (tmp_path / "run" / "summary.md").read_text()
+
+
+def test_very_long_labels_keep_the_figures_readable_and_quiet(tmp_path, capsys):
+    text = scenario_text(size=200, labels=f'["{"a" * 300}", "b", "line\\nbreak", "d"]')
+    assert run_cli(["run", str(write(tmp_path, text)), "--out", str(tmp_path / "run")]) == 0
+    assert "a" * 300 in (tmp_path / "run" / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("mode", ["individual", "aggregate"])
+def test_arrivals_that_outlast_a_tiny_end_by_far(mode, tmp_path, capsys):
+    """size / rate = 1e6 over ticks of 4e-303: the tick count of the arrivals overflows."""
+    text = scenario_text(size=1, mode=mode, arrivals='{ kind = "poisson", rate = 1e-6 }', end=1e-300, checkpoints="{ }")
+    assert run_cli(["run", str(write(tmp_path, text)), "--out", str(tmp_path / "run")]) == 0
+
+
+def test_exponential_latency_with_a_tiny_mean(tmp_path, capsys):
+    text = scenario_text(size=1000, mode="aggregate", arrivals='{ kind = "poisson", duration = 1.0 }',
+                         latency='{ kind = "exponential", mean = 1e-300 }')  # fmt: skip
+    assert run_cli(["run", str(write(tmp_path, text)), "--out", str(tmp_path / "run")]) == 0
