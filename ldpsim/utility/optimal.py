@@ -330,3 +330,18 @@ def better_of_binary_and_rr(utility: Utility, eps: float) -> FiniteMechanism:
     b = binary_for(utility, eps)
     r = randomized_response(utility.k, eps)
     return b if utility.value(b) >= utility.value(r) else r
+
+
+def optimal_staircase_for_uniform_mi(k: int, eps: float):
+    """The optimal staircase mechanism for mutual information under a uniform prior (the
+    linear program above), rebuilt with :func:`ldpsim.mechanisms.staircase_mechanism` from
+    the program's patterns and weights (the catalog's ``staircase`` entry)."""
+    from ldpsim.mechanisms import staircase_mechanism
+    from ldpsim.utility.utilities import MutualInformation
+
+    k = v.alphabet_size(k, "k")
+    eps = v.epsilon(eps, "eps")
+    res = optimal_mechanism(MutualInformation(np.full(k, 1.0 / k)), eps)
+    # the program's weights are for the scaled columns e^-eps e^(eps b): staircase weights th e^-eps
+    theta = np.asarray(res.weights, dtype=np.float64) * math.exp(-eps)
+    return staircase_mechanism(eps, theta, patterns=np.asarray(res.patterns, dtype=np.int64), k=k)

@@ -491,11 +491,14 @@ def test_inverse_roundtrip(eps, delta, k, frac):
     assert 0.0 <= e <= k * eps * (1 + 1e-15)
     assert comp.optimal_delta(eps, delta, k, e) <= d * (1 + 1e-12)
     # eps back: x, up to the conditioning of the inverse (a rounding of d moves the root by
-    # ~ ulp(d) / |slope|; the slope is from the oracle: e^t R(S) = (mass - delta_mid)/2 ...)
+    # ~ ulp(d) / |slope|). delta is a sum of terms (p - e^t r)_+, each convex in t, so the
+    # curve is convex and decreasing: its flattest point between x and e is the right end,
+    # and the slope there (from the mpmath oracle) bounds the distance the root can move.
     d0 = comp.optimal_delta(eps, delta, k, 0.0)
     if d < d0 and d > 1e-300:
-        h = 1e-7 * max(x, 1e-3)
-        lo, hi = max(0.0, x - h), x + h
+        right = max(x, e)
+        h = 1e-7 * max(right, 1e-3)
+        lo, hi = right, right + h
         slope = float(direct_sum(eps, delta, k, lo, dps=30)[0] - direct_sum(eps, delta, k, hi, dps=30)[0]) / (hi - lo)
         cond = 4 * 2.3e-16 * d / slope if slope > 0 else math.inf
         assert abs(e - x) <= 1e-9 * x + 1e-12 + cond, f"x={x}, got {e}, conditioning {cond:.3g}"
