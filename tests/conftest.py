@@ -8,3 +8,15 @@ settings.register_profile("default", deadline=None, suppress_health_check=[Healt
 # HYPOTHESIS_PROFILE=thorough: many more examples, for a manual hunt for edge cases.
 settings.register_profile("thorough", parent=settings.get_profile("default"), max_examples=3000, derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def cli():
+    """Run ``ldpsim`` in-process: ``cli("run", path, cwd=tmp_path)`` returns an object with
+    ``returncode``, ``stdout`` and ``stderr`` (see :mod:`tests.cli_helpers`)."""
+    from tests.cli_helpers import run_cli
+
+    return run_cli

@@ -107,6 +107,12 @@ class NoDensity(LdpSimError):
     density available in closed form (``has_density = False``)."""
 
 
+class NotAvailable(LdpSimError):
+    """Raised by :meth:`Mechanism.delta` (and what depends on it) of a mechanism whose
+    ``exact_delta`` is False, at an eps below its pure eps, where its delta is not known
+    exactly."""
+
+
 class Mechanism(ABC):
     """The contract every mechanism of ldpsim implements (see the module docstring)."""
 
@@ -114,6 +120,10 @@ class Mechanism(ABC):
     name: ClassVar[str] = "mechanism"
     #: whether :meth:`log_density` is available
     has_density: ClassVar[bool] = True
+    #: whether :meth:`delta` is exact at every eps. False: the pure eps ``epsilon(0.0)`` is
+    #: exact (so ``delta(eps) = 0`` at or above it and ``> 0`` below it), and ``delta(eps)``
+    #: below it raises :class:`NotAvailable`.
+    exact_delta: ClassVar[bool] = True
     #: number of output codes ``0..m-1`` for a finite output set; ``None`` for real or
     #: vector outputs (an instance attribute on finite mechanisms)
     output_size: int | None = None
@@ -169,8 +179,10 @@ class Mechanism(ABC):
         own = self.epsilon(0.0)
         if math.isfinite(eps) and own <= eps * (1.0 + PRIVACY_RTOL) + PRIVACY_RTOL * 1e-3:
             return True
-        if math.isinf(eps) and delta >= 1.0:
+        if delta >= 1.0:
             return True
+        if not self.exact_delta and delta == 0.0:
+            return False  # below the exact pure eps, delta(eps) > 0
         return float(self.delta(eps)) <= delta * (1.0 + PRIVACY_RTOL)
 
     def guarantee(self) -> Any:
