@@ -181,8 +181,10 @@ class Mechanism(ABC):
             return True
         if delta >= 1.0:
             return True
-        if not self.exact_delta and delta == 0.0:
-            return False  # below the exact pure eps, delta(eps) > 0
+        if delta == 0.0 and math.isfinite(eps):
+            # epsilon(0.0) is exact by contract, so below it delta(eps) > 0 even where the
+            # float delta(eps) underflows to 0 (a Gaussian far out in its tail)
+            return False
         return float(self.delta(eps)) <= delta * (1.0 + PRIVACY_RTOL)
 
     def guarantee(self) -> Any:

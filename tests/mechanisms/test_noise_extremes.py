@@ -375,3 +375,18 @@ def test_geometric_past_e_to_the_minus_745(eps):
     with mp.workdps(30):
         std = mp.sqrt(2 * mp.exp(-mp.mpf(eps))) / -mp.expm1(-mp.mpf(eps))
     assert m.std == pytest.approx(float(std), rel=1e-12, abs=0.0)
+
+
+@pytest.mark.parametrize("t", [40.0, 1e3, 1e6])
+def test_gaussian_is_never_pure_private_where_its_delta_underflows(t):
+    # The Gaussian has no finite pure eps: its delta(t) is positive for every t (the tail of
+    # the privacy-loss law, Phi(-t/mu + mu/2) - e^t Phi(-t/mu - mu/2) > 0), but in floats it
+    # underflows to 0 far out. is_private(t) must still say no; any delta > 0 is enough.
+    g = Gaussian(1.0, 1.0)
+    mu = 1.0
+    mp.mp.dps = 50
+    exact = mp.ncdf(-t / mu + mu / 2) - mp.e**t * mp.ncdf(-t / mu - mu / 2)
+    assert exact > 0
+    assert math.isinf(g.epsilon(0.0))
+    assert not g.is_private(t)
+    assert g.is_private(t, 1e-300) == (exact <= 1e-300)
