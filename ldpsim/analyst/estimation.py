@@ -35,6 +35,7 @@ from ldpsim.analyst.frequency import _inverse, _keep, frequency_estimate
 from ldpsim.errors import invalid
 from ldpsim.mechanisms.finite import FiniteMechanism, check_dense
 from ldpsim.mechanisms.randomized_response import RandomizedResponse
+from ldpsim.stats import hoeffding
 
 #: Weight of the uniform distribution in the EM starting point (keeps it in the interior,
 #: where EM can move every coordinate; EM never revives a coordinate that is exactly zero).
@@ -387,7 +388,7 @@ def confidence_intervals(
     if method == "normal":
         half = float(stats.norm.isf(alpha / 2.0)) * np.sqrt(_variance(mechanism, f, float(n)))
     else:
-        half = _coefficient_range(mechanism) * math.sqrt(math.log(2.0 / alpha) / (2.0 * float(n)))
+        half = hoeffding(_coefficient_range(mechanism), int(n), alpha)
     label = method + ("+bonferroni" if simultaneous else "")
     k = mechanism.k
     return pd.DataFrame(
