@@ -34,6 +34,9 @@ interval used for ranking, not for certification).
     ``spread sqrt(log(2/alpha) / (2n))`` from its expectation with probability at most
     ``alpha`` (two-sided; each side has probability at most ``alpha / 2``).
 
+The formulas and where ldpsim uses each bound: docs/theory.md sec. 11 ("Statistical bounds
+used across ldpsim").
+
 ``log(2/alpha)`` is evaluated as ``log 2 - log alpha`` once ``2/alpha`` would overflow, so
 the bounds stay finite for any ``alpha > 0`` (down to the smallest subnormal).
 """

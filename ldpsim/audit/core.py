@@ -44,6 +44,9 @@ number of candidates) to damp the winner's curse; that affects power only.
 
 :func:`audit_sequential` repeats select-then-certify in looks on growing fresh batches and
 stops once the claim is refuted (alpha spent equally over the looks planned in advance).
+
+The derivation is in docs/theory.md sec. 11; the bounds are Clopper and Pearson (1934),
+scored with Wilson (1927) intervals (both in :mod:`ldpsim.stats`).
 """
 
 from __future__ import annotations

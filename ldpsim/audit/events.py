@@ -9,6 +9,7 @@ and with a density the likelihood-ratio events ``L(y) >= c``. Candidates are sco
 Wilson score bounds (:func:`ldpsim.stats.wilson`) at the simultaneous level (the
 certification level divided by the number of candidates) to damp the winner's curse;
 scoring affects power only, never validity (the chosen event is certified on fresh data).
+See docs/theory.md sec. 11 ("Select, then certify").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Sequential auditing: select-then-certify in looks on growing fresh batches, stopping once
 the claim is refuted; alpha is spent equally over the looks planned in advance (see
-:func:`audit_sequential`)."""
+:func:`audit_sequential`; docs/theory.md sec. 11, "Sequential audit")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Deliberately broken mechanisms, shipped as targets for privacy audits (issue 9).
+"""Deliberately broken mechanisms, shipped as targets for privacy audits (docs/theory.md
+sec. 11; the sparse-vector variants are those of Lyu, Su and Li 2017).
 
 Each class claims ``claimed_eps`` but really satisfies only ``true_eps`` (``inf``: not
 private at all), derived in its docstring. Every one implements the mechanism contract

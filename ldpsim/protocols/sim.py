@@ -497,8 +497,6 @@ def paired_tolerance(spread: float, variance: float, rounds: int, alpha: float) 
     return min(hoeffding(spread, rounds, alpha / 2), bernstein)
 
 
-
-
 def expected_max_latency(latency: Latency, n: int) -> float:
     """``E[max of n i.i.d. latencies]`` (0 for n = 0): :meth:`Latency.expected_max`."""
     return latency.expected_max(n)
