@@ -1,7 +1,7 @@
-"""Calibration of the empirical privacy audit (``ldpsim.analyst.audit``): validity on the
+"""Calibration of the empirical privacy audit (``ldpsim.audit``): validity on the
 correct mechanisms, power on the broken zoo, tightness on randomized response. alpha = 0.05.
 
-1. false alarms: every non-broken family of ``ldpsim.analyst.targets.TARGETS`` at eps in
+1. false alarms: every non-broken entry of the catalog (``ldpsim.mechanisms.catalog``) at eps in
    {0.5, 1, 2} (gaussian_classical, which needs eps < 1: {0.25, 0.5, 0.9}), other parameters
    at their defaults; ``--runs`` seeded audits of ``--n`` outputs per input each, with the
    exact density (``t.mechanism``). For (eps, delta) families delta is audited at the claimed
@@ -28,8 +28,8 @@ import time
 import numpy as np
 from _common import parser, report, timed
 
-from ldpsim.analyst.audit import audit, audit_sequential, density_of
-from ldpsim.analyst.targets import TARGETS, target
+from ldpsim.audit import audit, audit_sequential, density_of, target
+from ldpsim.mechanisms.catalog import CATALOG as TARGETS
 
 ALPHA = 0.05
 EPS_GRID = (0.5, 1.0, 2.0)

@@ -20,8 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import REPO_ROOT, parser, report  # noqa: E402
 
-from ldpsim.analyst.audit import audit  # noqa: E402
-from ldpsim.analyst.targets import target  # noqa: E402
+from ldpsim.audit import audit, target  # noqa: E402
 
 ALPHA = 0.05
 BROKEN = ["doubled_rr", "laplace_wrong_scale", "noisy_max_value", "svt_no_cutoff", "svt_returns_value"]

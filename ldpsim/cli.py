@@ -297,15 +297,16 @@ def _audit(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from ldpsim.analyst import audit as au
-    from ldpsim.analyst import targets as tg
+    from ldpsim import audit as au
+    from ldpsim.audit import targets as tg
+    from ldpsim.audit.witnesses import _key
 
     if args.list:
         if args.spec is not None:
             raise LdpSimError(f"--list: got a SPEC too ({args.spec!r}), expected --list alone")
         for name in tg.names():
-            spec = tg.TARGETS[name]
-            params = ", ".join(f"{k}={d[1]!r}" for k, d in spec.params.items())
+            spec = tg.entry(name)
+            params = ", ".join(f"{k}={p.default!r}" for k, p in spec.params.items())
             print(f"{name}({params})\n    {spec.description}")
         return 0
     if args.spec is None:
@@ -338,7 +339,7 @@ def _audit(args: argparse.Namespace) -> int:
     if refuted is None:
         refuted = res.eps_lb > claim_eps if claim_delta == 0 else (res.delta_lb or 0.0) > claim_delta
     exact_delta = t.true_delta(claim_eps) if (claim_delta > 0 and t.true_delta is not None) else None
-    per_input = res.n_samples_used // max(1, len({au._key(x) for pair in pairs for x in pair}))
+    per_input = res.n_samples_used // max(1, len({_key(x) for pair in pairs for x in pair}))
     if args.json:
         out = {
             "spec": t.spec, "seed": seed.entropy, "alpha": res.alpha, "eps_lb": _json_float(res.eps_lb),

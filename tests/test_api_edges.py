@@ -22,7 +22,8 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from ldpsim.analyst.targets import TARGETS, target
+from ldpsim.audit import target
+from ldpsim.mechanisms.catalog import CATALOG as TARGETS
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms import binary_mechanism_for_priors, quaternary_mechanism, randomized_response, truncated_geometric
 from ldpsim.mechanisms.noise import Gaussian, Geometric, Laplace, NoiseMechanism, Staircase, TruncatedLaplace

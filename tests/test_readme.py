@@ -6,15 +6,10 @@ directory (so a block may write files) that holds a link to the repository's
 ``scenarios/`` folder (so ``run_scenario("scenarios/survey.toml")`` works as it does from
 the repository root). Blocks are meant to be quick (well under ~2 s each); fenced blocks in
 other languages (bash, toml, text, plain output) are not run.
-
-Blocks that import the auditor's own package ``ldpsim.audit`` run once that package exists;
-while it does not (the auditor still lives in ``ldpsim.analyst``), they are reported as
-expected failures, not skipped, and run again as soon as the package is there.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 from pathlib import Path
@@ -72,8 +67,6 @@ def test_docs_have_examples():
 
 @pytest.mark.parametrize(("page", "index", "code"), BLOCKS, ids=[f"{p}#{i}" for p, i, _ in BLOCKS])
 def test_python_block_runs(page, index, code, tmp_path, monkeypatch, capsys):
-    if "ldpsim.audit" in code and importlib.util.find_spec("ldpsim.audit") is None:
-        pytest.xfail("uses the package ldpsim.audit, which this tree does not have yet")
     os.symlink(ROOT / "scenarios", tmp_path / "scenarios", target_is_directory=True)
     monkeypatch.chdir(tmp_path)
     exec(compile(code, f"{page} python block {index}", "exec"), {"__name__": f"docs_block_{index}"})

@@ -37,6 +37,7 @@ from ldpsim import _validate as v
 from ldpsim.analyst.frequency import frequency_estimate
 from ldpsim.errors import invalid
 from ldpsim.mechanisms.finite import FiniteMechanism, check_dense
+from ldpsim.stats import hoeffding
 
 #: Weight of the uniform distribution in the EM starting point (keeps it in the interior,
 #: where EM can move every coordinate; EM never revives a coordinate that is exactly zero).
@@ -340,7 +341,7 @@ def confidence_intervals(
     if method == "normal":
         half = float(stats.norm.isf(alpha / 2.0)) * np.sqrt(mechanism.inversion_variance(f, float(n)))
     else:
-        half = mechanism.inversion_coefficient_range() * math.sqrt(math.log(2.0 / alpha) / (2.0 * float(n)))
+        half = hoeffding(mechanism.inversion_coefficient_range(), int(n), alpha)
     label = method + ("+bonferroni" if simultaneous else "")
     k = mechanism.k
     return pd.DataFrame(

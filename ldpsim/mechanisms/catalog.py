@@ -168,7 +168,7 @@ def _entries() -> list[Entry]:
     fin = frozenset({"finite", "scenario"})
     noise = frozenset({"noise"})
     broken = frozenset({"broken"})
-    zoo = "ldpsim.mechanisms.broken"
+    zoo = "ldpsim.audit.zoo"
     return [
         Entry(
             "randomized_response",

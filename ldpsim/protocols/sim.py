@@ -54,6 +54,7 @@ from scipy import integrate, stats
 from ldpsim.errors import invalid
 from ldpsim.protocols import OBSERVER, Protocol, Task, decide, exact_accuracy
 from ldpsim.sim.network import ConstantLatency, Latency
+from ldpsim.stats import hoeffding
 
 #: Largest ``2^k * |transcripts|`` enumerated for the exact gain under non-uniform bits.
 MAX_ENUMERATION = 1 << 22
@@ -494,12 +495,6 @@ def paired_tolerance(spread: float, variance: float, rounds: int, alpha: float) 
     log = math.log(4 / (alpha / 2))  # two sides, each at alpha / 4
     bernstein = math.sqrt(2 * variance * log / rounds) + 7 * spread * log / (3 * (rounds - 1))
     return min(hoeffding(spread, rounds, alpha / 2), bernstein)
-
-
-def hoeffding(spread: float, rounds: int, alpha: float) -> float:
-    """Hoeffding: the mean of ``rounds`` i.i.d. values in an interval of length ``spread``
-    is further than this from its expectation with probability at most ``alpha``."""
-    return spread * math.sqrt(math.log(2 / alpha) / (2 * rounds))
 
 
 def expected_max_latency(latency: Latency, n: int) -> float:

@@ -69,6 +69,7 @@ from ldpsim.highdim import NormPowerNoise, axis_direction, gdp_distance, random_
 from ldpsim.mechanisms.noise import Gaussian, Geometric, Laplace, Staircase, TruncatedLaplace
 from ldpsim.reproduce import _study as s
 from ldpsim.reproduce._registry import register, write_summary
+from ldpsim.stats import dkw
 
 NAME = "clt"
 #: False-failure probability of each Monte Carlo check.
@@ -100,10 +101,10 @@ DPI = 110
 PNG_META = {"Software": None}
 
 
-def dkw_tolerance(m: int, gamma: float = GAMMA) -> float:
-    """``tol`` with ``P(sup|F_hat - F| > tol) <= gamma`` for one ECDF of m samples (DKW with
-    Massart's constant: ``2 exp(-2 m tol^2) = gamma``)."""
-    return math.sqrt(math.log(2.0 / gamma) / (2.0 * m))
+def ecdf_tolerance(m: int, gamma: float = GAMMA) -> float:
+    """``tol`` with ``P(sup|F_hat - F| > tol) <= gamma`` for **one** ECDF of m samples (the
+    KS statistic of the loss under D alone): :func:`ldpsim.stats.dkw` at ``gamma``."""
+    return dkw(m, gamma)
 
 
 def _label(p: float, alpha: float) -> str:
@@ -151,7 +152,7 @@ def convergence(seed: int, instances: int, configs=CONFIGS, n_grid=N_GRID) -> pd
                 d = gdp_distance(lp, lr, MU)
                 mu_hat, mu_se = effective_mu(lp, lr)
                 rows.append(dict(p=p, alpha=alpha, config=_label(p, alpha), n=n, samples=m, direction=direction,
-                                 ks=float(d["ks"]), tradeoff_gap=float(d["tradeoff_gap"]), tol=dkw_tolerance(m),
+                                 ks=float(d["ks"]), tradeoff_gap=float(d["tradeoff_gap"]), tol=ecdf_tolerance(m),
                                  mean_p=float(np.mean(lp)), mean_r=float(np.mean(lr)), mu_hat=mu_hat, mu_se=mu_se))  # fmt: skip
     return pd.DataFrame(rows)
 

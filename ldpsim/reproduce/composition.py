@@ -72,13 +72,14 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
-from scipy import stats
 
 from ldpsim import _validate as v
+from ldpsim import stats as stats_
 from ldpsim.mechanisms.standard import quaternary_mechanism
 from ldpsim.privacy import GDP, DiscretePLD, OptimalComposition
 from ldpsim.reproduce import _study as s
 from ldpsim.reproduce._registry import register, write_summary
+from ldpsim.stats import dkw, dkw_samples
 
 Array = NDArray[np.float64]
 
@@ -120,10 +121,11 @@ def empirical_roc(llr_p: Array, llr_r: Array) -> tuple[Array, Array, Array]:
     return np.append(t, np.nan), np.append(alpha, 1.0), np.append(beta, 0.0)
 
 
-def dkw_tolerance(n: int, gamma: float = GAMMA) -> float:
-    """``tol`` with ``P(sup|F_hat - F| > tol for either of two ECDFs of n samples) <= gamma``
-    (DKW with Massart's constant: each ECDF fails with probability <= 2 exp(-2 n tol^2))."""
-    return math.sqrt(math.log(4.0 / gamma) / (2.0 * n))
+def roc_tolerance(n: int, gamma: float = GAMMA) -> float:
+    """``tol`` with ``P(sup|F_hat - F| > tol for either of the two ECDFs of n samples behind an
+    empirical ROC) <= gamma``: :func:`ldpsim.stats.dkw` at ``gamma / 2`` per ECDF (union bound),
+    ``sqrt(log(4/gamma) / (2n))``."""
+    return dkw(n, gamma / 2.0)
 
 
 def _root_decreasing(g: Callable[[Array], Array], size: int, iters: int = 64) -> Array:
@@ -175,7 +177,7 @@ class Inside:
 def check_inside(alpha: Array, beta: Array, f: Callable[[Array], Any], n: int, gamma: float = GAMMA) -> Inside:
     """Are the empirical points inside the region ``beta >= f(alpha)`` up to sampling error?
     (see the module docstring; false failure <= gamma)."""
-    tol = dkw_tolerance(n, gamma)
+    tol = roc_tolerance(n, gamma)
     raw = float(np.max(np.asarray(f(alpha)) - beta))
     adjusted = float(np.max(np.asarray(f(np.minimum(1.0, alpha + tol))) - tol - beta))
     dist = float(np.max(distance_below(alpha, beta, f)))
@@ -188,7 +190,7 @@ def certified_gap(alpha: Array, beta: Array, f: Callable[[Array], Any], n: int, 
     a lower confidence bound on the largest true vertical gap ``beta - f(alpha)`` over the
     tests, valid with probability >= 1 - gamma: ``max beta_hat - tol - f(max(0, alpha_hat - tol))``,
     positive iff the distance exceeds tol)."""
-    tol = dkw_tolerance(n, gamma)
+    tol = roc_tolerance(n, gamma)
     dist = float(np.max(distance_above(alpha, beta, f)))
     raw = float(np.max(beta - np.asarray(f(alpha))))
     lower = float(np.max(beta - tol - np.asarray(f(np.maximum(0.0, alpha - tol)))))
@@ -196,13 +198,10 @@ def certified_gap(alpha: Array, beta: Array, f: Callable[[Array], Any], n: int, 
 
 
 def clopper_pearson(x: Array, n: int, level: float) -> tuple[Array, Array]:
-    """Two-sided exact binomial interval for ``x`` successes of ``n`` at confidence ``level``."""
-    x = np.asarray(x, dtype=np.float64)
-    a = (1.0 - level) / 2.0
-    with np.errstate(invalid="ignore"):
-        lo = np.where(x > 0, stats.beta.ppf(a, np.maximum(x, 1), n - x + 1), 0.0)
-        hi = np.where(x < n, stats.beta.ppf(1 - a, x + 1, np.maximum(n - x, 1)), 1.0)
-    return lo, hi
+    """Two-sided exact binomial interval for ``x`` successes of ``n`` at confidence ``level``
+    (:func:`ldpsim.stats.clopper_pearson` at ``alpha = 1 - level``)."""
+    lo, hi = stats_.clopper_pearson(np.asarray(x), n, 1.0 - level)
+    return np.asarray(lo), np.asarray(hi)
 
 
 # --------------------------------------------------------------------------- samplers
@@ -330,7 +329,7 @@ def run_case(index: int, kind: str, params: tuple, n: int, seed: int, *, sample_
         case.gap = certified_gap(a, b, region.tradeoff, n)
     else:
         g = GDP(math.sqrt(k) / sigma)
-        tol = dkw_tolerance(n)
+        tol = roc_tolerance(n)
         dist = float(max(np.max(distance_below(a, b, g.tradeoff)), np.max(distance_above(a, b, g.tradeoff))))
         ok = bool(np.all(g.tradeoff(np.minimum(1.0, a + tol)) - tol <= b) and np.all(b <= g.tradeoff(np.maximum(0.0, a - tol)) + tol))
         case.gdp, case.on_gdp = g, (dist, float(np.max(np.abs(b - g.tradeoff(a)))), ok)
@@ -372,8 +371,8 @@ def _rows(c: Case) -> list[dict]:
         )  # fmt: skip
     if c.gap is not None:
         dist, raw, lower = c.gap
-        tol = dkw_tolerance(c.n)
-        need = math.ceil(math.log(4.0 / GAMMA) / (2.0 * dist**2)) if dist > 0 else 0
+        tol = roc_tolerance(c.n)
+        need = dkw_samples(dist, GAMMA / 2.0) if dist > 0 else 0
         if c.n < STRICT_MIN_N:  # too few samples for the check to have power: no verdict
             rows.append(s.row(f"{c.key}: strictly inside, max distance inside the region", c.k, eps, dist,
                               note=f"not checked: n = {c.n} < {STRICT_MIN_N} (needs about n >= {need} to certify)"))

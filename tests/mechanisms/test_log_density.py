@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from ldpsim.mechanisms import broken as b
+from ldpsim.audit import zoo as b
 from ldpsim.mechanisms.noise import Gaussian, Geometric, Laplace, Staircase, TruncatedLaplace
 
 CONTINUOUS = {
@@ -285,4 +285,10 @@ def test_doubled_rr_log_space_at_large_eps():
 
 
 def test_svt_returns_value_has_no_log_density():
-    assert not hasattr(b.SVTReturnsValue(1.0, 2), "log_density")
+    from ldpsim.audit import density_of
+    from ldpsim.mechanisms.base import NoDensity
+
+    mech = b.SVTReturnsValue(1.0, 2)
+    assert mech.has_density is False and density_of(mech) is None
+    with pytest.raises(NoDensity):
+        mech.log_density(mech.inputs[0][0], 0.0)

@@ -163,6 +163,6 @@ def test_p_infinity_is_not_one_gdp():
 
 
 def test_dkw_tolerance():
-    tol = clt.dkw_tolerance(1000, 1e-6)
+    tol = clt.ecdf_tolerance(1000, 1e-6)
     assert math.isclose(2 * math.exp(-2 * 1000 * tol**2), 1e-6, rel_tol=1e-9)
     assert clt.samples_for(1, 100) == 20_000 and clt.samples_for(10_000, 100) == 2_000

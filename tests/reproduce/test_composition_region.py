@@ -68,7 +68,7 @@ def test_every_check_agrees(run):
 
 def test_measured_figures_are_of_the_sampling_size(run):
     s = run.summary.set_index("quantity")["ours"]
-    tol = cr.dkw_tolerance(cr.SAMPLES_PER_INSTANCE * INSTANCES)
+    tol = cr.roc_tolerance(cr.SAMPLES_PER_INSTANCE * INSTANCES)
     for q, x in s.items():
         if "inside the exact region" in q or "corners" in q or "GDP" in q:
             assert 0 <= x <= tol, q  # distances outside the region / off the vertices are sampling noise
@@ -162,7 +162,7 @@ def test_quaternary_llr_counts():
 
 def test_tolerances():
     n = 10_000
-    tol = cr.dkw_tolerance(n, 1e-6)
+    tol = cr.roc_tolerance(n, 1e-6)
     assert math.isclose(4 * math.exp(-2 * n * tol**2), 1e-6, rel_tol=1e-9)
     lo, hi = cr.clopper_pearson(np.array([0, 7, 100]), 100, 0.95)
     for x, l, h in zip([0, 7, 100], lo, hi):

@@ -1,4 +1,4 @@
-"""Property-based validation of the audit (ldpsim.analyst.audit) over the target catalog.
+"""Property-based validation of the audit (ldpsim.audit) over the target catalog.
 
 Soundness: for every correct library mechanism, at parameters drawn by hypothesis, the audit
 never refutes the exact privacy: ``eps_LB <= true_eps`` and (when delta is audited)
@@ -21,11 +21,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ldpsim.analyst.audit import audit, density_of
-from ldpsim.analyst.targets import TARGETS, target
-from ldpsim.mechanisms.broken import ZOO
+from ldpsim.audit import audit, density_of, target
+from ldpsim.audit.zoo import ZOO
+from ldpsim.mechanisms import catalog
 
-LIBRARY = [name for name in TARGETS if not name.startswith("broken.")]
+LIBRARY = [name for name in catalog.CATALOG if "broken" not in catalog.entry(name).tags]
 
 # default run: E examples per family, n outputs per input
 EXAMPLES = 10
@@ -51,7 +51,8 @@ def draw_params(data: st.DataObject, name: str) -> dict[str, object]:
     k in 2..5, delta in [1e-3, 0.2], sensitivity in {1, 2.5} (integer {1, 3} for geometric),
     dimension d in 1..5 and norm p in {1, 2, 3, inf} (l_p Laplace)."""
     out: dict[str, object] = {}
-    for pname, (typ, _default, _help) in TARGETS[name].params.items():
+    for pname, p in catalog.entry(name).params.items():
+        typ = p.type
         if pname == "eps":
             hi = 0.99 if name == "gaussian_classical" else 4.0
             out[pname] = data.draw(st.floats(0.1, hi), label="eps")

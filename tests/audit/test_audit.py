@@ -1,4 +1,4 @@
-"""Empirical privacy auditor (ldpsim.analyst.audit).
+"""Empirical privacy auditor (ldpsim.audit).
 
 Calibration: each audit run reports eps_LB above the true eps with probability <= alpha; the
 repeated-run checks allow the number of such runs given by an exact binomial tail at 1e-6.
@@ -17,7 +17,7 @@ import pytest
 from scipy import stats
 
 from ldpsim import LdpSimError
-from ldpsim.analyst.audit import AuditResult, Witness, audit, audit_sequential, density_of, sampler_of
+from ldpsim.audit import AuditResult, Witness, audit, audit_sequential, density_of, sampler_of
 from ldpsim.mechanisms import randomized_response
 from ldpsim.mechanisms.noise import Laplace
 
@@ -292,7 +292,7 @@ def test_bad_options():
 
 # --------------------------------------------------------------------------- densities
 def test_density_of_library_mechanisms():
-    from ldpsim.mechanisms.broken import SVTNoQueryNoise
+    from ldpsim.audit.zoo import SVTNoQueryNoise
 
     rr = randomized_response(3, 1.0)
     ld = density_of(rr)
@@ -343,7 +343,7 @@ def test_bad_log_density_option():
 
 
 def test_likelihood_ratio_witness_replays_and_serialises():
-    from ldpsim.mechanisms.broken import NoisyMaxValue
+    from ldpsim.audit.zoo import NoisyMaxValue
 
     mech = NoisyMaxValue(eps=1.0, m=5)
     res = audit(mech, mech.inputs, 10**5, rng=4)
@@ -551,7 +551,7 @@ def test_integer_vector_outputs():
 
 
 def test_real_vector_outputs_projected():
-    from ldpsim.mechanisms.broken import HistogramWrongScale
+    from ldpsim.audit.zoo import HistogramWrongScale
 
     h = HistogramWrongScale(eps=0.5, bins=4)  # claims 0.5, true eps 2 (one bin moves by 1)
     res = audit(lambda x, n, rng: h.sample_histogram(x, n, rng), h.inputs, 10**5, rng=2)

@@ -16,8 +16,8 @@ import sys
 import numpy as np
 import pytest
 
-from ldpsim.analyst.audit import Witness
-from ldpsim.analyst.targets import TARGETS, target
+from ldpsim.audit import Witness, target
+from ldpsim.mechanisms import catalog
 from ldpsim.cli import main
 
 
@@ -88,7 +88,7 @@ def test_custom_claim_and_pairs(capsys):
 def test_list_names_every_target(capsys):
     code, out = run(capsys, "--list")
     assert code == 0
-    for name in TARGETS:
+    for name in catalog.names():
         assert any(line.startswith(name + "(") for line in out.splitlines()), name
 
 
@@ -114,10 +114,25 @@ def test_list_names_every_target(capsys):
         (["norm_laplace", "--pairs", "[[0, 1]]"], "x: got"),
     ],
 )
-def test_errors_are_one_line_and_exit_2(argv, needle):
-    proc = subprocess.run([sys.executable, "-m", "ldpsim", "audit", *argv], capture_output=True, text=True)
+def test_errors_are_one_line_and_exit_2(cli, argv, needle):
+    proc = cli("audit", *argv)
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_end_to_end_in_a_subprocess():
+    """The one true end-to-end run: a new interpreter, ``python -m ldpsim audit``, output on
+    stdout, a one-line error with exit code 2 on stderr."""
+    ok = subprocess.run(
+        [sys.executable, "-m", "ldpsim", "audit", "broken.doubled_rr", "--n", "20000", "--seed", "3"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert ok.returncode == 0 and ok.stderr == "", ok.stderr
+    assert ok.stdout.startswith("audit of broken.doubled_rr:k=2,eps=1.0 (exact density used)")
+    assert "REFUTED at alpha 0.05" in ok.stdout
+    bad = subprocess.run([sys.executable, "-m", "ldpsim", "audit", "nope"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.strip().splitlines() == [bad.stderr.strip()] and "mechanism: got 'nope'" in bad.stderr

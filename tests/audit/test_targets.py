@@ -1,4 +1,5 @@
-"""The catalog of audit targets (ldpsim.analyst.targets): building, sampling, exact privacy, specs."""
+"""Audit targets (ldpsim.audit.targets): catalog entries read through the mechanism contract;
+building, sampling, exact privacy, specs."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import numpy as np
 import pytest
 
 from ldpsim import LdpSimError
-from ldpsim.analyst.targets import TARGETS, Target, names, parse_spec, target
-from ldpsim.mechanisms.broken import ZOO
+from ldpsim.audit import Target, names, parse_spec, target
+from ldpsim.audit.zoo import ZOO
+from ldpsim.mechanisms.catalog import CATALOG as TARGETS
 
 LIBRARY = [
     "randomized_response",
@@ -38,11 +40,11 @@ def test_catalog_names():
 def test_every_target_builds_with_defaults(name):
     spec = TARGETS[name]
     assert spec.name == name and spec.description
-    for pname, (typ, default, help_) in spec.params.items():
-        assert typ in (int, float) and isinstance(default, typ) and help_
-    t = spec.build()
-    assert isinstance(t, Target) and t.name == name
-    assert t.params == {k: d[1] for k, d in spec.params.items()}
+    for pname, p in spec.params.items():
+        assert p.type in (int, float) and isinstance(p.default, p.type) and p.help
+    t = target(name)
+    assert isinstance(t, Target) and t.name == name and t.description == spec.description
+    assert t.params == {k: p.default for k, p in spec.params.items()}
     assert t.broken == name.startswith("broken.")
     assert t.outputs in ("finite", "real")
     assert t.pairs and all(len(p) == 2 for p in t.pairs)
@@ -74,8 +76,9 @@ def test_broken_defaults_are_the_zoo_instances():
         assert t.pairs == list(obj.inputs)
         assert t.outputs == ("finite" if obj.finite else "real")
         assert t.params["eps"] == obj.claimed_eps
-    assert TARGETS["broken.svt_returns_value"].params["m"][:2] == (int, 7)
-    assert TARGETS["broken.histogram_wrong_scale"].params["bins"][:2] == (int, 4)
+    assert (TARGETS["broken.svt_returns_value"].params["m"].type, TARGETS["broken.svt_returns_value"].params["m"].default) == (int, 7)
+    assert TARGETS["broken.histogram_wrong_scale"].params["bins"].default == 4
+    assert target("broken.svt_returns_value").mechanism == ZOO["svt_returns_value"]()  # value equality (params)
 
 
 # --------------------------------------------------------------------------- exact privacy
@@ -148,9 +151,12 @@ def test_broken_true_values():
     assert target("broken.noisy_max_value", eps=1.0, m=4).true_eps == pytest.approx(2.0)
     assert target("broken.svt_returns_value", eps=2.0, m=3).true_eps == pytest.approx(2.0)
     assert target("broken.unary_no_reset").true_eps == math.inf
-    # finite broken ones: exact delta of their matrix; real ones: unknown
+    # finite broken ones: exact delta of their matrix; Laplace pairs: closed form; others: unknown
     assert target("broken.doubled_rr").true_delta is not None
-    assert target("broken.laplace_wrong_scale").true_delta is None
+    lap = target("broken.laplace_wrong_scale", eps=0.5)  # a Laplace pair with eps0 = 2
+    assert lap.true_delta(1.0) == pytest.approx(-math.expm1(-0.5), rel=1e-12)
+    assert target("broken.noisy_max_value").true_delta is None
+    assert target("broken.svt_returns_value").true_delta is None
 
 
 # --------------------------------------------------------------------------- specs

@@ -1,5 +1,6 @@
-"""The zoo of deliberately broken mechanisms (ldpsim.mechanisms.broken): samplers against
-their exact laws, and the documented true eps against the exact matrices / densities."""
+"""The zoo of deliberately broken mechanisms (ldpsim.audit.zoo): samplers against their exact
+laws, the documented true eps against the exact matrices / densities, and the mechanism
+contract (params, neighbours, epsilon(delta), delta(eps), NotAvailable, has_density)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import integrate, stats
 
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms import from_matrix
-from ldpsim.mechanisms import broken as b
+from ldpsim.audit import zoo as b
+from ldpsim.mechanisms import catalog
+from ldpsim.mechanisms.base import Mechanism, NoDensity, NotAvailable
+from tests.oracles import brute_force_delta
 from tests.stats_checks import assert_sample_law
 
 ALPHA = 1e-7  # per check: false-failure probability
@@ -142,7 +146,7 @@ def test_svt_returns_value_true_eps():
 def test_zoo_and_output_contract():
     for key, make in b.ZOO.items():
         mech = make()
-        assert mech.name == key
+        assert mech.name == "broken." + key and isinstance(mech, Mechanism)
         assert mech.true_eps > mech.claimed_eps
         assert mech.inputs and all(len(p) == 2 for p in mech.inputs)
         x = mech.inputs[0][0]
@@ -189,3 +193,101 @@ def test_svt_no_cutoff_refuses_eps_below_what_its_quadrature_resolves():
         b.SVTNoCutoff(1e-300)
     lo = b.SVTNoCutoff(1e-6)
     assert lo.eps_bounds[0] <= lo.true_eps <= lo.eps_bounds[1]
+
+
+# --------------------------------------------------------------------------- the contract
+def test_params_rebuild_the_mechanism_and_match_the_catalog():
+    for key, make in b.ZOO.items():
+        mech = make()
+        e = catalog.entry("broken." + key)
+        assert list(mech.params) == list(e.params), key  # same parameters, same order
+        assert mech.params["eps"] == mech.claimed_eps
+        assert type(mech)(**mech.params) == mech and hash(type(mech)(**mech.params)) == hash(mech)
+        assert catalog.build("broken." + key, **mech.params) == mech
+        assert e.claimed(mech.params) == (mech.claimed_eps, 0.0)
+        assert mech.neighbours() == list(mech.inputs)
+        assert repr(mech).startswith(type(mech).__name__ + "(eps=" if list(mech.params)[0] == "eps" else type(mech).__name__ + "(k=")
+        assert (mech.output_size is not None) == mech.finite
+        if mech.finite:
+            assert mech.output_size == mech.matrix().shape[1]
+    assert b.DoubledRR(3, 0.7) != b.DoubledRR(3, 0.8)
+
+
+def test_density_flags():
+    svt = b.SVTReturnsValue(1.0, 3)
+    assert not svt.has_density
+    with pytest.raises(NoDensity):
+        svt.log_density((0, 0, 0, 0), np.array([0.0]))
+    for key in ("doubled_rr", "unary_no_reset", "laplace_wrong_scale", "histogram_wrong_scale", "noisy_max_value",
+                "svt_no_query_noise", "svt_no_cutoff"):
+        assert b.ZOO[key]().has_density, key
+
+
+FINITE_SMALL = {  # matrices small enough to enumerate every event (<= 16 outputs)
+    "doubled_rr": lambda: b.DoubledRR(3, 0.7),
+    "unary_no_reset": lambda: b.UnaryNoReset(3, 1.0),
+    "svt_no_query_noise": lambda: b.SVTNoQueryNoise(1.0),
+    "svt_no_cutoff_1": lambda: b.SVTNoCutoff(1.0, 1),
+    "svt_no_cutoff_2": lambda: b.SVTNoCutoff(0.7, 2),
+}
+
+
+@pytest.mark.parametrize("key", sorted(FINITE_SMALL))
+def test_finite_delta_and_epsilon_against_brute_force_over_events(key):
+    """delta(eps) is the hockey-stick divergence over the matrix rows, by its definition (max
+    over every event and ordered pair of rows, tests/oracles.py); epsilon(delta) is the
+    smallest eps with that divergence <= delta: checked on both sides of the returned value."""
+    mech = FINITE_SMALL[key]()
+    Q = mech.matrix()
+    grid = [0.0, 0.1, 0.5, 1.0, 2.0, math.inf]
+    for eps in grid:
+        assert mech.delta(eps) == pytest.approx(brute_force_delta(Q, eps), rel=1e-9, abs=1e-12), eps
+    assert mech.epsilon(0.0) == mech.true_eps and mech.epsilon(1.0) == 0.0
+    for delta in (1e-6, 1e-3, 0.01, 0.05, 0.2, 0.5, 0.9):
+        e = mech.epsilon(delta)
+        assert e >= 0.0
+        if math.isinf(e):
+            assert brute_force_delta(Q, 800.0) > delta  # the mass no eps covers exceeds delta
+            continue
+        assert brute_force_delta(Q, e) <= delta * (1 + 1e-9) + 1e-12, (delta, e)
+        if e > 0:
+            assert brute_force_delta(Q, e * (1 - 1e-7) - 1e-12) > delta, (delta, e)
+        assert mech.is_private(e, delta) and (e == 0 or not mech.is_private(e * 0.99, delta))
+
+
+def _laplace_pair_delta_by_quadrature(scale: float, eps: float) -> float:
+    """``int (p(y) - e^eps q(y))_+ dy`` for p = Lap(0, scale), q = Lap(1, scale), by quadrature
+    split at the kinks 0 and 1 and where the integrand reaches 0 (``p = e^eps q`` at
+    ``y = (1 - eps scale)/2``); independent of the closed form in the zoo."""
+    f = lambda y: max(0.0, stats.laplace.pdf(y, 0, scale) - math.exp(eps) * stats.laplace.pdf(y, 1, scale))  # noqa: E731
+    cuts = sorted({0.0, 1.0, min(1.0, max(0.0, (1.0 - eps * scale) / 2.0))})
+    pts = [-np.inf, *cuts, np.inf]
+    return sum(integrate.quad(f, a, c, epsabs=1e-15, epsrel=1e-12, limit=200)[0]
+               for a, c in zip(pts[:-1], pts[1:]) if c > a)
+
+
+@pytest.mark.parametrize("mech", [b.LaplaceWrongScale(0.5), b.LaplaceWrongScale(0.25),
+                                  b.HistogramWrongScale(0.5, bins=3, affected=1)], ids=repr)
+def test_laplace_pairs_delta_curve_against_quadrature(mech):
+    assert mech.exact_delta
+    for eps in (0.0, 0.3, 1.0, 0.9 * mech.true_eps, mech.true_eps, 5.0):
+        assert mech.delta(eps) == pytest.approx(_laplace_pair_delta_by_quadrature(mech.scale, eps), rel=1e-8, abs=1e-12)
+    for delta in (1e-9, 1e-3, 0.1, 0.5):
+        e = mech.epsilon(delta)
+        assert 0 < e < mech.true_eps
+        assert _laplace_pair_delta_by_quadrature(mech.scale, e) == pytest.approx(delta, rel=1e-7)
+    assert mech.epsilon(0.999999) == 0.0  # delta beyond the divergence at eps = 0
+    np.testing.assert_array_equal(mech.delta(np.array([0.0, 1.0])), [mech.delta(0.0), mech.delta(1.0)])
+
+
+@pytest.mark.parametrize("mech", [b.NoisyMaxValue(1.0, 5), b.SVTReturnsValue(1.0, 3)], ids=repr)
+def test_delta_known_only_at_and_above_the_pure_eps(mech):
+    assert not mech.exact_delta
+    e0 = mech.true_eps
+    assert mech.epsilon() == e0 and mech.epsilon(1.0) == 0.0
+    assert mech.delta(e0) == 0.0 and mech.delta(2 * e0) == 0.0 and mech.delta(math.inf) == 0.0
+    with pytest.raises(NotAvailable, match=r"^eps: got 0.5"):
+        mech.delta(0.5)
+    with pytest.raises(NotAvailable, match=r"^delta: got 0.01"):
+        mech.epsilon(0.01)
+    assert mech.is_private(e0) and not mech.is_private(0.99 * e0) and mech.is_private(0.5, 1.0)

@@ -1,24 +1,35 @@
-"""Deliberately broken mechanisms, shipped as targets for privacy audits (issue 9).
+"""Deliberately broken mechanisms, shipped as targets for privacy audits (docs/theory.md
+sec. 11; the sparse-vector variants are those of Lyu, Su and Li 2017).
 
 Each class claims ``claimed_eps`` but really satisfies only ``true_eps`` (``inf``: not
-private at all), derived in its docstring. Common interface:
+private at all), derived in its docstring. Every one implements the mechanism contract
+(:class:`ldpsim.mechanisms.base.Mechanism`), so the auditor and the catalog (the
+``broken.*`` entries of :mod:`ldpsim.mechanisms.catalog`) treat them like any mechanism:
 
-* ``name``, ``claimed_eps``, ``true_eps``;
-* ``inputs`` -- candidate neighbouring input pairs ``[(x, x'), ...]`` to audit;
+* ``params`` -- the constructor parameters, ``eps`` being the *claimed* eps;
+* ``neighbours()`` -- the candidate neighbouring input pairs (also ``inputs``);
 * ``sample(x, n, rng)`` -- ``n`` i.i.d. outputs for input ``x`` as a 1-D array, vectorised:
-  ``int64`` codes for finite outputs, ``float64`` for real outputs;
+  ``int64`` codes for finite outputs (``output_size`` codes), ``float64`` for real outputs;
+* ``log_density(x, y)`` where a closed form exists (``has_density`` is False otherwise);
+* ``epsilon(delta=0.0)`` -- the documented ``true_eps`` at ``delta = 0``; at ``delta > 0``
+  exact from the matrix for finite outputs (over the rows of ``matrix()``) and from the
+  closed form of a Laplace pair for the two wrong-scale Laplace mechanisms;
+* ``delta(eps)`` -- exact where ``exact_delta`` is True (the finite ones, from their matrix;
+  the Laplace pairs, in closed form); the others know their delta only at and above their
+  pure eps (0 there) and raise :class:`~ldpsim.mechanisms.base.NotAvailable` below it;
 * finite outputs: ``matrix()`` -- the exact output law, one row per distinct input appearing
   in ``inputs`` (in the order of :attr:`rows`), one column per output code;
 * real outputs: ``cdf(x, t)`` -- the exact CDF of the output under input ``x``.
 
-These are *not* exported from :mod:`ldpsim.mechanisms` on purpose: nobody should pick one
-up by accident.
+They are *not* exported from :mod:`ldpsim.mechanisms` on purpose, so that nobody picks one
+up by accident: build them through the catalog (``catalog.build("broken.doubled_rr")``) or
+from this module.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -27,6 +38,7 @@ from scipy import integrate, special, stats
 from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import invalid
+from ldpsim.mechanisms.base import Mechanism, NotAvailable
 
 __all__ = [
     "DoubledRR",
@@ -88,12 +100,77 @@ def _codes_log(logrow: NDArray[np.float64], y: ArrayLike) -> NDArray[np.float64]
     return float(out) if np.ndim(y) == 0 else out
 
 
-class _Broken:
-    name: str = "broken"
+def _map_eps(eps: ArrayLike, fn: Callable[[float], float]) -> float | NDArray[np.float64]:
+    """``fn`` at a validated scalar eps, or elementwise over an array of them."""
+    if np.ndim(eps) == 0:
+        return float(fn(v.epsilon(eps, "eps", allow_inf=True)))
+    arr = np.asarray(eps)
+    flat = [v.epsilon(e, f"eps[{i}]", allow_inf=True) for i, e in enumerate(arr.reshape(-1).tolist())]
+    return np.array([fn(e) for e in flat], dtype=np.float64).reshape(arr.shape)
+
+
+def _laplace_pair_delta(eps: float, eps0: float) -> float:
+    """Hockey-stick divergence of a Laplace pair whose pure eps is ``eps0`` (shift / scale):
+    ``1 - exp((eps - eps0)/2)`` below ``eps0``, 0 at and above it (the same in both orders)."""
+    return 0.0 if eps >= eps0 else float(-math.expm1((eps - eps0) / 2.0))
+
+
+def _laplace_pair_epsilon(delta: float, eps0: float) -> float:
+    """Inverse of :func:`_laplace_pair_delta`: ``max(0, eps0 + 2 log(1 - delta))``."""
+    if delta >= 1.0:
+        return 0.0
+    return max(0.0, eps0 + 2.0 * math.log1p(-delta))
+
+
+def _pair_epsilon(lp: NDArray[np.float64], lq: NDArray[np.float64], delta: float) -> float:
+    """Smallest eps >= 0 with ``sum_y (P(y) - e^eps Q(y))_+ <= delta`` for two rows given by
+    their logs, exactly. As a function of ``t = e^eps`` the divergence is continuous and
+    piecewise linear, ``A - t B`` with ``A``, ``B`` the masses of ``P`` and ``Q`` on the
+    outputs whose ratio ``P/Q`` exceeds ``t``; on the segment between consecutive ratios
+    where it crosses ``delta`` the root is ``t = (A - delta)/B`` (taken in logs). Outputs
+    that ``Q`` never produces have ratio ``inf`` and always count: if their mass exceeds
+    ``delta`` no eps suffices."""
+    keep = np.isfinite(lp)
+    lp, lq = lp[keep], lq[keep]
+    lr = lp - lq  # +inf where Q = 0
+    order = np.argsort(-lr, kind="stable")
+    lr, p, q = lr[order], np.exp(lp[order]), np.exp(lq[order])
+    if float(p[np.isinf(lr)].sum()) > delta:
+        return math.inf
+    cp = np.concatenate([[0.0], np.cumsum(p)])  # mass of the first j outputs (by ratio)
+    cq = np.concatenate([[0.0], np.cumsum(q)])
+    pts = np.append(np.unique(lr[np.isfinite(lr) & (lr > 0)])[::-1], 0.0)  # log t at the kinks, then t = 1
+    above = np.searchsorted(-lr, -pts, side="left")  # outputs with ratio > t at each kink
+    with np.errstate(divide="ignore"):
+        d_at = cp[above] - np.exp(pts + np.log(cq[above]))
+    over = np.flatnonzero(d_at > delta)
+    if over.size == 0:
+        return 0.0  # within delta already at eps = 0
+    j = int(over[0])  # the largest kink where the divergence still exceeds delta
+    if j == 0:  # pragma: no cover - rounding: the divergence at the top kink is the inf mass
+        return float(pts[0])
+    a, b = float(cp[above[j]]), float(cq[above[j]])
+    root = math.log(a - delta) - math.log(b) if (a > delta and b > 0) else float(pts[j])
+    return min(max(root, float(pts[j])), float(pts[j - 1]))
+
+
+class _Broken(Mechanism):
+    """The contract for the zoo. Constructors set ``claimed_eps``, ``true_eps`` and
+    ``inputs``; ``_params`` names the constructor parameters in order (``eps`` is read from
+    ``claimed_eps``, the others from the attributes of the same name)."""
+
+    name: ClassVar[str] = "broken"
+    exact_delta: ClassVar[bool] = False
+    finite: ClassVar[bool] = True
+    _params: ClassVar[tuple[str, ...]] = ("eps",)
     claimed_eps: float
     true_eps: float
     inputs: list[tuple[Any, Any]]
-    finite: bool = True
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The constructor parameters (``eps`` is the claimed eps)."""
+        return {key: (self.claimed_eps if key == "eps" else getattr(self, key)) for key in self._params}
 
     @property
     def rows(self) -> list[Any]:
@@ -105,22 +182,67 @@ class _Broken:
                     out.append(x)
         return out
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(claimed_eps={self.claimed_eps:g}, true_eps={self.true_eps:g})"
+    def neighbours(self) -> list[tuple[Any, Any]]:
+        """The audited input pairs (:attr:`inputs`)."""
+        return list(self.inputs)
+
+    def epsilon(self, delta: float = 0.0) -> float:
+        """``true_eps`` at ``delta = 0`` (0 at ``delta = 1``); in between exact where the
+        delta curve is known (``exact_delta``), else :class:`NotAvailable`."""
+        d = v.delta(delta, "delta")
+        if d == 0.0:
+            return float(self.true_eps)
+        if d >= 1.0:
+            return 0.0
+        return self._epsilon_at(d)
+
+    def _epsilon_at(self, delta: float) -> float:
+        raise NotAvailable(
+            f"delta: got {delta!r}, expected 0 or 1 for {self!r} (its delta curve is known only at and "
+            f"above its pure eps {self.true_eps:g}, where it is 0)"
+        )
+
+    def delta(self, eps: ArrayLike) -> float | NDArray[np.float64]:
+        """Smallest delta at ``eps``: 0 at and above ``true_eps``; below it exact where
+        ``exact_delta`` is True, else :class:`NotAvailable`."""
+        return _map_eps(eps, lambda e: 0.0 if e >= self.true_eps else self._delta_below(e))
+
+    def _delta_below(self, eps: float) -> float:
+        raise NotAvailable(
+            f"eps: got {eps!r}, expected eps >= {self.true_eps:g} for {self!r} (below its pure eps its "
+            "delta is not known exactly)"
+        )
 
 
-class _FiniteLogDensity:
-    """``log_density(x, y)`` for finite broken mechanisms with ``matrix()`` and ``rows``."""
+class _LaplacePair(_Broken):
+    """Output law a Laplace pair at shift 1 and scale ``scale``: the delta curve in closed
+    form (:func:`_laplace_pair_delta`)."""
+
+    exact_delta: ClassVar[bool] = True
+    finite: ClassVar[bool] = False
+
+    def _epsilon_at(self, delta: float) -> float:
+        return _laplace_pair_epsilon(delta, self.true_eps)
+
+    def _delta_below(self, eps: float) -> float:
+        return _laplace_pair_delta(eps, self.true_eps)
+
+
+class _FiniteLogDensity(_Broken):
+    """Finite broken mechanisms with ``matrix()`` and ``rows``: log density, and the exact
+    delta curve of the matrix (maximised over its rows)."""
+
+    exact_delta: ClassVar[bool] = True
 
     def _row_index(self, x: Any) -> int:
         try:
             xa = np.asarray(x)
         except (TypeError, ValueError):  # pragma: no cover - ragged input
             xa = None
-        for i, r in enumerate(self.rows):  # type: ignore[attr-defined]
+        for i, r in enumerate(self.rows):
             if xa is not None and xa.dtype != bool and np.shape(r) == xa.shape and np.array_equal(np.asarray(r), xa):
                 return i
-        raise invalid("x", x, f"one of the inputs {self.rows!r}")  # type: ignore[attr-defined]
+        raise invalid("x", x, f"one of the inputs {self.rows!r}")
 
     def _log_row(self, i: int) -> NDArray[np.float64]:
         """log of row ``i`` of ``matrix()`` (``-inf`` at probability 0)."""
@@ -134,9 +256,27 @@ class _FiniteLogDensity:
         i = self._row_index(x)
         return _codes_log(self._log_row(i), y)
 
+    def _finite(self) -> Any:
+        """``matrix()`` as a :func:`~ldpsim.mechanisms.finite.from_matrix` mechanism (cached)."""
+        fm = self.__dict__.get("_fm")
+        if fm is None:
+            from ldpsim.mechanisms.finite import from_matrix  # local: finite imports nothing of ours
+
+            fm = self.__dict__["_fm"] = from_matrix(self.matrix())  # type: ignore[attr-defined]
+        return fm
+
+    def delta(self, eps: ArrayLike) -> float | NDArray[np.float64]:
+        """Exact hockey-stick divergence of ``matrix()``, maximised over ordered pairs of its rows."""
+        return self._finite().delta(eps)  # type: ignore[no-any-return]
+
+    def _epsilon_at(self, delta: float) -> float:
+        lm = np.array([self._log_row(i) for i in range(len(self.rows))])
+        k = lm.shape[0]
+        return max(_pair_epsilon(lm[i], lm[j], delta) for i in range(k) for j in range(k) if i != j)
+
 
 # --------------------------------------------------------------------------- 1
-class DoubledRR(_FiniteLogDensity, _Broken):
+class DoubledRR(_FiniteLogDensity):
     """k-ary randomized response whose probabilities use ``2 eps``.
 
     Claims ``eps``. Reports the input with probability ``e^{2eps}/(k - 1 + e^{2eps})`` and
@@ -145,13 +285,15 @@ class DoubledRR(_FiniteLogDensity, _Broken):
     Inputs: symbols ``0..k-1``; the pair ``(0, 1)`` is a worst case (all pairs are).
     """
 
-    name = "doubled_rr"
+    name = "broken.doubled_rr"
+    _params = ("k", "eps")
 
     def __init__(self, k: int = 2, eps: float = 1.0) -> None:
         self.k = v.alphabet_size(k, "k")
         self.claimed_eps = _eps(eps)
         self.true_eps = 2.0 * self.claimed_eps
         self.inputs = [(0, 1)]
+        self.output_size = self.k
         self.keep = -math.expm1(-self.true_eps) / (1.0 + (self.k - 1) * math.exp(-self.true_eps))
 
     @property
@@ -180,7 +322,7 @@ class DoubledRR(_FiniteLogDensity, _Broken):
 
 
 # --------------------------------------------------------------------------- 2
-class UnaryNoReset(_FiniteLogDensity, _Broken):
+class UnaryNoReset(_FiniteLogDensity):
     """Symmetric unary encoding (RAPPOR-like) whose client never randomises its true bit.
 
     Correct client: one-hot vector of ``x``, each bit kept with probability
@@ -193,7 +335,8 @@ class UnaryNoReset(_FiniteLogDensity, _Broken):
     ``matrix()`` has one row per symbol ``0..k-1`` (a superset of the audited pair).
     """
 
-    name = "unary_no_reset"
+    name = "broken.unary_no_reset"
+    _params = ("k", "eps")
 
     def __init__(self, k: int = 4, eps: float = 1.0) -> None:
         self.k = v.integer(k, "k", minimum=2, maximum=16)
@@ -201,6 +344,7 @@ class UnaryNoReset(_FiniteLogDensity, _Broken):
         self.true_eps = math.inf
         self.p = 1.0 / (1.0 + math.exp(-self.claimed_eps / 2.0))
         self.inputs = [(0, 1)]
+        self.output_size = 2**self.k
 
     @property
     def rows(self) -> list[Any]:
@@ -226,7 +370,7 @@ class UnaryNoReset(_FiniteLogDensity, _Broken):
 
 
 # --------------------------------------------------------------------------- 3
-class LaplaceWrongScale(_Broken):
+class LaplaceWrongScale(_LaplacePair):
     """Laplace noise with scale ``eps`` instead of ``1/eps`` on a sensitivity-1 query.
 
     Claims ``eps``. Output ``x + Lap(b)`` with ``b = eps``; for neighbours ``x, x + 1`` the
@@ -235,8 +379,7 @@ class LaplaceWrongScale(_Broken):
     Inputs: query values ``(0, 1)``. Real output; exact CDF in :meth:`cdf`.
     """
 
-    name = "laplace_wrong_scale"
-    finite = False
+    name = "broken.laplace_wrong_scale"
 
     def __init__(self, eps: float = 0.5) -> None:
         self.claimed_eps = _eps(eps)
@@ -261,7 +404,7 @@ class LaplaceWrongScale(_Broken):
 
 
 # --------------------------------------------------------------------------- 4
-class HistogramWrongScale(_Broken):
+class HistogramWrongScale(_LaplacePair):
     """A histogram over ``bins`` bins with ``Lap(eps)`` noise per bin instead of ``Lap(1/eps)``.
 
     Claims ``eps``. Datasets are tuples of bin indices; neighbours differ by adding or
@@ -274,8 +417,8 @@ class HistogramWrongScale(_Broken):
     Inputs: ``(D, D + (affected,))`` with ``D = (0, 1, ..., bins-1)``.
     """
 
-    name = "histogram_wrong_scale"
-    finite = False
+    name = "broken.histogram_wrong_scale"
+    _params = ("eps", "bins", "affected")
 
     def __init__(self, eps: float = 0.5, bins: int = 4, affected: int = 0) -> None:
         self.claimed_eps = _eps(eps)
@@ -329,8 +472,9 @@ class NoisyMaxValue(_Broken):
     Inputs: ``((0,)*m, (1,)*m)``. Real output; exact CDF ``prod_i F(t - q_i)``.
     """
 
-    name = "noisy_max_value"
+    name = "broken.noisy_max_value"
     finite = False
+    _params = ("eps", "m")
 
     def __init__(self, eps: float = 1.0, m: int = 5) -> None:
         self.claimed_eps = _eps(eps)
@@ -407,13 +551,15 @@ class SVTNoQueryNoise(_FiniteLogDensity, _SVT):
     ``1 < rho <= 0`` under ``D'`` (impossible): ``true_eps = inf``.
     """
 
-    name = "svt_no_query_noise"
+    name = "broken.svt_no_query_noise"
+    _params = ("eps", "T")
 
     def __init__(self, eps: float = 1.0, T: float = 0.0) -> None:
         self._setup(eps, T)
         self.n_queries = 2
         self.true_eps = math.inf
         self.inputs = [((0, 1), (1, 0))]
+        self.output_size = self.n_queries + 1
 
     def matrix(self) -> NDArray[np.float64]:
         rows = []
@@ -466,7 +612,8 @@ class SVTNoCutoff(_FiniteLogDensity, _SVT):
     kinks (absolute error ~1e-13).
     """
 
-    name = "svt_no_cutoff"
+    name = "broken.svt_no_cutoff"
+    _params = ("eps", "m", "T")
 
     #: Smallest eps: the likelihood ratios on the pair are 1 + O(eps), and the quadrature
     #: (relative error ~1e-12) resolves them to ~1e-6 relative here; below it the exact eps
@@ -485,6 +632,7 @@ class SVTNoCutoff(_FiniteLogDensity, _SVT):
         D = (0,) * self.m + (1,) * self.m
         Dp = (1,) * self.m + (0,) * self.m
         self.inputs = [(D, Dp)]
+        self.output_size = 2**self.n_queries
         self.eps_bounds = (self.m / self.b_nu, 1.0 / self.b_rho + 2 * self.m * 2.0 / self.b_nu)
         self._matrix: NDArray[np.float64] | None = None
         from ldpsim.mechanisms.finite import from_matrix  # local: finite imports nothing of ours
@@ -546,8 +694,10 @@ class SVTReturnsValue(_SVT):
     quadrature over ``rho``, absolute error ~1e-12).
     """
 
-    name = "svt_returns_value"
+    name = "broken.svt_returns_value"
     finite = False
+    has_density = False
+    _params = ("eps", "m", "T")
 
     def __init__(self, eps: float = 1.0, m: int = 7, T: float = 0.0) -> None:
         self._setup(eps, T)
