@@ -1,38 +1,89 @@
-"""ldpsim: simulate and validate local differential privacy."""
+"""ldpsim: simulate and validate local differential privacy.
 
-from importlib.metadata import PackageNotFoundError, version
+The names below are imported on first use (PEP 562), so ``import ldpsim`` and
+``ldpsim --help`` do not pay for scipy, pandas, matplotlib or SimPy.
+"""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ldpsim._lazy import lazy_exports
 from ldpsim.errors import LdpSimError
-from ldpsim.mechanisms import (
-    FiniteMechanism,
-    MatrixMechanism,
-    RandomizedResponse,
-    binary_mechanism,
-    binary_mechanism_for_prior,
-    binary_mechanism_for_priors,
-    from_matrix,
-    pattern_matrix,
-    quaternary_mechanism,
-    randomized_response,
-    staircase_mechanism,
-    truncated_geometric,
-)
-from ldpsim.analyst import frequency_estimate
-from ldpsim.utility import (
-    KL,
-    ChiSquare,
-    FDivergence,
-    Hellinger,
-    MutualInformation,
-    TotalVariation,
-    better_of_binary_and_rr,
-    optimal_mechanism,
-)
 
-try:
-    __version__ = version("ldpsim")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0+unknown"
+if TYPE_CHECKING:  # what static tools see; at run time each name is imported on first use
+    from ldpsim.analyst import frequency_estimate
+    from ldpsim.mechanisms import (
+        FiniteMechanism,
+        MatrixMechanism,
+        RandomizedResponse,
+        binary_mechanism,
+        binary_mechanism_for_prior,
+        binary_mechanism_for_priors,
+        from_matrix,
+        pattern_matrix,
+        quaternary_mechanism,
+        randomized_response,
+        staircase_mechanism,
+        truncated_geometric,
+    )
+    from ldpsim.utility import (
+        KL,
+        ChiSquare,
+        FDivergence,
+        Hellinger,
+        MutualInformation,
+        TotalVariation,
+        better_of_binary_and_rr,
+        optimal_mechanism,
+    )
+
+    __version__: str
+
+_MECHANISMS = (
+    "FiniteMechanism",
+    "MatrixMechanism",
+    "RandomizedResponse",
+    "binary_mechanism",
+    "binary_mechanism_for_prior",
+    "binary_mechanism_for_priors",
+    "from_matrix",
+    "pattern_matrix",
+    "quaternary_mechanism",
+    "randomized_response",
+    "staircase_mechanism",
+    "truncated_geometric",
+)
+_UTILITY = (
+    "KL",
+    "ChiSquare",
+    "FDivergence",
+    "Hellinger",
+    "MutualInformation",
+    "TotalVariation",
+    "better_of_binary_and_rr",
+    "optimal_mechanism",
+)
+_EXPORTS = {
+    **dict.fromkeys(_MECHANISMS, "ldpsim.mechanisms"),
+    **dict.fromkeys(_UTILITY, "ldpsim.utility"),
+    "frequency_estimate": "ldpsim.analyst",
+}
+_getattr, __dir__ = lazy_exports(__name__, {**_EXPORTS, "__version__": ""})
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":  # read from the installed metadata on first use
+        from importlib.metadata import PackageNotFoundError, version
+
+        global __version__
+        try:
+            __version__ = version("ldpsim")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            __version__ = "0.0.0+unknown"
+        return __version__
+    return _getattr(name)
+
 
 __all__ = [
     "KL",

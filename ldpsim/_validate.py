@@ -19,7 +19,10 @@ SUM_TOL = 1e-9
 MAX_TOTAL = 2**62
 
 
-def _as_float(value: object, name: str, expected: str) -> float:
+def as_float(value: object, name: str, expected: str) -> float:
+    """A real scalar (Python or numpy number, or a 0-d numeric array) as a float; bools,
+    strings and arrays are refused with ``name: got VALUE, expected EXPECTED``. NaN and
+    +-inf pass: the caller checks the range."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         try:
             arr = np.asarray(value)
@@ -34,8 +37,27 @@ def _as_float(value: object, name: str, expected: str) -> float:
         raise invalid(name, value, expected) from None
 
 
-def _real_array(value: ArrayLike, name: str, expected: str) -> NDArray[np.float64]:
-    """A float64 array from real numbers; anything else (strings, complex, objects) is refused."""
+def real(value: object, name: str, expected: str = "a real number") -> float:
+    """A real scalar that is not NaN (+-inf pass: the caller checks the range)."""
+    out = as_float(value, name, expected)
+    if math.isnan(out):
+        raise invalid(name, value, expected)
+    return out
+
+
+def positive(value: object, name: str, *, finite: bool = True) -> float:
+    """A number > 0: finite (``a finite number > 0``) unless ``finite=False``
+    (``a number > 0``, ``inf`` allowed)."""
+    expected = "a finite number > 0" if finite else "a number > 0"
+    x = as_float(value, name, expected)
+    if math.isnan(x) or x <= 0 or (finite and math.isinf(x)):
+        raise invalid(name, value, expected)
+    return x
+
+
+def real_array(value: ArrayLike, name: str, expected: str = "real numbers") -> NDArray[np.float64]:
+    """A float64 array (any shape) from real numbers; anything else (strings, complex,
+    objects, bools) is refused. NaN and +-inf pass: see :func:`finite_array`."""
     try:
         arr = np.asarray(value)
     except (TypeError, ValueError):
@@ -43,6 +65,20 @@ def _real_array(value: ArrayLike, name: str, expected: str) -> NDArray[np.float6
     if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
         raise invalid(name, value, expected)
     return arr.astype(np.float64)
+
+
+def finite_array(value: ArrayLike, name: str, expected: str = "finite real numbers") -> NDArray[np.float64]:
+    """A float64 array (any shape) of finite real numbers; one message, ``expected``, for
+    every refusal (not real, NaN or +-inf)."""
+    arr = real_array(value, name, expected)
+    if not np.all(np.isfinite(arr)):
+        raise invalid(name, value, expected)
+    return arr
+
+
+#: the former private names (kept for the modules that use them)
+_as_float = as_float
+_real_array = real_array
 
 
 def epsilon(value: object, name: str = "eps", *, allow_inf: bool = False) -> float:

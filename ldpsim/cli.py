@@ -1,4 +1,8 @@
-"""The ``ldpsim`` command line: argument parsing and wiring only."""
+"""The ``ldpsim`` command line: argument parsing and wiring only.
+
+Only the standard library is imported here; each handler imports what it needs, so
+``ldpsim --help`` and a usage error cost no numpy, pandas or scipy.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +12,6 @@ import sys
 import time
 from typing import Sequence
 
-import numpy as np
-import pandas as pd
-
-from ldpsim import __version__
 from ldpsim.errors import LdpSimError
 
 
@@ -22,9 +22,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+class _Version(argparse._VersionAction):
+    """``--version``, reading the installed version only when asked (not for every command)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+        from ldpsim import __version__
+
+        self.version = f"ldpsim {__version__}"
+        super().__call__(parser, namespace, values, option_string)
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ldpsim", description="Simulate and validate local differential privacy.")
-    parser.add_argument("--version", action="version", version=f"ldpsim {__version__}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser(
@@ -187,6 +197,8 @@ DEMO_MAX_K = 10_000
 
 
 def _demo(args: argparse.Namespace) -> int:
+    import numpy as np
+    import pandas as pd
     from tqdm import tqdm
 
     from ldpsim import _validate as v
@@ -283,6 +295,8 @@ def _reproduce(args: argparse.Namespace) -> int:
 def _audit(args: argparse.Namespace) -> int:
     import json
 
+    import numpy as np
+
     from ldpsim.analyst import audit as au
     from ldpsim.analyst import targets as tg
 
@@ -357,6 +371,8 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _json_float(x: float | None) -> float | str | None:
+    import numpy as np
+
     if x is None or np.isfinite(x):
         return x
     return "nan" if np.isnan(x) else ("inf" if x > 0 else "-inf")

@@ -3,6 +3,9 @@
 ``X`` has density proportional to ``exp(-||x||_p^alpha)`` on R^n (``p`` in [1, inf], ``alpha >= 1``).
 Exact Fisher information and mean squared norm, the uncertainty-principle product
 ``err * mu^2 = ||I||_2 E||X||_2^2 >= n``, samples of the privacy loss and its distance to Gaussian DP.
+
+The ``l_p`` Laplace mechanism :class:`NormLaplace` (``alpha = 1``, scale ``1/eps``) lives in
+:mod:`ldpsim.mechanisms.norm_laplace` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from scipy import special, stats
 from ldpsim import _validate
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import invalid
+from ldpsim.mechanisms.norm_laplace import CHUNK, NormLaplace, norm_p, norm_power_rows, norm_power_sample
+from ldpsim.mechanisms.norm_laplace import p_norm as _p_norm
 
 __all__ = [
     "NormPowerNoise",
@@ -27,29 +32,7 @@ __all__ = [
 ]
 
 #: Elements per chunk when sampling (size * n entries are generated chunk by chunk).
-_CHUNK = 1 << 20
-
-
-def _real(value: object, name: str, expected: str) -> float:
-    out = _validate._as_float(value, name, expected)
-    if math.isnan(out):
-        raise invalid(name, value, expected)
-    return out
-
-
-def _p_norm(x: NDArray[np.float64], p: float) -> NDArray[np.float64]:
-    """``||x||_p`` along the last axis, scaled by the max so large p neither overflows nor underflows."""
-    a = np.abs(x)
-    if p == 1.0:
-        return a.sum(axis=-1)
-    if p == 2.0:
-        return np.sqrt(np.einsum("...i,...i->...", a, a))
-    m = a.max(axis=-1)
-    if math.isinf(p):
-        return m
-    safe = np.where(m > 0, m, 1.0)
-    r = a / safe[..., None]
-    return m * np.sum(r**p, axis=-1) ** (1.0 / p)
+_CHUNK = CHUNK
 
 
 class NormPowerNoise:
@@ -57,11 +40,8 @@ class NormPowerNoise:
 
     def __init__(self, n: int, p: float, alpha: float):
         self.n = _validate.integer(n, "n", minimum=1)
-        p_val = _real(p, "p", "a number >= 1 (np.inf allowed)")
-        if p_val < 1:
-            raise invalid("p", p, "a number >= 1 (np.inf allowed)")
-        self.p = p_val
-        a_val = _real(alpha, "alpha", "a finite number >= 1")
+        self.p = norm_p(p)
+        a_val = _validate.real(alpha, "alpha", "a finite number >= 1")
         if not (1 <= a_val < math.inf):
             raise invalid("alpha", alpha, "a finite number >= 1")
         self.alpha = a_val
@@ -71,35 +51,16 @@ class NormPowerNoise:
 
     # ----------------------------------------------------------------- sampling
     def _sample_chunk(self, rows: int, gen: np.random.Generator) -> NDArray[np.float64]:
-        n, p, alpha = self.n, self.p, self.alpha
-        # |G_i| with density prop. to exp(-g^p) on g > 0 is Gamma(1 + 1/p)^(1/p) * Uniform(0, 1)
-        # (|G|^p ~ Gamma(1/p)); p = inf gives Uniform(0, 1). Exact, no underflow for large p.
-        if math.isinf(p):
-            mag = gen.random((rows, n))
-        else:
-            scale = gen.standard_gamma(1.0 + 1.0 / p, size=(rows, n)) ** (1.0 / p)
-            mag = scale * gen.random((rows, n))
-        sign = gen.integers(0, 2, size=(rows, n), dtype=np.int8) * 2 - 1
-        g = mag * sign
-        norm = _p_norm(g, p)
-        radius = gen.standard_gamma(n / alpha, size=rows) ** (1.0 / alpha)
-        return g * (radius / norm)[:, None]
+        return norm_power_rows(self.n, self.p, self.alpha, rows, gen)
 
     def sample(self, size: int, rng: RNGLike = None) -> NDArray[np.float64]:
         """``size`` i.i.d. draws, shape ``(size, n)``: ``X = R U``, ``R^alpha ~ Gamma(n/alpha)``,
         ``U = G / ||G||_p`` (cone measure), drawn in chunks of about 2^20 entries."""
-        size = _validate.integer(size, "size", minimum=0)
-        gen = as_generator(rng)
-        out = np.empty((size, self.n))
-        step = max(1, _CHUNK // self.n)
-        for start in range(0, size, step):
-            stop = min(size, start + step)
-            out[start:stop] = self._sample_chunk(stop - start, gen)
-        return out
+        return norm_power_sample(self.n, self.p, self.alpha, size, rng)
 
     # ------------------------------------------------------------ phi and grad
     def _rows(self, x: ArrayLike) -> NDArray[np.float64]:
-        arr = _validate._real_array(x, "x", f"real points of dimension {self.n} (shape (n,) or (size, n))")
+        arr = _validate.real_array(x, "x", f"real points of dimension {self.n} (shape (n,) or (size, n))")
         if arr.ndim not in (1, 2) or arr.shape[-1] != self.n:
             raise invalid("x", f"an array of shape {arr.shape}", f"shape ({self.n},) or (size, {self.n})")
         return arr
@@ -180,7 +141,7 @@ class NormPowerNoise:
 
     def scale_for_mu(self, mu: float) -> float:
         """``t = sqrt(||I||_2) / mu``: the scale making the mechanism asymptotically mu-GDP."""
-        m = _real(mu, "mu", "a finite number > 0")
+        m = _validate.real(mu, "mu", "a finite number > 0")
         if not (0 < m < math.inf):
             raise invalid("mu", mu, "a finite number > 0")
         return math.sqrt(self.fisher_norm()) / m
@@ -196,10 +157,10 @@ class NormPowerNoise:
         """Samples of ``L(y) = phi((y - f(D'))/t) - phi((y - f(D))/t)`` with ``f(D') - f(D) = v``:
         under D (``y = f(D) + tX``: ``L = phi(X - v/t) - phi(X)``) and, independently, under D'
         (``y = f(D') + tX``: ``L = phi(X) - phi(X + v/t)``)."""
-        vec = _validate._real_array(v, "v", f"a finite vector of length {self.n}")
-        if vec.shape != (self.n,) or not np.all(np.isfinite(vec)):
+        vec = _validate.finite_array(v, "v", f"a finite vector of length {self.n}")
+        if vec.shape != (self.n,):
             raise invalid("v", v, f"a finite vector of length {self.n}")
-        tt = _real(t, "t", "a finite number > 0")
+        tt = _validate.real(t, "t", "a finite number > 0")
         if not (0 < tt < math.inf):
             raise invalid("t", t, "a finite number > 0")
         size = _validate.integer(size, "size", minimum=0)
@@ -220,56 +181,9 @@ class NormPowerNoise:
 
 
 # ------------------------------------------------------------------ f-DP tools
-class NormLaplace:
-    """The ``l_p`` Laplace mechanism on R^n: output ``x + Z / eps`` with ``Z`` of density
-    proportional to ``exp(-||z||_p)`` (``NormPowerNoise(n, p, 1)``), i.e. output density
-    ``eps^n exp(-eps ||y - x||_p) / c_{n,p}``, ``c_{n,p} = (2 Gamma(1 + 1/p))^n Gamma(n + 1) /
-    Gamma(1 + n/p)`` (the unit ``l_p`` ball's volume times ``Gamma(n + 1)``).
-
-    eps-DP for inputs at ``l_p`` distance <= 1, exactly: by the triangle inequality the
-    log-ratio of the densities at ``x`` and ``x'`` is at most ``eps ||x - x'||_p``, with
-    equality on the ray from ``x`` away from ``x'``."""
-
-    def __init__(self, n: int, p: float, eps: float):
-        self.noise = NormPowerNoise(n, p, 1.0)
-        self.n, self.p = self.noise.n, self.noise.p
-        e = _real(eps, "eps", "a finite number > 0")
-        if not (0 < e < math.inf):
-            raise invalid("eps", eps, "a finite number > 0")
-        self.eps = e
-        gam = 0.0 if math.isinf(self.p) else special.gammaln(1.0 + 1.0 / self.p)
-        ball = self.n * (math.log(2.0) + gam) - (0.0 if math.isinf(self.p) else special.gammaln(1.0 + self.n / self.p))
-        self.log_norm = ball + special.gammaln(self.n + 1.0) - self.n * math.log(self.eps)
-
-    def __repr__(self) -> str:
-        return f"NormLaplace(n={self.n}, p={self.p!r}, eps={self.eps!r})"
-
-    def _x(self, x: ArrayLike) -> NDArray[np.float64]:
-        arr = np.asarray(x, dtype=np.float64)
-        if arr.shape != (self.n,) or not np.all(np.isfinite(arr)):
-            raise invalid("x", x, f"a finite vector of length {self.n}")
-        return arr
-
-    def epsilon(self, distance: float = 1.0) -> float:
-        """Exact eps for inputs at ``l_p`` distance ``distance``."""
-        return self.eps * float(distance)
-
-    def sample(self, x: ArrayLike, size: int, rng: RNGLike = None) -> NDArray[np.float64]:
-        """``size`` outputs on input ``x``, shape ``(size, n)``."""
-        return self._x(x) + self.noise.sample(size, rng) / self.eps
-
-    def log_density(self, x: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
-        """Log density of the outputs ``y`` (shape ``(m, n)``; for ``n = 1`` also ``(m,)``) on
-        input ``x``."""
-        y = np.asarray(y, dtype=np.float64)
-        if self.n == 1 and y.ndim == 1:
-            y = y[:, None]
-        return -self.eps * _p_norm(y - self._x(x), self.p) - self.log_norm
-
-
 def _loss_array(value: ArrayLike, name: str) -> NDArray[np.float64]:
-    arr = _validate._real_array(value, name, "a non-empty 1-D array of finite losses")
-    if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
+    arr = _validate.finite_array(value, name, "a non-empty 1-D array of finite losses")
+    if arr.ndim != 1 or arr.size == 0:
         raise invalid(name, value, "a non-empty 1-D array of finite losses")
     return arr
 
@@ -283,7 +197,7 @@ def empirical_tradeoff(loss_p: ArrayLike, loss_r: ArrayLike, alphas: ArrayLike) 
     trade-off function between the two empirical distributions of L."""
     lp = np.sort(_loss_array(loss_p, "loss_p"))
     lr = np.sort(_loss_array(loss_r, "loss_r"))
-    a = _validate._real_array(alphas, "alphas", "levels in [0, 1]")
+    a = _validate.real_array(alphas, "alphas", "levels in [0, 1]")
     if not np.all((a >= 0) & (a <= 1)):
         raise invalid("alphas", alphas, "levels in [0, 1]")
     shape = a.shape
@@ -308,7 +222,7 @@ def gdp_distance(loss_p: ArrayLike, loss_r: ArrayLike, mu: float, grid: int = 10
     sd and N(0, 1); ``tradeoff_gap``: max over ``grid`` equally spaced alphas in [0, 1] of
     ``|empirical_tradeoff - G_mu|``, ``G_mu(a) = Phi(Phi^-1(1 - a) - mu)``."""
     lp = _loss_array(loss_p, "loss_p")
-    m = _real(mu, "mu", "a finite number >= 0")
+    m = _validate.real(mu, "mu", "a finite number >= 0")
     if not (0 <= m < math.inf):
         raise invalid("mu", mu, "a finite number >= 0")
     grid = _validate.integer(grid, "grid", minimum=2)

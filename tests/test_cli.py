@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 
@@ -39,8 +40,8 @@ def test_demo_is_reproducible(capsys):
         (["nonsense"], "invalid choice"),
     ],
 )
-def test_errors_are_one_line_and_exit_2(argv, needle):
-    proc = subprocess.run([sys.executable, "-m", "ldpsim", *argv], capture_output=True, text=True)
+def test_errors_are_one_line_and_exit_2(argv, needle, cli):
+    proc = cli(*argv)
     assert proc.returncode == 2
     assert proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
@@ -48,7 +49,20 @@ def test_errors_are_one_line_and_exit_2(argv, needle):
     assert "Traceback" not in proc.stderr
 
 
+def test_installed_entry_point_runs_end_to_end():
+    # the console script of the installed package (a true subprocess, once): a usage
+    # error and --version go through the same main() as every in-process test
+    exe = shutil.which("ldpsim")
+    if exe is None:  # pragma: no cover - package not installed, only on the path
+        pytest.skip("no ldpsim entry point installed")
+    bad = subprocess.run([exe, "demo", "--k", "1"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.strip() == "ldpsim: error: --k: got 1, expected an integer >= 2 and <= 10000"
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=120)
+    assert version.returncode == 0 and version.stdout.startswith("ldpsim ")
+
+
 def test_output_piped_into_a_closed_reader_ends_quietly():
+    # a real pipe whose reader (head) closes early: needs a true subprocess
     proc = subprocess.run(f"{sys.executable} -m ldpsim demo --n 1000 --k 200 --seed 1 | head -1",
                           shell=True, capture_output=True, text=True)  # fmt: skip
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr

@@ -364,3 +364,53 @@ def test_norm_laplace_privacy_and_samples():
     assert np.all(np.abs(s.mean(axis=0) - xp) < 6 * se)
     with pytest.raises(ValueError, match="eps"):
         NormLaplace(3, 2.0, 0.0)
+
+
+# --------------------------------------------------------------------------- NormLaplace: the mechanism contract
+@pytest.mark.parametrize("n, p", [(1, 2.0), (3, 1.5), (4, math.inf), (2, 1.0)])
+def test_norm_laplace_contract(n, p):
+    from ldpsim.highdim import NormLaplace, _p_norm
+    from ldpsim.mechanisms.base import Mechanism, NotAvailable
+    from ldpsim.mechanisms.norm_laplace import NormLaplace as Moved
+
+    eps = 0.8
+    m = NormLaplace(n, p, eps)
+    assert NormLaplace is Moved and isinstance(m, Mechanism) and m.name == "norm_laplace"
+    assert m.params == {"n": n, "p": p, "eps": eps} and repr(m) == f"NormLaplace(n={n}, p={p!r}, eps={eps!r})"
+    assert m == NormLaplace(n, p, eps) and hash(m) == hash(NormLaplace(n, p, eps)) and m != NormLaplace(n, p, 0.9)
+    # neighbours at l_p distance 1
+    [(x0, x1)] = m.neighbours()
+    assert len(x0) == len(x1) == n
+    assert float(_p_norm(np.subtract(x1, x0), p)) == 1.0
+    # the pure eps, its scaling with the distance, the boundary of is_private
+    assert m.epsilon(0) == eps and m.epsilon() == eps and m.epsilon(0.0, distance=2.5) == 2.5 * eps
+    assert m.is_private(eps) and not m.is_private(eps * (1 - 1e-6))
+    assert m.delta(eps) == 0.0 and m.delta(math.inf) == 0.0 and m.epsilon(1.0) == 0.0
+    # sample: n reports of dimension n
+    s = m.sample(x1, 5, rng=3)
+    assert s.shape == (5, n)
+    with pytest.raises(LdpSimError, match="^x: got"):
+        m.sample(0.0 if n > 1 else [0.0, 1.0], 5)
+    if n == 1:  # the Laplace mechanism: exact below eps too
+        assert m.exact_delta
+        for t in (0.0, 0.3, 0.79):
+            # hockey-stick divergence of Lap(0, 1/eps) vs Lap(1, 1/eps) at 30 digits
+            with mpmath.workdps(30):
+                e, tt = mpmath.mpf(eps), mpmath.mpf(t)
+                f0 = lambda y: e / 2 * mpmath.exp(-e * abs(y))  # noqa: E731
+                f1 = lambda y: e / 2 * mpmath.exp(-e * abs(y - 1))  # noqa: E731
+                g = lambda y: max(f0(y) - mpmath.exp(tt) * f1(y), 0)  # noqa: E731
+                # the integrand is positive left of y* = (1 - t/eps)/2, where the loss crosses t
+                ref = mpmath.quad(g, [-mpmath.inf, 0, (1 - tt / e) / 2])
+            assert m.delta(t) == pytest.approx(float(ref), rel=1e-12)
+            assert m.epsilon(m.delta(t)) <= t
+        assert m.is_private(0.3, m.delta(0.3)) and not m.is_private(0.3, m.delta(0.3) * (1 - 1e-6))
+    else:  # below eps: a d-dimensional integral, not available; delta > 0 there, so not pure
+        assert not m.exact_delta
+        with pytest.raises(NotAvailable, match=r"^eps: got 0\.5,"):
+            m.delta(0.5)
+        with pytest.raises(NotAvailable, match=r"^delta: got 0\.1,"):
+            m.epsilon(0.1)
+        assert not m.is_private(eps * (1 - 1e-6), 0.0)
+        g = m.guarantee()
+        assert g.delta(eps) == 0.0 and g.delta(0.5) > 0  # the pure eps-DP bound

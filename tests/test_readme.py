@@ -1,20 +1,116 @@
-"""Every Python example in README.md runs as written."""
+"""The documentation runs: every ```python block of README.md and docs/**/*.md executes as
+written, and every relative link in them points to a file of the repository.
+
+Each block runs in a fresh namespace, with the working directory a new temporary
+directory (so a block may write files) that holds a link to the repository's
+``scenarios/`` folder (so ``run_scenario("scenarios/survey.toml")`` works as it does from
+the repository root). Blocks are meant to be quick (well under ~2 s each); fenced blocks in
+other languages (bash, toml, text, plain output) are not run.
+
+Blocks that import the auditor's own package ``ldpsim.audit`` run once that package exists;
+while it does not (the auditor still lives in ``ldpsim.analyst``), they are reported as
+expected failures, not skipped, and run again as soon as the package is there.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+#: A fenced block: opening fence at the start of a line, its info string, the body.
+_FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", flags=re.S | re.M)
+#: Inline and reference-style targets of markdown links and images: ``[text](target)``.
+_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+#: Pages written on another branch of the same refactor; a link to one of them that does
+#: not resolve yet is an expected failure until the branches are merged.
+PENDING_PAGES = {"docs/theory.md", "docs/references.md"}
 
 
-def test_readme_has_examples():
-    assert len(BLOCKS) >= 2
+def _rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
 
 
-@pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_readme_example_runs(index, capsys):
-    exec(compile(BLOCKS[index], f"README.md python block {index}", "exec"), {})
+def _blocks() -> list[tuple[str, int, str]]:
+    out = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        python = [body for info, body in _FENCE.findall(text) if info.strip().split(" ")[0] == "python"]
+        out.extend((_rel(page), i, body) for i, body in enumerate(python))
+    return out
+
+
+BLOCKS = _blocks()
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives the headings of ``page``: lower case, punctuation other than
+    ``-`` and ``_`` dropped, spaces to hyphens."""
+    out = set()
+    for line in _FENCE.sub("", page.read_text(encoding="utf-8")).splitlines():
+        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if m:
+            out.add(re.sub(r"[^\w\- ]", "", m.group(1).lower()).replace(" ", "-"))
+    return out
+
+
+def _outside_code(text: str) -> str:
+    """``text`` without fenced blocks and inline code spans (links there are not links)."""
+    text = _FENCE.sub("", text)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def test_docs_have_examples():
+    pages_with_code = {page for page, _, _ in BLOCKS}
+    assert "README.md" in pages_with_code
+    assert len(BLOCKS) >= 12, f"expected the guides to carry their examples, found {len(BLOCKS)} blocks"
+
+
+@pytest.mark.parametrize(("page", "index", "code"), BLOCKS, ids=[f"{p}#{i}" for p, i, _ in BLOCKS])
+def test_python_block_runs(page, index, code, tmp_path, monkeypatch, capsys):
+    if "ldpsim.audit" in code and importlib.util.find_spec("ldpsim.audit") is None:
+        pytest.xfail("uses the package ldpsim.audit, which this tree does not have yet")
+    os.symlink(ROOT / "scenarios", tmp_path / "scenarios", target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, f"{page} python block {index}", "exec"), {"__name__": f"docs_block_{index}"})
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[_rel(p) for p in PAGES])
+def test_relative_links_resolve(page):
+    broken, pending = [], []
+    for target in _LINK.findall(_outside_code(page.read_text(encoding="utf-8"))):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+            continue  # an absolute URL (https:, mailto:)
+        if target.startswith("#"):
+            if target[1:] not in _anchors(page):
+                broken.append(f"{target} (no such heading)")
+            continue
+        file_part, _, anchor = target.partition("#")
+        path = (page.parent / file_part).resolve()
+        if path.exists():
+            if anchor and path.suffix == ".md" and anchor not in _anchors(path):
+                broken.append(f"{target} (no such heading)")
+            continue
+        try:
+            name = path.relative_to(ROOT).as_posix()
+        except ValueError:
+            broken.append(f"{target} (outside the repository)")
+            continue
+        (pending if name in PENDING_PAGES else broken).append(target)
+    assert not broken, f"{_rel(page)}: links to missing files: {broken}"
+    if pending:
+        pytest.xfail(f"{_rel(page)}: links to pages written on another branch: {pending}")
+
+
+def test_no_links_outside_the_repository():
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for word in ("../shared", "THEORY.md", "DESIGN.md"):
+            assert word not in text, f"{_rel(page)} mentions {word}"

@@ -2,7 +2,7 @@
 
 Three estimators of the input distribution ``P`` (length ``k``) from the output counts
 ``c`` (length ``m``, ``n = sum c`` reports, ``f = c / n`` the observed output frequencies)
-of a finite mechanism ``Q`` (``k x m``, THEORY sec. 2-3, ``M = P^T Q``):
+of a finite mechanism ``Q`` (``k x m``, docs/theory.md sec. 2-3, ``M = P^T Q``):
 
 - :func:`inversion_estimate`: the unbiased linear (inversion) estimator ``A f`` with ``A``
   the ``k x m`` least-squares inverse (``A Q^T = I``), with its exact covariance
@@ -14,7 +14,10 @@ of a finite mechanism ``Q`` (``k x m``, THEORY sec. 2-3, ``M = P^T Q``):
 and per-category confidence intervals (:func:`confidence_intervals`).
 
 Everything works from frequencies in float64, never from products of counts, so counts of
-10^12 reports and more are handled without overflow. Randomized response uses its closed
+10^12 reports and more are handled without overflow. The estimators never ask which
+mechanism produced the reports: the mechanism inverts them itself
+(:meth:`~ldpsim.mechanisms.FiniteMechanism.invert`, ``inversion_covariance``,
+``inversion_variance``, ``forward``, ``backward``). Randomized response answers with closed
 forms (``A f = (f - p_other) / q``, covariance ``(diag(M) - M M^T) / (n q^2)``, ``q`` the
 keep probability) and never builds a ``k x k`` matrix except the requested covariance.
 """
@@ -31,10 +34,9 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from ldpsim import _validate as v
-from ldpsim.analyst.frequency import _inverse, _keep, frequency_estimate
+from ldpsim.analyst.frequency import frequency_estimate
 from ldpsim.errors import invalid
 from ldpsim.mechanisms.finite import FiniteMechanism, check_dense
-from ldpsim.mechanisms.randomized_response import RandomizedResponse
 
 #: Weight of the uniform distribution in the EM starting point (keeps it in the interior,
 #: where EM can move every coordinate; EM never revives a coordinate that is exactly zero).
@@ -63,54 +65,6 @@ def _confidence(value: object, name: str = "confidence") -> float:
     if not (0.0 < x < 1.0):  # also rejects NaN
         raise invalid(name, value, expected)
     return x
-
-
-def _covariance(mechanism: FiniteMechanism, marginal: NDArray[np.float64], n: float) -> NDArray[np.float64]:
-    """``A (diag(M) - M M^T) A^T / n`` for an output distribution ``M`` (length m)."""
-    if isinstance(mechanism, RandomizedResponse):
-        q = _keep(mechanism)
-        cov = -np.outer(marginal, marginal)
-        cov[np.diag_indices_from(cov)] += marginal
-        return cov / (n * q * q)
-    a = _inverse(mechanism)
-    am = a @ marginal
-    cov = (a * marginal[None, :]) @ a.T - np.outer(am, am)
-    cov = (cov + cov.T) / 2.0  # exactly symmetric
-    return cov / n
-
-
-def _variance(mechanism: FiniteMechanism, marginal: NDArray[np.float64], n: float) -> NDArray[np.float64]:
-    """The diagonal of :func:`_covariance` without building the ``k x k`` matrix."""
-    if isinstance(mechanism, RandomizedResponse):
-        q = _keep(mechanism)
-        var = marginal * (1.0 - marginal) / (n * q * q)
-    else:
-        a = _inverse(mechanism)
-        var = ((a * a) @ marginal - (a @ marginal) ** 2) / n
-    return np.clip(var, 0.0, None)
-
-
-def _forward(mechanism: FiniteMechanism, p: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``M = p^T Q`` (no validation)."""
-    if isinstance(mechanism, RandomizedResponse):
-        return mechanism.keep * p + mechanism.p_other * p.sum()
-    return p @ mechanism.matrix
-
-
-def _backward(mechanism: FiniteMechanism, g: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``Q g`` (length k) for a vector ``g`` over outputs."""
-    if isinstance(mechanism, RandomizedResponse):
-        return mechanism.p_keep * g + mechanism.p_other * (g.sum() - g)
-    return mechanism.matrix @ g
-
-
-def _coefficient_range(mechanism: FiniteMechanism) -> NDArray[np.float64]:
-    """``max_y A[x, y] - min_y A[x, y]`` per input x: the range of one report's contribution."""
-    if isinstance(mechanism, RandomizedResponse):
-        # A = (I - p_other 1 1^T) / q: row x has 1 - p_other at y = x and -p_other elsewhere.
-        return np.full(mechanism.k, 1.0 / _keep(mechanism))
-    a = _inverse(mechanism)
-    return a.max(axis=1) - a.min(axis=1)
 
 
 # --------------------------------------------------------------------- inversion estimator
@@ -144,7 +98,7 @@ class InversionEstimate:
         """Plug-in covariance ``A (diag(f) - f f^T) A^T / n`` (``k x k``, built on first
         access, so a huge randomized response costs nothing until it is asked for)."""
         check_dense(self.mechanism.k, self.mechanism.k, "covariance")
-        return _covariance(self.mechanism, self.frequencies, float(self.n))
+        return self.mechanism.inversion_covariance(self.frequencies, float(self.n))
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame({"category": list(self.labels), "estimate": self.estimate, "std_error": self.std_error})
@@ -175,7 +129,7 @@ def inversion_estimate(mechanism: FiniteMechanism, counts: ArrayLike) -> Inversi
     """
     f, n = _frequencies(mechanism, counts)
     est = frequency_estimate(mechanism, counts).estimate
-    se = np.sqrt(_variance(mechanism, f, float(n)))
+    se = np.sqrt(mechanism.inversion_variance(f, float(n)))
     return InversionEstimate(mechanism.input_labels, est, se, f, n, mechanism)
 
 
@@ -202,7 +156,7 @@ def exact_covariance(mechanism: FiniteMechanism, prior: ArrayLike, n: int) -> ND
     p = v.probability_vector(prior, "prior", size=mechanism.k)
     n = v.integer(n, "n", minimum=1)
     check_dense(mechanism.k, mechanism.k, "covariance")
-    return _covariance(mechanism, mechanism.marginal(p), float(n))
+    return mechanism.inversion_covariance(mechanism.marginal(p), float(n))
 
 
 # --------------------------------------------------------------------- projection
@@ -297,11 +251,10 @@ def em_estimate(mechanism: FiniteMechanism, counts: ArrayLike, tol: float = 1e-1
         raise invalid("tol", tol, "a finite number > 0")
     max_iter = v.integer(max_iter, "max_iter", minimum=1)
     seen = f > 0
-    if not isinstance(mechanism, RandomizedResponse):
-        impossible = seen & ~(mechanism.matrix > 0).any(axis=0)
-        if np.any(impossible):
-            y = int(np.flatnonzero(impossible)[0])
-            raise invalid("counts", f"reports of output {y}", "no reports of an output that no input can produce")
+    impossible = seen & ~mechanism.possible_outputs()
+    if np.any(impossible):
+        y = int(np.flatnonzero(impossible)[0])
+        raise invalid("counts", f"reports of output {y}", "no reports of an output that no input can produce")
     k = mechanism.k
     start = project_to_simplex(frequency_estimate(mechanism, counts).estimate)
     p = (1.0 - EM_START_UNIFORM) * start + EM_START_UNIFORM / k
@@ -312,19 +265,19 @@ def em_estimate(mechanism: FiniteMechanism, counts: ArrayLike, tol: float = 1e-1
         with np.errstate(divide="ignore"):
             return nf * float(np.dot(fs, np.log(marg[seen])))
 
-    marg = _forward(mechanism, p)
+    marg = mechanism.forward(p)
     trace = [loglik(marg)]
     converged = False
     it = 0
     g = np.zeros(mechanism.m)
     while it < max_iter:
         g[seen] = fs / marg[seen]
-        new = p * _backward(mechanism, g)
+        new = p * mechanism.backward(g)
         new /= new.sum()  # removes rounding drift; the exact update already sums to one
         change = float(np.max(np.abs(new - p)))
         p = new
         it += 1
-        marg = _forward(mechanism, p)
+        marg = mechanism.forward(p)
         trace.append(loglik(marg))
         if change < tol_f:
             converged = True
@@ -385,9 +338,9 @@ def confidence_intervals(
     if simultaneous:
         alpha /= mechanism.k
     if method == "normal":
-        half = float(stats.norm.isf(alpha / 2.0)) * np.sqrt(_variance(mechanism, f, float(n)))
+        half = float(stats.norm.isf(alpha / 2.0)) * np.sqrt(mechanism.inversion_variance(f, float(n)))
     else:
-        half = _coefficient_range(mechanism) * math.sqrt(math.log(2.0 / alpha) / (2.0 * float(n)))
+        half = mechanism.inversion_coefficient_range() * math.sqrt(math.log(2.0 / alpha) / (2.0 * float(n)))
     label = method + ("+bonferroni" if simultaneous else "")
     k = mechanism.k
     return pd.DataFrame(

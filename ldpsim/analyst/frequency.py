@@ -11,7 +11,6 @@ from numpy.typing import ArrayLike, NDArray
 from ldpsim import _validate as v
 from ldpsim.errors import invalid
 from ldpsim.mechanisms.finite import FiniteMechanism
-from ldpsim.mechanisms.randomized_response import RandomizedResponse
 
 
 @dataclass(frozen=True)
@@ -31,8 +30,9 @@ def frequency_estimate(mechanism: FiniteMechanism, output_counts: ArrayLike) -> 
     """The unbiased inversion estimator of the input distribution from output counts.
 
     Solves ``Q^T p = f`` (``f`` the observed output frequencies) in the least-squares sense,
-    which is unbiased when ``Q`` has full row rank ``k``; for randomized response it is the
-    closed form ``(f - p_other) / q``. Standard errors use the plug-in multinomial covariance
+    which is unbiased when ``Q`` has full row rank ``k`` (the mechanism inverts its own
+    reports, :meth:`~ldpsim.mechanisms.FiniteMechanism.invert`; for randomized response the
+    closed form ``(f - p_other) / q``). Standard errors use the plug-in multinomial covariance
     of ``f``. The estimate may leave the simplex; projecting it is the analyst's next step.
     Counts up to 10^12 and beyond are handled in floating point without overflow.
     """
@@ -41,11 +41,8 @@ def frequency_estimate(mechanism: FiniteMechanism, output_counts: ArrayLike) -> 
     if n == 0:
         raise invalid("output_counts", "all zeros", "at least one report")
     f = c.astype(np.float64) / n
-    if isinstance(mechanism, RandomizedResponse):
-        est = (f - mechanism.p_other) / _keep(mechanism)
-    else:
-        est = _inverse(mechanism) @ f
-    return FrequencyEstimate(mechanism.input_labels, est, _standard_error(mechanism, f, n), n)
+    est = mechanism.invert(f)
+    return FrequencyEstimate(mechanism.input_labels, est, mechanism.inversion_std_error(f, n), n)
 
 
 def frequency_standard_error(mechanism: FiniteMechanism, prior: ArrayLike, n: int) -> NDArray[np.float64]:
@@ -54,33 +51,4 @@ def frequency_standard_error(mechanism: FiniteMechanism, prior: ArrayLike, n: in
     measured errors are compared with."""
     p = v.probability_vector(prior, "prior", size=mechanism.k)
     n = v.integer(n, "n", minimum=1)
-    return _standard_error(mechanism, mechanism.marginal(p), n)
-
-
-def _keep(mechanism: RandomizedResponse) -> float:
-    if mechanism.keep <= 0:
-        raise invalid("mechanism", mechanism, "eps > 0 (at eps = 0 the reports carry no information)")
-    return mechanism.keep
-
-
-def _inverse(mechanism: FiniteMechanism) -> NDArray[np.float64]:
-    """The ``k x m`` matrix A with ``A Q^T = I`` (least-squares inverse), computed once per
-    mechanism."""
-    cached = getattr(mechanism, "_lsq_inverse", None)
-    if cached is not None:
-        return cached
-    q = mechanism.matrix
-    if np.linalg.matrix_rank(q) < mechanism.k:
-        raise invalid("mechanism", mechanism, f"a matrix of full row rank {mechanism.k} to invert")
-    a = np.linalg.pinv(q.T)
-    mechanism._lsq_inverse = a  # type: ignore[attr-defined]
-    return a
-
-
-def _standard_error(mechanism: FiniteMechanism, marginal: NDArray[np.float64], n: int) -> NDArray[np.float64]:
-    """sqrt(diag(A Cov(f) A^T)) with Cov(f) = (diag(M) - M M^T)/n, M the output distribution."""
-    if isinstance(mechanism, RandomizedResponse):
-        return np.sqrt(marginal * (1.0 - marginal) / n) / _keep(mechanism)
-    a = _inverse(mechanism)
-    cov = (np.diag(marginal) - np.outer(marginal, marginal)) / n
-    return np.sqrt(np.clip(np.einsum("ij,jl,il->i", a, cov, a), 0.0, None))
+    return mechanism.inversion_std_error(mechanism.marginal(p), n)

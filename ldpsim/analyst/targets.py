@@ -320,7 +320,7 @@ def _build_norm_laplace(name, description, p):
         pairs=[(tuple(0.0 for _ in range(mech.n)), e1)],
         claimed_eps=float(mech.eps),
         claimed_delta=0.0,
-        true_eps=mech.epsilon(1.0),  # the pair is at l_p distance 1 for every p
+        true_eps=mech.epsilon(0.0),  # the pair is at l_p distance 1 for every p
         true_delta=None,  # only pure claims are made for this family
         broken=False,
         outputs="real",

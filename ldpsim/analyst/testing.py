@@ -1,6 +1,6 @@
 """Hypothesis testing on privatised counts: Neyman-Pearson tests and their error exponents.
 
-Setting (THEORY.md sec. 5; 000 Sec. 1, 3): ``n`` clients report ``Y_i ~ M_v`` i.i.d. for
+Setting (docs/theory.md sec. 5; 000 Sec. 1, 3): ``n`` clients report ``Y_i ~ M_v`` i.i.d. for
 ``v in {0, 1}``, with ``M_v = P_v^T Q`` the marginal a mechanism ``Q`` induces from the prior
 ``P_v`` (:func:`hypothesis_marginals`). The output counts ``c`` are ``Multinomial(n, M_v)``;
 the log-likelihood-ratio statistic is
@@ -107,7 +107,7 @@ def _tie_tol(n: int, groups: _Groups) -> float:
 
 def hypothesis_marginals(mechanism, P0: ArrayLike, P1: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The output laws ``M0 = P0^T Q`` and ``M1 = P1^T Q`` of a mechanism under the two
-    hypotheses (THEORY.md sec. 3, 5); ``P0 == P1`` is refused (nothing to test)."""
+    hypotheses (docs/theory.md sec. 3, 5); ``P0 == P1`` is refused (nothing to test)."""
     p0 = v.probability_vector(P0, "P0", size=mechanism.k)
     p1 = v.probability_vector(P1, "P1", size=mechanism.k)
     if np.allclose(p0, p1, rtol=0, atol=1e-15):
@@ -121,7 +121,7 @@ def chernoff_stein_exponent(M0: ArrayLike, M1: ArrayLike) -> float:
     """The Chernoff-Stein exponent ``D_kl(M0 || M1)`` in nats (000 Sec. 1, 3).
 
     With the type I error held at any ``alpha in (0, 1)``, the smallest type II error of a
-    test from ``n`` reports is ``beta_n = exp(-n D_kl(M0 || M1) + o(n))`` (THEORY.md sec. 5).
+    test from ``n`` reports is ``beta_n = exp(-n D_kl(M0 || M1) + o(n))`` (docs/theory.md sec. 5).
     """
     m0, m1 = _pair(M0, M1)
     return float(np.sum(special.rel_entr(m0, m1)))

@@ -1,7 +1,13 @@
-"""Mechanisms as objects: exact matrices, exact privacy, vectorised samplers."""
+"""Mechanisms as objects: exact matrices, exact privacy, vectorised samplers.
 
+The finite mechanisms need numpy only and are imported here; the noise families need
+scipy and are imported on first use (PEP 562).
+"""
+
+from typing import TYPE_CHECKING
+
+from ldpsim._lazy import lazy_exports
 from ldpsim.mechanisms.finite import FiniteMechanism, MatrixMechanism, from_matrix
-from ldpsim.mechanisms.noise import Gaussian, Geometric, Laplace, NoiseMechanism, Staircase, TruncatedLaplace
 from ldpsim.mechanisms.randomized_response import RandomizedResponse, randomized_response
 from ldpsim.mechanisms.standard import (
     best_balanced_set,
@@ -14,6 +20,12 @@ from ldpsim.mechanisms.standard import (
     staircase_mechanism,
     truncated_geometric,
 )
+
+if TYPE_CHECKING:
+    from ldpsim.mechanisms.noise import Gaussian, Geometric, Laplace, NoiseMechanism, Staircase, TruncatedLaplace
+
+_NOISE = ("Gaussian", "Geometric", "Laplace", "NoiseMechanism", "Staircase", "TruncatedLaplace")
+__getattr__, __dir__ = lazy_exports(__name__, dict.fromkeys(_NOISE, "ldpsim.mechanisms.noise"))
 
 __all__ = [
     "FiniteMechanism",

@@ -6,10 +6,7 @@ Each takes the entry's resolved parameters as keywords and returns a mechanism; 
 
 from __future__ import annotations
 
-import math
-
 from ldpsim import _validate as v
-from ldpsim.errors import invalid
 
 
 def binary_first_half(eps: float, k: int):
@@ -22,30 +19,29 @@ def binary_first_half(eps: float, k: int):
 
 def laplace_for(eps: float, sensitivity: float = 1.0):
     """Laplace noise of scale ``sensitivity / eps`` (exactly eps-DP)."""
-    from ldpsim.mechanisms.noise import Laplace
+    from ldpsim.mechanisms.noise.laplace import Laplace
 
-    for name, val in (("eps", eps), ("sensitivity", sensitivity)):
-        if not (math.isfinite(val) and val > 0):  # checked here: the scale is sens / eps
-            raise invalid(name, val, "a finite number > 0")
+    eps = v.positive(eps, "eps")  # checked here: the scale is sens / eps
+    sensitivity = v.positive(sensitivity, "sensitivity")
     return Laplace(sensitivity / eps, sensitivity)
 
 
 def gaussian_analytic(eps: float, delta: float, sensitivity: float = 1.0):
     """Gaussian noise with the analytic calibration (the least sigma meeting (eps, delta))."""
-    from ldpsim.mechanisms.noise import Gaussian
+    from ldpsim.mechanisms.noise.gaussian import Gaussian
 
     return Gaussian.analytic(eps, delta, sensitivity)
 
 
 def gaussian_classical(eps: float, delta: float, sensitivity: float = 1.0):
     """Gaussian noise with the classical calibration ``sqrt(2 log(1.25/delta)) / eps``."""
-    from ldpsim.mechanisms.noise import Gaussian
+    from ldpsim.mechanisms.noise.gaussian import Gaussian
 
     return Gaussian.classical(eps, delta, sensitivity)
 
 
 def norm_laplace(d: int, p: float, eps: float):
     """l_p Laplace noise on R^d."""
-    from ldpsim.highdim import NormLaplace
+    from ldpsim.mechanisms.norm_laplace import NormLaplace
 
     return NormLaplace(v.integer(d, "d", minimum=1), p, eps)

@@ -4,11 +4,17 @@ A finite mechanism maps an input symbol ``x in 0..k-1`` to an output symbol
 ``y in 0..m-1`` with probability ``Q[x, y]``. Every mechanism keeps its matrix in log
 space (``log_matrix``, ``-inf`` for impossible outputs) so that exact privacy is computed
 without overflow or underflow, at eps in the hundreds and at tiny probabilities.
+
+Finite mechanisms implement the whole contract of :class:`ldpsim.mechanisms.base.Mechanism`
+and, in addition, invert their own reports for the analyst (:meth:`FiniteMechanism.invert`
+and its companions): an estimator calls these methods and never asks which mechanism it
+holds, and structured mechanisms (randomized response) answer with closed forms.
 """
 
 from __future__ import annotations
 
 import math
+import struct
 from functools import cached_property
 from typing import Any, Sequence
 
@@ -19,6 +25,7 @@ from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import LdpSimError, invalid
 from ldpsim.mechanisms._alias import alias_tables
+from ldpsim.mechanisms.base import Mechanism, _hashable, _same
 
 #: Default number of clients privatised per chunk: bounds the sampler's temporary memory
 #: (a few arrays of this length) whatever the number of clients. 2^16 keeps those arrays in
@@ -37,6 +44,10 @@ PRIVACY_RTOL = 1e-9
 #: Largest matrix (in entries) that a structured mechanism materialises on request.
 MAX_DENSE_ENTRIES = 1 << 25
 
+#: :meth:`FiniteMechanism.neighbours` lists every unordered pair of inputs up to this many
+#: inputs, and the ``k - 1`` pairs ``(label_0, label_j)`` above it.
+ALL_PAIRS_MAX_K = 6
+
 
 def _labels(labels: Sequence[Any] | None, size: int, name: str) -> tuple[Any, ...]:
     if labels is None:
@@ -51,7 +62,7 @@ def _labels(labels: Sequence[Any] | None, size: int, name: str) -> tuple[Any, ..
     return out
 
 
-class FiniteMechanism:
+class FiniteMechanism(Mechanism):
     """A local mechanism with ``k`` inputs and ``m`` outputs, given by its exact matrix.
 
     Subclasses that have structure (randomized response) override the methods below with
@@ -59,7 +70,11 @@ class FiniteMechanism:
     work from :attr:`log_matrix` and are the reference the closed forms are tested against.
 
     Inputs to :meth:`privatize` are symbol indices ``0..k-1``; :meth:`encode` maps input
-    labels to indices.
+    labels to indices. :meth:`sample`, :meth:`log_density` and :meth:`neighbours` take input
+    labels; outputs are always the codes ``0..m-1``.
+
+    Two finite mechanisms are equal when they have the same class, name, :attr:`params` and
+    labels (a :class:`MatrixMechanism` also needs the same log matrix).
     """
 
     def __init__(
@@ -74,10 +89,36 @@ class FiniteMechanism:
     ) -> None:
         self.k = int(k)
         self.m = int(m)
+        self.output_size = self.m
         self.name = name
-        self.params: dict[str, Any] = dict(params or {})
+        self._params: dict[str, Any] = dict(params or {})
         self.input_labels = _labels(input_labels, self.k, "input_labels")
         self.output_labels = _labels(output_labels, self.m, "output_labels")
+
+    # ----------------------------------------------------------------- identity
+    @property
+    def params(self) -> dict[str, Any]:
+        """The parameters the mechanism was built with (a copy)."""
+        return dict(self._params)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{key}={val!r}" for key, val in self._params.items())
+        return f"{self.name}({args})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(self) is not type(other):
+            return NotImplemented
+        assert isinstance(other, FiniteMechanism)
+        return (
+            self.name == other.name
+            and self.shape == other.shape
+            and _same(self._params, other._params)
+            and self.input_labels == other.input_labels
+            and self.output_labels == other.output_labels
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.name, self.shape, _hashable(self._params)))
 
     # ----------------------------------------------------------------- the matrix
     @property
@@ -96,21 +137,74 @@ class FiniteMechanism:
     def shape(self) -> tuple[int, int]:
         return (self.k, self.m)
 
-    def __repr__(self) -> str:
-        args = ", ".join(f"{key}={val!r}" for key, val in self.params.items())
-        return f"{self.name}({args})"
+    def _log_row(self, i: int) -> NDArray[np.float64]:
+        """``log Q[i]`` (length ``m``) for the input index ``i``."""
+        return self.log_matrix[i]
+
+    # ----------------------------------------------------------------- the contract
+    def neighbours(self) -> list[tuple[Any, Any]]:
+        """Pairs of input labels to audit: every unordered pair when ``k <=``
+        :data:`ALL_PAIRS_MAX_K`, else ``(label_0, label_j)`` for ``j = 1..k-1``."""
+        labels = self.input_labels
+        if len(labels) <= ALL_PAIRS_MAX_K:
+            return [(labels[i], labels[j]) for i in range(len(labels)) for j in range(i + 1, len(labels))]
+        return [(labels[0], labels[j]) for j in range(1, len(labels))]
+
+    def sample(self, x: Any, n: int, rng: RNGLike = None) -> NDArray[np.int64]:
+        """``n`` independent output codes for the one input label ``x``: the same draws as
+        :meth:`privatize` of ``n`` copies of ``x``'s index."""
+        n = v.integer(n, "n", minimum=0)
+        idx = int(self.encode([x])[0])
+        return self.privatize(np.full(n, idx, dtype=np.int64), rng)
+
+    def log_density(self, x: Any, y: ArrayLike) -> float | NDArray[np.float64]:
+        """``log Q[x, y]`` for the input label ``x`` and output codes ``y`` (vectorised over
+        ``y``): ``-inf`` at probability zero, at codes outside ``0..m-1`` and at non-integer
+        values; NaN propagates. A scalar ``y`` gives a float."""
+        row = self._log_row(int(self.encode([x])[0]))
+        arr = v._real_array(y, "y", "output codes (numbers)")
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(arr) & (np.floor(arr) == arr) & (arr >= 0) & (arr < row.size)
+        out = np.where(ok, row[np.where(ok, arr, 0.0).astype(np.int64)], -np.inf)
+        out = np.where(np.isnan(arr), np.nan, out)
+        return float(out) if np.ndim(y) == 0 else out
 
     # ----------------------------------------------------------------- privacy
-    def epsilon(self) -> float:
-        """Exact eps of pure LDP: ``max_y log(max_x Q[x,y] / min_x Q[x,y])`` (THEORY sec. 1).
+    def epsilon(self, delta: ArrayLike = 0.0) -> float | NDArray[np.float64]:
+        """The smallest eps at which the mechanism is (eps, delta)-LDP (``inf`` if none).
 
-        ``inf`` when a column mixes zero and non-zero entries; all-zero columns are ignored.
+        ``delta = 0``: the exact pure eps ``max_y log(max_x Q[x,y] / min_x Q[x,y])``
+        (docs/theory.md sec. 1); ``inf`` when a column mixes zero and non-zero entries,
+        all-zero columns are ignored.
+
+        ``delta > 0``: the smallest float ``t`` with ``delta(t) <= delta``, found by bisection
+        on the floating-point numbers themselves (at most 64 evaluations of :meth:`delta`),
+        so ``delta(epsilon(d)) <= d`` and ``epsilon(delta(e)) <= e`` hold exactly. It is 0.0
+        when ``delta >= delta(0)`` and ``inf`` when ``delta`` is below ``delta(inf)``, the
+        largest mass one input puts where another puts none. ``delta`` may be an array.
         """
-        return _epsilon_of_log_matrix(self.log_matrix)
+        if np.ndim(delta) != 0:
+            arr = np.asarray(delta)
+            flat = [v.delta(d, f"delta[{i}]") for i, d in enumerate(arr.reshape(-1).tolist())]
+            return np.array([self._epsilon_scalar(d) for d in flat], dtype=np.float64).reshape(arr.shape)
+        return self._epsilon_scalar(v.delta(delta, "delta"))
+
+    def _epsilon_scalar(self, delta: float) -> float:
+        if delta == 0.0:
+            return _epsilon_of_log_matrix(self.log_matrix)
+        lm = self.log_matrix
+        present = np.isfinite(lm)
+        hi_col = np.where(present, lm, -np.inf).max(axis=0)
+        lo_col = np.where(present, lm, np.inf).min(axis=0)
+        used = present.any(axis=0)
+        # above the largest finite log-ratio only the outputs some input never produces count,
+        # so delta(eps) is constant there
+        top = float(np.max(hi_col[used] - lo_col[used])) if used.any() else 0.0
+        return _smallest_eps(lambda e: self._delta_scalar(e) <= delta, top)
 
     def delta(self, eps: ArrayLike) -> float | NDArray[np.float64]:
         """Exact smallest delta at ``eps``: the hockey-stick divergence
-        ``max_{x != x'} sum_y (Q[x,y] - e^eps Q[x',y])_+`` (THEORY sec. 1).
+        ``max_{x != x'} sum_y (Q[x,y] - e^eps Q[x',y])_+`` (docs/theory.md sec. 1).
 
         ``eps`` may be a scalar (returns a float) or an array (returns an array); ``inf``
         gives the largest mass that one input puts where another puts none.
@@ -130,7 +224,7 @@ class FiniteMechanism:
         """
         eps = v.epsilon(eps, "eps", allow_inf=True)
         delta = v.delta(delta, "delta")
-        if math.isfinite(eps) and self.epsilon() <= eps * (1.0 + PRIVACY_RTOL) + PRIVACY_RTOL * 1e-3:
+        if math.isfinite(eps) and self.epsilon(0.0) <= eps * (1.0 + PRIVACY_RTOL) + PRIVACY_RTOL * 1e-3:
             return True
         return self._delta_scalar(eps) <= delta * (1.0 + PRIVACY_RTOL)
 
@@ -183,6 +277,72 @@ class FiniteMechanism:
                 raise invalid("values", u, f"one of the input labels {self.input_labels!r}")
             codes[i] = lookup[u]
         return codes[inv].reshape(arr.shape)
+
+    # ----------------------------------------------------------------- inversion (for the analyst)
+    # The unbiased linear estimator of the input distribution from output frequencies ``f``
+    # is ``A f`` with ``A`` the k x m least-squares inverse (``A Q^T = I``); its covariance
+    # from n reports with output law ``M`` is ``A (diag(M) - M M^T) A^T / n``
+    # (docs/theory.md sec. 3). Subclasses with structure override these with closed forms.
+    @cached_property
+    def inversion_matrix(self) -> NDArray[np.float64]:
+        """The ``k x m`` matrix ``A`` with ``A Q^T = I`` (least-squares inverse), computed
+        once. Raises :class:`LdpSimError` when ``Q`` does not have full row rank ``k``."""
+        q = self.matrix
+        if np.linalg.matrix_rank(q) < self.k:
+            raise invalid("mechanism", self, f"a matrix of full row rank {self.k} to invert")
+        a = np.linalg.pinv(q.T)
+        a.setflags(write=False)
+        return a
+
+    def invert(self, f: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The unbiased estimate ``A f`` of the input distribution from the output
+        frequencies ``f`` (length ``m``, not validated); it sums to one but may leave the
+        simplex."""
+        return self.inversion_matrix @ f
+
+    def inversion_covariance(self, marginal: NDArray[np.float64], n: float) -> NDArray[np.float64]:
+        """``A (diag(M) - M M^T) A^T / n`` (``k x k``, exactly symmetric) for an output
+        distribution ``M`` (length ``m``) and ``n`` reports."""
+        a = self.inversion_matrix
+        am = a @ marginal
+        cov = (a * marginal[None, :]) @ a.T - np.outer(am, am)
+        cov = (cov + cov.T) / 2.0  # exactly symmetric
+        return cov / n
+
+    def inversion_variance(self, marginal: NDArray[np.float64], n: float) -> NDArray[np.float64]:
+        """The diagonal of :meth:`inversion_covariance` (clipped at 0) without building the
+        ``k x k`` matrix."""
+        a = self.inversion_matrix
+        var = ((a * a) @ marginal - (a @ marginal) ** 2) / n
+        return np.clip(var, 0.0, None)
+
+    def inversion_std_error(self, marginal: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+        """``sqrt(diag(A Cov(f) A^T))`` with ``Cov(f) = (diag(M) - M M^T) / n``: the standard
+        errors of :func:`ldpsim.analyst.frequency_estimate` (the same quantity as the square
+        root of :meth:`inversion_variance`, in the order of operations that function has
+        always used)."""
+        a = self.inversion_matrix
+        cov = (np.diag(marginal) - np.outer(marginal, marginal)) / n
+        return np.sqrt(np.clip(np.einsum("ij,jl,il->i", a, cov, a), 0.0, None))
+
+    def inversion_coefficient_range(self) -> NDArray[np.float64]:
+        """``max_y A[x, y] - min_y A[x, y]`` per input ``x``: the range of one report's
+        contribution to the estimate (Hoeffding intervals)."""
+        a = self.inversion_matrix
+        return a.max(axis=1) - a.min(axis=1)
+
+    def forward(self, p: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``p^T Q`` (length ``m``) for any vector ``p`` over inputs (no validation; see
+        :meth:`marginal` for a validated prior)."""
+        return p @ self.matrix
+
+    def backward(self, g: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``Q g`` (length ``k``) for a vector ``g`` over outputs."""
+        return self.matrix @ g
+
+    def possible_outputs(self) -> NDArray[np.bool_]:
+        """Mask of the output codes that some input produces with positive probability."""
+        return (self.matrix > 0).any(axis=0)  # type: ignore[no-any-return]
 
     # ----------------------------------------------------------------- sampling
     def privatize(self, x: ArrayLike, rng: RNGLike = None, *, chunk_size: int = DEFAULT_CHUNK) -> NDArray[np.int64]:
@@ -256,6 +416,16 @@ class MatrixMechanism(FiniteMechanism):
     def log_matrix(self) -> NDArray[np.float64]:
         return self._log_matrix
 
+    def __eq__(self, other: object) -> bool:
+        same = super().__eq__(other)
+        if same is not True:
+            return same
+        assert isinstance(other, MatrixMechanism)
+        return bool(np.array_equal(self._log_matrix, other._log_matrix))
+
+    def __hash__(self) -> int:
+        return super().__hash__()
+
 
 def from_matrix(
     Q: ArrayLike,
@@ -309,6 +479,51 @@ def _hockey_stick_log(lm: NDArray[np.float64], eps: float) -> float:
         if vals.size:
             best = max(best, float(np.bincount(rows, weights=vals, minlength=k).max()))
     return min(best, 1.0)
+
+
+def _float_bits(x: float) -> int:
+    return int(struct.unpack("<q", struct.pack("<d", x))[0])
+
+
+def _bits_float(b: int) -> float:
+    return float(struct.unpack("<d", struct.pack("<q", b))[0])
+
+
+def _smallest_float_ok(ok, lo: float, hi: float) -> float:
+    """Smallest float ``t`` in ``(lo, hi]`` with ``ok(t)``, for ``0 <= lo < hi`` finite,
+    ``ok`` monotone, ``ok(lo)`` False and ``ok(hi)`` True. Non-negative doubles are ordered
+    like their bit patterns, so bisecting the patterns ends in at most 64 steps at two
+    neighbouring floats, whatever the scale of the root."""
+    a, b = _float_bits(lo), _float_bits(hi)
+    while b - a > 1:
+        mid = (a + b) // 2
+        if ok(_bits_float(mid)):
+            b = mid
+        else:
+            a = mid
+    return _bits_float(b)
+
+
+def _smallest_eps(ok, top: float, guess: float | None = None) -> float:
+    """Smallest float eps >= 0 with ``ok(eps)`` for a monotone ``ok`` that is constant on
+    ``[top, inf)``: 0.0 if ``ok(0)``, ``inf`` if not ``ok(top)``. A ``guess`` (a closed form
+    accurate to a few rounding steps) is checked and polished to the exact float by stepping
+    to its neighbours; bisection decides when it is further off."""
+    if ok(0.0):
+        return 0.0
+    if not ok(top):
+        return math.inf
+    lo, hi = 0.0, top  # ok(lo) is False, ok(hi) is True
+    if guess is not None and lo < guess < hi:
+        t = guess
+        for _ in range(8):
+            if ok(t):
+                hi, t = t, math.nextafter(t, 0.0)
+            else:
+                lo, t = t, math.nextafter(t, math.inf)
+            if not lo < t < hi:
+                break
+    return _smallest_float_ok(ok, lo, hi)
 
 
 def _map_eps(eps: ArrayLike, fn) -> float | NDArray[np.float64]:

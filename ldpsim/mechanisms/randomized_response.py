@@ -8,18 +8,23 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ldpsim import _validate as v
-from ldpsim.mechanisms.finite import FiniteMechanism, check_dense
+from ldpsim.errors import invalid
+from ldpsim.mechanisms.finite import FiniteMechanism, _smallest_eps, check_dense
 
 
 class RandomizedResponse(FiniteMechanism):
     """k-ary randomized response: report the true symbol with probability
-    ``e^eps / (k - 1 + e^eps)``, each other symbol with ``1 / (k - 1 + e^eps)`` (THEORY sec. 2).
+    ``e^eps / (k - 1 + e^eps)``, each other symbol with ``1 / (k - 1 + e^eps)`` (docs/theory.md sec. 2).
 
     Equivalently: keep the input with probability ``q = (e^eps - 1)/(e^eps + k - 1)``,
     otherwise report a uniform symbol out of all ``k``. Both samplers use that form, so
     :meth:`privatize` draws one uniform per client plus one integer per re-drawn client,
     and :meth:`sample_counts` costs O(k) whatever the number of clients. Nothing
     k x k is built unless :attr:`matrix` is asked for, so k = 10^6 works.
+
+    The privacy and the inversion methods have closed forms: ``delta(t) = p_keep (1 -
+    e^(t - eps))`` below eps, its inverse for :meth:`epsilon`, and the inverse
+    ``A f = (f - p_other) / q`` with covariance ``(diag(M) - M M^T) / (n q^2)``.
     """
 
     def __init__(self, k: int, eps: float) -> None:
@@ -42,15 +47,62 @@ class RandomizedResponse(FiniteMechanism):
         np.fill_diagonal(lm, self.log_p_keep)
         return lm
 
-    def epsilon(self) -> float:
+    def _log_row(self, i: int) -> NDArray[np.float64]:
+        row = np.full(self.k, self.log_p_other)
+        row[i] = self.log_p_keep
+        return row
+
+    def _epsilon_scalar(self, delta: float) -> float:
         # log(p_keep / p_other) = eps exactly; the tests check it against the matrix.
-        return self.eps
+        if delta == 0.0:
+            return self.eps
+        # p_keep (1 - e^(t - eps)) <= delta  <=>  t >= eps + log(1 - delta / p_keep); the
+        # closed form is polished to the smallest float t with delta(t) <= delta.
+        guess = self.eps + math.log1p(-delta / self.p_keep) if delta < self.p_keep else 0.0
+        return _smallest_eps(lambda t: self._delta_scalar(t) <= delta, self.eps, guess)
 
     def _delta_scalar(self, eps: float) -> float:
         # Only the output y = x contributes for a pair (x, x'): (p_keep - e^eps p_other)_+.
         if eps >= self.eps:
             return 0.0
         return self.p_keep * -math.expm1(eps - self.eps)
+
+    # ----------------------------------------------------------------- inversion, closed forms
+    def _keep(self) -> float:
+        """The keep probability ``q``, which every inversion divides by."""
+        if self.keep <= 0:
+            raise invalid("mechanism", self, "eps > 0 (at eps = 0 the reports carry no information)")
+        return self.keep
+
+    def invert(self, f: NDArray[np.float64]) -> NDArray[np.float64]:
+        return (f - self.p_other) / self._keep()
+
+    def inversion_covariance(self, marginal: NDArray[np.float64], n: float) -> NDArray[np.float64]:
+        q = self._keep()
+        cov = -np.outer(marginal, marginal)
+        cov[np.diag_indices_from(cov)] += marginal
+        return cov / (n * q * q)
+
+    def inversion_variance(self, marginal: NDArray[np.float64], n: float) -> NDArray[np.float64]:
+        q = self._keep()
+        var = marginal * (1.0 - marginal) / (n * q * q)
+        return np.clip(var, 0.0, None)
+
+    def inversion_std_error(self, marginal: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+        return np.sqrt(marginal * (1.0 - marginal) / n) / self._keep()  # type: ignore[no-any-return]
+
+    def inversion_coefficient_range(self) -> NDArray[np.float64]:
+        # A = (I - p_other 1 1^T) / q: row x has 1 - p_other at y = x and -p_other elsewhere.
+        return np.full(self.k, 1.0 / self._keep())
+
+    def forward(self, p: NDArray[np.float64]) -> NDArray[np.float64]:
+        return self.keep * p + self.p_other * p.sum()  # type: ignore[no-any-return]
+
+    def backward(self, g: NDArray[np.float64]) -> NDArray[np.float64]:
+        return self.p_keep * g + self.p_other * (g.sum() - g)  # type: ignore[no-any-return]
+
+    def possible_outputs(self) -> NDArray[np.bool_]:
+        return np.ones(self.k, dtype=bool)
 
     def marginal(self, prior: ArrayLike) -> NDArray[np.float64]:
         p = v.probability_vector(prior, "prior", size=self.k)

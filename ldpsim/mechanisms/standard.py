@@ -1,4 +1,4 @@
-"""The finite mechanisms of the seed papers (THEORY.md sec. 2), built exactly in log space.
+"""The finite mechanisms of the seed papers (docs/theory.md sec. 2), built exactly in log space.
 
 - the binary mechanism, for a prior pair (P0, P1) or a single prior with a set T (000, 001);
 - the truncated geometric mechanism (000's experimental baseline);
@@ -37,7 +37,7 @@ def _log_sigmoid_pair(eps: float) -> tuple[float, float]:
 # --------------------------------------------------------------------- binary
 def binary_mechanism(eps: float, T: Iterable[int] | NDArray[np.bool_], k: int) -> MatrixMechanism:
     """The binary mechanism for a set ``T`` of inputs: two outputs, output 0 ("in T") with
-    probability ``e^eps/(1+e^eps)`` for x in T and ``1/(1+e^eps)`` otherwise (THEORY sec. 2).
+    probability ``e^eps/(1+e^eps)`` for x in T and ``1/(1+e^eps)`` otherwise (docs/theory.md sec. 2).
 
     ``T`` is a collection of symbol indices or a boolean mask of length ``k``. If T is empty
     or everything, both rows coincide and the exact eps is 0.
@@ -108,7 +108,7 @@ def best_balanced_set(P: NDArray[np.float64]) -> NDArray[np.bool_]:
 
 # --------------------------------------------------------------------- truncated geometric
 def truncated_geometric(k: int, eps: float) -> MatrixMechanism:
-    """The truncated geometric mechanism on inputs and outputs labelled 1..k (THEORY sec. 2):
+    """The truncated geometric mechanism on inputs and outputs labelled 1..k (docs/theory.md sec. 2):
     ``Y = clip(x + Z, 1, k)``, ``P(Z = z) propto lambda^|z|``, ``lambda = exp(-eps/(k-1))``.
     Its exact eps is eps."""
     k = v.alphabet_size(k, "k")
@@ -232,7 +232,7 @@ def staircase_mechanism(
 
 # --------------------------------------------------------------------- quaternary
 def quaternary_mechanism(eps: float, delta: float) -> MatrixMechanism:
-    """The quaternary (eps, delta) mechanism on a binary input (THEORY sec. 2):
+    """The quaternary (eps, delta) mechanism on a binary input (docs/theory.md sec. 2):
     ``Q[0] = (delta, (1-delta) e/(1+e), (1-delta)/(1+e), 0)``,
     ``Q[1] = (0, (1-delta)/(1+e), (1-delta) e/(1+e), delta)``. Its privacy region is
     exactly R(eps, delta): exact eps is inf when delta > 0, and ``delta(eps) = delta``."""

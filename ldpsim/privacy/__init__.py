@@ -1,5 +1,8 @@
 """Privacy accounting: guarantees as objects, exact privacy-loss laws, exact optimal
-composition and its closed-form bounds, and plots of privacy regions."""
+composition and its closed-form bounds, the mu-GDP profile, and plots of privacy regions.
+
+This package is pure accounting: it never imports :mod:`ldpsim.mechanisms` (mechanisms
+import it)."""
 
 from ldpsim.privacy.composition import (
     basic_bound,
@@ -17,6 +20,7 @@ from ldpsim.privacy.composition import (
     optimal_log_delta,
     per_query_budget,
 )
+from ldpsim.privacy.gdp import gdp_delta, gdp_log_delta
 from ldpsim.privacy.guarantees import (
     GDP,
     DeltaCurve,
@@ -43,6 +47,8 @@ __all__ = [
     "bound_delta",
     "bound_epsilon",
     "drv_bound",
+    "gdp_delta",
+    "gdp_log_delta",
     "heterogeneous_pld",
     "kov_bound",
     "kov_bound_heterogeneous",

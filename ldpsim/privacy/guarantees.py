@@ -31,6 +31,7 @@ from .. import _validate as V
 from .._bisect import smallest_ok
 from ..errors import invalid
 from . import composition as C
+from .gdp import gdp_log_delta, largest_mu
 from .pld import DiscretePLD, log1mexp, settle_up
 
 Array = NDArray[np.float64]
@@ -242,8 +243,6 @@ class GDP(Guarantee):
             object.__setattr__(self, "label", f"{mu:g}-GDP")
 
     def log_delta(self, eps: ArrayLike) -> Array | float:
-        from ..mechanisms.noise import gdp_log_delta
-
         e, scalar = _eps_array(eps)
         if self.mu == 0:
             return _out(np.full(e.shape, -np.inf), scalar)
@@ -271,9 +270,7 @@ class GDP(Guarantee):
             raise invalid("delta", delta, "a number in (0, 1] (mu-GDP with mu > 0 has delta(eps) > 0 for every eps)")
         if delta >= 1:
             raise invalid("delta", delta, "a number in (0, 1) (every mechanism meets delta = 1)")
-        from ..mechanisms.noise import Gaussian
-
-        return GDP(Gaussian._largest_mu(eps, delta))
+        return GDP(largest_mu(eps, delta))
 
 
 # --------------------------------------------------------------------------- pairs and curves
@@ -377,7 +374,7 @@ class TradeOff(Guarantee):
 @dataclass(frozen=True, repr=False)
 class MechanismGuarantee(Guarantee):
     """Wraps any object with exact ``delta(eps)`` and ``tradeoff(alpha)`` methods (the noise
-    mechanisms of :mod:`ldpsim.mechanisms.noise`), using both exactly."""
+    mechanisms), using both exactly."""
 
     mechanism: Any
     label: str = "mechanism"

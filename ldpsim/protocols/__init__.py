@@ -1,21 +1,52 @@
 """Multi-party randomized-response protocols (seed 003 Sec. 5): k parties broadcast
-privatised bits; each party, and a central observer, computes a function of all bits."""
+privatised bits; each party, and a central observer, computes a function of all bits.
 
-from ldpsim.protocols.decisions import (
-    OBSERVER,
-    average_rule_table,
-    count_posterior,
-    decide,
-    estimate_accuracy,
-    exact_accuracy,
-    exact_plan,
-    rule_accuracy,
-    transcript_classes,
-    worst_case,
-    xor_accuracy,
+Every name is imported on first use (PEP 562): the decision rules need scipy and the
+protocol pandas.
+"""
+
+from typing import TYPE_CHECKING
+
+from ldpsim._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ldpsim.protocols.decisions import (
+        OBSERVER,
+        average_rule_table,
+        count_posterior,
+        decide,
+        estimate_accuracy,
+        exact_accuracy,
+        exact_plan,
+        rule_accuracy,
+        transcript_classes,
+        worst_case,
+        xor_accuracy,
+    )
+    from ldpsim.protocols.protocol import Protocol
+    from ldpsim.protocols.tasks import Task
+
+_DECISIONS = (
+    "OBSERVER",
+    "average_rule_table",
+    "count_posterior",
+    "decide",
+    "estimate_accuracy",
+    "exact_accuracy",
+    "exact_plan",
+    "rule_accuracy",
+    "transcript_classes",
+    "worst_case",
+    "xor_accuracy",
 )
-from ldpsim.protocols.protocol import Protocol
-from ldpsim.protocols.tasks import Task
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(_DECISIONS, "ldpsim.protocols.decisions"),
+        "Protocol": "ldpsim.protocols.protocol",
+        "Task": "ldpsim.protocols.tasks",
+    },
+)
 
 __all__ = [
     "OBSERVER",

@@ -365,3 +365,34 @@ def test_bad_inputs():
     singular = from_matrix([[0.5, 0.5], [0.5, 0.5]])
     with pytest.raises(LdpSimError, match="^mechanism: got"):
         inversion_estimate(singular, [3, 4])
+
+
+def test_estimators_never_ask_which_mechanism_they_hold():
+    """The analyst inverts reports through the mechanism's own methods: no isinstance (or
+    issubclass) test against a mechanism class in the estimators, and no file of the analyst
+    tests for RandomizedResponse (found by parsing the sources, not by grepping text)."""
+    import ast
+    from pathlib import Path
+
+    import ldpsim.analyst
+    import ldpsim.mechanisms
+
+    root = Path(ldpsim.analyst.__file__).parent
+    mechanism_classes = {name for name in ldpsim.mechanisms.__all__ if name[:1].isupper()}
+    assert {"RandomizedResponse", "FiniteMechanism", "MatrixMechanism"} <= mechanism_classes
+
+    def class_checks(path: Path) -> set[str]:
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass"):
+                for sub in ast.walk(node.args[1]):
+                    if isinstance(sub, ast.Name):
+                        names.add(sub.id)
+                    elif isinstance(sub, ast.Attribute):
+                        names.add(sub.attr)
+        return names
+
+    for name in ("estimation.py", "frequency.py", "testing.py"):
+        assert not class_checks(root / name) & mechanism_classes, name
+    for path in sorted(root.glob("*.py")):
+        assert "RandomizedResponse" not in class_checks(path), path.name

@@ -65,3 +65,36 @@ def test_estimator_rejects_bad_counts():
     singular = from_matrix([[0.5, 0.5], [0.5, 0.5]])
     with pytest.raises(LdpSimError, match="^mechanism:"):
         frequency_estimate(singular, [3, 4])
+
+
+@pytest.mark.parametrize("k, eps", [(2, 0.3), (5, 1.3), (7, 4.0)])
+def test_randomized_response_inversion_methods_equal_the_generic_ones(k, eps):
+    """Every inversion method of randomized response (closed forms) against the generic
+    least-squares versions on its matrix, and the generic A against its definition A Q^T = I."""
+    rr = randomized_response(k, eps)
+    generic = from_matrix(rr.matrix)
+    q = np.asarray(generic.matrix)
+    np.testing.assert_allclose(generic.inversion_matrix @ q.T, np.eye(k), atol=1e-10)
+    rng = np.random.default_rng(8)
+    f = rng.dirichlet(np.ones(k))
+    p = rng.dirichlet(np.ones(k))
+    g = rng.random(k)
+    np.testing.assert_allclose(rr.invert(f), generic.invert(f), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(rr.inversion_covariance(f, 1000.0), generic.inversion_covariance(f, 1000.0), rtol=1e-8, atol=1e-15)
+    np.testing.assert_allclose(rr.inversion_variance(f, 1000.0), generic.inversion_variance(f, 1000.0), rtol=1e-8)
+    np.testing.assert_allclose(rr.inversion_std_error(f, 1000), generic.inversion_std_error(f, 1000), rtol=1e-8)
+    np.testing.assert_allclose(rr.inversion_variance(f, 1000.0), rr.inversion_std_error(f, 1000) ** 2, rtol=1e-12)
+    np.testing.assert_allclose(rr.inversion_coefficient_range(), generic.inversion_coefficient_range(), rtol=1e-9)
+    np.testing.assert_allclose(rr.forward(p), p @ q, rtol=1e-12)
+    np.testing.assert_allclose(rr.backward(g), q @ g, rtol=1e-12)
+    np.testing.assert_array_equal(rr.possible_outputs(), generic.possible_outputs())
+
+
+def test_inversion_refusals_name_the_mechanism():
+    rr0 = randomized_response(3, 0.0)
+    with pytest.raises(LdpSimError, match=r"mechanism: got randomized_response\(k=3, eps=0.0\), expected eps > 0"):
+        rr0.invert(np.full(3, 1 / 3))
+    flat = from_matrix([[0.5, 0.5], [0.5, 0.5]])
+    with pytest.raises(LdpSimError, match="full row rank 2"):
+        flat.invert(np.array([0.5, 0.5]))
+    assert from_matrix([[0.5, 0.5, 0.0], [0.2, 0.8, 0.0]]).possible_outputs().tolist() == [True, True, False]

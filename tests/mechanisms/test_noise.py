@@ -940,3 +940,85 @@ def test_staircase_large_eps():
     assert Staircase(700.0, gamma=0.0).epsilon() == pytest.approx(700.0)
     with pytest.raises(ValueError, match="eps: got 746"):
         Staircase(746.0)
+
+
+# =========================================================================== the package and the contract
+#: every top-level name the single-module ldpsim/mechanisms/noise.py defined before the split
+OLD_MODULE_NAMES = [
+    "_SQRT2", "_METHODS", "_FLOAT_MAX", "_LOG_FLOAT_MAX", "MAX_NOISE_SCALE", "_GEOMETRIC_FLOAT_P",
+    "_positive", "_scale", "_eps_for_scale", "_open_delta", "_eps_array", "_alpha_array", "_out",
+    "_method", "_log", "_log_expm1", "_geometric_floats", "_points", "_SMALL_MU", "_GL_X", "_GL_W",
+    "_CF_FROM", "_CF_TERMS", "_mills_gap", "_gdp_log_delta_small_mu", "gdp_log_delta", "_gdp_log_err",
+    "_gdp_ok", "_largest_ok_below", "gdp_delta", "NoiseMechanism", "_need_pure", "Laplace", "Gaussian",
+    "TruncatedLaplace", "_AtomMechanism", "STAIRCASE_MAX_EPS", "_optimal_gamma", "Staircase", "Geometric",
+]  # fmt: skip
+
+
+def test_every_name_of_the_old_module_still_imports():
+    code = f"from ldpsim.mechanisms.noise import {', '.join(OLD_MODULE_NAMES)}"
+    namespace: dict = {}
+    exec(code, namespace)  # noqa: S102 - a fixed import statement
+    assert all(name in namespace for name in OLD_MODULE_NAMES)
+    from ldpsim.mechanisms import noise
+
+    assert set(noise.__all__) <= set(dir(noise))
+
+
+def test_gdp_math_lives_in_privacy():
+    from ldpsim.mechanisms import noise
+    from ldpsim.privacy import GDP, gdp
+
+    assert noise.gdp_log_delta is gdp.gdp_log_delta and noise.gdp_delta is gdp.gdp_delta
+    # GDP.for_delta (privacy) and the analytic Gaussian (mechanisms) share one search
+    for eps, delta in [(0.5, 1e-5), (3.0, 1e-12)]:
+        assert GDP.for_delta(eps, delta).mu == Gaussian._largest_mu(eps, delta) == gdp.largest_mu(eps, delta)
+        assert Gaussian.analytic(eps, delta).mu <= gdp.largest_mu(eps, delta)
+
+
+CONTRACT = {
+    "laplace": lambda: Laplace(0.5, 1.5),
+    "gaussian": lambda: Gaussian(2.0, 1.5),
+    "truncated_laplace": lambda: TruncatedLaplace(1.0, 1e-3, 1.5),
+    "staircase_noise": lambda: Staircase(1.2, 1.5),
+    "geometric": lambda: Geometric(0.9, 2),
+}
+
+
+@pytest.mark.parametrize("name", list(CONTRACT))
+def test_noise_mechanisms_implement_the_contract(name):
+    from ldpsim.mechanisms import catalog
+    from ldpsim.mechanisms.base import Mechanism
+    from ldpsim.privacy import Guarantee
+
+    m = CONTRACT[name]()
+    assert isinstance(m, Mechanism) and m.name == name and catalog.entry(name) is not None
+    assert m.output_size is None and m.has_density and m.exact_delta
+    # identity: params, repr, value equality and hash
+    assert repr(m) == f"{type(m).__name__}(" + ", ".join(f"{k}={v!r}" for k, v in m.params.items()) + ")"
+    twin = type(m)(**m.params)
+    assert twin == m and hash(twin) == hash(m) and twin is not m
+    assert m != CONTRACT["laplace" if name != "laplace" else "gaussian"]()
+    # neighbours: the full-sensitivity shift, at which the default delta is taken
+    [(x0, x1)] = m.neighbours()
+    assert x0 == 0.0 and x1 == m.sensitivity
+    for eps in (0.0, 0.4, 2.0):
+        assert m.delta(eps) == m.delta(eps, shift=x1 - x0)
+    # sample: x + n noise draws, the same draws as sample_noise from the same seed
+    s = m.sample(3.25, 1000, rng=7)
+    assert s.shape == (1000,) and s.dtype == np.float64
+    np.testing.assert_array_equal(s, 3.25 + m.sample_noise(1000, rng=7))
+    assert m.sample(0.0, 0, rng=1).shape == (0,)
+    with pytest.raises(LdpSimError, match="^x: got"):
+        m.sample(math.nan, 3)
+    with pytest.raises(LdpSimError, match="^n: got"):
+        m.sample(0.0, -1)
+    # log_density at the neighbours; privacy at the exact boundary
+    assert np.all(np.isfinite(m.log_density(x0, np.array([0.0, 1.0]))))
+    e = m.epsilon(0.0)
+    if math.isfinite(e):
+        assert m.is_private(e) and not m.is_private(e * (1 - 1e-6))
+    else:
+        d = m.delta(1.0)
+        assert m.is_private(1.0, d) and not m.is_private(1.0, d * (1 - 1e-6))
+    g = m.guarantee()
+    assert isinstance(g, Guarantee) and g.delta(0.7) == m.delta(0.7)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from fractions import Fraction
 
 import numpy as np
@@ -37,7 +35,7 @@ def test_out_of_reach_exact_accuracy_is_refused_in_one_line():
         exact_accuracy(p, Task.sum(20), 0)
 
 
-def test_scenario_with_out_of_reach_accuracy_exits_2_before_any_file(tmp_path):
+def test_scenario_with_out_of_reach_accuracy_exits_2_before_any_file(tmp_path, cli):
     text = (Path := __import__("pathlib").Path)("scenarios/multiparty_sum.toml").read_text()
     lines = []
     for line in text.splitlines():
@@ -51,7 +49,7 @@ def test_scenario_with_out_of_reach_accuracy_exits_2_before_any_file(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("\n".join(lines) + "\n")
     out = tmp_path / "run"
-    res = subprocess.run([sys.executable, "-m", "ldpsim", "run", str(bad), "--out", str(out)], capture_output=True, text=True)
+    res = cli("run", bad, "--out", out)
     assert res.returncode == 2
     assert res.stderr.count("\n") == 1 and "parties: k: got 20" in res.stderr
     assert not Path(out).exists()

@@ -4,8 +4,6 @@ scenarios, and ``ldpsim run`` end to end (files, determinism, workers, resume)."
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -101,10 +99,9 @@ def test_shipped_scenarios_load(name, k, task):
     assert len(set(sc.spec.parties.levels("eps"))) > 2  # heterogeneous privacy levels
 
 
-def test_cli_runs_the_shipped_xor_scenario(tmp_path):
+def test_cli_runs_the_shipped_xor_scenario(tmp_path, cli):
     out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "ldpsim", "run", str(SCENARIOS / "multiparty_xor.toml"), "--out", str(out)],
-                          capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    proc = cli("run", SCENARIOS / "multiparty_xor.toml", "--out", out, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     for f in FILES:
         assert (out / f).stat().st_size > 0, f
@@ -149,11 +146,10 @@ def test_resume_refuses_a_changed_scenario(tmp_path):
         resume_multiparty(tmp_path / "c")
 
 
-def test_cli_bad_multiparty_file_is_one_line_exit_2(tmp_path):
+def test_cli_bad_multiparty_file_is_one_line_exit_2(tmp_path, cli):
     path = tmp_path / "bad.toml"
     path.write_text(GOOD.replace("eps = [0.5, 1, 2, 3]", "eps = [0.5, 1]"))
-    proc = subprocess.run([sys.executable, "-m", "ldpsim", "run", str(path), "--out", str(tmp_path / "r")],
-                          capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    proc = cli("run", path, "--out", tmp_path / "r", cwd=ROOT)
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "parties.eps: got a list of length 2" in lines[0] and str(path) in lines[0], proc.stderr

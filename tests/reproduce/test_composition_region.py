@@ -9,8 +9,6 @@ claimed) must make the checks fail. Deterministic: fixed seeds only.
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -45,9 +43,9 @@ def _thm33_tradeoff(eps: float, delta: float, k: int, alpha: np.ndarray) -> np.n
 
 
 # ----------------------------------------------------------------------------- the run
-def test_registered_and_listed_by_the_cli():
+def test_registered_and_listed_by_the_cli(cli):
     assert cr.NAME in names()
-    proc = subprocess.run([sys.executable, "-m", "ldpsim", "reproduce", "--list"], capture_output=True, text=True)
+    proc = cli("reproduce", "--list")
     assert proc.returncode == 0, proc.stderr
     assert any(line.startswith(cr.NAME + " ") for line in proc.stdout.splitlines())
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -273,8 +271,8 @@ def test_cli_runs_a_reproduction_and_prints_the_table(tmp_path, capsys):
         (["reproduce", "kov-fig5", "--instances", "x"], "invalid int value"),
     ],
 )
-def test_cli_errors_are_one_line_and_exit_2(argv, needle, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "ldpsim", *argv], capture_output=True, text=True, cwd=tmp_path)
+def test_cli_errors_are_one_line_and_exit_2(argv, needle, tmp_path, cli):
+    proc = cli(*argv, cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stdout == ""
     lines = proc.stderr.strip().splitlines()

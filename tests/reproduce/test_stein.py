@@ -7,8 +7,6 @@ back from the code under test. Deterministic: fixed seeds only.
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -39,9 +37,9 @@ def _priors(run) -> tuple[np.ndarray, np.ndarray]:
     return get("P0"), get("P1")
 
 
-def test_registered_and_listed_by_the_cli():
+def test_registered_and_listed_by_the_cli(cli):
     assert "stein-exponent" in names()
-    proc = subprocess.run([sys.executable, "-m", "ldpsim", "reproduce", "--list"], capture_output=True, text=True)
+    proc = cli("reproduce", "--list")
     assert proc.returncode == 0, proc.stderr
     assert any(line.startswith("stein-exponent ") for line in proc.stdout.splitlines())
 

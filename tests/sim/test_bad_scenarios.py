@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from ldpsim import LdpSimError
@@ -60,19 +57,18 @@ def test_malformed_scenario_names_file_and_key(case):
 
 
 @pytest.mark.parametrize("case", ["unknown nested key", "loss above one", "matrix rows", "bad TOML"])
-def test_cli_exits_2_with_one_line(case, tmp_path):
+def test_cli_exits_2_with_one_line(case, tmp_path, cli):
     text, key, _ = CASES[case]
     path = tmp_path / "bad.toml"
     path.write_text(text)
-    proc = subprocess.run([sys.executable, "-m", "ldpsim", "run", str(path), "--out", str(tmp_path / "o")],
-                          capture_output=True, text=True)  # fmt: skip
+    proc = cli("run", path, "--out", tmp_path / "o")
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and str(path) in lines[0] and key in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
 
 
-def test_cli_refuses_bad_run_directories(tmp_path):
+def test_cli_refuses_bad_run_directories(tmp_path, cli):
     good = tmp_path / "good.toml"
     good.write_text(GOOD)
     blocker = tmp_path / "file"
@@ -87,14 +83,14 @@ def test_cli_refuses_bad_run_directories(tmp_path):
         (["run", str(good), "--out", str(tmp_path / "w0"), "--workers", "0"], "--workers"),
     ]
     for argv, key in cases:
-        proc = subprocess.run([sys.executable, "-m", "ldpsim", *argv], capture_output=True, text=True)
+        proc = cli(*argv)
         assert proc.returncode == 2 and key in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (tmp_path / "w0").exists(), "a refused run leaves no directory behind"
 
 
-def test_cli_missing_file_and_bad_options(tmp_path):
+def test_cli_missing_file_and_bad_options(tmp_path, cli):
     for argv in (["run", str(tmp_path / "nope.toml")], ["run"], ["run", "x.toml", "--workers", "two"],
                  ["run", "--resume", str(tmp_path)]):  # fmt: skip
-        proc = subprocess.run([sys.executable, "-m", "ldpsim", *argv], capture_output=True, text=True)
+        proc = cli(*argv)
         assert proc.returncode == 2, (argv, proc.stderr)
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr

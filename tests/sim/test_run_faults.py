@@ -237,10 +237,10 @@ def test_a_replication_file_without_its_record_is_run_again(tmp_path):
 
 
 # --------------------------------------------------------------------- 5. concurrent writers
-def test_a_second_writer_gets_one_line_naming_the_pid(tmp_path, capsys):
+def test_a_second_writer_gets_one_line_naming_the_pid(tmp_path, capsys, cli):
     _, cut = interrupted(tmp_path)
-    with _files.DirectoryLock(cut, "--resume"):
-        proc = subprocess.run([sys.executable, "-m", "ldpsim", "run", "--resume", str(cut)], capture_output=True, text=True)
+    with _files.DirectoryLock(cut, "--resume"):  # an flock: a second descriptor conflicts even in this process
+        proc = cli("run", "--resume", cut)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and f"in use by pid {__import__('os').getpid()}" in lines[0], proc.stderr
@@ -251,7 +251,8 @@ def test_a_second_writer_gets_one_line_naming_the_pid(tmp_path, capsys):
 
 def test_concurrent_resumes_of_one_directory(tmp_path):
     """Six processes resume the same run at once: each either finishes it or says in one
-    line that it is in use (or already finished); the result is the uninterrupted run's."""
+    line that it is in use (or already finished); the result is the uninterrupted run's.
+    True subprocesses: the writers must be separate processes."""
     path, cut = interrupted(tmp_path, reps=6, done=1)
     full = run_scenario(path, out=tmp_path / "full", progress=False)
     procs = [subprocess.Popen([sys.executable, "-m", "ldpsim", "run", "--resume", str(cut)], stdout=subprocess.PIPE,
