@@ -8,9 +8,11 @@ patterns). ``BAD``: out-of-range parameters per entry, with the parameter the on
 must name. ``SLOW``: parameter points that run only with ``-m slow``.
 ``REFERENCE``: how the exact eps and delta of a non-finite entry are checked independently:
 ``"quad"`` (1-D density, adaptive quadrature of the hockey-stick integral), ``"lattice"``
-(integer outputs, a sum over the support) or ``None`` (no independent computation: vector
-outputs or no density); finite outputs (``output_size`` not None) are always checked by
-brute force over events.
+(integer outputs, a sum over the support), ``"radial"`` (vector outputs whose density
+depends only on ``||y - x||_p``, ``p`` a parameter: the privacy loss on the line through
+the pair, the law of the norm of the noise; 1-element vectors go to ``"quad"``) or ``None``
+(no independent computation); finite outputs (``output_size`` not None) are always checked
+by brute force over events.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ldpsim.mechanisms import (
     staircase_mechanism,
 )
 from ldpsim.mechanisms import catalog
+from ldpsim.mechanisms.base import Mechanism
 
 CASES: dict[str, list[dict[str, Any]]] = {
     "randomized_response": [
@@ -68,7 +71,7 @@ REFERENCE: dict[str, str | None] = {
     "truncated_laplace": "quad",
     "staircase_noise": "quad",
     "geometric": "lattice",
-    "norm_laplace": None,  # vector outputs: a d-dimensional integral
+    "norm_laplace": "radial",  # density a function of ||y - x||_p (quadrature when d = 1)
     "broken.laplace_wrong_scale": "quad",
     "broken.histogram_wrong_scale": "quad",
     "broken.noisy_max_value": "quad",
@@ -127,6 +130,47 @@ EXTRA: dict[str, Callable[[], Any]] = {
 }
 
 
+# --------------------------------------------------------------------------- pending conversions
+#: The methods and attributes of the contract (ldpsim/mechanisms/base.py).
+CONTRACT = ("params", "sample", "log_density", "neighbours", "epsilon", "delta", "is_private", "guarantee", "output_size")
+
+_PENDING: dict[str, str | None] = {}
+
+
+def pending(name: str) -> str | None:
+    """Why the broken-zoo entry ``name`` cannot pass the contract yet, or None.
+
+    The deliberately broken targets of the auditor are being converted to the contract while
+    they move into their own package; until then their tests are expected failures whose
+    reason names the missing methods. Only ``broken`` entries are ever pending: a library
+    entry that breaks the contract fails. Wherever the builder lives (the entry names it as a
+    string), the check is on the object it builds."""
+    if name not in _PENDING:
+        e = catalog.entry(name)
+        reason = None
+        if "broken" in e.tags:
+            made = e.build(**CASES[name][0])
+            if not isinstance(made, Mechanism):
+                missing = [m for m in CONTRACT if not hasattr(made, m)]
+                reason = (
+                    f"{e.name}: {type(made).__name__} (built by {e.builder}) does not implement the "
+                    f"Mechanism contract yet (not a Mechanism subclass; missing {', '.join(missing) or 'nothing'})"
+                )
+        _PENDING[name] = reason
+    return _PENDING[name]
+
+
+def pending_marks(name: str | None) -> list[Any]:
+    reason = pending(name) if name is not None else None
+    return [pytest.mark.xfail(reason=reason, strict=False)] if reason else []
+
+
+def entry_params(contract: bool = True) -> list[Any]:
+    """pytest params over the catalog entry names; with ``contract`` (tests that use the
+    built mechanisms) the pending broken-zoo entries are expected failures."""
+    return [pytest.param(n, id=n, marks=pending_marks(n) if contract else []) for n in sorted(catalog.CATALOG)]
+
+
 # --------------------------------------------------------------------------- the instances
 def case_id(name: str, params: dict[str, Any]) -> str:
     return name + ":" + ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
@@ -160,7 +204,7 @@ def instance_params(entries: Callable[[str], bool] | None = None, extra: bool = 
         if entries is not None and not entries(name):
             continue
         for i, p in enumerate(points):
-            marks = [pytest.mark.slow] if (name, i) in SLOW else []
+            marks = ([pytest.mark.slow] if (name, i) in SLOW else []) + pending_marks(name)
             out.append(pytest.param(case_id(name, p), id=case_id(name, p), marks=marks))
     if extra:
         out += [pytest.param(key, id=key) for key in EXTRA]
