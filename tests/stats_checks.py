@@ -8,6 +8,8 @@ count is large (callers keep expected counts >= 100, where the approximation is 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy import stats
 
@@ -78,3 +80,38 @@ def assert_sample_law(samples: np.ndarray, pmf: np.ndarray, alpha: float, min_ex
     if probs.size > 1:
         ok, stat, thr = chi_square_ok(counts, r * probs, probs.size - 1, alpha / 2)
         assert ok, f"chi-square {stat:.1f} > {thr:.1f} (df {probs.size - 1})"
+
+
+def dkw_tolerance(n: int, alpha: float) -> float:
+    """Dvoretzky-Kiefer-Wolfowitz with Massart's constant: for n i.i.d. draws from any law,
+    P(sup_t |F_n(t) - F(t)| > e) <= 2 exp(-2 n e^2); this is the e where that bound is alpha."""
+    return math.sqrt(math.log(2.0 / alpha) / (2.0 * n))
+
+
+def assert_cdf_dkw(samples: np.ndarray, points: np.ndarray, cdf: np.ndarray, alpha: float) -> None:
+    """Check i.i.d. real ``samples`` against exact CDF values ``cdf`` at ``points``: the
+    largest gap between the empirical CDF (``P(X <= t)``) and ``cdf`` over the points must be
+    within the DKW tolerance. A sup over some points is at most the sup over all t, so the
+    false-failure probability is at most ``alpha`` for any set of points."""
+    x = np.sort(np.asarray(samples, dtype=float).ravel())
+    n = x.size
+    emp = np.searchsorted(x, points, side="right") / n
+    gap = np.abs(emp - cdf)
+    tol = dkw_tolerance(n, alpha)
+    worst = int(np.argmax(gap))
+    assert gap[worst] <= tol, (
+        f"empirical CDF off by {gap[worst]:.4g} > DKW tolerance {tol:.4g} at t = {points[worst]:.6g} "
+        f"(empirical {emp[worst]:.6g}, exact {cdf[worst]:.6g}, n = {n})"
+    )
+
+
+def assert_codes_law(samples: np.ndarray, pmf: np.ndarray, alpha: float) -> None:
+    """Check i.i.d. integer codes against the exact ``pmf`` on 0..m-1: no code outside the
+    support or of probability zero, then :func:`assert_sample_law` (binned binomial tails and
+    chi-square, false-failure probability at most ``alpha``)."""
+    samples = np.asarray(samples)
+    assert np.issubdtype(samples.dtype, np.integer), f"codes must be integers, got dtype {samples.dtype}"
+    assert samples.min() >= 0 and samples.max() < pmf.size, "a code outside 0..m-1"
+    seen = np.bincount(samples, minlength=pmf.size)
+    assert not np.any(seen[pmf == 0]), f"codes of probability zero drawn: {np.flatnonzero(seen * (pmf == 0))[:10]}"
+    assert_sample_law(samples.astype(np.int64), pmf / pmf.sum(), alpha)

@@ -1,0 +1,261 @@
+"""The import layers of ldpsim, checked against the table in docs/design.md.
+
+A *unit* is the first path component under ``ldpsim/``: ``mechanisms`` for
+``ldpsim/mechanisms/*``, ``runs`` for ``ldpsim/runs.py``, ``__init__`` for
+``ldpsim/__init__.py``. Every ``import`` and ``from ... import`` statement anywhere in a
+module (also inside functions and ``if TYPE_CHECKING:`` blocks; relative imports resolved)
+that names another unit is an edge. The table in docs/design.md gives each unit a layer; the
+tests fail on
+
+(a) an edge to a unit of a higher layer (naming file, line and edge),
+(b) an import cycle between units (even within one layer),
+(c) a unit under ``ldpsim/`` that the table does not list.
+
+Builders named by strings in the catalog (``"module:attribute"``, imported on first use) are
+not import statements and are not edges.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "ldpsim"
+DESIGN = ROOT / "docs" / "design.md"
+
+
+# --------------------------------------------------------------------------- the table
+def parse_layer_table(text: str) -> dict[str, int]:
+    """unit -> layer from the Markdown rows whose first cell is an integer; the units are the
+    backticked names in the second cell. A unit listed twice is an error."""
+    layers: dict[str, int] = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 2 or not line.strip().startswith("|") or not re.fullmatch(r"\d+", cells[0]):
+            continue
+        for unit in re.findall(r"`([^`]+)`", cells[1]):
+            assert unit not in layers, f"docs/design.md: unit {unit!r} listed in layers {layers[unit]} and {cells[0]}"
+            layers[unit] = int(cells[0])
+    return layers
+
+
+# --------------------------------------------------------------------------- the code
+@dataclass(frozen=True)
+class Edge:
+    source: str  # unit that imports
+    target: str  # unit imported
+    file: str  # path relative to the repository
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.source} -> {self.target}"
+
+
+def module_name(path: Path, root: Path) -> tuple[str, ...]:
+    """Dotted module name of ``path`` (a package's ``__init__.py`` is the package)."""
+    parts = path.relative_to(root).with_suffix("").parts
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def unit_of_file(path: Path, package: Path) -> str:
+    """The first path component under the package (the file's stem for a top-level module)."""
+    parts = path.relative_to(package).parts
+    return parts[0] if len(parts) > 1 else Path(parts[0]).stem
+
+
+def units_on_disk(package: Path) -> set[str]:
+    """Every unit under the package: top-level modules and sub-packages (directories with
+    Python files)."""
+    out = {p.stem for p in package.glob("*.py")}
+    out |= {d.name for d in package.iterdir() if d.is_dir() and not d.name.startswith(".") and any(d.rglob("*.py"))}
+    return out
+
+
+def resolve(node: ast.ImportFrom | ast.Import, module: tuple[str, ...], is_package: bool) -> list[tuple[str, ...]]:
+    """The absolute module paths an import statement names (for ``from M import a, b``: ``M.a``
+    and ``M.b``, since ``a`` may be a submodule; the unit is decided by the caller)."""
+    if isinstance(node, ast.Import):
+        return [tuple(alias.name.split(".")) for alias in node.names]
+    if node.level:
+        package = module if is_package else module[:-1]
+        if node.level - 1 > len(package):
+            raise ValueError(f"relative import beyond the top level in {'.'.join(module)}")
+        base = package[: len(package) - (node.level - 1)]
+    else:
+        base = ()
+    base = base + (tuple(node.module.split(".")) if node.module else ())
+    return [base + (alias.name,) for alias in node.names]
+
+
+def edges_of_source(source: str, file: str, module: tuple[str, ...], is_package: bool, unit: str, units: set[str]) -> list[Edge]:
+    """Edges from one module's source text to other units of ``ldpsim``."""
+    out = []
+    for node in ast.walk(ast.parse(source, filename=file)):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        for target in resolve(node, module, is_package):
+            if not target or target[0] != "ldpsim":
+                continue
+            if len(target) == 1:  # import ldpsim
+                dest = "__init__"
+            elif target[1] in units:  # ldpsim.<unit>... or from ldpsim import <unit>
+                dest = target[1]
+            else:  # from ldpsim import <a name of the package front>
+                dest = "__init__"
+            edge = Edge(unit, dest, file, node.lineno)
+            if dest != unit and edge not in out:  # one edge per statement and target unit
+                out.append(edge)
+    return sorted(out, key=lambda e: e.line)  # ast.walk visits nested statements late
+
+
+def collect_edges(package: Path = PACKAGE) -> list[Edge]:
+    root = package.parent
+    units = units_on_disk(package)
+    edges: list[Edge] = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        edges += edges_of_source(
+            path.read_text(encoding="utf-8"), rel, module_name(path, root), path.name == "__init__.py",
+            unit_of_file(path, package), units,
+        )
+    return edges
+
+
+def cycles(edges: list[Edge]) -> list[list[str]]:
+    """Strongly connected components with more than one unit (Tarjan), each sorted."""
+    graph: dict[str, set[str]] = {}
+    for e in edges:
+        graph.setdefault(e.source, set()).add(e.target)
+        graph.setdefault(e.target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+# --------------------------------------------------------------------------- the checks
+@pytest.fixture(scope="module")
+def table() -> dict[str, int]:
+    layers = parse_layer_table(DESIGN.read_text(encoding="utf-8"))
+    assert layers, "docs/design.md has no layer table (rows '| <layer> | `unit`, ... | ... |')"
+    return layers
+
+
+@pytest.fixture(scope="module")
+def edges() -> list[Edge]:
+    return collect_edges()
+
+
+def test_every_unit_is_in_the_table(table):
+    missing = sorted(units_on_disk(PACKAGE) - set(table))
+    assert not missing, f"units under ldpsim/ missing from the layer table of docs/design.md: {', '.join(missing)}"
+
+
+def test_no_import_runs_upward(table, edges):
+    upward = [
+        f"{e} (layer {table[e.source]} -> {table[e.target]})"
+        for e in edges
+        if e.source in table and e.target in table and table[e.target] > table[e.source]
+    ]
+    assert not upward, f"{len(upward)} imports run upward (docs/design.md, Layers):\n" + "\n".join(upward)
+
+
+def test_no_import_cycle_between_units(edges):
+    found = cycles(edges)
+    lines = []
+    for comp in found:
+        inside = [str(e) for e in edges if e.source in comp and e.target in comp]
+        lines.append(f"cycle among {', '.join(comp)}:\n  " + "\n  ".join(inside))
+    assert not found, "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- the checker itself
+def test_table_parser_reads_rows_with_an_integer_first_cell():
+    text = "\n".join([
+        "| layer | units | owns |",
+        "|---|---|---|",
+        "| 0 | `errors`, `_rng` | foundation, see `x` |",
+        "| two | `ignored` | not a layer row |",
+        "| 11 | `cli`, `__init__` | front |",
+    ])
+    assert parse_layer_table(text) == {"errors": 0, "_rng": 0, "cli": 11, "__init__": 11}
+    with pytest.raises(AssertionError, match="listed in layers"):
+        parse_layer_table("| 1 | `a` | x |\n| 2 | `a` | y |")
+
+
+def test_the_design_table_lists_the_target_layers(table):
+    assert table["errors"] == 0 and table["privacy"] == 1 and table["mechanisms"] == 2
+    assert table["cli"] == table["__init__"] == table["__main__"] == 11
+    assert len(set(table.values())) == 12
+
+
+def test_resolution_of_absolute_relative_and_nested_imports():
+    src = "\n".join([
+        "import numpy",
+        "import ldpsim.privacy.pld as pld",
+        "from ldpsim import _validate as v, FiniteMechanism",
+        "from . import finite",
+        "from ..utility.optimal import lp",
+        "def f():",
+        "    from ldpsim.sim import engine",
+        "    if True:",
+        "        import ldpsim",
+        "from .base import Mechanism",
+    ])
+    units = {"privacy", "_validate", "mechanisms", "utility", "sim"}
+    got = edges_of_source(src, "ldpsim/mechanisms/noise.py", ("ldpsim", "mechanisms", "noise"), False, "mechanisms", units)
+    assert [(e.target, e.line) for e in got] == [
+        ("privacy", 2), ("_validate", 3), ("__init__", 3), ("utility", 5), ("sim", 7), ("__init__", 9),
+    ]
+    # in a package's __init__ a single dot is the package itself
+    got = edges_of_source("from .optimal import x\nfrom .. import errors", "ldpsim/utility/__init__.py",
+                          ("ldpsim", "utility"), True, "utility", {"utility", "errors"})
+    assert [(e.source, e.target) for e in got] == [("utility", "errors")]
+
+
+def test_units_of_files():
+    assert unit_of_file(PACKAGE / "runs.py", PACKAGE) == "runs"
+    assert unit_of_file(PACKAGE / "__init__.py", PACKAGE) == "__init__"
+    assert unit_of_file(PACKAGE / "mechanisms" / "noise" / "laplace.py", PACKAGE) == "mechanisms"
+    assert module_name(PACKAGE / "mechanisms" / "__init__.py", ROOT) == ("ldpsim", "mechanisms")
+
+
+def test_cycle_finder():
+    def e(a, b):
+        return Edge(a, b, "f.py", 1)
+
+    assert cycles([e("a", "b"), e("b", "c")]) == []
+    assert cycles([e("a", "b"), e("b", "a"), e("c", "a")]) == [["a", "b"]]
+    assert cycles([e("a", "b"), e("b", "c"), e("c", "a"), e("d", "e"), e("e", "d")]) == [["a", "b", "c"], ["d", "e"]]
