@@ -122,38 +122,6 @@ def _laplace_pair_epsilon(delta: float, eps0: float) -> float:
     return max(0.0, eps0 + 2.0 * math.log1p(-delta))
 
 
-def _pair_epsilon(lp: NDArray[np.float64], lq: NDArray[np.float64], delta: float) -> float:
-    """Smallest eps >= 0 with ``sum_y (P(y) - e^eps Q(y))_+ <= delta`` for two rows given by
-    their logs, exactly. As a function of ``t = e^eps`` the divergence is continuous and
-    piecewise linear, ``A - t B`` with ``A``, ``B`` the masses of ``P`` and ``Q`` on the
-    outputs whose ratio ``P/Q`` exceeds ``t``; on the segment between consecutive ratios
-    where it crosses ``delta`` the root is ``t = (A - delta)/B`` (taken in logs). Outputs
-    that ``Q`` never produces have ratio ``inf`` and always count: if their mass exceeds
-    ``delta`` no eps suffices."""
-    keep = np.isfinite(lp)
-    lp, lq = lp[keep], lq[keep]
-    lr = lp - lq  # +inf where Q = 0
-    order = np.argsort(-lr, kind="stable")
-    lr, p, q = lr[order], np.exp(lp[order]), np.exp(lq[order])
-    if float(p[np.isinf(lr)].sum()) > delta:
-        return math.inf
-    cp = np.concatenate([[0.0], np.cumsum(p)])  # mass of the first j outputs (by ratio)
-    cq = np.concatenate([[0.0], np.cumsum(q)])
-    pts = np.append(np.unique(lr[np.isfinite(lr) & (lr > 0)])[::-1], 0.0)  # log t at the kinks, then t = 1
-    above = np.searchsorted(-lr, -pts, side="left")  # outputs with ratio > t at each kink
-    with np.errstate(divide="ignore"):
-        d_at = cp[above] - np.exp(pts + np.log(cq[above]))
-    over = np.flatnonzero(d_at > delta)
-    if over.size == 0:
-        return 0.0  # within delta already at eps = 0
-    j = int(over[0])  # the largest kink where the divergence still exceeds delta
-    if j == 0:  # pragma: no cover - rounding: the divergence at the top kink is the inf mass
-        return float(pts[0])
-    a, b = float(cp[above[j]]), float(cq[above[j]])
-    root = math.log(a - delta) - math.log(b) if (a > delta and b > 0) else float(pts[j])
-    return min(max(root, float(pts[j])), float(pts[j - 1]))
-
-
 class _Broken(Mechanism):
     """The contract for the zoo. Constructors set ``claimed_eps``, ``true_eps`` and
     ``inputs``; ``_params`` names the constructor parameters in order (``eps`` is read from
@@ -222,7 +190,14 @@ class _LaplacePair(_Broken):
     finite: ClassVar[bool] = False
 
     def _epsilon_at(self, delta: float) -> float:
-        return _laplace_pair_epsilon(delta, self.true_eps)
+        # the closed form is off by rounding; step up to the first float whose delta is within
+        # the target, so that delta(epsilon(d)) <= d holds exactly (a few ulps at most)
+        t = _laplace_pair_epsilon(delta, self.true_eps)
+        for _ in range(64):
+            if t >= self.true_eps or self._delta_below(t) <= delta:
+                return t
+            t = math.nextafter(t, math.inf)
+        return float(self.true_eps)  # pragma: no cover - the closed form is within a few ulps
 
     def _delta_below(self, eps: float) -> float:
         return _laplace_pair_delta(eps, self.true_eps)
@@ -270,9 +245,9 @@ class _FiniteLogDensity(_Broken):
         return self._finite().delta(eps)  # type: ignore[no-any-return]
 
     def _epsilon_at(self, delta: float) -> float:
-        lm = np.array([self._log_row(i) for i in range(len(self.rows))])
-        k = lm.shape[0]
-        return max(_pair_epsilon(lm[i], lm[j], delta) for i in range(k) for j in range(k) if i != j)
+        """The inverse of :meth:`delta` from the matrix (bisection on the floats, so that
+        ``delta(epsilon(d)) <= d`` exactly)."""
+        return float(self._finite().epsilon(delta))
 
 
 # --------------------------------------------------------------------------- 1
@@ -527,7 +502,9 @@ class _SVT(_Broken):
 
     def _setup(self, eps: float, T: float) -> None:
         self.claimed_eps = _eps(eps)
-        self.T = float(T)
+        self.T = v.real(T, "T", "a finite real number")  # the threshold
+        if not math.isfinite(self.T):
+            raise invalid("T", T, "a finite real number")
         self.b_rho = 2.0 / self.claimed_eps
         self.b_nu = 4.0 / self.claimed_eps
 

@@ -345,10 +345,10 @@ class TestContract:
             if mech.exact_delta:
                 assert mech.delta(e) <= 1e-12
         else:
-            # not (t, 0)-private at any finite t; checked where delta(t) is a positive double
-            # (further out delta(t) underflows to 0.0 and is_private(t, 0) follows it)
-            finite = [t for t in eps_grid(mech, key) if math.isfinite(t) and float(mech.delta(t)) > 0]
-            assert finite, "no eps in the grid where delta is positive"
+            # not (t, 0)-private at any finite t, also where the float delta(t) underflows to
+            # 0.0 (epsilon(0.0) is exact by contract and decides)
+            finite = [t for t in eps_grid(mech, key) if math.isfinite(t)]
+            assert any(float(mech.delta(t)) > 0 for t in finite), "no eps in the grid where delta is positive"
             for t in finite:
                 assert not mech.is_private(t) and not mech.is_private(t, 0.0), t
         assert mech.is_private(math.inf, 1.0)
@@ -357,8 +357,12 @@ class TestContract:
         mech = instance(key)
         grid = eps_grid(mech, key)
         deltas = [float(mech.delta(t)) for t in grid]
+        pure = mech.epsilon(0.0)
         for t, d in zip(grid, deltas):
             assert 0.0 <= d <= 1.0, (t, d)
+            if d == 0.0 and math.isinf(pure):
+                assert not mech.is_private(t, d), (t, d)  # delta(t) > 0 underflowed to 0.0
+                continue
             assert mech.is_private(t, d), (t, d)
             if d > 0:
                 assert not mech.is_private(t, d * (1 - 1e-6)), (t, d)
