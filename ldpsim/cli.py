@@ -75,10 +75,12 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     comp.add_argument("--eps", type=float, required=True, help="eps of each mechanism")
     comp.add_argument("--delta", type=float, default=0.0, help="delta of each mechanism (default 0)")
-    comp.add_argument("-k", type=int, required=True, help="number of mechanisms composed")
+    count = comp.add_mutually_exclusive_group(required=True)
+    count.add_argument("--compositions", type=int, metavar="K", help="number of mechanisms composed")
+    count.add_argument("-k", type=int, dest="k_deprecated", metavar="K", help="deprecated spelling of --compositions (goes away in 0.2)")
     comp.add_argument("--eps-total", type=float, nargs="+", default=None, metavar="E", help="eps_total values (default: 12 points up to where the exact delta meets its floor)")
     comp.add_argument("--target-delta", type=float, nargs="+", default=None, metavar="D", help="print eps_total for these total deltas instead")
-    comp.add_argument("--out", default=None, help="output directory (default reports/compose/eps<eps>-delta<delta>-k<k>)")
+    comp.add_argument("--out", default=None, help="output directory (default reports/compose/eps<eps>-delta<delta>-k<K>)")
     comp.add_argument("--no-figure", action="store_true", help="skip region.png")
     comp.set_defaults(func=_compose)
 
@@ -246,14 +248,18 @@ def _demo(args: argparse.Namespace) -> int:
 def _compose(args: argparse.Namespace) -> int:
     from ldpsim.privacy import compose_report as cr
 
+    compositions = args.compositions
+    if args.k_deprecated is not None:  # the README of 0.1 used `ldpsim compose ... -k 30`
+        print("ldpsim: -k is deprecated; use --compositions (-k goes away in 0.2)", file=sys.stderr)
+        compositions = args.k_deprecated
     if args.eps_total is not None and args.target_delta is not None:
         raise LdpSimError("--target-delta: got --eps-total too, expected one of the two")
     table, files, notes = cr.run(
-        args.eps, args.delta, args.k, eps_totals=args.eps_total, delta_totals=args.target_delta, out=args.out,
+        args.eps, args.delta, compositions, eps_totals=args.eps_total, delta_totals=args.target_delta, out=args.out,
         figure=not args.no_figure,
     )  # fmt: skip
     what = "eps_total at each target delta_total" if args.target_delta is not None else "delta_total at each eps_total"
-    print(f"{args.k}-fold composition of ({args.eps:g}, {args.delta:g})-DP mechanisms: {what}")
+    print(f"{compositions}-fold composition of ({args.eps:g}, {args.delta:g})-DP mechanisms: {what}")
     shown = table.rename(columns={m: cr.LABELS[m] for m in cr.methods(args.eps)})
     print(shown.to_string(index=False, float_format=lambda x: f"{x:.6g}"))
     print("exact = the optimal composition (no (eps, delta)-DP mechanisms compose worse); bounds are upper bounds")

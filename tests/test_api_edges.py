@@ -160,8 +160,8 @@ def _calibration_cases():
 
 @pytest.mark.parametrize("cls, eps, delta, k, method", list(_calibration_cases()), ids=lambda x: getattr(x, "__name__", str(x)))
 def test_calibration_at_edge_values(cls, eps, delta, k, method):
-    lab = f"{cls.__name__}.calibrate({eps}, {delta}, k={k}, {method})"
-    m = call(lab, lambda: cls.calibrate(eps, delta, 1.0, k, method), ("eps", "delta", "k", "method"))
+    lab = f"{cls.__name__}.calibrate({eps}, {delta}, compositions={k}, {method})"
+    m = call(lab, lambda: cls.calibrate(eps, delta, 1.0, k, method), ("eps", "delta", "compositions", "method"))
     if is_err(m):
         return
     assert isinstance(m, cls)
@@ -209,8 +209,8 @@ def _composition_cases():
 
 @pytest.mark.parametrize("eps, delta, k", list(_composition_cases()))
 def test_composition_at_edge_values(eps, delta, k):
-    lab = f"({eps}, {delta}, k={k})"
-    names = ("eps", "delta", "k", "delta_total", "eps_total", "eps, delta", "delta_slack", "form")
+    lab = f"({eps}, {delta}, compositions={k})"
+    names = ("eps", "delta", "compositions", "delta_total", "eps_total", "eps, delta", "delta_slack", "form")
     floor = -math.expm1(k * math.log1p(-delta)) if delta < 1 else 1.0  # 1 - (1 - delta)^k
     grid = sorted({0.0, eps, k * eps / 2, k * eps})
     exact = call("optimal_delta" + lab, lambda: C.optimal_delta(eps, delta, k, grid), names)

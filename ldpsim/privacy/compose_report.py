@@ -36,11 +36,13 @@ def methods(eps: float) -> list[str]:
     return out
 
 
-def default_eps_grid(eps: float, delta: float, k: int, points: int = 12) -> np.ndarray:
+def default_eps_grid(eps: float, delta: float, compositions: int, points: int = 12) -> np.ndarray:
     """Evenly spaced eps_total up to the mean privacy loss plus 8 of its standard
     deviations, ``k eps tanh(eps/2) + 8 sqrt(k) eps`` (or k eps, if sooner), where the exact
     delta is within about 1e-15 of its floor ``1 - (1 - delta)^k``; from 0, or from the mean
-    minus 4 standard deviations when that is positive (large k): where the methods differ."""
+    minus 4 standard deviations when that is positive (large k): where the methods differ.
+    Here k = ``compositions``."""
+    k = compositions
     if eps == 0:
         return np.linspace(0.0, 1.0, points + 1)[1:]
     mean, sd = k * eps * float(np.tanh(eps / 2)), np.sqrt(k) * eps
@@ -53,35 +55,42 @@ def default_eps_grid(eps: float, delta: float, k: int, points: int = 12) -> np.n
     return np.linspace(bottom, top, points)
 
 
-def delta_table(eps: float, delta: float, k: int, eps_totals: Sequence[float]) -> pd.DataFrame:
+def delta_table(eps: float, delta: float, compositions: int, eps_totals: Sequence[float]) -> pd.DataFrame:
     """delta_total at each eps_total: the exact value and each bound's."""
     grid = np.asarray(eps_totals, dtype=np.float64)
     table = {"eps_total": grid}
     for m in methods(eps):
-        table[m] = C.optimal_delta(eps, delta, k, grid) if m == "exact" else C.bound_delta(m, eps, delta, k, grid)
+        table[m] = (
+            C.optimal_delta(eps, delta, compositions, grid) if m == "exact" else C.bound_delta(m, eps, delta, compositions, grid)
+        )
     return pd.DataFrame(table)
 
 
-def epsilon_table(eps: float, delta: float, k: int, delta_totals: Sequence[float]) -> pd.DataFrame:
+def epsilon_table(eps: float, delta: float, compositions: int, delta_totals: Sequence[float]) -> pd.DataFrame:
     """eps_total at each target delta_total (inf where a bound certifies nothing)."""
     targets = np.asarray(delta_totals, dtype=np.float64)
     table = {"delta_total": targets}
     for m in methods(eps):
-        table[m] = C.optimal_epsilon(eps, delta, k, targets) if m == "exact" else C.bound_epsilon(m, eps, delta, k, targets)
+        table[m] = (
+            C.optimal_epsilon(eps, delta, compositions, targets)
+            if m == "exact"
+            else C.bound_epsilon(m, eps, delta, compositions, targets)
+        )
     return pd.DataFrame(table)
 
 
-def guarantees(eps: float, delta: float, k: int) -> list[Guarantee]:
+def guarantees(eps: float, delta: float, compositions: int) -> list[Guarantee]:
     """The exact composition and each bound as guarantees (bounds through their delta curve)."""
-    out: list[Guarantee] = [OptimalComposition(eps, delta, k, label=LABELS["exact"])]
+    out: list[Guarantee] = [OptimalComposition(eps, delta, compositions, label=LABELS["exact"])]
     for m in methods(eps)[1:]:
-        fn = functools.partial(C.bound_delta, m, eps, delta, k)
-        out.append(DeltaCurve(fn, label=LABELS[m], eps_max=1.05 * k * eps))
+        fn = functools.partial(C.bound_delta, m, eps, delta, compositions)
+        out.append(DeltaCurve(fn, label=LABELS[m], eps_max=1.05 * compositions * eps))
     return out
 
 
-def region_figure(eps: float, delta: float, k: int, path: Path) -> Path:
+def region_figure(eps: float, delta: float, compositions: int, path: Path) -> Path:
     """Left: the privacy regions (trade-off view). Right: delta_total against eps_total."""
+    k = compositions
     gs = guarantees(eps, delta, k)
     fig = Figure(figsize=(10.5, 5.0))
     left, right = fig.subplots(1, 2)
@@ -104,7 +113,7 @@ def region_figure(eps: float, delta: float, k: int, path: Path) -> Path:
 def run(
     eps: float,
     delta: float,
-    k: int,
+    compositions: int,
     *,
     eps_totals: Sequence[float] | None = None,
     delta_totals: Sequence[float] | None = None,
@@ -113,12 +122,13 @@ def run(
 ) -> tuple[pd.DataFrame, list[Path], list[str]]:
     """Compute the table (delta at eps_totals, or eps at delta_totals) and write CSV + PNG;
     returns (table, files, notes)."""
-    eps, delta, k = V.epsilon(eps), V.delta(delta), V.integer(k, "k", minimum=1)
+    eps, delta, k = V.epsilon(eps), V.delta(delta), V.integer(compositions, "compositions", minimum=1)
     if delta_totals is not None:
         table = epsilon_table(eps, delta, k, delta_totals)
     else:
         grid = default_eps_grid(eps, delta, k) if eps_totals is None else eps_totals
         table = delta_table(eps, delta, k, grid)
+    # the directory name and the metadata key keep the spelling "k" (outputs are unchanged)
     out_dir = Path(out) if out is not None else Path("reports") / "compose" / f"eps{eps:g}-delta{delta:g}-k{k}"
     out_dir.mkdir(parents=True, exist_ok=True)
     files = [out_dir / "table.csv"]

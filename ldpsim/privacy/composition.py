@@ -1,8 +1,9 @@
 """Composition of (eps, delta)-DP mechanisms: the exact optimal region and closed-form bounds.
 
 Exact (Kairouz-Oh-Viswanath, seed 003 Theorem 3.3; THEORY.md sec. 6). The k-fold adaptive
-composition of (eps, delta)-DP mechanisms is exactly as private as the k-fold product of
-the quaternary mechanism, so the smallest delta at a total eps_t is its hockey-stick
+composition of (eps, delta)-DP mechanisms (k is the argument ``compositions`` everywhere
+below) is exactly as private as the k-fold product of the quaternary mechanism, so the
+smallest delta at a total eps_t is its hockey-stick
 
     delta(eps_t) = a + (1 - a) m(eps_t),   a = 1 - (1 - delta)^k,
     m(eps_t) = sum_{l : (k - 2l) eps > eps_t} b(l; k, q) (1 - e^{eps_t - (k - 2l) eps}),
@@ -41,8 +42,8 @@ SMALL_EPS_LIMIT = 0.9
 
 
 # --------------------------------------------------------------------------- validation
-def _params(eps: object, delta: object, k: object) -> tuple[float, float, int]:
-    return V.epsilon(eps), V.delta(delta), V.integer(k, "k", minimum=1)
+def _params(eps: object, delta: object, compositions: object) -> tuple[float, float, int]:
+    return V.epsilon(eps), V.delta(delta), V.integer(compositions, "compositions", minimum=1)
 
 
 def _nonneg_array(value: ArrayLike, name: str, upper: float | None = None) -> tuple[NDArray[np.float64], bool]:
@@ -103,8 +104,9 @@ def _logsum_concave(
 class _Homogeneous:
     """Shared pieces of the k-fold composition of (eps, delta)."""
 
-    def __init__(self, eps: float, delta: float, k: int):
-        self.eps, self.delta, self.k = eps, delta, k
+    def __init__(self, eps: float, delta: float, compositions: int):
+        k = compositions
+        self.eps, self.delta, self.compositions = eps, delta, k
         if eps > 0:
             self.log_q = -eps - float(np.log1p(np.exp(-eps)))  # P(loss = -eps) per factor
             self.log_1mq = -float(np.log1p(np.exp(-eps)))
@@ -116,11 +118,11 @@ class _Homogeneous:
         self.log_a = float(np.log(self.a)) if delta > 0 else -np.inf
 
     def pmf(self, l: NDArray[np.float64]) -> NDArray[np.float64]:
-        return log_pmf(l, self.k, self.log_q, self.log_1mq)
+        return log_pmf(l, self.compositions, self.log_q, self.log_1mq)
 
     def last_term(self, eps_t: float) -> int:
         """Largest l with (k - 2l) eps > eps_t (-1 if none)."""
-        k, eps = self.k, self.eps
+        k, eps = self.compositions, self.eps
         with np.errstate(over="ignore", invalid="ignore"):
             ratio = (k * eps - eps_t) / (2 * eps)
         if not np.isfinite(ratio):
@@ -138,7 +140,7 @@ class _Homogeneous:
             return -np.inf
         if last is None:
             last = self.last_term(eps_t)
-        k, eps = self.k, self.eps
+        k, eps = self.compositions, self.eps
 
         def term(l: NDArray[np.float64]) -> NDArray[np.float64]:
             return self.pmf(l) + log1mexp((k - 2 * l) * eps - eps_t)
@@ -155,7 +157,7 @@ class _Homogeneous:
 
     def log_s(self, last: int, flip: bool) -> float:
         """log sum_{l <= last} b(l) (flip: b(l) e^{-(k - 2l) eps}, the R-masses)."""
-        k, eps = self.k, self.eps
+        k, eps = self.compositions, self.eps
         if flip:
             fn = lambda l: self.pmf(l) - (k - 2 * l) * eps  # noqa: E731
             center = k * (1 - np.exp(self.log_q))
@@ -166,9 +168,9 @@ class _Homogeneous:
 
 
 # --------------------------------------------------------------------------- exact homogeneous
-def optimal_log_delta(eps: float, delta: float, k: int, eps_total: ArrayLike) -> NDArray[np.float64] | float:
+def optimal_log_delta(eps: float, delta: float, compositions: int, eps_total: ArrayLike) -> NDArray[np.float64] | float:
     """Natural log of :func:`optimal_delta` (finite where the delta underflows doubles)."""
-    eps, delta, k = _params(eps, delta, k)
+    eps, delta, k = _params(eps, delta, compositions)
     arr, scalar = _nonneg_array(eps_total, "eps_total")
     h = _Homogeneous(eps, delta, k)
     flat = arr.ravel()
@@ -183,11 +185,11 @@ def optimal_log_delta(eps: float, delta: float, k: int, eps_total: ArrayLike) ->
     return float(out) if scalar else out
 
 
-def optimal_delta(eps: float, delta: float, k: int, eps_total: ArrayLike) -> NDArray[np.float64] | float:
+def optimal_delta(eps: float, delta: float, compositions: int, eps_total: ArrayLike) -> NDArray[np.float64] | float:
     """Exact smallest delta_total such that every k-fold adaptive composition of
     (eps, delta)-DP mechanisms is (eps_total, delta_total)-DP (Theorem 3.3 of seed 003,
     extended to every eps_total). Vectorised over ``eps_total``; k up to 10^7 and beyond."""
-    out = np.exp(optimal_log_delta(eps, delta, k, eps_total))
+    out = np.exp(optimal_log_delta(eps, delta, compositions, eps_total))
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -200,7 +202,7 @@ def _unreachable(delta_total: float, floor: float, what: str) -> Exception:
 
 
 def _optimal_epsilon_one(h: _Homogeneous, target: float) -> float:
-    eps, k = h.eps, h.k
+    eps, k = h.eps, h.compositions
     a = h.a  # not exp(log a): that is off by ~|log a| ulps (2e-14 at a = 1e-300)
     if target < a * (1 - 1e-15) and not (target >= a):
         raise _unreachable(target, a, "1 - (1 - delta)^k")
@@ -243,12 +245,12 @@ def _optimal_epsilon_one(h: _Homogeneous, target: float) -> float:
     return settle_up(x, lambda e: float(np.exp(h.log_delta(e))) <= target, x_hi)
 
 
-def optimal_epsilon(eps: float, delta: float, k: int, delta_total: ArrayLike) -> NDArray[np.float64] | float:
-    """Smallest eps_total >= 0 with ``optimal_delta(eps, delta, k, eps_total) <= delta_total``.
+def optimal_epsilon(eps: float, delta: float, compositions: int, delta_total: ArrayLike) -> NDArray[np.float64] | float:
+    """Smallest eps_total >= 0 with ``optimal_delta(eps, delta, compositions, eps_total) <= delta_total``.
 
     Raises :class:`~ldpsim.errors.LdpSimError` when ``delta_total < 1 - (1 - delta)^k``, the
     P-mass that no eps_total can cover."""
-    eps, delta, k = _params(eps, delta, k)
+    eps, delta, k = _params(eps, delta, compositions)
     arr, scalar = _nonneg_array(delta_total, "delta_total", upper=1.0)
     h = _Homogeneous(eps, delta, k)
     if eps == 0:
@@ -262,10 +264,10 @@ def optimal_epsilon(eps: float, delta: float, k: int, delta_total: ArrayLike) ->
     return float(out) if scalar else out
 
 
-def lattice_region(eps: float, delta: float, k: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def lattice_region(eps: float, delta: float, compositions: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Theorem 3.3's corner points: ``((k - 2i) eps, 1 - (1-delta)^k (1 - delta_i))`` for
     i = 0..floor(k/2). The exact region is the intersection of these (eps, delta) regions."""
-    eps, delta, k = _params(eps, delta, k)
+    eps, delta, k = _params(eps, delta, compositions)
     i = np.arange(k // 2 + 1)
     eps_i = (k - 2 * i) * eps
     return eps_i.astype(np.float64), optimal_delta(eps, delta, k, eps_i)
@@ -340,9 +342,9 @@ def optimal_epsilon_heterogeneous(
 
 
 # --------------------------------------------------------------------------- closed-form bounds
-def basic_bound(eps: float, delta: float, k: int) -> tuple[float, float]:
+def basic_bound(eps: float, delta: float, compositions: int) -> tuple[float, float]:
     """Basic composition: ``(k eps, k delta)`` (delta capped at 1)."""
-    eps, delta, k = _params(eps, delta, k)
+    eps, delta, k = _params(eps, delta, compositions)
     return k * eps, min(1.0, k * delta)
 
 
@@ -353,18 +355,19 @@ def _slack(delta_slack: object) -> float:
     return d
 
 
-def _drv_center(eps: float, k: int) -> float:
+def _drv_center(eps: float, compositions: int) -> float:
     """``k eps (e^eps - 1)``; +inf where it exceeds the float range (from eps ~ 690), no warning."""
+    k = compositions
     if eps <= 0:
         return 0.0
     log_c = float(np.log(k) + np.log(eps) + eps + np.log(-np.expm1(-eps)))  # log(e^eps - 1) = eps + log(1 - e^-eps)
     return float(k * eps * np.expm1(eps)) if log_c < 709.0 else np.inf
 
 
-def drv_bound(eps: float, delta: float, k: int, delta_slack: float) -> tuple[float, float]:
+def drv_bound(eps: float, delta: float, compositions: int, delta_slack: float) -> tuple[float, float]:
     """Dwork-Rothblum-Vadhan: ``(k eps (e^eps - 1) + eps sqrt(2k log(1/delta_slack)),
     k delta + delta_slack)``, eps_total min'ed with the basic ``k eps``."""
-    eps, delta, k = _params(eps, delta, k)
+    eps, delta, k = _params(eps, delta, compositions)
     ds = _slack(delta_slack)
     with np.errstate(over="ignore"):  # k eps (e^eps - 1) = inf past eps ~ 700: the basic bound wins
         e_t = _drv_center(eps, k) + eps * np.sqrt(2 * k * -np.log(ds))
@@ -383,18 +386,19 @@ def _kov_eps(sum_eps: float, center: float, sum_sq: float, ds: float, scale: flo
     return float(min(sum_eps, a, b))
 
 
-def kov_bound(eps: float, delta: float, k: int, delta_slack: float, form: str = "general") -> tuple[float, float]:
+def kov_bound(eps: float, delta: float, compositions: int, delta_slack: float, form: str = "general") -> tuple[float, float]:
     """Theorem 3.4 of seed 003: ``(eps_t, 1 - (1 - delta)^k (1 - delta_slack))`` with
     ``eps_t = min{k eps, c + eps sqrt(2k log(e + sqrt(k eps^2)/delta_slack)), c + eps sqrt(2k log(1/delta_slack))}``,
     ``c = k eps (e^eps - 1)/(e^eps + 1)`` (form "general") or ``k eps^2`` (form "small_eps",
     stated for eps <= 0.9)."""
-    eps, delta, k = _params(eps, delta, k)
+    eps, delta, k = _params(eps, delta, compositions)
     ds = _slack(delta_slack)
     center = _kov_center(eps, k, form)
     return _kov_eps(k * eps, center, float(k), ds, scale=eps), _kov_delta(delta, k, ds)
 
 
-def _kov_center(eps: float, k: int, form: str) -> float:
+def _kov_center(eps: float, compositions: int, form: str) -> float:
+    k = compositions
     if form == "general":
         return k * eps * float(np.tanh(eps / 2))
     if form == "small_eps":
@@ -404,8 +408,8 @@ def _kov_center(eps: float, k: int, form: str) -> float:
     raise invalid("form", form, "'general' or 'small_eps'")
 
 
-def _kov_delta(delta: float, k: int, ds: float) -> float:
-    return float(-np.expm1(k * np.log1p(-delta) + np.log1p(-ds))) if delta < 1 and ds < 1 else 1.0
+def _kov_delta(delta: float, compositions: int, ds: float) -> float:
+    return float(-np.expm1(compositions * np.log1p(-delta) + np.log1p(-ds))) if delta < 1 and ds < 1 else 1.0
 
 
 def kov_bound_heterogeneous(eps_list: ArrayLike, delta_list: ArrayLike, delta_slack: float) -> tuple[float, float]:
@@ -427,10 +431,10 @@ def _check_bound(name: str) -> str:
     return name
 
 
-def bound_epsilon(name: str, eps: float, delta: float, k: int, delta_total: ArrayLike) -> NDArray[np.float64] | float:
+def bound_epsilon(name: str, eps: float, delta: float, compositions: int, delta_total: ArrayLike) -> NDArray[np.float64] | float:
     """Smallest eps_total the named bound certifies with total ``delta_total`` (inf if none)."""
     name = _check_bound(name)
-    eps, delta, k = _params(eps, delta, k)
+    eps, delta, k = _params(eps, delta, compositions)
     arr, scalar = _nonneg_array(delta_total, "delta_total", upper=1.0)
     out = np.full(arr.shape, np.inf).ravel()
     for j, t in enumerate(arr.ravel()):
@@ -457,13 +461,13 @@ def bound_epsilon(name: str, eps: float, delta: float, k: int, delta_total: Arra
     return float(out) if scalar else out
 
 
-def bound_delta(name: str, eps: float, delta: float, k: int, eps_total: ArrayLike) -> NDArray[np.float64] | float:
+def bound_delta(name: str, eps: float, delta: float, compositions: int, eps_total: ArrayLike) -> NDArray[np.float64] | float:
     """Smallest total delta the named bound certifies at ``eps_total`` (1.0 if none).
 
     Each bound's eps is non-increasing in its slack delta_slack, so the smallest slack that
     brings it down to eps_total is found in closed form from each branch of the min."""
     name = _check_bound(name)
-    eps, delta, k = _params(eps, delta, k)
+    eps, delta, k = _params(eps, delta, compositions)
     arr, scalar = _nonneg_array(eps_total, "eps_total")
     out = np.ones(arr.shape).ravel()
     basic_delta = min(1.0, k * delta)
@@ -493,13 +497,13 @@ def bound_delta(name: str, eps: float, delta: float, k: int, eps_total: ArrayLik
     return float(out) if scalar else out
 
 
-def per_query_budget(eps: float, delta: float, k: int) -> tuple[float, float]:
+def per_query_budget(eps: float, delta: float, compositions: int) -> tuple[float, float]:
     """Corollary 4.1 of seed 003: per-query (eps0, delta0) whose k-fold composition is
     (eps, delta)-DP: ``eps0 = eps / sqrt(4k log(e + eps/delta))``, ``delta0 = delta/(2k)``
     (Theorem 3.4's small_eps form with delta_slack = delta/sqrt(2); needs eps0 <= 0.9)."""
     eps = V.epsilon(eps)
     delta = V.delta(delta)
-    k = V.integer(k, "k", minimum=1)
+    k = V.integer(compositions, "compositions", minimum=1)
     if eps <= 0 or delta <= 0:
         raise invalid("eps, delta", (eps, delta), "eps > 0 and delta > 0 for Corollary 4.1")
     eps0 = eps / np.sqrt(4 * k * np.logaddexp(1.0, np.log(eps) - np.log(delta)))  # eps/delta may overflow

@@ -185,42 +185,43 @@ class EpsDelta(Guarantee):
             out = np.maximum.reduce([np.zeros_like(a), 1 - d0 - np.exp(e0) * a, np.exp(-e0) * (1 - d0 - a)])
         return _out(out, scalar)
 
-    def compose(self, k: int) -> "OptimalComposition":
-        """The exact k-fold composition (Theorem 3.3 of seed 003)."""
-        return OptimalComposition(self.eps, self.delta_, k)
+    def compose(self, compositions: int) -> "OptimalComposition":
+        """The exact ``compositions``-fold composition (Theorem 3.3 of seed 003)."""
+        return OptimalComposition(self.eps, self.delta_, compositions)
 
 
 # --------------------------------------------------------------------------- optimal composition
 @dataclass(frozen=True, repr=False)
 class OptimalComposition(Guarantee):
-    """The exact k-fold (adaptive) composition of (eps, delta)-DP (seed 003, Theorem 3.3)."""
+    """The exact ``compositions``-fold (adaptive) composition of (eps, delta)-DP (seed 003,
+    Theorem 3.3)."""
 
     eps: float
     delta_: float
-    k: int
+    compositions: int
     label: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "eps", V.epsilon(self.eps))
         object.__setattr__(self, "delta_", V.delta(self.delta_))
-        object.__setattr__(self, "k", V.integer(self.k, "k", minimum=1))
+        object.__setattr__(self, "compositions", V.integer(self.compositions, "compositions", minimum=1))
         if not self.label:
-            object.__setattr__(self, "label", f"exact {self.k}-fold ({self.eps:g}, {self.delta_:g})")
+            object.__setattr__(self, "label", f"exact {self.compositions}-fold ({self.eps:g}, {self.delta_:g})")
 
     def log_delta(self, eps: ArrayLike) -> Array | float:
-        return C.optimal_log_delta(self.eps, self.delta_, self.k, eps)
+        return C.optimal_log_delta(self.eps, self.delta_, self.compositions, eps)
 
     def epsilon(self, delta: float) -> float:
         t = V.delta(delta, "delta")
-        floor = float(-np.expm1(self.k * np.log1p(-self.delta_))) if self.delta_ < 1 else 1.0
+        floor = float(-np.expm1(self.compositions * np.log1p(-self.delta_))) if self.delta_ < 1 else 1.0
         if t < floor:
             return float("inf")
-        return float(C.optimal_epsilon(self.eps, self.delta_, self.k, t))
+        return float(C.optimal_epsilon(self.eps, self.delta_, self.compositions, t))
 
     def pld(self) -> DiscretePLD:
         """The loss law of the k-fold quaternary mechanism (binomial atoms at (k-2l) eps;
         atoms below e^-800 of the largest dropped: exact for the trade-off in doubles)."""
-        return DiscretePLD.binomial(self.eps, self.delta_, self.k, trim=True)
+        return DiscretePLD.binomial(self.eps, self.delta_, self.compositions, trim=True)
 
     def tradeoff(self, alpha: ArrayLike) -> Array | float:
         """Exact: the trade-off polygon of the k-fold quaternary mechanism (symmetric)."""
@@ -252,9 +253,9 @@ class GDP(Guarantee):
         a, scalar = _alpha_array(alpha)
         return _out(ndtr(ndtri(1 - a) - self.mu), scalar)
 
-    def compose(self, k: int) -> "GDP":
-        """k-fold composition: ``sqrt(k) mu``-GDP (exact)."""
-        return GDP(self.mu * np.sqrt(V.integer(k, "k", minimum=1)))
+    def compose(self, compositions: int) -> "GDP":
+        """k-fold composition (k = ``compositions``): ``sqrt(k) mu``-GDP (exact)."""
+        return GDP(self.mu * np.sqrt(V.integer(compositions, "compositions", minimum=1)))
 
     @staticmethod
     def composition(mus: ArrayLike) -> "GDP":

@@ -113,8 +113,9 @@ class DiscretePLD:
         return cls.from_atoms(loss, log_p, p_inf, r_inf)
 
     @classmethod
-    def binomial(cls, eps: float, delta: float, k: int, trim: bool = False) -> "DiscretePLD":
-        """The k-fold product of the quaternary (eps, delta) mechanism: atoms at (k - 2l) eps.
+    def binomial(cls, eps: float, delta: float, compositions: int, trim: bool = False) -> "DiscretePLD":
+        """The k-fold product (k = ``compositions``) of the quaternary (eps, delta) mechanism:
+        atoms at (k - 2l) eps.
 
         ``trim=True`` drops atoms below e^-800 of the largest (invisible in doubles, so the
         trade-off curve is unchanged) and works for any k; without it every atom is kept
@@ -123,7 +124,7 @@ class DiscretePLD:
 
         eps = V.epsilon(eps)
         delta = V.delta(delta)
-        k = V.integer(k, "k", minimum=1)
+        k = V.integer(compositions, "compositions", minimum=1)
         log_q = -eps - np.log1p(np.exp(-eps))  # P(loss -eps) = 1/(1+e^eps)
         log_1mq = -np.log1p(np.exp(-eps))
         if trim:
@@ -135,7 +136,7 @@ class DiscretePLD:
         else:
             lo, hi = 0, k
         if hi - lo + 1 > MAX_ATOMS:
-            raise invalid("k", k, f"a loss law with at most max_atoms = {MAX_ATOMS} atoms (here {hi - lo + 1:,})")
+            raise invalid("compositions", k, f"a loss law with at most max_atoms = {MAX_ATOMS} atoms (here {hi - lo + 1:,})")
         l = np.arange(lo, hi + 1, dtype=np.float64)
         log_keep = k * np.log1p(-delta) if delta < 1 else -np.inf
         log_p = log_pmf(l, k, log_q, log_1mq) + log_keep
@@ -270,9 +271,10 @@ class DiscretePLD:
         loss = self.loss[new]
         return DiscretePLD(loss, top + np.log(sums), self.p_inf, self.r_inf)
 
-    def self_compose(self, k: int, max_atoms: int = MAX_ATOMS) -> "DiscretePLD":
-        """k-fold product by repeated squaring, merging equal losses after each product."""
-        k = V.integer(k, "k", minimum=1)
+    def self_compose(self, compositions: int, max_atoms: int = MAX_ATOMS) -> "DiscretePLD":
+        """The ``compositions``-fold product by repeated squaring, merging equal losses after
+        each product."""
+        k = V.integer(compositions, "compositions", minimum=1)
         result: DiscretePLD | None = None
         base = self
         while k:

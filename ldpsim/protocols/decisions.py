@@ -50,22 +50,22 @@ MAX_CLASS_COMBOS = 400_000
 
 
 def _check(protocol: Protocol, task: Task, party: int) -> int:
-    if protocol.k != task.k:
-        raise invalid("task", f"a function of k = {task.k} bits", f"a function of the protocol's k = {protocol.k} bits")
-    p = V.integer(party, "party", minimum=OBSERVER, maximum=protocol.k - 1)
+    if protocol.parties != task.parties:
+        raise invalid("task", f"a function of {task.parties} bits", f"a function of {protocol.parties} bits, one per party of the protocol")
+    p = V.integer(party, "party", minimum=OBSERVER, maximum=protocol.parties - 1)
     return p
 
 
 def _others(protocol: Protocol, party: int) -> list[int]:
-    return [j for j in range(protocol.k) if j != party]
+    return [j for j in range(protocol.parties) if j != party]
 
 
 # --------------------------------------------------------------------------- general functions
 def _gain_tensor(protocol: Protocol, task: Task, party: int) -> NDArray[np.float64]:
-    k = protocol.k
+    k = protocol.parties
     if k > MAX_GENERAL_PARTIES:
         raise invalid(
-            "k",
+            "parties",
             k,
             f"at most {MAX_GENERAL_PARTIES} parties for a general function (symmetric functions: "
             "Task.sum / xor / majority / threshold / and_ scale to thousands)",
@@ -92,7 +92,7 @@ class GeneralRule:
 
 def _general_average(protocol: Protocol, task: Task, party: int) -> tuple[float, GeneralRule]:
     H = _gain_tensor(protocol, task, party)
-    value = float(H.max(axis=-1).sum()) / 2.0**protocol.k
+    value = float(H.max(axis=-1).sum()) / 2.0**protocol.parties
     return value, GeneralRule(party, H.argmax(axis=-1))
 
 
@@ -142,9 +142,9 @@ def _compositions(n: int, m: int) -> NDArray[np.int64]:
     return np.vstack(rows)
 
 
-def _classes(protocol: Protocol, parties: list[int]) -> list[tuple[NDArray[np.float64], int]]:
+def _classes(protocol: Protocol, members: list[int]) -> list[tuple[NDArray[np.float64], int]]:
     groups: dict[bytes, list] = {}
-    for j in parties:
+    for j in members:
         q = protocol.matrices[j]
         key = q.shape[1].to_bytes(4, "little") + q.tobytes()
         groups.setdefault(key, [q, 0])[1] += 1
@@ -184,7 +184,7 @@ def _class_table(q: NDArray[np.float64], n: int) -> tuple[NDArray[np.float64], l
 
 
 def _symmetric_average(protocol: Protocol, task: Task, party: int, max_classes: int) -> float:
-    parties = _others(protocol, party)
+    others = _others(protocol, party)
     n_classes = transcript_classes(protocol, party)
     if n_classes > max_classes:
         raise invalid(
@@ -194,8 +194,8 @@ def _symmetric_average(protocol: Protocol, task: Task, party: int, max_classes: 
             "privacy classes); use estimate_accuracy (Monte Carlo with the exact optimal rule), or k <= "
             f"{MAX_GENERAL_PARTIES} for the general path",
         )
-    tables = [_class_table(q, n) for q, n in _classes(protocol, parties)]
-    size = len(parties) + 1
+    tables = [_class_table(q, n) for q, n in _classes(protocol, others)]
+    size = len(others) + 1
     assert task.counts is not None
     # labels of the count s of ones among the others, for each own bit: mass per label, then gain
     owns = [0] if party == OBSERVER else [0, 1]
@@ -222,14 +222,14 @@ def _symmetric_average(protocol: Protocol, task: Task, party: int, max_classes: 
 
 # --------------------------------------------------------------------------- XOR
 def _is_xor(task: Task) -> bool:
-    return task.counts is not None and np.array_equal(task.counts, np.arange(task.k + 1) % 2) and np.array_equal(task.gain, np.eye(2))
+    return task.counts is not None and np.array_equal(task.counts, np.arange(task.parties + 1) % 2) and np.array_equal(task.gain, np.eye(2))
 
 
 def xor_accuracy(protocol: Protocol, party: int = OBSERVER) -> float:
     """Closed form for XOR with the indicator gain: ``(1 + prod_{j != i} TV_j) / 2``."""
-    party = V.integer(party, "party", minimum=OBSERVER, maximum=protocol.k - 1)
+    party = V.integer(party, "party", minimum=OBSERVER, maximum=protocol.parties - 1)
     tv = protocol.total_variation()
-    keep = np.ones(protocol.k, dtype=bool)
+    keep = np.ones(protocol.parties, dtype=bool)
     if party != OBSERVER:
         keep[party] = False
     return float(0.5 * (1.0 + np.prod(tv[keep])))
@@ -247,7 +247,7 @@ def exact_plan(protocol: Protocol, task: Task, party: int = OBSERVER, max_classe
     party = _check(protocol, task, party)
     if _is_xor(task):
         return "xor"
-    k = protocol.k
+    k = protocol.parties
     if task.is_symmetric:
         classes = transcript_classes(protocol, party)
         # the tensor path is fastest for small k (0.1 s at k = 10); classes beyond that
@@ -263,6 +263,8 @@ def exact_plan(protocol: Protocol, task: Task, party: int = OBSERVER, max_classe
         if task.is_symmetric
         else ""
     )
+    # "k" (not "parties") while multi-party scenario files name the count [parties] k: the
+    # scenario loader prints this message after the key path ("parties: k: got 20 ...")
     raise invalid(
         "k",
         k,
@@ -298,8 +300,8 @@ def decide(protocol: Protocol, task: Task, party: int, tau: ArrayLike, own_bits:
     own bits (ignored for the observer)."""
     party = _check(protocol, task, party)
     t = np.asarray(tau, dtype=np.int64)
-    if t.ndim != 2 or t.shape[1] != protocol.k:
-        raise invalid("tau", f"shape {t.shape}", f"an (n, {protocol.k}) array of transcripts")
+    if t.ndim != 2 or t.shape[1] != protocol.parties:
+        raise invalid("tau", f"shape {t.shape}", f"an (n, {protocol.parties}) array of transcripts")
     own = None
     if party != OBSERVER:
         if own_bits is None:
@@ -323,7 +325,7 @@ def estimate_accuracy(
     party = _check(protocol, task, party)
     rounds = V.integer(rounds, "rounds", minimum=2)
     gen = np.random.default_rng(rng)
-    x = gen.integers(0, 2, size=(rounds, protocol.k))
+    x = gen.integers(0, 2, size=(rounds, protocol.parties))
     tau = protocol.sample(x, gen)
     guess = decide(protocol, task, party, tau, None if party == OBSERVER else x[:, party])
     g = task.gain[task.value(x), guess]
@@ -331,16 +333,16 @@ def estimate_accuracy(
 
 
 # --------------------------------------------------------------------------- worst case
-def _kron_rows(protocol: Protocol, parties: list[int]) -> NDArray[np.float64]:
+def _kron_rows(protocol: Protocol, members: list[int]) -> NDArray[np.float64]:
     """P[x_S, tau_S] = prod_{j in S} Q_j[x_j, tau_j] (row: x_S, column: tau_S, C order)."""
     P = np.ones((1, 1))
-    for j in parties:
+    for j in members:
         P = np.kron(P, protocol.matrices[j])
     return P
 
 
 def _lp_parts(protocol: Protocol, task: Task, party: int):
-    k, Y = protocol.k, task.n_outputs
+    k, Y = protocol.parties, task.n_outputs
     others = _others(protocol, party)
     P = _kron_rows(protocol, others)  # (2^{k-1} or 2^k, T)
     T = P.shape[1]
@@ -348,7 +350,7 @@ def _lp_parts(protocol: Protocol, task: Task, party: int):
     n_var = T * len(own_vals) * Y
     rows = 2**k
     if rows * T * Y > MAX_LP_ENTRIES:
-        raise invalid("k", k, f"a smaller problem for the worst-case linear program (it needs {rows * T * Y:,} coefficients, at most {MAX_LP_ENTRIES:,})")
+        raise invalid("parties", k, f"a smaller problem for the worst-case linear program (it needs {rows * T * Y:,} coefficients, at most {MAX_LP_ENTRIES:,})")
     F = task.full_table()
     return k, Y, others, P, T, own_vals, n_var, F
 

@@ -1,7 +1,8 @@
 """Non-interactive multi-party protocols: party j broadcasts ``tau_j ~ Q_j[x_j, :]``.
 
 The protocol's matrix ``P[x, tau] = prod_j Q_j[x_j, tau_j]`` (THEORY.md sec. 7) is never
-materialised; only the k per-party 2 x m_j matrices are kept.
+materialised; only the per-party 2 x m_j matrices are kept, one for each of the
+``parties`` parties.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _validate as V
+from .._deprecate import renamed_attribute
 from .._rng import RNGLike, as_generator
 from ..errors import invalid
 from ..mechanisms import from_matrix, quaternary_mechanism
@@ -20,37 +22,39 @@ from ..mechanisms import from_matrix, quaternary_mechanism
 MAX_PARTIES = 100_000
 
 
-def _levels(values: ArrayLike | float, k: int | None, name: str, check) -> NDArray[np.float64]:
+def _levels(values: ArrayLike | float, parties: int | None, name: str, check) -> NDArray[np.float64]:
     arr = np.atleast_1d(np.asarray(values, dtype=np.float64))
     if arr.ndim != 1 or arr.size == 0:
         raise invalid(name, values, "a number or a non-empty list of numbers, one per party")
-    if k is not None:
+    if parties is not None:
         if arr.size == 1:
-            arr = np.full(k, float(arr[0]))
-        elif arr.size != k:
-            raise invalid(name, f"a list of length {arr.size}", f"one value per party (k = {k})")
+            arr = np.full(parties, float(arr[0]))
+        elif arr.size != parties:
+            raise invalid(name, f"a list of length {arr.size}", f"one value per party (parties = {parties})")
     for v in arr:
         check(float(v), name)
     return arr
 
 
-def _pair_levels(eps: ArrayLike, delta: ArrayLike, k: int | None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _pair_levels(eps: ArrayLike, delta: ArrayLike, parties: int | None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Per-party eps and delta; a single value is repeated for every party."""
-    if k is None:
-        k = max(np.size(eps), np.size(delta))
-    return _levels(eps, k, "eps", V.epsilon), _levels(delta, k, "delta", V.delta)
+    if parties is None:
+        parties = max(np.size(eps), np.size(delta))
+    else:
+        parties = V.integer(parties, "parties", minimum=1, maximum=MAX_PARTIES)
+    return _levels(eps, parties, "eps", V.epsilon), _levels(delta, parties, "delta", V.delta)
 
 
 class Protocol:
-    """A product protocol: k parties, party j with its 2 x m_j matrix ``Q_j`` and claimed
-    privacy level (eps_j, delta_j), checked exactly at construction."""
+    """A product protocol: ``parties`` parties, party j with its 2 x m_j matrix ``Q_j`` and
+    claimed privacy level (eps_j, delta_j), checked exactly at construction."""
 
     def __init__(self, matrices: Sequence[ArrayLike], eps: ArrayLike, delta: ArrayLike = 0.0, name: str = "custom"):
         if len(matrices) == 0 or len(matrices) > MAX_PARTIES:
             raise invalid("matrices", f"{len(matrices)} parties", f"between 1 and {MAX_PARTIES} per-party matrices")
-        k = len(matrices)
-        self.eps = _levels(eps, k, "eps", V.epsilon)
-        self.delta = _levels(delta, k, "delta", V.delta)
+        parties = len(matrices)
+        self.eps = _levels(eps, parties, "eps", V.epsilon)
+        self.delta = _levels(delta, parties, "delta", V.delta)
         mats = []
         for j, q in enumerate(matrices):
             q = V.stochastic_matrix(q, f"matrices[{j}]")
@@ -63,17 +67,18 @@ class Protocol:
 
     # ----------------------------------------------------------------- constructors
     @classmethod
-    def universal(cls, eps: ArrayLike, delta: ArrayLike = 0.0, k: int | None = None) -> "Protocol":
+    def universal(cls, eps: ArrayLike, delta: ArrayLike = 0.0, parties: int | None = None) -> "Protocol":
         """The seed's randomized response: party j uses the quaternary (eps_j, delta_j)
-        mechanism, optimal for every function and accuracy notion (003 Sec. 5)."""
-        e, d = _pair_levels(eps, delta, k)
+        mechanism, optimal for every function and accuracy notion (003 Sec. 5). ``parties``
+        (default: the length of ``eps`` or ``delta``) repeats a single level for every party."""
+        e, d = _pair_levels(eps, delta, parties)
         mats = [quaternary_mechanism(float(a), float(b)).matrix for a, b in zip(e, d)]
         return cls(mats, e, d, name="universal")
 
     @classmethod
-    def binary(cls, eps: ArrayLike, delta: ArrayLike = 0.0, k: int | None = None) -> "Protocol":
+    def binary(cls, eps: ArrayLike, delta: ArrayLike = 0.0, parties: int | None = None) -> "Protocol":
         """Warner's binary randomized response at eps_j (ignores the delta_j allowance)."""
-        e, d = _pair_levels(eps, delta, k)
+        e, d = _pair_levels(eps, delta, parties)
         mats = []
         for a in e:
             keep = 1.0 / (1.0 + np.exp(-a))
@@ -87,15 +92,19 @@ class Protocol:
 
     # ----------------------------------------------------------------- properties
     @property
-    def k(self) -> int:
+    def parties(self) -> int:
+        """The number of parties."""
         return len(self.matrices)
+
+    # ldpsim.protocols.sim still reads .k (it is being moved; issue 15): drop it from the list then
+    k = renamed_attribute(old="k", new="parties", since="0.1", removed_in="0.2", not_yet_migrated=("ldpsim.protocols.sim",))
 
     @property
     def sizes(self) -> tuple[int, ...]:
         return tuple(q.shape[1] for q in self.matrices)
 
     def __repr__(self) -> str:
-        return f"Protocol({self.name!r}, k={self.k})"
+        return f"Protocol({self.name!r}, parties={self.parties})"
 
     def _check_privacy(self) -> None:
         for j, q in enumerate(self.matrices):
@@ -122,14 +131,14 @@ class Protocol:
 
     # ----------------------------------------------------------------- sampling
     def sample(self, x: ArrayLike, rng: RNGLike = None) -> NDArray[np.int64]:
-        """Transcripts for a batch of bit vectors ``x`` (shape (n, k)): one vectorised draw
-        per party over all rounds."""
+        """Transcripts for a batch of bit vectors ``x`` (shape (n, parties)): one vectorised
+        draw per party over all rounds."""
         bits = np.asarray(x)
-        if bits.ndim != 2 or bits.shape[1] != self.k or not np.isin(bits, (0, 1)).all():
-            raise invalid("x", f"shape {bits.shape}", f"an (n, {self.k}) array of bits 0/1")
+        if bits.ndim != 2 or bits.shape[1] != self.parties or not np.isin(bits, (0, 1)).all():
+            raise invalid("x", f"shape {bits.shape}", f"an (n, {self.parties}) array of bits 0/1")
         gen = as_generator(rng)
         n = bits.shape[0]
-        out = np.empty((n, self.k), dtype=np.int64)
+        out = np.empty((n, self.parties), dtype=np.int64)
         for j, q in enumerate(self.matrices):  # a loop over parties, vectorised over rounds
             cum = np.cumsum(q, axis=1)[:, :-1]
             u = gen.random(n)

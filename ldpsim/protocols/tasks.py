@@ -1,4 +1,5 @@
-"""What the parties compute: a function f: {0,1}^k -> {0, ..., n_outputs - 1} and a gain
+"""What the parties compute: a function f: {0,1}^k -> {0, ..., n_outputs - 1} of the bits of
+the k = ``parties`` parties and a gain
 ``w[true, guess]`` (the identity, i.e. the probability of being right, by default).
 
 Symmetric functions (``f(x) = g(sum x)``: sum, parity, majority, threshold, AND) keep
@@ -15,75 +16,80 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _validate as V
+from .._deprecate import renamed_attribute
 from ..errors import invalid
 
 MAX_TABLE_PARTIES = 20
-"""A general function's table has 2^k entries: at most k = 20 (a million) here."""
+"""A general function's table has 2^parties entries: at most 20 parties (a million) here."""
 
 
 @dataclass(frozen=True)
 class Task:
     name: str
-    k: int
+    parties: int
     n_outputs: int
     gain: NDArray[np.float64]
-    counts: NDArray[np.int64] | None = None  # g(s) for s = 0..k (symmetric functions)
-    table: NDArray[np.int64] | None = None  # f(x) for x = 0..2^k - 1 (general functions)
+    counts: NDArray[np.int64] | None = None  # g(s) for s = 0..parties (symmetric functions)
+    table: NDArray[np.int64] | None = None  # f(x) for x = 0..2^parties - 1 (general functions)
+
+    # ldpsim.protocols.sim still reads .k (it is being moved; issue 15): drop it from the list then
+    k = renamed_attribute(old="k", new="parties", since="0.1", removed_in="0.2", not_yet_migrated=("ldpsim.protocols.sim",))
 
     # ----------------------------------------------------------------- constructors
     @classmethod
-    def symmetric(cls, name: str, k: int, g: ArrayLike, gain: ArrayLike | None = None) -> "Task":
-        k = V.integer(k, "k", minimum=1)
+    def symmetric(cls, name: str, parties: int, g: ArrayLike, gain: ArrayLike | None = None) -> "Task":
+        parties = V.integer(parties, "parties", minimum=1)
         g = np.asarray(g)
-        if g.shape != (k + 1,) or not np.issubdtype(g.dtype, np.integer) or g.min() < 0:
-            raise invalid("g", f"shape {g.shape}", f"k + 1 = {k + 1} non-negative integer labels, one per count of ones")
+        if g.shape != (parties + 1,) or not np.issubdtype(g.dtype, np.integer) or g.min() < 0:
+            raise invalid("g", f"shape {g.shape}", f"parties + 1 = {parties + 1} non-negative integer labels, one per count of ones")
         n_out = int(g.max()) + 1
-        return cls(name, k, n_out, _gain(gain, n_out), counts=g.astype(np.int64))
+        return cls(name, parties, n_out, _gain(gain, n_out), counts=g.astype(np.int64))
 
     @classmethod
-    def xor(cls, k: int, gain: ArrayLike | None = None) -> "Task":
-        return cls.symmetric("xor", k, np.arange(V.integer(k, "k", minimum=1) + 1) % 2, gain)
+    def xor(cls, parties: int, gain: ArrayLike | None = None) -> "Task":
+        return cls.symmetric("xor", parties, np.arange(V.integer(parties, "parties", minimum=1) + 1) % 2, gain)
 
     @classmethod
-    def sum(cls, k: int, gain: ArrayLike | None = None) -> "Task":
-        return cls.symmetric("sum", k, np.arange(V.integer(k, "k", minimum=1) + 1), gain)
+    def sum(cls, parties: int, gain: ArrayLike | None = None) -> "Task":
+        return cls.symmetric("sum", parties, np.arange(V.integer(parties, "parties", minimum=1) + 1), gain)
 
     @classmethod
-    def majority(cls, k: int, gain: ArrayLike | None = None) -> "Task":
-        k = V.integer(k, "k", minimum=1)
-        return cls.symmetric("majority", k, (2 * np.arange(k + 1) > k).astype(np.int64), gain)
+    def majority(cls, parties: int, gain: ArrayLike | None = None) -> "Task":
+        parties = V.integer(parties, "parties", minimum=1)
+        return cls.symmetric("majority", parties, (2 * np.arange(parties + 1) > parties).astype(np.int64), gain)
 
     @classmethod
-    def threshold(cls, k: int, t: int, gain: ArrayLike | None = None) -> "Task":
-        k = V.integer(k, "k", minimum=1)
-        t = V.integer(t, "t", minimum=0, maximum=k + 1)
-        return cls.symmetric(f"threshold{t}", k, (np.arange(k + 1) >= t).astype(np.int64), gain)
+    def threshold(cls, parties: int, t: int, gain: ArrayLike | None = None) -> "Task":
+        parties = V.integer(parties, "parties", minimum=1)
+        t = V.integer(t, "t", minimum=0, maximum=parties + 1)
+        return cls.symmetric(f"threshold{t}", parties, (np.arange(parties + 1) >= t).astype(np.int64), gain)
 
     @classmethod
-    def and_(cls, k: int, gain: ArrayLike | None = None) -> "Task":
-        k = V.integer(k, "k", minimum=1)
-        return cls.symmetric("and", k, (np.arange(k + 1) == k).astype(np.int64), gain)
+    def and_(cls, parties: int, gain: ArrayLike | None = None) -> "Task":
+        parties = V.integer(parties, "parties", minimum=1)
+        return cls.symmetric("and", parties, (np.arange(parties + 1) == parties).astype(np.int64), gain)
 
     @classmethod
     def from_table(cls, values: ArrayLike, n_outputs: int | None = None, gain: ArrayLike | None = None, name: str = "f") -> "Task":
-        """A general function from its 2^k values (index: x_1 most significant bit)."""
+        """A general function from its 2^parties values (index: x_1 most significant bit)."""
         vals = np.asarray(values)
         size = vals.size
-        k = int(np.log2(size)) if size > 0 else 0
-        if vals.ndim != 1 or size < 2 or 2**k != size or k > MAX_TABLE_PARTIES:
-            raise invalid("values", f"{size} values", f"2^k values for some k in 1..{MAX_TABLE_PARTIES}")
+        parties = int(np.log2(size)) if size > 0 else 0
+        if vals.ndim != 1 or size < 2 or 2**parties != size or parties > MAX_TABLE_PARTIES:
+            raise invalid("values", f"{size} values", f"2^parties values for some number of parties in 1..{MAX_TABLE_PARTIES}")
         if not np.issubdtype(vals.dtype, np.integer) or vals.min() < 0:
             raise invalid("values", vals[:4], "non-negative integer output labels")
         n_out = int(vals.max()) + 1 if n_outputs is None else V.integer(n_outputs, "n_outputs", minimum=1)
         if vals.max() >= n_out:
             raise invalid("values", int(vals.max()), f"labels below n_outputs = {n_out}")
-        return cls(name, k, n_out, _gain(gain, n_out), table=vals.astype(np.int64))
+        return cls(name, parties, n_out, _gain(gain, n_out), table=vals.astype(np.int64))
 
     @classmethod
-    def random(cls, k: int, n_outputs: int, rng=None, gain: ArrayLike | None = None) -> "Task":
+    def random(cls, parties: int, n_outputs: int, rng=None, gain: ArrayLike | None = None) -> "Task":
         """A uniformly random general function (for tests and demonstrations)."""
         gen = np.random.default_rng(rng)
-        return cls.from_table(gen.integers(0, n_outputs, 2 ** V.integer(k, "k", minimum=1, maximum=MAX_TABLE_PARTIES)), n_outputs, gain, "random")
+        size = 2 ** V.integer(parties, "parties", minimum=1, maximum=MAX_TABLE_PARTIES)
+        return cls.from_table(gen.integers(0, n_outputs, size), n_outputs, gain, "random")
 
     # ----------------------------------------------------------------- queries
     @property
@@ -91,26 +97,26 @@ class Task:
         return self.counts is not None
 
     def full_table(self) -> NDArray[np.int64]:
-        """f(x) for every x (2^k values)."""
+        """f(x) for every x (2^parties values)."""
         if self.table is not None:
             return self.table
-        if self.k > MAX_TABLE_PARTIES:
-            raise invalid("k", self.k, f"at most {MAX_TABLE_PARTIES} parties to tabulate f")
-        idx = np.arange(2**self.k)
+        if self.parties > MAX_TABLE_PARTIES:
+            raise invalid("parties", self.parties, f"at most {MAX_TABLE_PARTIES} parties to tabulate f")
+        idx = np.arange(2**self.parties)
         ones = np.zeros(idx.size, dtype=np.int64)
-        for b in range(self.k):
+        for b in range(self.parties):
             ones += (idx >> b) & 1
         assert self.counts is not None
         return self.counts[ones]
 
     def value(self, x: ArrayLike) -> NDArray[np.int64]:
-        """f(x) for a batch of bit vectors (shape (n, k))."""
+        """f(x) for a batch of bit vectors (shape (n, parties))."""
         bits = np.asarray(x)
-        if bits.ndim != 2 or bits.shape[1] != self.k:
-            raise invalid("x", f"shape {bits.shape}", f"an (n, {self.k}) array of bits")
+        if bits.ndim != 2 or bits.shape[1] != self.parties:
+            raise invalid("x", f"shape {bits.shape}", f"an (n, {self.parties}) array of bits")
         if self.counts is not None:
             return self.counts[bits.sum(axis=1)]
-        weights = 1 << np.arange(self.k - 1, -1, -1)
+        weights = 1 << np.arange(self.parties - 1, -1, -1)
         assert self.table is not None
         return self.table[bits.astype(np.int64) @ weights]
 

@@ -88,11 +88,11 @@ NAME = "composition-region"
 SAMPLES_PER_INSTANCE = 2000
 #: False-failure probability of each check.
 GAMMA = 1e-6
-#: Default cases: (eps, delta, k) of the quaternary mechanism (the second is seed 003's figure).
+#: Default cases: (eps, delta, compositions) of the quaternary mechanism (the second is seed 003's figure).
 QUATERNARY = ((0.5, 0.01, 10), (0.1, 0.001, 30))
-QUATERNARY_DELTA, QUATERNARY_K = 0.01, 10  # for an eps_grid
-LAPLACE = (0.5, 10)  # eps0 (scale 1/eps0, sensitivity 1), k
-GAUSSIAN = (2.0, 10, 0.5)  # sigma, k, eps0 of the (eps0, delta0) the Gaussian is checked against
+QUATERNARY_DELTA, QUATERNARY_COMPOSITIONS = 0.01, 10  # for an eps_grid
+LAPLACE = (0.5, 10)  # eps0 (scale 1/eps0, sensitivity 1), compositions
+GAUSSIAN = (2.0, 10, 0.5)  # sigma, compositions, eps0 of the (eps0, delta0) the Gaussian is checked against
 #: The strict-inside check needs a positive gap larger than the DKW tolerance: below this n
 #: (where the Laplace default's gap, about 0.018 in the DKW metric, is not certain to show)
 #: the row is reported without a verdict.
@@ -205,14 +205,16 @@ def clopper_pearson(x: Array, n: int, level: float) -> tuple[Array, Array]:
 
 
 # --------------------------------------------------------------------------- samplers
-def quaternary_llr(eps: float, delta: float, k: int, n: int, rng: np.random.Generator, *, sample_eps: float | None = None) -> tuple[Array, Array]:
-    """LLRs (for the claimed ``eps``) of n outputs of the k-fold quaternary mechanism under
+def quaternary_llr(
+    eps: float, delta: float, compositions: int, n: int, rng: np.random.Generator, *, sample_eps: float | None = None
+) -> tuple[Array, Array]:
+    """LLRs (for the claimed ``eps``) of n outputs of the ``compositions``-fold quaternary mechanism under
     P (input 0) and R (input 1), drawn from the mechanism with ``sample_eps`` (default eps; a
     larger value is a mechanism that breaks its claim)."""
     Q = quaternary_mechanism(eps if sample_eps is None else sample_eps, delta).matrix
     out = []
     for row in Q:
-        c = rng.multinomial(k, row / row.sum(), size=n)
+        c = rng.multinomial(compositions, row / row.sum(), size=n)
         llr = (c[:, 1] - c[:, 2]).astype(np.float64) * eps
         llr[c[:, 3] > 0] = -np.inf
         llr[c[:, 0] > 0] = np.inf
@@ -220,20 +222,20 @@ def quaternary_llr(eps: float, delta: float, k: int, n: int, rng: np.random.Gene
     return out[0], out[1]
 
 
-def laplace_llr(eps0: float, k: int, n: int, rng: np.random.Generator) -> tuple[Array, Array]:
-    """k releases of a sensitivity-1 query (0 under P, 1 under R) with ``Lap(1/eps0)`` noise:
+def laplace_llr(eps0: float, compositions: int, n: int, rng: np.random.Generator) -> tuple[Array, Array]:
+    """``compositions`` releases of a sensitivity-1 query (0 under P, 1 under R) with ``Lap(1/eps0)`` noise:
     ``L = eps0 sum_i (|x_i - 1| - |x_i|)``."""
     b = 1.0 / eps0
-    xp = rng.laplace(0.0, b, size=(n, k))
-    xr = 1.0 + rng.laplace(0.0, b, size=(n, k))
+    xp = rng.laplace(0.0, b, size=(n, compositions))
+    xr = 1.0 + rng.laplace(0.0, b, size=(n, compositions))
     llr = lambda x: eps0 * np.sum(np.abs(x - 1.0) - np.abs(x), axis=1)  # noqa: E731
     return llr(xp), llr(xr)
 
 
-def gaussian_llr(sigma: float, k: int, n: int, rng: np.random.Generator) -> tuple[Array, Array]:
-    """k releases with ``N(0, sigma^2)`` noise: ``L = sum_i (1 - 2 x_i) / (2 sigma^2)``."""
-    xp = rng.normal(0.0, sigma, size=(n, k))
-    xr = 1.0 + rng.normal(0.0, sigma, size=(n, k))
+def gaussian_llr(sigma: float, compositions: int, n: int, rng: np.random.Generator) -> tuple[Array, Array]:
+    """``compositions`` releases with ``N(0, sigma^2)`` noise: ``L = sum_i (1 - 2 x_i) / (2 sigma^2)``."""
+    xp = rng.normal(0.0, sigma, size=(n, compositions))
+    xr = 1.0 + rng.normal(0.0, sigma, size=(n, compositions))
     llr = lambda x: np.sum(1.0 - 2.0 * x, axis=1) / (2.0 * sigma**2)  # noqa: E731
     return llr(xp), llr(xr)
 
@@ -253,13 +255,14 @@ class Corners:
         return float(np.max(np.maximum(np.abs(self.alpha_hat - self.alpha), np.abs(self.beta_hat - self.beta))))
 
 
-def check_corners(eps: float, delta: float, k: int, llr_p: Array, llr_r: Array, gamma: float = GAMMA) -> Corners:
+def check_corners(eps: float, delta: float, compositions: int, llr_p: Array, llr_r: Array, gamma: float = GAMMA) -> Corners:
     """Compare every vertex of the exact polygon with the empirical point of its LR test.
 
-    The vertices of ``DiscretePLD.binomial(eps, delta, k).tradeoff_vertices()`` are, in order:
-    reject nothing; reject ``L = -inf``; reject ``L <= loss_j`` for each finite atom; reject all.
+    The vertices of ``DiscretePLD.binomial(eps, delta, compositions).tradeoff_vertices()`` are,
+    in order: reject nothing; reject ``L = -inf``; reject ``L <= loss_j`` for each finite atom;
+    reject all.
     """
-    pld = DiscretePLD.binomial(eps, delta, k)
+    pld = DiscretePLD.binomial(eps, delta, compositions)
     va, vb = pld.tradeoff_vertices()
     n = llr_p.size
     p, r = np.sort(llr_p), np.sort(llr_r)
@@ -285,7 +288,7 @@ def check_corners(eps: float, delta: float, k: int, llr_p: Array, llr_r: Array, 
 class Case:
     key: str  # e.g. "quaternary (0.5, 0.01) x 10"
     mechanism: str  # quaternary / laplace / gaussian
-    k: int
+    compositions: int
     eps: float  # per-query eps of the region checked against
     delta: float
     n: int
@@ -304,31 +307,31 @@ def run_case(index: int, kind: str, params: tuple, n: int, seed: int, *, sample_
     """Sample one case and run its checks."""
     rng = np.random.default_rng([seed, index])
     if kind == "quaternary":
-        eps, delta, k = params
-        lp, lr = quaternary_llr(eps, delta, k, n, rng, sample_eps=sample_eps)
-        key = f"quaternary ({eps:g}, {delta:g}) x {k}"
+        eps, delta, compositions = params
+        lp, lr = quaternary_llr(eps, delta, compositions, n, rng, sample_eps=sample_eps)
+        key = f"quaternary ({eps:g}, {delta:g}) x {compositions}"
     elif kind == "laplace":
-        eps, k = params
+        eps, compositions = params
         delta = 0.0
-        lp, lr = laplace_llr(eps, k, n, rng)
-        key = f"Laplace(1/{eps:g}) x {k}"
+        lp, lr = laplace_llr(eps, compositions, n, rng)
+        key = f"Laplace(1/{eps:g}) x {compositions}"
     elif kind == "gaussian":
-        sigma, k, eps = params
+        sigma, compositions, eps = params
         g1 = GDP(1.0 / sigma)
         delta = float(g1.delta(eps))
-        lp, lr = gaussian_llr(sigma, k, n, rng)
-        key = f"Gaussian(sigma {sigma:g}) x {k}"
+        lp, lr = gaussian_llr(sigma, compositions, n, rng)
+        key = f"Gaussian(sigma {sigma:g}) x {compositions}"
     else:  # pragma: no cover
         raise ValueError(kind)
-    region = OptimalComposition(eps, delta, k)
+    region = OptimalComposition(eps, delta, compositions)
     t, a, b = empirical_roc(lp, lr)
-    case = Case(key, kind, k, eps, delta, n, region, a, b, t, check_inside(a, b, region.tradeoff, n))
+    case = Case(key, kind, compositions, eps, delta, n, region, a, b, t, check_inside(a, b, region.tradeoff, n))
     if kind == "quaternary":
-        case.corners = check_corners(eps, delta, k, lp, lr)
+        case.corners = check_corners(eps, delta, compositions, lp, lr)
     elif kind == "laplace":
         case.gap = certified_gap(a, b, region.tradeoff, n)
     else:
-        g = GDP(math.sqrt(k) / sigma)
+        g = GDP(math.sqrt(compositions) / sigma)
         tol = roc_tolerance(n)
         dist = float(max(np.max(distance_below(a, b, g.tradeoff)), np.max(distance_above(a, b, g.tradeoff))))
         ok = bool(np.all(g.tradeoff(np.minimum(1.0, a + tol)) - tol <= b) and np.all(b <= g.tradeoff(np.maximum(0.0, a - tol)) + tol))
@@ -340,7 +343,7 @@ def cases_for(eps_grid: Any) -> list[tuple[str, tuple]]:
     if eps_grid is None:
         quat = [("quaternary", p) for p in QUATERNARY]
     else:
-        quat = [("quaternary", (float(e), QUATERNARY_DELTA, QUATERNARY_K)) for e in s.eps_grid(eps_grid)]
+        quat = [("quaternary", (float(e), QUATERNARY_DELTA, QUATERNARY_COMPOSITIONS)) for e in s.eps_grid(eps_grid)]
     return [*quat, ("laplace", LAPLACE), ("gaussian", GAUSSIAN)]
 
 
@@ -353,9 +356,9 @@ def _rows(c: Case) -> list[dict]:
     eps = f"{c.eps:g}"
     fail = f"false failure <= {GAMMA:g}"
     ins = c.inside
-    region = f"OptimalComposition({c.eps:g}, {c.delta:.4g}, {c.k})"
+    region = f"OptimalComposition({c.eps:g}, {c.delta:.4g}, {c.compositions})"
     rows = [
-        dict(quantity=f"{c.key}: inside the exact region (Thm 3.3), max distance outside", k=c.k, eps=eps,
+        dict(quantity=f"{c.key}: inside the exact region (Thm 3.3), max distance outside", k=c.compositions, eps=eps,
              paper=0.0, ours=ins.distance, agrees=_yes(ins.ok),
              criterion=f"ours <= DKW tol {ins.tol:.4g}: all {ins.points} ROC points of {region} have beta_hat + tol >= "
                        f"f(alpha_hat + tol) (distance: smallest s with beta_hat + s >= f(alpha_hat + s); vertical "
@@ -364,7 +367,7 @@ def _rows(c: Case) -> list[dict]:
     if c.corners is not None:
         cr = c.corners
         rows.append(
-            dict(quantity=f"{c.key}: touches the corners, max |empirical - vertex|", k=c.k, eps=eps, paper=0.0,
+            dict(quantity=f"{c.key}: touches the corners, max |empirical - vertex|", k=c.compositions, eps=eps, paper=0.0,
                  ours=cr.distance, agrees=_yes(bool(cr.ok.all())),
                  criterion=f"each of {cr.alpha.size} vertices inside the Clopper-Pearson intervals of its LR test's "
                            f"counts ({int(cr.ok.sum())}/{cr.ok.size}; half-width <= {cr.halfwidth:.3g}), n = {c.n}; {fail}")
@@ -374,11 +377,11 @@ def _rows(c: Case) -> list[dict]:
         tol = roc_tolerance(c.n)
         need = dkw_samples(dist, GAMMA / 2.0) if dist > 0 else 0
         if c.n < STRICT_MIN_N:  # too few samples for the check to have power: no verdict
-            rows.append(s.row(f"{c.key}: strictly inside, max distance inside the region", c.k, eps, dist,
+            rows.append(s.row(f"{c.key}: strictly inside, max distance inside the region", c.compositions, eps, dist,
                               note=f"not checked: n = {c.n} < {STRICT_MIN_N} (needs about n >= {need} to certify)"))
             return rows
         rows.append(
-            dict(quantity=f"{c.key}: strictly inside, max distance inside the region", k=c.k, eps=eps, paper=0.0,
+            dict(quantity=f"{c.key}: strictly inside, max distance inside the region", k=c.compositions, eps=eps, paper=0.0,
                  ours=dist, agrees=_yes(lower > 0),
                  criterion=f"ours > DKW tol {tol:.4g}, i.e. a certified gap beta - f(alpha) >= {lower:.3g} > 0 for "
                            f"some test (vertical max beta_hat - f(alpha_hat) = {raw:.3g}); n = {c.n} (needs about "
@@ -387,7 +390,7 @@ def _rows(c: Case) -> list[dict]:
     if c.on_gdp is not None and c.gdp is not None:
         dist, raw, ok = c.on_gdp
         rows.append(
-            dict(quantity=f"{c.key}: on the GDP curve G_mu (mu = {c.gdp.mu:.4g}), max distance off it", k=c.k,
+            dict(quantity=f"{c.key}: on the GDP curve G_mu (mu = {c.gdp.mu:.4g}), max distance off it", k=c.compositions,
                  eps=eps, paper=0.0, ours=dist, agrees=_yes(ok),
                  criterion=f"ours <= DKW tol {ins.tol:.4g} on both sides for all {ins.points} points (vertical max "
                            f"|beta_hat - G(alpha_hat)| = {raw:.3g}), n = {c.n}; {fail} (002: sigma-noise is "
@@ -415,7 +418,7 @@ def data_of(cases: list[Case]) -> pd.DataFrame:
     parts = []
 
     def add(c: Case, curve: str, alpha: Array, beta: Array, threshold: Array | None = None) -> None:
-        parts.append(pd.DataFrame({"case": c.key, "mechanism": c.mechanism, "k": c.k, "eps": c.eps, "delta": c.delta,
+        parts.append(pd.DataFrame({"case": c.key, "mechanism": c.mechanism, "k": c.compositions, "eps": c.eps, "delta": c.delta,
                                    "n": c.n, "curve": curve, "alpha": alpha, "beta": beta,
                                    "threshold": np.nan if threshold is None else threshold}))  # fmt: skip
 
@@ -438,7 +441,7 @@ def figure(cases: list[Case], seed: int) -> Figure:
     axes = np.atleast_1d(fig.subplots(1, m))
     for ax, c in zip(axes, cases):
         a, lower, upper = c.region.region(801)
-        ax.fill_between(a, lower, upper, color="tab:blue", alpha=0.18, lw=0, label=f"exact region (Thm 3.3), ({c.eps:g}, {c.delta:.3g}) x {c.k}")
+        ax.fill_between(a, lower, upper, color="tab:blue", alpha=0.18, lw=0, label=f"exact region (Thm 3.3), ({c.eps:g}, {c.delta:.3g}) x {c.compositions}")
         ax.plot(a, lower, color="tab:blue", lw=1)
         idx = _decimate(c.alpha.size)
         ax.plot(c.alpha[idx], c.beta[idx], ".-", ms=2.5 if c.mechanism != "quaternary" else 6, lw=0.6, color="tab:red",

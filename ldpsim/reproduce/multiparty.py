@@ -211,14 +211,14 @@ def private_at(protocol: Protocol, eps: Array, delta: Array) -> bool:
 
 
 # --------------------------------------------------------------------------- tasks
-def tasks_for(k: int, rng: np.random.Generator | None) -> dict[str, Task]:
-    """XOR, sum, majority, AND (indicator gain) and, when ``rng`` is given, two random
-    general functions (2 and 3 outputs) with random gains."""
-    out = {"xor": Task.xor(k), "sum": Task.sum(k), "majority": Task.majority(k), "and": Task.and_(k)}
+def tasks_for(parties: int, rng: np.random.Generator | None) -> dict[str, Task]:
+    """XOR, sum, majority, AND (indicator gain) of ``parties`` bits and, when ``rng`` is
+    given, two random general functions (2 and 3 outputs) with random gains."""
+    out = {"xor": Task.xor(parties), "sum": Task.sum(parties), "majority": Task.majority(parties), "and": Task.and_(parties)}
     if rng is not None:
         for y in (2, 3):
             gain = rng.uniform(0.0, 1.0, (y, y)) + np.eye(y)  # a right answer is worth more than a wrong one
-            out[f"random-{y}"] = Task.random(k, y, rng, gain=gain)
+            out[f"random-{y}"] = Task.random(parties, y, rng, gain=gain)
     return out
 
 
@@ -229,24 +229,25 @@ def compare(
     task: Task,
     function: str,
     *,
-    parties: Sequence[int],
+    receivers: Sequence[int],
     notions: Sequence[str] = ("average",),
     instance: int = 0,
     general: bool = True,
     private: dict[str, bool] | None = None,
 ) -> list[dict]:
     """Rows ``accuracy`` (of each alternative), ``rr_accuracy``, ``gap = rr - alt`` for each
-    notion and party (``OBSERVER`` = -1 for the observer). ``general``: use the tensor path
+    notion and receiver in ``receivers`` (party indices, ``OBSERVER`` = -1 for the observer).
+    ``general``: use the tensor path
     for symmetric functions too (fast for k <= 12 with distinct parties)."""
     kw = {"max_classes": 0} if general else {}
     private = {alt.name: private_at(alt, rr.eps, rr.delta) for alt in alts}
     rows = []
     for notion in notions:
-        for party in parties:
+        for party in receivers:
             ref = exact_accuracy(rr, task, party, notion, **kw)
             for alt in alts:
                 acc = exact_accuracy(alt, task, party, notion, **kw)
-                rows.append(dict(instance=instance, function=function, k=rr.k, party=int(party),
+                rows.append(dict(instance=instance, function=function, k=rr.parties, party=int(party),
                                  role="observer" if party == OBSERVER else "party", protocol=alt.name, notion=notion,
                                  accuracy=acc, rr_accuracy=ref, gap=ref - acc, private=private[alt.name]))  # fmt: skip
     return rows
@@ -263,7 +264,7 @@ def run_draw(seed: int, instance: int, levels: dict) -> list[dict]:
         private = privacy_of(rr, alts)
         notions = NOTIONS if k == K_WORST else ("average",)
         for fname, task in tasks_for(k, rng).items():
-            rows += compare(rr, alts, task, fname, parties=[OBSERVER, *range(k)], notions=notions, instance=instance,
+            rows += compare(rr, alts, task, fname, receivers=[OBSERVER, *range(k)], notions=notions, instance=instance,
                             private=private)
     if "large" in levels:
         eps, delta = large_levels(*levels["large"])
@@ -272,7 +273,7 @@ def run_draw(seed: int, instance: int, levels: dict) -> list[dict]:
         alts = class_alternatives(eps, delta, rng)
         private = privacy_of(rr, alts)
         for fname, task in tasks_for(K_LARGE, None).items():
-            rows += compare(rr, alts, task, fname, parties=[OBSERVER, 0, K_LARGE - 1], instance=instance, general=False,
+            rows += compare(rr, alts, task, fname, receivers=[OBSERVER, 0, K_LARGE - 1], instance=instance, general=False,
                             private=private)
     return rows
 

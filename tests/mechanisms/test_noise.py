@@ -771,7 +771,7 @@ def _install_reference_composition(monkeypatch):
 def test_exact_composed_calibration_pure(cls, eps, delta, k, real, monkeypatch):
     if not real:
         _install_reference_composition(monkeypatch)
-    m = cls.calibrate(eps, delta, 1, k=k)
+    m = cls.calibrate(eps, delta, 1, compositions=k)
     e0 = m.epsilon(0.0)
     d = ref_optimal_delta_pure(e0, k, eps)
     assert d <= delta * (1 + 1e-12)
@@ -784,7 +784,7 @@ def test_exact_composed_calibration_pure(cls, eps, delta, k, real, monkeypatch):
 
 @pytest.mark.parametrize("eps,delta,k", [(1.0, 1e-5, 10), (0.5, 1e-8, 100), (3.0, 1e-3, 2)])
 def test_exact_composed_calibration_gaussian(eps, delta, k):
-    m = Gaussian.calibrate(eps, delta, sensitivity=1.5, k=k)
+    m = Gaussian.calibrate(eps, delta, sensitivity=1.5, compositions=k)
     mu_tot = math.sqrt(k) * 1.5 / m.sigma
     ref = gdp_delta_mp(eps, mu_tot)
     assert ref <= delta and ref >= 0.99 * delta
@@ -795,20 +795,20 @@ def test_exact_composed_calibration_gaussian(eps, delta, k):
 def test_corollary_calibration(eps, delta, k):
     eps0 = eps / math.sqrt(4 * k * math.log(math.e + eps / delta))
     delta0 = delta / (2 * k)
-    lap = Laplace.calibrate(eps, delta, 2.0, k=k, method="corollary")
+    lap = Laplace.calibrate(eps, delta, 2.0, compositions=k, method="corollary")
     assert lap.scale == pytest.approx(2.0 / eps0, rel=1e-12)
-    g = Gaussian.calibrate(eps, delta, 2.0, k=k, method="corollary")
+    g = Gaussian.calibrate(eps, delta, 2.0, compositions=k, method="corollary")
     assert g.sigma**2 == pytest.approx(2 * 4.0 * math.log(2 / delta0) / eps0**2, rel=1e-12)
-    tl = TruncatedLaplace.calibrate(eps, delta, 2.0, k=k, method="corollary")
+    tl = TruncatedLaplace.calibrate(eps, delta, 2.0, compositions=k, method="corollary")
     assert tl.eps == eps0 and tl.delta_param <= delta0 and tl.delta_param == pytest.approx(delta0, rel=1e-12)
     # the corollary is valid (exact composed delta below target) and looser than exact
     assert ref_optimal_delta_pure(eps0 * (1 + 1e-12), k, eps) <= delta
     assert float(gdp_delta_mp(eps, math.sqrt(k) * 2.0 / g.sigma)) <= delta
-    assert Gaussian.calibrate(eps, delta, 2.0, k=k).sigma < g.sigma
+    assert Gaussian.calibrate(eps, delta, 2.0, compositions=k).sigma < g.sigma
     with pytest.raises(LdpSimError, match="corollary"):
-        TruncatedLaplace.calibrate(eps, delta, 2.0, k=k, method="exact")
+        TruncatedLaplace.calibrate(eps, delta, 2.0, compositions=k, method="exact")
     with pytest.raises(LdpSimError, match="delta"):
-        Laplace.calibrate(eps, 0.0, 2.0, k=k, method="corollary")
+        Laplace.calibrate(eps, 0.0, 2.0, compositions=k, method="corollary")
 
 
 # =========================================================================== properties
@@ -907,14 +907,14 @@ BAD = {
     "tradeoff alpha array": (lambda: Laplace(1.0).tradeoff([0.2, -0.5]), r"alpha\[1\]"),
     "privatize strings": (lambda: Laplace(1.0).privatize(["a"]), "values"),
     "privatize nan": (lambda: Laplace(1.0).privatize([1.0, math.nan]), "values"),
-    "calibrate k 0": (lambda: Laplace.calibrate(1.0, k=0), "k"),
-    "calibrate k 1.5": (lambda: Laplace.calibrate(1.0, k=1.5), "k"),
-    "calibrate method": (lambda: Laplace.calibrate(1.0, 1e-5, k=3, method="fast"), "method"),
+    "calibrate compositions 0": (lambda: Laplace.calibrate(1.0, compositions=0), "compositions"),
+    "calibrate compositions 1.5": (lambda: Laplace.calibrate(1.0, compositions=1.5), "compositions"),
+    "calibrate method": (lambda: Laplace.calibrate(1.0, 1e-5, compositions=3, method="fast"), "method"),
     "calibrate delta 2": (lambda: Gaussian.calibrate(1.0, 2.0), "delta"),
     "calibrate eps 0": (lambda: Gaussian.calibrate(0.0, 1e-5), "eps"),
     "calibrate sens 0": (lambda: Laplace.calibrate(1.0, sensitivity=0.0), "sensitivity"),
     "calibrate geometric sens": (lambda: Geometric.calibrate(1.0, sensitivity=2.5), "sensitivity"),
-    "tl exact k>1": (lambda: TruncatedLaplace.calibrate(1.0, 1e-5, k=3, method="exact"), "method"),
+    "tl exact k>1": (lambda: TruncatedLaplace.calibrate(1.0, 1e-5, compositions=3, method="exact"), "method"),
     "shift neg": (lambda: Laplace(1.0).delta(1.0, shift=-1.0), "shift"),
 }
 

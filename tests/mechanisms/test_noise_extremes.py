@@ -106,7 +106,7 @@ def test_analytic_gaussian_at_extreme_pairs_is_valid_tight_and_fast(eps, delta):
     assert mu >= best * (1 - mp.mpf("1e-9")), (float(mu), float(best))  # tight
     # the same through calibrate, and k-fold (sqrt(k) mu-GDP overall)
     assert _timed(lambda: Gaussian.calibrate(eps, delta)) == m
-    mk = _timed(lambda: Gaussian.calibrate(eps, delta, k=10**9))
+    mk = _timed(lambda: Gaussian.calibrate(eps, delta, compositions=10**9))
     mu_k = mp.sqrt(10**9) / mp.mpf(mk.sigma)
     assert gdp_log_delta_mp(eps, mu_k) <= mp.log(mp.mpf(delta))
     assert mu_k >= best * (1 - mp.mpf("1e-9"))
@@ -293,7 +293,7 @@ def test_staircase_tiny_eps(eps):
         assert m.variance == pytest.approx(float(var), rel=1e-9)
     assert m.std == pytest.approx(float(mp.sqrt(var)), rel=1e-9)
     _scale_check(m.sample_noise(1000, rng=np.random.default_rng(11)), eps)
-    c = _timed(lambda: Staircase.calibrate(eps, 1e-300, k=10**6), 5.0)
+    c = _timed(lambda: Staircase.calibrate(eps, 1e-300, compositions=10**6), 5.0)
     assert c.epsilon(0.0) > 0
 
 
@@ -319,7 +319,7 @@ def test_gaussian_variance_beyond_the_float_range_and_tiny_eps_calibrations():
     _refused(lambda: m.variance, "sigma")
     assert m.std == m.sigma
     _refused(lambda: Gaussian.classical(1e-320, 1e-5), "eps")
-    c = Gaussian.calibrate(1e-12, 1e-300, k=10**9, method="corollary")
+    c = Gaussian.calibrate(1e-12, 1e-300, compositions=10**9, method="corollary")
     # Corollary 4.1: sigma = sqrt(2 log(2/delta0))/eps0, delta0 = delta/(2k) (subnormal here)
     eps0 = 1e-12 / math.sqrt(4 * 10**9 * (math.log(1e-12) - math.log(1e-300)))  # log(e + eps/delta) ~ log(eps/delta)
     assert c.sigma == pytest.approx(math.sqrt(2 * (math.log(2.0) - math.log(1e-300) + math.log(2e9))) / eps0, rel=1e-12)
@@ -329,7 +329,7 @@ def test_gaussian_variance_beyond_the_float_range_and_tiny_eps_calibrations():
 def test_exact_composed_calibration_at_delta_one_is_refused(cls):
     """Beyond the list: at delta = 1 every mechanism qualifies; the search for the least noise
     ran for minutes at k = 10^9 (or returned eps0 ~ 1e6)."""
-    msg = _timed(lambda: _refused(lambda: cls.calibrate(1.0, 1.0, k=10**9), "delta"), 1.0)
+    msg = _timed(lambda: _refused(lambda: cls.calibrate(1.0, 1.0, compositions=10**9), "delta"), 1.0)
     assert "[0, 1)" in msg
 
 
@@ -340,7 +340,7 @@ def test_exact_composed_calibration_at_a_billion_queries(cls, eps):
     to take 70+ bisection steps of O(sqrt(k)) each)."""
     from ldpsim.privacy.composition import optimal_delta
 
-    m = _timed(lambda: cls.calibrate(eps, 1e-300, k=10**9), 5.0)
+    m = _timed(lambda: cls.calibrate(eps, 1e-300, compositions=10**9), 5.0)
     e0 = m.epsilon(0.0)
     assert optimal_delta(e0, 0.0, 10**9, eps) <= 1e-300
     assert optimal_delta(e0 * (1 + 1e-9), 0.0, 10**9, eps) > 1e-300

@@ -13,7 +13,7 @@ from .oracles import hockey_stick, product, quaternary_rows
 
 def test_compose_prints_exact_and_bounds_and_writes_the_region_figure(tmp_path, capsys):
     out = tmp_path / "c"
-    assert main(["compose", "--eps", "0.1", "--delta", "0.001", "-k", "30", "--out", str(out)]) == 0
+    assert main(["compose", "--eps", "0.1", "--delta", "0.001", "--compositions", "30", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     for label in ("exact (Thm 3.3)", "basic", "Dwork-Rothblum-Vadhan", "Thm 3.4"):
         assert label in text
@@ -29,7 +29,7 @@ def test_compose_prints_exact_and_bounds_and_writes_the_region_figure(tmp_path, 
 
 def test_compose_small_k_matches_brute_force(tmp_path, capsys):
     out = tmp_path / "c"
-    assert main(["compose", "--eps", "0.7", "--delta", "0.02", "-k", "4", "--eps-total", "0", "0.5", "1.4", "--out", str(out), "--no-figure"]) == 0
+    assert main(["compose", "--eps", "0.7", "--delta", "0.02", "--compositions", "4", "--eps-total", "0", "0.5", "1.4", "--out", str(out), "--no-figure"]) == 0
     table = pd.read_csv(out / "table.csv")
     p, r = quaternary_rows(0.7, 0.02)
     P, R = product(p, 4), product(r, 4)
@@ -40,7 +40,7 @@ def test_compose_small_k_matches_brute_force(tmp_path, capsys):
 
 def test_compose_target_delta(tmp_path, capsys):
     out = tmp_path / "c"
-    assert main(["compose", "--eps", "0.1", "--delta", "0.001", "-k", "30", "--target-delta", "0.05", "0.1", "--out", str(out), "--no-figure"]) == 0
+    assert main(["compose", "--eps", "0.1", "--delta", "0.001", "--compositions", "30", "--target-delta", "0.05", "0.1", "--out", str(out), "--no-figure"]) == 0
     table = pd.read_csv(out / "table.csv")
     p, r = quaternary_rows(0.1, 0.001)
     # brute force over the 30-fold product is too large; use the binomial sufficient statistic
@@ -60,12 +60,12 @@ def test_compose_target_delta(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, needle",
     [
-        (["compose", "--eps", "-0.1", "-k", "3"], "eps: got -0.1"),
-        (["compose", "--eps", "0.1", "-k", "0"], "k: got 0"),
-        (["compose", "--eps", "0.1", "--delta", "1.5", "-k", "3"], "delta: got 1.5"),
-        (["compose", "--eps", "0.1", "-k", "3", "--eps-total", "-1"], "eps_total: got -1"),
-        (["compose", "--eps", "0.1", "--delta", "0.01", "-k", "30", "--target-delta", "0.01"], "delta_total: got 0.01"),
-        (["compose", "--eps", "0.1", "-k", "3", "--eps-total", "1", "--target-delta", "0.1"], "--target-delta"),
+        (["compose", "--eps", "-0.1", "--compositions", "3"], "eps: got -0.1"),
+        (["compose", "--eps", "0.1", "--compositions", "0"], "compositions: got 0"),
+        (["compose", "--eps", "0.1", "--delta", "1.5", "--compositions", "3"], "delta: got 1.5"),
+        (["compose", "--eps", "0.1", "--compositions", "3", "--eps-total", "-1"], "eps_total: got -1"),
+        (["compose", "--eps", "0.1", "--delta", "0.01", "--compositions", "30", "--target-delta", "0.01"], "delta_total: got 0.01"),
+        (["compose", "--eps", "0.1", "--compositions", "3", "--eps-total", "1", "--target-delta", "0.1"], "--target-delta"),
     ],
 )
 def test_compose_errors_are_one_line_exit_2(argv, needle, capsys, tmp_path):

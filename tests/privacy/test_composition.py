@@ -729,7 +729,7 @@ def test_heterogeneous_too_large():
 # ---------------------------------------------------------------------------------------
 
 BAD_HOMOGENEOUS = [
-    dict(k=0), dict(k=-3), dict(k=2.5), dict(k=math.nan),
+    dict(compositions=0), dict(compositions=-3), dict(compositions=2.5), dict(compositions=math.nan),
     dict(eps=-0.1), dict(eps=math.nan),
     dict(delta=-1e-3), dict(delta=1.5), dict(delta=math.nan),
 ]  # fmt: skip
@@ -737,18 +737,18 @@ BAD_HOMOGENEOUS = [
 
 @pytest.mark.parametrize("bad", BAD_HOMOGENEOUS, ids=lambda b: ",".join(f"{k}={v}" for k, v in b.items()))
 def test_bad_input(bad):
-    args = dict(eps=0.1, delta=1e-3, k=10) | bad
+    args = dict(eps=0.1, delta=1e-3, compositions=10) | bad
     for fn, last in [(comp.optimal_delta, 0.5), (comp.optimal_log_delta, 0.5), (comp.optimal_epsilon, 0.5)]:
         with pytest.raises(LdpSimError):
-            fn(args["eps"], args["delta"], args["k"], last)
+            fn(args["eps"], args["delta"], args["compositions"], last)
     with pytest.raises(LdpSimError):
-        comp.lattice_region(args["eps"], args["delta"], args["k"])
+        comp.lattice_region(args["eps"], args["delta"], args["compositions"])
     with pytest.raises(LdpSimError):
-        comp.kov_bound(args["eps"], args["delta"], args["k"], 1e-3)
+        comp.kov_bound(args["eps"], args["delta"], args["compositions"], 1e-3)
     with pytest.raises(LdpSimError):
-        comp.drv_bound(args["eps"], args["delta"], args["k"], 1e-3)
+        comp.drv_bound(args["eps"], args["delta"], args["compositions"], 1e-3)
     with pytest.raises(LdpSimError):
-        comp.basic_bound(args["eps"], args["delta"], args["k"])
+        comp.basic_bound(args["eps"], args["delta"], args["compositions"])
 
 
 @pytest.mark.parametrize("t", [-0.1, math.nan, np.array([0.1, -1.0]), np.array([0.1, math.nan])], ids=["neg", "nan", "neg-in-array", "nan-in-array"])

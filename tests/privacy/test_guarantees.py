@@ -158,7 +158,7 @@ def test_bad_input():
         GDP(1.0).tradeoff(-0.1)
     with pytest.raises(LdpSimError, match="eps"):
         GDP(1.0).delta(np.nan)
-    with pytest.raises(LdpSimError, match="k"):
+    with pytest.raises(LdpSimError, match="compositions"):
         EpsDelta(0.1, 0.0).compose(0)
     with pytest.raises(LdpSimError, match="delta"):
         GDP.for_delta(1.0, 0.0)

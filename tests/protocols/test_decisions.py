@@ -29,7 +29,7 @@ from ldpsim.protocols import (
 def brute_average(protocol: Protocol, task: Task, party: int) -> float:
     """2^-k sum over every transcript and own bit of max_y sum_x P[x, tau] w(f(x), y),
     with P the explicit Kronecker product (independent of the library's paths)."""
-    k = protocol.k
+    k = protocol.parties
     P = np.ones((1, 1))
     for q in protocol.matrices:
         P = np.kron(P, q)  # rows x (x_1 most significant), columns tau (C order)
@@ -47,7 +47,7 @@ def brute_average(protocol: Protocol, task: Task, party: int) -> float:
 
 def brute_worst(protocol: Protocol, task: Task, party: int) -> float:
     """003 eq. 12 with the full transcript (tau_i included) as an explicit LP."""
-    k, Y = protocol.k, task.n_outputs
+    k, Y = protocol.parties, task.n_outputs
     P = np.ones((1, 1))
     for q in protocol.matrices:
         P = np.kron(P, q)

@@ -18,7 +18,7 @@ from ldpsim.sim.network import ExponentialLatency
 def test_a_single_eps_is_repeated_for_a_list_of_deltas():
     for make in (Protocol.universal, Protocol.binary):
         p = make(1.0, [0.1, 0.2, 0.3])
-        assert p.k == 3 and np.allclose(p.eps, 1.0) and np.allclose(p.delta, [0.1, 0.2, 0.3])
+        assert p.parties == 3 and np.allclose(p.eps, 1.0) and np.allclose(p.delta, [0.1, 0.2, 0.3])
 
 
 @pytest.mark.parametrize("n", [1, 18, 19, 40])

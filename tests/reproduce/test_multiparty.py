@@ -154,8 +154,8 @@ def test_a_non_private_alternative_is_caught():
     tasks = mp.tasks_for(3, np.random.default_rng(1))
     rows, fair = [], []
     for fname, task in tasks.items():
-        rows += mp.compare(rr, [cheat], task, fname, parties=[OBSERVER, 0, 1, 2], notions=mp.NOTIONS)
-        fair += mp.compare(rr, [honest], task, fname, parties=[OBSERVER, 0, 1, 2], notions=mp.NOTIONS)
+        rows += mp.compare(rr, [cheat], task, fname, receivers=[OBSERVER, 0, 1, 2], notions=mp.NOTIONS)
+        fair += mp.compare(rr, [honest], task, fname, receivers=[OBSERVER, 0, 1, 2], notions=mp.NOTIONS)
     bad = mp.check(pd.DataFrame(rows, columns=mp.DATA_COLUMNS))
     assert (bad["agrees"] == "no").any()
     xor_rows = bad[bad["quantity"].str.startswith("xor: RR never worse")]

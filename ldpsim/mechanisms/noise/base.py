@@ -14,6 +14,7 @@ from scipy import optimize
 
 from ldpsim import _validate as v
 from ldpsim._bisect import largest_ok, largest_ok_below, smallest_ok
+from ldpsim._deprecate import renamed
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import LdpSimError, invalid
 from ldpsim.mechanisms.base import Mechanism
@@ -331,11 +332,13 @@ class NoiseMechanism(Mechanism):
 
     # ------------------------------------------------------------------ calibration
     @classmethod
+    @renamed(old="k", new="compositions", since="0.1", removed_in="0.2")
     def calibrate(
-        cls, eps: float, delta: float = 0.0, sensitivity: float = 1.0, k: int = 1, method: str = "exact"
+        cls, eps: float, delta: float = 0.0, sensitivity: float = 1.0, compositions: int = 1, method: str = "exact"
     ) -> "NoiseMechanism":
         """The mechanism of this family with the least noise meeting (eps, delta)-DP for the
-        k-fold composition of the same query (k = 1: one release).
+        k-fold composition of the same query, k = ``compositions`` (1: one release; the
+        keyword ``k=`` is its deprecated spelling, accepted with a warning until 0.2).
 
         ``k = 1``: the exact calibration of the family (``method`` is only validated).
         ``k > 1``: ``method="corollary"`` -- Corollary 4.1 of seed 003 (THEORY sec. 6): each
@@ -348,7 +351,7 @@ class NoiseMechanism(Mechanism):
         eps = _positive(eps, "eps")
         delta = v.delta(delta, "delta")
         sens = cls._check_sensitivity(sensitivity)
-        k = v.integer(k, "k", minimum=1)
+        k = v.integer(compositions, "compositions", minimum=1)
         method = _method(method)
         if k == 1:
             return cls._calibrate_single(eps, delta, sens)
@@ -362,7 +365,7 @@ class NoiseMechanism(Mechanism):
                 return cls._calibrate_corollary(eps0, delta0, sens)
             except LdpSimError as exc:
                 raise LdpSimError(
-                    f"{exc} (the per-query budget of Corollary 4.1 for eps = {eps:g}, delta = {delta:g}, k = {k}: "
+                    f"{exc} (the per-query budget of Corollary 4.1 for eps = {eps:g}, delta = {delta:g}, compositions = {k}: "
                     f"eps0 = {eps0:.6g}, delta0 = {delta0:.6g})"
                 ) from None
         return cls._calibrate_exact_composed(eps, delta, sens, k)
@@ -381,8 +384,8 @@ class NoiseMechanism(Mechanism):
         return cls._calibrate_single(eps0, 0.0, sens)
 
     @classmethod
-    def _calibrate_exact_composed(cls, eps: float, delta: float, sens: float, k: int) -> "NoiseMechanism":
-        """Pure families: largest eps0 with optimal_delta(eps0, 0, k, eps) <= delta.
+    def _calibrate_exact_composed(cls, eps: float, delta: float, sens: float, compositions: int) -> "NoiseMechanism":
+        """Pure families: largest eps0 with optimal_delta(eps0, 0, k, eps) <= delta, k = ``compositions``.
 
         The delta of the composition increases continuously with eps0 (from 0 at eps0 = eps/k
         to 1), so the root of ``log optimal_delta - log delta`` in ``log eps0`` is bracketed and
@@ -390,6 +393,7 @@ class NoiseMechanism(Mechanism):
         largest float at or below it that meets the target (bounded bracketing and bisection)."""
         from ldpsim.privacy.composition import optimal_delta  # looked up per call (tests swap it)
 
+        k = compositions
         if delta >= 1.0:
             raise invalid(
                 "delta", delta, "a number in [0, 1) for the exact composed calibration (at delta = 1 every "
@@ -418,7 +422,7 @@ class NoiseMechanism(Mechanism):
             else:
                 eps0 = largest_ok(ok, lo, hi, iters=200)
         if not eps0 > 0:
-            raise invalid("eps", eps, f"a composed target whose per-query eps0 = {eps0!r} is > 0 (k = {k} is too large)")
+            raise invalid("eps", eps, f"a composed target whose per-query eps0 = {eps0!r} is > 0 (compositions = {k} is too large)")
         try:
             mech = cls._calibrate_single(eps0, 0.0, sens)
         except LdpSimError as exc:
@@ -439,7 +443,7 @@ def _need_pure(delta: float, family: str) -> None:
         raise invalid(
             "delta",
             delta,
-            f"0 for a single {family} release (a pure eps-DP family; for delta > 0 use Gaussian or TruncatedLaplace, or k > 1)",
+            f"0 for a single {family} release (a pure eps-DP family; for delta > 0 use Gaussian or TruncatedLaplace, or compositions > 1)",
         )
 
 

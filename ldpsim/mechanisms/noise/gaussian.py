@@ -58,10 +58,10 @@ class Gaussian(NoiseMechanism):
         with np.errstate(all="ignore"):
             return special.ndtr(-special.ndtri(a) - mu)
 
-    def composed_delta(self, eps: ArrayLike, k: int) -> float | NDArray[np.float64]:
-        """Exact delta(eps) of the k-fold composition: ``sqrt(k) D/sigma``-GDP."""
+    def composed_delta(self, eps: ArrayLike, compositions: int) -> float | NDArray[np.float64]:
+        """Exact delta(eps) of the k-fold composition (k = ``compositions``): ``sqrt(k) D/sigma``-GDP."""
         t, scalar = _eps_array(eps)
-        k = v.integer(k, "k", minimum=1)
+        k = v.integer(compositions, "compositions", minimum=1)
         return _out(gdp_delta(t, math.sqrt(k) * self.mu), scalar)
 
     def _log_pdf(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -113,11 +113,11 @@ class Gaussian(NoiseMechanism):
         eps = _positive(eps, "eps")
         delta = _open_delta(delta)
         sens = _positive(sensitivity, "sensitivity")
-        return cls._from_mu(eps, delta, sens, Gaussian._largest_mu(eps, delta), k=1)
+        return cls._from_mu(eps, delta, sens, Gaussian._largest_mu(eps, delta), compositions=1)
 
     @classmethod
-    def _from_mu(cls, eps: float, delta: float, sens: float, mu_total: float, k: int) -> "Gaussian":
-        rk = math.sqrt(k)
+    def _from_mu(cls, eps: float, delta: float, sens: float, mu_total: float, compositions: int) -> "Gaussian":
+        rk = math.sqrt(compositions)
         sigma = rk * sens / mu_total
         if not sigma <= MAX_NOISE_SCALE:
             raise invalid(
@@ -149,9 +149,9 @@ class Gaussian(NoiseMechanism):
         return cls(sigma, sens)
 
     @classmethod
-    def _calibrate_exact_composed(cls, eps: float, delta: float, sens: float, k: int) -> "Gaussian":
+    def _calibrate_exact_composed(cls, eps: float, delta: float, sens: float, compositions: int) -> "Gaussian":
         if not 0.0 < delta < 1.0:
             raise invalid("delta", delta, "a number in (0, 1) for the Gaussian mechanism")
-        return cls._from_mu(eps, delta, sens, Gaussian._largest_mu(eps, delta), k=k)
+        return cls._from_mu(eps, delta, sens, Gaussian._largest_mu(eps, delta), compositions=compositions)
 
 

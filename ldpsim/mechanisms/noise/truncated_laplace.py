@@ -194,9 +194,9 @@ class TruncatedLaplace(NoiseMechanism):
         return cls._calibrate_single(eps0, min(delta0, float(np.nextafter(0.5, 0.0))), sens)
 
     @classmethod
-    def _calibrate_exact_composed(cls, eps: float, delta: float, sens: float, k: int) -> "TruncatedLaplace":
+    def _calibrate_exact_composed(cls, eps: float, delta: float, sens: float, compositions: int) -> "TruncatedLaplace":
         raise invalid(
-            "method", "exact", "'corollary' for k > 1 with TruncatedLaplace (no exact composition is implemented)"
+            "method", "exact", "'corollary' for compositions > 1 with TruncatedLaplace (no exact composition is implemented)"
         )
 
 
