@@ -1,4 +1,4 @@
-"""High-dimensional noise addition ``M(D) = f(D) + t X`` with norm-power noise (THEORY.md section 8).
+"""High-dimensional noise addition ``M(D) = f(D) + t X`` with norm-power noise (docs/theory.md sec. 8).
 
 ``X`` has density proportional to ``exp(-||x||_p^alpha)`` on R^n (``p`` in [1, inf], ``alpha >= 1``).
 Exact Fisher information and mean squared norm, the uncertainty-principle product

@@ -1,4 +1,4 @@
-"""Norm-power noise in high dimensions (THEORY.md section 8; seed 002, the CLT for noise addition).
+"""Norm-power noise in high dimensions (docs/theory.md sec. 8; Dong et al. 2021, the CLT for noise addition).
 
 Statistical checks use fixed seeds and tolerances from a stated false-failure probability
 ``FAIL = 1e-6`` per test (split by a union bound): DKW bands
@@ -247,7 +247,7 @@ def test_uncertainty_principle(n):
 
 @pytest.mark.parametrize("alpha", [1, 1.5, 3, 6])
 def test_euclidean_norm_powers_approach_the_gaussian_product(alpha):
-    """phi = ||x||_2^alpha: err mu^2 / n -> 1 (THEORY.md section 8)."""
+    """phi = ||x||_2^alpha: err mu^2 / n -> 1 (docs/theory.md sec. 8)."""
     ratios = [NormPowerNoise(n, 2, alpha).error_times_mu2() / n for n in (10, 1000, 10**6)]
     assert ratios[0] >= ratios[1] >= ratios[2] >= 1 - 1e-12
     assert ratios[2] - 1 < 1e-4

@@ -1,6 +1,6 @@
 """Hypothesis testing on privatised counts: Neyman-Pearson tests and their error exponents.
 
-Setting (docs/theory.md sec. 5; 000 Sec. 1, 3): ``n`` clients report ``Y_i ~ M_v`` i.i.d. for
+Setting (docs/theory.md sec. 5; Kairouz et al. 2014, Sec. 1, 3): ``n`` clients report ``Y_i ~ M_v`` i.i.d. for
 ``v in {0, 1}``, with ``M_v = P_v^T Q`` the marginal a mechanism ``Q`` induces from the prior
 ``P_v`` (:func:`hypothesis_marginals`). The output counts ``c`` are ``Multinomial(n, M_v)``;
 the log-likelihood-ratio statistic is
@@ -118,7 +118,7 @@ def hypothesis_marginals(mechanism, P0: ArrayLike, P1: ArrayLike) -> tuple[NDArr
 
 # --------------------------------------------------------------------- exponents
 def chernoff_stein_exponent(M0: ArrayLike, M1: ArrayLike) -> float:
-    """The Chernoff-Stein exponent ``D_kl(M0 || M1)`` in nats (000 Sec. 1, 3).
+    """The Chernoff-Stein exponent ``D_kl(M0 || M1)`` in nats (Kairouz et al. 2014, Sec. 1, 3).
 
     With the type I error held at any ``alpha in (0, 1)``, the smallest type II error of a
     test from ``n`` reports is ``beta_n = exp(-n D_kl(M0 || M1) + o(n))`` (docs/theory.md sec. 5).
@@ -139,7 +139,7 @@ def _log_affinity(lam: float, l0: NDArray[np.float64], l1: NDArray[np.float64]) 
 
 
 def chernoff_information(M0: ArrayLike, M1: ArrayLike) -> ChernoffInformation:
-    """The Chernoff information ``C = -min_{0<=l<=1} log sum_y M0(y)^l M1(y)^(1-l)`` (000 Sec. 1, 3).
+    """The Chernoff information ``C = -min_{0<=l<=1} log sum_y M0(y)^l M1(y)^(1-l)`` (Kairouz et al. 2014, Sec. 1, 3).
 
     The best exponent of the Bayes error (both errors weighted): ``P_e = exp(-n C + o(n))``.
     ``l -> log sum M0^l M1^(1-l)`` is convex, zero at both ends; it is minimised by
@@ -269,7 +269,7 @@ class LikelihoodRatioTest:
 
 
 def lrt_exact(M0: ArrayLike, M1: ArrayLike, n: int, alpha: float) -> LikelihoodRatioTest:
-    """The exact randomised Neyman-Pearson test of H0: ``M0`` against H1: ``M1`` (000 Sec. 1, 3).
+    """The exact randomised Neyman-Pearson test of H0: ``M0`` against H1: ``M1`` (Kairouz et al. 2014, Sec. 1, 3).
 
     From the exact law of ``L`` (:func:`llr_exact_law`): the threshold ``t`` is the smallest
     value of ``L`` with ``P0(L > t) <= alpha``, and ``gamma = (alpha - P0(L > t)) / P0(L = t)``
@@ -305,7 +305,7 @@ def _moments(m: NDArray[np.float64], w: NDArray[np.float64]) -> tuple[float, flo
 
 
 def lrt_normal(M0: ArrayLike, M1: ArrayLike, n: int, alpha: float) -> LikelihoodRatioTest:
-    """The likelihood-ratio test with the normal approximation of ``L`` (large ``n``; 000 Sec. 1, 3).
+    """The likelihood-ratio test with the normal approximation of ``L`` (large ``n``; Kairouz et al. 2014, Sec. 1, 3).
 
     Under H_v, ``L`` is a sum of ``n`` i.i.d. copies of ``w(Y)``: mean ``n E_v[w]``, variance
     ``n Var_v[w]`` (``E_0[w] = -D_kl(M0||M1)``, ``E_1[w] = D_kl(M1||M0)``). The threshold is
@@ -380,7 +380,7 @@ def type2_error_tilted(
     *,
     gamma: float = 0.0,
 ) -> TiltedEstimate:
-    """Estimate ``beta_n = P_1(L < t) + (1 - gamma) P_1(L = t)`` by exponential tilting (000 Sec. 1, 3).
+    """Estimate ``beta_n = P_1(L < t) + (1 - gamma) P_1(L = t)`` by exponential tilting (Kairouz et al. 2014, Sec. 1, 3).
 
     The type II error of the test "reject when ``L > t``, and with probability ``gamma`` when
     ``L = t``" (``gamma = 0``: ``beta = P_1(L <= t)``). Counts are drawn from
@@ -441,7 +441,7 @@ def stein_exponent_curve(
     rng: RNGLike = None,
     samples: int = 20_000,
 ) -> pd.DataFrame:
-    """Measured Chernoff-Stein exponents ``-(1/n) log beta_n`` against ``D_kl(M0 || M1)`` (000 Sec. 1, 3).
+    """Measured Chernoff-Stein exponents ``-(1/n) log beta_n`` against ``D_kl(M0 || M1)`` (Kairouz et al. 2014, Sec. 1, 3).
 
     For each ``n``: the NP test at type I error ``alpha`` (exact, :func:`lrt_exact`, when the
     exact law has at most ``MAX_COMPOSITIONS`` count vectors; else the normal threshold of

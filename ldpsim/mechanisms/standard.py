@@ -1,9 +1,9 @@
-"""The finite mechanisms of the seed papers (docs/theory.md sec. 2), built exactly in log space.
+"""The finite mechanisms of the source papers (docs/theory.md sec. 2), built exactly in log space.
 
-- the binary mechanism, for a prior pair (P0, P1) or a single prior with a set T (000, 001);
-- the truncated geometric mechanism (000's experimental baseline);
-- staircase mechanisms ``Q = S diag(theta)`` and the pattern matrix ``S`` (000, Theorem 4);
-- the quaternary (eps, delta) mechanism on binary inputs (001; 003 Sec. 5).
+- the binary mechanism, for a prior pair (P0, P1) or a single prior with a set T (Kairouz et al. 2014);
+- the truncated geometric mechanism (Kairouz et al. 2014's experimental baseline);
+- staircase mechanisms ``Q = S diag(theta)`` and the pattern matrix ``S`` (Kairouz et al. 2014, Theorem 4);
+- the quaternary (eps, delta) mechanism on binary inputs (Kairouz et al. 2014; Kairouz et al. 2015, Sec. 5).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def binary_mechanism(eps: float, T: Iterable[int] | NDArray[np.bool_], k: int) -
 
 def binary_mechanism_for_priors(P0: ArrayLike, P1: ArrayLike, eps: float) -> MatrixMechanism:
     """The binary mechanism for hypothesis testing between priors P0 and P1:
-    ``T = {x : P0(x) >= P1(x)}`` (000 Sec. 3)."""
+    ``T = {x : P0(x) >= P1(x)}`` (Kairouz et al. 2014, Sec. 3)."""
     p0 = v.probability_vector(P0, "P0")
     p1 = v.probability_vector(P1, "P1", size=p0.size)
     if p0.size < 2:
@@ -71,7 +71,7 @@ def binary_mechanism_for_prior(P: ArrayLike, eps: float, T: Iterable[int] | None
     """The binary mechanism for a single prior ``P`` with set ``T``.
 
     If ``T`` is None it is the set maximising ``P(T) P(T^c)``, the best choice for mutual
-    information at small eps (001 Sec. 9), found by enumeration for k <= 20.
+    information at small eps (Kairouz et al. 2014, Sec. 9), found by enumeration for k <= 20.
     """
     p = v.probability_vector(P, "P")
     k = v.alphabet_size(p.size, "len(P)")
@@ -139,7 +139,7 @@ def pattern_bits(codes: ArrayLike, k: int) -> NDArray[np.int8]:
 
 def pattern_matrix(k: int, eps: float) -> NDArray[np.float64]:
     """The staircase pattern matrix ``S`` (``k x 2^k``): column ``b`` has ``S[i, b] = e^(eps b_i)``
-    where ``b_i = (b >> i) & 1`` (000, Theorem 4). Built for k <= 20."""
+    where ``b_i = (b >> i) & 1`` (Kairouz et al. 2014, Theorem 4). Built for k <= 20."""
     k = v.integer(k, "k", minimum=2, maximum=MAX_PATTERN_K)
     eps = v.epsilon(eps, "eps")
     if eps > MAX_LINEAR_EPS:

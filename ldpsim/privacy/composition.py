@@ -1,6 +1,6 @@
 """Composition of (eps, delta)-DP mechanisms: the exact optimal region and closed-form bounds.
 
-Exact (Kairouz-Oh-Viswanath, seed 003 Theorem 3.3; THEORY.md sec. 6). The k-fold adaptive
+Exact (Kairouz et al. 2015, Theorem 3.3; docs/theory.md sec. 6). The k-fold adaptive
 composition of (eps, delta)-DP mechanisms (k is the argument ``compositions`` everywhere
 below) is exactly as private as the k-fold product of the quaternary mechanism, so the
 smallest delta at a total eps_t is its hockey-stick
@@ -187,7 +187,7 @@ def optimal_log_delta(eps: float, delta: float, compositions: int, eps_total: Ar
 
 def optimal_delta(eps: float, delta: float, compositions: int, eps_total: ArrayLike) -> NDArray[np.float64] | float:
     """Exact smallest delta_total such that every k-fold adaptive composition of
-    (eps, delta)-DP mechanisms is (eps_total, delta_total)-DP (Theorem 3.3 of seed 003,
+    (eps, delta)-DP mechanisms is (eps_total, delta_total)-DP (Theorem 3.3 of Kairouz et al. 2015,
     extended to every eps_total). Vectorised over ``eps_total``; k up to 10^7 and beyond."""
     out = np.exp(optimal_log_delta(eps, delta, compositions, eps_total))
     return float(out) if np.ndim(out) == 0 else out
@@ -387,7 +387,7 @@ def _kov_eps(sum_eps: float, center: float, sum_sq: float, ds: float, scale: flo
 
 
 def kov_bound(eps: float, delta: float, compositions: int, delta_slack: float, form: str = "general") -> tuple[float, float]:
-    """Theorem 3.4 of seed 003: ``(eps_t, 1 - (1 - delta)^k (1 - delta_slack))`` with
+    """Theorem 3.4 of Kairouz et al. 2015: ``(eps_t, 1 - (1 - delta)^k (1 - delta_slack))`` with
     ``eps_t = min{k eps, c + eps sqrt(2k log(e + sqrt(k eps^2)/delta_slack)), c + eps sqrt(2k log(1/delta_slack))}``,
     ``c = k eps (e^eps - 1)/(e^eps + 1)`` (form "general") or ``k eps^2`` (form "small_eps",
     stated for eps <= 0.9)."""
@@ -413,7 +413,7 @@ def _kov_delta(delta: float, compositions: int, ds: float) -> float:
 
 
 def kov_bound_heterogeneous(eps_list: ArrayLike, delta_list: ArrayLike, delta_slack: float) -> tuple[float, float]:
-    """Theorem 3.5 of seed 003: the sums of eps_l, eps_l tanh(eps_l/2) and eps_l^2 replace
+    """Theorem 3.5 of Kairouz et al. 2015: the sums of eps_l, eps_l tanh(eps_l/2) and eps_l^2 replace
     k eps, k eps tanh(eps/2) and k eps^2; delta_total = 1 - (1 - delta_slack) prod(1 - delta_l)."""
     classes = _classes(eps_list, delta_list)
     ds = _slack(delta_slack)
@@ -498,7 +498,7 @@ def bound_delta(name: str, eps: float, delta: float, compositions: int, eps_tota
 
 
 def per_query_budget(eps: float, delta: float, compositions: int) -> tuple[float, float]:
-    """Corollary 4.1 of seed 003: per-query (eps0, delta0) whose k-fold composition is
+    """Corollary 4.1 of Kairouz et al. 2015: per-query (eps0, delta0) whose k-fold composition is
     (eps, delta)-DP: ``eps0 = eps / sqrt(4k log(e + eps/delta))``, ``delta0 = delta/(2k)``
     (Theorem 3.4's small_eps form with delta_slack = delta/sqrt(2); needs eps0 <= 0.9)."""
     eps = V.epsilon(eps)

@@ -8,7 +8,7 @@ Every guarantee answers the same three questions:
 * ``tradeoff(alpha)``: the symmetric trade-off function (lower boundary of the privacy
   region: the smallest type II error of any test of level alpha between neighbours).
 
-The two descriptions are convex conjugates of each other (THEORY.md sec. 1 and 8):
+The two descriptions are convex conjugates of each other (docs/theory.md sec. 1 and 8):
 ``delta(eps) = sup_alpha [1 - e^eps alpha - f(alpha)]`` and
 ``f(alpha) = sup_eps max(0, 1 - delta(eps) - e^eps alpha, e^-eps (1 - delta(eps) - alpha))``.
 Where a closed form exists it is used (the (eps, delta) region, GDP, finite pairs, optimal
@@ -178,7 +178,7 @@ class EpsDelta(Guarantee):
         return settle_up(x, lambda e: self.delta(e) <= t, self.eps)
 
     def tradeoff(self, alpha: ArrayLike) -> Array | float:
-        """``max(0, 1 - delta - e^eps alpha, e^-eps (1 - delta - alpha))`` (THEORY.md sec. 1)."""
+        """``max(0, 1 - delta - e^eps alpha, e^-eps (1 - delta - alpha))`` (docs/theory.md sec. 1)."""
         a, scalar = _alpha_array(alpha)
         e0, d0 = self.eps, self.delta_
         with np.errstate(over="ignore"):
@@ -186,14 +186,14 @@ class EpsDelta(Guarantee):
         return _out(out, scalar)
 
     def compose(self, compositions: int) -> "OptimalComposition":
-        """The exact ``compositions``-fold composition (Theorem 3.3 of seed 003)."""
+        """The exact ``compositions``-fold composition (Theorem 3.3 of Kairouz et al. 2015)."""
         return OptimalComposition(self.eps, self.delta_, compositions)
 
 
 # --------------------------------------------------------------------------- optimal composition
 @dataclass(frozen=True, repr=False)
 class OptimalComposition(Guarantee):
-    """The exact ``compositions``-fold (adaptive) composition of (eps, delta)-DP (seed 003,
+    """The exact ``compositions``-fold (adaptive) composition of (eps, delta)-DP (Kairouz et al. 2015,
     Theorem 3.3)."""
 
     eps: float

@@ -4,7 +4,7 @@ For a pair of output laws (P, R) the privacy loss of an outcome y is ``L(y) = lo
 Everything about the pair's privacy is a function of the law of L under P:
 
 * ``delta(eps) = E_{e^eps}(P || R) = p_inf + sum_i p_i (1 - e^{eps - L_i})_+``, where ``p_inf``
-  is the P-mass of outcomes impossible under R (the hockey-stick divergence, THEORY.md sec. 1);
+  is the P-mass of outcomes impossible under R (the hockey-stick divergence, docs/theory.md sec. 1);
 * the trade-off function ``T[P, R]`` (type II error of the best test at each type I error):
   the Neyman-Pearson tests reject P on the outcomes with the smallest loss first, so its
   graph is the polygon through the cumulative masses of the atoms sorted by loss;

@@ -1,4 +1,4 @@
-"""Multi-party randomized-response protocols (seed 003 Sec. 5): k parties broadcast
+"""Multi-party randomized-response protocols (Kairouz et al. 2015, Sec. 5): k parties broadcast
 privatised bits; each party, and a central observer, computes a function of all bits.
 
 Every name is imported on first use (PEP 562): the decision rules need scipy and the

@@ -1,4 +1,4 @@
-"""Optimal decision rules and exact accuracies of multi-party protocols (003 Sec. 5).
+"""Optimal decision rules and exact accuracies of multi-party protocols (Kairouz et al. 2015, Sec. 5).
 
 Party i sees the whole transcript tau and its own bit x_i and guesses f(x); the central
 observer (``party=OBSERVER``) sees only tau. With x uniform on {0,1}^k:
@@ -9,14 +9,14 @@ observer (``party=OBSERVER``) sees only tau. With x uniform on {0,1}^k:
   ``H = sum_{x_-i} prod_{j != i} Q_j[x_j, tau_j] w(f(x), y)``: a tensor contraction of the
   gain table with each party's matrix (general functions, k <= 12);
 * worst-case accuracy ``ACC_wc = min_x E[...]``: a linear program over randomised rules
-  (003 eq. 12), solved with HiGHS for small k;
+  (Kairouz et al. 2015, eq. 12), solved with HiGHS for small k;
 * symmetric functions f = g(sum x): given tau the count of ones among the other parties is
   a Poisson-binomial whose law a dynamic program over parties gives in O(k^2) per
   transcript (decisions for any k); exact accuracies enumerate transcript *classes* (how
   many parties of each privacy class sent each symbol), whose posterior of the count is a
   convolution of binomials (parties in few classes: k = 1000 and beyond);
 * XOR with the indicator gain: ``(1 + prod_{j != i} TV(Q_j[0], Q_j[1])) / 2``, which for the
-  quaternary mechanism is THEORY.md's ``(1 + prod (delta_j + (1 - delta_j) tanh(eps_j/2)))/2``.
+  quaternary mechanism is docs/theory.md's ``(1 + prod (delta_j + (1 - delta_j) tanh(eps_j/2)))/2``.
 """
 
 from __future__ import annotations
@@ -281,7 +281,7 @@ def exact_accuracy(
 
     ``notion="average"``: XOR closed form; symmetric functions by transcript classes;
     general functions by tensor contraction (k <= 12). ``notion="worst"``: the linear
-    program of 003 eq. 12 (small k)."""
+    program of Kairouz et al. 2015, eq. 12 (small k)."""
     party = _check(protocol, task, party)
     if notion == "worst":
         return worst_case(protocol, task, party)[0]
@@ -356,7 +356,7 @@ def _lp_parts(protocol: Protocol, task: Task, party: int):
 
 
 def worst_case(protocol: Protocol, task: Task, party: int = OBSERVER) -> tuple[float, NDArray[np.float64]]:
-    """The optimal worst-case accuracy (003 eq. 12) and its randomised rule
+    """The optimal worst-case accuracy (Kairouz et al. 2015, eq. 12) and its randomised rule
     ``phi[tau_-i, x_i, y]`` (``phi[tau, y]`` for the observer), by HiGHS."""
     party = _check(protocol, task, party)
     k, Y, others, P, T, own_vals, n_var, F = _lp_parts(protocol, task, party)

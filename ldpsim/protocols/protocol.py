@@ -1,6 +1,6 @@
 """Non-interactive multi-party protocols: party j broadcasts ``tau_j ~ Q_j[x_j, :]``.
 
-The protocol's matrix ``P[x, tau] = prod_j Q_j[x_j, tau_j]`` (THEORY.md sec. 7) is never
+The protocol's matrix ``P[x, tau] = prod_j Q_j[x_j, tau_j]`` (docs/theory.md sec. 7) is never
 materialised; only the per-party 2 x m_j matrices are kept, one for each of the
 ``parties`` parties.
 """
@@ -68,8 +68,8 @@ class Protocol:
     # ----------------------------------------------------------------- constructors
     @classmethod
     def universal(cls, eps: ArrayLike, delta: ArrayLike = 0.0, parties: int | None = None) -> "Protocol":
-        """The seed's randomized response: party j uses the quaternary (eps_j, delta_j)
-        mechanism, optimal for every function and accuracy notion (003 Sec. 5). ``parties``
+        """The paper's randomized response: party j uses the quaternary (eps_j, delta_j)
+        mechanism, optimal for every function and accuracy notion (Kairouz et al. 2015, Sec. 5). ``parties``
         (default: the length of ``eps`` or ``delta``) repeats a single level for every party."""
         e, d = _pair_levels(eps, delta, parties)
         mats = [quaternary_mechanism(float(a), float(b)).matrix for a, b in zip(e, d)]

@@ -1,4 +1,4 @@
-"""Reproductions of the seed papers' figures and tables (``ldpsim reproduce NAME``).
+"""Reproductions of the source papers' figures and tables (``ldpsim reproduce NAME``).
 
 Each reproduction is registered under a name with a one-line description; it writes CSV
 and PNG files to an output folder (default ``reports/reproduce/NAME``) and returns a
@@ -25,7 +25,7 @@ from ldpsim.reproduce import kov  # noqa: F401  (registers the extremal-mechanis
 from ldpsim.reproduce import stein  # noqa: F401  (registers the Chernoff-Stein exponent reproduction)
 from ldpsim.reproduce import composition  # noqa: F401  (registers the composition-region reproduction)
 from ldpsim.reproduce import multiparty  # noqa: F401  (registers the multi-party RR optimality reproduction)
-from ldpsim.reproduce import clt  # noqa: F401  (registers the seed-002 CLT reproduction)
+from ldpsim.reproduce import clt  # noqa: F401  (registers the Dong et al. 2021 CLT reproduction)
 
 __all__ = [
     "DEFAULT_INSTANCES",

@@ -32,7 +32,7 @@ class ReproductionFunction(Protocol):
 
 @dataclass(frozen=True)
 class Reproduction:
-    """A registered reproduction of a figure or table of a seed paper."""
+    """A registered reproduction of a figure or table of a source paper."""
 
     name: str
     description: str  # one line, for ``ldpsim reproduce --list``

@@ -1,4 +1,4 @@
-"""Shared machinery of the extremal-mechanisms reproductions (000, 001): random priors,
+"""Shared machinery of the extremal-mechanisms reproductions (Kairouz et al. 2014): random priors,
 utilities of the binary, randomized-response, truncated-geometric and optimal mechanisms
 on a grid of eps, and the tidy table of the results.
 
@@ -30,7 +30,7 @@ EPS_GRID = np.logspace(-1.0, 1.0, 25)
 
 #: Mechanisms in the order they are tabulated and plotted.
 MECHANISMS = ("binary", "randomized_response", "truncated_geometric", "optimal")
-#: The better of binary and randomized response (000 Sec. 5), derived from the two.
+#: The better of binary and randomized response (Kairouz et al. 2014, Sec. 5), derived from the two.
 MIXED = "mixed"
 
 #: Two utilities within this relative distance count as equal ("binary is optimal").

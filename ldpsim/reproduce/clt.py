@@ -1,7 +1,7 @@
 """The central limit theorem for noise addition and its uncertainty principle (``ldpsim reproduce clt``).
 
-Seed 002 (Dong, Su, Zhang: "A central limit theorem for differentially private query
-answering"), THEORY sec. 8. Three parts:
+Dong, Su and Zhang (2021, "A central limit theorem for differentially private query
+answering"), docs/theory.md sec. 8. Three parts:
 
 1. **Convergence** (Theorem 1.1 / Cor. 3.2). Norm-power noise ``X`` with density
    ``propto exp(-||x||_p^alpha)`` on R^n (:class:`ldpsim.highdim.NormPowerNoise`), scaled by
@@ -12,7 +12,7 @@ answering"), THEORY sec. 8. Three parts:
    Gaussian?; ``tradeoff_gap``, the largest vertical gap of the empirical trade-off curve
    from ``G_1`` on a grid of alphas -- is it 1-GDP?). For a random direction ``v`` (uniform on the sphere) the distance shrinks with
    n (the CLT); for the axis direction ``e_1`` it does not, unless the noise is rotation
-   invariant (p = 2: every direction is the axis direction) -- the seed's "o(1) fraction of
+   invariant (p = 2: every direction is the axis direction) -- the paper's "o(1) fraction of
    directions" that must be excluded. The isotropic Gaussian (p = alpha = 2) is exactly
    1-GDP in every direction (control).
    Monte Carlo threshold: with m losses, the Dvoretzky-Kiefer-Wolfowitz inequality (Massart)
@@ -30,16 +30,16 @@ answering"), THEORY sec. 8. Three parts:
    in l_2), with Monte Carlo checks of ``E||X||_2^2`` at a few n (|mean - exact|
    <= 6 standard errors). Checked: the minimum over everything is >= 1; the Gaussian is 1;
    i.i.d. Laplace coordinates (p = alpha = 1) give 2; ``phi = ||x||_2`` gives (n + 1)/n.
-3. **The 1-D table** (seed 002, Sec. 1-2): the mean squared error of the Laplace (eps, 0),
+3. **The 1-D table** (Dong et al. 2021, Sec. 1-2): the mean squared error of the Laplace (eps, 0),
    two-sided geometric (integer query, eps), staircase (eps, 0), classical Gaussian (only
    eps < 1), analytic Gaussian and truncated Laplace mechanisms at the same (eps, delta),
-   delta = 1e-5, sensitivity 1: the closed form (``.mse`` after calibration, and the seed's
+   delta = 1e-5, sensitivity 1: the closed form (``.mse`` after calibration, and the paper's
    formula where it gives one: ``2/eps^2``, ``1/(2 sinh^2(eps/2))``,
    ``2 log(1.25/delta)/eps^2``) next to the simulated MSE (10^6 draws; tolerance 6 standard
    errors of the mean of ``Z^2``, the standard error estimated from the draws) and the
    exact ``delta(eps)`` of each calibrated mechanism (the truncated Laplace meets it
    exactly). Also checked: the truncated Laplace beats the Laplace, which beats every
-   Gaussian calibration, at every eps of the table (the seed's motivating comparison).
+   Gaussian calibration, at every eps of the table (the paper's motivating comparison).
 
 ``instances`` scales the Monte Carlo effort: at most ``200 x instances`` losses per
 hypothesis, and at most ``200,000 x instances`` noise coordinates per hypothesis and (n,
@@ -271,7 +271,7 @@ def mechanisms_1d(eps: float, delta: float = DELTA_1D) -> dict[str, Any]:
 
 
 def paper_mse(name: str, eps: float, delta: float = DELTA_1D) -> float:
-    """The seed's closed form where it states one (else nan)."""
+    """The paper's closed form where it states one (else nan)."""
     if name == "Laplace":
         return 2.0 / eps**2
     if name == "geometric":
@@ -318,7 +318,7 @@ def _table_rows(tab: pd.DataFrame) -> list[dict]:
             criterion=f"paper = {src} ({r['mse']:.6g} from .mse); |simulated - .mse| <= {Z_TOL:g} se = "
                       f"{Z_TOL * r['se']:.3g} ({r['draws']:,} draws); {meets_text}",
         ))  # fmt: skip
-    # the seed's comparison: truncated Laplace < Laplace < every Gaussian calibration
+    # the paper's comparison: truncated Laplace < Laplace < every Gaussian calibration
     for eps, g in tab.groupby("eps"):
         mse = g.set_index("mechanism")["mse"]
         gauss = min(mse[[k for k in mse.index if "Gaussian" in k]])
@@ -377,7 +377,7 @@ def figure(conv: pd.DataFrame, up: pd.DataFrame, tab: pd.DataFrame, seed: int) -
     ax3.axhline(1.0, color="gray", lw=0.8)
     ax3.legend(fontsize=7)
     ax3.grid(True, axis="y", which="both", alpha=0.25)
-    fig.suptitle(f"Seed 002: the CLT for noise addition, the uncertainty principle and the 1-D comparison (seed {seed})", fontsize=11)
+    fig.suptitle(f"Dong et al. 2021: the CLT for noise addition, the uncertainty principle and the 1-D comparison (seed {seed})", fontsize=11)
     fig.tight_layout()
     return fig
 
@@ -385,8 +385,8 @@ def figure(conv: pd.DataFrame, up: pd.DataFrame, tab: pd.DataFrame, seed: int) -
 # --------------------------------------------------------------------------- reproduction
 @register(
     NAME,
-    "Seed 002: CLT of norm-power noise to GDP (random vs axis directions), err*mu^2 >= n, 1-D MSE table",
-    "002 (Dong, Su, Zhang), Thm 1.1/Cor 3.2 (CLT, Fig. 1), Thm 4.1 (uncertainty principle), Sec. 1-2 (1-D comparison)",
+    "Dong et al. 2021: CLT of norm-power noise to GDP (random vs axis directions), err*mu^2 >= n, 1-D MSE table",
+    "Dong et al. 2021, Thm 1.1/Cor 3.2 (CLT, Fig. 1), Thm 4.1 (uncertainty principle), Sec. 1-2 (1-D comparison)",
 )
 def clt(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame:
     """Run the three parts (module docstring). ``workers`` is accepted and unused."""

@@ -1,6 +1,6 @@
 """The empirical check of the optimal composition theorem (``ldpsim reproduce composition-region``).
 
-Seed 003 (Kairouz, Oh, Viswanath), Theorem 3.3: the k-fold composition of (eps, delta)-DP
+Kairouz et al. 2015, Theorem 3.3: the k-fold composition of (eps, delta)-DP
 mechanisms lies inside the exact region ``OptimalComposition(eps, delta, k)``, and the k-fold
 quaternary mechanism attains it. Here that is checked from samples, not from formulas: for
 each mechanism, n outputs of the k-fold composition are drawn under the input 0 (P) and the
@@ -9,7 +9,7 @@ and the empirical ROC of the likelihood-ratio tests "reject P iff L < t" (over e
 threshold t among the pooled values of L) gives points ``(alpha_hat, beta_hat)``. The cases:
 
 * ``quaternary``: the quaternary (eps, delta) mechanism composed k times, (0.5, 0.01) with
-  k = 10 and the seed's figure setting (0.1, 0.001) with k = 30. The k outputs are summarised
+  k = 10 and the paper's figure setting (0.1, 0.001) with k = 30. The k outputs are summarised
   by their multinomial counts ``(c0, c1, c2, c3)`` (drawn directly, no loop over samples):
   ``L = +inf`` if symbol 0 occurs (possible only under P), ``-inf`` if symbol 3 occurs, else
   ``(c1 - c2) eps``.
@@ -88,7 +88,7 @@ NAME = "composition-region"
 SAMPLES_PER_INSTANCE = 2000
 #: False-failure probability of each check.
 GAMMA = 1e-6
-#: Default cases: (eps, delta, compositions) of the quaternary mechanism (the second is seed 003's figure).
+#: Default cases: (eps, delta, compositions) of the quaternary mechanism (the second is Kairouz et al. 2015's figure).
 QUATERNARY = ((0.5, 0.01, 10), (0.1, 0.001, 30))
 QUATERNARY_DELTA, QUATERNARY_COMPOSITIONS = 0.01, 10  # for an eps_grid
 LAPLACE = (0.5, 10)  # eps0 (scale 1/eps0, sensitivity 1), compositions
@@ -393,7 +393,7 @@ def _rows(c: Case) -> list[dict]:
             dict(quantity=f"{c.key}: on the GDP curve G_mu (mu = {c.gdp.mu:.4g}), max distance off it", k=c.compositions,
                  eps=eps, paper=0.0, ours=dist, agrees=_yes(ok),
                  criterion=f"ours <= DKW tol {ins.tol:.4g} on both sides for all {ins.points} points (vertical max "
-                           f"|beta_hat - G(alpha_hat)| = {raw:.3g}), n = {c.n}; {fail} (002: sigma-noise is "
+                           f"|beta_hat - G(alpha_hat)| = {raw:.3g}), n = {c.n}; {fail} (Dong et al. 2021: sigma-noise is "
                            f"1/sigma-GDP, mu's compose as sqrt(k))")
         )  # fmt: skip
     return rows
@@ -459,7 +459,7 @@ def figure(cases: list[Case], seed: int) -> Figure:
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13))
         ax.grid(True, alpha=0.25)
     axes[0].set_ylabel("type II error beta")
-    fig.suptitle(f"k-fold composition: empirical privacy regions inside the exact region of seed 003 Thm 3.3 (seed {seed})", fontsize=10)
+    fig.suptitle(f"k-fold composition: empirical privacy regions inside the exact region of Kairouz et al. 2015 Thm 3.3 (seed {seed})", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -468,7 +468,7 @@ def figure(cases: list[Case], seed: int) -> Figure:
 @register(
     NAME,
     "Thm 3.3 from samples: empirical ROC of k-fold quaternary/Laplace/Gaussian inside the exact region (n = 2000 x instances)",
-    "003 (Kairouz, Oh, Viswanath), Theorem 3.3: the exact region of k-fold composition, attained by the quaternary mechanism",
+    "Kairouz et al. 2015, Theorem 3.3: the exact region of k-fold composition, attained by the quaternary mechanism",
 )
 def composition_region(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame:
     """Sample the compositions and check them against the exact region (module docstring).

@@ -1,5 +1,5 @@
 """Reproductions of the experiments of Kairouz, Oh and Viswanath, *Extremal Mechanisms for
-Local Differential Privacy* (seeds 000 and 001): Figures 3, 4 and 5 (KL divergence between
+Local Differential Privacy* (Kairouz et al. 2014): Figures 3, 4 and 5 (KL divergence between
 the induced marginals) and the mutual-information study.
 
 Setting, as in the paper: random priors drawn from Dirichlet(1) (``default_rng(seed)``),
@@ -99,11 +99,11 @@ def _ratio_scatter(ax, study: s.Study, mechanisms: Sequence[str]) -> None:
 # --------------------------------------------------------------------------- Figure 3
 @register(
     "kov-fig3",
-    "KL, k = 6: normalised divergence of binary, RR, geometric, optimal vs eps, and ratios to optimal (000 Fig. 3)",
-    "000 (Kairouz, Oh, Viswanath), Sec. 5, Figure 3",
+    "KL, k = 6: normalised divergence of binary, RR, geometric, optimal vs eps, and ratios to optimal (Kairouz et al. 2014, Fig. 3)",
+    "Kairouz et al. 2014, Sec. 5, Figure 3",
 )
 def kov_fig3(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame:
-    """000 Figure 3: for random prior pairs on k = 6 symbols, the mean over instances of
+    """Kairouz et al. 2014, Figure 3: for random prior pairs on k = 6 symbols, the mean over instances of
     ``D_kl(M0||M1)/D_kl(P0||P1)`` for the binary, randomized-response, truncated-geometric
     and optimal mechanisms (left), and each instance's ratio to the optimum for binary and
     randomized response (right)."""
@@ -155,7 +155,7 @@ def kov_fig3(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, 
     right.set_ylabel("D(M0||M1) / D(M0||M1) of the optimal mechanism")
     right.set_title("each instance's ratio to the optimum")
     right.legend(loc="lower center", fontsize=8)
-    fig.suptitle(f"000 Figure 3 reproduced (seed {seed}); dots: instances", fontsize=11)
+    fig.suptitle(f"Kairouz et al. 2014, Figure 3 reproduced (seed {seed}); dots: instances", fontsize=11)
     fig.tight_layout()
     _save(fig, out_dir / "kov-fig3.png")
     return summary
@@ -168,11 +168,11 @@ FIG4_PAPER = {6: 0.70, 12: 0.55}
 
 @register(
     "kov-fig4",
-    "KL: the better of binary and RR as a fraction of optimal, k = 3, 4, 6, 12 (000 Fig. 4)",
-    "000 (Kairouz, Oh, Viswanath), Sec. 5, Figure 4",
+    "KL: the better of binary and RR as a fraction of optimal, k = 3, 4, 6, 12 (Kairouz et al. 2014, Fig. 4)",
+    "Kairouz et al. 2014, Sec. 5, Figure 4",
 )
 def kov_fig4(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame:
-    """000 Figure 4: ``max(BIN, RR) / OPT`` for every instance and eps, for k = 3, 4, 6, 12
+    """Kairouz et al. 2014, Figure 4: ``max(BIN, RR) / OPT`` for every instance and eps, for k = 3, 4, 6, 12
     (instances for each k drawn from ``default_rng(seed)``; those for k = 6 are Figure 3's)."""
     seed, instances = s.check_run_args(seed, instances)
     eps = s.eps_grid(eps_grid)
@@ -206,7 +206,7 @@ def kov_fig4(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, 
         ax.set_ylabel("max(BIN, RR) / OPT")
         ax.set_title(f"k = {st.k}: {n} instances x {st.eps.size} eps")
         ax.legend(loc="lower left", fontsize=8)
-    fig.suptitle(f"000 Figure 4 reproduced: the better of binary and randomized response (KL, seed {seed})", fontsize=11)
+    fig.suptitle(f"Kairouz et al. 2014, Figure 4 reproduced: the better of binary and randomized response (KL, seed {seed})", fontsize=11)
     fig.tight_layout()
     _save(fig, out_dir / "kov-fig4.png")
     return summary
@@ -242,11 +242,11 @@ def duchi_bound(tv: np.ndarray, eps: float) -> np.ndarray:
 
 @register(
     "kov-fig5",
-    "KL, k = 6: D(M0||M1) vs TV at eps = 0.1 and vs D(P0||P1) at eps = 10, with the predicted scalings (000 Fig. 5)",
-    "000 (Kairouz, Oh, Viswanath), Sec. 6, Figure 5",
+    "KL, k = 6: D(M0||M1) vs TV at eps = 0.1 and vs D(P0||P1) at eps = 10, with the predicted scalings (Kairouz et al. 2014, Fig. 5)",
+    "Kairouz et al. 2014, Sec. 6, Figure 5",
 )
 def kov_fig5(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame:
-    """000 Figure 5: every instance's ``D_kl(M0||M1)`` against ``||P0 - P1||_TV`` at the
+    """Kairouz et al. 2014, Figure 5: every instance's ``D_kl(M0||M1)`` against ``||P0 - P1||_TV`` at the
     smallest eps of ``eps_grid`` (default 0.1), with the binary mechanism's predicted
     scaling ``2 tanh(eps/2)^2 TV^2``, and against ``D_kl(P0||P1)`` at the largest (default 10),
     with ``y = x`` (randomized response: ``D(P0||P1) - O(e^-eps)``)."""
@@ -316,7 +316,7 @@ def kov_fig5(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, 
     right.legend(fontsize=8, loc="upper left")
     for ax in (left, right):
         ax.grid(True, which="both", alpha=0.25)
-    fig.suptitle(f"000 Figure 5 reproduced: KL, k = {k}, {instances} random prior pairs (seed {seed})", fontsize=11)
+    fig.suptitle(f"Kairouz et al. 2014, Figure 5 reproduced: KL, k = {k}, {instances} random prior pairs (seed {seed})", fontsize=11)
     fig.tight_layout()
     _save(fig, out_dir / "kov-fig5.png")
     return summary
@@ -330,11 +330,11 @@ MI_PAPER_MISMATCH = 0.35  # "worst when mechanism and regime are mismatched"; th
 
 @register(
     "kov-mi",
-    "Mutual information, k = 6 and 12: normalised I(X;Y)/H(X) vs eps, ratios to optimal, mixed strategy (001 Sec. 4)",
-    "001 (Kairouz, Oh, Viswanath, journal version), Sec. 4 numerical experiments",
+    "Mutual information, k = 6 and 12: normalised I(X;Y)/H(X) vs eps, ratios to optimal, mixed strategy (Kairouz et al. 2014, Sec. 4)",
+    "Kairouz et al. 2014, Sec. 4 numerical experiments",
 )
 def kov_mi(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame:
-    """001 Sec. 4: for random priors P (Dirichlet(1)) on k = 6 and 12 symbols, the mean of
+    """Kairouz et al. 2014, Sec. 4: for random priors P (Dirichlet(1)) on k = 6 and 12 symbols, the mean of
     ``I(X;Y)/H(X)`` (mutual information normalised by the input entropy, its largest value)
     for binary (best set T), randomized response, truncated geometric and optimal, the
     ratios to the optimum, and the better of binary and randomized response."""
@@ -379,7 +379,7 @@ def kov_mi(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, wo
         bottom.set_ylabel("I(X;Y) / I(X;Y) of the optimal mechanism")
         bottom.set_title(f"k = {st.k}: each instance's ratio to the optimum (dots)")
         bottom.legend(loc="lower center", fontsize=8)
-    fig.suptitle(f"001 mutual-information experiments reproduced (seed {seed}); I(X;Y) normalised by H(X)", fontsize=11)
+    fig.suptitle(f"Kairouz et al. 2014 mutual-information experiments reproduced (seed {seed}); I(X;Y) normalised by H(X)", fontsize=11)
     fig.tight_layout()
     _save(fig, out_dir / "kov-mi.png")
     return summary

@@ -1,6 +1,6 @@
 """Optimality of the multi-party randomized response (``ldpsim reproduce multiparty-optimality``).
 
-Seed 003 (Kairouz, Oh, Viswanath), Sec. 5 (THEORY.md sec. 7): k parties with independent
+Kairouz et al. 2015, Sec. 5 (docs/theory.md sec. 7): k parties with independent
 uniform bits and privacy levels (eps_i, delta_i); the protocol in which party i broadcasts
 its bit through the quaternary (eps_i, delta_i) mechanism (``Protocol.universal``) is
 optimal for every party, every function, every gain and both accuracy notions at once.
@@ -27,7 +27,7 @@ gain) and two random general functions per draw (2 and 3 outputs) with random ga
   The approximate-DP class is kept small because a class of n parties with delta > 0
   has C(n + 3, 3) transcript classes (the exact enumeration's cost); at k = 200 the
   alternatives use one matrix per class and m = 2 outputs for the same reason;
-* the worst-case accuracy (the linear program of 003 eq. 12) at k = 3.
+* the worst-case accuracy (the linear program of Kairouz et al. 2015, eq. 12) at k = 3.
 
 Privacy levels: eps_i log-uniform on [0.1, 3] (or uniform on the ``eps_grid`` values if
 given), delta_i = 0 with probability 1/4 else uniform on [0.001, 0.3], all from
@@ -292,7 +292,7 @@ def level_frame(levels: list[dict]) -> pd.DataFrame:
 
 
 def xor_closed_form(eps: Array, delta: Array, party: int) -> float:
-    """THEORY.md sec. 7: ``(1 + prod_{j != i}(delta_j + (1 - delta_j) tanh(eps_j / 2))) / 2``."""
+    """docs/theory.md sec. 7: ``(1 + prod_{j != i}(delta_j + (1 - delta_j) tanh(eps_j / 2))) / 2``."""
     tv = np.asarray(delta) + (1 - np.asarray(delta)) * np.tanh(np.asarray(eps) / 2)
     keep = np.ones(tv.size, dtype=bool)
     if party != OBSERVER:
@@ -356,7 +356,7 @@ def xor_row(data: pd.DataFrame, levels: list[dict]) -> dict:
         quantity="xor: RR average accuracy vs closed form (1 + prod_{j!=i}(d_j + (1-d_j) tanh(e_j/2)))/2, max error",
         k=_ks(data[data["function"] == "xor"]), eps="heterogeneous", paper=0.0, ours=float(err.max()),
         agrees="yes" if float(err.max()) <= XOR_TOL else "no",
-        criterion=f"ours <= {XOR_TOL:g} over {err.size} (draw, k, party/observer) cases (THEORY.md sec. 7)",
+        criterion=f"ours <= {XOR_TOL:g} over {err.size} (draw, k, party/observer) cases (docs/theory.md sec. 7)",
     )  # fmt: skip
 
 
@@ -396,7 +396,7 @@ def figure(data: pd.DataFrame, seed: int) -> Figure:
     for ax in axes[len(functions):]:
         ax.set_visible(False)
     axes[0].legend(fontsize=6.5, loc="upper left")
-    fig.suptitle(f"003 Sec. 5: no private protocol beats the (eps_i, delta_i) randomized response, every party and the "
+    fig.suptitle(f"Kairouz et al. 2015, Sec. 5: no private protocol beats the (eps_i, delta_i) randomized response, every party and the "
                  f"observer (o average, x worst case; seed {seed})", fontsize=10)  # fmt: skip
     fig.tight_layout()
     return fig
@@ -405,8 +405,8 @@ def figure(data: pd.DataFrame, seed: int) -> Figure:
 # --------------------------------------------------------------------------- reproduction
 @register(
     NAME,
-    "003 Sec. 5: (eps_i, delta_i) RR beats private alternatives for all parties/functions; min(instances, 20) level draws",
-    "003 (Kairouz, Oh, Viswanath), Sec. 5: multi-party randomized response is optimal for every party, function, "
+    "Multi-party (eps_i, delta_i) RR beats private alternatives for all parties/functions; min(instances, 20) level draws",
+    "Kairouz et al. 2015, Sec. 5: multi-party randomized response is optimal for every party, function, "
     "gain and accuracy notion",
 )
 def multiparty_optimality(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame:

@@ -1,7 +1,7 @@
-"""The operational meaning of 000's KL utility: Chernoff-Stein exponents of privatised
+"""The operational meaning of Kairouz et al. 2014's KL utility: Chernoff-Stein exponents of privatised
 hypothesis tests (``ldpsim reproduce stein-exponent``).
 
-000 (Kairouz, Oh, Viswanath, Sec. 1) maximises ``D_kl(M0 || M1)`` because of the
+Kairouz et al. 2014 (Sec. 1) maximises ``D_kl(M0 || M1)`` because of the
 Chernoff-Stein lemma: with the type I error held at ``alpha``, the smallest type II error
 from ``n`` privatised reports is ``beta_n = exp(-n D_kl(M0||M1) + o(n))``. Here that limit
 is measured: for random prior pairs (k = 6, Dirichlet(1)) and the paper's four mechanisms
@@ -146,7 +146,7 @@ def _instance(args) -> tuple[list[dict], list[dict]]:
                  "n_raw": n_raw, "n_private": n_priv, "n_ratio": n_priv / n_raw,
                  "n_ratio_eps2": n_priv / n_raw * float(e) ** 2}
             )  # fmt: skip
-        # 000's mixed strategy is one of binary and RR: its rows are copies, not a fifth measurement
+        # Kairouz et al. 2014's mixed strategy is one of binary and RR: its rows are copies, not a fifth measurement
         better = max(("binary", "randomized_response"), key=lambda m: curves[m][0]["utility"])
         rows += [{**r, "mechanism": s.MIXED, "ratio_to_optimal": r["utility"] / d_opt} for r in curves[better]]
     return rows, ess
@@ -208,7 +208,7 @@ def _summary(data: pd.DataFrame, ess: pd.DataFrame, eps: NDArray[np.float64], in
     for e in eps:
         end = last[last["eps"] == e]
         rows.append(_check_row("the exponent tends to D(M0||M1): min measured/theory", f"{e:g}", end["ratio"].min(),
-                               "min over mechanisms and instances (000 Sec. 1, Chernoff-Stein)"))  # fmt: skip
+                               "min over mechanisms and instances (Kairouz et al. 2014, Sec. 1, Chernoff-Stein)"))  # fmt: skip
     grew = data.sort_values("n").groupby(["instance", "eps", "mechanism"])["ratio"].apply(lambda r: bool(np.all(np.diff(r.to_numpy()) > 0)))
     rows.append(s.row("curves whose measured/theory increases with n", K, "all", grew.mean(), note=f"fraction of {grew.size} curves"))
     rows.append(s.row("measured above theory (beyond 3 standard errors)", K, "all",
@@ -267,8 +267,8 @@ def _figure(data: pd.DataFrame, eps: NDArray[np.float64], seed: int, instances: 
 # --------------------------------------------------------------------------- reproduction
 @register(
     "stein-exponent",
-    "Chernoff-Stein: measured -(1/n) log beta_n of the NP test vs D(M0||M1), four mechanisms, eps 0.1/1/5 (000 Sec. 1)",
-    "000 (Kairouz, Oh, Viswanath), Sec. 1: the Chernoff-Stein lemma behind the KL utility",
+    "Chernoff-Stein: measured -(1/n) log beta_n of the NP test vs D(M0||M1), four mechanisms, eps 0.1/1/5 (Sec. 1)",
+    "Kairouz et al. 2014, Sec. 1: the Chernoff-Stein lemma behind the KL utility",
 )
 def stein_exponent(
     seed: int,

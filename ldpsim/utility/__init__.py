@@ -1,4 +1,4 @@
-"""Utilities of local mechanisms, the optimal (staircase) mechanism and bounds (000, 001).
+"""Utilities of local mechanisms, the optimal (staircase) mechanism and bounds (Kairouz et al. 2014).
 
 Every name is imported on first use (PEP 562): the divergences need scipy.special and the
 optimal mechanism scipy's linear programming.

@@ -1,20 +1,20 @@
-"""Closed forms and bounds for the utility of locally private mechanisms (000, 001).
+"""Closed forms and bounds for the utility of locally private mechanisms (Kairouz et al. 2014).
 
 Results of Kairouz, Oh and Viswanath, *Extremal Mechanisms for Local Differential Privacy*
-(seed 001, a summary of 000; formulas restated in THEORY.md sec. 2-4):
+(Kairouz et al. 2014; formulas restated in docs/theory.md sec. 2-4):
 
 - the binary mechanism's KL divergence and total variation in closed form, and its
-  constant-factor guarantee for KL (001 Sec. 3.3, 8: ``BIN >= OPT / (2 (e^eps + 1)^2)``);
-- Duchi, Jordan and Wainwright's converse, quoted in 000 Sec. 3:
+  constant-factor guarantee for KL (Kairouz et al. 2014, Sec. 3.3, 8: ``BIN >= OPT / (2 (e^eps + 1)^2)``);
+- Duchi, Jordan and Wainwright's converse, quoted in Kairouz et al. 2014, Sec. 3:
   ``D_kl(M0||M1) + D_kl(M1||M0) <= 4 (e^eps - 1)^2 ||P0 - P1||_TV^2`` for every eps-LDP
   mechanism;
-- the leading term of the mutual-information bound (000 Sec. 4, 001 Sec. 9):
+- the leading term of the mutual-information bound (Kairouz et al. 2014, Sec. 4 and 9):
   ``I(X; Y) <= (1/2) eps^2 max_A P(A) P(A^c) + O(eps^3)``;
-- a numerical search for the two privacy regimes of 001 Sec. 3-4: the binary mechanism is
+- a numerical search for the two privacy regimes of Kairouz et al. 2014, Sec. 3-4: the binary mechanism is
   exactly optimal for ``eps <= eps_bin``, randomized response for ``eps >= eps_rr``.
 
 The binary mechanism for priors (P0, P1) is ``T = {x : P0(x) >= P1(x)}`` with two outputs
-(THEORY.md sec. 2). Its induced marginals are ``M_v = (a_v, 1 - a_v)`` with
+(docs/theory.md sec. 2). Its induced marginals are ``M_v = (a_v, 1 - a_v)`` with
 
     a_v = (1 + (e^eps - 1) P_v(T)) / (1 + e^eps) = (e^-eps + (1 - e^-eps) P_v(T)) / (1 + e^-eps),
 
@@ -63,7 +63,7 @@ def _priors(P0: ArrayLike, P1: ArrayLike) -> tuple[NDArray[np.float64], NDArray[
 def binary_marginals(P0: ArrayLike, P1: ArrayLike, eps: float) -> NDArray[np.float64]:
     """The binary mechanism's induced marginals as a ``2 x 2`` array: row v is
     ``M_v = (a_v, 1 - a_v)`` with ``a_v = (1 + (e^eps - 1) P_v(T)) / (1 + e^eps)`` and
-    ``T = {P0 >= P1}`` (000 Sec. 3; THEORY.md sec. 2).
+    ``T = {P0 >= P1}`` (Kairouz et al. 2014, Sec. 3; docs/theory.md sec. 2).
 
     Both entries of a row are computed from the subset sums over T and over its complement,
     so neither suffers cancellation, and the form with ``e^-eps`` never overflows."""
@@ -97,8 +97,8 @@ def _phi(t: NDArray[np.float64]) -> NDArray[np.float64]:
 def binary_kl(P0: ArrayLike, P1: ArrayLike, eps: float) -> float:
     """``D_kl(M0 || M1)`` of the binary mechanism for priors (P0, P1), in closed form (nats).
 
-    With ``M_v = (a_v, 1 - a_v)`` as in :func:`binary_marginals` (000 Sec. 3, the mechanism
-    of 001 Sec. 3.2), ``D_kl = a_0 log(a_0/a_1) + (1-a_0) log((1-a_0)/(1-a_1))``. It is
+    With ``M_v = (a_v, 1 - a_v)`` as in :func:`binary_marginals` (Kairouz et al. 2014, Sec. 3, the mechanism
+    of Kairouz et al. 2014, Sec. 3.2), ``D_kl = a_0 log(a_0/a_1) + (1-a_0) log((1-a_0)/(1-a_1))``. It is
     evaluated as ``sum_y M1(y) phi(d_y / M1(y))`` with ``phi(t) = (1+t) log(1+t) - t`` and
     ``d = M0 - M1`` (the ``-t`` terms sum to zero), which keeps full relative accuracy as
     eps -> 0, where the divergence is of order eps^2 and the direct sum cancels.
@@ -118,7 +118,7 @@ def binary_kl(P0: ArrayLike, P1: ArrayLike, eps: float) -> float:
 
 def binary_tv(P0: ArrayLike, P1: ArrayLike, eps: float) -> float:
     """``||M0 - M1||_TV`` of the binary mechanism: ``tanh(eps/2) ||P0 - P1||_TV``, i.e.
-    ``(e^eps - 1)/(e^eps + 1) ||P0 - P1||_TV`` (000 Sec. 3). By 001 Sec. 3.2 / 8 this is the
+    ``(e^eps - 1)/(e^eps + 1) ||P0 - P1||_TV`` (Kairouz et al. 2014, Sec. 3). By Kairouz et al. 2014, Sec. 3.2 / 8 this is the
     largest total variation of any eps-LDP mechanism, for every eps."""
     p0, p1 = _priors(P0, P1)
     eps = v.epsilon(eps, "eps")
@@ -128,7 +128,7 @@ def binary_tv(P0: ArrayLike, P1: ArrayLike, eps: float) -> float:
 def binary_kl_lower_bound_factor(eps: float) -> float:
     """``1 / (2 (e^eps + 1)^2)``: the binary mechanism's KL divergence is at least this
     fraction of the optimum over eps-LDP mechanisms, for every eps and every pair of priors
-    (001 Sec. 3.3 and 8, "BIN >= OPT / [2 (e^eps + 1)^2]"). At most 1/8 (eps = 0); it decays
+    (Kairouz et al. 2014, Sec. 3.3 and 8, "BIN >= OPT / [2 (e^eps + 1)^2]"). At most 1/8 (eps = 0); it decays
     like e^-2eps, where randomized response, not binary, is the optimal mechanism."""
     eps = v.epsilon(eps, "eps")
     # log(e^eps + 1) = eps + log1p(e^-eps): no overflow
@@ -151,13 +151,13 @@ class BinaryFactorCheck:
 
     @property
     def holds(self) -> bool:
-        """Whether ``binary >= factor * optimum`` (001 Sec. 3.3), with a relative slack of
+        """Whether ``binary >= factor * optimum`` (Kairouz et al. 2014, Sec. 3.3), with a relative slack of
         1e-12 on the optimum for the LP's rounding."""
         return self.binary >= self.factor * self.optimum * (1.0 - 1e-12)
 
 
 def check_binary_kl_factor(P0: ArrayLike, P1: ArrayLike, eps: float, optimum: float | None = None) -> BinaryFactorCheck:
-    """Compare the binary mechanism's KL with the optimum at ``eps`` (001 Sec. 3.3).
+    """Compare the binary mechanism's KL with the optimum at ``eps`` (Kairouz et al. 2014, Sec. 3.3).
 
     ``optimum`` is the optimal KL divergence; when omitted it is computed with
     :func:`~ldpsim.utility.optimal.optimal_mechanism` (the staircase LP). The result's
@@ -172,7 +172,7 @@ def check_binary_kl_factor(P0: ArrayLike, P1: ArrayLike, eps: float, optimum: fl
 
 def duchi_bound(P0: ArrayLike, P1: ArrayLike, eps: float) -> float:
     """``4 (e^eps - 1)^2 ||P0 - P1||_TV^2``: Duchi, Jordan and Wainwright's converse, cited in
-    000 Sec. 3 (THEORY.md sec. 4). For every eps-LDP mechanism Q,
+    Kairouz et al. 2014, Sec. 3 (docs/theory.md sec. 4). For every eps-LDP mechanism Q,
     ``D_kl(M0||M1) + D_kl(M1||M0) <= duchi_bound(P0, P1, eps)``
     (see :func:`symmetrized_kl`). ``inf`` when ``(e^eps - 1)^2`` overflows."""
     p0, p1 = _priors(P0, P1)
@@ -204,8 +204,8 @@ def max_balanced_product(P: ArrayLike) -> float:
 
 def mi_small_eps_bound(P: ArrayLike, eps: float) -> float:
     """``(1/2) eps^2 max_A P(A) P(A^c)``: the leading term of the bound on the mutual
-    information of any eps-LDP mechanism with input prior P (000 Sec. 4, 001 Sec. 9;
-    THEORY.md sec. 4): ``I(X; Y) <= (1/2) eps^2 max_A P(A) P(A^c) + O(eps^3)``.
+    information of any eps-LDP mechanism with input prior P (Kairouz et al. 2014, Sec. 4 and 9;
+    docs/theory.md sec. 4): ``I(X; Y) <= (1/2) eps^2 max_A P(A) P(A^c) + O(eps^3)``.
 
     Because of the ``O(eps^3)`` remainder this is *not* an upper bound at a fixed eps; it is
     the small-eps asymptote: ``OPT_MI(eps) / mi_small_eps_bound(P, eps) -> 1`` as eps -> 0
@@ -225,7 +225,7 @@ DEFAULT_EPS_GRID = np.geomspace(1e-2, 50.0, 64)
 
 @dataclass(frozen=True)
 class RegimeThresholds:
-    """The privacy regimes of 001 Sec. 3-4 for one utility, found numerically.
+    """The privacy regimes of Kairouz et al. 2014, Sec. 3-4 for one utility, found numerically.
 
     ``eps_bin``: the binary mechanism is exactly optimal at every checked eps up to it (and
     at ``eps_bin`` itself); it is not at ``eps_bin_bracket[1]``. ``eps_rr``: randomized
@@ -258,7 +258,7 @@ def regime_thresholds(
     xtol: float = 1e-4,
 ) -> RegimeThresholds:
     """Find ``eps_bin`` (binary exactly optimal for eps up to it) and ``eps_rr`` (randomized
-    response exactly optimal from it on) for ``utility`` (001 Sec. 3.2-3.3, 4: such
+    response exactly optimal from it on) for ``utility`` (Kairouz et al. 2014, Sec. 3.2-3.3, 4: such
     thresholds exist for every f-divergence pair and for mutual information).
 
     Method. "Exactly optimal" at eps means ``U(mech) >= OPT (1 - rtol) - atol`` with OPT

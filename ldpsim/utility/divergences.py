@@ -1,4 +1,4 @@
-"""Divergences between distributions and mutual information (THEORY.md sec. 3).
+"""Divergences between distributions and mutual information (docs/theory.md sec. 3).
 
 Conventions: ``0 log 0 = 0``; a divergence that is infinite (mass where the reference
 has none) is returned as ``inf``, never NaN.

@@ -1,4 +1,4 @@
-"""The optimal local mechanism: the staircase linear program (000 Sec. 2.2, Theorem 4).
+"""The optimal local mechanism: the staircase linear program (Kairouz et al. 2014, Sec. 2.2, Theorem 4).
 
     maximise  sum_j mu(S_j) theta_j   subject to  S theta = 1,  theta >= 0
 
@@ -307,7 +307,7 @@ def _finish(utility, eps, codes, theta, w, method, iterations, started, worst, h
 
 # --------------------------------------------------------------------- simple mechanisms
 def binary_for(utility: Utility, eps: float) -> FiniteMechanism:
-    """The binary mechanism for a utility: ``T = {P0 >= P1}`` for hypothesis testing (000),
+    """The binary mechanism for a utility: ``T = {P0 >= P1}`` for hypothesis testing (Kairouz et al. 2014),
     the best set T by enumeration for mutual information (k <= 20)."""
     k = utility.k
     if isinstance(utility, PairUtility):
@@ -322,7 +322,7 @@ def binary_for(utility: Utility, eps: float) -> FiniteMechanism:
 
 
 def better_of_binary_and_rr(utility: Utility, eps: float) -> FiniteMechanism:
-    """The mixed strategy of 000 Sec. 5: whichever of binary and randomized response has the
+    """The mixed strategy of Kairouz et al. 2014, Sec. 5: whichever of binary and randomized response has the
     larger utility at this eps. The paper reports at least 70% of optimal for KL at k = 6;
     over random Dirichlet(1) priors we measure 61-73% as the worst case of 100 instances,
     depending on the draw (``ldpsim reproduce kov-fig4``)."""

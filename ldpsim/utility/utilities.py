@@ -1,6 +1,6 @@
 """Utilities of a local mechanism as sums of a sublinear function over output columns.
 
-``U(Q) = sum_y mu(Q[:, y])`` (THEORY.md sec. 3-4). Every utility here offers
+``U(Q) = sum_y mu(Q[:, y])`` (docs/theory.md sec. 3-4). Every utility here offers
 
 - ``value(Q)``: the utility of a mechanism (or matrix),
 - ``mu(columns)``: the per-column function, for a ``k x n`` array of columns,

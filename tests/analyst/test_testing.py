@@ -1,5 +1,5 @@
 """Neyman-Pearson tests on privatised counts, exact laws, tilted estimates of tiny type II
-errors and the Chernoff-Stein exponent (THEORY.md sec. 5).
+errors and the Chernoff-Stein exponent (docs/theory.md sec. 5).
 
 Statistical checks use fixed seeds and tolerances whose false-failure probability is stated
 (<= 1e-6 each): exact binomial bounds (tests/stats_checks.py) for Monte Carlo error rates, and

@@ -745,7 +745,7 @@ def test_pure_calibration_survives_rounding():
 
 
 def ref_optimal_delta_pure(eps0, k, eps_t):
-    """THEORY sec. 6, delta = 0: sum over l with (k - 2l) eps0 > eps_t of
+    """docs/theory.md sec. 6, delta = 0: sum over l with (k - 2l) eps0 > eps_t of
     C(k,l) (e^{(k-l) eps0} - e^{eps_t} e^{l eps0}) / (1 + e^{eps0})^k, at 50 digits."""
     mp.mp.dps = 50
     e0, et = mp.mpf(eps0), mp.mpf(eps_t)

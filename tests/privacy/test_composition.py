@@ -1,4 +1,4 @@
-"""Optimal composition of (eps, delta)-DP mechanisms (003 Sec. 3-4, THEORY.md Sec. 6).
+"""Optimal composition of (eps, delta)-DP mechanisms (Kairouz et al. 2015, Sec. 3-4, docs/theory.md sec. 6).
 
 Every reference value is computed here, independently of ``ldpsim.privacy.composition``:
 
@@ -11,7 +11,7 @@ Every reference value is computed here, independently of ``ldpsim.privacy.compos
   positive, so there is no cancellation between terms; for k = 10^6, 10^7 a window of
   that same sum around its largest term, with a rigorous bound on the omitted part (the
   terms are log-concave in l), checked against the full sum at k = 10^3..10^5;
-* the bounds of Theorems 3.1, 3.2, 3.4, 3.5 transcribed from THEORY.md Sec. 6 and inverted
+* the bounds of Theorems 3.1, 3.2, 3.4, 3.5 transcribed from docs/theory.md sec. 6 and inverted
   in closed form by hand.
 
 Tolerances: relative 1e-12 for the small-k brute force and 1e-10 for large k, plus the
@@ -48,7 +48,7 @@ ULP_SLACK = 1e-15  # a few units of the double rounding of eps and eps_t (see mo
 
 
 def mp_quaternary(eps: float, delta: float) -> tuple[list, list]:
-    """Rows P, R of the quaternary mechanism (001 Sec. 5) in mpmath, from its definition."""
+    """Rows P, R of the quaternary mechanism (Kairouz et al. 2014, Sec. 5) in mpmath, from its definition."""
     e = mpmath.exp(mpf(eps))
     d = mpf(delta)
     p = [d, (1 - d) * e / (1 + e), (1 - d) / (1 + e), mpf(0)]
@@ -94,7 +94,7 @@ def _pure(delta: float, k: int):
 
 
 def direct_sum(eps: float, delta: float, k: int, eps_t: float, dps: int = MP_DPS) -> tuple:
-    """The defining sum (THEORY.md Sec. 6), every l with (k - 2l) eps > eps_t:
+    """The defining sum (docs/theory.md sec. 6), every l with (k - 2l) eps > eps_t:
     ``1 - (1-d)^k + (1-d)^k sum_l C(k,l) (e^{(k-l)eps} - e^{eps_t} e^{l eps}) / (1+e^eps)^k``.
     Terms by the recurrence of C(k,l) e^{(k-l) eps}/(1+e^eps)^k in l, each times
     ``1 - e^{eps_t - (k-2l) eps}`` (expm1 where that is near 0). Returns (delta, mass) with
@@ -198,7 +198,7 @@ def oracle_epsilon(eps: float, delta: float, k: int, delta_total: float) -> floa
     return hi
 
 
-# --- the bounds, transcribed from THEORY.md Sec. 6 / 003 Theorems 3.1, 3.2, 3.4, 3.5 ---
+# --- the bounds, transcribed from docs/theory.md sec. 6 / Kairouz et al. 2015, Theorems 3.1, 3.2, 3.4, 3.5 ---
 
 
 def my_basic(eps, delta, k):
@@ -786,7 +786,7 @@ def test_bad_kov_form():
 
 
 # ---------------------------------------------------------------------------------------
-# 8. The seed's figure: 30-fold composition of (0.1, 0.001)
+# 8. The paper's figure: 30-fold composition of (0.1, 0.001)
 # ---------------------------------------------------------------------------------------
 
 

@@ -31,7 +31,7 @@ def test_eps_delta_tradeoff_is_the_quaternary_trade_off(eps, delta):
     g = EpsDelta(eps, delta)
     for a in ALPHAS:
         assert g.tradeoff(a) == pytest.approx(tradeoff_lp(p, r, a), abs=1e-9)
-    # the closed form also equals the region of THEORY.md sec. 1 written out
+    # the closed form also equals the region of docs/theory.md sec. 1 written out
     f = np.maximum.reduce([0 * ALPHAS, 1 - delta - np.exp(eps) * ALPHAS, np.exp(-eps) * (1 - delta - ALPHAS)])
     assert np.allclose(g.tradeoff(ALPHAS), f, atol=1e-15)
 

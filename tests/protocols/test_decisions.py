@@ -46,7 +46,7 @@ def brute_average(protocol: Protocol, task: Task, party: int) -> float:
 
 
 def brute_worst(protocol: Protocol, task: Task, party: int) -> float:
-    """003 eq. 12 with the full transcript (tau_i included) as an explicit LP."""
+    """Kairouz et al. 2015, eq. 12 with the full transcript (tau_i included) as an explicit LP."""
     k, Y = protocol.parties, task.n_outputs
     P = np.ones((1, 1))
     for q in protocol.matrices:

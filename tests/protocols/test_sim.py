@@ -45,7 +45,7 @@ def difference_rows(table):
 
 def xor_closed_form(eps, delta, party):
     """P(correct) = (1 + prod_{j != party} (delta_j + (1 - delta_j) tanh(eps_j / 2))) / 2
-    (THEORY.md sec. 7); the observer multiplies over every party."""
+    (docs/theory.md sec. 7); the observer multiplies over every party."""
     terms = [d + (1 - d) * math.tanh(e / 2) for j, (e, d) in enumerate(zip(eps, delta)) if j != party]
     return (1 + math.prod(terms)) / 2
 
@@ -89,7 +89,7 @@ def test_sum_accuracy_covers_exact():
     rows = accuracy_rows(result.table)
     assert len(rows) == 2 * 9 and len(difference_rows(result.table)) == 9
     assert_table_covered(result.table)
-    # the universal protocol is optimal (003 Sec. 5): never below the binary one, exactly
+    # the universal protocol is optimal (Kairouz et al. 2015, Sec. 5): never below the binary one, exactly
     uni = rows[rows["protocol"] == "universal"]["theory"].to_numpy()
     bin_ = rows[rows["protocol"] == "binary"]["theory"].to_numpy()
     assert np.all(uni >= bin_ - 1e-12)

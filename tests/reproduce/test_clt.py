@@ -1,8 +1,8 @@
-"""``ldpsim reproduce clt``: seed 002's CLT, uncertainty principle and 1-D table.
+"""``ldpsim reproduce clt``: Dong et al. 2021's CLT, uncertainty principle and 1-D table.
 
 A small run (instances = 10: at most 2,000 losses per hypothesis, 200 at n = 10^4; 10^5
 draws per 1-D mechanism) with a fixed seed; the closed forms are re-derived here from the
-seed's formulas (THEORY sec. 8) and from numerical integration, not from the reproduction's
+paper's formulas (docs/theory.md sec. 8) and from numerical integration, not from the reproduction's
 code. Deterministic: fixed seeds only.
 """
 
@@ -66,7 +66,7 @@ def test_every_summary_row_agrees(run):
 
 # ----------------------------------------------------------------------------- 1-D table
 def _truncated_laplace_mse(eps: float, delta: float) -> float:
-    A = math.log(1 + (math.exp(eps) - 1) / (2 * delta)) / eps  # THEORY sec. 8, sensitivity 1
+    A = math.log(1 + (math.exp(eps) - 1) / (2 * delta)) / eps  # docs/theory.md sec. 8, sensitivity 1
     mass = integrate.quad(lambda x: math.exp(-eps * abs(x)), -A, A, points=[0.0])[0]
     return integrate.quad(lambda x: x * x * math.exp(-eps * abs(x)), -A, A, points=[0.0])[0] / mass
 
@@ -151,7 +151,7 @@ def test_convergence_data(conv):
 
 def test_p_infinity_is_not_one_gdp():
     """A finding: for phi = ||x||_inf the loss along random directions is close to Gaussian,
-    but with sd about 0.85 rather than sqrt(||I||)/t = 1 (the linearisation of the seed's
+    but with sd about 0.85 rather than sqrt(||I||)/t = 1 (the linearisation of the paper's
     condition (D1) fails: the shift moves the top coordinates by as much as their spacing).
     With 20,000 losses per hypothesis at n = 1000 the gap is certified; l_1 noise is on 1."""
     data = clt.convergence(1, 100, configs=((math.inf, 1.0), (1.0, 1.0)), n_grid=(1000,))

@@ -1,4 +1,4 @@
-"""``ldpsim reproduce composition-region``: Theorem 3.3 of seed 003 checked from samples.
+"""``ldpsim reproduce composition-region``: Theorem 3.3 of Kairouz et al. 2015 checked from samples.
 
 The run uses a fixed seed and n = 80,000 per hypothesis (instances = 40); the exact region is
 recomputed here from Theorem 3.3's lattice of (eps, delta) pairs (``lattice_region``, not the

@@ -1,8 +1,8 @@
-"""``ldpsim reproduce multiparty-optimality``: seed 003 Sec. 5, the (eps_i, delta_i) randomized
+"""``ldpsim reproduce multiparty-optimality``: Kairouz et al. 2015, Sec. 5, the (eps_i, delta_i) randomized
 response is never beaten by a private protocol at the same levels.
 
 A small run (2 draws of privacy levels, both also at k = 200) must agree everywhere; the RR's
-XOR accuracies are recomputed here from the closed form of THEORY.md sec. 7 and the drawn
+XOR accuracies are recomputed here from the closed form of docs/theory.md sec. 7 and the drawn
 levels; and a deliberately non-private alternative (binary RR at 2 eps_i) must make the check
 fail. Deterministic: fixed seeds only.
 """

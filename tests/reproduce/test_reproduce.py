@@ -1,4 +1,4 @@
-"""Reproductions of the extremal-mechanisms paper (000, 001): files are written, and the
+"""Reproductions of the extremal-mechanisms paper (Kairouz et al. 2014): files are written, and the
 numbers satisfy facts checked independently of the code that produced them (ratios to the
 optimum never exceed one, the optimum beats every mechanism, utilities recomputed from the
 marginals with ``ldpsim.utility.divergences``, known small- and large-eps behaviour).
@@ -173,9 +173,9 @@ def test_mi_values_agree_with_mutual_information_of_the_joint(runs):
 def test_binary_is_optimal_at_small_eps_and_rr_near_optimal_at_large_eps(runs):
     data = _data(runs["kov-fig3"])
     ratio = data.pivot_table(index=["mechanism", "instance"], columns="eps", values="ratio_to_optimal")
-    # KL, k = 6: binary is exactly optimal at eps = 0.1 for most random pairs (000 Theorem 13)
+    # KL, k = 6: binary is exactly optimal at eps = 0.1 for most random pairs (Kairouz et al. 2014, Theorem 13)
     assert (ratio.loc["binary"][0.1] >= 1 - 1e-7).mean() >= 0.75
-    # randomized response is optimal, or within 1%, at eps = 10 (000 Theorem 15)
+    # randomized response is optimal, or within 1%, at eps = 10 (Kairouz et al. 2014, Theorem 15)
     assert (ratio.loc["randomized_response"][10.0] >= 0.99).all()
     # and far from optimal at eps = 0.1 (the mismatch the paper points out)
     assert (ratio.loc["randomized_response"][0.1] < 0.9).all()

@@ -1,4 +1,4 @@
-"""Approximate privacy on binary inputs (001 Sec. 5): the quaternary mechanism dominates.
+"""Approximate privacy on binary inputs (Kairouz et al. 2014, Sec. 5): the quaternary mechanism dominates.
 
 For |X| = 2 the quaternary mechanism ``quaternary_mechanism(eps, delta)`` maximises every
 utility obeying the data processing inequality over (eps, delta)-LDP mechanisms, because
@@ -150,7 +150,7 @@ def test_quaternary_dominates_random_approximately_private_mechanisms(seed, eps,
 @settings(max_examples=50)
 @given(seed=SEED, eps=EPS, delta=DELTA)
 def test_every_approximately_private_mechanism_is_a_post_processing_of_the_quaternary(seed, eps, delta):
-    """The reason for the dominance (001 Sec. 5): Q = Q_quat W for a stochastic W."""
+    """The reason for the dominance (Kairouz et al. 2014, Sec. 5): Q = Q_quat W for a stochastic W."""
     rng = np.random.default_rng(seed)
     quat = quaternary_mechanism(eps, delta).matrix
     for q in candidates(rng, eps, delta, 2):

@@ -1,4 +1,4 @@
-"""Bounds and closed forms of 000 / 001 (ldpsim.utility.bounds) against the staircase LP.
+"""Bounds and closed forms of Kairouz et al. 2014 (ldpsim.utility.bounds) against the staircase LP.
 
 Priors are drawn from a Dirichlet(1) distribution with a seed that hypothesis draws, so
 they are strictly positive (with probability one) and vary across runs; every check is
@@ -205,7 +205,7 @@ def test_bad_input_is_rejected_with_the_parameter_name():
 @settings(max_examples=60)
 @given(seed=SEED, k=st.integers(2, 9), eps=log_uniform(1e-2, 40.0))
 def test_binary_is_optimal_for_total_variation_at_every_eps(seed, k, eps):
-    """001 Sec. 3.2 / 8: the binary mechanism maximises ||M0 - M1||_TV for every eps."""
+    """Kairouz et al. 2014, Sec. 3.2 / 8: the binary mechanism maximises ||M0 - M1||_TV for every eps."""
     P0, P1 = priors(seed, k)
     res = optimal_mechanism(TotalVariation(P0, P1), eps)
     tv = binary_tv(P0, P1, eps)
@@ -223,7 +223,7 @@ def test_binary_is_optimal_for_total_variation_at_every_eps(seed, k, eps):
 @settings(max_examples=60)
 @given(seed=SEED, k=st.integers(2, 9), eps=log_uniform(1e-2, 30.0))
 def test_binary_kl_is_within_the_constant_factor_of_optimal(seed, k, eps):
-    """001 Sec. 3.3: BIN >= OPT / (2 (e^eps + 1)^2) for KL; and BIN <= OPT."""
+    """Kairouz et al. 2014, Sec. 3.3: BIN >= OPT / (2 (e^eps + 1)^2) for KL; and BIN <= OPT."""
     P0, P1 = priors(seed, k)
     check = check_binary_kl_factor(P0, P1, eps)
     assert check.holds
@@ -238,7 +238,7 @@ def test_binary_kl_is_within_the_constant_factor_of_optimal(seed, k, eps):
 @settings(max_examples=20)
 @given(seed=SEED, k=st.integers(3, 6), which=st.sampled_from(["kl", "mi"]))
 def test_binary_optimal_at_small_eps_and_rr_at_large_eps(seed, k, which):
-    """001 Sec. 3.2-3.3, 4: for the same priors the binary mechanism is exactly optimal up to
+    """Kairouz et al. 2014, Sec. 3.2-3.3, 4: for the same priors the binary mechanism is exactly optimal up to
     eps_bin and randomized response from eps_rr on, with eps_bin < eps_rr (k >= 3)."""
     P0, P1 = priors(seed, k, floor=0.05)
     U = KL(P0, P1) if which == "kl" else MutualInformation(P0)
@@ -271,7 +271,7 @@ def test_binary_optimal_at_small_eps_and_rr_at_large_eps(seed, k, which):
 
 def test_regime_thresholds_edge_cases():
     P0, P1 = np.array([0.6, 0.3, 0.1]), np.array([0.2, 0.3, 0.5])
-    # total variation: binary optimal everywhere (001 Sec. 3.2)
+    # total variation: binary optimal everywhere (Kairouz et al. 2014, Sec. 3.2)
     tv = regime_thresholds(TotalVariation(P0, P1), eps_grid=np.geomspace(0.01, 20, 12))
     assert tv.eps_bin == math.inf
     # k = 2: binary and randomized response are the same mechanism, optimal everywhere
@@ -310,7 +310,7 @@ def test_duchi_bound_holds_for_optimal_and_random_mechanisms(seed, k, eps):
 @settings(max_examples=15)
 @given(seed=SEED, k=st.integers(2, 8))
 def test_mutual_information_small_eps_bound_is_the_asymptote(seed, k):
-    """I(X;Y) <= (1/2) eps^2 max_A P(A) P(A^c) + O(eps^3) (000 Sec. 4): OPT_MI / bound -> 1
+    """I(X;Y) <= (1/2) eps^2 max_A P(A) P(A^c) + O(eps^3) (Kairouz et al. 2014, Sec. 4): OPT_MI / bound -> 1
     as eps -> 0, at rate O(eps)."""
     (P,) = priors(seed, k, n=1, floor=0.05)
     U = MutualInformation(P)

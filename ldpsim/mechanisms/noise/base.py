@@ -341,7 +341,7 @@ class NoiseMechanism(Mechanism):
         keyword ``k=`` is its deprecated spelling, accepted with a warning until 0.2).
 
         ``k = 1``: the exact calibration of the family (``method`` is only validated).
-        ``k > 1``: ``method="corollary"`` -- Corollary 4.1 of seed 003 (THEORY sec. 6): each
+        ``k > 1``: ``method="corollary"`` -- Corollary 4.1 of Kairouz et al. 2015 (docs/theory.md sec. 6): each
         query is (eps0, delta0)-DP with ``eps0 = eps / sqrt(4 k log(e + eps/delta))``,
         ``delta0 = delta / (2k)`` (needs delta > 0). ``method="exact"`` -- Gaussian: GDP
         (k-fold is exactly ``sqrt(k) Delta/sigma``-GDP); pure families: the largest per-query

@@ -138,7 +138,7 @@ class Gaussian(NoiseMechanism):
 
     @classmethod
     def _calibrate_corollary(cls, eps0: float, delta0: float, sens: float) -> "Gaussian":
-        # Corollary 4.1 / THEORY sec. 6: sigma^2 = 2 Delta^2 log(2/delta0) / eps0^2 (log(2/delta0)
+        # Corollary 4.1 / docs/theory.md sec. 6: sigma^2 = 2 Delta^2 log(2/delta0) / eps0^2 (log(2/delta0)
         # in two terms: delta0 = delta/(2k) may be subnormal, 2/delta0 overflow)
         sigma = sens * math.sqrt(2.0 * (math.log(2.0) - math.log(delta0))) / eps0
         if not sigma <= MAX_NOISE_SCALE:
