@@ -26,7 +26,7 @@ import simpy
 
 from _common import REPO_ROOT, best_of, parser, report
 from ldpsim.analyst import frequency_estimate
-from ldpsim.runs import run_scenario
+from ldpsim.sim import run_scenario
 from ldpsim.sim import load_scenario, run_replication
 
 SURVEY = REPO_ROOT / "scenarios" / "survey.toml"

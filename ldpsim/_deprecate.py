@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
 import warnings
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, TypeVar
 
 from ldpsim.errors import invalid
 
@@ -85,22 +84,14 @@ def renamed(old: str, new: str, since: str, removed_in: str) -> Callable[[F], F]
     return decorate
 
 
-def renamed_attribute(
-    old: str, new: str, since: str, removed_in: str, *, not_yet_migrated: Iterable[str] = ()
-) -> property:
+def renamed_attribute(old: str, new: str, since: str, removed_in: str) -> property:
     """A read-only property ``old`` that warns (pointing at the reader) and returns ``new``.
 
     Put it in the class body under the old name: ``k = renamed_attribute("k", "parties",
-    since="0.1", removed_in="0.2")``. It is not a dataclass field (no annotation).
-
-    ``not_yet_migrated`` names ldpsim modules (``__name__``) that still read the old name
-    while they are being rewritten elsewhere; their reads do not warn. It is a temporary
-    list: empty it as soon as those modules read ``new``."""
-    quiet = frozenset(not_yet_migrated)
+    since="0.1", removed_in="0.2")``. It is not a dataclass field (no annotation)."""
 
     def get(self: Any) -> Any:
-        if not (quiet and sys._getframe(1).f_globals.get("__name__") in quiet):
-            warn(f"attribute {old} of {type(self).__name__} is deprecated; use {new} ({old} goes away in {removed_in})")
+        warn(f"attribute {old} of {type(self).__name__} is deprecated; use {new} ({old} goes away in {removed_in})")
         return getattr(self, new)
 
     return property(get, doc=f"Deprecated spelling of ``{new}`` (since {since}; removed in {removed_in}).")

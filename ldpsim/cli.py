@@ -123,20 +123,6 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _is_multiparty(args: argparse.Namespace) -> bool:
-    """A scenario file with ``kind = "multiparty"`` at the top, or a run directory made from one."""
-    import json
-    import tomllib
-    from pathlib import Path
-
-    try:
-        if args.resume is not None:
-            return json.loads((Path(args.resume) / "metadata.json").read_text()).get("kind") == "multiparty"
-        return args.file is not None and tomllib.loads(Path(args.file).read_text()).get("kind") == "multiparty"
-    except (OSError, ValueError, AttributeError):
-        return False  # the survey loader reports the problem
-
-
 def _run(args: argparse.Namespace) -> int:
     from ldpsim.runs import RunInterrupted
 
@@ -146,28 +132,27 @@ def _run(args: argparse.Namespace) -> int:
                 raise LdpSimError("--resume: got other options too, expected only --workers with --resume")
         elif args.file is None:
             raise LdpSimError("file: got nothing, expected a scenario file (or --resume DIR)")
-        if _is_multiparty(args):
-            from ldpsim.protocols.report import cli_run
+        from ldpsim.sim import resume_run, run_scenario
 
-            return cli_run(args)
-        return _run_survey(args)
+        progress = not args.no_progress
+        if args.resume is not None:
+            result = resume_run(args.resume, workers=args.workers, progress=progress)
+        else:
+            result = run_scenario(
+                args.file, seed=args.seed, replications=args.replications, workers=args.workers, out=args.out,
+                progress=progress,
+            )  # fmt: skip
     except RunInterrupted as exc:
         print(f"ldpsim: {exc}", file=sys.stderr)
         return 130
+    _PRINT_RUN[result.scenario.kind](result)
+    print(f"report: {result.run_dir / 'summary.md'}")
+    return 0
 
 
-def _run_survey(args: argparse.Namespace) -> int:
-    from ldpsim.runs import resume_run, run_scenario
-    from ldpsim.sim import summary
+def _print_survey(result) -> None:  # type: ignore[no-untyped-def]
+    from ldpsim.report import survey_tables as summary
 
-    progress = not args.no_progress
-    if args.resume is not None:
-        result = resume_run(args.resume, workers=args.workers, progress=progress)
-    else:
-        result = run_scenario(
-            args.file, seed=args.seed, replications=args.replications, workers=args.workers, out=args.out,
-            progress=progress,
-        )  # fmt: skip
     spec = result.scenario.spec
     print(f"{spec.name}: {spec.population.size:,} clients, {spec.simulation.replications} replication(s), seed {result.seed}")
     if (result.results["quantity"] == "frequency").any() and not summary.has_estimates(result.results):
@@ -187,8 +172,29 @@ def _run_survey(args: argparse.Namespace) -> int:
         f"reports received {totals.get('received', 0):,.0f}, lost {totals.get('lost', 0):,.0f}, "
         f"in flight at the end {totals.get('in_flight', 0):,.0f} (mean per replication)"
     )
-    print(f"report: {result.run_dir / 'summary.md'}")
-    return 0
+
+
+def _print_multiparty(run) -> None:  # type: ignore[no-untyped-def]
+    from ldpsim.report.multiparty_tables import format_table
+
+    spec = run.scenario.spec
+    print(f"{spec.name}: k = {spec.parties.k} parties, task {run.scenario.task.name}, {spec.rounds.count:,} rounds x "
+          f"{spec.simulation.replications} replication(s), seed {run.seed}")  # fmt: skip
+    print(format_table(run.summary))
+    if (run.summary["quantity"] == "accuracy_difference").any():
+        print("paired differences (same bits and noise uniforms for every protocol):")
+        print(format_table(run.summary, "accuracy_difference"))
+    within = int(run.summary["within"].fillna(False).sum())
+    print(f"within tolerance (false-failure <= {spec.simulation.alpha:g} for the table): {within} of {len(run.summary)}")
+    if not run.latency.empty:
+        lat = run.latency
+        print(f"completion delay: mean {lat['mean_measured'].mean():.4g} (theory {lat['mean_theory'].mean():.4g}), "
+              f"max {lat['max_measured'].max():.4g}; messages delivered {int(lat['messages'].sum()):,} of "
+              f"{int(lat['messages_expected'].sum()):,}")  # fmt: skip
+
+
+#: What ``ldpsim run`` prints for each kind of scenario (the report path follows).
+_PRINT_RUN = {"survey": _print_survey, "multiparty": _print_multiparty}
 
 
 #: Clients the demo simulates at most (about a minute), in chunks of DEMO_CHUNK (bounded memory).

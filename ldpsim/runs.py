@@ -1,9 +1,10 @@
 """Run directories: replications of a study through a pluggable executor, then the report.
 
-This module sits above `sim` and `protocols` (the models) and `report` (the files) and
-below `cli`. One framework serves every kind of run: a :class:`Study` says how to run one
-replication, how to read the results back and how to render the report; this module owns
-the directory, the seeds, the workers, the files and what happens when things go wrong.
+One framework serves every kind of run: a :class:`Study` says how to run one replication,
+how to read the results back and how to render the report; this module owns the
+directory, the seeds, the workers, the files and what happens when things go wrong. It
+knows no model: the survey and multi-party studies live with their models in
+:mod:`ldpsim.sim.studies`, above this module, and plug into it.
 
 Seeds: one root ``SeedSequence(seed)`` per run; replication r uses the child with spawn key
 ``(r,)``, whatever executor or worker runs it, so results do not depend on either.
@@ -47,9 +48,6 @@ from ldpsim import _validate as v
 from ldpsim._files import DirectoryLock, LOCK_NAME, atomic_writer, describe_os_error, remove_stale_temporaries, write_bytes
 from ldpsim._meta import now, versions, write_json
 from ldpsim.errors import LdpSimError
-from ldpsim.report import render_report
-from ldpsim.sim.engine import run_replication
-from ldpsim.sim.scenario import Scenario, load_scenario, parse_scenario
 
 REP_DIR = "replications"
 #: Version of the run-directory layout that :func:`resume_run` understands.
@@ -88,7 +86,7 @@ class Study:
     - :meth:`shared`: computed once per run in the calling process and handed to every
       replication (e.g. exact values);
     - :meth:`run_replication`, :meth:`read_results`, :meth:`render_report`,
-      :meth:`metadata`.
+      :meth:`metadata`, :meth:`result`.
     """
 
     kind: str = ""
@@ -120,31 +118,10 @@ class Study:
     def metadata(self) -> dict[str, Any]:
         return {}
 
-
-class SurveyStudy(Study):
-    """A survey scenario (:mod:`ldpsim.sim`): clients, network, server, analyst."""
-
-    kind = "survey"
-
-    def run_replication(self, index: int, seed: int, shared: Any) -> pd.DataFrame:
-        return run_replication(self.scenario, index, seed)
-
-    def read_results(self, path: Path) -> pd.DataFrame:
-        return read_results(path)
-
-    def render_report(self, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], Any]:
-        return render_report(self.scenario, results, seed), None
-
-    def metadata(self) -> dict[str, Any]:
-        return {"mode": self.scenario.spec.simulation.mode, "tick": self.scenario.tick, "end": self.scenario.end}
-
-
-@dataclass(frozen=True)
-class RunResult:
-    run_dir: Path
-    scenario: Scenario
-    results: pd.DataFrame
-    seed: int
+    def result(self, outcome: "Outcome") -> Any:
+        """What :func:`run_study`'s callers get back for this kind of run (default: the
+        :class:`Outcome` itself)."""
+        return outcome
 
 
 @dataclass(frozen=True)
@@ -156,45 +133,6 @@ class Outcome:
     results: pd.DataFrame
     extra: Any  # what the study's report returned besides its files
     seed: int
-
-
-# ----------------------------------------------------------------------------- survey API
-def run_scenario(
-    scenario: Scenario | str | Path,
-    *,
-    seed: int | None = None,
-    replications: int | None = None,
-    workers: int = 1,
-    out: str | Path | None = None,
-    executor: Executor | None = None,
-    progress: bool = True,
-    interrupt_after: int | None = None,
-) -> RunResult:
-    """Run a scenario's replications into a new run directory and write its report.
-
-    ``seed`` defaults to the scenario's ``simulation.seed``, else fresh entropy (recorded).
-    ``interrupt_after`` stops the run after that many replications, as a Ctrl-C would
-    (for trying out :func:`resume_run`).
-    """
-    if not isinstance(scenario, Scenario):
-        scenario = load_scenario(scenario)
-    o = run_study(SurveyStudy(scenario), seed=seed, replications=replications, workers=workers, out=out,
-                  executor=executor, progress=progress, interrupt_after=interrupt_after)  # fmt: skip
-    return RunResult(o.run_dir, o.study.scenario, o.results, o.seed)
-
-
-def resume_run(
-    run_dir: str | Path,
-    *,
-    workers: int = 1,
-    executor: Executor | None = None,
-    progress: bool = True,
-    interrupt_after: int | None = None,
-) -> RunResult:
-    """Finish an interrupted run: run only the replications whose files are missing."""
-    o = resume_study(run_dir, {SurveyStudy.kind: lambda source, path: SurveyStudy(parse_scenario(source, path))},
-                     workers=workers, executor=executor, progress=progress, interrupt_after=interrupt_after)  # fmt: skip
-    return RunResult(o.run_dir, o.study.scenario, o.results, o.seed)
 
 
 # ----------------------------------------------------------------------------- framework
@@ -552,21 +490,6 @@ def concat_replications(run_dir: Path, total: int) -> Path:
     return out
 
 
-def read_results(path: str | Path) -> pd.DataFrame:
-    """A results.csv with labels kept as text ("1", "01" and "" stay distinct) and empty
-    numeric cells as NaN."""
-    numeric = ["time", "n_received", "estimate", "ci_low", "ci_high", "truth", "theory"]
-    return read_csv(path, dtype={"category": str, "task": str, "quantity": str, "reason": str}, na=numeric)
-
-
-def read_csv(path: str | Path, dtype: dict[str, Any], na: list[str]) -> pd.DataFrame:
-    """A results file; an unreadable one is one LdpSimError naming it."""
-    try:
-        return pd.read_csv(path, dtype=dtype, keep_default_na=False, na_values={c: [""] for c in na})
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
-        raise LdpSimError(f"{path}: got a results file pandas cannot read ({' '.join(str(exc).split())}), expected CSV as ldpsim wrote it") from None
-
-
 def _metadata(study: Study, seed: int, workers: int, executor: Executor | None) -> dict[str, Any]:
     packages = versions()
     scenario = study.scenario
@@ -589,3 +512,23 @@ def _metadata(study: Study, seed: int, workers: int, executor: Executor | None) 
         "command_line": sys.argv,
         "started": now(),
     }
+
+
+# ----------------------------------------------------------------------------- old spellings
+#: Names that lived here in 0.1 and moved with the models (the README of 0.1 used them).
+_MOVED = {"run_scenario": "ldpsim.sim", "resume_run": "ldpsim.sim", "RunResult": "ldpsim.sim"}
+
+
+def __getattr__(name: str) -> Any:
+    """``ldpsim.runs.run_scenario`` and ``resume_run`` keep working for one release, with a
+    deprecation warning (the survey's runs moved to :mod:`ldpsim.sim.studies`). The target
+    is named by a string, as the catalog names its builders: this module never imports the
+    layer above it."""
+    if name in _MOVED:
+        import importlib
+
+        from ldpsim._deprecate import warn
+
+        warn(f"ldpsim.runs.{name} is deprecated; use {_MOVED[name]}.{name} (the old spelling goes away in 0.2)")
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -33,6 +33,19 @@ interval used for ranking, not for certification).
     interval of length ``spread`` is further than
     ``spread sqrt(log(2/alpha) / (2n))`` from its expectation with probability at most
     ``alpha`` (two-sided; each side has probability at most ``alpha / 2``).
+``binomial_acceptance(n, p, alpha)``
+    The exact two-sided acceptance interval of ``K ~ Bin(n, p)`` as a half-width on the
+    proportion: ``t`` with ``P(|K/n - p| > t) <= alpha``, from the binomial quantiles at
+    ``alpha / 2`` on each side (the whole range where scipy's quantile search gives up).
+``empirical_bernstein(spread, variance, n, alpha)``
+    The empirical Bernstein bound (Maurer and Pontil 2009, Theorem 4), two-sided: the mean
+    of ``n >= 2`` i.i.d. values in an interval of length ``spread`` with unbiased sample
+    variance ``variance`` is within ``sqrt(2 V L / n) + 7 spread L / (3 (n - 1))``,
+    ``L = log(4 / alpha)``, of its expectation with probability at least ``1 - alpha``.
+``mean_tolerance(values, mean, n, alpha)`` / ``paired_tolerance(spread, variance, n, alpha)``
+    What the simulations compare measured means with: the binomial acceptance interval
+    when every value is 0 or 1, else Hoeffding; and, for paired differences, the smaller
+    of Hoeffding and the empirical Bernstein bound, each at ``alpha / 2``.
 
 The formulas and where ldpsim uses each bound: docs/theory.md sec. 11 ("Statistical bounds
 used across ldpsim").
@@ -44,6 +57,7 @@ the bounds stay finite for any ``alpha > 0`` (down to the smallest subnormal).
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -59,6 +73,10 @@ __all__ = [
     "dkw",
     "dkw_samples",
     "hoeffding",
+    "binomial_acceptance",
+    "empirical_bernstein",
+    "mean_tolerance",
+    "paired_tolerance",
 ]
 
 
@@ -189,3 +207,60 @@ def hoeffding(spread: ArrayLike, n: int, alpha: float) -> float | NDArray[np.flo
     n_ = _count(n, "n")
     half = math.sqrt(_log_two_over(_alpha(alpha)) / (2 * n_))
     return float(arr) * half if np.ndim(spread) == 0 else arr * half
+
+
+# --------------------------------------------------------------------------- binomial acceptance
+def binomial_acceptance(n: int, p: float, alpha: float) -> float:
+    """Half-width ``t`` of the exact two-sided acceptance interval of ``K ~ Bin(n, p)`` on
+    the proportion scale: ``P(|K/n - p| > t) <= alpha``. The interval runs from the
+    ``alpha/2`` quantile to the upper ``alpha/2`` quantile; where scipy's quantile search
+    gives up in an extreme tail, that side is the whole range (always valid)."""
+    n_ = _count(n)
+    a = _alpha(alpha)
+    q = min(max(float(p), 0.0), 1.0)
+    with warnings.catch_warnings():  # boost gives up on extreme tails: checked just below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo = _st.binom.ppf(a / 2, n_, q)  # P(K < lo) <= alpha / 2
+        hi = _st.binom.isf(a / 2, n_, q)  # P(K > hi) <= alpha / 2
+    lo = lo if math.isfinite(lo) and 0 <= lo <= n_ else 0.0
+    hi = hi if math.isfinite(hi) and 0 <= hi <= n_ else float(n_)
+    return float(max(q - lo / n_, hi / n_ - q))
+
+
+# --------------------------------------------------------------------------- empirical Bernstein
+def empirical_bernstein(spread: float, variance: float, n: int, alpha: float) -> float:
+    """Two-sided empirical Bernstein half-width (Maurer and Pontil 2009, Theorem 4, each side
+    at ``alpha / 2``): the mean of ``n >= 2`` i.i.d. values in an interval of length
+    ``spread``, with unbiased sample variance ``variance``, is further than
+    ``sqrt(2 variance L / n) + 7 spread L / (3 (n - 1))``, ``L = log(4 / alpha)``, from its
+    expectation with probability at most ``alpha``."""
+    n_ = _count(n, "n", minimum=2)
+    a = _alpha(alpha)
+    ratio = 4.0 / a
+    log = math.log(ratio) if math.isfinite(ratio) else math.log(4.0) - math.log(a)
+    return math.sqrt(2.0 * max(float(variance), 0.0) * log / n_) + 7.0 * float(spread) * log / (3.0 * (n_ - 1))
+
+
+# --------------------------------------------------------------------------- tolerances of simulated means
+def mean_tolerance(values: ArrayLike, mean: float, n: int, alpha: float) -> float:
+    """Half-width ``t`` with ``P(|measured - mean| > t) <= alpha`` for the average of ``n``
+    i.i.d. draws of a variable taking values in ``values`` with expectation ``mean``: the
+    exact binomial acceptance interval when every value is 0 or 1, Hoeffding's bound over
+    the values' range otherwise. NaN when ``mean`` is not finite (nothing to compare)."""
+    g = np.asarray(values, dtype=np.float64)
+    if not math.isfinite(mean):
+        return math.nan
+    if np.all((g == 0) | (g == 1)):
+        return binomial_acceptance(n, mean, alpha)
+    return float(hoeffding(float(g.max() - g.min()), n, alpha))
+
+
+def paired_tolerance(spread: float, variance: float, n: int, alpha: float) -> float:
+    """Half-width for the average of ``n`` i.i.d. paired differences in an interval of length
+    ``spread`` with unbiased sample variance ``variance``: the smaller of Hoeffding's bound
+    and :func:`empirical_bernstein`, each at ``alpha / 2``, so it holds with probability at
+    least ``1 - alpha``. Coupled simulations give small variances, where the Bernstein bound
+    is far tighter."""
+    if n < 2:
+        return float(hoeffding(spread, n, alpha))
+    return min(float(hoeffding(spread, n, alpha / 2)), empirical_bernstein(spread, variance, n, alpha / 2))

@@ -97,18 +97,6 @@ def test_renamed_attribute_warns_and_reads_the_new_one():
         box.k = 7  # read-only: the alias never becomes a second copy
 
 
-def test_modules_not_yet_migrated_read_the_old_attribute_quietly():
-    class Pending:
-        parties = 4
-        k = renamed_attribute(old="k", new="parties", since="0.1", removed_in="0.2", not_yet_migrated=("ldpsim.fake_mod",))
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert eval("obj.k", {"__name__": "ldpsim.fake_mod", "obj": Pending()}) == 4
-    with pytest.warns(DeprecationWarning, match="attribute k of Pending"):
-        assert Pending().k == 4  # anyone else is warned
-
-
 def test_renamed_records_and_refuses_a_wrong_signature():
     assert scaled.__ldpsim_renamed__ == {"k": {"new": "compositions", "since": "0.1", "removed_in": "0.2"}}
     with pytest.raises(TypeError, match="must take 'compositions'"):

@@ -23,16 +23,21 @@ if TYPE_CHECKING:
         worst_case,
         xor_accuracy,
     )
+    from ldpsim.protocols.gains import bit_probabilities, enumerated_gain, exact_gain, exact_gains
     from ldpsim.protocols.protocol import Protocol
     from ldpsim.protocols.tasks import Task
 
 _DECISIONS = (
     "OBSERVER",
     "average_rule_table",
+    "bit_probabilities",
     "count_posterior",
     "decide",
+    "enumerated_gain",
     "estimate_accuracy",
     "exact_accuracy",
+    "exact_gain",
+    "exact_gains",
     "exact_plan",
     "rule_accuracy",
     "transcript_classes",
@@ -43,6 +48,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         **dict.fromkeys(_DECISIONS, "ldpsim.protocols.decisions"),
+        **dict.fromkeys(("bit_probabilities", "enumerated_gain", "exact_gain", "exact_gains"), "ldpsim.protocols.gains"),
         "Protocol": "ldpsim.protocols.protocol",
         "Task": "ldpsim.protocols.tasks",
     },
@@ -53,10 +59,14 @@ __all__ = [
     "Protocol",
     "Task",
     "average_rule_table",
+    "bit_probabilities",
     "count_posterior",
     "decide",
+    "enumerated_gain",
     "estimate_accuracy",
     "exact_accuracy",
+    "exact_gain",
+    "exact_gains",
     "exact_plan",
     "rule_accuracy",
     "transcript_classes",

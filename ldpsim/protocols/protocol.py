@@ -96,8 +96,7 @@ class Protocol:
         """The number of parties."""
         return len(self.matrices)
 
-    # ldpsim.protocols.sim still reads .k (it is being moved; issue 15): drop it from the list then
-    k = renamed_attribute(old="k", new="parties", since="0.1", removed_in="0.2", not_yet_migrated=("ldpsim.protocols.sim",))
+    k = renamed_attribute(old="k", new="parties", since="0.1", removed_in="0.2")
 
     @property
     def sizes(self) -> tuple[int, ...]:

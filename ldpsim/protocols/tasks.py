@@ -32,8 +32,7 @@ class Task:
     counts: NDArray[np.int64] | None = None  # g(s) for s = 0..parties (symmetric functions)
     table: NDArray[np.int64] | None = None  # f(x) for x = 0..2^parties - 1 (general functions)
 
-    # ldpsim.protocols.sim still reads .k (it is being moved; issue 15): drop it from the list then
-    k = renamed_attribute(old="k", new="parties", since="0.1", removed_in="0.2", not_yet_migrated=("ldpsim.protocols.sim",))
+    k = renamed_attribute(old="k", new="parties", since="0.1", removed_in="0.2")
 
     # ----------------------------------------------------------------- constructors
     @classmethod

@@ -42,13 +42,16 @@ import simpy
 from numpy.typing import NDArray
 
 from ldpsim.errors import LdpSimError
-from ldpsim.sim.scenario import HYPERGEOMETRIC_LIMIT, AllAtOnceSpec, PoissonSpec, Scenario, WavesSpec, arrival_horizon
+from ldpsim.report.survey_tables import RESULT_COLUMNS
+from ldpsim.sim.scenario.survey import (
+    HYPERGEOMETRIC_LIMIT,
+    AllAtOnceSpec,
+    PoissonSpec,
+    Scenario,
+    WavesSpec,
+    arrival_horizon,
+)
 from ldpsim.sim.tasks import Checkpoint, Task, TaskContext, make_tasks
-
-RESULT_COLUMNS = [
-    "replication", "checkpoint", "reason", "time", "n_received", "task", "quantity", "category",
-    "estimate", "ci_low", "ci_high", "truth", "theory",
-]  # fmt: skip
 
 
 class Timeline:

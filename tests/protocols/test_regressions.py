@@ -11,7 +11,7 @@ import pytest
 from ldpsim.errors import LdpSimError
 from ldpsim.protocols import Protocol, Task, decide, exact_accuracy
 from ldpsim.protocols.decisions import exact_plan
-from ldpsim.protocols.sim import expected_max_latency
+from ldpsim.sim.multiparty import expected_max_latency
 from ldpsim.sim.network import ExponentialLatency
 
 

@@ -310,21 +310,18 @@ WORK_BUDGET = 5.0
 def estimated_seconds(text: str) -> float:
     """A rough estimate of the run time of a scenario that loads (0 when it does not load:
     the command line then refuses it, which the check verifies)."""
-    from ldpsim.protocols.scenario import is_multiparty_text, parse_multiparty
-    from ldpsim.sim.scenario import parse_scenario, split_cells
+    from ldpsim.sim.scenario import parse_scenario
+    from ldpsim.sim.scenario.survey import split_cells
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if is_multiparty_text(text):
-                sc = parse_multiparty(text, "case.toml")
-            else:
-                sc = parse_scenario(text, "case.toml")
+            sc = parse_scenario(text, "case.toml")
     except Exception:  # noqa: BLE001 - the run itself reports (or fails on) this
         return 0.0
     spec = sc.spec
     reps = spec.simulation.replications
-    if is_multiparty_text(text):
+    if sc.kind == "multiparty":
         k, r = spec.parties.k, spec.rounds
         batches = -(-r.count // min(r.batch, r.count))
         return reps * (batches * k * (k + 2) * 1e-4 + r.count * (k + 1) * len(spec.protocols) * 2e-6)

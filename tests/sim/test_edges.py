@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ldpsim import LdpSimError
-from ldpsim.runs import run_scenario
+from ldpsim.sim import run_scenario
 from ldpsim.sim import parse_scenario, run_replication
 from tests.sim.helpers import SCENARIOS, make, scenario_text
 

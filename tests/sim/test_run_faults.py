@@ -19,9 +19,9 @@ import pytest
 
 from ldpsim import LdpSimError, _files
 from ldpsim.cli import main
-from ldpsim.protocols.scenario import parse_multiparty
-from ldpsim.runs import RunInterrupted, default_run_dir, resume_run, run_scenario
-from ldpsim.sim import parse_scenario
+from ldpsim.runs import RunInterrupted, default_run_dir
+from ldpsim.sim import parse_scenario, resume_run, run_scenario
+from ldpsim.sim.scenario.multiparty import parse_multiparty
 from tests.sim.helpers import SCENARIOS, scenario_text
 
 REPORT_FILES = {"summary.md", "results.csv", "metadata.json", "scenario.toml"}
@@ -132,7 +132,7 @@ def test_multiparty_memory_does_not_grow_with_rounds(monkeypatch):
     import tracemalloc
 
     from ldpsim.protocols import Protocol, Task
-    from ldpsim.protocols import sim as psim
+    from ldpsim.sim import multiparty as psim
     from ldpsim.sim.network import ExponentialLatency
 
     monkeypatch.setattr(psim, "QUANTILE_SAMPLE", 30_000)
@@ -359,7 +359,7 @@ def test_start_up_on_a_full_disk_leaves_nothing(tmp_path, monkeypatch, capsys):
 
 
 # --------------------------------------------------------------------- 7. Ctrl-C at every stage
-STAGES = {  # what to interrupt (an attribute of ldpsim.runs or of its SurveyStudy) and when
+STAGES = {  # what to interrupt (an attribute of ldpsim.runs or of the SurveyStudy) and when
     "merging": (False, "concat_replications", lambda args: True),
     "rendering the report": (True, "render_report", lambda args: True),
     "writing a report file": (False, "write_bytes", lambda args: str(args[0]).endswith("summary.md")),
@@ -373,9 +373,10 @@ def test_ctrl_c_after_the_last_replication_is_one_line_and_resumable(stage, tmp_
     assert run_cli(["run", str(path), "--out", str(tmp_path / "ref")]) == 0
     capsys.readouterr()
     import ldpsim.runs as runs
+    from ldpsim.sim.studies import SurveyStudy
 
     on_study, attr, when = STAGES[stage]
-    owner = runs.SurveyStudy if on_study else runs
+    owner = SurveyStudy if on_study else runs
     real = getattr(owner, attr)
 
     def interrupt(*args, **kwargs):
@@ -445,7 +446,7 @@ def test_expected_max_of_lognormal_latencies_against_mpmath(median, sigma, n):
 
 
 def test_binomial_tolerance_at_extreme_alpha_is_a_valid_interval():
-    from ldpsim.protocols.sim import tolerance
+    from ldpsim.stats import mean_tolerance as tolerance
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")

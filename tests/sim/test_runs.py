@@ -12,7 +12,8 @@ import pytest
 from scipy import stats
 
 from ldpsim import LdpSimError
-from ldpsim.runs import RunInterrupted, resume_run, run_scenario
+from ldpsim.runs import RunInterrupted
+from ldpsim.sim import resume_run, run_scenario
 from ldpsim.sim import Checkpoint, Task, load_scenario, parse_scenario, register_task, run_replication
 from ldpsim.sim.tasks import TASKS, TaskParams
 from tests.sim.helpers import SCENARIOS, make, scenario_text

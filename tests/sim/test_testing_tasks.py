@@ -12,7 +12,7 @@ from scipy import stats
 
 from ldpsim import LdpSimError
 from ldpsim.analyst.testing import chernoff_stein_exponent, hypothesis_marginals, lrt_exact
-from ldpsim.runs import run_scenario
+from ldpsim.sim import run_scenario
 from ldpsim.sim import load_scenario, parse_scenario, run_replication
 from tests.sim.helpers import SCENARIOS, scenario_text
 

@@ -1,23 +1,20 @@
-"""Scenario files: TOML validated by pydantic models, then built into simulation objects.
-
-Every problem in a file becomes one :class:`ldpsim.errors.LdpSimError` whose message names
-the file, the key path and the problem, e.g.
-``scenarios/x.toml: network.loss: Input should be less than or equal to 1 (got 1.5)``.
+"""Survey scenario files (``kind = "survey"``, the default): a population answering one
+question, a mechanism, arrivals, a lossy network, the server and the analyst's tasks.
+TOML validated by the strict pydantic models below, then built into simulation objects
+(:class:`Scenario`); the shared sections and the error format are those of
+:mod:`ldpsim.sim.scenario.common`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-import tomllib
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 import numpy as np
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from ldpsim.errors import LdpSimError, _show
+from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms import (
     FiniteMechanism,
     binary_mechanism,
@@ -27,23 +24,37 @@ from ldpsim.mechanisms import (
     randomized_response,
     truncated_geometric,
 )
-from ldpsim.sim.network import ConstantLatency, ExponentialLatency, Latency, LognormalLatency
+from ldpsim.sim.network import Latency
+from ldpsim.sim.scenario.common import (
+    MAX_ROWS_PER_REPLICATION,
+    MAX_TIME,
+    BuiltScenario,
+    Eps,
+    LatencySpec,
+    Model,
+    NetworkSpec as _Network,
+    NonNegFloat,
+    PositiveFloat,
+    PositiveTime,
+    Probability,
+    ScenarioName,
+    SimulationSpec as _Simulation,
+    Time,
+    build_latency,
+    check_rows,
+    first_error,
+    read_scenario_text,
+    read_toml,
+    validate_and_build,
+)
+
+KIND = "survey"
 
 #: Largest population simulated client by client (individual mode).
 MAX_INDIVIDUAL = 10**8
 #: Most ticks in one run.
 MAX_TICKS = 10**6
 
-#: Largest time (arrival, latency, duration, end) a scenario may use.
-MAX_TIME = 1e12
-
-# Work and memory are bounded when a scenario is loaded, before anything runs: a file that
-# would need more gets one line saying what to change. (Each result row costs about 1 KB
-# while a replication builds it; results.csv is read back whole to write the report.)
-#: Result rows one replication may write.
-MAX_ROWS_PER_REPLICATION = 250_000
-#: Result rows one run may write (all replications).
-MAX_ROWS = 2_000_000
 #: numpy's multivariate hypergeometric sampler (report-count checkpoints in aggregate
 #: mode) needs totals below this.
 HYPERGEOMETRIC_LIMIT = 10**9
@@ -51,36 +62,8 @@ HYPERGEOMETRIC_LIMIT = 10**9
 #: ticks in aggregate mode, per replication (about 10 s of numpy at the limit).
 MAX_SPLIT_CELLS = 10**8
 
-PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Time = Annotated[float, Field(ge=0, le=MAX_TIME, allow_inf_nan=False)]
-PositiveTime = Annotated[float, Field(gt=0, le=MAX_TIME, allow_inf_nan=False)]
-Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
-Eps = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-#: Root seeds: integers in [0, 2^128) (as ``--seed``).
-Seed = Annotated[int, Field(ge=0, le=2**128 - 1)]
-
-
-def _not_only_dots(name: str) -> str:
-    if set(name) == {"."}:
-        raise ValueError(f"got {name!r}, expected a name that is not only dots (it names a folder under reports/)")
-    return name
-
-
-#: A scenario's name: it becomes the folder ``reports/<name>/``, so letters, digits, ``_``,
-#: ``.`` and ``-`` only, not only dots, and short enough for any file system.
-ScenarioName = Annotated[
-    str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$"), AfterValidator(_not_only_dots)
-]
-
-
-class _Model(BaseModel):
-    # strict: a string is not a number and true is not 1
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
 # --------------------------------------------------------------------- population
-class PopulationSpec(_Model):
+class PopulationSpec(Model):
     """Who the clients are: an alphabet, the true distribution (or P0/P1 and which holds)."""
 
     labels: list[str] = Field(min_length=2)
@@ -108,12 +91,12 @@ class PopulationSpec(_Model):
 
 
 # --------------------------------------------------------------------- mechanisms
-class RandomizedResponseSpec(_Model):
+class RandomizedResponseSpec(Model):
     kind: Literal["randomized_response"]
     eps: Eps
 
 
-class BinarySpec(_Model):
+class BinarySpec(Model):
     """Binary mechanism: an explicit set T of labels, or T = {x : P0(x) >= P1(x)} when the
     population gives P0 and P1."""
 
@@ -122,24 +105,24 @@ class BinarySpec(_Model):
     T: list[str] | None = None
 
 
-class TruncatedGeometricSpec(_Model):
+class TruncatedGeometricSpec(Model):
     kind: Literal["truncated_geometric"]
     eps: Eps
 
 
-class QuaternarySpec(_Model):
+class QuaternarySpec(Model):
     kind: Literal["quaternary"]
     eps: Eps
     delta: Probability
 
 
-class MatrixSpec(_Model):
+class MatrixSpec(Model):
     kind: Literal["matrix"]
     matrix: list[list[NonNegFloat]]
     output_labels: list[str] | None = None
 
 
-class OptimalSpec(_Model):
+class OptimalSpec(Model):
     """The optimal staircase mechanism for a utility (``optimal``), or the better of the
     binary and randomized-response mechanisms (``better_of_binary_and_rr``). Divergences
     use the population's P0 and P1; mutual information uses the true distribution."""
@@ -156,12 +139,12 @@ MechanismSpec = Annotated[
 
 
 # --------------------------------------------------------------------- arrivals
-class AllAtOnceSpec(_Model):
+class AllAtOnceSpec(Model):
     kind: Literal["all_at_once"]
     at: Time = 0.0
 
 
-class PoissonSpec(_Model):
+class PoissonSpec(Model):
     """Poisson arrivals: a Poisson process of rate ``rate`` (or ``size / duration``),
     conditioned on the population size, so arrival times are i.i.d. uniform on
     ``[0, duration]`` with ``duration = size / rate``."""
@@ -177,7 +160,7 @@ class PoissonSpec(_Model):
         return self
 
 
-class WavesSpec(_Model):
+class WavesSpec(Model):
     """Waves: a fraction of the population arrives at each given time."""
 
     kind: Literal["waves"]
@@ -199,34 +182,14 @@ ArrivalSpec = Annotated[Union[AllAtOnceSpec, PoissonSpec, WavesSpec], Field(disc
 
 
 # --------------------------------------------------------------------- network
-class ConstantLatencySpec(_Model):
-    kind: Literal["constant"]
-    value: Time = 0.0
+class NetworkSpec(_Network):
+    """``[network]``: the latency of every report and the probability that it is lost."""
 
-
-class ExponentialLatencySpec(_Model):
-    kind: Literal["exponential"]
-    mean: PositiveTime
-
-
-class LognormalLatencySpec(_Model):
-    kind: Literal["lognormal"]
-    median: PositiveTime
-    sigma: Annotated[float, Field(gt=0, le=10, allow_inf_nan=False)]
-
-
-LatencySpec = Annotated[
-    Union[ConstantLatencySpec, ExponentialLatencySpec, LognormalLatencySpec], Field(discriminator="kind")
-]
-
-
-class NetworkSpec(_Model):
-    latency: LatencySpec = ConstantLatencySpec(kind="constant", value=0.0)
     loss: Probability = 0.0
 
 
 # --------------------------------------------------------------------- server and analyst
-class ServerSpec(_Model):
+class ServerSpec(Model):
     """What the server keeps: output counts always; individual reports on request, up to a
     memory budget (reports beyond it are counted but not stored)."""
 
@@ -234,7 +197,7 @@ class ServerSpec(_Model):
     max_reports: Annotated[int, Field(ge=0)] = 10_000_000
 
 
-class CheckpointSpec(_Model):
+class CheckpointSpec(Model):
     """When the analyst runs: every ``every`` time units and/or every ``every_reports``
     reports received; always at the end."""
 
@@ -242,12 +205,12 @@ class CheckpointSpec(_Model):
     every_reports: Annotated[int, Field(ge=1)] | None = None
 
 
-class AnalystSpec(_Model):
+class AnalystSpec(Model):
     checkpoints: CheckpointSpec = CheckpointSpec()
     tasks: list[dict[str, Any]] = Field(default_factory=lambda: [{"kind": "frequency"}])
 
 
-class SimulationSpec(_Model):
+class SimulationSpec(_Simulation):
     """How the simulation runs.
 
     ``mode``: ``individual`` draws every client (values, reports, times); ``aggregate``
@@ -260,12 +223,11 @@ class SimulationSpec(_Model):
     mode: Literal["individual", "aggregate"] = "individual"
     tick: PositiveTime | None = None
     end: PositiveTime | None = None
-    replications: Annotated[int, Field(ge=1)] = 1
-    seed: Seed | None = None
     batch_size: Annotated[int, Field(ge=1)] = 1 << 16
 
 
-class ScenarioSpec(_Model):
+class ScenarioSpec(Model):
+    kind: Literal["survey"] = "survey"
     name: ScenarioName
     description: str = ""
     population: PopulationSpec
@@ -279,12 +241,11 @@ class ScenarioSpec(_Model):
 
 # --------------------------------------------------------------------- built scenario
 @dataclass(frozen=True)
-class Scenario:
-    """A validated scenario with its simulation objects built."""
+class Scenario(BuiltScenario):
+    """A validated survey scenario with its simulation objects built."""
 
-    spec: ScenarioSpec
-    source: str  # the TOML text as run
-    path: str
+    kind: ClassVar[str] = KIND
+
     mechanism: FiniteMechanism
     prior: np.ndarray  # the true distribution clients draw from
     latency: Latency
@@ -292,82 +253,28 @@ class Scenario:
     end: float
 
     @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
     def labels(self) -> list[str]:
         return self.spec.population.labels
 
-    def digest(self) -> str:
-        return hashlib.sha256(self.source.encode()).hexdigest()
-
-    def with_overrides(self, **simulation: Any) -> "Scenario":
-        """The same scenario with fields of ``[simulation]`` replaced (e.g. replications)."""
-        sim = self.spec.simulation.model_copy(update=simulation)
-        spec = self.spec.model_copy(update={"simulation": sim})
+    def rebuild(self, spec: "ScenarioSpec") -> "Scenario":
         return build(spec, self.source, self.path)
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read, validate and build a scenario file; raise LdpSimError naming file and key."""
+def load_survey(path: Any) -> Scenario:
+    """Read, validate and build a survey scenario file; raise LdpSimError naming file and key."""
     text, where = read_scenario_text(path)
-    return parse_scenario(text, where)
+    return parse_survey(text, where)
 
 
-def parse_scenario(text: str, where: str = "<scenario>") -> Scenario:
-    return parse_validated(text, where, ScenarioSpec, _first_error, build)
+def parse_survey(text: str, where: str = "<scenario>") -> Scenario:
+    return validate_and_build(read_toml(text, where), text, where, ScenarioSpec, build, UNION_TAGS)
 
 
-def read_scenario_text(path: str | Path) -> tuple[str, str]:
-    """The file's text and its name for messages; an unreadable file is one LdpSimError."""
-    where = str(path)
-    try:
-        return Path(path).read_text(), where
-    except OSError as exc:
-        raise LdpSimError(f"{where}: cannot read the scenario file ({exc.strerror})") from None
-
-
-def parse_validated(text: str, where: str, spec_cls: Any, first_error: Any, build_fn: Any) -> Any:
-    """TOML, then the strict pydantic spec, then ``build_fn(spec, text, where)``: every
-    problem becomes one LdpSimError prefixed by ``where`` (shared by every scenario kind)."""
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise LdpSimError(f"{where}: invalid TOML: {' '.join(str(exc).split())}") from None
-    try:
-        spec = spec_cls.model_validate(raw)
-    except ValidationError as exc:
-        raise LdpSimError(f"{where}: {first_error(exc)}") from None
-    try:
-        return build_fn(spec, text, where)
-    except LdpSimError as exc:
-        raise LdpSimError(f"{where}: {exc}") from None
-
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(_loc_part(p) for p in err["loc"] if not _is_union_tag(p))
-    loc = loc.replace(".[", "[")
-    msg = err["msg"]
-    if msg.startswith("Value error, "):
-        msg = msg[len("Value error, ") :]
-    shown = err.get("input")
-    got = "" if err["type"] in ("missing", "model_type", "value_error") or isinstance(shown, dict) else f" (got {_show(shown)})"
-    return f"{loc or '(top level)'}: {msg}{got}"
-
-
-def _loc_part(p: Any) -> str:
-    return f"[{p}]" if isinstance(p, int) else str(p)
-
-
-def _is_union_tag(p: Any) -> bool:
-    tags = {
-        "randomized_response", "binary", "truncated_geometric", "quaternary", "matrix", "optimal",
-        "better_of_binary_and_rr",
-        "all_at_once", "poisson", "waves", "constant", "exponential", "lognormal",
-    }  # fmt: skip
-    return isinstance(p, str) and p in tags
+#: Branch names of the discriminated unions of survey files (not keys of the file).
+UNION_TAGS = frozenset({
+    "randomized_response", "binary", "truncated_geometric", "quaternary", "matrix", "optimal",
+    "better_of_binary_and_rr",
+})  # fmt: skip
 
 
 # --------------------------------------------------------------------- building
@@ -386,7 +293,7 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
     prior = np.asarray(pop.true_distribution(), dtype=np.float64)
     prior = prior / prior.sum()
     mechanism = _build_mechanism(spec)
-    latency = _build_latency(spec.network.latency)
+    latency = build_latency(spec.network.latency)
     from ldpsim.sim.tasks import validate_tasks  # the registry lives with the tasks
 
     validate_tasks(spec.analyst.tasks, spec.simulation.mode, mechanism)
@@ -408,17 +315,6 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
         raise LdpSimError(f"simulation.tick: got {tick!r}, expected at most {MAX_TICKS} ticks up to end = {end!r}")
     _check_workload(spec, mechanism.m, tick, end)
     return Scenario(spec, source, where, mechanism, prior, latency, tick, end)
-
-
-def check_rows(per_replication: int, replications: int, detail: str) -> None:
-    """Refuse runs whose results would not fit the row budgets (one line naming the key)."""
-    if per_replication > MAX_ROWS_PER_REPLICATION:
-        raise LdpSimError(detail)
-    if per_replication * replications > MAX_ROWS:
-        raise LdpSimError(
-            f"simulation.replications: got {replications}, expected at most {MAX_ROWS // per_replication:,} "
-            f"(results are limited to {MAX_ROWS:,} rows and each replication writes {per_replication:,})"
-        )
 
 
 def _check_workload(spec: ScenarioSpec, m: int, tick: float, end: float) -> None:
@@ -538,14 +434,6 @@ def _relabel(mech: FiniteMechanism, labels: list[str]) -> FiniteMechanism:
     if mech.m == mech.k and mech.name in ("randomized_response", "truncated_geometric"):
         mech.output_labels = mech.input_labels
     return mech
-
-
-def _build_latency(spec: ConstantLatencySpec | ExponentialLatencySpec | LognormalLatencySpec) -> Latency:
-    if isinstance(spec, ConstantLatencySpec):
-        return ConstantLatency(spec.value)
-    if isinstance(spec, ExponentialLatencySpec):
-        return ExponentialLatency(spec.mean)
-    return LognormalLatency(spec.median, spec.sigma)
 
 
 def arrival_horizon(spec: ScenarioSpec) -> float:

@@ -2,7 +2,7 @@
 models, then built into protocols, a task and a latency law.
 
 Every problem becomes one :class:`ldpsim.errors.LdpSimError` naming the file, the key path
-and the problem, in the style of :mod:`ldpsim.sim.scenario`, e.g.
+and the problem (:mod:`ldpsim.sim.scenario.common`), e.g.
 ``scenarios/x.toml: parties.eps: got a list of length 5, expected one value per party (k = 6)``.
 
 Layout::
@@ -38,26 +38,28 @@ Layout::
 
 from __future__ import annotations
 
-import hashlib
 import math
-import tomllib
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from ldpsim.errors import LdpSimError, _show
+from ldpsim.errors import LdpSimError
 from ldpsim.sim.network import Latency
-from ldpsim.sim.scenario import (
-    ConstantLatencySpec,
-    LatencySpec,
+from ldpsim.sim.scenario.common import (
+    BuiltScenario,
+    Eps,
+    Model,
+    NetworkSpec,
+    Probability,
     ScenarioName,
-    Seed,
-    _build_latency,
-    parse_validated,
+    SimulationSpec as _Simulation,
+    build_latency,
+    check_rows,
     read_scenario_text,
+    read_toml,
+    validate_and_build,
 )
 
 KIND = "multiparty"
@@ -67,15 +69,7 @@ MAX_ROUNDS = 10**9
 #: a batch is forgotten once every receiver has decided it, so this is what grows).
 MAX_IN_FLIGHT_BYTES = 2 * 2**30
 
-Eps = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class PartiesSpec(_Model):
+class PartiesSpec(Model):
     k: Annotated[int, Field(ge=1, le=MAX_PARTIES)]
     eps: Eps | list[Eps]
     delta: Probability | list[Probability] = 0.0
@@ -94,7 +88,7 @@ class PartiesSpec(_Model):
         return [float(v) for v in value] if isinstance(value, list) else [float(value)] * self.k
 
 
-class TaskSpec(_Model):
+class TaskSpec(Model):
     kind: Literal["xor", "sum", "majority", "threshold", "and"]
     t: Annotated[int, Field(ge=0)] | None = None
 
@@ -107,23 +101,18 @@ class TaskSpec(_Model):
         return self
 
 
-class RoundsSpec(_Model):
+class RoundsSpec(Model):
     count: Annotated[int, Field(ge=1, le=MAX_ROUNDS)]
     batch: Annotated[int, Field(ge=1, le=10**7)] = 10_000
     interval: Annotated[float, Field(ge=0, le=1e9, allow_inf_nan=False)] = 1.0
 
 
-class NetworkSpec(_Model):
-    latency: LatencySpec = ConstantLatencySpec(kind="constant", value=0.0)
-
-
-class SimulationSpec(_Model):
-    seed: Seed | None = None
+class SimulationSpec(_Simulation):
     replications: Annotated[int, Field(ge=1, le=100_000)] = 1
     alpha: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = 1e-6
 
 
-class MultipartySpec(_Model):
+class MultipartySpec(Model):
     kind: Literal["multiparty"]
     name: ScenarioName
     description: str = ""
@@ -144,78 +133,31 @@ class MultipartySpec(_Model):
 
 
 @dataclass(frozen=True)
-class MultipartyScenario:
+class MultipartyScenario(BuiltScenario):
     """A validated multi-party scenario with its protocols, task and latency law built."""
 
-    spec: MultipartySpec
-    source: str
-    path: str
+    kind: ClassVar[str] = KIND
+
     protocols: tuple[Any, ...]  # ldpsim.protocols.Protocol
     task: Any  # ldpsim.protocols.Task
     latency: Latency
 
     @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
     def p_one(self) -> np.ndarray:
         return np.asarray(self.spec.parties.levels("p_one"))
 
-    def digest(self) -> str:
-        return hashlib.sha256(self.source.encode()).hexdigest()
-
-    def with_overrides(self, **simulation: Any) -> "MultipartyScenario":
-        sim = self.spec.simulation.model_copy(update=simulation)
-        return build(self.spec.model_copy(update={"simulation": sim}), self.source, self.path)
+    def rebuild(self, spec: "MultipartySpec") -> "MultipartyScenario":
+        return build(spec, self.source, self.path)
 
 
-def is_multiparty_text(text: str) -> bool:
-    """Whether a scenario's TOML says ``kind = "multiparty"`` at the top level."""
-    try:
-        return tomllib.loads(text).get("kind") == KIND
-    except tomllib.TOMLDecodeError:
-        return False
-
-
-def load_multiparty(path: str | Path) -> MultipartyScenario:
+def load_multiparty(path: Any) -> MultipartyScenario:
     """Read, validate and build a multi-party scenario; raise LdpSimError naming file and key."""
     text, where = read_scenario_text(path)
     return parse_multiparty(text, where)
 
 
 def parse_multiparty(text: str, where: str = "<scenario>") -> MultipartyScenario:
-    return parse_validated(text, where, MultipartySpec, _error, build)
-
-
-_OWN_KEYS = {"eps", "delta", "p_one", "t", "protocols", "task.t"}  # keys our validators name
-_BRANCH_MISMATCH = {"float_type", "list_type", "int_type"}  # "number or list": the branch not taken
-
-
-def _error(exc: ValidationError) -> str:
-    """The first error as one line ``key.path: problem (got value)``, in the style of
-    :mod:`ldpsim.sim.scenario`; for "a number or a list" keys, the error of the branch the
-    input took; validators that name their own key put it after the model's path."""
-    errors = exc.errors()
-    chosen = next((e for e in errors if e["type"] not in _BRANCH_MISMATCH), errors[0])
-    parts = [p for p in chosen["loc"] if not _is_branch(p)]
-    loc = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in parts).replace(".[", "[")
-    msg = chosen["msg"].removeprefix("Value error, ")
-    shown = chosen.get("input")
-    quiet = chosen["type"] in ("missing", "model_type", "value_error") or isinstance(shown, dict)
-    got = "" if quiet else f" (got {_show(shown)})"
-    head, sep, tail = msg.partition(": ")
-    if sep and head in _OWN_KEYS:
-        loc, msg = (f"{loc}.{head}" if loc else head), tail
-    return " ".join(f"{loc or '(top level)'}: {msg}{got}".split())
-
-
-def _is_branch(p: Any) -> bool:
-    """Union branch tags in pydantic's error locations (not keys of the file)."""
-    return isinstance(p, str) and (
-        p in ("constrained-float", "float", "int", "constrained-int", "constant", "exponential", "lognormal")
-        or p.startswith("list[")
-    )
+    return validate_and_build(read_toml(text, where), text, where, MultipartySpec, build)
 
 
 def build(spec: MultipartySpec, source: str, where: str) -> MultipartyScenario:
@@ -244,7 +186,7 @@ def build(spec: MultipartySpec, source: str, where: str) -> MultipartyScenario:
                 exact_plan(protocol, task, party)
             except LdpSimError as exc:
                 raise LdpSimError(f"parties: {' '.join(str(exc).split())} (protocols[{index}], {protocol.name})") from None
-    latency = _build_latency(spec.network.latency)
+    latency = build_latency(spec.network.latency)
     _check_workload(spec, latency)
     return MultipartyScenario(spec, source, where, tuple(protocols), task, latency)
 
@@ -269,8 +211,6 @@ def in_flight(spec: MultipartySpec, latency: Latency) -> tuple[int, float]:
 
 def _check_workload(spec: MultipartySpec, latency: Latency) -> None:
     """Bound memory and rows before anything runs."""
-    from ldpsim.sim.scenario import check_rows
-
     at_once, nbytes = in_flight(spec, latency)
     if nbytes > MAX_IN_FLIGHT_BYTES:
         r = spec.rounds

@@ -16,14 +16,9 @@ import pytest
 from scipy import stats
 
 from ldpsim.errors import LdpSimError
-from ldpsim.protocols import OBSERVER, Protocol, Task, exact_accuracy
-from ldpsim.protocols.sim import (
-    enumerated_gain,
-    expected_max_latency,
-    max_latency_quantile,
-    simulate_broadcast,
-    tolerance,
-)
+from ldpsim.protocols import OBSERVER, Protocol, Task, enumerated_gain, exact_accuracy
+from ldpsim.sim.multiparty import expected_max_latency, max_latency_quantile, simulate_broadcast
+from ldpsim.stats import mean_tolerance as tolerance
 from ldpsim.sim.network import ConstantLatency, ExponentialLatency, LognormalLatency
 
 ALPHA = 1e-6
@@ -256,7 +251,7 @@ def test_decision_tables_agree_with_decide(task):
     """The model looks decisions up in a table built from ``decide`` when transcripts are
     fewer than rounds; the lookup must give exactly decide's guesses."""
     from ldpsim.protocols import decide
-    from ldpsim.protocols.sim import _RuleTable
+    from ldpsim.sim.multiparty import _RuleTable
 
     rng = np.random.default_rng(2)
     for p in both(EPS[:5], DELTA[:5]):

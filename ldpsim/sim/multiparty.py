@@ -1,4 +1,4 @@
-"""A SimPy model of the multi-party broadcast (THEORY.md sec. 7; 003 Sec. 5).
+"""A SimPy model of the multi-party broadcast (docs/theory.md sec. 7; Kairouz et al. 2015, Sec. 5).
 
 Every round, each of the k parties draws its bit (Bernoulli(1/2) by default, or its own
 probability), privatises it with its mechanism ``Q_j`` and broadcasts the message. Every
@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -49,22 +48,13 @@ import numpy as np
 import pandas as pd
 import simpy
 from numpy.typing import ArrayLike, NDArray
-from scipy import integrate, stats
 
 from ldpsim.errors import invalid
-from ldpsim.protocols import OBSERVER, Protocol, Task, decide, exact_accuracy
+from ldpsim.protocols import OBSERVER, Protocol, Task, decide
+from ldpsim.protocols.gains import bit_probabilities, exact_gains
+from ldpsim.report.multiparty_tables import LATENCY_QUANTITIES, RESULT_COLUMNS
 from ldpsim.sim.network import ConstantLatency, Latency
-from ldpsim.stats import hoeffding
-
-#: Largest ``2^k * |transcripts|`` enumerated for the exact gain under non-uniform bits.
-MAX_ENUMERATION = 1 << 22
-
-RESULT_COLUMNS = [
-    "replication", "protocol", "party", "role", "eps", "delta", "quantity", "estimate", "std_error",
-    "tolerance", "alpha", "theory", "rounds", "within_tolerance",
-]  # fmt: skip
-
-LATENCY_QUANTITIES = ("completion_delay_mean", "completion_delay_p50", "completion_delay_p99", "completion_delay_max")
+from ldpsim.stats import mean_tolerance, paired_tolerance
 
 
 @dataclass
@@ -177,10 +167,10 @@ def simulate_broadcast(
     protocols = list(protocols)
     if not protocols:
         raise invalid("protocols", protocols, "at least one protocol")
-    k = task.k
+    k = task.parties
     for p in protocols:
-        if p.k != k:
-            raise invalid("protocols", f"{p.name} with k = {p.k}", f"k = {k} parties, as the task")
+        if p.parties != k:
+            raise invalid("protocols", f"{p.name} with {p.parties} parties", f"{k} parties, as the task")
     names = [p.name for p in protocols]
     if len(set(names)) != len(names):
         raise invalid("protocols", names, "protocols with distinct names")
@@ -191,7 +181,7 @@ def simulate_broadcast(
     if not (0 < alpha < 1):
         raise invalid("alpha", alpha, "a probability in (0, 1)")
     latency = latency if latency is not None else ConstantLatency(0.0)
-    probs = _p_one(p_one, k)
+    probs = bit_probabilities(p_one, k)
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
 
     def stream(*key: int) -> np.random.Generator:
@@ -337,7 +327,7 @@ class _RuleTable:
         possible = np.ones(n_tau, dtype=bool)  # impossible transcripts never occur: no decision needed
         for j, q in enumerate(protocol.matrices):
             possible &= q.sum(axis=0)[taus[:, j]] > 0
-        k = protocol.k
+        k = protocol.parties
         table = np.full((k + 1, n_tau, 2), -1, dtype=np.int64)
         for i in range(k):
             for b in (0, 1):
@@ -354,7 +344,7 @@ class _RuleTable:
 
 # ------------------------------------------------------------------------- the table
 def _table(protocols, task, tally, delivered, rounds, latency, alpha, replication, exact) -> pd.DataFrame:
-    k = task.k
+    k = task.parties
     n_recv = k + 1
     alpha_row = alpha / ((2 * len(protocols) - 1) * n_recv)  # accuracy rows and paired differences
     spread = float(task.gain.max() - task.gain.min())
@@ -369,7 +359,7 @@ def _table(protocols, task, tally, delivered, rounds, latency, alpha, replicatio
                 "replication": replication, "protocol": p.name, "party": who, "role": _role(who),
                 "eps": float(p.eps[i]) if i < k else math.nan, "delta": float(p.delta[i]) if i < k else math.nan,
                 "quantity": "accuracy", "estimate": mean, "std_error": math.sqrt(var / rounds),
-                "tolerance": tolerance(task.gain, theory, rounds, alpha_row), "alpha": alpha_row,
+                "tolerance": mean_tolerance(task.gain, theory, rounds, alpha_row), "alpha": alpha_row,
                 "theory": theory, "rounds": rounds,
             })  # fmt: skip
     # paired comparisons (common random numbers): gain of protocol q minus gain of protocol 0, same rounds
@@ -416,87 +406,6 @@ def _role(who: int) -> str:
     return "observer" if who == OBSERVER else "party"
 
 
-# ------------------------------------------------------------------------- exact values
-def exact_gains(protocols: Sequence[Protocol], task: Task, p_one: ArrayLike | None = None) -> dict[tuple[str, int], float]:
-    """Exact expected gain per round for every (protocol name, receiver): parties 0..k-1
-    and the observer (:data:`OBSERVER`)."""
-    return {(p.name, who): exact_gain(p, task, who, p_one) for p in protocols for who in [*range(task.k), OBSERVER]}
-
-
-def exact_gain(protocol: Protocol, task: Task, party: int, p_one: ArrayLike | None = None) -> float:
-    """The exact expected gain per round of the optimal rule of ``party`` when party j's bit
-    is 1 with probability ``p_one[j]``: ``exact_accuracy`` for uniform bits, otherwise an
-    enumeration of all inputs and transcripts (NaN when larger than MAX_ENUMERATION)."""
-    probs = _p_one(p_one, task.k)
-    if np.all(probs == 0.5):
-        return float(exact_accuracy(protocol, task, party, notion="average"))
-    return enumerated_gain(protocol, task, party, probs)
-
-
-def enumerated_gain(protocol: Protocol, task: Task, party: int, p_one: ArrayLike | None = None) -> float:
-    """``sum_x prior(x) sum_tau P(tau | x) w(f(x), decide(tau, x_party))`` by brute force,
-    with the rule's guesses taken from :func:`decide` itself (NaN when too large)."""
-    k = task.k
-    probs = _p_one(p_one, k)
-    sizes = [q.shape[1] for q in protocol.matrices]
-    n_tau = math.prod(sizes)
-    if (2**k) * n_tau > MAX_ENUMERATION:
-        return math.nan
-    taus = np.stack(np.unravel_index(np.arange(n_tau), sizes), axis=1).astype(np.int64)  # (T, k)
-    possible = np.ones(n_tau, dtype=bool)  # transcripts of probability 0 under every input add nothing
-    for j, q in enumerate(protocol.matrices):
-        possible &= q.sum(axis=0)[taus[:, j]] > 0
-    taus = taus[possible]
-    n_tau = taus.shape[0]
-    xs = ((np.arange(2**k)[:, None] >> np.arange(k - 1, -1, -1)[None, :]) & 1).astype(np.int8)  # (2^k, k)
-    like = np.ones((2**k, n_tau))
-    for j, q in enumerate(protocol.matrices):
-        like *= q[xs[:, j][:, None], taus[:, j][None, :]]
-    prior = np.prod(np.where(xs == 1, probs, 1 - probs), axis=1)
-    truth = task.value(xs)
-    if party == OBSERVER:
-        guess = np.asarray(decide(protocol, task, OBSERVER, taus))
-        g = np.broadcast_to(guess, (2**k, n_tau))
-    else:
-        by_bit = [np.asarray(decide(protocol, task, party, taus, np.full(n_tau, b, np.int8))) for b in (0, 1)]
-        g = np.where(xs[:, party][:, None] == 1, by_bit[1][None, :], by_bit[0][None, :])
-    gains = task.gain[truth[:, None], g]
-    return float(np.sum(prior[:, None] * like * gains))
-
-
-def tolerance(gain: ArrayLike, exact: float, rounds: int, alpha: float) -> float:
-    """Half-width t with ``P(|measured - exact| > t) <= alpha`` for the mean of ``rounds``
-    i.i.d. gains: an exact two-sided binomial acceptance interval when every gain is 0 or 1,
-    Hoeffding's bound over the gains' range otherwise."""
-    g = np.asarray(gain, dtype=np.float64)
-    if not math.isfinite(exact):
-        return math.nan
-    if np.all((g == 0) | (g == 1)):
-        p = min(max(exact, 0.0), 1.0)
-        with warnings.catch_warnings():  # boost gives up on extreme tails: checked just below
-            warnings.simplefilter("ignore", RuntimeWarning)
-            lo = stats.binom.ppf(alpha / 2, rounds, p)  # P(K < lo) <= alpha / 2
-            hi = stats.binom.isf(alpha / 2, rounds, p)  # P(K > hi) <= alpha / 2
-        # where the quantile search fails, the whole range (always a valid acceptance interval)
-        lo = lo if math.isfinite(lo) and 0 <= lo <= rounds else 0.0
-        hi = hi if math.isfinite(hi) and 0 <= hi <= rounds else float(rounds)
-        return float(max(p - lo / rounds, hi / rounds - p))
-    return hoeffding(float(g.max() - g.min()), rounds, alpha)
-
-
-def paired_tolerance(spread: float, variance: float, rounds: int, alpha: float) -> float:
-    """Half-width for the mean of ``rounds`` i.i.d. paired differences in an interval of
-    length ``spread`` with unbiased sample variance ``variance``: the smaller of Hoeffding's
-    bound and the empirical Bernstein bound (Maurer and Pontil 2009, Theorem 4), each at
-    ``alpha / 2`` (two-sided), so it holds with probability at least ``1 - alpha``.
-    Coupled protocols give small variances, where the Bernstein bound is far tighter."""
-    if rounds < 2:
-        return hoeffding(spread, rounds, alpha)
-    log = math.log(4 / (alpha / 2))  # two sides, each at alpha / 4
-    bernstein = math.sqrt(2 * variance * log / rounds) + 7 * spread * log / (3 * (rounds - 1))
-    return min(hoeffding(spread, rounds, alpha / 2), bernstein)
-
-
 def expected_max_latency(latency: Latency, n: int) -> float:
     """``E[max of n i.i.d. latencies]`` (0 for n = 0): :meth:`Latency.expected_max`."""
     return latency.expected_max(n)
@@ -524,19 +433,4 @@ def _positive_int(value: object, name: str) -> int:
     return int(value)
 
 
-def _p_one(p_one: ArrayLike | None, k: int) -> NDArray[np.float64]:
-    if p_one is None:
-        return np.full(k, 0.5)
-    arr = np.atleast_1d(np.asarray(p_one, dtype=np.float64))
-    if arr.size == 1:
-        arr = np.full(k, float(arr[0]))
-    if arr.shape != (k,) or not np.all((arr >= 0) & (arr <= 1)):
-        raise invalid("p_one", p_one, f"a probability or {k} probabilities (one per party)")
-    return arr
-
-
-__all__ = [
-    "BroadcastResult", "Trace", "simulate_broadcast", "exact_gain", "exact_gains", "enumerated_gain",
-    "tolerance", "hoeffding", "paired_tolerance",
-    "expected_max_latency", "max_latency_quantile", "RESULT_COLUMNS",
-]  # fmt: skip
+__all__ = ["BroadcastResult", "Trace", "simulate_broadcast", "expected_max_latency", "max_latency_quantile"]

@@ -11,9 +11,9 @@ import pytest
 
 from ldpsim.cli import main
 from ldpsim.errors import LdpSimError
-from ldpsim.protocols.report import resume_multiparty, run_multiparty
-from ldpsim.protocols.scenario import load_multiparty, parse_multiparty
 from ldpsim.runs import RunInterrupted
+from ldpsim.sim import resume_run, run_scenario
+from ldpsim.sim.scenario.multiparty import load_multiparty, parse_multiparty
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
@@ -124,7 +124,7 @@ def test_same_seed_same_files_any_workers_and_after_resume(tmp_path):
     assert main(["run", str(path), "--out", str(tmp_path / "a"), "--no-progress"]) == 0
     assert main(["run", str(path), "--out", str(tmp_path / "b"), "--workers", "2"]) == 0
     with pytest.raises(RunInterrupted):
-        run_multiparty(path, out=tmp_path / "c", interrupt_after=1)
+        run_scenario(path, out=tmp_path / "c", interrupt_after=1)
     assert main(["run", "--resume", str(tmp_path / "c")]) == 0
     first = (tmp_path / "a" / "results.csv").read_bytes()
     for other in ("b", "c"):
@@ -140,10 +140,10 @@ def test_resume_refuses_a_changed_scenario(tmp_path):
     path = tmp_path / "small.toml"
     path.write_text(GOOD)
     with pytest.raises(RunInterrupted):
-        run_multiparty(path, out=tmp_path / "c", interrupt_after=1)
+        run_scenario(path, out=tmp_path / "c", interrupt_after=1)
     (tmp_path / "c" / "scenario.toml").write_text(GOOD.replace("count = 4000", "count = 5000"))
     with pytest.raises(LdpSimError, match="unchanged"):
-        resume_multiparty(tmp_path / "c")
+        resume_run(tmp_path / "c")
 
 
 def test_cli_bad_multiparty_file_is_one_line_exit_2(tmp_path, cli):

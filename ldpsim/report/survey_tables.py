@@ -1,9 +1,28 @@
-"""Summaries of a results table (pandas aggregations; no formulas): what the report shows."""
+"""Summaries of a survey results table (pandas aggregations; no formulas): what the report
+and ``ldpsim run`` show."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
+
+from ldpsim.report.tables import read_csv
+
+#: The columns of a survey results table, one row per replication x checkpoint x task x
+#: quantity x category.
+RESULT_COLUMNS = [
+    "replication", "checkpoint", "reason", "time", "n_received", "task", "quantity", "category",
+    "estimate", "ci_low", "ci_high", "truth", "theory",
+]  # fmt: skip
+
+
+def read_results(path: str | Path) -> pd.DataFrame:
+    """A survey results.csv with labels kept as text ("1", "01" and "" stay distinct) and
+    empty numeric cells as NaN."""
+    numeric = ["time", "n_received", "estimate", "ci_low", "ci_high", "truth", "theory"]
+    return read_csv(path, dtype={"category": str, "task": str, "quantity": str, "reason": str}, na=numeric)
 
 
 def frequency_rows(results: pd.DataFrame) -> pd.DataFrame:

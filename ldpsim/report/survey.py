@@ -1,4 +1,4 @@
-"""Figures and summary.md for a run directory, rendered to bytes (the run framework writes
+"""Figures and summary.md for a survey run directory, rendered to bytes (the run framework writes
 them, each atomically).
 
 Everything rendered here depends only on the scenario, the seed and results.csv (no clock
@@ -9,30 +9,12 @@ nothing to show are left out.
 
 from __future__ import annotations
 
-import io
-import warnings
-from contextlib import contextmanager
-from typing import Iterator
+import numpy as np
+import pandas as pd
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from ldpsim.sim import summary  # noqa: E402
-
-PNG_META = {"Software": None}  # no version string: same bytes across matplotlib patch releases
-
-
-@contextmanager
-def quiet_glyphs() -> Iterator[None]:
-    """Labels are the user's text: a character the figure font lacks (an emoji, say) is drawn
-    as a box, and summary.md still shows it; matplotlib's warning about it is not for the user."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
-        yield
+from ldpsim.report import survey_tables as summary
+from ldpsim.report.tables import md_table as _md_table
+from ldpsim.report.figures import plt, png_bytes, quiet_glyphs, short_label
 
 
 def render_report(scenario, results: pd.DataFrame, seed: int) -> dict[str, bytes]:
@@ -52,21 +34,6 @@ def _render_report(scenario, results: pd.DataFrame, seed: int) -> dict[str, byte
         files["tasks_over_time.png"] = _other_tasks_over_time(other)
     files["summary.md"] = _summary_md(scenario, results, seed, list(files)).encode("utf-8")
     return files
-
-
-def short_label(text: object, limit: int = 40) -> str:
-    """A label as figures show it: on one line, at most ``limit`` characters (the tables in
-    summary.md keep the full text)."""
-    one = " ".join(str(text).split())
-    return one if len(one) <= limit else one[: limit - 1] + "…"
-
-
-def png_bytes(fig) -> bytes:
-    """The figure as PNG bytes (closed afterwards); the same bytes as saving it to a file."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, metadata=PNG_META)
-    plt.close(fig)
-    return buf.getvalue()
 
 
 def _estimates_over_time(results: pd.DataFrame) -> bytes:
@@ -132,20 +99,6 @@ def _other_tasks_over_time(rows: pd.DataFrame) -> bytes:
     fig.suptitle("Analyst tasks over time (replication 0)", fontsize=10)
     fig.tight_layout()
     return png_bytes(fig)
-
-
-def _md_table(df: pd.DataFrame, floatfmt: str = "{:.5g}") -> str:
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(str(c) for c in cols) + " |", "|" + "---|" * len(cols)]
-    for row in df.itertuples(index=False):
-        cells = []
-        for v in row:
-            if isinstance(v, (float, np.floating)):
-                cells.append("" if np.isnan(v) else floatfmt.format(v))
-            else:
-                cells.append("" if v is None or v is pd.NA else str(v))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
 
 
 def _nothing_received(results: pd.DataFrame) -> str:

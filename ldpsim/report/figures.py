@@ -1,0 +1,41 @@
+"""What every report's figures share: PNG bytes without version strings, quiet warnings
+about glyphs the figure font lacks, labels shortened for legends. ``plt`` is matplotlib's
+pyplot on the Agg backend (no screen needed); report modules take it from here."""
+
+from __future__ import annotations
+
+import io
+import warnings
+from contextlib import contextmanager
+from typing import Iterator
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+PNG_META = {"Software": None}  # no version string: same bytes across matplotlib patch releases
+
+
+@contextmanager
+def quiet_glyphs() -> Iterator[None]:
+    """Labels are the user's text: a character the figure font lacks (an emoji, say) is drawn
+    as a box, and summary.md still shows it; matplotlib's warning about it is not for the user."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
+        yield
+
+
+def short_label(text: object, limit: int = 40) -> str:
+    """A label as figures show it: on one line, at most ``limit`` characters (the tables in
+    summary.md keep the full text)."""
+    one = " ".join(str(text).split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def png_bytes(fig) -> bytes:
+    """The figure as PNG bytes (closed afterwards); the same bytes as saving it to a file."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, metadata=PNG_META)
+    plt.close(fig)
+    return buf.getvalue()

@@ -1,0 +1,36 @@
+"""What every report's tables share: Markdown tables and reading results files back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ldpsim.errors import LdpSimError
+
+
+def md_table(df: pd.DataFrame, floatfmt: str = "{:.5g}") -> str:
+    """A data frame as a Markdown table: floats with ``floatfmt``, NaN and missing values empty."""
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(str(c) for c in cols) + " |", "|" + "---|" * len(cols)]
+    for row in df.itertuples(index=False):
+        cells = []
+        for v in row:
+            if isinstance(v, (float, np.floating)):
+                cells.append("" if np.isnan(v) else floatfmt.format(v))
+            else:
+                cells.append("" if v is None or v is pd.NA else str(v))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def read_csv(path: str | Path, dtype: dict[str, Any], na: list[str]) -> pd.DataFrame:
+    """A results file as ldpsim wrote it: ``dtype`` columns as given (labels stay text, so
+    "1", "01" and "" stay distinct), empty cells of the ``na`` columns NaN; an unreadable
+    file is one LdpSimError naming it."""
+    try:
+        return pd.read_csv(path, dtype=dtype, keep_default_na=False, na_values={c: [""] for c in na})
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
+        raise LdpSimError(f"{path}: got a results file pandas cannot read ({' '.join(str(exc).split())}), expected CSV as ldpsim wrote it") from None

@@ -1,0 +1,59 @@
+"""Scenario files: one loader for every kind of run.
+
+A scenario file is TOML. Its top-level ``kind`` says what it describes: ``"survey"`` (the
+default: clients answering a question through a mechanism and a network, an analyst
+estimating; :mod:`ldpsim.sim.scenario.survey`) or ``"multiparty"`` (parties broadcasting
+privatised bits, every receiver deciding a function of all of them;
+:mod:`ldpsim.sim.scenario.multiparty`). :func:`load_scenario` reads the file, dispatches on
+``kind`` and returns the built scenario of that kind; every kind shares the sections,
+types and the one error format of :mod:`ldpsim.sim.scenario.common`, so every problem is
+one :class:`ldpsim.errors.LdpSimError` naming the file, the key path and the problem.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from ldpsim.errors import LdpSimError, _show
+from ldpsim.sim.scenario.common import BuiltScenario, check_rows, read_scenario_text, read_toml
+from ldpsim.sim.scenario.multiparty import MultipartyScenario, parse_multiparty
+from ldpsim.sim.scenario.survey import Scenario, parse_survey
+
+#: kind -> parser of the scenario text (``parse(text, where)``); a new kind of scenario
+#: adds one entry (and one study, :mod:`ldpsim.sim.studies`).
+KINDS: dict[str, Callable[[str, str], BuiltScenario]] = {
+    "survey": parse_survey,
+    "multiparty": parse_multiparty,
+}
+
+__all__ = [
+    "KINDS",
+    "BuiltScenario",
+    "MultipartyScenario",
+    "Scenario",
+    "check_rows",
+    "kind_of",
+    "load_scenario",
+    "parse_scenario",
+]
+
+
+def kind_of(raw: dict[str, Any], where: str) -> str:
+    """The scenario's ``kind`` (``"survey"`` when absent); one line naming it otherwise."""
+    kind = raw.get("kind", "survey")
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise LdpSimError(f"{where}: kind: got {_show(kind)}, expected one of {', '.join(repr(k) for k in KINDS)}")
+    return kind
+
+
+def parse_scenario(text: str, where: str = "<scenario>") -> Any:
+    """Validate and build scenario text of any kind (``where`` names it in messages)."""
+    return KINDS[kind_of(read_toml(text, where), where)](text, where)
+
+
+def load_scenario(path: str | Path) -> Any:
+    """Read, validate and build a scenario file of any kind: a :class:`Scenario` (survey) or
+    a :class:`MultipartyScenario`; raise LdpSimError naming the file and the key."""
+    text, where = read_scenario_text(path)
+    return parse_scenario(text, where)

@@ -1,0 +1,230 @@
+"""What every kind of scenario file shares: the strict pydantic base model, value types,
+names, seeds, latency laws, the network and simulation sections, the built-scenario base
+class (digest, overrides), reading and validating a file, the one error formatter, and
+the row budgets.
+
+Every problem in a file becomes one :class:`ldpsim.errors.LdpSimError` whose message names
+the file, the key path and the problem, e.g.
+``scenarios/x.toml: network.loss: Input should be less than or equal to 1 (got 1.5)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass
+from typing import Annotated, Any, Callable, ClassVar, Literal, Union
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from ldpsim.errors import LdpSimError, _show
+from ldpsim.sim.network import ConstantLatency, ExponentialLatency, Latency, LognormalLatency
+
+#: Largest time (arrival, latency, duration, end) a scenario may use.
+MAX_TIME = 1e12
+
+# Work and memory are bounded when a scenario is loaded, before anything runs: a file that
+# would need more gets one line saying what to change. (Each result row costs about 1 KB
+# while a replication builds it; results.csv is read back whole to write the report.)
+#: Result rows one replication may write.
+MAX_ROWS_PER_REPLICATION = 250_000
+#: Result rows one run may write (all replications).
+MAX_ROWS = 2_000_000
+
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Time = Annotated[float, Field(ge=0, le=MAX_TIME, allow_inf_nan=False)]
+PositiveTime = Annotated[float, Field(gt=0, le=MAX_TIME, allow_inf_nan=False)]
+Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+Eps = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+#: Root seeds: integers in [0, 2^128) (as ``--seed``).
+Seed = Annotated[int, Field(ge=0, le=2**128 - 1)]
+
+
+def _not_only_dots(name: str) -> str:
+    if set(name) == {"."}:
+        raise ValueError(f"got {name!r}, expected a name that is not only dots (it names a folder under reports/)")
+    return name
+
+
+#: A scenario's name: it becomes the folder ``reports/<name>/``, so letters, digits, ``_``,
+#: ``.`` and ``-`` only, not only dots, and short enough for any file system.
+ScenarioName = Annotated[
+    str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$"), AfterValidator(_not_only_dots)
+]
+
+
+class Model(BaseModel):
+    """Base of every section: unknown keys are errors, and strict types (a string is not a
+    number and true is not 1)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+# --------------------------------------------------------------------- network
+class ConstantLatencySpec(Model):
+    kind: Literal["constant"]
+    value: Time = 0.0
+
+
+class ExponentialLatencySpec(Model):
+    kind: Literal["exponential"]
+    mean: PositiveTime
+
+
+class LognormalLatencySpec(Model):
+    kind: Literal["lognormal"]
+    median: PositiveTime
+    sigma: Annotated[float, Field(gt=0, le=10, allow_inf_nan=False)]
+
+
+LatencySpec = Annotated[
+    Union[ConstantLatencySpec, ExponentialLatencySpec, LognormalLatencySpec], Field(discriminator="kind")
+]
+
+
+def build_latency(spec: ConstantLatencySpec | ExponentialLatencySpec | LognormalLatencySpec) -> Latency:
+    """The latency law a ``latency = {kind = ...}`` table describes."""
+    if isinstance(spec, ConstantLatencySpec):
+        return ConstantLatency(spec.value)
+    if isinstance(spec, ExponentialLatencySpec):
+        return ExponentialLatency(spec.mean)
+    return LognormalLatency(spec.median, spec.sigma)
+
+
+class NetworkSpec(Model):
+    """``[network]``: the latency of every message (kinds of scenario add their own keys)."""
+
+    latency: LatencySpec = ConstantLatencySpec(kind="constant", value=0.0)
+
+
+class SimulationSpec(Model):
+    """``[simulation]``: the root seed and the number of replications (kinds of scenario
+    add their own keys)."""
+
+    seed: Seed | None = None
+    replications: Annotated[int, Field(ge=1)] = 1
+
+
+# --------------------------------------------------------------------- built scenarios
+@dataclass(frozen=True)
+class BuiltScenario:
+    """A validated scenario of some kind with its simulation objects built: the spec, the
+    TOML text as run and the path it came from. Subclasses add what their model needs and
+    say how they are rebuilt from a spec (:meth:`rebuild`)."""
+
+    #: the value of the file's top-level ``kind`` key
+    kind: ClassVar[str] = ""
+
+    spec: Any
+    source: str  # the TOML text as run
+    path: str
+
+    @property
+    def name(self) -> str:
+        return str(self.spec.name)
+
+    def digest(self) -> str:
+        """SHA-256 of the scenario's text: what a run directory records and resuming checks."""
+        return hashlib.sha256(self.source.encode()).hexdigest()
+
+    def with_overrides(self, **simulation: Any) -> "BuiltScenario":
+        """The same scenario with fields of ``[simulation]`` replaced (e.g. replications)."""
+        sim = self.spec.simulation.model_copy(update=simulation)
+        return self.rebuild(self.spec.model_copy(update={"simulation": sim}))
+
+    def rebuild(self, spec: Any) -> "BuiltScenario":  # pragma: no cover - every kind overrides it
+        raise NotImplementedError
+
+
+# --------------------------------------------------------------------- reading and errors
+def read_scenario_text(path: Any) -> tuple[str, str]:
+    """The file's text and its name for messages; an unreadable file is one LdpSimError."""
+    from pathlib import Path
+
+    where = str(path)
+    try:
+        return Path(path).read_text(), where
+    except OSError as exc:
+        raise LdpSimError(f"{where}: cannot read the scenario file ({exc.strerror})") from None
+
+
+def read_toml(text: str, where: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise LdpSimError(f"{where}: invalid TOML: {' '.join(str(exc).split())}") from None
+
+
+def validate_and_build(
+    raw: dict[str, Any], text: str, where: str, spec_cls: Any, build_fn: Callable[..., Any],
+    union_tags: frozenset[str] = frozenset(),
+) -> Any:
+    """The strict pydantic spec, then ``build_fn(spec, text, where)``: every problem becomes
+    one LdpSimError prefixed by ``where`` (``union_tags`` as for :func:`first_error`)."""
+    try:
+        spec = spec_cls.model_validate(raw)
+    except ValidationError as exc:
+        raise LdpSimError(f"{where}: {first_error(exc, union_tags)}") from None
+    try:
+        return build_fn(spec, text, where)
+    except LdpSimError as exc:
+        raise LdpSimError(f"{where}: {' '.join(str(exc).split())}") from None
+
+
+#: Error types of the branch a "number or list" value did not take.
+_BRANCH_MISMATCH = {"float_type", "list_type", "int_type"}
+#: Union tags in pydantic's error locations that are not keys of the file (discriminated
+#: unions name their branch by its kind; plain unions by the branch's type).
+_UNION_TAGS = {
+    "all_at_once", "poisson", "waves", "constant", "exponential", "lognormal",
+    "constrained-float", "float", "int", "constrained-int",
+}  # fmt: skip
+_OWN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def first_error(exc: ValidationError, union_tags: frozenset[str] = frozenset()) -> str:
+    """The first problem of a validation error as one line ``key.path: problem (got value)``.
+
+    - Union tags in the location are dropped (``union_tags``: the branch names of
+      discriminated unions besides the shared ones, such as mechanism kinds).
+    - For a key that takes "a number or a list", the error of the branch the input took is
+      shown, not the type mismatch of the other branch.
+    - A validator of ours that names its own key (``"eps: got ..., expected ..."``) puts it
+      after the model's path.
+    """
+    errors = exc.errors()
+    tags = _UNION_TAGS | union_tags
+
+    def where(e: dict[str, Any]) -> list[Any]:
+        return [p for p in e["loc"] if not _is_tag(p, tags)]
+
+    head_loc = where(errors[0])
+    same_key = [e for e in errors if where(e)[: len(head_loc)] == head_loc]
+    chosen = next((e for e in same_key if e["type"] not in _BRANCH_MISMATCH), errors[0])
+    loc = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in where(chosen)).replace(".[", "[")
+    msg = chosen["msg"].removeprefix("Value error, ")
+    shown = chosen.get("input")
+    quiet = chosen["type"] in ("missing", "model_type", "value_error") or isinstance(shown, dict)
+    got = "" if quiet else f" (got {_show(shown)})"
+    key, sep, tail = msg.partition(": ")
+    if sep and chosen["type"] == "value_error" and _OWN_KEY.fullmatch(key):
+        loc, msg = (f"{loc}.{key}" if loc else key), tail
+    return " ".join(f"{loc or '(top level)'}: {msg}{got}".split())
+
+
+def _is_tag(p: Any, tags: set[str] | frozenset[str]) -> bool:
+    return isinstance(p, str) and (p in tags or p.startswith("list["))
+
+
+# --------------------------------------------------------------------- budgets
+def check_rows(per_replication: int, replications: int, detail: str) -> None:
+    """Refuse runs whose results would not fit the row budgets (one line naming the key)."""
+    if per_replication > MAX_ROWS_PER_REPLICATION:
+        raise LdpSimError(detail)
+    if per_replication * replications > MAX_ROWS:
+        raise LdpSimError(
+            f"simulation.replications: got {replications}, expected at most {MAX_ROWS // per_replication:,} "
+            f"(results are limited to {MAX_ROWS:,} rows and each replication writes {per_replication:,})"
+        )

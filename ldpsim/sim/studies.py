@@ -1,0 +1,161 @@
+"""The studies of the run framework (:mod:`ldpsim.runs`): one per kind of scenario, each
+saying how to run one replication of its model, read its results back and render its
+report. :func:`run_scenario` and :func:`resume_run` run any kind; ``ldpsim run`` calls them.
+
+Seeds: one root ``SeedSequence(seed)`` per run; replication r is seeded by
+``SeedSequence(seed, spawn_key=(r,))`` whatever the executor, so results depend neither on
+the number of workers nor on the order in which replications finish.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ldpsim.report import multiparty as multiparty_report
+from ldpsim.report import multiparty_tables
+from ldpsim.report import survey as survey_report
+from ldpsim.report import survey_tables
+from ldpsim.runs import Outcome, Study, resume_study, run_study
+from ldpsim.sim.scenario import KINDS, BuiltScenario, MultipartyScenario, Scenario, load_scenario
+
+__all__ = ["RunResult", "MultipartyRun", "SurveyStudy", "MultipartyStudy", "STUDIES", "run_scenario", "resume_run"]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A finished run: its directory, the scenario as run, the results table (every
+    replication's rows, in order) and the root seed."""
+
+    run_dir: Path
+    scenario: Any
+    results: pd.DataFrame
+    seed: int
+
+
+@dataclass(frozen=True)
+class MultipartyRun(RunResult):
+    """A finished multi-party run, with its two summary tables: accuracy pooled over
+    replications next to exact (and paired differences), completion delays next to theory."""
+
+    summary: pd.DataFrame
+    latency: pd.DataFrame
+
+
+class SurveyStudy(Study):
+    """A survey scenario: clients, network, server, analyst (:mod:`ldpsim.sim.engine`)."""
+
+    kind = Scenario.kind
+
+    def run_replication(self, index: int, seed: int, shared: Any) -> pd.DataFrame:
+        from ldpsim.sim.engine import run_replication
+
+        return run_replication(self.scenario, index, seed)
+
+    def read_results(self, path: Path) -> pd.DataFrame:
+        return survey_tables.read_results(path)
+
+    def render_report(self, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], Any]:
+        return survey_report.render_report(self.scenario, results, seed), None
+
+    def metadata(self) -> dict[str, Any]:
+        return {"mode": self.scenario.spec.simulation.mode, "tick": self.scenario.tick, "end": self.scenario.end}
+
+    def result(self, o: Outcome) -> RunResult:
+        return RunResult(o.run_dir, o.study.scenario, o.results, o.seed)
+
+
+class MultipartyStudy(Study):
+    """A multi-party broadcast scenario (:mod:`ldpsim.sim.multiparty`). The exact accuracies
+    are computed once per run, in the calling process, and handed to every replication."""
+
+    kind = MultipartyScenario.kind
+
+    def shared(self) -> Any:
+        from ldpsim.protocols.gains import exact_gains
+
+        sc = self.scenario
+        return exact_gains(sc.protocols, sc.task, sc.p_one)
+
+    def run_replication(self, index: int, seed: int, shared: Any) -> pd.DataFrame:
+        from ldpsim.sim.multiparty import simulate_broadcast
+
+        sc = self.scenario
+        spec = sc.spec
+        result = simulate_broadcast(
+            sc.protocols, sc.task, spec.rounds.count, batch=spec.rounds.batch, latency=sc.latency,
+            interval=spec.rounds.interval, p_one=sc.p_one, seed=np.random.SeedSequence(seed, spawn_key=(index,)),
+            alpha=spec.simulation.alpha, replication=index, exact=shared,
+        )  # fmt: skip
+        return result.table
+
+    def read_results(self, path: Path) -> pd.DataFrame:
+        return multiparty_tables.read_results(path)
+
+    def render_report(self, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], Any]:
+        return multiparty_report.render_report(self.scenario, results, seed)
+
+    def result(self, o: Outcome) -> MultipartyRun:
+        summary, latency = o.extra
+        return MultipartyRun(o.run_dir, o.study.scenario, o.results, o.seed, summary, latency)
+
+
+#: scenario kind -> its study; a new kind of run is one entry here and one in
+#: :data:`ldpsim.sim.scenario.KINDS`.
+STUDIES: dict[str, type[Study]] = {SurveyStudy.kind: SurveyStudy, MultipartyStudy.kind: MultipartyStudy}
+
+
+def study_of(scenario: BuiltScenario) -> Study:
+    """The study that runs ``scenario`` (by its kind)."""
+    return STUDIES[scenario.kind](scenario)
+
+
+def run_scenario(
+    scenario: BuiltScenario | str | Path,
+    *,
+    seed: int | None = None,
+    replications: int | None = None,
+    workers: int = 1,
+    out: str | Path | None = None,
+    executor: Executor | None = None,
+    progress: bool = True,
+    interrupt_after: int | None = None,
+) -> RunResult:
+    """Run a scenario (a built one, or a file of any kind) into a new run directory and write
+    its report; a :class:`MultipartyRun` for multi-party scenarios.
+
+    ``seed`` defaults to the scenario's ``simulation.seed``, else fresh entropy (recorded).
+    ``workers`` > 1 runs replications in a local process pool, or pass any
+    :class:`concurrent.futures.Executor`. ``interrupt_after`` stops the run after that many
+    replications, as a Ctrl-C would (for trying out :func:`resume_run`).
+    """
+    if not isinstance(scenario, BuiltScenario):
+        scenario = load_scenario(scenario)
+    study = study_of(scenario)
+    o = run_study(study, seed=seed, replications=replications, workers=workers, out=out,
+                  executor=executor, progress=progress, interrupt_after=interrupt_after)  # fmt: skip
+    return study.result(o)  # type: ignore[no-any-return]
+
+
+def _parsers() -> dict[str, Any]:
+    return {kind: (lambda text, path, kind=kind: STUDIES[kind](KINDS[kind](text, path))) for kind in STUDIES}
+
+
+def resume_run(
+    run_dir: str | Path,
+    *,
+    workers: int = 1,
+    executor: Executor | None = None,
+    progress: bool = True,
+    interrupt_after: int | None = None,
+) -> RunResult:
+    """Finish an interrupted run of any kind: run only the replications whose files are
+    missing, then write the report."""
+    o = resume_study(run_dir, _parsers(), workers=workers, executor=executor, progress=progress,
+                     interrupt_after=interrupt_after)  # fmt: skip
+    return o.study.result(o)  # type: ignore[no-any-return]
