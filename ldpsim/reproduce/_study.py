@@ -7,6 +7,11 @@ recomputes a utility by its own formula. The optimal mechanism is one linear pro
 (instance, eps); the other mechanisms do not depend on the instance (randomized response,
 truncated geometric) or only through the set T (binary), so their columns are built once
 per eps and priced with the utility's ``mu`` for all eps at once.
+
+Randomized response and the truncated geometric mechanism are built through the one
+catalog (:mod:`ldpsim.mechanisms.catalog`); the binary mechanism of a utility
+(``binary_for``) and the optimal one (the linear program) are chosen from the utility and
+its priors, which no catalog entry takes.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from scipy import stats
 
 from ldpsim import _validate as v
 from ldpsim.errors import invalid
-from ldpsim.mechanisms import randomized_response, truncated_geometric
+from ldpsim.mechanisms import catalog
 from ldpsim.utility import KL, MutualInformation, Utility, binary_for, optimal_mechanism
 
 #: The paper's grid: eps from 0.1 to 10, log-spaced (25 points; 0.1, 1 and 10 are on it).
@@ -182,8 +187,8 @@ class Study:
 def _fixed_columns(k: int, eps: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
     """Columns of randomized response and truncated geometric for every eps (``k x m k``)."""
     return {
-        "randomized_response": np.concatenate([randomized_response(k, e).matrix for e in eps], axis=1),
-        "truncated_geometric": np.concatenate([truncated_geometric(k, e).matrix for e in eps], axis=1),
+        name: np.concatenate([catalog.build(name, k=k, eps=e).matrix for e in eps], axis=1)
+        for name in ("randomized_response", "truncated_geometric")
     }
 
 

@@ -66,7 +66,8 @@ from matplotlib.figure import Figure
 
 from ldpsim import _validate as v
 from ldpsim.highdim import NormPowerNoise, axis_direction, gdp_distance, random_direction
-from ldpsim.mechanisms.noise import Gaussian, Geometric, Laplace, Staircase, TruncatedLaplace
+from ldpsim.mechanisms import catalog
+from ldpsim.mechanisms.noise import Laplace, TruncatedLaplace
 from ldpsim.reproduce import _study as s
 from ldpsim.reproduce._registry import register, write_summary
 from ldpsim.stats import dkw
@@ -257,15 +258,22 @@ def _uncertainty_rows(up: pd.DataFrame) -> list[dict]:
 
 # --------------------------------------------------------------------------- 3. the 1-D table
 def mechanisms_1d(eps: float, delta: float = DELTA_1D) -> dict[str, Any]:
-    """The calibrated 1-D mechanisms at (eps, delta), sensitivity 1 (classical Gaussian only for eps < 1)."""
+    """The calibrated 1-D mechanisms at (eps, delta), sensitivity 1 (classical Gaussian only for eps < 1).
+
+    Built through the catalog, except Laplace and truncated Laplace: their entries are the
+    plain constructors (``Laplace(sensitivity/eps)``, ``TruncatedLaplace(eps, delta)``), not the
+    calibrations. ``Laplace.calibrate`` widens the scale by an ulp where rounding would put the
+    pure eps above eps (eps = 0.2154..., not 0.1 or 0.5); ``TruncatedLaplace.calibrate`` starts
+    one rounding unit below delta, so that the mechanism with the reported parameters meets
+    delta too."""
     out: dict[str, Any] = {
         "Laplace": Laplace.calibrate(eps, 0.0, 1.0),
-        "geometric": Geometric.calibrate(eps, 0.0, 1),
-        "staircase": Staircase.calibrate(eps, 0.0, 1.0),
+        "geometric": catalog.build("geometric", eps=eps, sensitivity=1),
+        "staircase": catalog.build("staircase_noise", eps=eps, sensitivity=1.0),
     }
     if eps < 1.0:
-        out["classical Gaussian"] = Gaussian.classical(eps, delta, 1.0)
-    out["analytic Gaussian"] = Gaussian.analytic(eps, delta, 1.0)
+        out["classical Gaussian"] = catalog.build("gaussian_classical", eps=eps, delta=delta, sensitivity=1.0)
+    out["analytic Gaussian"] = catalog.build("gaussian", eps=eps, delta=delta, sensitivity=1.0)
     out["truncated Laplace"] = TruncatedLaplace.calibrate(eps, delta, 1.0)
     return out
 

@@ -75,7 +75,7 @@ from numpy.typing import NDArray
 
 from ldpsim import _validate as v
 from ldpsim import stats as stats_
-from ldpsim.mechanisms.standard import quaternary_mechanism
+from ldpsim.mechanisms import catalog
 from ldpsim.privacy import GDP, DiscretePLD, OptimalComposition
 from ldpsim.reproduce import _study as s
 from ldpsim.reproduce._registry import register, write_summary
@@ -211,7 +211,7 @@ def quaternary_llr(
     """LLRs (for the claimed ``eps``) of n outputs of the ``compositions``-fold quaternary mechanism under
     P (input 0) and R (input 1), drawn from the mechanism with ``sample_eps`` (default eps; a
     larger value is a mechanism that breaks its claim)."""
-    Q = quaternary_mechanism(eps if sample_eps is None else sample_eps, delta).matrix
+    Q = catalog.build("quaternary", eps=eps if sample_eps is None else sample_eps, delta=delta).matrix
     out = []
     for row in Q:
         c = rng.multinomial(compositions, row / row.sum(), size=n)

@@ -65,7 +65,7 @@ from numpy.typing import NDArray
 
 from ldpsim import _validate as v
 from ldpsim.errors import LdpSimError
-from ldpsim.mechanisms import from_matrix, quaternary_mechanism
+from ldpsim.mechanisms import catalog, from_matrix
 from ldpsim.protocols import OBSERVER, Protocol, Task, exact_accuracy
 from ldpsim.reproduce import _study as s
 from ldpsim.reproduce._registry import register, write_summary
@@ -138,7 +138,7 @@ def large_levels(eps_a: float, eps_b: float, delta_b: float) -> tuple[Array, Arr
 
 # --------------------------------------------------------------------------- alternatives
 def _quaternary(eps: float, delta: float) -> Array:
-    return quaternary_mechanism(float(eps), float(delta)).matrix
+    return catalog.build("quaternary", eps=eps, delta=delta).matrix
 
 
 def postprocessed_matrix(eps: float, delta: float, m: int, rng: np.random.Generator) -> Array:

@@ -51,7 +51,7 @@ from ldpsim.analyst.testing import (
     lrt_normal,
     type2_error_tilted,
 )
-from ldpsim.mechanisms import randomized_response, truncated_geometric
+from ldpsim.mechanisms import catalog
 from ldpsim.reproduce import _study as s
 from ldpsim.reproduce._registry import register, write_summary
 from ldpsim.utility import KL, TotalVariation, binary_for, optimal_mechanism
@@ -83,12 +83,13 @@ def n_grid(D: float, nd_range: Sequence[float] = ND_RANGE, points: int = POINTS)
 
 
 def _mechanisms(U: KL, eps: float):
-    """The four mechanisms, and the LP's dual bound on every eps-LDP mechanism's D(M0||M1)."""
+    """The four mechanisms, and the LP's dual bound on every eps-LDP mechanism's D(M0||M1).
+    RR and the truncated geometric come from the catalog; binary and optimal from the utility."""
     res = optimal_mechanism(U, eps)
     mechs = {
         "binary": binary_for(U, eps),
-        "randomized_response": randomized_response(U.k, eps),
-        "truncated_geometric": truncated_geometric(U.k, eps),
+        "randomized_response": catalog.build("randomized_response", k=U.k, eps=eps),
+        "truncated_geometric": catalog.build("truncated_geometric", k=U.k, eps=eps),
         "optimal": res.mechanism,
     }
     return mechs, res.bound

@@ -103,6 +103,30 @@ def test_closed_forms_match_the_seed_and_simulation(table):
         assert r["delta_at_eps"] <= (d if "Gaussian" in name or "truncated" in name else 0.0)
 
 
+@pytest.mark.parametrize("eps", [*clt.EPS_1D, 0.3, 0.21544346900318834])
+def test_the_1d_mechanisms_are_the_families_calibrations(eps):
+    # built through the catalog where its entry is the calibration; equal as values, so
+    # the table's numbers are those of the families' own calibrate/classical/analytic. At
+    # eps = 0.2154... the catalog's laplace (scale 1/eps) has a pure eps an ulp above eps: calibrate is kept
+    from ldpsim.mechanisms.noise import Gaussian, Geometric, Laplace, Staircase, TruncatedLaplace
+
+    d = clt.DELTA_1D
+    want = {
+        "Laplace": Laplace.calibrate(eps, 0.0, 1.0),
+        "geometric": Geometric.calibrate(eps, 0.0, 1),
+        "staircase": Staircase.calibrate(eps, 0.0, 1.0),
+        "analytic Gaussian": Gaussian.analytic(eps, d, 1.0),
+        "truncated Laplace": TruncatedLaplace.calibrate(eps, d, 1.0),
+    }
+    if eps < 1:
+        want["classical Gaussian"] = Gaussian.classical(eps, d, 1.0)
+    got = clt.mechanisms_1d(eps)
+    assert got.keys() == want.keys()
+    for name, mech in want.items():
+        assert got[name] == mech and repr(got[name]) == repr(mech), name
+    assert got["Laplace"].epsilon() <= eps
+
+
 def test_the_seed_comparison(table):
     for eps, g in table.groupby("eps"):
         mse = g.set_index("mechanism")["mse"]

@@ -126,6 +126,14 @@ def test_no_mechanism_beats_the_optimum(runs, name):
         assert (opt["utility"] >= other * (1 - 1e-9)).all(), mech
 
 
+def test_fixed_columns_are_the_library_mechanisms():
+    # built through the catalog: bit for bit the matrices of the factories
+    eps = _study.EPS_GRID[::6]
+    cols = _study._fixed_columns(6, eps)
+    assert np.array_equal(cols["randomized_response"], np.concatenate([randomized_response(6, e).matrix for e in eps], axis=1))
+    assert np.array_equal(cols["truncated_geometric"], np.concatenate([truncated_geometric(6, e).matrix for e in eps], axis=1))
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_normalised_utilities_lie_in_zero_one(runs, name):
     # data processing: D(M0||M1) <= D(P0||P1) and I(X;Y) <= H(X)
