@@ -28,6 +28,10 @@ from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms import binary_mechanism_for_priors, quaternary_mechanism, randomized_response, truncated_geometric
 from ldpsim.mechanisms.noise import Gaussian, Geometric, Laplace, NoiseMechanism, Staircase, TruncatedLaplace
 from ldpsim.privacy import composition as C
+from tests.contract.cases import CASES
+
+#: entries whose default parameters do not describe the inputs (a divergence needs P0, P1)
+NEEDS_CASE = {"optimal", "better_of_binary_and_rr"}
 
 EPS = [1e-300, 1e-12, 700.0, 710.0, 800.0]
 DELTAS = [1e-300, 1.0]
@@ -36,6 +40,8 @@ CALL_LIMIT = 5.0  # seconds per call
 NOISE = [Laplace, Gaussian, TruncatedLaplace, Staircase, Geometric]
 #: catalog families whose exact eps is the eps parameter ("exact eps = eps" in the catalog)
 PURE_AT_EPS = {"randomized_response", "binary", "truncated_geometric", "staircase", "laplace", "staircase_noise", "geometric", "norm_laplace"}
+#: catalog families with no pure guarantee (delta(eps) > 0 for every eps)
+NO_PURE = {"gaussian", "gaussian_classical", "truncated_laplace", "quaternary"}
 MESSAGE = re.compile(r"^[A-Za-z_][\w.\[\], ]*: got ")
 
 
@@ -91,12 +97,18 @@ def number(label: str, x: Any) -> float:
 
 
 # --------------------------------------------------------------------------- catalog
-def _catalog_cases() -> list[tuple[str, dict[str, float]]]:
+def _catalog_cases() -> list[tuple[str, dict[str, Any]]]:
+    """Every entry with an eps parameter at every edge eps (and delta), its other parameters
+    at their defaults, or at its first contract case where the defaults do not describe the
+    inputs (a utility's priors)."""
     cases = []
     for name, spec in TARGETS.items():
+        if "eps" not in spec.params:
+            continue  # matrix: its privacy is its matrix's
+        base = {k: v for k, v in CASES[name][0].items() if k not in ("eps", "delta")} if name in NEEDS_CASE else {}
         for eps in EPS:
             for delta in DELTAS if "delta" in spec.params else [None]:
-                params = {"eps": eps} if delta is None else {"eps": eps, "delta": delta}
+                params = {**base, "eps": eps} if delta is None else {**base, "eps": eps, "delta": delta}
                 cases.append((name, params))
     return cases
 
@@ -115,8 +127,10 @@ def test_catalog_mechanism_at_edge_values(name, params):
         assert true_eps == pytest.approx(eps, rel=1e-9), lab
     elif tg.broken:
         pass  # documented per class (e.g. 1/eps for the wrong Laplace scale): checked in the audit tests
-    else:  # gaussian, truncated Laplace, quaternary: no pure guarantee (delta(eps) > 0 for every eps)
+    elif name in NO_PURE:  # delta(eps) > 0 for every eps
         assert true_eps == math.inf, lab
+    else:  # chosen by a utility (optimal, better of binary and RR): eps-DP, maybe strictly
+        assert true_eps <= eps * (1 + 1e-9), lab
     if tg.true_delta is not None:
         ds = [number(lab, call(f"true_delta({t}) " + lab, lambda t=t: tg.true_delta(t))) for t in (0.0, eps, 2 * eps)]
         assert all(0.0 <= d <= 1.0 for d in ds) and ds[0] >= ds[1] >= ds[2], (lab, ds)

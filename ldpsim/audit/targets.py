@@ -63,7 +63,7 @@ def names() -> list[str]:
 
 
 def _target(e: Entry, params: dict[str, Any], mech: Any) -> Target:
-    claimed_eps, claimed_delta = e.claimed(params)
+    claimed_eps, claimed_delta = e.claimed(params, mech)
 
     def true_delta(eps: float, _m: Any = mech) -> float:
         return float(_m.delta(eps))

@@ -49,7 +49,6 @@ __all__ = [
     "SVTNoQueryNoise",
     "SVTNoCutoff",
     "SVTReturnsValue",
-    "ZOO",
 ]
 
 
@@ -733,16 +732,3 @@ class SVTReturnsValue(_SVT):
         first = np.argmax(top, axis=1)
         out = np.where(first == self.m, val[:, -1], np.inf)
         return np.where(top.any(axis=1), out, -np.inf)
-
-
-#: one default instance of each broken mechanism (claims eps = 1 unless noted)
-ZOO = {
-    "doubled_rr": lambda: DoubledRR(k=2, eps=1.0),
-    "unary_no_reset": lambda: UnaryNoReset(k=4, eps=1.0),
-    "laplace_wrong_scale": lambda: LaplaceWrongScale(eps=0.5),
-    "histogram_wrong_scale": lambda: HistogramWrongScale(eps=0.5, bins=4),
-    "noisy_max_value": lambda: NoisyMaxValue(eps=1.0, m=5),
-    "svt_no_query_noise": lambda: SVTNoQueryNoise(eps=1.0),
-    "svt_no_cutoff": lambda: SVTNoCutoff(eps=1.0, m=3),
-    "svt_returns_value": lambda: SVTReturnsValue(eps=1.0, m=7),
-}

@@ -11,7 +11,9 @@ optimal-mechanism linear program, the auditor's broken zoo) contribute builders 
 import running upward.
 
 Specs on the command line use the grammar ``NAME`` or ``NAME:param=value,param=value``
-(:func:`parse`); values are converted to the declared parameter types.
+(:func:`parse`); values are converted to the declared parameter types, and parameters that
+take lists (matrices, sets of inputs, distributions) take them as JSON:
+``matrix:matrix=[[0.9,0.1],[0.2,0.8]]``, ``binary:eps=1,k=4,T=[1,3]``.
 
 >>> from ldpsim.mechanisms import catalog
 >>> catalog.build("randomized_response", k=4, eps=1.0)
@@ -23,6 +25,7 @@ randomized_response(k=4, eps=1.0)
 from __future__ import annotations
 
 import importlib
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -37,15 +40,35 @@ __all__ = ["Param", "Entry", "Built", "CATALOG", "entry", "build", "parse", "nam
 SPEC_FORM = "NAME or NAME:param=value,param=value"
 
 
+#: What a parameter with a ``role`` stands for. A scenario file does not set the first four
+#: in ``[mechanism]``: the loader fills them in from ``[population]``; ``inputs`` values are
+#: written there as labels and passed to the builder as symbol indices.
+ROLES = {
+    "alphabet": "the number of input symbols (in a scenario: the number of population.labels)",
+    "P0": "a distribution over the inputs (in a scenario: population.P0)",
+    "P1": "a distribution over the inputs (in a scenario: population.P1)",
+    "prior": "the distribution of the inputs (in a scenario: the population's true distribution)",
+    "inputs": "a set of input symbols (in a scenario: a list of labels)",
+}
+
+
 @dataclass(frozen=True)
 class Param:
     """One parameter of a catalog entry: its type (``int``, ``float`` or ``str``; ``object``
     for values that only scenario files and Python pass, such as matrices), its default
-    (``None``: required) and a one-line help."""
+    (``None``: required, unless ``optional``, when None means "not given"), a one-line help
+    and, for parameters that describe the inputs rather than the mechanism, a ``role``
+    (:data:`ROLES`)."""
 
     type: type
     default: Any
     help: str
+    optional: bool = False
+    role: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.role is not None and self.role not in ROLES:  # pragma: no cover - a catalog bug
+            raise ValueError(f"role: got {self.role!r}, expected one of {sorted(ROLES)}")
 
 
 @dataclass(frozen=True)
@@ -64,18 +87,19 @@ class Entry:
     builder: str
     tags: frozenset[str] = field(default_factory=frozenset)
 
-    def resolve(self, **params: Any) -> dict[str, Any]:
-        """Defaults merged with ``params``, converted to the declared types."""
+    def resolve(self, *, strict: bool = False, **params: Any) -> dict[str, Any]:
+        """Defaults merged with ``params``, converted to the declared types. ``strict``
+        (scenario files): numbers must be numbers, not text that reads as one."""
         out: dict[str, Any] = {}
         for key, value in params.items():
             if key not in self.params:
                 raise invalid("parameter", key, f"a parameter of {self.name}: one of {', '.join(self.params) or '(none)'}")
-            out[key] = _coerce(key, value, self.params[key].type)
+            out[key] = _coerce(key, value, self.params[key].type, strict)
         resolved: dict[str, Any] = {}
         for key, p in self.params.items():
             if key in out:
                 resolved[key] = out[key]
-            elif p.default is None:
+            elif p.default is None and not p.optional:
                 raise invalid(key, None, f"a value for {self.name} ({p.help})")
             else:
                 resolved[key] = p.default
@@ -85,22 +109,29 @@ class Entry:
         module, _, attr = self.builder.partition(":")
         return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
 
-    def build(self, **params: Any) -> Any:
+    def build(self, *, strict: bool = False, **params: Any) -> Any:
         """The mechanism with ``params`` (the others at their defaults)."""
-        return self.builder_fn()(**self.resolve(**params))
+        return self.builder_fn()(**self.resolve(strict=strict, **params))
 
-    def claimed(self, params: Mapping[str, Any]) -> tuple[float, float]:
+    def claimed(self, params: Mapping[str, Any], mechanism: Any = None) -> tuple[float, float]:
         """The privacy the family claims at these parameters: ``(eps, delta)`` read from
-        the parameters of the same names (``inf`` and 0 where absent). For library
-        mechanisms it is their exact privacy; for ``broken`` ones it is the false claim."""
-        eps = params.get("eps", math.inf)
-        return float(eps), float(params.get("delta", 0.0))
+        the parameters of the same names (delta 0 where absent). A family without an eps
+        parameter (``matrix``) claims the exact pure eps of the ``mechanism`` built (``inf``
+        when none is given). For library mechanisms the claim is their exact privacy; for
+        ``broken`` ones it is the false claim."""
+        if "eps" in params:
+            eps = float(params["eps"])
+        else:
+            eps = float(mechanism.epsilon(0.0)) if mechanism is not None else math.inf
+        return eps, float(params.get("delta", 0.0))
 
     def spec(self, params: Mapping[str, Any]) -> str:
-        """The spec string that rebuilds these parameters with :func:`parse`."""
-        if not params:
+        """The spec string that rebuilds these parameters with :func:`parse` (parameters at
+        None, "not given", are left out)."""
+        shown = {k: v for k, v in params.items() if v is not None}
+        if not shown:
             return self.name
-        return self.name + ":" + ",".join(f"{k}={_format(v)}" for k, v in params.items())
+        return self.name + ":" + ",".join(f"{k}={_format(v)}" for k, v in shown.items())
 
 
 @dataclass(frozen=True)
@@ -119,12 +150,21 @@ class Built:
 
 
 def _format(value: Any) -> str:
-    return repr(value) if isinstance(value, float) else str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return json.dumps(np.asarray(value).tolist(), separators=(",", ":"))
+    return str(value)
 
 
-def _coerce(name: str, value: Any, typ: type) -> Any:
-    """``value`` as ``typ``, from a string or a number; one-line errors."""
+def _coerce(name: str, value: Any, typ: type, strict: bool = False) -> Any:
+    """``value`` as ``typ``, from a string (unless ``strict``) or a number; one-line errors."""
     if typ is object:
+        if isinstance(value, str):  # the command line: JSON text
+            try:
+                return json.loads(value)
+            except ValueError:
+                raise invalid(name, value, "a JSON value such as [[0.9, 0.1], [0.2, 0.8]] or [1, 3]") from None
         return value
     if typ is str:
         if not isinstance(value, str):
@@ -132,6 +172,8 @@ def _coerce(name: str, value: Any, typ: type) -> Any:
         return value.strip()
     word = "an integer" if typ is int else "a number"
     if isinstance(value, str):
+        if strict:
+            raise invalid(name, value, word)
         text = value.strip()
         try:
             return typ(text)
@@ -160,8 +202,24 @@ def _coerce(name: str, value: Any, typ: type) -> Any:
 # --------------------------------------------------------------------------- entries
 _EPS = Param(float, 1.0, "privacy level eps (> 0)")
 _SENS = Param(float, 1.0, "sensitivity of the query (the pair is (0, sensitivity))")
-_K = Param(int, 2, "alphabet size (>= 2)")
+_K = Param(int, 2, "alphabet size (>= 2)", role="alphabet")
 _B = "ldpsim.mechanisms.builders"
+_OPT = "ldpsim.utility.optimal"
+
+
+def _distribution(role: str) -> Param:
+    return Param(object, None, ROLES[role], optional=True, role=role)
+
+
+def _utility_params() -> dict[str, Param]:
+    return {
+        "eps": _EPS,
+        "utility": Param(str, "kl", "kl, tv, chi_square, hellinger (divergences of P0 and P1) or mutual_information"),
+        "k": Param(int, None, "alphabet size (>= 2; implied by P0, P1 or prior when given)", optional=True, role="alphabet"),
+        "P0": _distribution("P0"),
+        "P1": _distribution("P1"),
+        "prior": _distribution("prior"),
+    }
 
 
 def _entries() -> list[Entry]:
@@ -179,15 +237,17 @@ def _entries() -> list[Entry]:
         ),
         Entry(
             "binary",
-            "binary mechanism (two outputs) with T = the first ceil(k/2) symbols; exact eps = eps",
-            {"eps": _EPS, "k": _K},
-            f"{_B}:binary_first_half",
+            "binary mechanism (two outputs: in T or not): T as given, else T = {x : P0(x) >= P1(x)} for "
+            "a prior pair, else the first ceil(k/2) symbols; exact eps = eps",
+            {"eps": _EPS, "k": _K, "T": Param(object, None, ROLES["inputs"], optional=True, role="inputs"),
+             "P0": _distribution("P0"), "P1": _distribution("P1")},
+            f"{_B}:binary",
             fin,
         ),
         Entry(
             "truncated_geometric",
             "truncated geometric mechanism on 1..k, clip(x + Z, 1, k); exact eps = eps",
-            {"k": Param(int, 4, "alphabet size (>= 2)"), "eps": _EPS},
+            {"k": Param(int, 4, "alphabet size (>= 2)", role="alphabet"), "eps": _EPS},
             "ldpsim.mechanisms.standard:truncated_geometric",
             fin,
         ),
@@ -195,9 +255,35 @@ def _entries() -> list[Entry]:
             "staircase",
             "finite staircase mechanism S diag(theta): the optimal (LP) one for mutual information "
             "under a uniform prior; exact eps = eps",
-            {"k": Param(int, 4, "alphabet size (2..14)"), "eps": _EPS},
-            "ldpsim.utility.optimal:optimal_staircase_for_uniform_mi",
-            frozenset({"finite"}),
+            {"k": Param(int, 4, "alphabet size (2..14)", role="alphabet"), "eps": _EPS},
+            f"{_OPT}:optimal_staircase_for_uniform_mi",
+            fin,
+        ),
+        Entry(
+            "optimal",
+            "the optimal eps-LDP mechanism for a utility (the staircase linear program of Kairouz et al. "
+            "2014): a divergence of P0 and P1, or mutual information under a prior; exact eps = eps",
+            _utility_params(),
+            f"{_OPT}:optimal_for",
+            fin,
+        ),
+        Entry(
+            "better_of_binary_and_rr",
+            "whichever of the binary mechanism (of the utility) and randomized response has the larger "
+            "utility (Kairouz et al. 2014, Sec. 5); exact eps = eps",
+            _utility_params(),
+            f"{_OPT}:better_of_binary_and_rr_for",
+            fin,
+        ),
+        Entry(
+            "matrix",
+            "any finite mechanism from its k x m row-stochastic matrix Q[x, y] = P(y | x); exact eps "
+            "from the matrix (max over columns of the log ratio of entries)",
+            {"matrix": Param(object, None, "the k x m matrix, rows summing to 1 (rows: inputs, columns: outputs)"),
+             "k": Param(int, None, "number of inputs, the rows (implied by the matrix)", optional=True, role="alphabet"),
+             "output_labels": Param(object, None, "names of the m outputs", optional=True)},
+            f"{_B}:matrix",
+            fin,
         ),
         Entry(
             "quaternary",
@@ -263,7 +349,7 @@ def _entries() -> list[Entry]:
         Entry(
             "broken.doubled_rr",
             'deliberately broken: k-ary randomized response whose probabilities use ``2 eps``.',
-            {"k": Param(int, 2, "alphabet size (>= 2)"), "eps": _EPS},
+            {"k": _K, "eps": _EPS},
             f"{zoo}:DoubledRR",
             broken,
         ),
@@ -359,7 +445,7 @@ def parse(spec: str) -> Built:
     if sep:
         if not rest.strip():
             raise invalid("spec", spec, SPEC_FORM + " (parameters after ':')")
-        for item in rest.split(","):
+        for item in _items(rest):
             key, eq, value = item.partition("=")
             key, value = key.strip(), value.strip()
             if not eq or not key:
@@ -373,6 +459,21 @@ def parse(spec: str) -> Built:
             given[key] = value
     params = e.resolve(**given)
     return Built(e, params, e.builder_fn()(**params))
+
+
+def _items(rest: str) -> list[str]:
+    """``param=value`` items separated by the commas outside brackets (JSON lists keep theirs)."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(rest):
+        if ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append(rest[start:i])
+            start = i + 1
+    items.append(rest[start:])
+    return items
 
 
 def check_catalog() -> None:

@@ -120,6 +120,18 @@ class FiniteMechanism(Mechanism):
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.name, self.shape, _hashable(self._params)))
 
+    def with_labels(self, labels: Sequence[Any]) -> "FiniteMechanism":
+        """The same mechanism with its inputs named ``labels`` (a copy); outputs that were
+        named like the inputs (randomized response, the truncated geometric mechanism: the
+        report is an input symbol) are renamed with them."""
+        import copy
+
+        out = copy.copy(self)
+        out.input_labels = _labels(labels, self.k, "labels")
+        if self.m == self.k and self.output_labels == self.input_labels:
+            out.output_labels = out.input_labels
+        return out
+
     # ----------------------------------------------------------------- the matrix
     @property
     def log_matrix(self) -> NDArray[np.float64]:

@@ -345,3 +345,45 @@ def optimal_staircase_for_uniform_mi(k: int, eps: float):
     # the program's weights are for the scaled columns e^-eps e^(eps b): staircase weights th e^-eps
     theta = np.asarray(res.weights, dtype=np.float64) * math.exp(-eps)
     return staircase_mechanism(eps, theta, patterns=np.asarray(res.patterns, dtype=np.int64), k=k)
+
+
+# --------------------------------------------------------------------- catalog builders
+#: Utilities a catalog entry can name: the divergences of :data:`UTILITIES` between the
+#: output laws under P0 and P1, and the mutual information between input and output.
+UTILITY_NAMES = ("kl", "tv", "chi_square", "hellinger", "mutual_information")
+
+
+def utility_named(name: str, k: int | None = None, P0=None, P1=None, prior=None) -> Utility:
+    """The utility ``name`` (:data:`UTILITY_NAMES`): a divergence of the prior pair
+    (``P0``, ``P1``), or the mutual information under ``prior`` (uniform over ``k`` symbols
+    when not given); a one-line error naming what is missing."""
+    from ldpsim.utility.utilities import UTILITIES, MutualInformation
+
+    if name not in UTILITY_NAMES:
+        raise invalid("utility", name, f"one of {', '.join(UTILITY_NAMES)}")
+    if name == "mutual_information":
+        if prior is None:
+            if k is None:
+                raise invalid("prior", None, "a distribution over the inputs, or k (a uniform prior) for mutual_information")
+            prior = np.full(v.alphabet_size(k, "k"), 1.0 / k)
+        utility: Utility = MutualInformation(prior)
+    else:
+        for key, value in (("P0", P0), ("P1", P1)):
+            if value is None:
+                raise invalid(key, None, f"a distribution over the inputs for utility {name!r} (a divergence of P0 and P1)")
+        utility = UTILITIES[name](P0, P1)
+    if k is not None and utility.k != k:
+        raise invalid("P0" if name != "mutual_information" else "prior", f"{utility.k} entries", f"one per input symbol (k = {k})")
+    return utility
+
+
+def optimal_for(eps: float, utility: str = "kl", k: int | None = None, P0=None, P1=None, prior=None) -> FiniteMechanism:
+    """The optimal eps-LDP mechanism for the utility ``utility`` (:func:`utility_named`),
+    from the staircase linear program (the catalog's ``optimal`` entry)."""
+    return optimal_mechanism(utility_named(utility, k, P0, P1, prior), eps).mechanism
+
+
+def better_of_binary_and_rr_for(eps: float, utility: str = "kl", k: int | None = None, P0=None, P1=None, prior=None) -> FiniteMechanism:
+    """:func:`better_of_binary_and_rr` for the utility ``utility`` (:func:`utility_named`;
+    the catalog's ``better_of_binary_and_rr`` entry)."""
+    return better_of_binary_and_rr(utility_named(utility, k, P0, P1, prior), eps)

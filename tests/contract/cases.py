@@ -40,9 +40,28 @@ CASES: dict[str, list[dict[str, Any]]] = {
         {"k": 3, "eps": 0.0},
         {"k": 8, "eps": 2.0},
     ],
-    "binary": [{"eps": 1.0, "k": 2}, {"eps": 2.0, "k": 5}],
+    "binary": [
+        {"eps": 1.0, "k": 2},
+        {"eps": 2.0, "k": 5},
+        {"eps": 0.7, "k": 4, "T": [1, 3]},
+        {"eps": 1.2, "k": 4, "P0": [0.4, 0.3, 0.2, 0.1], "P1": [0.1, 0.2, 0.3, 0.4]},
+    ],
     "truncated_geometric": [{"k": 2, "eps": 1.0}, {"k": 6, "eps": 2.5}],
     "staircase": [{"k": 4, "eps": 1.0}, {"k": 3, "eps": 0.5}],
+    "optimal": [
+        {"eps": 1.0, "utility": "kl", "P0": [0.5, 0.3, 0.2], "P1": [0.2, 0.3, 0.5]},
+        {"eps": 0.8, "utility": "mutual_information", "k": 4},
+        {"eps": 1.5, "utility": "tv", "P0": [0.6, 0.4], "P1": [0.3, 0.7]},
+    ],
+    "better_of_binary_and_rr": [
+        {"eps": 1.0, "utility": "kl", "P0": [0.5, 0.3, 0.2], "P1": [0.2, 0.3, 0.5]},
+        {"eps": 2.0, "utility": "mutual_information", "prior": [0.4, 0.3, 0.2, 0.1]},
+    ],
+    "matrix": [
+        {"matrix": [[0.75, 0.25], [0.25, 0.75]]},
+        {"matrix": [[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]], "k": 3, "output_labels": ["a", "b", "c"]},
+        {"matrix": [[0.6, 0.4, 0.0], [0.1, 0.6, 0.3]]},  # a zero beside a non-zero in column 2: eps = inf
+    ],
     "quaternary": [{"eps": 0.7, "delta": 0.05}, {"eps": 0.7, "delta": 0.0}, {"eps": 2.0, "delta": 0.3}],
     "laplace": [{"eps": 1.0}, {"eps": 0.3, "sensitivity": 2.0}],
     "gaussian": [{"eps": 1.0, "delta": 1e-5}, {"eps": 0.5, "delta": 1e-3, "sensitivity": 2.0}],
@@ -81,7 +100,14 @@ REFERENCE: dict[str, str | None] = {
 NAN = float("nan")
 BAD: dict[str, list[tuple[dict[str, Any], str]]] = {
     "randomized_response": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"eps": NAN}, "eps")],
-    "binary": [({"k": 1}, "k"), ({"eps": -0.5}, "eps")],
+    "binary": [({"k": 1}, "k"), ({"eps": -0.5}, "eps"), ({"T": [0, 7], "k": 4}, "T"),
+               ({"P0": [0.5, 0.5]}, "P1"), ({"P0": [0.5, 0.5], "P1": [0.2, 0.8], "k": 3}, "P0")],
+    "optimal": [({"utility": "entropy"}, "utility"), ({"utility": "kl"}, "P0"), ({"utility": "mutual_information"}, "prior"),
+                ({"eps": -1.0, "utility": "mutual_information", "k": 3}, "eps")],
+    "better_of_binary_and_rr": [({"utility": "tv", "P0": [0.5, 0.5]}, "P1")],
+    "matrix": [({"matrix": [[0.5, 0.6], [0.5, 0.5]]}, "matrix"), ({"matrix": [[1.0, 0.0]]}, "matrix"),
+               ({"matrix": [[0.5, 0.5], [0.5, 0.5]], "k": 3}, "matrix"),
+               ({"matrix": [[0.5, 0.5], [0.5, 0.5]], "output_labels": ["x"]}, "output_labels")],
     "truncated_geometric": [({"k": 1}, "k"), ({"eps": -1.0}, "eps")],
     "staircase": [({"k": 1}, "k"), ({"eps": -1.0}, "eps")],
     "quaternary": [({"delta": 1.5}, "delta"), ({"delta": -0.1}, "delta"), ({"eps": -1.0}, "eps")],

@@ -107,7 +107,8 @@ def test_closed_forms_match_the_seed_and_simulation(table):
 def test_the_1d_mechanisms_are_the_families_calibrations(eps):
     # built through the catalog where its entry is the calibration; equal as values, so
     # the table's numbers are those of the families' own calibrate/classical/analytic. At
-    # eps = 0.2154... the catalog's laplace (scale 1/eps) has a pure eps an ulp above eps: calibrate is kept
+    # eps = 0.2154... the float 1/eps gives a pure eps an ulp above eps: the catalog's laplace
+    # widens the scale (its pure eps is at most eps, checked below)
     from ldpsim.mechanisms.noise import Gaussian, Geometric, Laplace, Staircase, TruncatedLaplace
 
     d = clt.DELTA_1D

@@ -14,23 +14,13 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 import numpy as np
 from pydantic import Field, model_validator
 
-from ldpsim.errors import LdpSimError
-from ldpsim.mechanisms import (
-    FiniteMechanism,
-    binary_mechanism,
-    binary_mechanism_for_priors,
-    from_matrix,
-    quaternary_mechanism,
-    randomized_response,
-    truncated_geometric,
-)
+from ldpsim.errors import LdpSimError, _show
+from ldpsim.mechanisms import FiniteMechanism
 from ldpsim.sim.network import Latency
 from ldpsim.sim.scenario.common import (
     MAX_ROWS_PER_REPLICATION,
     MAX_TIME,
     BuiltScenario,
-    Eps,
-    LatencySpec,
     Model,
     NetworkSpec as _Network,
     NonNegFloat,
@@ -42,7 +32,6 @@ from ldpsim.sim.scenario.common import (
     Time,
     build_latency,
     check_rows,
-    first_error,
     read_scenario_text,
     read_toml,
     validate_and_build,
@@ -88,54 +77,6 @@ class PopulationSpec(Model):
         if self.distribution is not None:
             return self.distribution
         return self.P0 if self.truth == "P0" else self.P1  # type: ignore[return-value]
-
-
-# --------------------------------------------------------------------- mechanisms
-class RandomizedResponseSpec(Model):
-    kind: Literal["randomized_response"]
-    eps: Eps
-
-
-class BinarySpec(Model):
-    """Binary mechanism: an explicit set T of labels, or T = {x : P0(x) >= P1(x)} when the
-    population gives P0 and P1."""
-
-    kind: Literal["binary"]
-    eps: Eps
-    T: list[str] | None = None
-
-
-class TruncatedGeometricSpec(Model):
-    kind: Literal["truncated_geometric"]
-    eps: Eps
-
-
-class QuaternarySpec(Model):
-    kind: Literal["quaternary"]
-    eps: Eps
-    delta: Probability
-
-
-class MatrixSpec(Model):
-    kind: Literal["matrix"]
-    matrix: list[list[NonNegFloat]]
-    output_labels: list[str] | None = None
-
-
-class OptimalSpec(Model):
-    """The optimal staircase mechanism for a utility (``optimal``), or the better of the
-    binary and randomized-response mechanisms (``better_of_binary_and_rr``). Divergences
-    use the population's P0 and P1; mutual information uses the true distribution."""
-
-    kind: Literal["optimal", "better_of_binary_and_rr"]
-    eps: Eps
-    utility: Literal["kl", "tv", "chi_square", "hellinger", "mutual_information"] = "kl"
-
-
-MechanismSpec = Annotated[
-    Union[RandomizedResponseSpec, BinarySpec, TruncatedGeometricSpec, QuaternarySpec, MatrixSpec, OptimalSpec],
-    Field(discriminator="kind"),
-]
 
 
 # --------------------------------------------------------------------- arrivals
@@ -231,7 +172,8 @@ class ScenarioSpec(Model):
     name: ScenarioName
     description: str = ""
     population: PopulationSpec
-    mechanism: MechanismSpec
+    #: ``kind`` = a catalog entry tagged ``scenario``, and its parameters (checked at build)
+    mechanism: dict[str, Any]
     arrivals: ArrivalSpec
     network: NetworkSpec = NetworkSpec()
     server: ServerSpec = ServerSpec()
@@ -267,14 +209,7 @@ def load_survey(path: Any) -> Scenario:
 
 
 def parse_survey(text: str, where: str = "<scenario>") -> Scenario:
-    return validate_and_build(read_toml(text, where), text, where, ScenarioSpec, build, UNION_TAGS)
-
-
-#: Branch names of the discriminated unions of survey files (not keys of the file).
-UNION_TAGS = frozenset({
-    "randomized_response", "binary", "truncated_geometric", "quaternary", "matrix", "optimal",
-    "better_of_binary_and_rr",
-})  # fmt: skip
+    return validate_and_build(read_toml(text, where), text, where, ScenarioSpec, build)
 
 
 # --------------------------------------------------------------------- building
@@ -374,66 +309,65 @@ def split_cells(spec: ScenarioSpec, tick: float, end: float) -> int:
     return sum(n - j + 1 for j in starts)
 
 
+#: Catalog roles the loader fills in from ``[population]`` (the file does not set them in
+#: ``[mechanism]``), and where each comes from, for messages.
+_FILLED = {"alphabet": "population.labels", "P0": "population.P0", "P1": "population.P1", "prior": "population"}
+
+
 def _build_mechanism(spec: ScenarioSpec) -> FiniteMechanism:
-    m = spec.mechanism
+    """The ``[mechanism]`` table built through the one catalog (:mod:`ldpsim.mechanisms.catalog`):
+    ``kind`` names an entry tagged ``scenario``, the other keys are its parameters (strictly
+    typed; the privacy parameters eps and delta must be stated), and the parameters that
+    describe the inputs (alphabet size, P0, P1, prior) come from ``[population]``. Input
+    sets (``T``) are written as labels. The mechanism's inputs are named by the labels."""
+    from ldpsim.mechanisms import catalog
+
+    table = dict(spec.mechanism)
     pop = spec.population
     labels = pop.labels
-    k = len(labels)
+    usable = catalog.names("scenario")
+    kind = table.pop("kind", None)
+    if not isinstance(kind, str) or kind not in usable:
+        got = "nothing" if kind is None else _show(kind)
+        other = isinstance(kind, str) and kind in catalog.CATALOG
+        hint = f" ({kind} does not report one of finitely many answers)" if other else ""
+        raise LdpSimError(f"mechanism.kind: got {got}, expected one of {', '.join(usable)}{hint}")
+    entry = catalog.entry(kind)
+    params: dict[str, Any] = {}
+    for key, value in table.items():
+        p = entry.params.get(key)
+        if p is None:
+            own = [n for n, q in entry.params.items() if q.role not in _FILLED]
+            raise LdpSimError(f"mechanism.{key}: got {_show(value)}, expected no such key ({kind} takes {', '.join(own)})")
+        if p.role in _FILLED:
+            raise LdpSimError(f"mechanism.{key}: got {_show(value)}, expected no {key} here: it comes from {_FILLED[p.role]}")
+        params[key] = _label_indices(value, labels, key) if p.role == "inputs" else value
+    for key in ("eps", "delta"):
+        if key in entry.params and key not in params:
+            raise LdpSimError(f"mechanism.{key}: got nothing, expected the privacy parameter {key} of {kind} (a scenario states it)")
+    given = {"alphabet": len(labels), "P0": pop.P0, "P1": pop.P1, "prior": pop.true_distribution()}
+    for key, p in entry.params.items():
+        if p.role in _FILLED and given[p.role] is not None:
+            params[key] = given[p.role]
     try:
-        if isinstance(m, RandomizedResponseSpec):
-            return _relabel(randomized_response(k, m.eps), labels)
-        if isinstance(m, TruncatedGeometricSpec):
-            return _relabel(truncated_geometric(k, m.eps), labels)
-        if isinstance(m, QuaternarySpec):
-            if k != 2:
-                raise LdpSimError(f"kind: got 'quaternary' with {k} labels, expected exactly 2 labels (a binary input)")
-            return _relabel(quaternary_mechanism(m.eps, m.delta), labels)
-        if isinstance(m, BinarySpec):
-            if m.T is not None:
-                unknown = [t for t in m.T if t not in labels]
-                if unknown:
-                    raise LdpSimError(f"T: got {unknown[0]!r}, expected labels of the population {labels}")
-                return _relabel(binary_mechanism(m.eps, [labels.index(t) for t in m.T], k), labels)
-            if pop.P0 is None or pop.P1 is None:
-                raise LdpSimError("T: got nothing, expected a set of labels (or P0 and P1 in [population])")
-            return _relabel(binary_mechanism_for_priors(pop.P0, pop.P1, m.eps), labels)
-        if isinstance(m, OptimalSpec):
-            return _relabel(_optimal(m, pop), labels)
-        if isinstance(m, MatrixSpec):
-            if len(m.matrix) != k:
-                raise LdpSimError(f"matrix: got {len(m.matrix)} rows, expected one per label ({k})")
-            try:
-                return from_matrix(m.matrix, input_labels=labels, output_labels=m.output_labels)
-            except LdpSimError as exc:
-                text = str(exc)
-                raise LdpSimError("matrix" + text[1:] if text.startswith("Q") else text) from None
+        mech = entry.build(strict=True, **params)
     except LdpSimError as exc:
-        raise LdpSimError(f"mechanism.{exc}") from None
-    raise AssertionError("unreachable")  # pragma: no cover
+        key = str(exc).partition(":")[0]
+        role = entry.params[key].role if key in entry.params else None
+        raise LdpSimError(f"{_FILLED[role]}: {str(exc).partition(': ')[2]}" if role in _FILLED else f"mechanism.{exc}") from None
+    if mech.k != len(labels):
+        raise LdpSimError(f"mechanism.kind: got {kind!r} with {len(labels)} labels, expected exactly {mech.k} labels (its inputs)")
+    return mech.with_labels(labels)
 
 
-def _optimal(m: OptimalSpec, pop: PopulationSpec) -> FiniteMechanism:
-    from ldpsim.utility import UTILITIES, MutualInformation, better_of_binary_and_rr, optimal_mechanism
-
-    if m.utility == "mutual_information":
-        utility = MutualInformation(pop.true_distribution())
-    else:
-        if pop.P0 is None or pop.P1 is None:
-            raise LdpSimError(f"utility: got {m.utility!r}, expected P0 and P1 in [population] for a divergence")
-        utility = UTILITIES[m.utility](pop.P0, pop.P1)
-    if m.kind == "better_of_binary_and_rr":
-        return better_of_binary_and_rr(utility, m.eps)
-    return optimal_mechanism(utility, m.eps).mechanism
-
-
-def _relabel(mech: FiniteMechanism, labels: list[str]) -> FiniteMechanism:
-    """Name the inputs (and, when outputs are the inputs, the outputs) by the population labels."""
-    from ldpsim.mechanisms.finite import _labels
-
-    mech.input_labels = _labels(labels, mech.k, "labels")
-    if mech.m == mech.k and mech.name in ("randomized_response", "truncated_geometric"):
-        mech.output_labels = mech.input_labels
-    return mech
+def _label_indices(value: Any, labels: list[str], key: str) -> list[int]:
+    """A list of labels as symbol indices (one line naming the key otherwise)."""
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise LdpSimError(f"mechanism.{key}: got {_show(value)}, expected a list of labels of the population")
+    unknown = [t for t in value if t not in labels]
+    if unknown:
+        raise LdpSimError(f"mechanism.{key}: got {unknown[0]!r}, expected labels of the population {labels}")
+    return [labels.index(t) for t in value]
 
 
 def arrival_horizon(spec: ScenarioSpec) -> float:
