@@ -15,6 +15,9 @@ Usage::
     class Protocol:
         k = renamed_attribute(old="k", new="parties", since="0.1", removed_in="0.2")
 
+    # a module whose names moved elsewhere
+    __getattr__ = moved("ldpsim.runs", "ldpsim.sim", ["run_scenario"], removed_in="0.2")
+
 This module is part of the foundation layer: it imports the standard library and
 :mod:`ldpsim.errors` only.
 """
@@ -24,7 +27,7 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 from ldpsim.errors import invalid
 
@@ -95,3 +98,25 @@ def renamed_attribute(old: str, new: str, since: str, removed_in: str) -> proper
         return getattr(self, new)
 
     return property(get, doc=f"Deprecated spelling of ``{new}`` (since {since}; removed in {removed_in}).")
+
+
+def moved(old: str, new: str, names: Iterable[str], removed_in: str) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for a module ``old`` whose public ``names`` moved to module
+    ``new``: reading one warns (naming the new home) and returns it from ``new``, imported
+    by name on first use, so the old module never imports the new one's layer itself.
+
+    Usage, in the old module::
+
+        __getattr__ = moved("ldpsim.runs", "ldpsim.sim", ["run_scenario"], removed_in="0.2")
+    """
+    import importlib
+
+    wanted = frozenset(names)
+
+    def __getattr__(name: str) -> Any:
+        if name not in wanted:
+            raise AttributeError(f"module {old!r} has no attribute {name!r}")
+        warn(f"{old}.{name} is deprecated; use {new}.{name} (the old spelling goes away in {removed_in})")
+        return getattr(importlib.import_module(new), name)
+
+    return __getattr__

@@ -46,6 +46,7 @@ from tqdm import tqdm
 
 from ldpsim import _validate as v
 from ldpsim._files import DirectoryLock, LOCK_NAME, atomic_writer, describe_os_error, remove_stale_temporaries, write_bytes
+from ldpsim._deprecate import moved
 from ldpsim._meta import now, versions, write_json
 from ldpsim.errors import LdpSimError
 
@@ -515,20 +516,8 @@ def _metadata(study: Study, seed: int, workers: int, executor: Executor | None) 
 
 
 # ----------------------------------------------------------------------------- old spellings
-#: Names that lived here in 0.1 and moved with the models (the README of 0.1 used them).
-_MOVED = {"run_scenario": "ldpsim.sim", "resume_run": "ldpsim.sim", "RunResult": "ldpsim.sim"}
-
-
-def __getattr__(name: str) -> Any:
-    """``ldpsim.runs.run_scenario`` and ``resume_run`` keep working for one release, with a
-    deprecation warning (the survey's runs moved to :mod:`ldpsim.sim.studies`). The target
-    is named by a string, as the catalog names its builders: this module never imports the
-    layer above it."""
-    if name in _MOVED:
-        import importlib
-
-        from ldpsim._deprecate import warn
-
-        warn(f"ldpsim.runs.{name} is deprecated; use {_MOVED[name]}.{name} (the old spelling goes away in 0.2)")
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: ``ldpsim.runs.run_scenario`` and ``resume_run`` (in the README of 0.1) keep working for one
+#: release, with a deprecation warning: the survey's runs moved to :mod:`ldpsim.sim.studies`.
+#: The new home is named by a string, as the catalog names its builders, so this module
+#: never imports the layer above it.
+__getattr__ = moved("ldpsim.runs", "ldpsim.sim", ["run_scenario", "resume_run", "RunResult"], removed_in="0.2")

@@ -164,3 +164,30 @@ def test_compose_dash_k_is_compositions_with_a_notice(cli, tmp_path):
     assert both.returncode == 2 and "not allowed with" in both.stderr
     neither = cli(*common, cwd=tmp_path)
     assert neither.returncode == 2 and "--compositions" in neither.stderr
+
+
+# --------------------------------------------------------------------------- moved names
+MOVED = [  # (old module, name, new module): every spelling the README of 0.1 used
+    ("ldpsim.runs", "run_scenario", "ldpsim.sim"),
+    ("ldpsim.runs", "resume_run", "ldpsim.sim"),
+    ("ldpsim.analyst.audit", "audit", "ldpsim.audit"),
+    ("ldpsim.analyst.audit", "audit_sequential", "ldpsim.audit"),
+    ("ldpsim.analyst.targets", "target", "ldpsim.audit.targets"),
+]
+
+
+@pytest.mark.parametrize("old, name, new", MOVED)
+def test_moved_names_warn_and_are_the_new_objects(old, name, new):
+    import importlib
+
+    module = importlib.import_module(old)
+    with pytest.warns(DeprecationWarning, match=rf"^ldpsim: {old}\.{name} is deprecated; use {new}\.{name} "):
+        got = getattr(module, name)
+    assert got is getattr(importlib.import_module(new), name)
+
+
+def test_a_moved_module_knows_only_its_moved_names():
+    import ldpsim.analyst.audit as old
+
+    with pytest.raises(AttributeError, match="has no attribute 'nonesuch'"):
+        old.nonesuch  # noqa: B018

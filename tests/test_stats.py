@@ -160,6 +160,70 @@ def test_hoeffding_coverage_for_bernoulli_means_is_exact(n, alpha):
         assert sst.binom.pmf(k, n, p)[miss].sum() <= alpha
 
 
+# --------------------------------------------------------------------------- binomial acceptance
+@pytest.mark.parametrize("n, p, alpha", [(50, 0.3, 0.05), (880, 0.5, 1e-6), (10_000, 0.01, 1e-9), (1, 0.5, 0.2), (200, 0.0, 0.01)])
+def test_binomial_acceptance_is_exact_and_valid(n, p, alpha):
+    """The half-width t covers the binomial law with probability >= 1 - alpha, summed exactly
+    from the pmf, and it is the half-width of the quantile interval computed independently
+    by a search over the cdf in mpmath."""
+    t = S.binomial_acceptance(n, p, alpha)
+    k = np.arange(n + 1)
+    outside = np.abs(k / n - p) > t + 1e-15
+    assert sst.binom.pmf(k, n, p)[outside].sum() <= alpha
+    with mpmath.workdps(30):
+        pm = mpmath.mpf(p)
+        cdf = [mpmath.mpf(0)]
+        for j in range(n + 1):
+            cdf.append(cdf[-1] + mpmath.binomial(n, j) * pm**j * (1 - pm) ** (n - j))
+        lo = next(j for j in range(n + 1) if cdf[j + 1] >= alpha / 2)  # smallest j with P(K <= j) >= a/2
+        hi = next(j for j in range(n, -1, -1) if 1 - cdf[j] >= alpha / 2)  # largest j with P(K >= j) >= a/2
+    assert t == pytest.approx(max(p - lo / n, hi / n - p), abs=1e-12)
+
+
+def test_binomial_acceptance_at_an_extreme_alpha_falls_back_to_the_whole_range():
+    assert S.binomial_acceptance(880, 0.5, 1e-300) == 0.5  # P(K = 0) = 2^-880 > 1e-300: every count is accepted
+    assert S.binomial_acceptance(880, 1.0, 1e-300) == 0.0
+
+
+# --------------------------------------------------------------------------- empirical Bernstein
+@pytest.mark.parametrize("spread, variance, n, alpha", [(1.0, 0.25, 100, 0.05), (2.0, 1e-4, 10**6, 1e-8), (0.5, 0.0, 2, 0.5)])
+def test_empirical_bernstein_closed_form(spread, variance, n, alpha):
+    """Maurer and Pontil (2009), Theorem 4, at alpha/2 per side: sqrt(2 V log(2/(alpha/2)) / n)
+    + 7 R log(2/(alpha/2)) / (3 (n - 1)), in mpmath."""
+    ell = mpmath.log(4 / mpmath.mpf(alpha))
+    expected = mpmath.sqrt(2 * variance * ell / n) + 7 * spread * ell / (3 * (n - 1))
+    assert S.empirical_bernstein(spread, variance, n, alpha) == pytest.approx(float(expected), rel=1e-12)
+
+
+def test_empirical_bernstein_coverage_by_simulation():
+    """Means of n = 50 Bernoulli(0.2) draws, their unbiased sample variance, R = 20,000 runs at
+    alpha = 0.05: misses are at most the binomial quantile of R runs at rate alpha, at a
+    false-failure probability of 1e-6."""
+    rng = np.random.default_rng(20261201)
+    R, n, p, a = 20_000, 50, 0.2, 0.05
+    x = (rng.random((R, n)) < p).astype(float)
+    var = x.var(axis=1, ddof=1)
+    half = np.array([S.empirical_bernstein(1.0, v, n, a) for v in var])
+    misses = int(np.count_nonzero(np.abs(x.mean(axis=1) - p) > half))
+    assert misses <= sst.binom.isf(1e-6, R, a), misses
+
+
+# --------------------------------------------------------------------------- simulated means
+def test_mean_tolerance_chooses_the_exact_interval_for_zero_one_values():
+    assert S.mean_tolerance([0.0, 1.0], 0.3, 500, 1e-6) == S.binomial_acceptance(500, 0.3, 1e-6)
+    assert S.mean_tolerance(np.eye(3), 0.3, 500, 1e-6) == S.binomial_acceptance(500, 0.3, 1e-6)
+    assert S.mean_tolerance([0.0, 0.5, 2.0], 0.7, 500, 1e-6) == pytest.approx(S.hoeffding(2.0, 500, 1e-6))
+    assert math.isnan(S.mean_tolerance([0.0, 1.0], math.nan, 500, 1e-6))
+
+
+def test_paired_tolerance_is_the_smaller_bound_at_half_alpha():
+    hoeff = S.hoeffding(2.0, 10_000, 0.5e-6)
+    bern = S.empirical_bernstein(2.0, 1e-4, 10_000, 0.5e-6)
+    assert bern < hoeff and S.paired_tolerance(2.0, 1e-4, 10_000, 1e-6) == bern
+    assert S.paired_tolerance(2.0, 1.0, 10_000, 1e-6) == pytest.approx(min(hoeff, S.empirical_bernstein(2.0, 1.0, 10_000, 0.5e-6)))
+    assert S.paired_tolerance(2.0, 0.0, 1, 1e-6) == pytest.approx(S.hoeffding(2.0, 1, 1e-6))  # one pair: Hoeffding only
+
+
 @pytest.mark.parametrize(
     "call, match",
     [
@@ -171,6 +235,9 @@ def test_hoeffding_coverage_for_bernoulli_means_is_exact(n, alpha):
         (lambda: S.clopper_pearson_upper(2.5, 10, 0.05), r"^k: got 2.5"),
         (lambda: S.dkw_samples(0.0, 0.05), r"^tol: got 0.0"),
         (lambda: S.wilson(1, 10, z=float("inf")), r"^z: got inf"),
+        (lambda: S.binomial_acceptance(0, 0.5, 0.05), r"^n: got 0"),
+        (lambda: S.empirical_bernstein(1.0, 0.1, 1, 0.05), r"^n: got 1, expected an integer >= 2"),
+        (lambda: S.empirical_bernstein(1.0, 0.1, 10, 1.5), r"^alpha: got 1.5"),
     ],
 )
 def test_errors_are_one_line(call, match):

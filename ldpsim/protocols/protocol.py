@@ -17,7 +17,8 @@ from .. import _validate as V
 from .._deprecate import renamed_attribute
 from .._rng import RNGLike, as_generator
 from ..errors import invalid
-from ..mechanisms import from_matrix, quaternary_mechanism
+from ..mechanisms import FiniteMechanism, from_matrix, quaternary_mechanism
+from ..mechanisms.base import PRIVACY_RTOL
 
 MAX_PARTIES = 100_000
 
@@ -47,7 +48,12 @@ def _pair_levels(eps: ArrayLike, delta: ArrayLike, parties: int | None) -> tuple
 
 class Protocol:
     """A product protocol: ``parties`` parties, party j with its 2 x m_j matrix ``Q_j`` and
-    claimed privacy level (eps_j, delta_j), checked exactly at construction."""
+    claimed privacy level (eps_j, delta_j), checked exactly at construction.
+
+    Each party's mechanism is a finite mechanism of the library on the party's bit
+    (:attr:`mechanisms`, on the mechanism contract of :mod:`ldpsim.mechanisms.base`: exact
+    eps and delta, samplers, guarantee); :meth:`from_mechanisms` builds a protocol from any
+    such mechanisms, catalog-built ones included."""
 
     def __init__(self, matrices: Sequence[ArrayLike], eps: ArrayLike, delta: ArrayLike = 0.0, name: str = "custom"):
         if len(matrices) == 0 or len(matrices) > MAX_PARTIES:
@@ -62,6 +68,8 @@ class Protocol:
                 raise invalid(f"matrices[{j}]", f"shape {q.shape}", "2 rows (inputs 0 and 1)")
             mats.append(q)
         self.matrices: list[NDArray[np.float64]] = mats
+        #: party j's mechanism on its bit (inputs 0 and 1), on the mechanism contract
+        self.mechanisms: tuple[FiniteMechanism, ...] = tuple(from_matrix(q) for q in mats)
         self.name = name
         self._check_privacy()
 
@@ -90,6 +98,26 @@ class Protocol:
         """Any per-party matrices; each must pass the exact (eps_j, delta_j) check."""
         return cls(matrices, eps, delta, name=name)
 
+    @classmethod
+    def from_mechanisms(
+        cls, mechanisms: Sequence[FiniteMechanism], eps: ArrayLike | None = None, delta: ArrayLike = 0.0, name: str = "custom"
+    ) -> "Protocol":
+        """Any finite mechanisms on a bit (two inputs), one per party, e.g. built by the
+        catalog. ``delta`` and ``eps`` are the levels each must meet, checked exactly;
+        ``eps`` defaults to each mechanism's exact eps at its delta, ``epsilon(delta_j)``
+        with the contract's rounding slack on delta (:data:`ldpsim.mechanisms.base.PRIVACY_RTOL`:
+        a quaternary mechanism's float delta at its own eps can be an ulp above its delta)."""
+        mechs = list(mechanisms)
+        if not mechs or len(mechs) > MAX_PARTIES:
+            raise invalid("mechanisms", f"{len(mechs)} parties", f"between 1 and {MAX_PARTIES} per-party mechanisms")
+        for j, m in enumerate(mechs):
+            if getattr(m, "output_size", None) is None or getattr(m, "k", None) != 2:
+                raise invalid(f"mechanisms[{j}]", repr(m), "a finite mechanism on a bit (2 inputs)")
+        d = _levels(delta, len(mechs), "delta", V.delta)
+        if eps is None:
+            eps = [float(m.epsilon(min(1.0, float(dj) * (1.0 + PRIVACY_RTOL)))) for m, dj in zip(mechs, d)]
+        return cls([m.matrix for m in mechs], eps, d, name=name)
+
     # ----------------------------------------------------------------- properties
     @property
     def parties(self) -> int:
@@ -106,8 +134,7 @@ class Protocol:
         return f"Protocol({self.name!r}, parties={self.parties})"
 
     def _check_privacy(self) -> None:
-        for j, q in enumerate(self.matrices):
-            mech = from_matrix(q)
+        for j, mech in enumerate(self.mechanisms):
             if not mech.is_private(float(self.eps[j]), float(self.delta[j])):
                 raise invalid(
                     f"matrices[{j}]",
@@ -118,8 +145,7 @@ class Protocol:
     def privacy_table(self) -> pd.DataFrame:
         """Per party: claimed (eps, delta), the exact delta at that eps, and the verdict."""
         rows = []
-        for j, q in enumerate(self.matrices):
-            mech = from_matrix(q)
+        for j, mech in enumerate(self.mechanisms):
             e, d = float(self.eps[j]), float(self.delta[j])
             rows.append({"party": j, "eps": e, "delta": d, "exact_delta_at_eps": float(mech.delta(e)), "private": mech.is_private(e, d)})
         return pd.DataFrame(rows)
