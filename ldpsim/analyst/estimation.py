@@ -34,9 +34,9 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from ldpsim import _validate as v
-from ldpsim.analyst.frequency import frequency_estimate
 from ldpsim.errors import invalid
-from ldpsim.mechanisms.finite import FiniteMechanism, check_dense
+from ldpsim.mechanisms.base import FrequencyOracle
+from ldpsim.mechanisms.finite import check_dense
 from ldpsim.stats import hoeffding
 
 #: Weight of the uniform distribution in the EM starting point (keeps it in the interior,
@@ -48,12 +48,21 @@ METHODS = ("normal", "conservative")
 
 
 # --------------------------------------------------------------------- helpers
-def _frequencies(mechanism: FiniteMechanism, counts: ArrayLike, name: str = "counts") -> tuple[NDArray[np.float64], int]:
-    """Validated output counts as float64 frequencies ``c / n`` and the total ``n``."""
-    c = v.counts(counts, name, size=mechanism.m)
-    n = sum(c.tolist())  # exact Python integer sum
-    if n == 0:
-        raise invalid(name, "all zeros", "at least one report")
+def _frequencies(
+    mechanism: FrequencyOracle, counts: ArrayLike, n: int | None = None, name: str = "counts"
+) -> tuple[NDArray[np.float64], int]:
+    """Validated statistic (output counts of a finite mechanism) as float64 frequencies
+    ``c / n`` and the number ``n`` of reports: the sum of the counts when each report counts
+    once (finite outputs), else ``n`` as given (required)."""
+    c = v.counts(counts, name, size=mechanism.statistic_size)
+    if n is None:
+        if mechanism.output_size is None:
+            raise invalid("n", None, f"the number of reports behind the statistic of {mechanism!r}")
+        n = sum(c.tolist())  # exact Python integer sum
+        if n == 0:
+            raise invalid(name, "all zeros", "at least one report")
+    else:
+        n = v.integer(n, "n", minimum=1)
     return c.astype(np.float64) / float(n), n
 
 
@@ -92,7 +101,7 @@ class InversionEstimate:
     std_error: NDArray[np.float64]
     frequencies: NDArray[np.float64]
     n: int
-    mechanism: FiniteMechanism = field(repr=False, compare=False)
+    mechanism: FrequencyOracle = field(repr=False, compare=False)
 
     @cached_property
     def covariance(self) -> NDArray[np.float64]:
@@ -105,7 +114,7 @@ class InversionEstimate:
         return pd.DataFrame({"category": list(self.labels), "estimate": self.estimate, "std_error": self.std_error})
 
 
-def inversion_estimate(mechanism: FiniteMechanism, counts: ArrayLike) -> InversionEstimate:
+def inversion_estimate(mechanism: FrequencyOracle, counts: ArrayLike, n: int | None = None) -> InversionEstimate:
     """The unbiased inversion estimate of the input distribution and its plug-in covariance.
 
     Parameters
@@ -128,13 +137,13 @@ def inversion_estimate(mechanism: FiniteMechanism, counts: ArrayLike) -> Inversi
         Counts of the wrong length, negative or non-integer, all zero; a mechanism that
         cannot be inverted.
     """
-    f, n = _frequencies(mechanism, counts)
-    est = frequency_estimate(mechanism, counts).estimate
-    se = np.sqrt(mechanism.inversion_variance(f, float(n)))
+    f, n = _frequencies(mechanism, counts, n)
+    est = mechanism.invert(f)
+    se = np.sqrt(mechanism.plugin_variance(f, float(n)))
     return InversionEstimate(mechanism.input_labels, est, se, f, n, mechanism)
 
 
-def exact_covariance(mechanism: FiniteMechanism, prior: ArrayLike, n: int) -> NDArray[np.float64]:
+def exact_covariance(mechanism: FrequencyOracle, prior: ArrayLike, n: int) -> NDArray[np.float64]:
     """Exact covariance of the inversion estimator from ``n`` i.i.d. reports of inputs drawn
     from ``prior``.
 
@@ -157,7 +166,7 @@ def exact_covariance(mechanism: FiniteMechanism, prior: ArrayLike, n: int) -> ND
     p = v.probability_vector(prior, "prior", size=mechanism.k)
     n = v.integer(n, "n", minimum=1)
     check_dense(mechanism.k, mechanism.k, "covariance")
-    return mechanism.inversion_covariance(mechanism.marginal(p), float(n))
+    return mechanism.estimate_covariance(p, float(n))
 
 
 # --------------------------------------------------------------------- projection
@@ -220,7 +229,9 @@ class EMResult:
     log_likelihood_trace: NDArray[np.float64]
 
 
-def em_estimate(mechanism: FiniteMechanism, counts: ArrayLike, tol: float = 1e-10, max_iter: int = 10_000) -> EMResult:
+def em_estimate(
+    mechanism: FrequencyOracle, counts: ArrayLike, tol: float = 1e-10, max_iter: int = 10_000, n: int | None = None
+) -> EMResult:
     """Maximum-likelihood estimate of the input distribution by expectation-maximisation.
 
     The update is ``p_new(x) = p(x) * sum_y f_y Q[x, y] / M(y)`` with ``M = p^T Q`` and
@@ -246,7 +257,7 @@ def em_estimate(mechanism: FiniteMechanism, counts: ArrayLike, tol: float = 1e-1
     -------
     EMResult
     """
-    f, n = _frequencies(mechanism, counts)
+    f, n = _frequencies(mechanism, counts, n)
     tol_f = v._as_float(tol, "tol", "a finite number > 0")
     if not (math.isfinite(tol_f) and tol_f > 0):
         raise invalid("tol", tol, "a finite number > 0")
@@ -257,7 +268,7 @@ def em_estimate(mechanism: FiniteMechanism, counts: ArrayLike, tol: float = 1e-1
         y = int(np.flatnonzero(impossible)[0])
         raise invalid("counts", f"reports of output {y}", "no reports of an output that no input can produce")
     k = mechanism.k
-    start = project_to_simplex(frequency_estimate(mechanism, counts).estimate)
+    start = project_to_simplex(mechanism.invert(f))
     p = (1.0 - EM_START_UNIFORM) * start + EM_START_UNIFORM / k
     fs = f[seen]
     nf = float(n)
@@ -270,11 +281,11 @@ def em_estimate(mechanism: FiniteMechanism, counts: ArrayLike, tol: float = 1e-1
     trace = [loglik(marg)]
     converged = False
     it = 0
-    g = np.zeros(mechanism.m)
+    g = np.zeros(mechanism.statistic_size)
     while it < max_iter:
         g[seen] = fs / marg[seen]
         new = p * mechanism.backward(g)
-        new /= new.sum()  # removes rounding drift; the exact update already sums to one
+        new /= new.sum()  # rounding drift for finite mechanisms; the normalisation of the update otherwise
         change = float(np.max(np.abs(new - p)))
         p = new
         it += 1
@@ -288,11 +299,12 @@ def em_estimate(mechanism: FiniteMechanism, counts: ArrayLike, tol: float = 1e-1
 
 # --------------------------------------------------------------------- intervals
 def confidence_intervals(
-    mechanism: FiniteMechanism,
+    mechanism: FrequencyOracle,
     counts: ArrayLike,
     confidence: float = 0.95,
     method: str = "normal",
     simultaneous: bool = False,
+    n: int | None = None,
 ) -> pd.DataFrame:
     """Confidence intervals for each input category's probability.
 
@@ -333,13 +345,13 @@ def confidence_intervals(
         raise invalid("method", method, f"one of {METHODS!r}")
     if not isinstance(simultaneous, (bool, np.bool_)):
         raise invalid("simultaneous", simultaneous, "True or False")
-    f, n = _frequencies(mechanism, counts)
-    est = frequency_estimate(mechanism, counts).estimate
+    f, n = _frequencies(mechanism, counts, n)
+    est = mechanism.invert(f)
     alpha = 1.0 - conf
     if simultaneous:
         alpha /= mechanism.k
     if method == "normal":
-        half = float(stats.norm.isf(alpha / 2.0)) * np.sqrt(mechanism.inversion_variance(f, float(n)))
+        half = float(stats.norm.isf(alpha / 2.0)) * np.sqrt(mechanism.plugin_variance(f, float(n)))
     else:
         half = hoeffding(mechanism.inversion_coefficient_range(), int(n), alpha)
     label = method + ("+bonferroni" if simultaneous else "")

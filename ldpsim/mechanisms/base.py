@@ -195,6 +195,164 @@ class Mechanism(ABC):
         return DeltaCurve(self.delta, label=repr(self))
 
 
+class FrequencyOracle(Mechanism):
+    """A mechanism for estimating how often each of ``k`` answers occurs: a *frequency
+    oracle* (randomized response, unary encoding, local hashing, Hadamard response, subset
+    selection, RAPPOR, any finite mechanism of full rank). Beyond the contract it says how
+    the server aggregates reports and how the analyst inverts them, so the simulation
+    engine and the estimators work with every oracle alike:
+
+    ``privatize(x, rng)``
+        One report per client for the symbol indices ``x`` (``0..k-1``), vectorised; an
+        array of shape ``x.shape + report_shape``.
+    ``statistic(reports)``
+        The server's sufficient statistic, additive over reports: the ``statistic_size``
+        counts of the *supports* the reports name (output symbols of a finite mechanism,
+        1-bits of unary encoding, the candidates a hashed report is consistent with).
+    ``sample_statistic(input_counts, rng)``
+        An exact draw of the statistic of ``input_counts[x]`` clients holding ``x`` at a
+        cost independent of their number (aggregate mode); oracles for which no such law is
+        available set ``aggregate_exact = False`` and raise :class:`NotAvailable`.
+    ``support_matrix``
+        ``k x s``: the expected statistic of one report given its input.
+    ``invert(f)``
+        The unbiased estimate of the input distribution from the statistic's frequencies
+        ``f = statistic / n`` (``forward`` is its right inverse: ``invert(forward(p)) = p``).
+    ``statistic_covariance(prior)``, ``estimate_covariance(prior, n)``, ``estimate_variance(prior, n)``
+        The exact covariance of one report's statistic, and of the estimate from ``n``
+        reports, when the inputs follow ``prior``; ``plugin_variance(f, n)`` estimates the
+        latter from the observed frequencies alone.
+    ``inversion_coefficient_range()``
+        Per input, the range of one report's contribution to its estimate (Hoeffding
+        intervals and confidence sequences).
+    ``report_bits``
+        The size of one report in bits (communication cost).
+
+    The defaults below are the generic linear-algebra versions (least-squares inverse of
+    the support matrix; one-hot statistics for the covariance); oracles with structure
+    override them with closed forms and never build ``k x s`` or ``s x s`` matrices unless
+    asked.
+    """
+
+    #: number of input symbols (an instance attribute)
+    k: int = 0
+    #: the names of the inputs (an instance attribute; ``0..k-1`` by default)
+    input_labels: tuple[Any, ...] = ()
+    #: whether :meth:`sample_statistic` draws the exact law (aggregate mode)
+    aggregate_exact: ClassVar[bool] = True
+    #: shape of one report (``()`` for a symbol, ``(d,)`` for a vector)
+    report_shape: tuple[int, ...] = ()
+
+    @property
+    @abstractmethod
+    def statistic_size(self) -> int:
+        """Length ``s`` of the server's statistic."""
+
+    @abstractmethod
+    def privatize(self, x: ArrayLike, rng: Any = None) -> NDArray[np.int64]:
+        """One report per entry of ``x`` (symbol indices), vectorised."""
+
+    @abstractmethod
+    def statistic(self, reports: ArrayLike) -> NDArray[np.int64]:
+        """The additive statistic (length ``s``) of a batch of reports."""
+
+    def sample_statistic(self, input_counts: ArrayLike, rng: Any = None) -> NDArray[np.int64]:
+        """Exact draw of the statistic of ``input_counts[x]`` clients with input ``x``."""
+        raise NotAvailable(
+            f"sample_statistic: got a call on {self!r}, expected an oracle whose aggregate statistic has an exact law "
+            "(use simulation.mode = 'individual' for this one)"
+        )
+
+    @property
+    @abstractmethod
+    def support_matrix(self) -> NDArray[np.float64]:
+        """``k x s``: ``E[statistic of one report | input x]``."""
+
+    @property
+    def identifiable(self) -> bool:
+        """Whether the input distribution can be estimated from the statistic: the support
+        matrix has full row rank ``k`` (oracles with closed forms answer without building it)."""
+        s = self.support_matrix
+        return bool(s.shape[1] >= self.k and np.linalg.matrix_rank(s) == self.k)
+
+    def forward(self, p: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``p^T S``: the expected statistic frequencies under the input distribution ``p``."""
+        return np.asarray(p, dtype=np.float64) @ self.support_matrix
+
+    def invert(self, f: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The unbiased estimate of the input distribution from statistic frequencies ``f``:
+        the least-squares solution of ``S^T p = f``."""
+        return self._pinv @ np.asarray(f, dtype=np.float64)
+
+    @property
+    def _pinv(self) -> NDArray[np.float64]:
+        cached = self.__dict__.get("_pinv_cache")
+        if cached is None:
+            s = self.support_matrix
+            if np.linalg.matrix_rank(s) < self.k:
+                raise LdpSimError(
+                    f"mechanism: got {self!r}, expected a support matrix of full row rank {self.k} to invert"
+                )
+            cached = np.linalg.pinv(s.T)
+            cached.setflags(write=False)
+            self.__dict__["_pinv_cache"] = cached
+        return cached
+
+    def statistic_covariance(self, prior: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``s x s`` covariance of one report's statistic when the input follows ``prior``.
+        Generic version: one-hot statistics (``diag(mu) - mu mu^T``, ``mu = forward(prior)``)."""
+        mu = self.forward(prior)
+        return np.diag(mu) - np.outer(mu, mu)
+
+    def estimate_covariance(self, prior: NDArray[np.float64], n: float) -> NDArray[np.float64]:
+        """``k x k`` exact covariance of :meth:`invert` of ``n`` reports' statistic
+        frequencies when the inputs follow ``prior``: ``A Sigma A^T / n``."""
+        a = self._pinv
+        cov = a @ self.statistic_covariance(prior) @ a.T
+        return (cov + cov.T) / (2.0 * n)
+
+    def estimate_variance(self, prior: NDArray[np.float64], n: float) -> NDArray[np.float64]:
+        """The diagonal of :meth:`estimate_covariance`."""
+        return np.clip(np.diag(self.estimate_covariance(prior, n)), 0.0, None)
+
+    def plugin_variance(self, f: NDArray[np.float64], n: float) -> NDArray[np.float64]:
+        """An estimate of :meth:`estimate_variance` from the observed statistic frequencies
+        ``f``: the exact variance at the estimated distribution (clipped to the simplex)."""
+        p = np.clip(self.invert(f), 0.0, None)
+        total = p.sum()
+        p = p / total if total > 0 else np.full(self.k, 1.0 / self.k)
+        return self.estimate_variance(p, n)
+
+    def plugin_std_error(self, f: NDArray[np.float64], n: float) -> NDArray[np.float64]:
+        """``sqrt(plugin_variance(f, n))``."""
+        return np.sqrt(self.plugin_variance(f, n))
+
+    def estimate_std_error(self, prior: NDArray[np.float64], n: float) -> NDArray[np.float64]:
+        """``sqrt(estimate_variance(prior, n))``: the exact standard errors."""
+        return np.sqrt(self.estimate_variance(prior, n))
+
+    def backward(self, g: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``S g`` (length ``k``) for a vector ``g`` over the statistic's entries (the
+        iterative Bayesian update uses it)."""
+        return self.support_matrix @ np.asarray(g, dtype=np.float64)
+
+    def possible_outputs(self) -> NDArray[np.bool_]:
+        """Mask of the statistic's entries that some input makes positive with positive
+        probability."""
+        return (self.support_matrix > 0).any(axis=0)  # type: ignore[no-any-return]
+
+    def inversion_coefficient_range(self) -> NDArray[np.float64]:
+        """Per input ``x``: ``max - min`` over possible reports of their contribution to the
+        estimate of ``x`` (generic version: one-hot statistics, so ``max_y A[x, y] - min_y A[x, y]``)."""
+        a = self._pinv
+        return a.max(axis=1) - a.min(axis=1)
+
+    @property
+    def report_bits(self) -> float:
+        """Bits needed to send one report."""
+        return float(math.log2(self.statistic_size)) if self.statistic_size > 1 else 0.0
+
+
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)

@@ -25,7 +25,7 @@ from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import LdpSimError, invalid
 from ldpsim.mechanisms._alias import alias_tables
-from ldpsim.mechanisms.base import Mechanism, _hashable, _same
+from ldpsim.mechanisms.base import FrequencyOracle, _hashable, _same
 
 #: Default number of clients privatised per chunk: bounds the sampler's temporary memory
 #: (a few arrays of this length) whatever the number of clients. 2^16 keeps those arrays in
@@ -62,7 +62,7 @@ def _labels(labels: Sequence[Any] | None, size: int, name: str) -> tuple[Any, ..
     return out
 
 
-class FiniteMechanism(Mechanism):
+class FiniteMechanism(FrequencyOracle):
     """A local mechanism with ``k`` inputs and ``m`` outputs, given by its exact matrix.
 
     Subclasses that have structure (randomized response) override the methods below with
@@ -75,6 +75,11 @@ class FiniteMechanism(Mechanism):
 
     Two finite mechanisms are equal when they have the same class, name, :attr:`params` and
     labels (a :class:`MatrixMechanism` also needs the same log matrix).
+
+    Every finite mechanism is a frequency oracle
+    (:class:`~ldpsim.mechanisms.base.FrequencyOracle`): the server's statistic is the count
+    of each output symbol, its support matrix is the mechanism's matrix, and the exact
+    aggregate law is :meth:`sample_counts`.
     """
 
     def __init__(
@@ -355,6 +360,44 @@ class FiniteMechanism(Mechanism):
     def possible_outputs(self) -> NDArray[np.bool_]:
         """Mask of the output codes that some input produces with positive probability."""
         return (self.matrix > 0).any(axis=0)  # type: ignore[no-any-return]
+
+    # ----------------------------------------------------------------- the frequency-oracle view
+    @property
+    def statistic_size(self) -> int:
+        """The statistic is the count of each of the ``m`` output symbols."""
+        return self.m
+
+    def statistic(self, reports: ArrayLike) -> NDArray[np.int64]:
+        """Counts of each output symbol among ``reports`` (length ``m``)."""
+        return np.bincount(np.asarray(reports, dtype=np.int64).reshape(-1), minlength=self.m).astype(np.int64)
+
+    def sample_statistic(self, input_counts: ArrayLike, rng: RNGLike = None) -> NDArray[np.int64]:
+        """:meth:`sample_counts`: output counts are exactly multinomial per input."""
+        return self.sample_counts(input_counts, rng)
+
+    @property
+    def support_matrix(self) -> NDArray[np.float64]:
+        return self.matrix
+
+    @property
+    def _pinv(self) -> NDArray[np.float64]:
+        return self.inversion_matrix
+
+    def estimate_covariance(self, prior: NDArray[np.float64], n: float) -> NDArray[np.float64]:
+        return self.inversion_covariance(self.forward(np.asarray(prior, dtype=np.float64)), n)
+
+    def estimate_variance(self, prior: NDArray[np.float64], n: float) -> NDArray[np.float64]:
+        return self.inversion_variance(self.forward(np.asarray(prior, dtype=np.float64)), n)
+
+    def plugin_variance(self, f: NDArray[np.float64], n: float) -> NDArray[np.float64]:
+        """The multinomial plug-in: :meth:`inversion_variance` at the observed frequencies."""
+        return self.inversion_variance(np.asarray(f, dtype=np.float64), n)
+
+    def plugin_std_error(self, f: NDArray[np.float64], n: float) -> NDArray[np.float64]:
+        return self.inversion_std_error(np.asarray(f, dtype=np.float64), n)  # type: ignore[arg-type]
+
+    def estimate_std_error(self, prior: NDArray[np.float64], n: float) -> NDArray[np.float64]:
+        return self.inversion_std_error(self.forward(np.asarray(prior, dtype=np.float64)), n)  # type: ignore[arg-type]
 
     # ----------------------------------------------------------------- sampling
     def privatize(self, x: ArrayLike, rng: RNGLike = None, *, chunk_size: int = DEFAULT_CHUNK) -> NDArray[np.int64]:

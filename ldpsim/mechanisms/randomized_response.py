@@ -104,6 +104,10 @@ class RandomizedResponse(FiniteMechanism):
     def possible_outputs(self) -> NDArray[np.bool_]:
         return np.ones(self.k, dtype=bool)
 
+    @property
+    def identifiable(self) -> bool:
+        return self.keep > 0
+
     def marginal(self, prior: ArrayLike) -> NDArray[np.float64]:
         p = v.probability_vector(prior, "prior", size=self.k)
         return self.keep * p + self.p_other

@@ -20,6 +20,10 @@ T sees exactly the reports delivered by T, whatever the tick. Aggregate mode dra
 counts: input counts (multinomial), output counts (``sample_counts``), losses (binomial
 thinning) and the split over delivery ticks (multinomial with the exact probabilities of
 ``Latency.delivered_by``), so counts at tick ends have exactly the law of individual mode.
+For frequency oracles whose reports are not one symbol (unary encoding and the like), the
+clients themselves are thinned and split by input, and the statistic of each delivered
+group is drawn on delivery (``sample_statistic``): the same law, since each report depends
+only on its client's input.
 Ticks divide the checkpoint interval, so periodic checkpoints are exact in both modes;
 checkpoints every m reports take the exact m-th report in individual mode, and in
 aggregate mode the exact counts of the first m reports (a multivariate hypergeometric
@@ -124,10 +128,12 @@ def _largest_remainder(n: int, fractions: NDArray[np.float64]) -> NDArray[np.int
 
 
 class Server:
-    """Accumulates output counts (always) and individual reports (up to a budget)."""
+    """Accumulates the mechanism's statistic (always: output counts of a finite mechanism,
+    support counts of other frequency oracles) and individual reports (up to a budget)."""
 
-    def __init__(self, m: int, keep_reports: bool, max_reports: int) -> None:
-        self.counts = np.zeros(m, dtype=np.int64)
+    def __init__(self, mechanism: Any, keep_reports: bool, max_reports: int) -> None:
+        self.mechanism = mechanism
+        self.counts = np.zeros(mechanism.statistic_size, dtype=np.int64)
         self.n_received = 0
         self.keep = keep_reports
         self.budget = max_reports
@@ -137,20 +143,22 @@ class Server:
         self.truncated = False
 
     def add_reports(self, times: NDArray[np.float64], reports: NDArray[np.int64]) -> None:
-        self.counts += np.bincount(reports, minlength=self.counts.size)
-        self.n_received += reports.size
-        if self.keep and reports.size:
+        size = len(reports)
+        self.counts += self.mechanism.statistic(reports)
+        self.n_received += size
+        if self.keep and size:
             room = self.budget - self.stored
-            if room < reports.size:
+            if room < size:
                 self.truncated = True
             if room > 0:
                 self._reports.append(reports[:room])
                 self._times.append(times[:room])
-                self.stored += min(room, reports.size)
+                self.stored += min(room, size)
 
-    def add_counts(self, counts: NDArray[np.int64]) -> None:
+    def add_counts(self, counts: NDArray[np.int64], reports: int) -> None:
+        """The statistic of ``reports`` reports received together (aggregate mode)."""
         self.counts += counts
-        self.n_received += int(counts.sum())
+        self.n_received += reports
 
     def stored_reports(self) -> tuple[NDArray[np.int64] | None, NDArray[np.float64] | None]:
         if not self.keep:
@@ -159,7 +167,7 @@ class Server:
             self._reports = [np.concatenate(self._reports)]
             self._times = [np.concatenate(self._times)]
         if not self._reports:
-            return np.zeros(0, np.int64), np.zeros(0)
+            return np.zeros((0, *self.mechanism.report_shape), np.int64), np.zeros(0)
         return self._reports[0], self._times[0]
 
 
@@ -172,11 +180,11 @@ class Replication:
         spec = scenario.spec
         self.individual = spec.simulation.mode == "individual"
         seq = np.random.SeedSequence(entropy, spawn_key=(index,))
-        plan_seq, self._cohort_seq, task_seq, split_seq = seq.spawn(4)
+        plan_seq, self._cohort_seq, task_seq, split_seq, statistic_seq = seq.spawn(5)
         self.timeline = Timeline(scenario.tick, scenario.end)
         self.cohorts = plan_cohorts(scenario, self.timeline, np.random.default_rng(plan_seq))
         self.mech = scenario.mechanism
-        self.server = Server(self.mech.m, spec.server.keep_reports, spec.server.max_reports)
+        self.server = Server(self.mech, spec.server.keep_reports, spec.server.max_reports)
         context = TaskContext(self.mech, scenario.labels, scenario.prior, spec.simulation.mode)
         self.tasks: list[Task] = make_tasks(spec.analyst.tasks, context)
         for task, child in zip(self.tasks, task_seq.spawn(len(self.tasks))):
@@ -191,6 +199,11 @@ class Replication:
         self._every = cp.every
         self._checkpoints = 0
         self._split_rng = np.random.default_rng(split_seq)
+        # aggregate mode: a finite mechanism's reports are symbols, so its output counts are
+        # thinned and split over delivery ticks; other oracles' clients are thinned and split
+        # by input, and the statistic of each delivered group is drawn when it arrives
+        self._split_outputs = self.mech.output_size is not None
+        self._statistic_rng = np.random.default_rng(statistic_seq)
 
     # ----------------------------------------------------------------- SimPy processes
     def run(self) -> pd.DataFrame:
@@ -267,7 +280,8 @@ class Replication:
     def _send_aggregate(self, cohort: Cohort, rng: np.random.Generator) -> None:
         scenario = self.scenario
         inputs = rng.multinomial(cohort.size, scenario.prior)
-        outputs = self.mech.sample_counts(inputs, rng)
+        # the groups that travel: output symbols (finite mechanisms) or inputs (other oracles)
+        outputs = self.mech.sample_counts(inputs, rng) if self._split_outputs else inputs
         survivors = rng.binomial(outputs, 1.0 - scenario.spec.network.loss)
         self.lost += int(outputs.sum() - survivors.sum())
         # split each symbol's survivors over the delivery ticks (the rest is still in flight)
@@ -298,7 +312,7 @@ class Replication:
 
     # ----------------------------------------------------------------- server side
     def _receive_individual(self, t: NDArray[np.float64], y: NDArray[np.int64]) -> None:
-        while self._every_reports and self.server.n_received + y.size >= self._next_report_cp:
+        while self._every_reports and self.server.n_received + len(y) >= self._next_report_cp:
             cut = self._next_report_cp - self.server.n_received
             self._take(t[:cut], y[:cut])
             self._checkpoint(float(t[cut - 1]), "every_reports")
@@ -307,21 +321,26 @@ class Replication:
         self._take(t, y)
 
     def _take(self, t: NDArray[np.float64], y: NDArray[np.int64]) -> None:
-        if y.size:
+        if len(y):
             self.server.add_reports(t, y)
             for task in self.tasks:
                 task.observe(t, y)
 
     def _receive_counts(self, counts: NDArray[np.int64], t: float) -> None:
+        """A tick's delivered groups (output counts, or input counts of the clients heard)."""
         counts = counts.astype(np.int64)
         while self._every_reports and self.server.n_received + int(counts.sum()) >= self._next_report_cp:
             cut = self._next_report_cp - self.server.n_received
             head = _hypergeometric_head(counts, cut, self._split_rng)
-            self.server.add_counts(head)
+            self._add_group(head)
             counts = counts - head
             self._checkpoint(t, "every_reports")
             self._next_report_cp += self._every_reports
-        self.server.add_counts(counts)
+        self._add_group(counts)
+
+    def _add_group(self, counts: NDArray[np.int64]) -> None:
+        stat = counts if self._split_outputs else self.mech.sample_statistic(counts, self._statistic_rng)
+        self.server.add_counts(stat, int(counts.sum()))
 
     # ----------------------------------------------------------------- analyst side
     def _checkpoint(self, t: float, reason: str) -> None:

@@ -24,7 +24,7 @@ from scipy import stats
 
 from ldpsim.analyst import frequency_estimate, frequency_standard_error
 from ldpsim.errors import LdpSimError, _show
-from ldpsim.mechanisms import FiniteMechanism
+from ldpsim.mechanisms.base import FrequencyOracle
 
 
 @dataclass(frozen=True)
@@ -35,14 +35,14 @@ class Checkpoint:
     time: float
     reason: str  # "every", "every_reports" or "end"
     n_received: int
-    counts: NDArray[np.int64]  # output counts received so far
+    counts: NDArray[np.int64]  # the mechanism's statistic so far (output counts of a finite mechanism)
     reports: NDArray[np.int64] | None = None  # stored reports in arrival order (if kept)
     report_times: NDArray[np.float64] | None = None
 
 
 @dataclass(frozen=True)
 class TaskContext:
-    mechanism: FiniteMechanism
+    mechanism: FrequencyOracle
     labels: list[str]
     truth: NDArray[np.float64]  # the true input distribution (for the truth column only)
     mode: str  # "individual" or "aggregate"
@@ -68,7 +68,7 @@ class Task:
         self.name = params.name or params.kind
 
     @classmethod
-    def check(cls, params: TaskParams, mechanism: FiniteMechanism) -> str | None:
+    def check(cls, params: TaskParams, mechanism: FrequencyOracle) -> str | None:
         """At load time: why this task cannot work with ``mechanism`` (None if it can)."""
         return None
 
@@ -119,7 +119,7 @@ def parse_task_params(entries: list[dict[str, Any]]) -> list[tuple[type[Task], T
     return out
 
 
-def validate_tasks(entries: list[dict[str, Any]], mode: str, mechanism: FiniteMechanism) -> None:
+def validate_tasks(entries: list[dict[str, Any]], mode: str, mechanism: FrequencyOracle) -> None:
     """Check the task entries of a scenario against its mode and mechanism."""
     for i, (cls, params) in enumerate(parse_task_params(entries)):
         if cls.needs_reports and mode != "individual":
@@ -159,13 +159,13 @@ class FrequencyTask(Task):
     Params = FrequencyParams
 
     @classmethod
-    def check(cls, params: TaskParams, mechanism: FiniteMechanism) -> str | None:
+    def check(cls, params: TaskParams, mechanism: FrequencyOracle) -> str | None:
         if mechanism.epsilon() == 0:
             return "expected a mechanism with eps > 0 (at eps = 0 the reports carry no information)"
-        if mechanism.m < mechanism.k or np.linalg.matrix_rank(mechanism.matrix) < mechanism.k:
+        if not mechanism.identifiable:
             return (
                 f"expected a mechanism whose matrix has full row rank {mechanism.k} to estimate "
-                f"{mechanism.k} frequencies ({mechanism!r} has {mechanism.m} outputs)"
+                f"{mechanism.k} frequencies ({mechanism!r} has {mechanism.statistic_size} outputs)"
             )
         return None
 
@@ -177,7 +177,7 @@ class FrequencyTask(Task):
             est = se = np.full(len(labels), np.nan)
             theory_se = np.full(len(labels), np.nan)
         else:
-            fe = frequency_estimate(ctx.mechanism, checkpoint.counts)
+            fe = frequency_estimate(ctx.mechanism, checkpoint.counts, n)
             est, se = fe.estimate, fe.std_error
             theory_se = frequency_standard_error(ctx.mechanism, ctx.truth, n)
         z = float(stats.norm.isf((1.0 - self.params.confidence) / 2))  # type: ignore[attr-defined]

@@ -22,7 +22,7 @@ from pydantic import Field
 
 from ldpsim.analyst.testing import chernoff_stein_exponent, hypothesis_marginals, lrt_exact, lrt_normal
 from ldpsim.errors import LdpSimError
-from ldpsim.mechanisms import FiniteMechanism
+from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.sim.tasks import Checkpoint, Task, TaskContext, TaskParams, register_task
 
 Prob = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
@@ -38,8 +38,10 @@ class HypothesisParams(TaskParams):
     alpha: OpenUnit = 0.05
 
 
-def _check_hypotheses(params: Any, mechanism: FiniteMechanism) -> str | None:
+def _check_hypotheses(params: Any, mechanism: FrequencyOracle) -> str | None:
     """Why P0/P1 cannot be tested with ``mechanism`` (None if they can)."""
+    if mechanism.output_size is None:
+        return f"expected a mechanism with finitely many outputs ({mechanism!r} reports vectors; the test weighs each output)"
     k = mechanism.k
     for key in ("P0", "P1"):
         vec = getattr(params, key)
@@ -75,7 +77,7 @@ class _HypothesisTask(Task):
     """Shared set-up: the marginals, log-ratios, divergences and the truth indicator."""
 
     @classmethod
-    def check(cls, params: TaskParams, mechanism: FiniteMechanism) -> str | None:
+    def check(cls, params: TaskParams, mechanism: FrequencyOracle) -> str | None:
         return _check_hypotheses(params, mechanism)
 
     def __init__(self, params: TaskParams, context: TaskContext) -> None:
