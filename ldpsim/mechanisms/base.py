@@ -347,6 +347,17 @@ class FrequencyOracle(Mechanism):
         a = self._pinv
         return a.max(axis=1) - a.min(axis=1)
 
+    def with_labels(self, labels: Any) -> "FrequencyOracle":
+        """The same oracle with its inputs named ``labels`` (a copy; ``k`` distinct labels)."""
+        import copy
+
+        out = copy.copy(self)
+        names = tuple(labels)
+        if len(names) != self.k or len(set(names)) != self.k:
+            raise LdpSimError(f"labels: got {len(names)} labels, expected {self.k} distinct labels")
+        out.input_labels = names
+        return out
+
     @property
     def report_bits(self) -> float:
         """Bits needed to send one report."""
