@@ -74,6 +74,24 @@ def finite_law(mech, x) -> np.ndarray:
     return row
 
 
+def vector_law(mech, x, reports: np.ndarray) -> np.ndarray:
+    """The exact law of a mechanism with discrete vector reports at input x, over every
+    possible report (``possible_reports()``), from log_density; it must sum to one."""
+    row = np.exp(np.asarray(mech.log_density(x, reports), dtype=float))
+    assert row.shape == (reports.shape[0],)
+    np.testing.assert_allclose(math.fsum(row), 1.0, rtol=0, atol=1e-12, err_msg=f"law at input {x!r} does not sum to 1")
+    return row
+
+
+def report_codes(reports: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """The index in ``reports`` of every drawn report (a draw not among them fails)."""
+    index = {tuple(r): i for i, r in enumerate(np.asarray(reports).tolist())}
+    rows = [tuple(r) for r in np.asarray(draws).reshape(len(draws), -1).tolist()]
+    missing = [r for r in rows if r not in index]
+    assert not missing, f"a report outside possible_reports(): {missing[0]}"
+    return np.array([index[r] for r in rows], dtype=np.int64)
+
+
 def one_column(mech) -> bool:
     """Reports that are vectors of length 1 (a 1-D law in vector form)."""
     shape = np.shape(mech.sample(inputs_of(mech)[0], 2, rng=0))
@@ -83,6 +101,8 @@ def one_column(mech) -> bool:
 def reference_kind(mech, key: str) -> str | None:
     if mech.output_size is not None:
         return "events"
+    if callable(getattr(mech, "possible_reports", None)):
+        return "vectors"  # discrete vector reports, enumerable at the case's parameters
     name = entry_name(key)
     kind = REFERENCE.get(name) if name is not None else None
     if kind == "radial" and mech.has_density and one_column(mech):
@@ -443,8 +463,12 @@ class TestContract:
                 assert loss_line.max() <= e * (1 + 1e-9) + 1e-12, (x, xp, loss_line.max(), e)
                 assert loss_line.max() >= e * (1 - 1e-9) - 1e-12, (x, xp, loss_line.max(), e)
             return
-        if kind == "events":
-            laws = {i: finite_law(mech, x) for i, x in enumerate(inputs_of(mech))}
+        if kind in ("events", "vectors"):
+            if kind == "events":
+                laws = {i: finite_law(mech, x) for i, x in enumerate(inputs_of(mech))}
+            else:
+                reports = np.asarray(mech.possible_reports())
+                laws = {i: vector_law(mech, x, reports) for i, x in enumerate(inputs_of(mech))}
             idx = {i: x for i, x in enumerate(inputs_of(mech))}
 
             def law(x):
@@ -471,8 +495,9 @@ class TestContract:
             ref = ref_delta(t)
             if mech.exact_delta or (math.isfinite(e) and t >= e):
                 got = float(mech.delta(t))
-                tol = 1e-12 if kind == "events" else 1e-10
-                assert got == pytest.approx(ref, rel=1e-9 if kind == "events" else 1e-7, abs=tol), (t, got, ref)
+                exact = kind in ("events", "vectors")
+                tol = 1e-12 if exact else 1e-10
+                assert got == pytest.approx(ref, rel=1e-9 if exact else 1e-7, abs=tol), (t, got, ref)
 
     def test_sampler_law(self, key):
         mech = instance(key)
@@ -488,7 +513,13 @@ class TestContract:
                 assert_codes_law(np.asarray(mech.sample(x, n, rng)), pmf, alpha)
             return
         kind = reference_kind(mech, key)
-        if kind == "lattice":
+        if kind == "vectors":
+            reports = np.asarray(mech.possible_reports())
+            for x in inputs:
+                pmf = vector_law(mech, x, reports)
+                n = int(min(400_000, max(20_000, 2_000 / pmf[pmf > 0].min())))
+                assert_codes_law(report_codes(reports, np.asarray(mech.sample(x, n, rng))), pmf, alpha)
+        elif kind == "lattice":
             laws = real_laws(key)
             for x in inputs:
                 z = np.asarray(mech.sample(x, 100_000, rng), dtype=float)
