@@ -1,5 +1,8 @@
 """The analyst: functions of privatised reports or counts (never of how they were made)."""
 
+from ldpsim.analyst.consistency import base_cut, base_cut_threshold, norm_sub
+from ldpsim.analyst.sequences import confidence_sequence_halfwidth, rho_for
+
 from ldpsim.analyst.estimation import (
     EMResult,
     InversionEstimate,
@@ -27,6 +30,11 @@ from ldpsim.analyst.testing import (
 
 
 __all__ = [
+    "base_cut",
+    "base_cut_threshold",
+    "confidence_sequence_halfwidth",
+    "norm_sub",
+    "rho_for",
     "EMResult",
     "FrequencyEstimate",
     "InversionEstimate",

@@ -37,6 +37,7 @@ from ldpsim import _validate as v
 from ldpsim.errors import invalid
 from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.mechanisms.finite import check_dense
+from ldpsim.analyst.sequences import confidence_sequence_halfwidth, rho_for
 from ldpsim.stats import hoeffding
 
 #: Weight of the uniform distribution in the EM starting point (keeps it in the interior,
@@ -44,7 +45,7 @@ from ldpsim.stats import hoeffding
 EM_START_UNIFORM = 0.05
 
 #: Interval methods accepted by :func:`confidence_intervals`.
-METHODS = ("normal", "conservative")
+METHODS = ("normal", "conservative", "sequence")
 
 
 # --------------------------------------------------------------------- helpers
@@ -305,6 +306,7 @@ def confidence_intervals(
     method: str = "normal",
     simultaneous: bool = False,
     n: int | None = None,
+    n_plan: float | None = None,
 ) -> pd.DataFrame:
     """Confidence intervals for each input category's probability.
 
@@ -319,6 +321,11 @@ def confidence_intervals(
         and bounded in ``[min_y A[x,y], max_y A[x,y]]``, so Hoeffding's inequality gives
         ``|est_x - P_x| <= (max_y A[x,y] - min_y A[x,y]) sqrt(log(2/alpha) / (2n))`` with
         probability at least ``1 - alpha``.
+    ``"sequence"``
+        Anytime-valid: the normal-mixture confidence sequence of
+        :mod:`ldpsim.analyst.sequences` over the same bounded contributions, which holds at
+        every number of reports at once (look at every checkpoint without inflating the
+        error rate); tightest near ``n_plan`` reports (default: ``n``).
 
     With ``simultaneous=True`` the level is Bonferroni-corrected (``alpha / k`` per
     category), so all ``k`` intervals cover at once with probability at least
@@ -331,7 +338,7 @@ def confidence_intervals(
     mechanism : FiniteMechanism
     counts : array_like of int, shape (m,)
     confidence : float in (0, 1)
-    method : {"normal", "conservative"}
+    method : {"normal", "conservative", "sequence"}
     simultaneous : bool
 
     Returns
@@ -352,8 +359,12 @@ def confidence_intervals(
         alpha /= mechanism.k
     if method == "normal":
         half = float(stats.norm.isf(alpha / 2.0)) * np.sqrt(mechanism.plugin_variance(f, float(n)))
-    else:
+    elif method == "conservative":
         half = hoeffding(mechanism.inversion_coefficient_range(), int(n), alpha)
+    else:
+        spread = mechanism.inversion_coefficient_range()
+        rho = rho_for(spread, float(n if n_plan is None else n_plan), alpha)
+        half = confidence_sequence_halfwidth(spread, int(n), alpha, rho)
     label = method + ("+bonferroni" if simultaneous else "")
     k = mechanism.k
     return pd.DataFrame(

@@ -45,7 +45,10 @@ def _estimates_over_time(results: pd.DataFrame) -> bytes:
     colors = plt.cm.tab10(np.linspace(0, 1, 10))
     for i, (cat, g) in enumerate(f.groupby("category", sort=False)):
         c = colors[i % 10]
-        ax.errorbar(g["time"], g["estimate"], yerr=[g["estimate"] - g["ci_low"], g["ci_high"] - g["estimate"]],
+        # an interval clipped to [0, 1] may end short of a negative estimate: draw what is left
+        below = np.clip(g["estimate"] - g["ci_low"], 0.0, None)
+        above = np.clip(g["ci_high"] - g["estimate"], 0.0, None)
+        ax.errorbar(g["time"], g["estimate"], yerr=[below, above],
                     color=c, marker="o", ms=3, capsize=3, lw=1.2, label=short_label(cat))  # fmt: skip
         ax.axhline(g["truth"].iloc[0], color=c, ls="--", lw=0.8, alpha=0.7)
     ax.set_xlabel("time")

@@ -11,10 +11,11 @@ import pandas as pd
 from ldpsim.report.tables import read_csv
 
 #: The columns of a survey results table, one row per replication x checkpoint x task x
-#: quantity x category.
+#: quantity x category; ``method`` says how a frequency row was estimated (estimator and
+#: interval, e.g. ``inversion/normal``; empty elsewhere).
 RESULT_COLUMNS = [
     "replication", "checkpoint", "reason", "time", "n_received", "task", "quantity", "category",
-    "estimate", "ci_low", "ci_high", "truth", "theory",
+    "estimate", "ci_low", "ci_high", "truth", "theory", "method",
 ]  # fmt: skip
 
 
@@ -22,7 +23,7 @@ def read_results(path: str | Path) -> pd.DataFrame:
     """A survey results.csv with labels kept as text ("1", "01" and "" stay distinct) and
     empty numeric cells as NaN."""
     numeric = ["time", "n_received", "estimate", "ci_low", "ci_high", "truth", "theory"]
-    return read_csv(path, dtype={"category": str, "task": str, "quantity": str, "reason": str}, na=numeric)
+    return read_csv(path, dtype={"category": str, "task": str, "quantity": str, "reason": str, "method": str}, na=numeric)
 
 
 def frequency_rows(results: pd.DataFrame) -> pd.DataFrame:

@@ -185,7 +185,7 @@ class Replication:
         self.cohorts = plan_cohorts(scenario, self.timeline, np.random.default_rng(plan_seq))
         self.mech = scenario.mechanism
         self.server = Server(self.mech, spec.server.keep_reports, spec.server.max_reports)
-        context = TaskContext(self.mech, scenario.labels, scenario.prior, spec.simulation.mode)
+        context = TaskContext(self.mech, scenario.labels, scenario.prior, spec.simulation.mode, spec.population.size)
         self.tasks: list[Task] = make_tasks(spec.analyst.tasks, context)
         for task, child in zip(self.tasks, task_seq.spawn(len(self.tasks))):
             task.start(np.random.default_rng(child))

@@ -20,9 +20,9 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from scipy import stats
 
-from ldpsim.analyst import frequency_estimate, frequency_standard_error
+from ldpsim.analyst import confidence_intervals, em_estimate, frequency_estimate, frequency_standard_error, project_to_simplex
+from ldpsim.analyst.consistency import base_cut, base_cut_threshold, norm_sub
 from ldpsim.errors import LdpSimError, _show
 from ldpsim.mechanisms.base import FrequencyOracle
 
@@ -46,6 +46,7 @@ class TaskContext:
     labels: list[str]
     truth: NDArray[np.float64]  # the true input distribution (for the truth column only)
     mode: str  # "individual" or "aggregate"
+    planned_reports: int = 0  # the population size: where confidence sequences are tightest
 
 
 class TaskParams(BaseModel):
@@ -145,18 +146,39 @@ def make_tasks(entries: list[dict[str, Any]], context: TaskContext) -> list[Task
 class FrequencyParams(TaskParams):
     kind: Literal["frequency"]
     confidence: float = Field(0.95, gt=0, lt=1, allow_inf_nan=False)
+    #: the point estimate: unbiased inversion, its projection onto the simplex, Norm-Sub,
+    #: Base-Cut (Wang et al. 2020), or the iterative Bayesian update (EM)
+    estimator: Literal["inversion", "projected", "norm_sub", "base_cut", "em"] = "inversion"
+    #: the interval: normal (plug-in variance), Hoeffding (valid at every n) or an
+    #: anytime-valid confidence sequence (valid at every checkpoint at once)
+    interval: Literal["normal", "hoeffding", "sequence"] = "normal"
+    #: Bonferroni over the answers: all intervals hold together
+    simultaneous: bool = False
+
+
+#: the analyst's interval kinds in the names of ldpsim.analyst.confidence_intervals
+_INTERVAL_METHOD = {"normal": "normal", "hoeffding": "conservative", "sequence": "sequence"}
 
 
 @register_task
 class FrequencyTask(Task):
-    """Frequency estimation with normal confidence intervals (plug-in variance).
+    """Frequency estimation: a point estimate and an interval per answer, chosen in the
+    scenario (``estimator``, ``interval``, ``simultaneous``, ``confidence``).
 
-    Rows per category: ``frequency`` (estimate, CI, truth = the true probability) and
-    ``std_error`` (the plug-in standard error; theory = the exact standard error at the
-    number of reports received)."""
+    Rows per category: ``frequency`` (estimate, interval, truth = the true probability,
+    ``method`` = ``estimator/interval``, ``+bonferroni`` when simultaneous) and
+    ``std_error`` (the plug-in standard error of the unbiased estimate; theory = its exact
+    standard error at the number of reports received). Intervals are those of the unbiased
+    estimate (their coverage holds whatever point estimate is shown), clipped to [0, 1];
+    sequences are tightest at the population size."""
 
     kind = "frequency"
     Params = FrequencyParams
+
+    @property
+    def method(self) -> str:
+        p: Any = self.params
+        return f"{p.estimator}/{p.interval}" + ("+bonferroni" if p.simultaneous else "")
 
     @classmethod
     def check(cls, params: TaskParams, mechanism: FrequencyOracle) -> str | None:
@@ -171,24 +193,43 @@ class FrequencyTask(Task):
 
     def at_checkpoint(self, checkpoint: Checkpoint) -> list[dict[str, Any]]:
         ctx = self.context
+        p: Any = self.params
         labels = ctx.labels
         n = checkpoint.n_received
         if n == 0:
-            est = se = np.full(len(labels), np.nan)
+            est = se = lo = hi = np.full(len(labels), np.nan)
             theory_se = np.full(len(labels), np.nan)
         else:
             fe = frequency_estimate(ctx.mechanism, checkpoint.counts, n)
-            est, se = fe.estimate, fe.std_error
+            se = fe.std_error
+            est = _point_estimate(p, ctx.mechanism, checkpoint.counts, n, fe.estimate)
             theory_se = frequency_standard_error(ctx.mechanism, ctx.truth, n)
-        z = float(stats.norm.isf((1.0 - self.params.confidence) / 2))  # type: ignore[attr-defined]
+            ci = confidence_intervals(
+                ctx.mechanism, checkpoint.counts, p.confidence, _INTERVAL_METHOD[p.interval], p.simultaneous, n=n,
+                n_plan=max(ctx.planned_reports, n),
+            )  # fmt: skip
+            lo, hi = ci["ci_low"].to_numpy(), ci["ci_high"].to_numpy()
         rows = []
         for i, label in enumerate(labels):
             rows.append(
-                dict(quantity="frequency", category=label, estimate=est[i], ci_low=est[i] - z * se[i],
-                     ci_high=est[i] + z * se[i], truth=ctx.truth[i], theory=np.nan)
+                dict(quantity="frequency", category=label, estimate=est[i], ci_low=lo[i],
+                     ci_high=hi[i], truth=ctx.truth[i], theory=np.nan, method=self.method)
             )  # fmt: skip
             rows.append(
                 dict(quantity="std_error", category=label, estimate=se[i], ci_low=np.nan, ci_high=np.nan,
                      truth=np.nan, theory=theory_se[i])
             )  # fmt: skip
         return rows
+
+
+def _point_estimate(p: Any, mechanism: FrequencyOracle, counts: NDArray[np.int64], n: int, unbiased: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The task's point estimate from the unbiased one (or from the counts, for EM)."""
+    if p.estimator == "inversion":
+        return unbiased
+    if p.estimator == "projected":
+        return project_to_simplex(unbiased)
+    if p.estimator == "norm_sub":
+        return norm_sub(unbiased)
+    if p.estimator == "base_cut":
+        return base_cut(unbiased, base_cut_threshold(mechanism, n, 1.0 - p.confidence))
+    return em_estimate(mechanism, counts, n=n).estimate
