@@ -15,7 +15,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ldpsim.errors import LdpSimError, _show
-from ldpsim.mechanisms import FiniteMechanism
+from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.sim.network import Latency
 from ldpsim.sim.scenario.common import (
     MAX_ROWS_PER_REPLICATION,
@@ -52,30 +52,77 @@ HYPERGEOMETRIC_LIMIT = 10**9
 MAX_SPLIT_CELLS = 10**8
 
 # --------------------------------------------------------------------- population
-class PopulationSpec(Model):
-    """Who the clients are: an alphabet, the true distribution (or P0/P1 and which holds)."""
+#: Most answers a survey question may have (labels are kept in memory and in the report).
+MAX_ANSWERS = 10**6
 
-    labels: list[str] = Field(min_length=2)
+
+class AnswersSpec(Model):
+    """``answers = { count = 1000, prefix = "app " }``: labels ``prefix1`` .. ``prefix<count>``
+    for questions with many answers."""
+
+    count: Annotated[int, Field(ge=2, le=MAX_ANSWERS)]
+    prefix: Annotated[str, Field(max_length=50)] = "answer "
+
+
+class LawSpec(Model):
+    """``law = { kind = "zipf", s = 1.1 }`` (``P(answer i) ∝ i^-s``, i = 1..k) or
+    ``{ kind = "uniform" }``: a named true distribution instead of a list."""
+
+    kind: Literal["zipf", "uniform"]
+    s: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)] | None = None
+
+    @model_validator(mode="after")
+    def _exponent(self) -> "LawSpec":
+        if self.kind == "zipf" and self.s is None:
+            raise ValueError("s: got nothing, expected the Zipf exponent s > 0 (P(answer i) proportional to i^-s)")
+        if self.kind == "uniform" and self.s is not None:
+            raise ValueError(f"s: got {self.s!r}, expected no 's' for kind = 'uniform'")
+        return self
+
+    def probabilities(self, k: int) -> list[float]:
+        if self.kind == "uniform":
+            return [1.0 / k] * k
+        w = np.arange(1, k + 1, dtype=np.float64) ** -float(self.s)  # type: ignore[arg-type]
+        return (w / w.sum()).tolist()
+
+
+class PopulationSpec(Model):
+    """Who the clients are: an alphabet (``labels``, or ``answers`` for many), the true
+    distribution (``distribution``, a named ``law``, or P0/P1 and which holds)."""
+
+    labels: Annotated[list[str], Field(min_length=2, max_length=MAX_ANSWERS)] | None = None
+    answers: AnswersSpec | None = None
     size: Annotated[int, Field(ge=1, le=10**15)]
     distribution: list[NonNegFloat] | None = None
+    law: LawSpec | None = None
     P0: list[NonNegFloat] | None = None
     P1: list[NonNegFloat] | None = None
     truth: Literal["P0", "P1"] | None = None
 
     @model_validator(mode="after")
     def _one_truth(self) -> "PopulationSpec":
+        if (self.labels is None) == (self.answers is None):
+            raise ValueError("give either 'labels' (a list) or 'answers' (a count and a prefix), not both")
         pair = (self.P0, self.P1, self.truth)
-        if self.distribution is None and any(v is None for v in pair):
-            raise ValueError("give either 'distribution' or all of 'P0', 'P1' and 'truth'")
-        if self.distribution is not None and any(v is not None for v in pair):
-            raise ValueError("give either 'distribution' or 'P0'/'P1'/'truth', not both")
-        if len(set(self.labels)) != len(self.labels):
+        given = (self.distribution is not None) + (self.law is not None) + all(v is not None for v in pair)
+        if given != 1 or (any(v is not None for v in pair) and not all(v is not None for v in pair)):
+            raise ValueError("give one of 'distribution', 'law', or all of 'P0', 'P1' and 'truth'")
+        if self.labels is not None and len(set(self.labels)) != len(self.labels):
             raise ValueError("labels must be distinct")
         return self
+
+    def label_list(self) -> list[str]:
+        """The answers' labels (generated from ``answers`` when not listed)."""
+        if self.labels is not None:
+            return self.labels
+        a = self.answers
+        return [f"{a.prefix}{i}" for i in range(1, a.count + 1)]  # type: ignore[union-attr]
 
     def true_distribution(self) -> list[float]:
         if self.distribution is not None:
             return self.distribution
+        if self.law is not None:
+            return self.law.probabilities(len(self.label_list()))
         return self.P0 if self.truth == "P0" else self.P1  # type: ignore[return-value]
 
 
@@ -188,15 +235,12 @@ class Scenario(BuiltScenario):
 
     kind: ClassVar[str] = KIND
 
-    mechanism: FiniteMechanism
+    mechanism: FrequencyOracle
     prior: np.ndarray  # the true distribution clients draw from
     latency: Latency
     tick: float
     end: float
-
-    @property
-    def labels(self) -> list[str]:
-        return self.spec.population.labels
+    labels: list[str]  # the answers' labels
 
     def rebuild(self, spec: "ScenarioSpec") -> "Scenario":
         return build(spec, self.source, self.path)
@@ -216,7 +260,8 @@ def parse_survey(text: str, where: str = "<scenario>") -> Scenario:
 def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
     """Cross-field checks and construction; errors name the key path."""
     pop = spec.population
-    k = len(pop.labels)
+    labels = pop.label_list()
+    k = len(labels)
     for key in ("distribution", "P0", "P1"):
         vec = getattr(pop, key)
         if vec is None:
@@ -248,8 +293,8 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
     tick = _tick(spec, end)
     if end / tick > MAX_TICKS:
         raise LdpSimError(f"simulation.tick: got {tick!r}, expected at most {MAX_TICKS} ticks up to end = {end!r}")
-    _check_workload(spec, mechanism.m, tick, end)
-    return Scenario(spec, source, where, mechanism, prior, latency, tick, end)
+    _check_workload(spec, mechanism.statistic_size, tick, end)
+    return Scenario(spec, source, where, mechanism, prior, latency, tick, end, labels)
 
 
 def _check_workload(spec: ScenarioSpec, m: int, tick: float, end: float) -> None:
@@ -259,7 +304,7 @@ def _check_workload(spec: ScenarioSpec, m: int, tick: float, end: float) -> None
     size = spec.population.size
     cp = spec.analyst.checkpoints
     # a checkpoint costs about as much as a row even when no task writes one
-    per_checkpoint = max(1, rows_per_checkpoint(spec.analyst.tasks, len(spec.population.labels)))
+    per_checkpoint = max(1, rows_per_checkpoint(spec.analyst.tasks, len(spec.population.label_list())))
     if spec.simulation.mode == "aggregate" and cp.every_reports is not None and size >= HYPERGEOMETRIC_LIMIT:
         raise LdpSimError(
             f"analyst.checkpoints.every_reports: got {cp.every_reports}, expected no report-count checkpoints with "
@@ -314,7 +359,7 @@ def split_cells(spec: ScenarioSpec, tick: float, end: float) -> int:
 _FILLED = {"alphabet": "population.labels", "P0": "population.P0", "P1": "population.P1", "prior": "population"}
 
 
-def _build_mechanism(spec: ScenarioSpec) -> FiniteMechanism:
+def _build_mechanism(spec: ScenarioSpec) -> FrequencyOracle:
     """The ``[mechanism]`` table built through the one catalog (:mod:`ldpsim.mechanisms.catalog`):
     ``kind`` names an entry tagged ``scenario``, the other keys are its parameters (strictly
     typed; the privacy parameters eps and delta must be stated), and the parameters that
@@ -324,7 +369,7 @@ def _build_mechanism(spec: ScenarioSpec) -> FiniteMechanism:
 
     table = dict(spec.mechanism)
     pop = spec.population
-    labels = pop.labels
+    labels = pop.label_list()
     usable = catalog.names("scenario")
     kind = table.pop("kind", None)
     if not isinstance(kind, str) or kind not in usable:
