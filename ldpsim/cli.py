@@ -159,11 +159,22 @@ def _print_survey(result) -> None:  # type: ignore[no-untyped-def]
         print("no report reached the server in any replication: nothing to estimate (see the report)")
     elif (result.results["quantity"] == "frequency").any():
         final = summary.final_frequencies(result.results)
+        k = summary.answer_count(result.results)
         if spec.simulation.replications == 1:
             cols = ["category", "truth", "estimate", "ci_low", "ci_high", "covered"]
         else:
             cols = ["category", "truth", "mean_estimate", "rmse", "theory_se", "coverage"]
+        if final["task"].nunique() > 1:
+            cols = ["task", *cols]
+        if k > summary.MANY_ANSWERS:
+            keep = set(summary.top_answers(result.results)["category"])
+            final = final[final["category"].isin(keep)].sort_values("truth", ascending=False, kind="stable")
+            print(f"the {summary.MANY_ANSWERS} answers with the largest estimates, of {k:,} (all in results.csv):")
         print(final[cols].to_string(index=False, float_format=lambda x: f"{x:.5f}"))
+        norms = summary.error_norms(result.results)
+        last = norms[norms["reason"] == "end"]
+        for _, row in last.iterrows():
+            print(f"{row['task']}: L1 error {row['l1']:.5f}, Linf error {row['linf']:.5f} at the end")
     others = summary.other_task_totals(result.results)
     if not others.empty:
         print(others.to_string(index=False, float_format=lambda x: f"{x:.6g}"))

@@ -41,6 +41,10 @@ def _estimates_over_time(results: pd.DataFrame) -> bytes:
     f = f[f["estimate"].notna()]
     rep = f["replication"].min()
     f = f[(f["replication"] == rep) & (f["task"] == f["task"].iloc[0])]
+    many = f["category"].nunique() > summary.MANY_ANSWERS
+    if many:  # the ten answers with the largest true frequencies
+        top = f.drop_duplicates("category").nlargest(10, "truth")["category"]
+        f = f[f["category"].isin(top)]
     fig, ax = plt.subplots(figsize=(9, 5.5))
     colors = plt.cm.tab10(np.linspace(0, 1, 10))
     for i, (cat, g) in enumerate(f.groupby("category", sort=False)):
@@ -53,7 +57,8 @@ def _estimates_over_time(results: pd.DataFrame) -> bytes:
         ax.axhline(g["truth"].iloc[0], color=c, ls="--", lw=0.8, alpha=0.7)
     ax.set_xlabel("time")
     ax.set_ylabel("estimated frequency")
-    ax.set_title(f"Estimates with confidence intervals (replication {rep}); dashed: truth")
+    which = "the 10 most frequent answers, " if many else ""
+    ax.set_title(f"Estimates with confidence intervals ({which}replication {rep}); dashed: truth", fontsize=9 if many else None)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return png_bytes(fig)
@@ -137,13 +142,22 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
         out += ["## Final estimates", "", _nothing_received(results), ""]
     elif (results["quantity"] == "frequency").any():
         final = summary.final_frequencies(results)
-        first = final[["category", "truth", "estimate", "ci_low", "ci_high", "covered"]]
+        k = summary.answer_count(results)
+        tasks = ["task"] if final["task"].nunique() > 1 else []
         out += ["## Final estimates", "", f"Replication 0 at the end ({int(final['n_received'].iloc[0]):,} reports):", ""]
         if int(final["n_received"].iloc[0]) == 0:
             out += ["No report reached the server in replication 0: its estimates are empty.", ""]
-        out += [_md_table(first), ""]
+        if k > summary.MANY_ANSWERS:
+            top = summary.top_answers(results)
+            out += [f"The {summary.MANY_ANSWERS} largest estimates of the {k:,} answers (all of them are in "
+                    "results.csv), with each answer's true rank:", "",
+                    _md_table(top if tasks else top.drop(columns=["task"])), ""]  # fmt: skip
+        else:
+            out += [_md_table(final[tasks + ["category", "truth", "estimate", "ci_low", "ci_high", "covered"]]), ""]
         if reps > 1:
-            many = final[["category", "truth", "mean_estimate", "rmse", "std_error", "theory_se", "coverage"]]
+            many = final[tasks + ["category", "truth", "mean_estimate", "rmse", "std_error", "theory_se", "coverage"]]
+            if k > summary.MANY_ANSWERS:
+                many = many[many["category"].isin(set(summary.top_answers(results)["category"]))]
             out += [f"Over {reps} replications (coverage: share of replications whose interval holds the truth):", ""]
             out += [_md_table(many), ""]
         f = summary.frequency_rows(results).dropna(subset=["estimate"])
@@ -151,9 +165,13 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
             f"Interval coverage over all checkpoints with reports, categories and replications: "
             f"{f['covered'].mean():.4f} ({int(f['covered'].sum())} of {len(f)}).",
             "",
-            "## Estimates at each checkpoint (replication 0)",
+            *(["## Estimates at each checkpoint (replication 0)", "", _md_table(summary.checkpoint_series(results), "{:.4f}"), ""]
+              if k <= summary.MANY_ANSWERS else []),
+            "## Error of the estimated distribution at each checkpoint",
             "",
-            _md_table(summary.checkpoint_series(results), "{:.4f}"),
+            "L1 = sum over answers of |estimate - truth|, Linf = the largest |estimate - truth| (mean over replications):",
+            "",
+            _md_table(summary.error_norms(results)),
             "",
             "## Error against the number of reports",
             "",

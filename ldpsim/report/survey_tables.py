@@ -140,3 +140,41 @@ def other_task_totals(results: pd.DataFrame) -> pd.DataFrame:
     agree = rows.assign(match=(rows["estimate"] == rows["truth"])).groupby(["task", "quantity"], sort=False)["match"].mean()
     out["share_equal_to_truth"] = agree
     return out.reset_index()
+
+
+#: Answers above which tables and figures show the largest ones only (the full set stays in
+#: results.csv).
+MANY_ANSWERS = 20
+
+
+def answer_count(results: pd.DataFrame) -> int:
+    """Number of distinct answers with frequency rows."""
+    return int(results.loc[results["quantity"] == "frequency", "category"].nunique())
+
+
+def top_answers(results: pd.DataFrame, count: int = MANY_ANSWERS) -> pd.DataFrame:
+    """At the end of replication 0, per task: the ``count`` answers with the largest
+    estimates, with their intervals, the truth and the answer's true rank."""
+    final = final_frequencies(results)
+    out = []
+    for _, g in final.groupby("task", sort=False):
+        g = g.assign(true_rank=g["truth"].rank(ascending=False, method="first").astype(int))
+        out.append(g.sort_values("estimate", ascending=False, kind="stable").head(count))
+    cols = ["task", "category", "estimate", "ci_low", "ci_high", "truth", "true_rank", "covered"]
+    return pd.concat(out)[cols].reset_index(drop=True) if out else pd.DataFrame(columns=cols)
+
+
+def error_norms(results: pd.DataFrame) -> pd.DataFrame:
+    """Per task and checkpoint (the k-th of each kind, as in :func:`error_by_n`): the L1
+    error ``sum_x |estimate_x - truth_x|`` and the L-infinity error ``max_x |...|`` of the
+    estimated distribution, averaged over replications."""
+    f = frequency_rows(results)
+    f = f[(f["n_received"] > 0) & f["estimate"].notna()]
+    cols = ["task", "reason", "ordinal", "time", "n_received", "l1", "linf"]
+    if f.empty:
+        return pd.DataFrame(columns=cols)
+    per = f.assign(abs_error=f["error"].abs()).groupby(["task", "reason", "ordinal", "replication"], sort=False).agg(
+        time=("time", "first"), n_received=("n_received", "first"), l1=("abs_error", "sum"), linf=("abs_error", "max")
+    )
+    out = per.groupby(["task", "reason", "ordinal"], sort=False).mean().reset_index()
+    return out.sort_values(["task", "n_received", "time"], kind="stable").reset_index(drop=True)[cols]

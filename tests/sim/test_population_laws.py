@@ -44,3 +44,22 @@ def test_bad_populations_are_one_line_errors(population, key):
     with pytest.raises(LdpSimError, match=rf"^p\.toml: {key.replace('.', '[.]')}:") as info:
         parse_scenario(_with(population), "p.toml")
     assert "\n" not in str(info.value)
+
+
+def test_a_run_with_many_answers_reports_the_top_answers_and_error_norms(tmp_path, cli):
+    text = _with('answers = { count = 300, prefix = "app " }\nlaw = { kind = "zipf", s = 1.1 }').replace("size = 10000", "size = 50000")
+    path = tmp_path / "many.toml"
+    path.write_text(text)
+    r = cli("run", str(path), "--out", str(tmp_path / "run"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "the 20 answers with the largest estimates, of 300" in r.stdout and "L1 error" in r.stdout
+    md = (tmp_path / "run" / "summary.md").read_text()
+    assert "The 20 largest estimates of the 300 answers" in md and "Linf" in md
+    assert "## Estimates at each checkpoint" not in md  # 300 columns would not be read
+    import pandas as pd
+
+    res = pd.read_csv(tmp_path / "run" / "results.csv")
+    end = res[(res["reason"] == "end") & (res["quantity"] == "frequency")]
+    assert len(end) == 300  # every answer stays in results.csv
+    l1 = float((end["estimate"] - end["truth"]).abs().sum())
+    assert f"L1 error {l1:.5f}" in r.stdout
