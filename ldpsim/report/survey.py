@@ -69,9 +69,16 @@ def _error_vs_n(results: pd.DataFrame) -> bytes:
     f = f[(f["n_received"] > 0) & f["error"].notna()]
     e = summary.error_by_n(results)
     fig, ax = plt.subplots(figsize=(7, 5))
-    ax.scatter(f["n_received"], np.abs(f["error"]), s=6, alpha=0.25, color="tab:gray", label="|estimate - truth|")
-    ax.plot(e["n_received"], e["rmse"], "o-", color="tab:blue", label="RMS error (measured)")
-    ax.plot(e["n_received"], e["theory_rms_se"], "--", color="tab:red", label="RMS standard error (theory)")
+    if "task" not in e.columns:
+        ax.scatter(f["n_received"], np.abs(f["error"]), s=6, alpha=0.25, color="tab:gray", label="|estimate - truth|")
+        ax.plot(e["n_received"], e["rmse"], "o-", color="tab:blue", label="RMS error (measured)")
+        ax.plot(e["n_received"], e["theory_rms_se"], "--", color="tab:red", label="RMS standard error (theory)")
+    else:  # compared mechanisms (or tasks): measured and exact side by side, one colour each
+        colors = plt.cm.tab10(np.arange(10))
+        for i, (task, g) in enumerate(e.groupby("task", sort=False)):
+            c = colors[i % 10]
+            ax.plot(g["n_received"], g["rmse"], "o-", ms=3, color=c, label=f"{short_label(task)}: measured")
+            ax.plot(g["n_received"], g["theory_rms_se"], "--", color=c, label=f"{short_label(task)}: exact")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("reports received")
@@ -126,12 +133,14 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
     out = [f"# {spec.name}", ""]
     if spec.description:
         out += [spec.description, ""]
-    mech = scenario.mechanism
     out += [
         "## Set-up",
         "",
         f"- population: {spec.population.size:,} clients over {len(scenario.labels)} categories",
-        f"- mechanism: {mech!r}, exact eps = {mech.epsilon():.6g}",
+        *(f"- mechanism{' ' + name if scenario.compared else ''}: {m!r}, exact eps = {m.epsilon():.6g}"
+          for name, m in scenario.mechanisms),
+        *(["- the mechanisms privatise the same respondents, who arrive at the same times over the same network "
+           "(common random numbers)"] if scenario.compared else []),
         f"- arrivals: {spec.arrivals.model_dump()}",
         f"- network: latency {spec.network.latency.model_dump()}, loss {spec.network.loss}",
         f"- simulation: {spec.simulation.mode} mode, tick {scenario.tick:.6g}, end {scenario.end:.6g}, "

@@ -88,17 +88,19 @@ def checkpoint_series(results: pd.DataFrame, replication: int | None = None) -> 
 
 
 def error_by_n(results: pd.DataFrame) -> pd.DataFrame:
-    """Per checkpoint (the k-th of each kind across replications): mean reports received,
+    """Per checkpoint (the k-th of each kind across replications; per task when several
+    frequency tasks or compared mechanisms ran): mean reports received,
     root mean squared error over categories and replications, and the same mean of the exact
     standard error (theory). Only estimates made from at least one report count (empty
     when no checkpoint had any)."""
     f = frequency_rows(results)
     f = f[(f["n_received"] > 0) & f["estimate"].notna()]
-    columns = ["reason", "ordinal", "time", "n_received", "rmse", "theory_rms_se", "coverage"]
+    several = f["task"].nunique() > 1
+    columns = (["task"] if several else []) + ["reason", "ordinal", "time", "n_received", "rmse", "theory_rms_se", "coverage"]
     if f.empty:
         return pd.DataFrame(columns=columns)
-    g = f.groupby(["reason", "ordinal"], sort=False)
-    return pd.DataFrame(
+    g = f.groupby((["task"] if several else []) + ["reason", "ordinal"], sort=False)
+    out = pd.DataFrame(
         {
             "time": g["time"].mean(),
             "n_received": g["n_received"].mean(),
@@ -106,7 +108,9 @@ def error_by_n(results: pd.DataFrame) -> pd.DataFrame:
             "theory_rms_se": g["theory_se"].apply(_rms),
             "coverage": g["covered"].mean().astype(float),
         }
-    ).reset_index().sort_values(["n_received", "time"], kind="stable").reset_index(drop=True)
+    ).reset_index()
+    order = (["task"] if several else []) + ["n_received", "time"]
+    return out.sort_values(order, kind="stable").reset_index(drop=True)[columns]
 
 
 def engine_totals(results: pd.DataFrame) -> pd.DataFrame:

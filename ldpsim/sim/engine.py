@@ -183,11 +183,20 @@ class Replication:
         plan_seq, self._cohort_seq, task_seq, split_seq, statistic_seq = seq.spawn(5)
         self.timeline = Timeline(scenario.tick, scenario.end)
         self.cohorts = plan_cohorts(scenario, self.timeline, np.random.default_rng(plan_seq))
-        self.mech = scenario.mechanism
-        self.server = Server(self.mech, spec.server.keep_reports, spec.server.max_reports)
-        context = TaskContext(self.mech, scenario.labels, scenario.prior, spec.simulation.mode, spec.population.size)
-        self.tasks: list[Task] = make_tasks(spec.analyst.tasks, context)
-        for task, child in zip(self.tasks, task_seq.spawn(len(self.tasks))):
+        # one mechanism, or several compared on the same respondents, arrivals and network
+        # (common random numbers): each has its server and its own analyst tasks
+        self.mechs = [m for _, m in scenario.mechanisms]
+        self.mech = self.mechs[0]
+        self.servers = [Server(m, spec.server.keep_reports, spec.server.max_reports) for m in self.mechs]
+        self.server = self.servers[0]
+        self.tasks: list[tuple[int, Task]] = []
+        for j, (name, mech) in enumerate(scenario.mechanisms):
+            context = TaskContext(mech, scenario.labels, scenario.prior, spec.simulation.mode, spec.population.size)
+            for task in make_tasks(spec.analyst.tasks, context):
+                if scenario.compared:
+                    task.name = f"{task.name}@{name}"
+                self.tasks.append((j, task))
+        for (_, task), child in zip(self.tasks, task_seq.spawn(len(self.tasks))):
             task.start(np.random.default_rng(child))
         self.rows: list[dict[str, Any]] = []
         self.sent = self.lost = self.in_flight = 0
@@ -202,8 +211,8 @@ class Replication:
         # aggregate mode: a finite mechanism's reports are symbols, so its output counts are
         # thinned and split over delivery ticks; other oracles' clients are thinned and split
         # by input, and the statistic of each delivered group is drawn when it arrives
-        self._split_outputs = self.mech.output_size is not None
-        self._statistic_rng = np.random.default_rng(statistic_seq)
+        self._split_outputs = not scenario.compared and self.mech.output_size is not None
+        self._statistic_rngs = [np.random.default_rng(c) for c in statistic_seq.spawn(len(self.mechs))]
 
     # ----------------------------------------------------------------- SimPy processes
     def run(self) -> pd.DataFrame:
@@ -223,7 +232,7 @@ class Replication:
             start = cohort.tick * self.timeline.dt
             if start > env.now:
                 yield env.timeout(start - env.now)
-            self._send(cohort, np.random.default_rng(seq))
+            self._send(cohort, np.random.default_rng(seq), seq)
 
     def _deliveries(self, env: simpy.Environment):
         for j in range(self.timeline.n):
@@ -245,19 +254,23 @@ class Replication:
                 self._checkpoint(t, "every")
 
     # ----------------------------------------------------------------- network
-    def _send(self, cohort: Cohort, rng: np.random.Generator) -> None:
+    def _send(self, cohort: Cohort, rng: np.random.Generator, seq: np.random.SeedSequence) -> None:
         self.sent += cohort.size
         if self.individual:
             batch = self.scenario.spec.simulation.batch_size
+            # compared mechanisms privatise the same clients, each from its own stream
+            privacy = [np.random.default_rng(c) for c in seq.spawn(len(self.mechs))] if self.scenario.compared else None
             for first in range(0, cohort.size, batch):
-                self._send_individual(cohort, min(batch, cohort.size - first), rng)
+                self._send_individual(cohort, min(batch, cohort.size - first), rng, privacy)
         else:
             self._send_aggregate(cohort, rng)
 
-    def _send_individual(self, cohort: Cohort, size: int, rng: np.random.Generator) -> None:
+    def _send_individual(self, cohort: Cohort, size: int, rng: np.random.Generator, privacy: list | None) -> None:
         scenario = self.scenario
         x = rng.choice(self.mech.k, size=size, p=scenario.prior)
-        y = self.mech.privatize(x, rng)
+        # one mechanism: its reports are drawn here, from the cohort's stream; compared ones
+        # after the network's draws, so that respondents, times and losses are common
+        y = self.mech.privatize(x, rng) if privacy is None else np.arange(size)
         if cohort.stop > cohort.start:
             t = rng.uniform(cohort.start, cohort.stop, size)
         else:
@@ -273,9 +286,10 @@ class Replication:
         j, t, y = j[~late], t[~late], y[~late]
         order = np.argsort(j, kind="stable")
         j, t, y = j[order], t[order], y[order]
+        ys = [y] if privacy is None else [m.privatize(x[y], g) for m, g in zip(self.mechs, privacy)]
         ticks, starts = np.unique(j, return_index=True)
         for tick, a, b in zip(ticks.tolist(), starts.tolist(), list(starts[1:]) + [j.size]):
-            self._buckets[tick].append((t[a:b], y[a:b]))
+            self._buckets[tick].append((t[a:b], [yy[a:b] for yy in ys]))
 
     def _send_aggregate(self, cohort: Cohort, rng: np.random.Generator) -> None:
         scenario = self.scenario
@@ -304,27 +318,29 @@ class Replication:
             return
         if self.individual:
             t = np.concatenate([p[0] for p in parts])
-            y = np.concatenate([p[1] for p in parts])
             order = np.argsort(t, kind="stable")
-            self._receive_individual(t[order], y[order])
+            ys = [np.concatenate([p[1][i] for p in parts])[order] for i in range(len(self.mechs))]
+            self._receive_individual(t[order], ys)
         else:
             self._receive_counts(np.sum(parts, axis=0), self.timeline.edge(j + 1))
 
     # ----------------------------------------------------------------- server side
-    def _receive_individual(self, t: NDArray[np.float64], y: NDArray[np.int64]) -> None:
-        while self._every_reports and self.server.n_received + len(y) >= self._next_report_cp:
+    def _receive_individual(self, t: NDArray[np.float64], ys: list[NDArray[np.int64]]) -> None:
+        """Reports delivered in time order: one array per mechanism, the same clients."""
+        while self._every_reports and self.server.n_received + len(t) >= self._next_report_cp:
             cut = self._next_report_cp - self.server.n_received
-            self._take(t[:cut], y[:cut])
+            self._take(t[:cut], [y[:cut] for y in ys])
             self._checkpoint(float(t[cut - 1]), "every_reports")
-            t, y = t[cut:], y[cut:]
+            t, ys = t[cut:], [y[cut:] for y in ys]
             self._next_report_cp += self._every_reports
-        self._take(t, y)
+        self._take(t, ys)
 
-    def _take(self, t: NDArray[np.float64], y: NDArray[np.int64]) -> None:
-        if len(y):
-            self.server.add_reports(t, y)
-            for task in self.tasks:
-                task.observe(t, y)
+    def _take(self, t: NDArray[np.float64], ys: list[NDArray[np.int64]]) -> None:
+        if len(t):
+            for server, y in zip(self.servers, ys):
+                server.add_reports(t, y)
+            for j, task in self.tasks:
+                task.observe(t, ys[j])
 
     def _receive_counts(self, counts: NDArray[np.int64], t: float) -> None:
         """A tick's delivered groups (output counts, or input counts of the clients heard)."""
@@ -339,17 +355,23 @@ class Replication:
         self._add_group(counts)
 
     def _add_group(self, counts: NDArray[np.int64]) -> None:
-        stat = counts if self._split_outputs else self.mech.sample_statistic(counts, self._statistic_rng)
-        self.server.add_counts(stat, int(counts.sum()))
+        reports = int(counts.sum())
+        if self._split_outputs:
+            self.server.add_counts(counts, reports)
+            return
+        for server, mech, rng in zip(self.servers, self.mechs, self._statistic_rngs):
+            server.add_counts(mech.sample_statistic(counts, rng), reports)
 
     # ----------------------------------------------------------------- analyst side
     def _checkpoint(self, t: float, reason: str) -> None:
-        reports, times = self.server.stored_reports()
-        cp = Checkpoint(self._checkpoints, t, reason, self.server.n_received, self.server.counts.copy(), reports, times)
+        cps = []
+        for server in self.servers:
+            reports, times = server.stored_reports()
+            cps.append(Checkpoint(self._checkpoints, t, reason, server.n_received, server.counts.copy(), reports, times))
+        base = dict(replication=self.index, checkpoint=self._checkpoints, reason=reason, time=t, n_received=cps[0].n_received)
         self._checkpoints += 1
-        base = dict(replication=self.index, checkpoint=cp.index, reason=reason, time=t, n_received=cp.n_received)
-        for task in self.tasks:
-            for row in task.at_checkpoint(cp):
+        for j, task in self.tasks:
+            for row in task.at_checkpoint(cps[j]):
                 self.rows.append({**base, "task": task.name, **row})
 
     def _engine_rows(self) -> None:

@@ -220,7 +220,10 @@ class ScenarioSpec(Model):
     description: str = ""
     population: PopulationSpec
     #: ``kind`` = a catalog entry tagged ``scenario``, and its parameters (checked at build)
-    mechanism: dict[str, Any]
+    mechanism: dict[str, Any] | None = None
+    #: several mechanisms compared on the same respondents and network (``[[mechanisms]]``,
+    #: each a ``[mechanism]`` table with an optional ``name``)
+    mechanisms: Annotated[list[dict[str, Any]], Field(min_length=1, max_length=16)] | None = None
     arrivals: ArrivalSpec
     network: NetworkSpec = NetworkSpec()
     server: ServerSpec = ServerSpec()
@@ -235,12 +238,22 @@ class Scenario(BuiltScenario):
 
     kind: ClassVar[str] = KIND
 
-    mechanism: FrequencyOracle
+    mechanisms: tuple[tuple[str, FrequencyOracle], ...]  # (name, oracle): one, or several compared
     prior: np.ndarray  # the true distribution clients draw from
     latency: Latency
     tick: float
     end: float
     labels: list[str]  # the answers' labels
+
+    @property
+    def mechanism(self) -> FrequencyOracle:
+        """The (first) mechanism."""
+        return self.mechanisms[0][1]
+
+    @property
+    def compared(self) -> bool:
+        """Whether several mechanisms run on the same respondents (common random numbers)."""
+        return len(self.mechanisms) > 1
 
     def rebuild(self, spec: "ScenarioSpec") -> "Scenario":
         return build(spec, self.source, self.path)
@@ -272,11 +285,20 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
             raise LdpSimError(f"population.{key}: got entries summing to {math.fsum(vec)!r}, expected a sum of 1")
     prior = np.asarray(pop.true_distribution(), dtype=np.float64)
     prior = prior / prior.sum()
-    mechanism = _build_mechanism(spec)
+    mechanisms = _build_mechanisms(spec)
     latency = build_latency(spec.network.latency)
     from ldpsim.sim.tasks import validate_tasks  # the registry lives with the tasks
 
-    validate_tasks(spec.analyst.tasks, spec.simulation.mode, mechanism)
+    for where_, (_, mechanism) in zip(_mechanism_keys(spec), mechanisms):
+        if spec.simulation.mode == "aggregate" and not mechanism.aggregate_exact:
+            raise LdpSimError(
+                f"simulation.mode: got 'aggregate', expected 'individual' for {where_} ({mechanism!r}: its statistic "
+                "has no exact law cheaper than drawing every report)"
+            )
+        try:
+            validate_tasks(spec.analyst.tasks, spec.simulation.mode, mechanism)
+        except LdpSimError as exc:
+            raise LdpSimError(f"{exc} (with {where_})" if spec.mechanisms is not None else str(exc)) from None
     if spec.simulation.mode == "individual" and pop.size > MAX_INDIVIDUAL:
         raise LdpSimError(
             f"population.size: got {pop.size}, expected at most {MAX_INDIVIDUAL} in individual mode "
@@ -293,18 +315,18 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
     tick = _tick(spec, end)
     if end / tick > MAX_TICKS:
         raise LdpSimError(f"simulation.tick: got {tick!r}, expected at most {MAX_TICKS} ticks up to end = {end!r}")
-    _check_workload(spec, mechanism.statistic_size, tick, end)
-    return Scenario(spec, source, where, mechanism, prior, latency, tick, end, labels)
+    _check_workload(spec, max(m.statistic_size for _, m in mechanisms), tick, end, len(mechanisms))
+    return Scenario(spec, source, where, tuple(mechanisms), prior, latency, tick, end, labels)
 
 
-def _check_workload(spec: ScenarioSpec, m: int, tick: float, end: float) -> None:
+def _check_workload(spec: ScenarioSpec, m: int, tick: float, end: float, mechanisms: int = 1) -> None:
     """Bound the rows and the aggregate-mode work of a scenario before it runs."""
     from ldpsim.sim.tasks import rows_per_checkpoint
 
     size = spec.population.size
     cp = spec.analyst.checkpoints
     # a checkpoint costs about as much as a row even when no task writes one
-    per_checkpoint = max(1, rows_per_checkpoint(spec.analyst.tasks, len(spec.population.label_list())))
+    per_checkpoint = max(1, mechanisms * rows_per_checkpoint(spec.analyst.tasks, len(spec.population.label_list())))
     if spec.simulation.mode == "aggregate" and cp.every_reports is not None and size >= HYPERGEOMETRIC_LIMIT:
         raise LdpSimError(
             f"analyst.checkpoints.every_reports: got {cp.every_reports}, expected no report-count checkpoints with "
@@ -359,15 +381,42 @@ def split_cells(spec: ScenarioSpec, tick: float, end: float) -> int:
 _FILLED = {"alphabet": "population.labels", "P0": "population.P0", "P1": "population.P1", "prior": "population"}
 
 
-def _build_mechanism(spec: ScenarioSpec) -> FrequencyOracle:
-    """The ``[mechanism]`` table built through the one catalog (:mod:`ldpsim.mechanisms.catalog`):
+def _mechanism_keys(spec: ScenarioSpec) -> list[str]:
+    if spec.mechanisms is None:
+        return ["mechanism"]
+    return [f"mechanisms[{i}]" for i in range(len(spec.mechanisms))]
+
+
+def _build_mechanisms(spec: ScenarioSpec) -> list[tuple[str, FrequencyOracle]]:
+    """``[mechanism]``, or the ``[[mechanisms]]`` compared on the same respondents: each
+    built by :func:`_build_mechanism`, named by its ``name`` (default: its kind; distinct)."""
+    if (spec.mechanism is None) == (spec.mechanisms is None):
+        raise LdpSimError("mechanism: got " + ("both [mechanism] and [[mechanisms]]" if spec.mechanism is not None else "nothing")
+                          + ", expected one [mechanism] table or a list [[mechanisms]] to compare")  # fmt: skip
+    tables = [spec.mechanism] if spec.mechanism is not None else list(spec.mechanisms or [])
+    out: list[tuple[str, FrequencyOracle]] = []
+    for key, table in zip(_mechanism_keys(spec), tables):
+        table = dict(table)
+        name = table.pop("name", None) if spec.mechanisms is not None else None
+        if name is not None and (not isinstance(name, str) or not name.strip() or len(name) > 50):
+            raise LdpSimError(f"{key}.name: got {_show(name)}, expected a short text naming this mechanism")
+        mech = _build_mechanism(spec, table, key)
+        name = name if name is not None else str(table.get("kind"))
+        if any(name == other for other, _ in out):
+            raise LdpSimError(f"{key}.name: got {name!r}, expected a name no other mechanism has (set 'name')")
+        out.append((name, mech))
+    return out
+
+
+def _build_mechanism(spec: ScenarioSpec, table: dict[str, Any], where: str = "mechanism") -> FrequencyOracle:
+    """A ``[mechanism]`` table built through the one catalog (:mod:`ldpsim.mechanisms.catalog`):
     ``kind`` names an entry tagged ``scenario``, the other keys are its parameters (strictly
     typed; the privacy parameters eps and delta must be stated), and the parameters that
     describe the inputs (alphabet size, P0, P1, prior) come from ``[population]``. Input
     sets (``T``) are written as labels. The mechanism's inputs are named by the labels."""
     from ldpsim.mechanisms import catalog
 
-    table = dict(spec.mechanism)
+    table = dict(table)
     pop = spec.population
     labels = pop.label_list()
     usable = catalog.names("scenario")
@@ -376,20 +425,20 @@ def _build_mechanism(spec: ScenarioSpec) -> FrequencyOracle:
         got = "nothing" if kind is None else _show(kind)
         other = isinstance(kind, str) and kind in catalog.CATALOG
         hint = f" ({kind} does not report one of finitely many answers)" if other else ""
-        raise LdpSimError(f"mechanism.kind: got {got}, expected one of {', '.join(usable)}{hint}")
+        raise LdpSimError(f"{where}.kind: got {got}, expected one of {', '.join(usable)}{hint}")
     entry = catalog.entry(kind)
     params: dict[str, Any] = {}
     for key, value in table.items():
         p = entry.params.get(key)
         if p is None:
             own = [n for n, q in entry.params.items() if q.role not in _FILLED]
-            raise LdpSimError(f"mechanism.{key}: got {_show(value)}, expected no such key ({kind} takes {', '.join(own)})")
+            raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected no such key ({kind} takes {', '.join(own)})")
         if p.role in _FILLED:
-            raise LdpSimError(f"mechanism.{key}: got {_show(value)}, expected no {key} here: it comes from {_FILLED[p.role]}")
-        params[key] = _label_indices(value, labels, key) if p.role == "inputs" else value
+            raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected no {key} here: it comes from {_FILLED[p.role]}")
+        params[key] = _label_indices(value, labels, key, where) if p.role == "inputs" else value
     for key in ("eps", "delta"):
         if key in entry.params and key not in params:
-            raise LdpSimError(f"mechanism.{key}: got nothing, expected the privacy parameter {key} of {kind} (a scenario states it)")
+            raise LdpSimError(f"{where}.{key}: got nothing, expected the privacy parameter {key} of {kind} (a scenario states it)")
     given = {"alphabet": len(labels), "P0": pop.P0, "P1": pop.P1, "prior": pop.true_distribution()}
     for key, p in entry.params.items():
         if p.role in _FILLED and given[p.role] is not None:
@@ -399,19 +448,19 @@ def _build_mechanism(spec: ScenarioSpec) -> FrequencyOracle:
     except LdpSimError as exc:
         key = str(exc).partition(":")[0]
         role = entry.params[key].role if key in entry.params else None
-        raise LdpSimError(f"{_FILLED[role]}: {str(exc).partition(': ')[2]}" if role in _FILLED else f"mechanism.{exc}") from None
+        raise LdpSimError(f"{_FILLED[role]}: {str(exc).partition(': ')[2]}" if role in _FILLED else f"{where}.{exc}") from None
     if mech.k != len(labels):
-        raise LdpSimError(f"mechanism.kind: got {kind!r} with {len(labels)} labels, expected exactly {mech.k} labels (its inputs)")
+        raise LdpSimError(f"{where}.kind: got {kind!r} with {len(labels)} labels, expected exactly {mech.k} labels (its inputs)")
     return mech.with_labels(labels)
 
 
-def _label_indices(value: Any, labels: list[str], key: str) -> list[int]:
+def _label_indices(value: Any, labels: list[str], key: str, where: str = "mechanism") -> list[int]:
     """A list of labels as symbol indices (one line naming the key otherwise)."""
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-        raise LdpSimError(f"mechanism.{key}: got {_show(value)}, expected a list of labels of the population")
+        raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected a list of labels of the population")
     unknown = [t for t in value if t not in labels]
     if unknown:
-        raise LdpSimError(f"mechanism.{key}: got {unknown[0]!r}, expected labels of the population {labels}")
+        raise LdpSimError(f"{where}.{key}: got {unknown[0]!r}, expected labels of the population {labels}")
     return [labels.index(t) for t in value]
 
 
