@@ -131,3 +131,47 @@ def _read_pid(fd: int) -> int | None:
 def describe_os_error(exc: OSError) -> str:
     """``strerror`` of an OSError, or its text when it has none."""
     return exc.strerror or str(exc)
+
+
+def check_output_folder(path: str | Path, force: bool, option: str = "--out") -> Path:
+    """Refuse, before any work, an output folder that is not new or empty (unless ``force``)
+    or that cannot be created: one line naming ``option``."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise LdpSimError(f"{option}: got {str(out)!r}, expected a folder (it is a file)")
+    if out.exists() and any(out.iterdir()) and not force:
+        raise LdpSimError(f"{option}: got {str(out)!r}, expected a new or empty folder (use --force to replace its files)")
+    parent = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise LdpSimError(f"{option}: got {str(out)!r}, expected a folder that can be written ({str(parent)!r} cannot be)")
+    return out
+
+
+def write_output_folder(path: str | Path, files: dict[str, bytes], option: str = "--out") -> list[Path]:
+    """Write ``files`` (name -> bytes) into ``path`` as a whole: into a temporary sibling
+    folder first, then each file renamed into place, so Ctrl-C or a full disk leaves no
+    half-made folder (a folder this call created is removed again on failure)."""
+    import shutil
+
+    out = Path(path)
+    created = not out.exists()
+    tmp = temporary_name(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir()
+        for name, data in files.items():
+            (tmp / name).write_bytes(data)
+        out.mkdir(exist_ok=True)
+        written = []
+        for name in files:
+            os.replace(tmp / name, out / name)
+            written.append(out / name)
+        return written
+    except BaseException as exc:
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise LdpSimError(f"{option}: cannot write in {str(out)!r} ({describe_os_error(exc)})") from None
+        raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

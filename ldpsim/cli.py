@@ -99,6 +99,26 @@ def _build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--workers", type=int, default=1, help="worker processes for the linear programs (default 1)")
     rep.set_defaults(func=_reproduce)
 
+    rec = sub.add_parser(
+        "recommend",
+        help="which frequency oracle for k answers at eps and n respondents: exact losses side by side",
+        description="Score every frequency oracle of the catalog (and, for k <= 24, the linear program's optimal "
+        "mechanism for mutual information) by the exact variance of its unbiased estimator at k answers, privacy eps "
+        "and n respondents, with report sizes and server cost, sorted; and draw each oracle's loss against eps with "
+        "the points where two swap places. Writes recommend.csv, curves.csv, crossings.csv, recommend.png and "
+        "summary.md under reports/recommend/ (or --out).",
+    )
+    rec.add_argument("--k", type=int, required=True, help="number of answers (2 .. 10^7)")
+    rec.add_argument("--eps", type=float, required=True, help="privacy level of one report, in (0, 50]")
+    rec.add_argument("--n", type=float, required=True, help="number of respondents, e.g. 1e6")
+    rec.add_argument("--utility", default="mse", help="mse (exact, default) or l1 (normal approximation)")
+    rec.add_argument("--prior", default="uniform", help="true distribution: uniform (default), zipf:S, or k comma-separated weights")
+    rec.add_argument("--bits", type=float, default=None, metavar="B", help="only oracles whose reports take at most B bits")
+    rec.add_argument("--out", default=None, help="output folder (default reports/recommend/k<K>-eps<E>-n<N>)")
+    rec.add_argument("--force", action="store_true", help="replace the files of a non-empty --out folder")
+    rec.add_argument("--no-figure", action="store_true", help="skip recommend.png (and the eps sweep behind it)")
+    rec.set_defaults(func=_recommend)
+
     aud = sub.add_parser(
         "audit",
         help="empirical privacy audit: a lower bound on eps of a library mechanism from samples",
@@ -312,6 +332,49 @@ def _reproduce(args: argparse.Namespace) -> int:
     else:
         print("every number the paper gives agrees within the stated criterion")
     print(f"files in {run.out_dir}: {', '.join(p.name for p in run.files)}")
+    return 0
+
+
+def _recommend(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ldpsim._files import check_output_folder, write_output_folder
+    from ldpsim.report import recommend as report
+    from ldpsim.utility import recommend as rc
+
+    table = rc.evaluate(args.k, args.eps, args.n, args.prior, args.utility, lp=False)  # checks every argument first
+    n = int(args.n)
+    out = Path(args.out) if args.out is not None else Path("reports") / "recommend" / f"k{args.k}-eps{args.eps:g}-n{n:g}"
+    check_output_folder(out, args.force)
+    if args.bits is not None and not (args.bits > 0):
+        raise LdpSimError(f"--bits: got {args.bits!r}, expected a number of bits > 0")
+    table = rc.evaluate(args.k, args.eps, args.n, args.prior, args.utility)
+    if args.bits is not None:
+        table = table[table["report_bits"].fillna(float("inf")) <= args.bits].reset_index(drop=True)
+    if args.no_figure:
+        curves = crossings = None
+    else:
+        curves = rc.curves(args.k, args.n, args.prior, loss=args.utility)
+        crossings = rc.boundaries(curves, args.k, args.n, args.prior, args.utility)
+    import pandas as pd
+
+    files = report.files(table, curves if curves is not None else pd.DataFrame(), crossings if crossings is not None else
+                         pd.DataFrame(columns=["better_below", "better_above", "eps"]),
+                         {"k": args.k, "eps": args.eps, "n": n, "utility": args.utility, "prior": args.prior},
+                         with_figure=not args.no_figure)  # fmt: skip
+    written = write_output_folder(out, files)
+    exact = "exact" if args.utility == "mse" else "normal approximation"
+    print(f"frequency oracles for k = {args.k:,} answers, eps = {args.eps:g}, n = {n:,} respondents, prior {args.prior}; "
+          f"loss {args.utility} ({exact}), best first:")  # fmt: skip
+    shown = table.rename(columns={"server_operations": "server_ops", "max_std_error": "max_se"})
+    cols = ["mechanism", "mse", "l1", "max_se", "report_bits", "server_ops", "exact_eps"]
+    print(shown[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}", na_rep="-"))
+    for _, row in table[table["note"].fillna("") != ""].iterrows():
+        print(f"  {row['mechanism']}: {row['note']}")
+    if crossings is not None and len(crossings):
+        print("where they swap places: " + "; ".join(
+            f"{r.better_below} below eps = {r.eps:.4g}, {r.better_above} above" for r in crossings.itertuples()))
+    print(f"files: {', '.join(str(p) for p in written)}")
     return 0
 
 

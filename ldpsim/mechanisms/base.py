@@ -358,6 +358,13 @@ class FrequencyOracle(Mechanism):
         out.input_labels = names
         return out
 
+    def server_operations(self, n: float) -> float:
+        """About how many elementary operations the server spends on ``n`` reports:
+        aggregating them into the statistic and inverting it. Generic version: one count per
+        report (a symbol) and a ``k x s`` inverse; oracles whose reports name several
+        supports (unary encoding, hashing) override it."""
+        return float(n) + float(self.k) * float(self.statistic_size)
+
     @property
     def report_bits(self) -> float:
         """Bits needed to send one report."""

@@ -233,7 +233,7 @@ def _entries() -> list[Entry]:
             "k-ary randomized response: the input with probability e^eps/(k-1+e^eps); exact eps = eps",
             {"k": _K, "eps": _EPS},
             "ldpsim.mechanisms.randomized_response:RandomizedResponse",
-            fin | {"party"},
+            fin | {"party", "oracle"},
         ),
         Entry(
             "binary",

@@ -108,6 +108,9 @@ class RandomizedResponse(FiniteMechanism):
     def identifiable(self) -> bool:
         return self.keep > 0
 
+    def server_operations(self, n: float) -> float:
+        return float(n) + float(self.k)  # one count per report; the inverse is a closed form
+
     def marginal(self, prior: ArrayLike) -> NDArray[np.float64]:
         p = v.probability_vector(prior, "prior", size=self.k)
         return self.keep * p + self.p_other

@@ -1,0 +1,182 @@
+"""Which frequency oracle for a survey: exact expected losses side by side
+(``ldpsim recommend``).
+
+For ``k`` answers, privacy level ``eps``, ``n`` respondents and a true distribution
+``prior``, every frequency oracle of the catalog (the entries tagged ``oracle`` that take
+``k`` and ``eps``) is built at those parameters and scored by the exact variance of its
+unbiased estimator (:meth:`~ldpsim.mechanisms.base.FrequencyOracle.estimate_variance`):
+
+- ``mse``: the expected squared error summed over answers, ``sum_x Var(f_x)`` (exact: the
+  estimators are unbiased);
+- ``l1``: the expected L1 error ``sum_x E|f_x - p_x|``, with each estimate's error taken as
+  normal: ``sum_x sqrt(2 Var(f_x) / pi)`` (an approximation, stated as such in the output;
+  it is accurate when every variance is small against ``n``'s scale).
+
+Beside each loss: the report's size in bits, an estimate of the server's work
+(:meth:`~ldpsim.mechanisms.base.FrequencyOracle.server_operations`) and the oracle's exact
+eps. For ``k <= 24`` the optimal mechanism of the staircase linear program for mutual
+information at ``prior`` (Kairouz, Oh and Viswanath 2014) is scored as well: optimal for
+that utility, not for the squared error, which the table shows. :func:`curves` scores
+every oracle over a grid of eps and :func:`boundaries` finds where two oracles swap places
+(e.g. where randomized response overtakes optimised unary encoding).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from ldpsim import _validate as v
+from ldpsim.errors import LdpSimError, invalid
+from ldpsim.mechanisms import catalog
+
+__all__ = ["LOSSES", "candidates", "parse_prior", "evaluate", "curves", "boundaries", "LP_MAX_K"]
+
+LOSSES = ("mse", "l1")
+#: Largest k for which the linear program's optimal mechanism is scored too.
+LP_MAX_K = 24
+#: Largest k the comparison accepts (labels, variances and priors are length-k vectors).
+MAX_K = 10**7
+
+
+def candidates() -> list[str]:
+    """Catalog oracles that take ``k`` (the alphabet) and ``eps``, in catalog order."""
+    out = []
+    for name, e in catalog.CATALOG.items():
+        roles = {p.role for p in e.params.values()}
+        if "oracle" in e.tags and "eps" in e.params and "alphabet" in roles:
+            out.append(name)
+    return out
+
+
+def parse_prior(text: str | Sequence[float] | None, k: int) -> NDArray[np.float64]:
+    """``uniform`` (default), ``zipf:S`` (``P(answer i) ∝ i^-S``) or ``k`` comma-separated
+    weights (normalised); one line naming ``--prior`` otherwise."""
+    expected = "uniform, zipf:S with S > 0, or k comma-separated weights >= 0"
+    if text is None or (isinstance(text, str) and text.strip() == "uniform"):
+        return np.full(k, 1.0 / k)
+    if isinstance(text, str) and text.strip().startswith("zipf:"):
+        try:
+            s = float(text.strip()[5:])
+        except ValueError:
+            raise invalid("--prior", text, expected) from None
+        if not (math.isfinite(s) and 0 < s <= 100):
+            raise invalid("--prior", text, expected)
+        w = np.arange(1, k + 1, dtype=np.float64) ** -s
+        return w / w.sum()
+    try:
+        w = np.asarray([float(x) for x in text.split(",")] if isinstance(text, str) else list(text), dtype=np.float64)
+    except (TypeError, ValueError):
+        raise invalid("--prior", text, expected) from None
+    if w.shape != (k,) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+        raise invalid("--prior", f"{w.size} weights" if w.ndim == 1 else text, f"{expected} (k = {k})")
+    return w / w.sum()
+
+
+def _losses(var: NDArray[np.float64]) -> dict[str, float]:
+    var = np.clip(var, 0.0, None)
+    return {"mse": float(var.sum()), "l1": float(np.sqrt(2.0 * var / math.pi).sum())}
+
+
+def _score(name: str, mech: Any, prior: NDArray[np.float64], n: int) -> dict[str, Any]:
+    var = np.asarray(mech.estimate_variance(prior, float(n)), dtype=np.float64)
+    return {"mechanism": name, **_losses(var), "max_std_error": float(np.sqrt(var.max())),
+            "report_bits": float(mech.report_bits), "server_operations": float(mech.server_operations(n)),
+            "exact_eps": float(mech.epsilon(0.0))}  # fmt: skip
+
+
+def _checked(k: int, eps: float, n: float, loss: str) -> tuple[int, float, int, str]:
+    k = v.integer(k, "--k", minimum=2, maximum=MAX_K)
+    eps = v._as_float(eps, "--eps", "a number in (0, 50]")
+    if not (0 < eps <= 50):
+        raise invalid("--eps", eps, "a number in (0, 50]")
+    nf = v._as_float(n, "--n", "a number of respondents >= 1")
+    if not (math.isfinite(nf) and nf >= 1 and float(nf).is_integer() and nf <= 1e15):
+        raise invalid("--n", n, "a whole number of respondents between 1 and 1e15")
+    if loss not in LOSSES:
+        raise invalid("--utility", loss, f"one of {', '.join(LOSSES)}")
+    return k, eps, int(nf), loss
+
+
+def evaluate(k: int, eps: float, n: float, prior: Any = None, loss: str = "mse", lp: bool = True) -> pd.DataFrame:
+    """One row per oracle (and the linear program's mechanism for ``k <= LP_MAX_K``):
+    ``mse``, ``l1``, ``max_std_error``, ``report_bits``, ``server_operations``,
+    ``exact_eps``, ``note``; sorted by ``loss`` (best first)."""
+    k, eps, n, loss = _checked(k, eps, n, loss)
+    p = parse_prior(prior, k)
+    rows = []
+    for name in candidates():
+        try:
+            mech = catalog.build(name, k=k, eps=eps)
+        except LdpSimError as exc:
+            rows.append({"mechanism": name, "note": f"not available here ({' '.join(str(exc).split())[:90]})"})
+            continue
+        rows.append({**_score(name, mech, p, n), "note": ""})
+    if lp and k <= LP_MAX_K:
+        mech = catalog.build("optimal", eps=eps, utility="mutual_information", k=k, prior=p.tolist())
+        label = "optimal (LP, mutual information)"
+        if mech.identifiable:
+            rows.append({**_score(label, mech, p, n), "note": "optimal for mutual information, not for this loss"})
+        else:
+            rows.append({"mechanism": label, "report_bits": float(mech.report_bits), "exact_eps": float(mech.epsilon(0.0)),
+                         "note": f"its {mech.m} outputs cannot estimate {k} frequencies"})  # fmt: skip
+    table = pd.DataFrame(rows)
+    table = table.sort_values(loss, kind="stable", na_position="last").reset_index(drop=True)
+    cols = ["mechanism", "mse", "l1", "max_std_error", "report_bits", "server_operations", "exact_eps", "note"]
+    return table.reindex(columns=cols)
+
+
+def curves(k: int, n: float, prior: Any = None, eps_grid: Sequence[float] | None = None, loss: str = "mse") -> pd.DataFrame:
+    """The loss of every oracle at each eps of ``eps_grid`` (default: 40 points from 0.1 to
+    8, log-spaced): columns ``eps`` and one per oracle."""
+    grid = np.geomspace(0.1, 8.0, 40) if eps_grid is None else np.asarray(eps_grid, dtype=np.float64)
+    k, _, n, loss = _checked(k, float(grid[0]), n, loss)
+    p = parse_prior(prior, k)
+    out: dict[str, list[float]] = {"eps": [float(e) for e in grid]}
+    for name in candidates():
+        vals = []
+        for e in grid:
+            try:
+                vals.append(_score(name, catalog.build(name, k=k, eps=float(e)), p, n)[loss])
+            except LdpSimError:
+                vals.append(math.nan)
+        out[name] = vals
+    return pd.DataFrame(out)
+
+
+def boundaries(table: pd.DataFrame, k: int, n: float, prior: Any = None, loss: str = "mse") -> pd.DataFrame:
+    """Where two oracles swap places on the grid of :func:`curves`: for each neighbouring pair
+    of grid points where the sign of ``loss(a) - loss(b)`` changes, the crossing eps found by
+    bisection on the exact losses (to 1e-9 relative): columns ``better_below``,
+    ``better_above``, ``eps``."""
+    k, _, n, loss = _checked(k, float(table["eps"].iloc[0]), n, loss)
+    p = parse_prior(prior, k)
+    names = [c for c in table.columns if c != "eps"]
+    eps = table["eps"].to_numpy()
+
+    def diff(a: str, b: str, e: float) -> float:
+        return _score(a, catalog.build(a, k=k, eps=e), p, n)[loss] - _score(b, catalog.build(b, k=k, eps=e), p, n)[loss]
+
+    rows = []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            d = table[a].to_numpy() - table[b].to_numpy()
+            for j in range(len(eps) - 1):
+                if not (np.isfinite(d[j]) and np.isfinite(d[j + 1])) or d[j] == 0 or np.sign(d[j]) == np.sign(d[j + 1]):
+                    continue
+                lo, hi = float(eps[j]), float(eps[j + 1])
+                for _ in range(80):
+                    mid = math.sqrt(lo * hi)
+                    if np.sign(diff(a, b, mid)) == np.sign(d[j]):
+                        lo = mid
+                    else:
+                        hi = mid
+                    if hi - lo <= 1e-9 * hi:
+                        break
+                below, above = (a, b) if d[j] < 0 else (b, a)
+                rows.append({"better_below": below, "better_above": above, "eps": math.sqrt(lo * hi)})
+    return pd.DataFrame(rows, columns=["better_below", "better_above", "eps"]).sort_values("eps", kind="stable").reset_index(drop=True)
