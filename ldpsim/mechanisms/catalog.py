@@ -347,6 +347,22 @@ def _entries() -> list[Entry]:
             frozenset({"vector"}),
         ),
         Entry(
+            "rappor",
+            "RAPPOR (Erlingsson et al. 2014): the candidate's m-bit Bloom filter (h hashes of the cohort), "
+            "permanent randomized response f, instantaneous p and q; no eps parameter: exact eps of one report "
+            "from the exact privacy-loss law of the worst pair of candidates (claimed exactly); "
+            "epsilon_longitudinal() for memoised reports",
+            {"k": Param(int, 2, "number of candidate strings (>= 2); inputs are their indices", role="alphabet"),
+             "m": Param(int, 32, "Bloom filter bits (1..2^24; estimating k frequencies needs m >= k and patterns of full rank)"),
+             "h": Param(int, 2, "hash functions (1..64)"),
+             "f": Param(float, 0.5, "permanent randomized response: a bit becomes a fair coin with probability f, in [0, 1]"),
+             "p": Param(float, 0.5, "P(report 1 | permanent bit 0), in [0, 1]"),
+             "q": Param(float, 0.75, "P(report 1 | permanent bit 1), in [0, 1]"),
+             "cohort": Param(int, 0, "which fixed set of h hash functions (an integer >= 0)")},
+            "ldpsim.mechanisms.oracles.rappor:Rappor",
+            frozenset({"oracle", "scenario"}),
+        ),
+        Entry(
             "broken.doubled_rr",
             'deliberately broken: k-ary randomized response whose probabilities use ``2 eps``.',
             {"k": _K, "eps": _EPS},

@@ -50,10 +50,16 @@ def _distribution(data: st.DataObject, k: int, label: str) -> list[float]:
     return [x / sum(w) for x in w]
 
 
+#: RAPPOR: Bloom filter bits, hashes, permanent f, instantaneous p < q (p and q away from 0 and 1)
+RAPPOR_DRAWS = {"m": st.integers(4, 16), "h": st.integers(1, 3), "f": st.floats(0.1, 0.9),
+                "p": st.floats(0.1, 0.45), "q": st.floats(0.55, 0.9)}
+
+
 def draw_params(data: st.DataObject, name: str) -> dict[str, object]:
     """Parameters of the family ``name``: eps in [0.1, 4] (< 1 for the classical Gaussian),
     k in 2..5, delta in [1e-3, 0.2], sensitivity in {1, 2.5} (integer {1, 3} for geometric),
-    dimension d in 1..5 and norm p in {1, 2, 3, inf} (l_p Laplace); for the finite families
+    dimension d in 1..5 and norm p in {1, 2, 3, inf} (l_p Laplace), RAPPOR's m, h, f, p, q
+    (:data:`RAPPOR_DRAWS`); for the finite families
     built from the inputs' description: a utility, distributions P0, P1 and a prior over the
     k inputs (or none, for the binary mechanism), a set T of inputs (or none), and a k x m
     row-stochastic matrix (m in 2..4) with entries drawn in [0, 1]."""
@@ -84,6 +90,8 @@ def draw_params(data: st.DataObject, name: str) -> dict[str, object]:
             out[pname] = [[x / sum(r) for x in r] for r in rows]
         elif pname == "delta":
             out[pname] = data.draw(st.floats(1e-3, 0.2), label="delta")
+        elif name == "rappor" and pname in RAPPOR_DRAWS:
+            out[pname] = data.draw(RAPPOR_DRAWS[pname], label=pname)
         elif pname == "d":
             out[pname] = data.draw(st.integers(1, 5), label="d")
         elif pname == "p":

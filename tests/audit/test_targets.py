@@ -30,6 +30,7 @@ LIBRARY = [
     "staircase_noise",
     "geometric",
     "norm_laplace",
+    "rappor",
 ]
 
 
@@ -79,6 +80,9 @@ def test_every_target_builds_with_defaults(name):
     for x, xp in t.pairs:
         for inp in (x, xp):
             y = np.asarray(t.sampler(inp, 50, rng))
+            if name == "rappor":  # reports of m bits, one byte each
+                assert y.shape == (50, t.params["m"]) and y.dtype == np.uint8
+                continue
             assert y.shape == ((50,) if name != "norm_laplace" else (50, t.params["d"]))
             assert y.dtype == (np.int64 if t.outputs == "finite" else np.float64)
     if t.true_delta is not None:

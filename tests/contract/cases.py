@@ -78,6 +78,13 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "broken.svt_no_query_noise": [{"eps": 1.0, "T": 0.0}, {"eps": 0.5, "T": 1.0}],
     "broken.svt_no_cutoff": [{"eps": 1.0, "m": 3}, {"eps": 0.5, "m": 4}],
     "broken.svt_returns_value": [{"eps": 1.0, "m": 7}, {"eps": 2.0, "m": 4}],
+    # rappor: small m so that possible_reports() lists every report
+    "rappor": [
+        {"k": 4, "m": 8, "h": 2, "f": 0.5, "p": 0.5, "q": 0.75, "cohort": 0},
+        {"k": 3, "m": 6, "h": 1, "f": 0.25, "p": 0.25, "q": 0.75, "cohort": 1},
+        {"k": 5, "m": 3, "h": 2, "f": 0.5, "p": 0.5, "q": 0.75, "cohort": 0},  # overlapping patterns, not identifiable
+        {"k": 3, "m": 5, "h": 2, "f": 0.0, "p": 0.0, "q": 1.0, "cohort": 2},  # the bare Bloom filter: eps = inf
+    ],
 }
 
 #: (entry, index into CASES[entry]) run only with -m slow
@@ -127,6 +134,8 @@ BAD: dict[str, list[tuple[dict[str, Any], str]]] = {
     "broken.svt_no_query_noise": [({"eps": 0.0}, "eps"), ({"T": NAN}, "T")],
     "broken.svt_no_cutoff": [({"m": 9}, "m"), ({"eps": 1e-7}, "eps"), ({"T": NAN}, "T")],
     "broken.svt_returns_value": [({"m": 0}, "m"), ({"m": 65}, "m"), ({"T": NAN}, "T")],
+    "rappor": [({"k": 1}, "k"), ({"m": 0}, "m"), ({"h": 0}, "h"), ({"h": 65}, "h"), ({"f": 1.5}, "f"),
+               ({"p": -0.1}, "p"), ({"q": NAN}, "q"), ({"cohort": -1}, "cohort")],
 }
 
 
