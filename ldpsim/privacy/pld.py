@@ -255,10 +255,12 @@ class DiscretePLD:
         return DiscretePLD.from_atoms(loss, log_p, p_inf, r_inf).merged()
 
     def merged(self, rtol: float = 1e-12) -> "DiscretePLD":
-        """Merge atoms whose losses agree to ``rtol`` (relative to the largest |loss|)."""
+        """Merge atoms whose losses agree to ``rtol`` relative to the largest |loss| (so
+        rounding in sums of losses merges, while the distinct losses of a mechanism at
+        eps = 1e-13 stay distinct; an absolute floor of 1 here used to merge them all)."""
         if self.loss.size < 2:
             return self
-        scale = max(1.0, float(np.max(np.abs(self.loss))))
+        scale = float(np.max(np.abs(self.loss)))
         new = np.concatenate([[True], np.diff(self.loss) > rtol * scale])
         if np.all(new):
             return self

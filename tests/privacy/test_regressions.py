@@ -53,3 +53,21 @@ def test_compose_with_a_huge_k_skips_only_the_figure(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "region.png skipped" in out
     assert (tmp_path / "c" / "table.csv").exists()
+
+
+def test_composing_a_tiny_eps_keeps_its_distinct_losses():
+    """Binary randomized response at eps = 1e-13 composed with itself: delta(0) is the total
+    variation of the product pair, computed here from its three outcome classes in mpmath.
+    An absolute merge tolerance of 1e-12 once merged every atom and returned 0. (p and q are
+    rounded to doubles, about 1e-16 absolutely, so the ~1e-13 result is good to ~1e-3.)"""
+    import mpmath
+
+    from ldpsim.privacy.pld import DiscretePLD
+
+    eps = 1e-13
+    with mpmath.workdps(50):
+        p = mpmath.e**eps / (1 + mpmath.e**eps)
+        q = 1 - p
+        tv = sum(mpmath.binomial(2, a) * max(p**a * q ** (2 - a) - q**a * p ** (2 - a), 0) for a in range(3))
+    one = DiscretePLD.from_distributions([float(p), float(q)], [float(q), float(p)])
+    assert float(one.compose(one).delta(0.0)) == pytest.approx(float(tv), rel=1e-2)
