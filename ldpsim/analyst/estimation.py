@@ -120,7 +120,7 @@ def inversion_estimate(mechanism: FrequencyOracle, counts: ArrayLike, n: int | N
 
     Parameters
     ----------
-    mechanism : FiniteMechanism
+    mechanism : FrequencyOracle
         A mechanism whose ``k x m`` matrix has full row rank ``k``.
     counts : array_like of int, shape (m,)
         Output counts; at least one report. Totals up to 2^62 are accepted.
@@ -154,7 +154,7 @@ def exact_covariance(mechanism: FrequencyOracle, prior: ArrayLike, n: int) -> ND
 
     Parameters
     ----------
-    mechanism : FiniteMechanism
+    mechanism : FrequencyOracle
     prior : array_like, shape (k,)
         The true input distribution.
     n : int
@@ -247,12 +247,19 @@ def em_estimate(
     geometrically or slower), so a small change per step does not bound the distance to
     the MLE; ``converged`` only reports the stopping rule.
 
+    For oracles whose reports count several entries of the statistic (unary encoding,
+    RAPPOR, local hashing, subset selection) the same update is the iterative Bayesian
+    update of the statistic's frequencies (``n`` must then be given); it is not the
+    maximum-likelihood estimate of the reports, and ``log_likelihood`` is then the pseudo
+    log-likelihood ``sum_y c_y log M_y`` of the statistic.
+
     Parameters
     ----------
-    mechanism : FiniteMechanism
-    counts : array_like of int, shape (m,)
+    mechanism : FrequencyOracle
+    counts : array_like of int, shape (s,)
     tol : float, > 0
     max_iter : int, >= 1
+    n : int, the number of reports (required when the statistic does not count each once)
 
     Returns
     -------
@@ -335,7 +342,7 @@ def confidence_intervals(
 
     Parameters
     ----------
-    mechanism : FiniteMechanism
+    mechanism : FrequencyOracle
     counts : array_like of int, shape (m,)
     confidence : float in (0, 1)
     method : {"normal", "conservative", "sequence"}
