@@ -30,6 +30,8 @@ LIBRARY = [
     "staircase_noise",
     "geometric",
     "norm_laplace",
+    "olh",
+    "blh",
 ]
 
 
@@ -79,7 +81,8 @@ def test_every_target_builds_with_defaults(name):
     for x, xp in t.pairs:
         for inp in (x, xp):
             y = np.asarray(t.sampler(inp, 50, rng))
-            assert y.shape == ((50,) if name != "norm_laplace" else (50, t.params["d"]))
+            shape = (50, t.params["d"]) if name == "norm_laplace" else (50, *getattr(t.mechanism, "report_shape", ()))
+            assert y.shape == shape
             assert y.dtype == (np.int64 if t.outputs == "finite" else np.float64)
     if t.true_delta is not None:
         d = t.true_delta(t.claimed_eps)

@@ -239,6 +239,11 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
         )
     if arrival_horizon(spec) > MAX_TIME:
         raise LdpSimError(f"arrivals.rate: got {spec.arrivals.rate!r}, expected size / rate <= {MAX_TIME:g}")  # type: ignore[union-attr]
+    if spec.simulation.mode == "aggregate" and not mechanism.aggregate_exact:
+        raise LdpSimError(
+            f"simulation.mode: got 'aggregate', expected 'individual' for mechanism.kind = {spec.mechanism.get('kind')!r} "
+            "(its statistic has no exact aggregate law)"
+        )
     if spec.server.keep_reports and spec.simulation.mode != "individual":
         raise LdpSimError(
             "server.keep_reports: got true in aggregate mode, expected simulation.mode = 'individual' "
@@ -248,7 +253,8 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
     tick = _tick(spec, end)
     if end / tick > MAX_TICKS:
         raise LdpSimError(f"simulation.tick: got {tick!r}, expected at most {MAX_TICKS} ticks up to end = {end!r}")
-    _check_workload(spec, mechanism.m, tick, end)
+    # aggregate mode splits output symbols (finite mechanisms) or the clients by input (other oracles)
+    _check_workload(spec, mechanism.m if mechanism.output_size is not None else mechanism.k, tick, end)
     return Scenario(spec, source, where, mechanism, prior, latency, tick, end)
 
 
