@@ -14,7 +14,8 @@ and the catalog entry, for library mechanisms and the broken zoo alike:
 * ``true_eps`` = ``mechanism.epsilon(0.0)``; ``true_delta`` = ``mechanism.delta`` (exact),
   None where the mechanism's ``exact_delta`` is False;
 * ``outputs`` = ``"finite"`` when ``mechanism.output_size`` is set or the mechanism is a
-  frequency oracle (integer reports, symbols or vectors such as local hashing's), else ``"real"``;
+  frequency oracle (it has a ``statistic_size``: integer reports, symbols or vectors such as
+  local hashing's), else ``"real"``;
 * ``claimed_eps``, ``claimed_delta`` = ``entry.claimed(params)`` (for library mechanisms
   their exact privacy, for ``broken`` ones the false claim); ``broken`` = the entry's tag;
   ``description`` and the parameter defaults from the entry.
@@ -28,7 +29,6 @@ from typing import Any, Callable
 import numpy as np
 
 from ldpsim.mechanisms import catalog
-from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.mechanisms.catalog import Entry, entry
 
 __all__ = ["Target", "target", "parse_spec", "names", "entry"]
@@ -81,7 +81,8 @@ def _target(e: Entry, params: dict[str, Any], mech: Any) -> Target:
         true_eps=float(mech.epsilon(0.0)),
         true_delta=true_delta if getattr(mech, "exact_delta", True) else None,
         broken="broken" in e.tags,
-        outputs="finite" if getattr(mech, "output_size", None) is not None or isinstance(mech, FrequencyOracle) else "real",
+        # a frequency oracle (it has a statistic) sends integer reports, symbols or vectors
+        outputs="finite" if getattr(mech, "output_size", None) is not None or hasattr(mech, "statistic_size") else "real",
         description=e.description,
     )
 

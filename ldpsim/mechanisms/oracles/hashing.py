@@ -11,8 +11,8 @@ on ``h(x)``::
 
 The server recomputes each report's *support* ``{x in [k] : h(x) = y}`` and counts, for every
 ``x``, the reports whose support contains it. Optimised local hashing takes the ``g`` that
-minimises the variance, ``g = max(2, round(e^eps + 1))`` (Wang et al. 2017, Sec. 4.4; rounded
-half up); binary local hashing takes ``g = 2``.
+minimises the variance, ``g = max(2, round(e^eps + 1))`` (Wang et al. 2017; rounded half
+up); binary local hashing takes ``g = 2``.
 
 **The hash family.** ``P`` is the Mersenne prime ``2^31 - 1`` (tests use small primes); a seed
 is ``(a, b, c)`` uniform on ``Z_P^3`` and
@@ -23,16 +23,16 @@ For distinct points ``x, x', z`` the map ``(a, b, c) -> (u(x), u(x'), u(z))`` is
 ``Z_P^3`` (a Vandermonde system over the field ``Z_P``), so the three values are i.i.d.
 uniform on ``Z_P`` and the hashed values are i.i.d. with the law ``w_j = c_j / P``, where
 ``c_j = #{u in [0, P) : floor(u g / P) = j} = ceil((j+1) P / g) - ceil(j P / g)``; writing
-``P = q g + r`` (``0 <= r < g``), ``r`` buckets have ``q + 1`` points and ``g - r`` have ``q``.
+``P = s g + r`` (``0 <= r < g``), ``r`` buckets have ``s + 1`` points and ``g - r`` have ``s``.
 Every probability below is therefore an exact rational function of ``P`` and ``g``, not
 "about 1/g": the collision probability of two inputs and the triple-collision probability are
 
-    gamma = sum_j w_j^2 = (r (q+1)^2 + (g-r) q^2) / P^2,    tau = sum_j w_j^3.
+    gamma = sum_j w_j^2 = (r (s+1)^2 + (g-r) s^2) / P^2,    tau = sum_j w_j^3 = (r (s+1)^3 + (g-r) s^3) / P^3.
 
 A degree-2 family is the smallest with this three-point property (a linear family is only
 pairwise independent, and the covariance of the estimator needs three points); uniform
-seeds (``a = 0`` allowed) keep the three values exactly independent; the prime is a Mersenne
-prime below ``2^31`` so that every product fits in 64-bit integers (``a * (x^2 mod P) <
+seeds (``a = 0`` allowed) keep the three values exactly independent; the prime is the largest
+below ``2^31`` (a Mersenne prime) so that every product fits in 64-bit integers (``a * (x^2 mod P) <
 2^62``) and the server's decoding runs on 32-bit words. ``g`` is at most ``P``: beyond ``P``
 buckets ``gamma = 1/P`` cannot fall further, and more buckets only spread the noise, so the
 optimal ``g`` is capped at ``P`` (it is ``P`` for eps above about 21.5).
@@ -43,7 +43,7 @@ of probability ``P^-3 p`` if ``h(x) = y`` and ``P^-3 q`` otherwise.
 **Exact privacy.** For inputs ``x != x'`` the privacy loss of a report is ``+eps`` when
 ``y = h(x) != h(x')``, ``-eps`` when ``y = h(x') != h(x)`` and 0 otherwise; under ``x`` these
 have probabilities ``p (1 - gamma)``, ``q (1 - gamma)`` and ``gamma + (1 - gamma)(g - 2) q``,
-the same for every pair. Hence the exact pure eps is ``eps`` (``g >= 2`` gives ``gamma < 1``),
+the same for every pair (so :meth:`LocalHashing.neighbours` names one). Hence the exact pure eps is ``eps`` (``g >= 2`` gives ``gamma < 1``),
 and ``delta(t) = p (1 - gamma)(1 - e^(t - eps))`` for ``0 <= t < eps`` (0 above), whose inverse
 ``epsilon(delta) = eps + log(1 - delta / (p (1 - gamma)))`` is polished to the smallest float.
 :meth:`LocalHashing.guarantee` is the exact privacy-loss law of that pair.
@@ -170,10 +170,10 @@ class LocalHashing(FrequencyOracle):
         self.log_q = self.log_p - eps
         self.p = math.exp(self.log_p)
         self.q = math.exp(self.log_q)
-        # exact bucket laws: P = qq g + r, r buckets of qq + 1 points, g - r of qq points
-        qq, r = divmod(prime, g)
-        s2 = r * (qq + 1) ** 2 + (g - r) * qq**2
-        s3 = r * (qq + 1) ** 3 + (g - r) * qq**3
+        # exact bucket laws: P = size g + r, r buckets of size + 1 points, g - r of size points
+        size, r = divmod(prime, g)
+        s2 = r * (size + 1) ** 2 + (g - r) * size**2
+        s3 = r * (size + 1) ** 3 + (g - r) * size**3
         p2, p3 = prime**2, prime**3
         self.gamma = float(Fraction(s2, p2))  # P(h(x) = h(x')), x != x'
         self.one_minus_gamma = float(Fraction(p2 - s2, p2))
