@@ -13,7 +13,9 @@ and the catalog entry, for library mechanisms and the broken zoo alike:
 * ``pairs`` = ``mechanism.neighbours()``; ``sampler`` = ``mechanism.sample``;
 * ``true_eps`` = ``mechanism.epsilon(0.0)``; ``true_delta`` = ``mechanism.delta`` (exact),
   None where the mechanism's ``exact_delta`` is False;
-* ``outputs`` = ``"finite"`` when ``mechanism.output_size`` is set, else ``"real"``;
+* ``outputs`` = ``"finite"`` when ``mechanism.output_size`` is set or the mechanism is a
+  frequency oracle (it has a ``statistic_size``: integer reports, symbols or vectors such as
+  local hashing's), else ``"real"``;
 * ``claimed_eps``, ``claimed_delta`` = ``entry.claimed(params)`` (for library mechanisms
   their exact privacy, for ``broken`` ones the false claim); ``broken`` = the entry's tag;
   ``description`` and the parameter defaults from the entry.
@@ -79,7 +81,8 @@ def _target(e: Entry, params: dict[str, Any], mech: Any) -> Target:
         true_eps=float(mech.epsilon(0.0)),
         true_delta=true_delta if getattr(mech, "exact_delta", True) else None,
         broken="broken" in e.tags,
-        outputs="finite" if getattr(mech, "output_size", None) is not None else "real",
+        # a frequency oracle (it has a statistic) sends integer reports, symbols or vectors
+        outputs="finite" if getattr(mech, "output_size", None) is not None or hasattr(mech, "statistic_size") else "real",
         description=e.description,
     )
 

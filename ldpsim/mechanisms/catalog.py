@@ -363,6 +363,24 @@ def _entries() -> list[Entry]:
             frozenset({"oracle", "scenario"}),
         ),
         Entry(
+            "olh",
+            "optimised local hashing (Wang et al. 2017): each client hashes its answer with its own seed of a "
+            "degree-2 polynomial family mod 2^31-1 into g = max(2, round(e^eps+1)) buckets and reports the seed and "
+            "the bucket by g-ary randomized response; exact eps = eps, delta(t) = p(1-gamma)(1-e^(t-eps)) below it",
+            {"k": _K, "eps": _EPS,
+             "g": Param(int, None, "hash range g in 2..2^31-1 (not given: the optimal max(2, round(e^eps + 1)))", optional=True)},
+            "ldpsim.mechanisms.oracles.hashing:OptimizedLocalHashing",
+            frozenset({"oracle", "scenario"}),
+        ),
+        Entry(
+            "blh",
+            "binary local hashing (Bassily-Smith 2015, Wang et al. 2017): local hashing into g = 2 buckets with "
+            "binary randomized response, a per-client degree-2 polynomial hash mod 2^31-1; exact eps = eps",
+            {"k": _K, "eps": _EPS},
+            "ldpsim.mechanisms.oracles.hashing:BinaryLocalHashing",
+            frozenset({"oracle", "scenario"}),
+        ),
+        Entry(
             "broken.doubled_rr",
             'deliberately broken: k-ary randomized response whose probabilities use ``2 eps``.',
             {"k": _K, "eps": _EPS},

@@ -31,6 +31,8 @@ LIBRARY = [
     "geometric",
     "norm_laplace",
     "rappor",
+    "olh",
+    "blh",
 ]
 
 
@@ -83,7 +85,8 @@ def test_every_target_builds_with_defaults(name):
             if name == "rappor":  # reports of m bits, one byte each
                 assert y.shape == (50, t.params["m"]) and y.dtype == np.uint8
                 continue
-            assert y.shape == ((50,) if name != "norm_laplace" else (50, t.params["d"]))
+            shape = (50, t.params["d"]) if name == "norm_laplace" else (50, *getattr(t.mechanism, "report_shape", ()))
+            assert y.shape == shape
             assert y.dtype == (np.int64 if t.outputs == "finite" else np.float64)
     if t.true_delta is not None:
         d = t.true_delta(t.claimed_eps)

@@ -32,6 +32,7 @@ from ldpsim.mechanisms import (
 )
 from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.base import Mechanism
+from ldpsim.mechanisms.oracles.hashing import BinaryLocalHashing, OptimizedLocalHashing
 
 CASES: dict[str, list[dict[str, Any]]] = {
     "randomized_response": [
@@ -85,6 +86,10 @@ CASES: dict[str, list[dict[str, Any]]] = {
         {"k": 5, "m": 3, "h": 2, "f": 0.5, "p": 0.5, "q": 0.75, "cohort": 0},  # overlapping patterns, not identifiable
         {"k": 3, "m": 5, "h": 2, "f": 0.0, "p": 0.0, "q": 1.0, "cohort": 2},  # the bare Bloom filter: eps = inf
     ],
+    # local hashing at the default prime 2^31 - 1: too many reports to enumerate (the
+    # enumeration checks run on the small-prime instances of EXTRA)
+    "olh": [{"k": 4, "eps": 1.0}, {"k": 6, "eps": 2.0, "g": 3}, {"k": 10, "eps": 0.5}, {"k": 3, "eps": 0.0}],
+    "blh": [{"k": 4, "eps": 1.0}, {"k": 7, "eps": 0.3}],
 }
 
 #: (entry, index into CASES[entry]) run only with -m slow
@@ -136,6 +141,9 @@ BAD: dict[str, list[tuple[dict[str, Any], str]]] = {
     "broken.svt_returns_value": [({"m": 0}, "m"), ({"m": 65}, "m"), ({"T": NAN}, "T")],
     "rappor": [({"k": 1}, "k"), ({"m": 0}, "m"), ({"h": 0}, "h"), ({"h": 65}, "h"), ({"f": 1.5}, "f"),
                ({"p": -0.1}, "p"), ({"q": NAN}, "q"), ({"cohort": -1}, "cohort")],
+    "olh": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"eps": NAN}, "eps"), ({"g": 1}, "g"), ({"g": 2**31}, "g"),
+            ({"k": 2**31 - 1}, "k")],
+    "blh": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"k": 2**31}, "k")],
 }
 
 
@@ -162,6 +170,11 @@ EXTRA: dict[str, Callable[[], Any]] = {
     # binary: patterns 01 and 10 with theta = 1/(1+e)
     "staircase-full-theta": lambda: staircase_mechanism(1.0, np.array([0.0, 1.0, 1.0, 0.0]) / (1.0 + math.e)),
     "from-matrix": _random_matrix,
+    # local hashing with a small prime: every report (a, b, c, value) enumerable
+    "olh-prime7": lambda: OptimizedLocalHashing(4, 1.0, prime=7),
+    "olh-prime5-g3": lambda: OptimizedLocalHashing(3, 0.5, g=3, prime=5),
+    "blh-prime5": lambda: BinaryLocalHashing(4, 1.0, prime=5),
+    "blh-prime7": lambda: BinaryLocalHashing(3, 2.0, prime=7),
 }
 
 

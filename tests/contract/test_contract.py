@@ -83,6 +83,18 @@ def vector_law(mech, x, reports: np.ndarray) -> np.ndarray:
     return row
 
 
+def enumerated_reports(mech) -> np.ndarray:
+    """``possible_reports()`` of a mechanism with discrete vector reports; an instance with
+    too many reports to list says so with a one-line LdpSimError, and the enumeration checks
+    are then skipped for it (they run on smaller instances of the same class: the small-prime
+    local-hashing instances of EXTRA, for example)."""
+    try:
+        return np.asarray(mech.possible_reports())
+    except LdpSimError as exc:
+        assert "\n" not in str(exc), f"error message is not one line: {exc}"
+        pytest.skip(f"too many reports to enumerate: {exc}")
+
+
 def report_codes(reports: np.ndarray, draws: np.ndarray) -> np.ndarray:
     """The index in ``reports`` of every drawn report (a draw not among them fails)."""
     index = {tuple(r): i for i, r in enumerate(np.asarray(reports).tolist())}
@@ -467,7 +479,7 @@ class TestContract:
             if kind == "events":
                 laws = {i: finite_law(mech, x) for i, x in enumerate(inputs_of(mech))}
             else:
-                reports = np.asarray(mech.possible_reports())
+                reports = enumerated_reports(mech)
                 laws = {i: vector_law(mech, x, reports) for i, x in enumerate(inputs_of(mech))}
             idx = {i: x for i, x in enumerate(inputs_of(mech))}
 
@@ -514,7 +526,7 @@ class TestContract:
             return
         kind = reference_kind(mech, key)
         if kind == "vectors":
-            reports = np.asarray(mech.possible_reports())
+            reports = enumerated_reports(mech)
             for x in inputs:
                 pmf = vector_law(mech, x, reports)
                 n = int(min(400_000, max(20_000, 2_000 / pmf[pmf > 0].min())))

@@ -18,12 +18,14 @@ import numpy as np
 import pytest
 
 from ldpsim.mechanisms import FiniteMechanism, catalog, from_matrix
-from tests.contract.cases import instance, instance_params
+from tests.contract.cases import EXTRA, instance, instance_params
 from tests.oracles import brute_force_delta, brute_force_epsilon, sum_of_binomials_pmf
 from tests.stats_checks import assert_conditional_frequencies, assert_sample_law, binomial_cells_ok
 
 FINITE = set(catalog.names("finite"))
-MECHS = pytest.mark.parametrize("key", instance_params(lambda name: name in FINITE))
+# the finite instances built outside the catalog (EXTRA also holds oracles with vector reports)
+_FINITE_EXTRA = [pytest.param(key, id=key) for key in EXTRA if isinstance(instance(key), FiniteMechanism)]
+MECHS = pytest.mark.parametrize("key", instance_params(lambda name: name in FINITE, extra=False) + _FINITE_EXTRA)
 
 
 def _eps_grid(mech) -> list[float]:

@@ -315,7 +315,10 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
     tick = _tick(spec, end)
     if end / tick > MAX_TICKS:
         raise LdpSimError(f"simulation.tick: got {tick!r}, expected at most {MAX_TICKS} ticks up to end = {end!r}")
-    _check_workload(spec, max(m.statistic_size for _, m in mechanisms), tick, end, len(mechanisms))
+    # aggregate mode splits the output symbols of one finite mechanism, else the clients by input
+    only = mechanisms[0][1]
+    groups = only.statistic_size if len(mechanisms) == 1 and only.output_size is not None else len(labels)
+    _check_workload(spec, groups, tick, end, len(mechanisms))
     return Scenario(spec, source, where, tuple(mechanisms), prior, latency, tick, end, labels)
 
 
