@@ -53,7 +53,8 @@ def _distribution(data: st.DataObject, k: int, label: str) -> list[float]:
 def draw_params(data: st.DataObject, name: str) -> dict[str, object]:
     """Parameters of the family ``name``: eps in [0.1, 4] (< 1 for the classical Gaussian),
     k in 2..5, delta in [1e-3, 0.2], sensitivity in {1, 2.5} (integer {1, 3} for geometric),
-    dimension d in 1..5 and norm p in {1, 2, 3, inf} (l_p Laplace); for the finite families
+    dimension d in 1..5 and norm p in {1, 2, 3, inf} (l_p Laplace), a subset size omega in 1..k-1
+    or the default (subset selection); for the finite families
     built from the inputs' description: a utility, distributions P0, P1 and a prior over the
     k inputs (or none, for the binary mechanism), a set T of inputs (or none), and a k x m
     row-stochastic matrix (m in 2..4) with entries drawn in [0, 1]."""
@@ -88,6 +89,9 @@ def draw_params(data: st.DataObject, name: str) -> dict[str, object]:
             out[pname] = data.draw(st.integers(1, 5), label="d")
         elif pname == "p":
             out[pname] = data.draw(st.sampled_from([1.0, 2.0, 3.0, math.inf]), label="p")
+        elif pname == "omega":  # subset size: the optimal one (None) or any in 1..k-1
+            if data.draw(st.booleans(), label="explicit omega"):
+                out[pname] = data.draw(st.integers(1, k - 1), label="omega")
         elif pname == "sensitivity":
             choices = [1, 3] if typ is int else [1.0, 2.5]
             out[pname] = data.draw(st.sampled_from(choices), label="sensitivity")

@@ -78,6 +78,9 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "broken.svt_no_query_noise": [{"eps": 1.0, "T": 0.0}, {"eps": 0.5, "T": 1.0}],
     "broken.svt_no_cutoff": [{"eps": 1.0, "m": 3}, {"eps": 0.5, "m": 4}],
     "broken.svt_returns_value": [{"eps": 1.0, "m": 7}, {"eps": 2.0, "m": 4}],
+    "hadamard_response": [{"k": 3, "eps": 1.0}, {"k": 5, "eps": 2.0}, {"k": 2, "eps": 0.0}, {"k": 7, "eps": 0.4}],
+    "subset_selection": [{"k": 5, "eps": 1.0, "omega": 2}, {"k": 4, "eps": 0.5}, {"k": 6, "eps": 2.0, "omega": 4},
+                         {"k": 3, "eps": 0.0, "omega": 1}],
 }
 
 #: (entry, index into CASES[entry]) run only with -m slow
@@ -127,6 +130,9 @@ BAD: dict[str, list[tuple[dict[str, Any], str]]] = {
     "broken.svt_no_query_noise": [({"eps": 0.0}, "eps"), ({"T": NAN}, "T")],
     "broken.svt_no_cutoff": [({"m": 9}, "m"), ({"eps": 1e-7}, "eps"), ({"T": NAN}, "T")],
     "broken.svt_returns_value": [({"m": 0}, "m"), ({"m": 65}, "m"), ({"T": NAN}, "T")],
+    "hadamard_response": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"eps": NAN}, "eps"), ({"eps": math.inf}, "eps")],
+    "subset_selection": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"eps": NAN}, "eps"), ({"omega": 0}, "omega"),
+                         ({"k": 4, "omega": 4}, "omega"), ({"omega": 1.5}, "omega")],
 }
 
 

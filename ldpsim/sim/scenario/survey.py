@@ -248,7 +248,14 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
     tick = _tick(spec, end)
     if end / tick > MAX_TICKS:
         raise LdpSimError(f"simulation.tick: got {tick!r}, expected at most {MAX_TICKS} ticks up to end = {end!r}")
-    _check_workload(spec, mechanism.m, tick, end)
+    if spec.simulation.mode == "aggregate" and not mechanism.aggregate_exact:
+        raise LdpSimError(
+            f"simulation.mode: got 'aggregate' with {mechanism!r}, expected 'individual' "
+            "(this oracle's aggregate statistic has no exact law to draw)"
+        )
+    # aggregate mode splits output symbols (finite mechanisms) or inputs (other oracles)
+    groups = mechanism.output_size if mechanism.output_size is not None else mechanism.k
+    _check_workload(spec, groups, tick, end)
     return Scenario(spec, source, where, mechanism, prior, latency, tick, end)
 
 
