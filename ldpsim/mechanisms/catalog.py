@@ -381,6 +381,25 @@ def _entries() -> list[Entry]:
             frozenset({"oracle", "scenario"}),
         ),
         Entry(
+            "hadamard_response",
+            "Hadamard response (Acharya, Sun and Zhang 2019): K = 2^ceil(log2(k+1)) outputs, uniform on the K/2 "
+            "of row x+1 of the Hadamard matrix w.p. e^eps/(1+e^eps), else on the other K/2; exact eps = eps, "
+            "delta(t) = (e^eps - e^t)/(2(1+e^eps)) below it",
+            {"k": Param(int, 4, "alphabet size (>= 2)", role="alphabet"), "eps": _EPS},
+            "ldpsim.mechanisms.oracles.hadamard:HadamardResponse",
+            frozenset({"oracle", "scenario", "finite"}),
+        ),
+        Entry(
+            "subset_selection",
+            "subset selection (Wang et al. 2016; Ye and Barg 2018): a subset of omega of the k answers, e^eps times "
+            "likelier when it holds the input; exact eps = eps, delta(t) = p_in (k-omega)/(k-1) (1 - e^(t-eps)) below it",
+            {"k": Param(int, 4, "alphabet size (>= 2)", role="alphabet"), "eps": _EPS,
+             "omega": Param(int, None, "subset size in 1..k-1 (default: floor or ceil of k/(e^eps+1), whichever has "
+                            "the smaller exact worst-case l2 risk)", optional=True)},
+            "ldpsim.mechanisms.oracles.subset:SubsetSelection",
+            frozenset({"oracle", "scenario"}),
+        ),
+        Entry(
             "broken.doubled_rr",
             'deliberately broken: k-ary randomized response whose probabilities use ``2 eps``.',
             {"k": _K, "eps": _EPS},

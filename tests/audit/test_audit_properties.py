@@ -59,8 +59,8 @@ def draw_params(data: st.DataObject, name: str) -> dict[str, object]:
     """Parameters of the family ``name``: eps in [0.1, 4] (< 1 for the classical Gaussian),
     k in 2..5, delta in [1e-3, 0.2], sensitivity in {1, 2.5} (integer {1, 3} for geometric),
     dimension d in 1..5 and norm p in {1, 2, 3, inf} (l_p Laplace), RAPPOR's m, h, f, p, q
-    (:data:`RAPPOR_DRAWS`), the hash range g of local hashing (its optimum, or 2..8); for the
-    finite families
+    (:data:`RAPPOR_DRAWS`), the hash range g of local hashing (its optimum, or 2..8), a subset
+    size omega in 1..k-1 or the default (subset selection); for the finite families
     built from the inputs' description: a utility, distributions P0, P1 and a prior over the
     k inputs (or none, for the binary mechanism), a set T of inputs (or none), and a k x m
     row-stochastic matrix (m in 2..4) with entries drawn in [0, 1]."""
@@ -100,6 +100,9 @@ def draw_params(data: st.DataObject, name: str) -> dict[str, object]:
         elif pname == "g":  # local hashing's hash range: the optimal one (not given) or 2..8
             if data.draw(st.booleans(), label="explicit g"):
                 out[pname] = data.draw(st.integers(2, 8), label="g")
+        elif pname == "omega":  # subset size: the optimal one (None) or any in 1..k-1
+            if data.draw(st.booleans(), label="explicit omega"):
+                out[pname] = data.draw(st.integers(1, k - 1), label="omega")
         elif pname == "sensitivity":
             choices = [1, 3] if typ is int else [1.0, 2.5]
             out[pname] = data.draw(st.sampled_from(choices), label="sensitivity")

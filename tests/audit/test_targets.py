@@ -33,6 +33,8 @@ LIBRARY = [
     "rappor",
     "olh",
     "blh",
+    "hadamard_response",
+    "subset_selection",
 ]
 
 
@@ -85,9 +87,12 @@ def test_every_target_builds_with_defaults(name):
             if name == "rappor":  # reports of m bits, one byte each
                 assert y.shape == (50, t.params["m"]) and y.dtype == np.uint8
                 continue
-            shape = (50, t.params["d"]) if name == "norm_laplace" else (50, *getattr(t.mechanism, "report_shape", ()))
-            assert y.shape == shape
-            assert y.dtype == (np.int64 if t.outputs == "finite" else np.float64)
+            shape = tuple(getattr(t.mechanism, "report_shape", ()))  # discrete vector reports
+            assert y.shape == ((50,) if name != "norm_laplace" else (50, t.params["d"])) + shape
+            if shape:
+                assert np.issubdtype(y.dtype, np.integer)  # the auditor codes the rows
+            else:
+                assert y.dtype == (np.int64 if t.outputs == "finite" else np.float64)
     if t.true_delta is not None:
         d = t.true_delta(t.claimed_eps)
         assert 0.0 <= d <= 1.0

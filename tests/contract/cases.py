@@ -90,6 +90,9 @@ CASES: dict[str, list[dict[str, Any]]] = {
     # enumeration checks run on the small-prime instances of EXTRA)
     "olh": [{"k": 4, "eps": 1.0}, {"k": 6, "eps": 2.0, "g": 3}, {"k": 10, "eps": 0.5}, {"k": 3, "eps": 0.0}],
     "blh": [{"k": 4, "eps": 1.0}, {"k": 7, "eps": 0.3}],
+    "hadamard_response": [{"k": 3, "eps": 1.0}, {"k": 5, "eps": 2.0}, {"k": 2, "eps": 0.0}, {"k": 7, "eps": 0.4}],
+    "subset_selection": [{"k": 5, "eps": 1.0, "omega": 2}, {"k": 4, "eps": 0.5}, {"k": 6, "eps": 2.0, "omega": 4},
+                         {"k": 3, "eps": 0.0, "omega": 1}],
 }
 
 #: (entry, index into CASES[entry]) run only with -m slow
@@ -144,6 +147,9 @@ BAD: dict[str, list[tuple[dict[str, Any], str]]] = {
     "olh": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"eps": NAN}, "eps"), ({"g": 1}, "g"), ({"g": 2**31}, "g"),
             ({"k": 2**31 - 1}, "k")],
     "blh": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"k": 2**31}, "k")],
+    "hadamard_response": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"eps": NAN}, "eps"), ({"eps": math.inf}, "eps")],
+    "subset_selection": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"eps": NAN}, "eps"), ({"omega": 0}, "omega"),
+                         ({"k": 4, "omega": 4}, "omega"), ({"omega": 1.5}, "omega")],
 }
 
 
