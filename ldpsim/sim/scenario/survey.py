@@ -248,7 +248,9 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
     tick = _tick(spec, end)
     if end / tick > MAX_TICKS:
         raise LdpSimError(f"simulation.tick: got {tick!r}, expected at most {MAX_TICKS} ticks up to end = {end!r}")
-    _check_workload(spec, mechanism.m, tick, end)
+    # aggregate mode splits output symbols (finite mechanisms) or inputs (other oracles) over ticks
+    groups = mechanism.output_size if mechanism.output_size is not None else mechanism.k
+    _check_workload(spec, groups, tick, end)
     return Scenario(spec, source, where, mechanism, prior, latency, tick, end)
 
 
