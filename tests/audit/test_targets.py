@@ -30,6 +30,8 @@ LIBRARY = [
     "staircase_noise",
     "geometric",
     "norm_laplace",
+    "sue",
+    "oue",
 ]
 
 
@@ -79,8 +81,10 @@ def test_every_target_builds_with_defaults(name):
     for x, xp in t.pairs:
         for inp in (x, xp):
             y = np.asarray(t.sampler(inp, 50, rng))
-            assert y.shape == ((50,) if name != "norm_laplace" else (50, t.params["d"]))
-            assert y.dtype == (np.int64 if t.outputs == "finite" else np.float64)
+            shape = (t.params["d"],) if name == "norm_laplace" else getattr(t.mechanism, "report_shape", ())
+            assert y.shape == (50, *shape)
+            vectors = y.ndim == 2 and np.issubdtype(y.dtype, np.integer)  # bit vectors: the audit codes them
+            assert y.dtype == (np.int64 if t.outputs == "finite" else np.float64) or vectors
     if t.true_delta is not None:
         d = t.true_delta(t.claimed_eps)
         assert 0.0 <= d <= 1.0

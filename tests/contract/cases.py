@@ -78,6 +78,9 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "broken.svt_no_query_noise": [{"eps": 1.0, "T": 0.0}, {"eps": 0.5, "T": 1.0}],
     "broken.svt_no_cutoff": [{"eps": 1.0, "m": 3}, {"eps": 0.5, "m": 4}],
     "broken.svt_returns_value": [{"eps": 1.0, "m": 7}, {"eps": 2.0, "m": 4}],
+    # unary encoding: small k, so that possible_reports() enumerates every report
+    "sue": [{"k": 4, "eps": 1.0}, {"k": 2, "eps": 0.3}, {"k": 5, "eps": 3.0}],
+    "oue": [{"k": 4, "eps": 1.0}, {"k": 3, "eps": 2.5}, {"k": 2, "eps": 0.2}],
 }
 
 #: (entry, index into CASES[entry]) run only with -m slow
@@ -127,6 +130,9 @@ BAD: dict[str, list[tuple[dict[str, Any], str]]] = {
     "broken.svt_no_query_noise": [({"eps": 0.0}, "eps"), ({"T": NAN}, "T")],
     "broken.svt_no_cutoff": [({"m": 9}, "m"), ({"eps": 1e-7}, "eps"), ({"T": NAN}, "T")],
     "broken.svt_returns_value": [({"m": 0}, "m"), ({"m": 65}, "m"), ({"T": NAN}, "T")],
+    # unary encoding
+    "sue": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"eps": NAN}, "eps"), ({"eps": math.inf}, "eps")],
+    "oue": [({"k": 1}, "k"), ({"eps": -0.5}, "eps"), ({"eps": NAN}, "eps"), ({"eps": math.inf}, "eps")],
 }
 
 
