@@ -62,8 +62,11 @@ time and keeps only the statistic unless ``server.keep_reports`` is set; callers
 :meth:`UnaryEncoding.privatize` with many clients should do the same. Inside one call the
 clients are privatised in chunks of about :data:`CHUNK_BITS` bits, so temporary memory
 beyond the result is bounded. The ``q``-bits are drawn by :func:`bernoulli_bits`, which
-is exact for the floating-point ``q`` and about three times faster than comparing one
-uniform per bit; then bit ``x`` of each report is redrawn with probability ``p``.
+is exact for the floating-point ``q`` and about five times faster than comparing one
+float64 uniform per bit (0.7 ns against 3.6 ns per bit at eps = 1, measured by
+benchmarks/bench_unary.py); then bit ``x`` of each report is redrawn with probability
+``p``. Privatising costs about 1.2 ns per bit in all (10^7 clients at k = 4096: 48 s, and
+12 s for the server's statistic).
 """
 
 from __future__ import annotations
