@@ -40,7 +40,7 @@ CALL_LIMIT = 5.0  # seconds per call
 NOISE = [Laplace, Gaussian, TruncatedLaplace, Staircase, Geometric]
 #: catalog families whose exact eps is the eps parameter ("exact eps = eps" in the catalog)
 PURE_AT_EPS = {"randomized_response", "binary", "truncated_geometric", "staircase", "laplace", "staircase_noise", "geometric",
-               "norm_laplace", "olh", "blh", "hadamard_response", "subset_selection"}
+               "norm_laplace", "olh", "blh", "hadamard_response", "subset_selection", "sue", "oue"}
 #: catalog families with no pure guarantee (delta(eps) > 0 for every eps)
 NO_PURE = {"gaussian", "gaussian_classical", "truncated_laplace", "quaternary"}
 MESSAGE = re.compile(r"^[A-Za-z_][\w.\[\], ]*: got ")

@@ -346,6 +346,24 @@ def _entries() -> list[Entry]:
             f"{_B}:norm_laplace",
             frozenset({"vector"}),
         ),
+        # ---- unary encoding (ldpsim/mechanisms/oracles/unary.py)
+        Entry(
+            "sue",
+            "symmetric unary encoding (basic one-time RAPPOR, Erlingsson et al. 2014): k bits, the input's 1 "
+            "with probability e^(eps/2)/(e^(eps/2)+1), every other bit 1 with 1/(e^(eps/2)+1); exact eps = eps, "
+            "delta(t) = p^2 (1 - e^(t - eps)) below eps",
+            {"k": Param(int, 4, "alphabet size (>= 2)", role="alphabet"), "eps": _EPS},
+            "ldpsim.mechanisms.oracles.unary:SymmetricUnaryEncoding",
+            frozenset({"oracle", "scenario"}),
+        ),
+        Entry(
+            "oue",
+            "optimised unary encoding (Wang et al. 2017): k bits, the input's 1 with probability 1/2, every "
+            "other bit 1 with 1/(e^eps+1); exact eps = eps, delta(t) = (1 - q)/2 (1 - e^(t - eps)) below eps",
+            {"k": Param(int, 4, "alphabet size (>= 2)", role="alphabet"), "eps": _EPS},
+            "ldpsim.mechanisms.oracles.unary:OptimizedUnaryEncoding",
+            frozenset({"oracle", "scenario"}),
+        ),
         Entry(
             "rappor",
             "RAPPOR (Erlingsson et al. 2014): the candidate's m-bit Bloom filter (h hashes of the cohort), "

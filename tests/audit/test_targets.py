@@ -30,6 +30,8 @@ LIBRARY = [
     "staircase_noise",
     "geometric",
     "norm_laplace",
+    "sue",
+    "oue",
     "rappor",
     "olh",
     "blh",

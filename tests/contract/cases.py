@@ -93,6 +93,9 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "hadamard_response": [{"k": 3, "eps": 1.0}, {"k": 5, "eps": 2.0}, {"k": 2, "eps": 0.0}, {"k": 7, "eps": 0.4}],
     "subset_selection": [{"k": 5, "eps": 1.0, "omega": 2}, {"k": 4, "eps": 0.5}, {"k": 6, "eps": 2.0, "omega": 4},
                          {"k": 3, "eps": 0.0, "omega": 1}],
+    # unary encoding: small k, so that possible_reports() enumerates every report
+    "sue": [{"k": 4, "eps": 1.0}, {"k": 2, "eps": 0.3}, {"k": 5, "eps": 3.0}],
+    "oue": [{"k": 4, "eps": 1.0}, {"k": 3, "eps": 2.5}, {"k": 2, "eps": 0.2}],
 }
 
 #: (entry, index into CASES[entry]) run only with -m slow
@@ -150,6 +153,9 @@ BAD: dict[str, list[tuple[dict[str, Any], str]]] = {
     "hadamard_response": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"eps": NAN}, "eps"), ({"eps": math.inf}, "eps")],
     "subset_selection": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"eps": NAN}, "eps"), ({"omega": 0}, "omega"),
                          ({"k": 4, "omega": 4}, "omega"), ({"omega": 1.5}, "omega")],
+    # unary encoding
+    "sue": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"eps": NAN}, "eps"), ({"eps": math.inf}, "eps")],
+    "oue": [({"k": 1}, "k"), ({"eps": -0.5}, "eps"), ({"eps": NAN}, "eps"), ({"eps": math.inf}, "eps")],
 }
 
 
