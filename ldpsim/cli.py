@@ -359,7 +359,7 @@ def _recommend(args: argparse.Namespace) -> int:
     import pandas as pd
 
     files = report.files(table, curves if curves is not None else pd.DataFrame(), crossings if crossings is not None else
-                         pd.DataFrame(columns=["better_below", "better_above", "eps"]),
+                         pd.DataFrame(columns=["better_below", "better_above", "eps", "kind"]),
                          {"k": args.k, "eps": args.eps, "n": n, "utility": args.utility, "prior": args.prior},
                          with_figure=not args.no_figure)  # fmt: skip
     written = write_output_folder(out, files)
@@ -372,8 +372,9 @@ def _recommend(args: argparse.Namespace) -> int:
     for _, row in table[table["note"].fillna("") != ""].iterrows():
         print(f"  {row['mechanism']}: {row['note']}")
     if crossings is not None and len(crossings):
-        print("where they swap places: " + "; ".join(
-            f"{r.better_below} below eps = {r.eps:.4g}, {r.better_above} above" for r in crossings.itertuples()))
+        print("regime boundaries (eps 0.1 to 8): " + "; ".join(
+            f"{'best: ' if r.kind == 'best' else ''}{r.better_below} below eps = {r.eps:.4g}, {r.better_above} above"
+            for r in crossings.itertuples()))  # fmt: skip
     print(f"files: {', '.join(str(p) for p in written)}")
     return 0
 

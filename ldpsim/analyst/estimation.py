@@ -109,7 +109,7 @@ class InversionEstimate:
         """Plug-in covariance ``A (diag(f) - f f^T) A^T / n`` (``k x k``, built on first
         access, so a huge randomized response costs nothing until it is asked for)."""
         check_dense(self.mechanism.k, self.mechanism.k, "covariance")
-        return self.mechanism.inversion_covariance(self.frequencies, float(self.n))
+        return self.mechanism.plugin_covariance(self.frequencies, float(self.n))
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame({"category": list(self.labels), "estimate": self.estimate, "std_error": self.std_error})

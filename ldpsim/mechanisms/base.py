@@ -323,6 +323,15 @@ class FrequencyOracle(Mechanism):
         p = p / total if total > 0 else np.full(self.k, 1.0 / self.k)
         return self.estimate_variance(p, n)
 
+    def plugin_covariance(self, f: NDArray[np.float64], n: float) -> NDArray[np.float64]:
+        """An estimate of :meth:`estimate_covariance` from the observed statistic
+        frequencies ``f``: the exact covariance at the estimated distribution (clipped to
+        the simplex)."""
+        p = np.clip(self.invert(f), 0.0, None)
+        total = p.sum()
+        p = p / total if total > 0 else np.full(self.k, 1.0 / self.k)
+        return self.estimate_covariance(p, n)
+
     def plugin_std_error(self, f: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         """``sqrt(plugin_variance(f, n))``."""
         return np.sqrt(self.plugin_variance(f, n))

@@ -369,7 +369,8 @@ class FiniteMechanism(FrequencyOracle):
 
     def statistic(self, reports: ArrayLike) -> NDArray[np.int64]:
         """Counts of each output symbol among ``reports`` (length ``m``)."""
-        return np.bincount(np.asarray(reports, dtype=np.int64).reshape(-1), minlength=self.m).astype(np.int64)
+        codes = v.symbol_indices(reports, self.m, "reports")
+        return np.bincount(codes.reshape(-1), minlength=self.m).astype(np.int64)
 
     def sample_statistic(self, input_counts: ArrayLike, rng: RNGLike = None) -> NDArray[np.int64]:
         """:meth:`sample_counts`: output counts are exactly multinomial per input."""
@@ -392,6 +393,10 @@ class FiniteMechanism(FrequencyOracle):
     def plugin_variance(self, f: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         """The multinomial plug-in: :meth:`inversion_variance` at the observed frequencies."""
         return self.inversion_variance(np.asarray(f, dtype=np.float64), n)
+
+    def plugin_covariance(self, f: NDArray[np.float64], n: float) -> NDArray[np.float64]:
+        """The multinomial plug-in: :meth:`inversion_covariance` at the observed frequencies."""
+        return self.inversion_covariance(np.asarray(f, dtype=np.float64), n)
 
     def plugin_std_error(self, f: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         return self.inversion_std_error(np.asarray(f, dtype=np.float64), n)  # type: ignore[arg-type]

@@ -17,8 +17,8 @@ Beside each loss: the report's size in bits, an estimate of the server's work
 eps. For ``k <= 24`` the optimal mechanism of the staircase linear program for mutual
 information at ``prior`` (Kairouz, Oh and Viswanath 2014) is scored as well: optimal for
 that utility, not for the squared error, which the table shows. :func:`curves` scores
-every oracle over a grid of eps and :func:`boundaries` finds where two oracles swap places
-(e.g. where randomized response overtakes optimised unary encoding).
+every oracle over a grid of eps and :func:`boundaries` finds the regime boundaries: where
+the best oracle changes, and where randomized response overtakes optimised unary encoding.
 """
 
 from __future__ import annotations
@@ -148,35 +148,56 @@ def curves(k: int, n: float, prior: Any = None, eps_grid: Sequence[float] | None
     return pd.DataFrame(out)
 
 
+#: Losses within this relative distance count as tied (local hashing into two buckets and
+#: Hadamard response, for example, have the same variance up to rounding).
+TIE_RTOL = 1e-6
+
+
 def boundaries(table: pd.DataFrame, k: int, n: float, prior: Any = None, loss: str = "mse") -> pd.DataFrame:
-    """Where two oracles swap places on the grid of :func:`curves`: for each neighbouring pair
-    of grid points where the sign of ``loss(a) - loss(b)`` changes, the crossing eps found by
-    bisection on the exact losses (to 1e-9 relative): columns ``better_below``,
-    ``better_above``, ``eps``."""
+    """The regime boundaries on the grid of :func:`curves`: where the best oracle changes
+    (ties within ``TIE_RTOL`` go to the earlier catalog entry), and where randomized
+    response and optimised unary encoding swap places; each crossing eps found by bisection
+    on the exact losses (to 1e-9 relative). Columns ``better_below``, ``better_above``,
+    ``eps``, ``kind`` (``best`` or ``pair``)."""
     k, _, n, loss = _checked(k, float(table["eps"].iloc[0]), n, loss)
     p = parse_prior(prior, k)
     names = [c for c in table.columns if c != "eps"]
     eps = table["eps"].to_numpy()
 
-    def diff(a: str, b: str, e: float) -> float:
-        return _score(a, catalog.build(a, k=k, eps=e), p, n)[loss] - _score(b, catalog.build(b, k=k, eps=e), p, n)[loss]
+    def value(name: str, e: float) -> float:
+        return _score(name, catalog.build(name, k=k, eps=e), p, n)[loss]
+
+    def crossing(a: str, b: str, lo: float, hi: float) -> float:
+        below = value(a, lo) < value(b, lo)
+        for _ in range(80):
+            mid = math.sqrt(lo * hi)
+            if (value(a, mid) < value(b, mid)) == below:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo <= 1e-9 * hi:
+                break
+        return math.sqrt(lo * hi)
+
+    def leader(j: int) -> str | None:
+        vals = {c: float(table[c].iloc[j]) for c in names if np.isfinite(table[c].iloc[j])}
+        if not vals:
+            return None
+        best = min(vals.values())
+        return next(c for c in names if c in vals and vals[c] <= best * (1 + TIE_RTOL))
 
     rows = []
-    for i, a in enumerate(names):
-        for b in names[i + 1 :]:
-            d = table[a].to_numpy() - table[b].to_numpy()
-            for j in range(len(eps) - 1):
-                if not (np.isfinite(d[j]) and np.isfinite(d[j + 1])) or d[j] == 0 or np.sign(d[j]) == np.sign(d[j + 1]):
-                    continue
-                lo, hi = float(eps[j]), float(eps[j + 1])
-                for _ in range(80):
-                    mid = math.sqrt(lo * hi)
-                    if np.sign(diff(a, b, mid)) == np.sign(d[j]):
-                        lo = mid
-                    else:
-                        hi = mid
-                    if hi - lo <= 1e-9 * hi:
-                        break
-                below, above = (a, b) if d[j] < 0 else (b, a)
-                rows.append({"better_below": below, "better_above": above, "eps": math.sqrt(lo * hi)})
-    return pd.DataFrame(rows, columns=["better_below", "better_above", "eps"]).sort_values("eps", kind="stable").reset_index(drop=True)
+    leaders = [leader(j) for j in range(len(eps))]
+    for j in range(len(eps) - 1):
+        a, b = leaders[j], leaders[j + 1]
+        if a is not None and b is not None and a != b:
+            rows.append({"better_below": a, "better_above": b, "eps": crossing(a, b, float(eps[j]), float(eps[j + 1])), "kind": "best"})
+    if "randomized_response" in names and "oue" in names:
+        d = table["randomized_response"].to_numpy() - table["oue"].to_numpy()
+        for j in range(len(eps) - 1):
+            if np.isfinite(d[j]) and np.isfinite(d[j + 1]) and np.sign(d[j]) != np.sign(d[j + 1]) and d[j] != 0:
+                below, above = ("randomized_response", "oue") if d[j] < 0 else ("oue", "randomized_response")
+                rows.append({"better_below": below, "better_above": above,
+                             "eps": crossing(below, above, float(eps[j]), float(eps[j + 1])), "kind": "pair"})  # fmt: skip
+    out = pd.DataFrame(rows, columns=["better_below", "better_above", "eps", "kind"])
+    return out.sort_values("eps", kind="stable").reset_index(drop=True)

@@ -341,6 +341,10 @@ class HadamardResponse(FiniteMechanism):
     def possible_outputs(self) -> NDArray[np.bool_]:
         return np.ones(self.m, dtype=bool)
 
+    def server_operations(self, n: float) -> float:
+        """One count per report, then a fast Walsh-Hadamard transform of the K counts."""
+        return float(n) + float(self.m) * math.log2(self.m)
+
     @property
     def report_bits(self) -> float:
         """``log2 K`` bits per report."""

@@ -528,6 +528,10 @@ class LocalHashing(FrequencyOracle):
         """Every input is in some report's support (``q* >= gamma p > 0``)."""
         return np.ones(self.k, dtype=bool)
 
+    def server_operations(self, n: float) -> float:
+        """Every report's support is recomputed over all k answers: n k hash evaluations."""
+        return float(n) * float(self.k)
+
     @property
     def report_bits(self) -> float:
         """``log2(P^3 g)``: the seed and the value."""

@@ -598,6 +598,10 @@ class Rappor(FrequencyOracle):
         """The statistic is the count of ones of each of the ``m`` bits."""
         return self.m
 
+    def server_operations(self, n: float) -> float:
+        """m bit counts per report, then least squares over the candidates."""
+        return float(n) * float(self.statistic_size) + float(self.statistic_size) * float(self.k) ** 2
+
     @property
     def report_bits(self) -> float:
         """A report is ``m`` bits."""

@@ -528,6 +528,10 @@ class SubsetSelection(FrequencyOracle):
         np.fill_diagonal(cov, np.clip(f, 0.0, 1.0) * (1.0 - np.clip(f, 0.0, 1.0)))
         return cov / (float(n) * gap * gap)  # type: ignore[no-any-return]
 
+    def server_operations(self, n: float) -> float:
+        """omega counts per report."""
+        return float(n) * float(self.omega)
+
     @property
     def report_bits(self) -> float:
         """``log2 C(k, omega)``: the bits of a subset in the combinatorial number system."""

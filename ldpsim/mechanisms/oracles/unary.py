@@ -441,6 +441,10 @@ class UnaryEncoding(FrequencyOracle):
         codes = np.arange(1 << self.k)
         return ((codes[:, None] >> np.arange(self.k)) & 1).astype(np.uint8)
 
+    def server_operations(self, n: float) -> float:
+        """k bit counts per report."""
+        return float(n) * float(self.k)
+
     @property
     def report_bits(self) -> float:
         """``k`` bits per report."""
