@@ -8,10 +8,10 @@ count is large (callers keep expected counts >= 100, where the approximation is 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from scipy import stats
+
+from ldpsim.stats import dkw
 
 
 def binomial_cells_ok(observed: np.ndarray, trials: np.ndarray, probs: np.ndarray, alpha: float) -> list[str]:
@@ -82,12 +82,6 @@ def assert_sample_law(samples: np.ndarray, pmf: np.ndarray, alpha: float, min_ex
         assert ok, f"chi-square {stat:.1f} > {thr:.1f} (df {probs.size - 1})"
 
 
-def dkw_tolerance(n: int, alpha: float) -> float:
-    """Dvoretzky-Kiefer-Wolfowitz with Massart's constant: for n i.i.d. draws from any law,
-    P(sup_t |F_n(t) - F(t)| > e) <= 2 exp(-2 n e^2); this is the e where that bound is alpha."""
-    return math.sqrt(math.log(2.0 / alpha) / (2.0 * n))
-
-
 def assert_cdf_dkw(samples: np.ndarray, points: np.ndarray, cdf: np.ndarray, alpha: float) -> None:
     """Check i.i.d. real ``samples`` against exact CDF values ``cdf`` at ``points``: the
     largest gap between the empirical CDF (``P(X <= t)``) and ``cdf`` over the points must be
@@ -97,7 +91,7 @@ def assert_cdf_dkw(samples: np.ndarray, points: np.ndarray, cdf: np.ndarray, alp
     n = x.size
     emp = np.searchsorted(x, points, side="right") / n
     gap = np.abs(emp - cdf)
-    tol = dkw_tolerance(n, alpha)
+    tol = dkw(n, alpha)  # checked against its closed form in tests/test_stats.py
     worst = int(np.argmax(gap))
     assert gap[worst] <= tol, (
         f"empirical CDF off by {gap[worst]:.4g} > DKW tolerance {tol:.4g} at t = {points[worst]:.6g} "

@@ -13,9 +13,10 @@ import math
 import mpmath
 import numpy as np
 import pytest
-from scipy import special, stats
+from scipy import stats
 
 from ldpsim.errors import LdpSimError
+from ldpsim.stats import dkw  # half-width of the DKW band (closed form checked in tests/test_stats.py)
 from ldpsim.highdim import (
     NormPowerNoise,
     axis_direction,
@@ -27,11 +28,6 @@ from tests.stats_checks import binomial_cells_ok
 
 FAIL = 1e-6
 INF = np.inf
-
-
-def dkw(m: int, fail: float) -> float:
-    """Half-width of the DKW band for m samples at false-failure probability ``fail``."""
-    return math.sqrt(math.log(2.0 / fail) / (2.0 * m))
 
 
 def z_two_sided(fail: float) -> float:

@@ -11,6 +11,7 @@ import pytest
 from scipy import integrate, stats
 
 from ldpsim.errors import LdpSimError
+from ldpsim.stats import dkw
 from ldpsim.mechanisms import from_matrix
 from ldpsim.audit import zoo as b
 from ldpsim.mechanisms import catalog
@@ -73,8 +74,7 @@ def test_svt_no_cutoff_eps_within_its_derived_bounds():
 def _dkw_ok(y, cdf_values, grid):
     y = np.sort(y)
     emp = np.searchsorted(y, grid, side="right") / y.size
-    bound = math.sqrt(math.log(2.0 / ALPHA) / (2.0 * y.size))
-    return float(np.max(np.abs(emp - cdf_values))), bound
+    return float(np.max(np.abs(emp - cdf_values))), dkw(y.size, ALPHA)
 
 
 @pytest.mark.parametrize("key", sorted(REAL))

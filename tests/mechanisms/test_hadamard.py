@@ -16,12 +16,12 @@ import warnings
 import mpmath as mp
 import numpy as np
 import pytest
-from scipy import stats
 from scipy.linalg import hadamard
 
 from ldpsim.analyst import frequency_estimate
 from ldpsim.analyst.estimation import confidence_intervals, em_estimate
 from ldpsim.errors import LdpSimError
+from ldpsim.stats import hoeffding
 from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.oracles.hadamard import HadamardResponse
 from ldpsim.sim import parse_scenario
@@ -250,7 +250,7 @@ def test_estimator_mean_and_covariance_against_simulation():
     H = hadamard(mech.m).astype(float)
     est = H[1 : k + 1][:, y].T / mech.tau  # each report's estimate, R x k
     tests = k + k * (k + 1) // 2
-    z = math.sqrt(math.log(2 * tests / 1e-6) / (2 * R))
+    z = hoeffding(1.0, R, 1e-6 / tests)  # per unit range, false-failure 1e-6 over all the tests
     width = 2 / mech.tau
     assert np.all(np.abs(est.mean(axis=0) - p) <= width * z)
     centred = est - p

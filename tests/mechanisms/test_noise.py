@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from scipy import integrate, optimize, stats
 
 from ldpsim.errors import LdpSimError
+from ldpsim.stats import dkw
 from ldpsim.mechanisms.noise import (
     Gaussian,
     Geometric,
@@ -573,7 +574,7 @@ def _dkw(samples, cdf):
     n = x.size
     F = cdf(x)
     d = max(np.max(np.arange(1, n + 1) / n - F), np.max(F - np.arange(n) / n))
-    bound = math.sqrt(math.log(2 / ALPHA_STAT) / (2 * n))
+    bound = dkw(n, ALPHA_STAT)
     assert d <= bound, (d, bound)
 
 

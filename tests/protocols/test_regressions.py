@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
 from ldpsim.errors import LdpSimError
+from ldpsim.stats import hoeffding
 from ldpsim.protocols import Protocol, Task, decide, exact_accuracy
 from ldpsim.protocols.decisions import exact_plan
 from ldpsim.sim.multiparty import expected_max_latency
@@ -66,4 +66,4 @@ def test_general_rule_is_built_once_and_stays_optimal():
     other = Task.random(3, 3, rng=5)  # a different task must not reuse the cached rule
     measured = np.mean(other.gain[other.value(x), decide(p, other, 1, tau, x[:, 1])])
     # Hoeffding, gains in [0, 1], false-failure 1e-6
-    assert abs(measured - exact_accuracy(p, other, 1)) <= math.sqrt(math.log(2 / 1e-6) / (2 * 50_000))
+    assert abs(measured - exact_accuracy(p, other, 1)) <= hoeffding(1.0, 50_000, 1e-6)
