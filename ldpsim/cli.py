@@ -111,7 +111,8 @@ def _build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--k", type=int, required=True, help="number of answers (2 .. 10^7)")
     rec.add_argument("--eps", type=float, required=True, help="privacy level of one report, in (0, 50]")
     rec.add_argument("--n", type=float, required=True, help="number of respondents, e.g. 1e6")
-    rec.add_argument("--utility", default="mse", help="mse (exact, default) or l1 (normal approximation)")
+    rec.add_argument("--utility", default="mse",
+                     help="mse (exact, default), l1 (normal approximation) or kl (E KL(p || estimate), second order)")
     rec.add_argument("--prior", default="uniform", help="true distribution: uniform (default), zipf:S, or k comma-separated weights")
     rec.add_argument("--bits", type=float, default=None, metavar="B", help="only oracles whose reports take at most B bits")
     rec.add_argument("--out", default=None, help="output folder (default reports/recommend/k<K>-eps<E>-n<N>)")
@@ -360,15 +361,20 @@ def _recommend(args: argparse.Namespace) -> int:
 
     files = report.files(table, curves if curves is not None else pd.DataFrame(), crossings if crossings is not None else
                          pd.DataFrame(columns=["better_below", "better_above", "eps", "kind"]),
-                         {"k": args.k, "eps": args.eps, "n": n, "utility": args.utility, "prior": args.prior},
+                         {"k": args.k, "eps": args.eps, "n": n, "utility": args.utility, "prior": args.prior,
+                          "loss_kind": rc.LOSS_KIND[args.utility]},
                          with_figure=not args.no_figure)  # fmt: skip
     written = write_output_folder(out, files)
-    exact = "exact" if args.utility == "mse" else "normal approximation"
+    exact = rc.LOSS_KIND[args.utility]
     print(f"frequency oracles for k = {args.k:,} answers, eps = {args.eps:g}, n = {n:,} respondents, prior {args.prior}; "
           f"loss {args.utility} ({exact}), best first:")  # fmt: skip
     shown = table.rename(columns={"server_operations": "server_ops", "max_std_error": "max_se"})
-    cols = ["mechanism", "mse", "l1", "max_se", "report_bits", "server_ops", "exact_eps"]
+    cols = ["mechanism", "mse", "l1", "kl", "max_se", "report_bits", "server_ops", "exact_eps"]
     print(shown[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}", na_rep="-"))
+    if args.utility == "kl" and table["max_relative_error"].max() > rc.KL_RELIABLE:
+        worst = table.loc[table["max_relative_error"].idxmax()]
+        print(f"  kl is a second-order approximation, poor here: {worst['mechanism']}'s standard error reaches "
+              f"{worst['max_relative_error']:.3g} times its answer's probability (reliable below {rc.KL_RELIABLE:g})")
     for _, row in table[table["note"].fillna("") != ""].iterrows():
         print(f"  {row['mechanism']}: {row['note']}")
     if crossings is not None and len(crossings):

@@ -12,7 +12,11 @@ from ldpsim.report.figures import plt, png_bytes, quiet_glyphs
 from ldpsim.report.tables import md_table
 
 
-def figure(curves: pd.DataFrame, crossings: pd.DataFrame, k: int, n: int, loss: str, eps: float) -> bytes:
+#: The figure's axis label per loss.
+AXIS = {"mse": "expected squared error, summed over answers", "l1": "expected L1 error", "kl": "expected KL(p || estimate)"}
+
+
+def figure(curves: pd.DataFrame, crossings: pd.DataFrame, k: int, n: int, loss: str, eps: float, kind: str = "exact") -> bytes:
     """Loss against eps (log-log), one line per oracle; crossings as dotted verticals."""
     with quiet_glyphs():
         fig, ax = plt.subplots(figsize=(8, 5))
@@ -24,8 +28,8 @@ def figure(curves: pd.DataFrame, crossings: pd.DataFrame, k: int, n: int, loss: 
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("eps")
-        ax.set_ylabel("expected squared error, summed over answers" if loss == "mse" else "expected L1 error (normal approximation)")
-        ax.set_title(f"Exact loss of each frequency oracle: k = {k:,}, n = {n:,} (dotted: where two swap places)", fontsize=9)
+        ax.set_ylabel(AXIS[loss] if kind == "exact" else f"{AXIS[loss]} ({kind})")
+        ax.set_title(f"{'Exact' if kind == 'exact' else 'Expected'} loss of each frequency oracle: k = {k:,}, n = {n:,} (dotted: where two swap places)", fontsize=9)
         ax.legend(fontsize=7)
         fig.tight_layout()
         return png_bytes(fig)
@@ -40,11 +44,12 @@ def files(table: pd.DataFrame, curves: pd.DataFrame, crossings: pd.DataFrame, pa
         frame.to_csv(buf, index=False, float_format="%.12g")
         out[name] = buf.getvalue().encode()
     if with_figure:
-        out["recommend.png"] = figure(curves, crossings, params["k"], params["n"], params["utility"], params["eps"])
+        out["recommend.png"] = figure(curves, crossings, params["k"], params["n"], params["utility"], params["eps"],
+                                       params.get("loss_kind", "exact"))
     text = [
         f"# Choosing a frequency oracle: k = {params['k']:,}, eps = {params['eps']:g}, n = {params['n']:,}",
         "",
-        f"Prior: {params['prior']}. Loss: {params['utility']} ({'exact' if params['utility'] == 'mse' else 'normal approximation'}).",
+        f"Prior: {params['prior']}. Loss: {params['utility']} ({params.get('loss_kind', 'exact')}).",
         "",
         md_table(table.fillna({"note": ""}), "{:.6g}"),
         "",

@@ -10,7 +10,12 @@ unbiased estimator (:meth:`~ldpsim.mechanisms.base.FrequencyOracle.estimate_vari
   estimators are unbiased);
 - ``l1``: the expected L1 error ``sum_x E|f_x - p_x|``, with each estimate's error taken as
   normal: ``sum_x sqrt(2 Var(f_x) / pi)`` (an approximation, stated as such in the output;
-  it is accurate when every variance is small against ``n``'s scale).
+  it is accurate when every variance is small against ``n``'s scale);
+- ``kl``: the expected Kullback-Leibler divergence ``E KL(p || f)`` to second order,
+  ``sum_{x: p_x > 0} Var(f_x) / (2 p_x)`` (the delta method: the first-order term has mean
+  0 because the estimator is unbiased; the chi-square divergence over two). Also an
+  approximation, good while every standard error is small against its ``p_x``; answers the
+  prior gives no mass contribute nothing.
 
 Beside each loss: the report's size in bits, an estimate of the server's work
 (:meth:`~ldpsim.mechanisms.base.FrequencyOracle.server_operations`) and the oracle's exact
@@ -36,7 +41,12 @@ from ldpsim.mechanisms import catalog
 
 __all__ = ["LOSSES", "candidates", "parse_prior", "evaluate", "curves", "boundaries", "LP_MAX_K"]
 
-LOSSES = ("mse", "l1")
+LOSSES = ("mse", "l1", "kl")
+#: Above this largest relative standard error the command warns that ``kl``'s second-order
+#: approximation is poor (the cubic term is then a third of the quadratic one or more).
+KL_RELIABLE = 0.3
+#: How each loss is computed, as the command says beside the table.
+LOSS_KIND = {"mse": "exact", "l1": "normal approximation", "kl": "second-order approximation"}
 #: Largest k for which the linear program's optimal mechanism is scored too.
 LP_MAX_K = 24
 #: Largest k the comparison accepts (labels, variances and priors are length-k vectors).
@@ -77,14 +87,17 @@ def parse_prior(text: str | Sequence[float] | None, k: int) -> NDArray[np.float6
     return w / w.sum()
 
 
-def _losses(var: NDArray[np.float64]) -> dict[str, float]:
+def _losses(var: NDArray[np.float64], prior: NDArray[np.float64]) -> dict[str, float]:
     var = np.clip(var, 0.0, None)
-    return {"mse": float(var.sum()), "l1": float(np.sqrt(2.0 * var / math.pi).sum())}
+    seen = prior > 0
+    return {"mse": float(var.sum()), "l1": float(np.sqrt(2.0 * var / math.pi).sum()),
+            "kl": float(np.sum(var[seen] / (2.0 * prior[seen]))),
+            "max_relative_error": float(np.max(np.sqrt(var[seen]) / prior[seen]))}  # fmt: skip
 
 
 def _score(name: str, mech: Any, prior: NDArray[np.float64], n: int) -> dict[str, Any]:
     var = np.asarray(mech.estimate_variance(prior, float(n)), dtype=np.float64)
-    return {"mechanism": name, **_losses(var), "max_std_error": float(np.sqrt(var.max())),
+    return {"mechanism": name, **_losses(var, prior), "max_std_error": float(np.sqrt(var.max())),
             "report_bits": float(mech.report_bits), "server_operations": float(mech.server_operations(n)),
             "exact_eps": float(mech.epsilon(0.0))}  # fmt: skip
 
@@ -104,7 +117,9 @@ def _checked(k: int, eps: float, n: float, loss: str) -> tuple[int, float, int, 
 
 def evaluate(k: int, eps: float, n: float, prior: Any = None, loss: str = "mse", lp: bool = True) -> pd.DataFrame:
     """One row per oracle (and the linear program's mechanism for ``k <= LP_MAX_K``):
-    ``mse``, ``l1``, ``max_std_error``, ``report_bits``, ``server_operations``,
+    ``mse``, ``l1``, ``kl``, ``max_std_error``, ``max_relative_error`` (the largest standard
+    error over its answer's probability, where the second-order ``kl`` stops meaning much
+    once it nears 1), ``report_bits``, ``server_operations``,
     ``exact_eps``, ``note``; sorted by ``loss`` (best first)."""
     k, eps, n, loss = _checked(k, eps, n, loss)
     p = parse_prior(prior, k)
@@ -126,7 +141,7 @@ def evaluate(k: int, eps: float, n: float, prior: Any = None, loss: str = "mse",
                          "note": f"its {mech.m} outputs cannot estimate {k} frequencies"})  # fmt: skip
     table = pd.DataFrame(rows)
     table = table.sort_values(loss, kind="stable", na_position="last").reset_index(drop=True)
-    cols = ["mechanism", "mse", "l1", "max_std_error", "report_bits", "server_operations", "exact_eps", "note"]
+    cols = ["mechanism", "mse", "l1", "kl", "max_std_error", "max_relative_error", "report_bits", "server_operations", "exact_eps", "note"]
     return table.reindex(columns=cols)
 
 
