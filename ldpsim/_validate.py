@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any, Callable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -97,6 +98,17 @@ def delta(value: object, name: str = "delta") -> float:
     if not (0.0 <= d <= 1.0):  # also rejects NaN
         raise invalid(name, value, expected)
     return d
+
+
+def over_deltas(values: object, scalar: Callable[[float], float]) -> Any:
+    """``scalar(d)`` for one delta in [0, 1], or elementwise over an array of them (floats of
+    the same shape); each element is checked, and named ``delta[i]`` when it is wrong. The
+    one way a mechanism's ``epsilon(delta)`` takes a scalar or an array."""
+    if np.ndim(values) == 0:
+        return scalar(delta(values, "delta"))
+    arr = np.asarray(values)
+    flat = [delta(d, f"delta[{i}]") for i, d in enumerate(arr.reshape(-1).tolist())]
+    return np.array([scalar(d) for d in flat], dtype=np.float64).reshape(arr.shape)
 
 
 def integer(value: object, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:

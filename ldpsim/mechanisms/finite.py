@@ -200,11 +200,7 @@ class FiniteMechanism(FrequencyOracle):
         when ``delta >= delta(0)`` and ``inf`` when ``delta`` is below ``delta(inf)``, the
         largest mass one input puts where another puts none. ``delta`` may be an array.
         """
-        if np.ndim(delta) != 0:
-            arr = np.asarray(delta)
-            flat = [v.delta(d, f"delta[{i}]") for i, d in enumerate(arr.reshape(-1).tolist())]
-            return np.array([self._epsilon_scalar(d) for d in flat], dtype=np.float64).reshape(arr.shape)
-        return self._epsilon_scalar(v.delta(delta, "delta"))
+        return v.over_deltas(delta, self._epsilon_scalar)
 
     def _epsilon_scalar(self, delta: float) -> float:
         if delta == 0.0:

@@ -9,5 +9,9 @@ exact support probabilities and exact variance, and one entry in the catalog:
 - :mod:`.subset`: subset selection with the optimal subset size;
 - :mod:`.rappor`: RAPPOR (Bloom filter, permanent and instantaneous randomized response).
 
+Unary encoding, local hashing and subset selection are *pure* oracles (a report supports
+its input with probability ``p*`` and any other answer with ``q*``); what follows from that
+alone (support matrix, inversion) is written once, in :mod:`._pure`.
+
 k-ary randomized response is :class:`ldpsim.mechanisms.RandomizedResponse`.
 """

@@ -94,7 +94,7 @@ from numpy.typing import ArrayLike, NDArray
 from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import LdpSimError, invalid
-from ldpsim.mechanisms.base import FrequencyOracle
+from ldpsim.mechanisms.oracles._pure import PureSupport
 from ldpsim.mechanisms.finite import DEFAULT_CHUNK, _map_eps, _smallest_eps, check_dense
 
 __all__ = ["LocalHashing", "OptimizedLocalHashing", "BinaryLocalHashing", "optimal_g", "MERSENNE_31"]
@@ -139,12 +139,15 @@ def _is_prime(n: int) -> bool:
     return not bool(np.any(n % odd == 0))
 
 
-class LocalHashing(FrequencyOracle):
+class LocalHashing(PureSupport):
     """Local hashing with ``g`` buckets over ``k`` inputs at privacy level ``eps`` (exactly
     eps-LDP): see the module docstring for the hash family, the exact privacy and the
     estimator. ``g = None`` takes the optimal :func:`optimal_g`. ``prime`` (default
     ``2^31 - 1``) must be a prime larger than ``k``; small primes make every report
     enumerable (:meth:`possible_reports`), for tests."""
+
+    pure_attributes = ("p", "q_star", "scale")
+    support_label = "local-hashing support"
 
     name = "local_hashing"
     aggregate_exact = False
@@ -283,11 +286,7 @@ class LocalHashing(FrequencyOracle):
         """The exact smallest eps at ``delta``: ``eps`` at ``delta = 0``; else the smallest
         float ``t`` with ``p (1 - gamma)(1 - e^(t - eps)) <= delta`` (0 when ``delta >= p (1 -
         gamma)``). ``delta`` may be an array."""
-        if np.ndim(delta) != 0:
-            arr = np.asarray(delta)
-            flat = [v.delta(d, f"delta[{i}]") for i, d in enumerate(arr.reshape(-1).tolist())]
-            return np.array([self._epsilon_scalar(d) for d in flat], dtype=np.float64).reshape(arr.shape)
-        return self._epsilon_scalar(v.delta(delta, "delta"))
+        return v.over_deltas(delta, self._epsilon_scalar)
 
     def _epsilon_scalar(self, delta: float) -> float:
         if delta == 0.0 or self.eps == 0.0:
@@ -437,39 +436,7 @@ class LocalHashing(FrequencyOracle):
             out[x0 : x0 + xs.size] = np.count_nonzero(cells < w, axis=0)
         return out
 
-    # ----------------------------------------------------------------- support matrix and inversion
-    @property
-    def support_matrix(self) -> NDArray[np.float64]:
-        """``k x k``: ``p`` on the diagonal, ``q*`` elsewhere (built only when asked)."""
-        check_dense(self.k, self.k, "local-hashing support")
-        s = np.full((self.k, self.k), self.q_star)
-        np.fill_diagonal(s, self.p)
-        return s
-
-    @property
-    def identifiable(self) -> bool:
-        return self.scale > 0
-
-    def _scale(self) -> float:
-        if self.scale <= 0:
-            raise invalid("mechanism", self, "eps > 0 (at eps = 0 the reports carry no information)")
-        return self.scale
-
-    def forward(self, p: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``p^T S = q* sum(p) + (p - q*) p``."""
-        p = np.asarray(p, dtype=np.float64)
-        return self.q_star * p.sum() + self.scale * p  # type: ignore[no-any-return]
-
-    def backward(self, g: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``S g = q* sum(g) + (p - q*) g``."""
-        g = np.asarray(g, dtype=np.float64)
-        return self.q_star * g.sum() + self.scale * g  # type: ignore[no-any-return]
-
-    def invert(self, f: NDArray[np.float64]) -> NDArray[np.float64]:
-        """The unbiased estimate ``(f - q*) / (p - q*)`` from the support frequencies
-        ``f = C / n`` (Wang et al. 2017, with the exact ``q*``)."""
-        return (np.asarray(f, dtype=np.float64) - self.q_star) / self._scale()  # type: ignore[no-any-return]
-
+    # ----------------------------------------------------------------- covariance (support matrix and inversion: PureSupport)
     def _mu(self, prior: NDArray[np.float64]) -> NDArray[np.float64]:
         return self.q_star + self.scale * np.asarray(prior, dtype=np.float64)  # type: ignore[no-any-return]
 
@@ -489,7 +456,7 @@ class LocalHashing(FrequencyOracle):
     # double (eps below ~1e-154) are inf, the standard errors (their square roots, divided
     # by the scale once) stay finite down to eps ~ 1e-300.
     def _over_scale2(self, x: NDArray[np.float64], n: float) -> NDArray[np.float64]:
-        s = self._scale()
+        s = self._support_gap()
         with np.errstate(over="ignore"):
             return x / n / s / s  # type: ignore[no-any-return]
 
@@ -506,7 +473,7 @@ class LocalHashing(FrequencyOracle):
     def estimate_std_error(self, prior: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         """``sqrt(mu_x (1 - mu_x) / n) / (p - q*)``."""
         mu = self._mu(prior)
-        return np.sqrt(np.clip(mu * (1.0 - mu), 0.0, None) / n) / self._scale()  # type: ignore[no-any-return]
+        return np.sqrt(np.clip(mu * (1.0 - mu), 0.0, None) / n) / self._support_gap()  # type: ignore[no-any-return]
 
     def plugin_variance(self, f: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         """The plug-in of :meth:`estimate_variance` at the observed support frequencies
@@ -517,12 +484,7 @@ class LocalHashing(FrequencyOracle):
     def plugin_std_error(self, f: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         """``sqrt(f (1 - f) / n) / (p - q*)``."""
         f = np.asarray(f, dtype=np.float64)
-        return np.sqrt(np.clip(f * (1.0 - f), 0.0, None) / n) / self._scale()  # type: ignore[no-any-return]
-
-    def inversion_coefficient_range(self) -> NDArray[np.float64]:
-        """One report moves the estimate of ``x`` by ``(B(x) - q*) / (n (p - q*))``,
-        ``B(x) in {0, 1}``: range ``1 / (p - q*)``."""
-        return np.full(self.k, 1.0 / self._scale())
+        return np.sqrt(np.clip(f * (1.0 - f), 0.0, None) / n) / self._support_gap()  # type: ignore[no-any-return]
 
     def possible_outputs(self) -> NDArray[np.bool_]:
         """Every input is in some report's support (``q* >= gamma p > 0``)."""

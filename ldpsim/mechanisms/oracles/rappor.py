@@ -508,11 +508,7 @@ class Rappor(FrequencyOracle):
         is possible under one candidate only). ``delta > 0``: the smallest float ``t`` with
         ``delta(t) <= delta`` (the loss laws' closed-form answer polished to the float
         boundary). ``delta`` may be an array."""
-        if np.ndim(delta) != 0:
-            arr = np.asarray(delta)
-            flat = [v.delta(d, f"delta[{i}]") for i, d in enumerate(arr.reshape(-1).tolist())]
-            return np.array([self._epsilon_scalar(d) for d in flat], dtype=np.float64).reshape(arr.shape)
-        return self._epsilon_scalar(v.delta(delta, "delta"))
+        return v.over_deltas(delta, self._epsilon_scalar)
 
     def _epsilon_scalar(self, delta: float) -> float:
         eps0 = self._eps0

@@ -88,7 +88,7 @@ from numpy.typing import ArrayLike, NDArray
 from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import invalid
-from ldpsim.mechanisms.base import FrequencyOracle
+from ldpsim.mechanisms.oracles._pure import PureSupport
 from ldpsim.mechanisms.finite import ALL_PAIRS_MAX_K, _map_eps, _smallest_eps, check_dense
 
 #: :meth:`SubsetSelection.possible_reports` lists at most this many subsets.
@@ -143,7 +143,7 @@ def _distinct(values: NDArray[np.int64]) -> NDArray[np.int64]:
     return values[keep]
 
 
-class SubsetSelection(FrequencyOracle):
+class SubsetSelection(PureSupport):
     """Subset selection on ``k`` inputs at privacy level ``eps`` with subsets of size
     ``omega`` (default :func:`optimal_omega`); see the module docstring for the law, the
     exact privacy (``delta(t) = p_in (k - omega)/(k - 1) (1 - e^(t - eps))`` below ``eps``)
@@ -154,6 +154,9 @@ class SubsetSelection(FrequencyOracle):
     inclusion count of each of the ``k`` items. ``report_bits`` is ``log2 C(k, omega)``, the
     size of a subset in the combinatorial number system.
     """
+
+    pure_attributes = ("p_in", "q_in", "gap")
+    support_label = "subset-selection support"
 
     name: ClassVar[str] = "subset_selection"
     aggregate_exact: ClassVar[bool] = False
@@ -265,11 +268,7 @@ class SubsetSelection(FrequencyOracle):
         """The smallest eps at which the mechanism is (eps, delta)-LDP: ``eps`` at
         ``delta = 0``, else the smallest float ``t`` with ``delta(t) <= delta`` (0.0 from
         ``delta(0)`` on). ``delta`` may be an array."""
-        if np.ndim(delta) != 0:
-            arr = np.asarray(delta)
-            flat = [v.delta(d, f"delta[{i}]") for i, d in enumerate(arr.reshape(-1).tolist())]
-            return np.array([self._epsilon_scalar(d) for d in flat], dtype=np.float64).reshape(arr.shape)
-        return self._epsilon_scalar(v.delta(delta, "delta"))
+        return v.over_deltas(delta, self._epsilon_scalar)
 
     def _epsilon_scalar(self, delta: float) -> float:
         if delta == 0.0:
@@ -428,41 +427,8 @@ class SubsetSelection(FrequencyOracle):
             counts += np.bincount(block, minlength=self.k)
         return counts
 
-    @property
-    def support_matrix(self) -> NDArray[np.float64]:
-        """``k x k``: ``p_in`` on the diagonal, ``q_in`` elsewhere (built on request)."""
-        check_dense(self.k, self.k, "subset-selection support")
-        s = np.full((self.k, self.k), self.q_in)
-        np.fill_diagonal(s, self.p_in)
-        return s
-
-    @property
-    def identifiable(self) -> bool:
-        return self.gap > 0
-
-    def _gap(self) -> float:
-        if self.gap <= 0:
-            raise invalid("mechanism", self, "eps > 0 (at eps = 0 the reports carry no information)")
-        return self.gap
-
-    def forward(self, p: NDArray[np.float64]) -> NDArray[np.float64]:
-        p = np.asarray(p, dtype=np.float64)
-        return self.gap * p + self.q_in * p.sum()  # type: ignore[no-any-return]
-
-    def backward(self, g: NDArray[np.float64]) -> NDArray[np.float64]:
-        g = np.asarray(g, dtype=np.float64)
-        return self.gap * g + self.q_in * g.sum()  # type: ignore[no-any-return]
-
     def possible_outputs(self) -> NDArray[np.bool_]:
         return np.ones(self.k, dtype=bool)
-
-    def invert(self, f: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``(f - q_in) / (p_in - q_in)`` for inclusion frequencies ``f = c / n``."""
-        return (np.asarray(f, dtype=np.float64) - self.q_in) / self._gap()  # type: ignore[no-any-return]
-
-    def inversion_coefficient_range(self) -> NDArray[np.float64]:
-        # one report moves est_x by (1 - q_in)/gap or -q_in/gap
-        return np.full(self.k, 1.0 / self._gap())
 
     def _mu(self, p: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Inclusion probabilities ``mu`` and ``1 - mu`` (each a sum of non-negative terms
@@ -489,12 +455,12 @@ class SubsetSelection(FrequencyOracle):
         return cov
 
     def estimate_covariance(self, prior: NDArray[np.float64], n: float) -> NDArray[np.float64]:
-        gap = self._gap()
+        gap = self._support_gap()
         with np.errstate(over="ignore"):
             return self.statistic_covariance(prior) / (float(n) * gap * gap)  # type: ignore[no-any-return]
 
     def estimate_variance(self, prior: NDArray[np.float64], n: float) -> NDArray[np.float64]:
-        gap = self._gap()
+        gap = self._support_gap()
         mu, rest = self._mu(np.asarray(prior, dtype=np.float64))
         with np.errstate(over="ignore"):
             return np.clip(mu * rest / (float(n) * gap * gap), 0.0, None)
@@ -505,7 +471,7 @@ class SubsetSelection(FrequencyOracle):
     def plugin_variance(self, f: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         """The exact variance with the inclusion probabilities replaced by the observed
         frequencies: ``f (1 - f) / (n (p_in - q_in)^2)``."""
-        gap = self._gap()
+        gap = self._support_gap()
         mu = np.clip(np.asarray(f, dtype=np.float64), 0.0, 1.0)
         with np.errstate(over="ignore"):
             return mu * (1.0 - mu) / (float(n) * gap * gap)  # type: ignore[no-any-return]
@@ -520,7 +486,7 @@ class SubsetSelection(FrequencyOracle):
         the observed frequencies ``f`` and the pair probabilities by their unbiased plug-in
         ``r1 (est_z + est_z') + r0 (1 - est_z - est_z')``."""
         check_dense(self.k, self.k, "covariance")
-        gap = self._gap()
+        gap = self._support_gap()
         f = np.asarray(f, dtype=np.float64)
         est = self.invert(f)
         both = self.r1 * (est[:, None] + est[None, :]) + self.r0 * (1.0 - est[:, None] - est[None, :])

@@ -80,7 +80,7 @@ from numpy.typing import ArrayLike, NDArray
 from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import invalid
-from ldpsim.mechanisms.base import FrequencyOracle
+from ldpsim.mechanisms.oracles._pure import PureSupport
 from ldpsim.mechanisms.finite import _map_eps, _smallest_eps, check_dense
 
 __all__ = [
@@ -200,7 +200,7 @@ def _bits_with(prob: float, comp: float, size: int, gen: np.random.Generator) ->
 
 
 # --------------------------------------------------------------------- the oracle
-class UnaryEncoding(FrequencyOracle):
+class UnaryEncoding(PureSupport):
     """Unary encoding with bit probabilities ``p`` (the input's bit) and ``q`` (every other
     bit); see the module docstring for the exact privacy, the estimator and its exact
     covariance. Subclasses fix ``(p, q)`` from eps: :class:`SymmetricUnaryEncoding`,
@@ -213,6 +213,9 @@ class UnaryEncoding(FrequencyOracle):
     :meth:`statistic_covariance`, :meth:`estimate_covariance`), so ``k = 10^6`` works for
     everything the engine and the analyst use.
     """
+
+    pure_attributes = ("p", "q", "gap")
+    support_label = "unary-encoding support"
 
     name = "unary_encoding"
     aggregate_exact = True
@@ -323,11 +326,7 @@ class UnaryEncoding(FrequencyOracle):
         """The smallest eps at which the oracle is (eps, delta)-LDP: ``eps`` itself at
         ``delta = 0``, else the smallest float ``t`` with ``delta(t) <= delta`` (0.0 once
         ``delta >= delta(0)``). ``delta`` may be an array."""
-        if np.ndim(delta) != 0:
-            arr = np.asarray(delta)
-            flat = [v.delta(d, f"delta[{i}]") for i, d in enumerate(arr.reshape(-1).tolist())]
-            return np.array([self._epsilon_scalar(d) for d in flat], dtype=np.float64).reshape(arr.shape)
-        return self._epsilon_scalar(v.delta(delta, "delta"))
+        return v.over_deltas(delta, self._epsilon_scalar)
 
     def _epsilon_scalar(self, delta: float) -> float:
         if delta == 0.0 or self.eps == 0.0:
@@ -451,40 +450,6 @@ class UnaryEncoding(FrequencyOracle):
         return float(self.k)
 
     # ----------------------------------------------------------------- inversion, closed forms
-    def _gap(self) -> float:
-        if not self.gap > 0.0:
-            raise invalid("mechanism", self, "eps > 0 with p - q > 0 (at eps = 0 the reports carry no information)")
-        return self.gap
-
-    @property
-    def support_matrix(self) -> NDArray[np.float64]:
-        """``k x k``: ``p`` on the diagonal, ``q`` elsewhere (built on request only)."""
-        check_dense(self.k, self.k, "unary-encoding support")
-        s = np.full((self.k, self.k), self.q)
-        np.fill_diagonal(s, self.p)
-        return s
-
-    @property
-    def identifiable(self) -> bool:
-        return self.gap > 0.0
-
-    def forward(self, p: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``p^T S = q sum(p) + (p - q) p``."""
-        p = np.asarray(p, dtype=np.float64)
-        return self.q * p.sum() + self.gap * p  # type: ignore[no-any-return]
-
-    def backward(self, g: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``S g = q sum(g) + (p - q) g`` (``S`` is symmetric)."""
-        g = np.asarray(g, dtype=np.float64)
-        return self.q * g.sum() + self.gap * g  # type: ignore[no-any-return]
-
-    def invert(self, f: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``(f - q) / (p - q)``: unbiased for the input distribution when ``f`` is the
-        statistic divided by the number of reports (Wang et al. 2017)."""
-        gap = self._gap()
-        with np.errstate(over="ignore"):
-            return (np.asarray(f, dtype=np.float64) - self.q) / gap  # type: ignore[no-any-return]
-
     def _mean_bits(self, prior: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``mu = q + (p - q) pi`` and ``1 - mu`` (each without cancellation)."""
         pi = np.asarray(prior, dtype=np.float64)
@@ -512,7 +477,7 @@ class UnaryEncoding(FrequencyOracle):
         return cov / float(n)
 
     def _variance(self, prior: NDArray[np.float64]) -> NDArray[np.float64]:
-        gap = self._gap()
+        gap = self._support_gap()
         mu, rest = self._mean_bits(prior)
         with np.errstate(over="ignore"):
             return mu * rest / gap / gap  # type: ignore[no-any-return]
@@ -522,7 +487,7 @@ class UnaryEncoding(FrequencyOracle):
         return self._variance(prior) / float(n)  # type: ignore[no-any-return]
 
     def estimate_std_error(self, prior: NDArray[np.float64], n: float) -> NDArray[np.float64]:
-        gap = self._gap()
+        gap = self._support_gap()
         mu, rest = self._mean_bits(prior)
         with np.errstate(over="ignore"):
             return np.sqrt(mu * rest / float(n)) / gap  # type: ignore[no-any-return]
@@ -531,22 +496,16 @@ class UnaryEncoding(FrequencyOracle):
         """``f_x (1 - f_x) / (n (p - q)^2)`` at the observed frequencies of 1-bits ``f``
         (clipped to [0, 1]): :meth:`estimate_variance` with ``mu`` replaced by its unbiased
         estimate ``f``."""
-        gap = self._gap()
+        gap = self._support_gap()
         fx = np.clip(np.asarray(f, dtype=np.float64), 0.0, 1.0)
         with np.errstate(over="ignore"):
             return fx * (1.0 - fx) / float(n) / gap / gap  # type: ignore[no-any-return]
 
     def plugin_std_error(self, f: NDArray[np.float64], n: float) -> NDArray[np.float64]:
-        gap = self._gap()
+        gap = self._support_gap()
         fx = np.clip(np.asarray(f, dtype=np.float64), 0.0, 1.0)
         with np.errstate(over="ignore"):
             return np.sqrt(fx * (1.0 - fx) / float(n)) / gap  # type: ignore[no-any-return]
-
-    def inversion_coefficient_range(self) -> NDArray[np.float64]:
-        """One report adds ``(b_x - q) / (p - q)`` to ``n f_x``: a range of ``1 / (p - q)``."""
-        gap = self._gap()
-        with np.errstate(over="ignore", divide="ignore"):
-            return np.full(self.k, 1.0) / gap  # type: ignore[no-any-return]
 
     def possible_outputs(self) -> NDArray[np.bool_]:
         """Every item's bit is 1 with positive probability (``p >= 1/2``)."""
