@@ -23,34 +23,14 @@ Run from the repo root: ``python benchmarks/bench_unary.py [--sizes 1000000,1000
 
 from __future__ import annotations
 
-import time
 import tracemalloc
 
 import numpy as np
 
-from _common import best_of, parser, report, timed
+from _common import batched, best_of, parser, report, timed
 from ldpsim.mechanisms.oracles.unary import CHUNK_BITS, OptimizedUnaryEncoding, SymmetricUnaryEncoding, bernoulli_bits
 
 EPS = 1.0
-
-
-def batched(mech, n: int, batch: int, rng: np.random.Generator) -> tuple[float, float, np.ndarray]:
-    """Privatise n clients in batches (inputs uniform), adding each batch's statistic:
-    (seconds in privatize, seconds in statistic, the statistic)."""
-    t_priv = t_stat = 0.0
-    total = np.zeros(mech.k, dtype=np.int64)
-    for start in range(0, n, batch):
-        size = min(batch, n - start)
-        x = rng.integers(0, mech.k, size=size)
-        t0 = time.perf_counter()
-        y = mech.privatize(x, rng)
-        t1 = time.perf_counter()
-        total += mech.statistic(y)
-        t2 = time.perf_counter()
-        t_priv += t1 - t0
-        t_stat += t2 - t1
-        del y
-    return t_priv, t_stat, total
 
 
 def main() -> None:
@@ -82,7 +62,7 @@ def main() -> None:
     for k in (64, 4096):
         for n in sizes:
             mech = OptimizedUnaryEncoding(k, EPS)
-            t_priv, t_stat, total = batched(mech, n, args.batch, rng)
+            t_priv, t_stat, total = batched(mech, n, args.batch, rng, rng)
             assert int(total.sum()) > 0
             rows.append(dict(benchmark="unary", case=f"oue privatize, batches of {args.batch}", n=n, k=k,
                              seconds=t_priv, throughput_per_s=n / t_priv, ns_per_bit=t_priv / (n * k) * 1e9))
@@ -106,7 +86,7 @@ def main() -> None:
     mech = OptimizedUnaryEncoding(4096, EPS)
     n = max(sizes)
     tracemalloc.start()
-    batched(mech, n, args.batch, rng)
+    batched(mech, n, args.batch, rng, rng)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     rows.append(dict(benchmark="unary", case=f"peak memory, privatize + statistic in batches of {args.batch}",
