@@ -7,7 +7,7 @@ scipy and are imported on first use (PEP 562).
 from typing import TYPE_CHECKING
 
 from ldpsim._lazy import lazy_exports
-from ldpsim.mechanisms.finite import FiniteMechanism, MatrixMechanism, from_matrix
+from ldpsim.mechanisms.finite import FiniteMechanism, MatrixMechanism, from_matrix, product_mechanism
 from ldpsim.mechanisms.randomized_response import RandomizedResponse, randomized_response
 from ldpsim.mechanisms.standard import (
     best_balanced_set,
@@ -23,12 +23,20 @@ from ldpsim.mechanisms.standard import (
 
 if TYPE_CHECKING:
     from ldpsim.mechanisms.noise import Gaussian, Geometric, Laplace, NoiseMechanism, Staircase, TruncatedLaplace
+    from ldpsim.mechanisms.numeric import Duchi, Hybrid, LaplaceBounded, Piecewise
 
 _NOISE = ("Gaussian", "Geometric", "Laplace", "NoiseMechanism", "Staircase", "TruncatedLaplace")
-__getattr__, __dir__ = lazy_exports(__name__, dict.fromkeys(_NOISE, "ldpsim.mechanisms.noise"))
+_NUMERIC = ("LaplaceBounded", "Duchi", "Piecewise", "Hybrid")
+__getattr__, __dir__ = lazy_exports(
+    __name__, {**dict.fromkeys(_NOISE, "ldpsim.mechanisms.noise"), **dict.fromkeys(_NUMERIC, "ldpsim.mechanisms.numeric")}
+)
 
 __all__ = [
     "FiniteMechanism",
+    "Duchi",
+    "Hybrid",
+    "LaplaceBounded",
+    "Piecewise",
     "Gaussian",
     "Geometric",
     "Laplace",
@@ -44,6 +52,7 @@ __all__ = [
     "from_matrix",
     "pattern_bits",
     "pattern_matrix",
+    "product_mechanism",
     "quaternary_mechanism",
     "randomized_response",
     "staircase_mechanism",

@@ -77,7 +77,8 @@ class Entry:
     the declared types and calls the builder.
 
     ``tags`` say what the family is for: ``finite`` (finite outputs, exact matrix),
-    ``noise`` (additive noise on a number), ``vector``, ``broken`` (an auditor's target that
+    ``noise`` (additive noise on a number), ``numeric`` (mean estimation of a bounded numeric
+    answer: unbiased real reports), ``vector``, ``broken`` (an auditor's target that
     claims more privacy than it has), ``scenario`` (usable as ``[mechanism]`` of a survey
     scenario), ``party`` (a per-party mechanism of the multi-party protocols)."""
 
@@ -205,10 +206,19 @@ _SENS = Param(float, 1.0, "sensitivity of the query (the pair is (0, sensitivity
 _K = Param(int, 2, "alphabet size (>= 2)", role="alphabet")
 _B = "ldpsim.mechanisms.builders"
 _OPT = "ldpsim.utility.optimal"
+_NUM = "ldpsim.mechanisms.numeric"
 
 
 def _distribution(role: str) -> Param:
     return Param(object, None, ROLES[role], optional=True, role=role)
+
+
+def _numeric_params() -> dict[str, Param]:
+    return {
+        "eps": _EPS,
+        "lo": Param(float, -1.0, "lower end of the answers' range (finite; answers below it are clipped to it)"),
+        "hi": Param(float, 1.0, "upper end of the answers' range (finite, > lo; answers above it are clipped to it)"),
+    }
 
 
 def _utility_params() -> dict[str, Param]:
@@ -226,6 +236,7 @@ def _entries() -> list[Entry]:
     fin = frozenset({"finite", "scenario"})
     noise = frozenset({"noise"})
     broken = frozenset({"broken"})
+    numeric = frozenset({"numeric"})
     zoo = "ldpsim.audit.zoo"
     return [
         Entry(
@@ -416,6 +427,39 @@ def _entries() -> list[Entry]:
                             "the smaller exact worst-case l2 risk)", optional=True)},
             "ldpsim.mechanisms.oracles.subset:SubsetSelection",
             frozenset({"oracle", "scenario"}),
+        ),
+        # ---- mean estimation of a bounded numeric answer (ldpsim/mechanisms/numeric.py)
+        Entry(
+            "laplace_bounded",
+            "mean estimation: the answer clipped to [lo, hi] plus Laplace noise of scale (hi - lo)/eps; unbiased, "
+            "variance 2 ((hi - lo)/eps)^2; exact eps = eps",
+            _numeric_params(),
+            f"{_NUM}:LaplaceBounded",
+            numeric,
+        ),
+        Entry(
+            "duchi",
+            "mean estimation (Duchi, Jordan and Wainwright 2018): one of two reports mid +- half C, C = coth(eps/2), "
+            "unbiased for the answer in [lo, hi]; exact eps = eps",
+            _numeric_params(),
+            f"{_NUM}:Duchi",
+            numeric,
+        ),
+        Entry(
+            "piecewise",
+            "mean estimation, the piecewise mechanism (Wang et al. 2019): a density on mid +- half C, C = coth(eps/4), "
+            "e^eps times higher on a window that moves with the answer; unbiased; exact eps = eps",
+            _numeric_params(),
+            f"{_NUM}:Piecewise",
+            numeric,
+        ),
+        Entry(
+            "hybrid",
+            "mean estimation, the hybrid mechanism (Wang et al. 2019): piecewise w.p. 1 - e^(-eps/2), else Duchi's, "
+            "for eps > 0.609352 (Duchi's alone below); unbiased, the same variance for every answer; exact eps = eps",
+            _numeric_params(),
+            f"{_NUM}:Hybrid",
+            numeric,
         ),
         Entry(
             "broken.doubled_rr",

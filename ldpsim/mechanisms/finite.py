@@ -501,6 +501,30 @@ def from_matrix(
     )
 
 
+def product_mechanism(first: FiniteMechanism, second: FiniteMechanism) -> MatrixMechanism:
+    """One respondent answering two questions, each through its own finite mechanism with
+    its own randomness: the mechanism on pairs of answers.
+
+    Inputs are the pairs ``(x, x')`` of the two mechanisms' input labels in row-major order
+    (index ``i k' + i'``), outputs the pairs of output codes (``j m' + j'``), and the matrix
+    is the Kronecker product ``Q (x) Q'``, built in log space (``log Q[i, j] + log Q'[i',
+    j']``). Its exact pure eps is the sum of the two (docs/theory.md sec. 1: the worst
+    column ratio of a Kronecker product is the product of the worst ratios), so a
+    respondent who answers both spends ``eps + eps'``; the analyst's cross-tabulation
+    (:func:`ldpsim.analyst.crosstab_estimate`) inverts it."""
+    if not (isinstance(first, FiniteMechanism) and isinstance(second, FiniteMechanism)):
+        raise invalid("mechanisms", f"{first!r} and {second!r}", "two finite mechanisms (with matrices)")
+    check_dense(first.k * second.k, first.m * second.m, "product matrix")
+    lm = (first.log_matrix[:, None, :, None] + second.log_matrix[None, :, None, :]).reshape(
+        first.k * second.k, first.m * second.m
+    )
+    inputs = [(a, b) for a in first.input_labels for b in second.input_labels]
+    outputs = [(a, b) for a in first.output_labels for b in second.output_labels]
+    return MatrixMechanism(
+        lm, name="product", params={"first": repr(first), "second": repr(second)}, input_labels=inputs, output_labels=outputs
+    )
+
+
 # --------------------------------------------------------------------- exact privacy
 def _epsilon_of_log_matrix(lm: NDArray[np.float64]) -> float:
     present = np.isfinite(lm)

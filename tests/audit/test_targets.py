@@ -37,6 +37,10 @@ LIBRARY = [
     "blh",
     "hadamard_response",
     "subset_selection",
+    "laplace_bounded",
+    "duchi",
+    "piecewise",
+    "hybrid",
 ]
 
 

@@ -7,7 +7,9 @@ otherwise), and a broken entry's points must be broken (claim less eps than they
 patterns). ``BAD``: out-of-range parameters per entry, with the parameter the one-line error
 must name. ``SLOW``: parameter points that run only with ``-m slow``.
 ``REFERENCE``: how the exact eps and delta of a non-finite entry are checked independently:
-``"quad"`` (1-D density, adaptive quadrature of the hockey-stick integral), ``"lattice"``
+``"quad"`` (1-D density, adaptive quadrature of the hockey-stick integral), ``"mixed"``
+(a 1-D density plus atoms at the values ``mech.atoms``, the same for every input: quadrature
+of the density part plus a sum over the atoms), ``"lattice"``
 (integer outputs, a sum over the support), ``"radial"`` (vector outputs whose density
 depends only on ``||y - x||_p``, ``p`` a parameter: the privacy loss on the line through
 the pair, the law of the norm of the noise; 1-element vectors go to ``"quad"``) or ``None``
@@ -96,6 +98,11 @@ CASES: dict[str, list[dict[str, Any]]] = {
     # unary encoding: small k, so that possible_reports() enumerates every report
     "sue": [{"k": 4, "eps": 1.0}, {"k": 2, "eps": 0.3}, {"k": 5, "eps": 3.0}],
     "oue": [{"k": 4, "eps": 1.0}, {"k": 3, "eps": 2.5}, {"k": 2, "eps": 0.2}],
+    # mean estimation of a bounded numeric answer (hybrid: below and above its threshold 0.6094)
+    "laplace_bounded": [{"eps": 1.0}, {"eps": 0.5, "lo": 0.0, "hi": 10.0}],
+    "duchi": [{"eps": 1.0}, {"eps": 0.3, "lo": 2.0, "hi": 5.0}, {"eps": 4.0}],
+    "piecewise": [{"eps": 1.0}, {"eps": 0.3, "lo": 2.0, "hi": 5.0}, {"eps": 4.0}],
+    "hybrid": [{"eps": 1.0}, {"eps": 0.5, "lo": 2.0, "hi": 5.0}, {"eps": 3.0, "lo": -10.0, "hi": 0.0}],
 }
 
 #: (entry, index into CASES[entry]) run only with -m slow
@@ -113,6 +120,10 @@ REFERENCE: dict[str, str | None] = {
     "broken.histogram_wrong_scale": "quad",
     "broken.noisy_max_value": "quad",
     "broken.svt_returns_value": None,  # atoms at +-inf and a density only by quadrature
+    "laplace_bounded": "quad",
+    "duchi": "mixed",  # two atoms, no density part
+    "piecewise": "quad",
+    "hybrid": "mixed",  # a density plus Duchi's two atoms
 }
 
 NAN = float("nan")
@@ -156,6 +167,14 @@ BAD: dict[str, list[tuple[dict[str, Any], str]]] = {
     # unary encoding
     "sue": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"eps": NAN}, "eps"), ({"eps": math.inf}, "eps")],
     "oue": [({"k": 1}, "k"), ({"eps": -0.5}, "eps"), ({"eps": NAN}, "eps"), ({"eps": math.inf}, "eps")],
+    # mean estimation
+    "laplace_bounded": [({"eps": 0.0}, "eps"), ({"eps": math.inf}, "eps"), ({"lo": 1.0}, "hi"), ({"hi": NAN}, "hi"),
+                        ({"lo": -math.inf}, "lo")],
+    "duchi": [({"eps": 0.0}, "eps"), ({"eps": NAN}, "eps"), ({"lo": 2.0, "hi": 2.0}, "hi"), ({"lo": NAN}, "lo"),
+              ({"eps": 1e-310}, "eps")],
+    "piecewise": [({"eps": -1.0}, "eps"), ({"eps": math.inf}, "eps"), ({"hi": -1.0}, "hi"), ({"hi": math.inf}, "hi"),
+                  ({"lo": -1e308, "hi": 1e308}, "hi")],
+    "hybrid": [({"eps": 0.0}, "eps"), ({"eps": NAN}, "eps"), ({"lo": 3.0}, "hi"), ({"lo": math.inf}, "lo")],
 }
 
 

@@ -152,18 +152,28 @@ def reference_kind(mech, key: str) -> str | None:
 
 class RealLaws:
     """The exact 1-D laws of a real-output mechanism at its neighbour inputs: a window where
-    every density falls by e^-46, cells refined by the integrator, the CDF at cell edges."""
+    every density falls by e^-46, cells refined by the integrator, the CDF at cell edges.
+
+    ``atoms`` (kind ``"mixed"``): report values of positive probability, the same for every
+    input; ``log_density`` there is the log of that probability and elsewhere the log density
+    (a density with respect to Lebesgue measure plus unit masses at the atoms). The density
+    part is integrated away from the atoms, the atoms are added to the CDF, to the total mass
+    and to the hockey-stick divergence (``sum (p_a - e^eps q_a)_+``)."""
 
     CELLS = 3000
 
-    def __init__(self, mech, lattice: bool) -> None:
+    def __init__(self, mech, lattice: bool, atoms: np.ndarray | None = None) -> None:
         self.mech, self.lattice = mech, lattice
         self.column = one_column(mech)
         self.inputs = inputs_of(mech)
+        self.atoms = np.sort(np.asarray(atoms if atoms is not None else [], dtype=float))
         self.logpdf = [self._logpdf(x) for x in self.inputs]
+        self.atom_mass = [self._atom_mass(x) for x in self.inputs]
         draws = np.concatenate([np.asarray(mech.sample(x, 2000, rng=5), dtype=float).ravel() for x in self.inputs])
         draws = draws[np.isfinite(draws)]
-        lo, hi = np.quantile(draws, [0.01, 0.99])
+        lo, hi = np.quantile(np.concatenate([draws, self.atoms]), [0.01, 0.99])
+        if self.atoms.size:
+            lo, hi = min(lo, self.atoms[0]), max(hi, self.atoms[-1])
         a, b = density_window(self.logpdf, (lo - (hi - lo), hi + (hi - lo)), lattice=lattice)
         if lattice:
             self.support = np.arange(math.floor(a), math.ceil(b) + 1, dtype=float)
@@ -175,24 +185,34 @@ class RealLaws:
             self.cdf = []
             from tests.oracles import adaptive_integral
 
-            for x, lp in zip(self.inputs, self.logpdf):
+            for x, lp, am in zip(self.inputs, self.logpdf, self.atom_mass):
                 cells, err = adaptive_integral(lambda y, lp=lp: np.exp(lp(y)), self.edges)
-                total = math.fsum(cells)
-                assert abs(total - 1.0) <= 1e-9 and err <= 1e-11, f"density at input {x!r} integrates to {total!r} (error {err:g})"
-                self.cdf.append(np.concatenate([[0.0], np.cumsum(cells)]))
+                total = math.fsum(cells) + math.fsum(am)
+                assert abs(total - 1.0) <= 1e-9 and err <= 1e-11, f"law at input {x!r} has total mass {total!r} (error {err:g})"
+                below = np.array([math.fsum(am[self.atoms <= e]) for e in self.edges])
+                self.cdf.append(np.concatenate([[0.0], np.cumsum(cells)]) + below)
 
     def _logpdf(self, x):
         mech = self.mech
 
         column = self.column
 
+        atoms = self.atoms
+
         def lp(y):
             y = np.asarray(y, dtype=float)
+            if atoms.size:  # the density part only: beside an atom, not at it
+                y = np.where(np.isin(y, atoms), np.nextafter(y, np.inf), y)
             out = np.asarray(mech.log_density(x, y[:, None] if column else y), dtype=float)
             assert out.shape == y.shape
             return out
 
         return lp
+
+    def _atom_mass(self, x) -> np.ndarray:
+        if not self.atoms.size:
+            return np.zeros(0)
+        return np.exp(np.asarray(self.mech.log_density(x, self.atoms), dtype=float))
 
     def index(self, x) -> int:
         return next(i for i, y in enumerate(self.inputs) if _same(x, y))
@@ -208,6 +228,10 @@ class RealLaws:
             return math.fsum(diff[diff > 0])
         value, err = hockey_stick_integral(self.logpdf[i], self.logpdf[j], eps, self.edges)
         assert err <= 1e-11, f"quadrature did not converge (error bound {err:g})"
+        if self.atoms.size:
+            p, q = self.atom_mass[i], self.atom_mass[j]
+            diff = np.where(q == 0, p, 0.0) if math.isinf(eps) else p - math.exp(min(eps, 700.0)) * q
+            value += math.fsum(diff[diff > 0])
         return value
 
 
@@ -254,7 +278,8 @@ _LAWS: dict[str, RealLaws] = {}
 def real_laws(key: str) -> RealLaws:
     if key not in _LAWS:
         mech = instance(key)
-        _LAWS[key] = RealLaws(mech, reference_kind(mech, key) == "lattice")
+        kind = reference_kind(mech, key)
+        _LAWS[key] = RealLaws(mech, kind == "lattice", np.asarray(mech.atoms) if kind == "mixed" else None)
     return _LAWS[key]
 
 
@@ -573,7 +598,7 @@ class TestContract:
                 lo = laws.support[0]
                 assert z.min() >= lo and z.max() <= laws.support[-1], "a draw outside the window of mass 1 - 1e-20"
                 assert_sample_law((z - lo).astype(np.int64), laws.pmf[laws.index(x)] / laws.pmf[laws.index(x)].sum(), alpha)
-        elif kind == "quad" and mech.has_density:
+        elif kind in ("quad", "mixed") and mech.has_density:
             laws = real_laws(key)
             for x in inputs:
                 z = np.asarray(mech.sample(x, 100_000, rng), dtype=float)

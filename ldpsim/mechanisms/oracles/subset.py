@@ -1,4 +1,4 @@
-"""Subset selection (Wang, Wu, Hu et al. 2016; Ye and Barg 2018): each client reports a
+"""Subset selection (Wang et al. 2016; Ye and Barg 2018): each client reports a
 subset of ``omega`` of the ``k`` answers, ``e^eps`` times likelier when it holds its own.
 
 The mechanism

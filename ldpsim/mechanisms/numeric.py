@@ -1,0 +1,542 @@
+"""Mean estimation of a bounded numeric answer: one report per respondent whose value is an
+unbiased estimate of the respondent's answer (docs/theory.md sec. 13, docs/mechanisms.md,
+"Numeric answers: mean estimation").
+
+Each respondent holds a number ``x`` in a known range ``[lo, hi]`` (default ``[-1, 1]``). A
+mechanism maps ``x`` affinely to ``u = (x - mid) / half`` in ``[-1, 1]`` (``mid = (lo + hi)/2``,
+``half = (hi - lo)/2``), randomises ``u`` into ``z`` with ``E[z | u] = u`` and reports
+``y = mid + half z``, so ``E[y | x] = x`` and the analyst's estimate of the mean answer is the
+plain mean of the reports, in the original units. Answers outside ``[lo, hi]`` are clipped to
+it (the privacy guarantee is over the range; the report is then unbiased for the clipped
+answer); NaN and infinite answers are refused.
+
+* :class:`LaplaceBounded` -- the clipped answer plus Laplace noise of scale ``(hi - lo)/eps``
+  (the library's :class:`~ldpsim.mechanisms.noise.Laplace`, reused for the noise and for the
+  exact privacy profile);
+* :class:`Duchi` -- Duchi, Jordan and Wainwright (2018): two reports ``+-C``;
+* :class:`Piecewise` -- Wang et al. (2019): a density on ``[-C, C]``, ``e^eps`` times higher
+  on a window of width ``C - 1`` that moves with the answer;
+* :class:`Hybrid` -- Wang et al. (2019): Piecewise with probability ``alpha = 1 - e^(-eps/2)``
+  and Duchi's otherwise above :data:`HYBRID_THRESHOLD` (``~0.6094``), Duchi's alone at or below.
+
+Every class implements the mechanism contract (:class:`ldpsim.mechanisms.base.Mechanism`) with
+real reports: ``sample(x, n, rng)``, ``privatize(values, rng)`` (one report per answer, any
+shape, vectorised), the exact ``variance(x)`` of one report (vectorised), ``worst_variance()``,
+exact ``epsilon(delta)`` / ``delta(eps)`` (the pure eps is the ``eps`` given), and
+``log_density(x, y)``.
+
+Densities with atoms. Duchi's reports take two values and Hybrid's law is a density plus
+two atoms, so ``log_density`` is the density with respect to Lebesgue measure *plus* a unit
+mass at each value of :attr:`atoms` (the same values for every answer): at an atom it is the
+log of the atom's probability, elsewhere the log of the ordinary density (``-inf`` off the
+support). Because this reference measure does not depend on ``x``, the ratio
+``p(y | x) / p(y | x')`` is the likelihood ratio and the hockey-stick divergence is
+``int (p - e^t p')_+`` over the density plus the sum of ``(p - e^t p')_+`` over the atoms; the
+contract tests integrate exactly that (reference kind ``"mixed"``). Duchi's reports could be
+coded as a finite mechanism instead, but its input is continuous and its reports must be
+numbers whose mean estimates the mean answer, so the atoms are the reports themselves.
+
+Privacy. For Duchi, Piecewise and Hybrid the privacy loss between any two answers takes only
+the values ``eps``, ``0`` and ``-eps``, and the P-mass ``K`` of the value ``eps`` is largest for
+the answers ``lo`` and ``hi``; hence ``delta(t) = K (1 - e^(t - eps))`` for ``t < eps`` and 0
+above, with ``K = 1/(1 + e^-eps)`` (Duchi), ``1/(1 + e^(-eps/2))`` (Piecewise) and
+``alpha/(1 + e^(-eps/2)) + (1 - alpha)/(1 + e^-eps)`` (Hybrid). :meth:`pld` is that three-atom law.
+All computations are in log space or through ``expm1`` / ``log1p``: eps from about 1e-300 to
+the thousands.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ldpsim import _validate as v
+from ldpsim._rng import RNGLike, as_generator
+from ldpsim.errors import invalid
+from ldpsim.mechanisms.base import Mechanism
+
+__all__ = ["HYBRID_THRESHOLD", "BoundedNumeric", "Duchi", "Hybrid", "LaplaceBounded", "Piecewise", "hybrid_threshold"]
+
+_FLOAT_MAX = float(np.finfo(np.float64).max)
+#: Largest half-width ``half * C`` of the reports: draws and their squares' sums stay finite floats.
+_MAX_REPORT = _FLOAT_MAX / 1024.0
+
+
+def hybrid_threshold() -> float:
+    """The eps at which mixing Piecewise into Duchi's mechanism starts to lower the worst-case
+    variance: ``2 log s*``, ``s*`` the real root of ``3 s^3 - s^2 + s - 7`` (where Piecewise's
+    variance at ``x = 0`` equals Duchi's, ``C^2``; docs/theory.md sec. 13). About 0.609352;
+    Wang et al. (2019) round it to 0.61."""
+    s = 1.356
+    for _ in range(8):  # Newton on a simple root: converged to the last bit well before 8 steps
+        s -= (((3.0 * s - 1.0) * s + 1.0) * s - 7.0) / ((9.0 * s - 2.0) * s + 1.0)
+    return 2.0 * math.log(s)
+
+
+#: eps at or below which :class:`Hybrid` is Duchi's mechanism alone (see :func:`hybrid_threshold`).
+HYBRID_THRESHOLD = hybrid_threshold()
+
+
+def _log1pexp(t: float) -> float:
+    """``log(1 + e^t)`` without overflow."""
+    return t + math.log1p(math.exp(-t)) if t > 0 else math.log1p(math.exp(t))
+
+
+class BoundedNumeric(Mechanism):
+    """Base class of the mean-estimation mechanisms for an answer in ``[lo, hi]`` (see the
+    module docstring): validation, the affine map, clipping, the contract's ``sample`` and
+    ``log_density`` over the per-class unit-range law, and the three-atom privacy profile."""
+
+    name = "numeric"
+    has_density = True
+    exact_delta = True
+    output_size = None
+
+    def __init__(self, eps: float, lo: float = -1.0, hi: float = 1.0) -> None:
+        self.eps = v.positive(eps, "eps")
+        lo_f = v.real(lo, "lo", "a finite real number")
+        hi_f = v.real(hi, "hi", "a finite real number")
+        if not math.isfinite(lo_f):
+            raise invalid("lo", lo, "a finite real number")
+        if not math.isfinite(hi_f):
+            raise invalid("hi", hi, "a finite real number")
+        if not (hi_f > lo_f and math.isfinite(hi_f - lo_f)):
+            raise invalid("hi", hi, f"a number > lo = {lo_f!r} with hi - lo finite")
+        self.lo, self.hi = lo_f, hi_f
+        self._half = (hi_f - lo_f) / 2.0
+        self._mid = lo_f + self._half
+
+    # ------------------------------------------------------------------ identity
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"eps": self.eps, "lo": self.lo, "hi": self.hi}
+
+    def neighbours(self) -> list[tuple[Any, Any]]:
+        """``[(lo, hi)]``: the two ends of the range attain the privacy loss."""
+        return [(self.lo, self.hi)]
+
+    def _check_reach(self, bound: float) -> None:
+        """Refuse eps where the reports ``mid +- half * bound`` leave the float range."""
+        if not (self._half * bound <= _MAX_REPORT):
+            raise invalid(
+                "eps", self.eps, f"a larger eps for the range [{self.lo!r}, {self.hi!r}] (the reports reach "
+                f"{self._half * bound:.4g} times beyond its centre, past the float range)"
+            )
+
+    # ------------------------------------------------------------------ inputs
+    def _unit(self, x: ArrayLike, name: str) -> NDArray[np.float64]:
+        """Answers clipped to ``[lo, hi]`` and mapped to ``[-1, 1]``."""
+        arr = v.finite_array(x, name, "finite real numbers")
+        u = (np.clip(arr, self.lo, self.hi) - self._mid) / self._half
+        return np.clip(u, -1.0, 1.0)
+
+    def _scalar_unit(self, x: Any) -> float:
+        arr = v.finite_array(x, "x", "a finite real number")
+        if arr.ndim != 0:
+            raise invalid("x", x, "a finite real number")
+        return float(self._unit(arr, "x"))
+
+    # ------------------------------------------------------------------ sampling
+    def _draw(self, u: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.float64]:  # pragma: no cover
+        """Reports in unit coordinates for the unit answers ``u`` (any shape)."""
+        raise NotImplementedError
+
+    def _report(self, z: NDArray[np.float64]) -> NDArray[np.float64]:
+        return self._mid + self._half * z
+
+    def privatize(self, values: ArrayLike, rng: RNGLike = None) -> NDArray[np.float64]:
+        """One report per answer of ``values`` (any shape; clipped to ``[lo, hi]``), vectorised:
+        a float64 array of the same shape whose mean estimates the mean answer."""
+        u = self._unit(values, "values")
+        return np.asarray(self._report(self._draw(u, as_generator(rng))), dtype=np.float64)
+
+    def sample(self, x: Any, n: int, rng: RNGLike = None) -> NDArray[np.float64]:
+        """``n`` independent reports for the answer ``x`` (clipped to ``[lo, hi]``)."""
+        u = self._scalar_unit(x)
+        n = v.integer(n, "n", minimum=0)
+        return np.asarray(self._report(self._draw(np.full(n, u), as_generator(rng))), dtype=np.float64)
+
+    # ------------------------------------------------------------------ law
+    @property
+    def atoms(self) -> NDArray[np.float64]:
+        """The report values that carry positive probability (the same for every answer):
+        ``log_density`` there is the log of that probability (see the module docstring)."""
+        return np.empty(0)
+
+    def _unit_log_density(self, u: NDArray[np.float64], z: NDArray[np.float64]) -> NDArray[np.float64]:  # pragma: no cover
+        """log density (unit coordinates) of the continuous part, ``-inf`` off its support."""
+        raise NotImplementedError
+
+    def _atom_log_mass(self, u: NDArray[np.float64], sign: float) -> NDArray[np.float64]:  # pragma: no cover
+        raise NotImplementedError
+
+    def log_density(self, x: ArrayLike, y: ArrayLike) -> float | NDArray[np.float64]:
+        """log density of the report ``y`` given the answer ``x`` (clipped), with respect to
+        Lebesgue measure plus a unit mass at each of :attr:`atoms`; ``x`` and ``y`` broadcast,
+        NaN ``y`` gives NaN; a float when both are scalars."""
+        u = self._unit(x, "x")
+        ya = v.real_array(y, "y", "real numbers")
+        u, ya = np.broadcast_arrays(u, ya)
+        with np.errstate(invalid="ignore", over="ignore"):
+            z = (ya - self._mid) / self._half
+            out = np.asarray(self._unit_log_density(u, z), dtype=np.float64) - math.log(self._half)
+            atoms = self.atoms
+            if atoms.size:
+                out = np.where(ya == atoms[1], self._atom_log_mass(u, 1.0), out)
+                out = np.where(ya == atoms[0], self._atom_log_mass(u, -1.0), out)
+        out = np.where(np.isnan(ya), np.nan, out)
+        return float(out) if out.ndim == 0 else out
+
+    # ------------------------------------------------------------------ moments
+    def _unit_variance(self, u: NDArray[np.float64]) -> NDArray[np.float64]:  # pragma: no cover
+        raise NotImplementedError
+
+    def variance(self, x: ArrayLike) -> float | NDArray[np.float64]:
+        """Exact variance of one report given the answer ``x`` (clipped; vectorised; a float
+        for a scalar). The report is unbiased, so this is also its mean squared error."""
+        u = self._unit(x, "x")
+        with np.errstate(over="ignore"):
+            out = np.asarray(self._unit_variance(u), dtype=np.float64) * self._half**2
+        return float(out) if out.ndim == 0 else out
+
+    def worst_variance(self) -> float:
+        """The largest :meth:`variance` over ``[lo, hi]`` (each variance here is a quadratic
+        in ``x`` symmetric about the centre, so at the centre or at the ends)."""
+        return float(np.max(self.variance(np.array([self.lo, self._mid, self.hi]))))
+
+    # ------------------------------------------------------------------ privacy
+    def _log_k(self) -> float:  # pragma: no cover
+        """log of the P-mass of the privacy-loss value ``eps`` for the answers ``lo``, ``hi``."""
+        raise NotImplementedError
+
+    def delta(self, eps: ArrayLike) -> float | NDArray[np.float64]:
+        """Exact ``delta(t) = K (1 - e^(t - eps))`` below the mechanism's eps, 0 at and above
+        it (``K`` per class, see the module docstring); scalar or array ``t >= 0``."""
+        scalar = np.ndim(eps) == 0
+        if scalar:
+            t = np.array(v.epsilon(eps, "eps", allow_inf=True))
+        else:
+            t = v.real_array(eps, "eps", "numbers >= 0")
+            bad = np.flatnonzero(~(t.reshape(-1) >= 0))
+            if bad.size:
+                i = int(bad[0])
+                raise invalid(f"eps[{i}]", float(t.reshape(-1)[i]), "a number >= 0")
+        with np.errstate(invalid="ignore", over="ignore"):
+            gap = -np.expm1(np.minimum(t - self.eps, 0.0))
+        out = np.where(t < self.eps, math.exp(self._log_k()) * gap, 0.0)
+        return float(out) if scalar else out
+
+    def epsilon(self, delta: Any = 0.0) -> Any:
+        """The smallest eps with ``delta(eps) <= delta``: the mechanism's ``eps`` at 0,
+        ``eps + log(1 - delta/K)`` (rounded up to meet the bound in floats) below
+        ``delta(0)``, and 0 from there."""
+        return v.over_deltas(delta, self._epsilon_scalar)
+
+    def _epsilon_scalar(self, delta: float) -> float:
+        if delta == 0.0:
+            return self.eps
+        if delta >= float(self.delta(0.0)):
+            return 0.0
+        k = math.exp(self._log_k())
+        t = min(self.eps, max(0.0, self.eps + math.log1p(-delta / k)))
+        while t < self.eps and float(self.delta(t)) > delta:
+            t = float(np.nextafter(t, math.inf))
+        return t
+
+    def pld(self) -> Any:
+        """The exact privacy-loss law of the answer ``lo`` against ``hi`` (a
+        :class:`ldpsim.privacy.DiscretePLD`): atoms ``eps``, 0, ``-eps`` with P-masses ``K``,
+        ``1 - K (1 + e^-eps)``, ``K e^-eps``. Symmetric: ``hi`` against ``lo`` has the same law."""
+        from ldpsim.privacy.pld import DiscretePLD
+
+        lk = self._log_k()
+        rest = -math.expm1(lk + _log1pexp(-self.eps))  # 1 - K (1 + e^-eps)
+        log_rest = math.log(rest) if rest > 0 else -math.inf
+        return DiscretePLD.from_atoms([-self.eps, 0.0, self.eps], [lk - self.eps, log_rest, lk])
+
+    def guarantee(self) -> Any:
+        """The exact guarantee (:class:`ldpsim.privacy.PLDGuarantee` of :meth:`pld`)."""
+        from ldpsim.privacy.guarantees import PLDGuarantee
+
+        law = self.pld()
+        return PLDGuarantee((law, law.swap()), label=repr(self))
+
+
+# --------------------------------------------------------------------------- Laplace
+class LaplaceBounded(BoundedNumeric):
+    """The answer clipped to ``[lo, hi]`` plus Laplace noise of scale ``(hi - lo)/eps``
+    (:class:`ldpsim.mechanisms.noise.Laplace` calibrated for sensitivity ``hi - lo``, its scale
+    widened by a rounding unit where the float quotient would exceed eps). The noise law, the
+    exact privacy profile (that of a shift by ``hi - lo``, continuous privacy loss) and the
+    trade-off function are those of that Laplace instance. Variance ``2 ((hi - lo)/eps)^2``
+    for every answer. No atoms."""
+
+    name = "laplace_bounded"
+
+    def __init__(self, eps: float, lo: float = -1.0, hi: float = 1.0) -> None:
+        super().__init__(eps, lo, hi)
+        from ldpsim.mechanisms.noise.laplace import Laplace
+
+        self.noise = Laplace.calibrate(self.eps, 0.0, self.hi - self.lo)
+
+    @property
+    def scale(self) -> float:
+        """The Laplace scale, ``(hi - lo)/eps`` up to a rounding unit."""
+        return float(self.noise.scale)
+
+    def privatize(self, values: ArrayLike, rng: RNGLike = None) -> NDArray[np.float64]:
+        arr = v.finite_array(values, "values", "finite real numbers")
+        clipped = np.clip(arr, self.lo, self.hi)
+        return clipped + np.asarray(self.noise.sample_noise(clipped.shape, as_generator(rng)), dtype=np.float64)
+
+    def sample(self, x: Any, n: int, rng: RNGLike = None) -> NDArray[np.float64]:
+        self._scalar_unit(x)  # validation
+        n = v.integer(n, "n", minimum=0)
+        return self.privatize(np.full(n, float(x)), rng)
+
+    def log_density(self, x: ArrayLike, y: ArrayLike) -> float | NDArray[np.float64]:
+        """log density of ``clip(x) + Z`` at ``y`` (Laplace's ``log_density`` at the clipped answer)."""
+        arr = v.finite_array(x, "x", "finite real numbers")
+        clipped = np.clip(arr, self.lo, self.hi)
+        out = self.noise.log_density(clipped, y)
+        return float(out) if np.ndim(out) == 0 else out
+
+    def variance(self, x: ArrayLike) -> float | NDArray[np.float64]:
+        u = self._unit(x, "x")
+        out = np.full(u.shape, self.noise.variance)
+        return float(out) if out.ndim == 0 else out
+
+    def delta(self, eps: ArrayLike) -> float | NDArray[np.float64]:
+        """Exact: Laplace's ``1 - e^((t - mu)/2)`` below ``mu = (hi - lo)/scale``, 0 above."""
+        return self.noise.delta(eps)
+
+    def epsilon(self, delta: Any = 0.0) -> Any:
+        return self.noise.epsilon(delta)
+
+    def guarantee(self) -> Any:
+        from ldpsim.privacy.guarantees import MechanismGuarantee
+
+        return MechanismGuarantee(self.noise, label=repr(self))
+
+    def pld(self) -> Any:
+        raise invalid("pld", repr(self), "a mechanism with a discrete privacy-loss law (Laplace's is continuous; use guarantee())")
+
+
+# --------------------------------------------------------------------------- Duchi et al.
+class Duchi(BoundedNumeric):
+    """Duchi, Jordan and Wainwright (2018): in unit coordinates the report is ``+C`` with
+    probability ``(1 + u tanh(eps/2))/2`` and ``-C`` otherwise, ``C = (e^eps + 1)/(e^eps - 1)
+    = coth(eps/2)``; unbiased, variance ``C^2 - u^2`` (times ``half^2``). The two reports are the
+    :attr:`atoms`; the probabilities at ``u = 1`` and ``u = -1`` are ``e^eps/(1 + e^eps)`` and
+    ``1/(1 + e^eps)``, so the exact eps is eps and ``K = 1/(1 + e^-eps)``."""
+
+    name = "duchi"
+
+    def __init__(self, eps: float, lo: float = -1.0, hi: float = 1.0) -> None:
+        super().__init__(eps, lo, hi)
+        with np.errstate(divide="ignore", over="ignore"):
+            self._c = float(1.0 / np.tanh(self.eps / 2.0))
+        self._check_reach(self._c)
+        self._c_minus_1 = 2.0 / math.expm1(self.eps) if self.eps < 700 else 2.0 * math.exp(-self.eps)
+        self._c_plus_1 = 2.0 / -math.expm1(-self.eps)
+        self._atoms = np.array([self._mid - self._half * self._c, self._mid + self._half * self._c])
+        self._atoms.setflags(write=False)
+        #: log(1/(1 + e^eps)), the probability of the far report at an end of the range
+        self._log_far = -_log1pexp(self.eps)
+
+    @property
+    def C(self) -> float:
+        """The report magnitude ``coth(eps/2)`` in unit coordinates."""
+        return self._c
+
+    @property
+    def atoms(self) -> NDArray[np.float64]:
+        """The two reports ``mid - half C`` and ``mid + half C``."""
+        return self._atoms
+
+    def _log_plus(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        """log P(+C | u) = log((1 + u tanh(eps/2))/2) without cancellation: with
+        ``P(-C | u) = (1 - u)/2 + u/(1 + e^eps)`` (two non-negative terms for ``u >= 0``),
+        ``log P(+C | u)`` is ``log1p(-P(-C | u))`` for ``u >= 0`` and ``log P(-C | -u)`` for ``u < 0``."""
+        u = np.asarray(u, dtype=np.float64)
+        a = np.abs(u)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_far = np.logaddexp(np.log1p(-a) - math.log(2.0), np.log(a) + self._log_far)  # log P(-C | |u|)
+            near = np.log1p(-np.exp(log_far))
+        return np.where(u >= 0, near, log_far)
+
+    def _atom_log_mass(self, u: NDArray[np.float64], sign: float) -> NDArray[np.float64]:
+        return self._log_plus(sign * np.asarray(u, dtype=np.float64))
+
+    def _unit_log_density(self, u: NDArray[np.float64], z: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.full(np.broadcast(u, z).shape, -np.inf)
+
+    def _plus_probability(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.exp(self._log_plus(u))
+
+    def _draw(self, u: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.float64]:
+        plus = rng.random(u.shape) < self._plus_probability(u)
+        return np.where(plus, self._c, -self._c)
+
+    def privatize(self, values: ArrayLike, rng: RNGLike = None) -> NDArray[np.float64]:
+        u = self._unit(values, "values")
+        plus = as_generator(rng).random(u.shape) < self._plus_probability(u)
+        return np.where(plus, self._atoms[1], self._atoms[0])  # the atoms exactly
+
+    def sample(self, x: Any, n: int, rng: RNGLike = None) -> NDArray[np.float64]:
+        u = self._scalar_unit(x)
+        n = v.integer(n, "n", minimum=0)
+        plus = as_generator(rng).random(n) < float(self._plus_probability(np.array(u)))
+        return np.where(plus, self._atoms[1], self._atoms[0])
+
+    def _unit_variance(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        # C^2 - u^2 = (C - 1)(C + 1) + (1 - u)(1 + u): no cancellation where C -> 1
+        return self._c_minus_1 * self._c_plus_1 + (1.0 - u) * (1.0 + u)
+
+    def _log_k(self) -> float:
+        return -_log1pexp(-self.eps)
+
+
+# --------------------------------------------------------------------------- Piecewise
+class Piecewise(BoundedNumeric):
+    """The piecewise mechanism of Wang et al. (2019). In unit coordinates, with
+    ``s = e^(eps/2)`` and ``C = (s + 1)/(s - 1)``: the report has density
+    ``p = s (s - 1)/(2 (s + 1))`` on ``[l(u), r(u)]``, ``l(u) = (C + 1) u/2 - (C - 1)/2``,
+    ``r(u) = l(u) + C - 1``, and ``p e^-eps`` on the rest of ``[-C, C]``. Unbiased, variance
+    ``u^2/(s - 1) + (s + 3)/(3 (s - 1)^2)``. The window has probability ``s/(s + 1)``; for
+    ``u = -1`` and ``u = 1`` the windows ``[-C, -1]`` and ``[1, C]`` are disjoint, so the exact
+    eps is eps and ``K = 1/(1 + e^(-eps/2))``. No atoms."""
+
+    name = "piecewise"
+
+    def __init__(self, eps: float, lo: float = -1.0, hi: float = 1.0) -> None:
+        super().__init__(eps, lo, hi)
+        h = self.eps / 2.0
+        with np.errstate(divide="ignore", over="ignore"):
+            self._c = float(1.0 / np.tanh(h / 2.0))  # (s + 1)/(s - 1) = coth(eps/4)
+        self._check_reach(self._c)
+        self._em = math.expm1(h) if h < 709 else math.inf  # s - 1
+        self._a = 1.0 / -math.expm1(-h)  # (C + 1)/2
+        self._b = 1.0 / self._em  # (C - 1)/2
+        # log p = log s + log(s - 1) - log 2 - log(s + 1), in logs for eps in the thousands
+        log_em = math.log(self._em) if h < 709 else h + math.log1p(-math.exp(-h))
+        self._log_hi = h + log_em - math.log(2.0) - _log1pexp(h)
+        self._log_lo = self._log_hi - self.eps
+        #: probability of the window, s/(s + 1)
+        self.window_probability = 1.0 / (1.0 + math.exp(-h))
+
+    @property
+    def C(self) -> float:
+        """The half-width of the report range in unit coordinates, ``coth(eps/4)``."""
+        return self._c
+
+    def window(self, x: ArrayLike) -> tuple[Any, Any]:
+        """``(l, r)``: the high-density window of the answer ``x`` (clipped), in report units."""
+        u = self._unit(x, "x")
+        lo, hi = self._report(self._l(u)), self._report(self._l(u) + 2.0 * self._b)
+        return (float(lo), float(hi)) if np.ndim(lo) == 0 else (lo, hi)
+
+    def _l(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        return self._a * u - self._b
+
+    def _unit_log_density(self, u: NDArray[np.float64], z: NDArray[np.float64]) -> NDArray[np.float64]:
+        l = self._l(u)
+        r = l + 2.0 * self._b
+        edge = self._c * (1.0 + 4.0 * np.finfo(float).eps)  # reports rounded at the range's ends stay inside
+        inside = (z >= l) & (z <= r)
+        return np.where(np.abs(z) <= edge, np.where(inside, self._log_hi, self._log_lo), -np.inf)
+
+    def _draw(self, u: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.float64]:
+        l = self._l(u)
+        width = 2.0 * self._b  # C - 1
+        inside = rng.random(u.shape) < self.window_probability
+        w = rng.random(u.shape)
+        z_in = l + w * width
+        # outside: uniform on [-C, l) and (r, C], total length C + 1 = 2a
+        o = -self._c + w * (2.0 * self._a)
+        z_out = np.where(o < l, o, o + width)
+        return np.clip(np.where(inside, z_in, z_out), -self._c, self._c)
+
+    def _unit_variance(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        # u^2/(s-1) + (s+3)/(3 (s-1)^2) = u^2 b' + (1 + 4 b') b'/3 with b' = 1/(s-1)
+        b = self._b
+        return u * u * b + (1.0 + 4.0 * b) * b / 3.0
+
+    def _log_k(self) -> float:
+        return -_log1pexp(-self.eps / 2.0)
+
+
+# --------------------------------------------------------------------------- Hybrid
+class Hybrid(BoundedNumeric):
+    """The hybrid mechanism of Wang et al. (2019): for eps above :data:`HYBRID_THRESHOLD`
+    (``2 log s*``, ``3 s*^3 - s*^2 + s* - 7 = 0``, about 0.609352), :class:`Piecewise` with
+    probability ``alpha = 1 - e^(-eps/2)`` and :class:`Duchi` with ``1 - alpha``; at or below it,
+    Duchi's alone (``alpha = 0``). This ``alpha`` makes the variance the same for every answer,
+    ``alpha V_PM(0) + (1 - alpha) C_D^2``, the smallest worst case over all mixtures
+    (docs/theory.md sec. 13). The law is ``alpha`` times Piecewise's density plus the two atoms
+    ``+-C_D`` with ``1 - alpha`` times Duchi's probabilities; both parts have privacy loss in
+    ``{eps, 0, -eps}`` and are at their worst for the same answers, so the exact eps is eps and
+    ``K = alpha/(1 + e^(-eps/2)) + (1 - alpha)/(1 + e^-eps)``."""
+
+    name = "hybrid"
+
+    def __init__(self, eps: float, lo: float = -1.0, hi: float = 1.0) -> None:
+        super().__init__(eps, lo, hi)
+        self.duchi = Duchi(self.eps, self.lo, self.hi)
+        self.mixing = self.eps > HYBRID_THRESHOLD
+        self.piecewise = Piecewise(self.eps, self.lo, self.hi) if self.mixing else None
+        #: probability of the Piecewise part
+        self.alpha = -math.expm1(-self.eps / 2.0) if self.mixing else 0.0
+        self._log_alpha = math.log(self.alpha) if self.mixing else -math.inf
+        self._log_1m_alpha = -self.eps / 2.0 if self.mixing else 0.0
+
+    @property
+    def atoms(self) -> NDArray[np.float64]:
+        """Duchi's two reports."""
+        return self.duchi.atoms
+
+    def _atom_log_mass(self, u: NDArray[np.float64], sign: float) -> NDArray[np.float64]:
+        return self._log_1m_alpha + self.duchi._atom_log_mass(u, sign)
+
+    def _unit_log_density(self, u: NDArray[np.float64], z: NDArray[np.float64]) -> NDArray[np.float64]:
+        if self.piecewise is None:
+            return np.full(np.broadcast(u, z).shape, -np.inf)
+        return self._log_alpha + self.piecewise._unit_log_density(u, z)
+
+    def _draw(self, u: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.float64]:
+        if self.piecewise is None:
+            return self.duchi._draw(u, rng)
+        pm = rng.random(u.shape) < self.alpha
+        out = np.empty(u.shape)
+        out[pm] = self.piecewise._draw(u[pm], rng)
+        out[~pm] = self.duchi._draw(u[~pm], rng)
+        return out
+
+    def _reports(self, u: NDArray[np.float64], rng: RNGLike) -> NDArray[np.float64]:
+        z = self._draw(u, as_generator(rng))
+        out = self._report(z)
+        # Duchi's reports are the atoms exactly (log_density recognises them by equality)
+        return np.where(z == self.duchi.C, self.atoms[1], np.where(z == -self.duchi.C, self.atoms[0], out))
+
+    def privatize(self, values: ArrayLike, rng: RNGLike = None) -> NDArray[np.float64]:
+        return self._reports(self._unit(values, "values"), rng)
+
+    def sample(self, x: Any, n: int, rng: RNGLike = None) -> NDArray[np.float64]:
+        u = self._scalar_unit(x)
+        n = v.integer(n, "n", minimum=0)
+        return self._reports(np.full(n, u), rng)
+
+    def _unit_variance(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        vd = self.duchi._unit_variance(u)
+        if self.piecewise is None:
+            return vd
+        return self.alpha * self.piecewise._unit_variance(u) + (1.0 - self.alpha) * vd
+
+    def _log_k(self) -> float:
+        kd = self.duchi._log_k()
+        if self.piecewise is None:
+            return kd
+        return float(np.logaddexp(self._log_alpha + self.piecewise._log_k(), self._log_1m_alpha + kd))
