@@ -1,6 +1,7 @@
 """The analyst: functions of privatised reports or counts (never of how they were made)."""
 
 from ldpsim.analyst.consistency import base_cut, base_cut_threshold, norm_sub
+from ldpsim.analyst.crosstab import CrossTab, IndependenceTest, crosstab_estimate, independence_test, joint_output_counts
 from ldpsim.analyst.sequences import confidence_sequence_halfwidth, rho_for
 
 from ldpsim.analyst.estimation import (
@@ -30,6 +31,11 @@ from ldpsim.analyst.testing import (
 
 
 __all__ = [
+    "CrossTab",
+    "IndependenceTest",
+    "crosstab_estimate",
+    "independence_test",
+    "joint_output_counts",
     "base_cut",
     "base_cut_threshold",
     "confidence_sequence_halfwidth",
