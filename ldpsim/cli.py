@@ -175,7 +175,7 @@ def _print_survey(result) -> None:  # type: ignore[no-untyped-def]
     from ldpsim.report import survey_tables as summary
 
     spec = result.scenario.spec
-    print(f"{spec.name}: {spec.population.size:,} clients, {spec.simulation.replications} replication(s), seed {result.seed}")
+    print(f"{spec.name}: {result.scenario.size:,} clients, {spec.simulation.replications} replication(s), seed {result.seed}")
     if (result.results["quantity"] == "frequency").any() and not summary.has_estimates(result.results):
         print("no report reached the server in any replication: nothing to estimate (see the report)")
     elif (result.results["quantity"] == "frequency").any():

@@ -119,6 +119,12 @@ class Study:
     def metadata(self) -> dict[str, Any]:
         return {}
 
+    def inputs(self) -> dict[str, bytes]:
+        """Input files the scenario reads besides its text (path relative to the scenario
+        file -> contents, e.g. a population table): the run keeps a copy next to its
+        scenario.toml, so that resuming finds them as the scenario names them."""
+        return {}
+
     def result(self, outcome: "Outcome") -> Any:
         """What :func:`run_study`'s callers get back for this kind of run (default: the
         :class:`Outcome` itself)."""
@@ -201,6 +207,9 @@ def run_study(
         made.owned = True
         (run_dir / REP_DIR).mkdir()
         write_bytes(run_dir / "scenario.toml", study.scenario.source.encode())
+        for name, data in study.inputs().items():
+            (run_dir / name).parent.mkdir(parents=True, exist_ok=True)
+            write_bytes(run_dir / name, data)
         write_json(run_dir / "metadata.json", meta)
     return _execute(run_dir, study, seed, meta, workers, executor, progress, interrupt_after, made.lock)
 

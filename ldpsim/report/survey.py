@@ -136,7 +136,9 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
     out += [
         "## Set-up",
         "",
-        f"- population: {spec.population.size:,} clients over {len(scenario.labels)} categories",
+        f"- population: {scenario.size:,} clients over {len(scenario.labels)} categories",
+        *([f"- answers from {scenario.table.describe()}; the truth is the column's distribution"]
+          if getattr(scenario, "table", None) is not None else []),
         *(f"- mechanism{' ' + name if scenario.compared else ''}: {m!r}, exact eps = {m.epsilon():.6g}"
           for name, m in scenario.mechanisms),
         *(["- the mechanisms privatise the same respondents, who arrive at the same times over the same network "

@@ -7,7 +7,10 @@ just counts (aggregate mode); no SimPy process ever stands for one client.
 Processes, composed through events:
 
 - ``arrivals``: at the start of each tick with arrivals, draws the cohort (true values,
-  privatised reports, exact arrival times) and hands it to the network;
+  privatised reports, exact arrival times) and hands it to the network; the true values
+  come from the population's law, or from its rows of a table (:mod:`ldpsim.sim.table`:
+  the cohort's own rows when the table is used as is, rows drawn with replacement when it
+  is resampled);
 - ``network.deliveries``: the network drops each report with the loss probability, adds
   its latency and files it under the tick in which it reaches the server; at the end of
   each tick it delivers that tick's reports to the server in time order, then fires
@@ -84,18 +87,29 @@ class Timeline:
 
 class Cohort:
     """Clients arriving during one tick: ``size`` clients with arrival times uniform on
-    ``[start, stop]`` (a point when equal)."""
+    ``[start, stop]`` (a point when equal); ``first`` numbers its first client (clients are
+    numbered in the order of the plan, which is how a table's rows are handed out)."""
 
-    __slots__ = ("tick", "size", "start", "stop")
+    __slots__ = ("tick", "size", "start", "stop", "first")
 
     def __init__(self, tick: int, size: int, start: float, stop: float) -> None:
         self.tick, self.size, self.start, self.stop = tick, size, start, stop
+        self.first = 0
 
 
 def plan_cohorts(scenario: Scenario, timeline: Timeline, rng: np.random.Generator) -> list[Cohort]:
     """Sizes and time windows of the cohorts (the arrival process, drawn exactly)."""
+    cohorts = _plan(scenario, timeline, rng)
+    first = 0
+    for cohort in cohorts:
+        cohort.first = first
+        first += cohort.size
+    return cohorts
+
+
+def _plan(scenario: Scenario, timeline: Timeline, rng: np.random.Generator) -> list[Cohort]:
     spec = scenario.spec
-    n = spec.population.size
+    n = scenario.size
     arr = spec.arrivals
     if isinstance(arr, AllAtOnceSpec):
         return [Cohort(int(timeline.index(np.array([arr.at]))[0]), n, arr.at, arr.at)]
@@ -104,7 +118,7 @@ def plan_cohorts(scenario: Scenario, timeline: Timeline, rng: np.random.Generato
         ticks = timeline.index(np.asarray(arr.times))
         return [Cohort(int(j), int(s), t, t) for j, s, t in zip(ticks, sizes, arr.times) if s > 0]
     assert isinstance(arr, PoissonSpec)
-    horizon = arrival_horizon(spec)
+    horizon = arrival_horizon(spec, n)
     # Poisson process conditioned on n arrivals in [0, horizon]: i.i.d. uniform times, so the
     # counts per tick are multinomial with the tick's share of [0, horizon]. Arrivals after
     # the end form one last cohort (never delivered), so the plan has at most n ticks + 1.
@@ -191,7 +205,7 @@ class Replication:
         self.server = self.servers[0]
         self.tasks: list[tuple[int, Task]] = []
         for j, (name, mech) in enumerate(scenario.mechanisms):
-            context = TaskContext(mech, scenario.labels, scenario.prior, spec.simulation.mode, spec.population.size)
+            context = TaskContext(mech, scenario.labels, scenario.prior, spec.simulation.mode, scenario.size)
             for task in make_tasks(spec.analyst.tasks, context):
                 if scenario.compared:
                     task.name = f"{task.name}@{name}"
@@ -261,13 +275,17 @@ class Replication:
             # compared mechanisms privatise the same clients, each from its own stream
             privacy = [np.random.default_rng(c) for c in seq.spawn(len(self.mechs))] if self.scenario.compared else None
             for first in range(0, cohort.size, batch):
-                self._send_individual(cohort, min(batch, cohort.size - first), rng, privacy)
+                self._send_individual(cohort, cohort.first + first, min(batch, cohort.size - first), rng, privacy)
         else:
             self._send_aggregate(cohort, rng)
 
-    def _send_individual(self, cohort: Cohort, size: int, rng: np.random.Generator, privacy: list | None) -> None:
+    def _send_individual(self, cohort: Cohort, first: int, size: int, rng: np.random.Generator, privacy: list | None) -> None:
+        """Clients ``first .. first + size - 1`` (of the cohort)."""
         scenario = self.scenario
-        x = rng.choice(self.mech.k, size=size, p=scenario.prior)
+        if scenario.table is None:
+            x = rng.choice(self.mech.k, size=size, p=scenario.prior)
+        else:  # their rows of the table, or rows drawn with replacement
+            x = scenario.table.inputs(first, size, rng)
         # one mechanism: its reports are drawn here, from the cohort's stream; compared ones
         # after the network's draws, so that respondents, times and losses are common
         y = self.mech.privatize(x, rng) if privacy is None else np.arange(size)
@@ -293,7 +311,10 @@ class Replication:
 
     def _send_aggregate(self, cohort: Cohort, rng: np.random.Generator) -> None:
         scenario = self.scenario
-        inputs = rng.multinomial(cohort.size, scenario.prior)
+        if scenario.table is None:
+            inputs = rng.multinomial(cohort.size, scenario.prior)
+        else:
+            inputs = scenario.table.input_counts(cohort.first, cohort.size, rng)
         # the groups that travel: output symbols (finite mechanisms) or inputs (other oracles)
         outputs = self.mech.sample_counts(inputs, rng) if self._split_outputs else inputs
         survivors = rng.binomial(outputs, 1.0 - scenario.spec.network.loss)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,7 @@ from ldpsim.report import multiparty as multiparty_report
 from ldpsim.report import multiparty_tables
 from ldpsim.report import survey as survey_report
 from ldpsim.report import survey_tables
-from ldpsim.runs import Outcome, Study, resume_study, run_study
+from ldpsim.runs import REP_DIR, Outcome, Study, resume_study, run_study
 from ldpsim.sim.scenario import KINDS, BuiltScenario, MultipartyScenario, Scenario, load_scenario
 
 __all__ = ["RunResult", "MultipartyRun", "SurveyStudy", "MultipartyStudy", "STUDIES", "run_scenario", "resume_run"]
@@ -64,7 +64,24 @@ class SurveyStudy(Study):
         return survey_report.render_report(self.scenario, results, seed), None
 
     def metadata(self) -> dict[str, Any]:
-        return {"mode": self.scenario.spec.simulation.mode, "tick": self.scenario.tick, "end": self.scenario.end}
+        sc = self.scenario
+        out = {"mode": sc.spec.simulation.mode, "tick": sc.tick, "end": sc.end}
+        if sc.table is not None:
+            t = sc.table
+            out["population_table"] = {"file": t.shown, "read_from": t.path, "sha256": t.sha256, "rows": t.rows,
+                                       "column": t.column, "resampled": t.resample, "clients": sc.size}  # fmt: skip
+        return out
+
+    def inputs(self) -> dict[str, bytes]:
+        """The population table, when the scenario names it by a path down into a folder
+        next to it (as ``data/anes96.csv``): the run keeps a copy under the same path."""
+        t = self.scenario.table
+        if t is None:
+            return {}
+        parts = PurePosixPath(t.shown).parts
+        if len(parts) < 2 or parts[0] in ("/", REP_DIR) or any(p in ("..", ".", "") for p in parts) or ":" in parts[0]:
+            return {}
+        return {"/".join(parts): t.file_bytes()}
 
     def result(self, o: Outcome) -> RunResult:
         return RunResult(o.run_dir, o.study.scenario, o.results, o.seed)

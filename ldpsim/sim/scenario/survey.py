@@ -36,6 +36,7 @@ from ldpsim.sim.scenario.common import (
     read_toml,
     validate_and_build,
 )
+from ldpsim.sim.table import Table, TablePopulation, table_population
 
 KIND = "survey"
 
@@ -88,31 +89,58 @@ class LawSpec(Model):
 
 class PopulationSpec(Model):
     """Who the clients are: an alphabet (``labels``, or ``answers`` for many), the true
-    distribution (``distribution``, a named ``law``, or P0/P1 and which holds)."""
+    distribution (``distribution``, a named ``law``, or P0/P1 and which holds); or a column
+    of a CSV table (``file``, ``column``, optional ``labels``, ``missing``), used as is
+    (no ``size``) or resampled to ``size`` clients (:mod:`ldpsim.sim.table`)."""
 
     labels: Annotated[list[str], Field(min_length=2, max_length=MAX_ANSWERS)] | None = None
     answers: AnswersSpec | None = None
-    size: Annotated[int, Field(ge=1, le=10**15)]
+    size: Annotated[int, Field(ge=1, le=10**15)] | None = None
     distribution: list[NonNegFloat] | None = None
     law: LawSpec | None = None
     P0: list[NonNegFloat] | None = None
     P1: list[NonNegFloat] | None = None
     truth: Literal["P0", "P1"] | None = None
+    #: a CSV table, relative to the scenario file, and the column holding the answers
+    file: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
+    column: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
+    #: what a blank value in the column does: an error, or its row is left out
+    missing: Literal["error", "drop"] | None = None
 
     @model_validator(mode="after")
     def _one_truth(self) -> "PopulationSpec":
+        if self.file is not None:
+            return self._from_table()
+        for key in ("column", "missing"):
+            if getattr(self, key) is not None:
+                raise ValueError(f"{key}: got {getattr(self, key)!r}, expected no {key!r} without 'file' (a CSV table)")
+        if self.size is None:
+            raise ValueError("size: got nothing, expected the number of clients (or a table: 'file' and 'column')")
         if (self.labels is None) == (self.answers is None):
             raise ValueError("give either 'labels' (a list) or 'answers' (a count and a prefix), not both")
         pair = (self.P0, self.P1, self.truth)
         given = (self.distribution is not None) + (self.law is not None) + all(v is not None for v in pair)
         if given != 1 or (any(v is not None for v in pair) and not all(v is not None for v in pair)):
             raise ValueError("give one of 'distribution', 'law', or all of 'P0', 'P1' and 'truth'")
+        return self._distinct()
+
+    def _distinct(self) -> "PopulationSpec":
         if self.labels is not None and len(set(self.labels)) != len(self.labels):
             raise ValueError("labels must be distinct")
         return self
 
+    def _from_table(self) -> "PopulationSpec":
+        if self.column is None:
+            raise ValueError(f"column: got nothing, expected the column of {self.file} that holds the answers")
+        for key in ("answers", "distribution", "law", "P0", "P1", "truth"):
+            if getattr(self, key) is not None:
+                raise ValueError(f"{key}: got {_show(getattr(self, key))}, expected no {key!r} with 'file' "
+                                 "(the answers and their truth come from the table)")  # fmt: skip
+        return self._distinct()
+
     def label_list(self) -> list[str]:
-        """The answers' labels (generated from ``answers`` when not listed)."""
+        """The answers' labels (generated from ``answers`` when not listed; for a table,
+        the built scenario's ``labels``)."""
         if self.labels is not None:
             return self.labels
         a = self.answers
@@ -244,6 +272,8 @@ class Scenario(BuiltScenario):
     tick: float
     end: float
     labels: list[str]  # the answers' labels
+    size: int  # the number of clients (population.size, or the table's rows)
+    table: TablePopulation | None = None  # the population's table column, if it has one
 
     @property
     def mechanism(self) -> FrequencyOracle:
@@ -273,7 +303,9 @@ def parse_survey(text: str, where: str = "<scenario>") -> Scenario:
 def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
     """Cross-field checks and construction; errors name the key path."""
     pop = spec.population
-    labels = pop.label_list()
+    table = read_population(pop, where) if pop.file is not None else None
+    labels = table.labels if table is not None else pop.label_list()
+    size = pop.size if pop.size is not None else table.rows  # type: ignore[union-attr]
     k = len(labels)
     for key in ("distribution", "P0", "P1"):
         vec = getattr(pop, key)
@@ -283,9 +315,12 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
             raise LdpSimError(f"population.{key}: got {len(vec)} entries, expected one per label ({k})")
         if abs(math.fsum(vec) - 1.0) > 1e-9:
             raise LdpSimError(f"population.{key}: got entries summing to {math.fsum(vec)!r}, expected a sum of 1")
-    prior = np.asarray(pop.true_distribution(), dtype=np.float64)
-    prior = prior / prior.sum()
-    mechanisms = _build_mechanisms(spec)
+    if table is not None:
+        prior = table.distribution
+    else:
+        prior = np.asarray(pop.true_distribution(), dtype=np.float64)
+        prior = prior / prior.sum()
+    mechanisms = _build_mechanisms(spec, labels, prior)
     latency = build_latency(spec.network.latency)
     from ldpsim.sim.tasks import validate_tasks  # the registry lives with the tasks
 
@@ -299,37 +334,52 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
             validate_tasks(spec.analyst.tasks, spec.simulation.mode, mechanism)
         except LdpSimError as exc:
             raise LdpSimError(f"{exc} (with {where_})" if spec.mechanisms is not None else str(exc)) from None
-    if spec.simulation.mode == "individual" and pop.size > MAX_INDIVIDUAL:
+    if spec.simulation.mode == "individual" and size > MAX_INDIVIDUAL:
         raise LdpSimError(
-            f"population.size: got {pop.size}, expected at most {MAX_INDIVIDUAL} in individual mode "
+            f"population.size: got {size}, expected at most {MAX_INDIVIDUAL} in individual mode "
             "(set simulation.mode = 'aggregate': exact counts at any size)"
         )
-    if arrival_horizon(spec) > MAX_TIME:
+    if arrival_horizon(spec, size) > MAX_TIME:
         raise LdpSimError(f"arrivals.rate: got {spec.arrivals.rate!r}, expected size / rate <= {MAX_TIME:g}")  # type: ignore[union-attr]
     if spec.server.keep_reports and spec.simulation.mode != "individual":
         raise LdpSimError(
             "server.keep_reports: got true in aggregate mode, expected simulation.mode = 'individual' "
             "(aggregate mode draws counts only)"
         )
-    end = spec.simulation.end if spec.simulation.end is not None else _default_end(spec, latency)
+    end = spec.simulation.end if spec.simulation.end is not None else _default_end(spec, latency, size)
     tick = _tick(spec, end)
     if end / tick > MAX_TICKS:
         raise LdpSimError(f"simulation.tick: got {tick!r}, expected at most {MAX_TICKS} ticks up to end = {end!r}")
     # aggregate mode splits the output symbols of one finite mechanism, else the clients by input
     only = mechanisms[0][1]
     groups = only.statistic_size if len(mechanisms) == 1 and only.output_size is not None else len(labels)
-    _check_workload(spec, groups, tick, end, len(mechanisms))
-    return Scenario(spec, source, where, tuple(mechanisms), prior, latency, tick, end, labels)
+    _check_workload(spec, groups, tick, end, len(mechanisms), size, k)
+    return Scenario(spec, source, where, tuple(mechanisms), prior, latency, tick, end, labels, size, table)
 
 
-def _check_workload(spec: ScenarioSpec, m: int, tick: float, end: float, mechanisms: int = 1) -> None:
+def read_population(pop: PopulationSpec, where: str) -> TablePopulation:
+    """``[population] file``, ``column``: the column of the CSV table (its path relative to
+    the scenario file) as a population, used as is or resampled to ``size``."""
+    from pathlib import Path
+
+    try:
+        table = Table.read(Path(where).parent / pop.file, shown=pop.file)  # type: ignore[operator]
+    except LdpSimError as exc:
+        raise LdpSimError(f"population.file: {exc}") from None
+    try:
+        table.column(pop.column)  # type: ignore[arg-type]
+        return table_population(table, pop.column, pop.labels, pop.size is not None, pop.missing or "error", MAX_ANSWERS)  # type: ignore[arg-type]
+    except LdpSimError as exc:
+        raise LdpSimError(f"population.column: {exc}") from None
+
+
+def _check_workload(spec: ScenarioSpec, m: int, tick: float, end: float, mechanisms: int, size: int, k: int) -> None:
     """Bound the rows and the aggregate-mode work of a scenario before it runs."""
     from ldpsim.sim.tasks import rows_per_checkpoint
 
-    size = spec.population.size
     cp = spec.analyst.checkpoints
     # a checkpoint costs about as much as a row even when no task writes one
-    per_checkpoint = max(1, mechanisms * rows_per_checkpoint(spec.analyst.tasks, len(spec.population.label_list())))
+    per_checkpoint = max(1, mechanisms * rows_per_checkpoint(spec.analyst.tasks, k))
     if spec.simulation.mode == "aggregate" and cp.every_reports is not None and size >= HYPERGEOMETRIC_LIMIT:
         raise LdpSimError(
             f"analyst.checkpoints.every_reports: got {cp.every_reports}, expected no report-count checkpoints with "
@@ -353,7 +403,7 @@ def _check_workload(spec: ScenarioSpec, m: int, tick: float, end: float, mechani
                   f"{checkpoints:,} checkpoints x {per_checkpoint} rows)")  # fmt: skip
     check_rows(rows, spec.simulation.replications, detail)
     if spec.simulation.mode == "aggregate":
-        cells = split_cells(spec, tick, end) * m
+        cells = split_cells(spec, tick, end, size) * m
         if cells > MAX_SPLIT_CELLS:
             raise LdpSimError(
                 f"simulation.tick: got {tick:.6g}, expected a coarser tick: aggregate mode splits each cohort's reports "
@@ -362,8 +412,9 @@ def _check_workload(spec: ScenarioSpec, m: int, tick: float, end: float, mechani
             )
 
 
-def split_cells(spec: ScenarioSpec, tick: float, end: float) -> int:
-    """An upper bound on sum over cohorts of the delivery ticks their reports are split over."""
+def split_cells(spec: ScenarioSpec, tick: float, end: float, size: int | None = None) -> int:
+    """An upper bound on sum over cohorts of the delivery ticks their reports are split over
+    (``size``: the number of clients, by default ``population.size``)."""
     n = int(math.ceil(end / tick - 1e-9))
     a = spec.arrivals
     def tick_of(t: float) -> int:
@@ -374,7 +425,7 @@ def split_cells(spec: ScenarioSpec, tick: float, end: float) -> int:
     elif isinstance(a, WavesSpec):
         starts = [tick_of(t) for t in a.times]
     else:
-        last = min(tick_of(arrival_horizon(spec)) + 1, n)
+        last = min(tick_of(arrival_horizon(spec, size)) + 1, n)
         return last * n - last * (last - 1) // 2 + n  # cohorts 0..last-1, each split from its own tick on
     return sum(n - j + 1 for j in starts)
 
@@ -390,7 +441,7 @@ def _mechanism_keys(spec: ScenarioSpec) -> list[str]:
     return [f"mechanisms[{i}]" for i in range(len(spec.mechanisms))]
 
 
-def _build_mechanisms(spec: ScenarioSpec) -> list[tuple[str, FrequencyOracle]]:
+def _build_mechanisms(spec: ScenarioSpec, labels: list[str], prior: Any) -> list[tuple[str, FrequencyOracle]]:
     """``[mechanism]``, or the ``[[mechanisms]]`` compared on the same respondents: each
     built by :func:`_build_mechanism`, named by its ``name`` (default: its kind; distinct)."""
     if (spec.mechanism is None) == (spec.mechanisms is None):
@@ -403,7 +454,7 @@ def _build_mechanisms(spec: ScenarioSpec) -> list[tuple[str, FrequencyOracle]]:
         name = table.pop("name", None) if spec.mechanisms is not None else None
         if name is not None and (not isinstance(name, str) or not name.strip() or len(name) > 50):
             raise LdpSimError(f"{key}.name: got {_show(name)}, expected a short text naming this mechanism")
-        mech = _build_mechanism(spec, table, key)
+        mech = _build_mechanism(spec, table, labels, prior, key)
         name = name if name is not None else str(table.get("kind"))
         if any(name == other for other, _ in out):
             raise LdpSimError(f"{key}.name: got {name!r}, expected a name no other mechanism has (set 'name')")
@@ -411,7 +462,9 @@ def _build_mechanisms(spec: ScenarioSpec) -> list[tuple[str, FrequencyOracle]]:
     return out
 
 
-def _build_mechanism(spec: ScenarioSpec, table: dict[str, Any], where: str = "mechanism") -> FrequencyOracle:
+def _build_mechanism(
+    spec: ScenarioSpec, table: dict[str, Any], labels: list[str], prior: Any, where: str = "mechanism"
+) -> FrequencyOracle:
     """A ``[mechanism]`` table built through the one catalog (:mod:`ldpsim.mechanisms.catalog`):
     ``kind`` names an entry tagged ``scenario``, the other keys are its parameters (strictly
     typed; the privacy parameters eps and delta must be stated), and the parameters that
@@ -421,7 +474,6 @@ def _build_mechanism(spec: ScenarioSpec, table: dict[str, Any], where: str = "me
 
     table = dict(table)
     pop = spec.population
-    labels = pop.label_list()
     usable = catalog.names("scenario")
     kind = table.pop("kind", None)
     if not isinstance(kind, str) or kind not in usable:
@@ -442,7 +494,8 @@ def _build_mechanism(spec: ScenarioSpec, table: dict[str, Any], where: str = "me
     for key in ("eps", "delta"):
         if key in entry.params and key not in params:
             raise LdpSimError(f"{where}.{key}: got nothing, expected the privacy parameter {key} of {kind} (a scenario states it)")
-    given = {"alphabet": len(labels), "P0": pop.P0, "P1": pop.P1, "prior": pop.true_distribution()}
+    truth = pop.true_distribution() if pop.file is None else [float(p) for p in prior]  # as written, or the table's
+    given = {"alphabet": len(labels), "P0": pop.P0, "P1": pop.P1, "prior": truth}
     for key, p in entry.params.items():
         if p.role in _FILLED and given[p.role] is not None:
             params[key] = given[p.role]
@@ -467,20 +520,22 @@ def _label_indices(value: Any, labels: list[str], key: str, where: str = "mechan
     return [labels.index(t) for t in value]
 
 
-def arrival_horizon(spec: ScenarioSpec) -> float:
-    """The time by which every client has arrived."""
+def arrival_horizon(spec: ScenarioSpec, size: int | None = None) -> float:
+    """The time by which every client has arrived (``size``: the number of clients, by
+    default ``population.size``)."""
     a = spec.arrivals
     if isinstance(a, AllAtOnceSpec):
         return a.at
     if isinstance(a, WavesSpec):
         return max(a.times)
-    return a.duration if a.duration is not None else spec.population.size / a.rate  # type: ignore[operator]
+    n = size if size is not None else spec.population.size
+    return a.duration if a.duration is not None else n / a.rate  # type: ignore[operator]
 
 
-def _default_end(spec: ScenarioSpec, latency: Latency) -> float:
+def _default_end(spec: ScenarioSpec, latency: Latency, size: int) -> float:
     """Default end: every client arrived, plus the latency's 99.9% quantile, rounded up to a
     whole checkpoint interval when checkpoints are periodic."""
-    end = arrival_horizon(spec) + latency.quantile(0.999)
+    end = arrival_horizon(spec, size) + latency.quantile(0.999)
     every = spec.analyst.checkpoints.every
     if every is not None:
         if not end / every <= MAX_TICKS:  # each interval needs a tick at least (also catches inf)

@@ -1,0 +1,248 @@
+"""Survey populations read from a CSV table (``[population] file = ..., column = ...``).
+
+:class:`Table` reads a CSV file once (a header row naming the columns, then one row per
+respondent) and hands out its columns; a scenario that asks several questions of the same
+respondents can take several columns of one ``Table``. :func:`table_population` turns one
+column into a :class:`TablePopulation`: the answers' labels, each row's answer as a code
+into them, and how the engine draws its clients:
+
+- used as is (no ``size``): client i of the run is row i of the table (clients numbered in
+  the order of the arrival plan), so the run's answers are exactly the table's;
+- resampled (``size = n``): each client is a row drawn uniformly with replacement, i.e. an
+  independent draw from the column's empirical distribution.
+
+In both cases the truth of every estimate is the column's empirical distribution (counts
+of each answer / rows). Every problem is one :class:`~ldpsim.errors.LdpSimError` naming
+the file, and the line and column where it applies.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import hashlib
+import io
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ldpsim.errors import LdpSimError
+
+#: Most data rows a population table may have (it is read whole into memory).
+MAX_TABLE_ROWS = 10**7
+#: Largest population table file, in bytes.
+MAX_TABLE_BYTES = 2**30
+
+
+@dataclass(frozen=True)
+class Table:
+    """A CSV file read whole: its header and its columns as stripped strings. ``shown`` is
+    the file's name in messages, ``path`` where it was read; ``lines[i]`` is the line of the
+    file where data row i ends (the header is line 1)."""
+
+    path: str
+    shown: str
+    header: tuple[str, ...]
+    columns: tuple[tuple[str, ...], ...]
+    lines: tuple[int, ...]
+    sha256: str = ""  # of the file's bytes as read
+
+    @property
+    def rows(self) -> int:
+        return len(self.lines)
+
+    @classmethod
+    def read(cls, path: str | Path, shown: str | None = None) -> "Table":
+        """Read ``path``: comma-separated, UTF-8 (a byte-order mark is ignored), fields
+        quoted with ``"`` when they hold commas; blank lines are skipped."""
+        shown = str(path) if shown is None else shown
+        try:
+            if Path(path).stat().st_size > MAX_TABLE_BYTES:
+                raise LdpSimError(f"cannot read {shown}: larger than {MAX_TABLE_BYTES:,} bytes, expected a smaller table")
+            data = Path(path).read_bytes()
+            text = data.decode("utf-8-sig")
+        except FileNotFoundError:
+            looked = f" (looked for {path})" if str(path) != shown else ""
+            raise LdpSimError(f"cannot read {shown}: no such file{looked}") from None
+        except (OSError, ValueError) as exc:  # a folder, no permission, a NUL in the name, not UTF-8
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else " ".join(str(exc).split())
+            raise LdpSimError(f"cannot read {shown}: {reason}") from None
+        table = cls._parse(csv.reader(io.StringIO(text, newline=""), strict=True), str(path), shown)
+        return dataclasses.replace(table, sha256=hashlib.sha256(data).hexdigest())
+
+    @classmethod
+    def _parse(cls, reader: Any, path: str, shown: str) -> "Table":
+        header: list[str] | None = None
+        cells: list[list[str]] = []
+        lines: list[int] = []
+        try:
+            for row in reader:
+                if not row or (len(row) == 1 and not row[0].strip()):
+                    continue  # a blank line
+                if header is None:
+                    header = [h.strip() for h in row]
+                    _check_header(header, shown)
+                    cells = [[] for _ in header]
+                    continue
+                if len(row) != len(header):
+                    raise LdpSimError(
+                        f"{shown}, line {reader.line_num} (row {len(lines) + 1}): got {len(row)} fields, expected {len(header)} "
+                        f"(one per column of the header: {', '.join(header)})"
+                    )
+                if len(lines) == MAX_TABLE_ROWS:
+                    raise LdpSimError(f"{shown}: got more than {MAX_TABLE_ROWS:,} rows, expected at most that many")
+                for column, value in zip(cells, row):
+                    column.append(value.strip())
+                lines.append(reader.line_num)
+        except csv.Error as exc:
+            raise LdpSimError(f"{shown}, line {reader.line_num}: malformed CSV ({exc})") from None
+        if header is None:
+            raise LdpSimError(f"{shown}: got an empty file, expected a header row naming the columns")
+        return cls(path, shown, tuple(header), tuple(tuple(c) for c in cells), tuple(lines))
+
+    def column(self, name: str) -> tuple[str, ...]:
+        """The values of column ``name`` (one line naming the columns there are otherwise)."""
+        if name not in self.header:
+            raise LdpSimError(f"got column {name!r}, expected a column of {self.shown} (one of: {', '.join(self.header)})")
+        return self.columns[self.header.index(name)]
+
+    def where(self, row: int, name: str) -> str:
+        """``file, line L (row i), column 'name'`` for data row ``row`` (0-based)."""
+        return f"{self.shown}, line {self.lines[row]} (row {row + 1}), column {name!r}"
+
+
+def _check_header(header: list[str], shown: str) -> None:
+    for i, name in enumerate(header):
+        if not name:
+            raise LdpSimError(f"{shown}, line 1: column {i + 1} of the header has no name, expected a name for every column")
+        if name in header[:i]:
+            raise LdpSimError(f"{shown}, line 1: column {name!r} appears twice in the header, expected distinct names")
+
+
+@dataclass(frozen=True)
+class TablePopulation:
+    """One column of a table as a survey population.
+
+    ``labels``: the answers, in order; ``codes[r]``: the answer of (kept) row r as an index
+    into them; ``resample``: whether clients are rows drawn with replacement (else client i
+    is row i)."""
+
+    path: str  # where the table was read
+    shown: str  # the file as the scenario names it
+    sha256: str  # of the file's bytes as read
+    column: str
+    labels: list[str]
+    codes: NDArray[np.int64]
+    resample: bool
+    dropped: int = 0  # rows left out for a blank value (missing = "drop")
+
+    @property
+    def rows(self) -> int:
+        return int(self.codes.size)
+
+    @property
+    def counts(self) -> NDArray[np.int64]:
+        """Rows per answer."""
+        return np.bincount(self.codes, minlength=len(self.labels)).astype(np.int64)
+
+    @property
+    def distribution(self) -> NDArray[np.float64]:
+        """The column's empirical distribution: the truth of every estimate."""
+        return self.counts / float(self.rows)
+
+    def inputs(self, first: int, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
+        """The answers of clients ``first .. first + size - 1``: their rows as they are, or
+        rows drawn uniformly with replacement from ``rng``."""
+        if self.resample:
+            return self.codes[rng.integers(0, self.rows, size=size)]
+        return self.codes[first : first + size]
+
+    def input_counts(self, first: int, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
+        """The number of each answer among those clients (aggregate mode): the counts of
+        their rows, or multinomial(size, the empirical distribution) when resampling."""
+        if self.resample:
+            return rng.multinomial(size, self.distribution).astype(np.int64)
+        return np.bincount(self.codes[first : first + size], minlength=len(self.labels)).astype(np.int64)
+
+    def file_bytes(self) -> bytes:
+        """The file's bytes again, checked against those read (one line if it changed)."""
+        try:
+            data = Path(self.path).read_bytes()
+        except OSError as exc:
+            raise LdpSimError(f"population.file: cannot read {self.shown} again ({exc.strerror})") from None
+        if hashlib.sha256(data).hexdigest() != self.sha256:
+            raise LdpSimError(f"population.file: {self.shown} changed since the scenario was loaded, expected it unchanged")
+        return data
+
+    def describe(self) -> str:
+        how = "resampled with replacement" if self.resample else "one client per row, as is"
+        dropped = f", {self.dropped:,} rows with a blank value left out" if self.dropped else ""
+        return f"column {self.column!r} of {self.shown} ({self.rows:,} rows{dropped}; {how})"
+
+
+def table_population(
+    table: Table, column: str, labels: list[str] | None, resample: bool, missing: str = "error", max_labels: int = 10**6
+) -> TablePopulation:
+    """Column ``column`` of ``table`` as a population. The answers are ``labels`` when
+    given (in that order; every value must be one of them), else the column's distinct
+    values: in numeric order when every one is a number, else sorted as text. A blank
+    value is an error, or its row is left out with ``missing = "drop"``."""
+    values = np.asarray(table.column(column), dtype=str) if table.rows else np.zeros(0, dtype=str)
+    blank = values == ""
+    if blank.any() and missing != "drop":
+        row = int(np.flatnonzero(blank)[0])
+        raise LdpSimError(
+            f"{table.where(row, column)}: got a blank value, expected an answer "
+            '(or set population.missing = "drop" to leave such rows out)'
+        )
+    kept = values[~blank]
+    if kept.size == 0:
+        more = f" ({int(blank.sum()):,} blank values left out)" if blank.any() else " (the table has no rows)"
+        raise LdpSimError(f"{table.shown}, column {column!r}: got no values{more}, expected at least one answer")
+    distinct, inverse = np.unique(kept, return_inverse=True)
+    if labels is None:
+        if distinct.size < 2:
+            raise LdpSimError(
+                f"{table.shown}, column {column!r}: got one distinct value {str(distinct[0])!r}, expected at least 2 "
+                "(or list the possible answers in population.labels)"
+            )
+        if distinct.size > max_labels:
+            raise LdpSimError(f"{table.shown}, column {column!r}: got {distinct.size:,} distinct values, expected at most {max_labels:,}")
+        order = _label_order([str(v) for v in distinct])
+        labels = [str(distinct[i]) for i in order]
+        position = np.empty(distinct.size, dtype=np.int64)
+        position[order] = np.arange(distinct.size)
+    else:
+        index = {label: i for i, label in enumerate(labels)}
+        position = np.array([index.get(str(v), -1) for v in distinct], dtype=np.int64)
+        if (position < 0).any():
+            unknown = (position < 0)[inverse]
+            row = int(np.flatnonzero(~blank)[int(np.flatnonzero(unknown)[0])])
+            raise LdpSimError(
+                f"{table.where(row, column)}: got {str(values[row])!r}, expected one of population.labels "
+                f"({_show_labels(labels)})"
+            )
+    codes = position[inverse].astype(np.int64)
+    codes.setflags(write=False)  # the engine hands out slices of it
+    return TablePopulation(table.path, table.shown, table.sha256, column, list(labels), codes, resample, int(blank.sum()))
+
+
+def _label_order(values: list[str]) -> list[int]:
+    """Indices of ``values`` (distinct, sorted as text) in numeric order when all are finite
+    numbers, else as they are."""
+    try:
+        numbers = [float(v) for v in values]
+    except ValueError:
+        return list(range(len(values)))
+    if not all(math.isfinite(x) for x in numbers):
+        return list(range(len(values)))
+    return sorted(range(len(values)), key=lambda i: (numbers[i], values[i]))
+
+
+def _show_labels(labels: list[str], most: int = 10) -> str:
+    shown = ", ".join(repr(x) for x in labels[:most])
+    return shown + (f", ... {len(labels) - most:,} more" if len(labels) > most else "")
