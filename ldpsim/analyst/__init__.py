@@ -14,6 +14,9 @@ from ldpsim.analyst.estimation import (
     project_to_simplex,
 )
 from ldpsim.analyst.frequency import FrequencyEstimate, frequency_estimate, frequency_standard_error
+from ldpsim.analyst.means import MeanEstimate, bucket, mean_estimate, mean_standard_error
+from ldpsim.analyst.nonresponse import ReweightedEstimate, nonresponse_bias, reweight_for_response
+from ldpsim.analyst.tiers import TierDesign, TierEstimate, combine_tiers, inverse_variance_weights, tier_design
 from ldpsim.analyst.testing import (
     ChernoffInformation,
     LikelihoodRatioTest,
@@ -63,4 +66,16 @@ __all__ = [
     "lrt_normal",
     "stein_exponent_curve",
     "type2_error_tilted",
+    "MeanEstimate",
+    "bucket",
+    "mean_estimate",
+    "mean_standard_error",
+    "ReweightedEstimate",
+    "nonresponse_bias",
+    "reweight_for_response",
+    "TierDesign",
+    "TierEstimate",
+    "combine_tiers",
+    "inverse_variance_weights",
+    "tier_design",
 ]

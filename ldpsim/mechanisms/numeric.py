@@ -202,6 +202,19 @@ class BoundedNumeric(Mechanism):
             out = np.asarray(self._unit_variance(u), dtype=np.float64) * self._half**2
         return float(out) if out.ndim == 0 else out
 
+    def _reach(self) -> float:  # pragma: no cover
+        """The largest ``|z|`` of a report in unit coordinates (``inf``: unbounded)."""
+        raise NotImplementedError
+
+    @property
+    def report_range(self) -> tuple[float, float]:
+        """``(low, high)``: every report lies in this interval (``(-inf, inf)`` for unbounded
+        noise); Hoeffding's bound on the mean of reports uses its length."""
+        c = self._reach()
+        if not math.isfinite(c):
+            return (-math.inf, math.inf)
+        return (float(self._report(np.float64(-c))), float(self._report(np.float64(c))))
+
     def worst_variance(self) -> float:
         """The largest :meth:`variance` over ``[lo, hi]`` (each variance here is a quadratic
         in ``x`` symmetric about the centre, so at the centre or at the ends)."""
@@ -304,6 +317,9 @@ class LaplaceBounded(BoundedNumeric):
         out = self.noise.log_density(clipped, y)
         return float(out) if np.ndim(out) == 0 else out
 
+    def _reach(self) -> float:
+        return math.inf
+
     def variance(self, x: ArrayLike) -> float | NDArray[np.float64]:
         u = self._unit(x, "x")
         out = np.full(u.shape, self.noise.variance)
@@ -392,6 +408,9 @@ class Duchi(BoundedNumeric):
         plus = as_generator(rng).random(n) < float(self._plus_probability(np.array(u)))
         return np.where(plus, self._atoms[1], self._atoms[0])
 
+    def _reach(self) -> float:
+        return self._c
+
     def _unit_variance(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
         # C^2 - u^2 = (C - 1)(C + 1) + (1 - u)(1 + u): no cancellation where C -> 1
         return self._c_minus_1 * self._c_plus_1 + (1.0 - u) * (1.0 + u)
@@ -459,6 +478,9 @@ class Piecewise(BoundedNumeric):
         o = -self._c + w * (2.0 * self._a)
         z_out = np.where(o < l, o, o + width)
         return np.clip(np.where(inside, z_in, z_out), -self._c, self._c)
+
+    def _reach(self) -> float:
+        return self._c
 
     def _unit_variance(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
         # u^2/(s-1) + (s+3)/(3 (s-1)^2) = u^2 b' + (1 + 4 b') b'/3 with b' = 1/(s-1)
@@ -528,6 +550,10 @@ class Hybrid(BoundedNumeric):
         u = self._scalar_unit(x)
         n = v.integer(n, "n", minimum=0)
         return self._reports(np.full(n, u), rng)
+
+    def _reach(self) -> float:
+        # Piecewise's range [-coth(eps/4), coth(eps/4)] contains Duchi's atoms +-coth(eps/2)
+        return self.duchi.C if self.piecewise is None else max(self.piecewise.C, self.duchi.C)
 
     def _unit_variance(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
         vd = self.duchi._unit_variance(u)
