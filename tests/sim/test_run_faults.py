@@ -315,7 +315,7 @@ def test_a_full_disk_is_one_line_and_leaves_a_resumable_or_no_directory(tmp_path
     ref = {p.relative_to(tmp_path / "ref"): p.read_bytes() for p in (tmp_path / "ref").rglob("*") if p.is_file()}
     total = sum(len(b) for name, b in ref.items() if name.name != ".lock")
     capsys.readouterr()
-    budgets = sorted({0, 1, 200, 500, *np.linspace(0, 2 * total, 25).astype(int).tolist()})
+    budgets = sorted({0, 1, 200, 500, *np.linspace(0, 2 * total, 13).astype(int).tolist()})
     outcomes = {"removed": 0, "resumed": 0, "finished": 0}
     for i, budget in enumerate(budgets):
         out = tmp_path / f"run{i}"
