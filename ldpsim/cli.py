@@ -176,6 +176,9 @@ def _print_survey(result) -> None:  # type: ignore[no-untyped-def]
 
     spec = result.scenario.spec
     print(f"{spec.name}: {result.scenario.size:,} clients, {spec.simulation.replications} replication(s), seed {result.seed}")
+    qs = getattr(result.scenario, "questions", None)
+    if qs is not None:
+        _print_questions(qs)
     if (result.results["quantity"] == "frequency").any() and not summary.has_estimates(result.results):
         print("no report reached the server in any replication: nothing to estimate (see the report)")
     elif (result.results["quantity"] == "frequency").any():
@@ -185,7 +188,7 @@ def _print_survey(result) -> None:  # type: ignore[no-untyped-def]
             cols = ["category", "truth", "estimate", "ci_low", "ci_high", "covered"]
         else:
             cols = ["category", "truth", "mean_estimate", "rmse", "theory_se", "coverage"]
-        if final["task"].nunique() > 1:
+        if final["task"].nunique() > 1 or qs is not None:
             cols = ["task", *cols]
         if k > summary.MANY_ANSWERS:
             keep = set(summary.top_answers(result.results)["category"])
@@ -196,7 +199,14 @@ def _print_survey(result) -> None:  # type: ignore[no-untyped-def]
         last = norms[norms["reason"] == "end"]
         for _, row in last.iterrows():
             print(f"{row['task']}: L1 error {row['l1']:.5f}, Linf error {row['linf']:.5f} at the end")
+    means = summary.final_means(result.results) if qs is not None else None
+    if means is not None and not means.empty:
+        cols = ["task", "truth", "estimate", "ci_low", "ci_high", "covered"] if spec.simulation.replications == 1 \
+            else ["task", "truth", "mean_estimate", "rmse", "theory_se", "coverage"]  # fmt: skip
+        print(means[cols].to_string(index=False, float_format=lambda x: f"{x:.5g}"))
     others = summary.other_task_totals(result.results)
+    if qs is not None:  # the means are shown above
+        others = others[others["quantity"] != "mean"] if not others.empty else others
     if not others.empty:
         print(others.to_string(index=False, float_format=lambda x: f"{x:.6g}"))
     totals = summary.engine_totals(result.results).set_index("quantity")["mean"]
@@ -204,6 +214,19 @@ def _print_survey(result) -> None:  # type: ignore[no-untyped-def]
         f"reports received {totals.get('received', 0):,.0f}, lost {totals.get('lost', 0):,.0f}, "
         f"in flight at the end {totals.get('in_flight', 0):,.0f} (mean per replication)"
     )
+
+
+def _print_questions(qs) -> None:  # type: ignore[no-untyped-def]
+    """Several questions per respondent: the budget, each strategy's exact privacy and the
+    exact variances side by side."""
+    from ldpsim.report import survey_tables as summary
+
+    print(f"{qs.count} questions per respondent, budget eps {qs.total:g}, strategy {qs.strategy}; exact privacy per respondent:")
+    for row in qs.privacy.to_dict("records"):
+        mark = "  (this run)" if row["strategy"] == qs.strategy else ""
+        print(f"  {row['strategy']}: eps = {row['eps']:.6g}, delta = {row['delta']:.6g} (questions at eps {row['question_eps']}){mark}")
+    print(f"exact variance summed over each question's answers at {qs.size:,} respondents (one_random: n / {qs.count} per question):")
+    print(summary.strategy_comparison(qs.variance).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
 
 
 def _print_multiparty(run) -> None:  # type: ignore[no-untyped-def]

@@ -133,29 +133,38 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
     out = [f"# {spec.name}", ""]
     if spec.description:
         out += [spec.description, ""]
-    out += [
-        "## Set-up",
-        "",
-        f"- population: {scenario.size:,} clients over {len(scenario.labels)} categories",
-        *([f"- answers from {scenario.table.describe()}; the truth is the column's distribution"]
-          if getattr(scenario, "table", None) is not None else []),
-        *(f"- mechanism{' ' + name if scenario.compared else ''}: {m!r}, exact eps = {m.epsilon():.6g}"
-          for name, m in scenario.mechanisms),
-        *(["- the mechanisms privatise the same respondents, who arrive at the same times over the same network "
-           "(common random numbers)"] if scenario.compared else []),
+    questions = getattr(scenario, "questions", None)
+    run_lines = [
         f"- arrivals: {spec.arrivals.model_dump()}",
         f"- network: latency {spec.network.latency.model_dump()}, loss {spec.network.loss}",
         f"- simulation: {spec.simulation.mode} mode, tick {scenario.tick:.6g}, end {scenario.end:.6g}, "
         f"{reps} replication(s), seed {seed}",
-        "",
     ]
+    if questions is not None:
+        out += ["## Set-up", "", *_questions_setup(scenario), *run_lines, "", *_strategies(questions)]
+    else:
+        out += [
+            "## Set-up",
+            "",
+            f"- population: {scenario.size:,} clients over {len(scenario.labels)} categories",
+            *([f"- answers from {scenario.table.describe()}; the truth is the column's distribution"]
+              if getattr(scenario, "table", None) is not None else []),
+            *(f"- mechanism{' ' + name if scenario.compared else ''}: {m!r}, exact eps = {m.epsilon():.6g}"
+              for name, m in scenario.mechanisms),
+            *(["- the mechanisms privatise the same respondents, who arrive at the same times over the same network "
+               "(common random numbers)"] if scenario.compared else []),
+            *run_lines,
+            "",
+        ]
     if (results["quantity"] == "frequency").any() and not summary.has_estimates(results):
         out += ["## Final estimates", "", _nothing_received(results), ""]
     elif (results["quantity"] == "frequency").any():
         final = summary.final_frequencies(results)
         k = summary.answer_count(results)
-        tasks = ["task"] if final["task"].nunique() > 1 else []
-        out += ["## Final estimates", "", f"Replication 0 at the end ({int(final['n_received'].iloc[0]):,} reports):", ""]
+        tasks = ["task"] if final["task"].nunique() > 1 or questions is not None else []
+        heard = (f"{int(final['n_received'].iloc[0]):,} reports" if questions is None
+                 else "each question's reports in `n_received`")  # fmt: skip
+        out += ["## Final estimates", "", f"Replication 0 at the end ({heard}):", ""]
         if int(final["n_received"].iloc[0]) == 0:
             out += ["No report reached the server in replication 0: its estimates are empty.", ""]
         if k > summary.MANY_ANSWERS:
@@ -164,7 +173,8 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
                     "results.csv), with each answer's true rank:", "",
                     _md_table(top if tasks else top.drop(columns=["task"])), ""]  # fmt: skip
         else:
-            out += [_md_table(final[tasks + ["category", "truth", "estimate", "ci_low", "ci_high", "covered"]]), ""]
+            shown = tasks + ["category", "truth", "estimate", "ci_low", "ci_high", "covered"]
+            out += [_md_table(final[shown + (["n_received"] if questions is not None else [])]), ""]
         if reps > 1:
             many = final[tasks + ["category", "truth", "mean_estimate", "rmse", "std_error", "theory_se", "coverage"]]
             if k > summary.MANY_ANSWERS:
@@ -176,7 +186,7 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
             f"Interval coverage over all checkpoints with reports, categories and replications: "
             f"{f['covered'].mean():.4f} ({int(f['covered'].sum())} of {len(f)}).",
             "",
-            *(["## Estimates at each checkpoint (replication 0)", "", _md_table(summary.checkpoint_series(results), "{:.4f}"), ""]
+            *(["## Estimates at each checkpoint (replication 0)", "", *_series(results, questions is not None)]
               if k <= summary.MANY_ANSWERS else []),
             "## Error of the estimated distribution at each checkpoint",
             "",
@@ -189,10 +199,18 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
             _md_table(summary.error_by_n(results)),
             "",
         ]
-    totals = summary.other_task_totals(results)
+    means = summary.final_means(results) if questions is not None else pd.DataFrame()
+    if not means.empty:
+        out += ["## Means of the numeric questions", "",
+                "At the end (estimate, interval, covered, n_received: replication 0; the interval's standard error "
+                f"is exact; mean_estimate, rmse, coverage: over {reps} replication(s)):", "",
+                _md_table(means, "{:.6g}"), ""]  # fmt: skip
+    # (a scenario's numeric questions are shown above)
+    rest = results if questions is None else results[results["quantity"] != "mean"]
+    totals = summary.other_task_totals(rest)
     if not totals.empty:
         out += ["## Other analyst tasks", "", f"At the end, over {reps} replication(s):", "", _md_table(totals), ""]
-        series = summary.other_task_series(results)
+        series = summary.other_task_series(rest)
         out += ["Replication 0 at every checkpoint (estimate, theory, truth side by side):", "",
                 _md_table(series.drop(columns=["category"])), ""]  # fmt: skip
     out += ["## Clients and reports (mean over replications)", "", _md_table(summary.engine_totals(results), "{:.6g}"), ""]
@@ -208,3 +226,65 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
         "",
     ]
     return "\n".join(out)
+
+
+def _series(results: pd.DataFrame, by_task: bool) -> list[str]:
+    """The published series of replication 0 (one table per question when there are several)."""
+    if not by_task:
+        return [_md_table(summary.checkpoint_series(results), "{:.4f}"), ""]
+    out = []
+    for task in results.loc[results["quantity"] == "frequency", "task"].unique():
+        out += [f"`{task}`:", "", _md_table(summary.checkpoint_series(results[results["task"] == task]), "{:.4f}"), ""]
+    return out
+
+
+def _questions_setup(scenario) -> list[str]:
+    """Set-up lines of a scenario whose respondents answer several questions."""
+    qs = scenario.questions
+    own = qs.privacy.set_index("strategy").loc[qs.strategy]
+    how = ("every respondent answers every question, each at its share of the budget" if qs.strategy == "split"
+           else "every respondent answers one question chosen uniformly at random, with the whole budget")  # fmt: skip
+    out = [f"- respondents: {scenario.size:,}, each asked {qs.count} questions"]
+    if qs.table is not None:
+        how_rows = "resampled with replacement" if qs.resample else "one respondent per row, as is"
+        out.append(f"- answers from {qs.table.shown} ({qs.rows:,} rows, {how_rows}); each respondent is one row for "
+                   "every question, so answers stay correlated across questions; the truth of each question is its "
+                   "column's distribution (its mean, for a numeric question)")  # fmt: skip
+    for j, q in enumerate(qs.questions):
+        source = f"column {q.column!r}, " if q.column is not None else ""
+        what = "numeric, the mean of the reports" if q.numeric else f"{q.k} answers"
+        out.append(f"- question `{q.name}` ({source}{what}): {qs.mechanism(j)!r}, exact eps = {qs.privacy_eps(j):.6g}")
+    out += [
+        f"- budget: total eps {qs.total:g} per respondent, strategy `{qs.strategy}` ({how})",
+        f"- exact privacy per respondent: eps = {own['eps']:.6g}, delta = {own['delta']:.6g}",
+    ]
+    return out
+
+
+def _strategies(qs) -> list[str]:
+    """Both budget strategies side by side: exact privacy, exact variances."""
+    n = qs.size
+    per_answer = qs.variance.assign(se_split=np.sqrt(qs.variance["var_split"]),
+                                    se_one_random=np.sqrt(qs.variance["var_one_random"]))  # fmt: skip
+    return [
+        "## Budget strategies: split or one random question",
+        "",
+        "Exact privacy per respondent under each strategy (`split`: the sum of the questions' eps, exact for "
+        "pure eps; with (eps, delta) mechanisms, the optimal composition's delta at that sum. `one_random`: "
+        "the whole budget, and the mean of the questions' deltas):",
+        "",
+        _md_table(qs.privacy.rename(columns={"question_eps": "eps of each question"}), "{:.6g}"),
+        "",
+        f"Exact variance of the unbiased estimates, summed over each question's answers (for a numeric question: "
+        f"of the mean of its reports), at {n:,} respondents "
+        f"(`split`: all of them answer every question; `one_random`: {n / qs.count:,.6g} per question, the "
+        "expected number; losses scale both alike). This run uses "
+        f"`{qs.strategy}`:",
+        "",
+        _md_table(summary.strategy_comparison(qs.variance), "{:.6g}"),
+        "",
+        "Per answer (standard errors):",
+        "",
+        _md_table(per_answer[["question", "category", "truth", "se_split", "se_one_random"]], "{:.6g}"),
+        "",
+    ]

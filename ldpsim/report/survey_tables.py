@@ -152,8 +152,10 @@ MANY_ANSWERS = 20
 
 
 def answer_count(results: pd.DataFrame) -> int:
-    """Number of distinct answers with frequency rows."""
-    return int(results.loc[results["quantity"] == "frequency", "category"].nunique())
+    """Number of distinct answers with frequency rows (of the task with the most: questions
+    of a scenario each have their own answers)."""
+    f = results.loc[results["quantity"] == "frequency", ["task", "category"]]
+    return int(f.groupby("task", sort=False)["category"].nunique().max()) if len(f) else 0
 
 
 def top_answers(results: pd.DataFrame, count: int = MANY_ANSWERS) -> pd.DataFrame:
@@ -182,3 +184,34 @@ def error_norms(results: pd.DataFrame) -> pd.DataFrame:
     )
     out = per.groupby(["task", "reason", "ordinal"], sort=False).mean().reset_index()
     return out.sort_values(["task", "n_received", "time"], kind="stable").reset_index(drop=True)[cols]
+
+
+def strategy_comparison(variance: pd.DataFrame) -> pd.DataFrame:
+    """Several questions per respondent: per question, the sum over its answers of the exact
+    variances of the unbiased estimates (its expected squared L2 error) under each budget
+    strategy (``variance``: one row per question and answer, columns ``var_split`` and
+    ``var_one_random``), their ratio and the smaller one."""
+    g = variance.groupby("question", sort=False)[["var_split", "var_one_random"]].sum().reset_index()
+    g["ratio_one_random_to_split"] = g["var_one_random"] / g["var_split"]
+    g["better"] = np.where(g["var_split"] < g["var_one_random"], "split",
+                           np.where(g["var_one_random"] < g["var_split"], "one_random", "equal"))  # fmt: skip
+    return g
+
+
+def final_means(results: pd.DataFrame) -> pd.DataFrame:
+    """Numeric questions at the last checkpoint: per task, replication 0's mean with its
+    interval and reports, and over replications the mean estimate, RMSE against the truth,
+    the exact standard error and the coverage of the intervals."""
+    m = results[(results["quantity"] == "mean") & (results["reason"] == "end")]
+    cols = ["task", "truth", "estimate", "ci_low", "ci_high", "covered", "n_received", "mean_estimate", "rmse",
+            "theory_se", "coverage"]  # fmt: skip
+    if m.empty:
+        return pd.DataFrame(columns=cols)
+    se = results[(results["quantity"] == "std_error") & (results["reason"] == "end")][["replication", "task", "theory"]]
+    m = m.merge(se.rename(columns={"theory": "theory_se"}), on=["replication", "task"], how="left")
+    m = m.assign(covered=(m["ci_low"] <= m["truth"]) & (m["truth"] <= m["ci_high"]), error=m["estimate"] - m["truth"])
+    first = m[m["replication"] == m["replication"].min()].set_index("task")
+    agg = m.groupby("task", sort=False).agg(mean_estimate=("estimate", "mean"), rmse=("error", _rms),
+                                            coverage=("covered", "mean"))  # fmt: skip
+    out = first[["truth", "estimate", "ci_low", "ci_high", "covered", "n_received", "theory_se"]].join(agg).reset_index()
+    return out[cols]

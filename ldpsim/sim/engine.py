@@ -58,7 +58,7 @@ from ldpsim.sim.scenario.survey import (
     WavesSpec,
     arrival_horizon,
 )
-from ldpsim.sim.tasks import Checkpoint, Task, TaskContext, make_tasks
+from ldpsim.sim.tasks import Checkpoint, MeanTask, Task, TaskContext, make_tasks
 
 
 class Timeline:
@@ -185,6 +185,33 @@ class Server:
         return self._reports[0], self._times[0]
 
 
+class NumericServer:
+    """A numeric question's server: the number of reports, their sum and their sum of
+    squares (the statistic of the mean; reports are not stored)."""
+
+    stored = 0
+    truncated = False
+
+    def __init__(self) -> None:
+        self.counts = np.zeros(2, dtype=np.float64)
+        self.n_received = 0
+
+    def add_reports(self, times: NDArray[np.float64], reports: NDArray[np.float64]) -> None:
+        self.counts += (float(np.sum(reports)), float(np.dot(reports, reports)))
+        self.n_received += len(reports)
+
+    def stored_reports(self) -> tuple[None, None]:
+        return None, None
+
+
+def _confidence(tasks: list[dict[str, Any]]) -> float:
+    """The confidence of the numeric questions' intervals: the first frequency task's, else 0.95."""
+    for entry in tasks:
+        if entry.get("kind") == "frequency" and isinstance(entry.get("confidence"), float):
+            return float(entry["confidence"])
+    return 0.95
+
+
 class Replication:
     """One replication of a scenario, as a SimPy model."""
 
@@ -201,19 +228,36 @@ class Replication:
         # (common random numbers): each has its server and its own analyst tasks
         self.mechs = [m for _, m in scenario.mechanisms]
         self.mech = self.mechs[0]
-        self.servers = [Server(m, spec.server.keep_reports, spec.server.max_reports) for m in self.mechs]
+        self.questions = scenario.questions
+        numeric = [False] * len(self.mechs) if self.questions is None else [q.numeric for q in self.questions.questions]
+        self.servers = [NumericServer() if num else Server(m, spec.server.keep_reports, spec.server.max_reports)
+                        for m, num in zip(self.mechs, numeric)]  # fmt: skip
         self.server = self.servers[0]
         self.tasks: list[tuple[int, Task]] = []
+        # several questions: one server per question, its tasks named "question:task"
         for j, (name, mech) in enumerate(scenario.mechanisms):
-            context = TaskContext(mech, scenario.labels, scenario.prior, spec.simulation.mode, scenario.size)
+            if numeric[j]:  # a numeric question: the mean of its reports
+                q = self.questions.questions[j]  # type: ignore[union-attr]
+                mean = MeanTask(f"{name}:mean", float(q.prior[0]), q.report_variance[self.questions.strategy],  # type: ignore[union-attr, index]
+                                _confidence(spec.analyst.tasks))  # fmt: skip
+                self.tasks.append((j, mean))
+                continue
+            if self.questions is None:
+                context = TaskContext(mech, scenario.labels, scenario.prior, spec.simulation.mode, scenario.size)
+            else:
+                q = self.questions.questions[j]
+                context = TaskContext(mech, q.labels, q.prior, spec.simulation.mode, self.questions.expected_reports())
             for task in make_tasks(spec.analyst.tasks, context):
                 if scenario.compared:
                     task.name = f"{task.name}@{name}"
+                elif self.questions is not None:
+                    task.name = f"{name}:{task.name}"
                 self.tasks.append((j, task))
         for (_, task), child in zip(self.tasks, task_seq.spawn(len(self.tasks))):
             task.start(np.random.default_rng(child))
         self.rows: list[dict[str, Any]] = []
         self.sent = self.lost = self.in_flight = 0
+        self.messages = 0  # reports received (a respondent's answers to several questions travel as one)
         self._buckets: dict[int, list] = defaultdict(list)
         self._next_tick = 0  # the first tick not yet delivered
         cp = spec.analyst.checkpoints
@@ -282,13 +326,17 @@ class Replication:
     def _send_individual(self, cohort: Cohort, first: int, size: int, rng: np.random.Generator, privacy: list | None) -> None:
         """Clients ``first .. first + size - 1`` (of the cohort)."""
         scenario = self.scenario
-        if scenario.table is None:
+        if self.questions is not None:  # every question's reports, drawn from the cohort's stream
+            answered, pick = self._answer(first, size, rng)
+            y = np.arange(size)
+        elif scenario.table is None:
             x = rng.choice(self.mech.k, size=size, p=scenario.prior)
         else:  # their rows of the table, or rows drawn with replacement
             x = scenario.table.inputs(first, size, rng)
         # one mechanism: its reports are drawn here, from the cohort's stream; compared ones
         # after the network's draws, so that respondents, times and losses are common
-        y = self.mech.privatize(x, rng) if privacy is None else np.arange(size)
+        if self.questions is None:
+            y = self.mech.privatize(x, rng) if privacy is None else np.arange(size)
         if cohort.stop > cohort.start:
             t = rng.uniform(cohort.start, cohort.stop, size)
         else:
@@ -304,10 +352,38 @@ class Replication:
         j, t, y = j[~late], t[~late], y[~late]
         order = np.argsort(j, kind="stable")
         j, t, y = j[order], t[order], y[order]
-        ys = [y] if privacy is None else [m.privatize(x[y], g) for m, g in zip(self.mechs, privacy)]
+        picks = None
+        if self.questions is not None:
+            ys, picks = [r[y] for r in answered], (None if pick is None else pick[y])
+        else:
+            ys = [y] if privacy is None else [m.privatize(x[y], g) for m, g in zip(self.mechs, privacy)]
         ticks, starts = np.unique(j, return_index=True)
         for tick, a, b in zip(ticks.tolist(), starts.tolist(), list(starts[1:]) + [j.size]):
-            self._buckets[tick].append((t[a:b], [yy[a:b] for yy in ys]))
+            self._buckets[tick].append((t[a:b], [yy[a:b] for yy in ys], None if picks is None else picks[a:b]))
+
+    def _answer(self, first: int, size: int, rng: np.random.Generator) -> tuple[list[NDArray], NDArray[np.int64] | None]:
+        """Respondents ``first .. first + size - 1`` answer the questions: their answers (one
+        table row each for all questions, or each question's law), the question each one
+        answers under ``one_random`` (uniform, from the cohort's stream; None under
+        ``split``), and each question's reports (placeholders where not answered)."""
+        qs = self.questions
+        if qs.rows is not None:
+            rows = qs.row_indices(first, size, rng)
+            xs = [q.values[rows] if q.numeric else q.codes[rows] for q in qs.questions]
+        else:
+            xs = [rng.choice(q.k, size=size, p=q.prior) for q in qs.questions]
+        pick = rng.integers(0, qs.count, size=size) if qs.strategy == "one_random" else None
+        out = []
+        for j, (mech, x) in enumerate(zip(self.mechs, xs)):
+            if pick is None:
+                out.append(mech.privatize(x, rng))
+                continue
+            chosen = pick == j
+            part = mech.privatize(x[chosen], rng)
+            full = np.zeros((size, *part.shape[1:]), dtype=part.dtype)
+            full[chosen] = part
+            out.append(full)
+        return out, pick
 
     def _send_aggregate(self, cohort: Cohort, rng: np.random.Generator) -> None:
         scenario = self.scenario
@@ -341,27 +417,40 @@ class Replication:
             t = np.concatenate([p[0] for p in parts])
             order = np.argsort(t, kind="stable")
             ys = [np.concatenate([p[1][i] for p in parts])[order] for i in range(len(self.mechs))]
-            self._receive_individual(t[order], ys)
+            picks = None if parts[0][2] is None else np.concatenate([p[2] for p in parts])[order]
+            self._receive_individual(t[order], ys, picks)
         else:
             self._receive_counts(np.sum(parts, axis=0), self.timeline.edge(j + 1))
 
     # ----------------------------------------------------------------- server side
-    def _receive_individual(self, t: NDArray[np.float64], ys: list[NDArray[np.int64]]) -> None:
-        """Reports delivered in time order: one array per mechanism, the same clients."""
-        while self._every_reports and self.server.n_received + len(t) >= self._next_report_cp:
-            cut = self._next_report_cp - self.server.n_received
-            self._take(t[:cut], [y[:cut] for y in ys])
+    def _receive_individual(self, t: NDArray[np.float64], ys: list[NDArray[np.int64]], picks: NDArray[np.int64] | None = None) -> None:
+        """Reports delivered in time order: one array per mechanism (or question), the same
+        clients; ``picks``: the question each one answered (one_random), else None."""
+        while self._every_reports and self.messages + len(t) >= self._next_report_cp:
+            cut = self._next_report_cp - self.messages
+            self._take(t[:cut], [y[:cut] for y in ys], None if picks is None else picks[:cut])
             self._checkpoint(float(t[cut - 1]), "every_reports")
-            t, ys = t[cut:], [y[cut:] for y in ys]
+            t, ys, picks = t[cut:], [y[cut:] for y in ys], None if picks is None else picks[cut:]
             self._next_report_cp += self._every_reports
-        self._take(t, ys)
+        self._take(t, ys, picks)
 
-    def _take(self, t: NDArray[np.float64], ys: list[NDArray[np.int64]]) -> None:
-        if len(t):
+    def _take(self, t: NDArray[np.float64], ys: list[NDArray[np.int64]], picks: NDArray[np.int64] | None = None) -> None:
+        if not len(t):
+            return
+        self.messages += len(t)
+        if picks is None:
             for server, y in zip(self.servers, ys):
                 server.add_reports(t, y)
             for j, task in self.tasks:
                 task.observe(t, ys[j])
+            return
+        mine = [picks == j for j in range(len(self.servers))]  # each question hears its own respondents
+        for server, y, m in zip(self.servers, ys, mine):
+            if m.any():
+                server.add_reports(t[m], y[m])
+        for j, task in self.tasks:
+            if mine[j].any():
+                task.observe(t[mine[j]], ys[j][mine[j]])
 
     def _receive_counts(self, counts: NDArray[np.int64], t: float) -> None:
         """A tick's delivered groups (output counts, or input counts of the clients heard)."""
@@ -392,21 +481,27 @@ class Replication:
         base = dict(replication=self.index, checkpoint=self._checkpoints, reason=reason, time=t, n_received=cps[0].n_received)
         self._checkpoints += 1
         for j, task in self.tasks:
+            # several questions: each question's own reports received
+            own = base if self.questions is None else {**base, "n_received": cps[j].n_received}
             for row in task.at_checkpoint(cps[j]):
-                self.rows.append({**base, "task": task.name, **row})
+                self.rows.append({**own, "task": task.name, **row})
 
     def _engine_rows(self) -> None:
         """Book-keeping at the end: clients sent, reports lost, in flight, received, stored."""
         base = dict(replication=self.index, checkpoint=self._checkpoints - 1, reason="end", time=self.timeline.end,
-                    n_received=self.server.n_received, task="engine", category="", ci_low=np.nan, ci_high=np.nan,
+                    n_received=self._received(), task="engine", category="", ci_low=np.nan, ci_high=np.nan,
                     truth=np.nan, theory=np.nan)  # fmt: skip
         values = {
             "clients": self.sent, "lost": self.lost, "in_flight": self.in_flight,
-            "received": self.server.n_received, "stored_reports": self.server.stored,
+            "received": self._received(), "stored_reports": sum(s.stored for s in self.servers) if self.questions else self.server.stored,
             "storage_truncated": float(self.server.truncated),
         }  # fmt: skip
         for quantity, value in values.items():
             self.rows.append({**base, "quantity": quantity, "estimate": float(value)})
+
+    def _received(self) -> int:
+        """Reports received: the server's count (the messages, with several questions)."""
+        return self.messages if self.questions is not None else self.server.n_received
 
 
 def _is_multiple(t: float, every: float) -> bool:

@@ -66,7 +66,14 @@ class SurveyStudy(Study):
     def metadata(self) -> dict[str, Any]:
         sc = self.scenario
         out = {"mode": sc.spec.simulation.mode, "tick": sc.tick, "end": sc.end}
-        if sc.table is not None:
+        if sc.questions is not None:  # the budget and each strategy's exact privacy per respondent
+            out["questions"] = sc.questions.summary()
+        if sc.table is not None and sc.questions is not None:
+            t, qs = sc.table, sc.questions
+            out["population_table"] = {"file": t.shown, "read_from": t.path, "sha256": t.sha256, "rows": qs.rows,
+                                       "columns": [q.column for q in qs.questions], "resampled": qs.resample,
+                                       "clients": sc.size}  # fmt: skip
+        elif sc.table is not None:
             t = sc.table
             out["population_table"] = {"file": t.shown, "read_from": t.path, "sha256": t.sha256, "rows": t.rows,
                                        "column": t.column, "resampled": t.resample, "clients": sc.size}  # fmt: skip

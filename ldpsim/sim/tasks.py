@@ -15,6 +15,7 @@ Register a new task with :func:`register_task`; the engine needs no change.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -233,3 +234,42 @@ def _point_estimate(p: Any, mechanism: FrequencyOracle, counts: NDArray[np.int64
     if p.estimator == "base_cut":
         return base_cut(unbiased, base_cut_threshold(mechanism, n, 1.0 - p.confidence))
     return em_estimate(mechanism, counts, n=n).estimate
+
+
+# --------------------------------------------------------------------- numeric questions
+class MeanTask(Task):
+    """The mean of a numeric question's answers (``[[questions]]`` with ``type =
+    "numeric"``): the mean of the reports (each unbiased for its answer), with a normal
+    interval whose standard error is exact: ``sqrt(v / n)``, v the exact variance of one
+    report of a respondent drawn from the population (the mean over the answers of the
+    mechanism's ``variance(x)`` plus the answers' own variance). Rows: ``mean`` (truth =
+    the answers' mean) and ``std_error`` (estimate: the plug-in standard error from the
+    reports' sample variance; theory: the exact one). Not a task of ``[[analyst.tasks]]``:
+    the engine gives one to every numeric question. The checkpoint's ``counts`` are the
+    sum of the reports and the sum of their squares."""
+
+    kind = "mean"
+
+    def __init__(self, name: str, truth: float, report_variance: float, confidence: float) -> None:
+        self.name = name
+        self.truth = truth
+        self.report_variance = report_variance
+        self.z = float(NormalDist().inv_cdf(0.5 + confidence / 2))
+
+    def at_checkpoint(self, checkpoint: Checkpoint) -> list[dict[str, Any]]:
+        n = checkpoint.n_received
+        if n == 0:
+            est = lo = hi = plug = exact = float("nan")
+        else:
+            total, squares = (float(c) for c in checkpoint.counts)
+            est = total / n
+            spread = max(squares - n * est * est, 0.0) / (n - 1) if n > 1 else float("nan")
+            plug = float(np.sqrt(spread / n))
+            exact = float(np.sqrt(self.report_variance / n))
+            lo, hi = est - self.z * exact, est + self.z * exact
+        return [
+            dict(quantity="mean", category="", estimate=est, ci_low=lo, ci_high=hi, truth=self.truth, theory=np.nan,
+                 method="mean/normal"),
+            dict(quantity="std_error", category="", estimate=plug, ci_low=np.nan, ci_high=np.nan, truth=np.nan,
+                 theory=exact),
+        ]  # fmt: skip

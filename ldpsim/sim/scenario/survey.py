@@ -274,6 +274,9 @@ class Scenario(BuiltScenario):
     labels: list[str]  # the answers' labels
     size: int  # the number of clients (population.size, or the table's rows)
     table: TablePopulation | None = None  # the population's table column, if it has one
+    #: several questions per respondent (``[[questions]]``): then ``mechanisms`` holds one
+    #: (question name, mechanism) per question, and ``labels``/``prior`` are the first's
+    questions: Any = None  # ldpsim.sim.scenario.questions.QuestionSet
 
     @property
     def mechanism(self) -> FrequencyOracle:
@@ -283,7 +286,7 @@ class Scenario(BuiltScenario):
     @property
     def compared(self) -> bool:
         """Whether several mechanisms run on the same respondents (common random numbers)."""
-        return len(self.mechanisms) > 1
+        return len(self.mechanisms) > 1 and self.questions is None
 
     def rebuild(self, spec: "ScenarioSpec") -> "Scenario":
         return build(spec, self.source, self.path)
@@ -296,12 +299,19 @@ def load_survey(path: Any) -> Scenario:
 
 
 def parse_survey(text: str, where: str = "<scenario>") -> Scenario:
-    return validate_and_build(read_toml(text, where), text, where, ScenarioSpec, build)
+    raw = read_toml(text, where)
+    if "questions" in raw:  # several questions per respondent
+        from ldpsim.sim.scenario.questions import QuestionsScenarioSpec
+
+        return validate_and_build(raw, text, where, QuestionsScenarioSpec, build)  # type: ignore[no-any-return]
+    return validate_and_build(raw, text, where, ScenarioSpec, build)
 
 
 # --------------------------------------------------------------------- building
 def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
     """Cross-field checks and construction; errors name the key path."""
+    if hasattr(spec, "questions"):
+        return _build_questions(spec, source, where)
     pop = spec.population
     table = read_population(pop, where) if pop.file is not None else None
     labels = table.labels if table is not None else pop.label_list()
@@ -334,6 +344,28 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
             validate_tasks(spec.analyst.tasks, spec.simulation.mode, mechanism)
         except LdpSimError as exc:
             raise LdpSimError(f"{exc} (with {where_})" if spec.mechanisms is not None else str(exc)) from None
+    # aggregate mode splits the output symbols of one finite mechanism, else the clients by input
+    only = mechanisms[0][1]
+    groups = only.statistic_size if len(mechanisms) == 1 and only.output_size is not None else len(labels)
+    tick, end = _timing(spec, latency, size, groups, len(mechanisms), k)
+    return Scenario(spec, source, where, tuple(mechanisms), prior, latency, tick, end, labels, size, table)
+
+
+def _build_questions(spec: Any, source: str, where: str) -> Scenario:
+    """A scenario with ``[[questions]]`` (:mod:`ldpsim.sim.scenario.questions`)."""
+    from ldpsim.sim.scenario.questions import build_questions
+
+    qs = build_questions(spec, where)
+    mechanisms = tuple((q.name, qs.mechanism(j)) for j, q in enumerate(qs.questions))
+    latency = build_latency(spec.network.latency)
+    k = max(q.k for q in qs.questions)
+    tick, end = _timing(spec, latency, qs.size, k, len(mechanisms), k)
+    first = qs.questions[0]
+    return Scenario(spec, source, where, mechanisms, first.prior, latency, tick, end, first.labels, qs.size, qs.table, qs)
+
+
+def _timing(spec: ScenarioSpec, latency: Latency, size: int, groups: int, mechanisms: int, k: int) -> tuple[float, float]:
+    """The size checks, the end and the tick of a scenario, and the bounds on its work."""
     if spec.simulation.mode == "individual" and size > MAX_INDIVIDUAL:
         raise LdpSimError(
             f"population.size: got {size}, expected at most {MAX_INDIVIDUAL} in individual mode "
@@ -350,11 +382,8 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
     tick = _tick(spec, end)
     if end / tick > MAX_TICKS:
         raise LdpSimError(f"simulation.tick: got {tick!r}, expected at most {MAX_TICKS} ticks up to end = {end!r}")
-    # aggregate mode splits the output symbols of one finite mechanism, else the clients by input
-    only = mechanisms[0][1]
-    groups = only.statistic_size if len(mechanisms) == 1 and only.output_size is not None else len(labels)
-    _check_workload(spec, groups, tick, end, len(mechanisms), size, k)
-    return Scenario(spec, source, where, tuple(mechanisms), prior, latency, tick, end, labels, size, table)
+    _check_workload(spec, groups, tick, end, mechanisms, size, k)
+    return tick, end
 
 
 def read_population(pop: PopulationSpec, where: str) -> TablePopulation:
@@ -463,13 +492,16 @@ def _build_mechanisms(spec: ScenarioSpec, labels: list[str], prior: Any) -> list
 
 
 def _build_mechanism(
-    spec: ScenarioSpec, table: dict[str, Any], labels: list[str], prior: Any, where: str = "mechanism"
+    spec: ScenarioSpec, table: dict[str, Any], labels: list[str], prior: Any, where: str = "mechanism",
+    filled: dict[str, Any] | None = None,
 ) -> FrequencyOracle:
     """A ``[mechanism]`` table built through the one catalog (:mod:`ldpsim.mechanisms.catalog`):
     ``kind`` names an entry tagged ``scenario``, the other keys are its parameters (strictly
     typed; the privacy parameters eps and delta must be stated), and the parameters that
     describe the inputs (alphabet size, P0, P1, prior) come from ``[population]``. Input
-    sets (``T``) are written as labels. The mechanism's inputs are named by the labels."""
+    sets (``T``) are written as labels. The mechanism's inputs are named by the labels.
+    ``filled``: the values of the filled-in roles when they do not come from ``[population]``
+    (a question's own answers)."""
     from ldpsim.mechanisms import catalog
 
     table = dict(table)
@@ -494,8 +526,11 @@ def _build_mechanism(
     for key in ("eps", "delta"):
         if key in entry.params and key not in params:
             raise LdpSimError(f"{where}.{key}: got nothing, expected the privacy parameter {key} of {kind} (a scenario states it)")
-    truth = pop.true_distribution() if pop.file is None else [float(p) for p in prior]  # as written, or the table's
-    given = {"alphabet": len(labels), "P0": pop.P0, "P1": pop.P1, "prior": truth}
+    if filled is None:
+        truth = pop.true_distribution() if pop.file is None else [float(p) for p in prior]  # as written, or the table's
+        given = {"alphabet": len(labels), "P0": pop.P0, "P1": pop.P1, "prior": truth}
+    else:
+        given = filled
     for key, p in entry.params.items():
         if p.role in _FILLED and given[p.role] is not None:
             params[key] = given[p.role]

@@ -1,0 +1,447 @@
+"""Several questions per respondent in a survey scenario (``[[questions]]`` and ``[budget]``).
+
+A survey file with a list ``[[questions]]`` asks every respondent several questions
+instead of the one of ``[population]`` and ``[mechanism]``. Each question has a ``name``,
+its answers (a column of the population's table, or labels and a true law of its own; a
+numeric question, ``type = "numeric"`` with a ``range``, reads a column of numbers), and
+a catalog mechanism (``mechanism = { kind = ... }``: a finite one, or for a numeric
+question one tagged ``numeric``) whose eps comes from the respondent's privacy budget
+``[budget] total = E, strategy = ...``:
+
+- ``split``: every respondent answers every question; question j uses ``eps_j``, either
+  as each question states it (``eps``; the stated values must sum to ``total``) or
+  ``total / Q`` each when no question states one. Per-respondent privacy: the sum of the
+  eps_j (basic composition is exact for pure eps, the answers of one respondent being any
+  tuple); with (eps, delta) mechanisms, the exact (optimal) composition's delta at that sum.
+- ``one_random``: every respondent answers one question, chosen uniformly from their own
+  random stream, with the whole budget ``total``; the server learns which question was
+  answered. Per-respondent privacy: eps = total, and delta = the mean of the questions'
+  deltas at that eps (the choice does not depend on the answers, so the hockey-stick
+  divergence of the mixture is the mean of the questions', each at its worst pair).
+
+The built :class:`QuestionSet` also carries, for the design, the mechanisms of both
+strategies, the exact per-respondent privacy of each, and the exact variance of every
+estimate under each (at n respondents for ``split``, at the expected n / Q for
+``one_random``; for a numeric question, of the mean of its reports). Several questions are
+simulated in individual mode only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from pydantic import Field, model_validator
+
+from ldpsim.errors import LdpSimError, _show
+from ldpsim.mechanisms.base import FrequencyOracle
+from ldpsim.sim.scenario.common import Model, NonNegFloat, PositiveFloat
+from ldpsim.sim.scenario.survey import (
+    MAX_ANSWERS,
+    AnswersSpec,
+    LawSpec,
+    ScenarioSpec,
+    _build_mechanism,
+)
+from ldpsim.sim.table import Table, TablePopulation, table_population
+
+#: Most questions one scenario asks.
+MAX_QUESTIONS = 50
+STRATEGIES = ("split", "one_random")
+
+
+class QuestionsPopulationSpec(Model):
+    """``[population]`` of a scenario with questions: the respondents only (their answers
+    are described by each question): a number (``size``), or a CSV table (``file``) used as
+    is or resampled to ``size``; ``missing = "drop"`` leaves out the rows with a blank value
+    in any question's column."""
+
+    size: Annotated[int, Field(ge=1, le=10**15)] | None = None
+    file: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
+    missing: Literal["error", "drop"] | None = None
+
+    @model_validator(mode="after")
+    def _who(self) -> QuestionsPopulationSpec:
+        if self.file is None and self.size is None:
+            raise ValueError("size: got nothing, expected the number of respondents (or a table: 'file')")
+        if self.file is None and self.missing is not None:
+            raise ValueError(f"missing: got {self.missing!r}, expected no 'missing' without 'file' (a CSV table)")
+        return self
+
+
+class QuestionSpec(Model):
+    """One ``[[questions]]`` entry."""
+
+    name: Annotated[str, Field(min_length=1, max_length=50, pattern=r"^[A-Za-z0-9_.-]+$")]
+    type: Literal["categorical", "numeric"] = "categorical"
+    #: numeric questions: the answers' range [lo, hi] (the mechanism's)
+    range: Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=2, max_length=2)] | None = None
+    #: the table's column holding the answers (default: the question's name)
+    column: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
+    labels: Annotated[list[str], Field(min_length=2, max_length=MAX_ANSWERS)] | None = None
+    answers: AnswersSpec | None = None
+    distribution: list[NonNegFloat] | None = None
+    law: LawSpec | None = None
+    #: a catalog entry tagged ``scenario`` and its parameters, without eps
+    mechanism: dict[str, Any]
+    #: this question's eps under budget.strategy = "split" (default: budget.total / Q)
+    eps: PositiveFloat | None = None
+
+
+class BudgetSpec(Model):
+    """``[budget]``: each respondent's privacy budget and how it is spent."""
+
+    total: PositiveFloat
+    strategy: Literal["split", "one_random"]
+
+
+class QuestionsScenarioSpec(ScenarioSpec):
+    """A survey scenario whose respondents answer the ``[[questions]]``."""
+
+    population: QuestionsPopulationSpec  # type: ignore[assignment]
+    questions: Annotated[list[QuestionSpec], Field(min_length=1, max_length=MAX_QUESTIONS)]
+    budget: BudgetSpec
+
+
+@dataclass(frozen=True)
+class Question:
+    """A built question: its answers, their true law, its mechanism under each strategy."""
+
+    name: str
+    labels: list[str]
+    prior: NDArray[np.float64]  # the truth: the column's distribution, or the stated law
+    mechanisms: dict[str, FrequencyOracle]  # strategy -> the mechanism at that strategy's eps
+    delta: float  # the mechanism's stated delta (0 for pure-eps mechanisms)
+    codes: NDArray[np.int64] | None = None  # each table row's answer (None: drawn from prior)
+    column: str | None = None
+    #: numeric questions: each row's answer, and the exact variance of one report of a
+    #: respondent drawn from the rows under each strategy (E[variance(x)] + Var(x))
+    values: NDArray[np.float64] | None = None
+    report_variance: dict[str, float] | None = None
+
+    @property
+    def k(self) -> int:
+        return len(self.labels)
+
+    @property
+    def numeric(self) -> bool:
+        return self.values is not None
+
+
+@dataclass(frozen=True)
+class QuestionSet:
+    """The questions of a scenario, the budget, and the exact accounting of both strategies."""
+
+    questions: tuple[Question, ...]
+    strategy: str
+    total: float
+    size: int  # respondents
+    table: TablePopulation | None  # the first question's column (the table's file, for the run's copy)
+    rows: int | None  # table rows (kept), when answers come from a table
+    resample: bool
+    eps: dict[str, list[float]]  # strategy -> each question's eps (as its mechanism was built)
+    privacy: pd.DataFrame  # per strategy: eps and delta per respondent
+    variance: pd.DataFrame  # per question and answer: the exact variance under each strategy
+
+    @property
+    def count(self) -> int:
+        return len(self.questions)
+
+    def mechanism(self, j: int) -> FrequencyOracle:
+        """Question j's mechanism in this run (at the scenario's strategy)."""
+        return self.questions[j].mechanisms[self.strategy]
+
+    def expected_reports(self) -> int:
+        """Reports each question expects: every respondent (split), n / Q (one_random)."""
+        return self.size if self.strategy == "split" else max(1, math.ceil(self.size / self.count))
+
+    def row_indices(self, first: int, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
+        """The table rows of respondents ``first .. first + size - 1``: as they are, or drawn
+        uniformly with replacement (one row per respondent for all questions)."""
+        if self.resample:
+            return rng.integers(0, self.rows, size=size)  # type: ignore[arg-type]
+        return np.arange(first, first + size, dtype=np.int64)
+
+    def summary(self) -> dict[str, Any]:
+        """For metadata.json: the budget, each strategy's exact privacy, the questions."""
+        return {
+            "strategy": self.strategy, "total_eps": self.total,
+            "per_respondent": {row["strategy"]: {"eps": row["eps"], "delta": row["delta"]}
+                               for row in self.privacy.to_dict("records")},
+            "questions": [{"name": q.name, "column": q.column, "answers": "numeric" if q.numeric else q.k,
+                           "mechanism": repr(self.mechanism(j)),
+                           "eps": float(self.privacy_eps(j))} for j, q in enumerate(self.questions)],
+        }  # fmt: skip
+
+    def privacy_eps(self, j: int) -> float:
+        """Question j's exact eps in this run."""
+        q = self.questions[j]
+        return _eps_of(q.mechanisms[self.strategy], q.delta, self.eps[self.strategy][j])
+
+
+def _eps_of(mech: FrequencyOracle, delta: float, stated: float) -> float:
+    """A mechanism's exact eps: its own at delta 0 when pure, the stated one when it has a
+    delta (the catalog's (eps, delta) mechanism is the worst case of its parameters)."""
+    return float(mech.epsilon(0.0)) if delta == 0 else float(stated)
+
+
+def respondent_privacy(eps: list[float], deltas: list[float], strategy: str) -> tuple[float, float]:
+    """Exact per-respondent (eps, delta) of questions with parameters (eps_j, delta_j):
+
+    - ``split``: eps = sum eps_j; delta = 0 when every delta_j = 0 (basic composition is
+      exact for pure eps), else the optimal composition's delta at that eps
+      (:func:`ldpsim.privacy.composition.optimal_delta_heterogeneous`, which is
+      1 - prod(1 - delta_j) there);
+    - ``one_random``: eps = max eps_j; delta = the mean of the questions' deltas at it.
+    """
+    if strategy == "split":
+        total = math.fsum(eps)
+        if not any(deltas):
+            return total, 0.0
+        from ldpsim.privacy.composition import optimal_delta_heterogeneous
+
+        return total, float(optimal_delta_heterogeneous(eps, deltas, total))
+    # in this design every question runs at the whole budget, so the eps_j are equal
+    return max(eps), math.fsum(deltas) / len(deltas)
+
+
+def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
+    """Validate the questions against the population and the budget, and build them."""
+    if spec.mechanism is not None or spec.mechanisms is not None:
+        key = "mechanism" if spec.mechanism is not None else "mechanisms"
+        raise LdpSimError(f"{key}: got a [{key}] table, expected none with [[questions]] (each question names its mechanism)")
+    if spec.simulation.mode != "individual":
+        raise LdpSimError(
+            "simulation.mode: got 'aggregate', expected 'individual' with [[questions]] (several questions are "
+            "simulated respondent by respondent)"
+        )
+    pop = spec.population
+    names = [q.name for q in spec.questions]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise LdpSimError(f"questions[{i}].name: got {name!r}, expected a name no other question has")
+    eps_of = _question_eps(spec)
+    table = _read_table(spec, where) if pop.file is not None else None
+    resample = pop.size is not None
+    built: list[Question] = []
+    first_column: TablePopulation | None = None
+    for i, q in enumerate(spec.questions):
+        at = f"questions[{i}]"
+        if q.type == "numeric":
+            built.append(_numeric_question(spec, q, table, eps_of, i, at))
+            first_column = first_column or (_table_file(table, q, resample) if table is not None else None)
+            continue
+        if q.range is not None:
+            raise LdpSimError(f"{at}.range: got {q.range!r}, expected no range for a categorical question (type = 'numeric' takes one)")
+        if table is not None:
+            column, labels, prior, codes, tp = _from_table(q, table, resample, at)
+            first_column = first_column or tp
+        else:
+            column, codes = None, None
+            labels, prior = _from_law(q, at)
+        mechanisms = {s: _question_mechanism(spec, q, labels, prior, eps_of[s][i], at) for s in STRATEGIES}
+        delta = float(q.mechanism.get("delta", 0.0) or 0.0)
+        built.append(Question(q.name, labels, prior, mechanisms, delta, codes, column))
+    size = pop.size if pop.size is not None else table.rows  # type: ignore[union-attr]
+    privacy, variance = _accounting(built, eps_of, size)
+    return QuestionSet(tuple(built), spec.budget.strategy, spec.budget.total, size, first_column,
+                       table.rows if table is not None else None, resample, eps_of, privacy, variance)  # fmt: skip
+
+
+def _table_file(table: Table, q: QuestionSpec, resample: bool) -> TablePopulation:
+    """The table's file as a population record (for the run's copy of the table)."""
+    return TablePopulation(table.path, table.shown, table.sha256, q.column or q.name, [], np.zeros(table.rows, np.int64), resample)
+
+
+def _numeric_question(spec: QuestionsScenarioSpec, q: QuestionSpec, table: Table | None, eps_of: dict[str, list[float]],
+                      i: int, at: str) -> Question:  # fmt: skip
+    """A numeric question: its column's values in ``range``, a numeric catalog mechanism
+    at each strategy's eps, the truth (the column's mean) and the exact report variances."""
+    from ldpsim.mechanisms import catalog
+
+    if table is None:
+        raise LdpSimError(f"{at}.type: got 'numeric' without population.file, expected a table column with the answers")
+    if q.range is None:
+        raise LdpSimError(f"{at}.range: got nothing, expected [lo, hi], the range of the answers")
+    lo, hi = q.range
+    if not hi > lo:
+        raise LdpSimError(f"{at}.range: got {q.range!r}, expected [lo, hi] with lo < hi")
+    for key in ("labels", "answers", "distribution", "law"):
+        if getattr(q, key) is not None:
+            raise LdpSimError(f"{at}.{key}: got {_show(getattr(q, key))}, expected no {key!r} for a numeric question")
+    column = q.column or q.name
+    raw = table.column(column)
+    values = np.empty(len(raw), dtype=np.float64)
+    for r, text in enumerate(raw):
+        try:
+            x = float(text)
+        except ValueError:
+            x = math.nan
+        if not (lo <= x <= hi):
+            got = "a blank value" if text == "" else repr(text)
+            raise LdpSimError(f"{at}.column: {table.where(r, column)}: got {got}, expected a number in the range [{lo:g}, {hi:g}]")
+        values[r] = x
+    if values.size == 0:
+        raise LdpSimError(f"{at}.column: {table.shown}, column {column!r}: got no values, expected at least one answer")
+    values.setflags(write=False)
+    table_keys = dict(q.mechanism)
+    kind = table_keys.pop("kind", None)
+    usable = catalog.names("numeric")
+    if not isinstance(kind, str) or kind not in usable:
+        raise LdpSimError(f"{at}.mechanism.kind: got {_show(kind) if kind is not None else 'nothing'}, expected one of {', '.join(usable)}")
+    for key, value in table_keys.items():
+        raise LdpSimError(f"{at}.mechanism.{key}: got {_show(value)}, expected no such key (eps comes from the budget, "
+                          f"lo and hi from {at}.range)")  # fmt: skip
+    mechanisms, variance = {}, {}
+    for s in STRATEGIES:
+        try:
+            mech = catalog.entry(kind).build(strict=True, eps=eps_of[s][i], lo=float(lo), hi=float(hi))
+        except LdpSimError as exc:
+            raise LdpSimError(f"{at}.mechanism: {exc} (at eps {eps_of[s][i]:g} under {s!r})") from None
+        mechanisms[s] = mech
+        # one report of a respondent drawn from the rows: E[variance(x)] + Var(x)
+        variance[s] = float(np.mean(mech.variance(values)) + np.var(values))
+    mean = float(np.mean(values))
+    return Question(q.name, [], np.array([mean]), mechanisms, 0.0, None, column, values, variance)
+
+
+def _question_eps(spec: QuestionsScenarioSpec) -> dict[str, list[float]]:
+    """Each question's eps under each strategy (the scenario's, and the other for comparison)."""
+    b = spec.budget
+    qs = spec.questions
+    stated = [q.eps for q in qs]
+    if b.strategy == "one_random":
+        for i, e in enumerate(stated):
+            if e is not None:
+                raise LdpSimError(f"questions[{i}].eps: got {e!r}, expected no eps with budget.strategy = 'one_random' "
+                                  "(each respondent answers one question with the whole budget.total)")  # fmt: skip
+    if all(e is None for e in stated):
+        split = [b.total / len(qs)] * len(qs)
+    else:
+        missing = [i for i, e in enumerate(stated) if e is None]
+        if missing:
+            raise LdpSimError(f"questions[{missing[0]}].eps: got nothing, expected an eps for every question or for none "
+                              "(none: budget.total is divided equally)")  # fmt: skip
+        split = [float(e) for e in stated]  # type: ignore[arg-type]
+        if abs(math.fsum(split) - b.total) > 1e-9 * b.total:
+            raise LdpSimError(f"budget.total: got {b.total!r}, expected the sum of the questions' eps ({math.fsum(split)!r}) "
+                              "with budget.strategy = 'split'")  # fmt: skip
+    return {"split": split, "one_random": [b.total] * len(qs)}
+
+
+def _read_table(spec: QuestionsScenarioSpec, where: str) -> Table:
+    from pathlib import Path
+
+    pop = spec.population
+    try:
+        table = Table.read(Path(where).parent / pop.file, shown=pop.file)  # type: ignore[operator]
+    except LdpSimError as exc:
+        raise LdpSimError(f"population.file: {exc}") from None
+    columns = []
+    for i, q in enumerate(spec.questions):
+        try:
+            columns.append(table.column(q.column or q.name))
+        except LdpSimError as exc:
+            raise LdpSimError(f"questions[{i}].{'column' if q.column else 'name'}: {exc}") from None
+    if pop.missing == "drop":  # rows blank in any question's column are left out of all
+        keep = [r for r in range(table.rows) if all(c[r] != "" for c in columns)]
+        if len(keep) < table.rows:
+            table = dataclasses.replace(
+                table, columns=tuple(tuple(c[r] for r in keep) for c in table.columns), lines=tuple(table.lines[r] for r in keep)
+            )
+    return table
+
+
+def _from_table(q: QuestionSpec, table: Table, resample: bool, at: str) -> tuple[Any, ...]:
+    for key in ("answers", "distribution", "law"):
+        if getattr(q, key) is not None:
+            raise LdpSimError(f"{at}.{key}: got {_show(getattr(q, key))}, expected no {key!r} with population.file "
+                              "(the answers and their truth come from the table)")  # fmt: skip
+    column = q.column or q.name
+    try:
+        tp = table_population(table, column, q.labels, resample, "error", MAX_ANSWERS)
+    except LdpSimError as exc:
+        raise LdpSimError(f"{at}.column: {str(exc).replace('population.labels', f'{at}.labels')}") from None
+    return column, tp.labels, tp.distribution, tp.codes, tp
+
+
+def _from_law(q: QuestionSpec, at: str) -> tuple[list[str], NDArray[np.float64]]:
+    if q.column is not None:
+        raise LdpSimError(f"{at}.column: got {q.column!r}, expected no column without population.file (a CSV table)")
+    if (q.labels is None) == (q.answers is None):
+        raise LdpSimError(f"{at}.labels: give either 'labels' (a list) or 'answers' (a count and a prefix), not both")
+    if (q.distribution is None) == (q.law is None):
+        raise LdpSimError(f"{at}.distribution: give one of 'distribution' and 'law'")
+    if q.labels is not None:
+        labels = q.labels
+        if len(set(labels)) != len(labels):
+            raise LdpSimError(f"{at}.labels: labels must be distinct")
+    else:
+        a = q.answers
+        labels = [f"{a.prefix}{i}" for i in range(1, a.count + 1)]  # type: ignore[union-attr]
+    if q.distribution is not None:
+        vec = q.distribution
+        if len(vec) != len(labels):
+            raise LdpSimError(f"{at}.distribution: got {len(vec)} entries, expected one per label ({len(labels)})")
+        if abs(math.fsum(vec) - 1.0) > 1e-9:
+            raise LdpSimError(f"{at}.distribution: got entries summing to {math.fsum(vec)!r}, expected a sum of 1")
+    else:
+        vec = q.law.probabilities(len(labels))  # type: ignore[union-attr]
+    prior = np.asarray(vec, dtype=np.float64)
+    return labels, prior / prior.sum()
+
+
+def _question_mechanism(spec: QuestionsScenarioSpec, q: QuestionSpec, labels: list[str], prior: Any, eps: float,
+                        at: str) -> FrequencyOracle:  # fmt: skip
+    from ldpsim.mechanisms import catalog
+
+    table = dict(q.mechanism)
+    where = f"{at}.mechanism"
+    if "eps" in table:
+        raise LdpSimError(f"{where}.eps: got {_show(table['eps'])}, expected no eps here: it comes from the budget "
+                          f"({at}.eps under 'split', else budget.total)")  # fmt: skip
+    kind = table.get("kind")
+    if isinstance(kind, str) and kind in catalog.names("scenario") and "eps" not in catalog.entry(kind).params:
+        raise LdpSimError(f"{where}.kind: got {kind!r}, expected a mechanism with an eps parameter (its eps comes from the budget)")
+    table["eps"] = eps
+    filled = {"alphabet": len(labels), "P0": None, "P1": None, "prior": [float(p) for p in prior]}
+    mech = _build_mechanism(spec, table, labels, prior, where, filled=filled)
+    from ldpsim.sim.tasks import validate_tasks
+
+    try:
+        validate_tasks(spec.analyst.tasks, spec.simulation.mode, mech)
+    except LdpSimError as exc:
+        raise LdpSimError(f"{exc} (with {where})") from None
+    return mech
+
+
+def _accounting(questions: list[Question], eps_of: dict[str, list[float]], size: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both strategies' exact per-respondent privacy, and the exact variance of every
+    estimate under each (split: n respondents; one_random: n / Q, the expected number)."""
+    count = len(questions)
+    rows = []
+    for s in STRATEGIES:
+        eps = [_eps_of(q.mechanisms[s], q.delta, e) for q, e in zip(questions, eps_of[s])]
+        total, delta = respondent_privacy(eps, [q.delta for q in questions], s)
+        rows.append({"strategy": s, "eps": total, "delta": delta,
+                     "question_eps": ", ".join(f"{e:.6g}" for e in eps)})  # fmt: skip
+    privacy = pd.DataFrame(rows)
+    var_rows = []
+    for q in questions:
+        if q.numeric:  # the mean of the reports
+            var = q.report_variance or {}
+            var_rows.append({"question": q.name, "category": "mean", "truth": float(q.prior[0]),
+                             "var_split": var["split"] / size, "var_one_random": var["one_random"] / (size / count)})  # fmt: skip
+            continue
+        split = q.mechanisms["split"].estimate_variance(q.prior, float(size))
+        one = q.mechanisms["one_random"].estimate_variance(q.prior, size / count)
+        for label, p, a, b in zip(q.labels, q.prior, split, one):
+            var_rows.append({"question": q.name, "category": label, "truth": float(p),
+                             "var_split": float(a), "var_one_random": float(b)})  # fmt: skip
+    return privacy, pd.DataFrame(var_rows)
+
