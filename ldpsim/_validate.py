@@ -100,6 +100,20 @@ def delta(value: object, name: str = "delta") -> float:
     return d
 
 
+def eps_array(eps: ArrayLike, name: str = "eps") -> tuple[NDArray[np.float64], bool]:
+    """Validated eps values (>= 0, inf allowed) as a float array, and whether ``eps`` was a
+    scalar; a bad element is named ``eps[i]``. The one way ``delta(eps)`` methods take a
+    scalar or an array."""
+    if np.ndim(eps) == 0:
+        return np.array(epsilon(eps, name, allow_inf=True), dtype=np.float64), True
+    arr = real_array(eps, name, "numbers >= 0")
+    bad = np.flatnonzero(~(arr.reshape(-1) >= 0))  # negative or NaN
+    if bad.size:
+        i = int(bad[0])
+        raise invalid(f"{name}[{i}]", float(arr.reshape(-1)[i]), "a number >= 0")
+    return arr, False
+
+
 def over_deltas(values: object, scalar: Callable[[float], float]) -> Any:
     """``scalar(d)`` for one delta in [0, 1], or elementwise over an array of them (floats of
     the same shape); each element is checked, and named ``delta[i]`` when it is wrong. The

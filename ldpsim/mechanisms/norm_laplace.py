@@ -203,15 +203,7 @@ class NormLaplace(Mechanism):
         above the pure eps ``eps_mech * distance``; below it ``1 - exp((eps - mu)/2)`` for
         ``n = 1`` and :class:`NotAvailable` for ``n >= 2``. ``eps`` scalar or array."""
         mu = self._pure(distance)
-        scalar = np.ndim(eps) == 0
-        if scalar:
-            e = np.array(v.epsilon(eps, "eps", allow_inf=True))
-        else:
-            e = v.real_array(eps, "eps", "numbers >= 0")
-            bad = np.flatnonzero(~(e.reshape(-1) >= 0))
-            if bad.size:
-                i = int(bad[0])
-                raise invalid(f"eps[{i}]", float(e.reshape(-1)[i]), "a number >= 0")
+        e, scalar = v.eps_array(eps)
         below = e < mu
         if np.any(below) and self.n > 1:
             first = float(e[below].reshape(-1)[0])

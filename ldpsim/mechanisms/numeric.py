@@ -228,15 +228,7 @@ class BoundedNumeric(Mechanism):
     def delta(self, eps: ArrayLike) -> float | NDArray[np.float64]:
         """Exact ``delta(t) = K (1 - e^(t - eps))`` below the mechanism's eps, 0 at and above
         it (``K`` per class, see the module docstring); scalar or array ``t >= 0``."""
-        scalar = np.ndim(eps) == 0
-        if scalar:
-            t = np.array(v.epsilon(eps, "eps", allow_inf=True))
-        else:
-            t = v.real_array(eps, "eps", "numbers >= 0")
-            bad = np.flatnonzero(~(t.reshape(-1) >= 0))
-            if bad.size:
-                i = int(bad[0])
-                raise invalid(f"eps[{i}]", float(t.reshape(-1)[i]), "a number >= 0")
+        t, scalar = v.eps_array(eps)
         with np.errstate(invalid="ignore", over="ignore"):
             gap = -np.expm1(np.minimum(t - self.eps, 0.0))
         out = np.where(t < self.eps, math.exp(self._log_k()) * gap, 0.0)

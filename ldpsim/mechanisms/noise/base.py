@@ -66,16 +66,7 @@ def _open_delta(value: object, name: str = "delta", upper: float = 1.0) -> float
     return d
 
 
-def _eps_array(eps: ArrayLike, name: str = "eps") -> tuple[NDArray[np.float64], bool]:
-    """Validated eps values (>= 0, inf allowed) as a float array and whether it was scalar."""
-    if np.ndim(eps) == 0:
-        return np.array(v.epsilon(eps, name, allow_inf=True), dtype=np.float64), True
-    arr = v.real_array(eps, name, "numbers >= 0")
-    bad = np.flatnonzero(~(arr.reshape(-1) >= 0))  # negative or NaN
-    if bad.size:
-        i = int(bad[0])
-        raise invalid(f"{name}[{i}]", float(arr.reshape(-1)[i]), "a number >= 0")
-    return arr, False
+_eps_array = v.eps_array
 
 
 def _alpha_array(alpha: ArrayLike) -> tuple[NDArray[np.float64], bool]:
