@@ -209,6 +209,21 @@ def _print_survey(result) -> None:  # type: ignore[no-untyped-def]
         others = others[others["quantity"] != "mean"] if not others.empty else others
     if not others.empty:
         print(others.to_string(index=False, float_format=lambda x: f"{x:.6g}"))
+    nonresponse = summary.nonresponse_table(result.results)
+    if not nonresponse.empty:
+        print("answer-dependent loss (replication 0 at the end): the raw estimate's exact bias"
+              + (" and the reweighted estimate" if "reweighted" in nonresponse.columns else "") + ":")
+        print(nonresponse.to_string(index=False, float_format=lambda x: f"{x:.5f}"))
+    tests = summary.crosstab_tests(result.results) if qs is not None else None
+    if tests is not None and not tests.empty:
+        for task, g in tests.groupby("task", sort=False):
+            shown = {row["test"]: row for _, row in g.iterrows()}
+            parts = [f"{label} chi2 {r['statistic']:.4g} (df {r['df']:.0f}), p {r['p_value']:.3g}, "
+                     f"{'rejects' if r['reject'] == 'yes' else 'does not reject'} independence"
+                     for label, r in (("LDP Wald", shown.get("ldp")), ("Pearson on the true answers", shown.get("pearson")))
+                     if r is not None]  # fmt: skip
+            print(f"{task}: {int(g['n_received'].iloc[0]):,} pairs, max |estimate - truth| "
+                  f"{g['max_abs_error'].iloc[0]:.5f}; " + "; ".join(parts))  # fmt: skip
     totals = summary.engine_totals(result.results).set_index("quantity")["mean"]
     print(
         f"reports received {totals.get('received', 0):,.0f}, lost {totals.get('lost', 0):,.0f}, "

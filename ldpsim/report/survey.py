@@ -136,7 +136,7 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
     questions = getattr(scenario, "questions", None)
     run_lines = [
         f"- arrivals: {spec.arrivals.model_dump()}",
-        f"- network: latency {spec.network.latency.model_dump()}, loss {spec.network.loss}",
+        f"- network: latency {spec.network.latency.model_dump()}, loss {spec.network.loss_text()}",
         f"- simulation: {spec.simulation.mode} mode, tick {scenario.tick:.6g}, end {scenario.end:.6g}, "
         f"{reps} replication(s), seed {seed}",
     ]
@@ -213,6 +213,28 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
         series = summary.other_task_series(rest)
         out += ["Replication 0 at every checkpoint (estimate, theory, truth side by side):", "",
                 _md_table(series.drop(columns=["category"])), ""]  # fmt: skip
+    nonresponse = summary.nonresponse_table(results)
+    if not nonresponse.empty:
+        reweighted = "reweighted" in nonresponse.columns
+        out += ["## Answer-dependent non-response", "",
+                "Each report is lost with a probability that depends on its respondent's true answer, so the reports "
+                "received follow q = p r / (p . r) (r: the response rates) and the raw estimate targets q, not p: "
+                "exact_bias = q - p, raw_target = q, raw_error = raw estimate - p (replication 0, at the end)"
+                + ("; the analyst, told the response rates, reweights the unbiased estimate (p = (q / r) / sum(q / r)) "
+                   "and gives a normal interval from its delta-method standard error" if reweighted else "")
+                + ":", "", _md_table(nonresponse, "{:.5f}"), ""]  # fmt: skip
+    tests = summary.crosstab_tests(results) if questions is not None else pd.DataFrame()
+    if not tests.empty:
+        out += ["## Cross-tabulations", "",
+                "Two questions answered by the same respondents (`split`): the joint table estimated from the pairs "
+                "of reports through the product of the two mechanisms (projected onto the simplex; the interval is "
+                "that of the unbiased estimate; exact_se: the exact standard error at the truth). Tests of "
+                "independence at the end of replication 0: `ldp`, the Wald chi-square test on the privatised reports; "
+                "`pearson`, Pearson's chi-square test (no continuity correction) on the true answers of the same "
+                f"respondents, the non-private test (rejection_rate: over {reps} replication(s)):", "",
+                _md_table(tests, "{:.6g}"), "",
+                "The joint tables at the end (replication 0):", "",
+                _md_table(summary.crosstab_cells(results), "{:.5f}"), ""]  # fmt: skip
     out += ["## Clients and reports (mean over replications)", "", _md_table(summary.engine_totals(results), "{:.6g}"), ""]
     if figures:
         out += ["## Figures", ""] + [f"![{name}]({name})" for name in figures] + [""]

@@ -123,6 +123,7 @@ def other_task_series(results: pd.DataFrame, replication: int | None = None) -> 
     """Rows of tasks other than frequency estimation and the engine's book-keeping, for one
     replication: one row per checkpoint and quantity with estimate and theory side by side."""
     rows = results[~results["task"].isin(["engine"]) & ~results["quantity"].isin(["frequency", "std_error"])]
+    rows = rows[~_own_table(rows)]  # shown in their own tables
     if rows.empty:
         return rows
     rep = rows["replication"].min() if replication is None else replication
@@ -136,6 +137,7 @@ def other_task_totals(results: pd.DataFrame) -> pd.DataFrame:
     truth (e.g. the rate of correct decisions is the share of estimate == truth)."""
     rows = results[(results["reason"] == "end") & ~results["task"].isin(["engine"])
                    & ~results["quantity"].isin(["frequency", "std_error"])]  # fmt: skip
+    rows = rows[~_own_table(rows)]
     if rows.empty:
         return rows
     g = rows.groupby(["task", "quantity"], sort=False)
@@ -215,3 +217,86 @@ def final_means(results: pd.DataFrame) -> pd.DataFrame:
                                             coverage=("covered", "mean"))  # fmt: skip
     out = first[["truth", "estimate", "ci_low", "ci_high", "covered", "n_received", "theory_se"]].join(agg).reset_index()
     return out[cols]
+
+
+#: The suffix of the task names of cross-tabulations (``"rows x columns:crosstab"``).
+CROSSTAB = ":crosstab"
+
+
+def _is_crosstab(rows: pd.DataFrame) -> pd.Series:
+    return rows["task"].astype(str).str.endswith(CROSSTAB)
+
+
+#: Quantities of answer-dependent non-response (shown in their own table).
+NONRESPONSE = ("nonresponse_bias", "reweighted")
+
+
+def _own_table(rows: pd.DataFrame) -> pd.Series:
+    return _is_crosstab(rows) | rows["quantity"].isin(NONRESPONSE)
+
+
+def nonresponse_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Answer-dependent loss, at the end of replication 0, per answer: the truth p, the raw
+    estimate (the first frequency task's of the same mechanism), the exact bias q - p, the
+    raw estimate's target q, and when the analyst reweights, the reweighted estimate with its
+    interval and whether it holds p."""
+    nr = results[(results["quantity"] == "nonresponse_bias") & (results["reason"] == "end")]
+    cols = ["task", "category", "truth", "raw_estimate", "exact_bias", "raw_target", "raw_error"]
+    if nr.empty:
+        return pd.DataFrame(columns=cols)
+    rep = nr["replication"].min()
+    end = results[(results["reason"] == "end") & (results["replication"] == rep)]
+    out = []
+    for task, g in nr[nr["replication"] == rep].groupby("task", sort=False):
+        suffix = task[len("nonresponse"):]  # "" or "@mechanism"
+        freq = end[(end["quantity"] == "frequency") & end["task"].astype(str).str.endswith(suffix)]
+        raw = freq[freq["task"] == freq["task"].iloc[0]].set_index("category") if len(freq) else None
+        t = pd.DataFrame({"task": task, "category": g["category"].to_numpy(), "exact_bias": g["estimate"].to_numpy(),
+                          "raw_target": g["truth"].to_numpy()})  # fmt: skip
+        t["truth"] = t["raw_target"] - t["exact_bias"]
+        t["raw_estimate"] = t["category"].map(raw["estimate"]) if raw is not None else np.nan
+        t["raw_error"] = t["raw_estimate"] - t["truth"]
+        rw = end[(end["quantity"] == "reweighted") & (end["task"] == task)].set_index("category")
+        if len(rw):
+            t["reweighted"] = t["category"].map(rw["estimate"])
+            t["ci_low"], t["ci_high"] = t["category"].map(rw["ci_low"]), t["category"].map(rw["ci_high"])
+            t["covered"] = (t["ci_low"] <= t["truth"]) & (t["truth"] <= t["ci_high"])
+        out.append(t)
+    table = pd.concat(out, ignore_index=True)
+    extra = [c for c in ("reweighted", "ci_low", "ci_high", "covered") if c in table.columns]
+    return table[cols + extra]
+
+
+def crosstab_tests(results: pd.DataFrame) -> pd.DataFrame:
+    """Cross-tabulations at the last checkpoint of replication 0: per task and test (``ldp``:
+    the Wald test on the privatised reports; ``pearson``: Pearson's on the same respondents'
+    true answers), the statistic, df, p-value and decision, with the pairs received and the
+    largest |estimate - truth| of the joint table; and over replications the share that
+    rejected independence."""
+    x = results[_is_crosstab(results) & (results["reason"] == "end")]
+    cols = ["task", "test", "n_received", "statistic", "df", "p_value", "reject", "rejection_rate", "max_abs_error"]
+    if x.empty:
+        return pd.DataFrame(columns=cols)
+    rep = x["replication"].min()
+    tests = x[x["quantity"].str.startswith("independence_")].assign(
+        what=lambda d: d["quantity"].str.removeprefix("independence_"))
+    wide = tests[tests["replication"] == rep].pivot_table(index=["task", "category"], columns="what", values="estimate",
+                                                         sort=False, dropna=False)
+    rate = tests[tests["what"] == "reject"].groupby(["task", "category"], sort=False)["estimate"].mean()
+    cells = x[(x["quantity"] == "joint") & (x["replication"] == rep)]
+    err = (cells["estimate"] - cells["truth"]).abs().groupby(cells["task"], sort=False).max()
+    n = cells.groupby("task", sort=False)["n_received"].first()
+    out = wide.join(rate.rename("rejection_rate")).reset_index().rename(columns={"category": "test"})
+    out["n_received"] = out["task"].map(n)
+    out["max_abs_error"] = out["task"].map(err)
+    out["reject"] = out["reject"].map(lambda v: "" if pd.isna(v) else ("yes" if v else "no"))
+    return out[cols]
+
+
+def crosstab_cells(results: pd.DataFrame) -> pd.DataFrame:
+    """The joint tables at the end of replication 0: per task and cell, the estimate
+    (projected onto the simplex), its interval, the truth and the exact standard error."""
+    x = results[_is_crosstab(results) & (results["reason"] == "end") & (results["quantity"] == "joint")]
+    x = x[x["replication"] == x["replication"].min()] if len(x) else x
+    return x[["task", "category", "truth", "estimate", "ci_low", "ci_high", "theory"]].rename(
+        columns={"category": "cell", "theory": "exact_se"}).reset_index(drop=True)

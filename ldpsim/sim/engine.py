@@ -58,7 +58,7 @@ from ldpsim.sim.scenario.survey import (
     WavesSpec,
     arrival_horizon,
 )
-from ldpsim.sim.tasks import Checkpoint, MeanTask, Task, TaskContext, make_tasks
+from ldpsim.sim.tasks import Checkpoint, CrosstabTask, MeanTask, NonresponseTask, Task, TaskContext, make_tasks
 
 
 class Timeline:
@@ -253,8 +253,21 @@ class Replication:
                 elif self.questions is not None:
                     task.name = f"{name}:{task.name}"
                 self.tasks.append((j, task))
+            if scenario.loss is not None:  # answer-dependent loss: its exact bias, and the reweighting
+                nr = NonresponseTask(context, 1.0 - scenario.loss, spec.analyst.reweight, _confidence(spec.analyst.tasks))
+                if scenario.compared:
+                    nr.name = f"{nr.name}@{name}"
+                self.tasks.append((j, nr))
         for (_, task), child in zip(self.tasks, task_seq.spawn(len(self.tasks))):
             task.start(np.random.default_rng(child))
+        # [analyst] crosstabs (split): per pair of questions, the counts of the pairs of output
+        # codes received and of the same respondents' true answer pairs
+        self.crosstabs: list[tuple[Any, CrosstabTask, NDArray[np.int64], NDArray[np.int64]]] = []
+        for xt in self.questions.crosstabs if self.questions is not None else ():
+            qa, qb = self.questions.questions[xt.first], self.questions.questions[xt.second]
+            task = CrosstabTask(xt.name, xt.mechanism, xt.truth, qa.labels, qb.labels, xt.alpha, _confidence(spec.analyst.tasks))
+            m = (self.mechs[xt.first].output_size, self.mechs[xt.second].output_size)
+            self.crosstabs.append((xt, task, np.zeros(m[0] * m[1], np.int64), np.zeros(qa.k * qb.k, np.int64)))
         self.rows: list[dict[str, Any]] = []
         self.sent = self.lost = self.in_flight = 0
         self.messages = 0  # reports received (a respondent's answers to several questions travel as one)
@@ -341,7 +354,8 @@ class Replication:
             t = rng.uniform(cohort.start, cohort.stop, size)
         else:
             t = np.full(size, cohort.start)
-        kept = rng.random(size) >= scenario.spec.network.loss
+        # answer-dependent loss: each client's own answer's probability (single question)
+        kept = rng.random(size) >= (scenario.spec.network.loss if scenario.loss is None else scenario.loss[x])
         self.lost += int(size - np.count_nonzero(kept))
         t, y = t[kept], y[kept]
         t = t + scenario.latency.sample(t.size, rng)
@@ -383,6 +397,8 @@ class Replication:
             full = np.zeros((size, *part.shape[1:]), dtype=part.dtype)
             full[chosen] = part
             out.append(full)
+        for xt, _, _, _ in self.crosstabs:  # the true answer pairs travel with the reports (split only)
+            out.append(xs[xt.first] * qs.questions[xt.second].k + xs[xt.second])
         return out, pick
 
     def _send_aggregate(self, cohort: Cohort, rng: np.random.Generator) -> None:
@@ -392,9 +408,14 @@ class Replication:
         else:
             inputs = scenario.table.input_counts(cohort.first, cohort.size, rng)
         # the groups that travel: output symbols (finite mechanisms) or inputs (other oracles)
-        outputs = self.mech.sample_counts(inputs, rng) if self._split_outputs else inputs
-        survivors = rng.binomial(outputs, 1.0 - scenario.spec.network.loss)
-        self.lost += int(outputs.sum() - survivors.sum())
+        if scenario.loss is not None:  # answer-dependent loss: thin each answer's clients, then privatise
+            heard = rng.binomial(inputs, 1.0 - scenario.loss)
+            self.lost += int(inputs.sum() - heard.sum())
+            survivors = self.mech.sample_counts(heard, rng) if self._split_outputs else heard
+        else:
+            outputs = self.mech.sample_counts(inputs, rng) if self._split_outputs else inputs
+            survivors = rng.binomial(outputs, 1.0 - scenario.spec.network.loss)
+            self.lost += int(outputs.sum() - survivors.sum())
         # split each symbol's survivors over the delivery ticks (the rest is still in flight)
         first = max(cohort.tick, self._next_tick)
         edges = self.timeline.edge(np.arange(first + 1, self.timeline.n + 1))
@@ -416,7 +437,7 @@ class Replication:
         if self.individual:
             t = np.concatenate([p[0] for p in parts])
             order = np.argsort(t, kind="stable")
-            ys = [np.concatenate([p[1][i] for p in parts])[order] for i in range(len(self.mechs))]
+            ys = [np.concatenate([p[1][i] for p in parts])[order] for i in range(len(parts[0][1]))]
             picks = None if parts[0][2] is None else np.concatenate([p[2] for p in parts])[order]
             self._receive_individual(t[order], ys, picks)
         else:
@@ -443,6 +464,11 @@ class Replication:
                 server.add_reports(t, y)
             for j, task in self.tasks:
                 task.observe(t, ys[j])
+            count = len(self.mechs)
+            for c, (xt, _, joint, true_joint) in enumerate(self.crosstabs):
+                m_b = self.mechs[xt.second].output_size
+                joint += np.bincount(ys[xt.first] * m_b + ys[xt.second], minlength=joint.size)
+                true_joint += np.bincount(ys[count + c], minlength=true_joint.size)
             return
         mine = [picks == j for j in range(len(self.servers))]  # each question hears its own respondents
         for server, y, m in zip(self.servers, ys, mine):
@@ -485,6 +511,10 @@ class Replication:
             own = base if self.questions is None else {**base, "n_received": cps[j].n_received}
             for row in task.at_checkpoint(cps[j]):
                 self.rows.append({**own, "task": task.name, **row})
+        for xt, task, joint, true_joint in self.crosstabs:  # n_received: the pairs of reports received
+            n = cps[xt.first].n_received
+            for row in task.at_checkpoint(n, joint.copy(), true_joint.copy()):
+                self.rows.append({**base, "n_received": n, "task": task.name, **row})
 
     def _engine_rows(self) -> None:
         """Book-keeping at the end: clients sent, reports lost, in flight, received, stored."""

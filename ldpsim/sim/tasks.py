@@ -273,3 +273,137 @@ class MeanTask(Task):
             dict(quantity="std_error", category="", estimate=plug, ci_low=np.nan, ci_high=np.nan, truth=np.nan,
                  theory=exact),
         ]  # fmt: skip
+
+
+# --------------------------------------------------------------------- cross-tabulations
+class CrosstabTask:
+    """The joint table of two categorical questions and a test of their independence
+    (``[analyst] crosstabs``, strategy ``split``: both answers of a respondent travel in one
+    report, whose pair of output codes is one output of the product mechanism).
+
+    At each checkpoint, from the counts of the pairs of output codes received
+    (``joint``, length ``m_a m_b``) and the counts of the same respondents' true answer
+    pairs (``true_joint``, length ``ka kb``; the simulator knows them, the analyst does not):
+
+    - ``joint`` rows, one per cell (category ``"row / column"``): the unbiased estimate
+      projected onto the simplex; an interval of the unbiased estimate (normal, plug-in
+      standard error, clipped to [0, 1]); truth = the true joint table; theory = the exact
+      standard error at the number of reports (the product mechanism's covariance at the
+      truth);
+    - ``independence_statistic``, ``independence_df``, ``independence_p_value``,
+      ``independence_reject`` (at ``alpha``; 1 or 0), each twice: category ``ldp`` (the Wald
+      test on the privatised reports, :func:`ldpsim.analyst.independence_test`) and
+      ``pearson`` (Pearson's chi-square test, without continuity correction, on the true
+      answers of the same respondents: ``scipy.stats.chi2_contingency``; answers no
+      respondent gave are left out of its table). A test that cannot be computed (no
+      report yet, a singular null covariance, fewer than two answers seen) is NaN.
+    """
+
+    kind = "crosstab"
+
+    def __init__(self, name: str, mechanism: FrequencyOracle, truth: NDArray[np.float64], rows: list[str],
+                 columns: list[str], alpha: float, confidence: float) -> None:  # fmt: skip
+        self.name = name
+        self.mechanism = mechanism
+        self.truth = truth
+        self.rows, self.columns = rows, columns
+        self.alpha = alpha
+        self.z = float(NormalDist().inv_cdf(0.5 + confidence / 2))
+
+    def at_checkpoint(self, n: int, joint: NDArray[np.int64], true_joint: NDArray[np.int64]) -> list[dict[str, Any]]:
+        from ldpsim.analyst import crosstab_estimate, independence_test
+
+        ka, kb = self.truth.shape
+        cells = ka * kb
+        nan = np.full(cells, np.nan)
+        est = lo = hi = theory = nan
+        ldp: tuple[float, float, float] = (np.nan, np.nan, np.nan)
+        if n > 0:
+            tab = crosstab_estimate(self.mechanism, joint, (ka, kb))
+            unbiased, se = tab.estimate.ravel(), tab.std_error.ravel()
+            est = tab.projected.ravel()
+            lo, hi = np.clip(unbiased - self.z * se, 0.0, 1.0), np.clip(unbiased + self.z * se, 0.0, 1.0)
+            theory = np.sqrt(np.clip(np.diag(self.mechanism.estimate_covariance(self.truth.ravel(), float(n))), 0.0, None))
+            try:
+                test = independence_test(self.mechanism, joint, (ka, kb))
+                ldp = (test.statistic, float(test.df), test.p_value)
+            except LdpSimError:
+                pass
+        pearson = _pearson(true_joint.reshape(ka, kb))
+        out = [
+            dict(quantity="joint", category=f"{self.rows[i // kb]} / {self.columns[i % kb]}", estimate=est[i],
+                 ci_low=lo[i], ci_high=hi[i], truth=float(self.truth.flat[i]), theory=theory[i], method="projected/normal")
+            for i in range(cells)
+        ]  # fmt: skip
+        for which, (stat, df, p) in (("ldp", ldp), ("pearson", pearson)):
+            reject = float(p <= self.alpha) if not np.isnan(p) else np.nan
+            for quantity, value in (("statistic", stat), ("df", df), ("p_value", p), ("reject", reject)):
+                out.append(dict(quantity=f"independence_{quantity}", category=which, estimate=value, ci_low=np.nan,
+                                ci_high=np.nan, truth=np.nan, theory=np.nan))  # fmt: skip
+        return out
+
+
+def _pearson(counts: NDArray[np.int64]) -> tuple[float, float, float]:
+    """Pearson's chi-square test of independence on a table of counts (no continuity
+    correction), over the rows and columns with any count: (statistic, df, p-value)."""
+    from scipy.stats import chi2_contingency
+
+    table = counts[counts.sum(axis=1) > 0][:, counts.sum(axis=0) > 0]
+    if table.shape[0] < 2 or table.shape[1] < 2:
+        return np.nan, np.nan, np.nan
+    res = chi2_contingency(table, correction=False)
+    return float(res.statistic), float(res.dof), float(res.pvalue)
+
+
+# --------------------------------------------------------------------- answer-dependent non-response
+class NonresponseTask(Task):
+    """Answer-dependent loss (``network.loss = { by_answer = ... }``): a report whose client's
+    true answer is x arrives with probability ``r_x = 1 - loss_x``, so the received reports
+    follow ``q = p r / (p . r)`` and every estimate made from them alone targets ``q``.
+
+    Rows per answer: ``nonresponse_bias`` (estimate = theory = the exact bias ``q - p``,
+    :func:`ldpsim.analyst.nonresponse_bias`; truth = the target of the raw estimate, ``q``),
+    and with ``reweight`` (``[analyst] reweight = true``: the analyst knows the rates)
+    ``reweighted``: :func:`ldpsim.analyst.reweight_for_response` of the unbiased estimate,
+    with the normal interval of its delta-method standard error (from the plug-in
+    covariance of the unbiased estimate), clipped to [0, 1]; truth = p; theory = the exact
+    standard error of the reweighted estimate to first order (``J Sigma J^T`` at q, with
+    Sigma the exact covariance of the unbiased estimate at q). Not a task of
+    ``[[analyst.tasks]]``: the engine adds it when the loss depends on the answer."""
+
+    kind = "nonresponse"
+
+    def __init__(self, context: TaskContext, rates: NDArray[np.float64], reweight: bool, confidence: float) -> None:
+        self.context = context
+        self.name = self.kind
+        self.rates = np.asarray(rates, dtype=np.float64)
+        self.reweight = reweight
+        self.z = float(NormalDist().inv_cdf(0.5 + confidence / 2))
+        from ldpsim.analyst import nonresponse_bias
+
+        self.bias = nonresponse_bias(context.truth, self.rates)
+        self.target = context.truth + self.bias  # q: what the received reports follow
+
+    def at_checkpoint(self, checkpoint: Checkpoint) -> list[dict[str, Any]]:
+        from ldpsim.analyst import reweight_for_response
+
+        ctx = self.context
+        k = len(ctx.labels)
+        rows = [dict(quantity="nonresponse_bias", category=label, estimate=self.bias[i], ci_low=np.nan, ci_high=np.nan,
+                     truth=self.target[i], theory=self.bias[i]) for i, label in enumerate(ctx.labels)]  # fmt: skip
+        if not self.reweight:
+            return rows
+        n = checkpoint.n_received
+        est = lo = hi = theory = np.full(k, np.nan)
+        if n > 0:
+            fe = frequency_estimate(ctx.mechanism, checkpoint.counts, n)
+            f = np.asarray(checkpoint.counts, dtype=np.float64) / n
+            rw = reweight_for_response(fe.estimate, self.rates, ctx.mechanism.plugin_covariance(f, float(n)))
+            est = rw.estimate
+            lo, hi = np.clip(est - self.z * rw.std_error, 0.0, 1.0), np.clip(est + self.z * rw.std_error, 0.0, 1.0)
+            exact = reweight_for_response(self.target, self.rates, ctx.mechanism.estimate_covariance(self.target, float(n)))
+            theory = exact.std_error
+        for i, label in enumerate(ctx.labels):
+            rows.append(dict(quantity="reweighted", category=label, estimate=est[i], ci_low=lo[i], ci_high=hi[i],
+                             truth=ctx.truth[i], theory=theory[i], method="reweighted/normal"))  # fmt: skip
+        return rows

@@ -179,7 +179,7 @@ _BRANCH_MISMATCH = {"float_type", "list_type", "int_type"}
 #: unions name their branch by its kind; plain unions by the branch's type).
 _UNION_TAGS = {
     "all_at_once", "poisson", "waves", "constant", "exponential", "lognormal",
-    "constrained-float", "float", "int", "constrained-int",
+    "constrained-float", "float", "int", "constrained-int", "LossByAnswerSpec",
 }  # fmt: skip
 _OWN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 

@@ -43,6 +43,7 @@ from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.sim.scenario.common import Model, NonNegFloat, PositiveFloat
 from ldpsim.sim.scenario.survey import (
     MAX_ANSWERS,
+    AnalystSpec,
     AnswersSpec,
     LawSpec,
     ScenarioSpec,
@@ -100,10 +101,27 @@ class BudgetSpec(Model):
     strategy: Literal["split", "one_random"]
 
 
+class CrosstabSpec(Model):
+    """One ``[analyst] crosstabs`` entry: two categorical questions whose joint table and
+    independence the analyst estimates from the pairs of reports (``split`` only)."""
+
+    rows: Annotated[str, Field(min_length=1, max_length=50)]
+    columns: Annotated[str, Field(min_length=1, max_length=50)]
+    #: the level of both tests of independence
+    alpha: float = Field(0.05, gt=0, lt=1, allow_inf_nan=False)
+
+
+class QuestionsAnalystSpec(AnalystSpec):
+    """``[analyst]`` of a scenario with questions: also the cross-tabulations."""
+
+    crosstabs: Annotated[list[CrosstabSpec], Field(max_length=MAX_QUESTIONS)] = Field(default_factory=list)
+
+
 class QuestionsScenarioSpec(ScenarioSpec):
     """A survey scenario whose respondents answer the ``[[questions]]``."""
 
     population: QuestionsPopulationSpec  # type: ignore[assignment]
+    analyst: QuestionsAnalystSpec = QuestionsAnalystSpec()  # type: ignore[assignment]
     questions: Annotated[list[QuestionSpec], Field(min_length=1, max_length=MAX_QUESTIONS)]
     budget: BudgetSpec
 
@@ -134,6 +152,24 @@ class Question:
 
 
 @dataclass(frozen=True)
+class Crosstab:
+    """A built cross-tabulation: the two questions (indices), the product of their
+    mechanisms (inputs: answer pairs, row-major) and the true joint table (``ka x kb``: the
+    table's joint distribution of the two columns, or the product of the two laws)."""
+
+    name: str  # the task's name in results.csv: "rows x columns:crosstab"
+    first: int
+    second: int
+    mechanism: FrequencyOracle
+    truth: NDArray[np.float64]
+    alpha: float
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.truth.shape  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
 class QuestionSet:
     """The questions of a scenario, the budget, and the exact accounting of both strategies."""
 
@@ -147,6 +183,7 @@ class QuestionSet:
     eps: dict[str, list[float]]  # strategy -> each question's eps (as its mechanism was built)
     privacy: pd.DataFrame  # per strategy: eps and delta per respondent
     variance: pd.DataFrame  # per question and answer: the exact variance under each strategy
+    crosstabs: tuple[Crosstab, ...] = ()  # [analyst] crosstabs (split only)
 
     @property
     def count(self) -> int:
@@ -176,6 +213,7 @@ class QuestionSet:
             "questions": [{"name": q.name, "column": q.column, "answers": "numeric" if q.numeric else q.k,
                            "mechanism": repr(self.mechanism(j)),
                            "eps": float(self.privacy_eps(j))} for j, q in enumerate(self.questions)],
+            **({"crosstabs": [c.name for c in self.crosstabs]} if self.crosstabs else {}),
         }  # fmt: skip
 
     def privacy_eps(self, j: int) -> float:
@@ -249,8 +287,61 @@ def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
         built.append(Question(q.name, labels, prior, mechanisms, delta, codes, column))
     size = pop.size if pop.size is not None else table.rows  # type: ignore[union-attr]
     privacy, variance = _accounting(built, eps_of, size)
+    crosstabs = _crosstabs(spec, built)
     return QuestionSet(tuple(built), spec.budget.strategy, spec.budget.total, size, first_column,
-                       table.rows if table is not None else None, resample, eps_of, privacy, variance)  # fmt: skip
+                       table.rows if table is not None else None, resample, eps_of, privacy, variance,
+                       crosstabs)  # fmt: skip
+
+
+def _crosstabs(spec: QuestionsScenarioSpec, built: list[Question]) -> tuple[Crosstab, ...]:
+    """``[analyst] crosstabs``: two categorical questions with finite mechanisms each, under
+    ``split``; their product mechanism (built here: the analyst never builds mechanisms) and
+    their true joint table."""
+    from ldpsim.mechanisms import product_mechanism
+    from ldpsim.mechanisms.finite import FiniteMechanism
+
+    entries = spec.analyst.crosstabs
+    if entries and spec.budget.strategy != "split":
+        raise LdpSimError(f"analyst.crosstabs: got {len(entries)} cross-tabulation(s) with budget.strategy = "
+                          f"{spec.budget.strategy!r}, expected budget.strategy = 'split' (under one_random nobody "
+                          "answers two questions)")  # fmt: skip
+    names = [q.name for q in built]
+    out: list[Crosstab] = []
+    for i, entry in enumerate(entries):
+        at = f"analyst.crosstabs[{i}]"
+        index = []
+        for key in ("rows", "columns"):
+            name = getattr(entry, key)
+            if name not in names:
+                raise LdpSimError(f"{at}.{key}: got {name!r}, expected the name of a question ({', '.join(names)})")
+            j = names.index(name)
+            q = built[j]
+            if q.numeric:
+                raise LdpSimError(f"{at}.{key}: got {name!r}, a numeric question, expected a categorical one")
+            mech = q.mechanisms["split"]
+            if not isinstance(mech, FiniteMechanism):
+                raise LdpSimError(f"{at}.{key}: got {name!r}, whose mechanism {mech!r} has no finite matrix, expected a "
+                                  "question with a finite mechanism (one output symbol per report)")  # fmt: skip
+            index.append(j)
+        a, b = index
+        if a == b:
+            raise LdpSimError(f"{at}.columns: got {entry.columns!r}, expected a question other than rows")
+        qa, qb = built[a], built[b]
+        try:
+            mech = product_mechanism(qa.mechanisms["split"], qb.mechanisms["split"])
+        except LdpSimError as exc:
+            raise LdpSimError(f"{at}: {exc}") from None
+        if qa.codes is not None and qb.codes is not None:  # the table's joint distribution
+            joint = np.bincount(qa.codes * qb.k + qb.codes, minlength=qa.k * qb.k).astype(np.float64)
+            truth = (joint / joint.sum()).reshape(qa.k, qb.k)
+        else:  # answers drawn from each question's own law: independent
+            truth = np.outer(qa.prior, qb.prior)
+        truth.setflags(write=False)
+        name = f"{qa.name} x {qb.name}:crosstab"
+        if name in [c.name for c in out]:
+            raise LdpSimError(f"{at}: got {qa.name!r} x {qb.name!r} twice, expected each cross-tabulation once")
+        out.append(Crosstab(name, a, b, mech, truth, entry.alpha))
+    return tuple(out)
 
 
 def _table_file(table: Table, q: QuestionSpec, resample: bool) -> TablePopulation:

@@ -198,10 +198,25 @@ ArrivalSpec = Annotated[Union[AllAtOnceSpec, PoissonSpec, WavesSpec], Field(disc
 
 
 # --------------------------------------------------------------------- network
-class NetworkSpec(_Network):
-    """``[network]``: the latency of every report and the probability that it is lost."""
+class LossByAnswerSpec(Model):
+    """``network.loss = { by_answer = { label = probability, ... }, default = ... }``: the
+    probability that a report is lost depends on its client's true answer (non-response
+    missing not at random); answers not listed are lost with ``default``."""
 
-    loss: Probability = 0.0
+    by_answer: Annotated[dict[str, Probability], Field(min_length=1)]
+    default: Probability = 0.0
+
+
+class NetworkSpec(_Network):
+    """``[network]``: the latency of every report and the probability that it is lost
+    (one number, or per answer)."""
+
+    loss: Union[Probability, LossByAnswerSpec] = 0.0
+
+    def loss_text(self) -> str:
+        if isinstance(self.loss, LossByAnswerSpec):
+            return f"by answer {self.loss.by_answer} (default {self.loss.default})"
+        return f"{self.loss}"
 
 
 # --------------------------------------------------------------------- server and analyst
@@ -224,6 +239,8 @@ class CheckpointSpec(Model):
 class AnalystSpec(Model):
     checkpoints: CheckpointSpec = CheckpointSpec()
     tasks: list[dict[str, Any]] = Field(default_factory=lambda: [{"kind": "frequency"}])
+    #: with answer-dependent loss: the analyst knows the response rates and reweights
+    reweight: bool = False
 
 
 class SimulationSpec(_Simulation):
@@ -277,6 +294,9 @@ class Scenario(BuiltScenario):
     #: several questions per respondent (``[[questions]]``): then ``mechanisms`` holds one
     #: (question name, mechanism) per question, and ``labels``/``prior`` are the first's
     questions: Any = None  # ldpsim.sim.scenario.questions.QuestionSet
+    #: answer-dependent loss (``network.loss = { by_answer = ... }``): each answer's loss
+    #: probability (None: one probability for all, ``spec.network.loss``)
+    loss: np.ndarray | None = None
 
     @property
     def mechanism(self) -> FrequencyOracle:
@@ -348,13 +368,48 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
     only = mechanisms[0][1]
     groups = only.statistic_size if len(mechanisms) == 1 and only.output_size is not None else len(labels)
     tick, end = _timing(spec, latency, size, groups, len(mechanisms), k)
-    return Scenario(spec, source, where, tuple(mechanisms), prior, latency, tick, end, labels, size, table)
+    loss = _loss_by_answer(spec, labels, [m for _, m in mechanisms])
+    return Scenario(spec, source, where, tuple(mechanisms), prior, latency, tick, end, labels, size, table, None, loss)
+
+
+def _loss_by_answer(spec: ScenarioSpec, labels: list[str], mechanisms: list[FrequencyOracle]) -> np.ndarray | None:
+    """Each answer's loss probability under ``network.loss = { by_answer = ... }`` (None
+    for one probability), and the checks of ``analyst.reweight``."""
+    loss = spec.network.loss
+    if not isinstance(loss, LossByAnswerSpec):
+        if spec.analyst.reweight:
+            raise LdpSimError("analyst.reweight: got true, expected network.loss = { by_answer = {...} } (reweighting "
+                              "corrects answer-dependent loss; with one loss probability there is nothing to correct)")  # fmt: skip
+        return None
+    for label in loss.by_answer:
+        if label not in labels:
+            raise LdpSimError(f"network.loss.by_answer: got {label!r}, expected answers among the labels "
+                              f"({_show(labels)})")  # fmt: skip
+    vec = np.array([loss.by_answer.get(label, loss.default) for label in labels], dtype=np.float64)
+    if np.all(vec == 1.0):
+        raise LdpSimError("network.loss: got probability 1 for every answer, expected some answer to be heard")
+    if spec.analyst.reweight:
+        if np.any(vec == 1.0):
+            bad = labels[int(np.flatnonzero(vec == 1.0)[0])]
+            raise LdpSimError(f"network.loss.by_answer: got 1 for {bad!r}, expected every loss below 1 with "
+                              "analyst.reweight (an answer never heard cannot be reweighted)")  # fmt: skip
+        for mech in mechanisms:
+            if not mech.identifiable:
+                raise LdpSimError(f"analyst.reweight: got true with {mech!r}, expected a mechanism whose matrix has "
+                                  f"full row rank {mech.k} (the reweighting corrects an unbiased estimate)")  # fmt: skip
+    vec.setflags(write=False)
+    return vec
 
 
 def _build_questions(spec: Any, source: str, where: str) -> Scenario:
     """A scenario with ``[[questions]]`` (:mod:`ldpsim.sim.scenario.questions`)."""
     from ldpsim.sim.scenario.questions import build_questions
 
+    if isinstance(spec.network.loss, LossByAnswerSpec):
+        raise LdpSimError("network.loss: got a loss by answer with [[questions]], expected one probability (answer-"
+                          "dependent loss is for scenarios with one question, not yet for [[questions]])")  # fmt: skip
+    if spec.analyst.reweight:
+        raise LdpSimError("analyst.reweight: got true with [[questions]], expected false (not yet for [[questions]])")
     qs = build_questions(spec, where)
     mechanisms = tuple((q.name, qs.mechanism(j)) for j, q in enumerate(qs.questions))
     latency = build_latency(spec.network.latency)
