@@ -222,9 +222,11 @@ def test_the_shipped_scenario_runs_small(tmp_path):
     assert _privacy(sc) == {"split": pytest.approx((2.0, 0.0)), "one_random": pytest.approx((2.0, 0.0))}
     result = run_scenario(sc, out=tmp_path / "run", progress=False)
     tasks = set(result.results["task"]) - {"engine"}
-    assert tasks == {f"{q}:frequency" for q in ["party_id", "self_lr", "education", "vote"]} | {"age:mean"}
+    want = {f"{q}:frequency" for q in ["party_id", "self_lr", "education", "vote"]} | {"age:mean"}
+    assert tasks == want | {"education x vote:crosstab"}
     summary = (result.run_dir / "summary.md").read_text()
     assert "## Budget strategies" in summary and "## Means of the numeric questions" in summary
+    assert "## Cross-tabulations" in summary
     with (SCENARIOS / "data" / "anes96.csv").open(newline="", encoding="utf-8") as f:
         education = Counter(row["education"] for row in csv.DictReader(f))
     truth = result.results[(result.results["task"] == "education:frequency") & (result.results["quantity"] == "frequency")]
