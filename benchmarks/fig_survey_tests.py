@@ -17,8 +17,12 @@ true answer counts Pearson's test runs (scipy), the non-private baseline.
   independently from the two ANES marginals (the null), ``--null-reps`` replications,
   with the Clopper-Pearson interval at 95% beside it.
 
-Writes ``reports/benchmarks/survey_tests.csv`` and the figure
-``docs/img/anes_independence_power.png`` (``--figure`` to put it elsewhere). Run from the
+* **the cross-tabulation** itself: the real joint table beside its privatised estimate
+  (projected onto the simplex) from 10^6 respondents at a total eps of 2.
+
+Writes ``reports/benchmarks/survey_tests.csv`` and the figures
+``docs/img/anes_independence_power.png`` and ``docs/img/anes_crosstab.png`` (``--figure``
+and ``--crosstab-figure`` to put them elsewhere). Run from the
 repository root: ``python benchmarks/fig_survey_tests.py`` (about a minute on 2 cores).
 """
 
@@ -29,7 +33,7 @@ import pandas as pd
 from scipy import stats
 
 from _common import REPO_ROOT, parser, report
-from ldpsim.analyst import independence_test
+from ldpsim.analyst import crosstab_estimate, independence_test
 from ldpsim.mechanisms import catalog, product_mechanism
 from ldpsim.report.figures import plt, png_bytes
 from ldpsim.stats import clopper_pearson
@@ -68,6 +72,7 @@ def main() -> None:
     p.add_argument("--null-n", type=int, default=100_000)
     p.add_argument("--null-reps", type=int, default=2_000)
     p.add_argument("--figure", default=str(REPO_ROOT / "docs" / "img" / "anes_independence_power.png"))
+    p.add_argument("--crosstab-figure", default=str(REPO_ROOT / "docs" / "img" / "anes_crosstab.png"))
     args = p.parse_args()
     rng = np.random.default_rng(args.seed)
     table, rows, cols = joint_table()
@@ -101,6 +106,33 @@ def main() -> None:
     with open(args.figure, "wb") as f:
         f.write(png_bytes(fig))
     print(f"figure: {args.figure}")
+    crosstab_figure(table, rows, cols, rng, args.crosstab_figure)
+
+
+def crosstab_figure(table: np.ndarray, rows: list, cols: list, rng: np.random.Generator, path: str) -> None:
+    """The real joint table beside its privatised estimate (10^6 respondents, eps 1 + 1)."""
+    ka, kb = table.shape
+    both = product_mechanism(catalog.build("randomized_response", k=ka, eps=1.0),
+                             catalog.build("randomized_response", k=kb, eps=1.0))  # fmt: skip
+    counts = both.sample_counts(rng.multinomial(1_000_000, table.ravel()), rng)
+    est = crosstab_estimate(both, counts, (ka, kb)).projected
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4.2), sharey=True, layout="constrained")
+    top = float(max(table.max(), est.max()))
+    for ax, data, title in ((axes[0], table, "the 944 real respondents"),
+                            (axes[1], est, "privatised, 10^6 respondents, eps 1 + 1")):  # fmt: skip
+        im = ax.imshow(data, vmin=0, vmax=top, cmap="viridis", aspect="auto")
+        for i in range(ka):
+            for j in range(kb):
+                ax.text(j, i, f"{data[i, j]:.3f}", ha="center", va="center", fontsize=7,
+                        color="white" if data[i, j] < top / 2 else "black")  # fmt: skip
+        ax.set_xticks(range(kb), [str(c) for c in cols])
+        ax.set_title(title, fontsize=9)
+    axes[0].set_yticks(range(ka), [str(r) for r in rows])
+    fig.colorbar(im, ax=axes, shrink=0.8)
+    fig.suptitle(f"{ROWS} x {COLS}: joint shares", fontsize=10)
+    with open(path, "wb") as f:
+        f.write(png_bytes(fig))
+    print(f"figure: {path}")
 
 
 if __name__ == "__main__":
