@@ -214,6 +214,10 @@ def _print_survey(result) -> None:  # type: ignore[no-untyped-def]
         print("answer-dependent loss (replication 0 at the end): the raw estimate's exact bias"
               + (" and the reweighted estimate" if "reweighted" in nonresponse.columns else "") + ":")
         print(nonresponse.to_string(index=False, float_format=lambda x: f"{x:.5f}"))
+    tiers = summary.tiers_table(result.results)
+    if not tiers.empty:
+        print("privacy tiers (replication 0 at the end): the combined estimate, the naive pooling, exact standard errors:")
+        print(tiers.to_string(index=False, float_format=lambda x: f"{x:.5f}"))
     tests = summary.crosstab_tests(result.results) if qs is not None else None
     if tests is not None and not tests.empty:
         for task, g in tests.groupby("task", sort=False):

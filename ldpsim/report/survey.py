@@ -150,7 +150,8 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
             *([f"- answers from {scenario.table.describe()}; the truth is the column's distribution"]
               if getattr(scenario, "table", None) is not None else []),
             *(f"- mechanism{' ' + name if scenario.compared else ''}: {m!r}, exact eps = {m.epsilon():.6g}"
-              for name, m in scenario.mechanisms),
+              for name, m in scenario.mechanisms if getattr(scenario, "tiers", None) is None),
+            *_tiers_setup(scenario),
             *(["- the mechanisms privatise the same respondents, who arrive at the same times over the same network "
                "(common random numbers)"] if scenario.compared else []),
             *run_lines,
@@ -223,6 +224,15 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
                 + ("; the analyst, told the response rates, reweights the unbiased estimate (p = (q / r) / sum(q / r)) "
                    "and gives a normal interval from its delta-method standard error" if reweighted else "")
                 + ":", "", _md_table(nonresponse, "{:.5f}"), ""]  # fmt: skip
+    tiers = summary.tiers_table(results)
+    if not tiers.empty:
+        sizes = ", ".join(f"{name}: {n:,}" for name, n in summary.tier_sizes(results))
+        out += ["## Privacy tiers", "",
+                "Each tier's reports estimate the distribution alone; the analyst combines them answer by answer with "
+                "inverse-variance weights (plug-in variances; `combined`, the `tiers` task's frequency rows) and shows "
+                "the naive pooling beside it (the tiers' estimates weighted by their numbers of reports, `naive`). "
+                "Exact standard errors at the truth and at each tier's reports received (" + sizes + "), replication "
+                "0 at the end:", "", _md_table(tiers, "{:.5f}"), ""]  # fmt: skip
     tests = summary.crosstab_tests(results) if questions is not None else pd.DataFrame()
     if not tests.empty:
         out += ["## Cross-tabulations", "",
@@ -257,6 +267,17 @@ def _series(results: pd.DataFrame, by_task: bool) -> list[str]:
     out = []
     for task in results.loc[results["quantity"] == "frequency", "task"].unique():
         out += [f"`{task}`:", "", _md_table(summary.checkpoint_series(results[results["task"] == task]), "{:.4f}"), ""]
+    return out
+
+
+def _tiers_setup(scenario) -> list[str]:
+    """The privacy tiers of a scenario with ``[mechanism] tiers`` (none otherwise)."""
+    tiers = getattr(scenario, "tiers", None)
+    if tiers is None:
+        return []
+    out = ["- privacy tiers: each respondent is in one tier, drawn with the tier's share; its exact eps is its tier's"]
+    for (name, m), share in zip(tiers.named, tiers.shares):
+        out.append(f"  - {name}, share {share:.6g}: {m!r}, exact eps = {m.epsilon():.6g}")
     return out
 
 

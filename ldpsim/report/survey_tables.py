@@ -231,8 +231,44 @@ def _is_crosstab(rows: pd.DataFrame) -> pd.Series:
 NONRESPONSE = ("nonresponse_bias", "reweighted")
 
 
+#: quantities of the privacy tiers' task shown in their own table
+TIERS = ("naive_frequency", "tier_frequency")
+
+
 def _own_table(rows: pd.DataFrame) -> pd.Series:
-    return _is_crosstab(rows) | rows["quantity"].isin(NONRESPONSE)
+    return _is_crosstab(rows) | rows["quantity"].isin(NONRESPONSE + TIERS)
+
+
+def tiers_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Privacy tiers, at the end of replication 0, per answer: the truth, the combined
+    (minimum-variance) estimate and its exact standard error, the naive pooling and its
+    exact standard error, and each tier's exact standard error (columns ``se tier t (eps =
+    ...)``, at the tier's reports received)."""
+    end = results[(results["reason"] == "end") & (results["task"] == "tiers")]
+    if end.empty:
+        return pd.DataFrame()
+    end = end[end["replication"] == end["replication"].min()]
+    comb = end[end["quantity"] == "frequency"].set_index("category")
+    out = pd.DataFrame({"category": comb.index, "truth": comb["truth"].to_numpy(), "combined": comb["estimate"].to_numpy()})
+    se = end[end["quantity"] == "std_error"].set_index("category")["theory"]
+    naive = end[end["quantity"] == "naive_frequency"].set_index("category")
+    out["combined_exact_se"] = out["category"].map(se)
+    out["naive"] = out["category"].map(naive["estimate"])
+    out["naive_exact_se"] = out["category"].map(naive["theory"])
+    tiers = end[end["quantity"] == "tier_frequency"]
+    for method, g in tiers.groupby("method", sort=False):
+        out[f"se {method}"] = out["category"].map(g.set_index("category")["theory"])
+    return out
+
+
+def tier_sizes(results: pd.DataFrame) -> list[tuple[str, int]]:
+    """(tier, reports received) at the end of replication 0."""
+    end = results[(results["reason"] == "end") & (results["task"] == "tiers") & (results["quantity"] == "tier_frequency")]
+    if end.empty:
+        return []
+    end = end[end["replication"] == end["replication"].min()]
+    first = end.groupby("method", sort=False)["n_received"].first()
+    return [(str(m), int(n)) for m, n in first.items()]
 
 
 def nonresponse_table(results: pd.DataFrame) -> pd.DataFrame:
@@ -248,8 +284,12 @@ def nonresponse_table(results: pd.DataFrame) -> pd.DataFrame:
     end = results[(results["reason"] == "end") & (results["replication"] == rep)]
     out = []
     for task, g in nr[nr["replication"] == rep].groupby("task", sort=False):
-        suffix = task[len("nonresponse"):]  # "" or "@mechanism"
-        freq = end[(end["quantity"] == "frequency") & end["task"].astype(str).str.endswith(suffix)]
+        names = end["task"].astype(str)
+        if task.endswith(":nonresponse"):  # a question's item non-response: "question:nonresponse"
+            mine = names.str.startswith(task[: -len("nonresponse")])
+        else:
+            mine = names.str.endswith(task[len("nonresponse"):])  # "" or "@mechanism"
+        freq = end[(end["quantity"] == "frequency") & mine]
         raw = freq[freq["task"] == freq["task"].iloc[0]].set_index("category") if len(freq) else None
         t = pd.DataFrame({"task": task, "category": g["category"].to_numpy(), "exact_bias": g["estimate"].to_numpy(),
                           "raw_target": g["truth"].to_numpy()})  # fmt: skip

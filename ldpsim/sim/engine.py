@@ -27,6 +27,12 @@ For frequency oracles whose reports are not one symbol (unary encoding and the l
 clients themselves are thinned and split by input, and the statistic of each delivered
 group is drawn on delivery (``sample_statistic``): the same law, since each report depends
 only on its client's input.
+With several questions (``[[questions]]``) aggregate mode counts respondents by type (a
+distinct row of the table, or all alike without one): the types are thinned and split
+over delivery ticks, and on delivery each question's statistic is drawn from its answer
+counts (a cross-tabulated pair's from the product mechanism on the answer-pair counts).
+With privacy tiers each answer's clients are split over the tiers (multinomial) and each
+tier's output counts drawn from its own mechanism.
 Ticks divide the checkpoint interval, so periodic checkpoints are exact in both modes;
 checkpoints every m reports take the exact m-th report in individual mode, and in
 aggregate mode the exact counts of the first m reports (a multivariate hypergeometric
@@ -58,7 +64,9 @@ from ldpsim.sim.scenario.survey import (
     WavesSpec,
     arrival_horizon,
 )
-from ldpsim.sim.tasks import Checkpoint, CrosstabTask, MeanTask, NonresponseTask, Task, TaskContext, make_tasks
+from ldpsim.sim.tasks import (
+    Checkpoint, CrosstabTask, MeanTask, NonresponseTask, Task, TaskContext, TierTask, make_tasks,
+)  # fmt: skip
 
 
 class Timeline:
@@ -234,8 +242,12 @@ class Replication:
                         for m, num in zip(self.mechs, numeric)]  # fmt: skip
         self.server = self.servers[0]
         self.tasks: list[tuple[int, Task]] = []
+        # privacy tiers: one server per tier, and one task combining them (no per-tier tasks)
+        self.tiers = scenario.tiers
+        self.tier_task = None if self.tiers is None else TierTask(
+            self.tiers.mechanisms, self.tiers.eps, scenario.labels, scenario.prior, self.tiers.confidence)
         # several questions: one server per question, its tasks named "question:task"
-        for j, (name, mech) in enumerate(scenario.mechanisms):
+        for j, (name, mech) in enumerate(() if self.tiers is not None else scenario.mechanisms):
             if numeric[j]:  # a numeric question: the mean of its reports
                 q = self.questions.questions[j]  # type: ignore[union-attr]
                 mean = MeanTask(f"{name}:mean", float(q.prior[0]), q.report_variance[self.questions.strategy],  # type: ignore[union-attr, index]
@@ -258,6 +270,11 @@ class Replication:
                 if scenario.compared:
                     nr.name = f"{nr.name}@{name}"
                 self.tasks.append((j, nr))
+            elif self.questions is not None and self.questions.questions[j].loss is not None:  # item non-response
+                rates = 1.0 - self.questions.questions[j].loss
+                nr = NonresponseTask(context, rates, spec.analyst.reweight, _confidence(spec.analyst.tasks))
+                nr.name = f"{name}:{nr.name}"
+                self.tasks.append((j, nr))
         for (_, task), child in zip(self.tasks, task_seq.spawn(len(self.tasks))):
             task.start(np.random.default_rng(child))
         # [analyst] crosstabs (split): per pair of questions, the counts of the pairs of output
@@ -268,6 +285,9 @@ class Replication:
             task = CrosstabTask(xt.name, xt.mechanism, xt.truth, qa.labels, qb.labels, xt.alpha, _confidence(spec.analyst.tasks))
             m = (self.mechs[xt.first].output_size, self.mechs[xt.second].output_size)
             self.crosstabs.append((xt, task, np.zeros(m[0] * m[1], np.int64), np.zeros(qa.k * qb.k, np.int64)))
+        # questions with item non-response (questions[i].loss): their indices, in order
+        self._item_loss = [] if self.questions is None else [j for j, q in enumerate(self.questions.questions)
+                                                             if q.loss is not None]  # fmt: skip
         self.rows: list[dict[str, Any]] = []
         self.sent = self.lost = self.in_flight = 0
         self.messages = 0  # reports received (a respondent's answers to several questions travel as one)
@@ -282,8 +302,18 @@ class Replication:
         # aggregate mode: a finite mechanism's reports are symbols, so its output counts are
         # thinned and split over delivery ticks; other oracles' clients are thinned and split
         # by input, and the statistic of each delivered group is drawn when it arrives
-        self._split_outputs = not scenario.compared and self.mech.output_size is not None
+        grouped = self.mechs if self.tiers is not None else [self.mech]
+        self._split_outputs = not scenario.compared and all(m.output_size is not None for m in grouped)
+        # aggregate mode with tiers: where each tier's groups start in a cohort's group vector
+        if self.tiers is not None:
+            sizes = [m.statistic_size if self._split_outputs else m.k for m in self.mechs]
+            self._tier_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
         self._statistic_rngs = [np.random.default_rng(c) for c in statistic_seq.spawn(len(self.mechs))]
+        if self.questions is not None and not self.individual:
+            # aggregate mode with questions: the cross-tabulations' joint reports, and the
+            # one_random split of the respondents among the questions, from their own streams
+            self._pair_rngs = [np.random.default_rng(c) for c in statistic_seq.spawn(len(self.crosstabs))]
+            self._pick_rng = np.random.default_rng(statistic_seq.spawn(1)[0])
 
     # ----------------------------------------------------------------- SimPy processes
     def run(self) -> pd.DataFrame:
@@ -331,13 +361,17 @@ class Replication:
             batch = self.scenario.spec.simulation.batch_size
             # compared mechanisms privatise the same clients, each from its own stream
             privacy = [np.random.default_rng(c) for c in seq.spawn(len(self.mechs))] if self.scenario.compared else None
+            # privacy tiers: each respondent's tier from the cohort's own tier stream
+            tier_rng = np.random.default_rng(seq.spawn(1)[0]) if self.tiers is not None else None
             for first in range(0, cohort.size, batch):
-                self._send_individual(cohort, cohort.first + first, min(batch, cohort.size - first), rng, privacy)
+                self._send_individual(cohort, cohort.first + first, min(batch, cohort.size - first), rng, privacy, tier_rng)
         else:
-            self._send_aggregate(cohort, rng)
+            self._send_aggregate(cohort, rng, np.random.default_rng(seq.spawn(1)[0]) if self.tiers is not None else None)
 
-    def _send_individual(self, cohort: Cohort, first: int, size: int, rng: np.random.Generator, privacy: list | None) -> None:
-        """Clients ``first .. first + size - 1`` (of the cohort)."""
+    def _send_individual(self, cohort: Cohort, first: int, size: int, rng: np.random.Generator, privacy: list | None,
+                         tier_rng: np.random.Generator | None = None) -> None:
+        """Clients ``first .. first + size - 1`` (of the cohort); ``tier_rng``: the stream of
+        their privacy tiers (None without tiers)."""
         scenario = self.scenario
         if self.questions is not None:  # every question's reports, drawn from the cohort's stream
             answered, pick = self._answer(first, size, rng)
@@ -348,7 +382,11 @@ class Replication:
             x = scenario.table.inputs(first, size, rng)
         # one mechanism: its reports are drawn here, from the cohort's stream; compared ones
         # after the network's draws, so that respondents, times and losses are common
-        if self.questions is None:
+        if tier_rng is not None:  # each tier's mechanism privatises its own respondents
+            answered = self._tiered(x, tier_rng, rng)
+            pick = answered.pop()
+            y = np.arange(size)
+        elif self.questions is None:
             y = self.mech.privatize(x, rng) if privacy is None else np.arange(size)
         if cohort.stop > cohort.start:
             t = rng.uniform(cohort.start, cohort.stop, size)
@@ -367,7 +405,7 @@ class Replication:
         order = np.argsort(j, kind="stable")
         j, t, y = j[order], t[order], y[order]
         picks = None
-        if self.questions is not None:
+        if self.questions is not None or tier_rng is not None:
             ys, picks = [r[y] for r in answered], (None if pick is None else pick[y])
         else:
             ys = [y] if privacy is None else [m.privatize(x[y], g) for m, g in zip(self.mechs, privacy)]
@@ -399,10 +437,33 @@ class Replication:
             out.append(full)
         for xt, _, _, _ in self.crosstabs:  # the true answer pairs travel with the reports (split only)
             out.append(xs[xt.first] * qs.questions[xt.second].k + xs[xt.second])
+        for j in self._item_loss:  # item non-response: whether the message keeps question j's report
+            out.append(rng.random(size) >= qs.questions[j].loss[xs[j]])
         return out, pick
 
-    def _send_aggregate(self, cohort: Cohort, rng: np.random.Generator) -> None:
+    def _tiered(self, x: NDArray[np.int64], tier_rng: np.random.Generator, rng: np.random.Generator) -> list[NDArray]:
+        """Privacy tiers, individual mode: each respondent's tier (one draw from the tier
+        stream), then each tier's reports (placeholders for the other tiers' respondents);
+        the tiers come last in the list."""
+        tier = tier_rng.choice(len(self.mechs), size=x.size, p=self.tiers.shares)  # type: ignore[union-attr]
+        out: list[NDArray] = []
+        for t, mech in enumerate(self.mechs):
+            chosen = tier == t
+            part = mech.privatize(x[chosen], rng)
+            full = np.zeros((x.size, *part.shape[1:]), dtype=part.dtype)
+            full[chosen] = part
+            out.append(full)
+        out.append(tier)
+        return out
+
+    def _send_aggregate(self, cohort: Cohort, rng: np.random.Generator, tier_rng: np.random.Generator | None = None) -> None:
         scenario = self.scenario
+        if self.questions is not None:  # respondents by type: they travel, their reports are drawn on delivery
+            groups = self.questions.type_counts(cohort.first, cohort.size, rng)
+            survivors = rng.binomial(groups, 1.0 - scenario.spec.network.loss)
+            self.lost += int(groups.sum() - survivors.sum())
+            self._split_over_ticks(cohort, survivors, rng)
+            return
         if scenario.table is None:
             inputs = rng.multinomial(cohort.size, scenario.prior)
         else:
@@ -412,11 +473,21 @@ class Replication:
             heard = rng.binomial(inputs, 1.0 - scenario.loss)
             self.lost += int(inputs.sum() - heard.sum())
             survivors = self.mech.sample_counts(heard, rng) if self._split_outputs else heard
+        elif tier_rng is not None:  # privacy tiers: each answer's clients split over the tiers (multinomial)
+            by_tier = tier_rng.multinomial(inputs, np.broadcast_to(self.tiers.shares, (inputs.size, len(self.mechs))))  # type: ignore[union-attr]
+            outputs = np.concatenate([m.sample_counts(by_tier[:, t], rng) if self._split_outputs else by_tier[:, t]
+                                      for t, m in enumerate(self.mechs)])  # fmt: skip
+            survivors = rng.binomial(outputs, 1.0 - scenario.spec.network.loss)
+            self.lost += int(outputs.sum() - survivors.sum())
         else:
             outputs = self.mech.sample_counts(inputs, rng) if self._split_outputs else inputs
             survivors = rng.binomial(outputs, 1.0 - scenario.spec.network.loss)
             self.lost += int(outputs.sum() - survivors.sum())
-        # split each symbol's survivors over the delivery ticks (the rest is still in flight)
+        self._split_over_ticks(cohort, survivors, rng)
+
+    def _split_over_ticks(self, cohort: Cohort, survivors: NDArray[np.int64], rng: np.random.Generator) -> None:
+        """Split each group's survivors over the delivery ticks (the rest is still in flight)."""
+        scenario = self.scenario
         first = max(cohort.tick, self._next_tick)
         edges = self.timeline.edge(np.arange(first + 1, self.timeline.n + 1))
         edges = edges + Timeline.EDGE_TOL * self.timeline.dt  # the same edge convention as individual mode
@@ -459,16 +530,26 @@ class Replication:
         if not len(t):
             return
         self.messages += len(t)
+        if self._item_loss:  # each question hears the respondents who kept its report (and chose it)
+            base = len(self.mechs) + len(self.crosstabs)
+            kept = {j: ys[base + i] for i, j in enumerate(self._item_loss)}
+            mine = [kept.get(j, np.ones(len(t), dtype=bool)) & (True if picks is None else picks == j)
+                    for j in range(len(self.servers))]  # fmt: skip
+            for server, y, m in zip(self.servers, ys, mine):
+                if m.any():
+                    server.add_reports(t[m], y[m])
+            for j, task in self.tasks:
+                if mine[j].any():
+                    task.observe(t[mine[j]], ys[j][mine[j]])
+            if picks is None:  # the cross-tabulated questions have no item non-response
+                self._pairs(ys)
+            return
         if picks is None:
             for server, y in zip(self.servers, ys):
                 server.add_reports(t, y)
             for j, task in self.tasks:
                 task.observe(t, ys[j])
-            count = len(self.mechs)
-            for c, (xt, _, joint, true_joint) in enumerate(self.crosstabs):
-                m_b = self.mechs[xt.second].output_size
-                joint += np.bincount(ys[xt.first] * m_b + ys[xt.second], minlength=joint.size)
-                true_joint += np.bincount(ys[count + c], minlength=true_joint.size)
+            self._pairs(ys)
             return
         mine = [picks == j for j in range(len(self.servers))]  # each question hears its own respondents
         for server, y, m in zip(self.servers, ys, mine):
@@ -478,11 +559,19 @@ class Replication:
             if mine[j].any():
                 task.observe(t[mine[j]], ys[j][mine[j]])
 
+    def _pairs(self, ys: list[NDArray[np.int64]]) -> None:
+        """The cross-tabulations' pairs of output codes and of true answers (split)."""
+        count = len(self.mechs)
+        for c, (xt, _, joint, true_joint) in enumerate(self.crosstabs):
+            m_b = self.mechs[xt.second].output_size
+            joint += np.bincount(ys[xt.first] * m_b + ys[xt.second], minlength=joint.size)
+            true_joint += np.bincount(ys[count + c], minlength=true_joint.size)
+
     def _receive_counts(self, counts: NDArray[np.int64], t: float) -> None:
         """A tick's delivered groups (output counts, or input counts of the clients heard)."""
         counts = counts.astype(np.int64)
-        while self._every_reports and self.server.n_received + int(counts.sum()) >= self._next_report_cp:
-            cut = self._next_report_cp - self.server.n_received
+        while self._every_reports and self._heard() + int(counts.sum()) >= self._next_report_cp:
+            cut = self._next_report_cp - self._heard()
             head = _hypergeometric_head(counts, cut, self._split_rng)
             self._add_group(head)
             counts = counts - head
@@ -490,7 +579,78 @@ class Replication:
             self._next_report_cp += self._every_reports
         self._add_group(counts)
 
+    def _heard(self) -> int:
+        """Reports received (aggregate mode): every tier's, with privacy tiers; the messages
+        (respondents heard), with questions."""
+        if self.questions is not None:
+            return self.messages
+        return self.server.n_received if self.tiers is None else sum(s.n_received for s in self.servers)
+
+    def _add_respondents(self, counts: NDArray[np.int64]) -> None:
+        """Aggregate mode with questions: ``counts`` respondents of each type delivered
+        together. Under one_random they are first split among the questions (multinomial,
+        equal shares). Each question's answer counts are sums over the types (without a
+        table: its own law's multinomial); its statistic is drawn from its mechanism's
+        aggregate law, independently of the other questions' (independent noise). A
+        cross-tabulated pair's joint output counts come from the product mechanism on the
+        answer-pair counts, and both questions' statistics are its margins."""
+        qs = self.questions
+        total = int(counts.sum())
+        if total == 0:
+            return
+        self.messages += total
+        if qs.strategy == "one_random":
+            by_question = self._pick_rng.multinomial(counts, np.full((counts.size, qs.count), 1.0 / qs.count))
+        else:
+            by_question = np.broadcast_to(counts[:, None], (counts.size, qs.count))
+        codes = qs.type_codes
+        done = set()
+        for (xt, _, joint, true_joint), rng in zip(self.crosstabs, self._pair_rngs):  # split only: every question
+            a, b = xt.first, xt.second
+            kb = qs.questions[b].k
+            if codes is None:  # independent laws: the pairs are a multinomial over the product
+                pairs = rng.multinomial(total, xt.truth.ravel())
+            else:
+                pairs = np.zeros(qs.questions[a].k * kb, np.int64)
+                np.add.at(pairs, codes[:, a] * kb + codes[:, b], counts)
+            out = xt.mechanism.sample_counts(pairs, rng)
+            joint += out
+            true_joint += pairs
+            grid = out.reshape(self.mechs[a].output_size, self.mechs[b].output_size)
+            self.servers[a].add_counts(grid.sum(axis=1), total)
+            self.servers[b].add_counts(grid.sum(axis=0), total)
+            done.update((a, b))
+        for j, (server, mech, rng) in enumerate(zip(self.servers, self.mechs, self._statistic_rngs)):
+            if j in done:
+                continue
+            heard = by_question[:, j]
+            m = int(heard.sum())
+            if m == 0:
+                continue
+            q = qs.questions[j]
+            if codes is None:
+                answers = rng.multinomial(m, q.prior)
+            else:
+                answers = np.zeros(q.k, np.int64)
+                np.add.at(answers, codes[:, j], heard)
+            if q.loss is not None:  # item non-response: each answer's reports thinned by its rate
+                answers = rng.binomial(answers, 1.0 - q.loss)
+                m = int(answers.sum())
+                if m == 0:
+                    continue
+            server.add_counts(mech.sample_statistic(answers, rng), m)
+
     def _add_group(self, counts: NDArray[np.int64]) -> None:
+        if self.questions is not None:
+            self._add_respondents(counts)
+            return
+        if self.tiers is not None:  # each tier's part of the groups goes to its own server
+            off = self._tier_offsets
+            for t, (server, mech, rng) in enumerate(zip(self.servers, self.mechs, self._statistic_rngs)):
+                part = counts[off[t]:off[t + 1]]
+                stat = part if self._split_outputs else mech.sample_statistic(part, rng)
+                server.add_counts(stat, int(part.sum()))
+            return
         reports = int(counts.sum())
         if self._split_outputs:
             self.server.add_counts(counts, reports)
@@ -504,8 +664,12 @@ class Replication:
         for server in self.servers:
             reports, times = server.stored_reports()
             cps.append(Checkpoint(self._checkpoints, t, reason, server.n_received, server.counts.copy(), reports, times))
-        base = dict(replication=self.index, checkpoint=self._checkpoints, reason=reason, time=t, n_received=cps[0].n_received)
+        heard = cps[0].n_received if self.tiers is None else sum(cp.n_received for cp in cps)
+        base = dict(replication=self.index, checkpoint=self._checkpoints, reason=reason, time=t, n_received=heard)
         self._checkpoints += 1
+        if self.tier_task is not None:
+            for row in self.tier_task.at_checkpoint(cps):
+                self.rows.append({**base, "task": self.tier_task.name, **row})
         for j, task in self.tasks:
             # several questions: each question's own reports received
             own = base if self.questions is None else {**base, "n_received": cps[j].n_received}
@@ -523,7 +687,7 @@ class Replication:
                     truth=np.nan, theory=np.nan)  # fmt: skip
         values = {
             "clients": self.sent, "lost": self.lost, "in_flight": self.in_flight,
-            "received": self._received(), "stored_reports": sum(s.stored for s in self.servers) if self.questions else self.server.stored,
+            "received": self._received(), "stored_reports": sum(s.stored for s in self.servers) if self.questions or self.tiers else self.server.stored,
             "storage_truncated": float(self.server.truncated),
         }  # fmt: skip
         for quantity, value in values.items():
@@ -531,7 +695,9 @@ class Replication:
 
     def _received(self) -> int:
         """Reports received: the server's count (the messages, with several questions)."""
-        return self.messages if self.questions is not None else self.server.n_received
+        if self.tiers is not None and not self.individual:
+            return self._heard()
+        return self.messages if self.questions is not None or self.tiers is not None else self.server.n_received
 
 
 def _is_multiple(t: float, every: float) -> bool:

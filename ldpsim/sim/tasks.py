@@ -407,3 +407,67 @@ class NonresponseTask(Task):
             rows.append(dict(quantity="reweighted", category=label, estimate=est[i], ci_low=lo[i], ci_high=hi[i],
                              truth=ctx.truth[i], theory=theory[i], method="reweighted/normal"))  # fmt: skip
         return rows
+
+
+# --------------------------------------------------------------------- privacy tiers
+class TierTask:
+    """Privacy tiers (``[mechanism] tiers``): respondents in tier ``t`` privatise with the
+    mechanism's family at eps_t, the server keeps each tier's statistic, and the analyst
+    combines the tiers' unbiased estimates answer by answer with inverse plug-in-variance
+    weights (:func:`ldpsim.analyst.combine_tiers`). Not a task of ``[[analyst.tasks]]``:
+    the engine gives it to every scenario with tiers.
+
+    Rows per answer at each checkpoint:
+
+    - ``frequency``: the combined estimate, its normal interval from the plug-in combined
+      standard error (clipped to [0, 1]); truth = the true probability; method
+      ``tiers/normal``;
+    - ``std_error``: estimate = the plug-in combined standard error; theory = the exact one,
+      ``sqrt(1 / sum_t 1 / V_t)`` with ``V_t`` the exact variance of tier t's estimate at the
+      truth and the tier's number of reports received (:func:`ldpsim.analyst.tier_design`);
+    - ``naive_frequency``: the naive pooling (the tiers' estimates averaged with weights
+      ``n_t / n``), its normal interval, theory = its exact standard error;
+    - ``tier_frequency`` per tier (method ``tier t (eps = ...)``, ``n_received`` the tier's
+      reports): the tier's own estimate, theory = its exact standard error.
+    """
+
+    kind = "tiers"
+
+    def __init__(self, mechanisms: list[FrequencyOracle], eps: tuple[float, ...], labels: list[str],
+                 truth: NDArray[np.float64], confidence: float) -> None:  # fmt: skip
+        self.name = self.kind
+        self.mechanisms = list(mechanisms)
+        self.eps = eps
+        self.labels = labels
+        self.truth = np.asarray(truth, dtype=np.float64)
+        self.z = float(NormalDist().inv_cdf(0.5 + confidence / 2))
+
+    def at_checkpoint(self, checkpoints: list[Checkpoint]) -> list[dict[str, Any]]:
+        from ldpsim.analyst import combine_tiers, tier_design
+
+        k, count = len(self.labels), len(self.mechanisms)
+        sizes = np.array([cp.n_received for cp in checkpoints], dtype=np.float64)
+        nan = np.full(k, np.nan)
+        est = se = naive = naive_se = exact = naive_exact = nan
+        tier_est = tier_exact = np.full((count, k), np.nan)
+        if sizes.sum() > 0:
+            comb = combine_tiers(self.mechanisms, [cp.counts for cp in checkpoints], n=[cp.n_received for cp in checkpoints])
+            est, se, naive, naive_se = comb.estimate, comb.std_error, comb.naive_estimate, comb.naive_std_error
+            design = tier_design(self.mechanisms, self.truth, float(sizes.sum()), sizes / sizes.sum())
+            exact, naive_exact = np.sqrt(design.variance), np.sqrt(design.naive_variance)
+            tier_est, tier_exact = comb.tier_estimates, np.sqrt(design.tier_variances)
+        rows = []
+        for i, label in enumerate(self.labels):
+            for quantity, e, s, theory, method in (("frequency", est, se, nan, "tiers/normal"),
+                                                   ("naive_frequency", naive, naive_se, naive_exact, "naive/normal")):
+                rows.append(dict(quantity=quantity, category=label, estimate=e[i],
+                                 ci_low=float(np.clip(e[i] - self.z * s[i], 0.0, 1.0)),
+                                 ci_high=float(np.clip(e[i] + self.z * s[i], 0.0, 1.0)), truth=self.truth[i],
+                                 theory=theory[i], method=method))  # fmt: skip
+            rows.append(dict(quantity="std_error", category=label, estimate=se[i], ci_low=np.nan, ci_high=np.nan,
+                             truth=np.nan, theory=exact[i]))  # fmt: skip
+            for t in range(count):
+                rows.append(dict(quantity="tier_frequency", category=label, estimate=tier_est[t, i], ci_low=np.nan,
+                                 ci_high=np.nan, truth=self.truth[i], theory=tier_exact[t, i],
+                                 method=f"tier {t} (eps = {self.eps[t]:g})", n_received=int(sizes[t])))  # fmt: skip
+        return rows

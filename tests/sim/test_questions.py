@@ -308,7 +308,9 @@ def test_the_mean_of_a_numeric_question_has_its_exact_variance(mechanism):
     ("change", "key"),
     [
         (lambda t: t.replace("[budget]", '[mechanism]\nkind = "randomized_response"\neps = 1.0\n[budget]'), "mechanism:"),
-        (lambda t: t.replace("end = 1.0", 'end = 1.0\nmode = "aggregate"'), "simulation.mode:"),
+        (lambda t: t.replace("end = 1.0", 'end = 1.0\nmode = "aggregate"').replace('{ kind = "randomized_response" }',
+                                                                                  '{ kind = "olh" }', 1),
+         "questions[0].mechanism.kind:"),  # aggregate mode: only oracles with an exact aggregate law
         (lambda t: t.replace('strategy = "split"', 'strategy = "one_random"').replace('name = "b"', 'name = "b"\neps = 1.0'),
          "questions[1].eps:"),
         (lambda t: t.replace('name = "b"', 'name = "b"\neps = 1.0'), "questions[0].eps:"),

@@ -22,8 +22,12 @@ question one tagged ``numeric``) whose eps comes from the respondent's privacy b
 The built :class:`QuestionSet` also carries, for the design, the mechanisms of both
 strategies, the exact per-respondent privacy of each, and the exact variance of every
 estimate under each (at n respondents for ``split``, at the expected n / Q for
-``one_random``; for a numeric question, of the mean of its reports). Several questions are
-simulated in individual mode only.
+``one_random``; for a numeric question, of the mean of its reports).
+
+Aggregate mode (categorical questions whose mechanisms have an exact aggregate law): the
+respondents are counted by *type*, a distinct row of the table (the answers to all the
+questions), or, without a table, all alike (the questions' answers are then drawn at
+delivery from their independent laws); see :mod:`ldpsim.sim.engine`.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from ldpsim.sim.scenario.survey import (
     AnalystSpec,
     AnswersSpec,
     LawSpec,
+    LossByAnswerSpec,
     ScenarioSpec,
     _build_mechanism,
 )
@@ -92,6 +97,9 @@ class QuestionSpec(Model):
     mechanism: dict[str, Any]
     #: this question's eps under budget.strategy = "split" (default: budget.total / Q)
     eps: PositiveFloat | None = None
+    #: item non-response: this question's report is left out of its respondent's message
+    #: with a probability that depends on the respondent's answer to it
+    loss: LossByAnswerSpec | None = None
 
 
 class BudgetSpec(Model):
@@ -141,6 +149,8 @@ class Question:
     #: respondent drawn from the rows under each strategy (E[variance(x)] + Var(x))
     values: NDArray[np.float64] | None = None
     report_variance: dict[str, float] | None = None
+    #: item non-response (``loss = { by_answer = ... }``): each answer's loss probability
+    loss: NDArray[np.float64] | None = None
 
     @property
     def k(self) -> int:
@@ -184,6 +194,26 @@ class QuestionSet:
     privacy: pd.DataFrame  # per strategy: eps and delta per respondent
     variance: pd.DataFrame  # per question and answer: the exact variance under each strategy
     crosstabs: tuple[Crosstab, ...] = ()  # [analyst] crosstabs (split only)
+    #: aggregate mode with a table: each distinct row's answer codes (types x questions),
+    #: each table row's type, and the types' shares of the rows
+    type_codes: NDArray[np.int64] | None = None
+    row_type: NDArray[np.int64] | None = None
+    type_prior: NDArray[np.float64] | None = None
+
+    @property
+    def types(self) -> int:
+        """Groups of respondents aggregate mode counts: the table's distinct rows, else 1."""
+        return 1 if self.type_codes is None else int(self.type_codes.shape[0])
+
+    def type_counts(self, first: int, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
+        """Aggregate mode: respondents ``first .. first + size - 1`` counted by type (their
+        rows as they are, or a multinomial over the distinct rows when resampling; all alike
+        without a table)."""
+        if self.type_codes is None:
+            return np.array([size], dtype=np.int64)
+        if self.resample:
+            return rng.multinomial(size, self.type_prior)  # type: ignore[arg-type]
+        return np.bincount(self.row_type[first:first + size], minlength=self.types).astype(np.int64)  # type: ignore[index]
 
     @property
     def count(self) -> int:
@@ -253,11 +283,6 @@ def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
     if spec.mechanism is not None or spec.mechanisms is not None:
         key = "mechanism" if spec.mechanism is not None else "mechanisms"
         raise LdpSimError(f"{key}: got a [{key}] table, expected none with [[questions]] (each question names its mechanism)")
-    if spec.simulation.mode != "individual":
-        raise LdpSimError(
-            "simulation.mode: got 'aggregate', expected 'individual' with [[questions]] (several questions are "
-            "simulated respondent by respondent)"
-        )
     pop = spec.population
     names = [q.name for q in spec.questions]
     for i, name in enumerate(names):
@@ -271,6 +296,9 @@ def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
     for i, q in enumerate(spec.questions):
         at = f"questions[{i}]"
         if q.type == "numeric":
+            if q.loss is not None:
+                raise LdpSimError(f"{at}.loss: got a loss by answer for a numeric question, expected it on categorical "
+                                  "questions only")  # fmt: skip
             built.append(_numeric_question(spec, q, table, eps_of, i, at))
             first_column = first_column or (_table_file(table, q, resample) if table is not None else None)
             continue
@@ -284,13 +312,81 @@ def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
             labels, prior = _from_law(q, at)
         mechanisms = {s: _question_mechanism(spec, q, labels, prior, eps_of[s][i], at) for s in STRATEGIES}
         delta = float(q.mechanism.get("delta", 0.0) or 0.0)
-        built.append(Question(q.name, labels, prior, mechanisms, delta, codes, column))
+        loss = _item_loss(spec, q, labels, mechanisms[spec.budget.strategy], at)
+        built.append(Question(q.name, labels, prior, mechanisms, delta, codes, column, loss=loss))
+    if spec.analyst.reweight and all(q.loss is None for q in built):
+        raise LdpSimError("analyst.reweight: got true, expected some question with loss = { by_answer = {...} } "
+                          "(reweighting corrects answer-dependent item non-response)")  # fmt: skip
     size = pop.size if pop.size is not None else table.rows  # type: ignore[union-attr]
     privacy, variance = _accounting(built, eps_of, size)
     crosstabs = _crosstabs(spec, built)
+    types: tuple[Any, ...] = (None, None, None)
+    if spec.simulation.mode == "aggregate":
+        _check_aggregate(spec, built, crosstabs)
+        if table is not None:
+            types = _types(built)
     return QuestionSet(tuple(built), spec.budget.strategy, spec.budget.total, size, first_column,
                        table.rows if table is not None else None, resample, eps_of, privacy, variance,
-                       crosstabs)  # fmt: skip
+                       crosstabs, *types)  # fmt: skip
+
+
+def _item_loss(spec: QuestionsScenarioSpec, q: QuestionSpec, labels: list[str], mech: FrequencyOracle,
+               at: str) -> NDArray[np.float64] | None:  # fmt: skip
+    """``questions[i].loss = { by_answer, default }``: each answer's probability that the
+    question's report is left out (None without), and the checks of ``analyst.reweight``."""
+    loss = q.loss
+    if loss is None:
+        return None
+    for label in loss.by_answer:
+        if label not in labels:
+            raise LdpSimError(f"{at}.loss.by_answer: got {label!r}, expected answers among the labels ({_show(labels)})")
+    vec = np.array([loss.by_answer.get(label, loss.default) for label in labels], dtype=np.float64)
+    if np.all(vec == 1.0):
+        raise LdpSimError(f"{at}.loss: got probability 1 for every answer, expected some answer to be heard")
+    if spec.analyst.reweight:
+        if np.any(vec == 1.0):
+            bad = labels[int(np.flatnonzero(vec == 1.0)[0])]
+            raise LdpSimError(f"{at}.loss.by_answer: got 1 for {bad!r}, expected every loss below 1 with "
+                              "analyst.reweight (an answer never heard cannot be reweighted)")  # fmt: skip
+        if not mech.identifiable:
+            raise LdpSimError(f"analyst.reweight: got true with {mech!r} ({at}), expected a mechanism whose matrix has "
+                              f"full row rank {mech.k} (the reweighting corrects an unbiased estimate)")  # fmt: skip
+    vec.setflags(write=False)
+    return vec
+
+
+def _check_aggregate(spec: QuestionsScenarioSpec, built: list[Question], crosstabs: tuple[Crosstab, ...]) -> None:
+    """Aggregate mode: categorical questions whose mechanisms have an exact aggregate law,
+    each in at most one cross-tabulation (one line naming the key otherwise)."""
+    for i, q in enumerate(built):
+        if q.numeric:
+            raise LdpSimError(f"questions[{i}].type: got 'numeric' in aggregate mode, expected simulation.mode = "
+                              "'individual' for numeric questions (the sum of their reports has no exact aggregate law here)")  # fmt: skip
+        mech = q.mechanisms[spec.budget.strategy]
+        if not mech.aggregate_exact:
+            raise LdpSimError(f"questions[{i}].mechanism.kind: got {spec.questions[i].mechanism.get('kind')!r} in aggregate "
+                              f"mode ({mech!r}: its statistic has no exact law cheaper than drawing every report), "
+                              "expected simulation.mode = 'individual'")  # fmt: skip
+    seen: dict[int, int] = {}
+    for c, xt in enumerate(crosstabs):
+        for key, j in (("rows", xt.first), ("columns", xt.second)):
+            if j in seen:
+                raise LdpSimError(f"analyst.crosstabs[{c}].{key}: got {built[j].name!r}, already in analyst.crosstabs"
+                                  f"[{seen[j]}], expected each question in one cross-tabulation in aggregate mode")  # fmt: skip
+            seen[j] = c
+
+
+def _types(built: list[Question]) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """The table's distinct rows (answer codes of all questions), each row's type and the
+    types' shares of the rows."""
+    codes = np.stack([q.codes for q in built], axis=1)  # type: ignore[misc]
+    type_codes, row_type = np.unique(codes, axis=0, return_inverse=True)
+    type_codes = type_codes.astype(np.int64)
+    row_type = np.asarray(row_type, dtype=np.int64).ravel()
+    prior = np.bincount(row_type, minlength=type_codes.shape[0]) / row_type.size
+    for a in (type_codes, row_type, prior):
+        a.setflags(write=False)
+    return type_codes, row_type, prior
 
 
 def _crosstabs(spec: QuestionsScenarioSpec, built: list[Question]) -> tuple[Crosstab, ...]:
@@ -318,6 +414,9 @@ def _crosstabs(spec: QuestionsScenarioSpec, built: list[Question]) -> tuple[Cros
             q = built[j]
             if q.numeric:
                 raise LdpSimError(f"{at}.{key}: got {name!r}, a numeric question, expected a categorical one")
+            if q.loss is not None:
+                raise LdpSimError(f"{at}.{key}: got {name!r}, a question with a loss by answer, expected a question "
+                                  "without item non-response (not yet cross-tabulated)")  # fmt: skip
             mech = q.mechanisms["split"]
             if not isinstance(mech, FiniteMechanism):
                 raise LdpSimError(f"{at}.{key}: got {name!r}, whose mechanism {mech!r} has no finite matrix, expected a "

@@ -297,6 +297,9 @@ class Scenario(BuiltScenario):
     #: answer-dependent loss (``network.loss = { by_answer = ... }``): each answer's loss
     #: probability (None: one probability for all, ``spec.network.loss``)
     loss: np.ndarray | None = None
+    #: privacy tiers (``[mechanism] tiers``): then ``mechanisms`` holds one (name, oracle)
+    #: per tier, the same family at the tier's eps
+    tiers: "Tiers | None" = None
 
     @property
     def mechanism(self) -> FrequencyOracle:
@@ -306,7 +309,7 @@ class Scenario(BuiltScenario):
     @property
     def compared(self) -> bool:
         """Whether several mechanisms run on the same respondents (common random numbers)."""
-        return len(self.mechanisms) > 1 and self.questions is None
+        return len(self.mechanisms) > 1 and self.questions is None and self.tiers is None
 
     def rebuild(self, spec: "ScenarioSpec") -> "Scenario":
         return build(spec, self.source, self.path)
@@ -350,11 +353,13 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
     else:
         prior = np.asarray(pop.true_distribution(), dtype=np.float64)
         prior = prior / prior.sum()
-    mechanisms = _build_mechanisms(spec, labels, prior)
+    tiers = _build_tiers(spec, labels, prior)
+    mechanisms = _build_mechanisms(spec, labels, prior) if tiers is None else list(tiers.named)
     latency = build_latency(spec.network.latency)
     from ldpsim.sim.tasks import validate_tasks  # the registry lives with the tasks
 
-    for where_, (_, mechanism) in zip(_mechanism_keys(spec), mechanisms):
+    keys = _mechanism_keys(spec) if tiers is None else [f"mechanism.tiers[{t}]" for t in range(len(mechanisms))]
+    for where_, (_, mechanism) in zip(keys, mechanisms):
         if spec.simulation.mode == "aggregate" and not mechanism.aggregate_exact:
             raise LdpSimError(
                 f"simulation.mode: got 'aggregate', expected 'individual' for {where_} ({mechanism!r}: its statistic "
@@ -363,13 +368,112 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
         try:
             validate_tasks(spec.analyst.tasks, spec.simulation.mode, mechanism)
         except LdpSimError as exc:
-            raise LdpSimError(f"{exc} (with {where_})" if spec.mechanisms is not None else str(exc)) from None
+            raise LdpSimError(f"{exc} (with {where_})" if spec.mechanisms is not None or tiers is not None else str(exc)) from None
     # aggregate mode splits the output symbols of one finite mechanism, else the clients by input
     only = mechanisms[0][1]
     groups = only.statistic_size if len(mechanisms) == 1 and only.output_size is not None else len(labels)
-    tick, end = _timing(spec, latency, size, groups, len(mechanisms), k)
+    per_checkpoint = None
+    if tiers is not None:  # each tier's output symbols (or its clients by input) travel as groups
+        finite = all(m.output_size is not None for _, m in mechanisms)
+        groups = sum(m.statistic_size for _, m in mechanisms) if finite else len(labels) * len(mechanisms)
+        per_checkpoint = tiers.rows_per_checkpoint(k)
+    tick, end = _timing(spec, latency, size, groups, len(mechanisms), k, per_checkpoint)
     loss = _loss_by_answer(spec, labels, [m for _, m in mechanisms])
-    return Scenario(spec, source, where, tuple(mechanisms), prior, latency, tick, end, labels, size, table, None, loss)
+    if tiers is not None and loss is not None:
+        raise LdpSimError("network.loss: got a loss by answer with mechanism.tiers, expected one probability (answer-"
+                          "dependent loss is not yet combined with privacy tiers)")  # fmt: skip
+    return Scenario(spec, source, where, tuple(mechanisms), prior, latency, tick, end, labels, size, table, None, loss,
+                    tiers)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Tiers:
+    """Privacy tiers of a single question (``[mechanism] tiers = [{ eps, share }, ...]``):
+    each respondent is in tier ``t`` with probability ``shares[t]`` (drawn from its own
+    stream) and privatises its answer with ``named[t]``'s oracle, the mechanism's family at
+    the tier's ``eps``; the analyst combines the tiers' estimates
+    (:func:`ldpsim.analyst.combine_tiers`)."""
+
+    eps: tuple[float, ...]
+    shares: np.ndarray
+    named: tuple[tuple[str, FrequencyOracle], ...]
+    confidence: float = 0.95
+
+    @property
+    def mechanisms(self) -> list[FrequencyOracle]:
+        return [m for _, m in self.named]
+
+    def rows_per_checkpoint(self, k: int) -> int:
+        """frequency, std_error and naive_frequency per answer, and each tier's estimate."""
+        return (3 + len(self.eps)) * k
+
+
+#: Most privacy tiers of one mechanism.
+MAX_TIERS = 16
+
+
+def _build_tiers(spec: ScenarioSpec, labels: list[str], prior: Any) -> Tiers | None:
+    """``[mechanism] tiers``: the checks (one line naming the key) and one oracle per tier."""
+    for i, table in enumerate(spec.mechanisms or []):
+        if isinstance(table, dict) and "tiers" in table:
+            raise LdpSimError(f"mechanisms[{i}].tiers: got {_show(table['tiers'])}, expected no tiers in [[mechanisms]] "
+                              "(privacy tiers are for one [mechanism])")  # fmt: skip
+    if spec.mechanism is None or "tiers" not in spec.mechanism or spec.mechanisms is not None:
+        return None  # (both [mechanism] and [[mechanisms]]: refused by _build_mechanisms)
+    from ldpsim.mechanisms import catalog
+
+    table = dict(spec.mechanism)
+    raw = table.pop("tiers")
+    if "eps" in table:
+        raise LdpSimError(f"mechanism.eps: got {_show(table['eps'])} with tiers, expected no eps: each tier states its own")
+    kind = table.get("kind")
+    if isinstance(kind, str) and kind in catalog.names("scenario") and "eps" not in catalog.entry(kind).params:
+        raise LdpSimError(f"mechanism.tiers: got tiers with kind = {kind!r}, expected a mechanism that takes eps")
+    if not isinstance(raw, list) or not 2 <= len(raw) <= MAX_TIERS:
+        raise LdpSimError(f"mechanism.tiers: got {_show(raw)}, expected a list of 2 to {MAX_TIERS} tables "
+                          "{ eps = ..., share = ... }")  # fmt: skip
+    eps, shares = [], []
+    for t, tier in enumerate(raw):
+        where = f"mechanism.tiers[{t}]"
+        if not isinstance(tier, dict) or set(tier) != {"eps", "share"}:
+            raise LdpSimError(f"{where}: got {_show(tier)}, expected a table {{ eps = ..., share = ... }} (exactly those keys)")
+        for key in ("eps", "share"):
+            value = tier[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected a finite number")
+        if not tier["eps"] > 0:
+            raise LdpSimError(f"{where}.eps: got {_show(tier['eps'])}, expected eps > 0")
+        if not 0 < tier["share"] <= 1:
+            raise LdpSimError(f"{where}.share: got {_show(tier['share'])}, expected a share in (0, 1]")
+        eps.append(float(tier["eps"]))
+        shares.append(float(tier["share"]))
+    if abs(math.fsum(shares) - 1.0) > 1e-9:
+        raise LdpSimError(f"mechanism.tiers: got shares summing to {math.fsum(shares)!r}, expected a sum of 1")
+    named = []
+    for t, e in enumerate(eps):
+        mech = _build_mechanism(spec, {**table, "eps": e}, labels, prior, f"mechanism.tiers[{t}]")
+        named.append((f"tier {t} (eps = {e:g})", mech))
+    share_vec = np.asarray(shares, dtype=np.float64)
+    share_vec = share_vec / share_vec.sum()
+    share_vec.setflags(write=False)
+    return Tiers(tuple(eps), share_vec, tuple(named), _tier_confidence(spec.analyst.tasks))
+
+
+def _tier_confidence(tasks: list[dict[str, Any]]) -> float:
+    """With tiers the analyst's task is the tiers' combined frequency estimate: only
+    ``frequency`` tasks with the default estimator and interval (their ``confidence`` is used)."""
+    confidence = 0.95
+    for i, entry in enumerate(tasks):
+        if entry.get("kind") != "frequency":
+            raise LdpSimError(f"analyst.tasks[{i}].kind: got {_show(entry.get('kind'))} with mechanism.tiers, expected "
+                              "'frequency' (the tiers' combined estimate)")  # fmt: skip
+        for key, default in (("estimator", "inversion"), ("interval", "normal"), ("simultaneous", False)):
+            if key in entry and entry[key] != default:
+                raise LdpSimError(f"analyst.tasks[{i}].{key}: got {_show(entry[key])} with mechanism.tiers, expected "
+                                  f"{default!r} (the combined estimate and its normal interval)")  # fmt: skip
+        if i == 0 and isinstance(entry.get("confidence"), float):
+            confidence = float(entry["confidence"])
+    return confidence
 
 
 def _loss_by_answer(spec: ScenarioSpec, labels: list[str], mechanisms: list[FrequencyOracle]) -> np.ndarray | None:
@@ -406,20 +510,21 @@ def _build_questions(spec: Any, source: str, where: str) -> Scenario:
     from ldpsim.sim.scenario.questions import build_questions
 
     if isinstance(spec.network.loss, LossByAnswerSpec):
-        raise LdpSimError("network.loss: got a loss by answer with [[questions]], expected one probability (answer-"
-                          "dependent loss is for scenarios with one question, not yet for [[questions]])")  # fmt: skip
-    if spec.analyst.reweight:
-        raise LdpSimError("analyst.reweight: got true with [[questions]], expected false (not yet for [[questions]])")
+        raise LdpSimError("network.loss: got a loss by answer with [[questions]], expected one probability (a loss "
+                          "that depends on an answer is set per question: questions[i].loss)")  # fmt: skip
     qs = build_questions(spec, where)
     mechanisms = tuple((q.name, qs.mechanism(j)) for j, q in enumerate(qs.questions))
     latency = build_latency(spec.network.latency)
     k = max(q.k for q in qs.questions)
-    tick, end = _timing(spec, latency, qs.size, k, len(mechanisms), k)
+    # aggregate mode thins and splits the respondents by type (the table's distinct rows)
+    groups = qs.types if spec.simulation.mode == "aggregate" else k
+    tick, end = _timing(spec, latency, qs.size, groups, len(mechanisms), k)
     first = qs.questions[0]
     return Scenario(spec, source, where, mechanisms, first.prior, latency, tick, end, first.labels, qs.size, qs.table, qs)
 
 
-def _timing(spec: ScenarioSpec, latency: Latency, size: int, groups: int, mechanisms: int, k: int) -> tuple[float, float]:
+def _timing(spec: ScenarioSpec, latency: Latency, size: int, groups: int, mechanisms: int, k: int,
+            per_checkpoint: int | None = None) -> tuple[float, float]:
     """The size checks, the end and the tick of a scenario, and the bounds on its work."""
     if spec.simulation.mode == "individual" and size > MAX_INDIVIDUAL:
         raise LdpSimError(
@@ -437,7 +542,7 @@ def _timing(spec: ScenarioSpec, latency: Latency, size: int, groups: int, mechan
     tick = _tick(spec, end)
     if end / tick > MAX_TICKS:
         raise LdpSimError(f"simulation.tick: got {tick!r}, expected at most {MAX_TICKS} ticks up to end = {end!r}")
-    _check_workload(spec, groups, tick, end, mechanisms, size, k)
+    _check_workload(spec, groups, tick, end, mechanisms, size, k, per_checkpoint)
     return tick, end
 
 
@@ -457,13 +562,15 @@ def read_population(pop: PopulationSpec, where: str) -> TablePopulation:
         raise LdpSimError(f"population.column: {exc}") from None
 
 
-def _check_workload(spec: ScenarioSpec, m: int, tick: float, end: float, mechanisms: int, size: int, k: int) -> None:
-    """Bound the rows and the aggregate-mode work of a scenario before it runs."""
+def _check_workload(spec: ScenarioSpec, m: int, tick: float, end: float, mechanisms: int, size: int, k: int,
+                    rows: int | None = None) -> None:
+    """Bound the rows and the aggregate-mode work of a scenario before it runs (``rows``:
+    the rows per checkpoint when not those of the tasks, one set per mechanism)."""
     from ldpsim.sim.tasks import rows_per_checkpoint
 
     cp = spec.analyst.checkpoints
     # a checkpoint costs about as much as a row even when no task writes one
-    per_checkpoint = max(1, mechanisms * rows_per_checkpoint(spec.analyst.tasks, k))
+    per_checkpoint = max(1, mechanisms * rows_per_checkpoint(spec.analyst.tasks, k) if rows is None else rows)
     if spec.simulation.mode == "aggregate" and cp.every_reports is not None and size >= HYPERGEOMETRIC_LIMIT:
         raise LdpSimError(
             f"analyst.checkpoints.every_reports: got {cp.every_reports}, expected no report-count checkpoints with "
@@ -560,6 +667,9 @@ def _build_mechanism(
     from ldpsim.mechanisms import catalog
 
     table = dict(table)
+    if "tiers" in table:
+        raise LdpSimError(f"{where}.tiers: got {_show(table['tiers'])}, expected no tiers here (privacy tiers are for "
+                          "the one [mechanism] of a single-question scenario)")  # fmt: skip
     pop = spec.population
     usable = catalog.names("scenario")
     kind = table.pop("kind", None)
