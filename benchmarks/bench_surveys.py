@@ -9,9 +9,11 @@ Measured (best of ``--repeats``):
   this 2-core machine. Also the whole ``ldpsim run`` path (replication, files, figures).
 * ``anes96_party.toml``: one question from the same table at 10^6, individual mode, and
   the same scenario in aggregate mode (counts drawn from the exact laws: the multinomial
-  of the table's shares and the mechanism's aggregate law). Scenarios with several
-  questions run in individual mode only: the joint law of several privatised answers of
-  one respondent has no per-question aggregate form the engine could draw.
+  of the table's shares and the mechanism's aggregate law).
+* ``anes96_crosstab.toml``: two questions and their cross-tabulation at 10^6, individual
+  and aggregate mode (respondents counted by table row; the cross-tabulated pair drawn
+  from the product mechanism's aggregate law). ``anes96.toml`` itself has a numeric
+  question, which has no exact aggregate law, so it runs in individual mode only.
 
 Run from the repo root: ``python benchmarks/bench_surveys.py [--repeats 3]``.
 """
@@ -26,6 +28,7 @@ from ldpsim.sim import load_scenario, run_replication, run_scenario
 
 ANES = REPO_ROOT / "scenarios" / "anes96.toml"
 PARTY = REPO_ROOT / "scenarios" / "anes96_party.toml"
+CROSSTAB = REPO_ROOT / "scenarios" / "anes96_crosstab.toml"
 
 
 def main() -> None:
@@ -34,6 +37,8 @@ def main() -> None:
     anes = load_scenario(ANES)
     party = load_scenario(PARTY)
     party_aggregate = party.with_overrides(mode="aggregate")
+    crosstab = load_scenario(CROSSTAB)
+    crosstab_aggregate = crosstab.with_overrides(mode="aggregate")
     n = anes.size
 
     def full_run():
@@ -45,6 +50,8 @@ def main() -> None:
         "full": full_run,
         "party": lambda: run_replication(party, 0, args.seed),
         "party_aggregate": lambda: run_replication(party_aggregate, 0, args.seed),
+        "crosstab": lambda: run_replication(crosstab, 0, args.seed),
+        "crosstab_aggregate": lambda: run_replication(crosstab_aggregate, 0, args.seed),
     }
     best = best_of(cases, args.repeats)
     questions = anes.questions.count
@@ -58,6 +65,11 @@ def main() -> None:
              seconds=best["party"], throughput_per_s=party.size / best["party"]),
         dict(benchmark="surveys", case="anes96_party.toml: one question, aggregate mode", n=party.size, k=1,
              seconds=best["party_aggregate"], throughput_per_s=party.size / best["party_aggregate"]),
+        dict(benchmark="surveys", case="anes96_crosstab.toml: two questions and their crosstab, individual mode",
+             n=crosstab.size, k=2, seconds=best["crosstab"], throughput_per_s=crosstab.size / best["crosstab"]),
+        dict(benchmark="surveys", case="anes96_crosstab.toml: two questions and their crosstab, aggregate mode",
+             n=crosstab.size, k=2, seconds=best["crosstab_aggregate"],
+             throughput_per_s=crosstab.size / best["crosstab_aggregate"]),
     ]  # fmt: skip
     report("surveys", rows, args.out)
 
