@@ -23,10 +23,10 @@ from ldpsim.mechanisms.standard import (
 
 if TYPE_CHECKING:
     from ldpsim.mechanisms.noise import Gaussian, Geometric, Laplace, NoiseMechanism, Staircase, TruncatedLaplace
-    from ldpsim.mechanisms.numeric import Duchi, Hybrid, LaplaceBounded, Piecewise
+    from ldpsim.mechanisms.numeric import Duchi, Hybrid, LaplaceBounded, Piecewise, StaircaseBounded
 
 _NOISE = ("Gaussian", "Geometric", "Laplace", "NoiseMechanism", "Staircase", "TruncatedLaplace")
-_NUMERIC = ("LaplaceBounded", "Duchi", "Piecewise", "Hybrid")
+_NUMERIC = ("LaplaceBounded", "StaircaseBounded", "Duchi", "Piecewise", "Hybrid")
 __getattr__, __dir__ = lazy_exports(
     __name__, {**dict.fromkeys(_NOISE, "ldpsim.mechanisms.noise"), **dict.fromkeys(_NUMERIC, "ldpsim.mechanisms.numeric")}
 )
@@ -36,6 +36,7 @@ __all__ = [
     "Duchi",
     "Hybrid",
     "LaplaceBounded",
+    "StaircaseBounded",
     "Piecewise",
     "Gaussian",
     "Geometric",

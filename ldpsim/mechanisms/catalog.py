@@ -438,6 +438,14 @@ def _entries() -> list[Entry]:
             numeric,
         ),
         Entry(
+            "staircase_bounded",
+            "mean estimation: the answer clipped to [lo, hi] plus staircase noise for sensitivity hi - lo "
+            "(Geng-Viswanath, variance-optimal gamma); unbiased, never more variance than Laplace; exact eps = eps",
+            _numeric_params(),
+            f"{_NUM}:StaircaseBounded",
+            numeric,
+        ),
+        Entry(
             "duchi",
             "mean estimation (Duchi, Jordan and Wainwright 2018): one of two reports mid +- half C, C = coth(eps/2), "
             "unbiased for the answer in [lo, hi]; exact eps = eps",

@@ -58,7 +58,8 @@ from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import invalid
 from ldpsim.mechanisms.base import Mechanism
 
-__all__ = ["HYBRID_THRESHOLD", "BoundedNumeric", "Duchi", "Hybrid", "LaplaceBounded", "Piecewise", "hybrid_threshold"]
+__all__ = ["HYBRID_THRESHOLD", "BoundedNumeric", "Duchi", "Hybrid", "LaplaceBounded", "NoiseBounded", "Piecewise", "StaircaseBounded",
+           "hybrid_threshold"]
 
 _FLOAT_MAX = float(np.finfo(np.float64).max)
 #: Largest half-width ``half * C`` of the reports: draws and their squares' sums stay finite floats.
@@ -271,26 +272,18 @@ class BoundedNumeric(Mechanism):
 
 
 # --------------------------------------------------------------------------- Laplace
-class LaplaceBounded(BoundedNumeric):
-    """The answer clipped to ``[lo, hi]`` plus Laplace noise of scale ``(hi - lo)/eps``
-    (:class:`ldpsim.mechanisms.noise.Laplace` calibrated for sensitivity ``hi - lo``, its scale
-    widened by a rounding unit where the float quotient would exceed eps). The noise law, the
-    exact privacy profile (that of a shift by ``hi - lo``, continuous privacy loss) and the
-    trade-off function are those of that Laplace instance. Variance ``2 ((hi - lo)/eps)^2``
-    for every answer. No atoms."""
-
-    name = "laplace_bounded"
+class NoiseBounded(BoundedNumeric):
+    """The answer clipped to ``[lo, hi]`` plus noise of a library noise family calibrated for
+    sensitivity ``hi - lo`` (:meth:`_make_noise`): the noise law, the exact privacy profile
+    (that of a shift by ``hi - lo``) and the trade-off function are those of the noise
+    instance, and the variance is the noise's for every answer. No atoms."""
 
     def __init__(self, eps: float, lo: float = -1.0, hi: float = 1.0) -> None:
         super().__init__(eps, lo, hi)
-        from ldpsim.mechanisms.noise.laplace import Laplace
+        self.noise = self._make_noise()
 
-        self.noise = Laplace.calibrate(self.eps, 0.0, self.hi - self.lo)
-
-    @property
-    def scale(self) -> float:
-        """The Laplace scale, ``(hi - lo)/eps`` up to a rounding unit."""
-        return float(self.noise.scale)
+    def _make_noise(self) -> Any:  # pragma: no cover - every subclass overrides it
+        raise NotImplementedError
 
     def privatize(self, values: ArrayLike, rng: RNGLike = None) -> NDArray[np.float64]:
         arr = v.finite_array(values, "values", "finite real numbers")
@@ -303,7 +296,7 @@ class LaplaceBounded(BoundedNumeric):
         return self.privatize(np.full(n, float(x)), rng)
 
     def log_density(self, x: ArrayLike, y: ArrayLike) -> float | NDArray[np.float64]:
-        """log density of ``clip(x) + Z`` at ``y`` (Laplace's ``log_density`` at the clipped answer)."""
+        """log density of ``clip(x) + Z`` at ``y`` (the noise's ``log_density`` at the clipped answer)."""
         arr = v.finite_array(x, "x", "finite real numbers")
         clipped = np.clip(arr, self.lo, self.hi)
         out = self.noise.log_density(clipped, y)
@@ -318,7 +311,7 @@ class LaplaceBounded(BoundedNumeric):
         return float(out) if out.ndim == 0 else out
 
     def delta(self, eps: ArrayLike) -> float | NDArray[np.float64]:
-        """Exact: Laplace's ``1 - e^((t - mu)/2)`` below ``mu = (hi - lo)/scale``, 0 above."""
+        """Exact: the noise's ``delta`` for a shift by ``hi - lo``."""
         return self.noise.delta(eps)
 
     def epsilon(self, delta: Any = 0.0) -> Any:
@@ -330,7 +323,40 @@ class LaplaceBounded(BoundedNumeric):
         return MechanismGuarantee(self.noise, label=repr(self))
 
     def pld(self) -> Any:
-        raise invalid("pld", repr(self), "a mechanism with a discrete privacy-loss law (Laplace's is continuous; use guarantee())")
+        raise invalid("pld", repr(self), "a mechanism with a discrete privacy-loss law over answers (use guarantee())")
+
+
+class LaplaceBounded(NoiseBounded):
+    """The answer clipped to ``[lo, hi]`` plus Laplace noise of scale ``(hi - lo)/eps``
+    (:class:`ldpsim.mechanisms.noise.Laplace` calibrated for sensitivity ``hi - lo``, its scale
+    widened by a rounding unit where the float quotient would exceed eps). Continuous
+    privacy loss; variance ``2 ((hi - lo)/eps)^2`` for every answer."""
+
+    name = "laplace_bounded"
+
+    def _make_noise(self) -> Any:
+        from ldpsim.mechanisms.noise.laplace import Laplace
+
+        return Laplace.calibrate(self.eps, 0.0, self.hi - self.lo)
+
+    @property
+    def scale(self) -> float:
+        """The Laplace scale, ``(hi - lo)/eps`` up to a rounding unit."""
+        return float(self.noise.scale)
+
+
+class StaircaseBounded(NoiseBounded):
+    """The answer clipped to ``[lo, hi]`` plus staircase noise (Geng and Viswanath 2016) for
+    sensitivity ``hi - lo`` at its variance-optimal gamma
+    (:class:`ldpsim.mechanisms.noise.Staircase`): unbiased like Laplace, never a larger
+    variance, and far smaller at large eps; exact eps = eps."""
+
+    name = "staircase_bounded"
+
+    def _make_noise(self) -> Any:
+        from ldpsim.mechanisms.noise.staircase import Staircase
+
+        return Staircase(self.eps, self.hi - self.lo)
 
 
 # --------------------------------------------------------------------------- Duchi et al.

@@ -38,6 +38,7 @@ LIBRARY = [
     "hadamard_response",
     "subset_selection",
     "laplace_bounded",
+    "staircase_bounded",
     "duchi",
     "piecewise",
     "hybrid",

@@ -100,6 +100,7 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "oue": [{"k": 4, "eps": 1.0}, {"k": 3, "eps": 2.5}, {"k": 2, "eps": 0.2}],
     # mean estimation of a bounded numeric answer (hybrid: below and above its threshold 0.6094)
     "laplace_bounded": [{"eps": 1.0}, {"eps": 0.5, "lo": 0.0, "hi": 10.0}],
+    "staircase_bounded": [{"eps": 1.0}, {"eps": 3.0, "lo": 0.0, "hi": 10.0}],
     "duchi": [{"eps": 1.0}, {"eps": 0.3, "lo": 2.0, "hi": 5.0}, {"eps": 4.0}],
     "piecewise": [{"eps": 1.0}, {"eps": 0.3, "lo": 2.0, "hi": 5.0}, {"eps": 4.0}],
     "hybrid": [{"eps": 1.0}, {"eps": 0.5, "lo": 2.0, "hi": 5.0}, {"eps": 3.0, "lo": -10.0, "hi": 0.0}],
@@ -121,6 +122,7 @@ REFERENCE: dict[str, str | None] = {
     "broken.noisy_max_value": "quad",
     "broken.svt_returns_value": None,  # atoms at +-inf and a density only by quadrature
     "laplace_bounded": "quad",
+    "staircase_bounded": "quad",
     "duchi": "mixed",  # two atoms, no density part
     "piecewise": "quad",
     "hybrid": "mixed",  # a density plus Duchi's two atoms
@@ -170,6 +172,7 @@ BAD: dict[str, list[tuple[dict[str, Any], str]]] = {
     # mean estimation
     "laplace_bounded": [({"eps": 0.0}, "eps"), ({"eps": math.inf}, "eps"), ({"lo": 1.0}, "hi"), ({"hi": NAN}, "hi"),
                         ({"lo": -math.inf}, "lo")],
+    "staircase_bounded": [({"eps": 0.0}, "eps"), ({"eps": math.inf}, "eps"), ({"lo": 1.0}, "hi"), ({"hi": NAN}, "hi")],
     "duchi": [({"eps": 0.0}, "eps"), ({"eps": NAN}, "eps"), ({"lo": 2.0, "hi": 2.0}, "hi"), ({"lo": NAN}, "lo"),
               ({"eps": 1e-310}, "eps")],
     "piecewise": [({"eps": -1.0}, "eps"), ({"eps": math.inf}, "eps"), ({"hi": -1.0}, "hi"), ({"hi": math.inf}, "hi"),

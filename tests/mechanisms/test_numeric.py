@@ -142,6 +142,21 @@ def test_exact_eps_and_delta_against_the_reference_law(name, eps):
         assert float(mech.delta(t)) <= d and (t == 0 or float(mech.delta(t * (1 - 1e-9))) > d)
 
 
+def test_staircase_bounded_is_staircase_noise_for_the_range():
+    """The noise is the library's staircase for sensitivity hi - lo, whose variance is
+    Geng and Viswanath's closed form (tested in tests/mechanisms/test_noise.py); here: the
+    same variance for every answer, below Laplace's, and the exact eps of the range."""
+    from ldpsim.mechanisms.noise import Staircase
+
+    for eps in (0.5, 1.0, 4.0):
+        mech = catalog.build("staircase_bounded", eps=eps, lo=0.0, hi=10.0)
+        assert mech.noise == Staircase(eps, 10.0)
+        assert mech.epsilon() == pytest.approx(eps, rel=1e-12)
+        v = mech.variance(np.array([0.0, 3.0, 10.0]))
+        assert np.all(v == v[0]) and v[0] == pytest.approx(Staircase(eps, 10.0).variance, rel=1e-15)
+        assert v[0] <= catalog.build("laplace_bounded", eps=eps, lo=0.0, hi=10.0).variance(0.0)
+
+
 def test_laplace_bounded_reuses_laplace():
     mech = LaplaceBounded(0.7, lo=2.0, hi=5.0)
     assert isinstance(mech.noise, Laplace) and mech.noise.sensitivity == 3.0
@@ -261,7 +276,7 @@ def test_sampler_laws():
         assert_cdf_dkw(z, pts, cdf, a)
 
 
-@pytest.mark.parametrize("name", ["laplace_bounded", "duchi", "piecewise", "hybrid"])
+@pytest.mark.parametrize("name", ["laplace_bounded", "staircase_bounded", "duchi", "piecewise", "hybrid"])
 def test_privatize_is_unbiased_in_original_units(name):
     mech = catalog.build(name, eps=1.5, lo=2.0, hi=5.0)
     rng = np.random.default_rng(7)
@@ -270,7 +285,7 @@ def test_privatize_is_unbiased_in_original_units(name):
     assert reports.shape == values.shape and reports.dtype == np.float64
     n = values.size
     gap = abs(reports.mean() - values.mean())
-    if name == "laplace_bounded":  # Chebyshev on the mean noise (variance known exactly)
+    if name in ("laplace_bounded", "staircase_bounded"):  # Chebyshev on the mean noise (variance known exactly)
         tol = math.sqrt(mech.variance(3.0) / (n * ALPHA))
     else:  # Hoeffding: each report minus its answer lies in an interval of length 2 half C + (hi - lo)
         c = mech.C if name != "hybrid" else max(mech.piecewise.C, mech.duchi.C)
@@ -281,7 +296,7 @@ def test_privatize_is_unbiased_in_original_units(name):
 
 
 # --------------------------------------------------------------------------- range and bad inputs
-@pytest.mark.parametrize("name", ["laplace_bounded", "duchi", "piecewise", "hybrid"])
+@pytest.mark.parametrize("name", ["laplace_bounded", "staircase_bounded", "duchi", "piecewise", "hybrid"])
 def test_answers_outside_the_range_are_clipped(name):
     mech = catalog.build(name, eps=1.0, lo=-2.0, hi=3.0)
     np.testing.assert_array_equal(mech.sample(10.0, 200, rng=1), mech.sample(3.0, 200, rng=1))

@@ -89,6 +89,9 @@ class QuestionSpec(Model):
     range: Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=2, max_length=2)] | None = None
     #: the table's column holding the answers (default: the question's name)
     column: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
+    #: a categorical question from a numeric column: the bucket edges e0 < e1 < ... < eB;
+    #: the answers are the buckets [e0, e1), ..., [e(B-1), eB] (a histogram of the numbers)
+    buckets: Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=3, max_length=MAX_ANSWERS + 1)] | None = None
     labels: Annotated[list[str], Field(min_length=2, max_length=MAX_ANSWERS)] | None = None
     answers: AnswersSpec | None = None
     distribution: list[NonNegFloat] | None = None
@@ -553,11 +556,50 @@ def _from_table(q: QuestionSpec, table: Table, resample: bool, at: str) -> tuple
             raise LdpSimError(f"{at}.{key}: got {_show(getattr(q, key))}, expected no {key!r} with population.file "
                               "(the answers and their truth come from the table)")  # fmt: skip
     column = q.column or q.name
+    if q.buckets is not None:
+        table, column = _bucketed(q, table, column, at)
     try:
         tp = table_population(table, column, q.labels, resample, "error", MAX_ANSWERS)
     except LdpSimError as exc:
         raise LdpSimError(f"{at}.column: {str(exc).replace('population.labels', f'{at}.labels')}") from None
     return column, tp.labels, tp.distribution, tp.codes, tp
+
+
+def bucket_labels(edges: list[float]) -> list[str]:
+    """``[a, b)`` for each bucket, the last one closed: ``[a, b]``."""
+    shown = [f"{e:g}" for e in edges]
+    return [f"[{a}, {b}{']' if i == len(edges) - 2 else ')'}" for i, (a, b) in enumerate(zip(shown, shown[1:]))]
+
+
+def _bucketed(q: QuestionSpec, table: Table, column: str, at: str) -> tuple[Table, str]:
+    """The table with the numeric column ``column`` replaced by its buckets' labels (blank
+    values stay blank, for ``population.missing``); one line naming the row and column of a
+    value that is not a number or lies outside the edges."""
+    from ldpsim.analyst import bucket
+
+    edges = [float(e) for e in q.buckets]  # type: ignore[union-attr]
+    if any(b <= a for a, b in zip(edges, edges[1:])):
+        raise LdpSimError(f"{at}.buckets: got {_show(edges)}, expected increasing edges e0 < e1 < ...")
+    if q.labels is not None:
+        raise LdpSimError(f"{at}.labels: got {_show(q.labels)}, expected no labels with buckets (they are the buckets)")
+    try:
+        raw = table.column(column)
+    except LdpSimError as exc:
+        raise LdpSimError(f"{at}.column: {exc}") from None
+    text = pd.Series(raw, dtype=object)
+    seen = (text != "").to_numpy()
+    values = pd.to_numeric(text.where(seen, None), errors="coerce").to_numpy(dtype=np.float64)
+    bad = np.flatnonzero(seen & ~((values >= edges[0]) & (values <= edges[-1])))  # also not a number
+    if bad.size:
+        r = int(bad[0])
+        raise LdpSimError(f"{at}.column: {table.where(r, column)}: got {raw[r]!r}, expected a number in "
+                          f"[{edges[0]:g}, {edges[-1]:g}] ({at}.buckets)")  # fmt: skip
+    labels = bucket_labels(edges)
+    idx = np.zeros(len(raw), dtype=np.int64)
+    idx[seen] = bucket(values[seen], edges)
+    derived = tuple(labels[i] if ok else "" for i, ok in zip(idx, seen))
+    name = f"{column} (buckets)"
+    return dataclasses.replace(table, header=table.header + (name,), columns=table.columns + (derived,)), name
 
 
 def _from_law(q: QuestionSpec, at: str) -> tuple[list[str], NDArray[np.float64]]:
