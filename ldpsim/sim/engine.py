@@ -530,34 +530,28 @@ class Replication:
         if not len(t):
             return
         self.messages += len(t)
-        if self._item_loss:  # each question hears the respondents who kept its report (and chose it)
-            base = len(self.mechs) + len(self.crosstabs)
-            kept = {j: ys[base + i] for i, j in enumerate(self._item_loss)}
-            mine = [kept.get(j, np.ones(len(t), dtype=bool)) & (True if picks is None else picks == j)
-                    for j in range(len(self.servers))]  # fmt: skip
-            for server, y, m in zip(self.servers, ys, mine):
-                if m.any():
-                    server.add_reports(t[m], y[m])
-            for j, task in self.tasks:
-                if mine[j].any():
-                    task.observe(t[mine[j]], ys[j][mine[j]])
-            if picks is None:  # the cross-tabulated questions have no item non-response
-                self._pairs(ys)
-            return
-        if picks is None:
-            for server, y in zip(self.servers, ys):
+        # which respondents each question hears: None for all of them; under one_random those
+        # who chose it (picks); with item non-response those who also kept its report
+        masks: list[NDArray[np.bool_] | None] = [None] * len(self.servers)
+        if picks is not None:
+            masks = [picks == j for j in range(len(self.servers))]
+        base = len(self.mechs) + len(self.crosstabs)
+        for i, j in enumerate(self._item_loss):
+            kept = ys[base + i]
+            masks[j] = kept if masks[j] is None else masks[j] & kept
+        for server, y, m in zip(self.servers, ys, masks):
+            if m is None:
                 server.add_reports(t, y)
-            for j, task in self.tasks:
-                task.observe(t, ys[j])
-            self._pairs(ys)
-            return
-        mine = [picks == j for j in range(len(self.servers))]  # each question hears its own respondents
-        for server, y, m in zip(self.servers, ys, mine):
-            if m.any():
+            elif m.any():
                 server.add_reports(t[m], y[m])
         for j, task in self.tasks:
-            if mine[j].any():
-                task.observe(t[mine[j]], ys[j][mine[j]])
+            m = masks[j]
+            if m is None:
+                task.observe(t, ys[j])
+            elif m.any():
+                task.observe(t[m], ys[j][m])
+        if picks is None:  # split: the cross-tabulated questions have no item non-response
+            self._pairs(ys)
 
     def _pairs(self, ys: list[NDArray[np.int64]]) -> None:
         """The cross-tabulations' pairs of output codes and of true answers (split)."""
