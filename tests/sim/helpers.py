@@ -76,3 +76,21 @@ def _split_top(body: str) -> list[str]:
 
 def make(**kwargs):
     return parse_scenario(scenario_text(**kwargs), "test.toml")
+
+
+def same_bytes_with_one_and_two_workers(scenario, tmp_path: Path) -> str:
+    """Run ``scenario`` (a path or a built scenario) with one worker and with two: the same
+    results.csv and summary.md byte for byte. Returns the summary's text."""
+    from ldpsim.sim import run_scenario
+
+    one = run_scenario(scenario, out=tmp_path / "one", progress=False)
+    two = run_scenario(scenario, out=tmp_path / "two", progress=False, workers=2)
+    for name in ("results.csv", "summary.md"):
+        assert (one.run_dir / name).read_bytes() == (two.run_dir / name).read_bytes(), name
+    return (one.run_dir / "summary.md").read_text()
+
+
+#: The ANES extract's education levels in order, and the vote (scenarios/data/README.md).
+EDUCATION = ["1-8 grades", "Some high school", "High school graduate", "Some college", "College degree",
+             "Master's degree", "PhD"]  # fmt: skip
+VOTE = ["Clinton", "Dole"]

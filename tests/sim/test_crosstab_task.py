@@ -26,11 +26,7 @@ from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms import product_mechanism
 from ldpsim.sim import parse_scenario, run_scenario
 from ldpsim.sim.engine import Replication
-from tests.sim.helpers import SCENARIOS
-
-EDUCATION = ["1-8 grades", "Some high school", "High school graduate", "Some college", "College degree",
-             "Master's degree", "PhD"]  # fmt: skip
-VOTE = ["Clinton", "Dole"]
+from tests.sim.helpers import EDUCATION, SCENARIOS, VOTE
 
 
 def _text(size: str = "size = 20000", strategy: str = "split", crosstabs: str = '[{ rows = "education", columns = "vote" }]',

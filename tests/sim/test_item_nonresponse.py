@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from ldpsim.errors import LdpSimError
-from ldpsim.sim import parse_scenario, run_scenario
+from ldpsim.sim import parse_scenario
 from ldpsim.sim.engine import Replication
-from tests.sim.helpers import SCENARIOS
+from tests.sim.helpers import SCENARIOS, same_bytes_with_one_and_two_workers
 
 P = np.array([0.5, 0.3, 0.2])
 R = np.array([0.2, 0.9, 0.9])  # response rates of question a's answers
@@ -104,11 +104,7 @@ def test_the_raw_estimate_is_off_by_the_exact_bias_and_the_reweighted_one_is_not
 def test_same_seed_same_bytes_whatever_the_workers(tmp_path):
     path = tmp_path / "item.toml"
     path.write_text(_text(size=3000).replace("seed = 3", "seed = 3\nreplications = 3"))
-    one = run_scenario(path, out=tmp_path / "one", progress=False)
-    two = run_scenario(path, out=tmp_path / "two", progress=False, workers=2)
-    assert (one.run_dir / "results.csv").read_bytes() == (two.run_dir / "results.csv").read_bytes()
-    assert (one.run_dir / "summary.md").read_bytes() == (two.run_dir / "summary.md").read_bytes()
-    summary = (one.run_dir / "summary.md").read_text()
+    summary = same_bytes_with_one_and_two_workers(path, tmp_path)
     assert "## Answer-dependent non-response" in summary and "| a:nonresponse |" in summary
 
 

@@ -17,7 +17,7 @@ from scipy import stats
 from ldpsim.errors import LdpSimError
 from ldpsim.sim import parse_scenario, run_replication, run_scenario
 from ldpsim.sim.engine import Replication
-from tests.sim.helpers import SCENARIOS
+from tests.sim.helpers import SCENARIOS, same_bytes_with_one_and_two_workers
 
 
 def _question(name: str, mechanism: str = '{ kind = "randomized_response" }', labels: str = '["x", "y"]',
@@ -207,11 +207,7 @@ def test_same_seed_same_bytes_whatever_the_workers(tmp_path):
     path = tmp_path / "q.toml"
     path.write_text(_text(_question("a") + _question("b", labels='["x", "y", "z"]', distribution="[0.2, 0.3, 0.5]"),
                           strategy="one_random", size=3000).replace("seed = 1", "seed = 1\nreplications = 3"))  # fmt: skip
-    one = run_scenario(path, out=tmp_path / "one", progress=False)
-    two = run_scenario(path, out=tmp_path / "two", progress=False, workers=2)
-    assert (one.run_dir / "results.csv").read_bytes() == (two.run_dir / "results.csv").read_bytes()
-    assert (one.run_dir / "summary.md").read_bytes() == (two.run_dir / "summary.md").read_bytes()
-    summary = (one.run_dir / "summary.md").read_text()
+    summary = same_bytes_with_one_and_two_workers(path, tmp_path)
     assert "## Budget strategies" in summary and "exact privacy per respondent: eps = 2, delta = 0" in summary
 
 

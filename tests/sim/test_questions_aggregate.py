@@ -23,13 +23,15 @@ from scipy import stats
 
 from ldpsim.analyst import crosstab_estimate, independence_test
 from ldpsim.errors import LdpSimError
-from ldpsim.sim import parse_scenario, run_scenario
+from ldpsim.sim import parse_scenario
 from ldpsim.sim.engine import Replication
-from tests.sim.helpers import SCENARIOS
+from tests.sim.helpers import (
+    EDUCATION,
+    SCENARIOS,
+    VOTE,
+    same_bytes_with_one_and_two_workers,
+)
 
-EDUCATION = ["1-8 grades", "Some high school", "High school graduate", "Some college", "College degree",
-             "Master's degree", "PhD"]  # fmt: skip
-VOTE = ["Clinton", "Dole"]
 EPS = 1.5  # each question's, under split (total 4.5 over three questions)
 
 
@@ -211,10 +213,7 @@ def test_same_seed_same_bytes_whatever_the_workers(tmp_path):
     path = SCENARIOS / "qa_workers_tmp.toml"  # the table is found next to the scenarios
     text = _text(size="size = 5000").replace("seed = 7", "seed = 7\nreplications = 3")
     sc = parse_scenario(text, str(path))
-    one = run_scenario(sc, out=tmp_path / "one", progress=False)
-    two = run_scenario(sc, out=tmp_path / "two", progress=False, workers=2)
-    assert (one.run_dir / "results.csv").read_bytes() == (two.run_dir / "results.csv").read_bytes()
-    assert (one.run_dir / "summary.md").read_bytes() == (two.run_dir / "summary.md").read_bytes()
+    same_bytes_with_one_and_two_workers(sc, tmp_path)
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from ldpsim.errors import LdpSimError
-from ldpsim.sim import parse_scenario, run_replication, run_scenario
+from ldpsim.sim import parse_scenario, run_replication
+from tests.sim.helpers import same_bytes_with_one_and_two_workers
 
 P = np.array([0.4, 0.3, 0.2, 0.1])
 EPS = (0.5, 2.0)
@@ -96,11 +97,7 @@ def test_each_tier_has_its_own_eps():
 def test_same_seed_same_bytes_whatever_the_workers(tmp_path):
     path = tmp_path / "tiers.toml"
     path.write_text(_text(size=3000, replications=3))
-    one = run_scenario(path, out=tmp_path / "one", progress=False)
-    two = run_scenario(path, out=tmp_path / "two", progress=False, workers=2)
-    assert (one.run_dir / "results.csv").read_bytes() == (two.run_dir / "results.csv").read_bytes()
-    assert (one.run_dir / "summary.md").read_bytes() == (two.run_dir / "summary.md").read_bytes()
-    summary = (one.run_dir / "summary.md").read_text()
+    summary = same_bytes_with_one_and_two_workers(path, tmp_path)
     assert "## Privacy tiers" in summary and "tier 1 (eps = 2), share 0.7" in summary
 
 
