@@ -93,3 +93,14 @@ def report(name: str, rows: list[dict], out: Path) -> Path:
     df.to_csv(path, index=False)
     print(f"wrote {path}")
     return path
+
+
+def full_run(path: Path) -> None:
+    """The whole ``ldpsim run`` path of a scenario file in process (replications, files,
+    figures), into a temporary folder."""
+    import tempfile
+
+    from ldpsim.sim import run_scenario
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run_scenario(path, out=Path(tmp) / "run", progress=False)

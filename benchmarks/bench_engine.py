@@ -18,15 +18,12 @@ Run from the repo root: ``python benchmarks/bench_engine.py [--naive-n N]``.
 from __future__ import annotations
 
 import math
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import simpy
 
-from _common import REPO_ROOT, best_of, parser, report
+from _common import REPO_ROOT, best_of, full_run, parser, report
 from ldpsim.analyst import frequency_estimate
-from ldpsim.sim import run_scenario
 from ldpsim.sim import load_scenario, run_replication
 
 SURVEY = REPO_ROOT / "scenarios" / "survey.toml"
@@ -77,13 +74,9 @@ def main() -> None:
     n_ind = survey.spec.population.size
     n_large = large.spec.population.size
 
-    def full_run():
-        with tempfile.TemporaryDirectory() as tmp:
-            run_scenario(SURVEY, out=Path(tmp) / "run", progress=False)
-
     cases = {
         "individual": lambda: run_replication(survey, 0, args.seed),
-        "full": full_run,
+        "full": lambda: full_run(SURVEY),
         "naive": lambda: naive_simpy(args.naive_n, args.seed),
         "aggregate": lambda: run_replication(large, 0, args.seed),
     }

@@ -20,11 +20,9 @@ Run from the repo root: ``python benchmarks/bench_surveys.py [--repeats 3]``.
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 
-from _common import REPO_ROOT, best_of, parser, report
-from ldpsim.sim import load_scenario, run_replication, run_scenario
+from _common import REPO_ROOT, best_of, full_run, parser, report
+from ldpsim.sim import load_scenario, run_replication
 
 ANES = REPO_ROOT / "scenarios" / "anes96.toml"
 PARTY = REPO_ROOT / "scenarios" / "anes96_party.toml"
@@ -41,13 +39,9 @@ def main() -> None:
     crosstab_aggregate = crosstab.with_overrides(mode="aggregate")
     n = anes.size
 
-    def full_run():
-        with tempfile.TemporaryDirectory() as tmp:
-            run_scenario(ANES, out=Path(tmp) / "run", progress=False)
-
     cases = {
         "anes": lambda: run_replication(anes, 0, args.seed),
-        "full": full_run,
+        "full": lambda: full_run(ANES),
         "party": lambda: run_replication(party, 0, args.seed),
         "party_aggregate": lambda: run_replication(party_aggregate, 0, args.seed),
         "crosstab": lambda: run_replication(crosstab, 0, args.seed),
