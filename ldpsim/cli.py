@@ -176,7 +176,7 @@ def _print_survey(result) -> None:  # type: ignore[no-untyped-def]
 
     spec = result.scenario.spec
     print(f"{spec.name}: {result.scenario.size:,} clients, {spec.simulation.replications} replication(s), seed {result.seed}")
-    qs = getattr(result.scenario, "questions", None)
+    qs = result.scenario.questions
     if qs is not None:
         _print_questions(qs)
     if (result.results["quantity"] == "frequency").any() and not summary.has_estimates(result.results):

@@ -133,7 +133,7 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
     out = [f"# {spec.name}", ""]
     if spec.description:
         out += [spec.description, ""]
-    questions = getattr(scenario, "questions", None)
+    questions = scenario.questions
     run_lines = [
         f"- arrivals: {spec.arrivals.model_dump()}",
         f"- network: latency {spec.network.latency.model_dump()}, loss {spec.network.loss_text()}",
@@ -148,9 +148,9 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
             "",
             f"- population: {scenario.size:,} clients over {len(scenario.labels)} categories",
             *([f"- answers from {scenario.table.describe()}; the truth is the column's distribution"]
-              if getattr(scenario, "table", None) is not None else []),
+              if scenario.table is not None else []),
             *(f"- mechanism{' ' + name if scenario.compared else ''}: {m!r}, exact eps = {m.epsilon():.6g}"
-              for name, m in scenario.mechanisms if getattr(scenario, "tiers", None) is None),
+              for name, m in scenario.mechanisms if scenario.tiers is None),
             *_tiers_setup(scenario),
             *(["- the mechanisms privatise the same respondents, who arrive at the same times over the same network "
                "(common random numbers)"] if scenario.compared else []),
@@ -272,7 +272,7 @@ def _series(results: pd.DataFrame, by_task: bool) -> list[str]:
 
 def _tiers_setup(scenario) -> list[str]:
     """The privacy tiers of a scenario with ``[mechanism] tiers`` (none otherwise)."""
-    tiers = getattr(scenario, "tiers", None)
+    tiers = scenario.tiers
     if tiers is None:
         return []
     out = ["- privacy tiers: each respondent is in one tier, drawn with the tier's share; its exact eps is its tier's"]
