@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ldpsim._lazy import lazy_exports
 from ldpsim.mechanisms.finite import FiniteMechanism, MatrixMechanism, from_matrix, product_mechanism
+from ldpsim.mechanisms.memo import Memoised, chain_mechanism, memoised_rr
 from ldpsim.mechanisms.randomized_response import RandomizedResponse, randomized_response
 from ldpsim.mechanisms.standard import (
     best_balanced_set,
@@ -45,12 +46,15 @@ __all__ = [
     "Staircase",
     "TruncatedLaplace",
     "MatrixMechanism",
+    "Memoised",
     "RandomizedResponse",
     "best_balanced_set",
     "binary_mechanism",
     "binary_mechanism_for_prior",
     "binary_mechanism_for_priors",
+    "chain_mechanism",
     "from_matrix",
+    "memoised_rr",
     "pattern_bits",
     "pattern_matrix",
     "product_mechanism",

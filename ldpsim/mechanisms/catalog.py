@@ -469,6 +469,22 @@ def _entries() -> list[Entry]:
             f"{_NUM}:Hybrid",
             numeric,
         ),
+        # ---- memoisation (ldpsim/mechanisms/memo.py)
+        Entry(
+            "memoised_rr",
+            "memoised k-ary randomized response (Erlingsson et al. 2014's permanent and instantaneous randomisation, "
+            "k-ary randomized response in place of Bloom bits): a permanent k-RR at eps_permanent drawn once per value and "
+            "reused, each report a k-RR at eps_instantaneous of it; one report is k-RR with the product keep probability, "
+            "exact eps log((e^a e^b + k - 1)/(e^a + e^b + k - 2)) for a = eps_permanent, b = eps_instantaneous; "
+            "epsilon_longitudinal() = eps_permanent, epsilon_reports(c) exact for c reports of one value",
+            {"k": _K,
+             "eps_permanent": Param(float, 2.0, "eps of the permanent randomized response, drawn once per value (>= 0): "
+                                    "the bound for any number of reports of one value"),
+             "eps_instantaneous": Param(float, 1.0, "eps of the instantaneous randomized response of the memo, "
+                                        "drawn per report (>= 0)")},
+            "ldpsim.mechanisms.memo:memoised_rr",
+            fin,
+        ),
         Entry(
             "broken.doubled_rr",
             'deliberately broken: k-ary randomized response whose probabilities use ``2 eps``.',

@@ -42,6 +42,7 @@ LIBRARY = [
     "duchi",
     "piecewise",
     "hybrid",
+    "memoised_rr",
 ]
 
 

@@ -104,6 +104,12 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "duchi": [{"eps": 1.0}, {"eps": 0.3, "lo": 2.0, "hi": 5.0}, {"eps": 4.0}],
     "piecewise": [{"eps": 1.0}, {"eps": 0.3, "lo": 2.0, "hi": 5.0}, {"eps": 4.0}],
     "hybrid": [{"eps": 1.0}, {"eps": 0.5, "lo": 2.0, "hi": 5.0}, {"eps": 3.0, "lo": -10.0, "hi": 0.0}],
+    "memoised_rr": [
+        {"k": 4, "eps_permanent": 2.0, "eps_instantaneous": 1.0},
+        {"k": 2, "eps_permanent": math.log(3.0), "eps_instantaneous": math.log(3.0)},
+        {"k": 3, "eps_permanent": 0.0, "eps_instantaneous": 1.0},  # eps = 0: nothing to estimate
+        {"k": 5, "eps_permanent": 1.0, "eps_instantaneous": 3.0},
+    ],
 }
 
 #: (entry, index into CASES[entry]) run only with -m slow
@@ -178,6 +184,8 @@ BAD: dict[str, list[tuple[dict[str, Any], str]]] = {
     "piecewise": [({"eps": -1.0}, "eps"), ({"eps": math.inf}, "eps"), ({"hi": -1.0}, "hi"), ({"hi": math.inf}, "hi"),
                   ({"lo": -1e308, "hi": 1e308}, "hi")],
     "hybrid": [({"eps": 0.0}, "eps"), ({"eps": NAN}, "eps"), ({"lo": 3.0}, "hi"), ({"lo": math.inf}, "lo")],
+    "memoised_rr": [({"k": 1}, "k"), ({"eps_permanent": -1.0}, "eps_permanent"),
+                    ({"eps_instantaneous": NAN}, "eps_instantaneous"), ({"eps_permanent": math.inf}, "eps_permanent")],
 }
 
 
