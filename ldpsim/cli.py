@@ -67,20 +67,28 @@ def _build_parser() -> argparse.ArgumentParser:
 
     comp = sub.add_parser(
         "compose",
-        help="privacy of k-fold composition: the exact region next to the closed-form bounds",
+        help="privacy of composition: the exact region next to the closed-form bounds",
         description="k-fold adaptive composition of (eps, delta)-DP mechanisms: prints delta_total at a grid "
         "of eps_total (or eps_total for --target-delta) for the exact optimal composition (Kairouz-Oh-Viswanath "
         "Theorem 3.3) and each bound (basic, Dwork-Rothblum-Vadhan, Theorem 3.4 in both forms), and writes "
-        "table.csv and region.png comparing their privacy regions.",
+        "table.csv and region.png comparing their privacy regions. With --pairs and/or --mechanism instead: "
+        "any list of different (eps, delta) pairs and library mechanisms, composed by the accountant (exact "
+        "for pairs and finite mechanisms, pessimistic with its error for noise mechanisms) next to basic "
+        "composition and Theorem 3.5.",
     )
-    comp.add_argument("--eps", type=float, required=True, help="eps of each mechanism")
-    comp.add_argument("--delta", type=float, default=0.0, help="delta of each mechanism (default 0)")
-    count = comp.add_mutually_exclusive_group(required=True)
+    comp.add_argument("--eps", type=float, default=None, help="eps of each mechanism")
+    comp.add_argument("--delta", type=float, default=None, help="delta of each mechanism (default 0)")
+    count = comp.add_mutually_exclusive_group()
     count.add_argument("--compositions", type=int, metavar="K", help="number of mechanisms composed")
     count.add_argument("-k", type=int, dest="k_deprecated", metavar="K", help="deprecated spelling of --compositions (goes away in 0.2)")
+    comp.add_argument("--pairs", nargs="+", default=None, metavar="EPS,DELTA[xN]",
+                      help='(eps, delta) pairs, e.g. "1,1e-6 0.5,0x10" (xN: N of them); instead of --eps/--compositions')  # fmt: skip
+    comp.add_argument("--mechanism", action="append", default=None, metavar="SPEC[xN]",
+                      help="a library mechanism, NAME:param=value,... as in ldpsim audit (xN: N uses); repeatable")  # fmt: skip
     comp.add_argument("--eps-total", type=float, nargs="+", default=None, metavar="E", help="eps_total values (default: 12 points up to where the exact delta meets its floor)")
     comp.add_argument("--target-delta", type=float, nargs="+", default=None, metavar="D", help="print eps_total for these total deltas instead")
-    comp.add_argument("--out", default=None, help="output directory (default reports/compose/eps<eps>-delta<delta>-k<K>)")
+    comp.add_argument("--out", default=None, help="output directory (default reports/compose/eps<eps>-delta<delta>-k<K>, "
+                      "or reports/compose/mixed-<n>-<hash> with --pairs/--mechanism)")  # fmt: skip
     comp.add_argument("--no-figure", action="store_true", help="skip region.png")
     comp.set_defaults(func=_compose)
 
@@ -267,8 +275,16 @@ def _print_multiparty(run) -> None:  # type: ignore[no-untyped-def]
               f"{int(lat['messages_expected'].sum()):,}")  # fmt: skip
 
 
+def _print_collection(run) -> None:  # type: ignore[no-untyped-def]
+    sc = run.scenario
+    c = sc.spec.collection
+    print(f"{sc.name}: {sc.size:,} respondents x {c.periods} periods, {len(sc.arms)} arms, "
+          f"{sc.spec.simulation.replications} replication(s), seed {run.seed}; composed eps at delta = {c.delta:g}")  # fmt: skip
+    print(run.summary.to_string(index=False, float_format=lambda x: f"{x:.5g}"))
+
+
 #: What ``ldpsim run`` prints for each kind of scenario (the report path follows).
-_PRINT_RUN = {"survey": _print_survey, "multiparty": _print_multiparty}
+_PRINT_RUN = {"survey": _print_survey, "multiparty": _print_multiparty, "collection": _print_collection}
 
 
 #: Clients the demo simulates at most (about a minute), in chunks of DEMO_CHUNK (bounded memory).
@@ -325,15 +341,97 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compose_items(pairs: Sequence[str] | None, mechanisms: Sequence[str] | None) -> list:  # type: ignore[type-arg]
+    """The items of ``ldpsim compose --pairs/--mechanism``: (eps, delta) pairs and mechanisms
+    built from catalog specs, each with an optional ``xN`` (or ``*N``) count."""
+    import math
+    import re
+
+    from ldpsim.privacy import compose_report as cr
+    from ldpsim.privacy.guarantees import EpsDelta
+
+    count = re.compile(r"^(.*?)\s*[x*]\s*(\d+)\s*$", re.S)
+    items = []
+    for token in [t for chunk in pairs or [] for t in chunk.split()]:
+        m = count.match(token)
+        body, n = (m.group(1), int(m.group(2))) if m else (token, 1)
+        parts = body.split(",")
+        try:
+            eps, delta = float(parts[0]), float(parts[1]) if len(parts) == 2 else 0.0
+            ok = len(parts) <= 2 and math.isfinite(eps) and eps >= 0 and 0 <= delta <= 1 and n >= 1
+        except ValueError:
+            ok = False
+        if not ok:
+            raise LdpSimError(f"--pairs: got {token!r}, expected EPS,DELTA with eps >= 0 and delta in [0, 1], "
+                              "optionally xN with N >= 1 (e.g. 0.5,1e-6x10)")  # fmt: skip
+        items.append(cr.Item(EpsDelta(eps, delta), n, f"({eps:g}, {delta:g})", eps, delta))
+    if mechanisms:
+        from ldpsim.mechanisms import catalog
+
+        for text in mechanisms:
+            m = count.match(text)
+            spec, n = (m.group(1), int(m.group(2))) if m else (text, 1)
+            if n < 1:
+                raise LdpSimError(f"--mechanism: got {text!r}, expected SPEC or SPECxN with N >= 1")
+            try:
+                built = catalog.parse(spec)
+            except LdpSimError as exc:
+                raise LdpSimError(f"--mechanism: {exc}") from None
+            mech = built.mechanism
+            if not callable(getattr(mech, "guarantee", None)):
+                raise LdpSimError(f"--mechanism: got {spec!r}, expected a mechanism with a privacy guarantee")
+            pure = float(mech.epsilon(0.0))
+            eps_i, delta_i = (pure, 0.0) if math.isfinite(pure) else (None, None)
+            items.append(cr.Item(mech.guarantee(), n, built.spec, eps_i, delta_i))
+    return items
+
+
+def _compose_mixed(args: argparse.Namespace) -> int:
+    from ldpsim.privacy import compose_report as cr
+
+    given = [name for name, v in (("--eps", args.eps), ("--delta", args.delta), ("--compositions", args.compositions),
+                                  ("-k", args.k_deprecated)) if v is not None]  # fmt: skip
+    if given:
+        raise LdpSimError(f"--pairs/--mechanism: got {given[0]} too, expected either --pairs/--mechanism or --eps with --compositions")
+    items = _compose_items(args.pairs, args.mechanism)
+    table, files, notes, label = cr.run_mixed(
+        items, eps_totals=args.eps_total, delta_totals=args.target_delta, out=args.out, figure=not args.no_figure
+    )
+    what = "eps_total at each target delta_total" if args.target_delta is not None else "delta_total at each eps_total"
+    listed = ", ".join(f"{it.label}" + (f" x{it.count}" if it.count > 1 else "") for it in items)
+    print(f"composition of {sum(it.count for it in items)} mechanisms ({listed}): {what}")
+    labels = {"exact": label, **{m: cr.MIXED_LABELS[m] for m in ("basic", "kov_heterogeneous")}}
+    print(table.rename(columns=labels).to_string(index=False, float_format=lambda x: f"{x:.6g}"))
+    if label.startswith("pessimistic"):
+        print("pessimistic = an upper bound (noise mechanisms discretised on a lattice); its largest relative "
+              "error here, estimated by redoing the composition at twice the lattice step, is in the header")  # fmt: skip
+    else:
+        print("exact = the optimal composition of these guarantees (no mechanisms meeting them compose worse)")
+    if "basic" in table.columns:
+        print("bounds are upper bounds (Thm 3.5: Kairouz-Oh-Viswanath's heterogeneous composition theorem)")
+    for note in notes:
+        print(note)
+    print(f"files: {', '.join(str(p) for p in files)}")
+    return 0
+
+
 def _compose(args: argparse.Namespace) -> int:
     from ldpsim.privacy import compose_report as cr
 
+    if args.eps_total is not None and args.target_delta is not None:
+        raise LdpSimError("--target-delta: got --eps-total too, expected one of the two")
+    if args.pairs is not None or args.mechanism is not None:
+        return _compose_mixed(args)
+    if args.eps is None:
+        raise LdpSimError("--eps: got nothing, expected the eps of each mechanism (or --pairs / --mechanism)")
+    if args.compositions is None and args.k_deprecated is None:
+        raise LdpSimError("--compositions: got nothing, expected the number of mechanisms composed (or --pairs / --mechanism)")
+    if args.delta is None:
+        args.delta = 0.0
     compositions = args.compositions
     if args.k_deprecated is not None:  # the README of 0.1 used `ldpsim compose ... -k 30`
         print("ldpsim: -k is deprecated; use --compositions (-k goes away in 0.2)", file=sys.stderr)
         compositions = args.k_deprecated
-    if args.eps_total is not None and args.target_delta is not None:
-        raise LdpSimError("--target-delta: got --eps-total too, expected one of the two")
     table, files, notes = cr.run(
         args.eps, args.delta, compositions, eps_totals=args.eps_total, delta_totals=args.target_delta, out=args.out,
         figure=not args.no_figure,

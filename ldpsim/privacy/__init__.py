@@ -4,6 +4,7 @@ composition and its closed-form bounds, the mu-GDP profile, and plots of privacy
 This package is pure accounting: it never imports :mod:`ldpsim.mechanisms` (mechanisms
 import it)."""
 
+from ldpsim.privacy.accountant import Accountant
 from ldpsim.privacy.composition import (
     basic_bound,
     bound_delta,
@@ -32,8 +33,10 @@ from ldpsim.privacy.guarantees import (
     TradeOff,
 )
 from ldpsim.privacy.pld import DiscretePLD
+from ldpsim.privacy.filters import AdvancedFilter, BasicFilter, FilterState, PrivacyFilter, allowed_reports
 
 __all__ = [
+    "Accountant",
     "GDP",
     "DeltaCurve",
     "DiscretePLD",
@@ -59,4 +62,9 @@ __all__ = [
     "optimal_epsilon_heterogeneous",
     "optimal_log_delta",
     "per_query_budget",
+    "AdvancedFilter",
+    "BasicFilter",
+    "FilterState",
+    "PrivacyFilter",
+    "allowed_reports",
 ]

@@ -29,13 +29,21 @@ For comparison, :func:`shuffle_epsilon_closed_form` is the paper's analytic boun
 (Theorem 3.1): ``eps <= log(1 + (e^eps0 - 1)/(e^eps0 + 1) (8 sqrt(e^eps0 log(4/delta)) /
 sqrt(n) + 8 e^eps0 / n))`` for ``eps0 <= log(n / (16 log(2/delta)))``; the numerical
 divergence above is never larger than it.
+
+Checked against the authors' numerical code (github.com/apple/ml-shuffling-amplification,
+which brackets the same divergence from below and above): :func:`shuffle_epsilon` lies in
+their bracket at every (eps0, n, delta) tried, eps0 = 0.5..8, n = 10^4..10^6, and within
+2e-4 relative of their lower bound where they visit every clone count; their upper bound
+is looser (up to 8% above) because it charges the mass it did not visit (tests/privacy/test_shuffle.py).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
+from scipy import optimize
 
 from ldpsim import _validate as v
 from ldpsim.errors import invalid
@@ -92,19 +100,35 @@ def shuffle_delta(eps0: float, n: int, eps: float) -> float:
 
 def shuffle_epsilon(eps0: float, n: int, delta: float) -> float:
     """The smallest eps (to 1e-9 relative, rounded up) with :func:`shuffle_delta` ``<=
-    delta``: the central eps of ``n`` shuffled ``eps0``-LDP reports. At most ``eps0``."""
+    delta``: the central eps of ``n`` shuffled ``eps0``-LDP reports. At most ``eps0``.
+
+    The divergence falls as eps grows, so its root is bracketed in ``[0, eps0]``; Brent's
+    method on ``log delta(eps) - log delta`` finds it in about ten evaluations (bisection
+    to the same precision takes thirty), and the end of the bracket where the divergence
+    is at most ``delta`` is returned, so the answer is never below the true one."""
     e0, n = _check(eps0, n)
     d = v.delta(delta, "delta")
+    return _shuffle_epsilon(e0, n, d)
+
+
+@functools.lru_cache(maxsize=4096)
+def _shuffle_epsilon(e0: float, n: int, d: float) -> float:
     if shuffle_delta(e0, n, 0.0) <= d:
         return 0.0
-    lo, hi = 0.0, e0
-    while hi - lo > 1e-9 * hi:
-        mid = 0.5 * (lo + hi)
-        if shuffle_delta(e0, n, mid) <= d:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    if d <= 0.0:
+        return e0
+    lo, hi = 0.0, e0  # delta(lo) > d >= delta(hi) = 0
+    log_d = math.log(d)
+
+    def gap(e: float) -> float:
+        value = shuffle_delta(e0, n, e)
+        return (math.log(value) if value > 0 else -1e300) - log_d
+
+    root = optimize.brentq(gap, lo, hi, xtol=1e-11 * hi, rtol=1e-15, maxiter=500)
+    up = min(hi, root * (1.0 + 1e-9))
+    while up < hi and gap(up) > 0:  # round up until the divergence is at most delta
+        up = min(hi, up + 1e-9 * hi)
+    return up
 
 
 def shuffle_epsilon_closed_form(eps0: float, n: int, delta: float) -> float:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -72,3 +74,125 @@ def test_compose_errors_are_one_line_exit_2(argv, needle, capsys, tmp_path):
     assert main(argv + ["--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
+
+
+# --------------------------------------------------------------------------- --pairs / --mechanism
+def _rr_rows(k: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """Rows 0 and 1 of k-ary randomized response, by hand."""
+    e = np.exp(eps)
+    p = np.full(k, 1 / (e + k - 1))
+    r = p.copy()
+    p[0] = r[1] = e / (e + k - 1)
+    return p, r
+
+
+def test_compose_pairs_match_brute_force_and_bounds(tmp_path, capsys):
+    out = tmp_path / "c"
+    grid = ["0", "0.5", "1.4", "2"]
+    assert main(["compose", "--pairs", "1,1e-6 0.5,0", "0.5,0", "--eps-total", *grid, "--out", str(out), "--no-figure"]) == 0
+    text = capsys.readouterr().out
+    assert "exact (accountant)" in text and "Thm 3.5" in text and "basic" in text
+    table = pd.read_csv(out / "table.csv")
+    assert list(table.columns) == ["eps_total", "exact", "basic", "kov_heterogeneous"]
+    P, R = np.ones(1), np.ones(1)
+    for eps, delta in ((1.0, 1e-6), (0.5, 0.0), (0.5, 0.0)):
+        p, r = quaternary_rows(eps, delta)
+        P, R = np.outer(P, p).ravel(), np.outer(R, r).ravel()
+    ref = [hockey_stick(P, R, float(e)) for e in grid]
+    # table.csv keeps 12 digits; at eps_total = 2, a loss of exactly 2 leaves a 5e-17 residue in the brute sum
+    assert np.allclose(table["exact"], ref, rtol=1e-11, atol=1e-15)
+    for col in ("basic", "kov_heterogeneous"):
+        assert (table[col] >= table["exact"] * (1 - 1e-12)).all()
+    assert table["basic"].iloc[-1] == pytest.approx(1e-6) and table["basic"].iloc[0] == 1.0
+
+
+def test_compose_pairs_repetition_and_target_delta(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    common = ["--target-delta", "1e-5", "0.01", "--no-figure"]
+    assert main(["compose", "--pairs", "0.5,1e-7x3", "0.2,0*2", "--out", str(a), *common]) == 0
+    assert main(["compose", "--pairs", "0.5,1e-7 0.5,1e-7 0.5,1e-7 0.2,0 0.2,0", "--out", str(b), *common]) == 0
+    ta, tb = pd.read_csv(a / "table.csv"), pd.read_csv(b / "table.csv")
+    assert np.array_equal(ta["exact"], tb["exact"])
+    from ldpsim.privacy import optimal_epsilon_heterogeneous
+
+    want = optimal_epsilon_heterogeneous([0.5] * 3 + [0.2] * 2, [1e-7] * 3 + [0.0] * 2, [1e-5, 0.01])
+    assert np.allclose(ta["exact"], want, rtol=1e-11)
+    assert (ta["kov_heterogeneous"] >= ta["exact"]).all() and (ta["basic"] == 1.9).all()
+    assert "eps_total at each target" in capsys.readouterr().out
+
+
+def test_compose_finite_mechanisms_are_exact(tmp_path, capsys):
+    out = tmp_path / "m"
+    assert main(["compose", "--mechanism", "randomized_response:k=3,eps=1x3", "--mechanism", "randomized_response:k=2,eps=0.5",
+                 "--eps-total", "0", "1", "2.5", "--out", str(out), "--no-figure"]) == 0  # fmt: skip
+    table = pd.read_csv(out / "table.csv")
+    p3, r3 = _rr_rows(3, 1.0)
+    p2, r2 = _rr_rows(2, 0.5)
+    P, R = np.outer(product(p3, 3), p2).ravel(), np.outer(product(r3, 3), r2).ravel()
+    assert np.allclose(table["exact"], [hockey_stick(P, R, e) for e in (0.0, 1.0, 2.5)], rtol=1e-11)
+    text = capsys.readouterr().out
+    assert "randomized_response:k=3,eps=1.0 x3" in text and "exact (accountant)" in text
+    assert (table["basic"] == [1.0, 1.0, 1.0]).all()  # sum eps = 3.5 > 2.5
+
+
+def test_compose_noise_mechanism_is_pessimistic_with_its_error(tmp_path, capsys):
+    out = tmp_path / "g"
+    # gaussian:eps=1,delta=1e-5 is N(0, sigma^2) with the analytic sigma; 4 uses are 2/sigma-GDP
+    assert main(["compose", "--mechanism", "gaussian:eps=1,delta=1e-5x4", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "pessimistic (rel. error <=" in text and "basic and Thm 3.5 left out" in text
+    table = pd.read_csv(out / "table.csv")
+    assert list(table.columns) == ["eps_total", "exact"]
+    from ldpsim.mechanisms import catalog
+    from ldpsim.privacy import GDP
+
+    exact = GDP(2 * catalog.build("gaussian", eps=1.0, delta=1e-5).mu).delta(table["eps_total"].to_numpy())
+    assert (table["exact"] >= exact * (1 - 1e-12)).all() and (table["exact"] <= exact * (1 + 1e-3) + 1e-300).all()
+    assert (out / "region.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["exact"] is False and meta["items"][0]["count"] == 4 and meta["step"] > 0
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["compose", "--pairs", "1;0"], "--pairs: got '1;0'"),
+        (["compose", "--pairs=-1,0"], "--pairs: got '-1,0'"),
+        (["compose", "--pairs", "1,2"], "--pairs: got '1,2'"),
+        (["compose", "--pairs", "1,0x0"], "--pairs: got '1,0x0'"),
+        (["compose", "--pairs", "1,0,3"], "--pairs: got '1,0,3'"),
+        (["compose", "--mechanism", "nosuch:eps=1"], "--mechanism: mechanism: got 'nosuch'"),
+        (["compose", "--mechanism", "laplace:eps=-1"], "--mechanism: "),
+        (["compose", "--mechanism", "laplace:bogus=1"], "--mechanism: parameter: got 'bogus'"),
+        (["compose", "--pairs", "1,0", "--eps", "1"], "--pairs/--mechanism: got --eps too"),
+        (["compose", "--mechanism", "laplace", "--compositions", "3"], "--pairs/--mechanism: got --compositions too"),
+        (["compose", "--compositions", "3"], "--eps: got nothing"),
+        (["compose", "--eps", "1"], "--compositions: got nothing"),
+        (["compose", "--pairs", "1,0", "--eps-total", "-1"], "eps_total: got -1"),
+        (["compose", "--pairs", "1,0", "--target-delta", "2"], "delta_total: got 2"),
+    ],
+)
+def test_compose_mixed_errors_are_one_line_exit_2(argv, needle, capsys, tmp_path):
+    assert main(argv + ["--out", str(tmp_path / "x"), "--no-figure"]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1, err
+
+
+def test_theorem_3_5_inversions_match_the_bound():
+    from ldpsim.privacy import compose_report as cr
+    from ldpsim.privacy import kov_bound_heterogeneous
+
+    eps = np.array([1.0, 0.5, 0.5, 0.2, 0.2, 0.2, 0.1])
+    delta = np.array([1e-6, 0, 0, 1e-5, 1e-5, 1e-5, 0.0])
+    keep = np.prod(1 - delta)
+    grid = np.linspace(0.5, 3.0, 11)
+    for e_t, d_t in zip(grid, cr.kov_heterogeneous_delta(eps, delta, grid)):
+        ds = 1 - (1 - d_t) / keep
+        if e_t >= eps.sum():  # no slack needed: basic composition's delta
+            assert d_t == pytest.approx(1 - keep, rel=1e-12)
+        elif 0 < ds < 1:  # the slack is the smallest that brings the theorem's eps down to e_t
+            assert kov_bound_heterogeneous(eps, delta, ds)[0] <= e_t * (1 + 1e-9)
+            assert kov_bound_heterogeneous(eps, delta, ds * 0.99)[0] > e_t
+    for t in (1e-4, 0.01, 0.3):
+        e_t = cr.kov_heterogeneous_epsilon(eps, delta, [t])[0]
+        assert cr.kov_heterogeneous_delta(eps, delta, [e_t * (1 + 1e-9)])[0] <= t * (1 + 1e-9)
