@@ -17,14 +17,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ldpsim.report import collection as collection_report
 from ldpsim.report import multiparty as multiparty_report
 from ldpsim.report import multiparty_tables
 from ldpsim.report import survey as survey_report
 from ldpsim.report import survey_tables
 from ldpsim.runs import REP_DIR, Outcome, Study, resume_study, run_study
-from ldpsim.sim.scenario import KINDS, BuiltScenario, MultipartyScenario, Scenario, load_scenario
+from ldpsim.sim.scenario import KINDS, BuiltScenario, CollectionScenario, MultipartyScenario, Scenario, load_scenario
 
-__all__ = ["RunResult", "MultipartyRun", "SurveyStudy", "MultipartyStudy", "STUDIES", "run_scenario", "resume_run"]
+__all__ = ["RunResult", "MultipartyRun", "CollectionRun", "CollectionStudy", "SurveyStudy", "MultipartyStudy", "STUDIES", "run_scenario", "resume_run"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,13 @@ class MultipartyRun(RunResult):
 
     summary: pd.DataFrame
     latency: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class CollectionRun(RunResult):
+    """A finished collection run, with one summary row per arm (policy x shuffled)."""
+
+    summary: pd.DataFrame
 
 
 class SurveyStudy(Study):
@@ -129,9 +137,45 @@ class MultipartyStudy(Study):
         return MultipartyRun(o.run_dir, o.study.scenario, o.results, o.seed, summary, latency)
 
 
+class CollectionStudy(Study):
+    """A collection scenario: the same respondents reporting period after period under
+    several policies (:mod:`ldpsim.sim.collection`). Each policy's privacy by class is
+    computed once per run, in the calling process, and handed to every replication."""
+
+    kind = CollectionScenario.kind
+
+    def shared(self) -> Any:
+        from ldpsim.sim.collection import privacy_tables
+
+        return privacy_tables(self.scenario)
+
+    def run_replication(self, index: int, seed: int, shared: Any) -> pd.DataFrame:
+        from ldpsim.sim.collection import run_replication
+
+        return run_replication(self.scenario, index, seed, shared)
+
+    def read_results(self, path: Path) -> pd.DataFrame:
+        return collection_report.read_results(path)
+
+    def render_report(self, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], Any]:
+        sc = self.scenario
+        summary = collection_report.final_summary(results, float(sc.spec.analyst.confidence))
+        return collection_report.render_report(sc, results, seed), summary
+
+    def metadata(self) -> dict[str, Any]:
+        sc = self.scenario
+        return {"respondents": sc.size, "periods": sc.periods, "arms": [
+            {"policy": p.name, "kind": p.kind, "shuffled": s, "reports_allowed": p.allowed} for p, s in sc.arms]}
+
+    def result(self, o: Outcome) -> "CollectionRun":
+        return CollectionRun(o.run_dir, o.study.scenario, o.results, o.seed, o.extra)
+
+
 #: scenario kind -> its study; a new kind of run is one entry here and one in
 #: :data:`ldpsim.sim.scenario.KINDS`.
-STUDIES: dict[str, type[Study]] = {SurveyStudy.kind: SurveyStudy, MultipartyStudy.kind: MultipartyStudy}
+STUDIES: dict[str, type[Study]] = {
+    SurveyStudy.kind: SurveyStudy, MultipartyStudy.kind: MultipartyStudy, CollectionStudy.kind: CollectionStudy,
+}
 
 
 def study_of(scenario: BuiltScenario) -> Study:

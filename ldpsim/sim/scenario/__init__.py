@@ -4,7 +4,8 @@ A scenario file is TOML. Its top-level ``kind`` says what it describes: ``"surve
 default: clients answering a question through a mechanism and a network, an analyst
 estimating; :mod:`ldpsim.sim.scenario.survey`) or ``"multiparty"`` (parties broadcasting
 privatised bits, every receiver deciding a function of all of them;
-:mod:`ldpsim.sim.scenario.multiparty`). :func:`load_scenario` reads the file, dispatches on
+:mod:`ldpsim.sim.scenario.multiparty`) or ``"collection"`` (the same respondents reporting
+period after period under several policies; :mod:`ldpsim.sim.scenario.collection`). :func:`load_scenario` reads the file, dispatches on
 ``kind`` and returns the built scenario of that kind; every kind shares the sections,
 types and the one error format of :mod:`ldpsim.sim.scenario.common`, so every problem is
 one :class:`ldpsim.errors.LdpSimError` naming the file, the key path and the problem.
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ldpsim.errors import LdpSimError, _show
+from ldpsim.sim.scenario.collection import CollectionScenario, parse_collection
 from ldpsim.sim.scenario.common import BuiltScenario, check_rows, read_scenario_text, read_toml
 from ldpsim.sim.scenario.multiparty import MultipartyScenario, parse_multiparty
 from ldpsim.sim.scenario.survey import Scenario, parse_survey
@@ -25,11 +27,13 @@ from ldpsim.sim.scenario.survey import Scenario, parse_survey
 KINDS: dict[str, Callable[[str, str], BuiltScenario]] = {
     "survey": parse_survey,
     "multiparty": parse_multiparty,
+    "collection": parse_collection,
 }
 
 __all__ = [
     "KINDS",
     "BuiltScenario",
+    "CollectionScenario",
     "MultipartyScenario",
     "Scenario",
     "check_rows",

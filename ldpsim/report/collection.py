@@ -1,0 +1,241 @@
+"""Results, summaries, figures and summary.md of a collection run (``kind = "collection"``).
+
+The results table has one row per replication x policy x shuffled x period x quantity x
+category; ``quantity`` is one of
+
+- ``frequency`` / ``change``: an answer's share in the period (or its change from the
+  period before), with its interval, the population's realised value (``truth``) and the
+  expected value of the answer dynamics (``theory``); ``n`` the reports behind it;
+- ``privacy``: a summary of the respondents' privacy spent after the period (``max``,
+  ``mean``, ``median``, ``p90``; ``per_report``; for plain and filter policies
+  ``exact_at_delta`` (the exact composition of the mechanism for the respondent with the
+  most reports), ``basic``, ``advanced`` and ``reports_max``; for memoisation
+  ``longitudinal`` and ``distinct_max``; for filters ``budget`` and ``stopped_share``);
+- ``privacy_class``: one row per class of respondents with the same privacy spent
+  (``estimate`` the eps, ``n`` how many respondents);
+- ``latency``: per period of sending, ``mean_delay``, ``p95_delay``, ``mean_shuffler_wait``
+  and ``received_share``;
+- ``central``: behind a shuffler, the local eps of one report, the central eps at the
+  scenario's delta for the smallest batch, and the batch sizes.
+
+Everything here is a pure function of the table (and the scenario for its setup).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ldpsim.report.figures import plt, png_bytes, quiet_glyphs, short_label
+from ldpsim.report.tables import md_table, read_csv
+
+COLUMNS = [
+    "replication", "policy", "shuffled", "period", "time", "quantity", "category",
+    "estimate", "ci_low", "ci_high", "truth", "theory", "n",
+]  # fmt: skip
+
+
+def read_results(path: str | Path) -> pd.DataFrame:
+    numeric = ["time", "estimate", "ci_low", "ci_high", "truth", "theory", "n"]
+    out = read_csv(path, dtype={"policy": str, "quantity": str, "category": str}, na=numeric)
+    out["shuffled"] = out["shuffled"].astype(str).str.lower().isin(["true", "1"])
+    return out
+
+
+def arm_name(policy: str, shuffled: bool) -> str:
+    return f"{policy} + shuffler" if shuffled else str(policy)
+
+
+def _arms(results: pd.DataFrame) -> list[tuple[str, bool]]:
+    return list(dict.fromkeys(zip(results["policy"], results["shuffled"].astype(bool))))
+
+
+# --------------------------------------------------------------------- tables
+def accuracy_over_time(results: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """Per arm and period: RMSE over answers and replications of the estimates against the
+    realised shares, the root-mean-square standard error the intervals state (half-width
+    over the normal quantile at ``confidence``), the share of intervals that cover, and the
+    mean number of reports behind an estimate."""
+    from scipy.special import ndtri
+
+    z = float(ndtri(0.5 + confidence / 2))
+    f = results[results["quantity"] == "frequency"].copy()
+    f["sq"] = (f["estimate"] - f["truth"]) ** 2
+    f["se_sq"] = ((f["ci_high"] - f["ci_low"]) / (2 * z)) ** 2
+    f["covered"] = (f["ci_low"] <= f["truth"]) & (f["truth"] <= f["ci_high"])
+    g = f.groupby(["policy", "shuffled", "period"], sort=False)
+    out = g.agg(rmse=("sq", lambda s: float(np.sqrt(s.mean()))), std_error=("se_sq", lambda s: float(np.sqrt(s.mean()))),
+                coverage=("covered", "mean"), reports=("n", "mean"))  # fmt: skip
+    return out.reset_index()
+
+
+def coverage(results: pd.DataFrame, quantity: str) -> pd.DataFrame:
+    """Per arm: the share of intervals of ``quantity`` (frequency or change) that cover the
+    realised value, and how many intervals there were."""
+    f = results[(results["quantity"] == quantity) & results["estimate"].notna()]
+    cov = (f["ci_low"] <= f["truth"]) & (f["truth"] <= f["ci_high"])
+    out = f.assign(covered=cov).groupby(["policy", "shuffled"], sort=False).agg(coverage=("covered", "mean"), intervals=("covered", "size"))
+    return out.reset_index()
+
+
+def privacy_series(results: pd.DataFrame, replication: int | None = None) -> pd.DataFrame:
+    """Per arm and period, the privacy summaries as columns (replication 0 by default)."""
+    p = results[results["quantity"] == "privacy"]
+    rep = p["replication"].min() if replication is None else replication
+    p = p[p["replication"] == rep]
+    wide = p.pivot_table(index=["policy", "shuffled", "period"], columns="category", values="estimate", sort=False)
+    return wide.reset_index()
+
+
+def final_summary(results: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """One row per arm: what a designer compares (at the last period)."""
+    acc = accuracy_over_time(results, confidence)
+    priv = privacy_series(results)
+    lat = results[results["quantity"] == "latency"].pivot_table(index=["policy", "shuffled"], columns="category",
+                                                               values="estimate", aggfunc="mean", sort=False)  # fmt: skip
+    cen = results[results["quantity"] == "central"].pivot_table(index=["policy", "shuffled"], columns="category",
+                                                               values="estimate", aggfunc="max", sort=False)  # fmt: skip
+    rows = []
+    for policy, shuffled in _arms(results):
+        a = acc[(acc["policy"] == policy) & (acc["shuffled"] == shuffled)]
+        pr = priv[(priv["policy"] == policy) & (priv["shuffled"] == shuffled)]
+        last = pr.iloc[-1] if len(pr) else pd.Series(dtype=float)
+        row: dict[str, Any] = {
+            "arm": arm_name(policy, shuffled),
+            "eps_max": last.get("max", np.nan),
+            "eps_median": last.get("median", np.nan),
+            "exact_at_delta": last.get("exact_at_delta", np.nan),
+            "se_first": float(a["std_error"].iloc[0]) if len(a) else np.nan,
+            "se_last": float(a["std_error"].iloc[-1]) if len(a) else np.nan,
+            "rmse_all": float(np.sqrt(np.mean(np.square(a["rmse"])))) if len(a) else np.nan,
+            "coverage": float(a["coverage"].mean()) if len(a) else np.nan,
+        }
+        key = (policy, shuffled)
+        row["mean_delay"] = float(lat.loc[key, "mean_delay"]) if key in lat.index else np.nan
+        for name in ("central_eps", "withheld"):
+            row[name] = float(cen.loc[key, name]) if key in cen.index and name in cen.columns else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------- figures
+def _privacy_figure(results: pd.DataFrame, delta: float) -> bytes:
+    priv = privacy_series(results)
+    priv = priv[~priv["shuffled"].astype(bool)] if (~priv["shuffled"].astype(bool)).any() else priv
+    policies = list(dict.fromkeys(priv["policy"]))
+    fig, axes = plt.subplots(1, len(policies), figsize=(4.2 * len(policies) + 0.5, 4.2), squeeze=False, sharey=True)
+    for ax, policy in zip(axes[0], policies):
+        g = priv[priv["policy"] == policy]
+        x = g["period"]
+        ax.plot(x, g["max"], color="C0", lw=2, label="spent, most exposed respondent (pure eps)")
+        ax.plot(x, g["median"], color="C0", lw=1, ls=":", label="spent, median respondent")
+        if "exact_at_delta" in g and g["exact_at_delta"].notna().any():
+            ax.plot(x, g["exact_at_delta"], color="C2", lw=1.6, label=f"exact composition at delta = {delta:g}")
+            ax.plot(x, g["advanced"], color="C3", lw=1, ls="--", label=f"advanced composition at delta = {delta:g}")
+        if "longitudinal" in g and g["longitudinal"].notna().any():
+            ax.axhline(float(g["longitudinal"].iloc[0]), color="C1", lw=1.2, ls="--", label="eps_inf: one unchanged answer, any number of reports")
+            ax.axhline(float(g["per_report"].iloc[0]), color="C4", lw=1.2, ls="-.", label="eps of one report")
+        if "budget" in g and g["budget"].notna().any():
+            ax.axhline(float(g["budget"].iloc[0]), color="k", lw=1, ls="--", label="budget")
+        ax.set_title(short_label(policy))
+        ax.set_xlabel("period")
+        ax.grid(True, lw=0.4, alpha=0.5)
+        ax.legend(fontsize=7, loc="upper left")
+    axes[0][0].set_ylabel("privacy spent per respondent (eps)")
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def _accuracy_figure(results: pd.DataFrame, confidence: float) -> bytes:
+    acc = accuracy_over_time(results, confidence)
+    fig, ax = plt.subplots(figsize=(8.5, 4.8))
+    policies = list(dict.fromkeys(acc["policy"]))
+    for (policy, shuffled), g in acc.groupby(["policy", "shuffled"], sort=False):
+        c = f"C{policies.index(policy) % 10}"
+        ax.plot(g["period"], g["std_error"], color=c, ls="--" if shuffled else "-", lw=1.5,
+                label=short_label(arm_name(policy, bool(shuffled))))  # fmt: skip
+        ax.plot(g["period"], g["rmse"], color=c, ls="none", marker="x" if shuffled else "o", ms=3, alpha=0.6)
+    ax.set_xlabel("period")
+    ax.set_ylabel("error of the period's estimates")
+    ax.set_yscale("log")
+    ax.set_title("analyst's accuracy over time: standard error (lines) and RMSE (marks)\n"
+                 "by policy; dashed lines and crosses: behind the shuffler", fontsize=10)  # fmt: skip
+    ax.grid(True, which="both", lw=0.4, alpha=0.5)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def _central_figure(results: pd.DataFrame, delta: float) -> bytes:
+    from ldpsim.privacy.shuffle import shuffle_epsilon
+
+    cen = results[results["quantity"] == "central"]
+    local = cen[cen["category"] == "local_eps"].drop_duplicates("policy")
+    batch = cen[cen["category"] == "batch_min"].drop_duplicates("policy").set_index("policy")["estimate"]
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    ns = np.unique(np.round(np.logspace(2, 7, 11)).astype(int))  # half decades
+    for i, (_, row) in enumerate(local.iterrows()):
+        eps0 = float(row["estimate"])
+        curve = [shuffle_epsilon(eps0, int(n), delta) for n in ns]
+        ax.loglog(ns, curve, color=f"C{i}", lw=1.5, label=f"{short_label(row['policy'])}: local eps {eps0:.3g}")
+        b = int(batch.get(row["policy"], 0))
+        if b >= 1:
+            ax.plot([b], [shuffle_epsilon(eps0, b, delta)], "o", color=f"C{i}", ms=6)
+    ax.set_xlabel("reports in one shuffled batch (n)")
+    ax.set_ylabel(f"central eps at delta = {delta:g}")
+    ax.set_title("amplification by shuffling (dots: the smallest batch of the run)")
+    ax.grid(True, which="both", lw=0.4, alpha=0.5)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def render_report(scenario: Any, results: pd.DataFrame, seed: int) -> dict[str, bytes]:
+    with quiet_glyphs():
+        delta = float(scenario.spec.collection.delta)
+        files: dict[str, bytes] = {"privacy.png": _privacy_figure(results, delta)}
+        if results.loc[results["quantity"] == "frequency", "estimate"].notna().any():
+            files["accuracy.png"] = _accuracy_figure(results, float(scenario.spec.analyst.confidence))
+        if (results["quantity"] == "central").any():
+            files["central.png"] = _central_figure(results, delta)
+        files["summary.md"] = _summary_md(scenario, results, seed, list(files)).encode("utf-8")
+        return files
+
+
+def _summary_md(scenario: Any, results: pd.DataFrame, seed: int, figures: list[str]) -> str:
+    spec = scenario.spec
+    c = spec.collection
+    lines = [f"# {spec.name}", ""]
+    if spec.description:
+        lines += [spec.description, ""]
+    sched = "every period" if c.schedule.kind == "every_period" else f"each period with probability {c.schedule.rate:g}"
+    lines += [
+        f"{scenario.size:,} respondents, {c.periods} periods of {c.period:g} time units, reporting {sched}; "
+        f"answers change: {c.change.kind}. Mechanism of one report: {scenario.mechanism!r}. "
+        f"{spec.simulation.replications} replication(s), seed {seed}. Composed privacy is shown at delta = {c.delta:g}.",
+        "",
+        "## Policies at the last period",
+        "",
+        md_table(final_summary(results, float(spec.analyst.confidence))),
+        "",
+        "eps_max / eps_median: pure eps spent by the most exposed and the median respondent; exact_at_delta: the "
+        "exact composition of the mechanism at delta for the respondent with the most reports; se_first / se_last: the "
+        "standard error of a share's estimate in the first and the last period (root mean square over answers); "
+        "rmse_all: the estimates' root-mean-square error against the realised shares over all periods; coverage: share of the "
+        "period intervals that cover the realised share; mean_delay: send to server, including time in the shuffler; "
+        "central_eps: the central guarantee of the smallest shuffled batch; withheld: reports the shuffler still held, "
+        "short of a full batch, when the run ended (they never reach the server).",
+        "",
+        "## Interval coverage",
+        "",
+    ]
+    cov = coverage(results, "frequency").rename(columns={"coverage": "period_coverage", "intervals": "period_intervals"})
+    chg = coverage(results, "change").rename(columns={"coverage": "change_coverage", "intervals": "change_intervals"})
+    both = cov.merge(chg, on=["policy", "shuffled"], how="left")
+    both.insert(0, "arm", [arm_name(p, s) for p, s in zip(both["policy"], both["shuffled"])])
+    lines += [md_table(both.drop(columns=["policy", "shuffled"])), ""]
+    lines += [f"![{name}]({name})" for name in figures if name.endswith(".png")]
+    return "\n".join(lines) + "\n"
