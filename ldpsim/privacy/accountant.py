@@ -53,7 +53,7 @@ from scipy.special import logsumexp
 from .. import _validate as V
 from ..errors import LdpSimError, invalid
 from .guarantees import EpsDelta, Guarantee, PLDGuarantee
-from .pld import MAX_ATOMS, DiscretePLD
+from .pld import MAX_ATOMS, DiscretePLD, _union
 
 Array = NDArray[np.float64]
 
@@ -81,13 +81,6 @@ _MAX_TILTS = 80
 _DIRECT = 200_000  # n * m up to which convolutions are direct sums (no FFT rounding)
 _U = float(np.finfo(np.float64).eps)
 _TINY = float(np.finfo(np.float64).tiny)
-
-
-def _union(a: float, b: float) -> float:
-    """``1 - (1 - a)(1 - b)`` without losing small a, b."""
-    if a >= 1 or b >= 1:
-        return 1.0
-    return float(-np.expm1(np.log1p(-a) + np.log1p(-b)))
 
 
 # --------------------------------------------------------------------------- lattice laws

@@ -95,19 +95,17 @@ def guarantees(eps: float, delta: float, compositions: int) -> list[Guarantee]:
     return out
 
 
-def region_figure(eps: float, delta: float, compositions: int, path: Path) -> Path:
-    """Left: the privacy regions (trade-off view). Right: delta_total against eps_total."""
-    k = compositions
-    gs = guarantees(eps, delta, k)
+def _regions_and_deltas(gs: list[Guarantee], title: str, grid: np.ndarray, floor: float, path: Path) -> Path:
+    """Left: the privacy regions (trade-off view). Right: delta_total against eps_total on
+    ``grid``, down to half of ``floor`` (1e-12 when there is no floor)."""
     fig = Figure(figsize=(10.5, 5.0))
     left, right = fig.subplots(1, 2)
-    plot_regions(gs, left, title=f"{k}-fold composition of ({eps:g}, {delta:g})-DP")
-    grid = np.linspace(0.0, 1.05 * k * eps, 400)
+    plot_regions(gs, left, title=title)
     for i, g in enumerate(gs):
         right.semilogy(grid, np.maximum(np.asarray(g.delta(grid)), 1e-300), color=f"C{i}", lw=1.6, label=g.label)
     right.set_xlabel(r"$\varepsilon_{total}$")
     right.set_ylabel(r"smallest $\delta_{total}$")
-    right.set_ylim(max(1e-12, 0.5 * float(gs[0].delta(k * eps)) if delta > 0 else 1e-12), 1.5)
+    right.set_ylim(max(1e-12, 0.5 * floor) if floor > 0 else 1e-12, 1.5)
     right.set_title("delta at each eps (lower is better)")
     right.grid(True, which="major", lw=0.4, alpha=0.5)
     right.legend(fontsize=8)
@@ -115,6 +113,15 @@ def region_figure(eps: float, delta: float, compositions: int, path: Path) -> Pa
     FigureCanvasAgg(fig)
     fig.savefig(path, dpi=110, metadata={"Software": None})
     return path
+
+
+def region_figure(eps: float, delta: float, compositions: int, path: Path) -> Path:
+    """Left: the privacy regions (trade-off view). Right: delta_total against eps_total."""
+    k = compositions
+    gs = guarantees(eps, delta, k)
+    floor = float(gs[0].delta(k * eps)) if delta > 0 else 0.0
+    return _regions_and_deltas(gs, f"{k}-fold composition of ({eps:g}, {delta:g})-DP",
+                               np.linspace(0.0, 1.05 * k * eps, 400), floor, path)  # fmt: skip
 
 
 def run(
@@ -288,23 +295,8 @@ def mixed_figure(items: Sequence[Item], acc: Accountant, label: str, path: Path)
         gs.append(DeltaCurve(fn, label=MIXED_LABELS["kov_heterogeneous"], eps_max=1.05 * float(e.sum())))
         top = max(top, float(e.sum()))
     n = sum(it.count for it in items)
-    fig = Figure(figsize=(10.5, 5.0))
-    left, right = fig.subplots(1, 2)
-    plot_regions(gs, left, title=f"composition of {n} mechanisms")
-    grid = np.linspace(0.0, 1.05 * top, 200)
-    for i, g in enumerate(gs):
-        right.semilogy(grid, np.maximum(np.asarray(g.delta(grid)), 1e-300), color=f"C{i}", lw=1.6, label=g.label)
-    right.set_xlabel(r"$\varepsilon_{total}$")
-    right.set_ylabel(r"smallest $\delta_{total}$")
     floor = float(gs[0].delta(1.05 * top))
-    right.set_ylim(max(1e-12, 0.5 * floor) if floor > 0 else 1e-12, 1.5)
-    right.set_title("delta at each eps (lower is better)")
-    right.grid(True, which="major", lw=0.4, alpha=0.5)
-    right.legend(fontsize=8)
-    fig.tight_layout()
-    FigureCanvasAgg(fig)
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    return path
+    return _regions_and_deltas(gs, f"composition of {n} mechanisms", np.linspace(0.0, 1.05 * top, 200), floor, path)
 
 
 def run_mixed(
