@@ -26,7 +26,7 @@ convolution of theirs (Dong, Roth and Su 2022; Zhu, Dong and Wang 2022):
 
 Error of the pessimistic part. For one use, delta is exact at the lattice points and
 overstated between them by the chord gap of a convex function, about
-``(step * |d log delta / d eps|)^2 / 8`` relative. Composition accumulates the chords'
+``a (a + 1) step^2 / 8`` relative with ``a = |d log delta / d eps|`` (docs/theory.md, 6.1). Composition accumulates the chords'
 excess; the error falls as ``step^2``. The default step is 1/100 of the smallest standard
 deviation of the privacy loss among the discretised guarantees (:func:`default_step`): the
 k-fold Gaussian mechanism against its exact ``sqrt(k) mu``-GDP then errs by at most 6.1e-4
