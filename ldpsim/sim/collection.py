@@ -97,14 +97,18 @@ def draw_schedule(sc: CollectionScenario, rng: np.random.Generator) -> NDArray[n
     return np.ones((sc.periods, sc.size), dtype=bool)
 
 
-def sends(policy: Policy, schedule: NDArray[np.bool_], rng: np.random.Generator) -> NDArray[np.bool_]:
-    """Who sends in each period under the policy: the schedule, thinned by the policy's
-    ``rate``, cut by the filter after the number of reports it admits."""
+def sends(policy: Policy, schedule: NDArray[np.bool_], rng: np.random.Generator) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """Who sends in each period under the policy, and which of those reports is the one
+    lowered last report: the schedule, thinned by the policy's ``rate``, cut by the filter
+    after the reports it admits (plus the lowered one, with ``exhausted = "lower"``)."""
     rate = float(policy.spec.rate)
     out = schedule & (rng.random(schedule.shape) < rate) if rate < 1 else schedule
+    none = np.zeros_like(out)
     if policy.allowed is None:
-        return out
-    return out & (np.cumsum(out, axis=0) <= policy.allowed)
+        return out, none
+    cum = np.cumsum(out, axis=0)
+    low = out & (cum == policy.allowed + 1) if policy.lowered is not None else none
+    return out & ((cum <= policy.allowed) | low), low
 
 
 # --------------------------------------------------------------------- privacy per class
@@ -123,12 +127,16 @@ class PrivacyTable:
     per_value: NDArray[np.float64] | None = None
     longitudinal: float = math.nan
     budget: float = math.nan
-    central: dict[int, float] | None = None
+    #: a filter's lowered last report: its eps, and the exact and advanced composition of
+    #: the admitted full reports and it at delta
+    lowered: float = 0.0
+    exact_lowered: float = math.nan
+    advanced_lowered: float = math.nan
 
 
 def privacy_tables(sc: CollectionScenario) -> dict[str, PrivacyTable]:
     """Each policy's privacy by class, computed once per run (shared by replications)."""
-    from ldpsim.privacy import bound_epsilon
+    from ldpsim.privacy import bound_epsilon, kov_bound_heterogeneous
     from ldpsim.privacy.accountant import Accountant
 
     T, delta = sc.periods, float(sc.spec.collection.delta)
@@ -149,8 +157,15 @@ def privacy_tables(sc: CollectionScenario) -> dict[str, PrivacyTable]:
             exact[c] = float(acc.epsilon(delta))
         advanced = np.array([0.0] + [float(bound_epsilon("drv", eps1, 0.0, c, delta)) for c in range(1, T + 1)])
         budget = float(p.spec.budget_eps) if p.spec.budget_eps is not None else math.nan
+        low: dict[str, float] = {}
+        if p.lowered is not None:
+            a = int(p.allowed)  # type: ignore[arg-type]
+            low["lowered"] = float(p.lowered.epsilon())
+            full = a * eps1 + low["lowered"]
+            low["exact_lowered"] = min(full, float(Accountant().add(g, times=a).add(p.lowered.guarantee()).epsilon(delta)))
+            low["advanced_lowered"] = min(full, kov_bound_heterogeneous([eps1] * a + [low["lowered"]], [0.0] * (a + 1), delta)[0])
         out[p.name] = PrivacyTable(eps1, pure=k * eps1, exact=np.minimum(exact, k * eps1), basic=k * eps1,
-                                   advanced=advanced, budget=budget)  # fmt: skip
+                                   advanced=advanced, budget=budget, **low)  # fmt: skip
     return out
 
 
@@ -185,9 +200,10 @@ class _Server:
 
 
 def run_arm(sc: CollectionScenario, policy: Policy, shuffled: bool, answers: NDArray[Any], sent: NDArray[np.bool_],
-            seed: np.random.SeedSequence) -> tuple[_Server, Any]:  # fmt: skip
-    """Simulate one arm in which ``sent`` (periods x n) say who sends when; returns the
-    server and the shuffler's log."""
+            seed: np.random.SeedSequence, low: NDArray[np.bool_] | None = None) -> tuple[_Server, Any]:  # fmt: skip
+    """Simulate one arm in which ``sent`` (periods x n) say who sends when (``low``: which of
+    those reports go through the policy's lowered mechanism; they are coded ``m + y``);
+    returns the server and the shuffler's log."""
     n, T = sc.size, sc.periods
     L = float(sc.spec.collection.period)
     dt = L / TICKS_PER_PERIOD
@@ -195,7 +211,8 @@ def run_arm(sc: CollectionScenario, policy: Policy, shuffled: bool, answers: NDA
     draws, net_rng, shuf_rng = (np.random.default_rng(s) for s in seed.spawn(3))
     mech = policy.mechanism
     env = simpy.Environment()
-    server = _Server(T, n, mech.statistic_size, known=not shuffled)
+    m = mech.statistic_size
+    server = _Server(T, n, m * (2 if policy.lowered is not None else 1), known=not shuffled)
     sh = sc.spec.shuffler
     shuffler = Shuffler(env, server.receive, shuf_rng, batch=sh.batch, window=sh.window) if shuffled and sh else None
     deliver = shuffler.put if shuffler is not None else server.receive
@@ -214,6 +231,10 @@ def run_arm(sc: CollectionScenario, policy: Policy, shuffled: bool, answers: NDA
         else:
             y = mech.privatize(x, draws)
         y = np.asarray(y, dtype=np.int64)
+        if low is not None and policy.lowered is not None:
+            last = np.flatnonzero(low[t, who])
+            if last.size:
+                y[last] = m + np.asarray(policy.lowered.privatize(x[last], draws), dtype=np.int64)
         kept = net_rng.random(who.size) >= loss if loss > 0 else np.ones(who.size, dtype=bool)
         times = t * L + L * net_rng.random(who.size)
         arrive = times + sc.latency.sample(who.size, net_rng)
@@ -235,7 +256,7 @@ def run_arm(sc: CollectionScenario, policy: Policy, shuffled: bool, answers: NDA
 
     for t in range(T):
         env.process(period(t))
-    env.run(until=end)
+    env.run()  # every delivery is at or before the end (later arrivals were dropped above)
     if shuffler is not None:
         shuffler.flush()
     return server, (shuffler.log if shuffler is not None else None)
@@ -250,16 +271,16 @@ def run_replication(sc: CollectionScenario, index: int, seed: int, shared: dict[
     answers = draw_answers(sc, np.random.default_rng(answer_seed))
     schedule = draw_schedule(sc, np.random.default_rng(schedule_seed))
     # who sends under each policy: the same with and without the shuffler
-    sent_by = {p.name: sends(p, schedule, np.random.default_rng(s)) for p, s in zip(sc.policies, policy_seed.spawn(len(sc.policies)))}
+    sent_by = {p.name: sends(p, schedule, np.random.default_rng(s)) for p, s in zip(sc.policies, policy_seed.spawn(len(sc.policies)))}  # fmt: skip
     k = len(sc.labels)
     truth = np.stack([np.bincount(answers[t], minlength=k) for t in range(sc.periods)]) / sc.size
     rows: list[dict[str, Any]] = []
     for (policy, shuffled), s in zip(sc.arms, arm_seeds):
-        sent = sent_by[policy.name]
-        server, log = run_arm(sc, policy, shuffled, answers, sent, s)
+        sent, low = sent_by[policy.name]
+        server, log = run_arm(sc, policy, shuffled, answers, sent, s, low)
         base = {"replication": index, "policy": policy.name, "shuffled": shuffled}
         rows += _estimate_rows(sc, policy, server, truth, base)
-        rows += _privacy_rows(sc, policy, tables[policy.name], answers, sent, base)
+        rows += _privacy_rows(sc, policy, tables[policy.name], answers, sent, low, base)
         rows += _latency_rows(sc, server, sent, base)
         if log is not None:
             rows += _central_rows(sc, tables[policy.name], log, base)
@@ -277,6 +298,8 @@ def _row(base: dict[str, Any], period: int, time: float, quantity: str, category
 def _estimate_rows(sc: CollectionScenario, policy: Policy, server: _Server, truth: NDArray[np.float64],
                    base: dict[str, Any]) -> list[dict[str, Any]]:  # fmt: skip
     w = report_estimators(policy.mechanism)
+    if policy.lowered is not None:  # a lowered report y is coded m + y: its own rows
+        w = np.vstack([w, report_estimators(policy.lowered)])
     est = period_estimates(w, server.counts)
     conf = float(sc.spec.analyst.confidence)
     lo, hi = est.interval(conf)
@@ -300,32 +323,41 @@ def _estimate_rows(sc: CollectionScenario, policy: Policy, server: _Server, trut
 
 
 def _privacy_rows(sc: CollectionScenario, policy: Policy, table: PrivacyTable, answers: NDArray[Any],
-                  sent: NDArray[np.bool_], base: dict[str, Any]) -> list[dict[str, Any]]:  # fmt: skip
+                  sent: NDArray[np.bool_], low: NDArray[np.bool_], base: dict[str, Any]) -> list[dict[str, Any]]:  # fmt: skip
     L = float(sc.spec.collection.period)
     n, k = sc.size, len(sc.labels)
     rows = []
-    reports = np.zeros(n, dtype=np.int64)
+    reports = np.zeros(n, dtype=np.int64)  # full reports sent so far
+    lowered = np.zeros(n, dtype=bool)  # whether the lowered last report was sent
     per_value = np.zeros((n, k), dtype=np.int64) if table.per_value is not None else None
     for t in range(sc.periods):
-        reports += sent[t]
+        reports += sent[t] & ~low[t]
+        lowered |= low[t]
         if per_value is not None:
             who = np.flatnonzero(sent[t])
             np.add.at(per_value, (who, answers[t, who].astype(np.int64)), 1)
             eps = table.per_value[per_value].sum(axis=1)  # type: ignore[index]
         else:
-            eps = table.pure[reports]  # type: ignore[index]
+            eps = table.pure[reports] + table.lowered * lowered  # type: ignore[index]
         values, counts = np.unique(eps, return_counts=True)
         time = (t + 1) * L
         top = int(reports.max())
+        last = bool(lowered.any())  # the most exposed respondent also sent the lowered report
         stats = {"max": float(values[-1]), "mean": float(eps.mean()), "median": float(np.median(eps)),
                  "p90": float(np.quantile(eps, 0.9)), "per_report": table.per_report}  # fmt: skip
-        if table.exact is not None:
+        if table.exact is not None and last:
+            stats.update(exact_at_delta=table.exact_lowered, basic=float(table.basic[top]) + table.lowered,  # type: ignore[index]
+                         advanced=table.advanced_lowered, reports_max=float(top + 1))
+        elif table.exact is not None:
             stats.update(exact_at_delta=float(table.exact[top]), basic=float(table.basic[top]),  # type: ignore[index]
                          advanced=float(table.advanced[top]), reports_max=float(top))  # type: ignore[index]
         if per_value is not None:
             stats.update(longitudinal=table.longitudinal, distinct_max=float((per_value > 0).sum(axis=1).max()))
         if policy.allowed is not None:
-            stats.update(budget=table.budget, stopped_share=float(np.mean(reports >= policy.allowed)))
+            done = lowered if policy.lowered is not None else reports >= policy.allowed
+            stats.update(budget=table.budget, stopped_share=float(np.mean(done)))
+            if policy.lowered is not None:
+                stats.update(lowered_eps=table.lowered)
         rows += [_row(base, t + 1, time, "privacy", name, value, n=n) for name, value in stats.items()]
         if values.size <= MAX_CLASS_ROWS:
             rows += [_row(base, t + 1, time, "privacy_class", f"{v:.12g}", float(v), n=int(c)) for v, c in zip(values, counts)]

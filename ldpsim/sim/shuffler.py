@@ -97,11 +97,21 @@ class Shuffler:
         self.batch, self.window = batch, window
         self.held: list[Parcel] = []
         self.log = BatchLog()
+        self._pending = False
 
     def put(self, parcel: Parcel) -> None:
+        """Hold a parcel; batches are closed once every parcel delivered at this instant is
+        in (a zero-delay event queued after them), so which reports share a batch depends on
+        their arrival times only, not on the order parcels of one tick were handed over."""
         if len(parcel):
-            order = np.argsort(parcel.arrived, kind="stable")
-            self.held.append(parcel.take(order))
+            self.held.append(parcel)
+        if not self._pending:
+            self._pending = True
+            self.env.process(self._close_now())
+
+    def _close_now(self):  # type: ignore[no-untyped-def]
+        yield self.env.timeout(0)
+        self._pending = False
         self._release(float(self.env.now))
 
     def _held(self) -> Parcel | None:
@@ -109,7 +119,7 @@ class Shuffler:
             return None
         whole = Parcel.join(self.held) if len(self.held) > 1 else self.held[0]
         self.held = []
-        return whole
+        return whole.take(np.argsort(whole.arrived, kind="stable"))  # in arrival order
 
     def _release(self, now: float) -> None:
         whole = self._held()
@@ -119,7 +129,7 @@ class Shuffler:
             full = len(whole) // self.batch * self.batch
             for start in range(0, full, self.batch):
                 part = whole.take(slice(start, start + self.batch))
-                self._send(part, float(part.arrived[-1]))
+                self._send(part, float(part.arrived[-1]))  # sorted: its last arrival
             rest = whole.take(slice(full, len(whole)))
         else:
             w = self.window

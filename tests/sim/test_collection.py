@@ -135,6 +135,29 @@ def test_the_filter_never_lets_a_respondent_pass_its_budget() -> None:
     assert n[-1] < 0.1 * n[0]
 
 
+def test_a_lowered_last_report_spends_exactly_what_is_left_of_the_budget() -> None:
+    """exhausted = "lower": after the 3 reports of eps 1 a budget of 3.5 admits, one last
+    report at eps 0.5, then nothing; the most exposed respondent has spent 3.5 (never
+    more), the exact composition of its four reports of binary randomized response is the
+    optimal heterogeneous composition of (1, 1, 1, 0.5) (binary randomized response is the
+    worst case), and the estimates that use lowered reports stay within their intervals."""
+    from ldpsim.privacy import optimal_epsilon_heterogeneous
+
+    pol = '[[policies]]\nname = "budget"\nkind = "filter"\nbudget_eps = 3.5\nrate = 0.6\nexhausted = "lower"'
+    sc = parse_scenario(collection_text(periods=10, policies=pol, eps=1.0, size=20_000, delta=1e-3))
+    assert sc.policies[0].allowed == 3 and sc.policies[0].lowered.epsilon() == pytest.approx(0.5, rel=1e-9)
+    df = run_replication(sc, 0, 8)
+    spent = _rows(df, "privacy", "max")["estimate"].to_numpy()
+    assert np.all(spent <= 3.5) and spent[-1] == pytest.approx(3.5, rel=1e-9)
+    exact = _rows(df, "privacy", "exact_at_delta")["estimate"].to_numpy()[-1]
+    want = float(optimal_epsilon_heterogeneous([1.0, 1.0, 1.0, float(sc.policies[0].lowered.epsilon())], [0.0] * 4, 1e-3))
+    assert exact == pytest.approx(want, rel=1e-9)
+    assert _rows(df, "privacy", "reports_max")["estimate"].to_numpy()[-1] == 4
+    f = _rows(df, "frequency")
+    half = (f["ci_high"] - f["ci_low"]) / 2 / 1.959963984540054
+    assert np.all(np.abs(f["estimate"] - f["truth"]) <= 5.33 * half)  # 20 estimates, each two-sided 1e-7
+
+
 def test_estimates_track_the_drift_and_the_shuffler_adds_its_wait() -> None:
     shuffler = "[shuffler]\nbatch = 1000\ncompare = true"
     text = collection_text(labels='["a", "b", "c"]', distribution="[0.5, 0.3, 0.2]", size=20_000, periods=6,
@@ -197,6 +220,8 @@ def test_the_telemetry_scenario_loads_with_its_three_policies_and_six_arms() -> 
     ('{ kind = "none" }', '[[policies]]\nname = "f"\nkind = "filter"\nbudget_eps = 0.5', None, "policies[0].budget_eps"),
     ('{ kind = "none" }', '[[policies]]\nname = "p"\nkind = "plain"\n[[policies]]\nname = "p"\nkind = "plain"', None, "policies[1].name"),
     ('{ kind = "none" }', None, 'kind = "unary_encoding"\neps = 1.0', "mechanism.kind"),
+    ('{ kind = "none" }', '[[policies]]\nname = "f"\nkind = "filter"\nbudget_eps = 3.0\nexhausted = "lower"', None, "policies[0].exhausted"),
+    ('{ kind = "none" }', '[[policies]]\nname = "p"\nkind = "plain"\nexhausted = "lower"', None, "exhausted"),
     ('{ kind = "sideways" }', None, None, "collection.change"),
 ])  # fmt: skip
 def test_bad_files_give_one_line_naming_the_key(change, policies, mechanism, key) -> None:  # type: ignore[no-untyped-def]

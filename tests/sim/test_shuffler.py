@@ -87,6 +87,7 @@ def test_order_changes_and_permutations_are_uniform() -> None:
     sh = Shuffler(env, lambda p: seen.update([tuple(p.report.tolist())]), np.random.default_rng(7), batch=5)
     for _ in range(12_000):
         sh.put(Parcel(np.arange(5), np.zeros(5, dtype=np.int64), np.arange(5), np.zeros(5), np.zeros(5)))
+        env.run()  # the batch closes once the instant's parcels are in
     assert sum(seen.values()) == 12_000 and len(seen) == 120
     expected = 12_000 / 120
     chi2 = sum((c - expected) ** 2 / expected for c in seen.values())
@@ -117,3 +118,20 @@ def test_bad_settings_name_the_parameter() -> None:
         Shuffler(env, print, np.random.default_rng(0), batch=None, window=None)
     with pytest.raises(LdpSimError, match="window"):
         Shuffler(env, print, np.random.default_rng(0), window=0.0)
+
+
+def test_batches_depend_on_arrival_times_not_on_the_order_parcels_are_handed_over() -> None:
+    """Two parcels delivered at the same instant (reports of two periods, arrivals
+    interleaved): the batches are the same whichever parcel is handed over first."""
+    def batches(order: list[int]) -> list[list[float]]:
+        env = simpy.Environment()
+        out: list[Parcel] = []
+        sh = Shuffler(env, out.append, np.random.default_rng(0), batch=3)
+        parcels = [Parcel(np.zeros(3, dtype=np.int64), np.full(3, p, dtype=np.int64), np.arange(3) + 3 * p,
+                          np.zeros(3), np.array([0.1, 0.3, 0.5]) + 0.1 * p) for p in (0, 1)]  # fmt: skip
+        for i in order:
+            sh.put(parcels[i])
+        env.run()
+        return [sorted((p.arrived - p.waited).round(12).tolist()) for p in out]
+
+    assert batches([0, 1]) == batches([1, 0]) == [[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]]

@@ -42,6 +42,7 @@ Layout::
     filter = "basic"                    # basic | advanced
     budget_eps = 8.0
     budget_delta = 0.0
+    exhausted = "stop"                  # or "lower": one last report at the eps left
 
     [shuffler]                          # optional
     batch = 10_000                      # reports per batch (or window = 0.25 time units)
@@ -172,7 +173,8 @@ class PolicySpec(Model):
     """One way of collecting: ``plain`` (every report randomised afresh), ``memoise``
     (a permanent randomised response per value at ``eps_permanent``, each report an
     instantaneous randomisation of it by ``[mechanism]``), ``filter`` (plain reports while a
-    privacy filter admits them, then the respondent stops). ``rate`` < 1 makes each
+    privacy filter admits them, then the respondent stops, or with ``exhausted = "lower"``
+    sends one last report at the largest eps the filter still admits). ``rate`` < 1 makes each
     respondent send each scheduled report with that probability only."""
 
     name: Annotated[str, Field(min_length=1, max_length=50)]
@@ -184,11 +186,15 @@ class PolicySpec(Model):
     filter: Literal["basic", "advanced"] | None = None
     budget_eps: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     budget_delta: Probability | None = None
+    #: filter: what a respondent does when its next report would not fit the budget: stop,
+    #: or send one last report at the largest eps the filter still admits, then stop
+    exhausted: Literal["stop", "lower"] | None = None
 
     @model_validator(mode="after")
     def _keys(self) -> "PolicySpec":
-        own = {"plain": set(), "memoise": {"eps_permanent"}, "filter": {"filter", "budget_eps", "budget_delta"}}[self.kind]
-        for key in ("eps_permanent", "filter", "budget_eps", "budget_delta"):
+        own = {"plain": set(), "memoise": {"eps_permanent"},
+               "filter": {"filter", "budget_eps", "budget_delta", "exhausted"}}[self.kind]  # fmt: skip
+        for key in ("eps_permanent", "filter", "budget_eps", "budget_delta", "exhausted"):
             value = getattr(self, key)
             if value is not None and key not in own:
                 raise ValueError(f"{key}: got {_show(value)}, expected no {key!r} for kind = {self.kind!r}")
@@ -261,7 +267,8 @@ class Policy:
     mechanism: Any  # FrequencyOracle: the law of one report given the answer
     memo: Any = None  # ldpsim.mechanisms.memo.Memoised
     filter: Any = None  # ldpsim.privacy.filters.PrivacyFilter
-    allowed: int | None = None  # reports the filter admits (None: no limit)
+    allowed: int | None = None  # full reports the filter admits (None: no limit)
+    lowered: Any = None  # the mechanism of the one last, lowered report (exhausted = "lower")
 
     @property
     def name(self) -> str:
@@ -381,13 +388,16 @@ def _dynamics(c: CollectionSpec, start: np.ndarray, k: int) -> tuple[np.ndarray,
     return path, redraw, None
 
 
-def _one_report_mechanism(spec: CollectionScenarioSpec, labels: list[str], start: np.ndarray) -> Any:
-    """``[mechanism]`` through the one catalog (as survey scenarios build theirs); its
-    reports must be one symbol, since the analyst keeps one estimator row per output."""
+def _one_report_mechanism(spec: CollectionScenarioSpec, labels: list[str], start: np.ndarray,
+                          table: dict[str, Any] | None = None) -> Any:  # fmt: skip
+    """``[mechanism]`` (or ``table``, the same with another eps) through the one catalog (as
+    survey scenarios build theirs); its reports must be one symbol, since the analyst keeps
+    one estimator row per output."""
     from ldpsim.sim.scenario.survey import _build_mechanism
 
     filled = {"alphabet": len(labels), "P0": None, "P1": None, "prior": [float(p) for p in start]}
-    mech = _build_mechanism(spec, spec.mechanism, labels, start, "mechanism", filled)  # type: ignore[arg-type]
+    table = spec.mechanism if table is None else table
+    mech = _build_mechanism(spec, table, labels, start, "mechanism", filled)  # type: ignore[arg-type]
     if tuple(getattr(mech, "report_shape", ())) != () or mech.statistic_size > 4096:
         raise LdpSimError(f"mechanism.kind: got {spec.mechanism.get('kind')!r}, expected a mechanism whose report is one "
                           "of at most 4,096 symbols (randomized_response, or another finite mechanism)")  # fmt: skip
@@ -421,4 +431,29 @@ def _policy(spec: CollectionScenarioSpec, index: int, p: PolicySpec, mech: Any, 
     if allowed < 1:
         raise LdpSimError(f"{key}.budget_eps: got {p.budget_eps:g}, expected a budget that admits at least one report "
                           f"of the mechanism (eps = {eps:g} per report under the {kind} filter)")  # fmt: skip
-    return Policy(p, mech, filter=flt, allowed=allowed)
+    lowered = None
+    if p.exhausted == "lower":
+        last = largest_admitted(flt, eps, allowed)
+        if not last > 0:
+            raise LdpSimError(f"{key}.exhausted: got 'lower', expected a budget with room left after {allowed} reports "
+                              f"of eps = {eps:g} (there is none: use 'stop')")  # fmt: skip
+        if "eps" not in spec.mechanism:
+            raise LdpSimError(f"{key}.exhausted: got 'lower', expected a [mechanism] with an eps to lower")
+        lowered = _one_report_mechanism(spec, labels, np.asarray(spec.population.distribution, dtype=np.float64),
+                                        {**spec.mechanism, "eps": last})  # fmt: skip
+    return Policy(p, mech, filter=flt, allowed=allowed, lowered=lowered)
+
+
+def largest_admitted(flt: Any, eps: float, reports: int) -> float:
+    """The largest eps the filter admits after ``reports`` reports of ``eps`` (pure; 0 if
+    none), by bisection on the filter's own test (to 1e-12 relative, from below)."""
+    state = flt.start(1)
+    for _ in range(reports):
+        state = flt.spend(state, eps, 0.0)
+    lo, hi = 0.0, eps
+    if bool(flt.admits(state, hi)[0]):
+        return hi
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if bool(flt.admits(state, mid)[0]) else (lo, mid)
+    return lo
