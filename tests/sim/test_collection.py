@@ -158,6 +158,17 @@ def test_a_lowered_last_report_spends_exactly_what_is_left_of_the_budget() -> No
     assert np.all(np.abs(f["estimate"] - f["truth"]) <= 5.33 * half)  # 20 estimates, each two-sided 1e-7
 
 
+def test_the_advanced_filter_admits_what_its_condition_allows() -> None:
+    """Pure reports of eps 0.05 under the advanced filter at (eps_g, delta_g) = (4, 1e-6),
+    all of delta on the concentration term: the largest k with sqrt(2 log(1/delta) k eps^2)
+    + k eps^2 / 2 <= eps_g, computed here directly, is what the policy admits, and more than
+    the basic filter's 80."""
+    pol = '[[policies]]\nname = "adv"\nkind = "filter"\nfilter = "advanced"\nbudget_eps = 4.0\nbudget_delta = 1e-6'
+    sc = parse_scenario(collection_text(periods=3, policies=pol, eps=0.05))
+    k = max(k for k in range(1, 100_000) if math.sqrt(2 * math.log(1e6) * k * 0.0025) + k * 0.0025 / 2 <= 4.0)
+    assert sc.policies[0].allowed == k and k > 80
+
+
 def test_estimates_track_the_drift_and_the_shuffler_adds_its_wait() -> None:
     shuffler = "[shuffler]\nbatch = 1000\ncompare = true"
     text = collection_text(labels='["a", "b", "c"]', distribution="[0.5, 0.3, 0.2]", size=20_000, periods=6,
@@ -222,6 +233,7 @@ def test_the_telemetry_scenario_loads_with_its_three_policies_and_six_arms() -> 
     ('{ kind = "none" }', None, 'kind = "unary_encoding"\neps = 1.0', "mechanism.kind"),
     ('{ kind = "none" }', '[[policies]]\nname = "f"\nkind = "filter"\nbudget_eps = 3.0\nexhausted = "lower"', None, "policies[0].exhausted"),
     ('{ kind = "none" }', '[[policies]]\nname = "p"\nkind = "plain"\nexhausted = "lower"', None, "exhausted"),
+    ('{ kind = "none" }', '[[policies]]\nname = "f"\nkind = "filter"\nfilter = "advanced"\nbudget_eps = 9.0', None, "policies[0].budget_delta"),
     ('{ kind = "sideways" }', None, None, "collection.change"),
 ])  # fmt: skip
 def test_bad_files_give_one_line_naming_the_key(change, policies, mechanism, key) -> None:  # type: ignore[no-untyped-def]

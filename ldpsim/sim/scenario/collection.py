@@ -423,10 +423,12 @@ def _policy(spec: CollectionScenarioSpec, index: int, p: PolicySpec, mech: Any, 
     eps = float(mech.epsilon())
     kind = p.filter or "basic"
     budget_delta = 0.0 if p.budget_delta is None else float(p.budget_delta)
-    try:
-        flt = BasicFilter(p.budget_eps, budget_delta) if kind == "basic" else AdvancedFilter(p.budget_eps, budget_delta)
-    except LdpSimError as exc:
-        raise LdpSimError(f"{key}.{exc}") from None
+    if kind == "advanced" and not 0 < budget_delta < 1:
+        raise LdpSimError(f"{key}.budget_delta: got {p.budget_delta!r}, expected a delta in (0, 1) for the advanced "
+                          "filter (it spends delta on its concentration term)")  # fmt: skip
+    # the reports are pure, so the advanced filter puts all of delta on its concentration term
+    flt = BasicFilter(p.budget_eps, budget_delta) if kind == "basic" else \
+        AdvancedFilter(p.budget_eps, budget_delta, delta_slack=budget_delta)  # fmt: skip
     allowed = int(allowed_reports(flt, eps, 0.0))
     if allowed < 1:
         raise LdpSimError(f"{key}.budget_eps: got {p.budget_eps:g}, expected a budget that admits at least one report "
