@@ -246,3 +246,19 @@ def test_bad_files_give_one_line_naming_the_key(change, policies, mechanism, key
         parse_scenario(collection_text(**kw))
     msg = str(info.value)
     assert "\n" not in msg and key in msg, msg
+
+
+@pytest.mark.slow
+def test_the_telemetry_scenario_end_to_end(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The shipped 30-day scenario (1.8 x 10^7 reports, about 13 s): every device's pure eps
+    after 30 daily reports is 30, the budget's never passes 8, memoisation's eps_inf is the
+    permanent response's eps 2, and the report has its three figures."""
+    from ldpsim.sim import run_scenario
+
+    run = run_scenario(SCENARIOS / "telemetry_daily.toml", out=tmp_path / "run", progress=False)
+    df = run.results
+    last = df[(df["quantity"] == "privacy") & (df["period"] == 30) & ~df["shuffled"]].set_index(["policy", "category"])["estimate"]
+    assert last[("every report", "max")] == 30 and last[("every report", "median")] == 30
+    assert last[("budget eps 8", "max")] == 8
+    assert last[("memoised", "longitudinal")] == pytest.approx(2.0)
+    assert {"privacy.png", "accuracy.png", "central.png", "summary.md"} <= {p.name for p in run.run_dir.iterdir()}
