@@ -209,6 +209,21 @@ def test_same_seed_same_bytes_with_one_and_two_workers(tmp_path) -> None:  # typ
     assert "memo + shuffler" in summary
 
 
+def test_an_interrupted_collection_run_resumes_to_the_same_files(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from ldpsim.runs import RunInterrupted
+    from ldpsim.sim import resume_run, run_scenario
+
+    pol = '[[policies]]\nname = "plain"\nkind = "plain"\n[[policies]]\nname = "memo"\nkind = "memoise"\neps_permanent = 2.0'
+    path = tmp_path / "c.toml"
+    path.write_text(collection_text(size=1000, periods=3, policies=pol, shuffler="[shuffler]\nbatch = 300", replications=3))
+    full = run_scenario(path, out=tmp_path / "full", progress=False)
+    with pytest.raises(RunInterrupted):
+        run_scenario(path, out=tmp_path / "cut", progress=False, interrupt_after=1)
+    resumed = resume_run(tmp_path / "cut", progress=False)
+    for name in ("results.csv", "summary.md", "privacy.png", "accuracy.png", "central.png"):
+        assert (resumed.run_dir / name).read_bytes() == (full.run_dir / name).read_bytes(), name
+
+
 def test_the_telemetry_scenario_loads_with_its_three_policies_and_six_arms() -> None:
     from ldpsim.sim import load_scenario
 
