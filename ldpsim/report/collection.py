@@ -170,20 +170,31 @@ def _accuracy_figure(results: pd.DataFrame, confidence: float) -> bytes:
 
 
 def _central_figure(results: pd.DataFrame, delta: float) -> bytes:
-    from ldpsim.privacy.shuffle import shuffle_epsilon
+    """Central eps against the batch size, one curve per distinct local eps (policies that
+    share it named together), the paper's closed form dashed, the run's smallest batches
+    marked."""
+    from ldpsim.privacy.shuffle import shuffle_epsilon, shuffle_epsilon_closed_form
 
     cen = results[results["quantity"] == "central"]
-    local = cen[cen["category"] == "local_eps"].drop_duplicates("policy")
+    local = cen[cen["category"] == "local_eps"].drop_duplicates("policy").set_index("policy")["estimate"]
     batch = cen[cen["category"] == "batch_min"].drop_duplicates("policy").set_index("policy")["estimate"]
-    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    groups: dict[float, list[str]] = {}
+    for policy, eps0 in local.items():
+        groups.setdefault(round(float(eps0), 12), []).append(str(policy))
+    fig, ax = plt.subplots(figsize=(7.8, 4.8))
     ns = np.unique(np.round(np.logspace(2, 7, 11)).astype(int))  # half decades
-    for i, (_, row) in enumerate(local.iterrows()):
-        eps0 = float(row["estimate"])
-        curve = [shuffle_epsilon(eps0, int(n), delta) for n in ns]
-        ax.loglog(ns, curve, color=f"C{i}", lw=1.5, label=f"{short_label(row['policy'])}: local eps {eps0:.3g}")
-        b = int(batch.get(row["policy"], 0))
-        if b >= 1:
-            ax.plot([b], [shuffle_epsilon(eps0, b, delta)], "o", color=f"C{i}", ms=6)
+    for i, (eps0, policies) in enumerate(groups.items()):
+        c = f"C{i}"
+        names = ", ".join(short_label(p, 24) for p in policies)
+        ax.loglog(ns, [shuffle_epsilon(eps0, int(n), delta) for n in ns], color=c, lw=1.6,
+                  label=f"local eps {eps0:.3g} ({names})")  # fmt: skip
+        closed = [shuffle_epsilon_closed_form(eps0, int(n), delta) for n in ns]
+        ax.loglog(ns, closed, color=c, lw=1.0, ls="--")
+        for p in policies:
+            b = int(batch.get(p, 0))
+            if b >= 1:
+                ax.plot([b], [shuffle_epsilon(eps0, b, delta)], "o", color=c, ms=6)
+    ax.plot([], [], color="0.4", ls="--", lw=1.0, label="closed form (Feldman, McMillan and Talwar 2021, Thm 3.1)")
     ax.set_xlabel("reports in one shuffled batch (n)")
     ax.set_ylabel(f"central eps at delta = {delta:g}")
     ax.set_title("amplification by shuffling (dots: the smallest batch of the run)")
