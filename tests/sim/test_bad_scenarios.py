@@ -11,8 +11,8 @@ from tests.sim.helpers import scenario_text
 GOOD = scenario_text()
 
 CASES = {
-    "unknown top-level key": ("colour = 1\n" + GOOD, "colour", "Extra inputs"),
-    "unknown nested key": (GOOD.replace("loss = 0.0", "loss = 0.0\nlossy = 0.2"), "network.lossy", "Extra inputs"),
+    "unknown top-level key": ("colour = 1\n" + GOOD, "colour", "no such key"),
+    "unknown nested key": (GOOD.replace("loss = 0.0", "loss = 0.0\nlossy = 0.2"), "network.lossy", "no such key (did you mean 'loss'?)"),
     "wrong type": (GOOD.replace("size = 10000", 'size = "many"'), "population.size", "integer"),
     "negative rate": (GOOD.replace('kind = "all_at_once"', 'kind = "poisson"\nrate = -3.0'), "arrivals.rate", "greater than 0"),
     "loss above one": (GOOD.replace("loss = 0.0", "loss = 1.5"), "network.loss", "less than or equal to 1"),
@@ -29,7 +29,10 @@ CASES = {
     "divergence without P0": (GOOD.replace('kind = "randomized_response"\neps = 1.0', 'kind = "optimal"\neps = 1.0\nutility = "kl"'), "population.P0", "a divergence of P0 and P1"),
     "unknown utility": (GOOD.replace('kind = "randomized_response"\neps = 1.0', 'kind = "optimal"\neps = 1.0\nutility = "entropy"'), "mechanism.utility", "mutual_information"),
     "T not labels": (GOOD.replace('kind = "randomized_response"\neps = 1.0', 'kind = "binary"\neps = 1.0\nT = [0, 1]'), "mechanism.T", "a list of labels"),
-    "misspelt section": (GOOD.replace("[mechanism]", "[mechanism_]"), "mechanism_", "Extra inputs"),
+    "misspelt section": (GOOD.replace("[mechanism]", "[mechanism_]"), "mechanism_", "no such key (did you mean 'mechanism'?)"),
+    "misspelt nested key": (GOOD.replace("[population]", "[population]\nsizee = 3"), "population.sizee", "did you mean 'size'?"),
+    "distribution off by 1e-3": (GOOD.replace("[0.4, 0.3, 0.2, 0.1]", "[0.4, 0.3, 0.2, 0.099]"), "population.distribution",
+                                 "expected a sum of 1 (within 1e-09)"),
     "both mechanism forms": (GOOD + "\n[[mechanisms]]\nkind = \"truncated_geometric\"\neps = 1.0\n", "mechanism", "both [mechanism] and [[mechanisms]]"),
     "distribution length": (GOOD.replace("[0.4, 0.3, 0.2, 0.1]", "[0.5, 0.5]"), "population.distribution", "one per label"),
     "distribution sum": (GOOD.replace("[0.4, 0.3, 0.2, 0.1]", "[0.4, 0.3, 0.2, 0.2]"), "population.distribution", "sum"),

@@ -65,7 +65,7 @@ CASES = {
     "zero batch": ("batch = 1000", "batch = 0", "rounds.batch", "greater than or equal to 1"),
     "negative latency": ("mean = 0.2", "mean = -0.2", "network.latency.mean", "greater than 0"),
     "unknown latency": ('kind = "exponential", mean = 0.2', 'kind = "gamma"', "network.latency", "gamma"),
-    "unknown key": ("k = 4", "k = 4\ncolour = 1", "parties.colour", "Extra inputs"),
+    "unknown key": ("k = 4", "k = 4\ncolour = 1", "parties.colour", "no such key"),
     "missing task": ("[task]\nkind = \"xor\"", "", "task", "Field required"),
     "alpha zero": ("replications = 3", "replications = 3\nalpha = 0.0", "simulation.alpha", "greater than 0"),
     "bad name": ('name = "small"', 'name = "a/b"', "name", "pattern"),

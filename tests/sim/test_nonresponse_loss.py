@@ -101,7 +101,7 @@ def test_without_reweight_only_the_bias_is_shown_and_one_loss_writes_no_such_row
         ({"loss": '{ by_answer = { z = 0.8 } }'}, "network.loss.by_answer: got 'z'"),
         ({"loss": '{ by_answer = { a = 1.0 } }'}, "network.loss.by_answer: got 1 for 'a'"),
         ({"loss": '{ by_answer = { a = 1.5 } }'}, "network.loss.by_answer.a: Input should be less than or equal to 1"),
-        ({"loss": '{ by_answer = { a = 0.5 }, other = 1 }'}, "network.loss.other: Extra inputs"),
+        ({"loss": '{ by_answer = { a = 0.5 }, other = 1 }'}, "network.loss.other: no such key"),
         ({"loss": "1.5"}, "network.loss: Input should be less than or equal to 1"),
     ],
 )

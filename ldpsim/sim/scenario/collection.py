@@ -84,6 +84,7 @@ from ldpsim.sim.scenario.common import (
     SimulationSpec as _Simulation,
     build_latency,
     check_rows,
+    check_sum_to_one,
     read_scenario_text,
     read_toml,
     validate_and_build,
@@ -95,16 +96,13 @@ MAX_LABELS = 256
 MAX_PERIODS = 1000
 MAX_SIZE = 10**7
 MAX_CELLS = 10**8
-#: Tolerance on "sums to one" (a distribution or a row of a transition matrix).
-SUM_TOL = 1e-9
 
 
 def _distribution(values: list[float], key: str, k: int | None = None) -> np.ndarray:
     p = np.asarray(values, dtype=np.float64)
     if k is not None and p.size != k:
         raise LdpSimError(f"{key}: got {p.size} numbers, expected one per label ({k})")
-    if abs(float(p.sum()) - 1.0) > SUM_TOL:
-        raise LdpSimError(f"{key}: got numbers summing to {float(p.sum()):.12g}, expected a distribution (sum 1 within {SUM_TOL:g})")
+    check_sum_to_one(values, key)
     return p / p.sum()
 
 
@@ -360,10 +358,8 @@ def _dynamics(c: CollectionSpec, start: np.ndarray, k: int) -> tuple[np.ndarray,
         if len(ch.matrix) != k or any(len(row) != k for row in ch.matrix):
             raise LdpSimError(f"collection.change.matrix: got {len(ch.matrix)} rows, expected a {k} x {k} matrix (one row and column per label)")
         m = np.asarray(ch.matrix, dtype=np.float64)
-        for i, row in enumerate(m):
-            if abs(row.sum() - 1.0) > SUM_TOL:
-                raise LdpSimError(f"collection.change.matrix[{i}]: got numbers summing to {row.sum():.12g}, "
-                                  f"expected the law of the next answer (sum 1 within {SUM_TOL:g})")  # fmt: skip
+        for i, row in enumerate(ch.matrix):
+            check_sum_to_one(row, f"collection.change.matrix[{i}]")
         m = m / m.sum(axis=1, keepdims=True)
         path = [start]
         for _ in range(T - 1):

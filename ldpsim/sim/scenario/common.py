@@ -10,11 +10,13 @@ the file, the key path and the problem, e.g.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
+import math
 import re
 import tomllib
 from dataclasses import dataclass
-from typing import Annotated, Any, Callable, ClassVar, Literal, Union
+from typing import Annotated, Any, Callable, ClassVar, Literal, Union, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
@@ -166,7 +168,7 @@ def validate_and_build(
     try:
         spec = spec_cls.model_validate(raw)
     except ValidationError as exc:
-        raise LdpSimError(f"{where}: {first_error(exc, union_tags)}") from None
+        raise LdpSimError(f"{where}: {first_error(exc, union_tags, spec_cls)}") from None
     try:
         return build_fn(spec, text, where)
     except LdpSimError as exc:
@@ -184,7 +186,35 @@ _UNION_TAGS = {
 _OWN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
-def first_error(exc: ValidationError, union_tags: frozenset[str] = frozenset()) -> str:
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models a field's annotation may hold (through Annotated, Optional,
+    unions, lists and dicts)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
+def _keys_at(model: type[BaseModel], path: list[Any]) -> set[str]:
+    """The keys the file may use where ``path`` (the location of an unknown key, union tags
+    dropped) puts it: the fields of the model(s) there."""
+    models = [model]
+    for step in path[:-1]:
+        if isinstance(step, int):
+            continue
+        models = [m for parent in models if step in parent.model_fields
+                  for m in _models_in(parent.model_fields[step].annotation)]  # fmt: skip
+    return {name for m in models for name in m.model_fields}
+
+
+def _did_you_mean(model: type[BaseModel] | None, path: list[Any]) -> str:
+    """`` (did you mean 'x'?)`` for a misspelled key, when a known key is close to it."""
+    if model is None or not path or not isinstance(path[-1], str):
+        return ""
+    close = difflib.get_close_matches(path[-1], sorted(_keys_at(model, path)), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def first_error(exc: ValidationError, union_tags: frozenset[str] = frozenset(), model: Any = None) -> str:
     """The first problem of a validation error as one line ``key.path: problem (got value)``.
 
     - Union tags in the location are dropped (``union_tags``: the branch names of
@@ -205,6 +235,8 @@ def first_error(exc: ValidationError, union_tags: frozenset[str] = frozenset()) 
     chosen = next((e for e in same_key if e["type"] not in _BRANCH_MISMATCH), errors[0])
     loc = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in where(chosen)).replace(".[", "[")
     msg = chosen["msg"].removeprefix("Value error, ")
+    if chosen["type"] == "extra_forbidden":
+        msg = "no such key" + _did_you_mean(model, where(chosen))
     shown = chosen.get("input")
     quiet = chosen["type"] in ("missing", "model_type", "value_error") or isinstance(shown, dict)
     got = "" if quiet else f" (got {_show(shown)})"
@@ -216,6 +248,17 @@ def first_error(exc: ValidationError, union_tags: frozenset[str] = frozenset()) 
 
 def _is_tag(p: Any, tags: set[str] | frozenset[str]) -> bool:
     return isinstance(p, str) and (p in tags or p.startswith("list["))
+
+
+# --------------------------------------------------------------------- values
+def check_sum_to_one(values: Any, key: str, what: str = "entries") -> None:
+    """Shares, probabilities or fractions that must sum to 1: within ``SUM_TOL`` (1e-9),
+    else one line naming the key, the sum and the tolerance."""
+    from ldpsim._validate import SUM_TOL
+
+    total = math.fsum(float(x) for x in values)
+    if abs(total - 1.0) > SUM_TOL:
+        raise LdpSimError(f"{key}: got {what} summing to {total!r}, expected a sum of 1 (within {SUM_TOL:g})")
 
 
 # --------------------------------------------------------------------- budgets

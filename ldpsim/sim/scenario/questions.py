@@ -44,7 +44,7 @@ from pydantic import Field, model_validator
 
 from ldpsim.errors import LdpSimError, _show
 from ldpsim.mechanisms.base import FrequencyOracle
-from ldpsim.sim.scenario.common import Model, NonNegFloat, PositiveFloat
+from ldpsim.sim.scenario.common import Model, NonNegFloat, PositiveFloat, check_sum_to_one
 from ldpsim.sim.scenario.survey import (
     MAX_ANSWERS,
     AnalystSpec,
@@ -620,8 +620,7 @@ def _from_law(q: QuestionSpec, at: str) -> tuple[list[str], NDArray[np.float64]]
         vec = q.distribution
         if len(vec) != len(labels):
             raise LdpSimError(f"{at}.distribution: got {len(vec)} entries, expected one per label ({len(labels)})")
-        if abs(math.fsum(vec) - 1.0) > 1e-9:
-            raise LdpSimError(f"{at}.distribution: got entries summing to {math.fsum(vec)!r}, expected a sum of 1")
+        check_sum_to_one(vec, f"{at}.distribution")
     else:
         vec = q.law.probabilities(len(labels))  # type: ignore[union-attr]
     prior = np.asarray(vec, dtype=np.float64)

@@ -14,6 +14,7 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 import numpy as np
 from pydantic import Field, model_validator
 
+from ldpsim._validate import SUM_TOL
 from ldpsim.errors import LdpSimError, _show
 from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.sim.network import Latency
@@ -32,6 +33,7 @@ from ldpsim.sim.scenario.common import (
     Time,
     build_latency,
     check_rows,
+    check_sum_to_one,
     read_scenario_text,
     read_toml,
     validate_and_build,
@@ -187,8 +189,8 @@ class WavesSpec(Model):
     def _match(self) -> "WavesSpec":
         if len(self.times) != len(self.fractions):
             raise ValueError("'times' and 'fractions' must have the same length")
-        if abs(math.fsum(self.fractions) - 1.0) > 1e-9:
-            raise ValueError(f"'fractions' must sum to 1 (got {math.fsum(self.fractions)!r})")
+        if abs(math.fsum(self.fractions) - 1.0) > SUM_TOL:
+            raise ValueError(f"'fractions' must sum to 1 within {SUM_TOL:g} (got {math.fsum(self.fractions)!r})")
         if any(b < a for a, b in zip(self.times, self.times[1:])):
             raise ValueError("'times' must be non-decreasing")
         return self
@@ -346,8 +348,7 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
             continue
         if len(vec) != k:
             raise LdpSimError(f"population.{key}: got {len(vec)} entries, expected one per label ({k})")
-        if abs(math.fsum(vec) - 1.0) > 1e-9:
-            raise LdpSimError(f"population.{key}: got entries summing to {math.fsum(vec)!r}, expected a sum of 1")
+        check_sum_to_one(vec, f"population.{key}")
     if table is not None:
         prior = table.distribution
     else:
@@ -447,8 +448,7 @@ def _build_tiers(spec: ScenarioSpec, labels: list[str], prior: Any) -> Tiers | N
             raise LdpSimError(f"{where}.share: got {_show(tier['share'])}, expected a share in (0, 1]")
         eps.append(float(tier["eps"]))
         shares.append(float(tier["share"]))
-    if abs(math.fsum(shares) - 1.0) > 1e-9:
-        raise LdpSimError(f"mechanism.tiers: got shares summing to {math.fsum(shares)!r}, expected a sum of 1")
+    check_sum_to_one(shares, "mechanism.tiers", "shares")
     named = []
     for t, e in enumerate(eps):
         mech = _build_mechanism(spec, {**table, "eps": e}, labels, prior, f"mechanism.tiers[{t}]")
