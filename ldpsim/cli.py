@@ -94,8 +94,8 @@ def _build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser(
         "reproduce",
-        help="regenerate a figure or table of the seed papers (CSV + PNG under reports/reproduce/)",
-        description="Regenerate a figure or table of the seed papers: writes data.csv, priors.csv, summary.csv, "
+        help="regenerate a figure or table of the papers we implement (CSV + PNG under reports/reproduce/)",
+        description="Regenerate a figure or table of the papers we implement (Kairouz, Oh and Viswanath 2014 and 2015; Dong, Su and Zhang 2021; docs/references.md): writes data.csv, priors.csv, summary.csv, "
         "a PNG and metadata.json under reports/reproduce/NAME/ (or --out), and prints our numbers beside the "
         "paper's. `ldpsim reproduce --list` names every reproduction.",
     )
@@ -614,6 +614,11 @@ def _json_float(x: float | None) -> float | str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:  # bare `ldpsim`: what it can do, not just "a command is required"
+        parser.print_help(sys.stderr)
+        print("ldpsim: error: COMMAND: got nothing, expected one of the commands above", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))

@@ -67,3 +67,9 @@ def test_output_piped_into_a_closed_reader_ends_quietly():
                           shell=True, capture_output=True, text=True)  # fmt: skip
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
     assert proc.stdout.startswith("ldpsim demo")
+
+
+def test_bare_ldpsim_prints_usage_and_exits_2(cli) -> None:  # type: ignore[no-untyped-def]
+    r = cli()
+    assert r.returncode == 2
+    assert "usage: ldpsim" in r.stderr and "compose" in r.stderr and "COMMAND: got nothing" in r.stderr

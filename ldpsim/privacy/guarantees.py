@@ -154,13 +154,30 @@ class Guarantee(ABC):
 
 
 # --------------------------------------------------------------------------- (eps, delta)
-@dataclass(frozen=True, repr=False)
+def _one_delta(delta: Any, delta_: Any) -> Any:
+    """The delta given as ``delta=`` (documented) or as the field's own name ``delta_=``."""
+    if delta is not None and delta_ is not None:
+        raise invalid("delta", delta, "one of delta= and delta_= (the same parameter), not both")
+    return delta if delta is not None else delta_
+
+
+@dataclass(frozen=True, repr=False, init=False)
 class EpsDelta(Guarantee):
-    """(eps, delta)-DP. Its region is the quaternary mechanism's: exact in both views."""
+    """(eps, delta)-DP. Its region is the quaternary mechanism's: exact in both views.
+
+    ``EpsDelta(eps, delta=0.0, label="")``; the value is kept as ``delta_`` (``delta`` is
+    the method ``delta(eps)``)."""
 
     eps: float
     delta_: float = 0.0
     label: str = field(default="", compare=False)
+
+    def __init__(self, eps: float, delta: float | None = None, label: str = "", *, delta_: float | None = None) -> None:
+        d = _one_delta(delta, delta_)
+        object.__setattr__(self, "eps", eps)
+        object.__setattr__(self, "delta_", 0.0 if d is None else d)
+        object.__setattr__(self, "label", label)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "eps", V.epsilon(self.eps))
@@ -225,15 +242,38 @@ class EpsDelta(Guarantee):
 
 
 # --------------------------------------------------------------------------- optimal composition
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, init=False)
 class OptimalComposition(Guarantee):
     """The exact ``compositions``-fold (adaptive) composition of (eps, delta)-DP (Kairouz et al. 2015,
-    Theorem 3.3)."""
+    Theorem 3.3).
+
+    ``OptimalComposition(eps, delta, compositions, label="")``; ``k=`` is the old spelling
+    of ``compositions`` (a deprecation warning; it goes away in 0.2), and the delta is kept
+    as ``delta_`` (``delta`` is the method ``delta(eps)``)."""
 
     eps: float
     delta_: float
     compositions: int
     label: str = field(default="", compare=False)
+
+    def __init__(self, eps: float, delta: float | None = None, compositions: int | None = None, label: str = "", *,
+                 delta_: float | None = None, k: int | None = None) -> None:  # fmt: skip
+        d = _one_delta(delta, delta_)
+        if k is not None:
+            if compositions is not None:
+                raise invalid("k", k, "compositions= alone (k= is its old spelling)")
+            from .._deprecate import warn
+
+            warn("OptimalComposition(k=...) is deprecated since 0.1; use compositions= (k goes away in 0.2)")
+            compositions = k
+        if d is None or compositions is None:
+            missing = "delta" if d is None else "compositions"
+            raise invalid(missing, None, f"the {missing} of OptimalComposition(eps, delta, compositions)")
+        object.__setattr__(self, "eps", eps)
+        object.__setattr__(self, "delta_", d)
+        object.__setattr__(self, "compositions", compositions)
+        object.__setattr__(self, "label", label)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "eps", V.epsilon(self.eps))

@@ -184,3 +184,25 @@ def test_plot_regions_draws_every_guarantee():
     # the first curve drawn is the (1, 0.01) trade-off
     x, y = ax.lines[0].get_data()
     assert np.allclose(y, EpsDelta(1.0, 0.01).tradeoff(x), atol=1e-15)
+
+
+def test_documented_keyword_spellings_build_the_same_guarantees() -> None:
+    """``delta=`` (the documented spelling) and the field's name ``delta_=`` build equal
+    guarantees; ``k=`` is the deprecated spelling of ``compositions``; giving a value twice
+    or leaving one out is one error naming the parameter."""
+    import pytest
+
+    from ldpsim.errors import LdpSimError
+    from ldpsim.privacy import EpsDelta, OptimalComposition
+
+    assert EpsDelta(1.0, delta=1e-6) == EpsDelta(1.0, 1e-6) == EpsDelta(1.0, delta_=1e-6)
+    a = OptimalComposition(0.1, delta=0.001, compositions=30)
+    assert a == OptimalComposition(0.1, 0.001, 30) == OptimalComposition(0.1, delta_=0.001, compositions=30)
+    with pytest.warns(DeprecationWarning, match="compositions="):
+        assert OptimalComposition(0.1, delta=0.001, k=30) == a
+    with pytest.raises(LdpSimError, match="delta"):
+        EpsDelta(1.0, delta=1e-6, delta_=1e-6)
+    with pytest.raises(LdpSimError, match="compositions"):
+        OptimalComposition(0.1, delta=0.001)
+    with pytest.raises(LdpSimError, match="^k"):
+        OptimalComposition(0.1, 0.001, 30, k=30)
