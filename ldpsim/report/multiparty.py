@@ -14,7 +14,7 @@ import pandas as pd
 
 from ldpsim.report.figures import plt, png_bytes, quiet_glyphs
 from ldpsim.report.multiparty_tables import summarise
-from ldpsim.report.tables import md_table
+from ldpsim.report.tables import describe_section, md_table
 
 FIGURE = "accuracy.png"
 
@@ -94,7 +94,7 @@ def _summary_md(scenario: Any, summary: pd.DataFrame, latency: pd.DataFrame, see
         f"- task: {scenario.task.name} ({scenario.task.n_outputs} outputs), gain {'indicator' if np.array_equal(gain, np.eye(len(gain))) else 'custom'}",
         f"- protocols: {', '.join(spec.protocols)} (common random numbers: the same bits, noise uniforms and latencies for all)",
         f"- rounds: {spec.rounds.count:,} per replication, in batches of {spec.rounds.batch:,}, one every {spec.rounds.interval:g} time units",
-        f"- network: latency {spec.network.latency.model_dump()}",
+        f"- network: latency {describe_section(spec.network.latency)}",
         f"- {reps} replication(s), seed {seed}",
         "",
         "## Accuracy: measured against exact",

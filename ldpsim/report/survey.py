@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ldpsim.report import survey_tables as summary
-from ldpsim.report.tables import md_table as _md_table
+from ldpsim.report.tables import describe_section, md_table as _md_table
 from ldpsim.report.figures import plt, png_bytes, quiet_glyphs, short_label
 
 
@@ -135,8 +135,8 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
         out += [spec.description, ""]
     questions = scenario.questions
     run_lines = [
-        f"- arrivals: {spec.arrivals.model_dump()}",
-        f"- network: latency {spec.network.latency.model_dump()}, loss {spec.network.loss_text()}",
+        f"- arrivals: {describe_section(spec.arrivals)}",
+        f"- network: latency {describe_section(spec.network.latency)}, loss {spec.network.loss_text()}",
         f"- simulation: {spec.simulation.mode} mode, tick {scenario.tick:.6g}, end {scenario.end:.6g}, "
         f"{reps} replication(s), seed {seed}",
     ]

@@ -143,7 +143,11 @@ def other_task_totals(results: pd.DataFrame) -> pd.DataFrame:
     g = rows.groupby(["task", "quantity"], sort=False)
     out = g.agg(mean_estimate=("estimate", "mean"), theory=("theory", "mean"), truth=("truth", "mean"),
                 replications=("estimate", "size"))  # fmt: skip
-    agree = rows.assign(match=(rows["estimate"] == rows["truth"])).groupby(["task", "quantity"], sort=False)["match"].mean()
+    # the share of replications whose estimate equals the truth, only where there is a
+    # truth (a blank cell, not 0, for quantities without one)
+    has_truth = rows["truth"].notna()
+    match = (rows["estimate"] == rows["truth"]).where(has_truth)
+    agree = rows.assign(match=match.astype(float)).groupby(["task", "quantity"], sort=False)["match"].mean()
     out["share_equal_to_truth"] = agree
     return out.reset_index()
 

@@ -34,3 +34,14 @@ def read_csv(path: str | Path, dtype: dict[str, Any], na: list[str]) -> pd.DataF
         return pd.read_csv(path, dtype=dtype, keep_default_na=False, na_values={c: [""] for c in na})
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
         raise LdpSimError(f"{path}: got a results file pandas cannot read ({' '.join(str(exc).split())}), expected CSV as ldpsim wrote it") from None
+
+
+def describe_section(section: Any) -> str:
+    """A scenario section as a reader writes it, not as a Python dict: ``poisson (duration
+    7)``, ``lognormal (median 0.01, sigma 1)``; keys left unset are left out."""
+    data = section.model_dump() if hasattr(section, "model_dump") else dict(section)
+    kind = data.pop("kind", None)
+    parts = [f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in data.items() if v is not None]
+    if kind is None:
+        return ", ".join(parts)
+    return f"{kind} ({', '.join(parts)})" if parts else str(kind)

@@ -217,7 +217,8 @@ class NetworkSpec(_Network):
 
     def loss_text(self) -> str:
         if isinstance(self.loss, LossByAnswerSpec):
-            return f"by answer {self.loss.by_answer} (default {self.loss.default})"
+            listed = ", ".join(f"{label} {p:g}" for label, p in self.loss.by_answer.items())
+            return f"by answer ({listed}; any other {self.loss.default:g})"
         return f"{self.loss}"
 
 
