@@ -1,0 +1,273 @@
+"""Packaging: the licence, the PEP 561 marker, the scenarios shipped inside the package and
+reachable by name (:mod:`ldpsim._shipped`), and the built wheel installed alone.
+
+The wheel is built with ``pip wheel --no-deps --no-build-isolation`` (the PEP 517 backend
+that ``python -m build`` would call; ``build`` itself is not a dependency, and without
+isolation nothing is downloaded: the dev extra brings setuptools>=77). It is built from a
+copy of the sources in a temporary folder, so the checkout gets no ``build/`` or
+``*.egg-info`` from the test. It is then installed alone (``--no-deps --no-index``) into a
+fresh venv that sees this environment's site-packages for numpy, scipy, pandas and the
+rest, and the quick start runs from an empty folder with that venv's ``ldpsim``.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ldpsim import _shipped
+from ldpsim.errors import LdpSimError
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+# --------------------------------------------------------------------------- metadata
+def test_the_licence_is_mit_and_pyproject_says_so():
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("MIT License\n")
+    assert "Copyright (c) 2026 the ldpsim authors" in text
+    assert "Permission is hereby granted, free of charge" in text and 'THE SOFTWARE IS PROVIDED "AS IS"' in text
+    project = PYPROJECT["project"]
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    assert not any(c.startswith("License ::") for c in project.get("classifiers", []))  # the expression says it
+    for url in project.get("urls", {}).values():  # none is known yet; any one given must be a real address
+        assert re.fullmatch(r"https://\S+", url), url
+
+
+def test_the_build_requirement_and_the_dev_extra_agree():
+    """The licence expression needs setuptools>=77; the dev extra installs it so this file's
+    build runs without isolation."""
+    assert PYPROJECT["build-system"]["requires"] == ["setuptools>=77"]
+    assert "setuptools>=77" in [d.split("#")[0].strip() for d in PYPROJECT["project"]["optional-dependencies"]["dev"]]
+
+
+def _third_party_imports(package: Path) -> dict[str, str]:
+    """Top-level module -> first file importing it, for every module outside the standard
+    library imported by the package's code (the shipped scenarios' data folder holds a script
+    that rebuilt a table, not package code)."""
+    found: dict[str, str] = {}
+    for path in sorted(package.rglob("*.py")):
+        if (package / "scenarios") in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules = [node.module]
+            else:
+                continue
+            for module in modules:
+                top = module.split(".")[0]
+                if top != "ldpsim" and top not in sys.stdlib_module_names:
+                    found.setdefault(top, str(path.relative_to(ROOT)))
+    return found
+
+
+def test_every_module_the_package_imports_is_a_declared_dependency():
+    """The venv of the wheel test borrows this environment's packages, so it would not notice
+    an undeclared one; this does."""
+    from importlib.metadata import packages_distributions
+
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    declared = {norm(re.split(r"[<>=!~;\[ ]", d, maxsplit=1)[0]) for d in PYPROJECT["project"]["dependencies"]}
+    dists = packages_distributions()
+    missing = {
+        module: where for module, where in _third_party_imports(ROOT / "ldpsim").items()
+        if not declared & {norm(d) for d in dists.get(module, [module])}
+    }  # fmt: skip
+    assert not missing, f"imported but not in [project] dependencies: {missing}"
+
+
+def test_py_typed_and_the_scenarios_are_package_data():
+    assert (ROOT / "ldpsim" / "py.typed").is_file()
+    data = PYPROJECT["tool"]["setuptools"]["package-data"]["ldpsim"]
+    assert {"py.typed", "scenarios/*.toml", "scenarios/README.md", "scenarios/data/*"} <= set(data)
+
+
+def test_the_top_level_scenarios_folder_is_a_relative_symlink_to_the_shipped_one():
+    link = ROOT / "scenarios"
+    assert link.is_symlink() and os.readlink(link) == "ldpsim/scenarios"
+    assert link.resolve() == (ROOT / "ldpsim" / "scenarios").resolve() == _shipped.FOLDER.resolve()
+
+
+# --------------------------------------------------------------------------- shipped scenarios
+def test_names_are_the_shipped_files_sorted():
+    names = _shipped.names()
+    assert names == sorted(p.stem for p in (ROOT / "ldpsim" / "scenarios").glob("*.toml"))
+    assert {"survey", "anes96", "telemetry_daily"} <= set(names)
+
+
+def test_describe_gives_one_short_line_per_scenario():
+    rows = _shipped.describe()
+    assert [name for name, _ in rows] == _shipped.names()
+    for name, line in rows:
+        assert line and "\n" not in line and len(line) <= _shipped.DESCRIPTION_WIDTH, name
+        full = " ".join(tomllib.loads((_shipped.FOLDER / f"{name}.toml").read_text())["description"].split())
+        assert full == line or (line.endswith("...") and full.startswith(line[:-3])), name
+        assert line == full or full[len(line) - 3] in " ,;:-", f"{name}: cut inside a word"
+
+
+def test_shorten_cuts_at_a_word_boundary():
+    assert _shipped.shorten("a  short\n text") == "a short text"
+    assert _shipped.shorten("alpha beta gamma delta", width=14) == "alpha beta..."
+    assert _shipped.shorten("alpha, beta gamma", width=12) == "alpha..."
+    assert _shipped.shorten("x" * 20, width=10) == "xxxxxxx..."
+
+
+def test_resolve_prefers_an_existing_file_then_a_shipped_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shipped = _shipped.FOLDER / "survey.toml"
+    assert _shipped.resolve("survey") == shipped and _shipped.resolve("survey.toml") == shipped
+    own = tmp_path / "survey.toml"
+    own.write_text("name = 'mine'\n")
+    assert _shipped.resolve("survey.toml") == Path("survey.toml")  # the user's file wins
+    assert _shipped.resolve("survey") == shipped
+    assert _shipped.resolve(str(ROOT / "scenarios" / "survey.toml")) == ROOT / "scenarios" / "survey.toml"
+
+
+@pytest.mark.parametrize(
+    "arg, hint",
+    [
+        ("survy", "did you mean 'survey'?; "),
+        ("scenarios/survy.toml", "did you mean 'survey'?; "),
+        ("no-such-thing", ""),
+        ("", ""),
+    ],
+)
+def test_resolve_rejects_anything_else_in_one_line(tmp_path, monkeypatch, arg, hint):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(LdpSimError) as info:
+        _shipped.resolve(arg)
+    assert str(info.value) == (
+        f"file: got {arg!r}, expected a scenario file or a shipped scenario name ({hint}ldpsim scenarios lists them)"
+    )
+
+
+def test_resolve_rejects_a_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(LdpSimError, match="^file: got 'dir', expected a scenario file"):
+        _shipped.resolve("dir")
+
+
+def test_copy_writes_the_scenario_and_its_data_which_then_load(tmp_path):
+    from ldpsim.sim import load_scenario
+
+    written = _shipped.copy("anes96_party", tmp_path / "mine")
+    rel = [p.relative_to(tmp_path / "mine").as_posix() for p in written]
+    assert rel == ["anes96_party.toml", "data/anes96.csv", "data/README.md"]
+    for p, r in zip(written, rel):
+        assert p.read_bytes() == (_shipped.FOLDER / r).read_bytes()
+    assert not list((tmp_path / "mine").rglob(".*.tmp"))  # atomic writes leave no temporaries
+    copied = load_scenario(written[0])  # the relative data path works in the copy
+    shipped = load_scenario(_shipped.FOLDER / "anes96_party.toml")
+    assert copied.size == shipped.size == 1_000_000
+
+
+def test_copy_of_a_scenario_without_data_is_one_file(tmp_path):
+    assert _shipped.copy("survey.toml", tmp_path) == [tmp_path / "survey.toml"]
+
+
+def test_copy_refuses_to_overwrite_and_then_writes_nothing(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "README.md").write_text("mine")
+    with pytest.raises(LdpSimError) as info:
+        _shipped.copy("anes96", tmp_path)
+    assert str(info.value) == (
+        f"copy: got {str(tmp_path / 'data' / 'README.md')!r}, expected a file that does not exist yet (--force overwrites it)"
+    )
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["README.md", "data"]  # nothing else written
+    assert (tmp_path / "data" / "README.md").read_text() == "mine"
+    written = _shipped.copy("anes96", tmp_path, force=True)
+    assert len(written) == 3 and (tmp_path / "data" / "README.md").read_bytes() == (_shipped.FOLDER / "data" / "README.md").read_bytes()
+
+
+def test_copy_rejects_an_unknown_name_and_a_file_as_folder(tmp_path):
+    with pytest.raises(LdpSimError, match=r"^name: got 'anes', expected a shipped scenario name \(did you mean 'anes96'\?; ldpsim scenarios lists them\)$"):
+        _shipped.copy("anes", tmp_path)
+    (tmp_path / "f").write_text("")
+    with pytest.raises(LdpSimError, match=r"^--to: got '.*f', expected a folder \(or a path to create\)$"):
+        _shipped.copy("survey", tmp_path / "f")
+
+
+@pytest.mark.parametrize("folder", ["scenarios", "ldpsim/scenarios"])
+def test_scenarios_reading_data_load_through_either_path(folder):
+    from ldpsim.sim import load_scenario
+
+    assert load_scenario(ROOT / folder / "anes96_crosstab.toml").size == 1_000_000
+
+
+# --------------------------------------------------------------------------- the wheel
+def _setuptools_version() -> tuple[int, ...]:
+    from importlib.metadata import version
+
+    return tuple(int(x) for x in re.findall(r"\d+", version("setuptools"))[:2])
+
+
+def _run(cmd: list, cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, f"{' '.join(map(str, cmd))} exited {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def test_the_wheel_installed_alone_runs_the_quick_start(tmp_path):
+    assert _setuptools_version() >= (77,), "the wheel build needs setuptools>=77: pip install -e '.[dev]'"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PIP_", "VIRTUAL_ENV"))}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+
+    # build from a copy of what the wheel is made of, so the checkout stays clean
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, src / name)
+    shutil.copytree(ROOT / "ldpsim", src / "ldpsim", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
+    dist = tmp_path / "dist"
+    _run([sys.executable, "-m", "pip", "wheel", src, "--no-deps", "--no-build-isolation", "-q", "-w", dist], tmp_path, env)
+    (wheel,) = dist.glob("ldpsim-*.whl")
+
+    files = zipfile.ZipFile(wheel).namelist()
+    expected = {
+        "ldpsim/py.typed", "ldpsim/scenarios/README.md", "ldpsim/scenarios/data/anes96.csv",
+        "ldpsim/scenarios/data/README.md", "ldpsim/_shipped.py", "ldpsim/cli.py",
+        *(f"ldpsim/scenarios/{n}.toml" for n in _shipped.names()),
+    }  # fmt: skip
+    assert expected <= set(files), sorted(expected - set(files))
+    sources = {p.relative_to(src).as_posix() for p in (src / "ldpsim").rglob("*") if p.is_file()}
+    assert sources <= set(files), f"files under ldpsim/ missing from the wheel (package-data?): {sorted(sources - set(files))}"
+    assert not [f for f in files if not f.startswith(("ldpsim/", "ldpsim-"))], "only the package and its dist-info"
+    assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc") or "/tests/" in f or f.endswith(".tmp")]
+    info = next(f for f in files if f.endswith(".dist-info/METADATA"))
+    metadata = zipfile.ZipFile(wheel).read(info).decode()
+    assert "License-Expression: MIT" in metadata and any(f.endswith(".dist-info/licenses/LICENSE") for f in files)
+
+    # a fresh venv that borrows this environment's dependencies but holds its own ldpsim
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", venv], tmp_path, env)
+    python, ldpsim = venv / "bin" / "python", venv / "bin" / "ldpsim"
+    install = [python, "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed", "-q", wheel]
+    _run(install, tmp_path, env)  # pip comes from the base environment; it installs into the venv
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    where = _run([python, "-c", "import ldpsim, sys; print(ldpsim.__file__); print(sys.prefix)"], empty, env).stdout.split()
+    assert Path(where[0]).resolve().is_relative_to(venv.resolve()), f"the venv imports {where[0]}, not its own wheel"
+
+    # the quick start, by name, with nothing but the installed wheel
+    resolved = _run([python, "-c", "from ldpsim._shipped import resolve; print(resolve('survey'))"], empty, env).stdout.strip()
+    assert Path(resolved).resolve().is_relative_to(venv.resolve())
+    out = tmp_path / "run"
+    done = _run([ldpsim, "run", resolved, "--out", out, "--no-progress"], empty, env)
+    assert (out / "summary.md").is_file() and "report:" in done.stdout
+    assert not list(empty.iterdir()), "the run wrote into the current folder"
