@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # what static tools see; at run time each name is imported on
         better_of_binary_and_rr,
         optimal_mechanism,
     )
+    from ldpsim.workflow import Run, Scenario, load_run
 
     __version__: str
 
@@ -68,6 +69,8 @@ _EXPORTS = {
     **dict.fromkeys(_MECHANISMS, "ldpsim.mechanisms"),
     **dict.fromkeys(_UTILITY, "ldpsim.utility"),
     "frequency_estimate": "ldpsim.analyst",
+    # working from Python and notebooks (docs/python.md): a scenario of any kind, its runs
+    **dict.fromkeys(("Scenario", "Run", "load_run"), "ldpsim.workflow"),
 }
 _getattr, __dir__ = lazy_exports(__name__, {**_EXPORTS, "__version__": ""})
 
@@ -98,11 +101,14 @@ __all__ = [
     "LdpSimError",
     "MatrixMechanism",
     "RandomizedResponse",
+    "Run",
+    "Scenario",
     "binary_mechanism",
     "binary_mechanism_for_prior",
     "binary_mechanism_for_priors",
     "frequency_estimate",
     "from_matrix",
+    "load_run",
     "pattern_matrix",
     "quaternary_mechanism",
     "randomized_response",

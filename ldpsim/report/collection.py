@@ -30,7 +30,9 @@ import numpy as np
 import pandas as pd
 
 from ldpsim.report.figures import plt, png_bytes, quiet_glyphs, short_label
-from ldpsim.report.tables import md_table, read_csv
+from ldpsim.report.html import Section, run_html
+from ldpsim.report.html import table as md_table
+from ldpsim.report.tables import read_csv
 
 COLUMNS = [
     "replication", "policy", "shuffled", "period", "time", "quantity", "category",
@@ -182,7 +184,7 @@ def _central_figure(results: pd.DataFrame, delta: float) -> bytes:
     for policy, eps0 in local.items():
         groups.setdefault(round(float(eps0), 12), []).append(str(policy))
     fig, ax = plt.subplots(figsize=(7.8, 4.8))
-    ns = np.unique(np.round(np.logspace(2, 7, 11)).astype(int))  # half decades
+    ns = np.unique(np.round(np.logspace(2, 6, 9)).astype(int))  # half decades, 100 to 10^6
     for i, (eps0, policies) in enumerate(groups.items()):
         c = f"C{i}"
         names = ", ".join(short_label(p, 24) for p in policies)
@@ -212,11 +214,43 @@ def render_report(scenario: Any, results: pd.DataFrame, seed: int) -> dict[str, 
             files["accuracy.png"] = _accuracy_figure(results, float(scenario.spec.analyst.confidence))
         if (results["quantity"] == "central").any():
             files["central.png"] = _central_figure(results, delta)
-        files["summary.md"] = _summary_md(scenario, results, seed, list(files)).encode("utf-8")
+        lines = _summary_lines(scenario, results, seed, list(files))
+        files["report.html"] = run_html(kind="collection", scenario=scenario, seed=seed, lines=lines, files=files,
+                                        key=_key_numbers(results), sections=[_privacy_section(results, delta)])  # fmt: skip
+        files["summary.md"] = ("\n".join(lines) + "\n").encode("utf-8")
         return files
 
 
-def _summary_md(scenario: Any, results: pd.DataFrame, seed: int, figures: list[str]) -> str:
+def _key_numbers(results: pd.DataFrame) -> dict[str, str]:
+    """What the index of runs shows of a collection run: the largest privacy spent and the
+    interval coverage, over the arms."""
+    out: dict[str, str] = {}
+    p = results[(results["quantity"] == "privacy") & (results["category"] == "max")]["estimate"].dropna()
+    if len(p):
+        out["largest eps spent"] = f"{float(p.max()):.4g}"
+    cov = coverage(results, "frequency")
+    if len(cov) and cov["intervals"].sum() > 0:
+        out["interval coverage"] = f"{float((cov['coverage'] * cov['intervals']).sum() / cov['intervals'].sum()):.4f}"
+    return out
+
+
+def _privacy_section(results: pd.DataFrame, delta: float) -> Section:
+    """report.html's table of the privacy spent after every period (replication 0)."""
+    priv = privacy_series(results)
+    priv.insert(0, "arm", [arm_name(p, bool(s)) for p, s in zip(priv["policy"], priv["shuffled"])])
+    priv = priv.drop(columns=["policy", "shuffled"])
+    priv.columns = [str(c) for c in priv.columns]
+    return Section("Privacy spent after every period", [
+        "Replication 0: pure eps spent by the most exposed (`max`), the median (`median`), the mean (`mean`) and the "
+        f"90th-percentile (`p90`) respondent; the exact and composed guarantees at delta = {delta:g} beside them where "
+        "the policy has them (see results.csv's `privacy` rows):",
+        "",
+        md_table(priv, "{:.5g}"),
+    ])
+
+
+def _summary_lines(scenario: Any, results: pd.DataFrame, seed: int, figures: list[str]) -> list[str]:
+    """summary.md as a list of lines (its tables remember their frames for report.html)."""
     spec = scenario.spec
     c = spec.collection
     lines = [f"# {spec.name}", ""]
@@ -249,4 +283,4 @@ def _summary_md(scenario: Any, results: pd.DataFrame, seed: int, figures: list[s
     both.insert(0, "arm", [arm_name(p, s) for p, s in zip(both["policy"], both["shuffled"])])
     lines += [md_table(both.drop(columns=["policy", "shuffled"])), ""]
     lines += [f"![{name}]({name})" for name in figures if name.endswith(".png")]
-    return "\n".join(lines) + "\n"
+    return lines

@@ -13,19 +13,25 @@ import numpy as np
 import pandas as pd
 
 from ldpsim.report.figures import plt, png_bytes, quiet_glyphs
+from ldpsim.report.html import TableText, run_html, table
 from ldpsim.report.multiparty_tables import summarise
-from ldpsim.report.tables import describe_section, md_table
+from ldpsim.report.tables import describe_section
 
 FIGURE = "accuracy.png"
 
 
 def render_report(scenario: Any, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], tuple[pd.DataFrame, pd.DataFrame]]:
-    """The report files (the figure, then summary.md) and the two summary tables
-    (accuracy, latency) of :func:`summarise`."""
+    """The report files (the figure, report.html, then summary.md) and the two summary
+    tables (accuracy, latency) of :func:`summarise`."""
     summary, latency = summarise(results, scenario)
     with quiet_glyphs():
         figure = _figure(scenario, summary, latency)
-    files = {FIGURE: figure, "summary.md": _summary_md(scenario, summary, latency, seed).encode("utf-8")}
+    lines = _summary_lines(scenario, summary, latency, seed)
+    files = {FIGURE: figure}
+    within = int(summary["within"].fillna(False).sum())
+    key = {"within tolerance": f"{within} of {len(summary)} rows"}
+    files["report.html"] = run_html(kind="multiparty", scenario=scenario, seed=seed, lines=lines, files=files, key=key)
+    files["summary.md"] = "\n".join(lines).encode("utf-8")
     return files, (summary, latency)
 
 
@@ -71,11 +77,12 @@ def _figure(scenario, summary: pd.DataFrame, latency: pd.DataFrame) -> bytes:
     return png_bytes(fig)
 
 
-def _md_table(df: pd.DataFrame) -> str:
-    return md_table(df, "{:.6g}")
+def _md_table(df: pd.DataFrame) -> TableText:
+    return table(df, "{:.6g}")
 
 
-def _summary_md(scenario: Any, summary: pd.DataFrame, latency: pd.DataFrame, seed: int) -> str:
+def _summary_lines(scenario: Any, summary: pd.DataFrame, latency: pd.DataFrame, seed: int) -> list[str]:
+    """summary.md as a list of lines (its tables remember their frames for report.html)."""
     spec = scenario.spec
     reps = spec.simulation.replications
     gain = scenario.task.gain
@@ -149,6 +156,6 @@ def _summary_md(scenario: Any, summary: pd.DataFrame, latency: pd.DataFrame, see
         "- `scenario.toml`: the scenario as run; `metadata.json`: seed, versions, command line, times",
         "",
     ]
-    return "\n".join(out)
+    return out
 
 

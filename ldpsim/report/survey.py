@@ -13,12 +13,15 @@ import numpy as np
 import pandas as pd
 
 from ldpsim.report import survey_tables as summary
-from ldpsim.report.tables import describe_section, md_table as _md_table
 from ldpsim.report.figures import plt, png_bytes, quiet_glyphs, short_label
+from ldpsim.report.html import run_html
+from ldpsim.report.html import table as _md_table
+from ldpsim.report.tables import describe_section
 
 
 def render_report(scenario, results: pd.DataFrame, seed: int) -> dict[str, bytes]:
-    """The report files of a run: figures (PNG) and summary.md, by name, summary.md last."""
+    """The report files of a run: figures (PNG), report.html and summary.md, by name,
+    summary.md last."""
     with quiet_glyphs():
         return _render_report(scenario, results, seed)
 
@@ -32,8 +35,24 @@ def _render_report(scenario, results: pd.DataFrame, seed: int) -> dict[str, byte
     other = summary.other_task_series(results)
     if not other.empty:
         files["tasks_over_time.png"] = _other_tasks_over_time(other)
-    files["summary.md"] = _summary_md(scenario, results, seed, list(files)).encode("utf-8")
+    lines = _summary_lines(scenario, results, seed, list(files))
+    files["report.html"] = run_html(kind="survey", scenario=scenario, seed=seed, lines=lines, files=files,
+                                    key=_key_numbers(results))  # fmt: skip
+    files["summary.md"] = "\n".join(lines).encode("utf-8")
     return files
+
+
+def _key_numbers(results: pd.DataFrame) -> dict[str, str]:
+    """What the index of runs shows of a survey: the interval coverage and the reports heard."""
+    out: dict[str, str] = {}
+    if summary.has_estimates(results):
+        f = summary.frequency_rows(results).dropna(subset=["estimate"])
+        out["interval coverage"] = f"{f['covered'].mean():.4f}"
+        final = summary.final_frequencies(results)
+        out["reports (replication 0)"] = f"{int(final['n_received'].max()):,}"
+    elif (results["quantity"] == "frequency").any():
+        out["reports (replication 0)"] = "0"
+    return out
 
 
 def _estimates_over_time(results: pd.DataFrame) -> bytes:
@@ -127,7 +146,9 @@ def _nothing_received(results: pd.DataFrame) -> str:
     )
 
 
-def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) -> str:
+def _summary_lines(scenario, results: pd.DataFrame, seed: int, figures: list[str]) -> list[str]:
+    """summary.md as a list of lines (its tables :class:`~ldpsim.report.html.TableText`), for
+    summary.md and report.html alike."""
     spec = scenario.spec
     reps = spec.simulation.replications
     out = [f"# {spec.name}", ""]
@@ -257,7 +278,7 @@ def _summary_md(scenario, results: pd.DataFrame, seed: int, figures: list[str]) 
         "- `scenario.toml`: the scenario as run; `metadata.json`: seed, versions, command line, times",
         "",
     ]
-    return "\n".join(out)
+    return out
 
 
 def _series(results: pd.DataFrame, by_task: bool) -> list[str]:

@@ -1,0 +1,480 @@
+"""Working from Python and notebooks: build a scenario, run it, load a run back.
+
+:class:`Scenario` is a thin facade over the built scenarios of every kind (survey,
+multi-party, collection): read from a file or from text, with values of ``[simulation]``
+replaced, and run through :func:`ldpsim.sim.run_scenario`, so a run started here writes
+exactly the run directory ``ldpsim run`` writes. :func:`load_run` opens any finished run
+directory as a :class:`Run`: the results as a data frame (read by the study's own
+``read_results``, so labels stay text and empty cells NaN), the scenario as run, the
+metadata, the report's files, the summary tables of the report modules and the run's main
+figure drawn onto a matplotlib ``Axes``.
+
+Nothing here computes a result of its own: tables and figures take their numbers from
+:mod:`ldpsim.report`, runs go through :mod:`ldpsim.runs`. The guide is docs/python.md.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import sys
+from functools import cached_property
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from ldpsim.errors import LdpSimError, _show
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
+
+__all__ = ["Run", "Scenario", "load_run"]
+
+#: Files of a run directory that are not report files (the run's own record).
+_RECORD = ("results.csv", "metadata.json", "scenario.toml")
+
+
+def _studies() -> ModuleType:
+    """:mod:`ldpsim.sim.studies`, imported on first use. The report modules it brings in
+    select matplotlib's Agg backend (files without a screen); a backend the user chose
+    before (a notebook's inline backend, ``MPLBACKEND``) is put back, so figures drawn
+    with :meth:`Run.plot` show where the user expects them."""
+    loaded = sys.modules.get("ldpsim.sim.studies")
+    if loaded is not None:
+        return loaded
+    import matplotlib
+
+    chosen = getattr(matplotlib.rcParams, "_get_backend_or_none", lambda: None)()
+    from ldpsim.sim import studies
+
+    if isinstance(chosen, str) and chosen.lower() != "agg":
+        try:
+            matplotlib.use(chosen)
+        except (ImportError, ValueError):  # pragma: no cover - the chosen backend cannot start here
+            pass
+    return studies
+
+
+# ----------------------------------------------------------------------------- scenarios
+class Scenario:
+    """A scenario of any kind, ready to run.
+
+    - ``Scenario.from_file(path)`` / ``Scenario.from_text(text, path)``: read and validate
+      (every problem is one LdpSimError naming the file and the key);
+    - :meth:`with_overrides`: a new Scenario with values of ``[simulation]`` replaced;
+    - :meth:`run`: run it into a new run directory, as ``ldpsim run`` does; a :class:`Run`;
+    - ``kind``, ``name``, ``spec`` (the validated file), ``built`` (the built scenario of
+      :mod:`ldpsim.sim.scenario` that the run framework runs), ``path``, ``source``.
+    """
+
+    __slots__ = ("_built",)
+
+    def __init__(self, built: Any) -> None:
+        from ldpsim.sim.scenario import BuiltScenario
+
+        if isinstance(built, Scenario):
+            built = built.built
+        if not isinstance(built, BuiltScenario):
+            raise LdpSimError(
+                f"scenario: got {_show(built)}, expected a built scenario (ldpsim.sim.load_scenario) or "
+                "Scenario.from_file / Scenario.from_text"
+            )
+        self._built = built
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Scenario:
+        """Read, validate and build a scenario file of any kind (its data files, such as a
+        population table, are found next to it)."""
+        from ldpsim.sim.scenario import load_scenario
+
+        return cls(load_scenario(path))
+
+    @classmethod
+    def from_text(cls, text: str, path: str | Path = "<scenario>") -> Scenario:
+        """Validate and build scenario text of any kind. ``path`` names it in messages and
+        is where it would live: data files it names are found next to it."""
+        from ldpsim.sim.scenario import parse_scenario
+
+        if not isinstance(text, str):
+            raise LdpSimError(f"text: got {_show(text)}, expected the scenario's TOML text (str)")
+        return cls(parse_scenario(text, str(path)))
+
+    # ----------------------------------------------------------------- what it is
+    @property
+    def built(self) -> Any:
+        """The built scenario (:class:`ldpsim.sim.Scenario`, ``MultipartyScenario`` or
+        ``CollectionScenario``)."""
+        return self._built
+
+    @property
+    def kind(self) -> str:
+        return str(self._built.kind)
+
+    @property
+    def name(self) -> str:
+        return self._built.name
+
+    @property
+    def spec(self) -> Any:
+        """The validated scenario file (a pydantic model; ``spec.simulation`` as overridden)."""
+        return self._built.spec
+
+    @property
+    def path(self) -> str:
+        """Where the scenario came from (the name used in messages)."""
+        return str(self._built.path)
+
+    @property
+    def source(self) -> str:
+        """The scenario's TOML text: what a run writes to ``scenario.toml``."""
+        return str(self._built.source)
+
+    def __repr__(self) -> str:
+        sim = self.spec.simulation
+        return (f"Scenario(kind={self.kind!r}, name={self.name!r}, replications={sim.replications}, "
+                f"seed={sim.seed!r}, path={self.path!r})")  # fmt: skip
+
+    # ----------------------------------------------------------------- changing and running
+    def with_overrides(self, **simulation: Any) -> Scenario:
+        """A new Scenario with fields of ``[simulation]`` replaced, e.g. ``replications=3``,
+        ``seed=5`` (and ``mode``, ``end``, ``alpha``, ... as the kind allows). A key the kind
+        does not have or a value the file could not hold is one LdpSimError naming the key.
+
+        As with :func:`ldpsim.sim.run_scenario` on an overridden scenario (and ``ldpsim run
+        --seed/--replications``), the run writes the file's text to ``scenario.toml`` and
+        records the values as run in ``metadata.json``."""
+        from pydantic import ValidationError
+
+        from ldpsim.sim.scenario.common import first_error
+
+        if not simulation:
+            return self
+        current = self.spec.simulation
+        model = type(current)
+        fields = list(model.model_fields)
+        for key in simulation:
+            if key not in fields:
+                close = difflib.get_close_matches(key, fields, n=1, cutoff=0.6)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise LdpSimError(
+                    f"simulation.{key}: no such key{hint}; [simulation] of a {self.kind} scenario has {', '.join(fields)}"
+                )
+        try:
+            checked = model.model_validate({**current.model_dump(), **simulation})
+        except ValidationError as exc:
+            raise LdpSimError(f"simulation.{first_error(exc, model=model)}") from None
+        try:
+            built = self._built.with_overrides(**{key: getattr(checked, key) for key in simulation})
+        except LdpSimError as exc:
+            raise LdpSimError(f"{self.path}: {' '.join(str(exc).split())}") from None
+        return Scenario(built)
+
+    def run(
+        self,
+        out: str | Path | None = None,
+        *,
+        seed: int | None = None,
+        replications: int | None = None,
+        workers: int = 1,
+        progress: bool = False,
+        executor: Any = None,
+    ) -> Run:
+        """Run the scenario into a new run directory (``out``; default
+        ``reports/<name>/<UTC time>-seed<seed>``) through :func:`ldpsim.sim.run_scenario`,
+        the function ``ldpsim run`` calls: the same files, seeds and report. ``seed`` and
+        ``replications`` as ``--seed`` and ``--replications`` (default: the scenario's);
+        ``workers`` > 1 or an ``executor`` run replications in parallel."""
+        result = _studies().run_scenario(
+            self._built, seed=seed, replications=replications, workers=workers, out=out, executor=executor,
+            progress=progress,
+        )  # fmt: skip
+        run = Run(result.run_dir)
+        run.__dict__["results"] = result.results  # already read by the study's read_results
+        return run
+
+
+# ----------------------------------------------------------------------------- runs
+def load_run(run_dir: str | Path) -> Run:
+    """Open a run directory made by ``ldpsim run`` (or :meth:`Scenario.run`) of any kind.
+    A folder that is missing or not a run directory is one LdpSimError naming ``run_dir``."""
+    return Run(run_dir)
+
+
+class Run:
+    """A run directory, opened for reading (:func:`load_run`).
+
+    - ``dir``, ``kind``, ``name``, ``seed``, ``replications``, ``finished``;
+    - ``metadata``: metadata.json as a dict;
+    - ``results``: results.csv as a data frame, read by the study of the run's kind;
+    - ``scenario``: the :class:`Scenario` as run, rebuilt from the run's scenario.toml (its
+      data files found next to it, as resuming does) with the run's seed, replications and
+      ``[simulation]`` values from metadata.json: ``run.scenario.run(out=...)`` runs it again
+      to the same results;
+    - ``summary`` (summary.md's text), ``files`` (the report files, name -> path);
+    - :meth:`tables` (the report's summary tables), :meth:`plot` (the main figure).
+    """
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.dir = Path(run_dir)
+        if not self.dir.is_dir():
+            raise self._error("a run directory made by ldpsim run (no such folder)")
+        try:
+            meta = json.loads((self.dir / "metadata.json").read_text(encoding="utf-8"))
+            kind = meta.get("kind", "survey")
+            int(meta["seed"]), int(meta["replications"]), str(meta["scenario_sha256"])
+            if not (self.dir / "scenario.toml").is_file():
+                raise FileNotFoundError("scenario.toml")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            raise self._error("a run directory made by ldpsim run (with its metadata.json and scenario.toml)") from None
+        from ldpsim.sim.scenario import KINDS
+
+        if kind not in KINDS:
+            raise self._error(f"a run of a known kind ({', '.join(KINDS)}), not {_show(kind)}")
+        self.metadata: dict[str, Any] = meta
+        self.kind: str = kind
+
+    def _error(self, expected: str) -> LdpSimError:
+        return LdpSimError(f"run_dir: got {str(self.dir)!r}, expected {expected}")
+
+    def __repr__(self) -> str:
+        state = "" if self.finished else ", finished=False"
+        return (f"Run({str(self.dir)!r}, kind={self.kind!r}, name={self.name!r}, seed={self.seed}, "
+                f"replications={self.replications}{state})")  # fmt: skip
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("scenario", ""))
+
+    @property
+    def seed(self) -> int:
+        return int(self.metadata["seed"])
+
+    @property
+    def replications(self) -> int:
+        return int(self.metadata["replications"])
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run wrote its report (an interrupted run can be resumed with
+        ``ldpsim run --resume DIR`` or :func:`ldpsim.sim.resume_run`)."""
+        return "finished" in self.metadata
+
+    def _require_finished(self) -> None:
+        if not self.finished or not (self.dir / "results.csv").is_file():
+            raise self._error(f"a finished run (resume it with: ldpsim run --resume {self.dir})")
+
+    # ----------------------------------------------------------------- contents
+    @cached_property
+    def results(self) -> pd.DataFrame:
+        """results.csv, every replication's rows in order, with the column types of the
+        run's kind (the study's ``read_results``)."""
+        self._require_finished()
+        # read_results is a function of the file alone (the Study interface), so reading
+        # does not rebuild the scenario
+        study = _studies().STUDIES[self.kind](None)
+        return study.read_results(self.dir / "results.csv")
+
+    @cached_property
+    def scenario(self) -> Scenario:
+        """The scenario as run (see the class)."""
+        from ldpsim.sim.scenario import KINDS
+
+        path = self.dir / "scenario.toml"
+        try:
+            source = path.read_text()
+        except OSError:
+            raise self._error("a run directory with a readable scenario.toml") from None
+        if hashlib.sha256(source.encode()).hexdigest() != self.metadata["scenario_sha256"]:
+            raise self._error("its scenario.toml unchanged since the run started")
+        scenario = Scenario(KINDS[self.kind](source, str(path)))
+        current = scenario.spec.simulation
+        recorded = self.metadata.get("spec", {}).get("simulation", {}) if isinstance(self.metadata.get("spec"), dict) else {}
+        fields = type(current).model_fields
+        overrides = {k: v for k, v in recorded.items() if k in fields and getattr(current, k) != v}
+        overrides.update(seed=self.seed, replications=self.replications)
+        try:
+            return scenario.with_overrides(**overrides)
+        except LdpSimError as exc:
+            raise self._error(f"metadata.json as the run wrote it ({exc})") from None
+
+    @property
+    def summary(self) -> str:
+        """The text of summary.md (Markdown)."""
+        self._require_finished()
+        try:
+            return (self.dir / "summary.md").read_text(encoding="utf-8")
+        except OSError:
+            raise self._error("a run directory with its summary.md") from None
+
+    @property
+    def files(self) -> dict[str, Path]:
+        """The report files present (figures and summary.md), name -> path."""
+        return {p.name: p for p in sorted(self.dir.iterdir())
+                if p.is_file() and p.name not in _RECORD and not p.name.startswith(".")}  # fmt: skip
+
+    # ----------------------------------------------------------------- tables
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The summary tables of the run's report, by name, from the report modules:
+
+        - survey: ``final`` (replication 0's estimates and intervals at the end, beside the
+          mean estimate, RMSE, standard errors and coverage over replications), ``error_by_n``,
+          ``error_norms`` (when the run estimated frequencies), ``other_tasks`` (when other
+          tasks ran), ``engine`` (clients and reports);
+        - multiparty: ``accuracy`` (measured next to exact, with tolerances) and ``latency``;
+        - collection: ``final`` (one row per arm at the last period), ``accuracy`` (per arm
+          and period) and ``privacy`` (replication 0's privacy spent per arm and period).
+        """
+        results = self.results
+        if self.kind == "multiparty":
+            from ldpsim.report.multiparty_tables import summarise
+
+            accuracy, latency = summarise(results, self.scenario.built)
+            return {"accuracy": accuracy, "latency": latency}
+        if self.kind == "collection":
+            from ldpsim.report import collection
+
+            confidence = float(self.scenario.spec.analyst.confidence)
+            return {"final": collection.final_summary(results, confidence),
+                    "accuracy": collection.accuracy_over_time(results, confidence),
+                    "privacy": collection.privacy_series(results)}  # fmt: skip
+        from ldpsim.report import survey_tables as st
+
+        out: dict[str, pd.DataFrame] = {}
+        if st.has_estimates(results):
+            out.update(final=st.final_frequencies(results), error_by_n=st.error_by_n(results),
+                       error_norms=st.error_norms(results))  # fmt: skip
+        other = st.other_task_totals(results)
+        if not other.empty:
+            out["other_tasks"] = other
+        out["engine"] = st.engine_totals(results)
+        return out
+
+    # ----------------------------------------------------------------- the figure
+    def plot(self, ax: Axes | None = None, *, replication: int | None = None, quantity: str | None = None,
+             **kw: Any) -> Axes:
+        """Draw the run's main figure onto ``ax`` (a new figure when None) and return it:
+
+        - survey: the frequency estimates of one replication (the first by default) over
+          time with their intervals, the truth dashed (the ten most frequent answers when
+          there are many; of the first frequency task when there are several); a survey
+          without frequency estimates (hypothesis tests, say): one quantity of its tasks over
+          time beside its theory and truth (``quantity``, default the first);
+        - multiparty: each receiver's accuracy, measured (with its tolerance) and exact, per
+          protocol;
+        - collection: the privacy spent by the most exposed respondent (solid) and the
+          median one (dotted) per policy over the periods.
+
+        ``replication``: the replication drawn (survey, collection; default the first);
+        ``kw`` goes to the drawing call of the measured series (``lw``, ``alpha``, ...)."""
+        _studies()  # the user's matplotlib backend is kept
+        if ax is None:
+            import matplotlib.pyplot as plt
+
+            _, ax = plt.subplots(figsize=(8.5, 5))
+        draw = {"survey": self._plot_survey, "multiparty": self._plot_multiparty, "collection": self._plot_collection}
+        if quantity is not None and self.kind != "survey":
+            raise LdpSimError(f"quantity: got {_show(quantity)}, expected None (only a survey's plot takes a quantity)")
+        draw[self.kind](ax, replication, quantity, kw)
+        return ax
+
+    def _replication(self, available: Any, replication: int | None) -> int:
+        reps = sorted(int(r) for r in set(available))
+        if replication is None:
+            return reps[0]
+        if isinstance(replication, bool) or not isinstance(replication, int) or replication not in reps:
+            raise LdpSimError(f"replication: got {_show(replication)}, expected one of the run's replications 0..{self.replications - 1}")
+        return replication
+
+    def _plot_survey(self, ax: Any, replication: int | None, quantity: str | None, kw: dict[str, Any]) -> None:
+        import numpy as np
+
+        from ldpsim.report import survey_tables as st
+        from ldpsim.report.figures import short_label
+
+        results = self.results
+        if not st.has_estimates(results):  # other analyst tasks only: one of their quantities
+            rep = self._replication(results["replication"], replication)
+            series = st.other_task_series(results, rep)
+            names = list(dict.fromkeys(series["quantity"]))
+            if not names:
+                raise self._error("a run with estimates to draw (no report reached the server)")
+            name = names[0] if quantity is None else quantity
+            if name not in names:
+                raise LdpSimError(f"quantity: got {_show(name)}, expected one of the run's quantities {', '.join(map(repr, names))}")
+            g = series[series["quantity"] == name]
+            task = g["task"].iloc[0]
+            ax.plot(g["time"], g["estimate"], "o-", ms=3, label="measured", **kw)
+            if g["theory"].notna().any():
+                ax.plot(g["time"], g["theory"], "--", color="tab:red", label="theory")
+            if g["truth"].notna().any():
+                ax.plot(g["time"], g["truth"], ":", color="black", label="truth")
+            ax.set_ylabel(short_label(name))
+            ax.set_title(f"{self.name}: {short_label(f'{task}: {name}', 60)} over time (replication {rep})", fontsize=10)
+        else:
+            if quantity is not None:
+                raise LdpSimError(f"quantity: got {_show(quantity)}, expected None (a survey with frequency estimates draws them)")
+            f = st.frequency_rows(results)
+            f = f[f["estimate"].notna()]
+            rep = self._replication(f["replication"], replication)
+            task, several = f["task"].iloc[0], f["task"].nunique() > 1
+            f = f[(f["replication"] == rep) & (f["task"] == task)]
+            many = f["category"].nunique() > st.MANY_ANSWERS
+            if many:
+                f = f[f["category"].isin(f.drop_duplicates("category").nlargest(10, "truth")["category"])]
+            for i, (category, g) in enumerate(f.groupby("category", sort=False)):
+                color = f"C{i % 10}"
+                below = np.clip(g["estimate"] - g["ci_low"], 0.0, None)
+                above = np.clip(g["ci_high"] - g["estimate"], 0.0, None)
+                ax.errorbar(g["time"], g["estimate"], yerr=[below, above], color=color, marker="o", ms=3, capsize=3,
+                            label=short_label(category), **{"lw": 1.2, **kw})  # fmt: skip
+                ax.axhline(float(g["truth"].iloc[0]), color=color, ls="--", lw=0.8, alpha=0.7)
+            which = ("the 10 most frequent answers, " if many else "") + (f"task {task!r}, " if several else "")
+            ax.set_ylabel("estimated frequency")
+            ax.set_title(f"{self.name}: estimates with intervals ({which}replication {rep}); dashed: truth", fontsize=10)
+        ax.set_xlabel("time")
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+
+    def _plot_multiparty(self, ax: Any, replication: int | None, quantity: None, kw: dict[str, Any]) -> None:
+        import numpy as np
+
+        if replication is not None:
+            raise LdpSimError(f"replication: got {_show(replication)}, expected None (a multi-party run's accuracy is pooled over replications)")
+        accuracy = self.tables()["accuracy"]
+        accuracy = accuracy[accuracy["quantity"] == "accuracy"]
+        receivers = list(dict.fromkeys(accuracy["party"]))
+        protocols = list(dict.fromkeys(accuracy["protocol"]))
+        width = 0.8 / max(len(protocols), 1)
+        x0 = np.arange(len(receivers))
+        for q, protocol in enumerate(protocols):
+            g = accuracy[accuracy["protocol"] == protocol].set_index("party").loc[receivers]
+            x = x0 - 0.4 + width * (q + 0.5)
+            color = f"C{q % 10}"
+            ax.errorbar(x - width * 0.15, g["measured"], yerr=g["tolerance"], fmt="o", ms=4, capsize=3, color=color,
+                        label=f"{protocol}: measured ± tolerance", **kw)  # fmt: skip
+            ax.plot(x + width * 0.15, g["exact"], "D", ms=5, mfc="none", color=color, label=f"{protocol}: exact")
+        ax.set_xticks(x0)
+        ax.set_xticklabels([r if r == "observer" else f"party {r}" for r in receivers], fontsize=8)
+        ax.set_ylabel(f"average accuracy ({self.scenario.built.task.name})")
+        ax.set_title(f"{self.name}: measured vs exact accuracy", fontsize=10)
+        ax.legend(fontsize=7)
+
+    def _plot_collection(self, ax: Any, replication: int | None, quantity: None, kw: dict[str, Any]) -> None:
+        from ldpsim.report.collection import privacy_series
+        from ldpsim.report.figures import short_label
+
+        results = self.results
+        rep = self._replication(results["replication"], replication)
+        privacy = privacy_series(results, rep)
+        local = ~privacy["shuffled"].astype(bool)
+        privacy = privacy[local] if local.any() else privacy  # the shuffler changes no local eps
+        for i, (policy, g) in enumerate(privacy.groupby("policy", sort=False)):
+            color = f"C{i % 10}"
+            ax.plot(g["period"], g["max"], color=color, label=f"{short_label(policy)}: most exposed", **{"lw": 1.8, **kw})
+            ax.plot(g["period"], g["median"], color=color, ls=":", lw=1.2, label=f"{short_label(policy)}: median")
+        ax.set_xlabel("period")
+        ax.set_ylabel("privacy spent per respondent (pure eps)")
+        ax.set_title(f"{self.name}: privacy spent per policy (replication {rep})", fontsize=10)
+        ax.grid(True, lw=0.4, alpha=0.5)
+        ax.legend(fontsize=7)
