@@ -10,16 +10,37 @@ killed process is removed by :func:`remove_stale_temporaries` (run under the loc
 :class:`DirectoryLock` takes an exclusive, non-blocking ``flock`` on ``<dir>/.lock``, so a
 second process that tries to write into the same run directory gets one line naming the
 process that holds it. The lock goes away with the process, however it ends.
+
+The command layer shared by every command that writes a folder of outputs
+(``ldpsim compose``, ``reproduce``, ``recommend``; ``ldpsim run`` keeps what is complete
+instead and says how to resume):
+
+- :class:`OutputFolder` checks the folder before any work (a file, a non-empty folder
+  without ``force``, a place that cannot be written: one line naming the option), has the
+  command write into a temporary folder, and puts the files in place only at the end, all
+  at once; an error or Ctrl-C removes the temporary folder and the parents made for it, so
+  nothing is left half-made. :func:`new_folder` names default folders by their UTC time,
+  so that a rerun never replaces an earlier one.
+- :func:`worker_pool` (and :func:`start_pool` / :func:`stop_pool`) run work in processes
+  that leave Ctrl-C to the parent, which terminates them at once.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import secrets
+import shutil
+import signal
+import threading
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator
+
+if TYPE_CHECKING:  # pragma: no cover
+    from concurrent.futures import Executor, ProcessPoolExecutor
 
 from ldpsim.errors import LdpSimError
 
@@ -133,45 +154,358 @@ def describe_os_error(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def check_output_folder(path: str | Path, force: bool, option: str = "--out") -> Path:
-    """Refuse, before any work, an output folder that is not new or empty (unless ``force``)
-    or that cannot be created: one line naming ``option``."""
-    out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise LdpSimError(f"{option}: got {str(out)!r}, expected a folder (it is a file)")
-    if out.exists() and any(out.iterdir()) and not force:
-        raise LdpSimError(f"{option}: got {str(out)!r}, expected a new or empty folder (use --force to replace its files)")
-    parent = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise LdpSimError(f"{option}: got {str(out)!r}, expected a folder that can be written ({str(parent)!r} cannot be)")
+
+
+# ----------------------------------------------------------------------------- output folders
+#: errno values of a write that mean "this place cannot take the files"; other OSErrors propagate.
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, errno.EIO, errno.ENOTDIR}
+_TEMPORARY = re.compile(r"^\..*\.\d+\.[0-9a-f]{8}" + re.escape(TMP_SUFFIX) + r"$", re.S)
+#: Output folders put in place by this process: (how many, the last one). The command line
+#: reads it to say, after Ctrl-C, whether anything was written.
+_put_in_place: list[Any] = [0, None]
+
+
+def is_temporary(name: str) -> bool:
+    """Whether ``name`` is a name :func:`temporary_name` gives (left behind only by a killed process)."""
+    return bool(_TEMPORARY.match(name))
+
+
+def new_folder(parent: str | Path, suffix: str = "") -> Path:
+    """``parent/<UTC time><suffix>`` (``20261202T072400Z``), with ``-2``, ``-3``, ... added
+    if that exists already: a default output folder, new for every run of a command."""
+    parent = Path(parent)
+    stem = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + suffix
+    return _free_name(parent / stem)
+
+
+def _free_name(path: Path) -> Path:
+    out, n = path, 2
+    while _lexists(out):
+        out, n = path.with_name(f"{path.name}-{n}"), n + 1
     return out
 
 
-def write_output_folder(path: str | Path, files: dict[str, bytes], option: str = "--out") -> list[Path]:
-    """Write ``files`` (name -> bytes) into ``path`` as a whole: into a temporary sibling
-    folder first, then each file renamed into place, so Ctrl-C or a full disk leaves no
-    half-made folder (a folder this call created is removed again on failure)."""
-    import shutil
-
-    out = Path(path)
-    created = not out.exists()
-    tmp = temporary_name(out)
+def _lexists(path: Path) -> bool:
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp.mkdir()
-        for name, data in files.items():
-            (tmp / name).write_bytes(data)
-        out.mkdir(exist_ok=True)
-        written = []
-        for name in files:
-            os.replace(tmp / name, out / name)
-            written.append(out / name)
-        return written
-    except BaseException as exc:
-        if created:
-            shutil.rmtree(out, ignore_errors=True)
-        if isinstance(exc, OSError):
-            raise LdpSimError(f"{option}: cannot write in {str(out)!r} ({describe_os_error(exc)})") from None
-        raise
+        os.lstat(path)
+        return True
+    except OSError:  # missing, or not reachable (then making it fails with the reason)
+        return False
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def _unwritable(option: str, path: Path, exc: OSError) -> str:
+    return f"{option}: got {str(path)!r}, expected a folder we can write ({describe_os_error(exc)})"
+
+
+def _not_a_directory() -> OSError:
+    return OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+
+
+def _check_kind(out: Path, force: bool, option: str, hint: str) -> None:
+    """A file, or a non-empty folder without ``force``: one line naming ``option``."""
+    if _lexists(out) and not _is_dir(out):
+        raise LdpSimError(f"{option}: got {str(out)!r}, expected a folder (it is a file)")
+    if not force and _is_dir(out):
+        try:
+            used = any(not is_temporary(p.name) for p in out.iterdir())
+        except OSError as exc:
+            raise LdpSimError(_unwritable(option, out, exc)) from None
+        if used:
+            raise LdpSimError(f"{option}: got {str(out)!r}, expected a new or empty folder ({hint})")
+
+
+def _nearest_existing(path: Path) -> Path:
+    for p in (path, *path.parents):
+        if _lexists(p):
+            return p
+    return Path(".")
+
+
+FORCE_HINT = "use --force to replace its files"
+
+
+def check_output_folder(path: str | Path, force: bool = False, option: str = "--out", *, hint: str = FORCE_HINT) -> Path:
+    """Refuse, before any work, an output folder that is a file, that is not new or empty
+    (unless ``force``; ``hint`` says what to do instead) or that cannot be written: one line
+    naming ``option``. Writing is tried for real (a temporary folder is made where the files
+    would go, and removed), so a read-only file system or a path under a file is caught
+    whoever runs the command, root included."""
+    out = Path(path)
+    _check_kind(out, force, option, hint)
+    anchor = _nearest_existing(out)
+    try:
+        if not _is_dir(anchor):
+            raise _not_a_directory()
+        probe = temporary_name(anchor / (out.name or "out"))
+        probe.mkdir()
+        probe.rmdir()
+    except OSError as exc:
+        raise LdpSimError(_unwritable(option, out, exc)) from None
+    return out
+
+
+@contextmanager
+def sigint_held() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) back until the block ends, when it arrives as usual: for a few
+    steps that must all happen or none (putting files in place, starting worker processes).
+    Only in the main thread, where Python handles signals, on systems with ``pthread_sigmask``."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+class OutputFolder:
+    """A command's output folder, made whole at the end or not at all.
+
+    ``with OutputFolder(path, force=..., option="--out") as folder:`` checks the folder
+    first (as :func:`check_output_folder`) and makes a temporary folder, ``folder.work``, for
+    the command to write into: beside ``path`` when ``path`` is new, inside it when it is an
+    existing folder (empty, or any with ``force``). When the block ends normally the files
+    are put in place, with Ctrl-C held back meanwhile: a new folder is one rename; in an
+    existing folder each file replaces the one of the same name and other files are left
+    as they are. ``folder.files`` then lists what was written (``folder.final(p)`` maps a
+    path under ``work`` to its place). When the block raises (an error, Ctrl-C), the
+    temporary folder and any parent folders made for it are removed, and an OSError of
+    writing (a full disk, a read-only file system) becomes one line naming ``option``.
+
+    ``fresh=True`` marks a default folder from :func:`new_folder`: should another process
+    take that name meanwhile, the next free name is used instead.
+    """
+
+    def __init__(self, path: str | Path, *, force: bool = False, option: str = "--out", fresh: bool = False,
+                 hint: str = FORCE_HINT) -> None:  # fmt: skip
+        self.path = Path(path)
+        self.force, self.option, self.fresh, self.hint = force, option, fresh, hint
+        self.work: Path | None = None
+        self.files: list[Path] = []
+        self.committed = False
+        self._staging: Path | None = None  # the work folder, remembered for final()
+        self._inside = False
+        self._made: list[Path] = []  # parent folders made for the work folder, deepest first
+
+    @classmethod
+    def of(cls, out: str | Path | None, default: str | Path, *, force: bool = False, suffix: str = "",
+           option: str = "--out") -> "OutputFolder":  # fmt: skip
+        """``out`` as given, or when it is None a new folder ``default/<UTC time><suffix>``
+        (:func:`new_folder`): the output folder of a command with an ``--out`` option."""
+        if out is None:
+            return cls(new_folder(default, suffix), option=option, fresh=True)
+        return cls(out, force=force, option=option)
+
+    # -- the three steps -------------------------------------------------------------
+    def open(self) -> "OutputFolder":
+        out = self.path
+        _check_kind(out, self.force, self.option, self.hint)
+        try:
+            if _is_dir(out):
+                self._inside = True
+                self.work = temporary_name(out / "ldpsim-output")
+            else:
+                missing, p = [], out.parent
+                while not _lexists(p) and p != p.parent:
+                    missing.append(p)
+                    p = p.parent
+                if not _is_dir(p):
+                    raise _not_a_directory()
+                for d in reversed(missing):
+                    try:
+                        d.mkdir()
+                    except FileExistsError:  # another process was quicker: not ours to remove
+                        continue
+                    self._made.insert(0, d)
+                self.work = temporary_name(out)
+            self.work.mkdir()
+            self._staging = self.work
+        except OSError as exc:
+            self.discard()
+            raise LdpSimError(_unwritable(self.option, out, exc)) from None
+        except BaseException:  # Ctrl-C while making the folders: nothing may be left
+            self.discard()
+            raise
+        return self
+
+    def commit(self) -> list[Path]:
+        """Put the files in place (see the class); returns them."""
+        assert self.work is not None, "open() first"
+        try:
+            with sigint_held():
+                names = sorted(p.name for p in self.work.iterdir())
+                if self._inside:
+                    self._replace_files(self.path, names)
+                else:
+                    self._rename_into_place()
+                self.files = [self.path / n for n in names]
+                self.committed = True
+                self.work = None
+                self._made = []
+                _put_in_place[0] += 1
+                _put_in_place[1] = self.path
+        except OSError as exc:
+            self.discard()
+            raise LdpSimError(f"{self.option}: cannot write in {str(self.path)!r} ({describe_os_error(exc)}); "
+                              "nothing was written") from None  # fmt: skip
+        except BaseException:
+            self.discard()
+            raise
+        return self.files
+
+    def discard(self) -> None:
+        """Remove the temporary folder and the parent folders made for it (if still empty),
+        with a second Ctrl-C held back until that is done."""
+        with sigint_held():
+            if self.work is not None:
+                shutil.rmtree(self.work, ignore_errors=True)
+                self.work = None
+            for d in self._made:
+                try:
+                    d.rmdir()
+                except OSError:
+                    break
+            self._made = []
+
+    def final(self, path: str | Path) -> Path:
+        """Where a file written as ``path`` (under ``work``, or already final) ends up."""
+        path = Path(path)
+        return self.path / path.name if self._staging is not None and path.parent == self._staging else path
+
+    # -- the with statement ----------------------------------------------------------
+    def __enter__(self) -> "OutputFolder":
+        return self.open()
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+        if exc is None:
+            self.commit()
+            return False
+        work = self.work
+        self.discard()
+        if isinstance(exc, OSError) and _writing_error(exc, work):
+            raise LdpSimError(f"{self.option}: cannot write in {str(self.path)!r} ({describe_os_error(exc)}); "
+                              "nothing was written") from None  # fmt: skip
+        return False
+
+    # -- helpers ---------------------------------------------------------------------
+    def _rename_into_place(self) -> None:
+        assert self.work is not None
+        target = self.path
+        while True:
+            try:
+                os.rename(self.work, target)  # replaces an empty folder made meanwhile, never a used one
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+                    raise
+                if not _is_dir(target):
+                    raise LdpSimError(f"{self.option}: got {str(target)!r}, expected a folder (it is a file)") from None
+                if self.fresh:  # a default name another process took meanwhile: the next one
+                    target = _free_name(target)
+                    continue
+                if not self.force:
+                    raise LdpSimError(f"{self.option}: got {str(target)!r}, expected a new or empty folder "
+                                      f"(another process wrote into it meanwhile; {self.hint})") from None  # fmt: skip
+                self._replace_files(target, sorted(p.name for p in self.work.iterdir()))
+                break
+        self.path = target
+
+    def _replace_files(self, target: Path, names: list[str]) -> None:
+        """Move each of ``names`` from the work folder to ``target``, replacing what has that name."""
+        assert self.work is not None
+        work = self.work
+        for name in names:
+            dest = target / name
+            if _is_dir(dest) and not dest.is_symlink():  # a folder cannot be replaced by a rename: move it aside
+                os.rename(dest, temporary_name(work / name))
+            os.replace(work / name, dest)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _writing_error(exc: OSError, work: Path | None) -> bool:
+    """Whether ``exc`` is a failure to write the outputs (not, say, a missing input file)."""
+    if work is not None:
+        for name in (exc.filename, exc.filename2):
+            if name is not None and Path(os.fsdecode(name)).is_relative_to(work):
+                return True
+    return exc.errno in _WRITE_ERRNOS and exc.filename is None
+
+
+def put_in_place_count() -> int:
+    """How many output folders this process has put in place (see :func:`put_in_place_since`)."""
+    return int(_put_in_place[0])
+
+
+def put_in_place_since(count: int) -> Path | None:
+    """The last output folder put in place since :func:`put_in_place_count` returned ``count``."""
+    return _put_in_place[1] if _put_in_place[0] > count else None
+
+
+def write_output_folder(path: str | Path, files: dict[str, bytes], option: str = "--out", *, force: bool = True) -> list[Path]:
+    """Write ``files`` (name -> bytes) into ``path`` as a whole (:class:`OutputFolder`)."""
+    with OutputFolder(path, force=force, option=option) as folder:
+        assert folder.work is not None
+        for name, data in files.items():
+            (folder.work / name).write_bytes(data)
+    return [folder.path / name for name in files]
+
+
+# ----------------------------------------------------------------------------- worker pools
+def _leave_sigint_to_parent() -> None:
+    """Initializer of worker processes: Ctrl-C is the parent's, which stops them (no
+    traceback from every worker). They start with SIGINT held back (:func:`start_pool`)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def start_pool(workers: int) -> "ProcessPoolExecutor":
+    """A process pool whose workers ignore Ctrl-C (the parent stops them with
+    :func:`stop_pool`). Submit to it under :func:`sigint_held`: workers are started by the
+    first submissions, and a Ctrl-C at that moment must not reach one before it ignores it."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(max_workers=workers, initializer=_leave_sigint_to_parent)
+
+
+def stop_pool(executor: "Executor", timeout: float = 1.5) -> None:
+    """End a pool at once (Ctrl-C, an error): cancel what is queued and, for a local process
+    pool, terminate its workers and wait (at most ``timeout`` s) until the pool has reaped
+    them. Futures are cancelled only by the pool itself here (a future cancelled from
+    outside makes Python 3.11's pool fail with InvalidStateError in its own thread once a
+    worker is terminated)."""
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    manager = getattr(executor, "_executor_manager_thread", None)
+    executor.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        try:
+            p.terminate()
+        except (OSError, ValueError, AttributeError):  # already gone
+            pass
+    if manager is not None:
+        manager.join(timeout)
+
+
+def pool_map(fn: Callable[..., Any], *iterables: Iterable[Any], workers: int) -> list[Any]:
+    """``list(map(fn, *iterables))`` over ``workers`` processes (in this process when 1), in
+    order; Ctrl-C or an error in ``fn`` stops every worker at once."""
+    if workers <= 1:
+        return list(map(fn, *iterables))
+    pool = start_pool(workers)
+    try:
+        with sigint_held():
+            futures = [pool.submit(fn, *args) for args in zip(*iterables)]
+        out = [f.result() for f in futures]
+    except BaseException:
+        stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
+    return out

@@ -2,6 +2,15 @@
 
 Only the standard library is imported here; each handler imports what it needs, so
 ``ldpsim --help`` and a usage error cost no numpy, pandas or scipy.
+
+Every command goes through the same handling (:func:`main`): a bad argument, an output
+folder that is not new or empty (without ``--force``) or cannot be written, is one line and
+exit code 2, found before any work starts; Ctrl-C is one line and exit code 130. A command
+that writes a folder of files opens it with :class:`ldpsim._files.OutputFolder` (directly or
+through the library function it calls) before computing, so the folder is checked first,
+filled in a temporary folder and put in place whole at the end; Ctrl-C or an error leaves
+nothing, and a default folder is a new one per run. ``ldpsim run`` keeps the replications
+that are complete instead, and says how to resume.
 """
 
 from __future__ import annotations
@@ -32,6 +41,10 @@ class _Version(argparse._VersionAction):
         super().__call__(parser, namespace, values, option_string)
 
 
+#: ``--force`` of every command that writes a folder of files (``ldpsim run`` has none: use --resume).
+_FORCE_HELP = "write into a non-empty --out: its files of the same names are replaced at the end, others are kept"
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ldpsim", description="Simulate and validate local differential privacy.")
     parser.add_argument("--version", action=_Version)
@@ -40,18 +53,60 @@ def _build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run",
         help="run a scenario file and write its report under reports/",
-        description="Run a scenario (scenarios/*.toml): replications of the SimPy model of clients, "
-        "network, server and analyst. Writes reports/<scenario>/<run-id>/ with results.csv, figures, "
-        "summary.md, metadata.json and the scenario as run, and prints the final estimates.",
+        description="Run a scenario (a TOML file, or a shipped scenario by name: `ldpsim scenarios` lists them): "
+        "replications of the SimPy model of clients, network, server and analyst. Writes "
+        "reports/<scenario>/<run-id>/ with results.csv, figures, summary.md, report.html, metadata.json and the "
+        "scenario as run, and prints the final estimates.",
     )
-    run.add_argument("file", nargs="?", help="scenario file (TOML); not needed with --resume")
+    run.add_argument("file", nargs="?", help="scenario file (TOML) or shipped scenario name (ldpsim scenarios lists them); not needed with --resume")
     run.add_argument("--seed", type=int, default=None, help="root seed (default: the scenario's simulation.seed, else fresh entropy)")
     run.add_argument("--replications", type=int, default=None, help="number of replications (default: the scenario's)")
     run.add_argument("--workers", type=int, default=1, help="worker processes for replications (default 1: in-process)")
-    run.add_argument("--out", default=None, help="run directory to create (default reports/<scenario>/<UTC time>-seed<seed>)")
+    run.add_argument("--out", default=None, help="run directory to create, new or empty (default reports/<scenario>/<UTC time>-seed<seed>)")
     run.add_argument("--resume", metavar="DIR", default=None, help="finish an interrupted run in DIR (same seed and scenario)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar (it is off anyway when stderr is not a terminal)")
     run.set_defaults(func=_run)
+
+    scenarios = sub.add_parser(
+        "scenarios",
+        help="list the scenarios shipped with ldpsim, or copy one to edit",
+        description="List the scenario files shipped with ldpsim, one line each (`ldpsim run NAME` runs one), "
+        "or write an editable copy of one, with the data files it reads, into a folder: "
+        "`ldpsim scenarios copy NAME [--to DIR] [--force]`.",
+    )
+    scenarios.set_defaults(func=_scenarios, action=None)
+    scenario_actions = scenarios.add_subparsers(dest="action", metavar="copy", parser_class=_Parser)
+    copy = scenario_actions.add_parser(
+        "copy",
+        help="write an editable copy of a shipped scenario (and the data it reads)",
+        description="Write an editable copy of the shipped scenario NAME into DIR: NAME.toml and the data files "
+        "it reads (e.g. data/anes96.csv with data/README.md, at the same relative paths, so the copy runs as it "
+        "is). Existing files are left alone unless --force; then `ldpsim run DIR/NAME.toml`.",
+    )
+    copy.add_argument("name", metavar="NAME", help="a shipped scenario (`ldpsim scenarios` lists them)")
+    copy.add_argument("--to", default=".", metavar="DIR", help="folder to write into, created if need be (default: the current folder)")
+    copy.add_argument("--force", action="store_true", help="overwrite files that exist already")
+
+    check = sub.add_parser(
+        "check",
+        help="validate a scenario file without running it",
+        description="Read and validate a scenario file (or a shipped scenario by name) exactly as `ldpsim run` "
+        "would, build its mechanisms and check its work and row budgets, then print what it would run; nothing "
+        "is simulated or written. A problem is one line naming the key, and exit code 2.",
+    )
+    check.add_argument("file", help="scenario file (TOML) or shipped scenario name")
+    check.set_defaults(func=_check)
+
+    report = sub.add_parser(
+        "report",
+        help="rebuild the HTML reports of runs and reports/index.html",
+        description="Re-render the report files (report.html, summary.md, figures) of every finished run under DIR "
+        "from its results.csv and scenario.toml, then write DIR/index.html listing the runs; DIR may also be one run "
+        "directory (then only its report is rebuilt). Runs that cannot be re-rendered are skipped with a line on stderr.",
+    )
+    report.add_argument("dir", nargs="?", default="reports", help="a folder of runs or one run directory (default: reports)")
+    report.add_argument("--open", action="store_true", help="open the index (or the run's report.html) in the default browser")
+    report.set_defaults(func=_report)
 
     demo = sub.add_parser(
         "demo",
@@ -87,8 +142,10 @@ def _build_parser() -> argparse.ArgumentParser:
                       help="a library mechanism, NAME:param=value,... as in ldpsim audit (xN: N uses); repeatable")  # fmt: skip
     comp.add_argument("--eps-total", type=float, nargs="+", default=None, metavar="E", help="eps_total values (default: 12 points up to where the exact delta meets its floor)")
     comp.add_argument("--target-delta", type=float, nargs="+", default=None, metavar="D", help="print eps_total for these total deltas instead")
-    comp.add_argument("--out", default=None, help="output directory (default reports/compose/eps<eps>-delta<delta>-k<K>, "
-                      "or reports/compose/mixed-<n>-<hash> with --pairs/--mechanism)")  # fmt: skip
+    comp.add_argument("--out", default=None, help="output folder, new or empty (default: a new folder "
+                      "reports/compose/eps<eps>-delta<delta>-k<K>/<UTC time>, or under reports/compose/mixed-<n>-<hash>/ "
+                      "with --pairs/--mechanism)")  # fmt: skip
+    comp.add_argument("--force", action="store_true", help=_FORCE_HELP)
     comp.add_argument("--no-figure", action="store_true", help="skip region.png")
     comp.set_defaults(func=_compose)
 
@@ -103,7 +160,9 @@ def _build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--list", action="store_true", help="name every reproduction with a one-line description")
     rep.add_argument("--seed", type=int, default=None, help="seed of the random instances (default 2014)")
     rep.add_argument("--instances", type=int, default=None, help="number of random instances (default 100, the papers' setting)")
-    rep.add_argument("--out", default=None, help="output directory (default reports/reproduce/NAME)")
+    rep.add_argument("--out", default=None, help="output folder, new or empty (default: a new folder "
+                     "reports/reproduce/NAME/<UTC time>-seed<seed>)")  # fmt: skip
+    rep.add_argument("--force", action="store_true", help=_FORCE_HELP)
     rep.add_argument("--workers", type=int, default=1, help="worker processes for the linear programs (default 1)")
     rep.set_defaults(func=_reproduce)
 
@@ -123,8 +182,9 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="mse (exact, default), l1 (normal approximation) or kl (E KL(p || estimate), second order)")
     rec.add_argument("--prior", default="uniform", help="true distribution: uniform (default), zipf:S, or k comma-separated weights")
     rec.add_argument("--bits", type=float, default=None, metavar="B", help="only oracles whose reports take at most B bits")
-    rec.add_argument("--out", default=None, help="output folder (default reports/recommend/k<K>-eps<E>-n<N>)")
-    rec.add_argument("--force", action="store_true", help="replace the files of a non-empty --out folder")
+    rec.add_argument("--out", default=None, help="output folder, new or empty (default: a new folder "
+                     "reports/recommend/k<K>-eps<E>-n<N>/<UTC time>)")  # fmt: skip
+    rec.add_argument("--force", action="store_true", help=_FORCE_HELP)
     rec.add_argument("--no-figure", action="store_true", help="skip recommend.png (and the eps sweep behind it)")
     rec.set_defaults(func=_recommend)
 
@@ -161,14 +221,20 @@ def _run(args: argparse.Namespace) -> int:
                 raise LdpSimError("--resume: got other options too, expected only --workers with --resume")
         elif args.file is None:
             raise LdpSimError("file: got nothing, expected a scenario file (or --resume DIR)")
+        if args.out is not None:  # the same check as every command's --out, before the scenario is built
+            from ldpsim._files import check_output_folder
+
+            check_output_folder(args.out, option="--out", hint="use --resume to continue")
         from ldpsim.sim import resume_run, run_scenario
 
         progress = not args.no_progress
         if args.resume is not None:
             result = resume_run(args.resume, workers=args.workers, progress=progress)
         else:
+            from ldpsim._shipped import resolve
+
             result = run_scenario(
-                args.file, seed=args.seed, replications=args.replications, workers=args.workers, out=args.out,
+                resolve(args.file), seed=args.seed, replications=args.replications, workers=args.workers, out=args.out,
                 progress=progress,
             )  # fmt: skip
     except RunInterrupted as exc:
@@ -202,7 +268,7 @@ def _print_survey(result) -> None:  # type: ignore[no-untyped-def]
             keep = set(summary.top_answers(result.results)["category"])
             final = final[final["category"].isin(keep)].sort_values("truth", ascending=False, kind="stable")
             print(f"the {summary.MANY_ANSWERS} answers with the largest estimates, of {k:,} (all in results.csv):")
-        print(final[cols].to_string(index=False, float_format=lambda x: f"{x:.5f}"))
+        print(final[cols].to_string(index=False, na_rep="", float_format=lambda x: f"{x:.5f}"))
         norms = summary.error_norms(result.results)
         last = norms[norms["reason"] == "end"]
         for _, row in last.iterrows():
@@ -211,21 +277,21 @@ def _print_survey(result) -> None:  # type: ignore[no-untyped-def]
     if means is not None and not means.empty:
         cols = ["task", "truth", "estimate", "ci_low", "ci_high", "covered"] if spec.simulation.replications == 1 \
             else ["task", "truth", "mean_estimate", "rmse", "theory_se", "coverage"]  # fmt: skip
-        print(means[cols].to_string(index=False, float_format=lambda x: f"{x:.5g}"))
+        print(means[cols].to_string(index=False, na_rep="", float_format=lambda x: f"{x:.5g}"))
     others = summary.other_task_totals(result.results)
     if qs is not None:  # the means are shown above
         others = others[others["quantity"] != "mean"] if not others.empty else others
     if not others.empty:
-        print(others.to_string(index=False, float_format=lambda x: f"{x:.6g}"))
+        print(others.to_string(index=False, na_rep="", float_format=lambda x: f"{x:.6g}"))
     nonresponse = summary.nonresponse_table(result.results)
     if not nonresponse.empty:
         print("answer-dependent loss (replication 0 at the end): the raw estimate's exact bias"
               + (" and the reweighted estimate" if "reweighted" in nonresponse.columns else "") + ":")
-        print(nonresponse.to_string(index=False, float_format=lambda x: f"{x:.5f}"))
+        print(nonresponse.to_string(index=False, na_rep="", float_format=lambda x: f"{x:.5f}"))
     tiers = summary.tiers_table(result.results)
     if not tiers.empty:
         print("privacy tiers (replication 0 at the end): the combined estimate, the naive pooling, exact standard errors:")
-        print(tiers.to_string(index=False, float_format=lambda x: f"{x:.5f}"))
+        print(tiers.to_string(index=False, na_rep="", float_format=lambda x: f"{x:.5f}"))
     tests = summary.crosstab_tests(result.results) if qs is not None else None
     if tests is not None and not tests.empty:
         for task, g in tests.groupby("task", sort=False):
@@ -253,7 +319,7 @@ def _print_questions(qs) -> None:  # type: ignore[no-untyped-def]
         mark = "  (this run)" if row["strategy"] == qs.strategy else ""
         print(f"  {row['strategy']}: eps = {row['eps']:.6g}, delta = {row['delta']:.6g} (questions at eps {row['question_eps']}){mark}")
     print(f"exact variance summed over each question's answers at {qs.size:,} respondents (one_random: n / {qs.count} per question):")
-    print(summary.strategy_comparison(qs.variance).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    print(summary.strategy_comparison(qs.variance).to_string(index=False, na_rep="", float_format=lambda x: f"{x:.4g}"))
 
 
 def _print_multiparty(run) -> None:  # type: ignore[no-untyped-def]
@@ -280,7 +346,7 @@ def _print_collection(run) -> None:  # type: ignore[no-untyped-def]
     c = sc.spec.collection
     print(f"{sc.name}: {sc.size:,} respondents x {c.periods} periods, {len(sc.arms)} arms, "
           f"{sc.spec.simulation.replications} replication(s), seed {run.seed}; composed eps at delta = {c.delta:g}")  # fmt: skip
-    print(run.summary.to_string(index=False, float_format=lambda x: f"{x:.5g}"))
+    print(run.summary.to_string(index=False, na_rep="", float_format=lambda x: f"{x:.5g}"))
 
 
 #: What ``ldpsim run`` prints for each kind of scenario (the report path follows).
@@ -292,6 +358,46 @@ DEMO_MAX_N = 10**9
 DEMO_CHUNK = 1 << 20
 #: Categories the demo prints at most (one table row each).
 DEMO_MAX_K = 10_000
+
+
+def _scenarios(args: argparse.Namespace) -> int:
+    from ldpsim import _shipped
+
+    if args.action == "copy":
+        written = _shipped.copy(args.name, args.to, force=args.force)
+        for path in written:
+            print(f"wrote {path}")
+        print(f"edit it, then: ldpsim run {written[0]}")
+        return 0
+    rows = _shipped.describe()
+    width = max(len(name) for name, _ in rows)
+    for name, line in rows:
+        print(f"{name:<{width}}  {line}")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from ldpsim._shipped import resolve
+    from ldpsim.sim.scenario import load_scenario
+
+    path = resolve(args.file)
+    sc = load_scenario(path)
+    spec = sc.spec
+    size = getattr(sc, "size", None)
+    who = f", {size:,} respondents" if isinstance(size, int) else ""
+    print(f"{path}: a valid {sc.kind} scenario '{sc.name}'{who}, {spec.simulation.replications} replication(s), "
+          f"seed {spec.simulation.seed if spec.simulation.seed is not None else 'fresh entropy'}")  # fmt: skip
+    print(f"run it: ldpsim run {args.file}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from ldpsim.browse import rebuild
+
+    done = rebuild(args.dir, open_browser=args.open)
+    print(f"rebuilt {len(done.runs)} run report(s)" + (f", skipped {len(done.skipped)}" if done.skipped else ""))
+    print(f"open: {done.page}")
+    return 0
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -395,8 +501,9 @@ def _compose_mixed(args: argparse.Namespace) -> int:
         raise LdpSimError(f"--pairs/--mechanism: got {given[0]} too, expected either --pairs/--mechanism or --eps with --compositions")
     items = _compose_items(args.pairs, args.mechanism)
     table, files, notes, label = cr.run_mixed(
-        items, eps_totals=args.eps_total, delta_totals=args.target_delta, out=args.out, figure=not args.no_figure
-    )
+        items, eps_totals=args.eps_total, delta_totals=args.target_delta, out=args.out, figure=not args.no_figure,
+        force=args.force,
+    )  # fmt: skip
     what = "eps_total at each target delta_total" if args.target_delta is not None else "delta_total at each eps_total"
     listed = ", ".join(f"{it.label}" + (f" x{it.count}" if it.count > 1 else "") for it in items)
     print(f"composition of {sum(it.count for it in items)} mechanisms ({listed}): {what}")
@@ -432,9 +539,14 @@ def _compose(args: argparse.Namespace) -> int:
     if args.k_deprecated is not None:  # the README of 0.1 used `ldpsim compose ... -k 30`
         print("ldpsim: -k is deprecated; use --compositions (-k goes away in 0.2)", file=sys.stderr)
         compositions = args.k_deprecated
+    from ldpsim import _validate as v
+
+    v.epsilon(args.eps, "--eps")  # the options, named as typed, before the output folder is made
+    v.delta(args.delta, "--delta")
+    v.integer(compositions, "--compositions" if args.k_deprecated is None else "-k", minimum=1)
     table, files, notes = cr.run(
         args.eps, args.delta, compositions, eps_totals=args.eps_total, delta_totals=args.target_delta, out=args.out,
-        figure=not args.no_figure,
+        figure=not args.no_figure, force=args.force,
     )  # fmt: skip
     what = "eps_total at each target delta_total" if args.target_delta is not None else "delta_total at each eps_total"
     print(f"{compositions}-fold composition of ({args.eps:g}, {args.delta:g})-DP mechanisms: {what}")
@@ -464,7 +576,7 @@ def _reproduce(args: argparse.Namespace) -> int:
 
     seed = rp.DEFAULT_SEED if args.seed is None else v.seed(args.seed, "--seed")
     instances = rp.DEFAULT_INSTANCES if args.instances is None else args.instances
-    run = rp.reproduce(args.name, seed=seed, instances=instances, out=args.out, workers=args.workers)
+    run = rp.reproduce(args.name, seed=seed, instances=instances, out=args.out, workers=args.workers, force=args.force)
     print(f"{run.name}: {rp.get(run.name).source}; {run.instances} instances, seed {run.seed}, {run.seconds:.1f} s")
     print(rp.format_summary(run.summary))
     bad = run.disagreements
@@ -479,32 +591,35 @@ def _reproduce(args: argparse.Namespace) -> int:
 def _recommend(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ldpsim._files import check_output_folder, write_output_folder
+    from ldpsim._files import OutputFolder
     from ldpsim.report import recommend as report
     from ldpsim.utility import recommend as rc
 
     table = rc.evaluate(args.k, args.eps, args.n, args.prior, args.utility, lp=False)  # checks every argument first
     n = int(args.n)
-    out = Path(args.out) if args.out is not None else Path("reports") / "recommend" / f"k{args.k}-eps{args.eps:g}-n{n:g}"
-    check_output_folder(out, args.force)
     if args.bits is not None and not (args.bits > 0):
         raise LdpSimError(f"--bits: got {args.bits!r}, expected a number of bits > 0")
-    table = rc.evaluate(args.k, args.eps, args.n, args.prior, args.utility)
-    if args.bits is not None:
-        table = table[table["report_bits"].fillna(float("inf")) <= args.bits].reset_index(drop=True)
-    if args.no_figure:
-        curves = crossings = None
-    else:
-        curves = rc.curves(args.k, args.n, args.prior, loss=args.utility)
-        crossings = rc.boundaries(curves, args.k, args.n, args.prior, args.utility)
-    import pandas as pd
+    default = Path("reports") / "recommend" / f"k{args.k}-eps{args.eps:g}-n{n:g}"
+    with OutputFolder.of(args.out, default, force=args.force) as folder:  # checked before the work
+        table = rc.evaluate(args.k, args.eps, args.n, args.prior, args.utility)
+        if args.bits is not None:
+            table = table[table["report_bits"].fillna(float("inf")) <= args.bits].reset_index(drop=True)
+        if args.no_figure:
+            curves = crossings = None
+        else:
+            curves = rc.curves(args.k, args.n, args.prior, loss=args.utility)
+            crossings = rc.boundaries(curves, args.k, args.n, args.prior, args.utility)
+        import pandas as pd
 
-    files = report.files(table, curves if curves is not None else pd.DataFrame(), crossings if crossings is not None else
-                         pd.DataFrame(columns=["better_below", "better_above", "eps", "kind"]),
-                         {"k": args.k, "eps": args.eps, "n": n, "utility": args.utility, "prior": args.prior,
-                          "loss_kind": rc.LOSS_KIND[args.utility]},
-                         with_figure=not args.no_figure)  # fmt: skip
-    written = write_output_folder(out, files)
+        files = report.files(table, curves if curves is not None else pd.DataFrame(), crossings if crossings is not None else
+                             pd.DataFrame(columns=["better_below", "better_above", "eps", "kind"]),
+                             {"k": args.k, "eps": args.eps, "n": n, "utility": args.utility, "prior": args.prior,
+                              "loss_kind": rc.LOSS_KIND[args.utility]},
+                             with_figure=not args.no_figure)  # fmt: skip
+        assert folder.work is not None
+        for name, data in files.items():
+            (folder.work / name).write_bytes(data)
+    written = [folder.path / name for name in files]
     exact = rc.LOSS_KIND[args.utility]
     print(f"frequency oracles for k = {args.k:,} answers, eps = {args.eps:g}, n = {n:,} respondents, prior {args.prior}; "
           f"loss {args.utility} ({exact}), best first:")  # fmt: skip
@@ -620,13 +735,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("ldpsim: error: COMMAND: got nothing, expected one of the commands above", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)
+    from ldpsim._files import put_in_place_count, put_in_place_since
+
+    mark = put_in_place_count()
     try:
         return int(args.func(args))
     except LdpSimError as exc:
         print(f"ldpsim: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C outside a run's own handling (which says how to resume)
-        print("ldpsim: interrupted", file=sys.stderr)
+        done = put_in_place_since(mark)  # an output folder is put in place whole, or not at all
+        print("ldpsim: interrupted; " + (f"the files in {done} are complete" if done else "nothing was written"), file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into e.g. `head`: stop quietly, no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -32,9 +32,8 @@ import hashlib
 import json
 import math
 import shutil
-import signal
 import sys
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, as_completed
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -45,7 +44,10 @@ import pandas as pd
 from tqdm import tqdm
 
 from ldpsim import _validate as v
-from ldpsim._files import DirectoryLock, LOCK_NAME, atomic_writer, describe_os_error, remove_stale_temporaries, write_bytes
+from ldpsim._files import (
+    DirectoryLock, LOCK_NAME, atomic_writer, describe_os_error, remove_stale_temporaries, sigint_held, start_pool,
+    stop_pool, write_bytes,
+)  # fmt: skip
 from ldpsim._deprecate import moved
 from ldpsim._meta import now, versions, write_json
 from ldpsim.errors import LdpSimError
@@ -360,15 +362,16 @@ def _execute(
     own = executor is None
     done = 0
     bar = None
+    stopped = False
     try:
         todo = [r for r in range(total) if not _finished(run_dir, r, key)]
         done = total - len(todo)
         if own:
-            executor = SequentialExecutor() if workers == 1 else ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
+            executor = SequentialExecutor() if workers == 1 else start_pool(workers)
         bar = tqdm(total=total, initial=done, unit="rep", desc=study.scenario.name, disable=not (progress and sys.stderr.isatty()))
         finished_now = 0
         shared = study.shared()
-        for index, frame in _completed(executor, study, seed, todo, workers, shared):
+        for index, frame in _completed(executor, study, seed, todo, workers, shared, cancel=not own):
             _write_rep(run_dir, index, frame, key)
             done += 1
             finished_now += 1
@@ -381,51 +384,48 @@ def _execute(
             write_bytes(run_dir / name, data)
         meta["finished"] = now()
         write_json(run_dir / "metadata.json", meta)
-    except KeyboardInterrupt:
-        if own and executor is not None:
-            _stop_workers(executor)  # Ctrl-C: do not wait for replications nobody will keep
-        raise RunInterrupted(run_dir, done, total) from None
-    except OSError as exc:
-        raise LdpSimError(
-            f"--out: cannot write in {str(run_dir)!r} ({describe_os_error(exc)}); finished replications are kept: "
-            f"free some space, then resume with: ldpsim run --resume {run_dir}"
-        ) from None
+    except BaseException as exc:
+        if own and executor is not None:  # Ctrl-C or an error: do not wait for replications nobody will keep
+            stop_pool(executor)
+            stopped = True
+        if isinstance(exc, KeyboardInterrupt):
+            raise RunInterrupted(run_dir, done, total) from None
+        if isinstance(exc, OSError):
+            raise LdpSimError(
+                f"--out: cannot write in {str(run_dir)!r} ({describe_os_error(exc)}); finished replications are kept: "
+                f"free some space, then resume with: ldpsim run --resume {run_dir}"
+            ) from None
+        raise
     finally:
         if bar is not None:
             bar.close()
-        if own and executor is not None:
-            executor.shutdown(wait=True, cancel_futures=True)
+        if own and executor is not None and not stopped:
+            executor.shutdown(wait=True)
         lock.release()
     return Outcome(run_dir, study, results, extra, seed)
 
 
-def _worker_init() -> None:
-    """Worker processes leave Ctrl-C to the parent, which stops them (no tracebacks)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _stop_workers(executor: Executor) -> None:
-    """End a local process pool at once: cancel what is queued, terminate what runs."""
-    processes = list(getattr(executor, "_processes", {}).values()) if isinstance(executor, ProcessPoolExecutor) else []
-    executor.shutdown(wait=False, cancel_futures=True)
-    for p in processes:
-        p.terminate()
-
-
-def _completed(executor: Executor, study: Study, seed: int, todo: list[int], workers: int, shared: Any) -> Iterator[tuple[int, pd.DataFrame]]:
+def _completed(
+    executor: Executor, study: Study, seed: int, todo: list[int], workers: int, shared: Any, cancel: bool = True
+) -> Iterator[tuple[int, pd.DataFrame]]:
     """(index, results) of each replication as it finishes. In-process runs go one
-    replication at a time, so each is written before the next starts."""
+    replication at a time, so each is written before the next starts. Workers are started
+    by the submissions, with Ctrl-C held back meanwhile (:func:`ldpsim._files.start_pool`).
+    ``cancel``: cancel what is left when the caller stops early (not for a pool the caller
+    stops itself with :func:`ldpsim._files.stop_pool`, which cancels it)."""
     if isinstance(executor, SequentialExecutor):
         for r in todo:
             yield from _run_chunk(study, seed, [r], shared)
         return
-    futures = [executor.submit(_run_chunk, study, seed, chunk, shared) for chunk in _chunks(todo, workers)]
+    with sigint_held():
+        futures = [executor.submit(_run_chunk, study, seed, chunk, shared) for chunk in _chunks(todo, workers)]
     try:
         for future in as_completed(futures):
             yield from future.result()
     finally:
-        for f in futures:
-            f.cancel()
+        if cancel:
+            for f in futures:
+                f.cancel()
 
 
 def _chunks(todo: list[int], workers: int) -> list[list[int]]:

@@ -73,3 +73,47 @@ def test_bare_ldpsim_prints_usage_and_exits_2(cli) -> None:  # type: ignore[no-u
     r = cli()
     assert r.returncode == 2
     assert "usage: ldpsim" in r.stderr and "compose" in r.stderr and "COMMAND: got nothing" in r.stderr
+
+
+def test_scenarios_lists_the_shipped_files_and_copies_one(cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from ldpsim import _shipped
+
+    listed = cli("scenarios")
+    assert listed.returncode == 0 and [line.split()[0] for line in listed.stdout.splitlines()] == _shipped.names()
+    done = cli("scenarios", "copy", "anes96_party", "--to", tmp_path / "mine")
+    assert done.returncode == 0 and (tmp_path / "mine" / "anes96_party.toml").is_file()
+    assert (tmp_path / "mine" / "data" / "anes96.csv").is_file() and (tmp_path / "mine" / "data" / "README.md").is_file()
+    again = cli("scenarios", "copy", "anes96_party", "--to", tmp_path / "mine")
+    assert again.returncode == 2 and "--force" in again.stderr and len(again.stderr.strip().splitlines()) == 1
+    assert cli("scenarios", "copy", "anes96_party", "--to", tmp_path / "mine", "--force").returncode == 0
+    checked = cli("check", tmp_path / "mine" / "anes96_party.toml")
+    assert checked.returncode == 0 and "a valid survey scenario" in checked.stdout
+
+
+def test_check_validates_without_running_and_names_a_misspelled_key(cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tests.sim.helpers import scenario_text
+
+    good = tmp_path / "good.toml"
+    good.write_text(scenario_text(size=1000))
+    r = cli("check", good, cwd=tmp_path)
+    assert r.returncode == 0 and "1,000 respondents" in r.stdout and not (tmp_path / "reports").exists()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(scenario_text(size=1000).replace("[network]", "[netwrok]"))
+    r = cli("check", bad)
+    assert r.returncode == 2 and "netwrok: no such key (did you mean 'network'?)" in r.stderr
+    r = cli("check", "survy")
+    assert r.returncode == 2 and "did you mean 'survey'?" in r.stderr
+
+
+def test_report_rebuilds_a_run_and_the_index(cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tests.sim.helpers import scenario_text
+
+    path = tmp_path / "s.toml"
+    path.write_text(scenario_text(size=1000))
+    assert cli("run", path, "--out", tmp_path / "runs" / "one", "--no-progress").returncode == 0
+    page = (tmp_path / "runs" / "one" / "report.html").read_bytes()
+    (tmp_path / "runs" / "one" / "report.html").unlink()
+    r = cli("report", tmp_path / "runs")
+    assert r.returncode == 0 and "rebuilt 1 run report(s)" in r.stdout
+    assert (tmp_path / "runs" / "one" / "report.html").read_bytes() == page
+    assert (tmp_path / "runs" / "index.html").is_file()

@@ -267,7 +267,9 @@ def test_the_wheel_installed_alone_runs_the_quick_start(tmp_path):
     # the quick start, by name, with nothing but the installed wheel
     resolved = _run([python, "-c", "from ldpsim._shipped import resolve; print(resolve('survey'))"], empty, env).stdout.strip()
     assert Path(resolved).resolve().is_relative_to(venv.resolve())
+    listing = _run([ldpsim, "scenarios"], empty, env).stdout.splitlines()
+    assert [line.split()[0] for line in listing] == _shipped.names()
     out = tmp_path / "run"
-    done = _run([ldpsim, "run", resolved, "--out", out, "--no-progress"], empty, env)
+    done = _run([ldpsim, "run", "survey", "--out", out, "--no-progress"], empty, env)
     assert (out / "summary.md").is_file() and "report:" in done.stdout
     assert not list(empty.iterdir()), "the run wrote into the current folder"

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
 from .. import _validate as V
+from .._files import OutputFolder
 from .._meta import write_json
 from ..errors import LdpSimError, invalid
 from . import composition as C
@@ -124,6 +125,17 @@ def region_figure(eps: float, delta: float, compositions: int, path: Path) -> Pa
                                np.linspace(0.0, 1.05 * k * eps, 400), floor, path)  # fmt: skip
 
 
+#: Parent of the default output folders (one per command line, then one per run).
+DEFAULT_BASE = Path("reports") / "compose"
+
+
+def output_folder(out: str | Path | None, name: str, force: bool = False) -> OutputFolder:
+    """Where a composition's files go: ``out``, or a new folder ``reports/compose/<name>/<UTC
+    time>`` (a rerun never replaces an earlier one); checked before any work and written as a
+    whole at the end (:class:`ldpsim._files.OutputFolder`)."""
+    return OutputFolder.of(out, DEFAULT_BASE / name, force=force)
+
+
 def run(
     eps: float,
     delta: float,
@@ -133,29 +145,35 @@ def run(
     delta_totals: Sequence[float] | None = None,
     out: str | Path | None = None,
     figure: bool = True,
+    force: bool = False,
 ) -> tuple[pd.DataFrame, list[Path], list[str]]:
-    """Compute the table (delta at eps_totals, or eps at delta_totals) and write CSV + PNG;
-    returns (table, files, notes)."""
+    """Compute the table (delta at eps_totals, or eps at delta_totals) and write table.csv,
+    region.png and metadata.json to ``out`` (default: a new folder under
+    ``reports/compose/eps<eps>-delta<delta>-k<K>/``); returns (table, files, notes).
+
+    The folder is checked before any work: a non-empty ``out`` is refused unless ``force``
+    (which replaces the files of the same name). The files appear all at once at the end;
+    an error or Ctrl-C leaves nothing."""
     eps, delta, k = V.epsilon(eps), V.delta(delta), V.integer(compositions, "compositions", minimum=1)
-    if delta_totals is not None:
-        table = epsilon_table(eps, delta, k, delta_totals)
-    else:
-        grid = default_eps_grid(eps, delta, k) if eps_totals is None else eps_totals
-        table = delta_table(eps, delta, k, grid)
     # the directory name and the metadata key keep the spelling "k" (outputs are unchanged)
-    out_dir = Path(out) if out is not None else Path("reports") / "compose" / f"eps{eps:g}-delta{delta:g}-k{k}"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    files = [out_dir / "table.csv"]
-    table.to_csv(files[0], index=False, float_format="%.12g")
     notes: list[str] = []
-    if figure:
-        try:
-            files.append(region_figure(eps, delta, k, out_dir / "region.png"))
-        except LdpSimError as exc:  # the exact trade-off polygon is too large to draw
-            notes.append(f"region.png skipped ({exc})")
-    write_json(out_dir / "metadata.json", {"eps": eps, "delta": delta, "k": k, "methods": methods(eps)})
-    files.append(out_dir / "metadata.json")
-    return table, files, notes
+    with output_folder(out, f"eps{eps:g}-delta{delta:g}-k{k}", force) as folder:
+        assert folder.work is not None
+        if delta_totals is not None:
+            table = epsilon_table(eps, delta, k, delta_totals)
+        else:
+            grid = default_eps_grid(eps, delta, k) if eps_totals is None else eps_totals
+            table = delta_table(eps, delta, k, grid)
+        files = [folder.work / "table.csv"]
+        table.to_csv(files[0], index=False, float_format="%.12g")
+        if figure:
+            try:
+                files.append(region_figure(eps, delta, k, folder.work / "region.png"))
+            except LdpSimError as exc:  # the exact trade-off polygon is too large to draw
+                notes.append(f"region.png skipped ({exc})")
+        write_json(folder.work / "metadata.json", {"eps": eps, "delta": delta, "k": k, "methods": methods(eps)})
+        files.append(folder.work / "metadata.json")
+    return table, [folder.final(f) for f in files], notes
 
 
 # --------------------------------------------------------------------------- heterogeneous lists
@@ -306,13 +324,27 @@ def run_mixed(
     delta_totals: Sequence[float] | None = None,
     out: str | Path | None = None,
     figure: bool = True,
+    force: bool = False,
 ) -> tuple[pd.DataFrame, list[Path], list[str], str]:
     """The composition of different mechanisms: the accountant's value (exact, or
     pessimistic with its estimated error) next to basic composition and Theorem 3.5 when
-    every item has a finite eps; writes CSV + PNG + metadata. Returns (table, files, notes,
-    the accountant column's label)."""
+    every item has a finite eps; writes CSV + PNG + metadata to ``out`` (default: a new
+    folder under ``reports/compose/mixed-<n>-<hash>/``), as :func:`run` does. Returns
+    (table, files, notes, the accountant column's label)."""
     if not items:
         raise invalid("items", "nothing", "at least one mechanism or (eps, delta) pair")
+    with output_folder(out, mixed_dirname(items), force) as folder:
+        table, files, notes, label = _run_mixed(items, eps_totals, delta_totals, folder.work, figure)
+    return table, [folder.final(f) for f in files], notes, label
+
+
+def _run_mixed(
+    items: Sequence[Item],
+    eps_totals: Sequence[float] | None,
+    delta_totals: Sequence[float] | None,
+    out_dir: Path,
+    figure: bool,
+) -> tuple[pd.DataFrame, list[Path], list[str], str]:
     acc = Accountant()
     for it in items:
         acc.add(it.guarantee, times=it.count)
@@ -341,8 +373,6 @@ def run_mixed(
             table["kov_heterogeneous"] = kov_heterogeneous_delta(*lists, grid)
     label = _mixed_label(acc, error)
     frame = pd.DataFrame(table)
-    out_dir = Path(out) if out is not None else Path("reports") / "compose" / mixed_dirname(items)
-    out_dir.mkdir(parents=True, exist_ok=True)
     files = [out_dir / "table.csv"]
     frame.to_csv(files[0], index=False, float_format="%.12g")
     notes = acc.notes

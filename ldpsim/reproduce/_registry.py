@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import sys
@@ -15,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ldpsim import _validate as v
-from ldpsim._meta import now, package_version, versions
+from ldpsim._files import OutputFolder
+from ldpsim._meta import now, package_version, versions, write_json
 from ldpsim.errors import LdpSimError, invalid
 
 #: Default seed of every reproduction (the extremal-mechanisms paper is from 2014).
@@ -91,40 +91,46 @@ def reproduce(
     out: str | os.PathLike | None = None,
     eps_grid: Any = None,
     workers: int = 1,
+    force: bool = False,
 ) -> ReproductionRun:
     """Run the reproduction ``name``: writes its CSV, PNG, ``summary.csv`` and
-    ``metadata.json`` under ``out`` (default ``reports/reproduce/NAME``)."""
+    ``metadata.json`` to ``out`` (default: a new folder ``reports/reproduce/NAME/<UTC
+    time>-seed<seed>``, so a rerun never replaces an earlier one).
+
+    The folder is checked before any work: a non-empty ``out`` is refused unless ``force``
+    (which replaces the files of the same name and leaves other files alone), and one that
+    cannot be written is refused at once. The reproduction writes into a temporary folder
+    whose files are put in place only at the end: an error or Ctrl-C leaves nothing
+    (:class:`ldpsim._files.OutputFolder`)."""
     rep = get(name)
     seed = v.integer(seed, "--seed", minimum=0)
     instances = v.integer(instances, "--instances", minimum=1)
     workers = v.integer(workers, "--workers", minimum=1)
-    out_dir = Path(out) if out is not None else DEFAULT_BASE / name
-    if out_dir.exists() and not out_dir.is_dir():
-        raise invalid("--out", str(out_dir), "a directory (or a path to create)")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    started, t0 = now(), time.perf_counter()
-    summary = rep.func(seed, instances, out_dir, eps_grid=eps_grid, workers=workers)
-    seconds = time.perf_counter() - t0
-    meta = {
-        "reproduction": name,
-        "description": rep.description,
-        "source": rep.source,
-        "seed": seed,
-        "instances": instances,
-        "eps_grid": None if eps_grid is None else np.atleast_1d(np.asarray(eps_grid, dtype=float)).tolist(),
-        "workers": workers,
-        "ldpsim_version": package_version("ldpsim"),
-        "python": platform.python_version(),
-        "packages": versions(),
-        "command_line": sys.argv,
-        "started": started,
-        "finished": now(),
-        "seconds": round(seconds, 3),
-        "disagreements_with_paper": summary.loc[summary["agrees"] == "no", "quantity"].tolist(),
-    }
-    (out_dir / "metadata.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
-    files = sorted(p for p in out_dir.iterdir() if p.is_file())
-    return ReproductionRun(name, summary, out_dir, files, seconds, seed, instances)
+    with OutputFolder.of(out, DEFAULT_BASE / name, force=force, suffix=f"-seed{seed}") as folder:
+        assert folder.work is not None
+        started, t0 = now(), time.perf_counter()
+        summary = rep.func(seed, instances, folder.work, eps_grid=eps_grid, workers=workers)
+        seconds = time.perf_counter() - t0
+        meta = {
+            "reproduction": name,
+            "description": rep.description,
+            "source": rep.source,
+            "seed": seed,
+            "instances": instances,
+            "eps_grid": None if eps_grid is None else np.atleast_1d(np.asarray(eps_grid, dtype=float)).tolist(),
+            "workers": workers,
+            "ldpsim_version": package_version("ldpsim"),
+            "python": platform.python_version(),
+            "packages": versions(),
+            "command_line": sys.argv,
+            "started": started,
+            "finished": now(),
+            "seconds": round(seconds, 3),
+            "disagreements_with_paper": summary.loc[summary["agrees"] == "no", "quantity"].tolist(),
+        }
+        write_json(folder.work / "metadata.json", meta)
+    files = [p for p in folder.files if p.is_file()]  # what this reproduction wrote, nothing else
+    return ReproductionRun(name, summary, folder.path, files, seconds, seed, instances)
 
 
 def format_summary(summary: pd.DataFrame) -> str:

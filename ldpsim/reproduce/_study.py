@@ -17,7 +17,6 @@ its priors, which no catalog entry takes.
 from __future__ import annotations
 
 import math
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from ldpsim import _validate as v
+from ldpsim._files import pool_map
 from ldpsim.errors import invalid
 from ldpsim.mechanisms import catalog
 from ldpsim.utility import KL, MutualInformation, Utility, binary_for, optimal_mechanism
@@ -227,8 +227,7 @@ def solve(kind: str, all_priors: NDArray[np.float64], eps: NDArray[np.float64], 
         parts = [_solve_chunk(kind, all_priors, eps)]
     else:
         blocks = np.array_split(np.arange(n), min(n, 4 * workers))
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            parts = list(pool.map(_solve_chunk, [kind] * len(blocks), [all_priors[b] for b in blocks], [eps] * len(blocks)))
+        parts = pool_map(_solve_chunk, [kind] * len(blocks), [all_priors[b] for b in blocks], [eps] * len(blocks), workers=workers)
     joined = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
     return Study(
         kind=kind,

@@ -53,7 +53,6 @@ against RR accuracy: every point on or below the diagonal).
 from __future__ import annotations
 
 import math
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -64,6 +63,7 @@ from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
 from ldpsim import _validate as v
+from ldpsim._files import pool_map
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms import catalog, from_matrix
 from ldpsim.protocols import OBSERVER, Protocol, Task, exact_accuracy
@@ -423,8 +423,7 @@ def multiparty_optimality(seed: int, instances: int, out_dir: Path, *, eps_grid:
     if workers == 1:
         parts = [run_draw(seed, d, lv) for d, lv in enumerate(levels)]
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            parts = list(pool.map(run_draw, [seed] * draws, range(draws), levels))
+        parts = pool_map(run_draw, [seed] * draws, range(draws), levels, workers=workers)
     data = pd.DataFrame([r for p in parts for r in p], columns=DATA_COLUMNS)
     out_dir = Path(out_dir)
     data.to_csv(out_dir / "data.csv", index=False, float_format="%.15g")

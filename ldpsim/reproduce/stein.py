@@ -30,7 +30,6 @@ of whichever of binary and RR has the larger D, as in the kov tables), ``priors.
 from __future__ import annotations
 
 import math
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -42,6 +41,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from ldpsim import _validate as v
+from ldpsim._files import pool_map
 from ldpsim.analyst.testing import (
     _groups,
     _n_compositions,
@@ -170,8 +170,7 @@ def measure(
     if workers == 1 or len(jobs) < 2:
         parts = [_instance(j) for j in jobs]
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            parts = list(pool.map(_instance, jobs))
+        parts = pool_map(_instance, jobs, workers=workers)
     data = pd.DataFrame([r for p in parts for r in p[0]])
     ess = pd.DataFrame([r for p in parts for r in p[1]])
     return data, ess

@@ -402,7 +402,7 @@ def test_ctrl_c_while_starting_leaves_no_directory(tmp_path, monkeypatch, capsys
 
     monkeypatch.setattr("ldpsim.runs.write_json", interrupt)
     assert run_cli(["run", str(path), "--out", str(tmp_path / "x" / "run")]) == 130
-    assert one_line_error(capsys) == "ldpsim: interrupted"
+    assert one_line_error(capsys) == "ldpsim: interrupted; nothing was written"
     assert not (tmp_path / "x").exists()
 
 
