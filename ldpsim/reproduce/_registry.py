@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,9 +134,15 @@ def reproduce(
     return ReproductionRun(name, summary, folder.path, files, seconds, seed, instances)
 
 
-def format_summary(summary: pd.DataFrame) -> str:
-    """The summary as a table a person can read: text left-aligned, numbers right-aligned,
-    ``paper`` blank where the paper gives no number."""
+def format_summary(summary: pd.DataFrame, width: int = 100) -> str:
+    """The summary as a table a person can read within ``width`` columns: text left-aligned,
+    numbers right-aligned, ``paper`` blank where the paper gives no number, each criterion
+    a numbered note below the table (wrapped), quantities shortened with "..." only if the
+    table would still be wider (summary.csv keeps every cell whole)."""
+    notes: dict[str, int] = {}
+    for text in summary["criterion"]:
+        if str(text) and str(text) not in notes:
+            notes[str(text)] = len(notes) + 1
     cells = {
         "quantity": [str(x) for x in summary["quantity"]],
         "k": [str(x) for x in summary["k"]],
@@ -143,17 +150,23 @@ def format_summary(summary: pd.DataFrame) -> str:
         "paper": ["" if np.isnan(x) else f"{x:.4g}" for x in summary["paper"]],
         "ours": [f"{x:.5g}" for x in summary["ours"]],
         "agrees": [str(x) for x in summary["agrees"]],
-        "criterion": [str(x) for x in summary["criterion"]],
+        "criterion": [f"[{notes[str(x)]}]" if str(x) in notes else "" for x in summary["criterion"]],
     }
     right = {"k", "paper", "ours"}
-    width = {c: max([len(c), *map(len, vals)]) for c, vals in cells.items()}
+    size = {c: max([len(c), *map(len, vals)]) for c, vals in cells.items()}
+    room = width - sum(v + 2 for c, v in size.items() if c != "quantity")
+    if size["quantity"] > room >= 12:
+        size["quantity"] = room
+        cells["quantity"] = [q if len(q) <= room else q[: room - 3] + "..." for q in cells["quantity"]]
 
     def fmt(c: str, text: str) -> str:
-        return text.rjust(width[c]) if c in right else text.ljust(width[c])
+        return text.rjust(size[c]) if c in right else text.ljust(size[c])
 
     lines = ["  ".join(fmt(c, c) for c in cells).rstrip()]
     for i in range(len(summary)):
         lines.append("  ".join(fmt(c, cells[c][i]) for c in cells).rstrip())
+    for text, n in notes.items():
+        lines += textwrap.wrap(text, width=width, initial_indent=f"[{n}] ", subsequent_indent=" " * (len(str(n)) + 3))
     return "\n".join(lines)
 
 

@@ -95,6 +95,10 @@ def test_summary_puts_ours_next_to_the_papers_and_no_check_fails(runs, name):
     assert not summary["quantity"].str.startswith("CHECK FAILED").any(), summary["quantity"].tolist()
     text = format_summary(summary)
     assert "paper" in text.splitlines()[0] and "ours" in text.splitlines()[0]
+    # it fits a 100-column terminal, and every criterion is a numbered note below the table
+    assert max(map(len, text.splitlines())) <= 100
+    for criterion in set(summary["criterion"]) - {""}:
+        assert " ".join(criterion.split()[:3]) in " ".join(text.split())
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
