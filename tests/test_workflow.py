@@ -19,6 +19,7 @@ import pytest
 
 import ldpsim
 from ldpsim.errors import LdpSimError
+from tests.sim import helpers
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"
@@ -26,51 +27,13 @@ NOTEBOOK = ROOT / "docs" / "examples" / "notebook.py"
 
 SURVEY = (SCENARIOS / "survey.toml").read_text().replace("size = 1_000_000", "size = 5_000")
 
-MULTIPARTY = """\
-kind = "multiparty"
-name = "small_xor"
-protocols = ["universal", "binary"]
-[parties]
-k = 4
-eps = [0.5, 1, 2, 3]
-delta = [0, 0.01, 0.05, 0.1]
-[task]
-kind = "xor"
-[rounds]
-count = 4000
-batch = 1000
-interval = 0.01
-[network]
-latency = { kind = "exponential", mean = 0.2 }
-[simulation]
-seed = 3
-replications = 2
-"""
+MULTIPARTY = helpers.MULTIPARTY.replace('name = "small"', 'name = "small_xor"').replace("replications = 3", "replications = 2")
 
-COLLECTION = """\
-kind = "collection"
-name = "small_collection"
-[population]
-labels = ["a", "1", "01"]
-distribution = [0.5, 0.3, 0.2]
-size = 2_000
-[collection]
-periods = 4
-change = { kind = "none" }
-[mechanism]
-kind = "randomized_response"
-eps = 1.0
-[[policies]]
-name = "every report"
-kind = "plain"
-[[policies]]
-name = "memoised"
-kind = "memoise"
-eps_permanent = 2.0
-[simulation]
-seed = 17
-replications = 2
-"""
+COLLECTION = helpers.collection_text(
+    labels='["a", "1", "01"]', distribution="[0.5, 0.3, 0.2]", size=2_000, periods=4, replications=2,
+    policies='[[policies]]\nname = "every report"\nkind = "plain"\n[[policies]]\nname = "memoised"\nkind = "memoise"\n'
+             "eps_permanent = 2.0",
+).replace('name = "collection_test"', 'name = "small_collection"')
 
 TEXTS = {"survey": SURVEY, "multiparty": MULTIPARTY, "collection": COLLECTION}
 

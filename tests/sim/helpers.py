@@ -94,3 +94,63 @@ def same_bytes_with_one_and_two_workers(scenario, tmp_path: Path) -> str:
 EDUCATION = ["1-8 grades", "Some high school", "High school graduate", "Some college", "College degree",
              "Master's degree", "PhD"]  # fmt: skip
 VOTE = ["Clinton", "Dole"]
+
+
+#: A small multi-party scenario: four parties, XOR, 4,000 rounds, three replications.
+MULTIPARTY = """\
+kind = "multiparty"
+name = "small"
+protocols = ["universal", "binary"]
+
+[parties]
+k = 4
+eps = [0.5, 1, 2, 3]
+delta = [0, 0.01, 0.05, 0.1]
+
+[task]
+kind = "xor"
+
+[rounds]
+count = 4000
+batch = 1000
+interval = 0.01
+
+[network]
+latency = { kind = "exponential", mean = 0.2 }
+
+[simulation]
+seed = 3
+replications = 3
+"""
+
+
+def collection_text(
+    *, labels: str = '["a", "b"]', distribution: str = "[0.6, 0.4]", size: int = 4000, periods: int = 5,
+    schedule: str = '{ kind = "every_period" }', change: str = '{ kind = "none" }', eps: float = 1.0,
+    policies: str = '[[policies]]\nname = "plain"\nkind = "plain"', shuffler: str = "", loss: float = 0.0,
+    replications: int = 1, delta: float = 1e-6, mechanism: str | None = None,
+) -> str:  # fmt: skip
+    mech = mechanism if mechanism is not None else f'kind = "randomized_response"\neps = {eps}'
+    return f"""
+kind = "collection"
+name = "collection_test"
+[population]
+labels = {labels}
+distribution = {distribution}
+size = {size}
+[collection]
+periods = {periods}
+schedule = {schedule}
+change = {change}
+delta = {delta}
+[mechanism]
+{mech}
+{policies}
+{shuffler}
+[network]
+latency = {{ kind = "exponential", mean = 0.01 }}
+loss = {loss}
+[simulation]
+seed = 17
+replications = {replications}
+"""

@@ -14,39 +14,7 @@ from ldpsim.errors import LdpSimError
 from ldpsim.privacy import optimal_epsilon
 from ldpsim.sim import parse_scenario
 from ldpsim.sim.collection import run_replication
-from tests.sim.helpers import SCENARIOS, same_bytes_with_one_and_two_workers
-
-
-def collection_text(
-    *, labels: str = '["a", "b"]', distribution: str = "[0.6, 0.4]", size: int = 4000, periods: int = 5,
-    schedule: str = '{ kind = "every_period" }', change: str = '{ kind = "none" }', eps: float = 1.0,
-    policies: str = '[[policies]]\nname = "plain"\nkind = "plain"', shuffler: str = "", loss: float = 0.0,
-    replications: int = 1, delta: float = 1e-6, mechanism: str | None = None,
-) -> str:  # fmt: skip
-    mech = mechanism if mechanism is not None else f'kind = "randomized_response"\neps = {eps}'
-    return f"""
-kind = "collection"
-name = "collection_test"
-[population]
-labels = {labels}
-distribution = {distribution}
-size = {size}
-[collection]
-periods = {periods}
-schedule = {schedule}
-change = {change}
-delta = {delta}
-[mechanism]
-{mech}
-{policies}
-{shuffler}
-[network]
-latency = {{ kind = "exponential", mean = 0.01 }}
-loss = {loss}
-[simulation]
-seed = 17
-replications = {replications}
-"""
+from tests.sim.helpers import SCENARIOS, collection_text, same_bytes_with_one_and_two_workers
 
 
 def _rows(df, quantity, category=None, shuffled=False, policy=None):  # type: ignore[no-untyped-def]

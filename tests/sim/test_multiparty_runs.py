@@ -14,36 +14,13 @@ from ldpsim.errors import LdpSimError
 from ldpsim.runs import RunInterrupted
 from ldpsim.sim import resume_run, run_scenario
 from ldpsim.sim.scenario.multiparty import load_multiparty, parse_multiparty
+from tests.sim.helpers import MULTIPARTY
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
 FILES = ["scenario.toml", "metadata.json", "results.csv", "summary.md", "accuracy.png"]
 
-GOOD = """\
-kind = "multiparty"
-name = "small"
-protocols = ["universal", "binary"]
-
-[parties]
-k = 4
-eps = [0.5, 1, 2, 3]
-delta = [0, 0.01, 0.05, 0.1]
-
-[task]
-kind = "xor"
-
-[rounds]
-count = 4000
-batch = 1000
-interval = 0.01
-
-[network]
-latency = { kind = "exponential", mean = 0.2 }
-
-[simulation]
-seed = 3
-replications = 3
-"""
+GOOD = MULTIPARTY
 
 CASES = {
     "eps list too short": ("eps = [0.5, 1, 2, 3]", "eps = [0.5, 1, 2]", "parties.eps", "length 3"),
