@@ -201,9 +201,10 @@ def run_study(
         run_dir = Path(out) if out is not None else default_run_dir(study.scenario.name, seed)
         _refuse_used(run_dir, option)
     except OSError as exc:
-        raise LdpSimError(f"{option}: got {str(out)!r}, expected a directory that can be created ({describe_os_error(exc)})") from None
+        got = f"{str(out)!r}" if out is not None else "the default folder under 'reports'"
+        raise LdpSimError(f"{option}: got {got}, expected a folder we can write ({describe_os_error(exc)})") from None
     meta = _metadata(study, seed, workers, executor)
-    with _Creation(run_dir, option) as made:
+    with _Creation(run_dir, option, default=out is None) as made:
         made.lock = DirectoryLock(run_dir, option).acquire()
         _refuse_used(run_dir, option, ignore=(LOCK_NAME,))  # another process may have been quicker
         made.owned = True
@@ -295,8 +296,8 @@ class _Creation:
     one line naming the option. Set ``owned`` once the lock is held and the directory is
     known to be empty."""
 
-    def __init__(self, run_dir: Path, option: str) -> None:
-        self.run_dir, self.option = run_dir, option
+    def __init__(self, run_dir: Path, option: str, default: bool = False) -> None:
+        self.run_dir, self.option, self.default = run_dir, option, default
         self.lock: DirectoryLock | None = None
         self.owned = False
         self._made: list[Path] = []
@@ -334,7 +335,8 @@ class _Creation:
         return False
 
     def _message(self, exc: OSError) -> str:
-        return f"{self.option}: got {str(self.run_dir)!r}, expected a directory that can be created ({describe_os_error(exc)})"
+        got = f"{str(self.run_dir)!r}" + (" (the default; choose another with --out)" if self.default else "")
+        return f"{self.option}: got {got}, expected a folder we can write ({describe_os_error(exc)})"
 
     def _remove_made(self) -> None:
         if self._made:

@@ -164,6 +164,17 @@ def test_an_unwritable_out_is_one_line_and_exit_2_before_any_work(name, where, t
     assert tree(tmp_path) == before
 
 
+def test_an_unwritable_default_folder_of_run_names_the_default_and_the_way_out(tmp_path, monkeypatch):
+    argv = argv_of("run", tmp_path)
+    (tmp_path / "reports").write_text("a file where the default folder goes\n")
+    before = tree(tmp_path)
+    must_not_run(monkeypatch, COMMANDS["run"].work)
+    line = one_line(run_cli(*argv, cwd=tmp_path), 2)
+    assert line.startswith("ldpsim: error: --out: got 'reports/"), line
+    assert line.endswith("(the default; choose another with --out), expected a folder we can write (Not a directory)"), line
+    assert tree(tmp_path) == before
+
+
 # --------------------------------------------------------------------------- non-empty outputs
 @pytest.mark.parametrize("name", WRITERS)
 def test_a_non_empty_out_is_refused_without_force(name, tmp_path, monkeypatch):
