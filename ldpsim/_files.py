@@ -22,7 +22,8 @@ instead and says how to resume):
   nothing is left half-made. :func:`new_folder` names default folders by their UTC time,
   so that a rerun never replaces an earlier one.
 - :func:`worker_pool` (and :func:`start_pool` / :func:`stop_pool`) run work in processes
-  that leave Ctrl-C to the parent, which terminates them at once.
+  that leave Ctrl-C to the parent, which terminates them at once; :func:`pool_map` maps over
+  them (or in this process) and advances the current progress bar as each item finishes.
 """
 
 from __future__ import annotations
@@ -37,11 +38,12 @@ import threading
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from concurrent.futures import Executor, ProcessPoolExecutor
 
+from ldpsim._progress import advance
 from ldpsim.errors import LdpSimError
 
 LOCK_NAME = ".lock"
@@ -494,15 +496,36 @@ def stop_pool(executor: "Executor", timeout: float = 1.5) -> None:
         manager.join(timeout)
 
 
-def pool_map(fn: Callable[..., Any], *iterables: Iterable[Any], workers: int) -> list[Any]:
+def pool_map(fn: Callable[..., Any], *iterables: Iterable[Any], workers: int, ticks: Sequence[float] | None = None) -> list[Any]:
     """``list(map(fn, *iterables))`` over ``workers`` processes (in this process when 1), in
-    order; Ctrl-C or an error in ``fn`` stops every worker at once."""
+    order; Ctrl-C or an error in ``fn`` stops every worker at once.
+
+    The current progress bar (:mod:`ldpsim._progress`) advances as each item finishes, in
+    this process (with a pool, as the workers' results come back, in whatever order): by
+    ``ticks[i]`` for item i (the items' expected costs), by 1 each without ``ticks``."""
+    args_list = list(zip(*iterables))
+    if ticks is not None and len(ticks) != len(args_list):
+        raise LdpSimError(f"ticks: got {len(ticks)} numbers, expected one per item ({len(args_list)})")
+
+    def tick(i: int) -> float:
+        return 1 if ticks is None else ticks[i]
+
     if workers <= 1:
-        return list(map(fn, *iterables))
+        out = []
+        for i, args in enumerate(args_list):
+            out.append(fn(*args))
+            advance(tick(i))
+        return out
+    from concurrent.futures import as_completed
+
     pool = start_pool(workers)
     try:
         with sigint_held():
-            futures = [pool.submit(fn, *args) for args in zip(*iterables)]
+            futures = [pool.submit(fn, *args) for args in args_list]
+        index = {f: i for i, f in enumerate(futures)}
+        for f in as_completed(futures):
+            f.result()  # an error in fn stops the pool as soon as it comes back
+            advance(tick(index[f]))
         out = [f.result() for f in futures]
     except BaseException:
         stop_pool(pool)

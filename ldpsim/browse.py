@@ -1,11 +1,14 @@
 """Reports to open in a browser: rebuild a run directory's report files (report.html,
-summary.md, figures) from its results.csv, and write the index.html of a folder of runs
+summary.md, figures) from its results.csv, rebuild a reproduction folder's summary.md and
+report.html from its files, and write the index.html of a folder of runs and reproductions
 (``ldpsim report [DIR] [--open]``).
 
 A run's report is re-rendered by its study (:mod:`ldpsim.sim.studies`), rebuilt from the
 run's own scenario.toml as resuming does, so the files are those an uninterrupted run
-of this version of ldpsim writes. The pages themselves are rendered in
-:mod:`ldpsim.report.html`.
+of this version of ldpsim writes. A reproduction's are rendered again from its
+summary.csv, metadata.json and figures (:mod:`ldpsim.report.reproduction`), nothing
+recomputed, so they are the bytes ``ldpsim reproduce`` wrote. The pages themselves are
+rendered in :mod:`ldpsim.report.html`.
 """
 
 from __future__ import annotations
@@ -20,17 +23,19 @@ from pathlib import Path
 from ldpsim._files import DirectoryLock, describe_os_error, write_bytes
 from ldpsim.errors import LdpSimError
 
-__all__ = ["Rebuilt", "rebuild", "rebuild_run", "write_index"]
+__all__ = ["Rebuilt", "rebuild", "rebuild_reproduction", "rebuild_run", "refresh_index", "write_index"]
 
 OPTION = "ldpsim report"
 
 
 @dataclass
 class Rebuilt:
-    """What :func:`rebuild` did: the run directories re-rendered, those skipped (with why),
-    the index written (if any) and the page to open."""
+    """What :func:`rebuild` did: the folders re-rendered (``runs``: run directories and
+    reproduction folders alike; ``reproductions``: the reproduction folders among them),
+    those skipped (with why), the index written (if any) and the page to open."""
 
     runs: list[Path] = field(default_factory=list)
+    reproductions: list[Path] = field(default_factory=list)
     skipped: list[tuple[Path, str]] = field(default_factory=list)
     index: Path | None = None
     page: Path | None = None
@@ -83,8 +88,34 @@ def rebuild_run(run_dir: str | Path) -> list[Path]:
         lock.release()
 
 
+def rebuild_reproduction(folder: str | Path) -> list[Path]:
+    """Re-render summary.md and report.html of one reproduction folder from its summary.csv,
+    metadata.json and figures (nothing is recomputed); the files written, in order. Any
+    problem is one LdpSimError naming the folder or the file at fault."""
+    from ldpsim.report.html import is_reproduction_dir
+    from ldpsim.report.reproduction import render
+
+    folder = Path(folder)
+    bad = f"{OPTION}: got {str(folder)!r}, expected"
+    if not is_reproduction_dir(folder):
+        raise LdpSimError(f"{bad} a reproduction folder made by ldpsim reproduce (summary.csv, metadata.json)")
+    try:
+        files = render(folder)
+    except OSError as exc:
+        raise LdpSimError(f"{bad} a reproduction folder that can be read ({describe_os_error(exc)})") from None
+    written = []
+    try:
+        for name, data in files.items():
+            write_bytes(folder / name, data)
+            written.append(folder / name)
+    except OSError as exc:
+        raise LdpSimError(f"{bad} a reproduction folder that can be written ({describe_os_error(exc)})") from None
+    return written
+
+
 def write_index(root: str | Path) -> Path:
-    """Write ``root/index.html``: every run directory under ``root``, with links."""
+    """Write ``root/index.html``: every run directory and reproduction folder under ``root``,
+    with links."""
     from ldpsim.report.html import index_html
 
     root = Path(root)
@@ -96,32 +127,57 @@ def write_index(root: str | Path) -> Path:
     return path
 
 
+def refresh_index(folder: str | Path, root: str | Path = "reports") -> Path | None:
+    """After a command has written ``folder`` (a run directory, a reproduction folder):
+    rewrite ``root/index.html`` if ``folder`` lies under ``root``. Returns the index written,
+    or None when ``folder`` is elsewhere or the index cannot be written (the folder is whole
+    all the same, and ``ldpsim report`` writes the index later)."""
+    folder, root = Path(folder), Path(root)
+    try:
+        if not root.is_dir() or not folder.resolve().is_relative_to(root.resolve()):
+            return None
+        return write_index(root)
+    except (LdpSimError, OSError):
+        return None
+
+
 def rebuild(path: str | Path = "reports", open_browser: bool = False, *, quiet: bool = False) -> Rebuilt:
-    """``ldpsim report [DIR] [--open]``: if ``path`` is a run directory, re-render its report;
-    otherwise re-render every finished run under the folder ``path`` (runs that cannot be
-    re-rendered, e.g. unfinished or made by an older layout, are skipped with a line on
-    stderr and keep their files) and write ``path/index.html``. With ``open_browser``, open
-    the run's report.html, or the index, in the default browser."""
-    from ldpsim.report.html import is_run_dir, run_dirs
+    """``ldpsim report [DIR] [--open]``: if ``path`` is a run directory or a reproduction
+    folder, re-render its report; otherwise re-render every finished run and every
+    reproduction under the folder ``path`` (those that cannot be re-rendered, e.g.
+    unfinished runs or runs made by an older layout, are skipped with a line on stderr and
+    keep their files) and write ``path/index.html``. With ``open_browser``, open the run's
+    or reproduction's report.html, or the index, in the default browser."""
+    from ldpsim.report.html import is_reproduction_dir, is_run_dir, report_dirs
 
     path = Path(path)
     out = Rebuilt()
-    if is_run_dir(path):
-        rebuild_run(path)
-        out.runs.append(path)
+    if is_run_dir(path) or is_reproduction_dir(path):
+        _rebuild_one(path, out)
         out.page = path / "report.html"
     elif path.is_dir():
-        for run_dir in run_dirs(path):
+        for folder in report_dirs(path):
             try:
-                rebuild_run(run_dir)
-                out.runs.append(run_dir)
+                _rebuild_one(folder, out)
             except LdpSimError as exc:
-                out.skipped.append((run_dir, str(exc)))
+                out.skipped.append((folder, str(exc)))
                 if not quiet:
                     print(f"skipped: {exc}", file=sys.stderr)
         out.index = out.page = write_index(path)
     else:
-        raise LdpSimError(f"{OPTION}: got {str(path)!r}, expected a run directory or a folder of runs (default: reports)")
+        raise LdpSimError(f"{OPTION}: got {str(path)!r}, expected a run directory, a reproduction folder or a folder of "
+                          "them (default: reports)")  # fmt: skip
     if open_browser and out.page is not None:
         webbrowser.open(out.page.resolve().as_uri())
     return out
+
+
+def _rebuild_one(folder: Path, out: Rebuilt) -> None:
+    from ldpsim.report.html import is_run_dir
+
+    if is_run_dir(folder):
+        rebuild_run(folder)
+    else:
+        rebuild_reproduction(folder)
+        out.reproductions.append(folder)
+    out.runs.append(folder)

@@ -11,6 +11,10 @@ through the library function it calls) before computing, so the folder is checke
 filled in a temporary folder and put in place whole at the end; Ctrl-C or an error leaves
 nothing, and a default folder is a new one per run. ``ldpsim run`` keeps the replications
 that are complete instead, and says how to resume.
+
+Everything a command prints fits a 100-column terminal: tables and prose lines go through
+:mod:`ldpsim._text` (a wider table is printed in blocks of columns, the file holding it whole
+named below it; long lines wrap with an indented continuation).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import sys
 import time
 from typing import Sequence
 
+from ldpsim._text import KEEP, WIDTH, shorten, table, wrap
 from ldpsim.errors import LdpSimError
 
 
@@ -43,6 +48,11 @@ class _Version(argparse._VersionAction):
 
 #: ``--force`` of every command that writes a folder of files (``ldpsim run`` has none: use --resume).
 _FORCE_HELP = "write into a non-empty --out: its files of the same names are replaced at the end, others are kept"
+
+
+def _say(text: str, hang: int = 2) -> None:
+    """Print ``text`` wrapped within WIDTH (100) columns (continuation lines indented ``hang`` more)."""
+    print(wrap(text, hang=hang))
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -99,12 +109,15 @@ def _build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser(
         "report",
-        help="rebuild the HTML reports of runs and reports/index.html",
+        help="rebuild the HTML reports of runs and reproductions, and reports/index.html",
         description="Re-render the report files (report.html, summary.md, figures) of every finished run under DIR "
-        "from its results.csv and scenario.toml, then write DIR/index.html listing the runs; DIR may also be one run "
-        "directory (then only its report is rebuilt). Runs that cannot be re-rendered are skipped with a line on stderr.",
+        "from its results.csv and scenario.toml, and the summary.md and report.html of every reproduction from its "
+        "summary.csv, metadata.json and figures; then write DIR/index.html listing them. DIR may also be one run "
+        "directory or one reproduction folder (then only its report is rebuilt). Folders that cannot be re-rendered "
+        "are skipped with a line on stderr.",
     )
-    report.add_argument("dir", nargs="?", default="reports", help="a folder of runs or one run directory (default: reports)")
+    report.add_argument("dir", nargs="?", default="reports",
+                        help="a folder of runs and reproductions, or one of them (default: reports)")  # fmt: skip
     report.add_argument("--open", action="store_true", help="open the index (or the run's report.html) in the default browser")
     report.set_defaults(func=_report)
 
@@ -152,9 +165,9 @@ def _build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser(
         "reproduce",
         help="regenerate a figure or table of the papers we implement (CSV + PNG under reports/reproduce/)",
-        description="Regenerate a figure or table of the papers we implement (Kairouz, Oh and Viswanath 2014 and 2015; Dong, Su and Zhang 2021; docs/references.md): writes data.csv, priors.csv, summary.csv, "
-        "a PNG and metadata.json under reports/reproduce/NAME/ (or --out), and prints our numbers beside the "
-        "paper's. `ldpsim reproduce --list` names every reproduction.",
+        description="Regenerate a figure or table of the papers we implement (Kairouz, Oh and Viswanath 2014 and 2015; Dong, Su and Zhang 2021; docs/references.md): writes its data (CSV), "
+        "figures (PNG), summary.csv, summary.md, report.html and metadata.json under reports/reproduce/NAME/ (or "
+        "--out), and prints our numbers beside the paper's. `ldpsim reproduce --list` names every reproduction.",
     )
     rep.add_argument("name", nargs="?", metavar="NAME", help="the reproduction to run (see --list)")
     rep.add_argument("--list", action="store_true", help="name every reproduction with a one-line description")
@@ -241,7 +254,13 @@ def _run(args: argparse.Namespace) -> int:
         print(f"ldpsim: {exc}", file=sys.stderr)
         return 130
     _PRINT_RUN[result.scenario.kind](result)
-    print(f"report: {result.run_dir / 'summary.md'}")
+    _say(f"report: {result.run_dir / 'summary.md'}")
+    from ldpsim.browse import refresh_index
+
+    index = refresh_index(result.run_dir)  # reports/index.html lists this run too
+    _say(f"in a browser: {result.run_dir / 'report.html'}")
+    if index is not None:
+        _say(f"every run: {index}")
     return 0
 
 
@@ -249,12 +268,13 @@ def _print_survey(result) -> None:  # type: ignore[no-untyped-def]
     from ldpsim.report import survey_tables as summary
 
     spec = result.scenario.spec
-    print(f"{spec.name}: {result.scenario.size:,} clients, {spec.simulation.replications} replication(s), seed {result.seed}")
+    whole = result.run_dir / "summary.md"  # every table printed here, whole
+    _say(f"{spec.name}: {result.scenario.size:,} clients, {spec.simulation.replications} replication(s), seed {result.seed}")
     qs = result.scenario.questions
     if qs is not None:
-        _print_questions(qs)
+        _print_questions(qs, whole)
     if (result.results["quantity"] == "frequency").any() and not summary.has_estimates(result.results):
-        print("no report reached the server in any replication: nothing to estimate (see the report)")
+        _say("no report reached the server in any replication: nothing to estimate (see the report)")
     elif (result.results["quantity"] == "frequency").any():
         final = summary.final_frequencies(result.results)
         k = summary.answer_count(result.results)
@@ -267,31 +287,31 @@ def _print_survey(result) -> None:  # type: ignore[no-untyped-def]
         if k > summary.MANY_ANSWERS:
             keep = set(summary.top_answers(result.results)["category"])
             final = final[final["category"].isin(keep)].sort_values("truth", ascending=False, kind="stable")
-            print(f"the {summary.MANY_ANSWERS} answers with the largest estimates, of {k:,} (all in results.csv):")
-        print(final[cols].to_string(index=False, na_rep="", float_format=lambda x: f"{x:.5f}"))
+            _say(f"the {summary.MANY_ANSWERS} answers with the largest estimates, of {k:,} (all in results.csv):")
+        print(table(final[cols], na_rep="", float_format=lambda x: f"{x:.5f}", keys=_keys(final[cols]), full=whole))
         norms = summary.error_norms(result.results)
         last = norms[norms["reason"] == "end"]
         for _, row in last.iterrows():
-            print(f"{row['task']}: L1 error {row['l1']:.5f}, Linf error {row['linf']:.5f} at the end")
+            _say(f"{row['task']}: L1 error {row['l1']:.5f}, Linf error {row['linf']:.5f} at the end")
     means = summary.final_means(result.results) if qs is not None else None
     if means is not None and not means.empty:
         cols = ["task", "truth", "estimate", "ci_low", "ci_high", "covered"] if spec.simulation.replications == 1 \
             else ["task", "truth", "mean_estimate", "rmse", "theory_se", "coverage"]  # fmt: skip
-        print(means[cols].to_string(index=False, na_rep="", float_format=lambda x: f"{x:.5g}"))
+        print(table(means[cols], na_rep="", float_format=lambda x: f"{x:.5g}", full=whole))
     others = summary.other_task_totals(result.results)
     if qs is not None:  # the means are shown above
         others = others[others["quantity"] != "mean"] if not others.empty else others
     if not others.empty:
-        print(others.to_string(index=False, na_rep="", float_format=lambda x: f"{x:.6g}"))
+        print(table(others, na_rep="", float_format=lambda x: f"{x:.6g}", keys=_keys(others), full=whole))
     nonresponse = summary.nonresponse_table(result.results)
     if not nonresponse.empty:
-        print("answer-dependent loss (replication 0 at the end): the raw estimate's exact bias"
-              + (" and the reweighted estimate" if "reweighted" in nonresponse.columns else "") + ":")
-        print(nonresponse.to_string(index=False, na_rep="", float_format=lambda x: f"{x:.5f}"))
+        _say("answer-dependent loss (replication 0 at the end): the raw estimate's exact bias"
+             + (" and the reweighted estimate" if "reweighted" in nonresponse.columns else "") + ":")
+        print(table(nonresponse, na_rep="", float_format=lambda x: f"{x:.5f}", keys=_keys(nonresponse), full=whole))
     tiers = summary.tiers_table(result.results)
     if not tiers.empty:
-        print("privacy tiers (replication 0 at the end): the combined estimate, the naive pooling, exact standard errors:")
-        print(tiers.to_string(index=False, na_rep="", float_format=lambda x: f"{x:.5f}"))
+        _say("privacy tiers (replication 0 at the end): the combined estimate, the naive pooling, exact standard errors:")
+        print(table(tiers, na_rep="", float_format=lambda x: f"{x:.5f}", keys=_keys(tiers), full=whole))
     tests = summary.crosstab_tests(result.results) if qs is not None else None
     if tests is not None and not tests.empty:
         for task, g in tests.groupby("task", sort=False):
@@ -300,53 +320,70 @@ def _print_survey(result) -> None:  # type: ignore[no-untyped-def]
                      f"{'rejects' if r['reject'] == 'yes' else 'does not reject'} independence"
                      for label, r in (("LDP Wald", shown.get("ldp")), ("Pearson on the true answers", shown.get("pearson")))
                      if r is not None]  # fmt: skip
-            print(f"{task}: {int(g['n_received'].iloc[0]):,} pairs, max |estimate - truth| "
-                  f"{g['max_abs_error'].iloc[0]:.5f}; " + "; ".join(parts))  # fmt: skip
+            _say(f"{task}: {int(g['n_received'].iloc[0]):,} pairs, max |estimate - truth| "
+                 f"{g['max_abs_error'].iloc[0]:.5f}; " + "; ".join(parts))  # fmt: skip
     totals = summary.engine_totals(result.results).set_index("quantity")["mean"]
-    print(
+    _say(
         f"reports received {totals.get('received', 0):,.0f}, lost {totals.get('lost', 0):,.0f}, "
         f"in flight at the end {totals.get('in_flight', 0):,.0f} (mean per replication)"
     )
 
 
-def _print_questions(qs) -> None:  # type: ignore[no-untyped-def]
+def _keys(frame) -> int:  # type: ignore[no-untyped-def]
+    """How many leading columns of a survey table name its rows (task, then category or
+    quantity): repeated in every block when the table is printed in blocks."""
+    names = [str(c) for c in frame.columns[:2]]
+    return 2 if names[:1] == ["task"] and names[1:] in (["category"], ["quantity"]) else 1
+
+
+def _print_questions(qs, whole=None) -> None:  # type: ignore[no-untyped-def]
     """Several questions per respondent: the budget, each strategy's exact privacy and the
-    exact variances side by side."""
+    exact variances side by side (``whole``: the file that holds the table whole)."""
     from ldpsim.report import survey_tables as summary
 
-    print(f"{qs.count} questions per respondent, budget eps {qs.total:g}, strategy {qs.strategy}; exact privacy per respondent:")
+    _say(f"{qs.count} questions per respondent, budget eps {qs.total:g}, strategy {qs.strategy}; exact privacy per respondent:")
     for row in qs.privacy.to_dict("records"):
-        mark = "  (this run)" if row["strategy"] == qs.strategy else ""
-        print(f"  {row['strategy']}: eps = {row['eps']:.6g}, delta = {row['delta']:.6g} (questions at eps {row['question_eps']}){mark}")
-    print(f"exact variance summed over each question's answers at {qs.size:,} respondents (one_random: n / {qs.count} per question):")
-    print(summary.strategy_comparison(qs.variance).to_string(index=False, na_rep="", float_format=lambda x: f"{x:.4g}"))
+        mark = f"  (this{KEEP}run)" if row["strategy"] == qs.strategy else ""
+        _say(f"  {row['strategy']}: eps = {row['eps']:.6g}, delta = {row['delta']:.6g} (questions at eps {row['question_eps']}){mark}")
+    _say(f"exact variance summed over each question's answers at {qs.size:,} respondents (one_random: n / {qs.count} per question):")
+    print(table(summary.strategy_comparison(qs.variance), na_rep="", float_format=lambda x: f"{x:.4g}", full=whole))
+
+
+#: The columns of a multi-party accuracy table as printed (those of the report's
+#: ``multiparty_tables.format_table``); protocol and party are its keys.
+_MULTIPARTY_COLUMNS = ["protocol", "party", "eps", "delta", "measured", "exact", "std_error", "tolerance", "within"]
 
 
 def _print_multiparty(run) -> None:  # type: ignore[no-untyped-def]
-    from ldpsim.report.multiparty_tables import format_table
-
     spec = run.scenario.spec
-    print(f"{spec.name}: k = {spec.parties.k} parties, task {run.scenario.task.name}, {spec.rounds.count:,} rounds x "
-          f"{spec.simulation.replications} replication(s), seed {run.seed}")  # fmt: skip
-    print(format_table(run.summary))
+    _say(f"{spec.name}: k = {spec.parties.k} parties, task {run.scenario.task.name}, {spec.rounds.count:,} rounds x "
+         f"{spec.simulation.replications} replication(s), seed {run.seed}")  # fmt: skip
+
+    def accuracy(quantity: str) -> str:
+        rows = run.summary[run.summary["quantity"] == quantity][_MULTIPARTY_COLUMNS]
+        return table(rows, float_format=lambda x: f"{x:.5f}", keys=2, full=run.run_dir / "summary.md")
+
+    print(accuracy("accuracy"))
     if (run.summary["quantity"] == "accuracy_difference").any():
-        print("paired differences (same bits and noise uniforms for every protocol):")
-        print(format_table(run.summary, "accuracy_difference"))
+        _say("paired differences (same bits and noise uniforms for every protocol):")
+        print(accuracy("accuracy_difference"))
     within = int(run.summary["within"].fillna(False).sum())
-    print(f"within tolerance (false-failure <= {spec.simulation.alpha:g} for the table): {within} of {len(run.summary)}")
+    _say(f"within tolerance (false-failure <= {spec.simulation.alpha:g} for the table): {within} of {len(run.summary)}")
     if not run.latency.empty:
         lat = run.latency
-        print(f"completion delay: mean {lat['mean_measured'].mean():.4g} (theory {lat['mean_theory'].mean():.4g}), "
-              f"max {lat['max_measured'].max():.4g}; messages delivered {int(lat['messages'].sum()):,} of "
-              f"{int(lat['messages_expected'].sum()):,}")  # fmt: skip
+        _say(f"completion delay ({spec.simulation.time_unit}): mean {lat['mean_measured'].mean():.4g} (theory {lat['mean_theory'].mean():.4g}), "
+             f"max {lat['max_measured'].max():.4g}; messages delivered {int(lat['messages'].sum()):,} of "
+             f"{int(lat['messages_expected'].sum()):,}")  # fmt: skip
 
 
 def _print_collection(run) -> None:  # type: ignore[no-untyped-def]
     sc = run.scenario
     c = sc.spec.collection
-    print(f"{sc.name}: {sc.size:,} respondents x {c.periods} periods, {len(sc.arms)} arms, "
-          f"{sc.spec.simulation.replications} replication(s), seed {run.seed}; composed eps at delta = {c.delta:g}")  # fmt: skip
-    print(run.summary.to_string(index=False, na_rep="", float_format=lambda x: f"{x:.5g}"))
+    from ldpsim.report.figures import amount
+
+    _say(f"{sc.name}: {sc.size:,} respondents x {c.periods} periods of {amount(c.period, sc.spec.simulation.time_unit)}, {len(sc.arms)} arms, "
+         f"{sc.spec.simulation.replications} replication(s), seed {run.seed}; composed eps at delta = {c.delta:g}")  # fmt: skip
+    print(table(run.summary, na_rep="", float_format=lambda x: f"{x:.5g}", full=run.run_dir / "summary.md"))
 
 
 #: What ``ldpsim run`` prints for each kind of scenario (the report path follows).
@@ -366,13 +403,13 @@ def _scenarios(args: argparse.Namespace) -> int:
     if args.action == "copy":
         written = _shipped.copy(args.name, args.to, force=args.force)
         for path in written:
-            print(f"wrote {path}")
-        print(f"edit it, then: ldpsim run {written[0]}")
+            _say(f"wrote {path}")
+        _say(f"edit it, then: ldpsim{KEEP}run{KEEP}{written[0]}")
         return 0
     rows = _shipped.describe()
     width = max(len(name) for name, _ in rows)
-    for name, line in rows:
-        print(f"{name:<{width}}  {line}")
+    for name, line in rows:  # one line each, the description shortened to the room left
+        print(f"{name:<{width}}  {shorten(line, WIDTH - width - 2)}")
     return 0
 
 
@@ -385,9 +422,10 @@ def _check(args: argparse.Namespace) -> int:
     spec = sc.spec
     size = getattr(sc, "size", None)
     who = f", {size:,} respondents" if isinstance(size, int) else ""
-    print(f"{path}: a valid {sc.kind} scenario '{sc.name}'{who}, {spec.simulation.replications} replication(s), "
-          f"seed {spec.simulation.seed if spec.simulation.seed is not None else 'fresh entropy'}")  # fmt: skip
-    print(f"run it: ldpsim run {args.file}")
+    valid = f"a valid {sc.kind} scenario '{sc.name}'".replace(" ", KEEP)
+    _say(f"{path}: {valid}{who}, {spec.simulation.replications} replication(s), "
+         f"seed {spec.simulation.seed if spec.simulation.seed is not None else 'fresh entropy'}")  # fmt: skip
+    _say(f"run it: ldpsim{KEEP}run{KEEP}{args.file}")  # the command on one line, to copy
     return 0
 
 
@@ -395,16 +433,18 @@ def _report(args: argparse.Namespace) -> int:
     from ldpsim.browse import rebuild
 
     done = rebuild(args.dir, open_browser=args.open)
-    print(f"rebuilt {len(done.runs)} run report(s)" + (f", skipped {len(done.skipped)}" if done.skipped else ""))
-    print(f"open: {done.page}")
+    runs = len(done.runs) - len(done.reproductions)
+    _say(f"rebuilt the reports of {runs} run(s) and {len(done.reproductions)} reproduction(s)"
+         + (f", skipped {len(done.skipped)}" if done.skipped else ""))  # fmt: skip
+    _say(f"open: {done.page}")
     return 0
 
 
 def _demo(args: argparse.Namespace) -> int:
     import numpy as np
     import pandas as pd
-    from tqdm import tqdm
 
+    from ldpsim import _progress
     from ldpsim import _validate as v
     from ldpsim.analyst import frequency_estimate
     from ldpsim.mechanisms import randomized_response
@@ -421,17 +461,18 @@ def _demo(args: argparse.Namespace) -> int:
     true_counts = np.zeros(mech.k, dtype=np.int64)
     report_counts = np.zeros(mech.k, dtype=np.int64)
     chunks = range(0, n, DEMO_CHUNK)
-    show = len(chunks) > 64 and sys.stderr.isatty()
-    for first in tqdm(chunks, unit="chunk", desc="demo", disable=not show, leave=False):
-        size = min(DEMO_CHUNK, n - first)  # clients are arrays: one chunk at a time keeps memory bounded
-        truth = data_rng.choice(mech.k, size=size, p=prior)
-        true_counts += np.bincount(truth, minlength=mech.k)
-        report_counts += np.bincount(mech.privatize(truth, mech_rng), minlength=mech.k)
+    with _progress.bar(len(chunks), "demo", "chunk", show=len(chunks) > 64):  # about a second per 64 chunks
+        for first in chunks:
+            size = min(DEMO_CHUNK, n - first)  # clients are arrays: one chunk at a time keeps memory bounded
+            truth = data_rng.choice(mech.k, size=size, p=prior)
+            true_counts += np.bincount(truth, minlength=mech.k)
+            report_counts += np.bincount(mech.privatize(truth, mech_rng), minlength=mech.k)
+            _progress.advance()
     elapsed = time.perf_counter() - start
 
     true_freq = true_counts / n
     est = frequency_estimate(mech, report_counts)
-    table = pd.DataFrame(
+    frame = pd.DataFrame(
         {
             "category": list(mech.input_labels),
             "true": true_freq,
@@ -440,10 +481,10 @@ def _demo(args: argparse.Namespace) -> int:
             "z": np.divide(est.estimate - true_freq, est.std_error, out=np.full(mech.k, np.nan), where=est.std_error > 0),
         }
     )
-    print(f"ldpsim demo: {n:,} clients, k = {mech.k}, randomized response at eps = {mech.eps:g} (seed {seed.entropy})")
-    print(f"simulated in {elapsed:.3f} s; keep probability {mech.keep:.4f}, true-answer probability {mech.p_keep:.4f}")
-    print(table.to_string(index=False, float_format=lambda x: f"{x:.5f}"))
-    print("z = (estimated - true) / std_error; |z| > 3 should be rare.")
+    _say(f"ldpsim demo: {n:,} clients, k = {mech.k}, randomized response at eps = {mech.eps:g} (seed{KEEP}{seed.entropy})")
+    _say(f"simulated in {elapsed:.3f} s; keep probability {mech.keep:.4f}, true-answer probability {mech.p_keep:.4f}")
+    print(table(frame, float_format=lambda x: f"{x:.5f}"))
+    _say("z = (estimated - true) / std_error; |z| > 3 should be rare.")
     return 0
 
 
@@ -500,26 +541,38 @@ def _compose_mixed(args: argparse.Namespace) -> int:
     if given:
         raise LdpSimError(f"--pairs/--mechanism: got {given[0]} too, expected either --pairs/--mechanism or --eps with --compositions")
     items = _compose_items(args.pairs, args.mechanism)
-    table, files, notes, label = cr.run_mixed(
+    deltas, files, notes, label = cr.run_mixed(
         items, eps_totals=args.eps_total, delta_totals=args.target_delta, out=args.out, figure=not args.no_figure,
         force=args.force,
     )  # fmt: skip
     what = "eps_total at each target delta_total" if args.target_delta is not None else "delta_total at each eps_total"
-    listed = ", ".join(f"{it.label}" + (f" x{it.count}" if it.count > 1 else "") for it in items)
-    print(f"composition of {sum(it.count for it in items)} mechanisms ({listed}): {what}")
+    listed = ", ".join((f"{it.label}" + (f" x{it.count}" if it.count > 1 else "")).replace(" ", KEEP) for it in items)
+    _say(f"composition of {sum(it.count for it in items)} mechanisms ({listed}): {what}")
     labels = {"exact": label, **{m: cr.MIXED_LABELS[m] for m in ("basic", "kov_heterogeneous")}}
-    print(table.rename(columns=labels).to_string(index=False, float_format=lambda x: f"{x:.6g}"))
+    print(table(deltas.rename(columns=labels), float_format=lambda x: f"{x:.6g}", full=_named(files, "table.csv")))
     if label.startswith("pessimistic"):
-        print("pessimistic = an upper bound (noise mechanisms discretised on a lattice); its largest relative "
-              "error here, estimated by redoing the composition at twice the lattice step, is in the header")  # fmt: skip
+        _say("pessimistic = an upper bound (noise mechanisms discretised on a lattice); its largest relative "
+             "error here, estimated by redoing the composition at twice the lattice step, is in the header")  # fmt: skip
     else:
-        print("exact = the optimal composition of these guarantees (no mechanisms meeting them compose worse)")
-    if "basic" in table.columns:
-        print("bounds are upper bounds (Thm 3.5: Kairouz-Oh-Viswanath's heterogeneous composition theorem)")
+        _say("exact = the optimal composition of these guarantees (no mechanisms meeting them compose worse)")
+    if "basic" in deltas.columns:
+        _say("bounds are upper bounds (Thm 3.5: Kairouz-Oh-Viswanath's heterogeneous composition theorem)")
     for note in notes:
-        print(note)
-    print(f"files: {', '.join(str(p) for p in files)}")
+        _say(note)
+    _say(f"files: {', '.join(str(p) for p in files)}")
     return 0
+
+
+def _named(files: Sequence[object], name: str) -> object:
+    """The file of ``files`` called ``name`` (None if there is none)."""
+    return next((p for p in files if getattr(p, "name", None) == name), None)
+
+
+#: Headers of ``ldpsim compose``'s table shorter than the report's labels (so that the table
+#: fits 100 columns; table.csv names the methods), and what the short ones stand for.
+_COMPOSE_HEADERS = {"basic": "basic", "drv": "DRV", "kov_small_eps": "Thm 3.4 (eps<=0.9)"}
+_COMPOSE_LEGEND = {"basic": "k eps, k delta", "drv": "Dwork-Rothblum-Vadhan",
+                   "kov_small_eps": f"Thm 3.4's form for eps{KEEP}<={KEEP}0.9"}  # fmt: skip
 
 
 def _compose(args: argparse.Namespace) -> int:
@@ -544,18 +597,20 @@ def _compose(args: argparse.Namespace) -> int:
     v.epsilon(args.eps, "--eps")  # the options, named as typed, before the output folder is made
     v.delta(args.delta, "--delta")
     v.integer(compositions, "--compositions" if args.k_deprecated is None else "-k", minimum=1)
-    table, files, notes = cr.run(
+    deltas, files, notes = cr.run(
         args.eps, args.delta, compositions, eps_totals=args.eps_total, delta_totals=args.target_delta, out=args.out,
         figure=not args.no_figure, force=args.force,
     )  # fmt: skip
     what = "eps_total at each target delta_total" if args.target_delta is not None else "delta_total at each eps_total"
-    print(f"{compositions}-fold composition of ({args.eps:g}, {args.delta:g})-DP mechanisms: {what}")
-    shown = table.rename(columns={m: cr.LABELS[m] for m in cr.methods(args.eps)})
-    print(shown.to_string(index=False, float_format=lambda x: f"{x:.6g}"))
-    print("exact = the optimal composition (no (eps, delta)-DP mechanisms compose worse); bounds are upper bounds")
+    _say(f"{compositions}-fold composition of ({args.eps:g}, {args.delta:g})-DP mechanisms: {what}")
+    methods = cr.methods(args.eps)
+    shown = deltas.rename(columns={m: _COMPOSE_HEADERS.get(m, cr.LABELS[m]) for m in methods})
+    print(table(shown, float_format=lambda x: f"{x:.6g}", full=_named(files, "table.csv")))
+    _say("exact = the optimal composition (no (eps, delta)-DP mechanisms compose worse); bounds are upper bounds")
+    _say("; ".join(f"{_COMPOSE_HEADERS[m]} = {_COMPOSE_LEGEND[m]}" for m in methods if m in _COMPOSE_LEGEND))
     for note in notes:
-        print(note)
-    print(f"files: {', '.join(str(p) for p in files)}")
+        _say(note)
+    _say(f"files: {', '.join(str(p) for p in files)}")
     return 0
 
 
@@ -565,9 +620,12 @@ def _reproduce(args: argparse.Namespace) -> int:
     if args.list:
         if args.name is not None:
             raise LdpSimError(f"--list: got a NAME too ({args.name!r}), expected --list alone")
+        import textwrap
+
         width = max(len(n) for n in rp.names())
-        for name in rp.names():
-            print(f"{name:<{width}}  {rp.get(name).description}")
+        for name in rp.names():  # the description wrapped in its column, whole
+            print(textwrap.fill(rp.get(name).description, WIDTH, initial_indent=f"{name:<{width}}  ",
+                                subsequent_indent=" " * (width + 2), break_long_words=False, break_on_hyphens=False))  # fmt: skip
         return 0
     if args.name is None:
         raise LdpSimError(f"NAME: got nothing, expected one of {', '.join(rp.names())} (or --list)")
@@ -577,14 +635,14 @@ def _reproduce(args: argparse.Namespace) -> int:
     seed = rp.DEFAULT_SEED if args.seed is None else v.seed(args.seed, "--seed")
     instances = rp.DEFAULT_INSTANCES if args.instances is None else args.instances
     run = rp.reproduce(args.name, seed=seed, instances=instances, out=args.out, workers=args.workers, force=args.force)
-    print(f"{run.name}: {rp.get(run.name).source}; {run.instances} instances, seed {run.seed}, {run.seconds:.1f} s")
-    print(rp.format_summary(run.summary))
+    _say(f"{run.name}: {rp.get(run.name).source}; {run.instances} instances, seed {run.seed}, {run.seconds:.1f} s")
+    print(rp.format_summary(run.summary))  # within 100 columns already
     bad = run.disagreements
     if len(bad):
-        print(f"disagrees with the paper ({len(bad)}): " + "; ".join(bad["quantity"] + " (k=" + bad["k"].astype(str) + ")"))
+        _say(f"disagrees with the paper ({len(bad)}): " + "; ".join(bad["quantity"] + " (k=" + bad["k"].astype(str) + ")"))
     else:
-        print("every number the paper gives agrees within the stated criterion")
-    print(f"files in {run.out_dir}: {', '.join(p.name for p in run.files)}")
+        _say("every number the paper gives agrees within the stated criterion")
+    _say(f"files in {run.out_dir}: {', '.join(p.name for p in run.files)}")
     return 0
 
 
@@ -595,15 +653,15 @@ def _recommend(args: argparse.Namespace) -> int:
     from ldpsim.report import recommend as report
     from ldpsim.utility import recommend as rc
 
-    table = rc.evaluate(args.k, args.eps, args.n, args.prior, args.utility, lp=False)  # checks every argument first
+    rc.evaluate(args.k, args.eps, args.n, args.prior, args.utility, lp=False)  # checks every argument first
     n = int(args.n)
     if args.bits is not None and not (args.bits > 0):
         raise LdpSimError(f"--bits: got {args.bits!r}, expected a number of bits > 0")
     default = Path("reports") / "recommend" / f"k{args.k}-eps{args.eps:g}-n{n:g}"
     with OutputFolder.of(args.out, default, force=args.force) as folder:  # checked before the work
-        table = rc.evaluate(args.k, args.eps, args.n, args.prior, args.utility)
+        scores = rc.evaluate(args.k, args.eps, args.n, args.prior, args.utility)
         if args.bits is not None:
-            table = table[table["report_bits"].fillna(float("inf")) <= args.bits].reset_index(drop=True)
+            scores = scores[scores["report_bits"].fillna(float("inf")) <= args.bits].reset_index(drop=True)
         if args.no_figure:
             curves = crossings = None
         else:
@@ -611,7 +669,7 @@ def _recommend(args: argparse.Namespace) -> int:
             crossings = rc.boundaries(curves, args.k, args.n, args.prior, args.utility)
         import pandas as pd
 
-        files = report.files(table, curves if curves is not None else pd.DataFrame(), crossings if crossings is not None else
+        files = report.files(scores, curves if curves is not None else pd.DataFrame(), crossings if crossings is not None else
                              pd.DataFrame(columns=["better_below", "better_above", "eps", "kind"]),
                              {"k": args.k, "eps": args.eps, "n": n, "utility": args.utility, "prior": args.prior,
                               "loss_kind": rc.LOSS_KIND[args.utility]},
@@ -621,22 +679,22 @@ def _recommend(args: argparse.Namespace) -> int:
             (folder.work / name).write_bytes(data)
     written = [folder.path / name for name in files]
     exact = rc.LOSS_KIND[args.utility]
-    print(f"frequency oracles for k = {args.k:,} answers, eps = {args.eps:g}, n = {n:,} respondents, prior {args.prior}; "
-          f"loss {args.utility} ({exact}), best first:")  # fmt: skip
-    shown = table.rename(columns={"server_operations": "server_ops", "max_std_error": "max_se"})
+    _say(f"frequency oracles for k = {args.k:,} answers, eps = {args.eps:g}, n = {n:,} respondents, prior {args.prior}; "
+         f"loss{KEEP}{args.utility}{KEEP}({exact}), best first:")  # fmt: skip
+    shown = scores.rename(columns={"server_operations": "server_ops", "max_std_error": "max_se"})
     cols = ["mechanism", "mse", "l1", "kl", "max_se", "report_bits", "server_ops", "exact_eps"]
-    print(shown[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}", na_rep="-"))
-    if args.utility == "kl" and table["max_relative_error"].max() > rc.KL_RELIABLE:
-        worst = table.loc[table["max_relative_error"].idxmax()]
-        print(f"  kl is a second-order approximation, poor here: {worst['mechanism']}'s standard error reaches "
-              f"{worst['max_relative_error']:.3g} times its answer's probability (reliable below {rc.KL_RELIABLE:g})")
-    for _, row in table[table["note"].fillna("") != ""].iterrows():
-        print(f"  {row['mechanism']}: {row['note']}")
+    print(table(shown[cols], float_format=lambda x: f"{x:.4g}", na_rep="-", full=folder.path / "recommend.csv"))
+    if args.utility == "kl" and scores["max_relative_error"].max() > rc.KL_RELIABLE:
+        worst = scores.loc[scores["max_relative_error"].idxmax()]
+        _say(f"  kl is a second-order approximation, poor here: {worst['mechanism']}'s standard error reaches "
+             f"{worst['max_relative_error']:.3g} times its answer's probability (reliable below {rc.KL_RELIABLE:g})")
+    for _, row in scores[scores["note"].fillna("") != ""].iterrows():
+        _say(f"  {row['mechanism']}: {row['note']}")
     if crossings is not None and len(crossings):
-        print("regime boundaries (eps 0.1 to 8): " + "; ".join(
+        _say("regime boundaries (eps 0.1 to 8): " + "; ".join(
             f"{'best: ' if r.kind == 'best' else ''}{r.better_below} below eps = {r.eps:.4g}, {r.better_above} above"
             for r in crossings.itertuples()))  # fmt: skip
-    print(f"files: {', '.join(str(p) for p in written)}")
+    _say(f"files: {', '.join(str(p) for p in written)}")
     return 0
 
 
@@ -652,10 +710,11 @@ def _audit(args: argparse.Namespace) -> int:
     if args.list:
         if args.spec is not None:
             raise LdpSimError(f"--list: got a SPEC too ({args.spec!r}), expected --list alone")
-        for name in tg.names():
+        for name in tg.names():  # the signature, continued under its "(", then the description indented 4
             spec = tg.entry(name)
             params = ", ".join(f"{k}={p.default!r}" for k, p in spec.params.items())
-            print(f"{name}({params})\n    {spec.description}")
+            _say(f"{name}({params})", hang=len(name) + 1 if len(name) < 40 else 4)
+            _say(f"    {spec.description}", hang=0)
         return 0
     if args.spec is None:
         raise LdpSimError("SPEC: got nothing, expected NAME or NAME:param=value,... (see ldpsim audit --list)")
@@ -702,20 +761,20 @@ def _audit(args: argparse.Namespace) -> int:
         print(json.dumps(out, sort_keys=True, allow_nan=False))
         return 0
     how = "exact density used" if ld is not None else "black box: samples only"
-    print(f"audit of {t.spec} ({how}); {len(pairs)} pair(s), alpha {res.alpha:g}, seed {seed.entropy}")
-    print(f"eps_LB = {res.eps_lb:.6g}   claimed eps = {claim_eps:g}   exact eps = {t.true_eps:.6g}")
+    _say(f"audit of {t.spec} ({how.replace(' ', KEEP)}); {len(pairs)} pair(s), alpha {res.alpha:g}, seed{KEEP}{seed.entropy}")
+    _say(f"eps_LB = {res.eps_lb:.6g}   claimed eps = {claim_eps:g}   exact eps = {t.true_eps:.6g}")
     if res.delta_lb is not None:
         extra = f"   exact delta = {exact_delta:.6g}" if exact_delta is not None else ""
-        print(f"delta_LB at eps={res.eps_for_delta:g}: {res.delta_lb:.6g}   claimed delta = {claim_delta:g}{extra}")
+        _say(f"delta_LB at eps={res.eps_for_delta:g}: {res.delta_lb:.6g}   claimed delta = {claim_delta:g}{extra}")
     claim = f"eps={claim_eps:g}" + (f", delta={claim_delta:g}" if claim_delta > 0 else "")
     verdict = f"REFUTED at alpha {res.alpha:g}" if refuted else "not refuted (consistent with the samples)"
-    print(f"claim ({claim}): {verdict}")
-    print("witness: " + (res.witness.to_json() if res.witness is not None else "none (nothing certified)"))
+    _say(f"claim ({claim}): {verdict}")
+    _say("witness: " + (res.witness.to_json() if res.witness is not None else "none (nothing certified)"))
     if res.counts:
         c = res.counts
-        print(f"certification hits: {c['hits_x']:,} under x, {c['hits_x_prime']:,} under x' (of {c['n_per_input']:,} each)")
-    print(f"samples used: {res.n_samples_used:,} ({per_input:,} per input)")
-    print(f"method: {res.method}")
+        _say(f"certification hits: {c['hits_x']:,} under x, {c['hits_x_prime']:,} under x' (of {c['n_per_input']:,} each)")
+    _say(f"samples used: {res.n_samples_used:,} ({per_input:,} per input)")
+    _say(f"method: {res.method}")
     return 0
 
 

@@ -379,6 +379,21 @@ class Run:
         draw[self.kind](ax, replication, quantity, kw)
         return ax
 
+    def _as_run(self, section: str, key: str, default: Any) -> Any:
+        """A value of the scenario as run, read from metadata.json's record of it (no
+        rebuild of the scenario, which labelling a figure does not need); ``default`` when
+        the record lacks it (a run made before the key existed)."""
+        spec = self.metadata.get("spec")
+        value = spec.get(section, {}).get(key) if isinstance(spec, dict) and isinstance(spec.get(section), dict) else None
+        if isinstance(default, str):
+            return value if isinstance(value, str) else default
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+    def _time_unit(self) -> str:
+        from ldpsim.sim.scenario.common import DEFAULT_TIME_UNIT
+
+        return str(self._as_run("simulation", "time_unit", DEFAULT_TIME_UNIT))
+
     def _replication(self, available: Any, replication: int | None) -> int:
         reps = sorted(int(r) for r in set(available))
         if replication is None:
@@ -391,7 +406,7 @@ class Run:
         import numpy as np
 
         from ldpsim.report import survey_tables as st
-        from ldpsim.report.figures import short_label
+        from ldpsim.report.figures import in_unit, short_label
 
         results = self.results
         if not st.has_estimates(results):  # other analyst tasks only: one of their quantities
@@ -433,7 +448,7 @@ class Run:
             which = ("the 10 most frequent answers, " if many else "") + (f"task {task!r}, " if several else "")
             ax.set_ylabel("estimated frequency")
             ax.set_title(f"{self.name}: estimates with intervals ({which}replication {rep}); dashed: truth", fontsize=10)
-        ax.set_xlabel("time")
+        ax.set_xlabel(in_unit("time", self._time_unit()))
         ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
 
     def _plot_multiparty(self, ax: Any, replication: int | None, quantity: None, kw: dict[str, Any]) -> None:
@@ -462,7 +477,7 @@ class Run:
 
     def _plot_collection(self, ax: Any, replication: int | None, quantity: None, kw: dict[str, Any]) -> None:
         from ldpsim.report.collection import privacy_series
-        from ldpsim.report.figures import short_label
+        from ldpsim.report.figures import period_label, short_label
 
         results = self.results
         rep = self._replication(results["replication"], replication)
@@ -473,7 +488,7 @@ class Run:
             color = f"C{i % 10}"
             ax.plot(g["period"], g["max"], color=color, label=f"{short_label(policy)}: most exposed", **{"lw": 1.8, **kw})
             ax.plot(g["period"], g["median"], color=color, ls=":", lw=1.2, label=f"{short_label(policy)}: median")
-        ax.set_xlabel("period")
+        ax.set_xlabel(period_label(self._as_run("collection", "period", 1.0), self._time_unit()))
         ax.set_ylabel("privacy spent per respondent (pure eps)")
         ax.set_title(f"{self.name}: privacy spent per policy (replication {rep})", fontsize=10)
         ax.grid(True, lw=0.4, alpha=0.5)

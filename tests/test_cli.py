@@ -114,6 +114,6 @@ def test_report_rebuilds_a_run_and_the_index(cli, tmp_path) -> None:  # type: ig
     page = (tmp_path / "runs" / "one" / "report.html").read_bytes()
     (tmp_path / "runs" / "one" / "report.html").unlink()
     r = cli("report", tmp_path / "runs")
-    assert r.returncode == 0 and "rebuilt 1 run report(s)" in r.stdout
+    assert r.returncode == 0 and "rebuilt the reports of 1 run(s) and 0 reproduction(s)" in r.stdout
     assert (tmp_path / "runs" / "one" / "report.html").read_bytes() == page
     assert (tmp_path / "runs" / "index.html").is_file()

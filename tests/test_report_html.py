@@ -1,18 +1,20 @@
-"""report.html of runs and index.html of a folder of runs (``ldpsim report``).
+"""report.html of runs and reproductions, and index.html of a folder of them (``ldpsim report``).
 
 Without a browser: the pages are self-contained (no network address, images as PNG data
-URIs, no script), the user's text is escaped, the tables hold the numbers of results.csv,
-the index links every run (summary.md for a run without report.html), and rebuilding gives
-the same bytes. In headless Chromium (Debian's chromium and chromium-driver, through
-Selenium; skipped only where /usr/bin/chromium is absent, and ``.ci/run`` installs it): the
-pages load without console errors, every figure renders, every link resolves, the tables
-hold the numbers of results.csv.
+URIs, no script), the user's text is escaped, the tables hold the numbers of results.csv
+(of summary.csv, for a reproduction), the index links every run and reproduction
+(summary.md for a run without report.html, summary.csv for a reproduction without
+summary.md), and rebuilding gives the same bytes. In headless Chromium (Debian's chromium
+and chromium-driver, through Selenium; skipped only where /usr/bin/chromium is absent, and
+``.ci/run`` installs it): the pages load without console errors, every figure renders,
+every link resolves, the tables hold the numbers of results.csv and summary.csv.
 """
 
 from __future__ import annotations
 
 import base64
 import html.parser
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -21,9 +23,17 @@ from urllib.parse import unquote, urlparse
 import pandas as pd
 import pytest
 
-from ldpsim.browse import rebuild, rebuild_run, write_index
+from ldpsim.browse import (
+    rebuild,
+    rebuild_reproduction,
+    rebuild_run,
+    refresh_index,
+    write_index,
+)
 from ldpsim.errors import LdpSimError
+from ldpsim.report.html import report_key
 from ldpsim.report.survey_tables import read_results
+from ldpsim.reproduce import reproduce
 from ldpsim.sim import run_scenario
 from tests.sim.helpers import scenario_text
 from tests.sim.test_collection import collection_text
@@ -207,12 +217,138 @@ def test_rebuild_writes_the_same_bytes_and_refuses_what_is_no_run(root, tmp_path
     assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file() and p.name != ".lock"} == before
     with pytest.raises(LdpSimError, match="a run directory made by ldpsim run"):
         rebuild_run(copy / "test")
-    with pytest.raises(LdpSimError, match="a run directory or a folder of runs"):
+    with pytest.raises(LdpSimError, match="a run directory, a reproduction folder or a folder of them"):
         rebuild(tmp_path / "nowhere")
     (run / "scenario.toml").write_text((run / "scenario.toml").read_text() + "\n# edited\n")
     with pytest.raises(LdpSimError, match="scenario.toml unchanged"):
         rebuild_run(run)
     assert rebuild(copy, quiet=True).skipped[0][0] == run  # skipped, the index still written
+
+
+# ------------------------------------------------------------------------ reproductions
+REPRODUCTION = Path("reproduce") / "kov-fig5" / "20260103T000000Z-seed2014"
+
+
+@pytest.fixture(scope="module")
+def mixed(root, tmp_path_factory) -> Path:
+    """The folder of runs with a reproduction (kov-fig5, 3 instances) where ``ldpsim
+    reproduce`` puts it, and its index.html."""
+    reports = tmp_path_factory.mktemp("mixed") / "reports"
+    shutil.copytree(root, reports)
+    run = reproduce("kov-fig5", instances=3, out=reports / REPRODUCTION)
+    assert run.index is None  # not under ./reports: the index is not this command's to write
+    write_index(reports)
+    return reports
+
+
+def summary_csv(folder: Path) -> pd.DataFrame:
+    """summary.csv as text, the numbers as the page shows them."""
+    df = pd.read_csv(folder / "summary.csv", dtype=str, keep_default_na=False)
+    for col in ("paper", "ours"):
+        df[col] = ["" if v == "" else f"{float(v):.6g}" for v in df[col]]
+    return df
+
+
+def check_summary_table(tables: list[list[list[str]]], folder: Path) -> None:
+    shown = table_with(tables, "quantity", "k", "eps", "paper", "ours", "agrees", "criterion")
+    expected = summary_csv(folder)
+    assert list(shown.columns) == list(expected.columns)
+    assert shown.values.tolist() == expected.values.tolist()
+
+
+def check_self_contained(path: Path) -> Page:
+    text = path.read_text(encoding="utf-8")
+    page = Page(text)
+    assert "script" not in page.tags and "<script" not in text
+    assert "http://" not in text and "https://" not in text
+    for tag, attr, url in page.urls:
+        parsed = urlparse(url)
+        assert parsed.scheme in ("", "data") and not url.startswith("//"), (tag, attr, url[:80])
+        if url.startswith("#"):
+            assert url[1:] in page.ids, url
+        elif parsed.scheme == "":
+            assert local_target(path, url).is_file(), url
+    return page
+
+
+def test_a_reproduction_writes_a_self_contained_page_with_the_numbers_of_summary_csv(mixed):
+    folder = mixed / REPRODUCTION
+    names = {p.name for p in folder.iterdir()}
+    assert {"summary.csv", "metadata.json", "summary.md", "report.html", "kov-fig5.png"} <= names
+    page = check_self_contained(folder / "report.html")
+    assert [base64.b64decode(src.split(",", 1)[1]) for src in page.images] == [(folder / "kov-fig5.png").read_bytes()]
+    check_summary_table(page.tables, folder)
+    meta = table_with(page.tables, "kind", "reproduction")  # the metadata: a table of name, value
+    rows = dict(zip(meta.iloc[:, 0], meta.iloc[:, 1])) | {meta.columns[0]: meta.columns[1]}
+    assert rows["seed"] == "2014" and rows["instances"] == "3" and rows["source"] == "Kairouz et al. 2014, Sec. 6, Figure 5"
+    summary = pd.read_csv(folder / "summary.csv", keep_default_na=False)
+    compared = summary[summary["agrees"].isin(["yes", "no"])]
+    agree = f"{(compared['agrees'] == 'yes').sum()} of {len(compared)}"
+    assert report_key(folder / "report.html") == {"agree with the paper": agree, "instances": "3"}
+    md = (folder / "summary.md").read_text(encoding="utf-8")
+    assert md.startswith("# kov-fig5\n") and "Kairouz et al. 2014" in md and "![kov-fig5.png](kov-fig5.png)" in md
+    assert "| binary: log-log slope of D(M0\\|\\|M1) vs TV | 6 | 0.1 | 2 |" in md  # a | in a cell is escaped
+    assert f"within its criterion ({agree})" in md
+    assert all(f"- `{n}`" in md for n in names)
+
+
+def test_the_index_lists_reproductions_beside_runs(mixed, tmp_path):
+    page = check_self_contained(mixed / "index.html")
+    rows = table_with(page.tables, "scenario", "kind", "seed")
+    assert sorted(rows["kind"]) == ["collection", "reproduction", "survey"]
+    row = rows[rows["kind"] == "reproduction"].iloc[0]
+    assert row["scenario"] == "kov-fig5" and row["seed"] == "2014" and row["replications"] == "3 instances"
+    assert "agree with the paper: 3 of 3" in row["key numbers"]
+    assert f"{REPRODUCTION.as_posix()}/report.html" in [url for tag, attr, url in page.urls if tag == "a"]
+    # a reproduction from before summary.md: linked by its summary.csv; rebuilt, by its report.html
+    old = tmp_path / "reports"
+    shutil.copytree(mixed / REPRODUCTION, old / "kov-fig5" / "old")
+    folder = old / "kov-fig5" / "old"
+    for name in ("summary.md", "report.html"):
+        (folder / name).unlink()
+    meta = json.loads((folder / "metadata.json").read_text())
+    del meta["files"]
+    (folder / "metadata.json").write_text(json.dumps(meta))
+    links = [url for tag, attr, url in Page(write_index(old).read_text(encoding="utf-8")).urls if tag == "a"]
+    assert links == ["kov-fig5/old/summary.csv"]
+    assert rebuild(old, quiet=True).reproductions == [folder]
+    links = [url for tag, attr, url in check_self_contained(old / "index.html").urls if tag == "a"]
+    assert links == ["kov-fig5/old/report.html"]
+    check_summary_table(check_self_contained(folder / "report.html").tables, folder)
+
+
+def test_rebuilding_a_reproduction_gives_the_same_bytes_and_skips_what_it_cannot(mixed, tmp_path):
+    copy = tmp_path / "reports"
+    shutil.copytree(mixed / REPRODUCTION, copy / REPRODUCTION)
+    folder = copy / REPRODUCTION
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    (folder / "notes.txt").write_text("my notes\n")  # a file of the user's is not the reproduction's
+    for name in ("summary.md", "report.html"):
+        (folder / name).unlink()
+    done = rebuild(folder, quiet=True)  # the folder itself
+    assert done.runs == done.reproductions == [folder] and done.page == folder / "report.html" and done.index is None
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.name != "notes.txt"} == before
+    (folder / "report.html").unlink()
+    done = rebuild(copy.parent, quiet=True)  # a folder holding it
+    assert done.runs == done.reproductions == [folder] and not done.skipped
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.name != "notes.txt"} == before
+    with pytest.raises(LdpSimError, match="a reproduction folder made by ldpsim reproduce"):
+        rebuild_reproduction(folder.parent)
+    (folder / "summary.csv").write_text("quantity,ours\nx,1\n")
+    with pytest.raises(LdpSimError, match="summary.csv: got columns quantity, ours, expected quantity, k, eps"):
+        rebuild_reproduction(folder)
+    done = rebuild(copy, quiet=True)
+    assert [f for f, _ in done.skipped] == [folder] and done.index == copy / "index.html"
+    assert (folder / "report.html").read_bytes() == before["report.html"]  # skipped: left as it was
+
+
+def test_reproduce_under_reports_refreshes_the_index(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run = reproduce("kov-fig5", instances=1)  # the default folder, under ./reports
+    assert run.index == Path("reports") / "index.html"
+    links = [url for tag, attr, url in check_self_contained(run.index).urls if tag == "a"]
+    assert links == [f"{run.out_dir.relative_to('reports').as_posix()}/report.html"]
+    assert refresh_index(tmp_path / "elsewhere", "reports") is None
 
 
 # ------------------------------------------------------------------------ in a browser
@@ -289,3 +425,21 @@ def test_pages_render_in_headless_chromium(browser, root):
         assert browser.title in ("test", "collection_test")
         severe = [e for e in browser.get_log("browser") if e.get("level") == "SEVERE"]
         assert severe == [], severe
+
+
+def test_reproduction_pages_render_in_headless_chromium(browser, mixed):
+    page = mixed / REPRODUCTION / "report.html"
+    load(browser, page)
+    assert check_images_and_links(browser, page) == 1
+    check_summary_table(browser_tables(browser), mixed / REPRODUCTION)
+    index = mixed / "index.html"
+    load(browser, index)
+    check_images_and_links(browser, index)
+    assert len(browser.find_elements("css selector", "tbody tr")) == 3
+    titles = []
+    for href in browser.execute_script("return Array.from(document.links).map(a => a.href)"):
+        browser.get(href)  # each run's and the reproduction's report opens
+        titles.append(browser.title)
+        severe = [e for e in browser.get_log("browser") if e.get("level") == "SEVERE"]
+        assert severe == [], severe
+    assert sorted(titles) == ["collection_test", "kov-fig5", "test"]

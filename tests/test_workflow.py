@@ -92,7 +92,7 @@ def test_overrides_return_a_new_scenario_and_name_a_bad_key():
     assert survey.spec.simulation.replications == 1 and survey.spec.simulation.mode == "individual"
     assert three.source == survey.source and survey.with_overrides() is survey
     with pytest.raises(LdpSimError, match=r"^simulation\.replicatons: no such key \(did you mean 'replications'\?\); "
-                                          r"\[simulation\] of a survey scenario has seed, replications, mode"):
+                                          r"\[simulation\] of a survey scenario has seed, replications, time_unit, mode"):
         survey.with_overrides(replicatons=3)
     with pytest.raises(LdpSimError, match=r"^simulation\.replications: Input should be greater than or equal to 1 \(got 0\)$"):
         survey.with_overrides(replications=0)
@@ -100,7 +100,7 @@ def test_overrides_return_a_new_scenario_and_name_a_bad_key():
         survey.with_overrides(replications=True)
     with pytest.raises(LdpSimError, match=r"^simulation\.seed: "):
         survey.with_overrides(seed=-1)
-    with pytest.raises(LdpSimError, match=r"^simulation\.mode: no such key; \[simulation\] of a multiparty scenario has seed, replications, alpha$"):
+    with pytest.raises(LdpSimError, match=r"^simulation\.mode: no such key; \[simulation\] of a multiparty scenario has seed, replications, time_unit, alpha$"):
         ldpsim.Scenario.from_text(MULTIPARTY).with_overrides(mode="aggregate")
     with pytest.raises(LdpSimError, match=r"^simulation\.alpha: Input should be less than 1"):
         ldpsim.Scenario.from_text(MULTIPARTY).with_overrides(alpha=2.0)

@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ldpsim import _progress as progress
 from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.audit.core import (
@@ -79,6 +80,11 @@ def audit_sequential(
     ``delta_lb > claimed_delta`` at ``eps = claimed_eps`` (the eps test still runs, with
     half of alpha). ``rounds``: one row per look (certification size, cumulative outputs
     per input, the bounds of that look and the running best).
+
+    On a terminal a progress bar runs over the planned looks (:mod:`ldpsim._progress`),
+    each weighted by its batch size (its time: drawing and certifying are linear in the
+    outputs, so with ``growth = 2`` the last look is about half of the work); it goes away
+    when the audit stops, early or not.
     """
     c_eps = v.epsilon(claimed_eps, "claimed_eps")
     c_delta = v._as_float(claimed_delta, "claimed_delta", "a number in [0, 1)")
@@ -100,40 +106,44 @@ def audit_sequential(
     a = alpha_ / looks / families / tests
 
     gen = as_generator(rng)
-    sel = _draw_all(sampler_, pairs_, first_, gen)
-    kind = _output_kind(sel, outputs)
-    width = _width(sel)
-    sel, rows, ld_int = _encode(_cast(sel, kind), kind, None, ld)
-    best = _Best()
-    rounds: list[dict[str, Any]] = []
-    refuted = False
-    for r, m in enumerate(sizes, start=1):
-        batch = _draw_all(sampler_, pairs_, m, gen)
-        if kind == "finite":
-            _output_kind(batch, "finite")  # every batch must hold integer outputs, not only the first
-        if _width(batch) != width:
-            raise invalid("sampler output", "outputs of another shape in a later batch", "the same shape in every batch")
-        cert, rows, _ = _encode(_cast(batch, kind), kind, rows, ld)
-        got = _round(kind, pairs_, sel, cert, a, eps_d, ld_int, rows, ld)
-        if got.eps > best.eps:
-            best.eps, best.w, best.counts = got.eps, got.w, got.counts
-        if got.delta > best.delta:
-            best.delta, best.dw, best.dcounts = got.delta, got.dw, got.dcounts
-        sel = {key: np.concatenate([sel[key], cert[key]]) for key in sel}
-        refuted = best.eps > c_eps if c_delta == 0 else best.delta > c_delta
-        rounds.append(
-            {
-                "look": r,
-                "n_certify": m,
-                "n_per_input": int(next(iter(sel.values())).shape[0]),
-                "eps_lb_look": got.eps,
-                "eps_lb": best.eps,
-                **({} if eps_d is None else {"delta_lb_look": got.delta, "delta_lb": best.delta}),
-                "refuted": refuted,
-            }
-        )
-        if refuted:
-            break
+    with progress.bar(first_ + sum(sizes), "audit", counts=False):  # ticks: outputs drawn per input
+        sel = _draw_all(sampler_, pairs_, first_, gen)
+        progress.advance(first_)
+        kind = _output_kind(sel, outputs)
+        width = _width(sel)
+        sel, rows, ld_int = _encode(_cast(sel, kind), kind, None, ld)
+        best = _Best()
+        rounds: list[dict[str, Any]] = []
+        refuted = False
+        for r, m in enumerate(sizes, start=1):
+            progress.note(f"look {r} of {looks}")
+            batch = _draw_all(sampler_, pairs_, m, gen)
+            if kind == "finite":
+                _output_kind(batch, "finite")  # every batch must hold integer outputs, not only the first
+            if _width(batch) != width:
+                raise invalid("sampler output", "outputs of another shape in a later batch", "the same shape in every batch")
+            cert, rows, _ = _encode(_cast(batch, kind), kind, rows, ld)
+            got = _round(kind, pairs_, sel, cert, a, eps_d, ld_int, rows, ld)
+            if got.eps > best.eps:
+                best.eps, best.w, best.counts = got.eps, got.w, got.counts
+            if got.delta > best.delta:
+                best.delta, best.dw, best.dcounts = got.delta, got.dw, got.dcounts
+            sel = {key: np.concatenate([sel[key], cert[key]]) for key in sel}
+            refuted = best.eps > c_eps if c_delta == 0 else best.delta > c_delta
+            rounds.append(
+                {
+                    "look": r,
+                    "n_certify": m,
+                    "n_per_input": int(next(iter(sel.values())).shape[0]),
+                    "eps_lb_look": got.eps,
+                    "eps_lb": best.eps,
+                    **({} if eps_d is None else {"delta_lb_look": got.delta, "delta_lb": best.delta}),
+                    "refuted": refuted,
+                }
+            )
+            progress.advance(m)
+            if refuted:
+                break
 
     n_per_input = rounds[-1]["n_per_input"]
     fam = "" if eps_d is None else f", alpha split equally between the eps and the delta (at eps={eps_d:g}) witnesses"

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ldpsim.report.figures import plt, png_bytes, quiet_glyphs, short_label
+from ldpsim.report.figures import amount, period_label, plt, png_bytes, quiet_glyphs, short_label
 from ldpsim.report.html import Section, run_html
 from ldpsim.report.html import table as md_table
 from ldpsim.report.tables import read_csv
@@ -124,7 +124,8 @@ def final_summary(results: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
 
 
 # --------------------------------------------------------------------- figures
-def _privacy_figure(results: pd.DataFrame, delta: float) -> bytes:
+def _privacy_figure(results: pd.DataFrame, delta: float, period: str) -> bytes:
+    """``period``: the x-axis label (:func:`~ldpsim.report.figures.period_label`)."""
     priv = privacy_series(results)
     priv = priv[~priv["shuffled"].astype(bool)] if (~priv["shuffled"].astype(bool)).any() else priv
     policies = list(dict.fromkeys(priv["policy"]))
@@ -143,7 +144,7 @@ def _privacy_figure(results: pd.DataFrame, delta: float) -> bytes:
         if "budget" in g and g["budget"].notna().any():
             ax.axhline(float(g["budget"].iloc[0]), color="k", lw=1, ls="--", label="budget")
         ax.set_title(short_label(policy))
-        ax.set_xlabel("period")
+        ax.set_xlabel(period)
         ax.grid(True, lw=0.4, alpha=0.5)
         ax.legend(fontsize=7, loc="upper left")
     axes[0][0].set_ylabel("privacy spent per respondent (eps)")
@@ -151,7 +152,7 @@ def _privacy_figure(results: pd.DataFrame, delta: float) -> bytes:
     return png_bytes(fig)
 
 
-def _accuracy_figure(results: pd.DataFrame, confidence: float) -> bytes:
+def _accuracy_figure(results: pd.DataFrame, confidence: float, period: str) -> bytes:
     acc = accuracy_over_time(results, confidence)
     fig, ax = plt.subplots(figsize=(8.5, 4.8))
     policies = list(dict.fromkeys(acc["policy"]))
@@ -160,7 +161,7 @@ def _accuracy_figure(results: pd.DataFrame, confidence: float) -> bytes:
         ax.plot(g["period"], g["std_error"], color=c, ls="--" if shuffled else "-", lw=1.5,
                 label=short_label(arm_name(policy, bool(shuffled))))  # fmt: skip
         ax.plot(g["period"], g["rmse"], color=c, ls="none", marker="x" if shuffled else "o", ms=3, alpha=0.6)
-    ax.set_xlabel("period")
+    ax.set_xlabel(period)
     ax.set_ylabel("error of the period's estimates")
     ax.set_yscale("log")
     ax.set_title("analyst's accuracy over time: standard error (lines) and RMSE (marks)\n"
@@ -209,9 +210,10 @@ def _central_figure(results: pd.DataFrame, delta: float) -> bytes:
 def render_report(scenario: Any, results: pd.DataFrame, seed: int) -> dict[str, bytes]:
     with quiet_glyphs():
         delta = float(scenario.spec.collection.delta)
-        files: dict[str, bytes] = {"privacy.png": _privacy_figure(results, delta)}
+        period = period_label(scenario.spec.collection.period, scenario.spec.simulation.time_unit)
+        files: dict[str, bytes] = {"privacy.png": _privacy_figure(results, delta, period)}
         if results.loc[results["quantity"] == "frequency", "estimate"].notna().any():
-            files["accuracy.png"] = _accuracy_figure(results, float(scenario.spec.analyst.confidence))
+            files["accuracy.png"] = _accuracy_figure(results, float(scenario.spec.analyst.confidence), period)
         if (results["quantity"] == "central").any():
             files["central.png"] = _central_figure(results, delta)
         lines = _summary_lines(scenario, results, seed, list(files))
@@ -256,9 +258,10 @@ def _summary_lines(scenario: Any, results: pd.DataFrame, seed: int, figures: lis
     lines = [f"# {spec.name}", ""]
     if spec.description:
         lines += [spec.description, ""]
+    unit = spec.simulation.time_unit
     sched = "every period" if c.schedule.kind == "every_period" else f"each period with probability {c.schedule.rate:g}"
     lines += [
-        f"{scenario.size:,} respondents, {c.periods} periods of {c.period:g} time units, reporting {sched}; "
+        f"{scenario.size:,} respondents, {c.periods} periods of {amount(c.period, unit)}, reporting {sched}; "
         f"answers change: {c.change.kind}. Mechanism of one report: {scenario.mechanism!r}. "
         f"{spec.simulation.replications} replication(s), seed {seed}. Composed privacy is shown at delta = {c.delta:g}.",
         "",
@@ -270,7 +273,8 @@ def _summary_lines(scenario: Any, results: pd.DataFrame, seed: int, figures: lis
         "exact composition of the mechanism at delta for the respondent with the most reports; se_first / se_last: the "
         "standard error of a share's estimate in the first and the last period (root mean square over answers); "
         "rmse_all: the estimates' root-mean-square error against the realised shares over all periods; coverage: share of the "
-        "period intervals that cover the realised share; mean_delay: send to server, including time in the shuffler; "
+        "period intervals that cover the realised share; "
+        f"mean_delay: the mean time from sending to the server, in {unit}, including time in the shuffler; "
         "central_eps: the central guarantee of the smallest shuffled batch; withheld: reports the shuffler still held, "
         "short of a full batch, when the run ended (they never reach the server).",
         "",

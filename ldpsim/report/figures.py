@@ -1,5 +1,6 @@
 """What every report's figures share: PNG bytes without version strings, quiet warnings
-about glyphs the figure font lacks, labels shortened for legends. ``plt`` is matplotlib's
+about glyphs the figure font lacks, labels shortened for legends, times labelled with the
+scenario's unit (``simulation.time_unit``). ``plt`` is matplotlib's
 pyplot on the Agg backend (no screen needed); report modules take it from here."""
 
 from __future__ import annotations
@@ -31,6 +32,26 @@ def short_label(text: object, limit: int = 40) -> str:
     summary.md keep the full text)."""
     one = " ".join(str(text).split())
     return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def in_unit(what: str, unit: str) -> str:
+    """The label of a time, a delay or a latency with the scenario's unit
+    (``simulation.time_unit``): ``time (days)``."""
+    return f"{what} ({unit})"
+
+
+def amount(value: float, unit: str) -> str:
+    """A length of time in words: ``0.5 days``, ``2 hours``, and ``1 day`` (a plural unit's
+    last word loses its ``s`` for exactly one; short units such as ``ms`` stay as written)."""
+    head, _, last = unit.rpartition(" ")
+    if value == 1 and len(last) > 3 and last.endswith("s") and not last.endswith("ss"):
+        unit = f"{head} {last[:-1]}" if head else last[:-1]
+    return f"{value:g} {unit}"
+
+
+def period_label(length: float, unit: str) -> str:
+    """The axis label of collection periods: ``period (1 day each)``."""
+    return f"period ({amount(length, unit)} each)"
 
 
 def png_bytes(fig) -> bytes:

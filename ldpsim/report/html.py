@@ -68,15 +68,16 @@ class Section:
 
 
 # ------------------------------------------------------------------------ blocks
-def _inline(text: str) -> list[dict[str, str]]:
-    """Text split into plain and `code` segments; code naming a run file becomes a link."""
+def _inline(text: str, links: Iterable[str] = RUN_FILES) -> list[dict[str, str]]:
+    """Text split into plain and `code` segments; code naming one of the folder's files
+    (``links``) becomes a link."""
     out = []
     for i, part in enumerate(text.split("`")):
         if not part:
             continue
         if i % 2 == 0:
             out.append({"kind": "text", "text": part})
-        elif part in RUN_FILES:
+        elif part in links:
             out.append({"kind": "link", "text": part, "href": part})
         else:
             out.append({"kind": "code", "text": part})
@@ -113,10 +114,12 @@ def _data_uri(data: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
-def blocks(lines: Iterable[str], figures: dict[str, bytes]) -> list[dict[str, Any]]:
+def blocks(lines: Iterable[str], figures: dict[str, bytes], links: Iterable[str] = RUN_FILES) -> list[dict[str, Any]]:
     """Markdown lines as summary.md writes them (headings, paragraphs, lists of one nesting
     level, images, tables) as blocks for the template; a :class:`TableText` is rendered
-    from its frame, a figure named by an image line is embedded."""
+    from its frame, a figure named by an image line is embedded, a file of the folder
+    named in backticks (``links``) is linked."""
+    links = frozenset(links)
     out: list[dict[str, Any]] = []
     para: list[str] = []
     items: list[dict[str, Any]] | None = None
@@ -125,7 +128,7 @@ def blocks(lines: Iterable[str], figures: dict[str, bytes]) -> list[dict[str, An
     def flush() -> None:
         nonlocal items
         if para:
-            out.append({"kind": "p", "parts": _inline(" ".join(para))})
+            out.append({"kind": "p", "parts": _inline(" ".join(para), links)})
             para.clear()
         if items is not None:
             out.append({"kind": "list", "items": items})
@@ -143,7 +146,7 @@ def blocks(lines: Iterable[str], figures: dict[str, bytes]) -> list[dict[str, An
             if (m := _HEADING.match(line)) is not None:
                 flush()
                 slug = _slug(m.group(2), slugs)
-                out.append({"kind": "h", "level": len(m.group(1)), "parts": _inline(m.group(2)), "text": m.group(2).replace("`", ""), "id": slug})
+                out.append({"kind": "h", "level": len(m.group(1)), "parts": _inline(m.group(2), links), "text": m.group(2).replace("`", ""), "id": slug})
             elif (m := _IMAGE.match(line.strip())) is not None:
                 flush()
                 name = m.group(2)
@@ -153,9 +156,9 @@ def blocks(lines: Iterable[str], figures: dict[str, bytes]) -> list[dict[str, An
                 if items is None:
                     items = []
                 if m.group(1) and items:
-                    items[-1]["children"].append(_inline(m.group(2)))
+                    items[-1]["children"].append(_inline(m.group(2), links))
                 else:
-                    items.append({"parts": _inline(m.group(2)), "children": []})
+                    items.append({"parts": _inline(m.group(2), links), "children": []})
             elif line.startswith("|"):  # a table given as text: shown as text
                 flush()
                 out.append({"kind": "pre", "text": line})
@@ -190,6 +193,60 @@ def _environment():
     )
 
 
+def page_html(
+    *,
+    title: str,
+    badge: str,
+    noun: str,
+    lines: list[str],
+    files: dict[str, bytes],
+    links: Iterable[str],
+    metadata: list[tuple[str, str]],
+    key: dict[str, str] | None = None,
+    sections: Iterable[Section] = (),
+    source: str | None = None,
+) -> bytes:
+    """A report page (UTF-8) of a folder of results, a run's or a reproduction's:
+    summary.md's ``lines`` as HTML (its first heading is the page's ``title``), the figures
+    among ``files`` embedded (those summary.md does not show are added at the end), the key
+    numbers, extra ``sections``, the scenario's TOML text (``source``, if any) and the
+    ``metadata`` rows. ``badge`` names the kind of page, ``noun`` what the folder holds
+    ("run"); ``links`` are the folder's files the page links to (in the header, and
+    wherever summary.md names one in backticks)."""
+    from ldpsim._meta import package_version
+
+    links = list(links)
+    figures = {name: data for name, data in files.items() if name.endswith(".png")}
+    body = blocks(lines, figures, links)
+    if body and body[0]["kind"] == "h" and body[0]["level"] == 1:
+        body = body[1:]  # the page's title
+    shown = {b["name"] for b in body if b["kind"] == "figure"}
+    rest = [name for name in figures if name not in shown]
+    extra = []
+    for s in sections:
+        extra.append({"title": s.title, "id": _slug(s.title, {b["id"] for b in body if b["kind"] == "h"}),
+                      "blocks": blocks(s.lines, figures, links)})  # fmt: skip
+    if rest:
+        extra.append({"title": "More figures", "id": "more-figures",
+                      "blocks": [{"kind": "figure", "name": n, "alt": n, "src": _data_uri(figures[n])} for n in rest]})  # fmt: skip
+    toc = [(b["id"], b["text"]) for b in body if b["kind"] == "h" and b["level"] == 2]
+    toc += [(s["id"], s["title"]) for s in extra]
+    page = _environment().get_template("run.html.j2").render(
+        title=title,
+        badge=badge,
+        noun=noun,
+        key=list((key or {}).items()),
+        key_prefix=KEY_PREFIX,
+        blocks=body,
+        extra=extra,
+        toc=toc,
+        source=source,
+        metadata=[*metadata, ("rendered by", f"ldpsim {package_version('ldpsim')}")],
+        files=[f for f in links if not f.endswith("/")],
+    )
+    return page.encode("utf-8")
+
+
 def run_html(
     *,
     kind: str,
@@ -200,48 +257,20 @@ def run_html(
     key: dict[str, str] | None = None,
     sections: Iterable[Section] = (),
 ) -> bytes:
-    """report.html of a run (UTF-8): summary.md's ``lines`` as HTML, the figures among
-    ``files`` embedded (those summary.md does not show are added at the end), the key
-    numbers, extra ``sections``, the scenario's TOML text and the run's metadata."""
-    from ldpsim._meta import package_version
-
-    figures = {name: data for name, data in files.items() if name.endswith(".png")}
-    body = blocks(lines, figures)
-    title = str(scenario.spec.name)
-    if body and body[0]["kind"] == "h" and body[0]["level"] == 1:
-        body = body[1:]  # the page's title
-    shown = {b["name"] for b in body if b["kind"] == "figure"}
-    rest = [name for name in figures if name not in shown]
-    extra = []
-    for s in sections:
-        extra.append({"title": s.title, "id": _slug(s.title, {b["id"] for b in body if b["kind"] == "h"}), "blocks": blocks(s.lines, figures)})
-    if rest:
-        extra.append({"title": "More figures", "id": "more-figures",
-                      "blocks": [{"kind": "figure", "name": n, "alt": n, "src": _data_uri(figures[n])} for n in rest]})  # fmt: skip
+    """report.html of a run (UTF-8, :func:`page_html`): summary.md's ``lines``, the figures
+    among ``files``, the key numbers, extra ``sections``, the scenario's TOML text and the
+    run's metadata."""
     spec = scenario.spec
+    title = str(spec.name)
     metadata = [
         ("kind", kind),
         ("scenario", title),
         ("seed", str(seed)),
         ("replications", str(spec.simulation.replications)),
         ("scenario SHA-256", scenario.digest()),
-        ("rendered by", f"ldpsim {package_version('ldpsim')}"),
     ]
-    toc = [(b["id"], b["text"]) for b in body if b["kind"] == "h" and b["level"] == 2]
-    toc += [(s["id"], s["title"]) for s in extra]
-    page = _environment().get_template("run.html.j2").render(
-        title=title,
-        kind=kind,
-        key=list((key or {}).items()),
-        key_prefix=KEY_PREFIX,
-        blocks=body,
-        extra=extra,
-        toc=toc,
-        source=scenario.source,
-        metadata=metadata,
-        files=[f for f in RUN_FILES if f != "replications/"],
-    )
-    return page.encode("utf-8")
+    return page_html(title=title, badge=f"{kind} run", noun="run", lines=lines, files=files, links=RUN_FILES,
+                     metadata=metadata, key=key, sections=sections, source=scenario.source)  # fmt: skip
 
 
 # ------------------------------------------------------------------------ the index
@@ -250,18 +279,43 @@ def is_run_dir(path: Path) -> bool:
     return path.is_dir() and all((path / name).is_file() for name in RUN_MARKERS)
 
 
-def run_dirs(root: Path) -> list[Path]:
-    """Every run directory under ``root`` (``root`` itself included), sorted by path; hidden
-    folders and run directories' own sub-folders are skipped."""
-    root = Path(root)
+def read_metadata(folder: Path) -> dict[str, Any]:
+    """``folder/metadata.json`` as a dict ({} if it is missing, unreadable or not an object)."""
+    try:
+        meta = json.loads((Path(folder) / "metadata.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def is_reproduction_dir(path: Path) -> bool:
+    """Whether ``path`` holds a reproduction as ``ldpsim reproduce`` writes it: summary.csv
+    and a metadata.json naming the reproduction."""
+    path = Path(path)
+    return path.is_dir() and (path / "summary.csv").is_file() and "reproduction" in read_metadata(path)
+
+
+def _walk(root: Path, reproductions: bool) -> list[Path]:
     found = []
     for dirpath, dirnames, _ in os.walk(root):
         here = Path(dirpath)
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        if is_run_dir(here):
+        if is_run_dir(here) or (reproductions and is_reproduction_dir(here)):
             found.append(here)
             dirnames[:] = []  # replications/ and input folders are not runs
     return sorted(found)
+
+
+def run_dirs(root: Path) -> list[Path]:
+    """Every run directory under ``root`` (``root`` itself included), sorted by path; hidden
+    folders and run directories' own sub-folders are skipped."""
+    return _walk(Path(root), reproductions=False)
+
+
+def report_dirs(root: Path) -> list[Path]:
+    """Every run directory and reproduction folder under ``root`` (``root`` itself
+    included), sorted by path: what the index lists and ``ldpsim report`` rebuilds."""
+    return _walk(Path(root), reproductions=True)
 
 
 class _KeyReader(html.parser.HTMLParser):
@@ -304,29 +358,32 @@ def _href(target: Path, root: Path) -> str:
 
 
 def index_entry(run_dir: Path, root: Path) -> dict[str, Any]:
-    """What the index shows of one run directory (robust to damaged or old runs)."""
-    try:
-        meta = json.loads((run_dir / "metadata.json").read_text(encoding="utf-8"))
-        if not isinstance(meta, dict):
-            meta = {}
-    except (OSError, ValueError):
-        meta = {}
+    """What the index shows of one run directory or reproduction folder (robust to damaged
+    or old ones)."""
+    meta = read_metadata(run_dir)
+    reproduction = "reproduction" in meta and not is_run_dir(run_dir)
     report = run_dir / "report.html"
+    first = "summary.csv" if reproduction else "results.csv"
     if report.is_file():
         page, link = report, "report.html"
     elif (run_dir / "summary.md").is_file():
         page, link = run_dir / "summary.md", "summary.md"
     else:
-        page, link = run_dir / "results.csv", "results.csv"
+        page, link = run_dir / first, first
     started = str(meta.get("started", ""))
+    if reproduction:
+        name, kind, count, unit = meta.get("reproduction"), "reproduction", meta.get("instances", ""), "instances"
+    else:
+        name, kind, count, unit = meta.get("scenario", run_dir.parent.name), meta.get("kind", "survey"), meta.get("replications", ""), ""
     return {
         "href": _href(page, root),
         "link": link,
         "path": Path(os.path.relpath(run_dir, root)).as_posix(),
-        "name": str(meta.get("scenario", run_dir.parent.name)),
-        "kind": str(meta.get("kind", "survey")),
+        "name": str(name),
+        "kind": str(kind),
         "seed": str(meta.get("seed", "")),
-        "replications": str(meta.get("replications", "")),
+        "replications": str(count),
+        "unit": unit,
         "started": started.replace("T", " ")[:19],
         "finished": bool(meta.get("finished")),
         "key": list(report_key(report).items()) if report.is_file() else [],
@@ -334,13 +391,25 @@ def index_entry(run_dir: Path, root: Path) -> dict[str, Any]:
     }
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def index_html(root: str | Path) -> bytes:
-    """index.html of a folder of runs (UTF-8): one row per run directory under ``root`` with a
-    relative link to its report.html (summary.md for runs made before report.html), its
-    kind, scenario, seed, replications, start time and key numbers; newest first."""
+    """index.html of a folder of runs (UTF-8): one row per run directory and reproduction
+    folder under ``root`` with a relative link to its report.html (summary.md for runs made
+    before report.html, summary.csv for reproductions made before summary.md), its kind,
+    scenario or reproduction, seed, replications (a reproduction's instances), start time
+    and key numbers; newest first."""
     root = Path(root)
-    entries = [index_entry(d, root) for d in run_dirs(root)]
+    entries = [index_entry(d, root) for d in report_dirs(root)]
     entries.sort(key=lambda e: e["path"])
     entries.sort(key=lambda e: e["started_sort"], reverse=True)
-    page = _environment().get_template("index.html.j2").render(title=f"ldpsim runs in {root.resolve().name or root}", entries=entries)
+    reproductions = sum(e["kind"] == "reproduction" for e in entries)
+    count = _plural(len(entries) - reproductions, "run")
+    if reproductions:
+        count += f" and {_plural(reproductions, 'reproduction')}"
+    page = _environment().get_template("index.html.j2").render(
+        title=f"ldpsim runs in {root.resolve().name or root}", entries=entries, count=count
+    )
     return page.encode("utf-8")

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ldpsim.report.figures import plt, png_bytes, quiet_glyphs
+from ldpsim.report.figures import amount, in_unit, plt, png_bytes, quiet_glyphs
 from ldpsim.report.html import TableText, run_html, table
 from ldpsim.report.multiparty_tables import summarise
 from ldpsim.report.tables import describe_section
@@ -70,7 +70,7 @@ def _figure(scenario, summary: pd.DataFrame, latency: pd.DataFrame) -> bytes:
         ax2.set_xticks(lx)
         ax2.set_xticklabels(["obs" if p == "observer" else p for p in latency["party"]], fontsize=8)
         ax2.set_xlabel("receiver")
-        ax2.set_ylabel("completion delay (last message in - round start)")
+        ax2.set_ylabel(in_unit("completion delay", scenario.spec.simulation.time_unit) + "\nlast message in - round start")
         ax2.set_title("Transcript completion delay", fontsize=9)
         ax2.legend(fontsize=7)
     fig.tight_layout()
@@ -93,6 +93,7 @@ def _summary_lines(scenario: Any, summary: pd.DataFrame, latency: pd.DataFrame, 
     if spec.description:
         out += [spec.description, ""]
     p_one = spec.parties.p_one
+    unit = spec.simulation.time_unit
     out += [
         "## Set-up",
         "",
@@ -100,8 +101,8 @@ def _summary_lines(scenario: Any, summary: pd.DataFrame, latency: pd.DataFrame, 
         f"P(bit = 1) = {p_one}",
         f"- task: {scenario.task.name} ({scenario.task.n_outputs} outputs), gain {'indicator' if np.array_equal(gain, np.eye(len(gain))) else 'custom'}",
         f"- protocols: {', '.join(spec.protocols)} (common random numbers: the same bits, noise uniforms and latencies for all)",
-        f"- rounds: {spec.rounds.count:,} per replication, in batches of {spec.rounds.batch:,}, one every {spec.rounds.interval:g} time units",
-        f"- network: latency {describe_section(spec.network.latency)}",
+        f"- rounds: {spec.rounds.count:,} per replication, in batches of {spec.rounds.batch:,}, one every {amount(spec.rounds.interval, unit)}",
+        f"- network: latency {describe_section(spec.network.latency)}, in {unit}",
         f"- {reps} replication(s), seed {seed}",
         "",
         "## Accuracy: measured against exact",
@@ -136,7 +137,8 @@ def _summary_lines(scenario: Any, summary: pd.DataFrame, latency: pd.DataFrame, 
         out += [
             "## Transcript completion (network)",
             "",
-            "Completion delay = arrival of a round's last message at the receiver minus the round's start; a party "
+            f"Completion delay = arrival of a round's last message at the receiver minus the round's start, in {unit} "
+            "(the `_measured` and `_theory` columns); a party "
             "waits for the k - 1 other messages, the observer for all k. Theory: the mean and quantiles of the maximum "
             "of that many i.i.d. latencies. `messages` = messages each receiver took from its inbox.",
             "",

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ldpsim.report import survey_tables as summary
-from ldpsim.report.figures import plt, png_bytes, quiet_glyphs, short_label
+from ldpsim.report.figures import in_unit, plt, png_bytes, quiet_glyphs, short_label
 from ldpsim.report.html import run_html
 from ldpsim.report.html import table as _md_table
 from ldpsim.report.tables import describe_section
@@ -28,13 +28,14 @@ def render_report(scenario, results: pd.DataFrame, seed: int) -> dict[str, bytes
 
 def _render_report(scenario, results: pd.DataFrame, seed: int) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
+    unit = scenario.spec.simulation.time_unit
     if summary.has_estimates(results):
-        files["estimates_over_time.png"] = _estimates_over_time(results)
+        files["estimates_over_time.png"] = _estimates_over_time(results, unit)
         if not summary.error_by_n(results).empty:
             files["error_vs_n.png"] = _error_vs_n(results)
     other = summary.other_task_series(results)
     if not other.empty:
-        files["tasks_over_time.png"] = _other_tasks_over_time(other)
+        files["tasks_over_time.png"] = _other_tasks_over_time(other, unit)
     lines = _summary_lines(scenario, results, seed, list(files))
     files["report.html"] = run_html(kind="survey", scenario=scenario, seed=seed, lines=lines, files=files,
                                     key=_key_numbers(results))  # fmt: skip
@@ -55,7 +56,7 @@ def _key_numbers(results: pd.DataFrame) -> dict[str, str]:
     return out
 
 
-def _estimates_over_time(results: pd.DataFrame) -> bytes:
+def _estimates_over_time(results: pd.DataFrame, unit: str) -> bytes:
     f = summary.frequency_rows(results)
     f = f[f["estimate"].notna()]
     rep = f["replication"].min()
@@ -74,7 +75,7 @@ def _estimates_over_time(results: pd.DataFrame) -> bytes:
         ax.errorbar(g["time"], g["estimate"], yerr=[below, above],
                     color=c, marker="o", ms=3, capsize=3, lw=1.2, label=short_label(cat))  # fmt: skip
         ax.axhline(g["truth"].iloc[0], color=c, ls="--", lw=0.8, alpha=0.7)
-    ax.set_xlabel("time")
+    ax.set_xlabel(in_unit("time", unit))
     ax.set_ylabel("estimated frequency")
     which = "the 10 most frequent answers, " if many else ""
     ax.set_title(f"Estimates with confidence intervals ({which}replication {rep}); dashed: truth", fontsize=9 if many else None)
@@ -108,7 +109,7 @@ def _error_vs_n(results: pd.DataFrame) -> bytes:
     return png_bytes(fig)
 
 
-def _other_tasks_over_time(rows: pd.DataFrame) -> bytes:
+def _other_tasks_over_time(rows: pd.DataFrame, unit: str) -> bytes:
     """One panel per (task, quantity): the estimate over time, and the theory value if any."""
     keys = list(rows.groupby(["task", "quantity"], sort=False).groups)
     n = len(keys)
@@ -126,7 +127,7 @@ def _other_tasks_over_time(rows: pd.DataFrame) -> bytes:
         if len(vals) and (vals > 0).all() and vals.max() > 100 * vals.min():
             ax.set_yscale("log")  # error probabilities span many decades
         ax.set_title(short_label(f"{task}: {quantity}", 60), fontsize=9)
-        ax.set_xlabel("time", fontsize=8)
+        ax.set_xlabel(in_unit("time", unit), fontsize=8)
         ax.legend(fontsize=7)
     for ax in axes.ravel()[n:]:
         ax.set_visible(False)
@@ -155,7 +156,10 @@ def _summary_lines(scenario, results: pd.DataFrame, seed: int, figures: list[str
     if spec.description:
         out += [spec.description, ""]
     questions = scenario.questions
+    unit = spec.simulation.time_unit
     run_lines = [
+        f"- time unit: {unit} (every time in this report: arrivals, latency, tick, end and the tables' `time` "
+        "columns)",
         f"- arrivals: {describe_section(spec.arrivals)}",
         f"- network: latency {describe_section(spec.network.latency)}, loss {spec.network.loss_text()}",
         f"- simulation: {spec.simulation.mode} mode, tick {scenario.tick:.6g}, end {scenario.end:.6g}, "

@@ -18,6 +18,7 @@ from ldpsim import _validate as v
 from ldpsim._files import OutputFolder
 from ldpsim._meta import now, package_version, versions, write_json
 from ldpsim.errors import LdpSimError, invalid
+from ldpsim.report.reproduction import RENDERED, render
 
 #: Default seed of every reproduction (the extremal-mechanisms paper is from 2014).
 DEFAULT_SEED = 2014
@@ -52,6 +53,7 @@ class ReproductionRun:
     seconds: float
     seed: int
     instances: int
+    index: Path | None = None  # reports/index.html, when the folder is under reports/ and it was rewritten
 
     @property
     def disagreements(self) -> pd.DataFrame:
@@ -94,9 +96,13 @@ def reproduce(
     workers: int = 1,
     force: bool = False,
 ) -> ReproductionRun:
-    """Run the reproduction ``name``: writes its CSV, PNG, ``summary.csv`` and
-    ``metadata.json`` to ``out`` (default: a new folder ``reports/reproduce/NAME/<UTC
-    time>-seed<seed>``, so a rerun never replaces an earlier one).
+    """Run the reproduction ``name``: writes its CSV, PNG, ``summary.csv``,
+    ``metadata.json``, ``summary.md`` and ``report.html`` to ``out`` (default: a new folder
+    ``reports/reproduce/NAME/<UTC time>-seed<seed>``, so a rerun never replaces an earlier
+    one). summary.md and report.html are rendered from the other files
+    (:func:`ldpsim.report.reproduction.render`), as ``ldpsim report`` renders them again.
+    When the folder is under ``reports/``, ``reports/index.html`` is rewritten to list it
+    (:func:`ldpsim.browse.refresh_index`).
 
     The folder is checked before any work: a non-empty ``out`` is refused unless ``force``
     (which replaces the files of the same name and leaves other files alone), and one that
@@ -128,10 +134,16 @@ def reproduce(
             "finished": now(),
             "seconds": round(seconds, 3),
             "disagreements_with_paper": summary.loc[summary["agrees"] == "no", "quantity"].tolist(),
+            "files": sorted({p.name for p in folder.work.iterdir() if not p.name.startswith(".")} | {"metadata.json", *RENDERED}),
         }
         write_json(folder.work / "metadata.json", meta)
+        for file, data in render(folder.work).items():  # summary.md and report.html, from the files above
+            (folder.work / file).write_bytes(data)
     files = [p for p in folder.files if p.is_file()]  # what this reproduction wrote, nothing else
-    return ReproductionRun(name, summary, folder.path, files, seconds, seed, instances)
+    from ldpsim.browse import refresh_index
+
+    index = refresh_index(folder.path, DEFAULT_BASE.parent)
+    return ReproductionRun(name, summary, folder.path, files, seconds, seed, instances, index)
 
 
 def format_summary(summary: pd.DataFrame, width: int = 100) -> str:

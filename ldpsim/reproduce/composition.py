@@ -73,6 +73,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
+from ldpsim import _progress as progress
 from ldpsim import _validate as v
 from ldpsim import stats as stats_
 from ldpsim.mechanisms import catalog
@@ -99,6 +100,9 @@ GAUSSIAN = (2.0, 10, 0.5)  # sigma, compositions, eps0 of the (eps0, delta0) the
 STRICT_MIN_N = 50_000
 #: Empirical ROC points kept per case in data.csv.
 KEEP_POINTS = 1500
+#: Time of a case by mechanism, relative to Laplace, for the progress bar (measured at the
+#: default 100 instances: quaternary 0.06-0.08 s, Laplace 0.6 s, Gaussian 0.8 s).
+CASE_COST = {"quaternary": 0.1, "laplace": 1.0, "gaussian": 1.3}
 DPI = 110
 PNG_META = {"Software": None}
 
@@ -479,7 +483,12 @@ def composition_region(seed: int, instances: int, out_dir: Path, *, eps_grid: An
     v.integer(workers, "--workers", minimum=1)
     n = SAMPLES_PER_INSTANCE * instances
     out_dir = Path(out_dir)
-    cases = [run_case(i, kind, params, n, seed) for i, (kind, params) in enumerate(cases_for(eps_grid))]
+    todo = cases_for(eps_grid)
+    cases = []
+    with progress.bar(sum(CASE_COST[kind] for kind, _ in todo), NAME, counts=False):
+        for i, (kind, params) in enumerate(todo):
+            cases.append(run_case(i, kind, params, n, seed))
+            progress.advance(CASE_COST[kind])
     data_of(cases).to_csv(out_dir / "data.csv", index=False, float_format="%.12g")
     summary = summary_of(cases)
     write_summary(summary, out_dir)

@@ -19,6 +19,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from ldpsim import _progress as progress
 from ldpsim.reproduce import _study as s
 from ldpsim.reproduce._registry import register, write_summary
 from ldpsim.utility import TotalVariation
@@ -80,6 +81,19 @@ def _below_row(study: s.Study, bound: float) -> dict:
     return s.row(f"mixed: instances below the paper's {bound:.2f} (at some eps)", study.k, "all", below, note=f"out of {study.instances}")
 
 
+def _solve_each(name: str, kind: str, draw, seed: int, instances: int, ks: Sequence[int], eps: np.ndarray,
+                workers: int) -> list[s.Study]:  # fmt: skip
+    """One study per k, under one progress bar whose ticks are weighted by the expected
+    time of an instance at each k (:func:`ldpsim.reproduce._study.lp_cost`: at k = 12 an
+    instance takes 11 to 17 times as long as at k = 6)."""
+    studies = []
+    with progress.bar(instances * sum(s.lp_cost(k) for k in ks), name, counts=False):
+        for k in ks:
+            progress.note(f"k = {k}")
+            studies.append(s.solve(kind, draw(seed, instances, k), eps, workers, tick=s.lp_cost(k)))
+    return studies
+
+
 def _eps_axis(ax, eps: np.ndarray) -> None:
     ax.set_xscale("log")
     ax.set_xlabel("eps (log scale)")
@@ -110,7 +124,8 @@ def kov_fig3(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, 
     seed, instances = s.check_run_args(seed, instances)
     eps = s.eps_grid(eps_grid)
     k = 6
-    st = s.solve("kl", s.prior_pairs(seed, instances, k), eps, workers)
+    with progress.bar(instances, "kov-fig3", unit="instance"):
+        st = s.solve("kl", s.prior_pairs(seed, instances, k), eps, workers)
     _write_data(out_dir, [st])
 
     rows = _mean_rows(st, KL_LABEL, s.MECHANISMS)
@@ -176,7 +191,7 @@ def kov_fig4(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, 
     (instances for each k drawn from ``default_rng(seed)``; those for k = 6 are Figure 3's)."""
     seed, instances = s.check_run_args(seed, instances)
     eps = s.eps_grid(eps_grid)
-    studies = [s.solve("kl", s.prior_pairs(seed, instances, k), eps, workers) for k in FIG4_K]
+    studies = _solve_each("kov-fig4", "kl", s.prior_pairs, seed, instances, FIG4_K, eps, workers)
     _write_data(out_dir, studies)
 
     rows = []
@@ -254,7 +269,8 @@ def kov_fig5(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, 
     eps = s.eps_grid(eps_grid, default=np.array(FIG5_EPS))
     k = 6
     pairs = s.prior_pairs(seed, instances, k)
-    st = s.solve("kl", pairs, eps, workers)
+    with progress.bar(instances, "kov-fig5", unit="instance"):
+        st = s.solve("kl", pairs, eps, workers)
     tv = np.array([TotalVariation(p[0], p[1]).prior_divergence() for p in pairs])
     _write_data(out_dir, [st], extra={"tv_P0_P1": np.tile(np.repeat(tv, eps.size), len(s.MECHANISMS) + 1)})
     lo, hi = 0, eps.size - 1
@@ -340,7 +356,7 @@ def kov_mi(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, wo
     ratios to the optimum, and the better of binary and randomized response."""
     seed, instances = s.check_run_args(seed, instances)
     eps = s.eps_grid(eps_grid)
-    studies = [s.solve("mi", s.priors(seed, instances, k), eps, workers) for k in MI_K]
+    studies = _solve_each("kov-mi", "mi", s.priors, seed, instances, MI_K, eps, workers)
     _write_data(out_dir, studies)
 
     rows = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -151,6 +152,19 @@ def test_compose_noise_mechanism_is_pessimistic_with_its_error(tmp_path, capsys)
     assert (out / "region.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["exact"] is False and meta["items"][0]["count"] == 4 and meta["step"] > 0
+
+
+def test_the_stated_error_of_a_pessimistic_composition_ignores_where_delta_is_zero(tmp_path, capsys):
+    # Laplace(eps 0.5) x10 with (1, 0) x2 loses at most 7: the grid ends at eps_total = 7, where
+    # the pessimistic delta is 0 (exact) and the coarser lattice's is not; that point once
+    # made the header read "rel. error <= 3e+294"
+    out = tmp_path / "m"
+    assert main(["compose", "--mechanism", "laplace:eps=0.5x10", "--pairs", "1,0x2", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    stated = float(re.search(r"rel\. error <= ([0-9.e+-]+)\)", text).group(1))
+    table = pd.read_csv(out / "table.csv")
+    assert table["exact"].iloc[-1] == 0.0 and table["eps_total"].iloc[-1] == pytest.approx(7.0)
+    assert 0 < stated < 0.01
 
 
 @pytest.mark.parametrize(

@@ -256,8 +256,14 @@ def test_mixed_strategy_bounds_at_the_papers_setting(tmp_path, name):
 def test_cli_list_names_every_reproduction(capsys):
     assert main(["reproduce", "--list"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert [line.split()[0] for line in lines] == sorted(ALL)
-    assert all(len(line.split(maxsplit=1)) == 2 for line in lines)
+    starts = [line for line in lines if not line.startswith(" ")]  # a description continues indented
+    assert [line.split()[0] for line in starts] == sorted(ALL)
+    assert all(len(line.split(maxsplit=1)) == 2 for line in starts)
+    assert all(len(line) <= 100 for line in lines)
+    from ldpsim.reproduce import get
+
+    text = " ".join(" ".join(lines).split())
+    assert all(" ".join(get(name).description.split()) in text for name in ALL)  # whole, not cut
 
 
 def test_cli_runs_a_reproduction_and_prints_the_table(tmp_path, capsys):

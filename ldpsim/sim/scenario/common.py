@@ -43,6 +43,29 @@ Eps = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 #: Root seeds: integers in [0, 2^128) (as ``--seed``).
 Seed = Annotated[int, Field(ge=0, le=2**128 - 1)]
 
+#: The unit of a scenario's times when its file does not name one (``simulation.time_unit``).
+DEFAULT_TIME_UNIT = "time units"
+#: Longest ``simulation.time_unit``: it is printed inside axis labels and sentences.
+MAX_TIME_UNIT = 30
+#: A unit's name: starts with a letter, then letters, digits, spaces, ``-`` and ``.``, and
+#: does not end with a space (nothing that Markdown or HTML would read as markup).
+_TIME_UNIT = re.compile(r"[^\W\d_](?:[^\W_]|[ .-])*")
+
+
+def _time_unit(unit: str) -> str:
+    if len(unit) > MAX_TIME_UNIT or not _TIME_UNIT.fullmatch(unit) or unit.endswith(" "):
+        raise ValueError(
+            f"got {_show(unit)}, expected a short name of the unit of the file's times, such as 'days', 'hours' "
+            f"or 'seconds' (at most {MAX_TIME_UNIT} characters, starting with a letter; letters, digits, "
+            "spaces, '-' and '.')"
+        )
+    return unit
+
+
+#: ``simulation.time_unit``: what one unit of scenario time is ("days", "seconds", ...).
+#: Times are plain numbers to the simulation; the unit only labels reports and figures.
+TimeUnit = Annotated[str, AfterValidator(_time_unit)]
+
 
 def _not_only_dots(name: str) -> str:
     if set(name) == {"."}:
@@ -102,11 +125,14 @@ class NetworkSpec(Model):
 
 
 class SimulationSpec(Model):
-    """``[simulation]``: the root seed and the number of replications (kinds of scenario
-    add their own keys)."""
+    """``[simulation]``: the root seed, the number of replications and the unit of the
+    file's times (kinds of scenario add their own keys)."""
 
     seed: Seed | None = None
     replications: Annotated[int, Field(ge=1)] = 1
+    #: what one unit of time is: every time, delay, latency and period of the file is in it;
+    #: the simulation does not use it, the report states it on every axis and table of times
+    time_unit: TimeUnit = DEFAULT_TIME_UNIT
 
 
 # --------------------------------------------------------------------- built scenarios
