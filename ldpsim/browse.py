@@ -76,14 +76,7 @@ def rebuild_run(run_dir: str | Path) -> list[Path]:
             study = study.with_replications(total)
         results = study.read_results(run_dir / "results.csv")
         files, _ = study.render_report(results, seed)
-        written = []
-        try:
-            for name, data in files.items():
-                write_bytes(run_dir / name, data)
-                written.append(run_dir / name)
-        except OSError as exc:
-            raise LdpSimError(f"{bad} a run directory that can be written ({describe_os_error(exc)})") from None
-        return written
+        return _write_files(run_dir, files, f"{bad} a run directory that can be written")
     finally:
         lock.release()
 
@@ -103,13 +96,19 @@ def rebuild_reproduction(folder: str | Path) -> list[Path]:
         files = render(folder)
     except OSError as exc:
         raise LdpSimError(f"{bad} a reproduction folder that can be read ({describe_os_error(exc)})") from None
+    return _write_files(folder, files, f"{bad} a reproduction folder that can be written")
+
+
+def _write_files(folder: Path, files: dict[str, bytes], expected: str) -> list[Path]:
+    """Write ``files`` (name -> bytes) into ``folder``, each atomically; the paths written, in
+    order. An OSError is one LdpSimError: ``expected`` and the system's reason."""
     written = []
     try:
         for name, data in files.items():
             write_bytes(folder / name, data)
             written.append(folder / name)
     except OSError as exc:
-        raise LdpSimError(f"{bad} a reproduction folder that can be written ({describe_os_error(exc)})") from None
+        raise LdpSimError(f"{expected} ({describe_os_error(exc)})") from None
     return written
 
 
