@@ -21,11 +21,13 @@ from ldpsim.reproduce._registry import (
     register,
     reproduce,
 )
-from ldpsim.reproduce import kov  # noqa: F401  (registers the extremal-mechanisms reproductions)
-from ldpsim.reproduce import stein  # noqa: F401  (registers the Chernoff-Stein exponent reproduction)
-from ldpsim.reproduce import composition  # noqa: F401  (registers the composition-region reproduction)
-from ldpsim.reproduce import multiparty  # noqa: F401  (registers the multi-party RR optimality reproduction)
-from ldpsim.reproduce import clt  # noqa: F401  (registers the Dong et al. 2021 CLT reproduction)
+# Every public module of this package registers its reproductions when imported; a new
+# reproduction is a new module here, nothing else to edit.
+import importlib as _importlib
+import pkgutil as _pkgutil
+
+for _module in sorted(m.name for m in _pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
+    _importlib.import_module(f"{__name__}.{_module}")
 
 __all__ = [
     "DEFAULT_INSTANCES",
