@@ -177,6 +177,13 @@ def _build_parser() -> argparse.ArgumentParser:
                      "reports/reproduce/NAME/<UTC time>-seed<seed>)")  # fmt: skip
     rep.add_argument("--force", action="store_true", help=_FORCE_HELP)
     rep.add_argument("--workers", type=int, default=1, help="worker processes for the linear programs (default 1)")
+    rep.add_argument("--eps-grid", nargs="+", default=None, metavar="E",
+                     help="the privacy levels to use instead of the reproduction's own, e.g. 0.1,1,10 or 0.1 1 10")  # fmt: skip
+    rep.add_argument("--k", default=None, metavar="K[,K...]",
+                     help="alphabet sizes, for a reproduction that takes them (kov-fig4-draws); others refuse --k")  # fmt: skip
+    rep.add_argument("--seeds", default=None, metavar="A..B",
+                     help="run for every seed from A to B: each into its own subfolder seed<S> of the output folder "
+                     "(kov-fig4-draws: the seeds of its draws); not with --seed")  # fmt: skip
     rep.set_defaults(func=_reproduce)
 
     rec = sub.add_parser(
@@ -632,10 +639,30 @@ def _reproduce(args: argparse.Namespace) -> int:
     rp.get(args.name)  # unknown names fail before any work
     from ldpsim import _validate as v
 
-    seed = rp.DEFAULT_SEED if args.seed is None else v.seed(args.seed, "--seed")
+    seed = None if args.seed is None else v.seed(args.seed, "--seed")
     instances = rp.DEFAULT_INSTANCES if args.instances is None else args.instances
-    run = rp.reproduce(args.name, seed=seed, instances=instances, out=args.out, workers=args.workers, force=args.force)
-    _say(f"{run.name}: {rp.get(run.name).source}; {run.instances} instances, seed {run.seed}, {run.seconds:.1f} s")
+    eps_grid = None if args.eps_grid is None else _number_list(args.eps_grid, "--eps-grid", float, "numbers in (0, 700]")
+    k = None if args.k is None else _number_list([args.k], "--k", int, "alphabet sizes, integers >= 2")
+    run = rp.reproduce(args.name, seed=seed, instances=instances, out=args.out, workers=args.workers, force=args.force,
+                       eps_grid=eps_grid, k=k, seeds=args.seeds)  # fmt: skip
+    if run.runs:  # --seeds, one run per seed
+        from ldpsim.reproduce._registry import seed_spread
+
+        _say(f"{run.name}: {rp.get(run.name).source}; {run.instances} instances, seeds {run.seeds[0]}..{run.seeds[-1]} "
+             f"({len(run.runs)} runs), {run.seconds:.1f} s")  # fmt: skip
+        for one in run.runs:
+            bad = one.disagreements
+            _say(f"seed {one.seed}: {one.seconds:.1f} s, " + (f"disagrees ({len(bad)}): " + "; ".join(bad["quantity"])
+                 if len(bad) else "agrees with every number the paper gives") + f" ({one.out_dir})")  # fmt: skip
+        _say("each quantity over the seeds (agrees: in how many of the seeds where the paper gives a number):")
+        spread = seed_spread(run.summary)
+        spread["quantity"] = spread["quantity"].str.ljust(int(spread["quantity"].str.len().max()))  # left-aligned
+        print(table(spread, float_format=lambda x: f"{x:.5g}", na_rep="", keys=1,
+                    full=_named(run.files, "seeds.csv")))  # fmt: skip
+        _say(f"files in {run.out_dir}: {', '.join(p.name for p in run.files)}, and seed<S>/ for each seed")
+        return 0
+    seeds = f"seeds {run.seeds[0]}..{run.seeds[-1]}" if run.seeds else f"seed {run.seed}"
+    _say(f"{run.name}: {rp.get(run.name).source}; {run.instances} instances, {seeds}, {run.seconds:.1f} s")
     print(rp.format_summary(run.summary))  # within 100 columns already
     bad = run.disagreements
     if len(bad):
@@ -644,6 +671,23 @@ def _reproduce(args: argparse.Namespace) -> int:
         _say("every number the paper gives agrees within the stated criterion")
     _say(f"files in {run.out_dir}: {', '.join(p.name for p in run.files)}")
     return 0
+
+
+def _number_list(tokens: Sequence[str], option: str, kind: type, expected: str) -> list:
+    """Numbers given as one or more tokens, each a comma-separated list ("0.1,1 10"); a token
+    that is not a number is one line naming ``option``."""
+    values = []
+    for token in tokens:
+        for part in str(token).split(","):
+            if not part.strip():
+                continue
+            try:
+                values.append(kind(part))
+            except ValueError:
+                raise LdpSimError(f"{option}: got {' '.join(tokens)!r}, expected {expected}, comma- or space-separated") from None
+    if not values:
+        raise LdpSimError(f"{option}: got {' '.join(tokens)!r}, expected {expected}, comma- or space-separated")
+    return values
 
 
 def _recommend(args: argparse.Namespace) -> int:

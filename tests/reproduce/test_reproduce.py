@@ -34,7 +34,10 @@ from ldpsim.utility import (
 
 COARSE = [0.1, 1.0, 10.0]
 EXPECTED = {"kov-fig3", "kov-fig4", "kov-fig5", "kov-mi", "stein-exponent"}  # the mechanism studies
-ALL = EXPECTED | {"composition-region", "multiparty-optimality", "clt"}  # tested in their own files
+ALL = EXPECTED | {  # tested in their own files
+    "composition-region", "multiparty-optimality", "clt", "clt-conditions", "composition-noise", "kov-binary-universality",
+    "kov-approximation-factor", "kov-mi-small-eps", "kov-approximate-ldp", "kov-fig4-draws", "multiparty-interactive",
+}  # fmt: skip
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -280,7 +283,7 @@ def test_cli_runs_a_reproduction_and_prints_the_table(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, needle",
     [
-        (["reproduce", "nonsense"], "NAME: got 'nonsense', expected one of clt, composition-region"),
+        (["reproduce", "nonsense"], "NAME: got 'nonsense', expected one of clt, clt-conditions, composition-noise"),
         (["reproduce"], "NAME: got nothing"),
         (["reproduce", "kov-fig3", "--list"], "--list: got a NAME too"),
         (["reproduce", "kov-fig5", "--instances", "0"], "--instances: got 0"),
