@@ -6,6 +6,7 @@ has none) is returned as ``inf``, never NaN.
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -23,9 +24,36 @@ def _pair(p: ArrayLike, q: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.f
 
 
 def kl_divergence(p: ArrayLike, q: ArrayLike) -> float:
-    """``D_kl(p || q) = sum p log(p/q)`` in nats."""
+    """``D_kl(p || q) = sum p log(p/q)`` in nats.
+
+    Summed as ``sum q g((p - q)/q)`` with ``g(x) = (1 + x) log(1 + x) - x >= 0``, which equals
+    ``sum p log(p/q)`` because both vectors sum to one: every term is non-negative and keeps
+    its relative precision when p and q nearly agree (a series for small ``x``), so a
+    divergence of 1e-22 between two marginals comes out right instead of drowning in the
+    rounding of terms of size 1e-10 that cancel."""
     a, b = _pair(p, q)
-    return float(np.sum(special.rel_entr(a, b)))
+    if np.any((b == 0) & (a > 0)):
+        return float("inf")
+    live = b > 0
+    x = (a[live] - b[live]) / b[live]  # >= -1; p - q is exact where p and q are close
+    return float(math.fsum((b[live] * _g(x)).tolist()))
+
+
+#: Below this |x|, g(x) = (1 + x) log(1 + x) - x by its series (terms x^n / (n (n - 1)), n <= 12).
+_SERIES_X = 1e-2
+
+
+def _g(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``(1 + x) log(1 + x) - x`` for x >= -1 (``g(-1) = 1``), accurate to a few ulps of g."""
+    out = special.xlogy(1.0 + x, 1.0 + x) - x
+    small = np.abs(x) < _SERIES_X
+    if np.any(small):
+        xs = x[small]
+        series = np.zeros_like(xs)
+        for n in range(12, 1, -1):  # Horner from the smallest term: sum_{n>=2} (-1)^n x^n / (n (n - 1))
+            series = xs * (series + (-1.0) ** n / (n * (n - 1)))
+        out[small] = xs * series
+    return out
 
 
 def tv_distance(p: ArrayLike, q: ArrayLike) -> float:
