@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ldpsim import LdpSimError
@@ -59,13 +59,17 @@ def direct_value(u, q):
 
 
 @given(seed=st.integers(0, 2**32 - 1), k=st.integers(2, 9), eps=st.floats(0.0, 50.0))
+@example(seed=0, k=2, eps=21.70433785084716)  # found by the explore profile
 def test_pattern_formula_equals_mu_of_explicit_columns(seed, k, eps):
     p0, p1 = priors(seed, k)
     codes = np.arange(1 << k)
     cols = math.exp(-eps) + (-math.expm1(-eps)) * pattern_bits(codes, k).T.astype(float)
     for u in all_utilities(p0, p1):
         sums = u.weights @ pattern_bits(codes, k).T.astype(float)
-        np.testing.assert_allclose(u.pattern_mu(sums, eps), u.mu(cols), rtol=1e-9, atol=1e-15)
+        want = u.mu(cols)
+        # a pattern whose exact mu is 0 (all ones) comes out as a rounding of O(max mu) terms:
+        # the absolute tolerance scales with the largest mu (explore found 3.6e-15 at eps = 21.7)
+        np.testing.assert_allclose(u.pattern_mu(sums, eps), want, rtol=1e-9, atol=1e-13 * max(1.0, float(np.max(np.abs(want)))))
 
 
 @given(seed=st.integers(0, 2**32 - 1), k=st.integers(2, 7), m=st.integers(1, 7))
