@@ -18,7 +18,7 @@ import pytest
 
 from ldpsim._text import KEEP, WIDTH, shorten, table, wrap
 from tests.cli_helpers import run_cli
-from tests.sim.helpers import MULTIPARTY, collection_text, scenario_text
+from tests.sim.helpers import MULTIPARTY, PLAIN_MEMOISED_AND_BUDGET, collection_text, scenario_text
 
 NUMBER = re.compile(r"^-?(\d[\d,]*\.?\d*(e[+-]\d+)?|inf|nan)$", re.I)
 
@@ -116,26 +116,9 @@ def test_run_prints_every_kind_of_scenario_within_the_width(tmp_path):
     assert "questions per respondent" in out and ":crosstab:" in out and "age:mean" in out
 
 
-POLICIES = """
-[[policies]]
-name = "every report"
-kind = "plain"
-[[policies]]
-name = "memoised"
-kind = "memoise"
-eps_permanent = 2.0
-[[policies]]
-name = "budget eps 4"
-kind = "filter"
-rate = 0.5
-filter = "basic"
-budget_eps = 4.0
-"""
-
-
 def test_the_collection_table_is_split_and_every_value_of_summary_md_is_printed(tmp_path):
     shuffler = "[shuffler]\nbatch = 300\ncompare = true"
-    (tmp_path / "c.toml").write_text(collection_text(size=2000, periods=6, policies=POLICIES, shuffler=shuffler))
+    (tmp_path / "c.toml").write_text(collection_text(size=2000, periods=6, policies=PLAIN_MEMOISED_AND_BUDGET, shuffler=shuffler))
     out = fits("run", "c.toml", "--out", "c", "--no-progress", cwd=tmp_path)
     assert "full table: c/summary.md" in out
     md = (tmp_path / "c" / "summary.md").read_text().splitlines()

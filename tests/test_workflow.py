@@ -31,8 +31,7 @@ MULTIPARTY = helpers.MULTIPARTY.replace('name = "small"', 'name = "small_xor"').
 
 COLLECTION = helpers.collection_text(
     labels='["a", "1", "01"]', distribution="[0.5, 0.3, 0.2]", size=2_000, periods=4, replications=2,
-    policies='[[policies]]\nname = "every report"\nkind = "plain"\n[[policies]]\nname = "memoised"\nkind = "memoise"\n'
-             "eps_permanent = 2.0",
+    policies=helpers.PLAIN_AND_MEMOISED,
 ).replace('name = "collection_test"', 'name = "small_collection"')
 
 TEXTS = {"survey": SURVEY, "multiparty": MULTIPARTY, "collection": COLLECTION}

@@ -124,6 +124,27 @@ replications = 3
 """
 
 
+#: Two repeated-collection policies on the same reports: every report, and memoised ones.
+PLAIN_AND_MEMOISED = """
+[[policies]]
+name = "every report"
+kind = "plain"
+[[policies]]
+name = "memoised"
+kind = "memoise"
+eps_permanent = 2.0
+"""
+
+#: The two above and a budget of eps 4 (a basic filter) on half the periods.
+PLAIN_MEMOISED_AND_BUDGET = PLAIN_AND_MEMOISED + """[[policies]]
+name = "budget eps 4"
+kind = "filter"
+rate = 0.5
+filter = "basic"
+budget_eps = 4.0
+"""
+
+
 def collection_text(
     *, labels: str = '["a", "b"]', distribution: str = "[0.6, 0.4]", size: int = 4000, periods: int = 5,
     schedule: str = '{ kind = "every_period" }', change: str = '{ kind = "none" }', eps: float = 1.0,
