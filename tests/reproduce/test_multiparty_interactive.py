@@ -117,6 +117,27 @@ def test_pure_dp_random_interactive_protocols_never_beat_rr():
                 assert mi.blackwell_gap(R, P) <= 1e-8
 
 
+def test_garbling_bound_certifies_post_processings_and_bounds_the_lp_gap():
+    rng = np.random.default_rng(5)
+    for k in (2, 3):
+        eps, zero = rng.uniform(0.2, 2.0, k), np.zeros(k)
+        R = mi.rr_law(eps, zero)
+        # a random garbling of RR's support: the certificate is rounding-level
+        support = R.max(axis=0) > 0
+        W = rng.dirichlet(np.full(7, 0.5), support.sum())
+        assert mi.garbling_bound(R, R[:, support] @ W) <= 1e-13
+        # RR at twice the eps is not a garbling: the LP's gap is positive and the bound is above it
+        P = mi.rr_law(2 * eps, zero)
+        bound = mi.garbling_bound(R, P)
+        if k == 2:
+            lp = mi.blackwell_gap(R, P)
+            assert 1e-3 < lp <= bound + 1e-12
+        assert bound > mi.LP_TOL
+    # approximate DP: RR's support is not square, so there is no certificate and the LP decides
+    eps, delta = np.array([0.8, 1.3]), np.array([0.1, 0.2])
+    assert mi.garbling_bound(mi.rr_law(eps, delta), mi.tv_binary(eps, delta)) is None
+
+
 def test_tv_matched_binary_ties_xor_but_is_not_equivalent():
     eps, delta = np.array([0.8, 1.3]), np.array([0.1, 0.2])
     B, R = mi.tv_binary(eps, delta), mi.rr_law(eps, delta)
