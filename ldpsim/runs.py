@@ -41,7 +41,6 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
 from ldpsim import _progress
 from ldpsim import _validate as v
@@ -367,24 +366,23 @@ def _execute(
     key = meta["run_key"]
     own = executor is None
     done = 0
-    bar = None
     stopped = False
     try:
         todo = [r for r in range(total) if not _finished(run_dir, r, key)]
         done = total - len(todo)
         if own:
             executor = SequentialExecutor() if workers == 1 else start_pool(workers)
-        bar = tqdm(total=total, initial=done, unit="rep", desc=study.scenario.name, disable=not _progress.shown(progress))
         finished_now = 0
         shared = study.shared()
-        for index, frame in _completed(executor, study, seed, todo, workers, shared, cancel=not own):
-            _write_rep(run_dir, index, frame, key)
-            done += 1
-            finished_now += 1
-            bar.update(1)
-            if interrupt_after is not None and finished_now >= interrupt_after and done < total:
-                raise KeyboardInterrupt
-        bar.close()  # the replications' bar stays on the terminal; the report's goes when done
+        # the replications' bar stays on the terminal when they are all done; the report's goes
+        with _progress.bar(total, study.scenario.name, "rep", show=progress, initial=done, leave=True):
+            for index, frame in _completed(executor, study, seed, todo, workers, shared, cancel=not own):
+                _write_rep(run_dir, index, frame, key)
+                done += 1
+                finished_now += 1
+                _progress.advance()
+                if interrupt_after is not None and finished_now >= interrupt_after and done < total:
+                    raise KeyboardInterrupt
         with _progress.bar(sum(REPORT_STAGES.values()), f"{study.scenario.name}: report", show=progress, counts=False):
             _progress.note("reading the results")
             results = study.read_results(concat_replications(run_dir, total))
@@ -411,8 +409,6 @@ def _execute(
             ) from None
         raise
     finally:
-        if bar is not None:
-            bar.close()
         if own and executor is not None and not stopped:
             executor.shutdown(wait=True)
         lock.release()

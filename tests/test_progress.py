@@ -201,11 +201,12 @@ def test_run_report_has_a_bar_by_stage_only_with_progress(tmp_path, terminal, ba
     path = tmp_path / "test.toml"
     path.write_text(scenario_text(size=2000))
     run_scenario(path, out=tmp_path / "quiet", progress=False)
-    assert terminal() == "" and [b[3] for b in bars] == [False]
+    assert terminal() == "" and [(b[0], b[3]) for b in bars] == [("test", False), ("test: report", False)]
     run_scenario(path, out=tmp_path / "shown")
     screen = terminal()
     assert "test: report:" in screen and "tables and figures" in screen and TIME_LEFT.search(screen)
-    desc, total, reached, shown = bars[-1]
+    (reps, n_reps, reps_reached, reps_shown), (desc, total, reached, shown) = bars[-2:]
+    assert reps == "test" and reps_shown and reps_reached == n_reps  # the replications' bar, then the report's
     assert shown and reached == pytest.approx(total, rel=1e-9)
 
 
@@ -232,6 +233,27 @@ def test_bar_shows_the_time_left_and_is_cleared_on_errors_and_ctrl_c(terminal):
     text = terminal()
     assert "work:  50%" in text and TIME_LEFT.search(text)
     assert text.endswith("\r")  # leave=False: the line is wiped, nothing left behind
+
+
+def test_a_resumed_bar_starts_at_initial_and_a_left_bar_stays_only_when_done(terminal):
+    with _progress.bar(8, "resumed", unit="rep", initial=5, leave=True) as b:
+        assert b.n == 5
+        _progress.advance(3)
+    text = terminal()
+    assert "resumed: 100%" in text and "8/8" in text
+    assert text.endswith("\n")  # left on the terminal: the line is ended, not wiped
+    with pytest.raises(KeyboardInterrupt):
+        with _progress.bar(8, "stopped", unit="rep", initial=2, leave=True):
+            raise KeyboardInterrupt
+    text = terminal()
+    assert "2/8" in text and text.endswith("\r")  # Ctrl-C: wiped all the same
+
+
+@pytest.mark.parametrize("initial", [-1, 9, float("nan"), "2", True])
+def test_a_bad_initial_is_refused_naming_it(initial):
+    with pytest.raises(LdpSimError, match="^initial: got"):
+        with _progress.bar(8, "work", initial=initial):
+            pass
 
 
 def test_switched_off_by_the_variable_and_by_show(terminal, monkeypatch):
