@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ldpsim._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ldpsim.protocols.channel import deviate, erasure_protocol, missing_probability, rule_gain
     from ldpsim.protocols.decisions import (
         OBSERVER,
         average_rule_table,
@@ -33,13 +34,17 @@ _DECISIONS = (
     "bit_probabilities",
     "count_posterior",
     "decide",
+    "deviate",
     "enumerated_gain",
+    "erasure_protocol",
     "estimate_accuracy",
     "exact_accuracy",
     "exact_gain",
     "exact_gains",
     "exact_plan",
+    "missing_probability",
     "rule_accuracy",
+    "rule_gain",
     "transcript_classes",
     "worst_case",
     "xor_accuracy",
@@ -49,6 +54,7 @@ __getattr__, __dir__ = lazy_exports(
     {
         **dict.fromkeys(_DECISIONS, "ldpsim.protocols.decisions"),
         **dict.fromkeys(("bit_probabilities", "enumerated_gain", "exact_gain", "exact_gains"), "ldpsim.protocols.gains"),
+        **dict.fromkeys(("deviate", "erasure_protocol", "missing_probability", "rule_gain"), "ldpsim.protocols.channel"),
         "Protocol": "ldpsim.protocols.protocol",
         "Task": "ldpsim.protocols.tasks",
     },
@@ -62,13 +68,17 @@ __all__ = [
     "bit_probabilities",
     "count_posterior",
     "decide",
+    "deviate",
     "enumerated_gain",
+    "erasure_protocol",
     "estimate_accuracy",
     "exact_accuracy",
     "exact_gain",
     "exact_gains",
     "exact_plan",
+    "missing_probability",
     "rule_accuracy",
+    "rule_gain",
     "transcript_classes",
     "worst_case",
     "xor_accuracy",

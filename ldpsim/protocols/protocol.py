@@ -59,7 +59,8 @@ class Protocol:
         if len(matrices) == 0 or len(matrices) > MAX_PARTIES:
             raise invalid("matrices", f"{len(matrices)} parties", f"between 1 and {MAX_PARTIES} per-party matrices")
         parties = len(matrices)
-        self.eps = _levels(eps, parties, "eps", V.epsilon)
+        # eps = inf: a party that claims no pure privacy (a deviating one; its delta says what it reveals)
+        self.eps = _levels(eps, parties, "eps", lambda v, name: V.epsilon(v, name, allow_inf=True))
         self.delta = _levels(delta, parties, "delta", V.delta)
         mats = []
         for j, q in enumerate(matrices):
