@@ -10,6 +10,11 @@ Cases (the universal (eps_i, delta_i) randomized response; one run each, best of
 * the optimal rule applied to simulated rounds (DP over parties): 1000 rounds at k = 1000;
 * worst-case linear program: k = 3, 5, 7 (the limit for a binary function).
 
+With a lossy channel (``--loss``, 5% by default: every message is not heard with that
+probability, an extra "not heard" symbol per party, ``ldpsim.protocols.erasure_protocol``)
+each path is timed at the largest k it accepts, found by bisection on ``exact_plan`` (the
+general path and the transcript classes grow with the extra symbol; XOR does not).
+
 Run from the repo root: ``python benchmarks/bench_protocols.py``. Writes
 ``reports/benchmarks/protocols.csv``.
 """
@@ -19,7 +24,19 @@ from __future__ import annotations
 import numpy as np
 from _common import parser, report, timed
 
-from ldpsim.protocols import OBSERVER, Protocol, Task, decide, exact_accuracy, transcript_classes, worst_case
+from ldpsim.errors import LdpSimError
+from ldpsim.protocols import (
+    OBSERVER,
+    Protocol,
+    Task,
+    decide,
+    erasure_protocol,
+    exact_accuracy,
+    exact_plan,
+    transcript_classes,
+    worst_case,
+)
+from ldpsim.protocols.decisions import MAX_LP_ENTRIES
 
 
 def best(fn, repeats):
@@ -30,8 +47,32 @@ def best(fn, repeats):
     return min(times), value
 
 
+def largest_k(build, task_of, party, lo: int, hi: int) -> int:
+    """The largest k in [lo, hi] whose exact path ``exact_plan`` accepts (monotone in k)."""
+    def ok(k: int) -> bool:
+        p = build(k)
+        try:
+            exact_plan(p, task_of(k), party if party != "last" else k - 1)
+        except LdpSimError:
+            return False
+        return True
+
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid - 1)
+    return lo
+
+
+def lp_fits(p: Protocol, k: int, outputs: int = 2) -> bool:
+    """Whether the worst-case LP of party 0 fits MAX_LP_ENTRIES (2^k rows x the others' transcripts x outputs)."""
+    others = int(np.prod(p.sizes[1:]))
+    return (2**k) * others * outputs <= MAX_LP_ENTRIES
+
+
 def main() -> None:
-    args = parser(__doc__.splitlines()[0], repeats=3).parse_args()
+    p = parser(__doc__.splitlines()[0], repeats=3)
+    p.add_argument("--loss", type=float, default=0.05, help="probability that a message is not heard (the lossy cases)")
+    args = p.parse_args()
     rng = np.random.default_rng(args.seed)
     rows = []
 
@@ -60,6 +101,24 @@ def main() -> None:
         p = Protocol.universal(rng.uniform(0.2, 3, k), rng.uniform(0, 0.1, k))
         add("worst-case LP, majority, party 0", k, lambda: worst_case(p, Task.majority(k), 0)[0])
         add("worst-case LP, majority, observer", k, lambda: worst_case(p, Task.majority(k), OBSERVER)[0])
+    # ---- with a lossy channel: largest k per path, then its time
+    m = args.loss
+    hetero = lambda k: erasure_protocol(Protocol.universal(rng.uniform(0.2, 3, k), rng.uniform(0, 0.1, k)), m)  # noqa: E731
+    for party, label in ((0, "party 0"), (OBSERVER, "observer")):
+        k = largest_k(hetero, lambda k: Task.random(k, 2, rng=1), party, 2, 14)
+        pk, fk = hetero(k), Task.random(k, 2, rng=rng)
+        add(f"loss {m:g}: general f, {label}", k, lambda: exact_accuracy(pk, fk, party), loss=m)
+    for delta, label in ((0.0, "delta 0"), (0.05, "delta 0.05")):
+        one = lambda k, delta=delta: erasure_protocol(Protocol.universal(np.full(k, 0.5), delta), m)  # noqa: E731
+        k = largest_k(one, Task.majority, 0, 2, 2000)
+        pk = one(k)
+        add(f"loss {m:g}: majority, 1 level, {label}, party 0", k, lambda: exact_accuracy(pk, Task.majority(k), 0),
+            classes=transcript_classes(pk, 0), loss=m)  # fmt: skip
+    bigl = erasure_protocol(big, m)
+    add(f"loss {m:g}: xor closed form, party 0", 100_000, lambda: exact_accuracy(bigl, Task.xor(100_000), 0), loss=m)
+    k = max(k for k in range(2, 12) if lp_fits(hetero(k), k))
+    pk = hetero(k)
+    add(f"loss {m:g}: worst-case LP, majority, party 0", k, lambda: worst_case(pk, Task.majority(k), 0)[0], loss=m)
     report("protocols", rows, args.out)
 
 
