@@ -66,28 +66,30 @@ def erasure_protocol(protocol: Protocol, missing: ArrayLike) -> Protocol:
         m = np.full(protocol.parties, float(m[0]))
     if m.shape != (protocol.parties,) or not np.all((m >= 0) & (m <= 1)):
         raise invalid("missing", missing, f"a probability, or {protocol.parties} probabilities (one per party)")
-    mats = [np.hstack([(1.0 - mj) * q, np.full((2, 1), mj)]) for q, mj in zip(protocol.matrices, m)]
+    mats = [np.hstack([(1.0 - mj) * q, np.full((q.shape[0], 1), mj)]) for q, mj in zip(protocol.matrices, m)]
     return Protocol(mats, protocol.eps, protocol.delta, name=protocol.name)
 
 
 def truthful_matrix(q: ArrayLike) -> NDArray[np.float64]:
-    """The matrix of a party that, for bit x, always sends the symbol with the largest
-    likelihood ratio ``Q[x, s] / Q[1 - x, s]`` (ties: the likeliest under x)."""
+    """The matrix of a party that, for input x, always sends the symbol with the largest
+    likelihood ratio ``Q[x, s] / max_{x' != x} Q[x', s]`` (for a bit: ``Q[x, s] / Q[1 - x, s]``;
+    ties: the likeliest under x)."""
     q = np.asarray(q, dtype=np.float64)
     out = np.zeros_like(q)
     with np.errstate(divide="ignore", invalid="ignore"):
-        for x in (0, 1):
-            ratio = np.where(q[x] > 0, q[x] / q[1 - x], -np.inf)  # inf where the other input never sends s
+        for x in range(len(q)):
+            rival = np.delete(q, x, axis=0).max(axis=0)
+            ratio = np.where(q[x] > 0, q[x] / rival, -np.inf)  # inf where no other input sends s
             best = np.flatnonzero(ratio == ratio.max())
             out[x, best[np.argmax(q[x, best])]] = 1.0
     return out
 
 
 def fixed_matrix(q: ArrayLike, bit: int) -> NDArray[np.float64]:
-    """The matrix of a party that follows the protocol as if its bit were ``bit``."""
+    """The matrix of a party that follows the protocol as if its input were ``bit``."""
     q = np.asarray(q, dtype=np.float64)
-    b = V.integer(bit, "bit", minimum=0, maximum=1)
-    return np.vstack([q[b], q[b]])
+    b = V.integer(bit, "bit", minimum=0, maximum=len(q) - 1)
+    return np.vstack([q[b]] * len(q))
 
 
 def deviate(protocol: Protocol, deviations: Mapping[int, str | tuple[str, int]]) -> Protocol:
@@ -119,23 +121,26 @@ def rule_gain(nominal: Protocol, actual: Protocol, task: Task, party: int = OBSE
     """The exact expected gain of the optimal average rule of ``nominal`` (the guesses of
     :func:`ldpsim.protocols.decide`, ties included) when the transcripts come from
     ``actual`` (same parties and alphabets) and party j's bit is 1 with probability
-    ``p_one[j]`` (1/2 by default): ``sum_x prior(x) sum_tau P_actual[x, tau] w(f(x), rule(tau, x_i))``,
+    ``p_one[j]`` (1/2 by default; parties holding more than a bit: uniform inputs): ``sum_x prior(x) sum_tau P_actual[x, tau] w(f(x), rule(tau, x_i))``,
     a contraction of the prior-weighted gain table with each of ``actual``'s matrices."""
     party = _check(nominal, task, party)
     _check(actual, task, party)
-    if nominal.sizes != actual.sizes:
-        raise invalid("actual", f"alphabets {actual.sizes}", f"the nominal protocol's alphabets {nominal.sizes}")
+    if nominal.sizes != actual.sizes or nominal.inputs != actual.inputs:
+        raise invalid("actual", f"alphabets {actual.inputs} -> {actual.sizes}", f"the nominal protocol's alphabets {nominal.inputs} -> {nominal.sizes}")
     k = nominal.parties
-    probs = bit_probabilities(p_one, k)
-    sizes = [2 if j == party else m for j, m in enumerate(nominal.sizes)]
+    if not nominal.binary_inputs and p_one is not None:
+        raise invalid("p_one", p_one, "no bit probabilities when parties hold more than a bit (their inputs are uniform)")
+    inputs = nominal.inputs
+    laws = [np.full(a, 1.0 / a) for a in inputs] if not nominal.binary_inputs else [np.array([1 - p, p]) for p in bit_probabilities(p_one, k)]
+    sizes = [inputs[j] if j == party else m for j, m in enumerate(nominal.sizes)]
     entries = task.n_outputs * math.prod(sizes)
     if entries > MAX_TENSOR_ENTRIES:
         raise invalid("parties", k, f"a smaller protocol for the exact gain of a rule ({entries:,} entries, at most {MAX_TENSOR_ENTRIES:,})")
-    # T[x_1..x_k, y] = prior(x) w(f(x), y), then each other party's bit axis -> its message axis
+    # T[x_1..x_k, y] = prior(x) w(f(x), y), then each other party's input axis -> its message axis
     prior = np.ones((1,))
-    for p in probs:
-        prior = np.multiply.outer(prior, np.array([1.0 - p, p])).reshape(-1)
-    T = (prior[:, None] * task.gain[task.full_table()]).reshape((2,) * k + (task.n_outputs,))
+    for law in laws:
+        prior = np.multiply.outer(prior, law).reshape(-1)
+    T = (prior[:, None] * task.gain[task.full_table()]).reshape(tuple(inputs) + (task.n_outputs,))
     for j in range(k):
         if j != party:
             T = np.moveaxis(np.tensordot(T, actual.matrices[j], axes=([j], [0])), -1, j)

@@ -17,6 +17,11 @@ observer (``party=OBSERVER``) sees only tau. With x uniform on {0,1}^k:
   convolution of binomials (parties in few classes: k = 1000 and beyond);
 * XOR with the indicator gain: ``(1 + prod_{j != i} TV(Q_j[0], Q_j[1])) / 2``, which for the
   quaternary mechanism is docs/theory.md's ``(1 + prod (delta_j + (1 - delta_j) tanh(eps_j/2)))/2``.
+
+Parties holding more than a bit (party j's input uniform on ``{0, ..., a_j - 1}``, a task
+given by its table, ``Task.from_table(..., inputs=...)``) go through the general tensor
+path and the worst-case linear program with ``2^-k`` replaced by ``1 / prod a_j``; the
+symmetric and XOR paths are for bits.
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ MAX_CLASS_COMBOS = 400_000
 def _check(protocol: Protocol, task: Task, party: int) -> int:
     if protocol.parties != task.parties:
         raise invalid("task", f"a function of {task.parties} bits", f"a function of {protocol.parties} bits, one per party of the protocol")
+    if protocol.inputs != task.sizes:
+        raise invalid("task", f"a function of inputs of sizes {task.sizes}", f"the protocol's input sizes {protocol.inputs}, one per party")
     p = V.integer(party, "party", minimum=OBSERVER, maximum=protocol.parties - 1)
     return p
 
@@ -70,7 +77,7 @@ def _gain_tensor(protocol: Protocol, task: Task, party: int) -> NDArray[np.float
             f"at most {MAX_GENERAL_PARTIES} parties for a general function (symmetric functions: "
             "Task.sum / xor / majority / threshold / and_ scale to thousands)",
         )
-    T = task.gain[task.full_table()].reshape((2,) * k + (task.n_outputs,))
+    T = task.gain[task.full_table()].reshape(task.sizes + (task.n_outputs,))
     for j in range(k):
         if j == party:
             continue
@@ -83,7 +90,7 @@ class GeneralRule:
     """A deterministic rule as a table over (tau_-i, x_i) (or tau for the observer)."""
 
     party: int
-    table: NDArray[np.int64]
+    table: NDArray[np.int64]  # axes: every party's message, the party's own axis its input
 
     def decide(self, tau: NDArray[np.int64], own: NDArray[np.int64] | None) -> NDArray[np.int64]:
         cols = [tau[:, j] if j != self.party else own for j in range(tau.shape[1])]
@@ -92,7 +99,7 @@ class GeneralRule:
 
 def _general_average(protocol: Protocol, task: Task, party: int) -> tuple[float, GeneralRule]:
     H = _gain_tensor(protocol, task, party)
-    value = float(H.max(axis=-1).sum()) / 2.0**protocol.parties
+    value = float(H.max(axis=-1).sum()) / math.prod(protocol.inputs)
     return value, GeneralRule(party, H.argmax(axis=-1))
 
 
@@ -253,7 +260,7 @@ def exact_plan(protocol: Protocol, task: Task, party: int = OBSERVER, max_classe
         # the tensor path is fastest for small k (0.1 s at k = 10); classes beyond that
         if classes <= max_classes and (k > 10 or classes <= 2_000):
             return "classes"
-    entries = task.n_outputs * math.prod(2 if j == party else m for j, m in enumerate(protocol.sizes))
+    entries = task.n_outputs * math.prod(protocol.inputs[j] if j == party else m for j, m in enumerate(protocol.sizes))
     if k <= MAX_GENERAL_PARTIES and entries <= MAX_TENSOR_ENTRIES:
         return "tensor"
     if task.is_symmetric and transcript_classes(protocol, party) <= max_classes:
@@ -307,8 +314,9 @@ def decide(protocol: Protocol, task: Task, party: int, tau: ArrayLike, own_bits:
         if own_bits is None:
             raise invalid("own_bits", None, "the party's own bits (one per transcript row)")
         own = np.asarray(own_bits, dtype=np.int64).ravel()
-        if own.shape != (t.shape[0],) or not np.isin(own, (0, 1)).all():
-            raise invalid("own_bits", f"shape {own.shape}", f"{t.shape[0]} bits 0/1")
+        a = protocol.inputs[party]
+        if own.shape != (t.shape[0],) or (own.size and (own.min() < 0 or own.max() >= a)):
+            raise invalid("own_bits", f"shape {own.shape}", f"{t.shape[0]} inputs of party {party} (0 to {a - 1})")
     if task.is_symmetric:
         return _symmetric_decide(protocol, task, party, t, own)
     cache = protocol.__dict__.setdefault("_rule_cache", {})
@@ -325,7 +333,7 @@ def estimate_accuracy(
     party = _check(protocol, task, party)
     rounds = V.integer(rounds, "rounds", minimum=2)
     gen = np.random.default_rng(rng)
-    x = gen.integers(0, 2, size=(rounds, protocol.parties))
+    x = gen.integers(0, np.asarray(protocol.inputs), size=(rounds, protocol.parties))
     tau = protocol.sample(x, gen)
     guess = decide(protocol, task, party, tau, None if party == OBSERVER else x[:, party])
     g = task.gain[task.value(x), guess]
@@ -344,15 +352,25 @@ def _kron_rows(protocol: Protocol, members: list[int]) -> NDArray[np.float64]:
 def _lp_parts(protocol: Protocol, task: Task, party: int):
     k, Y = protocol.parties, task.n_outputs
     others = _others(protocol, party)
-    P = _kron_rows(protocol, others)  # (2^{k-1} or 2^k, T)
+    P = _kron_rows(protocol, others)  # (prod of the others' inputs, T)
     T = P.shape[1]
-    own_vals = [0] if party == OBSERVER else [0, 1]
+    own_vals = [0] if party == OBSERVER else list(range(protocol.inputs[party]))
     n_var = T * len(own_vals) * Y
-    rows = 2**k
+    rows = math.prod(protocol.inputs)
     if rows * T * Y > MAX_LP_ENTRIES:
         raise invalid("parties", k, f"a smaller problem for the worst-case linear program (it needs {rows * T * Y:,} coefficients, at most {MAX_LP_ENTRIES:,})")
     F = task.full_table()
     return k, Y, others, P, T, own_vals, n_var, F
+
+
+def _input_rows(protocol: Protocol, party: int, others: list[int]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """For every input vector x (C order): the row of the others' inputs in ``_kron_rows``
+    and the party's own input (0 for the observer)."""
+    sizes = protocol.inputs
+    xs = np.stack(np.unravel_index(np.arange(math.prod(sizes)), sizes), axis=1)
+    xo = np.ravel_multi_index(tuple(xs[:, others].T), [sizes[j] for j in others]) if others else np.zeros(len(xs), np.int64)
+    own = np.zeros(len(xs), np.int64) if party == OBSERVER else xs[:, party]
+    return xo, own
 
 
 def worst_case(protocol: Protocol, task: Task, party: int = OBSERVER) -> tuple[float, NDArray[np.float64]]:
@@ -360,14 +378,13 @@ def worst_case(protocol: Protocol, task: Task, party: int = OBSERVER) -> tuple[f
     ``phi[tau_-i, x_i, y]`` (``phi[tau, y]`` for the observer), by HiGHS."""
     party = _check(protocol, task, party)
     k, Y, others, P, T, own_vals, n_var, F = _lp_parts(protocol, task, party)
-    A = np.zeros((2**k, n_var + 1))
-    for x in range(2**k):
-        bits = [(x >> (k - 1 - j)) & 1 for j in range(k)]
-        xo = sum(bits[j] << (len(others) - 1 - n) for n, j in enumerate(others))
-        oi = 0 if party == OBSERVER else bits[party]
-        coef = P[xo][:, None] * task.gain[F[x]][None, :]  # (T, Y)
+    n_x = len(F)
+    A = np.zeros((n_x, n_var + 1))
+    rows_of, own_of = _input_rows(protocol, party, others)
+    for x in range(n_x):
+        coef = P[rows_of[x]][:, None] * task.gain[F[x]][None, :]  # (T, Y)
         block = np.zeros((T, len(own_vals), Y))
-        block[:, oi, :] = coef
+        block[:, own_of[x], :] = coef
         A[x, :n_var] = -block.ravel()
         A[x, n_var] = 1.0  # s - E[gain | x] <= 0
     eq = sparse.kron(sparse.eye(T * len(own_vals)), np.ones((1, Y)))
@@ -376,7 +393,7 @@ def worst_case(protocol: Protocol, task: Task, party: int = OBSERVER) -> tuple[f
     c[-1] = -1.0
     gmin, gmax = float(task.gain.min()), float(task.gain.max())
     bounds = [(0, 1)] * n_var + [(gmin - 1, gmax + 1)]
-    res = linprog(c, A_ub=sparse.csr_matrix(A), b_ub=np.zeros(2**k), A_eq=eq, b_eq=np.ones(eq.shape[0]), bounds=bounds, method="highs")
+    res = linprog(c, A_ub=sparse.csr_matrix(A), b_ub=np.zeros(n_x), A_eq=eq, b_eq=np.ones(eq.shape[0]), bounds=bounds, method="highs")
     if res.status != 0:  # pragma: no cover - HiGHS solves these small feasible LPs
         raise LdpSimError(f"worst-case linear program: {res.message}")
     phi = res.x[:n_var].reshape((T, len(own_vals), Y))
@@ -388,12 +405,10 @@ def rule_accuracy(protocol: Protocol, task: Task, party: int, phi: ArrayLike) ->
     party = _check(protocol, task, party)
     k, Y, others, P, T, own_vals, n_var, F = _lp_parts(protocol, task, party)
     phi = np.asarray(phi, dtype=np.float64).reshape((T, len(own_vals), Y))
-    vals = np.empty(2**k)
-    for x in range(2**k):
-        bits = [(x >> (k - 1 - j)) & 1 for j in range(k)]
-        xo = sum(bits[j] << (len(others) - 1 - n) for n, j in enumerate(others))
-        oi = 0 if party == OBSERVER else bits[party]
-        vals[x] = float(P[xo] @ (phi[:, oi, :] @ task.gain[F[x]]))
+    vals = np.empty(len(F))
+    rows_of, own_of = _input_rows(protocol, party, others)
+    for x in range(len(F)):
+        vals[x] = float(P[rows_of[x]] @ (phi[:, own_of[x], :] @ task.gain[F[x]]))
     return float(vals.mean()), float(vals.min())
 
 

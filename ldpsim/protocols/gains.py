@@ -30,6 +30,10 @@ def exact_gain(protocol: Protocol, task: Task, party: int, p_one: ArrayLike | No
     """The exact expected gain per round of the optimal rule of ``party`` when party j's bit
     is 1 with probability ``p_one[j]``: ``exact_accuracy`` for uniform bits, otherwise an
     enumeration of all inputs and transcripts (NaN when larger than MAX_ENUMERATION)."""
+    if not protocol.binary_inputs:  # parties holding more than a bit: uniform inputs only
+        if p_one is not None:
+            raise invalid("p_one", p_one, "no bit probabilities when parties hold more than a bit (their inputs are uniform)")
+        return float(exact_accuracy(protocol, task, party, notion="average"))
     probs = bit_probabilities(p_one, task.parties)
     if np.all(probs == 0.5):
         return float(exact_accuracy(protocol, task, party, notion="average"))
@@ -40,6 +44,8 @@ def enumerated_gain(protocol: Protocol, task: Task, party: int, p_one: ArrayLike
     """``sum_x prior(x) sum_tau P(tau | x) w(f(x), decide(tau, x_party))`` by brute force,
     with the rule's guesses taken from :func:`decide` itself (NaN when too large)."""
     k = task.parties
+    if not protocol.binary_inputs:
+        raise invalid("protocol", f"input sizes {protocol.inputs}", "parties holding bits (enumerated_gain; use exact_accuracy or rule_gain)")
     probs = bit_probabilities(p_one, k)
     sizes = [q.shape[1] for q in protocol.matrices]
     n_tau = math.prod(sizes)

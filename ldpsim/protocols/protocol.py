@@ -1,8 +1,9 @@
 """Non-interactive multi-party protocols: party j broadcasts ``tau_j ~ Q_j[x_j, :]``.
 
 The protocol's matrix ``P[x, tau] = prod_j Q_j[x_j, tau_j]`` (docs/theory.md sec. 7) is never
-materialised; only the per-party 2 x m_j matrices are kept, one for each of the
-``parties`` parties.
+materialised; only the per-party a_j x m_j matrices are kept, one for each of the
+``parties`` parties (a_j = 2 when party j holds a bit, the usual case; more when it holds
+one of a_j values).
 """
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ def _pair_levels(eps: ArrayLike, delta: ArrayLike, parties: int | None) -> tuple
 
 
 class Protocol:
-    """A product protocol: ``parties`` parties, party j with its 2 x m_j matrix ``Q_j`` and
-    claimed privacy level (eps_j, delta_j), checked exactly at construction.
+    """A product protocol: ``parties`` parties, party j with its a_j x m_j matrix ``Q_j``
+    (a_j = 2: a bit) and claimed privacy level (eps_j, delta_j), checked exactly at
+    construction.
 
     Each party's mechanism is a finite mechanism of the library on the party's bit
     (:attr:`mechanisms`, on the mechanism contract of :mod:`ldpsim.mechanisms.base`: exact
@@ -65,8 +67,8 @@ class Protocol:
         mats = []
         for j, q in enumerate(matrices):
             q = V.stochastic_matrix(q, f"matrices[{j}]")
-            if q.shape[0] != 2:
-                raise invalid(f"matrices[{j}]", f"shape {q.shape}", "2 rows (inputs 0 and 1)")
+            if q.shape[0] < 2:
+                raise invalid(f"matrices[{j}]", f"shape {q.shape}", "at least 2 rows (one per input value: 0 and 1 for a bit)")
             mats.append(q)
         self.matrices: list[NDArray[np.float64]] = mats
         #: party j's mechanism on its bit (inputs 0 and 1), on the mechanism contract
@@ -103,8 +105,8 @@ class Protocol:
     def from_mechanisms(
         cls, mechanisms: Sequence[FiniteMechanism], eps: ArrayLike | None = None, delta: ArrayLike = 0.0, name: str = "custom"
     ) -> "Protocol":
-        """Any finite mechanisms on a bit (two inputs), one per party, e.g. built by the
-        catalog. ``delta`` and ``eps`` are the levels each must meet, checked exactly;
+        """Any finite mechanisms, one per party, on a bit (two inputs) or on a small
+        alphabet, e.g. built by the catalog. ``delta`` and ``eps`` are the levels each must meet, checked exactly;
         ``eps`` defaults to each mechanism's exact eps at its delta, ``epsilon(delta_j)``
         with the contract's rounding slack on delta (:data:`ldpsim.mechanisms.base.PRIVACY_RTOL`:
         a quaternary mechanism's float delta at its own eps can be an ulp above its delta)."""
@@ -112,8 +114,8 @@ class Protocol:
         if not mechs or len(mechs) > MAX_PARTIES:
             raise invalid("mechanisms", f"{len(mechs)} parties", f"between 1 and {MAX_PARTIES} per-party mechanisms")
         for j, m in enumerate(mechs):
-            if getattr(m, "output_size", None) is None or getattr(m, "k", None) != 2:
-                raise invalid(f"mechanisms[{j}]", repr(m), "a finite mechanism on a bit (2 inputs)")
+            if getattr(m, "output_size", None) is None or not isinstance(getattr(m, "k", None), int) or m.k < 2:
+                raise invalid(f"mechanisms[{j}]", repr(m), "a finite mechanism on a bit or a small alphabet (>= 2 inputs)")
         d = _levels(delta, len(mechs), "delta", V.delta)
         if eps is None:
             eps = [float(m.epsilon(min(1.0, float(dj) * (1.0 + PRIVACY_RTOL)))) for m, dj in zip(mechs, d)]
@@ -129,7 +131,18 @@ class Protocol:
 
     @property
     def sizes(self) -> tuple[int, ...]:
+        """Each party's number of messages (columns)."""
         return tuple(q.shape[1] for q in self.matrices)
+
+    @property
+    def inputs(self) -> tuple[int, ...]:
+        """Each party's number of input values (rows; 2 for a bit)."""
+        return tuple(q.shape[0] for q in self.matrices)
+
+    @property
+    def binary_inputs(self) -> bool:
+        """Whether every party holds a bit."""
+        return all(a == 2 for a in self.inputs)
 
     def __repr__(self) -> str:
         return f"Protocol({self.name!r}, parties={self.parties})"
@@ -152,16 +165,19 @@ class Protocol:
         return pd.DataFrame(rows)
 
     def total_variation(self) -> NDArray[np.float64]:
-        """Per party ``TV(Q_j[0], Q_j[1])`` (what a party's message says about its bit)."""
-        return np.array([0.5 * np.abs(q[0] - q[1]).sum() for q in self.matrices])
+        """Per party ``TV(Q_j[0], Q_j[1])`` (what a party's message says about its bit); for
+        a party with more inputs, the largest TV between two of its rows."""
+        return np.array([max(0.5 * np.abs(q[a] - q[b]).sum() for a in range(len(q)) for b in range(a)) for q in self.matrices])
 
     # ----------------------------------------------------------------- sampling
     def sample(self, x: ArrayLike, rng: RNGLike = None) -> NDArray[np.int64]:
-        """Transcripts for a batch of bit vectors ``x`` (shape (n, parties)): one vectorised
-        draw per party over all rounds."""
+        """Transcripts for a batch of input vectors ``x`` (shape (n, parties); bits, or values
+        below each party's alphabet size): one vectorised draw per party over all rounds."""
         bits = np.asarray(x)
-        if bits.ndim != 2 or bits.shape[1] != self.parties or not np.isin(bits, (0, 1)).all():
-            raise invalid("x", f"shape {bits.shape}", f"an (n, {self.parties}) array of bits 0/1")
+        bits = bits.astype(np.int64) if bits.dtype == bool else bits
+        if bits.ndim != 2 or bits.shape[1] != self.parties or not np.issubdtype(bits.dtype, np.integer) \
+                or (bits.size and (bits.min() < 0 or not np.all(bits.max(axis=0) < np.asarray(self.inputs)))):  # fmt: skip
+            raise invalid("x", f"shape {bits.shape}", f"an (n, {self.parties}) array of inputs (bits 0/1, or below each party's alphabet size)")
         gen = as_generator(rng)
         n = bits.shape[0]
         out = np.empty((n, self.parties), dtype=np.int64)

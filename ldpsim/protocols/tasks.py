@@ -1,6 +1,8 @@
 """What the parties compute: a function f: {0,1}^k -> {0, ..., n_outputs - 1} of the bits of
 the k = ``parties`` parties and a gain
 ``w[true, guess]`` (the identity, i.e. the probability of being right, by default).
+Parties may hold more than a bit: a general function given by its table can take party j's
+input from ``{0, ..., inputs[j] - 1}`` (``Task.from_table(..., inputs=(3, 2, 4))``).
 
 Symmetric functions (``f(x) = g(sum x)``: sum, parity, majority, threshold, AND) keep
 ``g`` so that decisions and accuracies go through the count of ones and scale to
@@ -30,7 +32,8 @@ class Task:
     n_outputs: int
     gain: NDArray[np.float64]
     counts: NDArray[np.int64] | None = None  # g(s) for s = 0..parties (symmetric functions)
-    table: NDArray[np.int64] | None = None  # f(x) for x = 0..2^parties - 1 (general functions)
+    table: NDArray[np.int64] | None = None  # f(x) for x = 0..prod(inputs) - 1 (general functions)
+    inputs: tuple[int, ...] | None = None  # party j's input alphabet size (None: every party holds a bit)
 
     k = renamed_attribute(old="k", new="parties", since="0.1", removed_in="0.2")
 
@@ -69,34 +72,59 @@ class Task:
         return cls.symmetric("and", parties, (np.arange(parties + 1) == parties).astype(np.int64), gain)
 
     @classmethod
-    def from_table(cls, values: ArrayLike, n_outputs: int | None = None, gain: ArrayLike | None = None, name: str = "f") -> "Task":
-        """A general function from its 2^parties values (index: x_1 most significant bit)."""
+    def from_table(
+        cls, values: ArrayLike, n_outputs: int | None = None, gain: ArrayLike | None = None, name: str = "f",
+        inputs: ArrayLike | None = None,
+    ) -> "Task":
+        """A general function from its values, one per input vector, in C order (x_1 the
+        most significant digit): 2^parties values when every party holds a bit, or
+        ``prod(inputs)`` values when party j's input is in ``{0, ..., inputs[j] - 1}``."""
         vals = np.asarray(values)
         size = vals.size
-        parties = int(np.log2(size)) if size > 0 else 0
-        if vals.ndim != 1 or size < 2 or 2**parties != size or parties > MAX_TABLE_PARTIES:
-            raise invalid("values", f"{size} values", f"2^parties values for some number of parties in 1..{MAX_TABLE_PARTIES}")
+        if inputs is None:
+            parties = int(np.log2(size)) if size > 0 else 0
+            if vals.ndim != 1 or size < 2 or 2**parties != size or parties > MAX_TABLE_PARTIES:
+                raise invalid("values", f"{size} values", f"2^parties values for some number of parties in 1..{MAX_TABLE_PARTIES}")
+            sizes = None
+        else:
+            arr = np.atleast_1d(np.asarray(inputs))
+            if arr.ndim != 1 or arr.size < 1 or not np.issubdtype(arr.dtype, np.integer) or arr.min() < 2:
+                raise invalid("inputs", inputs, "one alphabet size >= 2 per party")
+            sizes = tuple(int(a) for a in arr)
+            parties = len(sizes)
+            if vals.ndim != 1 or size != int(np.prod(sizes, dtype=np.float64)) or size > 2**MAX_TABLE_PARTIES:
+                raise invalid("values", f"{size} values", f"prod(inputs) = {int(np.prod(sizes, dtype=np.float64)):,} values (at most 2^{MAX_TABLE_PARTIES}), one per input vector")
+            if all(a == 2 for a in sizes):
+                sizes = None  # bits: the same task as without inputs
         if not np.issubdtype(vals.dtype, np.integer) or vals.min() < 0:
             raise invalid("values", vals[:4], "non-negative integer output labels")
         n_out = int(vals.max()) + 1 if n_outputs is None else V.integer(n_outputs, "n_outputs", minimum=1)
         if vals.max() >= n_out:
             raise invalid("values", int(vals.max()), f"labels below n_outputs = {n_out}")
-        return cls(name, parties, n_out, _gain(gain, n_out), table=vals.astype(np.int64))
+        return cls(name, parties, n_out, _gain(gain, n_out), table=vals.astype(np.int64), inputs=sizes)
 
     @classmethod
-    def random(cls, parties: int, n_outputs: int, rng=None, gain: ArrayLike | None = None) -> "Task":
+    def random(cls, parties: int, n_outputs: int, rng=None, gain: ArrayLike | None = None, inputs: ArrayLike | None = None) -> "Task":
         """A uniformly random general function (for tests and demonstrations)."""
         gen = np.random.default_rng(rng)
-        size = 2 ** V.integer(parties, "parties", minimum=1, maximum=MAX_TABLE_PARTIES)
-        return cls.from_table(gen.integers(0, n_outputs, size), n_outputs, gain, "random")
+        if inputs is None:
+            size = 2 ** V.integer(parties, "parties", minimum=1, maximum=MAX_TABLE_PARTIES)
+        else:
+            size = int(np.prod(np.asarray(inputs), dtype=np.float64))
+        return cls.from_table(gen.integers(0, n_outputs, size), n_outputs, gain, "random", inputs=inputs)
 
     # ----------------------------------------------------------------- queries
     @property
     def is_symmetric(self) -> bool:
         return self.counts is not None
 
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """Each party's input alphabet size (2 for a bit)."""
+        return self.inputs if self.inputs is not None else (2,) * self.parties
+
     def full_table(self) -> NDArray[np.int64]:
-        """f(x) for every x (2^parties values)."""
+        """f(x) for every x in C order (2^parties values, or prod(inputs))."""
         if self.table is not None:
             return self.table
         if self.parties > MAX_TABLE_PARTIES:
@@ -109,15 +137,14 @@ class Task:
         return self.counts[ones]
 
     def value(self, x: ArrayLike) -> NDArray[np.int64]:
-        """f(x) for a batch of bit vectors (shape (n, parties))."""
+        """f(x) for a batch of input vectors (shape (n, parties))."""
         bits = np.asarray(x)
         if bits.ndim != 2 or bits.shape[1] != self.parties:
-            raise invalid("x", f"shape {bits.shape}", f"an (n, {self.parties}) array of bits")
+            raise invalid("x", f"shape {bits.shape}", f"an (n, {self.parties}) array of inputs")
         if self.counts is not None:
             return self.counts[bits.sum(axis=1)]
-        weights = 1 << np.arange(self.parties - 1, -1, -1)
         assert self.table is not None
-        return self.table[bits.astype(np.int64) @ weights]
+        return self.table[np.ravel_multi_index(tuple(bits.astype(np.int64).T), self.sizes)]
 
 
 def _gain(gain: ArrayLike | None, n_out: int) -> NDArray[np.float64]:

@@ -198,3 +198,68 @@ def test_missing_probability_and_bad_values():
         deviate(p, {0: ("fixed",)})
     with pytest.raises(LdpSimError, match="^party: got"):
         deviate(p, {2: "truthful"})
+
+
+# --------------------------------------------------------------------------- parties holding more than a bit
+def alphabet_law(matrices, missing):
+    """P[x, tau] for inputs x in C order over the parties' alphabets (Kronecker product of
+    the per-party channels, each with its "not heard" column)."""
+    P = np.ones((1, 1))
+    for q, m in zip(matrices, missing):
+        P = np.kron(P, np.hstack([(1 - m) * q, np.full((q.shape[0], 1), m)]))
+    sizes = [q.shape[0] for q in matrices]
+    xs = np.array(list(itertools.product(*[range(a) for a in sizes])))
+    return xs, P
+
+
+def test_parties_holding_more_than_a_bit_match_brute_force():
+    from ldpsim.mechanisms import catalog
+    from ldpsim.protocols import average_rule_table, estimate_accuracy, rule_accuracy
+
+    rng = np.random.default_rng(21)
+    mechs = [catalog.build("randomized_response", k=3, eps=1.2), catalog.build("randomized_response", k=2, eps=0.7),
+             catalog.build("matrix", matrix=rng.dirichlet(np.ones(3), 4).tolist())]  # fmt: skip
+    p = Protocol.from_mechanisms(mechs)
+    assert p.inputs == (3, 2, 4)
+    task = Task.random(3, 3, rng=5, gain=np.array([[1.0, 0.0, 0.3], [0.2, 1.0, 0.0], [0.0, 0.5, 2.0]]), inputs=p.inputs)
+    for missing in (np.zeros(3), np.array([0.1, 0.3, 0.2])):
+        xs, P = alphabet_law(p.matrices, missing)
+        prior = np.full(len(xs), 1 / len(xs))
+        lossy = erasure_protocol(p, missing)
+        for party in (OBSERVER, 0, 2):
+            f = task.value(xs)
+            W = task.gain[f]
+            best = 0.0
+            for own in range(1) if party == OBSERVER else range(p.inputs[party]):
+                rows = np.ones(len(xs), bool) if party == OBSERVER else xs[:, party] == own
+                best += float(((prior[rows, None] * P[rows]).T @ W[rows]).max(axis=1).sum())
+            assert exact_accuracy(lossy, task, party) == pytest.approx(best, rel=1e-12)
+            assert rule_gain(lossy, lossy, task, party) == pytest.approx(best, rel=1e-12)
+    # the worst case: the LP's optimum is at least the worst case of the average-optimal rule, and at most the average
+    for party in (OBSERVER, 1):
+        wc = worst_case(p, task, party)[0]
+        avg, worst_of_avg_rule = rule_accuracy(p, task, party, average_rule_table(p, task, party))
+        assert avg == pytest.approx(exact_accuracy(p, task, party), rel=1e-12)
+        assert worst_of_avg_rule - 1e-9 <= wc <= avg + 1e-9
+    # Monte Carlo of the optimal rule within 5 standard errors of exact (false failure ~ 6e-7 each)
+    mean, se = estimate_accuracy(p, task, 0, rounds=20_000, rng=3)
+    assert abs(mean - exact_accuracy(p, task, 0)) <= 5 * se
+    # a deviating party holding 4 values: truthful sends the symbol that most favours its value
+    actual = deviate(p, {2: "truthful", 0: ("fixed", 2)})
+    assert np.array_equal(actual.matrices[0], np.vstack([p.matrices[0][2]] * 3))
+    q = p.matrices[2]
+    for x in range(4):
+        ratios = q[x] / np.delete(q, x, axis=0).max(axis=0)
+        assert actual.matrices[2][x, np.argmax(ratios)] == 1.0
+
+
+def test_sampling_and_bad_inputs_with_alphabets():
+    p = Protocol.from_matrices([np.eye(3) * 0.4 + 0.2, np.array([[0.75, 0.25], [0.25, 0.75]])], [math.log(3), math.log(3)])
+    x = np.array([[0, 1], [2, 0], [1, 1]])
+    assert p.sample(x, rng=1).shape == (3, 2)
+    with pytest.raises(LdpSimError, match="^x: got"):
+        p.sample(np.array([[3, 0]]), rng=1)
+    with pytest.raises(LdpSimError, match="^task: got"):
+        exact_accuracy(p, Task.xor(2), 0)  # a function of bits, but party 0 holds one of 3 values
+    with pytest.raises(LdpSimError, match="^values: got"):
+        Task.from_table([0, 1, 0], inputs=(3, 2))
