@@ -362,8 +362,13 @@ _MULTIPARTY_COLUMNS = ["protocol", "party", "eps", "delta", "measured", "exact",
 
 
 def _print_multiparty(run) -> None:  # type: ignore[no-untyped-def]
-    spec = run.scenario.spec
-    _say(f"{spec.name}: k = {spec.parties.k} parties, task {run.scenario.task.name}, {spec.rounds.count:,} rounds x "
+    from ldpsim.report import multiparty_tables as mt
+
+    sc = run.scenario
+    spec = sc.spec
+    names = [t.name for t in getattr(sc, "tasks", ()) or [sc.task]]
+    tasks = f"task {names[0]}" if len(set(names)) == 1 else f"tasks per receiver ({', '.join(dict.fromkeys(names))})"
+    _say(f"{spec.name}: k = {spec.parties.k} parties, {tasks}, {spec.rounds.count:,} rounds x "
          f"{spec.simulation.replications} replication(s), seed {run.seed}")  # fmt: skip
 
     def accuracy(quantity: str) -> str:
@@ -376,6 +381,15 @@ def _print_multiparty(run) -> None:  # type: ignore[no-untyped-def]
         print(accuracy("accuracy_difference"))
     within = int(run.summary["within"].fillna(False).sum())
     _say(f"within tolerance (false-failure <= {spec.simulation.alpha:g} for the table): {within} of {len(run.summary)}")
+    if (run.results["quantity"] == "perfect_channel_accuracy").any():
+        ch = mt.channel_table(run.results, run.summary, sc)
+        _say(f"channel: a message is not heard with probability {float(sc.missing):.4g}; accuracy lost to it, exact "
+             f"{ch['lost_exact'].min():.4g} to {ch['lost_exact'].max():.4g} per receiver, measured "
+             f"{ch['lost_measured'].min():.4g} to {ch['lost_measured'].max():.4g} (loss table in summary.md)")  # fmt: skip
+    if getattr(sc, "deviations", ()):
+        dev = mt.deviation_table(run.results, run.summary)
+        _say(f"deviating parties {', '.join(str(j) for j, _ in sc.deviations)}: exact accuracy change per receiver "
+             f"{dev['change'].min():+.4g} to {dev['change'].max():+.4g}; honest parties' privacy unchanged (summary.md)")  # fmt: skip
     if not run.latency.empty:
         lat = run.latency
         _say(f"completion delay ({spec.simulation.time_unit}): mean {lat['mean_measured'].mean():.4g} (theory {lat['mean_theory'].mean():.4g}), "
@@ -394,7 +408,24 @@ def _print_collection(run) -> None:  # type: ignore[no-untyped-def]
 
 
 #: What ``ldpsim run`` prints for each kind of scenario (the report path follows).
-_PRINT_RUN = {"survey": _print_survey, "multiparty": _print_multiparty, "collection": _print_collection}
+def _print_multiparty_study(run) -> None:  # type: ignore[no-untyped-def]
+    st = run.scenario.spec.study
+    s = run.summary
+    ks = sorted(set(int(k) for k in s["k"]))
+    _say(f"{run.scenario.spec.name}: {len(s)} points (k = {ks[0]}..{ks[-1]}, eps = {', '.join(f'{e:g}' for e in st.eps)}, "
+         f"{', '.join(st.tasks)}), {st.rounds:,} Monte Carlo rounds per point x {run.scenario.spec.simulation.replications} "
+         f"replication(s), seed {run.seed}")  # fmt: skip
+    last = s[s["k"] == ks[-1]]
+    cols = [c for c in ("protocol", "task", "receiver", "eps", "k", "exact", "measured", "tolerance", "large_k") if c in last.columns]
+    _say(f"at the largest k ({ks[-1]}): exact, measured and the large-k approximation")
+    print(table(last[cols], float_format=lambda x: f"{x:.5f}", keys=3, full=run.run_dir / "summary.md"))
+    compared = int(s["within"].notna().sum())
+    within = int(s["within"].fillna(False).sum())
+    _say(f"within tolerance (false-failure <= {run.scenario.spec.simulation.alpha:g} for the table): {within} of {compared} measured points")
+
+
+_PRINT_RUN = {"survey": _print_survey, "multiparty": _print_multiparty, "collection": _print_collection,
+              "multiparty_study": _print_multiparty_study}  # fmt: skip
 
 
 #: Clients the demo simulates at most (about a minute), in chunks of DEMO_CHUNK (bounded memory).

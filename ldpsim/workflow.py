@@ -228,10 +228,9 @@ class Run:
                 raise FileNotFoundError("scenario.toml")
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             raise self._error("a run directory made by ldpsim run (with its metadata.json and scenario.toml)") from None
-        from ldpsim.sim.scenario import KINDS
-
-        if kind not in KINDS:
-            raise self._error(f"a run of a known kind ({', '.join(KINDS)}), not {_show(kind)}")
+        kinds = _studies().STUDIES  # run kinds: the file kinds, and "multiparty_study" for a multi-party [study]
+        if kind not in kinds:
+            raise self._error(f"a run of a known kind ({', '.join(kinds)}), not {_show(kind)}")
         self.metadata: dict[str, Any] = meta
         self.kind: str = kind
 
@@ -279,7 +278,7 @@ class Run:
     @cached_property
     def scenario(self) -> Scenario:
         """The scenario as run (see the class)."""
-        from ldpsim.sim.scenario import KINDS
+        from ldpsim.sim.scenario import parse_scenario
 
         path = self.dir / "scenario.toml"
         try:
@@ -288,7 +287,7 @@ class Run:
             raise self._error("a run directory with a readable scenario.toml") from None
         if hashlib.sha256(source.encode()).hexdigest() != self.metadata["scenario_sha256"]:
             raise self._error("its scenario.toml unchanged since the run started")
-        scenario = Scenario(KINDS[self.kind](source, str(path)))
+        scenario = Scenario(parse_scenario(source, str(path)))
         current = scenario.spec.simulation
         recorded = self.metadata.get("spec", {}).get("simulation", {}) if isinstance(self.metadata.get("spec"), dict) else {}
         fields = type(current).model_fields
@@ -323,10 +322,16 @@ class Run:
           ``error_norms`` (when the run estimated frequencies), ``other_tasks`` (when other
           tasks ran), ``engine`` (clients and reports);
         - multiparty: ``accuracy`` (measured next to exact, with tolerances) and ``latency``;
+        - multiparty study (a ``[study]`` over k and eps): ``points`` (one row per protocol,
+          task, eps, k and receiver: exact, measured, tolerance, large-k approximation);
         - collection: ``final`` (one row per arm at the last period), ``accuracy`` (per arm
           and period) and ``privacy`` (replication 0's privacy spent per arm and period).
         """
         results = self.results
+        if self.kind == "multiparty_study":
+            from ldpsim.report.multiparty_study import summarise_study
+
+            return {"points": summarise_study(results, self.scenario.built)}
         if self.kind == "multiparty":
             from ldpsim.report.multiparty_tables import summarise
 
@@ -363,6 +368,9 @@ class Run:
           time beside its theory and truth (``quantity``, default the first);
         - multiparty: each receiver's accuracy, measured (with its tolerance) and exact, per
           protocol;
+        - multiparty study: the observer's accuracy against k, one curve per eps (exact line,
+          measured points, large-k approximation dashed) for the task ``quantity`` (default
+          the first);
         - collection: the privacy spent by the most exposed respondent (solid) and the
           median one (dotted) per policy over the periods.
 
@@ -373,9 +381,10 @@ class Run:
             import matplotlib.pyplot as plt
 
             _, ax = plt.subplots(figsize=(8.5, 5))
-        draw = {"survey": self._plot_survey, "multiparty": self._plot_multiparty, "collection": self._plot_collection}
-        if quantity is not None and self.kind != "survey":
-            raise LdpSimError(f"quantity: got {_show(quantity)}, expected None (only a survey's plot takes a quantity)")
+        draw = {"survey": self._plot_survey, "multiparty": self._plot_multiparty, "collection": self._plot_collection,
+                "multiparty_study": self._plot_multiparty_study}  # fmt: skip
+        if quantity is not None and self.kind not in ("survey", "multiparty_study"):
+            raise LdpSimError(f"quantity: got {_show(quantity)}, expected None (only a survey's or a study's plot takes a quantity)")
         draw[self.kind](ax, replication, quantity, kw)
         return ax
 
@@ -473,6 +482,31 @@ class Run:
         ax.set_xticklabels([r if r == "observer" else f"party {r}" for r in receivers], fontsize=8)
         ax.set_ylabel(f"average accuracy ({self.scenario.built.task.name})")
         ax.set_title(f"{self.name}: measured vs exact accuracy", fontsize=10)
+        ax.legend(fontsize=7)
+
+    def _plot_multiparty_study(self, ax: Any, replication: int | None, quantity: str | None, kw: dict[str, Any]) -> None:
+        if replication is not None:
+            raise LdpSimError(f"replication: got {_show(replication)}, expected None (a study's points are pooled over replications)")
+        points = self.tables()["points"]
+        tasks = list(dict.fromkeys(points["task"]))
+        task = tasks[0] if quantity is None else quantity
+        if task not in tasks:
+            raise LdpSimError(f"quantity: got {_show(task)}, expected one of the study's tasks {', '.join(map(repr, tasks))}")
+        g = points[(points["task"] == task) & (points["receiver"] == "observer")]
+        if g.empty:
+            g = points[points["task"] == task]
+        protocol = g["protocol"].iloc[0]
+        g = g[(g["protocol"] == protocol) & (g["receiver"] == g["receiver"].iloc[0])]
+        for n, (eps, h) in enumerate(g.groupby("eps", sort=True)):
+            h = h.sort_values("k")
+            color = f"C{n % 10}"
+            ax.plot(h["k"], h["exact"], "-", color=color, label=f"ε = {eps:g}: exact")
+            ax.plot(h["k"], h["large_k"], "--", lw=1, color=color, label=f"ε = {eps:g}: large k")
+            ax.errorbar(h["k"], h["measured"], yerr=h["tolerance"], fmt="o", ms=3, capsize=2, color=color, **kw)
+        ax.set_xscale("log")
+        ax.set_xlabel("parties k")
+        ax.set_ylabel(f"accuracy ({task}, {g['receiver'].iloc[0]})")
+        ax.set_title(f"{self.name}: {task} against k ({protocol})", fontsize=10)
         ax.legend(fontsize=7)
 
     def _plot_collection(self, ax: Any, replication: int | None, quantity: None, kw: dict[str, Any]) -> None:

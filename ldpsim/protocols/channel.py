@@ -132,7 +132,10 @@ def rule_gain(nominal: Protocol, actual: Protocol, task: Task, party: int = OBSE
         raise invalid("p_one", p_one, "no bit probabilities when parties hold more than a bit (their inputs are uniform)")
     inputs = nominal.inputs
     laws = [np.full(a, 1.0 / a) for a in inputs] if not nominal.binary_inputs else [np.array([1 - p, p]) for p in bit_probabilities(p_one, k)]
-    sizes = [inputs[j] if j == party else m for j, m in enumerate(nominal.sizes)]
+    # messages neither protocol ever sends add nothing: each other party's alphabet shrinks to
+    # the symbols in use (the quaternary mechanism at delta = 0 uses 2 of its 4)
+    used = [np.flatnonzero((nominal.matrices[j].sum(axis=0) > 0) | (actual.matrices[j].sum(axis=0) > 0)) for j in range(k)]
+    sizes = [inputs[j] if j == party else len(used[j]) for j in range(k)]
     entries = task.n_outputs * math.prod(sizes)
     if entries > MAX_TENSOR_ENTRIES:
         raise invalid("parties", k, f"a smaller protocol for the exact gain of a rule ({entries:,} entries, at most {MAX_TENSOR_ENTRIES:,})")
@@ -143,14 +146,17 @@ def rule_gain(nominal: Protocol, actual: Protocol, task: Task, party: int = OBSE
     T = (prior[:, None] * task.gain[task.full_table()]).reshape(tuple(inputs) + (task.n_outputs,))
     for j in range(k):
         if j != party:
-            T = np.moveaxis(np.tensordot(T, actual.matrices[j], axes=([j], [0])), -1, j)
+            T = np.moveaxis(np.tensordot(T, actual.matrices[j][:, used[j]], axes=([j], [0])), -1, j)
     # the nominal rule at every (tau_-i, x_i): decide() on transcripts whose own column is a placeholder
     grid = np.stack(np.unravel_index(np.arange(math.prod(sizes)), sizes), axis=1).astype(np.int64)
+    tau = grid.copy()
+    for j in range(k):
+        if j != party:
+            tau[:, j] = used[j][grid[:, j]]  # back to the symbols' own indices
     if party == OBSERVER:
-        guess = np.asarray(decide(nominal, task, OBSERVER, grid))
+        guess = np.asarray(decide(nominal, task, OBSERVER, tau))
     else:
         own = grid[:, party].copy()
-        tau = grid.copy()
         tau[:, party] = 0
         guess = np.asarray(decide(nominal, task, party, tau, own))
     return float(np.take_along_axis(T.reshape(-1, task.n_outputs), guess[:, None], axis=1).sum())

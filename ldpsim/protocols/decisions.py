@@ -373,6 +373,21 @@ def _input_rows(protocol: Protocol, party: int, others: list[int]) -> tuple[NDAr
     return xo, own
 
 
+def worst_case_reach(protocol: Protocol, task: Task, party: int = OBSERVER) -> str | None:
+    """None when the worst-case linear program of ``party`` fits (at most
+    :data:`MAX_LP_ENTRIES` constraint coefficients), else why not, in a few words."""
+    from .tasks import MAX_TABLE_PARTIES
+
+    k = protocol.parties
+    if k > MAX_TABLE_PARTIES:
+        return f"k = {k}: the function's table has 2^k entries"
+    transcripts = math.prod(m for j, m in enumerate(protocol.sizes) if j != party)
+    entries = math.prod(protocol.inputs) * transcripts * task.n_outputs
+    if entries > MAX_LP_ENTRIES:
+        return f"{entries:,} coefficients, at most {MAX_LP_ENTRIES:,}"
+    return None
+
+
 def worst_case(protocol: Protocol, task: Task, party: int = OBSERVER) -> tuple[float, NDArray[np.float64]]:
     """The optimal worst-case accuracy (Kairouz et al. 2015, eq. 12) and its randomised rule
     ``phi[tau_-i, x_i, y]`` (``phi[tau, y]`` for the observer), by HiGHS."""

@@ -1,5 +1,9 @@
-"""The figure and summary.md of a multi-party run (``kind = "multiparty"``), rendered to
-bytes from the summaries of :mod:`ldpsim.report.multiparty_tables`.
+"""The figures and summary.md of a multi-party run (``kind = "multiparty"``), rendered to
+bytes from the summaries of :mod:`ldpsim.report.multiparty_tables`: set-up, each party's
+exact privacy per protocol (announced and, with deviating parties, as run), each
+receiver's function and gain, measured against exact accuracy (``accuracy.png``), the
+exact worst-case accuracies, honest against deviating parties, the accuracy lost to the
+channel at each loss rate (``channel.png``) and the completion delays.
 
 Pure functions of the scenario, the seed and the results frame, so a resumed run writes
 the same files as an uninterrupted one.
@@ -14,20 +18,34 @@ import pandas as pd
 
 from ldpsim.report.figures import amount, in_unit, plt, png_bytes, quiet_glyphs
 from ldpsim.report.html import TableText, run_html, table
-from ldpsim.report.multiparty_tables import summarise
-from ldpsim.report.tables import describe_section
+from ldpsim.report.multiparty_tables import (
+    channel_table,
+    deviation_table,
+    gain_text,
+    privacy_tables,
+    receivers_table,
+    summarise,
+    worst_case_table,
+)
+from ldpsim.report.tables import describe_section, figures_and_files
 
 FIGURE = "accuracy.png"
+CHANNEL_FIGURE = "channel.png"
+#: Receivers drawn in the channel figure at most (the observer and the first parties).
+CHANNEL_LINES = 10
 
 
 def render_report(scenario: Any, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], tuple[pd.DataFrame, pd.DataFrame]]:
     """The report files (the figure, report.html, then summary.md) and the two summary
     tables (accuracy, latency) of :func:`summarise`."""
     summary, latency = summarise(results, scenario)
+    channel = channel_table(results, summary, scenario)
     with quiet_glyphs():
         figure = _figure(scenario, summary, latency)
-    lines = _summary_lines(scenario, summary, latency, seed)
-    files = {FIGURE: figure}
+        files = {FIGURE: figure}
+        if not channel.empty:
+            files[CHANNEL_FIGURE] = _channel_figure(scenario, results, summary)
+    lines = _summary_lines(scenario, summary, latency, seed, results, channel)
     within = int(summary["within"].fillna(False).sum())
     key = {"within tolerance": f"{within} of {len(summary)} rows"}
     files["report.html"] = run_html(kind="multiparty", scenario=scenario, seed=seed, lines=lines, files=files, key=key)
@@ -57,7 +75,8 @@ def _figure(scenario, summary: pd.DataFrame, latency: pd.DataFrame) -> bytes:
         labels.append("observer" if r == "observer" else f"party {r}\n(ε={row['eps']:g}, δ={row['delta']:g})")
     ax.set_xticks(x0)
     ax.set_xticklabels(labels, fontsize=7)
-    ax.set_ylabel(f"average accuracy ({scenario.task.name})")
+    names = sorted({t.name for t in (getattr(scenario, "tasks", ()) or (scenario.task,))})
+    ax.set_ylabel(f"average accuracy ({', '.join(names)})")
     alpha = scenario.spec.simulation.alpha
     ax.set_title(f"Measured vs exact accuracy (tolerance: false-failure ≤ {alpha:g} over the table)", fontsize=9)
     ax.legend(fontsize=7)
@@ -77,42 +96,123 @@ def _figure(scenario, summary: pd.DataFrame, latency: pd.DataFrame) -> bytes:
     return png_bytes(fig)
 
 
+def _channel_figure(scenario, results: pd.DataFrame, summary: pd.DataFrame) -> bytes:
+    """The accuracy lost to the channel against the loss rate (PNG bytes): per receiver, the
+    exact gain with a perfect channel minus the exact gain at each rate (lines), one panel
+    per protocol, and the measured loss at the scenario's rate with its tolerance."""
+    first = results["replication"].min()
+    grid = results[(results["quantity"] == "channel_accuracy") & (results["replication"] == first)]
+    perfect = results[(results["quantity"] == "perfect_channel_accuracy") & (results["replication"] == first)]
+    perfect = perfect.set_index(["protocol", "party"])["theory"]
+    acc = summary[summary["quantity"] == "accuracy"].set_index(["protocol", "party"])
+    protocols = list(dict.fromkeys(grid["protocol"]))
+    parties = list(dict.fromkeys(grid["party"]))
+    shown = ([p for p in parties if p < 0] + [p for p in parties if p >= 0])[:CHANNEL_LINES]
+    fig, axes = plt.subplots(1, len(protocols), figsize=(5.2 * len(protocols) + 1.5, 4.2), squeeze=False, sharey=True)
+    colors = plt.cm.tab10(np.arange(10))
+    loss = float(scenario.spec.network.loss)
+    for ax, name in zip(axes[0], protocols):
+        g = grid[grid["protocol"] == name]
+        for n, party in enumerate(shown):
+            line = g[g["party"] == party].sort_values("loss")
+            label = "observer" if party < 0 else f"party {int(party)}"
+            best = float(perfect.loc[(name, party)])
+            ax.plot(line["loss"], best - line["theory"], "-", lw=1.3, color=colors[n % 10], label=f"{label}: exact")
+            s = acc.loc[(name, "observer" if party < 0 else str(int(party)))]
+            ax.errorbar([loss], [best - s["measured"]], yerr=[s["tolerance"]], fmt="o", ms=4, capsize=3, color=colors[n % 10])
+        ax.axvline(loss, color="0.6", lw=0.8, ls=":")
+        ax.axhline(0.0, color="0.3", lw=0.6)
+        ax.set_xlabel("loss rate (per message and receiver)")
+        ax.set_title(f"{name}" + (f" (deadline {scenario.spec.network.deadline:g})" if scenario.spec.network.deadline else ""), fontsize=9)
+        ax.grid(True, lw=0.4, alpha=0.5)
+    axes[0][0].set_ylabel("accuracy lost to the channel\n(perfect channel - lossy, expected gain)")
+    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.suptitle(f"Accuracy lost to the channel against the loss rate: exact lines; dots: measured at loss {loss:g} ± tolerance",
+                 fontsize=9)  # fmt: skip
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
 def _md_table(df: pd.DataFrame) -> TableText:
     return table(df, "{:.6g}")
 
 
-def _summary_lines(scenario: Any, summary: pd.DataFrame, latency: pd.DataFrame, seed: int) -> list[str]:
+def _summary_lines(scenario: Any, summary: pd.DataFrame, latency: pd.DataFrame, seed: int,
+                   results: pd.DataFrame | None = None, channel: pd.DataFrame | None = None) -> list[str]:
     """summary.md as a list of lines (its tables remember their frames for report.html)."""
     spec = scenario.spec
     reps = spec.simulation.replications
-    gain = scenario.task.gain
-    binary_gain = bool(np.all((gain == 0) | (gain == 1)))
+    tasks = list(getattr(scenario, "tasks", ()) or [scenario.task])
+    binary_gain = all(bool(np.all((t.gain == 0) | (t.gain == 1))) for t in tasks)
     accuracy = summary[summary["quantity"] == "accuracy"]
     differences = summary[summary["quantity"] == "accuracy_difference"]
+    results = results if results is not None else pd.DataFrame(columns=["quantity"])
+    deviations = list(getattr(scenario, "deviations", ()) or ())
+    net = spec.network
+    loss, deadline = float(getattr(net, "loss", 0.0)), getattr(net, "deadline", None)
+    missing = float(getattr(scenario, "missing", 0.0))
     out = [f"# {spec.name}", ""]
     if spec.description:
         out += [spec.description, ""]
     p_one = spec.parties.p_one
     unit = spec.simulation.time_unit
+    levels = f", eps = {spec.parties.levels('eps')}, delta = {spec.parties.levels('delta')}" if spec.parties.eps is not None else ""
+    same = len({(t.name, gain_text(t)) for t in tasks}) == 1
+    task_line = (f"- task: {scenario.task.name} ({scenario.task.n_outputs} outputs), gain {gain_text(scenario.task)}" if same
+                 else f"- tasks: one per receiver (table below); default {scenario.task.name}, gain {gain_text(scenario.task)}")  # fmt: skip
+    channel_line = f"- channel: loss {loss:g} per message and receiver"
+    if deadline is not None:
+        channel_line += (f", deadline {amount(deadline, unit)} after the round's start (P(latency > deadline) = "
+                         f"{float(getattr(scenario, 'late', 0.0)):.4g})")  # fmt: skip
+    else:
+        channel_line += ", no deadline"
+    channel_line += f": a message is not heard with probability m = {missing:.4g}"
     out += [
         "## Set-up",
         "",
-        f"- parties: k = {spec.parties.k}, eps = {spec.parties.levels('eps')}, delta = {spec.parties.levels('delta')}, "
-        f"P(bit = 1) = {p_one}",
-        f"- task: {scenario.task.name} ({scenario.task.n_outputs} outputs), gain {'indicator' if np.array_equal(gain, np.eye(len(gain))) else 'custom'}",
-        f"- protocols: {', '.join(spec.protocols)} (common random numbers: the same bits, noise uniforms and latencies for all)",
+        f"- parties: k = {spec.parties.k}{levels}, P(bit = 1) = {p_one}",
+        task_line,
+        f"- protocols: {', '.join(p.name for p in scenario.protocols)} (common random numbers: the same bits, noise uniforms, "
+        "latencies and losses for all)",
         f"- rounds: {spec.rounds.count:,} per replication, in batches of {spec.rounds.batch:,}, one every {amount(spec.rounds.interval, unit)}",
         f"- network: latency {describe_section(spec.network.latency)}, in {unit}",
-        f"- {reps} replication(s), seed {seed}",
+        channel_line,
+    ]
+    if deviations:
+        what = ", ".join(f"party {j} {how}" if isinstance(how, str) else f"party {j} fixed bit {how[1]}" for j, how in deviations)
+        out.append(f"- deviating parties: {what} (receivers keep the announced protocol's rule)")
+    out += [f"- {reps} replication(s), seed {seed}", ""]
+    out += [
+        "## Privacy of each party",
         "",
+        "Each party's exact privacy per protocol (`Protocol.privacy_table()`): the claimed (eps, delta), the exact delta "
+        "of its mechanism at that eps, and whether the claim holds. The channel cannot lose privacy (a lost or late "
+        "message is a post-processing)."
+        + (" `eps_run`/`delta_run`: the exact privacy of what each party actually runs: a truthful party has eps = inf "
+           "(delta = the mass it reveals), a fixed party eps = 0; honest parties keep their announced privacy exactly "
+           "whatever the others do (the parties randomise independently), and their rows are unchanged." if deviations else ""),
+        "",
+        _md_table(privacy_tables(scenario)),
+        "",
+    ]
+    if not same:
+        out += ["## Receivers", "", "What each receiver computes and the gain w[true, guess] of its guesses.", "",
+                _md_table(receivers_table(scenario)), ""]  # fmt: skip
+    exact_text = "the exact expected gain of the receiver's optimal average rule"
+    if missing > 0:
+        exact_text += " through the channel (the rule of the erasure protocol, where a missing message is the symbol 'not heard')"
+    if deviations:
+        exact_text += ", applied by every receiver to the transcripts of the deviating parties (`rule_gain`)"
+    out += [
         "## Accuracy: measured against exact",
         "",
-        f"Pooled over {reps} replication(s). `exact` is the optimal average accuracy (docs/theory.md sec. 7) computed "
+        f"Pooled over {reps} replication(s). `exact` is {exact_text} (docs/theory.md sec. 7) computed "
         "exactly; `tolerance` is a half-width such that all "
         f"{len(summary)} rows of this section lie within it together with probability at least "
         f"1 - {spec.simulation.alpha:g} when the simulation is correct (Bonferroni over the rows): "
-        + ("an exact binomial acceptance interval" if binary_gain else "Hoeffding's inequality")
-        + " for accuracies, the smaller of Hoeffding's and the empirical Bernstein bound (Maurer-Pontil) for paired "
+        + ("an exact binomial acceptance interval for accuracies" if binary_gain else "for accuracies, an exact binomial "
+           "acceptance interval where the gain is 0/1 and Hoeffding's inequality over the gain's range otherwise")
+        + "; the smaller of Hoeffding's and the empirical Bernstein bound (Maurer-Pontil) for paired "
         "differences. `z` = (measured - exact) / std_error.",
         "",
         _md_table(accuracy.drop(columns=["quantity"])),
@@ -133,31 +233,74 @@ def _summary_lines(scenario: Any, summary: pd.DataFrame, latency: pd.DataFrame, 
     if len(spec.protocols) > 1:
         wide = accuracy.pivot_table(index="party", columns="protocol", values="exact", sort=False).reset_index()
         out += ["Exact accuracy per protocol, side by side:", "", _md_table(wide), ""]
+    if (results["quantity"] == "worst_case_accuracy").any():
+        worst = worst_case_table(results, scenario)
+        out += [
+            "## Worst-case accuracy (exact)",
+            "",
+            "`worst_case_exact`: the accuracy min over the bit vectors x of the optimal randomised worst-case rule, the "
+            "linear program of Kairouz, Oh and Viswanath (2015, eq. 12) solved by HiGHS"
+            + (" for the protocol seen through the channel (its alphabet has the extra symbol 'not heard', which makes the "
+               "program larger)" if missing > 0 else "")
+            + "; `average_exact`: the optimal average accuracy with every party honest, for comparison. Both are exact "
+            "only: the simulation measures the average rule, not the worst-case one. Where the linear program has too "
+            "many coefficients (`ldpsim.protocols.decisions.MAX_LP_ENTRIES`) the note says so.",
+            "",
+            _md_table(worst),
+            "",
+        ]
+    if deviations:
+        out += [
+            "## Deviating parties",
+            "",
+            "`exact_honest`: the exact accuracy if every party followed the protocol; `exact_deviating`: the exact "
+            "expected gain of the announced rule on the transcripts the deviating parties produce (`rule_gain`); "
+            "`measured`: the simulation, within `tolerance` of `exact_deviating` (the accuracy table's tolerance).",
+            "",
+            _md_table(deviation_table(results, summary)),
+            "",
+        ]
+    if channel is not None and not channel.empty:
+        out += [
+            "## Accuracy lost to the channel (loss table)",
+            "",
+            "Exact expected gain per protocol and receiver with a perfect channel (`perfect`: no loss, no deadline) and "
+            "at each loss rate of the grid (`loss=r`"
+            + (f", with the deadline's P(late) = {float(getattr(scenario, 'late', 0.0)):.4g} at every rate" if deadline is not None else "")
+            + f"), from `exact_accuracy` of the erasure protocol; `lost_exact` = perfect - exact at the scenario's rate "
+            f"{loss:g}; `measured@{loss:g}` is the simulation at that rate and `lost_measured` = perfect - measured, "
+            "within `tolerance` (the accuracy table's) of `lost_exact`.",
+            "",
+            _md_table(channel),
+            "",
+            f"![{CHANNEL_FIGURE}]({CHANNEL_FIGURE})",
+            "",
+        ]
     if not latency.empty:
         out += [
             "## Transcript completion (network)",
             "",
-            f"Completion delay = arrival of a round's last message at the receiver minus the round's start, in {unit} "
+            f"Completion delay = the time a receiver decides a round minus the round's start, in {unit} "
             "(the `_measured` and `_theory` columns); a party "
-            "waits for the k - 1 other messages, the observer for all k. Theory: the mean and quantiles of the maximum "
-            "of that many i.i.d. latencies. `messages` = messages each receiver took from its inbox.",
+            "waits for the k - 1 other messages, the observer for all k. "
+            + ("It decides when every message is heard, or at the deadline D if one is missing (lost or late): "
+               "P(T <= t) = ((1 - loss) F(t))^n for t < D and 1 from D on; theory: the mean (numerical integral) and "
+               "quantiles of that law. " if deadline is not None else
+               "Theory: the mean and quantiles of the maximum of that many i.i.d. latencies"
+               + (" (a lost message is notified when it would have arrived). " if loss > 0 else ". "))
+            + "`messages` = messages each receiver took from its inbox"
+            + ("; `heard` = messages heard in time, against its expectation (the own message, and each other with "
+               "probability 1 - m)." if "heard" in latency.columns else "."),
             "",
             _md_table(latency),
             "",
         ]
-    out += [
-        "## Figures",
-        "",
-        f"![{FIGURE}]({FIGURE})",
-        "",
-        "## Files",
-        "",
-        "- `results.csv`: one row per replication x protocol x receiver x quantity (party -1 is the observer)",
-        "- `replications/`: the same rows, one file per replication (written as each finishes), each with a "
-        "`.json` record (rows, bytes, SHA-256) that resuming checks",
-        "- `scenario.toml`: the scenario as run; `metadata.json`: seed, versions, command line, times",
-        "",
-    ]
+    has_channel = channel is not None and not channel.empty
+    out += figures_and_files([FIGURE], "replication x protocol x receiver x quantity (party -1 is the observer)", [
+        f"- `{FIGURE}`: measured and exact accuracy per receiver, completion delays"
+        + (f"; `{CHANNEL_FIGURE}`: the accuracy lost to the channel against the loss rate, exact, and measured at the scenario's rate"
+           if has_channel else ""),
+    ])  # fmt: skip
     return out
 
 

@@ -1,7 +1,11 @@
 """Summaries of a multi-party results table (pandas aggregations and the tolerances of
-:mod:`ldpsim.stats`): accuracy pooled over replications next to the exact optimum, paired
-differences between protocols, transcript completion delays next to theory; what the
-report and ``ldpsim run`` show."""
+:mod:`ldpsim.stats`): accuracy pooled over replications next to the exact value, paired
+differences between protocols, transcript completion delays next to theory; and the
+exact-only tables (worst-case accuracy, honest against deviating parties, accuracy against
+loss rate) read from the rows a run carries for them (``honest_accuracy``,
+``worst_case_accuracy``, ``perfect_channel_accuracy``, ``channel_accuracy``: estimate
+empty, ``loss`` the rate), besides each party's privacy and each receiver's task from the
+scenario; what the report and ``ldpsim run`` show."""
 
 from __future__ import annotations
 
@@ -17,10 +21,11 @@ from ldpsim.report.tables import read_csv
 from ldpsim.stats import mean_tolerance, paired_tolerance
 
 #: The columns of a multi-party results table, one row per replication x protocol x
-#: receiver x quantity (party -1 is the observer).
+#: receiver x quantity (party -1 is the observer); ``loss`` is the channel's loss rate the
+#: row is about.
 RESULT_COLUMNS = [
     "replication", "protocol", "party", "role", "eps", "delta", "quantity", "estimate", "std_error",
-    "tolerance", "alpha", "theory", "rounds", "within_tolerance",
+    "tolerance", "alpha", "theory", "rounds", "within_tolerance", "loss",
 ]  # fmt: skip
 
 LATENCY_QUANTITIES = ("completion_delay_mean", "completion_delay_p50", "completion_delay_p99", "completion_delay_max")
@@ -28,8 +33,11 @@ LATENCY_QUANTITIES = ("completion_delay_mean", "completion_delay_p50", "completi
 
 def read_results(path: str | Path) -> pd.DataFrame:
     """A multi-party results.csv as written (text columns kept as text, empty cells NaN)."""
-    return read_csv(path, dtype={"protocol": str, "role": str, "quantity": str},
-                    na=[c for c in RESULT_COLUMNS if c not in ("protocol", "role", "quantity")])  # fmt: skip
+    df = read_csv(path, dtype={"protocol": str, "role": str, "quantity": str},
+                  na=[c for c in RESULT_COLUMNS if c not in ("protocol", "role", "quantity")])  # fmt: skip
+    if "loss" not in df.columns:  # runs written before the channel had losses
+        df["loss"] = 0.0
+    return df
 
 
 # ------------------------------------------------------------------------- summaries
@@ -39,7 +47,6 @@ def summarise(results: pd.DataFrame, scenario: Any) -> tuple[pd.DataFrame, pd.Da
     table; and completion delays per receiver, measured next to theory."""
     acc = results[results["quantity"].isin(("accuracy", "accuracy_difference"))]
     alpha = scenario.spec.simulation.alpha
-    gain = scenario.task.gain
     keys = ["quantity", "protocol", "party"]
     n_rows = acc.groupby(keys, sort=False).ngroups
     rows = []
@@ -53,6 +60,7 @@ def summarise(results: pd.DataFrame, scenario: Any) -> tuple[pd.DataFrame, pd.Da
         pooled_var = max(squares - total * mean**2, 0.0) / max(total - 1, 1)
         se = math.sqrt(pooled_var / total)
         exact = float(g["theory"].iloc[0])
+        gain = receiver_task(scenario, int(party)).gain
         if quantity == "accuracy":
             tol = mean_tolerance(gain, exact, int(total), alpha / n_rows)
         else:
@@ -83,7 +91,141 @@ def summarise(results: pd.DataFrame, scenario: Any) -> tuple[pd.DataFrame, pd.Da
         expected = delivered.groupby("party", sort=False)["theory"].sum()
         latency["messages"] = [int(counts[OBSERVER if p == "observer" else int(p)]) for p in latency["party"]]
         latency["messages_expected"] = [int(expected[OBSERVER if p == "observer" else int(p)]) for p in latency["party"]]
+        heard = results[results["quantity"] == "messages_heard"]
+        if not heard.empty:  # a lossy channel or a deadline: messages heard in time
+            got = heard.groupby("party", sort=False)["estimate"].sum()
+            want = heard.groupby("party", sort=False)["theory"].sum()
+            latency["heard"] = [int(got[OBSERVER if p == "observer" else int(p)]) for p in latency["party"]]
+            latency["heard_expected"] = [float(want[OBSERVER if p == "observer" else int(p)]) for p in latency["party"]]
     return summary, latency
+
+
+def receiver_task(scenario: Any, party: int) -> Any:
+    """The Task of receiver ``party`` (a party index, or OBSERVER)."""
+    tasks = getattr(scenario, "tasks", ()) or ()
+    if not tasks:
+        return scenario.task
+    return tasks[-1] if party == OBSERVER else tasks[party]
+
+
+def _receiver(party: Any) -> str:
+    return "observer" if int(party) == OBSERVER else str(int(party))
+
+
+def _first(results: pd.DataFrame, quantity: str) -> pd.DataFrame:
+    """Exact-only rows of one quantity, from the first replication that has them."""
+    rows = results[results["quantity"] == quantity]
+    if rows.empty:
+        return rows
+    return rows[rows["replication"] == rows["replication"].min()]
+
+
+def gain_text(task: Any) -> str:
+    """``indicator`` or the custom gain matrix, as one line."""
+    g = np.asarray(task.gain)
+    if np.array_equal(g, np.eye(len(g))):
+        return "indicator"
+    return "custom " + "[" + "; ".join(" ".join(f"{v:g}" for v in row) for row in g) + "]"
+
+
+def receivers_table(scenario: Any) -> pd.DataFrame:
+    """Each receiver's function and gain."""
+    k = scenario.spec.parties.k
+    rows = []
+    for party in [*range(k), OBSERVER]:
+        t = receiver_task(scenario, party)
+        rows.append({"receiver": _receiver(party), "function": t.name, "outputs": t.n_outputs, "gain": gain_text(t)})
+    return pd.DataFrame(rows)
+
+
+def privacy_tables(scenario: Any) -> pd.DataFrame:
+    """Each party's exact privacy per protocol, as announced and as run
+    (:meth:`Protocol.privacy_table`): deviating parties get their own (eps inf for
+    truthful, 0 for fixed); honest parties' rows are the announced ones."""
+    deviating = dict(getattr(scenario, "deviations", ()) or ())
+    actual = getattr(scenario, "actual", ()) or scenario.protocols
+    frames = []
+    for p, a in zip(scenario.protocols, actual):
+        ann = p.privacy_table()
+        run = a.privacy_table()
+        df = pd.DataFrame({
+            "protocol": p.name, "party": ann["party"], "eps": ann["eps"], "delta": ann["delta"],
+            "exact_delta_at_eps": ann["exact_delta_at_eps"], "private": ann["private"],
+        })  # fmt: skip
+        if deviating:
+            df["run_as"] = ["truthful" if deviating.get(j) == "truthful" else f"fixed bit {deviating[j][1]}" if j in deviating else "honest"
+                            for j in ann["party"]]  # fmt: skip
+            df["eps_run"] = run["eps"]
+            df["delta_run"] = run["delta"]
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def worst_case_table(results: pd.DataFrame, scenario: Any) -> pd.DataFrame:
+    """Per (protocol, receiver): the exact average accuracy of the optimal rule (everyone
+    honest, through the channel) and the exact worst-case accuracy of the optimal
+    worst-case rule, or why the linear program is out of reach."""
+    from ldpsim.protocols import erasure_protocol
+    from ldpsim.protocols.decisions import worst_case_reach
+
+    avg = _first(results, "honest_accuracy")
+    worst = _first(results, "worst_case_accuracy").set_index(["protocol", "party"])
+    missing = float(getattr(scenario, "missing", 0.0))
+    by_name = {p.name: p for p in scenario.protocols}
+    rows = []
+    for _, r in avg.iterrows():
+        party = int(r["party"])
+        value = float(worst.loc[(r["protocol"], r["party"]), "theory"]) if (r["protocol"], r["party"]) in worst.index else math.nan
+        why = ""
+        if not math.isfinite(value) and r["protocol"] in by_name:
+            faced = erasure_protocol(by_name[r["protocol"]], missing) if missing > 0 else by_name[r["protocol"]]
+            why = worst_case_reach(faced, receiver_task(scenario, party), party) or ""
+        rows.append({"protocol": r["protocol"], "receiver": _receiver(party), "function": receiver_task(scenario, party).name,
+                     "average_exact": float(r["theory"]), "worst_case_exact": value,
+                     "note": f"out of reach: {why}" if why else ""})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def deviation_table(results: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """Per (protocol, receiver): exact accuracy with everyone honest, exact with the
+    deviations (the announced rule on the deviating transcripts), measured."""
+    honest = _first(results, "honest_accuracy")
+    acc = summary[summary["quantity"] == "accuracy"].set_index(["protocol", "party"])
+    rows = []
+    for _, r in honest.iterrows():
+        key = (r["protocol"], _receiver(r["party"]))
+        s = acc.loc[key]
+        rows.append({"protocol": key[0], "receiver": key[1], "exact_honest": float(r["theory"]),
+                     "exact_deviating": float(s["exact"]), "measured": float(s["measured"]),
+                     "change": float(s["exact"]) - float(r["theory"]), "tolerance": float(s["tolerance"]),
+                     "within": s["within"]})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def channel_table(results: pd.DataFrame, summary: pd.DataFrame, scenario: Any) -> pd.DataFrame:
+    """Per (protocol, receiver): the exact expected gain with a perfect channel, at every
+    loss rate of the grid (columns ``loss=r``), the accuracy lost to the scenario's channel
+    (exact), and the measured accuracy at the scenario's rate with its tolerance."""
+    grid = _first(results, "channel_accuracy")
+    if grid.empty:
+        return pd.DataFrame()
+    perfect = _first(results, "perfect_channel_accuracy").set_index(["protocol", "party"])["theory"]
+    acc = summary[summary["quantity"] == "accuracy"].set_index(["protocol", "party"])
+    loss = float(scenario.spec.network.loss)
+    rows = []
+    for (protocol, party), g in grid.groupby(["protocol", "party"], sort=False):
+        key = (protocol, _receiver(party))
+        row = {"protocol": protocol, "receiver": key[1], "perfect": float(perfect.loc[(protocol, party)])}
+        for _, r in g.sort_values("loss").iterrows():
+            row[f"loss={r['loss']:g}"] = float(r["theory"])
+        s = acc.loc[key]
+        row["lost_exact"] = row["perfect"] - float(s["exact"])
+        row[f"measured@{loss:g}"] = float(s["measured"])
+        row["lost_measured"] = row["perfect"] - float(s["measured"])
+        row["tolerance"] = float(s["tolerance"])
+        row["within"] = s["within"]
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 # ------------------------------------------------------------------------- command line

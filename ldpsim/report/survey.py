@@ -16,7 +16,7 @@ from ldpsim.report import survey_tables as summary
 from ldpsim.report.figures import in_unit, plt, png_bytes, quiet_glyphs, short_label
 from ldpsim.report.html import run_html
 from ldpsim.report.html import table as _md_table
-from ldpsim.report.tables import describe_section
+from ldpsim.report.tables import describe_section, figures_and_files
 
 
 def render_report(scenario, results: pd.DataFrame, seed: int) -> dict[str, bytes]:
@@ -271,17 +271,7 @@ def _summary_lines(scenario, results: pd.DataFrame, seed: int, figures: list[str
                 "The joint tables at the end (replication 0):", "",
                 _md_table(summary.crosstab_cells(results), "{:.5f}"), ""]  # fmt: skip
     out += ["## Clients and reports (mean over replications)", "", _md_table(summary.engine_totals(results), "{:.6g}"), ""]
-    if figures:
-        out += ["## Figures", ""] + [f"![{name}]({name})" for name in figures] + [""]
-    out += [
-        "## Files",
-        "",
-        "- `results.csv`: one row per replication x checkpoint x task x quantity x category",
-        "- `replications/`: the same rows, one file per replication (written as each finishes), each with a "
-        "`.json` record (rows, bytes, SHA-256) that resuming checks",
-        "- `scenario.toml`: the scenario as run; `metadata.json`: seed, versions, command line, times",
-        "",
-    ]
+    out += figures_and_files(list(figures), "replication x checkpoint x task x quantity x category")
     return out
 
 

@@ -45,3 +45,19 @@ def describe_section(section: Any) -> str:
     if kind is None:
         return ", ".join(parts)
     return f"{kind} ({', '.join(parts)})" if parts else str(kind)
+
+
+def figures_and_files(figures: list[str], rows: str, more: list[str] | None = None) -> list[str]:
+    """The end of a run's summary.md: its figures, then what its files hold; ``rows`` says
+    what one row of results.csv is, ``more`` adds lines to the list of files."""
+    out = ["## Figures", ""] + [f"![{name}]({name})" for name in figures] + [""] if figures else []
+    return out + [
+        "## Files",
+        "",
+        f"- `results.csv`: one row per {rows}",
+        "- `replications/`: the same rows, one file per replication (written as each finishes), each with a "
+        "`.json` record (rows, bytes, SHA-256) that resuming checks",
+        "- `scenario.toml`: the scenario as run; `metadata.json`: seed, versions, command line, times",
+        *(more or []),
+        "",
+    ]

@@ -1,37 +1,71 @@
-"""A SimPy model of the multi-party broadcast (docs/theory.md sec. 7; Kairouz et al. 2015, Sec. 5).
+"""A SimPy model of the multi-party broadcast (docs/theory.md sec. 7; Kairouz et al. 2015, Sec. 5),
+over a channel that may lose messages or deliver them too late, with parties that may deviate.
 
 Every round, each of the k parties draws its bit (Bernoulli(1/2) by default, or its own
 probability), privatises it with its mechanism ``Q_j`` and broadcasts the message. Every
-party and a central observer receive every message through a channel with latency; once a
-receiver holds the round's whole transcript it applies the optimal decision rule
-(:func:`ldpsim.protocols.decide`) and a referee records the gain ``w(f(x), guess)``.
+party and a central observer receive the messages through a channel with latency, each
+message to each receiver lost with probability ``loss`` (independently); a receiver decides
+by the round's ``deadline`` (if any), and a message not there by then counts as not heard.
+A receiver decides with the optimal rule (:func:`ldpsim.protocols.decide`) of the protocol
+it faces: the announced protocol seen through the channel, ``erasure_protocol(protocol, m)``
+with ``m = missing_probability(loss, late)`` and ``late = P(latency > deadline)``, in which
+a missing message is the extra symbol "not heard" (index = that party's alphabet size). Each
+receiver may compute its own function with its own gain (one Task per receiver), and a
+referee records the gain ``w(f(x), guess)``.
 
 Processes (never one per round, never one per message):
 
 - ``party(j)``: one process per party. At the start of each **round batch** (``batch``
   consecutive rounds, round r starting at ``r * interval``) it draws its bits for the
   batch, privatises them with every protocol compared (same bits for all protocols:
-  common random numbers) and broadcasts one bundle, a numpy array of messages;
+  common random numbers; a deviating party samples from its deviating matrix) and
+  broadcasts one bundle, a numpy array of messages;
 - the **channel**: draws one latency per (message, receiver) from the latency law (the
-  sender's own copy has latency 0) and hands the bundle to each receiver when the last of
-  its messages has arrived; exact arrival times travel with the bundle as data;
+  sender's own copy has latency 0), one loss per (message, receiver) from its own stream
+  (the sender always holds its own message), marks each message heard or not, and hands
+  the bundle to each receiver when the last of its messages is *resolved* (below);
+  exact times travel with the bundle as data;
 - ``receiver(i)``: one process per party and one for the observer. It takes bundles from
-  its inbox and, when it holds all k bundles of a batch (the transcripts of all of the
-  batch's rounds are complete), decides every round of the batch at once.
+  its inbox and, when it holds all k bundles of a batch, decides every round of the batch
+  at once: the messages it did not hear become "not heard" in its transcript.
+
+**When a receiver decides** (a round's completion time). A message is resolved when it
+arrives if it is heard; a missing one (lost, or later than the deadline) is resolved at the
+deadline ``start + deadline``. So with a deadline D and n awaited messages (k - 1 for a
+party, k for the observer) the completion delay is ``T = max latency`` if every message is
+heard and ``T = D`` otherwise: ``P(T <= t) = ((1 - loss) F(t))^n`` for t < D and 1 from D
+on (:func:`completion_cdf`; mean and quantiles exactly, the mean by numerical integration).
+Without a deadline the channel notifies a loss when the message would have arrived, so T
+is the largest latency, ``P(T <= t) = F(t)^n``, whatever the loss.
 
 So each batch costs about k (k + 2) SimPy events whatever its size, and memory holds only
 the batches in flight and running tallies: a batch's bits are forgotten once every
 receiver has decided it, and completion delays are kept for the quantiles only for the
 first rounds (:data:`QUANTILE_SAMPLE` over all receivers; the mean and the maximum cover
-every round). A round's
-**completion time** for a receiver is the exact arrival time of the last of its k
-messages; the SimPy time at which the receiver decides is at or after it (the end of the
-batch's last delivery), which :class:`Trace` records so tests can check it.
+every round). The SimPy time at which the receiver decides is at or after the completion
+time (the end of the batch's last delivery), which :class:`Trace` records so tests can
+check it.
+
+Decisions, vectorised over a batch: by a table of every transcript's decision when the
+transcripts are fewer than the rounds (:class:`_RuleTable`); otherwise, for functions of
+the number of ones, by a cache of decisions keyed by how many parties of each class sent
+each symbol (:class:`_CountRule`: one ``decide`` per distinct count vector, shared by the
+receivers of a class; this is what keeps k = 200 within reach); otherwise by ``decide`` on
+the batch. All three give ``decide``'s answers (up to exact ties, where any answer is
+optimal; with deviating parties or biased bits ``decide`` itself is used, so that ties
+follow ``rule_gain`` and the enumeration).
+
+Cost: about k (k + 2) SimPy events per batch and k (k + 1) latencies (and losses) per
+round, so the model grows as k^2 per round: measured on one core for one protocol, about
+1 s per 10^5 rounds at k = 8, 30 to 40 s at k = 64 and 5.5 to 7 minutes at k = 200
+(batches of 1,000 rounds; the larger figures with 5% loss and a deadline).
 
 Accuracy. For each protocol and receiver the measured average gain over the rounds is
-reported next to the exact optimal average accuracy (``exact_accuracy``, uniform bits) or,
-for other bit probabilities, the exact expected gain of the same rule by enumeration (when
-small enough). Rounds are i.i.d., so the gains are i.i.d.: with 0/1 gains the number of
+reported next to the exact expected gain of the same rule (:func:`exact_values`): the
+optimal accuracy of the protocol under the channel (``exact_accuracy`` of the erasure
+protocol, uniform bits; other bit probabilities by enumeration when small enough), and,
+with deviating parties, ``rule_gain`` of the announced rule on the deviating protocol's
+transcripts. Rounds are i.i.d., so the gains are i.i.d.: with 0/1 gains the number of
 correct rounds is exactly binomial and the tolerance is an exact binomial acceptance
 interval; other gains use Hoeffding's inequality. Tolerances are Bonferroni-corrected so
 the whole table fails with probability at most ``alpha``.
@@ -49,9 +83,11 @@ import pandas as pd
 import simpy
 from numpy.typing import ArrayLike, NDArray
 
-from ldpsim.errors import invalid
-from ldpsim.protocols import OBSERVER, Protocol, Task, decide
-from ldpsim.protocols.gains import bit_probabilities, exact_gains
+from ldpsim.errors import LdpSimError, invalid
+from ldpsim.protocols import OBSERVER, Protocol, Task, decide, erasure_protocol, missing_probability, rule_gain
+from ldpsim.protocols.decisions import worst_case_reach
+from ldpsim.protocols.gains import bit_probabilities, exact_gain
+from ldpsim.protocols.tasks import MAX_TABLE_PARTIES
 from ldpsim.report.multiparty_tables import LATENCY_QUANTITIES, RESULT_COLUMNS
 from ldpsim.sim.network import ConstantLatency, Latency
 from ldpsim.stats import mean_tolerance, paired_tolerance
@@ -66,11 +102,12 @@ class Trace:
 
     start: NDArray[np.float64]  # (R,) round start (= send) times
     bits: NDArray[np.int8]  # (R, k) the parties' bits
-    arrival: NDArray[np.float64]  # (R, k senders, k + 1 receivers) message arrival times
-    completion: NDArray[np.float64]  # (R, k + 1) when each receiver's transcript was complete
+    arrival: NDArray[np.float64]  # (R, k senders, k + 1 receivers) when each message arrives (or would, if lost)
+    completion: NDArray[np.float64]  # (R, k + 1) when each receiver's transcript was resolved (module docstring)
     decided_at: NDArray[np.float64]  # (R, k + 1) SimPy time at which the receiver decided
-    delivered: NDArray[np.int64]  # (k + 1,) messages each receiver took from its inbox
+    delivered: NDArray[np.int64]  # (k + 1,) message slots each receiver took from its inbox
     gains: NDArray[np.float64]  # (protocols, R, k + 1) realised gain per round
+    heard: NDArray[np.bool_] | None = None  # (R, k senders, k + 1 receivers) heard in time
 
 
 @dataclass
@@ -88,7 +125,8 @@ class _Bundle:
     batch: int
     sender: int
     taus: list[NDArray[np.int64]]  # one (n,) message array per protocol
-    arrival: NDArray[np.float64]  # (n,) arrival times at this receiver
+    arrival: NDArray[np.float64]  # (n,) resolution times at this receiver (arrival, or the deadline)
+    heard: NDArray[np.bool_]  # (n,) whether this receiver heard the message in time
 
 
 #: Completion delays kept per replication for the measured quantiles (over all receivers);
@@ -112,13 +150,15 @@ class _Tally:
     delay_max: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
     delay_sample: list[list[NDArray[np.float64]]] = field(default_factory=list)  # per receiver, per batch
     sampled: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    heard: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @classmethod
     def empty(cls, n_protocols: int, n_recv: int) -> "_Tally":
         z = lambda: np.zeros((n_protocols, n_recv))  # noqa: E731
         return cls(z(), z(), z(), keep=max(10_000, QUANTILE_SAMPLE // n_recv), delay_sum=np.zeros(n_recv),
                    delay_count=np.zeros(n_recv, np.int64), delay_max=np.full(n_recv, -np.inf),
-                   delay_sample=[[] for _ in range(n_recv)], sampled=np.zeros(n_recv, np.int64))  # fmt: skip
+                   delay_sample=[[] for _ in range(n_recv)], sampled=np.zeros(n_recv, np.int64),
+                   heard=np.zeros(n_recv, np.int64))  # fmt: skip
 
     def add_delays(self, i: int, delay: NDArray[np.float64]) -> None:
         self.delay_sum[i] += float(delay.sum())
@@ -130,9 +170,91 @@ class _Tally:
             self.sampled[i] += min(room, delay.size)
 
 
+def _per_receiver(task: Task | Sequence[Task], k: int | None = None) -> list[Task]:
+    """One Task per receiver (parties 0..k-1, then the observer) from one Task or a list."""
+    if isinstance(task, Task):
+        return [task] * (task.parties + 1)
+    tasks = list(task)
+    if not tasks or not all(isinstance(t, Task) for t in tasks):
+        raise invalid("task", task, "a Task, or one Task per receiver (the k parties, then the observer)")
+    parties = tasks[0].parties
+    if len(tasks) != parties + 1 or any(t.parties != parties for t in tasks):
+        raise invalid("task", f"{len(tasks)} tasks", f"one Task of {parties} bits per receiver: {parties + 1} (the parties, then the observer)")
+    return tasks
+
+
+def _who(i: int, k: int) -> int:
+    return OBSERVER if i == k else i
+
+
+def channel_missing(loss: float = 0.0, deadline: float | None = None, latency: Latency | None = None) -> tuple[float, float]:
+    """``(late, m)``: P(latency > deadline) (0 without a deadline) and P(a message is not
+    heard in time) = ``missing_probability(loss, late)``."""
+    late = 0.0
+    if deadline is not None:
+        if not (isinstance(deadline, (int, float)) and not isinstance(deadline, bool) and deadline > 0 and math.isfinite(deadline)):
+            raise invalid("deadline", deadline, "a finite time > 0, or None")
+        lat = latency if latency is not None else ConstantLatency(0.0)
+        late = min(max(float(1.0 - lat.cdf(float(deadline))), 0.0), 1.0)
+    return late, missing_probability(loss, late)
+
+
+def faced_protocol(protocol: Protocol, missing: float) -> Protocol:
+    """The protocol a receiver faces through the channel (the protocol itself when nothing
+    is ever missing)."""
+    return erasure_protocol(protocol, missing) if missing > 0 else protocol
+
+
+def exact_value(nominal: Protocol, actual: Protocol, task: Task, who: int, p_one: ArrayLike | None, missing: float) -> float:
+    """The exact expected gain per round of receiver ``who``'s rule (the announced
+    protocol's, through the channel) when the parties run ``actual`` (NaN when the
+    enumeration for non-uniform bits is out of reach)."""
+    seen = faced_protocol(nominal, missing)
+    if actual is nominal:
+        probs = bit_probabilities(p_one, nominal.parties)
+        if not np.all(probs == 0.5) and task.parties <= MAX_TABLE_PARTIES:
+            try:  # the same rule's gain under other bit probabilities, by contraction rather than enumeration
+                return float(rule_gain(seen, seen, task, who, probs))
+            except LdpSimError:
+                pass  # too large for the contraction: the enumeration, or NaN
+        return float(exact_gain(seen, task, who, p_one))
+    return float(rule_gain(seen, faced_protocol(actual, missing), task, who, p_one))
+
+
+def exact_values(
+    protocols: Sequence[Protocol], task: Task | Sequence[Task], p_one: ArrayLike | None = None, missing: float = 0.0,
+    actual: Sequence[Protocol] | None = None,
+) -> dict[tuple[str, int], float]:
+    """Exact expected gain per round for every (protocol name, receiver): each receiver's
+    own task, through the channel (``missing``), with the parties running ``actual``
+    (default: the protocols as announced)."""
+    tasks = _per_receiver(task)
+    k = tasks[0].parties
+    actual = list(protocols) if actual is None else list(actual)
+    probs = bit_probabilities(p_one, k)
+    memo: dict = {}
+    return {(p.name, _who(i, k)): _exact_memo(memo, q, p, a, tasks[i], i, probs, missing)
+            for q, (p, a) in enumerate(zip(protocols, actual)) for i in range(k + 1)}  # fmt: skip
+
+
+def _exact_memo(memo: dict, q: int, p: Protocol, a: Protocol, task: Task, i: int, probs: NDArray, missing: float) -> float:
+    """:func:`exact_value` of receiver i, computed once per class of exchangeable receivers:
+    for a symmetric function, parties with the same announced and actual matrices and bit
+    probability face the same others, so they have the same exact value."""
+    k = p.parties
+    who = _who(i, k)
+    if not task.is_symmetric or who == OBSERVER:
+        return exact_value(p, a, task, who, probs, missing)
+    key = (q, id(task), missing, p.matrices[i].tobytes(), bytes(p.matrices[i].shape), a.matrices[i].tobytes(),
+           bytes(a.matrices[i].shape), float(probs[i]))  # fmt: skip
+    if key not in memo:
+        memo[key] = (task, exact_value(p, a, task, who, probs, missing))  # the task is kept: its id stays its own
+    return memo[key][1]
+
+
 def simulate_broadcast(
     protocols: Sequence[Protocol],
-    task: Task,
+    task: Task | Sequence[Task],
     rounds: int,
     *,
     batch: int = 10_000,
@@ -144,6 +266,9 @@ def simulate_broadcast(
     replication: int = 0,
     keep_trace: bool = False,
     exact: Mapping[tuple[str, int], float] | None = None,
+    loss: float = 0.0,
+    deadline: float | None = None,
+    actual: Sequence[Protocol] | None = None,
 ) -> BroadcastResult:
     """Run ``rounds`` rounds of the broadcast for every protocol (common random numbers)
     and return measured against exact accuracy per protocol and receiver, with latency
@@ -152,28 +277,39 @@ def simulate_broadcast(
     Parameters
     ----------
     protocols: product protocols over the same k parties (e.g. ``Protocol.universal`` and
-        ``Protocol.binary`` at the same levels); names must be distinct.
-    task: the function every party (and the observer) computes, with its gain.
+        ``Protocol.binary`` at the same levels); names must be distinct. Their rules are the
+        receivers' (the announced protocols).
+    task: the function every receiver computes, with its gain; or one Task per receiver
+        (the k parties, then the observer).
     rounds, batch: number of rounds, and rounds per SimPy event (a numpy batch).
     latency: per-message latency law (default: none); interval: time between rounds.
     p_one: probability that each party's bit is 1 (scalar or one per party; default 1/2).
     seed: the replication's SeedSequence (or an int). Streams are derived from it by fixed
         spawn keys, so the numbers do not depend on SimPy's event order.
     alpha: false-failure probability of the whole table's tolerances.
-    exact: precomputed exact gains keyed by (protocol name, party) (:func:`exact_gains`),
+    exact: precomputed exact gains keyed by (protocol name, party) (:func:`exact_values`),
         so that replications do not recompute them.
+    loss: P(a message is lost), per (message, receiver), independently.
+    deadline: time after a round's start by which every receiver decides (None: when every
+        message is resolved); later messages are not heard.
+    actual: the protocols the parties really run (same alphabets; e.g. ``deviate``d), one
+        per protocol; default: the announced ones.
     """
     started = time.perf_counter()
     protocols = list(protocols)
     if not protocols:
         raise invalid("protocols", protocols, "at least one protocol")
-    k = task.parties
+    tasks = _per_receiver(task)
+    k = tasks[0].parties
     for p in protocols:
         if p.parties != k:
             raise invalid("protocols", f"{p.name} with {p.parties} parties", f"{k} parties, as the task")
     names = [p.name for p in protocols]
     if len(set(names)) != len(names):
         raise invalid("protocols", names, "protocols with distinct names")
+    actual = protocols if actual is None else list(actual)
+    if len(actual) != len(protocols) or any(a.sizes != p.sizes for a, p in zip(actual, protocols)):
+        raise invalid("actual", [a.name for a in actual], "one protocol per announced protocol, with the same alphabets")
     rounds = _positive_int(rounds, "rounds")
     batch = min(_positive_int(batch, "batch"), rounds)
     if not (isinstance(interval, (int, float)) and math.isfinite(interval) and interval >= 0):
@@ -181,6 +317,8 @@ def simulate_broadcast(
     if not (0 < alpha < 1):
         raise invalid("alpha", alpha, "a probability in (0, 1)")
     latency = latency if latency is not None else ConstantLatency(0.0)
+    _, missing = channel_missing(loss, deadline, latency)
+    loss = float(loss)
     probs = bit_probabilities(p_one, k)
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
 
@@ -194,12 +332,23 @@ def simulate_broadcast(
     # sampling): each protocol keeps its exact law, and their outcomes are coupled, which
     # makes the paired differences between protocols far more precise.
     noise_rng = [[stream(2, j) for j in range(k)] for _ in protocols]
-    # each party privatises with its own one-party protocol (the same sampler, Protocol.sample)
-    solo = [[Protocol.from_matrices([p.matrices[j]], [p.eps[j]], [p.delta[j]], name=f"{p.name}[{j}]") for j in range(k)]
-            for p in protocols]  # fmt: skip
+    loss_rng = [stream(3, j) for j in range(k)]  # losses: their own streams (the same for every protocol)
+    # each party privatises with its own one-party protocol (the same sampler, Protocol.sample),
+    # from the matrices it actually runs
+    solo = [[Protocol.from_matrices([a.matrices[j]], [a.eps[j]], [a.delta[j]], name=f"{a.name}[{j}]") for j in range(k)]
+            for a in actual]  # fmt: skip
 
     n_recv = k + 1  # parties 0..k-1, observer k
-    rules = [_RuleTable.build(p, task, rounds) for p in protocols]
+    faced = [faced_protocol(p, missing) for p in protocols]  # the receivers' rules are these protocols'
+    not_heard = [np.asarray(p.sizes, dtype=np.int64) for p in protocols]
+    rules = [_RuleTable.build(p, tasks, rounds) for p in faced]
+    # decisions by symbol counts where no table fits; not with deviating parties or biased
+    # bits, whose exact gain (rule_gain, enumeration) follows decide's own answer on each
+    # transcript even where two answers tie (any answer to a tie is optimal only for the
+    # announced protocol and uniform bits)
+    uniform = bool(np.all(probs == 0.5))
+    counted = [None if r is not None or a is not p or not uniform else _CountRule.build(f, tasks)
+               for f, r, a, p in zip(faced, rules, actual, protocols)]  # fmt: skip
     n_batches = -(-rounds // batch)
 
     def bounds(b: int) -> tuple[int, int]:  # rounds of batch b (never a list of all batches)
@@ -217,7 +366,7 @@ def simulate_broadcast(
             start=np.arange(rounds) * float(interval), bits=np.zeros((rounds, k), np.int8),
             arrival=np.full((rounds, k, n_recv), np.nan), completion=np.full((rounds, n_recv), np.nan),
             decided_at=np.full((rounds, n_recv), np.nan), delivered=delivered,
-            gains=np.full((len(protocols), rounds, n_recv), np.nan),
+            gains=np.full((len(protocols), rounds, n_recv), np.nan), heard=np.zeros((rounds, k, n_recv), bool),
         )  # fmt: skip
     events = [0]
 
@@ -242,11 +391,21 @@ def simulate_broadcast(
             lat = latency.sample(n * n_recv, latency_rng[j]).reshape(n, n_recv)
             lat[:, j] = 0.0  # a party holds its own message at once
             arrival = send[:, None] + lat
+            heard = np.ones((n, n_recv), dtype=bool)
+            if loss > 0:
+                heard &= loss_rng[j].random((n, n_recv)) >= loss
+            if deadline is not None:
+                heard &= lat <= deadline
+            heard[:, j] = True
+            # resolved: when heard, on arrival; when missing, at the deadline (without one, a
+            # lost message is notified when it would have arrived)
+            resolved = arrival if deadline is None else np.where(heard, arrival, send[:, None] + float(deadline))
             if trace is not None:
                 trace.bits[lo:hi, j] = bits
                 trace.arrival[lo:hi, j, :] = arrival
+                trace.heard[lo:hi, j, :] = heard
             for i in range(n_recv):  # the broadcast: one bundle per receiver
-                env.process(deliver(i, _Bundle(b, j, taus, arrival[:, i])))
+                env.process(deliver(i, _Bundle(b, j, taus, resolved[:, i], heard[:, i])))
             events[0] += 1
 
     def receiver(i: int):
@@ -265,17 +424,27 @@ def simulate_broadcast(
     def _decide_batch(i: int, b: int, bundles: list[_Bundle]) -> None:
         lo, hi = bounds(b)
         completion = np.max(np.stack([bd.arrival for bd in bundles], axis=1), axis=1)
-        assert env.now >= completion.max()  # the transcript of every round is complete
+        assert env.now >= completion.max()  # every message of every round is resolved
+        heard = np.stack([bd.heard for bd in bundles], axis=1)  # (n, k)
+        complete = bool(heard.all())
+        tally.heard[i] += int(heard.sum())
         x = np.stack([ledger[(b, s)] for s in range(k)], axis=1)
-        truth = task.value(x)
-        who = OBSERVER if i == k else i
+        t = tasks[i]
+        truth = t.value(x)
+        who = _who(i, k)
         own = None if i == k else x[:, i]
         first = None
-        for q, p in enumerate(protocols):
+        for q in range(len(protocols)):
             tau = np.stack([bd.taus[q] for bd in bundles], axis=1)
-            rule = rules[q]
-            guess = rule.lookup(who, tau, own) if rule is not None else np.asarray(decide(p, task, who, tau, own))
-            gain = task.gain[truth, guess]
+            if not complete:
+                tau = np.where(heard, tau, not_heard[q][None, :])
+            if rules[q] is not None:
+                guess = rules[q].lookup(i, tau, own)
+            elif counted[q] is not None and t.is_symmetric:
+                guess = counted[q].lookup(i, tau, own)
+            else:
+                guess = np.asarray(decide(faced[q], t, who, tau, own))
+            gain = t.gain[truth, guess]
             tally.total[q, i] += gain.sum()
             tally.squares[q, i] += np.square(gain).sum()
             first = gain if q == 0 else first
@@ -301,9 +470,20 @@ def simulate_broadcast(
         raise AssertionError(f"delivered {delivered.tolist()}, expected {rounds * k} messages per receiver")
 
     if exact is None:
-        exact = exact_gains(protocols, task, probs)
-    table = _table(protocols, task, tally, delivered, rounds, latency, alpha, replication, exact)
+        exact = exact_values(protocols, tasks, probs, missing, actual)
+    channel = Channel(latency, loss, deadline, missing)
+    table = _table(protocols, tasks, tally, delivered, rounds, channel, alpha, replication, exact)
     return BroadcastResult(table, time.perf_counter() - started, events[0], trace)
+
+
+@dataclass(frozen=True)
+class Channel:
+    """The channel of a run: latency law, loss rate, deadline, and P(not heard in time)."""
+
+    latency: Latency
+    loss: float = 0.0
+    deadline: float | None = None
+    missing: float = 0.0
 
 
 # ------------------------------------------------------------------------- decision tables
@@ -318,7 +498,8 @@ class _RuleTable:
         self.sizes, self.table = sizes, table  # table[receiver, transcript, own bit]
 
     @classmethod
-    def build(cls, protocol: Protocol, task: Task, rounds: int) -> "_RuleTable | None":
+    def build(cls, protocol: Protocol, task: Task | Sequence[Task], rounds: int) -> "_RuleTable | None":
+        tasks = _per_receiver(task)
         sizes = tuple(q.shape[1] for q in protocol.matrices)
         n_tau = math.prod(sizes)
         if n_tau > cls.MAX_TRANSCRIPTS or 4 * n_tau > rounds:
@@ -331,81 +512,146 @@ class _RuleTable:
         table = np.full((k + 1, n_tau, 2), -1, dtype=np.int64)
         for i in range(k):
             for b in (0, 1):
-                table[i, possible, b] = decide(protocol, task, i, taus[possible], np.full(int(possible.sum()), b))
-        table[k, possible, :] = np.asarray(decide(protocol, task, OBSERVER, taus[possible]))[:, None]
+                table[i, possible, b] = decide(protocol, tasks[i], i, taus[possible], np.full(int(possible.sum()), b))
+        table[k, possible, :] = np.asarray(decide(protocol, tasks[k], OBSERVER, taus[possible]))[:, None]
         return cls(sizes, table)
 
-    def lookup(self, party: int, tau: NDArray[np.int64], own: NDArray | None) -> NDArray[np.int64]:
+    def lookup(self, receiver: int, tau: NDArray[np.int64], own: NDArray | None) -> NDArray[np.int64]:
+        """Decisions of ``receiver`` (a party index, or OBSERVER / k for the observer)."""
         idx = np.ravel_multi_index(tuple(tau.T), self.sizes)
-        if party == OBSERVER:
+        if own is None or receiver == OBSERVER:
             return self.table[-1, idx, 0]
-        return self.table[party, idx, own.astype(np.int64)]
+        return self.table[receiver, idx, own.astype(np.int64)]
+
+
+class _CountRule:
+    """Decisions of symmetric tasks looked up by *per-class symbol counts*: for a function of
+    the number of ones, the optimal rule depends on a transcript only through how many
+    parties of each class (parties with the same matrix) sent each symbol, besides the
+    receiver's own bit (and class). Each batch's transcripts are reduced to those counts (a
+    bincount, O(k) per round); decisions are made by :func:`decide` once per distinct count
+    vector, on a representative transcript, and kept in a sorted cache shared by every
+    receiver of the same class and task for the whole run. Where transcripts repeat their
+    counts (large k, few classes) this replaces the O(k^2) posterior per round and receiver
+    by a lookup. (Where the expected gains of two answers are exactly equal, the library's
+    choice may depend on the order of floating-point operations; either answer is optimal.)"""
+
+    def __init__(self, protocol: Protocol, tasks: list[Task]) -> None:
+        self.protocol, self.tasks = protocol, tasks
+        key_of: dict[bytes, int] = {}
+        self.cls = np.array([key_of.setdefault(q.tobytes() + bytes(q.shape), len(key_of)) for q in protocol.matrices])
+        sizes = np.zeros(len(key_of), dtype=np.int64)
+        for j, q in enumerate(protocol.matrices):
+            sizes[self.cls[j]] = q.shape[1]
+        self.offset = np.concatenate([[0], np.cumsum(sizes)[:-1]])[self.cls]  # per party: its class's first code
+        self.codes = int(sizes.sum())
+        self.cache: dict[tuple[int, int], tuple[NDArray, NDArray[np.int64]]] = {}
+
+    @classmethod
+    def build(cls, protocol: Protocol, tasks: list[Task]) -> "_CountRule | None":
+        if protocol.parties > np.iinfo(np.int16).max or not any(t.is_symmetric for t in tasks):
+            return None
+        return cls(protocol, tasks)
+
+    def counts(self, tau: NDArray[np.int64], exclude: int | None) -> NDArray[np.int16]:
+        n = tau.shape[0]
+        width = self.codes + 1  # the last column collects the excluded party
+        code = self.offset[None, :] + tau
+        if exclude is not None:
+            code[:, exclude] = self.codes
+        flat = (np.arange(n, dtype=np.int64)[:, None] * width + code).ravel()
+        return np.bincount(flat, minlength=n * width).reshape(n, width)[:, : self.codes].astype(np.int16)
+
+    def lookup(self, i: int, tau: NDArray[np.int64], own: NDArray | None) -> NDArray[np.int64]:
+        who = _who(i, self.protocol.parties)
+        task = self.tasks[i]
+        counts = self.counts(tau, None if who == OBSERVER else i)
+        if own is not None:
+            counts = np.hstack([counts, np.asarray(own, dtype=np.int16)[:, None]])
+        keys = np.ascontiguousarray(counts).view(np.dtype((np.void, counts.shape[1] * 2))).ravel()
+        where = (id(task), -1 if who == OBSERVER else int(self.cls[i]))
+        known, answers = self.cache.get(where, (keys[:0], np.zeros(0, dtype=np.int64)))
+        uniq, first = np.unique(keys, return_index=True)
+        new = ~np.isin(uniq, known) if known.size else np.ones(uniq.size, dtype=bool)
+        if new.any():
+            rows = first[new]
+            got = np.asarray(decide(self.protocol, task, who, tau[rows], None if own is None else own[rows]), dtype=np.int64)
+            known = np.concatenate([known, uniq[new]])
+            answers = np.concatenate([answers, got])
+            order = np.argsort(known, kind="stable")
+            known, answers = known[order], answers[order]
+            self.cache[where] = (known, answers)
+        return answers[np.searchsorted(known, keys)]
 
 
 # ------------------------------------------------------------------------- the table
-def _table(protocols, task, tally, delivered, rounds, latency, alpha, replication, exact) -> pd.DataFrame:
-    k = task.parties
+def _table(protocols, tasks, tally, delivered, rounds, channel, alpha, replication, exact) -> pd.DataFrame:
+    k = tasks[0].parties
     n_recv = k + 1
     alpha_row = alpha / ((2 * len(protocols) - 1) * n_recv)  # accuracy rows and paired differences
-    spread = float(task.gain.max() - task.gain.min())
     rows = []
+    common = {"replication": replication, "loss": channel.loss, "rounds": rounds}
     for q, p in enumerate(protocols):
         for i in range(n_recv):
-            who = OBSERVER if i == k else i
+            who = _who(i, k)
             mean = tally.total[q, i] / rounds
             var = max(tally.squares[q, i] / rounds - mean**2, 0.0) * rounds / max(rounds - 1, 1)
             theory = float(exact[(p.name, who)])
             rows.append({
-                "replication": replication, "protocol": p.name, "party": who, "role": _role(who),
+                **common, "protocol": p.name, "party": who, "role": _role(who),
                 "eps": float(p.eps[i]) if i < k else math.nan, "delta": float(p.delta[i]) if i < k else math.nan,
                 "quantity": "accuracy", "estimate": mean, "std_error": math.sqrt(var / rounds),
-                "tolerance": mean_tolerance(task.gain, theory, rounds, alpha_row), "alpha": alpha_row,
-                "theory": theory, "rounds": rounds,
+                "tolerance": mean_tolerance(tasks[i].gain, theory, rounds, alpha_row), "alpha": alpha_row,
+                "theory": theory,
             })  # fmt: skip
     # paired comparisons (common random numbers): gain of protocol q minus gain of protocol 0, same rounds
     for q, p in enumerate(protocols[1:], start=1):
         base = protocols[0]
         for i in range(n_recv):
-            who = OBSERVER if i == k else i
+            who = _who(i, k)
+            spread = float(tasks[i].gain.max() - tasks[i].gain.min())
             mean = (tally.total[q, i] - tally.total[0, i]) / rounds
             second = (tally.squares[q, i] + tally.squares[0, i] - 2 * tally.cross[q, i]) / rounds
             var = max(second - mean**2, 0.0) * rounds / max(rounds - 1, 1)
             theory = float(exact[(p.name, who)] - exact[(base.name, who)])
             rows.append({
-                "replication": replication, "protocol": f"{p.name} - {base.name}", "party": who, "role": _role(who),
+                **common, "protocol": f"{p.name} - {base.name}", "party": who, "role": _role(who),
                 "eps": float(p.eps[i]) if i < k else math.nan, "delta": float(p.delta[i]) if i < k else math.nan,
                 "quantity": "accuracy_difference", "estimate": mean, "std_error": math.sqrt(var / rounds),
                 "tolerance": paired_tolerance(2 * spread, var, rounds, alpha_row), "alpha": alpha_row, "theory": theory,
-                "rounds": rounds,
             })  # fmt: skip
+    lat, loss, deadline, m = channel.latency, channel.loss, channel.deadline, channel.missing
     for i in range(n_recv):
-        who = OBSERVER if i == k else i
+        who = _who(i, k)
         sample = np.concatenate(tally.delay_sample[i])
         others = k if i == k else k - 1  # a party waits for the k - 1 other messages
         measured = {"completion_delay_mean": tally.delay_sum[i] / tally.delay_count[i],
                     "completion_delay_p50": np.quantile(sample, 0.5), "completion_delay_p99": np.quantile(sample, 0.99),
                     "completion_delay_max": tally.delay_max[i]}  # fmt: skip
-        theory = {"completion_delay_mean": expected_max_latency(latency, others),
-                  "completion_delay_p50": max_latency_quantile(latency, others, 0.5),
-                  "completion_delay_p99": max_latency_quantile(latency, others, 0.99),
+        theory = {"completion_delay_mean": completion_mean(lat, others, loss, deadline),
+                  "completion_delay_p50": completion_quantile(lat, others, 0.5, loss, deadline),
+                  "completion_delay_p99": completion_quantile(lat, others, 0.99, loss, deadline),
                   "completion_delay_max": math.nan}  # fmt: skip
-        base = {"replication": replication, "protocol": "network", "party": who, "role": _role(who),
-                "eps": math.nan, "delta": math.nan, "std_error": math.nan, "tolerance": math.nan,
-                "alpha": math.nan, "rounds": rounds}  # fmt: skip
+        base = {**common, "protocol": "network", "party": who, "role": _role(who),
+                "eps": math.nan, "delta": math.nan, "std_error": math.nan, "tolerance": math.nan, "alpha": math.nan}  # fmt: skip
         for name in LATENCY_QUANTITIES:
             rows.append({**base, "quantity": name, "estimate": float(measured[name]), "theory": theory[name]})
         rows.append({**base, "quantity": "messages_delivered", "estimate": float(delivered[i]), "theory": float(rounds * k)})
+        if m > 0:  # messages heard in time: the own one always, the others with probability 1 - m
+            expect = rounds * ((1 if i < k else 0) + others * (1.0 - m))
+            rows.append({**base, "quantity": "messages_heard", "estimate": float(tally.heard[i]), "theory": float(expect)})
     df = pd.DataFrame(rows)
     df["within_tolerance"] = np.where(
         df["tolerance"].notna() & df["theory"].notna(), (df["estimate"] - df["theory"]).abs() <= df["tolerance"], pd.NA
     )
-    return df[RESULT_COLUMNS]
+    return df.reindex(columns=RESULT_COLUMNS)
 
 
 def _role(who: int) -> str:
     return "observer" if who == OBSERVER else "party"
 
 
+# ------------------------------------------------------------------------- completion delays
 def expected_max_latency(latency: Latency, n: int) -> float:
     """``E[max of n i.i.d. latencies]`` (0 for n = 0): :meth:`Latency.expected_max`."""
     return latency.expected_max(n)
@@ -416,6 +662,121 @@ def max_latency_quantile(latency: Latency, n: int, p: float) -> float:
     if n == 0:
         return 0.0
     return float(latency.quantile(p ** (1.0 / n)))
+
+
+def completion_cdf(latency: Latency, n: int, t: ArrayLike, loss: float = 0.0, deadline: float | None = None) -> NDArray[np.float64]:
+    """``P(T <= t)`` for the completion delay T of a receiver awaiting ``n`` messages:
+    ``F(t)^n`` without a deadline; with a deadline D, ``((1 - loss) F(t))^n`` for t < D and
+    1 from D on (T = D as soon as one message is missing)."""
+    t = np.asarray(t, dtype=np.float64)
+    if n == 0:
+        return (t >= 0).astype(np.float64)
+    f = np.asarray(latency.cdf(np.maximum(t, 0.0)), dtype=np.float64) * (t >= 0)
+    if deadline is None:
+        return f**n
+    return np.where(t >= deadline, 1.0, ((1.0 - loss) * f) ** n)
+
+
+def completion_mean(latency: Latency, n: int, loss: float = 0.0, deadline: float | None = None) -> float:
+    """``E[T]``: ``E[max of n latencies]`` without a deadline; with one,
+    ``int_0^D (1 - ((1 - loss) F(t))^n) dt`` (numerical quadrature)."""
+    if n == 0:
+        return 0.0
+    if deadline is None:
+        return expected_max_latency(latency, n)
+    from scipy.integrate import quad
+
+    def tail(t: float) -> float:
+        return float(1.0 - ((1.0 - loss) * float(latency.cdf(t))) ** n)
+
+    points = [float(latency.quantile(p)) for p in (0.01, 0.5, 0.99)]
+    points = sorted({min(max(x, 0.0), float(deadline)) for x in points} - {0.0, float(deadline)})
+    value, _ = quad(tail, 0.0, float(deadline), points=points or None, limit=200, epsabs=1e-13, epsrel=1e-11)
+    return float(value)
+
+
+def completion_quantile(latency: Latency, n: int, p: float, loss: float = 0.0, deadline: float | None = None) -> float:
+    """The p-quantile of T: ``F^-1(p^(1/n))`` without a deadline; with one,
+    ``F^-1(p^(1/n) / (1 - loss))`` when that is below D, else D."""
+    if n == 0:
+        return 0.0
+    if deadline is None:
+        return max_latency_quantile(latency, n, p)
+    target = p ** (1.0 / n) / (1.0 - loss) if loss < 1 else math.inf
+    if target < 1.0:
+        t = float(latency.quantile(target))
+        if t < deadline:
+            return t
+    return float(deadline)
+
+
+# ------------------------------------------------------------------------- exact-only values of a run
+#: The exact-only quantities a run's table carries (estimate empty): the report's tables of
+#: worst-case accuracy, honest against deviating parties, and accuracy against loss rate.
+EXACT_QUANTITIES = ("honest_accuracy", "worst_case_accuracy", "perfect_channel_accuracy", "channel_accuracy")
+
+
+@dataclass(frozen=True)
+class ExactTables:
+    """What a multi-party run computes once, in the calling process (``Study.shared``):
+    the exact value of every accuracy row keyed by (protocol name, receiver), and the
+    exact-only rows of the results table (:data:`EXACT_QUANTITIES`)."""
+
+    exact: dict[tuple[str, int], float]
+    rows: list[dict]
+
+    def frame(self, replication: int) -> pd.DataFrame:
+        df = pd.DataFrame(self.rows, columns=[c for c in RESULT_COLUMNS if c != "replication"])
+        df.insert(0, "replication", replication)
+        return df.reindex(columns=RESULT_COLUMNS)
+
+
+def exact_tables(scenario) -> ExactTables:  # type: ignore[no-untyped-def]
+    """The exact values of a built multi-party scenario (:class:`ExactTables`): each
+    receiver's expected gain under the scenario's channel and deviations; with everyone
+    honest; the worst-case accuracy (the linear program of Kairouz et al. 2015, eq. 12) of
+    the protocol through the channel where within reach (NaN otherwise); and, when the
+    scenario has a channel, the expected gain at every rate of its loss grid and with a
+    perfect channel (no loss, no deadline)."""
+    from ldpsim.protocols import worst_case
+
+    sc = scenario
+    k = sc.spec.parties.k
+    tasks, p_one, m = list(sc.tasks), sc.p_one, sc.missing
+    exact: dict[tuple[str, int], float] = {}
+    rows: list[dict] = []
+    grid = sc.loss_grid
+    probs = bit_probabilities(p_one, k)
+    memo: dict = {}
+    worst_memo: dict = {}
+    for q, (p, a) in enumerate(zip(sc.protocols, sc.actual)):
+        seen = faced_protocol(p, m)
+        for i in range(k + 1):
+            who, t = _who(i, k), tasks[i]
+            honest_key = q + len(sc.protocols)  # memo slots: as run, and everyone honest
+
+            def value(actual: Protocol, missing: float, q=q, p=p, a=a, t=t, i=i, honest_key=honest_key) -> float:
+                return _exact_memo(memo, q if actual is a else honest_key, p, actual, t, i, probs, missing)
+
+            base = {"protocol": p.name, "party": who, "role": _role(who), "eps": float(p.eps[i]) if i < k else math.nan,
+                    "delta": float(p.delta[i]) if i < k else math.nan, "estimate": math.nan, "std_error": math.nan,
+                    "tolerance": math.nan, "alpha": math.nan, "rounds": math.nan, "within_tolerance": pd.NA}  # fmt: skip
+            exact[(p.name, who)] = own = value(a, m)
+            honest = own if a is p else value(p, m)
+            rows.append({**base, "quantity": "honest_accuracy", "theory": honest, "loss": sc.loss})
+            worst = math.nan
+            if not worst_case_reach(seen, t, who):
+                key = (q, id(t), seen.matrices[i].tobytes() if i < k else b"observer") if t.is_symmetric else (q, i)
+                if key not in worst_memo:
+                    worst_memo[key] = float(worst_case(seen, t, who)[0])
+                worst = worst_memo[key]
+            rows.append({**base, "quantity": "worst_case_accuracy", "theory": worst, "loss": sc.loss})
+            if grid:
+                rows.append({**base, "quantity": "perfect_channel_accuracy", "theory": value(a, 0.0), "loss": 0.0})
+                for rate in grid:
+                    got = own if rate == sc.loss else value(a, sc.missing_at(rate))
+                    rows.append({**base, "quantity": "channel_accuracy", "theory": got, "loss": float(rate)})
+    return ExactTables(exact, rows)
 
 
 # ------------------------------------------------------------------------- helpers
@@ -433,4 +794,7 @@ def _positive_int(value: object, name: str) -> int:
     return int(value)
 
 
-__all__ = ["BroadcastResult", "Trace", "simulate_broadcast", "expected_max_latency", "max_latency_quantile"]
+__all__ = [
+    "EXACT_QUANTITIES", "BroadcastResult", "Channel", "ExactTables", "exact_tables", "Trace", "channel_missing", "completion_cdf", "completion_mean", "completion_quantile",
+    "exact_value", "exact_values", "expected_max_latency", "faced_protocol", "max_latency_quantile", "simulate_broadcast",
+]  # fmt: skip

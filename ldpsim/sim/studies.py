@@ -23,9 +23,11 @@ from ldpsim.report import multiparty_tables
 from ldpsim.report import survey as survey_report
 from ldpsim.report import survey_tables
 from ldpsim.runs import REP_DIR, Outcome, Study, resume_study, run_study
-from ldpsim.sim.scenario import KINDS, BuiltScenario, CollectionScenario, MultipartyScenario, Scenario, load_scenario
+from ldpsim.sim.multiparty_study import MultipartyScalingStudy, MultipartyStudyRun
+from ldpsim.sim.scenario import BuiltScenario, CollectionScenario, MultipartyScenario, Scenario, load_scenario, parse_scenario
 
-__all__ = ["RunResult", "MultipartyRun", "CollectionRun", "CollectionStudy", "SurveyStudy", "MultipartyStudy", "STUDIES", "run_scenario", "resume_run"]
+__all__ = ["RunResult", "MultipartyRun", "MultipartyStudyRun", "CollectionRun", "CollectionStudy", "SurveyStudy", "MultipartyStudy",
+           "MultipartyScalingStudy", "STUDIES", "run_scenario", "resume_run"]
 
 
 @dataclass(frozen=True)
@@ -103,16 +105,18 @@ class SurveyStudy(Study):
 
 
 class MultipartyStudy(Study):
-    """A multi-party broadcast scenario (:mod:`ldpsim.sim.multiparty`). The exact accuracies
-    are computed once per run, in the calling process, and handed to every replication."""
+    """A multi-party broadcast scenario (:mod:`ldpsim.sim.multiparty`). The exact values
+    (every receiver's expected gain under the channel and the deviations, worst-case
+    accuracies, the channel table) are computed once per run, in the calling process, and
+    handed to every replication, whose table carries the exact-only rows too (so that the
+    report is a function of results.csv)."""
 
     kind = MultipartyScenario.kind
 
     def shared(self) -> Any:
-        from ldpsim.protocols.gains import exact_gains
+        from ldpsim.sim.multiparty import exact_tables
 
-        sc = self.scenario
-        return exact_gains(sc.protocols, sc.task, sc.p_one)
+        return exact_tables(self.scenario)
 
     def run_replication(self, index: int, seed: int, shared: Any) -> pd.DataFrame:
         from ldpsim.sim.multiparty import simulate_broadcast
@@ -120,17 +124,24 @@ class MultipartyStudy(Study):
         sc = self.scenario
         spec = sc.spec
         result = simulate_broadcast(
-            sc.protocols, sc.task, spec.rounds.count, batch=spec.rounds.batch, latency=sc.latency,
+            sc.protocols, list(sc.tasks), spec.rounds.count, batch=spec.rounds.batch, latency=sc.latency,
             interval=spec.rounds.interval, p_one=sc.p_one, seed=np.random.SeedSequence(seed, spawn_key=(index,)),
-            alpha=spec.simulation.alpha, replication=index, exact=shared,
+            alpha=spec.simulation.alpha, replication=index, exact=shared.exact, loss=sc.loss,
+            deadline=sc.deadline, actual=list(sc.actual),
         )  # fmt: skip
-        return result.table
+        return pd.concat([result.table, shared.frame(index)], ignore_index=True)
 
     def read_results(self, path: Path) -> pd.DataFrame:
         return multiparty_tables.read_results(path)
 
     def render_report(self, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], Any]:
         return multiparty_report.render_report(self.scenario, results, seed)
+
+    def metadata(self) -> dict[str, Any]:
+        sc = self.scenario
+        return {"parties": sc.spec.parties.k, "protocols": [p.name for p in sc.protocols],
+                "loss": sc.loss, "deadline": sc.deadline, "missing": sc.missing,
+                "deviations": {str(j): how if isinstance(how, str) else list(how) for j, how in sc.deviations}}  # fmt: skip
 
     def result(self, o: Outcome) -> MultipartyRun:
         summary, latency = o.extra
@@ -175,6 +186,7 @@ class CollectionStudy(Study):
 #: :data:`ldpsim.sim.scenario.KINDS`.
 STUDIES: dict[str, type[Study]] = {
     SurveyStudy.kind: SurveyStudy, MultipartyStudy.kind: MultipartyStudy, CollectionStudy.kind: CollectionStudy,
+    MultipartyScalingStudy.kind: MultipartyScalingStudy,
 }
 
 
@@ -211,7 +223,9 @@ def run_scenario(
 
 
 def _parsers() -> dict[str, Any]:
-    return {kind: (lambda text, path, kind=kind: STUDIES[kind](KINDS[kind](text, path))) for kind in STUDIES}
+    """Run kind -> a parser of the scenario as run into its study (the file's own ``kind``
+    picks the parser; a multi-party file with ``[study]`` is a "multiparty_study" run)."""
+    return {kind: (lambda text, path: study_of(parse_scenario(text, path))) for kind in STUDIES}
 
 
 def resume_run(

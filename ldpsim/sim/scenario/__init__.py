@@ -20,13 +20,24 @@ from ldpsim.errors import LdpSimError, _show
 from ldpsim.sim.scenario.collection import CollectionScenario, parse_collection
 from ldpsim.sim.scenario.common import BuiltScenario, check_rows, read_scenario_text, read_toml
 from ldpsim.sim.scenario.multiparty import MultipartyScenario, parse_multiparty
+from ldpsim.sim.scenario.multiparty_study import MultipartyStudyScenario, parse_multiparty_study
 from ldpsim.sim.scenario.survey import Scenario, parse_survey
 
+
+def _parse_multiparty_file(text: str, where: str) -> BuiltScenario:
+    """A multi-party file: one broadcast, or a study over k and eps when it has a ``[study]``
+    table (:mod:`ldpsim.sim.scenario.multiparty_study`)."""
+    if "study" in read_toml(text, where):
+        return parse_multiparty_study(text, where)
+    return parse_multiparty(text, where)
+
+
 #: kind -> parser of the scenario text (``parse(text, where)``); a new kind of scenario
-#: adds one entry (and one study, :mod:`ldpsim.sim.studies`).
+#: adds one entry (and one study, :mod:`ldpsim.sim.studies`). A parser may build a scenario
+#: of a run kind of its own (a multi-party file with ``[study]`` runs as "multiparty_study").
 KINDS: dict[str, Callable[[str, str], BuiltScenario]] = {
     "survey": parse_survey,
-    "multiparty": parse_multiparty,
+    "multiparty": _parse_multiparty_file,
     "collection": parse_collection,
 }
 
@@ -35,6 +46,7 @@ __all__ = [
     "BuiltScenario",
     "CollectionScenario",
     "MultipartyScenario",
+    "MultipartyStudyScenario",
     "Scenario",
     "check_rows",
     "kind_of",

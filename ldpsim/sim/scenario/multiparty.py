@@ -1,26 +1,52 @@
 """Multi-party scenario files (``kind = "multiparty"``): TOML validated by strict pydantic
-models, then built into protocols, a task and a latency law.
+models, then built into protocols (per-party mechanisms from the one catalog), one task per
+receiver, a lossy channel, deviating parties and a latency law.
 
 Every problem becomes one :class:`ldpsim.errors.LdpSimError` naming the file, the key path
 and the problem (:mod:`ldpsim.sim.scenario.common`), e.g.
-``scenarios/x.toml: parties.eps: got a list of length 5, expected one value per party (k = 6)``.
+``scenarios/x.toml: parties.eps: got a list of length 5, expected one value per party (k = 6)``
+or ``scenarios/x.toml: protocols[1].mechanisms[3].eps: got -1, expected ...``.
 
-Layout::
+Layout (every key; optional ones are commented with their default)::
 
     kind = "multiparty"
-    name = "multiparty_xor"
+    name = "multiparty_lossy"
     description = "..."
-    protocols = ["universal", "binary"]
+    # a protocol is "universal" ((eps, delta) randomized response: the quaternary mechanism
+    # per party), "binary" (Warner's randomized response at eps), or a table of per-party
+    # mechanisms from the catalog (one table per party, or a single table for every party);
+    # each party's exact (eps, delta) comes from its mechanism
+    protocols = [
+        "universal",
+        { name = "mixed", mechanisms = [
+            { kind = "quaternary", eps = 1, delta = 0.05 },
+            { kind = "randomized_response", eps = 2 },
+            { kind = "matrix", matrix = [[0.7, 0.2, 0.1], [0.1, 0.2, 0.7]] },
+            ...] },
+    ]
 
     [parties]
-    k = 6
-    eps = [0.5, 1, 1, 2, 3, 5]          # or one number for every party
-    delta = [0, 0.01, 0.05, 0, 0.1, 0.02]
+    k = 8
+    eps = [0.5, 1, ...]                 # or one number; needed by "universal" and "binary" only
+    delta = [0, 0.01, ...]              # default 0; used by "universal" only
     p_one = 0.5                         # optional: P(bit = 1), a number or one per party
 
-    [task]
-    kind = "xor"                        # xor | sum | majority | threshold | and
+    [task]                              # the default function and gain of every receiver
+    kind = "xor"                        # xor | sum | majority | threshold | and | table
     # t = 3                             # threshold only: f(x) = [sum x >= t]
+    # values = [0, 1, 1, 0, ...]        # table only: 2^k output labels, x_1 the most significant bit
+    # outputs = ["no", "yes"]           # table only (optional): names of the outputs
+    # gain = [[1, 0], [-1, 2]]          # optional: w[true, guess], n_outputs x n_outputs (default: indicator)
+
+    [receivers.observer]                # optional overrides per receiver: the observer, or a
+    kind = "sum"                        # party by index ([receivers.3]); with `kind` the table
+    [receivers.2]                       # stands alone, without it its keys replace [task]'s
+    gain = [[1, 0], [0, 3]]
+
+    [[deviations]]                      # optional: parties that do not follow the protocol
+    party = 5
+    kind = "fixed"                      # "truthful" (its bit without privacy) or "fixed"
+    bit = 1                             # fixed only: the bit it always claims
 
     [rounds]
     count = 100_000
@@ -28,7 +54,10 @@ Layout::
     interval = 1.0                      # time between rounds
 
     [network]
-    latency = { kind = "exponential", mean = 0.2 }
+    latency = { kind = "lognormal", median = 0.05, sigma = 0.8 }
+    loss = 0.05                         # default 0: P(a message is lost), per message and receiver
+    deadline = 0.25                     # optional: a receiver decides by round start + deadline
+    loss_grid = [0, 0.01, 0.05, 0.1]    # optional: loss rates of the exact channel table
 
     [simulation]
     seed = 1
@@ -40,18 +69,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Discriminator, Field, Tag, model_validator
 
-from ldpsim.errors import LdpSimError
+from ldpsim.errors import LdpSimError, _show
 from ldpsim.sim.network import Latency
 from ldpsim.sim.scenario.common import (
     BuiltScenario,
     Eps,
     Model,
-    NetworkSpec,
+    NetworkSpec as _Network,
+    PositiveTime,
     Probability,
     ScenarioName,
     SimulationSpec as _Simulation,
@@ -63,15 +93,22 @@ from ldpsim.sim.scenario.common import (
 )
 
 KIND = "multiparty"
-MAX_PARTIES = 64
+MAX_PARTIES = 256
 MAX_ROUNDS = 10**9
+MAX_PROTOCOLS = 8
+#: Loss rates of the exact channel table when the file gives none (its own rate is added).
+DEFAULT_LOSS_GRID = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2)
+MAX_LOSS_GRID = 20
 #: Memory the messages in flight at one time may take (rounds are simulated in batches and
 #: a batch is forgotten once every receiver has decided it, so this is what grows).
 MAX_IN_FLIGHT_BYTES = 2 * 2**30
+#: The task kinds a scenario names.
+TASK_KINDS = ("xor", "sum", "majority", "threshold", "and", "table")
+
 
 class PartiesSpec(Model):
     k: Annotated[int, Field(ge=1, le=MAX_PARTIES)]
-    eps: Eps | list[Eps]
+    eps: Eps | list[Eps] | None = None
     delta: Probability | list[Probability] = 0.0
     p_one: Probability | list[Probability] = 0.5
 
@@ -85,19 +122,86 @@ class PartiesSpec(Model):
 
     def levels(self, key: str) -> list[float]:
         value = getattr(self, key)
+        if value is None:
+            return []
         return [float(v) for v in value] if isinstance(value, list) else [float(value)] * self.k
 
 
+Gain = list[list[Annotated[float, Field(allow_inf_nan=False)]]]
+
+
 class TaskSpec(Model):
-    kind: Literal["xor", "sum", "majority", "threshold", "and"]
+    """``[task]``: a receiver's function and gain."""
+
+    kind: Literal["xor", "sum", "majority", "threshold", "and", "table"]
     t: Annotated[int, Field(ge=0)] | None = None
+    values: list[Annotated[int, Field(ge=0)]] | None = None
+    outputs: list[Annotated[str, Field(min_length=1, max_length=40)]] | None = None
+    gain: Gain | None = None
 
     @model_validator(mode="after")
-    def _threshold(self) -> "TaskSpec":
+    def _keys(self) -> "TaskSpec":
         if self.kind == "threshold" and self.t is None:
             raise ValueError("t: got nothing, expected the threshold t (f(x) = 1 when sum x >= t)")
         if self.kind != "threshold" and self.t is not None:
             raise ValueError(f"t: got {self.t!r}, expected no 't' for kind = {self.kind!r} (only for 'threshold')")
+        if self.kind == "table" and self.values is None:
+            raise ValueError("values: got nothing, expected the truth table: 2^k output labels (x_1 the most significant bit)")
+        for key in ("values", "outputs"):
+            if self.kind != "table" and getattr(self, key) is not None:
+                raise ValueError(f"{key}: got {_show(getattr(self, key))}, expected no {key!r} for kind = {self.kind!r} (only for 'table')")
+        return self
+
+
+class ReceiverSpec(Model):
+    """``[receivers.<who>]``: the keys of ``[task]``, all optional."""
+
+    kind: Literal["xor", "sum", "majority", "threshold", "and", "table"] | None = None
+    t: Annotated[int, Field(ge=0)] | None = None
+    values: list[Annotated[int, Field(ge=0)]] | None = None
+    outputs: list[Annotated[str, Field(min_length=1, max_length=40)]] | None = None
+    gain: Gain | None = None
+
+
+class ProtocolSpec(Model):
+    """An inline protocol table: a name and per-party catalog mechanisms."""
+
+    name: Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.+-]+$")]
+    mechanisms: list[dict[str, Any]] = Field(min_length=1)
+
+
+def _protocol_form(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "protocol_name"
+    if isinstance(value, (dict, ProtocolSpec)):  # a table in the file, or the model when serialised
+        return "protocol_table"
+    return None
+
+
+#: A ``protocols`` item: a name, or an inline table of per-party mechanisms.
+ProtocolItem = Annotated[
+    Union[Annotated[Literal["universal", "binary"], Tag("protocol_name")], Annotated[ProtocolSpec, Tag("protocol_table")]],
+    Discriminator(
+        _protocol_form,
+        custom_error_type="protocol_form",
+        custom_error_message="expected 'universal', 'binary' or a table { name = ..., mechanisms = [...] }",
+    ),
+]
+#: Union tags in error locations that are not keys of the file.
+UNION_TAGS = frozenset({"protocol_name", "protocol_table"})
+
+
+class DeviationSpec(Model):
+    party: Annotated[int, Field(ge=0)]
+    kind: Literal["truthful", "fixed"]
+    bit: Annotated[int, Field(ge=0, le=1)] | None = None
+
+    @model_validator(mode="after")
+    def _bit(self) -> "DeviationSpec":
+        if self.kind == "fixed" and self.bit is None:
+            raise ValueError("bit: got nothing, expected the bit (0 or 1) a 'fixed' party always claims")
+        if self.kind == "truthful" and self.bit is not None:
+            raise ValueError(f"bit: got {self.bit}, expected no bit for kind = 'truthful' (it sends its own bit)")
         return self
 
 
@@ -105,6 +209,12 @@ class RoundsSpec(Model):
     count: Annotated[int, Field(ge=1, le=MAX_ROUNDS)]
     batch: Annotated[int, Field(ge=1, le=10**7)] = 10_000
     interval: Annotated[float, Field(ge=0, le=1e9, allow_inf_nan=False)] = 1.0
+
+
+class NetworkSpec(_Network):
+    loss: Probability = 0.0
+    deadline: PositiveTime | None = None
+    loss_grid: Annotated[list[Probability], Field(min_length=1, max_length=MAX_LOSS_GRID)] | None = None
 
 
 class SimulationSpec(_Simulation):
@@ -116,35 +226,80 @@ class MultipartySpec(Model):
     kind: Literal["multiparty"]
     name: ScenarioName
     description: str = ""
-    protocols: list[Literal["universal", "binary"]] = Field(min_length=1)
+    protocols: list[ProtocolItem] = Field(min_length=1, max_length=MAX_PROTOCOLS)
     parties: PartiesSpec
     task: TaskSpec
+    receivers: dict[str, ReceiverSpec] = {}
+    deviations: list[DeviationSpec] = []
     rounds: RoundsSpec
     network: NetworkSpec = NetworkSpec()
     simulation: SimulationSpec = SimulationSpec()
 
     @model_validator(mode="after")
     def _distinct(self) -> "MultipartySpec":
-        if len(set(self.protocols)) != len(self.protocols):
-            raise ValueError(f"protocols: got {self.protocols!r}, expected each protocol at most once")
+        names = protocol_names(self)
+        if len(set(names)) != len(names):
+            raise ValueError(f"protocols: got {names!r}, expected each protocol at most once (distinct names)")
         if self.task.t is not None and self.task.t > self.parties.k + 1:
             raise ValueError(f"task.t: got {self.task.t}, expected a threshold between 0 and k + 1 = {self.parties.k + 1}")
         return self
 
 
+def channel_grid(spec: MultipartySpec) -> list[float]:
+    """The loss rates of the exact channel table (empty without loss, deadline or grid)."""
+    net = spec.network
+    if net.loss_grid is None and net.loss == 0 and net.deadline is None:
+        return []
+    return sorted({*(DEFAULT_LOSS_GRID if net.loss_grid is None else net.loss_grid), float(net.loss)})
+
+
+def protocol_names(spec: MultipartySpec) -> list[str]:
+    return [p if isinstance(p, str) else p.name for p in spec.protocols]
+
+
 @dataclass(frozen=True)
 class MultipartyScenario(BuiltScenario):
-    """A validated multi-party scenario with its protocols, task and latency law built."""
+    """A validated multi-party scenario with its protocols, tasks, channel and latency built.
+
+    ``protocols`` are the announced protocols (their rules are the receivers'), ``actual``
+    what the parties really run (``deviate``d, or the same objects); ``tasks`` has one
+    Task per receiver, parties 0..k-1 then the observer; ``task`` is the ``[task]`` default.
+    ``missing`` is P(a message is not heard in time) = ``missing_probability(loss, late)``."""
 
     kind: ClassVar[str] = KIND
 
     protocols: tuple[Any, ...]  # ldpsim.protocols.Protocol
-    task: Any  # ldpsim.protocols.Task
+    task: Any  # ldpsim.protocols.Task: the default
     latency: Latency
+    tasks: tuple[Any, ...] = ()
+    actual: tuple[Any, ...] = ()
+    deviations: tuple[tuple[int, Any], ...] = ()
+    late: float = 0.0
+    missing: float = 0.0
 
     @property
     def p_one(self) -> np.ndarray:
         return np.asarray(self.spec.parties.levels("p_one"))
+
+    @property
+    def loss(self) -> float:
+        return float(self.spec.network.loss)
+
+    @property
+    def deadline(self) -> float | None:
+        return self.spec.network.deadline
+
+    @property
+    def loss_grid(self) -> list[float]:
+        """The loss rates of the exact channel table: the file's grid (or the default) and
+        the scenario's own rate, sorted; none when the file describes no channel (no loss,
+        deadline or grid)."""
+        return channel_grid(self.spec)
+
+    def missing_at(self, loss: float) -> float:
+        from ldpsim.protocols import missing_probability
+
+        return missing_probability(loss, self.late)
 
     def rebuild(self, spec: "MultipartySpec") -> "MultipartyScenario":
         return build(spec, self.source, self.path)
@@ -157,69 +312,271 @@ def load_multiparty(path: Any) -> MultipartyScenario:
 
 
 def parse_multiparty(text: str, where: str = "<scenario>") -> MultipartyScenario:
-    return validate_and_build(read_toml(text, where), text, where, MultipartySpec, build)
+    return validate_and_build(read_toml(text, where), text, where, MultipartySpec, build, UNION_TAGS)
 
 
-def build(spec: MultipartySpec, source: str, where: str) -> MultipartyScenario:
-    """Construct the protocols and the task; their errors name the key path."""
-    from ldpsim.protocols import Protocol, Task
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+# ------------------------------------------------------------------------- protocols
+def _party_mechanism(table: Any, where: str) -> tuple[Any, float]:
+    """One party's mechanism from a catalog table (``kind`` + parameters, strict), and the
+    delta it is held to (its ``delta`` parameter, else 0)."""
+    from ldpsim.mechanisms import catalog
+
+    if not isinstance(table, dict):
+        raise LdpSimError(f"{where}: got {_show(table)}, expected a table {{ kind = ..., ... }} (a catalog mechanism)")
+    table = dict(table)
+    party = catalog.names("party")
+    usable = [n for n in catalog.names("finite") if "broken" not in catalog.entry(n).tags]
+    kind = table.pop("kind", None)
+    if not isinstance(kind, str) or kind not in usable:
+        got = "nothing" if kind is None else _show(kind)
+        other = isinstance(kind, str) and kind in catalog.CATALOG
+        hint = f" ({kind} does not send one of finitely many messages)" if other else ""
+        raise LdpSimError(f"{where}.kind: got {got}, expected one of {', '.join(party)} (mechanisms on a bit), or a finite "
+                          f"mechanism on two inputs ({', '.join(n for n in usable if n not in party)}){hint}")  # fmt: skip
+    entry = catalog.entry(kind)
+    params: dict[str, Any] = {}
+    for key, value in table.items():
+        p = entry.params.get(key)
+        if p is None:
+            own = [n for n, q in entry.params.items() if q.role != "alphabet"]
+            raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected no such key ({kind} takes {', '.join(own)})")
+        if p.role == "alphabet":
+            raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected no {key} here: a party's input is its bit (2 symbols)")
+        params[key] = value
+    for key in ("eps", "delta"):
+        if key in entry.params and key not in params:
+            raise LdpSimError(f"{where}.{key}: got nothing, expected the privacy parameter {key} of {kind} (a scenario states it)")
+    for key, p in entry.params.items():
+        if p.role == "alphabet":
+            params[key] = 2
+    try:
+        mech = entry.build(strict=True, **params)
+    except LdpSimError as exc:
+        raise LdpSimError(f"{where}.{_one_line(exc)}") from None
+    except (ValueError, TypeError) as exc:  # pragma: no cover - builders raise LdpSimError
+        raise LdpSimError(f"{where}: got {_show(table)}, expected a valid {kind} mechanism ({_one_line(exc)})") from None
+    if getattr(mech, "output_size", None) is None or getattr(mech, "k", None) != 2:
+        raise LdpSimError(f"{where}.kind: got {kind!r} with {getattr(mech, 'k', '?')} inputs, expected a mechanism on a bit (2 inputs)")
+    return mech, float(params.get("delta", 0.0))
+
+
+def _build_protocols(spec: MultipartySpec) -> list[Any]:
+    from ldpsim.protocols import Protocol
 
     k = spec.parties.k
     eps, delta = spec.parties.levels("eps"), spec.parties.levels("delta")
     protocols = []
-    for index, kind in enumerate(spec.protocols):
-        try:
-            protocols.append(Protocol.universal(eps, delta) if kind == "universal" else Protocol.binary(eps, delta))
-        except LdpSimError as exc:
-            raise LdpSimError(f"protocols[{index}] ({kind}): {' '.join(str(exc).split())}") from None
-    t = spec.task
-    try:
-        task = {"xor": Task.xor, "sum": Task.sum, "majority": Task.majority, "and": Task.and_}[t.kind](k) \
-            if t.kind != "threshold" else Task.threshold(k, t.t)  # fmt: skip
-    except LdpSimError as exc:
-        raise LdpSimError(f"task: {' '.join(str(exc).split())}") from None
-    from ldpsim.protocols.decisions import OBSERVER, exact_plan
-
-    for index, protocol in enumerate(protocols):  # the report needs every exact accuracy
-        for party in [OBSERVER, *range(k)]:
+    for index, item in enumerate(spec.protocols):
+        where = f"protocols[{index}]"
+        if isinstance(item, str):
+            if not eps:
+                raise LdpSimError(f"parties.eps: got nothing, expected the parties' privacy levels eps ({where} = {item!r} needs them)")
             try:
-                exact_plan(protocol, task, party)
+                protocols.append(Protocol.universal(eps, delta) if item == "universal" else Protocol.binary(eps, delta))
             except LdpSimError as exc:
-                raise LdpSimError(f"parties: {' '.join(str(exc).split())} (protocols[{index}], {protocol.name})") from None
+                raise LdpSimError(f"{where} ({item}): {_one_line(exc)}") from None
+            continue
+        tables = item.mechanisms
+        if len(tables) not in (1, k):
+            raise LdpSimError(f"{where}.mechanisms: got {len(tables)} tables, expected one for every party or one per party (k = {k})")
+        built = [_party_mechanism(t, f"{where}.mechanisms[{j}]") for j, t in enumerate(tables)]
+        if len(built) == 1:
+            built = built * k
+        try:
+            protocols.append(Protocol.from_mechanisms([m for m, _ in built], delta=[d for _, d in built], name=item.name))
+        except LdpSimError as exc:
+            raise LdpSimError(f"{where}.mechanisms: {_one_line(exc)}") from None
+    return protocols
+
+
+# ------------------------------------------------------------------------- tasks
+def _build_task(table: dict[str, Any], k: int, where: str) -> Any:
+    """A Task from the keys of ``[task]`` (validated ones), errors naming ``where.key``."""
+    from ldpsim.protocols import Task
+    from ldpsim.protocols.tasks import MAX_TABLE_PARTIES
+
+    kind = table["kind"]
+    if kind == "threshold" and table.get("t") is None:
+        raise LdpSimError(f"{where}.t: got nothing, expected the threshold t (f(x) = 1 when sum x >= t)")
+    for key in ("values", "outputs"):
+        if kind != "table" and table.get(key) is not None:
+            raise LdpSimError(f"{where}.{key}: got {_show(table[key])}, expected no {key!r} for kind = {kind!r} (only for 'table')")
+    if kind != "threshold" and table.get("t") is not None:
+        raise LdpSimError(f"{where}.t: got {table['t']!r}, expected no 't' for kind = {kind!r} (only for 'threshold')")
+    if kind == "table":
+        values = table.get("values")
+        if values is None:
+            raise LdpSimError(f"{where}.values: got nothing, expected the truth table: 2^k = {2**k if k <= 30 else 'many'} output labels")
+        if k > MAX_TABLE_PARTIES or len(values) != 2**k:
+            raise LdpSimError(f"{where}.values: got {len(values)} values, expected 2^k = {2**k:,} output labels (x_1 the most "
+                              f"significant bit of the index; tables for k <= {MAX_TABLE_PARTIES})")  # fmt: skip
+        outputs = table.get("outputs")
+        n_out = max(values) + 1
+        if outputs is not None:
+            if len(set(outputs)) != len(outputs) or len(outputs) < n_out:
+                raise LdpSimError(f"{where}.outputs: got {_show(outputs)}, expected {n_out} or more distinct names, one per output label "
+                                  f"0..{len(outputs) - 1 if outputs else 0} (values go up to {n_out - 1})")  # fmt: skip
+            n_out = len(outputs)
+    else:
+        n_out = {"xor": 2, "majority": 2, "threshold": 2, "and": 2, "sum": k + 1}[kind]
+    if kind == "threshold" and not 0 <= table["t"] <= k + 1:
+        raise LdpSimError(f"{where}.t: got {table['t']}, expected a threshold between 0 and k + 1 = {k + 1}")
+    gain = table.get("gain")
+    if gain is not None:
+        shape = (len(gain), *sorted({len(row) for row in gain}))
+        if len(shape) != 2 or shape != (n_out, n_out):
+            raise LdpSimError(f"{where}.gain: got rows of lengths {[len(r) for r in gain]}, expected a {n_out} x {n_out} matrix "
+                              f"w[true, guess] ({kind} has {n_out} outputs)")  # fmt: skip
+    try:
+        if kind == "table":
+            return Task.from_table(np.asarray(table["values"], dtype=np.int64), n_out, gain, name="table")
+        if kind == "threshold":
+            return Task.threshold(k, table["t"], gain)
+        return {"xor": Task.xor, "sum": Task.sum, "majority": Task.majority, "and": Task.and_}[kind](k, gain)
+    except LdpSimError as exc:
+        raise LdpSimError(f"{where}: {_one_line(exc)}") from None
+
+
+def _task_table(spec: Any) -> dict[str, Any]:
+    return {key: getattr(spec, key) for key in ("kind", "t", "values", "outputs", "gain") if getattr(spec, key) is not None}
+
+
+def _build_tasks(spec: MultipartySpec) -> tuple[Any, list[Any]]:
+    """The default task and one task per receiver (parties 0..k-1, then the observer)."""
+    k = spec.parties.k
+    base = _task_table(spec.task)
+    default = _build_task(base, k, "task")
+    tasks: list[Any] = [default] * (k + 1)
+    for key, override in spec.receivers.items():
+        where = f"receivers.{key}"
+        if key == "observer":
+            index = k
+        elif key.isdigit() and int(key) < k and str(int(key)) == key:
+            index = int(key)
+        else:
+            raise LdpSimError(f"receivers: got a table {key!r}, expected 'observer' or a party index 0..{k - 1}")
+        own = _task_table(override)
+        table = own if "kind" in own else {**base, **own}
+        if not own:
+            raise LdpSimError(f"{where}: got an empty table, expected keys of [task] (kind, t, values, outputs, gain)")
+        tasks[index] = _build_task(table, k, where)
+    return default, tasks
+
+
+# ------------------------------------------------------------------------- build
+def build(spec: MultipartySpec, source: str, where: str) -> MultipartyScenario:
+    """Construct the protocols, tasks, channel and deviations; their errors name the key path."""
+    from ldpsim.protocols import deviate, missing_probability
+
+    k = spec.parties.k
+    protocols = _build_protocols(spec)
+    task, tasks = _build_tasks(spec)
     latency = build_latency(spec.network.latency)
+    net = spec.network
+    late = 0.0 if net.deadline is None else float(1.0 - latency.cdf(net.deadline))
+    late = min(max(late, 0.0), 1.0)
+    missing = missing_probability(net.loss, late)
+    if missing >= 1.0:
+        if net.loss >= 1.0:
+            raise LdpSimError(f"network.loss: got {net.loss!r}, expected a loss below 1 (every message would be lost)")
+        raise LdpSimError(f"network.deadline: got {net.deadline!r}, expected a deadline that some messages meet (with this "
+                          "latency no message is ever heard in time)")  # fmt: skip
+    deviations: dict[int, Any] = {}
+    for n, d in enumerate(spec.deviations):
+        if d.party >= k:
+            raise LdpSimError(f"deviations[{n}].party: got {d.party}, expected a party index 0..{k - 1}")
+        if d.party in deviations:
+            raise LdpSimError(f"deviations[{n}].party: got {d.party} again, expected each party at most once")
+        deviations[d.party] = d.kind if d.kind == "truthful" else (d.kind, d.bit)
+    actual = [deviate(p, deviations) if deviations else p for p in protocols]
+    _check_exact(spec, protocols, actual, tasks, missing, bool(deviations))
     _check_workload(spec, latency)
-    return MultipartyScenario(spec, source, where, tuple(protocols), task, latency)
+    return MultipartyScenario(spec, source, where, tuple(protocols), task, latency, tuple(tasks), tuple(actual),
+                              tuple(sorted(deviations.items())), late, missing)  # fmt: skip
+
+
+def receivers(k: int) -> list[int]:
+    """Receiver indices as the library names them: parties 0..k-1, then the observer."""
+    from ldpsim.protocols import OBSERVER
+
+    return [*range(k), OBSERVER]
+
+
+def receiver_key(who: int) -> str:
+    return "observer" if who < 0 else str(who)
+
+
+def _check_exact(spec: MultipartySpec, protocols: list[Any], actual: list[Any], tasks: list[Any], missing: float, deviating: bool) -> None:
+    """Every exact value the report needs is within reach, or one line naming the key."""
+    from ldpsim.protocols import erasure_protocol
+    from ldpsim.protocols.decisions import MAX_TENSOR_ENTRIES, exact_plan
+    from ldpsim.protocols.tasks import MAX_TABLE_PARTIES
+
+    k = spec.parties.k
+    for index, protocol in enumerate(protocols):
+        faced = erasure_protocol(protocol, missing) if missing > 0 else protocol
+        # the channel table's rates use the alphabet with "not heard"
+        lossy = erasure_protocol(protocol, 0.5) if channel_grid(spec) else faced
+        for who, task in zip(receivers(k), tasks):
+            for p in dict.fromkeys((faced, lossy)):
+                try:
+                    exact_plan(p, task, who)
+                except LdpSimError as exc:
+                    raise LdpSimError(f"parties: {_one_line(exc)} (protocols[{index}], {protocol.name}, receiver "
+                                      f"{receiver_key(who)}, {task.name}{', with the channel' if p is not protocol else ''})") from None  # fmt: skip
+            if deviating:
+                sizes = [2 if j == who else m for j, m in enumerate(lossy.sizes)]
+                entries = task.n_outputs * math.prod(sizes)
+                if k > MAX_TABLE_PARTIES or entries > MAX_TENSOR_ENTRIES:
+                    raise LdpSimError(
+                        f"deviations: got {len(spec.deviations)} deviating part{'y' if len(spec.deviations) == 1 else 'ies'} "
+                        f"with k = {k}, expected a protocol small enough for the exact gain of the announced rule "
+                        f"(rule_gain: {entries:,} entries for receiver {receiver_key(who)} of {protocol.name}, at most "
+                        f"{MAX_TENSOR_ENTRIES:,}): fewer parties or smaller alphabets"
+                    )
 
 
 def in_flight(spec: MultipartySpec, latency: Latency) -> tuple[int, float]:
     """An estimate of the batches in flight at once and the bytes they hold. Batch b is sent
-    at ``b * batch * interval`` and done when its last message arrives, about the largest
-    latency of the run later; with ``interval = 0`` every batch is sent at time 0."""
+    at ``b * batch * interval`` and done when its last message arrives (or at the deadline),
+    about the largest latency of the run later; with ``interval = 0`` every batch is sent at
+    time 0."""
     r, k, n_protocols = spec.rounds, spec.parties.k, len(spec.protocols)
     batch = min(r.batch, r.count)
     batches = -(-r.count // batch)
     messages = r.count * k * (k + 1)
     longest = float(latency.quantile(min(1.0 - 1.0 / messages, 1.0 - 1e-12)))
+    if spec.network.deadline is not None:
+        longest = min(longest, float(spec.network.deadline))
     span = batch * r.interval
     ratio = longest / span if span > 0 else math.inf
     at_once = batches if not ratio < batches else min(batches, 2 + math.ceil(ratio))
     # per batch and party: each protocol's messages (int64), arrival times at every receiver
-    # (float64), the bits (int8) and the latencies drawn (float64)
-    per_batch = k * batch * (8 * n_protocols + 16 * (k + 1) + 1)
+    # (float64), the bits (int8), the latencies drawn (float64) and who heard it (bool)
+    per_batch = k * batch * (8 * n_protocols + 17 * (k + 1) + 1)
     return at_once, float(at_once) * per_batch
 
 
 def _check_workload(spec: MultipartySpec, latency: Latency) -> None:
     """Bound memory and rows before anything runs."""
     at_once, nbytes = in_flight(spec, latency)
+    k = spec.parties.k
     if nbytes > MAX_IN_FLIGHT_BYTES:
         r = spec.rounds
         why = "every round starts at time 0 (interval = 0)" if r.interval == 0 else "latencies outlast many batches"
         raise LdpSimError(
             f"rounds.count: got {r.count:,}, expected rounds whose messages in flight fit in "
             f"{MAX_IN_FLIGHT_BYTES / 2**30:g} GiB: about {at_once:,} batches of {min(r.batch, r.count):,} rounds would be in "
-            f"flight at once ({nbytes / 2**30:.3g} GiB) because {why}; raise rounds.interval or lower rounds.count"
+            f"flight at once ({nbytes / 2**30:.3g} GiB; each round of a batch holds k (k + 1) = {k * (k + 1):,} latencies) "
+            f"because {why}; lower rounds.batch, raise rounds.interval or lower rounds.count"
         )
-    k, n_protocols = spec.parties.k, len(spec.protocols)
-    per_replication = (2 * n_protocols - 1) * (k + 1) + 5 * (k + 1)  # accuracies, differences, delays, messages
+    n_protocols = len(spec.protocols)
+    grid = len(channel_grid(spec))
+    # accuracies, differences, delays and messages, and the exact-only rows (worst case,
+    # honest accuracy, the channel table)
+    per_replication = (2 * n_protocols - 1) * (k + 1) + 6 * (k + 1) + n_protocols * (k + 1) * (2 + grid)
     check_rows(per_replication, spec.simulation.replications, "")
