@@ -15,6 +15,12 @@ probability, an extra "not heard" symbol per party, ``ldpsim.protocols.erasure_p
 each path is timed at the largest k it accepts, found by bisection on ``exact_plan`` (the
 general path and the transcript classes grow with the extra symbol; XOR does not).
 
+The SimPy broadcast (``ldpsim.sim.multiparty.simulate_broadcast``: every party and the
+observer decide every round; majority, universal RR at eps = 1, delta = 0, lognormal
+latency, 5% loss and a deadline): seconds per 10^5 rounds at k = 8 (10^5 rounds run) and
+k = 200 (``--rounds-200`` rounds run, 5,000 by default, scaled to 10^5: the cost is linear
+in the rounds, batch by batch), the exact values computed beforehand and not timed.
+
 Run from the repo root: ``python benchmarks/bench_protocols.py``. Writes
 ``reports/benchmarks/protocols.csv``.
 """
@@ -72,6 +78,7 @@ def lp_fits(p: Protocol, k: int, outputs: int = 2) -> bool:
 def main() -> None:
     p = parser(__doc__.splitlines()[0], repeats=3)
     p.add_argument("--loss", type=float, default=0.05, help="probability that a message is not heard (the lossy cases)")
+    p.add_argument("--rounds-200", type=int, default=5_000, help="rounds simulated at k = 200 (the time is scaled to 10^5)")
     args = p.parse_args()
     rng = np.random.default_rng(args.seed)
     rows = []
@@ -119,6 +126,24 @@ def main() -> None:
     k = max(k for k in range(2, 12) if lp_fits(hetero(k), k))
     pk = hetero(k)
     add(f"loss {m:g}: worst-case LP, majority, party 0", k, lambda: worst_case(pk, Task.majority(k), 0)[0], loss=m)
+    # ---- the SimPy broadcast: seconds per 10^5 rounds
+    from ldpsim.sim.multiparty import channel_missing, exact_values, simulate_broadcast
+    from ldpsim.sim.network import LognormalLatency
+
+    latency = LognormalLatency(median=0.05, sigma=0.8)
+    for k, rounds, batch in ((8, 100_000, 10_000), (200, args.rounds_200, 1_000)):
+        pk, task = Protocol.universal(1.0, 0.0, parties=k), Task.majority(k)
+        exact = exact_values([pk], task, missing=channel_missing(m, 0.3, latency)[1])  # beforehand, not timed
+
+        def sim(pk=pk, task=task, rounds=rounds, batch=batch, exact=exact):
+            out = simulate_broadcast([pk], task, rounds, batch=batch, latency=latency, interval=0.05, seed=1,
+                                     loss=m, deadline=0.3, exact=exact)  # fmt: skip
+            acc = out.table[out.table["quantity"] == "accuracy"]
+            return float(acc["within_tolerance"].mean())  # the share of receivers within tolerance
+
+        s_, v = best(sim, 1)
+        rows.append(dict(benchmark="protocols", case=f"SimPy broadcast, loss {m:g}, deadline 0.3, majority: s per 1e5 rounds",
+                         k=k, seconds=s_ * 100_000 / rounds, value=v, rounds_run=rounds, loss=m))  # fmt: skip
     report("protocols", rows, args.out)
 
 
