@@ -133,6 +133,21 @@ def _channel_figure(scenario, results: pd.DataFrame, summary: pd.DataFrame) -> b
     return png_bytes(fig)
 
 
+def _bits(spec: Any) -> bool:
+    """Whether every party holds a bit (``[parties] values``, 2 by default)."""
+    sizes = getattr(spec.parties, "sizes", None)
+    return sizes is None or all(a == 2 for a in sizes())
+
+
+def _parties_line(spec: Any, levels: str, p_one: Any) -> str:
+    """The set-up line of the parties: their bits' law, or each party's number of values."""
+    if _bits(spec):
+        return f"- parties: k = {spec.parties.k}{levels}, P(bit = 1) = {p_one}"
+    sizes = list(spec.parties.sizes())
+    return (f"- parties: k = {spec.parties.k}{levels}; each holds one value, uniform on {{0, ..., a_j - 1}}, "
+            f"alphabet sizes a = {sizes}")
+
+
 def _md_table(df: pd.DataFrame) -> TableText:
     return table(df, "{:.6g}")
 
@@ -170,7 +185,7 @@ def _summary_lines(scenario: Any, summary: pd.DataFrame, latency: pd.DataFrame, 
     out += [
         "## Set-up",
         "",
-        f"- parties: k = {spec.parties.k}{levels}, P(bit = 1) = {p_one}",
+        _parties_line(spec, levels, p_one),
         task_line,
         f"- protocols: {', '.join(p.name for p in scenario.protocols)} (common random numbers: the same bits, noise uniforms, "
         "latencies and losses for all)",
@@ -179,7 +194,8 @@ def _summary_lines(scenario: Any, summary: pd.DataFrame, latency: pd.DataFrame, 
         channel_line,
     ]
     if deviations:
-        what = ", ".join(f"party {j} {how}" if isinstance(how, str) else f"party {j} fixed bit {how[1]}" for j, how in deviations)
+        fixed = "fixed bit" if _bits(spec) else "fixed value"
+        what = ", ".join(f"party {j} {how}" if isinstance(how, str) else f"party {j} {fixed} {how[1]}" for j, how in deviations)
         out.append(f"- deviating parties: {what} (receivers keep the announced protocol's rule)")
     out += [f"- {reps} replication(s), seed {seed}", ""]
     out += [

@@ -153,7 +153,8 @@ def privacy_tables(scenario: Any) -> pd.DataFrame:
             "exact_delta_at_eps": ann["exact_delta_at_eps"], "private": ann["private"],
         })  # fmt: skip
         if deviating:
-            df["run_as"] = ["truthful" if deviating.get(j) == "truthful" else f"fixed bit {deviating[j][1]}" if j in deviating else "honest"
+            fixed = "fixed bit" if p.binary_inputs else "fixed value"
+            df["run_as"] = ["truthful" if deviating.get(j) == "truthful" else f"{fixed} {deviating[j][1]}" if j in deviating else "honest"
                             for j in ann["party"]]  # fmt: skip
             df["eps_run"] = run["eps"]
             df["delta_run"] = run["delta"]

@@ -2,7 +2,8 @@
 over a channel that may lose messages or deliver them too late, with parties that may deviate.
 
 Every round, each of the k parties draws its bit (Bernoulli(1/2) by default, or its own
-probability), privatises it with its mechanism ``Q_j`` and broadcasts the message. Every
+probability; a party holding one of a_j > 2 values draws it uniformly on {0, ..., a_j - 1}
+from the same stream), privatises it with its mechanism ``Q_j`` and broadcasts the message. Every
 party and a central observer receive the messages through a channel with latency, each
 message to each receiver lost with probability ``loss`` (independently); a receiver decides
 by the round's ``deadline`` (if any), and a message not there by then counts as not heard.
@@ -208,8 +209,11 @@ def faced_protocol(protocol: Protocol, missing: float) -> Protocol:
 def exact_value(nominal: Protocol, actual: Protocol, task: Task, who: int, p_one: ArrayLike | None, missing: float) -> float:
     """The exact expected gain per round of receiver ``who``'s rule (the announced
     protocol's, through the channel) when the parties run ``actual`` (NaN when the
-    enumeration for non-uniform bits is out of reach)."""
+    enumeration for non-uniform bits is out of reach). Parties holding more than a bit:
+    uniform inputs (``p_one`` is ignored)."""
     seen = faced_protocol(nominal, missing)
+    if not nominal.binary_inputs:
+        p_one = None
     if actual is nominal:
         probs = bit_probabilities(p_one, nominal.parties)
         if not np.all(probs == 0.5) and task.parties <= MAX_TABLE_PARTIES:
@@ -283,7 +287,9 @@ def simulate_broadcast(
         (the k parties, then the observer).
     rounds, batch: number of rounds, and rounds per SimPy event (a numpy batch).
     latency: per-message latency law (default: none); interval: time between rounds.
-    p_one: probability that each party's bit is 1 (scalar or one per party; default 1/2).
+    p_one: probability that each party's bit is 1 (scalar or one per party; default 1/2);
+        None when some party holds more than a bit (``protocol.inputs``: party j's input is
+        then uniform on {0, ..., a_j - 1}; the protocols and tasks must agree on the a_j).
     seed: the replication's SeedSequence (or an int). Streams are derived from it by fixed
         spawn keys, so the numbers do not depend on SimPy's event order.
     alpha: false-failure probability of the whole table's tolerances.
@@ -308,8 +314,18 @@ def simulate_broadcast(
     if len(set(names)) != len(names):
         raise invalid("protocols", names, "protocols with distinct names")
     actual = protocols if actual is None else list(actual)
-    if len(actual) != len(protocols) or any(a.sizes != p.sizes for a, p in zip(actual, protocols)):
+    if len(actual) != len(protocols) or any(a.sizes != p.sizes or a.inputs != p.inputs for a, p in zip(actual, protocols)):
         raise invalid("actual", [a.name for a in actual], "one protocol per announced protocol, with the same alphabets")
+    inputs = protocols[0].inputs  # each party's number of values (2: a bit)
+    for p in protocols:
+        if p.inputs != inputs:
+            raise invalid("protocols", f"{p.name} with input sizes {p.inputs}", f"the same input sizes for every protocol ({inputs})")
+    for t in tasks:
+        if t.sizes != inputs:
+            raise invalid("task", f"{t.name} on input sizes {t.sizes}", f"a function of the parties' inputs, of sizes {inputs}")
+    binary = all(a == 2 for a in inputs)
+    if not binary and p_one is not None:
+        raise invalid("p_one", p_one, "no bit probabilities when parties hold more than a bit (their inputs are uniform)")
     rounds = _positive_int(rounds, "rounds")
     batch = min(_positive_int(batch, "batch"), rounds)
     if not (isinstance(interval, (int, float)) and math.isfinite(interval) and interval >= 0):
@@ -384,7 +400,10 @@ def simulate_broadcast(
             if wait > 0:
                 yield env.timeout(wait)
             n = hi - lo
-            bits = (bit_rng[j].random(n) < probs[j]).astype(np.int8)
+            if inputs[j] == 2:
+                bits = (bit_rng[j].random(n) < probs[j]).astype(np.int8)
+            else:  # one of a_j values, uniform
+                bits = bit_rng[j].integers(0, inputs[j], n).astype(np.int8)
             ledger[(b, j)] = bits
             taus = [solo[q][j].sample(bits[:, None], noise_rng[q][j])[:, 0] for q in range(len(protocols))]
             send = np.arange(lo, hi) * float(interval)
@@ -470,7 +489,7 @@ def simulate_broadcast(
         raise AssertionError(f"delivered {delivered.tolist()}, expected {rounds * k} messages per receiver")
 
     if exact is None:
-        exact = exact_values(protocols, tasks, probs, missing, actual)
+        exact = exact_values(protocols, tasks, probs if binary else None, missing, actual)
     channel = Channel(latency, loss, deadline, missing)
     table = _table(protocols, tasks, tally, delivered, rounds, channel, alpha, replication, exact)
     return BroadcastResult(table, time.perf_counter() - started, events[0], trace)
@@ -489,29 +508,31 @@ class Channel:
 # ------------------------------------------------------------------------- decision tables
 class _RuleTable:
     """Every receiver's decision (from :func:`decide`) for every possible transcript and own
-    bit, looked up by transcript index: used when the transcripts are fewer than the rounds,
-    so each round costs an index instead of a posterior."""
+    input (a bit, or a value below the party's alphabet size), looked up by transcript index:
+    used when the transcripts are fewer than the rounds, so each round costs an index
+    instead of a posterior."""
 
     MAX_TRANSCRIPTS = 1 << 16
 
     def __init__(self, sizes: tuple[int, ...], table: NDArray[np.int64]) -> None:
-        self.sizes, self.table = sizes, table  # table[receiver, transcript, own bit]
+        self.sizes, self.table = sizes, table  # table[receiver, transcript, own input]
 
     @classmethod
     def build(cls, protocol: Protocol, task: Task | Sequence[Task], rounds: int) -> "_RuleTable | None":
         tasks = _per_receiver(task)
         sizes = tuple(q.shape[1] for q in protocol.matrices)
         n_tau = math.prod(sizes)
-        if n_tau > cls.MAX_TRANSCRIPTS or 4 * n_tau > rounds:
+        own_sizes = protocol.inputs
+        if n_tau > cls.MAX_TRANSCRIPTS or 4 * n_tau * max(own_sizes) // 2 > rounds:
             return None
         taus = np.stack(np.unravel_index(np.arange(n_tau), sizes), axis=1).astype(np.int64)
         possible = np.ones(n_tau, dtype=bool)  # impossible transcripts never occur: no decision needed
         for j, q in enumerate(protocol.matrices):
             possible &= q.sum(axis=0)[taus[:, j]] > 0
         k = protocol.parties
-        table = np.full((k + 1, n_tau, 2), -1, dtype=np.int64)
+        table = np.full((k + 1, n_tau, max(own_sizes)), -1, dtype=np.int64)
         for i in range(k):
-            for b in (0, 1):
+            for b in range(own_sizes[i]):
                 table[i, possible, b] = decide(protocol, tasks[i], i, taus[possible], np.full(int(possible.sum()), b))
         table[k, possible, :] = np.asarray(decide(protocol, tasks[k], OBSERVER, taus[possible]))[:, None]
         return cls(sizes, table)

@@ -29,12 +29,20 @@ Layout (every key; optional ones are commented with their default)::
     k = 8
     eps = [0.5, 1, ...]                 # or one number; needed by "universal" and "binary" only
     delta = [0, 0.01, ...]              # default 0; used by "universal" only
-    p_one = 0.5                         # optional: P(bit = 1), a number or one per party
+    p_one = 0.5                         # optional: P(bit = 1), a number or one per party (bits only)
+    # values = [3, 2, 4, ...]           # optional (default 2: a bit): party j holds a value uniform on
+    #                                   # {0, ..., values[j] - 1}; one size >= 2 per party, or one for all.
+    #                                   # With a size above 2: protocols are tables of catalog mechanisms
+    #                                   # (their alphabet parameter, e.g. randomized_response's k, is
+    #                                   # values[j]; a matrix has values[j] rows), functions are
+    #                                   # kind = "table" (prod(values) labels), no p_one
 
     [task]                              # the default function and gain of every receiver
     kind = "xor"                        # xor | sum | majority | threshold | and | table
     # t = 3                             # threshold only: f(x) = [sum x >= t]
     # values = [0, 1, 1, 0, ...]        # table only: 2^k output labels, x_1 the most significant bit
+    #                                   # (prod(parties.values) labels when parties hold more than a bit,
+    #                                   # in C order: x_1 the most significant digit)
     # outputs = ["no", "yes"]           # table only (optional): names of the outputs
     # gain = [[1, 0], [-1, 2]]          # optional: w[true, guess], n_outputs x n_outputs (default: indicator)
 
@@ -46,7 +54,7 @@ Layout (every key; optional ones are commented with their default)::
     [[deviations]]                      # optional: parties that do not follow the protocol
     party = 5
     kind = "fixed"                      # "truthful" (its bit without privacy) or "fixed"
-    bit = 1                             # fixed only: the bit it always claims
+    bit = 1                             # fixed only: the bit (or value < parties.values[party]) it always claims
 
     [rounds]
     count = 100_000
@@ -104,6 +112,8 @@ MAX_LOSS_GRID = 20
 MAX_IN_FLIGHT_BYTES = 2 * 2**30
 #: The task kinds a scenario names.
 TASK_KINDS = ("xor", "sum", "majority", "threshold", "and", "table")
+#: The largest number of values a party may hold (``[parties] values``).
+MAX_VALUES = 64
 
 
 class PartiesSpec(Model):
@@ -111,10 +121,11 @@ class PartiesSpec(Model):
     eps: Eps | list[Eps] | None = None
     delta: Probability | list[Probability] = 0.0
     p_one: Probability | list[Probability] = 0.5
+    values: Annotated[int, Field(ge=2, le=MAX_VALUES)] | list[Annotated[int, Field(ge=2, le=MAX_VALUES)]] = 2
 
     @model_validator(mode="after")
     def _lengths(self) -> "PartiesSpec":
-        for key in ("eps", "delta", "p_one"):
+        for key in ("eps", "delta", "p_one", "values"):
             value = getattr(self, key)
             if isinstance(value, list) and len(value) != self.k:
                 raise ValueError(f"{key}: got a list of length {len(value)}, expected one value per party (k = {self.k})")
@@ -125,6 +136,15 @@ class PartiesSpec(Model):
         if value is None:
             return []
         return [float(v) for v in value] if isinstance(value, list) else [float(value)] * self.k
+
+    def sizes(self) -> tuple[int, ...]:
+        """Each party's number of values (2: a bit)."""
+        return tuple(int(v) for v in self.values) if isinstance(self.values, list) else (int(self.values),) * self.k
+
+    @property
+    def bits(self) -> bool:
+        """Whether every party holds a bit."""
+        return all(a == 2 for a in self.sizes())
 
 
 Gain = list[list[Annotated[float, Field(allow_inf_nan=False)]]]
@@ -146,7 +166,8 @@ class TaskSpec(Model):
         if self.kind != "threshold" and self.t is not None:
             raise ValueError(f"t: got {self.t!r}, expected no 't' for kind = {self.kind!r} (only for 'threshold')")
         if self.kind == "table" and self.values is None:
-            raise ValueError("values: got nothing, expected the truth table: 2^k output labels (x_1 the most significant bit)")
+            raise ValueError("values: got nothing, expected the truth table: 2^k output labels (x_1 the most significant bit), "
+                             "or prod(parties.values) when parties hold more than a bit")
         for key in ("values", "outputs"):
             if self.kind != "table" and getattr(self, key) is not None:
                 raise ValueError(f"{key}: got {_show(getattr(self, key))}, expected no {key!r} for kind = {self.kind!r} (only for 'table')")
@@ -194,12 +215,13 @@ UNION_TAGS = frozenset({"protocol_name", "protocol_table"})
 class DeviationSpec(Model):
     party: Annotated[int, Field(ge=0)]
     kind: Literal["truthful", "fixed"]
-    bit: Annotated[int, Field(ge=0, le=1)] | None = None
+    bit: Annotated[int, Field(ge=0, lt=MAX_VALUES)] | None = None  # a bit, or a value below parties.values[party]
 
     @model_validator(mode="after")
     def _bit(self) -> "DeviationSpec":
         if self.kind == "fixed" and self.bit is None:
-            raise ValueError("bit: got nothing, expected the bit (0 or 1) a 'fixed' party always claims")
+            raise ValueError("bit: got nothing, expected the bit (0 or 1; a value below parties.values[party] when the party "
+                             "holds more than a bit) a 'fixed' party always claims")
         if self.kind == "truthful" and self.bit is not None:
             raise ValueError(f"bit: got {self.bit}, expected no bit for kind = 'truthful' (it sends its own bit)")
         return self
@@ -278,8 +300,17 @@ class MultipartyScenario(BuiltScenario):
     missing: float = 0.0
 
     @property
-    def p_one(self) -> np.ndarray:
+    def p_one(self) -> np.ndarray | None:
+        """P(bit = 1) per party; None when some party holds more than a bit (every party's
+        value is then uniform on its alphabet)."""
+        if not self.spec.parties.bits:
+            return None
         return np.asarray(self.spec.parties.levels("p_one"))
+
+    @property
+    def values(self) -> tuple[int, ...]:
+        """Each party's number of values (``[parties] values``; 2 for a bit)."""
+        return self.spec.parties.sizes()
 
     @property
     def loss(self) -> float:
@@ -320,9 +351,10 @@ def _one_line(exc: Exception) -> str:
 
 
 # ------------------------------------------------------------------------- protocols
-def _party_mechanism(table: Any, where: str) -> tuple[Any, float]:
+def _party_mechanism(table: Any, where: str, alphabet: int = 2, who: int | None = None) -> tuple[Any, float]:
     """One party's mechanism from a catalog table (``kind`` + parameters, strict), and the
-    delta it is held to (its ``delta`` parameter, else 0)."""
+    delta it is held to (its ``delta`` parameter, else 0). The mechanism's alphabet
+    parameter is the party's number of values ``alphabet`` (2: a bit; ``parties.values``)."""
     from ldpsim.mechanisms import catalog
 
     if not isinstance(table, dict):
@@ -345,23 +377,33 @@ def _party_mechanism(table: Any, where: str) -> tuple[Any, float]:
             own = [n for n, q in entry.params.items() if q.role != "alphabet"]
             raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected no such key ({kind} takes {', '.join(own)})")
         if p.role == "alphabet":
-            raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected no {key} here: a party's input is its bit (2 symbols)")
+            if alphabet == 2:
+                raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected no {key} here: a party's input is its bit (2 symbols)")
+            raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected no {key} here: a party's input alphabet is "
+                              f"parties.values ({alphabet} symbols for party {who})")  # fmt: skip
         params[key] = value
     for key in ("eps", "delta"):
         if key in entry.params and key not in params:
             raise LdpSimError(f"{where}.{key}: got nothing, expected the privacy parameter {key} of {kind} (a scenario states it)")
     for key, p in entry.params.items():
         if p.role == "alphabet":
-            params[key] = 2
+            params[key] = alphabet
     try:
         mech = entry.build(strict=True, **params)
     except LdpSimError as exc:
         raise LdpSimError(f"{where}.{_one_line(exc)}") from None
     except (ValueError, TypeError) as exc:  # pragma: no cover - builders raise LdpSimError
         raise LdpSimError(f"{where}: got {_show(table)}, expected a valid {kind} mechanism ({_one_line(exc)})") from None
-    if getattr(mech, "output_size", None) is None or getattr(mech, "k", None) != 2:
-        raise LdpSimError(f"{where}.kind: got {kind!r} with {getattr(mech, 'k', '?')} inputs, expected a mechanism on a bit (2 inputs)")
+    if getattr(mech, "output_size", None) is None or getattr(mech, "k", None) != alphabet:
+        if alphabet == 2:
+            raise LdpSimError(f"{where}.kind: got {kind!r} with {getattr(mech, 'k', '?')} inputs, expected a mechanism on a bit (2 inputs)")
+        raise LdpSimError(f"{where}.kind: got {kind!r} with {getattr(mech, 'k', '?')} inputs, expected a mechanism on "
+                          f"{alphabet} inputs (party {who} holds one of parties.values[{who}] = {alphabet} values)")  # fmt: skip
     return mech, float(params.get("delta", 0.0))
+
+
+def _values_text(sizes: tuple[int, ...]) -> str:
+    return str(list(sizes)) if len(set(sizes)) > 1 else str(sizes[0])
 
 
 def _build_protocols(spec: MultipartySpec) -> list[Any]:
@@ -369,9 +411,14 @@ def _build_protocols(spec: MultipartySpec) -> list[Any]:
 
     k = spec.parties.k
     eps, delta = spec.parties.levels("eps"), spec.parties.levels("delta")
+    sizes = spec.parties.sizes()
     protocols = []
     for index, item in enumerate(spec.protocols):
         where = f"protocols[{index}]"
+        if isinstance(item, str) and not spec.parties.bits:
+            raise LdpSimError(f"{where}: got {item!r}, expected a table {{ name = ..., mechanisms = [...] }} of catalog "
+                              f"mechanisms when parties hold more than a bit (parties.values = {_values_text(sizes)}; "
+                              f"{item!r} is for bits)")  # fmt: skip
         if isinstance(item, str):
             if not eps:
                 raise LdpSimError(f"parties.eps: got nothing, expected the parties' privacy levels eps ({where} = {item!r} needs them)")
@@ -383,9 +430,11 @@ def _build_protocols(spec: MultipartySpec) -> list[Any]:
         tables = item.mechanisms
         if len(tables) not in (1, k):
             raise LdpSimError(f"{where}.mechanisms: got {len(tables)} tables, expected one for every party or one per party (k = {k})")
-        built = [_party_mechanism(t, f"{where}.mechanisms[{j}]") for j, t in enumerate(tables)]
-        if len(built) == 1:
-            built = built * k
+        if len(tables) == k:
+            built = [_party_mechanism(t, f"{where}.mechanisms[{j}]", sizes[j], j) for j, t in enumerate(tables)]
+        else:  # one table for every party: built once per number of values
+            by_size = {a: _party_mechanism(tables[0], f"{where}.mechanisms[0]", a, sizes.index(a)) for a in dict.fromkeys(sizes)}
+            built = [by_size[a] for a in sizes]
         try:
             protocols.append(Protocol.from_mechanisms([m for m, _ in built], delta=[d for _, d in built], name=item.name))
         except LdpSimError as exc:
@@ -394,12 +443,17 @@ def _build_protocols(spec: MultipartySpec) -> list[Any]:
 
 
 # ------------------------------------------------------------------------- tasks
-def _build_task(table: dict[str, Any], k: int, where: str) -> Any:
-    """A Task from the keys of ``[task]`` (validated ones), errors naming ``where.key``."""
+def _build_task(table: dict[str, Any], k: int, where: str, sizes: tuple[int, ...] | None = None) -> Any:
+    """A Task from the keys of ``[task]`` (validated ones), errors naming ``where.key``;
+    ``sizes``: each party's number of values (None or all 2: bits)."""
     from ldpsim.protocols import Task
     from ldpsim.protocols.tasks import MAX_TABLE_PARTIES
 
     kind = table["kind"]
+    bits = sizes is None or all(a == 2 for a in sizes)
+    if not bits and kind != "table":
+        raise LdpSimError(f"{where}.kind: got {kind!r}, expected 'table' when parties hold more than a bit "
+                          f"(parties.values = {_values_text(tuple(sizes or ()))})")  # fmt: skip
     if kind == "threshold" and table.get("t") is None:
         raise LdpSimError(f"{where}.t: got nothing, expected the threshold t (f(x) = 1 when sum x >= t)")
     for key in ("values", "outputs"):
@@ -410,8 +464,16 @@ def _build_task(table: dict[str, Any], k: int, where: str) -> Any:
     if kind == "table":
         values = table.get("values")
         if values is None:
-            raise LdpSimError(f"{where}.values: got nothing, expected the truth table: 2^k = {2**k if k <= 30 else 'many'} output labels")
-        if k > MAX_TABLE_PARTIES or len(values) != 2**k:
+            want = f"2^k = {2**k if k <= 30 else 'many'}" if bits else f"prod(parties.values) = {math.prod(sizes or ()):,}"
+            raise LdpSimError(f"{where}.values: got nothing, expected the truth table: {want} output labels")
+        if not bits:
+            assert sizes is not None
+            n_in = math.prod(sizes)
+            if n_in > 2**MAX_TABLE_PARTIES or len(values) != n_in:
+                raise LdpSimError(f"{where}.values: got {len(values)} values, expected prod(parties.values) = {n_in:,} output "
+                                  f"labels, one per input vector in C order (x_1 the most significant digit; at most "
+                                  f"2^{MAX_TABLE_PARTIES} = {2**MAX_TABLE_PARTIES:,})")  # fmt: skip
+        elif k > MAX_TABLE_PARTIES or len(values) != 2**k:
             raise LdpSimError(f"{where}.values: got {len(values)} values, expected 2^k = {2**k:,} output labels (x_1 the most "
                               f"significant bit of the index; tables for k <= {MAX_TABLE_PARTIES})")  # fmt: skip
         outputs = table.get("outputs")
@@ -433,7 +495,8 @@ def _build_task(table: dict[str, Any], k: int, where: str) -> Any:
                               f"w[true, guess] ({kind} has {n_out} outputs)")  # fmt: skip
     try:
         if kind == "table":
-            return Task.from_table(np.asarray(table["values"], dtype=np.int64), n_out, gain, name="table")
+            return Task.from_table(np.asarray(table["values"], dtype=np.int64), n_out, gain, name="table",
+                                   inputs=None if bits else sizes)  # fmt: skip
         if kind == "threshold":
             return Task.threshold(k, table["t"], gain)
         return {"xor": Task.xor, "sum": Task.sum, "majority": Task.majority, "and": Task.and_}[kind](k, gain)
@@ -448,8 +511,9 @@ def _task_table(spec: Any) -> dict[str, Any]:
 def _build_tasks(spec: MultipartySpec) -> tuple[Any, list[Any]]:
     """The default task and one task per receiver (parties 0..k-1, then the observer)."""
     k = spec.parties.k
+    sizes = spec.parties.sizes()
     base = _task_table(spec.task)
-    default = _build_task(base, k, "task")
+    default = _build_task(base, k, "task", sizes)
     tasks: list[Any] = [default] * (k + 1)
     for key, override in spec.receivers.items():
         where = f"receivers.{key}"
@@ -463,7 +527,7 @@ def _build_tasks(spec: MultipartySpec) -> tuple[Any, list[Any]]:
         table = own if "kind" in own else {**base, **own}
         if not own:
             raise LdpSimError(f"{where}: got an empty table, expected keys of [task] (kind, t, values, outputs, gain)")
-        tasks[index] = _build_task(table, k, where)
+        tasks[index] = _build_task(table, k, where, sizes)
     return default, tasks
 
 
@@ -473,6 +537,10 @@ def build(spec: MultipartySpec, source: str, where: str) -> MultipartyScenario:
     from ldpsim.protocols import deviate, missing_probability
 
     k = spec.parties.k
+    sizes = spec.parties.sizes()
+    if not spec.parties.bits and "p_one" in spec.parties.model_fields_set:
+        raise LdpSimError(f"parties.p_one: got {_show(spec.parties.p_one)}, expected no p_one when parties hold more than a bit "
+                          f"(parties.values = {_values_text(sizes)}: every value is uniform on its party's alphabet)")  # fmt: skip
     protocols = _build_protocols(spec)
     task, tasks = _build_tasks(spec)
     latency = build_latency(spec.network.latency)
@@ -491,6 +559,10 @@ def build(spec: MultipartySpec, source: str, where: str) -> MultipartyScenario:
             raise LdpSimError(f"deviations[{n}].party: got {d.party}, expected a party index 0..{k - 1}")
         if d.party in deviations:
             raise LdpSimError(f"deviations[{n}].party: got {d.party} again, expected each party at most once")
+        if d.bit is not None and d.bit >= sizes[d.party]:
+            a = sizes[d.party]
+            raise LdpSimError(f"deviations[{n}].bit: got {d.bit}, expected a value party {d.party} can hold: 0 to {a - 1} "
+                              f"(parties.values[{d.party}] = {a})")  # fmt: skip
         deviations[d.party] = d.kind if d.kind == "truthful" else (d.kind, d.bit)
     actual = [deviate(p, deviations) if deviations else p for p in protocols]
     _check_exact(spec, protocols, actual, tasks, missing, bool(deviations))
@@ -529,7 +601,7 @@ def _check_exact(spec: MultipartySpec, protocols: list[Any], actual: list[Any], 
                     raise LdpSimError(f"parties: {_one_line(exc)} (protocols[{index}], {protocol.name}, receiver "
                                       f"{receiver_key(who)}, {task.name}{', with the channel' if p is not protocol else ''})") from None  # fmt: skip
             if deviating:
-                sizes = [2 if j == who else m for j, m in enumerate(lossy.sizes)]
+                sizes = [lossy.inputs[j] if j == who else m for j, m in enumerate(lossy.sizes)]
                 entries = task.n_outputs * math.prod(sizes)
                 if k > MAX_TABLE_PARTIES or entries > MAX_TENSOR_ENTRIES:
                     raise LdpSimError(
