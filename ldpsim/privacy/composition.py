@@ -22,6 +22,7 @@ lattice points finds the piece and the equation is solved in closed form.
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -204,7 +205,10 @@ def _unreachable(delta_total: float, floor: float, what: str) -> Exception:
 def _optimal_epsilon_one(h: _Homogeneous, target: float) -> float:
     eps, k = h.eps, h.compositions
     a = h.a  # not exp(log a): that is off by ~|log a| ulps (2e-14 at a = 1e-300)
-    if target < a * (1 - 1e-15) and not (target >= a):
+    # optimal_delta is exp(log delta), off by up to ~|log delta| ulps: a target that is the
+    # floor a as optimal_delta computed it (at eps_total = k eps) may sit that far below a
+    slack = (4.0 + 2.0 * abs(math.log(a))) * 2.3e-16 if a > 0 else 0.0
+    if target < a * (1 - slack) and not (target >= a):
         raise _unreachable(target, a, "1 - (1 - delta)^k")
     log_target = _log_or_ninf(target)
     if h.delta >= 1 or np.exp(h.log_delta(0.0)) <= target:
@@ -249,7 +253,8 @@ def optimal_epsilon(eps: float, delta: float, compositions: int, delta_total: Ar
     """Smallest eps_total >= 0 with ``optimal_delta(eps, delta, compositions, eps_total) <= delta_total``.
 
     Raises :class:`~ldpsim.errors.LdpSimError` when ``delta_total < 1 - (1 - delta)^k``, the
-    P-mass that no eps_total can cover."""
+    P-mass that no eps_total can cover (beyond the rounding of :func:`optimal_delta` itself,
+    about ``|log delta_total|`` ulps, so that the floor as computed there is accepted)."""
     eps, delta, k = _params(eps, delta, compositions)
     arr, scalar = _nonneg_array(delta_total, "delta_total", upper=1.0)
     h = _Homogeneous(eps, delta, k)
