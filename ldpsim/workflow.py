@@ -480,7 +480,9 @@ class Run:
             ax.plot(x + width * 0.15, g["exact"], "D", ms=5, mfc="none", color=color, label=f"{protocol}: exact")
         ax.set_xticks(x0)
         ax.set_xticklabels([r if r == "observer" else f"party {r}" for r in receivers], fontsize=8)
-        ax.set_ylabel(f"average accuracy ({self.scenario.built.task.name})")
+        built = self.scenario.built
+        names = list(dict.fromkeys(t.name for t in (getattr(built, "tasks", ()) or [built.task])))
+        ax.set_ylabel(f"average accuracy ({names[0] if len(names) == 1 else 'each receiver its own task'})")
         ax.set_title(f"{self.name}: measured vs exact accuracy", fontsize=10)
         ax.legend(fontsize=7)
 
