@@ -20,6 +20,7 @@ named below it; long lines wrap with an indented continuation).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -72,6 +73,9 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=None, help="root seed (default: the scenario's simulation.seed, else fresh entropy)")
     run.add_argument("--replications", type=int, default=None, help="number of replications (default: the scenario's)")
     run.add_argument("--workers", type=int, default=1, help="worker processes for replications (default 1: in-process)")
+    run.add_argument("--scheduler", default=None, metavar="SPEC",
+                     help='run the replications on a Dask cluster: local:N (N local worker processes) or a scheduler address '
+                          '(tcp://host:8786); needs pip install "ldpsim[distributed]"')  # fmt: skip
     run.add_argument("--out", default=None, help="run directory to create, new or empty (default reports/<scenario>/<UTC time>-seed<seed>)")
     run.add_argument("--resume", metavar="DIR", default=None, help="finish an interrupted run in DIR (same seed and scenario)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar (it is off anyway when stderr is not a terminal)")
@@ -238,9 +242,16 @@ def _run(args: argparse.Namespace) -> int:
     try:
         if args.resume is not None:
             if args.file is not None or args.seed is not None or args.replications is not None or args.out is not None:
-                raise LdpSimError("--resume: got other options too, expected only --workers with --resume")
+                raise LdpSimError("--resume: got other options too, expected only --workers or --scheduler with --resume")
         elif args.file is None:
             raise LdpSimError("file: got nothing, expected a scenario file (or --resume DIR)")
+        if args.scheduler is not None:
+            from ldpsim import cluster
+
+            if args.workers != 1:
+                raise LdpSimError(f"--workers: got {args.workers} with --scheduler, expected one of them (the cluster's workers run the replications)")
+            cluster.parse(args.scheduler)
+            cluster.check_installed()
         if args.out is not None:  # the same check as every command's --out, before the scenario is built
             from ldpsim._files import check_output_folder
 
@@ -248,15 +259,21 @@ def _run(args: argparse.Namespace) -> int:
         from ldpsim.sim import resume_run, run_scenario
 
         progress = not args.no_progress
-        if args.resume is not None:
-            result = resume_run(args.resume, workers=args.workers, progress=progress)
-        else:
+        scenario = None
+        if args.resume is None:
             from ldpsim._shipped import resolve
+            from ldpsim.sim.scenario import load_scenario
 
-            result = run_scenario(
-                resolve(args.file), seed=args.seed, replications=args.replications, workers=args.workers, out=args.out,
-                progress=progress,
-            )  # fmt: skip
+            scenario = load_scenario(resolve(args.file))  # before any cluster starts: a bad file fails at once
+        with _cluster(args.scheduler) as where:
+            executor, workers = (where.executor, where.workers) if where is not None else (None, args.workers)
+            if args.resume is not None:
+                result = resume_run(args.resume, workers=workers, executor=executor, progress=progress)
+            else:
+                result = run_scenario(
+                    scenario, seed=args.seed, replications=args.replications, workers=workers, out=args.out,
+                    progress=progress, executor=executor,
+                )  # fmt: skip
     except RunInterrupted as exc:
         print(f"ldpsim: {exc}", file=sys.stderr)
         return 130
@@ -269,6 +286,20 @@ def _run(args: argparse.Namespace) -> int:
     if index is not None:
         _say(f"every run: {index}")
     return 0
+
+
+@contextlib.contextmanager
+def _cluster(spec: str | None):  # type: ignore[no-untyped-def]
+    """The Dask cluster of ``--scheduler`` for the block (None without one); says where its
+    dashboard is."""
+    if spec is None:
+        yield None
+        return
+    from ldpsim import cluster
+
+    with cluster.connect(spec) as where:
+        _say(f"dask: {where.workers} worker(s) at {spec}" + (f"; dashboard {where.dashboard}" if where.dashboard else ""))
+        yield where
 
 
 def _print_survey(result) -> None:  # type: ignore[no-untyped-def]

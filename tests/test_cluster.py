@@ -1,0 +1,120 @@
+"""Runs on a Dask cluster (``--scheduler``, ldpsim/cluster.py): a local cluster of 2 worker
+processes gives the same bytes as a sequential run, and bad specifications or a missing
+extra are one line naming ``--scheduler``."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from ldpsim import cluster
+from ldpsim.errors import LdpSimError
+from tests.cli_helpers import run_cli
+from tests.sim.helpers import scenario_text
+
+pytest.importorskip("distributed")  # the `distributed` extra; part of [dev], so CI runs these
+
+
+@pytest.fixture(scope="module")
+def local2():
+    with cluster.connect("local:2") as where:
+        yield where
+
+
+def _files(run_dir):
+    return {name: (run_dir / name).read_bytes() for name in ("results.csv", "summary.md")}
+
+
+MULTIPARTY = """
+kind = "multiparty"
+name = "mp"
+protocols = ["universal", "binary"]
+
+[parties]
+k = 4
+eps = [0.5, 1, 2, 3]
+delta = [0, 0.05, 0.1, 0]
+
+[task]
+kind = "majority"
+
+[rounds]
+count = 3000
+batch = 1000
+interval = 0.01
+
+[network]
+latency = { kind = "exponential", mean = 0.05 }
+loss = 0.05
+deadline = 0.2
+
+[simulation]
+seed = 5
+replications = 5
+"""
+
+
+@pytest.mark.parametrize("kind", ["survey", "multiparty"])
+def test_a_local_cluster_of_two_workers_gives_the_bytes_of_a_sequential_run(tmp_path, local2, kind):
+    from ldpsim.sim import run_scenario
+
+    path = tmp_path / "s.toml"
+    path.write_text(scenario_text(size=3000, replications=5) if kind == "survey" else MULTIPARTY)
+    run_scenario(path, out=tmp_path / "seq", progress=False)
+    run_scenario(path, out=tmp_path / "dask", progress=False, executor=local2.executor, workers=local2.workers)
+    assert local2.workers == 2
+    assert _files(tmp_path / "seq") == _files(tmp_path / "dask")
+
+
+def test_resuming_on_the_cluster_finishes_with_the_same_bytes(tmp_path, local2):
+    from ldpsim.runs import RunInterrupted
+    from ldpsim.sim import resume_run, run_scenario
+
+    path = tmp_path / "s.toml"
+    path.write_text(scenario_text(size=3000, replications=5))
+    run_scenario(path, out=tmp_path / "seq", progress=False)
+    with pytest.raises(RunInterrupted):
+        run_scenario(path, out=tmp_path / "cut", progress=False, interrupt_after=2)
+    resume_run(tmp_path / "cut", progress=False, executor=local2.executor, workers=local2.workers)
+    assert _files(tmp_path / "seq") == _files(tmp_path / "cut")
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("", "expected local:N"),
+    ("local", "expected local:N with N a number of workers"),
+    ("local:0", "expected local:N with N from 1 to 256"),
+    ("local:two", "expected local:N with N a number of workers"),
+    ("not an address", "expected local:N"),
+])  # fmt: skip
+def test_bad_specifications_are_one_line_naming_the_option(spec, message):
+    with pytest.raises(LdpSimError, match=r"^--scheduler: got ") as info:
+        cluster.parse(spec)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_addresses_are_accepted_as_written():
+    assert cluster.parse("tcp://10.0.0.5:8786") == ("address", "tcp://10.0.0.5:8786")
+    assert cluster.parse("scheduler.example.org:8786") == ("address", "scheduler.example.org:8786")
+    assert cluster.parse(" local:3 ") == ("local", 3)
+
+
+def test_without_the_extra_the_option_names_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
+    with pytest.raises(LdpSimError, match=r'^--scheduler: Dask distributed is not installed, expected the optional extra: pip install "ldpsim\[distributed\]"$'):
+        cluster.check_installed()
+
+
+def test_the_command_refuses_workers_with_a_scheduler_and_a_bad_spec_before_any_work(tmp_path):
+    r = run_cli("run", "survey", "--scheduler", "local:2", "--workers", "2", "--out", str(tmp_path / "a"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--workers: got 2 with --scheduler" in r.stderr
+    r = run_cli("run", "survey", "--scheduler", "local:x", "--out", str(tmp_path / "b"))
+    assert r.returncode == 2 and "--scheduler: got 'local:x'" in r.stderr
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_the_command_runs_on_a_local_cluster_and_prints_its_dashboard(tmp_path):
+    r = run_cli("run", "survey", "--replications", "2", "--scheduler", "local:2", "--out", str(tmp_path / "run"))
+    assert r.returncode == 0, r.stderr
+    assert "dask: 2 worker(s) at local:2; dashboard http" in r.stdout
+    assert (tmp_path / "run" / "results.csv").is_file()
