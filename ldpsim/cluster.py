@@ -45,6 +45,7 @@ class Cluster:
     workers: int
     dashboard: str | None
     spec: str
+    client: Any = None  # the distributed.Client (for its scheduler's state; tests kill workers through it)
 
 
 def parse(spec: object) -> tuple[str, int | str]:
@@ -101,7 +102,7 @@ def connect(spec: str) -> Iterator[Cluster]:
     try:
         workers = max(1, len(client.scheduler_info().get("workers", {})))
         link = getattr(client, "dashboard_link", None)
-        yield Cluster(client.get_executor(), workers, str(link) if link else None, spec)
+        yield Cluster(client.get_executor(), workers, str(link) if link else None, spec, client)
     finally:
         client.close()
         if cluster is not None:

@@ -118,3 +118,44 @@ def test_the_command_runs_on_a_local_cluster_and_prints_its_dashboard(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "dask: 2 worker(s) at local:2; dashboard http" in r.stdout
     assert (tmp_path / "run" / "results.csv").is_file()
+
+
+def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path):
+    """SIGKILL one of two workers while replications run: Dask runs its tasks again on the
+    other worker (its nanny starts a new one), and the files equal an undisturbed run's."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from ldpsim.sim import run_scenario
+
+    path = tmp_path / "s.toml"
+    path.write_text(scenario_text(size=400_000, replications=6))
+    run_scenario(path, out=tmp_path / "seq", progress=False)
+    with cluster.connect("local:2") as where:
+        pids = where.client.run(os.getpid)  # worker address -> pid
+        failures: list[BaseException] = []
+
+        def go() -> None:
+            try:
+                run_scenario(path, out=tmp_path / "dask", progress=False, executor=where.executor, workers=where.workers)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                failures.append(exc)
+
+        t = threading.Thread(target=go)
+        t.start()
+        deadline = time.monotonic() + 60
+        victim = None
+        while victim is None and time.monotonic() < deadline and t.is_alive():
+            busy = [addr for addr, keys in where.client.processing().items() if keys]
+            if busy:
+                victim = busy[0]
+            else:
+                time.sleep(0.02)
+        assert victim is not None, "no task was ever running on a worker"
+        os.kill(pids[victim], signal.SIGKILL)
+        t.join(120)
+        assert not t.is_alive() and not failures, failures
+        assert victim not in where.client.scheduler_info()["workers"]  # it did die (its nanny started another)
+    assert _files(tmp_path / "seq") == _files(tmp_path / "dask")
