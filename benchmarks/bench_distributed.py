@@ -1,0 +1,90 @@
+"""Replications on a Dask cluster against a local process pool and a sequential run.
+
+Measured on this machine (one run each, wall time, every run checked byte for byte
+against the sequential one):
+
+* the overhead per task: ``--tasks`` empty tasks through a local Dask cluster of 2
+  workers (``--scheduler local:2``), through a process pool of 2 (``--workers 2``) and in
+  process, in ms per task (the scheduler's round trip, pickling included);
+* replications of the survey scenario (``scenarios/survey.toml`` at ``--size`` clients per
+  replication, ``--replications`` of them): sequential, ``--workers 2`` and
+  ``--scheduler local:2``, and the speed-up of each over sequential;
+* the crossover: the same at smaller sizes (``--sizes``), to show below which replication
+  size the process pool (or the sequential run) beats the cluster.
+
+The cluster is started once and not timed (its start-up, about 2 s, is printed). Run from
+the repo root: ``python benchmarks/bench_distributed.py`` (needs the ``distributed`` extra).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from _common import REPO_ROOT, parser, report
+
+from ldpsim import cluster
+from ldpsim._files import start_pool, stop_pool
+from ldpsim.sim import load_scenario, run_scenario
+
+SURVEY = REPO_ROOT / "scenarios" / "survey.toml"
+
+
+def _noop(x: int) -> int:
+    return x
+
+
+def overhead(executor, tasks: int) -> float:
+    """ms per empty task submitted and waited for."""
+    t0 = time.perf_counter()
+    futures = [executor.submit(_noop, i) for i in range(tasks)]
+    for f in futures:
+        f.result()
+    return (time.perf_counter() - t0) / tasks * 1e3
+
+
+def timed_run(scenario, out: Path, **kw) -> tuple[float, bytes]:
+    t0 = time.perf_counter()
+    run_scenario(scenario, out=out, progress=False, **kw)
+    return time.perf_counter() - t0, (out / "results.csv").read_bytes()
+
+
+def main() -> None:
+    p = parser(__doc__.splitlines()[0], repeats=1)
+    p.add_argument("--tasks", type=int, default=2000, help="empty tasks for the overhead")
+    p.add_argument("--replications", type=int, default=200, help="replications of the survey scenario")
+    p.add_argument("--size", type=int, default=1_000_000, help="clients per replication (the scenario's: 10^6)")
+    p.add_argument("--sizes", type=int, nargs="*", default=[1_000, 10_000, 100_000], help="smaller sizes for the crossover")
+    args = p.parse_args()
+    rows = []
+    t0 = time.perf_counter()
+    with cluster.connect("local:2") as where:
+        print(f"local cluster of {where.workers} workers started in {time.perf_counter() - t0:.2f} s; dashboard {where.dashboard}")
+        pool = start_pool(2)
+        try:
+            pool.submit(_noop, 0).result()  # start the pool's processes outside the timing
+            for name, ex in (("dask local:2", where.executor), ("process pool 2", pool)):
+                ms = overhead(ex, args.tasks)
+                rows.append(dict(benchmark="distributed", case=f"overhead per task, {name}", n=args.tasks,
+                                 seconds=ms * args.tasks / 1e3, ms_per_task=ms))  # fmt: skip
+        finally:
+            stop_pool(pool)
+        base = load_scenario(SURVEY)
+        with tempfile.TemporaryDirectory() as tmp:
+            for size in sorted(set(args.sizes + [args.size])):
+                sc = base.rebuild(base.spec.model_copy(update={"population": base.spec.population.model_copy(update={"size": size})}))
+                sc = sc.with_overrides(replications=args.replications)
+                seq, ref = timed_run(sc, Path(tmp) / f"seq-{size}")
+                pool_s, pool_b = timed_run(sc, Path(tmp) / f"pool-{size}", workers=2)
+                dask_s, dask_b = timed_run(sc, Path(tmp) / f"dask-{size}", executor=where.executor, workers=where.workers)
+                same = pool_b == ref and dask_b == ref
+                for case, s in (("sequential", seq), ("process pool 2", pool_s), ("dask local:2", dask_s)):
+                    rows.append(dict(benchmark="distributed", case=f"survey x {args.replications}: {case}", n=size,
+                                     seconds=s, speedup=seq / s, per_replication_ms=s / args.replications * 1e3,
+                                     identical=same))  # fmt: skip
+    report("distributed", rows, args.out)
+
+
+if __name__ == "__main__":
+    main()
