@@ -36,6 +36,7 @@ import shutil
 import signal
 import threading
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
@@ -496,9 +497,26 @@ def stop_pool(executor: "Executor", timeout: float = 1.5) -> None:
         manager.join(timeout)
 
 
+#: An executor every :func:`pool_map` in the block uses instead of its own pool (a Dask
+#: cluster's: ``ldpsim reproduce --scheduler``); set by :func:`executor_scope`.
+_SCOPED_EXECUTOR: ContextVar[Any] = ContextVar("ldpsim_scoped_executor", default=None)
+
+
+@contextmanager
+def executor_scope(executor: Any) -> Iterator[None]:
+    """Make ``executor`` (a :class:`concurrent.futures.Executor`, e.g. a Dask cluster's)
+    the one every :func:`pool_map` in the block submits to, whatever its ``workers``."""
+    token = _SCOPED_EXECUTOR.set(executor)
+    try:
+        yield
+    finally:
+        _SCOPED_EXECUTOR.reset(token)
+
+
 def pool_map(fn: Callable[..., Any], *iterables: Iterable[Any], workers: int, ticks: Sequence[float] | None = None) -> list[Any]:
     """``list(map(fn, *iterables))`` over ``workers`` processes (in this process when 1), in
-    order; Ctrl-C or an error in ``fn`` stops every worker at once.
+    order; Ctrl-C or an error in ``fn`` stops every worker at once. Inside
+    :func:`executor_scope` the items go to that executor instead (a cluster), still in order.
 
     The current progress bar (:mod:`ldpsim._progress`) advances as each item finishes, in
     this process (with a pool, as the workers' results come back, in whatever order): by
@@ -510,13 +528,26 @@ def pool_map(fn: Callable[..., Any], *iterables: Iterable[Any], workers: int, ti
     def tick(i: int) -> float:
         return 1 if ticks is None else ticks[i]
 
+    from concurrent.futures import as_completed
+
+    scoped = _SCOPED_EXECUTOR.get()
+    if scoped is not None and args_list:
+        futures = [scoped.submit(fn, *args) for args in args_list]
+        try:
+            index = {f: i for i, f in enumerate(futures)}
+            for f in as_completed(futures):
+                f.result()
+                advance(tick(index[f]))
+            return [f.result() for f in futures]
+        finally:
+            for f in futures:
+                f.cancel()  # nothing left after an error or Ctrl-C (a no-op for finished ones)
     if workers <= 1:
         out = []
         for i, args in enumerate(args_list):
             out.append(fn(*args))
             advance(tick(i))
         return out
-    from concurrent.futures import as_completed
 
     pool = start_pool(workers)
     try:

@@ -181,6 +181,9 @@ def _build_parser() -> argparse.ArgumentParser:
                      "reports/reproduce/NAME/<UTC time>-seed<seed>)")  # fmt: skip
     rep.add_argument("--force", action="store_true", help=_FORCE_HELP)
     rep.add_argument("--workers", type=int, default=1, help="worker processes for the linear programs (default 1)")
+    rep.add_argument("--scheduler", default=None, metavar="SPEC",
+                     help='run the pieces of work on a Dask cluster: local:N or a scheduler address (tcp://host:8786); '
+                          'needs pip install "ldpsim[distributed]"')  # fmt: skip
     rep.add_argument("--eps-grid", nargs="+", default=None, metavar="E",
                      help="the privacy levels to use instead of the reproduction's own, e.g. 0.1,1,10 or 0.1 1 10")  # fmt: skip
     rep.add_argument("--k", default=None, metavar="K[,K...]",
@@ -705,8 +708,18 @@ def _reproduce(args: argparse.Namespace) -> int:
     instances = rp.DEFAULT_INSTANCES if args.instances is None else args.instances
     eps_grid = None if args.eps_grid is None else _number_list(args.eps_grid, "--eps-grid", float, "numbers in (0, 700]")
     k = None if args.k is None else _number_list([args.k], "--k", int, "alphabet sizes, integers >= 2")
-    run = rp.reproduce(args.name, seed=seed, instances=instances, out=args.out, workers=args.workers, force=args.force,
-                       eps_grid=eps_grid, k=k, seeds=args.seeds)  # fmt: skip
+    if args.scheduler is not None:
+        from ldpsim import cluster
+
+        if args.workers != 1:
+            raise LdpSimError(f"--workers: got {args.workers} with --scheduler, expected one of them (the cluster's workers do the work)")
+        cluster.parse(args.scheduler)
+        cluster.check_installed()
+    from ldpsim._files import executor_scope
+
+    with _cluster(args.scheduler) as where, executor_scope(None if where is None else where.executor):
+        run = rp.reproduce(args.name, seed=seed, instances=instances, out=args.out, workers=args.workers, force=args.force,
+                           eps_grid=eps_grid, k=k, seeds=args.seeds)  # fmt: skip
     if run.runs:  # --seeds, one run per seed
         from ldpsim.reproduce._registry import seed_spread
 

@@ -159,3 +159,31 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path):
         assert not t.is_alive() and not failures, failures
         assert victim not in where.client.scheduler_info()["workers"]  # it did die (its nanny started another)
     assert _files(tmp_path / "seq") == _files(tmp_path / "dask")
+
+
+@pytest.mark.parametrize(
+    "name, kwargs",
+    [("kov-fig3", {"eps_grid": [0.1, 1.0, 10.0]}), ("stein-exponent", {"points": 2, "samples": 200})],
+)
+def test_a_reproduction_on_the_cluster_writes_the_same_files(tmp_path, local2, name, kwargs):
+    """``reproduce --scheduler``: every pool_map of the reproduction goes to the cluster."""
+    from ldpsim._files import executor_scope
+    from ldpsim.reproduce import get
+
+    class Counting:  # the cluster's executor, counting what it is given
+        submitted = 0
+
+        def submit(self, fn, *args):
+            Counting.submitted += 1
+            return local2.executor.submit(fn, *args)
+
+    func = get(name).func
+    csvs = {}
+    for label, scope in (("seq", None), ("dask", Counting())):
+        out = tmp_path / label
+        out.mkdir()
+        with executor_scope(scope):
+            func(5, 3, out, workers=1, **kwargs)
+        csvs[label] = {p.name: p.read_bytes() for p in sorted(out.glob("*.csv"))}
+    assert Counting.submitted >= 2  # the work did go to the cluster
+    assert csvs["seq"] and csvs["seq"] == csvs["dask"]
