@@ -45,6 +45,9 @@ from .tasks import Task
 
 #: The deviations :func:`deviate` knows.
 DEVIATIONS = ("truthful", "fixed")
+#: :func:`rule_gain` of a symmetric function decides at most this many transcripts, each by
+#: a dynamic program over the parties (a fuzzed k = 12 file with 4 symbols each took minutes).
+MAX_RULE_TRANSCRIPTS = 1 << 18
 
 
 def missing_probability(loss: float, late: float = 0.0) -> float:
@@ -139,6 +142,9 @@ def rule_gain(nominal: Protocol, actual: Protocol, task: Task, party: int = OBSE
     entries = task.n_outputs * math.prod(sizes)
     if entries > MAX_TENSOR_ENTRIES:
         raise invalid("parties", k, f"a smaller protocol for the exact gain of a rule ({entries:,} entries, at most {MAX_TENSOR_ENTRIES:,})")
+    if task.is_symmetric and math.prod(sizes) > MAX_RULE_TRANSCRIPTS:  # each decided by an O(k^2) posterior
+        raise invalid("parties", k, f"a smaller protocol for the exact gain of a rule ({math.prod(sizes):,} transcripts to decide, "
+                                    f"at most {MAX_RULE_TRANSCRIPTS:,} for a symmetric function)")
     # T[x_1..x_k, y] = prior(x) w(f(x), y), then each other party's input axis -> its message axis
     prior = np.ones((1,))
     for law in laws:

@@ -69,7 +69,7 @@ def summarise(results: pd.DataFrame, scenario: Any) -> tuple[pd.DataFrame, pd.Da
             "quantity": quantity, "protocol": protocol, "party": "observer" if party == OBSERVER else str(int(party)),
             "eps": g["eps"].iloc[0], "delta": g["delta"].iloc[0], "measured": mean, "exact": exact,
             "std_error": se, "z": (mean - exact) / se if se > 0 else math.nan, "tolerance": tol,
-            "within": bool(abs(mean - exact) <= tol) if math.isfinite(tol) else None, "rounds": int(total),
+            "within": bool(abs(mean - exact) <= tol) if math.isfinite(tol) and math.isfinite(exact) else None, "rounds": int(total),
         })  # fmt: skip
     summary = pd.DataFrame(rows)
     lat = results[results["quantity"].isin(LATENCY_QUANTITIES)]
