@@ -321,6 +321,8 @@ def estimated_seconds(text: str, where: str = "case.toml") -> float:
         return 0.0
     spec = sc.spec
     reps = spec.simulation.replications
+    if sc.kind == "multiparty_study":  # a [study]: its own estimate of the exact values and the Monte Carlo
+        return float(sc.estimated_seconds)
     if sc.kind == "multiparty":
         k, r = spec.parties.k, spec.rounds
         batches = -(-r.count // min(r.batch, r.count))
