@@ -96,7 +96,7 @@ def test_check_validates_without_running_and_names_a_misspelled_key(cli, tmp_pat
     good = tmp_path / "good.toml"
     good.write_text(scenario_text(size=1000))
     r = cli("check", good, cwd=tmp_path)
-    assert r.returncode == 0 and "1,000 respondents" in r.stdout and not (tmp_path / "reports").exists()
+    assert r.returncode == 0 and "1,000 respondents" in " ".join(r.stdout.split()) and not (tmp_path / "reports").exists()
     bad = tmp_path / "bad.toml"
     bad.write_text(scenario_text(size=1000).replace("[network]", "[netwrok]"))
     r = cli("check", bad)
