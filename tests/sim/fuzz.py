@@ -323,6 +323,9 @@ def estimated_seconds(text: str, where: str = "case.toml") -> float:
     reps = spec.simulation.replications
     if sc.kind == "multiparty_study":  # a [study]: its own estimate of the exact values and the Monte Carlo
         return float(sc.estimated_seconds)
+    if sc.kind == "collection":  # respondent-periods per policy, with and without a shuffler (8 s for the shipped 1.8e7)
+        arms = len(spec.policies) * (2 if spec.shuffler is not None and spec.shuffler.compare else 1)
+        return reps * spec.collection.periods * spec.population.size * arms * 1e-6
     if sc.kind == "multiparty":
         k, r = spec.parties.k, spec.rounds
         batches = -(-r.count // min(r.batch, r.count))
