@@ -10,7 +10,11 @@ against the sequential one):
   replication, ``--replications`` of them): sequential, ``--workers 2`` and
   ``--scheduler local:2``, and the speed-up of each over sequential;
 * the crossover: the same at smaller sizes (``--sizes``), to show below which replication
-  size the process pool (or the sequential run) beats the cluster.
+  size the process pool (or the sequential run) beats the cluster;
+* one huge individual-mode population (``--big``, 10^8 clients of the survey scenario,
+  one replication): sequential and unsharded, then cut into ``--shards`` shards on a
+  process pool of 2 and on the local cluster (``--shards N`` of ``ldpsim run``), with the
+  seconds per million clients per worker that docs/distributed.md scales to 100 nodes.
 
 The cluster is started once and not timed (its start-up, about 2 s, is printed). Run from
 the repo root: ``python benchmarks/bench_distributed.py`` (needs the ``distributed`` extra).
@@ -27,6 +31,7 @@ from _common import REPO_ROOT, parser, report
 from ldpsim import cluster
 from ldpsim._files import start_pool, stop_pool
 from ldpsim.sim import load_scenario, run_scenario
+from ldpsim.sim.studies import study_of
 
 SURVEY = REPO_ROOT / "scenarios" / "survey.toml"
 
@@ -50,12 +55,25 @@ def timed_run(scenario, out: Path, **kw) -> tuple[float, bytes]:
     return time.perf_counter() - t0, (out / "results.csv").read_bytes()
 
 
+def replications_only(study, executor, workers: int) -> float:
+    """Seconds to run every replication of ``study`` through ``executor`` the way a run does
+    (grouped into tasks, results back in the parent), without files or report."""
+    from ldpsim.runs import SequentialExecutor, _completed
+
+    t0 = time.perf_counter()
+    for _ in _completed(executor or SequentialExecutor(), study, 1, list(range(study.replications)), workers, None):
+        pass
+    return time.perf_counter() - t0
+
+
 def main() -> None:
     p = parser(__doc__.splitlines()[0], repeats=1)
     p.add_argument("--tasks", type=int, default=2000, help="empty tasks for the overhead")
     p.add_argument("--replications", type=int, default=200, help="replications of the survey scenario")
     p.add_argument("--size", type=int, default=1_000_000, help="clients per replication (the scenario's: 10^6)")
     p.add_argument("--sizes", type=int, nargs="*", default=[1_000, 10_000, 100_000], help="smaller sizes for the crossover")
+    p.add_argument("--big", type=int, default=100_000_000, help="clients of the one sharded run (0: leave it out)")
+    p.add_argument("--shards", type=int, default=16, help="shards of the big run")
     args = p.parse_args()
     rows = []
     t0 = time.perf_counter()
@@ -82,6 +100,34 @@ def main() -> None:
                 for case, s in (("sequential", seq), ("process pool 2", pool_s), ("dask local:2", dask_s)):
                     rows.append(dict(benchmark="distributed", case=f"survey x {args.replications}: {case}", n=size,
                                      seconds=s, speedup=seq / s, per_replication_ms=s / args.replications * 1e3,
+                                     identical=same))  # fmt: skip
+                # the same replications without the files and the report (a constant 1-3 s that
+                # hides the crossover at small sizes)
+                study = study_of(sc)
+                pool = start_pool(2)
+                try:
+                    pool.submit(_noop, 0).result()
+                    alone = {"sequential": replications_only(study, None, 1),
+                             "process pool 2": replications_only(study, pool, 2),
+                             "dask local:2": replications_only(study, where.executor, where.workers)}  # fmt: skip
+                finally:
+                    stop_pool(pool)
+                for case, s in alone.items():
+                    rows.append(dict(benchmark="distributed", case=f"replications only x {args.replications}: {case}",
+                                     n=size, seconds=s, speedup=alone["sequential"] / s,
+                                     per_replication_ms=s / args.replications * 1e3))  # fmt: skip
+            if args.big:
+                sc = base.rebuild(base.spec.model_copy(update={"population": base.spec.population.model_copy(update={"size": args.big})}))
+                sc = sc.with_overrides(replications=1)
+                seq, ref = timed_run(sc, Path(tmp) / "big-seq")
+                pool_s, pool_b = timed_run(sc, Path(tmp) / "big-pool", workers=2, shards=args.shards)
+                dask_s, dask_b = timed_run(sc, Path(tmp) / "big-dask", executor=where.executor, workers=where.workers,
+                                           shards=args.shards)  # fmt: skip
+                same = pool_b == ref and dask_b == ref
+                for case, s, workers in (("sequential, unsharded", seq, 1), (f"process pool 2, {args.shards} shards", pool_s, 2),
+                                         (f"dask local:2, {args.shards} shards", dask_s, 2)):  # fmt: skip
+                    rows.append(dict(benchmark="distributed", case=f"one population: {case}", n=args.big, seconds=s,
+                                     speedup=seq / s, s_per_million_per_worker=s * workers / (args.big / 1e6),
                                      identical=same))  # fmt: skip
     report("distributed", rows, args.out)
 

@@ -72,14 +72,32 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("file", nargs="?", help="scenario file (TOML) or shipped scenario name (ldpsim scenarios lists them); not needed with --resume")
     run.add_argument("--seed", type=int, default=None, help="root seed (default: the scenario's simulation.seed, else fresh entropy)")
     run.add_argument("--replications", type=int, default=None, help="number of replications (default: the scenario's)")
-    run.add_argument("--workers", type=int, default=1, help="worker processes for replications (default 1: in-process)")
-    run.add_argument("--scheduler", default=None, metavar="SPEC",
-                     help='run the replications on a Dask cluster: local:N (N local worker processes) or a scheduler address '
-                          '(tcp://host:8786); needs pip install "ldpsim[distributed]"')  # fmt: skip
+    _add_where_options(run, "the replications")
     run.add_argument("--out", default=None, help="run directory to create, new or empty (default reports/<scenario>/<UTC time>-seed<seed>)")
     run.add_argument("--resume", metavar="DIR", default=None, help="finish an interrupted run in DIR (same seed and scenario)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar (it is off anyway when stderr is not a terminal)")
     run.set_defaults(func=_run)
+
+    sweep = sub.add_parser(
+        "sweep",
+        help="run a scenario at every point of a grid of its keys: one table, a summary and a figure",
+        description="Run a scenario file at every point of a grid of values of its keys (--grid 'KEY=[v1, v2]', "
+        "repeatable, and/or a [sweep] table in the file): the cartesian product, the last key varying fastest, "
+        "every point with the same seed (common random numbers), each as a run directory under OUT/points/. "
+        "Writes OUT/sweep.csv (the swept keys, then every point's results rows), summary.csv (measured error "
+        "of the final estimates next to the exact one, per point and task), error.png and sweep.json.",
+    )
+    sweep.add_argument("file", nargs="?", help="scenario file (TOML) or shipped scenario name; not needed with --resume")
+    sweep.add_argument("--grid", nargs="+", action="extend", default=None, metavar="KEY=[V,...]",
+                       help="a dotted scenario key and its values as a TOML or JSON list, e.g. 'mechanism.eps=[0.5, 1, 2]'; "
+                            "adds to (or replaces keys of) the file's [sweep] table")  # fmt: skip
+    sweep.add_argument("--seed", type=int, default=None, help="root seed of every point (default: the scenario's simulation.seed, else fresh entropy)")
+    sweep.add_argument("--replications", type=int, default=None, help="replications of every point (default: the scenario's)")
+    _add_where_options(sweep, "every point's replications")
+    sweep.add_argument("--out", default=None, help="sweep folder to create, new or empty (default reports/<scenario>-sweep/<UTC time>-seed<seed>)")
+    sweep.add_argument("--resume", metavar="DIR", default=None, help="finish an interrupted sweep in DIR")
+    sweep.add_argument("--no-progress", action="store_true", help="no progress bar (it is off anyway when stderr is not a terminal)")
+    sweep.set_defaults(func=_sweep)
 
     scenarios = sub.add_parser(
         "scenarios",
@@ -239,26 +257,43 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_where_options(p: argparse.ArgumentParser, what: str) -> None:
+    """--workers, --scheduler and --shards: where ``what`` run (ldpsim run and sweep)."""
+    p.add_argument("--workers", type=int, default=1, help=f"worker processes for {what} (default 1: in-process)")
+    p.add_argument("--scheduler", default=None, metavar="SPEC",
+                   help=f'run {what} on a Dask cluster: local:N (N local worker processes) or a scheduler address '
+                        '(tcp://host:8786); needs pip install "ldpsim[distributed]"')  # fmt: skip
+    p.add_argument("--shards", type=int, default=1, metavar="N",
+                   help="cut each replication's population into N pieces run as separate tasks (individual-mode "
+                        "surveys; the files are the same whatever N; with --scheduler, one replication spreads over "
+                        "the cluster)")  # fmt: skip
+
+
+def _check_where(args: argparse.Namespace) -> None:
+    """--scheduler (without --workers, installed) and --out, before any scenario is read."""
+    if args.scheduler is not None:
+        from ldpsim import cluster
+
+        if args.workers != 1:
+            raise LdpSimError(f"--workers: got {args.workers} with --scheduler, expected one of them (the cluster's workers run the replications)")
+        cluster.parse(args.scheduler)
+        cluster.check_installed()
+    if args.out is not None:  # the same check as every command's --out
+        from ldpsim._files import check_output_folder
+
+        check_output_folder(args.out, option="--out", hint="use --resume to continue")
+
+
 def _run(args: argparse.Namespace) -> int:
     from ldpsim.runs import RunInterrupted
 
     try:
         if args.resume is not None:
             if args.file is not None or args.seed is not None or args.replications is not None or args.out is not None:
-                raise LdpSimError("--resume: got other options too, expected only --workers or --scheduler with --resume")
+                raise LdpSimError("--resume: got other options too, expected only --workers, --scheduler or --shards with --resume")
         elif args.file is None:
             raise LdpSimError("file: got nothing, expected a scenario file (or --resume DIR)")
-        if args.scheduler is not None:
-            from ldpsim import cluster
-
-            if args.workers != 1:
-                raise LdpSimError(f"--workers: got {args.workers} with --scheduler, expected one of them (the cluster's workers run the replications)")
-            cluster.parse(args.scheduler)
-            cluster.check_installed()
-        if args.out is not None:  # the same check as every command's --out, before the scenario is built
-            from ldpsim._files import check_output_folder
-
-            check_output_folder(args.out, option="--out", hint="use --resume to continue")
+        _check_where(args)
         from ldpsim.sim import resume_run, run_scenario
 
         progress = not args.no_progress
@@ -268,14 +303,18 @@ def _run(args: argparse.Namespace) -> int:
             from ldpsim.sim.scenario import load_scenario
 
             scenario = load_scenario(resolve(args.file))  # before any cluster starts: a bad file fails at once
+            from ldpsim.runs import check_shards
+            from ldpsim.sim.studies import study_of
+
+            check_shards(study_of(scenario), args.shards)
         with _cluster(args.scheduler) as where:
             executor, workers = (where.executor, where.workers) if where is not None else (None, args.workers)
             if args.resume is not None:
-                result = resume_run(args.resume, workers=workers, executor=executor, progress=progress)
+                result = resume_run(args.resume, workers=workers, executor=executor, progress=progress, shards=args.shards)
             else:
                 result = run_scenario(
                     scenario, seed=args.seed, replications=args.replications, workers=workers, out=args.out,
-                    progress=progress, executor=executor,
+                    progress=progress, executor=executor, shards=args.shards,
                 )  # fmt: skip
     except RunInterrupted as exc:
         print(f"ldpsim: {exc}", file=sys.stderr)
@@ -288,6 +327,65 @@ def _run(args: argparse.Namespace) -> int:
     _say(f"in a browser: {result.run_dir / 'report.html'}")
     if index is not None:
         _say(f"every run: {index}")
+    return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from ldpsim.sweep import SweepInterrupted
+
+    if args.file is None and args.resume is None and args.grid and "=" not in args.grid[-1]:
+        args.file = args.grid.pop()  # `--grid K=[..] FILE`: the file came after the grid's entries
+    try:
+        if args.resume is not None:
+            given = [o for o, v in (("FILE", args.file), ("--grid", args.grid), ("--seed", args.seed),
+                                    ("--replications", args.replications), ("--out", args.out)) if v is not None]  # fmt: skip
+            if given:
+                raise LdpSimError(f"--resume: got {given[0]} too, expected only --workers, --scheduler or --shards with --resume")
+        elif args.file is None:
+            raise LdpSimError("file: got nothing, expected a scenario file (or --resume DIR)")
+        _check_where(args)
+        from ldpsim import sweep as sw
+
+        progress = not args.no_progress
+        path = None
+        if args.resume is None:
+            from ldpsim._shipped import resolve
+            from ldpsim.sim.scenario.common import read_scenario_text
+
+            path = resolve(args.file)
+            text, where = read_scenario_text(path)
+            from ldpsim.runs import check_shards
+            from ldpsim.sim.studies import study_of
+
+            for point in sw.plan(text, where, args.grid, replications=args.replications).points:  # every point checked
+                check_shards(study_of(point.scenario), args.shards)  # before a cluster starts
+        with _cluster(args.scheduler) as where_:
+            executor, workers = (where_.executor, where_.workers) if where_ is not None else (None, args.workers)
+            if args.resume is not None:
+                result = sw.resume_sweep(args.resume, workers=workers, executor=executor, progress=progress,
+                                         shards=args.shards)  # fmt: skip
+            else:
+                result = sw.run_sweep(path, args.grid, seed=args.seed, replications=args.replications, workers=workers,
+                                      out=args.out, executor=executor, progress=progress, shards=args.shards)  # fmt: skip
+    except SweepInterrupted as exc:
+        print(f"ldpsim: {exc}", file=sys.stderr)
+        return 130
+    grid = result.grid
+    _say(f"sweep of {len(result.run_dirs)} grid point(s) ({' x '.join(f'{k} ({len(v)})' for k, v in zip(grid.keys, grid.values))}), "
+         f"{result.replications} replication(s) each, seed {result.seed} (the same for every point)")  # fmt: skip
+    if len(result.summary):
+        shown = result.summary.assign(n_received=result.summary["n_received"].round().astype("int64"))  # a mean count
+        print(table(shown, float_format=lambda x: f"{x:.5g}", na_rep="", keys=len(grid.keys),
+                    full=result.summary_path))  # fmt: skip
+        _say("rmse: measured root mean squared error of the final frequency estimates over replications and "
+             "categories; theory_rmse: the same mean of their exact standard errors; ratio = rmse / theory_rmse")
+    else:
+        _say("no summary: it measures the error of a survey's frequency estimates, and these points have none "
+             "(sweep.csv holds every point's results)")
+    _say(f"table: {result.table_path}")
+    if result.figure_path is not None:
+        _say(f"figure: {result.figure_path}")
+    _say(f"points: {result.out_dir / 'points'}")
     return 0
 
 

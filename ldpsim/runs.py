@@ -12,6 +12,10 @@ Seeds: one root ``SeedSequence(seed)`` per run; replication r uses the child wit
 Any :class:`concurrent.futures.Executor` works (a local process pool, or a distributed
 one such as dask's ``client.get_executor()``); ``workers=1`` runs in-process.
 
+Shards: with ``shards`` > 1 a study that allows it (:meth:`Study.unshardable`) cuts each
+replication into pieces, each a task of its own; the parent merges a replication's pieces
+in plan order once they are all back, and writes the same rows as an unsharded run.
+
 Files. Each replication's rows go to ``replications/rep-NNNNNN.csv`` as soon as it
 finishes, with a record ``rep-NNNNNN.json`` (rows, bytes, SHA-256 and the run key) written
 after it; a replication counts as done only when both agree. ``results.csv`` is the
@@ -135,6 +139,24 @@ class Study:
         :class:`Outcome` itself)."""
         return outcome
 
+    # shards: one replication cut into pieces of work, run apart and merged (optional)
+    def unshardable(self) -> str | None:
+        """Why this study's replications cannot be cut into shards (None when they can)."""
+        return f"for a {self.kind} run (shards cut an individual-mode survey population)"
+
+    def shard_plan(self, index: int, seed: int, shared: Any, shards: int) -> list[Any]:  # pragma: no cover
+        """At most ``shards`` pieces of replication ``index`` (picklable descriptions)."""
+        raise NotImplementedError
+
+    def run_shard(self, index: int, seed: int, shared: Any, piece: Any) -> Any:  # pragma: no cover
+        """One piece of replication ``index``; its result travels back to the parent."""
+        raise NotImplementedError
+
+    def merge_shards(self, index: int, seed: int, shared: Any, results: list[Any]) -> pd.DataFrame:  # pragma: no cover
+        """Replication ``index``'s rows from its pieces' results, in plan order: the same
+        rows as :meth:`run_replication`."""
+        raise NotImplementedError
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -188,9 +210,12 @@ def run_study(
     executor: Executor | None = None,
     progress: bool = True,
     interrupt_after: int | None = None,
+    shards: int = 1,
 ) -> Outcome:
     """Run a study into a new run directory and write its report.
 
+    ``shards`` > 1 cuts each replication into that many pieces of work (where the study
+    allows it), run as separate tasks and merged; the files are the same byte for byte.
     Everything is checked before anything is written; if the start fails (a full disk,
     Ctrl-C), the directory made for the run is removed again."""
     if replications is not None:
@@ -198,18 +223,21 @@ def run_study(
             raise LdpSimError(f"--replications: got {replications!r}, expected an integer >= 1")
         study = study.with_replications(replications)
     seed = settle_seed(seed, study.scenario.spec.simulation.seed)
-    _check_workers(workers)
+    check_workers(workers)
+    check_shards(study, shards)
     option = "--out"
     try:
         run_dir = Path(out) if out is not None else default_run_dir(study.scenario.name, seed)
-        _refuse_used(run_dir, option)
+        refuse_used(run_dir, option)
     except OSError as exc:
         got = f"{str(out)!r}" if out is not None else "the default folder under 'reports'"
         raise LdpSimError(f"{option}: got {got}, expected a folder we can write ({describe_os_error(exc)})") from None
     meta = _metadata(study, seed, workers, executor)
-    with _Creation(run_dir, option, default=out is None) as made:
+    if shards > 1:
+        meta["shards"] = shards
+    with Creation(run_dir, option, default=out is None) as made:
         made.lock = DirectoryLock(run_dir, option).acquire()
-        _refuse_used(run_dir, option, ignore=(LOCK_NAME,))  # another process may have been quicker
+        refuse_used(run_dir, option, ignore=(LOCK_NAME,))  # another process may have been quicker
         made.owned = True
         (run_dir / REP_DIR).mkdir()
         write_bytes(run_dir / "scenario.toml", study.scenario.source.encode())
@@ -217,7 +245,7 @@ def run_study(
             (run_dir / name).parent.mkdir(parents=True, exist_ok=True)
             write_bytes(run_dir / name, data)
         write_json(run_dir / "metadata.json", meta)
-    return _execute(run_dir, study, seed, meta, workers, executor, progress, interrupt_after, made.lock)
+    return _execute(run_dir, study, seed, meta, workers, executor, progress, interrupt_after, made.lock, shards)
 
 
 def resume_study(
@@ -228,12 +256,21 @@ def resume_study(
     executor: Executor | None = None,
     progress: bool = True,
     interrupt_after: int | None = None,
+    shards: int = 1,
 ) -> Outcome:
     """Finish an interrupted run of any kind listed in ``parsers`` (kind -> a function of the
-    scenario text and its path giving the study): only missing replications are run."""
-    _check_workers(workers)
+    scenario text and its path giving the study): only missing replications are run (in
+    ``shards`` pieces each, whatever the first part of the run used: the bytes are the same)."""
+    check_workers(workers)
+    if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
+        check_shards(Study(None), shards)  # the one-line error
     run_dir, meta, study, seed, lock = open_resume(run_dir, workers, parsers)
-    return _execute(run_dir, study, seed, meta, workers, executor, progress, interrupt_after, lock)
+    try:
+        check_shards(study, shards)
+    except LdpSimError:
+        lock.release()
+        raise
+    return _execute(run_dir, study, seed, meta, workers, executor, progress, interrupt_after, lock, shards)
 
 
 def open_resume(
@@ -282,17 +319,30 @@ def open_resume(
     return run_dir, meta, study, seed, lock
 
 
-def _check_workers(workers: int) -> None:
+def check_workers(workers: int) -> None:
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise LdpSimError(f"--workers: got {workers!r}, expected an integer >= 1")
 
 
-def _refuse_used(run_dir: Path, option: str, ignore: tuple[str, ...] = ()) -> None:
+#: Most shards a replication may be cut into.
+MAX_SHARDS = 1_000_000
+
+
+def check_shards(study: Study, shards: int) -> None:
+    """One line naming ``--shards`` unless it is a number the study can cut its replications into."""
+    if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
+        raise LdpSimError(f"--shards: got {shards!r}, expected an integer from 1 to {MAX_SHARDS:,}")
+    why = study.unshardable() if shards > 1 else None
+    if why:
+        raise LdpSimError(f"--shards: got {shards}, expected 1 {why}")
+
+
+def refuse_used(run_dir: Path, option: str, ignore: tuple[str, ...] = ()) -> None:
     if run_dir.exists() and (not run_dir.is_dir() or any(p.name not in ignore for p in run_dir.iterdir())):
         raise LdpSimError(f"{option}: got {str(run_dir)!r}, expected a new or empty directory (use --resume to continue)")
 
 
-class _Creation:
+class Creation:
     """Creates a run directory. If the block fails, removes what this process made (the
     directory and the parents it created, or only the contents when the directory was
     already there and empty), never what another process made, and turns an OSError into
@@ -305,7 +355,7 @@ class _Creation:
         self.owned = False
         self._made: list[Path] = []
 
-    def __enter__(self) -> "_Creation":
+    def __enter__(self) -> "Creation":
         missing = []
         p = self.run_dir
         while not p.exists() and p.parent != p:
@@ -361,6 +411,7 @@ def _execute(
     progress: bool,
     interrupt_after: int | None,
     lock: DirectoryLock,
+    shards: int = 1,
 ) -> Outcome:
     total = study.replications
     key = meta["run_key"]
@@ -374,13 +425,25 @@ def _execute(
             executor = SequentialExecutor() if workers == 1 else start_pool(workers)
         finished_now = 0
         shared = study.shared()
-        # the replications' bar stays on the terminal when they are all done; the report's goes
-        with _progress.bar(total, study.scenario.name, "rep", show=progress, initial=done, leave=True):
-            for index, frame in _completed(executor, study, seed, todo, workers, shared, cancel=not own):
+        plans = {r: study.shard_plan(r, seed, shared, shards) for r in todo} if shards > 1 else None
+        # the replications' bar (or their shards') stays on the terminal when they are all
+        # done; the report's goes
+        if plans is None:
+            bar = _progress.bar(total, study.scenario.name, "rep", show=progress, initial=done, leave=True)
+            finished = _completed(executor, study, seed, todo, workers, shared, cancel=not own)
+        else:
+            bar = _progress.bar(max(1, sum(map(len, plans.values()))), study.scenario.name, "shard", show=progress, leave=True)
+            finished = _completed_shards(executor, study, seed, plans, shared, cancel=not own)
+        with bar:
+            for index, frame in finished:
+                if frame is None:  # a shard finished
+                    _progress.advance()
+                    continue
                 _write_rep(run_dir, index, frame, key)
                 done += 1
                 finished_now += 1
-                _progress.advance()
+                if plans is None:
+                    _progress.advance()
                 if interrupt_after is not None and finished_now >= interrupt_after and done < total:
                     raise KeyboardInterrupt
         with _progress.bar(sum(REPORT_STAGES.values()), f"{study.scenario.name}: report", show=progress, counts=False):
@@ -432,6 +495,39 @@ def _completed(
     try:
         for future in as_completed(futures):
             yield from future.result()
+    finally:
+        if cancel:
+            for f in futures:
+                f.cancel()
+
+
+def _completed_shards(
+    executor: Executor, study: Study, seed: int, plans: dict[int, list[Any]], shared: Any, cancel: bool = True
+) -> Iterator[tuple[int, pd.DataFrame | None]]:
+    """``(index, None)`` as each shard finishes, then ``(index, rows)`` once all the shards
+    of replication ``index`` are back (merged in plan order, in this process). Every shard
+    is a task of its own, so a cluster spreads one replication over its workers."""
+    if isinstance(executor, SequentialExecutor):
+        for r, pieces in plans.items():
+            results = []
+            for piece in pieces:
+                results.append(study.run_shard(r, seed, shared, piece))
+                yield r, None
+            yield r, study.merge_shards(r, seed, shared, results)
+        return
+    with sigint_held():
+        futures = {executor.submit(study.run_shard, r, seed, shared, piece): (r, i)
+                   for r, pieces in plans.items() for i, piece in enumerate(pieces)}  # fmt: skip
+    got: dict[int, list[Any]] = {r: [None] * len(pieces) for r, pieces in plans.items()}
+    left = {r: len(pieces) for r, pieces in plans.items()}
+    try:
+        for future in as_completed(futures):
+            r, i = futures[future]
+            got[r][i] = future.result()
+            left[r] -= 1
+            yield r, None
+            if left[r] == 0:
+                yield r, study.merge_shards(r, seed, shared, got.pop(r))
     finally:
         if cancel:
             for f in futures:

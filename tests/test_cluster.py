@@ -67,6 +67,21 @@ def test_a_local_cluster_of_two_workers_gives_the_bytes_of_a_sequential_run(tmp_
     assert _files(tmp_path / "seq") == _files(tmp_path / "dask")
 
 
+def test_a_population_sharded_over_the_cluster_gives_the_bytes_of_a_sequential_run(tmp_path, local2):
+    """One individual-mode population per replication, cut into 2, 3 and 7 shards (tasks
+    spread over the two workers) and merged: the files of the unsharded sequential run."""
+    from ldpsim.sim import parse_scenario, run_scenario
+
+    text = scenario_text(size=6000, replications=2, arrivals='{ kind = "poisson", duration = 2.0 }',
+                         latency='{ kind = "exponential", mean = 0.5 }', loss=0.1)  # fmt: skip
+    sc = parse_scenario(text, "s.toml").with_overrides(batch_size=500)
+    run_scenario(sc, out=tmp_path / "seq", progress=False)
+    for shards in (2, 3, 7):
+        out = tmp_path / f"dask{shards}"
+        run_scenario(sc, out=out, progress=False, executor=local2.executor, workers=local2.workers, shards=shards)
+        assert _files(tmp_path / "seq") == _files(out), shards
+
+
 def test_resuming_on_the_cluster_finishes_with_the_same_bytes(tmp_path, local2):
     from ldpsim.runs import RunInterrupted
     from ldpsim.sim import resume_run, run_scenario
@@ -120,18 +135,20 @@ def test_the_command_runs_on_a_local_cluster_and_prints_its_dashboard(tmp_path):
     assert (tmp_path / "run" / "results.csv").is_file()
 
 
-def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path):
-    """SIGKILL one of two workers while replications run: Dask runs its tasks again on the
-    other worker (its nanny starts a new one), and the files equal an undisturbed run's."""
+@pytest.mark.parametrize("shards", [1, 8])
+def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path, shards):
+    """SIGKILL one of two workers while replications (or one replication's shards) run:
+    Dask runs its tasks again on the other worker (its nanny starts a new one), and the
+    files equal an undisturbed, unsharded run's."""
     import os
     import signal
     import threading
     import time
 
-    from ldpsim.sim import run_scenario
+    from ldpsim.sim import parse_scenario, run_scenario
 
-    path = tmp_path / "s.toml"
-    path.write_text(scenario_text(size=400_000, replications=6))
+    text = scenario_text(size=400_000, replications=6 if shards == 1 else 1)
+    path = parse_scenario(text, "s.toml").with_overrides(batch_size=10_000)
     run_scenario(path, out=tmp_path / "seq", progress=False)
     with cluster.connect("local:2") as where:
         pids = where.client.run(os.getpid)  # worker address -> pid
@@ -139,7 +156,8 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path):
 
         def go() -> None:
             try:
-                run_scenario(path, out=tmp_path / "dask", progress=False, executor=where.executor, workers=where.workers)
+                run_scenario(path, out=tmp_path / "dask", progress=False, executor=where.executor, workers=where.workers,
+                             shards=shards)  # fmt: skip
             except BaseException as exc:  # noqa: BLE001 - reported below
                 failures.append(exc)
 

@@ -335,6 +335,69 @@ class Replication:
                 yield env.timeout(start - env.now)
             self._send(cohort, np.random.default_rng(seq), seq)
 
+    # ----------------------------------------------------------------- shards (individual mode)
+    def blocks(self) -> list[tuple[int, int]]:
+        """The units of randomness of individual mode, in sending order: (cohort, batch) for
+        every batch of ``simulation.batch_size`` clients of every cohort. Each has its own
+        random stream (:func:`_block_streams`), so any contiguous run of blocks can be
+        simulated apart from the others (a shard) with the same draws."""
+        batch = self.scenario.spec.simulation.batch_size
+        return [(c, b) for c, cohort in enumerate(self.cohorts) for b in range(-(-cohort.size // batch))]
+
+    def block_sizes(self) -> NDArray[np.int64]:
+        batch = self.scenario.spec.simulation.batch_size
+        return np.array([min(batch, self.cohorts[c].size - b * batch) for c, b in self.blocks()], np.int64)
+
+    def counts_suffice(self) -> bool:
+        """Whether the server and the analyst need only each tick's statistic of the reports
+        delivered (then a shard sends counts back, not reports): one mechanism, one question,
+        no tiers, no stored reports, no checkpoints every m reports, no task reading reports
+        one by one."""
+        spec = self.scenario.spec
+        return (self.questions is None and self.tiers is None and not self.scenario.compared and not spec.server.keep_reports
+                and not self._every_reports and not self.crosstabs
+                and all(type(task).observe is Task.observe for _, task in self.tasks))  # fmt: skip
+
+    def send_blocks(self, lo: int, hi: int) -> "Shard":
+        """Blocks ``lo .. hi - 1`` sent through the network, without the SimPy clock: what
+        reached the server in each tick (reports in sending order, or their statistic), and
+        the clients sent, lost and still in flight at the end."""
+        counts = self.counts_suffice()
+        seqs = self._cohort_seq.spawn(len(self.cohorts))
+        batch = self.scenario.spec.simulation.batch_size
+        shard = Shard(counts)
+        for c, b in self.blocks()[lo:hi]:
+            cohort = self.cohorts[c]
+            first = b * batch
+            rng, privacy, tier_rng = _block_streams(seqs[c], b, len(self.mechs) if self.scenario.compared else 0,
+                                                    self.tiers is not None)  # fmt: skip
+            self.sent += min(batch, cohort.size - first)
+            self._send_individual(cohort, cohort.first + first, min(batch, cohort.size - first), rng, privacy, tier_rng)
+            for tick, parts in self._buckets.items():
+                shard.add(tick, parts, self.mech if counts else None)
+            self._buckets.clear()
+        shard.sent, shard.lost, shard.in_flight = self.sent, self.lost, self.in_flight
+        return shard
+
+    def run_merged(self, shards: list["Shard"]) -> pd.DataFrame:
+        """The replication from its shards (in block order): what each tick delivers is the
+        shards' deliveries of that tick put together, then the clock, the server and the
+        analyst run exactly as in :meth:`run`."""
+        for shard in shards:
+            self.sent += shard.sent
+            self.lost += shard.lost
+            self.in_flight += shard.in_flight
+            for tick, parts in shard.ticks.items():
+                self._buckets[tick].extend(parts)
+        env = simpy.Environment()
+        self.env = env
+        self.tick_done = env.event()
+        env.process(self._deliveries(env))
+        env.process(self._analyst(env))
+        env.run()
+        self._engine_rows()
+        return pd.DataFrame(self.rows, columns=RESULT_COLUMNS)
+
     def _deliveries(self, env: simpy.Environment):
         for j in range(self.timeline.n):
             yield env.timeout(self.timeline.edge(j + 1) - env.now)
@@ -359,12 +422,10 @@ class Replication:
         self.sent += cohort.size
         if self.individual:
             batch = self.scenario.spec.simulation.batch_size
-            # compared mechanisms privatise the same clients, each from its own stream
-            privacy = [np.random.default_rng(c) for c in seq.spawn(len(self.mechs))] if self.scenario.compared else None
-            # privacy tiers: each respondent's tier from the cohort's own tier stream
-            tier_rng = np.random.default_rng(seq.spawn(1)[0]) if self.tiers is not None else None
-            for first in range(0, cohort.size, batch):
-                self._send_individual(cohort, cohort.first + first, min(batch, cohort.size - first), rng, privacy, tier_rng)
+            compared = len(self.mechs) if self.scenario.compared else 0
+            for b, first in enumerate(range(0, cohort.size, batch)):
+                streams = _block_streams(seq, b, compared, self.tiers is not None, rng)
+                self._send_individual(cohort, cohort.first + first, min(batch, cohort.size - first), *streams)
         else:
             self._send_aggregate(cohort, rng, np.random.default_rng(seq.spawn(1)[0]) if self.tiers is not None else None)
 
@@ -505,7 +566,12 @@ class Replication:
         parts = self._buckets.pop(j, [])
         if not parts:
             return
-        if self.individual:
+        if isinstance(parts[0], Delivered):  # shards' statistics (counts_suffice): the same sums
+            counts = np.sum([p.counts for p in parts], axis=0)
+            reports = sum(p.reports for p in parts)
+            self.messages += reports
+            self.server.add_counts(counts, reports)
+        elif self.individual:
             t = np.concatenate([p[0] for p in parts])
             order = np.argsort(t, kind="stable")
             ys = [np.concatenate([p[1][i] for p in parts])[order] for i in range(len(parts[0][1]))]
@@ -694,6 +760,76 @@ class Replication:
         return self.messages if self.questions is not None or self.tiers is not None else self.server.n_received
 
 
+#: First spawn-key word of a batch's own stream (batches after a cohort's first): far above
+#: the few children a cohort's stream spawns, so the two never meet.
+BLOCK_KEY = 1 << 40
+
+
+def _block_streams(seq: np.random.SeedSequence, b: int, compared: int, tiers: bool,
+                   rng: np.random.Generator | None = None) -> tuple[Any, Any, Any]:  # fmt: skip
+    """The random streams of batch ``b`` of the cohort whose stream is ``seq``: its generator
+    (``rng``, when the caller already made it for batch 0), each compared mechanism's
+    privacy stream (None without), its privacy tiers' stream (None without). Batch 0 draws
+    from the cohort's own stream and its first children, as a cohort of one batch always
+    has; batch b > 0 from the child ``(BLOCK_KEY, b)`` of the cohort's stream, built
+    directly from its key, so a shard needs no earlier batch to find it."""
+    if b > 0:
+        seq = np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, BLOCK_KEY, b), pool_size=seq.pool_size)
+        rng = None
+    children = [np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, i), pool_size=seq.pool_size)
+                for i in range(compared + tiers)]  # fmt: skip
+    privacy = [np.random.default_rng(c) for c in children[:compared]] if compared else None
+    tier_rng = np.random.default_rng(children[compared]) if tiers else None
+    return (np.random.default_rng(seq) if rng is None else rng), privacy, tier_rng
+
+
+class Delivered:
+    """A shard's reports delivered in one tick, as their statistic (``counts``) and number."""
+
+    __slots__ = ("counts", "reports")
+
+    def __init__(self, counts: NDArray[np.int64], reports: int) -> None:
+        self.counts, self.reports = counts, reports
+
+
+class Shard:
+    """What a shard of one replication sends back: per delivery tick, its reports in
+    sending order (``(times, reports per mechanism, picks)`` parts, as the engine files
+    them) or, when the statistic suffices, one :class:`Delivered`; and its clients sent,
+    lost and in flight."""
+
+    def __init__(self, counts: bool) -> None:
+        self.counts = counts
+        self.ticks: dict[int, list[Any]] = {}
+        self.sent = self.lost = self.in_flight = 0
+
+    def add(self, tick: int, parts: list[Any], mechanism: Any) -> None:
+        if mechanism is None:
+            self.ticks.setdefault(tick, []).extend(parts)
+            return
+        ys = [p[1][0] for p in parts]
+        stat = np.sum([mechanism.statistic(y) for y in ys], axis=0).astype(np.int64)
+        reports = sum(len(y) for y in ys)
+        have = self.ticks.get(tick)
+        if have is None:
+            self.ticks[tick] = [Delivered(stat, reports)]
+        else:
+            have[0].counts = have[0].counts + stat
+            have[0].reports += reports
+
+
+def shard_bounds(sizes: NDArray[np.int64], shards: int) -> list[tuple[int, int]]:
+    """Cut blocks of ``sizes`` clients into at most ``shards`` contiguous runs of about equal
+    numbers of clients (none empty)."""
+    total = int(sizes.sum())
+    if total == 0 or sizes.size == 0:
+        return [(0, int(sizes.size))]
+    ends = np.cumsum(sizes)
+    cuts = np.searchsorted(ends, [total * s / shards for s in range(1, shards)], side="left") + 1
+    edges = sorted(set([0, *np.minimum(cuts, sizes.size).tolist(), int(sizes.size)]))
+    return [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
 def _is_multiple(t: float, every: float) -> bool:
     r = t / every
     return abs(r - round(r)) < 1e-9
@@ -718,3 +854,22 @@ def _hypergeometric_head(counts: NDArray[np.int64], r: int, rng: np.random.Gener
 def run_replication(scenario: Scenario, index: int, entropy: int) -> pd.DataFrame:
     """Results of replication ``index`` (seeded by ``SeedSequence(entropy, spawn_key=(index,))``)."""
     return Replication(scenario, index, entropy).run()
+
+
+def plan_shards(scenario: Scenario, index: int, entropy: int, shards: int) -> list[tuple[int, int]]:
+    """The shards of replication ``index``: contiguous runs of its blocks (individual mode)."""
+    if scenario.spec.simulation.mode != "individual":
+        raise LdpSimError(f"--shards: got {shards} for a scenario in {scenario.spec.simulation.mode} mode, expected 1 "
+                          "(shards cut an individual-mode population; aggregate mode draws counts, not clients)")  # fmt: skip
+    return shard_bounds(Replication(scenario, index, entropy).block_sizes(), shards)
+
+
+def run_shard(scenario: Scenario, index: int, entropy: int, lo: int, hi: int) -> Shard:
+    """Blocks ``lo .. hi - 1`` of replication ``index``, sent through the network."""
+    return Replication(scenario, index, entropy).send_blocks(lo, hi)
+
+
+def merge_shards(scenario: Scenario, index: int, entropy: int, shards: list[Shard]) -> pd.DataFrame:
+    """Replication ``index`` from all its shards, in block order: the same rows, byte for byte,
+    as :func:`run_replication`."""
+    return Replication(scenario, index, entropy).run_merged(shards)

@@ -67,6 +67,26 @@ class SurveyStudy(Study):
 
         return run_replication(self.scenario, index, seed)
 
+    def unshardable(self) -> str | None:
+        if self.scenario.spec.simulation.mode == "individual":
+            return None
+        return "for an aggregate-mode scenario (aggregate mode draws counts, not clients: it needs no shards)"
+
+    def shard_plan(self, index: int, seed: int, shared: Any, shards: int) -> list[Any]:
+        from ldpsim.sim.engine import plan_shards
+
+        return plan_shards(self.scenario, index, seed, shards)
+
+    def run_shard(self, index: int, seed: int, shared: Any, piece: Any) -> Any:
+        from ldpsim.sim.engine import run_shard
+
+        return run_shard(self.scenario, index, seed, *piece)
+
+    def merge_shards(self, index: int, seed: int, shared: Any, results: list[Any]) -> pd.DataFrame:
+        from ldpsim.sim.engine import merge_shards
+
+        return merge_shards(self.scenario, index, seed, results)
+
     def read_results(self, path: Path) -> pd.DataFrame:
         return survey_tables.read_results(path)
 
@@ -205,6 +225,7 @@ def run_scenario(
     executor: Executor | None = None,
     progress: bool = True,
     interrupt_after: int | None = None,
+    shards: int = 1,
 ) -> RunResult:
     """Run a scenario (a built one, or a file of any kind) into a new run directory and write
     its report; a :class:`MultipartyRun` for multi-party scenarios.
@@ -212,13 +233,16 @@ def run_scenario(
     ``seed`` defaults to the scenario's ``simulation.seed``, else fresh entropy (recorded).
     ``workers`` > 1 runs replications in a local process pool, or pass any
     :class:`concurrent.futures.Executor`. ``interrupt_after`` stops the run after that many
-    replications, as a Ctrl-C would (for trying out :func:`resume_run`).
+    replications, as a Ctrl-C would (for trying out :func:`resume_run`). ``shards`` > 1 cuts
+    each replication of an individual-mode survey into that many pieces of its population,
+    each a task of its own (on a cluster, spread over its workers), merged in time order:
+    the files are the same byte for byte whatever the number of shards (docs/distributed.md).
     """
     if not isinstance(scenario, BuiltScenario):
         scenario = load_scenario(scenario)
     study = study_of(scenario)
     o = run_study(study, seed=seed, replications=replications, workers=workers, out=out,
-                  executor=executor, progress=progress, interrupt_after=interrupt_after)  # fmt: skip
+                  executor=executor, progress=progress, interrupt_after=interrupt_after, shards=shards)  # fmt: skip
     return study.result(o)  # type: ignore[no-any-return]
 
 
@@ -235,9 +259,10 @@ def resume_run(
     executor: Executor | None = None,
     progress: bool = True,
     interrupt_after: int | None = None,
+    shards: int = 1,
 ) -> RunResult:
     """Finish an interrupted run of any kind: run only the replications whose files are
     missing, then write the report."""
     o = resume_study(run_dir, _parsers(), workers=workers, executor=executor, progress=progress,
-                     interrupt_after=interrupt_after)  # fmt: skip
+                     interrupt_after=interrupt_after, shards=shards)  # fmt: skip
     return o.study.result(o)  # type: ignore[no-any-return]
