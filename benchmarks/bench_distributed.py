@@ -14,7 +14,10 @@ against the sequential one):
 * one huge individual-mode population (``--big``, 10^8 clients of the survey scenario,
   one replication): sequential and unsharded, then cut into ``--shards`` shards on a
   process pool of 2 and on the local cluster (``--shards N`` of ``ldpsim run``), with the
-  seconds per million clients per worker that docs/distributed.md scales to 100 nodes.
+  seconds per million clients per worker that docs/distributed.md scales to 100 nodes;
+* a sweep (``--sweep-points`` grid points of the survey at 10^4 clients, 10 replications
+  each): sequential and on the local cluster, and the seconds each point costs the machine
+  that runs the sweep (its run directory, report and summary), which bounds a wide sweep.
 
 The cluster is started once and not timed (its start-up, about 2 s, is printed). Run from
 the repo root: ``python benchmarks/bench_distributed.py`` (needs the ``distributed`` extra).
@@ -74,6 +77,7 @@ def main() -> None:
     p.add_argument("--sizes", type=int, nargs="*", default=[1_000, 10_000, 100_000], help="smaller sizes for the crossover")
     p.add_argument("--big", type=int, default=100_000_000, help="clients of the one sharded run (0: leave it out)")
     p.add_argument("--shards", type=int, default=16, help="shards of the big run")
+    p.add_argument("--sweep-points", type=int, default=20, help="grid points of the sweep (0: leave it out)")
     args = p.parse_args()
     rows = []
     t0 = time.perf_counter()
@@ -129,6 +133,21 @@ def main() -> None:
                     rows.append(dict(benchmark="distributed", case=f"one population: {case}", n=args.big, seconds=s,
                                      speedup=seq / s, s_per_million_per_worker=s * workers / (args.big / 1e6),
                                      identical=same))  # fmt: skip
+            if args.sweep_points:
+                from ldpsim.sweep import run_sweep
+
+                path = Path(tmp) / "sweep.toml"
+                path.write_text(SURVEY.read_text().replace("size = 1_000_000", "size = 10_000"))
+                eps = [round(0.5 + 0.1 * i, 2) for i in range(args.sweep_points)]
+                times = {}
+                for case, kw in (("sequential", {}), ("dask local:2", {"executor": where.executor, "workers": where.workers})):
+                    t0 = time.perf_counter()
+                    run_sweep(path, {"mechanism.eps": eps}, replications=10, out=Path(tmp) / f"sweep-{case[:4]}", progress=False, **kw)
+                    times[case] = time.perf_counter() - t0
+                for case, s in times.items():
+                    rows.append(dict(benchmark="distributed", case=f"sweep of {args.sweep_points} points x 10: {case}",
+                                     n=10_000, seconds=s, speedup=times["sequential"] / s,
+                                     per_point_s=s / args.sweep_points))  # fmt: skip
     report("distributed", rows, args.out)
 
 

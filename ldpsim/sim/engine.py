@@ -336,17 +336,32 @@ class Replication:
             self._send(cohort, np.random.default_rng(seq), seq)
 
     # ----------------------------------------------------------------- shards (individual mode)
-    def blocks(self) -> list[tuple[int, int]]:
-        """The units of randomness of individual mode, in sending order: (cohort, batch) for
-        every batch of ``simulation.batch_size`` clients of every cohort. Each has its own
-        random stream (:func:`_block_streams`), so any contiguous run of blocks can be
-        simulated apart from the others (a shard) with the same draws."""
+    def _block_starts(self) -> NDArray[np.int64]:
+        """Index of the first block of every cohort, and the number of blocks at the end."""
         batch = self.scenario.spec.simulation.batch_size
-        return [(c, b) for c, cohort in enumerate(self.cohorts) for b in range(-(-cohort.size // batch))]
+        per = np.array([-(-c.size // batch) for c in self.cohorts], np.int64)
+        return np.concatenate([[0], np.cumsum(per)]).astype(np.int64)
+
+    def blocks(self, lo: int = 0, hi: int | None = None) -> list[tuple[int, int]]:
+        """The units of randomness of individual mode, in sending order: (cohort, batch) for
+        every batch of ``simulation.batch_size`` clients of every cohort (those numbered
+        ``lo .. hi - 1``). Each has its own random stream (:func:`_block_streams`), so any
+        contiguous run of blocks can be simulated apart from the others (a shard) with the
+        same draws."""
+        starts = self._block_starts()
+        hi = int(starts[-1]) if hi is None else hi
+        g = np.arange(lo, hi, dtype=np.int64)
+        c = np.searchsorted(starts, g, side="right") - 1
+        return list(zip(c.tolist(), (g - starts[c]).tolist()))
 
     def block_sizes(self) -> NDArray[np.int64]:
+        """Clients of every block, in order (one array; 8 bytes a block)."""
         batch = self.scenario.spec.simulation.batch_size
-        return np.array([min(batch, self.cohorts[c].size - b * batch) for c, b in self.blocks()], np.int64)
+        starts = self._block_starts()
+        sizes = np.full(int(starts[-1]), batch, np.int64)
+        last = starts[1:] - 1  # each cohort's last block holds what is left
+        sizes[last[np.diff(starts) > 0]] = [c.size - (-(-c.size // batch) - 1) * batch for c in self.cohorts if c.size > 0]
+        return sizes
 
     def counts_suffice(self) -> bool:
         """Whether the server and the analyst need only each tick's statistic of the reports
@@ -366,7 +381,7 @@ class Replication:
         seqs = self._cohort_seq.spawn(len(self.cohorts))
         batch = self.scenario.spec.simulation.batch_size
         shard = Shard(counts)
-        for c, b in self.blocks()[lo:hi]:
+        for c, b in self.blocks(lo, hi):
             cohort = self.cohorts[c]
             first = b * batch
             rng, privacy, tier_rng = _block_streams(seqs[c], b, len(self.mechs) if self.scenario.compared else 0,

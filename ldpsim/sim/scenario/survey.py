@@ -42,8 +42,9 @@ from ldpsim.sim.table import Table, TablePopulation, table_population
 
 KIND = "survey"
 
-#: Largest population simulated client by client (individual mode).
-MAX_INDIVIDUAL = 10**8
+#: Largest population simulated client by client (individual mode): 10^12 clients are about
+#: 10^6 core-seconds, a day of a 100-node cluster with ``--shards`` (docs/distributed.md).
+MAX_INDIVIDUAL = 10**12
 #: Most ticks in one run.
 MAX_TICKS = 10**6
 
