@@ -96,6 +96,9 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_where_options(sweep, "every point's replications")
     sweep.add_argument("--out", default=None, help="sweep folder to create, new or empty (default reports/<scenario>-sweep/<UTC time>-seed<seed>)")
     sweep.add_argument("--resume", metavar="DIR", default=None, help="finish an interrupted sweep in DIR")
+    sweep.add_argument("--no-point-reports", action="store_true",
+                       help="no report of each point's own (a second or two of figures per point; `ldpsim report DIR` "
+                            "makes one later); the sweep's table, summary and figure are the same")  # fmt: skip
     sweep.add_argument("--no-progress", action="store_true", help="no progress bar (it is off anyway when stderr is not a terminal)")
     sweep.set_defaults(func=_sweep)
 
@@ -363,10 +366,11 @@ def _sweep(args: argparse.Namespace) -> int:
             executor, workers = (where_.executor, where_.workers) if where_ is not None else (None, args.workers)
             if args.resume is not None:
                 result = sw.resume_sweep(args.resume, workers=workers, executor=executor, progress=progress,
-                                         shards=args.shards)  # fmt: skip
+                                         shards=args.shards, point_reports=not args.no_point_reports)  # fmt: skip
             else:
                 result = sw.run_sweep(path, args.grid, seed=args.seed, replications=args.replications, workers=workers,
-                                      out=args.out, executor=executor, progress=progress, shards=args.shards)  # fmt: skip
+                                      out=args.out, executor=executor, progress=progress, shards=args.shards,
+                                      point_reports=not args.no_point_reports)  # fmt: skip
     except SweepInterrupted as exc:
         print(f"ldpsim: {exc}", file=sys.stderr)
         return 130

@@ -211,8 +211,10 @@ def run_study(
     progress: bool = True,
     interrupt_after: int | None = None,
     shards: int = 1,
+    report: bool = True,
 ) -> Outcome:
-    """Run a study into a new run directory and write its report.
+    """Run a study into a new run directory and write its report (``report=False``: only
+    results.csv and metadata.json; ``ldpsim report DIR`` makes the report later).
 
     ``shards`` > 1 cuts each replication into that many pieces of work (where the study
     allows it), run as separate tasks and merged; the files are the same byte for byte.
@@ -245,7 +247,7 @@ def run_study(
             (run_dir / name).parent.mkdir(parents=True, exist_ok=True)
             write_bytes(run_dir / name, data)
         write_json(run_dir / "metadata.json", meta)
-    return _execute(run_dir, study, seed, meta, workers, executor, progress, interrupt_after, made.lock, shards)
+    return _execute(run_dir, study, seed, meta, workers, executor, progress, interrupt_after, made.lock, shards, report)
 
 
 def resume_study(
@@ -257,6 +259,7 @@ def resume_study(
     progress: bool = True,
     interrupt_after: int | None = None,
     shards: int = 1,
+    report: bool = True,
 ) -> Outcome:
     """Finish an interrupted run of any kind listed in ``parsers`` (kind -> a function of the
     scenario text and its path giving the study): only missing replications are run (in
@@ -270,7 +273,7 @@ def resume_study(
     except LdpSimError:
         lock.release()
         raise
-    return _execute(run_dir, study, seed, meta, workers, executor, progress, interrupt_after, lock, shards)
+    return _execute(run_dir, study, seed, meta, workers, executor, progress, interrupt_after, lock, shards, report)
 
 
 def open_resume(
@@ -412,6 +415,7 @@ def _execute(
     interrupt_after: int | None,
     lock: DirectoryLock,
     shards: int = 1,
+    report: bool = True,
 ) -> Outcome:
     total = study.replications
     key = meta["run_key"]
@@ -451,7 +455,7 @@ def _execute(
             results = study.read_results(concat_replications(run_dir, total))
             _progress.advance(REPORT_STAGES["read"])
             _progress.note("tables and figures")
-            files, extra = study.render_report(results, seed)
+            files, extra = study.render_report(results, seed) if report else ({}, None)
             _progress.advance(REPORT_STAGES["render"])
             _progress.note("writing the files")
             for name, data in files.items():

@@ -423,6 +423,7 @@ def run_sweep(
     interrupt_after: int | None = None,
     interrupt_within: int | None = None,
     shards: int = 1,
+    point_reports: bool = True,
 ) -> SweepResult:
     """Run the scenario file ``scenario`` at every point of its ``[sweep]`` table and
     ``grid`` (``["mechanism.eps=[0.5, 1, 2]"]`` or ``{"mechanism.eps": [0.5, 1, 2]}``) into
@@ -434,7 +435,10 @@ def run_sweep(
     cluster's, say) is used for every point instead. ``interrupt_after`` stops the sweep
     after that many points, as a Ctrl-C would (``interrupt_within``: after that many
     replications of the next point), to try out :func:`resume_sweep`. ``shards`` cuts every
-    replication of an individual-mode survey into that many pieces (``ldpsim run --shards``)."""
+    replication of an individual-mode survey into that many pieces (``ldpsim run --shards``).
+    ``point_reports=False`` leaves out each point's own report (its figures and pages, a
+    second or two per point; ``ldpsim report DIR`` makes one later): the sweep's table,
+    summary and figure are the same."""
     option = "--grid" if grid is None or not isinstance(grid, Mapping) else "grid"
     _check_replications(replications)
     check_workers(workers)
@@ -473,7 +477,7 @@ def run_sweep(
         }  # fmt: skip
         write_json(out_dir / SWEEP_JSON, record)
     return _execute(out_dir, p, record, seed, reps, workers, executor, progress, interrupt_after, interrupt_within,
-                    made.lock, shards)  # fmt: skip
+                    made.lock, shards, point_reports)  # fmt: skip
 
 
 def resume_sweep(
@@ -485,6 +489,7 @@ def resume_sweep(
     interrupt_after: int | None = None,
     interrupt_within: int | None = None,
     shards: int = 1,
+    point_reports: bool = True,
 ) -> SweepResult:
     """Finish an interrupted sweep: points already finished are kept, a point interrupted
     half-way is resumed (:func:`ldpsim.sim.resume_run`), the others are run; then the
@@ -527,7 +532,7 @@ def resume_sweep(
         lock.release()
         raise
     return _execute(out_dir, p, record, seed, reps, workers, executor, progress, interrupt_after, interrupt_within, lock,
-                    shards)  # fmt: skip
+                    shards, point_reports)  # fmt: skip
 
 
 def _state(run_dir: Path, point: Point, seed: int, reps: int) -> str:
@@ -553,6 +558,7 @@ def _state(run_dir: Path, point: Point, seed: int, reps: int) -> str:
 def _execute(
     out_dir: Path, p: Plan, record: dict[str, Any], seed: int, reps: int, workers: int, executor: Executor | None,
     progress: bool, interrupt_after: int | None, interrupt_within: int | None, lock: DirectoryLock, shards: int = 1,
+    point_reports: bool = True,
 ) -> SweepResult:  # fmt: skip
     # matplotlib: imported only once the points are to run
     from ldpsim.report import sweep as report
@@ -577,10 +583,11 @@ def _execute(
                 cut = interrupt_within if interrupt_after is not None and finished_now >= interrupt_after else None
                 if state == "new":
                     run_scenario(pt.scenario, seed=seed, replications=reps, workers=workers, out=run_dir,
-                                 executor=run_with, progress=False, interrupt_after=cut, shards=shards)  # fmt: skip
+                                 executor=run_with, progress=False, interrupt_after=cut, shards=shards,
+                                 report=point_reports)  # fmt: skip
                 else:
                     resume_run(run_dir, workers=workers, executor=run_with, progress=False, interrupt_after=cut,
-                               shards=shards)  # fmt: skip
+                               shards=shards, report=point_reports)  # fmt: skip
                 done += 1
                 finished_now += 1
                 _progress.advance()

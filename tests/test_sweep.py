@@ -266,3 +266,14 @@ def test_shards_give_the_same_sweep_and_are_refused_in_one_line_where_they_canno
     r = run_cli("sweep", str(base), "--grid", "mechanism.eps=[0.5, 2]", "--shards", "3", "--out", str(tmp_path / "agg"))
     one_error(r, "--shards: got 3, expected 1 for an aggregate-mode scenario")
     assert not (tmp_path / "agg").exists()
+
+
+def test_without_point_reports_the_sweep_is_the_same_and_a_point_report_can_be_made_later(base, tmp_path):
+    sweep(base, "--grid", "mechanism.eps=[0.5, 2]", "--out", tmp_path / "with")
+    sweep(base, "--grid", "mechanism.eps=[0.5, 2]", "--no-point-reports", "--out", tmp_path / "without")
+    for name in ("sweep.csv", "summary.csv", "error.png"):
+        assert (tmp_path / "with" / name).read_bytes() == (tmp_path / "without" / name).read_bytes(), name
+    point = sorted((tmp_path / "without" / "points").iterdir())[0]
+    assert (point / "results.csv").is_file() and not (point / "summary.md").exists()
+    assert run_cli("report", point).returncode == 0
+    assert (point / "summary.md").is_file()

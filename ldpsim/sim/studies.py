@@ -226,6 +226,7 @@ def run_scenario(
     progress: bool = True,
     interrupt_after: int | None = None,
     shards: int = 1,
+    report: bool = True,
 ) -> RunResult:
     """Run a scenario (a built one, or a file of any kind) into a new run directory and write
     its report; a :class:`MultipartyRun` for multi-party scenarios.
@@ -237,13 +238,16 @@ def run_scenario(
     each replication of an individual-mode survey into that many pieces of its population,
     each a task of its own (on a cluster, spread over its workers), merged in time order:
     the files are the same byte for byte whatever the number of shards (docs/distributed.md).
+    ``report=False`` writes results.csv and metadata.json but no report (``ldpsim report
+    DIR`` makes it later) and returns a plain :class:`RunResult`.
     """
     if not isinstance(scenario, BuiltScenario):
         scenario = load_scenario(scenario)
     study = study_of(scenario)
     o = run_study(study, seed=seed, replications=replications, workers=workers, out=out,
-                  executor=executor, progress=progress, interrupt_after=interrupt_after, shards=shards)  # fmt: skip
-    return study.result(o)  # type: ignore[no-any-return]
+                  executor=executor, progress=progress, interrupt_after=interrupt_after, shards=shards,
+                  report=report)  # fmt: skip
+    return study.result(o) if report else RunResult(o.run_dir, o.study.scenario, o.results, o.seed)  # type: ignore[no-any-return]
 
 
 def _parsers() -> dict[str, Any]:
@@ -260,9 +264,10 @@ def resume_run(
     progress: bool = True,
     interrupt_after: int | None = None,
     shards: int = 1,
+    report: bool = True,
 ) -> RunResult:
     """Finish an interrupted run of any kind: run only the replications whose files are
-    missing, then write the report."""
+    missing, then write the report (``report=False``: as :func:`run_scenario`)."""
     o = resume_study(run_dir, _parsers(), workers=workers, executor=executor, progress=progress,
-                     interrupt_after=interrupt_after, shards=shards)  # fmt: skip
-    return o.study.result(o)  # type: ignore[no-any-return]
+                     interrupt_after=interrupt_after, shards=shards, report=report)  # fmt: skip
+    return o.study.result(o) if report else RunResult(o.run_dir, o.study.scenario, o.results, o.seed)  # type: ignore[no-any-return]
