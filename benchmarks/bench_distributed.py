@@ -16,8 +16,9 @@ against the sequential one):
   process pool of 2 and on the local cluster (``--shards N`` of ``ldpsim run``), with the
   seconds per million clients per worker that docs/distributed.md scales to 100 nodes;
 * a sweep (``--sweep-points`` grid points of the survey at 10^4 clients, 10 replications
-  each): sequential and on the local cluster, and the seconds each point costs the machine
-  that runs the sweep (its run directory, report and summary), which bounds a wide sweep.
+  each): sequential and on the local cluster, with and without each point's own report,
+  and the seconds each point costs the machine that runs the sweep, which bounds a wide
+  sweep.
 
 The cluster is started once and not timed (its start-up, about 2 s, is printed). Run from
 the repo root: ``python benchmarks/bench_distributed.py`` (needs the ``distributed`` extra).
@@ -140,9 +141,12 @@ def main() -> None:
                 path.write_text(SURVEY.read_text().replace("size = 1_000_000", "size = 10_000"))
                 eps = [round(0.5 + 0.1 * i, 2) for i in range(args.sweep_points)]
                 times = {}
-                for case, kw in (("sequential", {}), ("dask local:2", {"executor": where.executor, "workers": where.workers})):
+                dask = {"executor": where.executor, "workers": where.workers}
+                for case, kw in (("sequential", {}), ("dask local:2", dask),
+                                 ("sequential, no point reports", {"point_reports": False}),
+                                 ("dask local:2, no point reports", {**dask, "point_reports": False})):  # fmt: skip
                     t0 = time.perf_counter()
-                    run_sweep(path, {"mechanism.eps": eps}, replications=10, out=Path(tmp) / f"sweep-{case[:4]}", progress=False, **kw)
+                    run_sweep(path, {"mechanism.eps": eps}, replications=10, out=Path(tmp) / f"sweep-{len(times)}", progress=False, **kw)
                     times[case] = time.perf_counter() - t0
                 for case, s in times.items():
                     rows.append(dict(benchmark="distributed", case=f"sweep of {args.sweep_points} points x 10: {case}",

@@ -405,9 +405,9 @@ def test_sample_statistic_at_a_trillion_clients():
     w = 1.0 / np.arange(1, k + 1)
     counts = np.floor(total * w / w.sum()).astype(np.int64)
     counts[0] += total - counts.sum()
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU: the work done, whatever else the machine runs
     stat = mech.sample_statistic(counts, 20261206)
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     assert elapsed < 1.0, elapsed
     p, q = mech.p, mech.q
     mean = counts * p + (total - counts) * q
@@ -443,7 +443,7 @@ def test_large_alphabet_without_k_by_k_matrices():
     k = 100_000
     mech = SymmetricUnaryEncoding(k, 2.0)
     tracemalloc.start()
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     x = np.arange(0, k, 997)
     y = mech.privatize(x, 1)
     stat = mech.statistic(y)
@@ -460,7 +460,7 @@ def test_large_alphabet_without_k_by_k_matrices():
     eps_d, delta_half, g = mech.epsilon(1e-6), mech.delta(1.0), mech.guarantee().delta(1.0)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     assert y.shape == (x.size, k) and stat.shape == (k,) and int(stat.sum()) == int(y.sum())
     assert est.shape == se.shape == exact.shape == fe.estimate.shape == (k,) and len(ci) == k
     assert np.all(np.isfinite(lp)) and 0 < eps_d < 2.0 and delta_half == pytest.approx(g, rel=1e-12)
