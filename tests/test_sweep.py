@@ -48,8 +48,11 @@ def base(tmp_path):
     return path
 
 
-def sweep(*argv):
-    r = run_cli("sweep", *argv, "--no-progress")
+def sweep(*argv, reports=False):
+    """``ldpsim sweep ARGV`` (without each point's own report, a second of figures a point,
+    unless ``reports``), which must succeed."""
+    extra = () if reports or "--no-point-reports" in argv else ("--no-point-reports",)
+    r = run_cli("sweep", *argv, *extra, "--no-progress")
     assert r.returncode == 0, r.stderr
     return r
 
@@ -95,7 +98,7 @@ def test_the_theory_column_is_the_exact_standard_error(base, tmp_path):
     from ldpsim.analyst import frequency_standard_error
     from ldpsim.mechanisms import randomized_response
 
-    res = sw.run_sweep(base, {"mechanism.eps": [2.0]}, replications=1, out=tmp_path / "o", progress=False)
+    res = sw.run_sweep(base, {"mechanism.eps": [2.0]}, replications=1, out=tmp_path / "o", progress=False, point_reports=False)
     row = res.summary.iloc[0]
     n = int(row["n_received"])
     se = frequency_standard_error(randomized_response(k=3, eps=2.0), [0.5, 0.3, 0.2], n)
@@ -125,7 +128,7 @@ def test_common_random_numbers_across_points(base, tmp_path):
     # the interval's confidence uses no random numbers: the engine's counts and the
     # estimates are the same at both points, replication by replication
     tasks = 'analyst.tasks=[[{kind="frequency", confidence=0.9}], [{kind="frequency", confidence=0.5}]]'
-    res = sw.run_sweep(base, [tasks], replications=3, out=tmp_path / "o", progress=False)
+    res = sw.run_sweep(base, [tasks], replications=3, out=tmp_path / "o", progress=False, point_reports=False)
     t = res.table
     per = [g.drop(columns=["analyst.tasks", "ci_low", "ci_high"]).reset_index(drop=True)
            for _, g in t.groupby("analyst.tasks", sort=False)]  # fmt: skip
@@ -135,7 +138,7 @@ def test_common_random_numbers_across_points(base, tmp_path):
     # draws at every point, so the reports lost at loss 0.1 are among those lost at 0.3
     ind = tmp_path / "individual.toml"
     ind.write_text(BASE.replace('"aggregate"', '"individual"'))
-    res = sw.run_sweep(ind, {"network.loss": [0.1, 0.3]}, replications=3, out=tmp_path / "i", progress=False)
+    res = sw.run_sweep(ind, {"network.loss": [0.1, 0.3]}, replications=3, out=tmp_path / "i", progress=False, point_reports=False)
     lost = res.table[res.table["quantity"] == "lost"].pivot(index="replication", columns="network.loss", values="estimate")
     assert (lost[0.1] < lost[0.3]).all()
     clients = res.table[res.table["quantity"] == "clients"].pivot(index="replication", columns="network.loss", values="estimate")
@@ -190,14 +193,14 @@ def test_an_existing_non_empty_out_is_refused_before_work(base, tmp_path):
 
 def test_resume_after_an_interruption_gives_the_same_files(base, tmp_path):
     whole, cut = tmp_path / "whole", tmp_path / "cut"
-    sw.run_sweep(base, GRID, replications=3, out=whole, progress=False)
+    sw.run_sweep(base, GRID, replications=3, out=whole, progress=False, point_reports=False)
     with pytest.raises(sw.SweepInterrupted, match=f"ldpsim sweep --resume {cut}"):
-        sw.run_sweep(base, GRID, replications=3, out=cut, progress=False, interrupt_after=1, interrupt_within=1)
+        sw.run_sweep(base, GRID, replications=3, out=cut, progress=False, point_reports=False, interrupt_after=1, interrupt_within=1)
     assert not (cut / "sweep.csv").exists()
     points = sorted(p.name for p in (cut / "points").iterdir())
     assert len(points) == 2  # one finished, one with one replication of three
     assert not (cut / "points" / points[1] / "results.csv").exists()
-    r = run_cli("sweep", "--resume", cut, "--no-progress", "--workers", "2")  # a process pool for the rest
+    r = run_cli("sweep", "--resume", cut, "--no-progress", "--no-point-reports", "--workers", "2")  # a process pool for the rest
     assert r.returncode == 0, r.stderr
     for name in ("sweep.csv", "summary.csv", "error.png"):
         assert (whole / name).read_bytes() == (cut / name).read_bytes(), name
@@ -249,7 +252,7 @@ def test_a_multiparty_sweep_writes_the_table_without_summary_or_figure(tmp_path)
 
     path = tmp_path / "mp.toml"
     path.write_text(MULTIPARTY)
-    res = sw.run_sweep(path, ["rounds.count=[1000, 2000]"], replications=1, out=tmp_path / "o", progress=False)
+    res = sw.run_sweep(path, ["rounds.count=[1000, 2000]"], replications=1, out=tmp_path / "o", progress=False, point_reports=False)
     assert res.figure_path is None and res.summary.empty
     assert sorted(res.table["rounds.count"].unique()) == [1000, 2000]
     for run_dir, count in zip(res.run_dirs, (1000, 2000)):
@@ -269,7 +272,7 @@ def test_shards_give_the_same_sweep_and_are_refused_in_one_line_where_they_canno
 
 
 def test_without_point_reports_the_sweep_is_the_same_and_a_point_report_can_be_made_later(base, tmp_path):
-    sweep(base, "--grid", "mechanism.eps=[0.5, 2]", "--out", tmp_path / "with")
+    sweep(base, "--grid", "mechanism.eps=[0.5, 2]", "--out", tmp_path / "with", reports=True)
     sweep(base, "--grid", "mechanism.eps=[0.5, 2]", "--no-point-reports", "--out", tmp_path / "without")
     for name in ("sweep.csv", "summary.csv", "error.png"):
         assert (tmp_path / "with" / name).read_bytes() == (tmp_path / "without" / name).read_bytes(), name

@@ -317,6 +317,19 @@ class Replication:
 
     # ----------------------------------------------------------------- SimPy processes
     def run(self) -> pd.DataFrame:
+        """The replication's rows. In individual mode, when each tick's statistic is all the
+        server and the analyst need (:meth:`counts_suffice`), every block is sent first and
+        folded into per-tick counts at once, as one shard (:meth:`send_blocks`), then the
+        clock runs: the same rows as the live model (:meth:`run_live`, tested byte for
+        byte) at about half the time, since no report is held until its tick."""
+        if self.individual and self.counts_suffice():
+            shard = self.send_blocks(0, int(self._block_starts()[-1]))
+            self.sent = self.lost = self.in_flight = 0  # counted again from the shard
+            return self.run_merged([shard])
+        return self.run_live()
+
+    def run_live(self) -> pd.DataFrame:
+        """The replication as the SimPy model of clients arriving, a network and a server."""
         env = simpy.Environment()
         self.env = env
         self.tick_done = env.event()
@@ -392,7 +405,7 @@ class Replication:
                 shard.add(tick, parts, self.mech if counts else None)
             self._buckets.clear()
         shard.sent, shard.lost, shard.in_flight = self.sent, self.lost, self.in_flight
-        return shard
+        return shard.finish()
 
     def run_merged(self, shards: list["Shard"]) -> pd.DataFrame:
         """The replication from its shards (in block order): what each tick delivers is the
@@ -813,24 +826,44 @@ class Shard:
     them) or, when the statistic suffices, one :class:`Delivered`; and its clients sent,
     lost and in flight."""
 
+    #: Reports of one tick held before their statistic is taken: a statistic costs a call
+    #: (for local hashing, O(k) of work per call), so small pieces are taken together.
+    FLUSH = 1 << 16
+
     def __init__(self, counts: bool) -> None:
         self.counts = counts
         self.ticks: dict[int, list[Any]] = {}
         self.sent = self.lost = self.in_flight = 0
+        self._held: dict[int, list[NDArray]] = {}
+        self._mechanism: Any = None
 
     def add(self, tick: int, parts: list[Any], mechanism: Any) -> None:
         if mechanism is None:
             self.ticks.setdefault(tick, []).extend(parts)
             return
-        ys = [p[1][0] for p in parts]
-        stat = np.sum([mechanism.statistic(y) for y in ys], axis=0).astype(np.int64)
-        reports = sum(len(y) for y in ys)
+        self._mechanism = mechanism
+        held = self._held.setdefault(tick, [])
+        held.extend(p[1][0] for p in parts)
+        if sum(len(y) for y in held) >= self.FLUSH:
+            self._take(tick)
+
+    def _take(self, tick: int) -> None:
+        ys = self._held.pop(tick)
+        y = ys[0] if len(ys) == 1 else np.concatenate(ys)
+        stat = np.asarray(self._mechanism.statistic(y), dtype=np.int64)
         have = self.ticks.get(tick)
         if have is None:
-            self.ticks[tick] = [Delivered(stat, reports)]
+            self.ticks[tick] = [Delivered(stat, len(y))]
         else:
             have[0].counts = have[0].counts + stat
-            have[0].reports += reports
+            have[0].reports += len(y)
+
+    def finish(self) -> "Shard":
+        """Take the statistic of the reports still held; the shard is then complete."""
+        for tick in list(self._held):
+            self._take(tick)
+        self._mechanism = None
+        return self
 
 
 def shard_bounds(sizes: NDArray[np.int64], shards: int) -> list[tuple[int, int]]:

@@ -44,7 +44,7 @@ CASES = {
     "poisson both": (GOOD.replace('kind = "all_at_once"', 'kind = "poisson"\nrate = 1.0\nduration = 2.0'), "arrivals", "exactly one"),
     "unknown task": (GOOD.replace("checkpoints = { every = 1.0 }", 'checkpoints = { every = 1.0 }\ntasks = [{ kind = "magic" }]'), "analyst.tasks[0].kind", "magic"),
     "bad task parameter": (GOOD.replace("checkpoints = { every = 1.0 }", 'checkpoints = { every = 1.0 }\ntasks = [{ kind = "frequency", confidence = 2 }]'), "analyst.tasks[0].confidence", "less than 1"),
-    "individual too large": (GOOD.replace("size = 10000", "size = 10_000_000_000"), "population.size", "aggregate"),
+    "individual too large": (GOOD.replace("size = 10000", "size = 1_000_000_000_001"), "population.size", "aggregate"),
     "tick too small": (GOOD.replace('mode = "individual"', 'mode = "individual"\ntick = 1e-9'), "simulation.tick", "ticks"),
     "bad TOML": (GOOD.replace("[network]", "[network"), "invalid TOML", "line"),
     "bad name": (GOOD.replace('name = "test"', 'name = "a/b"'), "name", "pattern"),

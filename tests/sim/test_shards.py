@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from ldpsim.errors import LdpSimError
-from ldpsim.sim import parse_scenario, run_scenario
+from ldpsim.runs import RunInterrupted
+from ldpsim.sim import parse_scenario, resume_run, run_scenario
 from ldpsim.sim.engine import Replication, merge_shards, plan_shards, run_replication, run_shard, shard_bounds
 from tests.sim import test_compared_mechanisms, test_crosstab_task, test_questions, test_tiers_task
 from tests.sim.helpers import SCENARIOS, scenario_text
@@ -59,7 +60,8 @@ def test_shards_merge_to_the_unsharded_rows_byte_for_byte(name):
     rep = Replication(sc, 1, SEED)
     assert rep.counts_suffice() is counts
     assert len(rep.blocks()) >= 6, "cohorts of several batches"
-    whole = _csv(run_replication(sc, 1, SEED))
+    whole = _csv(Replication(sc, 1, SEED).run_live())  # the SimPy model, every report held to its tick
+    assert _csv(run_replication(sc, 1, SEED)) == whole
     for shards in (1, 2, 5):
         plan = plan_shards(sc, 1, SEED, shards)
         assert len(plan) == shards and plan[0][0] == 0 and plan[-1][1] == len(rep.blocks())
@@ -97,7 +99,10 @@ def test_sharded_runs_write_the_same_files(tmp_path):
                          latency='{ kind = "exponential", mean = 0.3 }', loss=0.05)  # fmt: skip
     sc = parse_scenario(text, "shards.toml").with_overrides(batch_size=300)
     one = run_scenario(sc, out=tmp_path / "one", progress=False)
-    four = run_scenario(sc, out=tmp_path / "four", progress=False, shards=4, workers=2)
+    # sharded on a pool of two, interrupted after one replication, resumed with other shards
+    with pytest.raises(RunInterrupted):
+        run_scenario(sc, out=tmp_path / "four", progress=False, shards=4, workers=2, interrupt_after=1)
+    four = resume_run(tmp_path / "four", progress=False, shards=3)
     for name in ("results.csv", "summary.md"):
         assert (one.run_dir / name).read_bytes() == (four.run_dir / name).read_bytes(), name
 
