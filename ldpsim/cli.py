@@ -357,11 +357,8 @@ def _sweep(args: argparse.Namespace) -> int:
 
             path = resolve(args.file)
             text, where = read_scenario_text(path)
-            from ldpsim.runs import check_shards
-            from ldpsim.sim.studies import study_of
-
-            for point in sw.plan(text, where, args.grid, replications=args.replications).points:  # every point checked
-                check_shards(study_of(point.scenario), args.shards)  # before a cluster starts
+            sw.plan(text, where, args.grid, replications=args.replications).check_shards(args.shards)  # every point
+            # checked before a cluster starts
         with _cluster(args.scheduler) as where_:
             executor, workers = (where_.executor, where_.workers) if where_ is not None else (None, args.workers)
             if args.resume is not None:

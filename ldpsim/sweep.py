@@ -329,6 +329,13 @@ class Plan:
     def name(self) -> str:
         return str(self.points[0].scenario.name)
 
+    def check_shards(self, shards: int) -> None:
+        """One line naming ``--shards`` unless every point's replications can be cut so."""
+        from ldpsim.sim.studies import study_of
+
+        for pt in self.points:
+            check_shards(study_of(pt.scenario), shards)
+
 
 def _label(index: int, width: int, values: Mapping[str, Any]) -> str:
     parts = []
@@ -446,14 +453,13 @@ def run_sweep(
         check_output_folder(out, option="--out", hint="use --resume to continue")
     text, where = read_scenario_text(scenario)
     p = plan(text, where, grid, option=option, replications=replications)
-    from ldpsim.sim.studies import study_of
-
-    for pt in p.points:
-        check_shards(study_of(pt.scenario), shards)
+    p.check_shards(shards)
     first = p.points[0].scenario
     seed = settle_seed(seed, first.spec.simulation.seed)
     reps = int(first.spec.simulation.replications)
     out_dir = Path(out) if out is not None else default_run_dir(f"{p.name}-sweep", seed)
+    from ldpsim.sim.studies import study_of
+
     # made as a run directory is: what this made goes again if the start fails
     with Creation(out_dir, "--out", default=out is None) as made:
         made.lock = DirectoryLock(out_dir, "--out").acquire()
@@ -519,10 +525,7 @@ def resume_sweep(
         base_raw = {k: v for k, v in read_toml(text, where).items() if k != TABLE}
         p = plan(to_toml(base_raw), where, {k: v for k, v in grid}, option="--resume", replications=reps)
         p = Plan(text, where, p.base, p.grid, p.points)
-        from ldpsim.sim.studies import study_of
-
-        for pt in p.points:
-            check_shards(study_of(pt.scenario), shards)
+        p.check_shards(shards)
         if [pt.digest() for pt in p.points] != [r.get("scenario_sha256") for r in recorded]:
             raise LdpSimError(f"{bad} grid points that this version of ldpsim builds as the sweep did (their scenarios differ)")
         remove_stale_temporaries(out_dir)
