@@ -252,6 +252,8 @@ def _build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--sequential", action="store_true", help="sample in rounds, stop as soon as the claim is refuted")
     aud.add_argument("--first", type=int, default=1000, help="with --sequential: size of the first batch (default 1000)")
     aud.add_argument("--black-box", action="store_true", help="use samples only, not the mechanism's exact density")
+    aud.add_argument("--exact-floats", action="store_true",
+                     help="also search events on the outputs' exact float bits (low-order mantissa bits; Mironov 2012)")  # fmt: skip
     aud.add_argument("--claim-eps", type=float, default=None, help="audit this eps claim instead of the mechanism's own")
     aud.add_argument("--claim-delta", type=float, default=None, help="audit this delta claim instead of the mechanism's own")
     aud.add_argument("--pairs", default=None, help='candidate input pairs as JSON, e.g. "[[0, 1], [1, 2]]" (default: the catalog\'s)')
@@ -955,11 +957,14 @@ def _audit(args: argparse.Namespace) -> int:
     if args.sequential:
         res = au.audit_sequential(
             t.sampler, pairs, args.n, claim_eps, args.alpha, claimed_delta=claim_delta, first=args.first,
-            log_density=ld, rng=rng,
+            log_density=ld, rng=rng, exact_floats=args.exact_floats,
         )  # fmt: skip
     else:
         eps_d = claim_eps if claim_delta > 0 else None
-        res = au.audit(t.sampler, pairs, args.n, args.alpha, eps_for_delta=eps_d, log_density=ld, rng=rng)
+        res = au.audit(
+            t.sampler, pairs, args.n, args.alpha, eps_for_delta=eps_d, log_density=ld, rng=rng,
+            exact_floats=args.exact_floats,
+        )  # fmt: skip
     refuted = res.refuted
     if refuted is None:
         refuted = res.eps_lb > claim_eps if claim_delta == 0 else (res.delta_lb or 0.0) > claim_delta
@@ -974,11 +979,13 @@ def _audit(args: argparse.Namespace) -> int:
             "witness": None if res.witness is None else res.witness.to_dict(),
             "delta_witness": None if res.delta_witness is None else res.delta_witness.to_dict(),
             "counts": res.counts, "samples_used": res.n_samples_used, "samples_per_input": per_input,
-            "density": ld is not None, "method": res.method,
+            "density": ld is not None, "exact_floats": bool(args.exact_floats), "method": res.method,
         }  # fmt: skip
         print(json.dumps(out, sort_keys=True, allow_nan=False))
         return 0
     how = "exact density used" if ld is not None else "black box: samples only"
+    if args.exact_floats:
+        how += ", exact-floats mode"
     _say(f"audit of {t.spec} ({how.replace(' ', KEEP)}); {len(pairs)} pair(s), alpha {res.alpha:g}, seed{KEEP}{seed.entropy}")
     _say(f"eps_LB = {res.eps_lb:.6g}   claimed eps = {claim_eps:g}   exact eps = {t.true_eps:.6g}")
     if res.delta_lb is not None:

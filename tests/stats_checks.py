@@ -8,6 +8,8 @@ count is large (callers keep expected counts >= 100, where the approximation is 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy import stats
 
@@ -109,3 +111,11 @@ def assert_codes_law(samples: np.ndarray, pmf: np.ndarray, alpha: float) -> None
     seen = np.bincount(samples, minlength=pmf.size)
     assert not np.any(seen[pmf == 0]), f"codes of probability zero drawn: {np.flatnonzero(seen * (pmf == 0))[:10]}"
     assert_sample_law(samples.astype(np.int64), pmf / pmf.sum(), alpha)
+
+
+def bernstein(var: float, bound: float, n: int, alpha: float) -> float:
+    """Half-width t with P(|mean - E| >= t) <= alpha for the mean of n i.i.d. variables
+    with variance ``var`` and |X - E X| <= ``bound`` (Bernstein's inequality:
+    P >= t <= 2 exp(-n t^2 / (2 var + 2 bound t / 3)))."""
+    L = math.log(2.0 / alpha)
+    return (bound * L / 3.0 + math.sqrt((bound * L / 3.0) ** 2 + 2.0 * var * L * n)) / n

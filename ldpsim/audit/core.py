@@ -45,6 +45,21 @@ number of candidates) to damp the winner's curse; that affects power only.
 :func:`audit_sequential` repeats select-then-certify in looks on growing fresh batches and
 stops once the claim is refuted (alpha spent equally over the looks planned in advance).
 
+Exact-floats mode (``exact_floats=True``): the audit above tests the *mathematical*
+mechanism (thresholds and intervals on a quantile grid never look at the last bits, and
+likelihood-ratio events are read with a tolerance). Samplers computed in floating point
+also leak through the low-order bits of their outputs (Mironov 2012): for ``x + Z`` in
+doubles, an output one binade finer than ``Z`` (``1 + Z`` for ``Z`` in (-3, -2)) always has
+its last mantissa bit 0, while ``0 + Z`` has it uniform, so the event "output in (-2, -1]
+with last bit 1" has probability 0 under 1 and not under 0. In this mode the candidates of
+real outputs also include the ``low_bits`` events (an interval of the quantile grid and the
+number of trailing zero bits of the output's mantissa below, or at least, ``T``) and, with
+a density, the likelihood-ratio events compared exactly. They are only more candidates of
+the same selection, scored at the simultaneous level over *all* candidates, and the chosen
+event is certified exactly as before: the validity (``eps_LB`` below the eps of the sampler
+as it runs, bits included, with probability >= 1 - alpha) is unchanged. Integer outputs have
+no float bits: nothing is added for them.
+
 The derivation is in docs/theory.md sec. 11; the bounds are Clopper and Pearson (1934),
 scored with Wilson (1927) intervals (both in :mod:`ldpsim.stats`).
 """
@@ -62,7 +77,7 @@ from scipy import stats
 
 from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
-from ldpsim.audit.events import _delta_score, _eps_score, _finite_select, _per_output, _real_select
+from ldpsim.audit.events import LOW_BITS, _delta_score, _eps_score, _finite_select, _per_output, _real_select
 from ldpsim.audit.witnesses import LogDensity, Witness, _finite_input, _key
 from ldpsim.errors import LdpSimError, _show, invalid
 from ldpsim.stats import clopper_pearson_lower, clopper_pearson_upper
@@ -340,9 +355,11 @@ def _round(
     ld: LogDensity | None,
     rows: _Rows | None = None,
     ld_public: LogDensity | None = None,
+    exact_floats: bool = False,
 ) -> _Best:
     """Select one witness per ordered pair (and goal) on ``sel``, certify each on ``cert``
-    with Clopper-Pearson bounds at ``a / 2`` per side; the best certified values."""
+    with Clopper-Pearson bounds at ``a / 2`` per side; the best certified values.
+    ``exact_floats`` adds candidates to the selection only (see the module docstring)."""
     z = float(stats.norm.isf(a / 2.0))
     select = _finite_select if kind == "finite" else _real_select
     best = _Best()
@@ -355,7 +372,7 @@ def _round(
         cp_, cq_ = cert[_key(x)], cert[_key(xp)]
         n2 = cp_.size
         for goal, score in goals:
-            found = select(x, xp, sp, sq, score, z, ld)
+            found = select(x, xp, sp, sq, score, z, ld, exact_floats)
             if found is None:
                 continue
             event, zero_q = found
@@ -382,13 +399,29 @@ def _round(
     return best
 
 
-def _events_text(kind: str, ld: LogDensity | None) -> str:
+def _events_text(kind: str, ld: LogDensity | None, exact_floats: bool = False) -> str:
     base = "output sets by observed ratio" if kind == "finite" else "thresholds and intervals on a quantile grid"
     if ld is not None:
         base = (
             "output sets by exact likelihood ratio" if kind == "finite" else base + " and likelihood-ratio events"
         ) + "; events of zero density under x' certified as zero mass (checked against the samples)"
+    if exact_floats:
+        if kind == "finite":
+            base += "; exact-floats mode: integer outputs have no float bits, no event added"
+        else:
+            base += (
+                f"; exact-floats mode: also the grid intervals split by the trailing zero bits of the outputs' "
+                f"mantissa (fewer than / at least T, T in {{{', '.join(str(t) for t in LOW_BITS)}}})"
+                + (" and likelihood-ratio events compared exactly" if ld is not None else "")
+                + ", among the same candidates, so the validity is unchanged"
+            )
     return base
+
+
+def _check_flag(value: Any, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise invalid(name, value, "True or False")
+    return bool(value)
 
 
 def _finish(
@@ -437,6 +470,7 @@ def audit(
     rng: RNGLike = None,
     split: float = 0.5,
     log_density: LogDensity | str | None = "auto",
+    exact_floats: bool = False,
 ) -> AuditResult:
     """Lower bound on the eps of a mechanism from samples, valid with probability >= 1 - alpha.
 
@@ -454,10 +488,17 @@ def audit(
     used to choose likelihood-ratio events and to certify events of zero density under
     ``x'`` as having zero mass (so ``eps_LB`` can be ``inf``); ``"auto"`` (default) takes it
     from a mechanism object (:func:`density_of`), None for a bare sampler.
+    ``exact_floats``: also search events on the exact bit patterns of real outputs (the
+    trailing zero bits of their mantissa, within intervals of the grid) and, with a density,
+    likelihood-ratio events compared exactly -- the floating-point attack of Mironov (2012),
+    which refutes textbook float samplers. These are more candidates for the selection
+    only; the certification is unchanged, and so is the validity. No effect on integer
+    outputs (the method text says so).
 
     See the module docstring for the method and its validity.
     """
     sampler_, pairs_, alpha_, eps_d, ld = _setup(sampler, pairs, alpha, outputs, eps_for_delta, log_density)
+    exact = _check_flag(exact_floats, "exact_floats")
     split_ = v._as_float(split, "split", "a number in (0, 1)")
     if not 0.0 < split_ < 1.0:
         raise invalid("split", split, "a number in (0, 1)")
@@ -482,12 +523,12 @@ def audit(
     a = alpha_ / families / tests  # per certified test; each side of the ratio gets a / 2
     sel = {key: s[:n1] for key, s in samples.items()}
     cert = {key: s[n1:] for key, s in samples.items()}
-    best = _round(kind, pairs_, sel, cert, a, eps_d, ld_int, rows, ld)
+    best = _round(kind, pairs_, sel, cert, a, eps_d, ld_int, rows, ld, exact)
 
     fam = "" if eps_d is None else f", alpha split equally between the eps and the delta (at eps={eps_d:g}) witnesses"
     method = (
         f"select-then-certify: per input, {n1} outputs select one witness event per ordered pair "
-        f"({_events_text(kind, ld)}; Wilson-score plug-in), {n2} fresh outputs certify it with exact "
+        f"({_events_text(kind, ld, exact)}; Wilson-score plug-in), {n2} fresh outputs certify it with exact "
         f"Clopper-Pearson bounds; Bonferroni over {tests} tests (2 orders x {len(pairs_)} pairs){fam}: each test "
         f"at level {a:.3g}, {a / 2:.3g} per side; no cap on eps_LB"
     )

@@ -10,6 +10,14 @@ Wilson score bounds (:func:`ldpsim.stats.wilson`) at the simultaneous level (the
 certification level divided by the number of candidates) to damp the winner's curse;
 scoring affects power only, never validity (the chosen event is certified on fresh data).
 See docs/theory.md sec. 11 ("Select, then certify").
+
+Exact-floats mode (``exact_floats=True``, real outputs only) adds the events that read the
+outputs as binary64 numbers (Mironov 2012): the ``low_bits`` events ``lo < y <= hi`` with
+fewer than ``T`` (or at least ``T``) trailing zero bits in the mantissa field, ``T`` in
+:data:`LOW_BITS`, on the same quantile grid (:func:`_low_bits_family`), and with a density
+the likelihood-ratio events compared exactly, without :func:`_lr_floor`'s tolerance. They
+are more candidates of the same selection, scored together with the others; validity is
+unchanged.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 
-from ldpsim.audit.witnesses import LogDensity, _log_ratio, _lr_floor
+from ldpsim.audit.witnesses import LogDensity, _log_ratio, _lr_floor, trailing_zeros
 from ldpsim.stats import wilson
 
 #: Real vector outputs are projected on every coordinate axis (besides the mean difference)
@@ -31,6 +39,11 @@ MAX_AXES = 16
 #: Number of quantiles of the pooled selection outputs used as thresholds / interval ends
 #: for real outputs (intervals: GRID_SIZE^2 / 2 candidates, scored vectorised).
 GRID_SIZE = 128
+
+#: Thresholds ``T`` on the number of trailing zero bits of the mantissa tried by the
+#: exact-floats mode: ``T = 1`` is the last bit (an output of ``1 + Z`` one binade finer than
+#: ``Z`` always has it 0), 2 and 4 catch drops of several binades (outputs near 0).
+LOW_BITS = (1, 2, 4)
 
 
 # --------------------------------------------------------------------------- scores
@@ -64,11 +77,11 @@ def _best(score: NDArray, lo_p: NDArray) -> int:
 
 
 def _finite_select(
-    x: Any, xp: Any, sp: np.ndarray, sq: np.ndarray, score: Callable, z: float, ld: LogDensity | None
+    x: Any, xp: Any, sp: np.ndarray, sq: np.ndarray, score: Callable, z: float, ld: LogDensity | None, exact_floats: bool = False
 ) -> tuple[dict[str, Any], bool] | None:
     """Prefixes of the observed outputs sorted by ratio (exact when ``ld`` is known, else the
     smoothed observed ratio); returns the best event and whether ``ld`` proves it has zero
-    mass under ``xp``."""
+    mass under ``xp``. ``exact_floats`` changes nothing: integer outputs have no float bits."""
     vals, inv = np.unique(np.concatenate([sp, sq]), return_inverse=True)
     cp = np.bincount(inv[: sp.size], minlength=vals.size)
     cq = np.bincount(inv[sp.size :], minlength=vals.size)
@@ -125,6 +138,43 @@ def _interval_family(sp: np.ndarray, sq: np.ndarray) -> tuple[NDArray, NDArray, 
     return hp, hq, event
 
 
+def _low_bits_family(sp: np.ndarray, sq: np.ndarray) -> tuple[NDArray, NDArray, Callable[[int], dict[str, Any]]]:
+    """Hit counts of the ``low_bits`` events: ``lo < y <= hi`` with fewer than ``T`` trailing
+    zero bits in the mantissa field of ``y`` (and with at least ``T``), ``T`` in
+    :data:`LOW_BITS`, ``lo < hi`` on the quantile grid of :func:`_interval_family` extended by
+    ``-inf`` and ``+inf`` (so the thresholds are among them); and the event of each index.
+    Counted as the interval family: cumulative sums over the sorted outputs, restricted to
+    each bit class."""
+    grid = np.unique(np.concatenate([[-np.inf], _real_grid(np.concatenate([sp, sq])), [np.inf]]))
+    i, j = np.triu_indices(grid.size, k=1)
+    m = i.size
+    hits = []
+    for s in (sp, sq):
+        s_s = np.sort(s)
+        pos = np.searchsorted(s_s, grid, side="right")  # #{y <= t}
+        tz = trailing_zeros(s_s)
+        total = pos[j] - pos[i]
+        blocks = []
+        for t in LOW_BITS:
+            c = np.concatenate([[0], np.cumsum(tz < t)])[pos]  # #{y <= t_k, fewer than t zeros}
+            fewer = c[j] - c[i]
+            blocks += [fewer, total - fewer]
+        hits.append(np.concatenate(blocks))
+
+    def event(b: int) -> dict[str, Any]:
+        block, k = divmod(b, m)
+        lo, hi = float(grid[i[k]]), float(grid[j[k]])
+        side = "fewer" if block % 2 == 0 else "at_least"
+        return {"kind": "low_bits", "lo": lo, "hi": hi, "zeros": LOW_BITS[block // 2], "side": side}
+
+    return hits[0], hits[1], event
+
+
+def _is_axis(w: np.ndarray) -> bool:
+    """True for a coordinate axis: then ``y @ w`` is the coordinate itself, bit for bit."""
+    return bool(np.count_nonzero(w) == 1 and np.max(w) == 1.0)
+
+
 def _directions(sp: np.ndarray, sq: np.ndarray) -> list[NDArray[np.float64]]:
     """Directions to project real vector outputs on: the difference of the two means (from
     the selection data) and, up to 16 dimensions, every coordinate axis."""
@@ -140,25 +190,31 @@ def _directions(sp: np.ndarray, sq: np.ndarray) -> list[NDArray[np.float64]]:
 
 
 def _real_select(
-    x: Any, xp: Any, sp: np.ndarray, sq: np.ndarray, score: Callable, z: float, ld: LogDensity | None
+    x: Any, xp: Any, sp: np.ndarray, sq: np.ndarray, score: Callable, z: float, ld: LogDensity | None, exact_floats: bool = False
 ) -> tuple[dict[str, Any], bool] | None:
     """Thresholds ``y <= t``, ``y > t`` and intervals ``lo < y <= hi`` on a quantile grid (for
     vector outputs, of the projections ``w . y`` on :func:`_directions`), and with a density
     the likelihood-ratio events ``L(y) >= c``; the best event and whether ``ld`` proves it
-    has zero mass under ``xp``."""
+    has zero mass under ``xp``. With ``exact_floats``, also the ``low_bits`` events of
+    :func:`_low_bits_family` (on scalar outputs, and on the coordinates of vector outputs)
+    and, with a density, the likelihood-ratio events compared exactly."""
     n_p, n_q = sp.shape[0], sq.shape[0]
     hp_parts, hq_parts, zero_parts = [], [], []
     decoders: list[Callable[[int], dict[str, Any]]] = []
     projections = [(sp, sq, None)] if sp.ndim == 1 else [(sp @ w, sq @ w, w) for w in _directions(sp, sq)]
     for p1, q1, w in projections:
-        hp, hq, event = _interval_family(p1, q1)
-        hp_parts.append(hp)
-        hq_parts.append(hq)
-        zero_parts.append(np.zeros(hp.size, dtype=bool))
-        if w is None:
-            decoders.append(event)
-        else:
-            decoders.append(lambda b, event=event, w=w: {**event(b), "w": w.tolist()})
+        families = [_interval_family]
+        if exact_floats and (w is None or _is_axis(w)):
+            families.append(_low_bits_family)
+        for family in families:
+            hp, hq, event = family(p1, q1)
+            hp_parts.append(hp)
+            hq_parts.append(hq)
+            zero_parts.append(np.zeros(hp.size, dtype=bool))
+            if w is None:
+                decoders.append(event)
+            else:
+                decoders.append(lambda b, event=event, w=w: {**event(b), "w": w.tolist()})
     if ld is not None:
         lp_s, lq_s = np.sort(_log_ratio(ld, x, xp, sp)), np.sort(_log_ratio(ld, x, xp, sq))
         pooled = np.concatenate([lp_s, lq_s])
@@ -172,6 +228,11 @@ def _real_select(
             hq_parts.append(n_q - np.searchsorted(lq_s, _lr_floor(cgrid), side="left"))
             zero_parts.append(cgrid == np.inf)  # L = inf: density 0 under xp
             decoders.append(lambda b, cgrid=cgrid: {"kind": "likelihood_ratio", "c": float(cgrid[b])})
+            if exact_floats:  # the same events without the tolerance: L(y) >= c exactly
+                hp_parts.append(n_p - np.searchsorted(lp_s, cgrid, side="left"))
+                hq_parts.append(n_q - np.searchsorted(lq_s, cgrid, side="left"))
+                zero_parts.append(cgrid == np.inf)
+                decoders.append(lambda b, cgrid=cgrid: {"kind": "likelihood_ratio", "c": float(cgrid[b]), "exact": True})
     sizes = np.cumsum([0] + [h.size for h in hp_parts])
     hp, hq, zero = np.concatenate(hp_parts), np.concatenate(hq_parts), np.concatenate(zero_parts)
     z = _selection_z(z, hp.size)

@@ -18,6 +18,7 @@ from ldpsim.audit.core import (
     Sampler,
     _Best,
     _cast,
+    _check_flag,
     _draw_all,
     _encode,
     _events_text,
@@ -63,6 +64,7 @@ def audit_sequential(
     outputs: str = "auto",
     log_density: LogDensity | str | None = "auto",
     rng: RNGLike = None,
+    exact_floats: bool = False,
 ) -> AuditResult:
     """Audit in rounds and stop as soon as the claim (``claimed_eps``, ``claimed_delta``) is
     refuted or ``n_max`` outputs per input are spent.
@@ -81,6 +83,10 @@ def audit_sequential(
     half of alpha). ``rounds``: one row per look (certification size, cumulative outputs
     per input, the bounds of that look and the running best).
 
+    ``exact_floats``: as in :func:`~ldpsim.audit.core.audit`, also select events on the
+    exact bit patterns of real outputs (Mironov 2012); more candidates at each look, the
+    certification and the alpha spending unchanged, so the validity is unchanged.
+
     On a terminal a progress bar runs over the planned looks (:mod:`ldpsim._progress`),
     each weighted by its batch size (its time: drawing and certifying are linear in the
     outputs, so with ``growth = 2`` the last look is about half of the work); it goes away
@@ -92,6 +98,7 @@ def audit_sequential(
         raise invalid("claimed_delta", claimed_delta, "a number in [0, 1)")
     eps_for_delta = c_eps if c_delta > 0 else None
     sampler_, pairs_, alpha_, eps_d, ld = _setup(sampler, pairs, alpha, outputs, eps_for_delta, log_density)
+    exact = _check_flag(exact_floats, "exact_floats")
     first_ = v.integer(first, "first", minimum=MIN_HALF)
     growth_ = v._as_float(growth, "growth", "a number >= 1")
     if not 1.0 <= growth_ < math.inf:
@@ -123,7 +130,7 @@ def audit_sequential(
             if _width(batch) != width:
                 raise invalid("sampler output", "outputs of another shape in a later batch", "the same shape in every batch")
             cert, rows, _ = _encode(_cast(batch, kind), kind, rows, ld)
-            got = _round(kind, pairs_, sel, cert, a, eps_d, ld_int, rows, ld)
+            got = _round(kind, pairs_, sel, cert, a, eps_d, ld_int, rows, ld, exact)
             if got.eps > best.eps:
                 best.eps, best.w, best.counts = got.eps, got.w, got.counts
             if got.delta > best.delta:
@@ -149,7 +156,7 @@ def audit_sequential(
     fam = "" if eps_d is None else f", alpha split equally between the eps and the delta (at eps={eps_d:g}) witnesses"
     method = (
         f"sequential select-then-certify: selection batch {first_}, then up to {looks} certification batches "
-        f"(growth {growth_:g}, at most {n_max_} outputs per input); at each look witnesses ({_events_text(kind, ld)}) "
+        f"(growth {growth_:g}, at most {n_max_} outputs per input); at each look witnesses ({_events_text(kind, ld, exact)}) "
         f"are selected on all earlier outputs and certified on the fresh batch with exact Clopper-Pearson bounds; "
         f"alpha spending: alpha/{looks} per look (equal spending, union bound over looks), Bonferroni over {tests} "
         f"tests{fam}: each test at level {a:.3g}; stopped after {len(rounds)} look(s)"

@@ -4,8 +4,11 @@ serialisable to strict JSON; with the helpers that put inputs and events in cano
 An event is one of ``{"kind": "outputs", "values": [...]}`` (a set of finite outputs, or of
 integer vectors), ``{"kind": "threshold", "t": t, "side": "above" | "below"}``,
 ``{"kind": "interval", "lo": lo, "hi": hi}`` (both optionally on a projection ``"w"`` of
-vector outputs) or ``{"kind": "likelihood_ratio", "c": c}`` (replayed with the log density
-it was found with). See :class:`Witness`.
+vector outputs), ``{"kind": "likelihood_ratio", "c": c}`` (replayed with the log density
+it was found with; ``"exact": true`` compares the log-ratio without tolerance) or
+``{"kind": "low_bits", "lo": lo, "hi": hi, "zeros": T, "side": "fewer" | "at_least"}`` (an
+interval restricted by the trailing zero bits of the outputs' binary64 mantissa: the events of
+the exact-floats audit). See :class:`Witness`.
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ from ldpsim.errors import invalid
 
 __all__ = ["Witness", "LogDensity"]
 
-_EVENT_KINDS = ("outputs", "threshold", "interval", "likelihood_ratio")
+_EVENT_KINDS = ("outputs", "threshold", "interval", "likelihood_ratio", "low_bits")
+
+#: Width of the mantissa (fraction) field of a binary64 number.
+MANTISSA_BITS = 52
 
 #: ``log_density(x, y) -> log p_x(y)`` for an array ``y`` of outputs (log pmf for finite outputs).
 LogDensity = Callable[[Any, np.ndarray], ArrayLike]
@@ -73,11 +79,28 @@ def _number(value: Any, name: str) -> float:
     return out
 
 
+def _integer_values(vals: Any) -> np.ndarray | None:
+    """``vals`` as a 1-D or 2-D int64 array when numpy reads it as one without a conversion
+    (a list of Python ints within int64, or an integer array), else None: the general,
+    element-by-element check then decides. A list of bools or floats is never taken here."""
+    try:
+        with np.errstate(all="ignore"):
+            arr = np.asarray(vals)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if arr.dtype.kind not in "iu" or arr.ndim not in (1, 2) or arr.size == 0:
+        return None
+    if arr.dtype.kind == "u" and arr.size and int(arr.max()) >= 2**63:
+        return None
+    return arr.astype(np.int64, copy=False)
+
+
 def _check_event(event: Any) -> dict[str, Any]:
     expected = (
         '{"kind": "outputs", "values": [...]}, {"kind": "threshold", "t": float, "side": "above"|"below"}, '
-        '{"kind": "interval", "lo": float, "hi": float} (both optionally with a projection "w": [floats]) '
-        'or {"kind": "likelihood_ratio", "c": float}'
+        '{"kind": "interval", "lo": float, "hi": float}, {"kind": "low_bits", "lo": float, "hi": float, '
+        '"zeros": int, "side": "fewer"|"at_least"} (these three optionally with a projection "w": [floats]) '
+        'or {"kind": "likelihood_ratio", "c": float} (optionally with "exact": true)'
     )
     if not isinstance(event, dict) or event.get("kind") not in _EVENT_KINDS:
         raise invalid("event", event, expected)
@@ -88,6 +111,10 @@ def _check_event(event: Any) -> dict[str, Any]:
         vals = event["values"]
         if isinstance(vals, (str, bytes)):
             raise invalid("event", event, expected)
+        fast = _integer_values(vals)
+        if fast is not None:  # integers within int64 already (the auditor's own events): vectorised
+            uniq = np.unique(fast) if fast.ndim == 1 else np.unique(fast, axis=0)
+            return {"kind": "outputs", "values": uniq.tolist()}
         try:
             arr = np.asarray(_plain(vals), dtype=object)
         except (TypeError, ValueError):
@@ -103,7 +130,7 @@ def _check_event(event: Any) -> dict[str, Any]:
         return {"kind": "outputs", "values": [list(r) for r in rows]}
     extra: dict[str, Any] = {}
     keys = set(event)
-    if "w" in event and kind in ("threshold", "interval"):
+    if "w" in event and kind in ("threshold", "interval", "low_bits"):
         w = event["w"]
         try:
             w_arr = np.asarray(w, dtype=np.float64)
@@ -118,15 +145,27 @@ def _check_event(event: Any) -> dict[str, Any]:
             raise invalid("event", event, expected)
         return {"kind": "threshold", "t": _number(event["t"], "event t"), "side": event["side"], **extra}
     if kind == "likelihood_ratio":
-        if keys != {"kind", "c"}:
+        if keys not in ({"kind", "c"}, {"kind", "c", "exact"}):
             raise invalid("event", event, expected)
-        return {"kind": "likelihood_ratio", "c": _number(event["c"], "event c")}
-    if keys != {"kind", "lo", "hi"}:
+        exact = event.get("exact", False)
+        if not isinstance(exact, (bool, np.bool_)):
+            raise invalid("event exact", exact, "true or false (compare the log-ratio without tolerance)")
+        out = {"kind": "likelihood_ratio", "c": _number(event["c"], "event c")}
+        return {**out, "exact": True} if exact else out
+    if keys != ({"kind", "lo", "hi"} if kind == "interval" else {"kind", "lo", "hi", "zeros", "side"}):
         raise invalid("event", event, expected)
     lo, hi = _number(event["lo"], "event lo"), _number(event["hi"], "event hi")
     if not lo < hi:
         raise invalid("event", event, "an interval with lo < hi")
-    return {"kind": "interval", "lo": lo, "hi": hi, **extra}
+    if kind == "interval":
+        return {"kind": "interval", "lo": lo, "hi": hi, **extra}
+    zeros, side = event["zeros"], event["side"]
+    integral = isinstance(zeros, (numbers.Integral, np.integer)) and not isinstance(zeros, (bool, np.bool_))
+    if not (integral and 1 <= zeros <= MANTISSA_BITS):
+        raise invalid("event zeros", zeros, f"an integer from 1 to {MANTISSA_BITS} (trailing zero bits of the mantissa)")
+    if side not in ("fewer", "at_least"):
+        raise invalid("event side", side, '"fewer" or "at_least" (than zeros trailing zero bits)')
+    return {"kind": "low_bits", "lo": lo, "hi": hi, "zeros": int(zeros), "side": side, **extra}
 
 
 def _row_members(y: np.ndarray, rows: list[list[int]]) -> NDArray[np.bool_]:
@@ -171,13 +210,29 @@ def _log_ratio(log_density: LogDensity, x: Any, xp: Any, y: np.ndarray) -> NDArr
     return np.where(np.isnan(out), -np.inf, out)
 
 
+def trailing_zeros(y: ArrayLike) -> NDArray[np.int64]:
+    """Number of trailing zero bits of the 52-bit mantissa (fraction) field of each output,
+    read as a binary64 number (integer outputs are converted to float64 first): 0 when the
+    last bit is 1, ..., 51; 52 when the whole field is zero, i.e. for +-0, +-inf and the
+    powers of two (subnormals are read the same way, field only). Exact: the lowest set bit
+    is isolated with integer operations on ``y.view(np.uint64)`` and its position read
+    from the exponent of its (exactly representable) value."""
+    arr = np.asarray(y, dtype=np.float64)
+    flat = np.ascontiguousarray(arr.ravel())
+    field_ = flat.view(np.uint64) & np.uint64((1 << MANTISSA_BITS) - 1)
+    low = field_ & (~field_ + np.uint64(1))  # the lowest set bit (0 when none), two's complement
+    exp = np.frexp(low.astype(np.float64))[1].astype(np.int64) - 1  # low < 2^52: exact in float64
+    return np.where(field_ == 0, MANTISSA_BITS, exp).reshape(arr.shape)
+
+
 def _lr_floor(c: Any) -> Any:
     """``c`` less a relative tolerance of 1e-9: a likelihood-ratio event ``L(y) >= c`` is
     read as ``L(y) >= c - 1e-9 (1 + |c|)``, so that it tests the mechanism's mathematical
     likelihood ratio and not rounding in its last bits. (Without it, the events on the
     plateau of Laplace's ratio separate ``0 + noise`` from ``1 + noise`` by their low-order
     bits -- the floating-point attack of Mironov (CCS 2012) on textbook Laplace samplers,
-    which this auditor then certifies at eps_LB ~ 5.7 for Laplace(eps = 0.5) at n = 10^5.)"""
+    which this auditor then certifies at eps_LB ~ 5.7 for Laplace(eps = 0.5) at n = 10^5.
+    The exact-floats audit also tries the exact comparison: events with ``"exact": true``.)"""
     with np.errstate(invalid="ignore"):
         return np.where(np.isinf(c), c, c - 1e-9 * (1.0 + np.abs(c)))
 
@@ -193,8 +248,14 @@ class Witness:
     (``lo < y <= hi``; ends may be infinite: ``(-inf, hi]`` holds the finite outputs up to
     ``hi``, ``(t, inf]`` includes an atom at ``+inf``), or ``{"kind": "likelihood_ratio",
     "c": c}`` (``log p_x(y) - log p_x'(y) >= c``, replayed with the ``log_density`` it was
-    found with). Inputs are stored in their JSON form (tuples become lists); infinite
-    numbers are written as the strings ``"inf"`` / ``"-inf"`` in JSON.
+    found with; with ``"exact": true`` compared exactly, without the tolerance of
+    :func:`_lr_floor`) or ``{"kind": "low_bits", "lo": lo, "hi": hi, "zeros": T, "side":
+    "fewer"}`` (``lo < y <= hi`` and fewer than ``T`` trailing zero bits in the mantissa field
+    of ``y`` as a binary64 number, :func:`trailing_zeros`; ``"at_least"``: ``T`` or more), the
+    events of the exact-floats audit. ``threshold``, ``interval`` and ``low_bits`` events may
+    carry a projection ``"w"`` (for vector outputs, the event is on ``y @ w``). Inputs are
+    stored in their JSON form (tuples become lists); infinite numbers are written as the
+    strings ``"inf"`` / ``"-inf"`` in JSON.
     """
 
     x: Any
@@ -242,8 +303,13 @@ class Witness:
             ld = log_density if log_density is not None else self.log_density
             if ld is None:
                 raise invalid("log_density", None, "the log density log_density(x, y) to replay a likelihood-ratio witness")
-            return _log_ratio(ld, self.x, self.x_prime, y) >= _lr_floor(ev["c"])
-        return (y > ev["lo"]) & (y <= ev["hi"])
+            lr = _log_ratio(ld, self.x, self.x_prime, y)
+            return lr >= ev["c"] if ev.get("exact", False) else lr >= _lr_floor(ev["c"])
+        inside = (y > ev["lo"]) & (y <= ev["hi"])
+        if ev["kind"] == "interval":
+            return inside
+        few = trailing_zeros(y) < ev["zeros"]
+        return inside & (few if ev["side"] == "fewer" else ~few)
 
     def to_dict(self) -> dict[str, Any]:
         event = {k: _json_number(val) for k, val in self.event.items()}

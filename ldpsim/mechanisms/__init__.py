@@ -23,11 +23,31 @@ from ldpsim.mechanisms.standard import (
 )
 
 if TYPE_CHECKING:
-    from ldpsim.mechanisms.noise import Gaussian, Geometric, Laplace, NoiseMechanism, Staircase, TruncatedLaplace
-    from ldpsim.mechanisms.numeric import Duchi, Hybrid, LaplaceBounded, Piecewise, StaircaseBounded
+    from ldpsim.mechanisms.noise import (
+        DiscreteGaussian,
+        DiscreteLaplace,
+        Gaussian,
+        Geometric,
+        Laplace,
+        NoiseMechanism,
+        SnappedLaplace,
+        Staircase,
+        TruncatedLaplace,
+    )
+    from ldpsim.mechanisms.numeric import (
+        DiscreteLaplaceBounded,
+        Duchi,
+        Hybrid,
+        LaplaceBounded,
+        Piecewise,
+        SnappedLaplaceBounded,
+        StaircaseBounded,
+    )
 
-_NOISE = ("Gaussian", "Geometric", "Laplace", "NoiseMechanism", "Staircase", "TruncatedLaplace")
-_NUMERIC = ("LaplaceBounded", "StaircaseBounded", "Duchi", "Piecewise", "Hybrid")
+_NOISE = ("Gaussian", "Geometric", "Laplace", "NoiseMechanism", "Staircase", "TruncatedLaplace", "DiscreteLaplace",
+          "DiscreteGaussian", "SnappedLaplace")
+_NUMERIC = ("LaplaceBounded", "StaircaseBounded", "Duchi", "Piecewise", "Hybrid", "DiscreteLaplaceBounded",
+            "SnappedLaplaceBounded")
 __getattr__, __dir__ = lazy_exports(
     __name__, {**dict.fromkeys(_NOISE, "ldpsim.mechanisms.noise"), **dict.fromkeys(_NUMERIC, "ldpsim.mechanisms.numeric")}
 )
@@ -41,6 +61,11 @@ __all__ = [
     "Piecewise",
     "Gaussian",
     "Geometric",
+    "DiscreteLaplace",
+    "DiscreteGaussian",
+    "SnappedLaplace",
+    "DiscreteLaplaceBounded",
+    "SnappedLaplaceBounded",
     "Laplace",
     "NoiseMechanism",
     "Staircase",

@@ -73,3 +73,11 @@ def norm_laplace(d: int, p: float, eps: float):
     from ldpsim.mechanisms.norm_laplace import NormLaplace
 
     return NormLaplace(v.integer(d, "d", minimum=1), p, eps)
+
+
+def discrete_gaussian_calibrated(eps: float, delta: float, sensitivity: int = 1):
+    """The discrete Gaussian (Canonne, Kamath and Steinke 2020) with the least sigma2 in
+    (1/1024) Z whose exact delta(eps) is at most delta (:meth:`DiscreteGaussian.calibrate`)."""
+    from ldpsim.mechanisms.noise.discrete_gaussian import DiscreteGaussian
+
+    return DiscreteGaussian.calibrate(eps, delta, sensitivity)

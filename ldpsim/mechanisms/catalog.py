@@ -34,7 +34,7 @@ import numpy as np
 
 from ldpsim.errors import LdpSimError, invalid
 
-__all__ = ["Param", "Entry", "Built", "CATALOG", "entry", "build", "parse", "names", "SPEC_FORM"]
+__all__ = ["Param", "Entry", "Built", "CATALOG", "entry", "build", "parse", "names", "with_sampler", "SPEC_FORM"]
 
 #: The command-line grammar of a mechanism spec.
 SPEC_FORM = "NAME or NAME:param=value,param=value"
@@ -87,6 +87,9 @@ class Entry:
     params: Mapping[str, Param]
     builder: str
     tags: frozenset[str] = field(default_factory=frozenset)
+    #: the versions of this family whose privacy holds for the floating-point numbers they
+    #: produce: sampler name ("discrete", "snapped") -> entry name (docs/floating-point.md)
+    samplers: Mapping[str, str] = field(default_factory=dict)
 
     def resolve(self, *, strict: bool = False, **params: Any) -> dict[str, Any]:
         """Defaults merged with ``params``, converted to the declared types. ``strict``
@@ -309,6 +312,7 @@ def _entries() -> list[Entry]:
             {"eps": _EPS, "sensitivity": _SENS},
             f"{_B}:laplace_for",
             noise,
+            {"discrete": "discrete_laplace", "snapped": "snapped_laplace"},
         ),
         Entry(
             "gaussian",
@@ -316,6 +320,7 @@ def _entries() -> list[Entry]:
             {"eps": _EPS, "delta": Param(float, 1e-5, "delta in (0, 1)"), "sensitivity": _SENS},
             f"{_B}:gaussian_analytic",
             noise,
+            {"discrete": "discrete_gaussian"},
         ),
         Entry(
             "gaussian_classical",
@@ -347,6 +352,36 @@ def _entries() -> list[Entry]:
             "two-sided geometric noise for integer queries; exact eps = eps",
             {"eps": _EPS, "sensitivity": Param(int, 1, "integer sensitivity (>= 1)")},
             "ldpsim.mechanisms.noise.geometric:Geometric",
+            noise,
+        ),
+        # ---- exact discrete samplers (Canonne, Kamath and Steinke 2020): entries go here
+        Entry(
+            "discrete_laplace",
+            "discrete Laplace noise p(z) prop. to exp(-eps |z|/sensitivity) on the integers, exact integer-only "
+            "sampler (Canonne-Kamath-Steinke 2020, Alg. 2; rng='os' allowed); exact eps = eps",
+            {"eps": _EPS, "sensitivity": Param(int, 1, "integer sensitivity (>= 1)")},
+            "ldpsim.mechanisms.noise.discrete_laplace:DiscreteLaplace",
+            noise,
+        ),
+        Entry(
+            "discrete_gaussian",
+            "discrete Gaussian noise N_Z(0, sigma2), exact integer-only sampler (Canonne-Kamath-Steinke 2020, "
+            "Alg. 3; rng='os' allowed); the least sigma2 in (1/1024)Z with exact delta(eps) <= delta; pure eps inf",
+            {"eps": _EPS, "delta": Param(float, 1e-5, "delta in (0, 1)"),
+             "sensitivity": Param(int, 1, "integer sensitivity (>= 1)")},
+            f"{_B}:discrete_gaussian_calibrated",
+            noise,
+        ),
+        # ---- snapping (Mironov 2012): entries go here
+        Entry(
+            "snapped_laplace",
+            "snapping mechanism (Mironov 2012): clamp to [-bound, bound], Laplace noise from the log of a uniform "
+            "double, rounding to a power-of-two grid, clamp; proven eps bound (1 + 12 b eta)/lambda + 2 eta <= eps "
+            "(b = bound/sensitivity, eta = 2^-52) for the floats produced",
+            {"eps": _EPS,
+             "bound": Param(float, 16.0, "clamping bound B in query units (above sensitivity/eps, within the noise's reach)"),
+             "sensitivity": Param(float, 1.0, "sensitivity of the query, a power of two (the pair is (0, sensitivity))")},
+            "ldpsim.mechanisms.noise.snapping:SnappedLaplace",
             noise,
         ),
         Entry(
@@ -435,6 +470,26 @@ def _entries() -> list[Entry]:
             "variance 2 ((hi - lo)/eps)^2; exact eps = eps",
             _numeric_params(),
             f"{_NUM}:LaplaceBounded",
+            numeric,
+            {"discrete": "discrete_laplace_bounded", "snapped": "snapped_laplace_bounded"},
+        ),
+        Entry(
+            "discrete_laplace_bounded",
+            "mean estimation of integer answers: the answer clipped to [lo, hi] (integers) plus discrete Laplace noise "
+            "P(z) ~ exp(-eps |z|/(hi - lo)) from the exact sampler of Canonne, Kamath and Steinke (2020); integer "
+            "reports, unbiased; exact eps = eps",
+            {"eps": _EPS, "lo": Param(float, -1.0, "lower end of the answers' range (an integer)"),
+             "hi": Param(float, 1.0, "upper end of the answers' range (an integer > lo)")},
+            f"{_NUM}:DiscreteLaplaceBounded",
+            numeric,
+        ),
+        Entry(
+            "snapped_laplace_bounded",
+            "mean estimation through Mironov's (2012) snapping mechanism on (answer - lo)/(hi - lo) with a public dither "
+            "that removes the grid's bias: privacy holds for the doubles produced (pure eps <= eps, Mironov's bound); "
+            "unbiased to 1e-12 (hi - lo); variance (hi - lo)^2 (2 lambda^2 + Lambda^2/12)",
+            _numeric_params(),
+            f"{_NUM}:SnappedLaplaceBounded",
             numeric,
         ),
         Entry(
@@ -613,6 +668,21 @@ def _items(rest: str) -> list[str]:
             start = i + 1
     items.append(rest[start:])
     return items
+
+
+#: The sampler of every family's plain version, in ``sampler`` keys of scenario files.
+FLOAT_SAMPLER = "float"
+
+
+def with_sampler(name: str, sampler: Any, where: str = "sampler") -> str:
+    """The entry of family ``name`` drawn by ``sampler``: ``"float"`` is the family itself;
+    ``"discrete"`` or ``"snapped"`` its safe version (:attr:`Entry.samplers`). One-line
+    errors naming ``where`` for a sampler the family does not have."""
+    e = entry(name)
+    choices = [FLOAT_SAMPLER, *e.samplers]
+    if not isinstance(sampler, str) or sampler not in choices:
+        raise invalid(where, sampler, f"one of {', '.join(repr(c) for c in choices)} for {name}")
+    return name if sampler == FLOAT_SAMPLER else e.samplers[sampler]
 
 
 def check_catalog() -> None:

@@ -72,6 +72,11 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "truncated_laplace": [{"eps": 1.0, "delta": 1e-5}, {"eps": 0.3, "delta": 0.05, "sensitivity": 2.0}],
     "staircase_noise": [{"eps": 1.0}, {"eps": 2.5, "sensitivity": 0.5}],
     "geometric": [{"eps": 1.0}, {"eps": 0.4, "sensitivity": 3}],
+    # -- discrete samplers: here
+    "discrete_laplace": [{"eps": 1.0}, {"eps": 0.3, "sensitivity": 3}],
+    "discrete_gaussian": [{"eps": 1.0, "delta": 1e-5}, {"eps": 0.5, "delta": 1e-3, "sensitivity": 2}],
+    # -- snapping: here
+    "snapped_laplace": [{"eps": 1.0, "bound": 8.0}, {"eps": 0.5, "bound": 20.0, "sensitivity": 2.0}, {"eps": 3.0, "bound": 3.0}],
     "norm_laplace": [{"d": 4, "p": 2.0, "eps": 1.0}, {"d": 1, "p": 1.0, "eps": 0.5}, {"d": 3, "p": math.inf, "eps": 2.0}],
     "broken.doubled_rr": [{"k": 2, "eps": 1.0}, {"k": 4, "eps": 0.5}],
     "broken.unary_no_reset": [{"k": 4, "eps": 1.0}, {"k": 3, "eps": 2.0}],
@@ -100,6 +105,8 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "oue": [{"k": 4, "eps": 1.0}, {"k": 3, "eps": 2.5}, {"k": 2, "eps": 0.2}],
     # mean estimation of a bounded numeric answer (hybrid: below and above its threshold 0.6094)
     "laplace_bounded": [{"eps": 1.0}, {"eps": 0.5, "lo": 0.0, "hi": 10.0}],
+    "discrete_laplace_bounded": [{"eps": 1.0}, {"eps": 0.5, "lo": 0.0, "hi": 10.0}, {"eps": 3.0, "lo": -5.0, "hi": 2.0}],
+    "snapped_laplace_bounded": [{"eps": 1.0}, {"eps": 0.3, "lo": 2.0, "hi": 5.0}, {"eps": 4.0, "lo": 0.0, "hi": 100.0}],
     "staircase_bounded": [{"eps": 1.0}, {"eps": 3.0, "lo": 0.0, "hi": 10.0}],
     "duchi": [{"eps": 1.0}, {"eps": 0.3, "lo": 2.0, "hi": 5.0}, {"eps": 4.0}],
     "piecewise": [{"eps": 1.0}, {"eps": 0.3, "lo": 2.0, "hi": 5.0}, {"eps": 4.0}],
@@ -122,12 +129,19 @@ REFERENCE: dict[str, str | None] = {
     "truncated_laplace": "quad",
     "staircase_noise": "quad",
     "geometric": "lattice",
+    # -- discrete samplers: here
+    "discrete_laplace": "lattice",
+    "discrete_gaussian": "lattice",
+    # -- snapping: here
+    "snapped_laplace": "grid",  # finite support(): the exact pmf summed over it
     "norm_laplace": "radial",  # density a function of ||y - x||_p (quadrature when d = 1)
     "broken.laplace_wrong_scale": "quad",
     "broken.histogram_wrong_scale": "quad",
     "broken.noisy_max_value": "quad",
     "broken.svt_returns_value": None,  # atoms at +-inf and a density only by quadrature
     "laplace_bounded": "quad",
+    "discrete_laplace_bounded": "lattice",
+    "snapped_laplace_bounded": None,  # a mixture over 2^G dithers: no density; its own tests check the moments
     "staircase_bounded": "quad",
     "duchi": "mixed",  # two atoms, no density part
     "piecewise": "quad",
@@ -155,6 +169,14 @@ BAD: dict[str, list[tuple[dict[str, Any], str]]] = {
     "truncated_laplace": [({"delta": 0.6}, "delta"), ({"eps": 0.0}, "eps")],
     "staircase_noise": [({"eps": 0.0}, "eps"), ({"sensitivity": -1.0}, "sensitivity")],
     "geometric": [({"sensitivity": 0}, "sensitivity"), ({"eps": -1.0}, "eps")],
+    # -- discrete samplers: here
+    "discrete_laplace": [({"sensitivity": 0}, "sensitivity"), ({"eps": -1.0}, "eps"), ({"eps": 1e-15}, "eps"),
+                         ({"eps": NAN}, "eps")],
+    "discrete_gaussian": [({"delta": 0.0}, "delta"), ({"delta": 1.0}, "delta"), ({"eps": 0.0}, "eps"),
+                          ({"sensitivity": 0}, "sensitivity"), ({"eps": 1e-9, "delta": 1e-12}, "delta")],
+    # -- snapping: here
+    "snapped_laplace": [({"sensitivity": 3.0}, "sensitivity"), ({"bound": 0.5}, "bound"), ({"bound": 1000.0}, "bound"),
+                        ({"eps": 0.0}, "eps")],
     "norm_laplace": [({"d": 0}, "d"), ({"p": 0.5}, "p"), ({"eps": 0.0}, "eps")],
     "broken.doubled_rr": [({"eps": 0.0}, "eps"), ({"k": 1}, "k")],
     "broken.unary_no_reset": [({"k": 1}, "k"), ({"k": 17}, "k")],
@@ -176,6 +198,9 @@ BAD: dict[str, list[tuple[dict[str, Any], str]]] = {
     "sue": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"eps": NAN}, "eps"), ({"eps": math.inf}, "eps")],
     "oue": [({"k": 1}, "k"), ({"eps": -0.5}, "eps"), ({"eps": NAN}, "eps"), ({"eps": math.inf}, "eps")],
     # mean estimation
+    "discrete_laplace_bounded": [({"eps": 0.0}, "eps"), ({"lo": 0.5}, "lo"), ({"hi": 2.5}, "hi"), ({"lo": 1.0}, "hi"),
+                                 ({"hi": 2.0**60}, "hi")],
+    "snapped_laplace_bounded": [({"eps": 0.0}, "eps"), ({"eps": math.inf}, "eps"), ({"lo": 1.0}, "hi"), ({"hi": NAN}, "hi")],
     "laplace_bounded": [({"eps": 0.0}, "eps"), ({"eps": math.inf}, "eps"), ({"lo": 1.0}, "hi"), ({"hi": NAN}, "hi"),
                         ({"lo": -math.inf}, "lo")],
     "staircase_bounded": [({"eps": 0.0}, "eps"), ({"eps": math.inf}, "eps"), ({"lo": 1.0}, "hi"), ({"hi": NAN}, "hi")],

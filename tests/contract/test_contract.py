@@ -3,8 +3,9 @@ few parameter points and on the non-catalog instances of tests/contract/cases.py
 
 Exact first: eps and delta are compared with an independent computation wherever one exists
 (brute force over events for finite outputs, adaptive Gauss-Legendre quadrature of the
-hockey-stick integral for 1-D densities, a sum over the support for integer outputs), all
-from ``log_density`` on the pairs ``neighbours()`` names. Samplers are checked against the
+hockey-stick integral for 1-D densities, a sum over the support for integer outputs and
+for finite real grids, ``mech.support()``), all from ``log_density`` on the pairs
+``neighbours()`` names. Samplers are checked against the
 same exact laws with a false-failure probability of at most 1e-6 per test (fixed seeds).
 The definitions checked are those of docs/theory.md sec. 1 (finite outputs) and sec. 9
 (noise mechanisms: delta as the hockey-stick divergence of the output laws).
@@ -23,7 +24,7 @@ from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.base import PRIVACY_RTOL, Mechanism, NoDensity, NotAvailable
 from tests.contract.cases import BAD, CASES, REFERENCE, case_params, entry_name, entry_params, instance, instance_params
 from tests.oracles import density_window, hockey_stick_integral, pair_delta, pair_epsilon
-from tests.stats_checks import assert_cdf_dkw, assert_codes_law, assert_sample_law
+from tests.stats_checks import assert_cdf_dkw, assert_codes_law, assert_sample_law, bernstein
 
 ALPHA = 1e-6  # false-failure probability of each statistical test
 EPS_BASE = [0.0, 0.1, 0.5, 1.0, 2.0, 5.0]
@@ -272,14 +273,51 @@ def radial_law(mech, x, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return r, edges, np.concatenate([[0.0], np.cumsum(cells)]) / total
 
 
-_LAWS: dict[str, RealLaws] = {}
+class GridLaws:
+    """Kind ``"grid"``: real reports on a finite set of points, ``mech.support()`` (sorted),
+    the same for every input; the law at each neighbour input is the pmf from ``log_density``
+    at every point (it must sum to 1), delta the sum of ``(p - e^eps q)_+`` over the points."""
+
+    def __init__(self, mech) -> None:
+        self.mech = mech
+        self.inputs = inputs_of(mech)
+        self.support = np.asarray(mech.support(), dtype=float)
+        assert self.support.ndim == 1 and self.support.size >= 1 and np.all(np.diff(self.support) > 0), "support() must be sorted"
+        self.pmf = [np.exp(np.asarray(mech.log_density(x, self.support), dtype=float)) for x in self.inputs]
+        for x, p in zip(self.inputs, self.pmf):
+            assert p.shape == self.support.shape
+            assert abs(math.fsum(p) - 1.0) <= 1e-12, f"pmf at input {x!r} sums to {math.fsum(p)!r}"
+
+    def index(self, x) -> int:
+        return next(i for i, y in enumerate(self.inputs) if _same(x, y))
+
+    def codes(self, draws: np.ndarray) -> np.ndarray:
+        """The index in ``support`` of every draw (a draw off the support fails)."""
+        z = np.asarray(draws, dtype=float).ravel()
+        idx = np.clip(np.searchsorted(self.support, z), 0, self.support.size - 1)
+        assert np.all(self.support[idx] == z), f"a report off support(): {z[self.support[idx] != z][:3]}"
+        return idx
+
+    def delta(self, x, xp, eps: float) -> float:
+        p, q = self.pmf[self.index(x)], self.pmf[self.index(xp)]
+        if math.isinf(eps):
+            return math.fsum(p[q == 0])
+        with np.errstate(over="ignore"):
+            diff = p - np.exp(min(eps, 700.0)) * q
+        return math.fsum(diff[diff > 0])
 
 
-def real_laws(key: str) -> RealLaws:
+_LAWS: dict[str, RealLaws | GridLaws] = {}
+
+
+def real_laws(key: str) -> RealLaws | GridLaws:
     if key not in _LAWS:
         mech = instance(key)
         kind = reference_kind(mech, key)
-        _LAWS[key] = RealLaws(mech, kind == "lattice", np.asarray(mech.atoms) if kind == "mixed" else None)
+        if kind == "grid":
+            _LAWS[key] = GridLaws(mech)
+        else:
+            _LAWS[key] = RealLaws(mech, kind == "lattice", np.asarray(mech.atoms) if kind == "mixed" else None)
     return _LAWS[key]
 
 
@@ -598,6 +636,12 @@ class TestContract:
                 lo = laws.support[0]
                 assert z.min() >= lo and z.max() <= laws.support[-1], "a draw outside the window of mass 1 - 1e-20"
                 assert_sample_law((z - lo).astype(np.int64), laws.pmf[laws.index(x)] / laws.pmf[laws.index(x)].sum(), alpha)
+        elif kind == "grid":
+            laws = real_laws(key)
+            for x in inputs:
+                pmf = laws.pmf[laws.index(x)]
+                n = int(min(400_000, max(100_000, 2_000 / pmf[pmf > 0].min())))
+                assert_sample_law(laws.codes(mech.sample(x, n, rng)), pmf / pmf.sum(), alpha)
         elif kind in ("quad", "mixed") and mech.has_density:
             laws = real_laws(key)
             for x in inputs:
@@ -617,5 +661,18 @@ class TestContract:
                 pilot = np.asarray(mech.sample(x, 2_000, rng), dtype=float)
                 pts = np.unique(np.quantile(pilot[np.isfinite(pilot)], np.linspace(0.02, 0.98, 40)))
                 assert_cdf_dkw(z, pts, np.asarray(mech.cdf(x, pts), dtype=float), alpha)
+        elif hasattr(mech, "report_range") and all(map(math.isfinite, mech.report_range)):
+            # mean estimation without a closed-form law (the dithered snapped reports): bounded,
+            # unbiased reports with an exact variance -- Bernstein's inequality on the mean and
+            # on the mean square error, each at alpha / 2 per input
+            lo, hi = mech.report_range
+            n = 200_000
+            for x in inputs:
+                y = np.asarray(mech.sample(x, n, rng), dtype=float)
+                assert y.min() >= lo and y.max() <= hi
+                c = float(np.clip(x, mech.lo, mech.hi))
+                b, var = max(hi - c, c - lo), float(mech.variance(x))
+                assert abs(y.mean() - c) <= bernstein(var, b, n, alpha / 2) + 1e-12 * (mech.hi - mech.lo)
+                assert abs(np.mean((y - c) ** 2) - var) <= bernstein(b * b * var, b * b, n, alpha / 2)
         else:
             pytest.skip("no exact law for this output type")

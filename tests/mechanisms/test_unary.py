@@ -38,7 +38,7 @@ from ldpsim.sim import parse_scenario
 from ldpsim.sim.engine import run_replication
 from tests.oracles import sum_of_binomials_pmf
 from tests.sim.helpers import scenario_text
-from tests.stats_checks import assert_sample_law, binomial_cells_ok
+from tests.stats_checks import assert_sample_law, bernstein, binomial_cells_ok
 
 ALPHA = 1e-6
 CLASSES = {"sue": SymmetricUnaryEncoding, "oue": OptimizedUnaryEncoding}
@@ -93,14 +93,6 @@ def ref_epsilon(delta_fn, d: float, top: float) -> mp.mpf:
         else:
             lo = mid
     return hi
-
-
-def bernstein(var: float, bound: float, n: int, alpha: float) -> float:
-    """Half-width t with P(|mean - E| >= t) <= alpha for the mean of n i.i.d. variables
-    with variance ``var`` and |X - E X| <= ``bound`` (Bernstein's inequality:
-    P >= t <= 2 exp(-n t^2 / (2 var + 2 bound t / 3)))."""
-    L = math.log(2.0 / alpha)
-    return (bound * L / 3.0 + math.sqrt((bound * L / 3.0) ** 2 + 2.0 * var * L * n)) / n
 
 
 def reports_in_product_order(k: int) -> np.ndarray:

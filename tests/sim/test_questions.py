@@ -342,9 +342,66 @@ def test_a_missing_column_names_the_question():
         (lambda t: t.replace("[18, 100]", "[18, 90]"), r"questions\[1\]\.column: data/anes96\.csv, line \d+ \(row \d+\), column 'age': got '91'"),
         (lambda t: t.replace('kind = "laplace_bounded"', 'kind = "randomized_response"'), r"questions\[1\]\.mechanism\.kind: got 'randomized_response', expected one of"),
         (lambda t: t.replace('kind = "laplace_bounded"', 'kind = "laplace_bounded", lo = 0.0'), r"questions\[1\]\.mechanism\.lo:"),
+        (lambda t: t.replace('kind = "laplace_bounded"', 'kind = "laplace_bounded", sampler = "exact"'),
+         r"questions\[1\]\.mechanism\.sampler: got 'exact', expected one of 'float', 'discrete', 'snapped' for laplace_bounded$"),
+        (lambda t: t.replace('kind = "laplace_bounded"', 'kind = "duchi", sampler = "discrete"'),
+         r"questions\[1\]\.mechanism\.sampler: got 'discrete', expected one of 'float' for duchi$"),
+        (lambda t: t.replace('kind = "laplace_bounded"', 'kind = "laplace_bounded", sampler = "discrete"').replace("[18, 100]", "[18, 100.5]"),
+         r"questions\[1\]\.mechanism: hi: got 100\.5, expected an integer"),
     ],
 )
 def test_numeric_errors_are_one_line(change, match):
     with pytest.raises(LdpSimError, match=r"^\S*t\.toml: " + match) as info:
         parse_scenario(change(_numeric_text()), str(SCENARIOS / "t.toml"))
+    assert "\n" not in str(info.value)
+
+
+def test_a_numeric_question_can_choose_the_exact_discrete_sampler():
+    """``sampler = "discrete"``: integer ages plus discrete Laplace noise of scale 82/eps
+    (Canonne, Kamath and Steinke 2020); every report is an integer, and the exact variance
+    of the mean uses the discrete Laplace variance 2a/(1 - a)^2, a = e^(-eps/82), which is
+    not the continuous 2 (82/eps)^2."""
+    text = _numeric_text().replace('kind = "laplace_bounded"', 'kind = "laplace_bounded", sampler = "discrete"')
+    sc = parse_scenario(text, str(SCENARIOS / "t.toml"))
+    ages = _ages()
+    spread = float(np.mean((ages - ages.mean()) ** 2))
+    a = math.exp(-1.0 / 82.0)  # eps = 1 per question (total 2 split over two)
+    row = sc.questions.variance.set_index("question").loc["age"]
+    assert row["var_split"] == pytest.approx((2 * a / (1 - a) ** 2 + spread) / 2000, rel=1e-9)
+    mech = sc.questions.questions[1].mechanisms["split"]
+    assert type(mech).__name__ == "DiscreteLaplaceBounded"
+    reports = mech.privatize(ages[:500], np.random.default_rng(1))
+    assert np.all(reports == np.round(reports))
+    rows = run_replication(sc, 0, 99)
+    assert rows[rows["task"] == "age:mean"].shape[0] >= 1
+
+
+def test_a_numeric_question_can_choose_the_snapped_sampler():
+    """``sampler = "snapped"``: Mironov's snapping with the dither that keeps the mean of the
+    reports unbiased; the exact variance is the snapped report's, and the mean age of a
+    replication falls in its 95% interval computed from it (one replication: a smoke check,
+    the law is tested in tests/mechanisms/test_numeric_safe.py)."""
+    text = _numeric_text(size=5000).replace('kind = "laplace_bounded"', 'kind = "laplace_bounded", sampler = "snapped"')
+    sc = parse_scenario(text, str(SCENARIOS / "t.toml"))
+    mech = sc.questions.questions[1].mechanisms["split"]
+    assert type(mech).__name__ == "SnappedLaplaceBounded" and mech.epsilon(0.0) <= 1.0
+    ages = _ages()
+    spread = float(np.mean((ages - ages.mean()) ** 2))
+    row = sc.questions.variance.set_index("question").loc["age"]
+    assert row["var_split"] == pytest.approx((float(mech.variance(40.0)) + spread) / 5000, rel=1e-9)
+    rows = run_replication(sc, 0, 99)
+    m = rows[(rows["task"] == "age:mean") & (rows["quantity"] == "mean")].iloc[0]
+    assert abs(m["estimate"] - m["truth"]) <= 5 * math.sqrt(row["var_split"])
+
+
+def test_the_discrete_sampler_names_the_first_answer_that_is_not_an_integer(tmp_path):
+    with (SCENARIOS / "data" / "anes96.csv").open(newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    rows[2][rows[0].index("age")] = "40.5"  # line 3 of the file
+    (tmp_path / "data").mkdir()
+    with (tmp_path / "data" / "anes96.csv").open("w", newline="", encoding="utf-8") as f:
+        csv.writer(f, lineterminator="\n").writerows(rows)
+    text = _numeric_text().replace('kind = "laplace_bounded"', 'kind = "laplace_bounded", sampler = "discrete"')
+    with pytest.raises(LdpSimError, match=r"questions\[1\]\.column: data/anes96\.csv, line 3 .*got '40\.5', expected an integer") as info:
+        parse_scenario(text, str(tmp_path / "t.toml"))
     assert "\n" not in str(info.value)

@@ -15,7 +15,13 @@ Families (all share :class:`NoiseMechanism`, which implements the mechanism cont
   2018) calibrations (``gaussian.py``; the mu-GDP profile is in :mod:`ldpsim.privacy.gdp`);
 * :class:`TruncatedLaplace` -- Geng-Ding-Guo-Kumar 2020 (``truncated_laplace.py``);
 * :class:`Staircase` -- Geng-Viswanath staircase noise (``staircase.py``);
-* :class:`Geometric` -- two-sided geometric noise for integer queries (``geometric.py``).
+* :class:`Geometric` -- two-sided geometric noise for integer queries (``geometric.py``);
+* :class:`DiscreteLaplace` -- the same law drawn by the exact integer-only sampler of
+  Canonne, Kamath and Steinke 2020 (``discrete_laplace.py``, samplers in ``exact.py``);
+* :class:`DiscreteGaussian` -- ``N_Z(0, sigma2)`` on the integers, exact sampler, exact
+  delta(eps) and zCDP (``discrete_gaussian.py``);
+* :class:`SnappedLaplace` -- Mironov's (2012) snapping mechanism, whose pure eps bound holds
+  for the doubles it produces (``snapping.py``).
 
 The base class, the atom-based base of Staircase and Geometric and the shared helpers are
 in ``base.py``.
@@ -64,9 +70,12 @@ from ldpsim.mechanisms.noise.base import (
     _positive,
     _scale,
 )
+from ldpsim.mechanisms.noise.discrete_gaussian import DiscreteGaussian
+from ldpsim.mechanisms.noise.discrete_laplace import DiscreteLaplace
 from ldpsim.mechanisms.noise.gaussian import Gaussian
 from ldpsim.mechanisms.noise.geometric import Geometric
 from ldpsim.mechanisms.noise.laplace import Laplace
+from ldpsim.mechanisms.noise.snapping import SnappedLaplace
 from ldpsim.mechanisms.noise.staircase import STAIRCASE_MAX_EPS, Staircase, _optimal_gamma
 from ldpsim.mechanisms.noise.truncated_laplace import TruncatedLaplace
 
@@ -94,6 +103,9 @@ __all__ = [
     "TruncatedLaplace",
     "Staircase",
     "Geometric",
+    "DiscreteLaplace",
+    "DiscreteGaussian",
+    "SnappedLaplace",
     "gdp_delta",
     "gdp_log_delta",
     "MAX_NOISE_SCALE",

@@ -163,8 +163,15 @@ class NoiseMechanism(Mechanism):
         if x0.ndim != 0:
             raise invalid("x", x, "a finite real number")
         n = v.integer(n, "n", minimum=0)
-        noise = np.asarray(self._sample((n,), as_generator(rng)), dtype=np.float64)
+        noise = np.asarray(self._sample((n,), self._random_source(rng)), dtype=np.float64)
         return float(x0) + noise
+
+    def _random_source(self, rng: Any) -> Any:
+        """The random source ``_sample`` draws from: a numpy Generator (:func:`as_generator`;
+        ``rng="os"`` is refused with one line). Samplers built only on exact uniform
+        integers override this with :func:`ldpsim._rng.as_source`, which also takes the
+        operating system's generator."""
+        return as_generator(rng)
 
     # ------------------------------------------------------------------ generic API
     def _shift(self, shift: object) -> float:
@@ -283,7 +290,7 @@ class NoiseMechanism(Mechanism):
 
     def sample_noise(self, size: Any = None, rng: RNGLike = None) -> float | NDArray[np.float64]:
         """Draw noise (float64) of the given numpy ``size``; a float when ``size`` is None."""
-        g = as_generator(rng)
+        g = self._random_source(rng)
         out = np.asarray(self._sample(size if size is not None else (), g), dtype=np.float64)
         return float(out) if size is None else out
 

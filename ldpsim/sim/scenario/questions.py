@@ -484,12 +484,14 @@ def _numeric_question(spec: QuestionsScenarioSpec, q: QuestionSpec, table: Table
     values.setflags(write=False)
     table_keys = dict(q.mechanism)
     kind = table_keys.pop("kind", None)
+    sampler = table_keys.pop("sampler", "float")
     usable = catalog.names("numeric")
     if not isinstance(kind, str) or kind not in usable:
         raise LdpSimError(f"{at}.mechanism.kind: got {_show(kind) if kind is not None else 'nothing'}, expected one of {', '.join(usable)}")
     for key, value in table_keys.items():
         raise LdpSimError(f"{at}.mechanism.{key}: got {_show(value)}, expected no such key (eps comes from the budget, "
                           f"lo and hi from {at}.range)")  # fmt: skip
+    kind = catalog.with_sampler(kind, sampler, f"{at}.mechanism.sampler")
     mechanisms, variance = {}, {}
     for s in STRATEGIES:
         try:
@@ -497,6 +499,11 @@ def _numeric_question(spec: QuestionsScenarioSpec, q: QuestionSpec, table: Table
         except LdpSimError as exc:
             raise LdpSimError(f"{at}.mechanism: {exc} (at eps {eps_of[s][i]:g} under {s!r})") from None
         mechanisms[s] = mech
+        ok = np.asarray(mech.valid_answers(values), dtype=bool)
+        if not ok.all():
+            r = int(np.flatnonzero(~ok)[0])
+            raise LdpSimError(f"{at}.column: {table.where(r, column)}: got {raw[r]!r}, expected an integer "
+                              f"(mechanism.sampler = {sampler!r} reports integer answers plus integer noise)")  # fmt: skip
         # one report of a respondent drawn from the rows: E[variance(x)] + Var(x)
         variance[s] = float(np.mean(mech.variance(values)) + np.var(values))
     mean = float(np.mean(values))
