@@ -48,7 +48,7 @@ NOISE = [Laplace, Gaussian, TruncatedLaplace, Staircase, Geometric]
 PURE_AT_EPS = {"randomized_response", "binary", "truncated_geometric", "staircase", "laplace", "staircase_noise", "geometric",
                "norm_laplace", "olh", "blh", "hadamard_response", "subset_selection", "sue", "oue"}
 #: catalog families with no pure guarantee (delta(eps) > 0 for every eps)
-NO_PURE = {"gaussian", "gaussian_classical", "truncated_laplace", "quaternary"}
+NO_PURE = {"gaussian", "gaussian_classical", "truncated_laplace", "quaternary", "discrete_gaussian"}
 MESSAGE = re.compile(r"^[A-Za-z_][\w.\[\], ]*: got ")
 
 

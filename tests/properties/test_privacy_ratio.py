@@ -139,6 +139,20 @@ def _histogram(draw: st.DrawFn) -> dict:
     }
 
 
+@st.composite
+def _snapped(draw: st.DrawFn) -> dict:
+    """Snapping needs a power-of-two sensitivity and a clamp B above the noise scale: B between
+    1.5 and 30 scales (sensitivity / eps)."""
+    eps, sens = draw(EPS), draw(st.sampled_from([0.5, 1.0, 2.0]))
+    return {"eps": eps, "sensitivity": sens, "bound": sens * draw(st.floats(1.5, 30.0)) / eps}
+
+
+@st.composite
+def _integer_range(draw: st.DrawFn) -> dict:
+    lo = draw(st.integers(-5, 5))
+    return {"eps": draw(EPS), "lo": float(lo), "hi": float(lo + draw(st.integers(1, 10)))}
+
+
 def _fixed(**kw: st.SearchStrategy) -> st.SearchStrategy:
     return st.fixed_dictionaries(kw)
 
@@ -178,6 +192,9 @@ STRATEGIES: dict[str, st.SearchStrategy] = {
     ),
     "staircase_noise": _fixed(eps=EPS, sensitivity=st.sampled_from([0.5, 1.0, 2.5])),
     "geometric": _fixed(eps=EPS, sensitivity=st.integers(1, 3)),
+    "discrete_laplace": _fixed(eps=EPS, sensitivity=st.integers(1, 3)),
+    "discrete_gaussian": _fixed(eps=EPS, delta=st.floats(1e-4, 0.2), sensitivity=st.integers(1, 3)),
+    "snapped_laplace": _snapped(),
     "norm_laplace": _fixed(
         d=st.integers(1, 4), p=st.sampled_from([1.0, 2.0, 3.0, math.inf]), eps=EPS
     ),
@@ -190,6 +207,8 @@ STRATEGIES: dict[str, st.SearchStrategy] = {
         lambda k: _optional("omega", st.integers(1, k - 1), k=st.just(k), eps=EPS)
     ),
     "laplace_bounded": _bounded(),
+    "discrete_laplace_bounded": _integer_range(),
+    "snapped_laplace_bounded": _bounded(),
     "staircase_bounded": _bounded(),
     "duchi": _bounded(),
     "piecewise": _bounded(),
