@@ -322,7 +322,7 @@ class NoiseMechanism(Mechanism):
     def privatize(self, values: ArrayLike, rng: RNGLike = None) -> float | NDArray[np.float64]:
         """``values + noise`` elementwise (one noise draw per value, vectorised)."""
         x = v.finite_array(values, "values", "finite real numbers")
-        noise = self._sample(x.shape, as_generator(rng))
+        noise = self._sample(x.shape, self._random_source(rng))
         out = x + np.asarray(noise, dtype=np.float64)
         return float(out) if np.ndim(values) == 0 else out
 

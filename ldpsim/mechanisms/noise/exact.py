@@ -444,31 +444,11 @@ def discrete_gaussian(sigma2: Any, size: Any = None, source: "RNGLike | str | Sy
 
 # --------------------------------------------------------------------------- mechanisms
 class ExactSampling:
-    """Mixin of the exact discrete noise mechanisms: ``sample``, ``sample_noise`` and
-    ``privatize`` accept ``rng="os"`` (or a :class:`~ldpsim._rng.SystemRandom`) besides the
-    numpy ``rng=`` convention; ``_sample(size, source)`` draws int64 noise."""
+    """Mixin of the exact discrete noise mechanisms: their ``_sample(size, source)`` draws
+    int64 noise from uniform integers only, so ``sample``, ``sample_noise`` and
+    ``privatize`` (of :class:`~ldpsim.mechanisms.noise.NoiseMechanism`) also accept
+    ``rng="os"`` (or a :class:`~ldpsim._rng.SystemRandom`) besides the numpy ``rng=``
+    convention."""
 
-    def sample(self, x: Any, n: int, rng: Any = None) -> NDArray[np.float64]:
-        """``n`` independent reports ``x + Z`` (float64; ``x`` a finite number), exact draws
-        of the noise; ``rng`` may also be ``"os"``."""
-        from ldpsim import _validate as v
-
-        x0 = v.finite_array(x, "x", "a finite real number")
-        if x0.ndim != 0:
-            raise invalid("x", x, "a finite real number")
-        n = v.integer(n, "n", minimum=0)
-        noise = np.asarray(self._sample((n,), as_source(rng)), dtype=np.float64)  # type: ignore[attr-defined]
-        return float(x0) + noise
-
-    def sample_noise(self, size: Any = None, rng: Any = None) -> Any:
-        """Exact noise draws (float64) of the numpy ``size``; a float when ``size`` is None."""
-        out = np.asarray(self._sample(size if size is not None else (), as_source(rng)), dtype=np.float64)  # type: ignore[attr-defined]
-        return float(out) if size is None else out
-
-    def privatize(self, values: ArrayLike, rng: Any = None) -> Any:
-        """``values + noise`` elementwise (one exact draw per value)."""
-        from ldpsim import _validate as v
-
-        x = v.finite_array(values, "values", "finite real numbers")
-        out = x + np.asarray(self._sample(x.shape, as_source(rng)), dtype=np.float64)  # type: ignore[attr-defined]
-        return float(out) if np.ndim(values) == 0 else out
+    def _random_source(self, rng: Any) -> Any:
+        return as_source(rng)
