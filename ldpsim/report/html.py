@@ -86,7 +86,7 @@ def _inline(text: str, links: Iterable[str] = RUN_FILES) -> list[dict[str, str]]
 
 def _cells(df: pd.DataFrame, floatfmt: str) -> list[list[dict[str, Any]]]:
     rows = []
-    for row in df.itertuples(index=False):
+    for row in df.itertuples(index=False, name=None):  # plain tuples: labels are never field names
         cells = []
         for v in row:
             if isinstance(v, (bool, np.bool_)):

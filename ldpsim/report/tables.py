@@ -15,7 +15,7 @@ def md_table(df: pd.DataFrame, floatfmt: str = "{:.5g}") -> str:
     """A data frame as a Markdown table: floats with ``floatfmt``, NaN and missing values empty."""
     cols = list(df.columns)
     lines = ["| " + " | ".join(str(c) for c in cols) + " |", "|" + "---|" * len(cols)]
-    for row in df.itertuples(index=False):
+    for row in df.itertuples(index=False, name=None):  # plain tuples: labels are never field names
         cells = []
         for v in row:
             if isinstance(v, (float, np.floating)):
