@@ -11,8 +11,7 @@ the code that does the work advances whatever bar is current::
 when stderr is a terminal, ``show`` is true and the environment variable
 ``LDPSIM_NO_PROGRESS`` is unset (or empty, or ``0``); otherwise nothing is printed and
 :func:`advance` does nothing. The bar is cleared from the terminal when the block ends,
-normally or by an error or Ctrl-C, so nothing is left behind the command's own output;
-a bar opened with ``leave=True`` (a run's replications) stays once its work is all done.
+normally or by an error or Ctrl-C, so nothing is left behind the command's own output.
 
 The current bar is a :class:`contextvars.ContextVar`: library code advances it without
 being handed it. Only the process that opened a bar advances it: a worker process forked
@@ -100,15 +99,14 @@ def _bar_class() -> Any:
 @contextmanager
 def bar(
     total: float, desc: str, unit: str = "it", *, show: bool = True, counts: bool = True, initial: float = 0,
-    leave: bool = False,
 ) -> Iterator[Any]:
     """Make a bar of ``total`` (a number > 0) the current one for the block; yields the tqdm
     bar, or None when it is not shown (:func:`shown`). ``desc`` names the work, ``unit``
     what is counted; ``counts=False`` for weighted ticks (see the module); ``initial`` is
-    the work already done (a resumed run), in ``[0, total]``; ``leave=True`` keeps the
-    finished bar on the terminal (it is cleared after an error or Ctrl-C all the same).
-    Inside the block :func:`advance` moves it; a bar opened inside, even one not shown,
-    takes over until its own block ends (its ticks are its own)."""
+    the work already done (a resumed run), in ``[0, total]``. The bar is cleared from the
+    terminal when the block ends, however it ends. Inside the block :func:`advance` moves
+    it; a bar opened inside, even one not shown, takes over until its own block ends (its
+    ticks are its own)."""
     if isinstance(total, bool) or not isinstance(total, numbers.Real) or not (0 < total < math.inf):
         raise invalid("total", total, "a finite number > 0")
     if isinstance(initial, bool) or not isinstance(initial, numbers.Real) or not (0 <= initial <= total):
@@ -130,14 +128,11 @@ def bar(
         miniters=0,  # every tick may redraw (at most every 0.1 s), however the ticks are weighted
     )  # fmt: skip
     token = _current.set(_Current(b, os.getpid()))
-    finished = False
     try:
         yield b
-        finished = True
     finally:
         _current.reset(token)
-        b.leave = leave and finished
-        b.close()
+        b.close()  # leave=False: the line is wiped
 
 
 def _mine() -> Any:

@@ -18,7 +18,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from ldpsim._files import write_bytes
+from ldpsim._files import check_output_folder, describe_os_error, write_bytes
 from ldpsim.errors import LdpSimError, invalid
 
 #: the folder of the shipped scenario files (``*.toml``) and their data (``data/``)
@@ -82,9 +82,27 @@ def copy(name: str, dest: str | Path = ".", force: bool = False) -> list[Path]:
         for target in targets:
             if target.exists():
                 raise invalid("copy", str(target), "a file that does not exist yet (--force overwrites it)")
-    for rel, target in zip(relative, targets):
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_bytes(target, (FOLDER / rel).read_bytes())
+    for folder in dict.fromkeys(t.parent for t in targets):  # a path under a file, a read-only place: one line
+        check_output_folder(folder, force=True, option="--to")
+    made: list[Path] = []  # what this call made, removed again if a write fails (a full disk, Ctrl-C)
+    try:
+        for rel, target in zip(relative, targets):
+            missing = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.extend(reversed(missing))
+            new = not target.exists()
+            write_bytes(target, (FOLDER / rel).read_bytes())
+            if new:
+                made.append(target)
+    except BaseException as exc:
+        for p in reversed(made):
+            try:
+                p.rmdir() if p.is_dir() else p.unlink()
+            except OSError:
+                pass
+        if isinstance(exc, OSError):
+            raise LdpSimError(f"--to: got {str(dest)!r}, expected a folder we can write ({describe_os_error(exc)})") from None
+        raise
     return targets
 
 

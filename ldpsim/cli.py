@@ -74,7 +74,7 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--replications", type=int, default=None, help="number of replications (default: the scenario's)")
     _add_where_options(run, "the replications")
     run.add_argument("--out", default=None, help="run directory to create, new or empty (default reports/<scenario>/<UTC time>-seed<seed>)")
-    run.add_argument("--resume", metavar="DIR", default=None, help="finish an interrupted run in DIR (same seed and scenario)")
+    run.add_argument("--resume", metavar="DIR", default=None, help="finish an interrupted run in DIR (same seed and scenario); a finished one is left as it is")
     run.add_argument("--no-progress", action="store_true", help="no progress bar (it is off anyway when stderr is not a terminal)")
     run.set_defaults(func=_run)
 
@@ -299,6 +299,17 @@ def _run(args: argparse.Namespace) -> int:
         elif args.file is None:
             raise LdpSimError("file: got nothing, expected a scenario file (or --resume DIR)")
         _check_where(args)
+        if args.resume is not None:
+            from ldpsim.runs import finished_replications
+
+            done = finished_replications(args.resume)
+            if done is not None:  # nothing to run: the report stays as it is (ldpsim report redoes it)
+                import shlex
+
+                _say(f"{args.resume}: already complete ({done} replication{'s' if done != 1 else ''}); nothing to "
+                     f"resume; its report is {os.path.join(args.resume, 'summary.md')} (ldpsim{KEEP}report{KEEP}"
+                     f"{shlex.quote(args.resume)} rebuilds it)")  # fmt: skip
+                return 0
         from ldpsim.sim import resume_run, run_scenario
 
         progress = not args.no_progress

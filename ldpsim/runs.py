@@ -276,6 +276,21 @@ def resume_study(
     return _execute(run_dir, study, seed, meta, workers, executor, progress, interrupt_after, lock, shards, report)
 
 
+def finished_replications(run_dir: str | Path) -> int | None:
+    """The number of replications of the run in ``run_dir`` if it is finished (its report
+    written: ``metadata.json`` records when, and every replication's file matches its
+    record), else None; anything unreadable is None too (resuming it says why). Reads only:
+    ``ldpsim run --resume`` on a finished run says so instead of redoing its report."""
+    try:
+        meta = json.loads((Path(run_dir) / "metadata.json").read_text())
+        total, key = int(meta["replications"]), meta["run_key"]
+        if not meta.get("finished") or int(meta["layout"]) != LAYOUT:
+            return None
+        return total if all(_finished(Path(run_dir), r, key) for r in range(total)) else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # LdpSimError is a ValueError
+        return None
+
+
 def open_resume(
     run_dir: str | Path, workers: int, parsers: dict[str, Callable[[str, str], Study]]
 ) -> tuple[Path, dict, Study, int, DirectoryLock]:
@@ -430,13 +445,12 @@ def _execute(
         finished_now = 0
         shared = study.shared()
         plans = {r: study.shard_plan(r, seed, shared, shards) for r in todo} if shards > 1 else None
-        # the replications' bar (or their shards') stays on the terminal when they are all
-        # done; the report's goes
+        # the replications' bar (or their shards'), then the report's: each cleared when it ends
         if plans is None:
-            bar = _progress.bar(total, study.scenario.name, "rep", show=progress, initial=done, leave=True)
+            bar = _progress.bar(total, study.scenario.name, "rep", show=progress, initial=done)
             finished = _completed(executor, study, seed, todo, workers, shared, cancel=not own)
         else:
-            bar = _progress.bar(max(1, sum(map(len, plans.values()))), study.scenario.name, "shard", show=progress, leave=True)
+            bar = _progress.bar(max(1, sum(map(len, plans.values()))), study.scenario.name, "shard", show=progress)
             finished = _completed_shards(executor, study, seed, plans, shared, cancel=not own)
         with bar:
             for index, frame in finished:

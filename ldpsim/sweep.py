@@ -579,7 +579,7 @@ def _execute(
         if own:
             pool = start_pool(workers)
         run_with = pool if own else executor
-        with _progress.bar(total, f"{p.name} sweep", "point", show=progress, initial=done, leave=True):
+        with _progress.bar(total, f"{p.name} sweep", "point", show=progress, initial=done):
             for pt, run_dir, state in zip(p.points, run_dirs, states):
                 if state == "done":
                     continue

@@ -8,6 +8,12 @@ copy of the sources in a temporary folder, so the checkout gets no ``build/`` or
 ``*.egg-info`` from the test. It is then installed alone (``--no-deps --no-index``) into a
 fresh venv that sees this environment's site-packages for numpy, scipy, pandas and the
 rest, and the quick start runs from an empty folder with that venv's ``ldpsim``.
+
+"This environment" is the interpreter running the tests, a virtual environment or not:
+the test venv has no packages of its own and a ``.pth`` file naming this interpreter's
+site-packages folders. (``venv --system-site-packages`` would not do: made from inside a
+virtual environment it reaches the *base* interpreter's packages, which a user's fresh
+venv does not have.) Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import ast
 import os
 import re
 import shutil
+import site
 import subprocess
 import sys
 import tomllib
@@ -233,6 +240,45 @@ def _run(cmd: list, cwd: Path, env: dict) -> subprocess.CompletedProcess:
     return done
 
 
+def _borrowed_site_packages() -> list[str]:
+    """The site-packages folders of the interpreter running the tests, in its order (those
+    of a virtual environment when it runs in one, the base's only when that venv sees them)."""
+    found = list(site.getsitepackages())
+    if site.ENABLE_USER_SITE and site.getusersitepackages() in sys.path:
+        found.append(site.getusersitepackages())
+    return [p for p in dict.fromkeys(found) if Path(p).is_dir()]
+
+
+def _venv_borrowing_this_environment(venv: Path, cwd: Path, env: dict) -> Path:
+    """A fresh venv, without pip or packages of its own, that imports this interpreter's
+    packages after its own (plain folders in a .pth file: the .pth files in them, such as an
+    editable install's finder, are not run, so its own ldpsim comes only from what is
+    installed into it). Returns its python."""
+    _run([sys.executable, "-m", "venv", "--without-pip", venv], cwd, env)
+    python = venv / "bin" / "python"
+    purelib = _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd, env).stdout.strip()
+    assert Path(purelib).resolve().is_relative_to(venv.resolve()), purelib
+    (Path(purelib) / "borrowed-from-the-tests.pth").write_text("".join(f"{p}\n" for p in _borrowed_site_packages()))
+    return python
+
+
+def test_the_test_venv_imports_this_interpreters_packages(tmp_path):
+    """The dependencies the wheel test's venv finds are the ones this interpreter imports:
+    in a virtual environment, that venv's, not the base interpreter's (where a user's fresh
+    venv has none: ModuleNotFoundError: No module named 'pandas')."""
+    import numpy
+    import pandas
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PIP_", "VIRTUAL_ENV"))}
+    python = _venv_borrowing_this_environment(tmp_path / "venv", tmp_path, env)
+    code = "import sys, numpy, pandas; print(numpy.__file__); print(pandas.__file__); print(sys.prefix)"
+    got = _run([python, "-c", code], tmp_path, env).stdout.split()
+    assert got[:2] == [numpy.__file__, pandas.__file__]
+    assert Path(got[2]).resolve() == (tmp_path / "venv").resolve()
+    missing = _run([python, "-c", "import importlib.util as u; print(u.find_spec('ldpsim'))"], tmp_path / "venv", env)
+    assert missing.stdout.strip() == "None", "the venv sees this environment's own ldpsim (an editable finder ran)"
+
+
 def test_the_wheel_installed_alone_runs_the_quick_start(tmp_path):
     assert _setuptools_version() >= (77,), "the wheel build needs setuptools>=77: pip install -e '.[dev]'"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PIP_", "VIRTUAL_ENV"))}
@@ -265,10 +311,9 @@ def test_the_wheel_installed_alone_runs_the_quick_start(tmp_path):
 
     # a fresh venv that borrows this environment's dependencies but holds its own ldpsim
     venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", venv], tmp_path, env)
-    python, ldpsim = venv / "bin" / "python", venv / "bin" / "ldpsim"
+    python, ldpsim = _venv_borrowing_this_environment(venv, tmp_path, env), venv / "bin" / "ldpsim"
     install = [python, "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed", "-q", wheel]
-    _run(install, tmp_path, env)  # pip comes from the base environment; it installs into the venv
+    _run(install, tmp_path, env)  # pip comes from this environment; it installs into the venv
 
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -235,18 +235,19 @@ def test_bar_shows_the_time_left_and_is_cleared_on_errors_and_ctrl_c(terminal):
     assert text.endswith("\r")  # leave=False: the line is wiped, nothing left behind
 
 
-def test_a_resumed_bar_starts_at_initial_and_a_left_bar_stays_only_when_done(terminal):
-    with _progress.bar(8, "resumed", unit="rep", initial=5, leave=True) as b:
+def test_a_resumed_bar_starts_at_initial_and_is_wiped_when_done(terminal):
+    with _progress.bar(8, "resumed", unit="rep", initial=5) as b:
         assert b.n == 5
+        b.refresh()
         _progress.advance(3)
     text = terminal()
-    assert "resumed: 100%" in text and "8/8" in text
-    assert text.endswith("\n")  # left on the terminal: the line is ended, not wiped
+    assert "resumed:  62%" in text and "5/8" in text
+    assert text.endswith("\r") and "\n" not in text  # done: wiped like every bar (docs/cli.md)
     with pytest.raises(KeyboardInterrupt):
-        with _progress.bar(8, "stopped", unit="rep", initial=2, leave=True):
+        with _progress.bar(8, "stopped", unit="rep", initial=2):
             raise KeyboardInterrupt
     text = terminal()
-    assert "2/8" in text and text.endswith("\r")  # Ctrl-C: wiped all the same
+    assert "2/8" in text and text.endswith("\r")  # Ctrl-C: wiped too
 
 
 @pytest.mark.parametrize("initial", [-1, 9, float("nan"), "2", True])
