@@ -28,6 +28,8 @@ repository root: ``python benchmarks/fig_survey_tests.py`` (about a minute on 2 
 
 from __future__ import annotations
 
+import tomllib
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -44,8 +46,13 @@ ALPHA = 0.05
 
 
 def joint_table() -> tuple[np.ndarray, list, list]:
+    """The joint law of the two columns, the education levels in the order of their scale
+    (as scenarios/anes96_crosstab.toml lists them), not alphabetically."""
     d = pd.read_csv(DATA)
-    tab = pd.crosstab(d[ROWS], d[COLS])
+    spec = tomllib.loads((REPO_ROOT / "scenarios" / "anes96_crosstab.toml").read_text())
+    levels = next(q["labels"] for q in spec["questions"] if q["name"] == ROWS)
+    tab = pd.crosstab(d[ROWS], d[COLS]).reindex(levels)
+    assert tab.notna().all().all() and int(tab.to_numpy().sum()) == len(d), "every level occurs, no other"
     return tab.to_numpy(dtype=float) / len(d), list(tab.index), list(tab.columns)
 
 

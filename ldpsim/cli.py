@@ -437,10 +437,15 @@ def _print_survey(result) -> None:  # type: ignore[no-untyped-def]
             cols = ["category", "truth", "mean_estimate", "rmse", "theory_se", "coverage"]
         if final["task"].nunique() > 1 or qs is not None:
             cols = ["task", *cols]
-        if k > summary.MANY_ANSWERS:
-            keep = set(summary.top_answers(result.results)["category"])
-            final = final[final["category"].isin(keep)].sort_values("truth", ascending=False, kind="stable")
-            _say(f"the {summary.MANY_ANSWERS} answers with the largest estimates, of {k:,} (all in results.csv):")
+        if k > summary.MANY_ANSWERS:  # each task's own largest estimates (replication 0), by decreasing truth
+            final = summary.of_top_answers(final, result.results)
+            order = {t: i for i, t in enumerate(dict.fromkeys(final["task"]))}
+            final = final.assign(_order=final["task"].map(order)).sort_values(
+                ["_order", "truth"], ascending=[True, False], kind="stable").drop(columns="_order")
+            which = " of each task" if len(order) > 1 else ""
+            when = " in replication 0" if spec.simulation.replications > 1 else ""
+            _say(f"the {summary.MANY_ANSWERS} answers with the largest estimates{which}{when}, of {k:,} "
+                 "(all in results.csv):")
         print(table(final[cols], na_rep="", float_format=lambda x: f"{x:.5f}", keys=_keys(final[cols]), full=whole))
         norms = summary.error_norms(result.results)
         last = norms[norms["reason"] == "end"]

@@ -337,8 +337,12 @@ def confidence_intervals(
     With ``simultaneous=True`` the level is Bonferroni-corrected (``alpha / k`` per
     category), so all ``k`` intervals cover at once with probability at least
     ``confidence`` (exactly for ``"conservative"``, asymptotically for ``"normal"``); the
-    method column then reads ``"<method>+bonferroni"``. Intervals are intersected with
-    ``[0, 1]`` (the true probability lies there, so coverage is unchanged).
+    method column then reads ``"<method>+bonferroni"``. Neither the estimate nor its
+    interval is clipped to ``[0, 1]``: the estimate is unbiased, so it may be negative (an
+    answer rarer than the noise) or above 1, and its interval is ``estimate +- half-width``
+    as it is, so it always holds its estimate. Intersecting it with ``[0, 1]`` would change
+    the coverage of no true probability inside (0, 1), and would leave such an estimate
+    outside its own interval.
 
     Parameters
     ----------
@@ -378,8 +382,8 @@ def confidence_intervals(
         {
             "category": list(mechanism.input_labels),
             "estimate": est,
-            "ci_low": np.clip(est - half, 0.0, 1.0),
-            "ci_high": np.clip(est + half, 0.0, 1.0),
+            "ci_low": est - half,
+            "ci_high": est + half,
             "method": [label] * k,
             "confidence": np.full(k, conf),
         }

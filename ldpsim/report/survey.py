@@ -195,16 +195,17 @@ def _summary_lines(scenario, results: pd.DataFrame, seed: int, figures: list[str
             out += ["No report reached the server in replication 0: its estimates are empty.", ""]
         if k > summary.MANY_ANSWERS:
             top = summary.top_answers(results)
-            out += [f"The {summary.MANY_ANSWERS} largest estimates of the {k:,} answers (all of them are in "
+            what = (f"of each task, of {k:,} answers{' at most' if questions is not None else ''}" if tasks
+                    else f"of the {k:,} answers")  # several tasks: each its own, not the union of all tasks'
+            out += [f"The {summary.MANY_ANSWERS} largest estimates {what} (all of them are in "
                     "results.csv), with each answer's true rank:", "",
                     _md_table(top if tasks else top.drop(columns=["task"])), ""]  # fmt: skip
         else:
             shown = tasks + ["category", "truth", "estimate", "ci_low", "ci_high", "covered"]
             out += [_md_table(final[shown + (["n_received"] if questions is not None else [])]), ""]
         if reps > 1:
-            many = final[tasks + ["category", "truth", "mean_estimate", "rmse", "std_error", "theory_se", "coverage"]]
-            if k > summary.MANY_ANSWERS:
-                many = many[many["category"].isin(set(summary.top_answers(results)["category"]))]
+            kept = summary.of_top_answers(final, results) if k > summary.MANY_ANSWERS else final  # as listed above
+            many = kept[tasks + ["category", "truth", "mean_estimate", "rmse", "std_error", "theory_se", "coverage"]]
             out += [f"Over {reps} replications (coverage: share of replications whose interval holds the truth):", ""]
             out += [_md_table(many), ""]
         f = summary.frequency_rows(results).dropna(subset=["estimate"])

@@ -176,6 +176,15 @@ def top_answers(results: pd.DataFrame, count: int = MANY_ANSWERS) -> pd.DataFram
     return pd.concat(out)[cols].reset_index(drop=True) if out else pd.DataFrame(columns=cols)
 
 
+def of_top_answers(frame: pd.DataFrame, results: pd.DataFrame, count: int = MANY_ANSWERS) -> pd.DataFrame:
+    """The rows of ``frame`` (per task and category, e.g. :func:`final_frequencies`) of each
+    task's own ``count`` answers with the largest estimates (:func:`top_answers`): ``count``
+    rows per task, in the order of ``frame``. With several tasks (the mechanisms of a
+    comparison, the questions) each keeps its own answers, not the union of all tasks'."""
+    top = top_answers(results, count)[["task", "category"]]
+    return frame.merge(top, on=["task", "category"], how="inner")
+
+
 def error_norms(results: pd.DataFrame) -> pd.DataFrame:
     """Per task and checkpoint (the k-th of each kind, as in :func:`error_by_n`): the L1
     error ``sum_x |estimate_x - truth_x|`` and the L-infinity error ``max_x |...|`` of the

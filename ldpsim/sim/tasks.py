@@ -170,8 +170,11 @@ class FrequencyTask(Task):
     ``method`` = ``estimator/interval``, ``+bonferroni`` when simultaneous) and
     ``std_error`` (the plug-in standard error of the unbiased estimate; theory = its exact
     standard error at the number of reports received). Intervals are those of the unbiased
-    estimate (their coverage holds whatever point estimate is shown), clipped to [0, 1];
-    sequences are tightest at the population size."""
+    estimate (their coverage holds whatever point estimate is shown), clipped as the point
+    estimate is: the unbiased ``inversion`` estimate and its interval never (the interval
+    holds its estimate, which may be negative), the estimators that return a distribution
+    (``projected``, ``norm_sub``, ``base_cut``, ``em``) with the interval intersected with
+    [0, 1]; sequences are tightest at the population size."""
 
     kind = "frequency"
     Params = FrequencyParams
@@ -210,6 +213,8 @@ class FrequencyTask(Task):
                 n_plan=max(ctx.planned_reports, n),
             )  # fmt: skip
             lo, hi = ci["ci_low"].to_numpy(), ci["ci_high"].to_numpy()
+            if p.estimator != "inversion":  # an estimate on the simplex: its interval within [0, 1] too
+                lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
         rows = []
         for i, label in enumerate(labels):
             rows.append(
@@ -287,7 +292,7 @@ class CrosstabTask:
 
     - ``joint`` rows, one per cell (category ``"row / column"``): the unbiased estimate
       projected onto the simplex; an interval of the unbiased estimate (normal, plug-in
-      standard error, clipped to [0, 1]); truth = the true joint table; theory = the exact
+      standard error), intersected with [0, 1] like the projected estimate; truth = the true joint table; theory = the exact
       standard error at the number of reports (the product mechanism's covariance at the
       truth);
     - ``independence_statistic``, ``independence_df``, ``independence_p_value``,
@@ -366,7 +371,7 @@ class NonresponseTask(Task):
     and with ``reweight`` (``[analyst] reweight = true``: the analyst knows the rates)
     ``reweighted``: :func:`ldpsim.analyst.reweight_for_response` of the unbiased estimate,
     with the normal interval of its delta-method standard error (from the plug-in
-    covariance of the unbiased estimate), clipped to [0, 1]; truth = p; theory = the exact
+    covariance of the unbiased estimate), neither clipped to [0, 1]; truth = p; theory = the exact
     standard error of the reweighted estimate to first order (``J Sigma J^T`` at q, with
     Sigma the exact covariance of the unbiased estimate at q). Not a task of
     ``[[analyst.tasks]]``: the engine adds it when the loss depends on the answer."""
@@ -400,7 +405,7 @@ class NonresponseTask(Task):
             f = np.asarray(checkpoint.counts, dtype=np.float64) / n
             rw = reweight_for_response(fe.estimate, self.rates, ctx.mechanism.plugin_covariance(f, float(n)))
             est = rw.estimate
-            lo, hi = np.clip(est - self.z * rw.std_error, 0.0, 1.0), np.clip(est + self.z * rw.std_error, 0.0, 1.0)
+            lo, hi = est - self.z * rw.std_error, est + self.z * rw.std_error  # not clipped, like the estimate
             exact = reweight_for_response(self.target, self.rates, ctx.mechanism.estimate_covariance(self.target, float(n)))
             theory = exact.std_error
         for i, label in enumerate(ctx.labels):
@@ -420,7 +425,7 @@ class TierTask:
     Rows per answer at each checkpoint:
 
     - ``frequency``: the combined estimate, its normal interval from the plug-in combined
-      standard error (clipped to [0, 1]); truth = the true probability; method
+      standard error (neither clipped to [0, 1]: the estimate is unbiased); truth = the true probability; method
       ``tiers/normal``;
     - ``std_error``: estimate = the plug-in combined standard error; theory = the exact one,
       ``sqrt(1 / sum_t 1 / V_t)`` with ``V_t`` the exact variance of tier t's estimate at the
@@ -461,8 +466,8 @@ class TierTask:
             for quantity, e, s, theory, method in (("frequency", est, se, nan, "tiers/normal"),
                                                    ("naive_frequency", naive, naive_se, naive_exact, "naive/normal")):
                 rows.append(dict(quantity=quantity, category=label, estimate=e[i],
-                                 ci_low=float(np.clip(e[i] - self.z * s[i], 0.0, 1.0)),
-                                 ci_high=float(np.clip(e[i] + self.z * s[i], 0.0, 1.0)), truth=self.truth[i],
+                                 ci_low=float(e[i] - self.z * s[i]), ci_high=float(e[i] + self.z * s[i]),
+                                 truth=self.truth[i],
                                  theory=theory[i], method=method))  # fmt: skip
             rows.append(dict(quantity="std_error", category=label, estimate=se[i], ci_low=np.nan, ci_high=np.nan,
                              truth=np.nan, theory=exact[i]))  # fmt: skip

@@ -91,8 +91,8 @@ def same_bytes_with_one_and_two_workers(scenario, tmp_path: Path) -> str:
 
 
 #: The ANES extract's education levels in order, and the vote (scenarios/data/README.md).
-EDUCATION = ["1-8 grades", "Some high school", "High school graduate", "Some college", "College degree",
-             "Master's degree", "PhD"]  # fmt: skip
+EDUCATION = ["8 grades or less", "Some high school", "High school graduate", "Some college", "Associate degree",
+             "Bachelor's degree", "Advanced degree"]  # fmt: skip
 VOTE = ["Clinton", "Dole"]
 
 

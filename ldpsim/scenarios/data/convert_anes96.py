@@ -7,6 +7,13 @@ of that file, one column per variable, with the documented codes replaced by the
 Only statsmodels' own file is read; the output is written with the csv module. Every code
 must be one the statsmodels documentation lists, and every converted row is decoded back
 and compared with the source, so no value can be lost or changed silently.
+
+The labels are those of the statsmodels documentation except education's, where that
+documentation is wrong from code 5 up ("College degree", "Master's degree", "PhD"): the
+same 944 respondents are distributed with R's faraway package (``nes96``) with the levels of
+the ANES seven-category summary of education, so code 5 is a junior or community college
+(associate) degree, 6 a BA level degree and 7 an advanced degree (README.md beside this
+file says how this was checked).
 """
 
 from __future__ import annotations
@@ -25,8 +32,11 @@ PARTY = ["Strong Democrat", "Weak Democrat", "Independent-Democrat", "Independen
          "Independent-Republican", "Weak Republican", "Strong Republican"]
 LEFT_RIGHT = ["Extremely liberal", "Liberal", "Slightly liberal", "Moderate", "Slightly conservative",
               "Conservative", "Extremely conservative"]
-EDUCATION = ["1-8 grades", "Some high school", "High school graduate", "Some college", "College degree",
-             "Master's degree", "PhD"]
+# codes 1..7 (the ANES summary: 8 grades or less; 9-11 grades; high school diploma or
+# equivalency; more than 12 years, no degree; junior or community college degree; BA level
+# degree; advanced degree), not statsmodels' labels of 5..7 (see the docstring)
+EDUCATION = ["8 grades or less", "Some high school", "High school graduate", "Some college", "Associate degree",
+             "Bachelor's degree", "Advanced degree"]
 INCOME = ["None or less than $2,999", "$3,000-$4,999", "$5,000-$6,999", "$7,000-$8,999", "$9,000-$9,999",
           "$10,000-$10,999", "$11,000-$11,999", "$12,000-$12,999", "$13,000-$13,999", "$14,000-$14,999",
           "$15,000-$16,999", "$17,000-$19,999", "$20,000-$21,999", "$22,000-$24,999", "$25,000-$29,999",
