@@ -47,6 +47,9 @@ class _Version(argparse._VersionAction):
         super().__call__(parser, namespace, values, option_string)
 
 
+#: ``--allow-outside-data`` of every command that loads a scenario file.
+_OUTSIDE_HELP = ("read data files the scenario names (population.file) from outside its folder too: absolute paths, "
+                 "'..', symlinks out of it (default: only regular files in the scenario's folder or below)")
 #: ``--force`` of every command that writes a folder of files (``ldpsim run`` has none: use --resume).
 _FORCE_HELP = "write into a non-empty --out: its files of the same names are replaced at the end, others are kept"
 
@@ -76,6 +79,7 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default=None, help="run directory to create, new or empty (default reports/<scenario>/<UTC time>-seed<seed>)")
     run.add_argument("--resume", metavar="DIR", default=None, help="finish an interrupted run in DIR (same seed and scenario); a finished one is left as it is")
     run.add_argument("--no-progress", action="store_true", help="no progress bar (it is off anyway when stderr is not a terminal)")
+    run.add_argument("--allow-outside-data", action="store_true", help=_OUTSIDE_HELP)
     run.set_defaults(func=_run)
 
     sweep = sub.add_parser(
@@ -100,6 +104,8 @@ def _build_parser() -> argparse.ArgumentParser:
                        help="no report of each point's own (a second or two of figures per point; `ldpsim report DIR` "
                             "makes one later); the sweep's table, summary and figure are the same")  # fmt: skip
     sweep.add_argument("--no-progress", action="store_true", help="no progress bar (it is off anyway when stderr is not a terminal)")
+    sweep.add_argument("--allow-outside-data", action="store_true",
+                       help=_OUTSIDE_HELP + "; an absolute path given for population.file in --grid is read anyway")
     sweep.set_defaults(func=_sweep)
 
     scenarios = sub.add_parser(
@@ -130,6 +136,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "is simulated or written. A problem is one line naming the key, and exit code 2.",
     )
     check.add_argument("file", help="scenario file (TOML) or shipped scenario name")
+    check.add_argument("--allow-outside-data", action="store_true", help=_OUTSIDE_HELP)
     check.set_defaults(func=_check)
 
     report = sub.add_parser(
@@ -295,7 +302,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         if args.resume is not None:
             if args.file is not None or args.seed is not None or args.replications is not None or args.out is not None:
-                raise LdpSimError("--resume: got other options too, expected only --workers, --scheduler or --shards with --resume")
+                raise LdpSimError("--resume: got other options too, expected only --workers, --scheduler, --shards or --allow-outside-data with --resume")
         elif args.file is None:
             raise LdpSimError("file: got nothing, expected a scenario file (or --resume DIR)")
         _check_where(args)
@@ -318,7 +325,8 @@ def _run(args: argparse.Namespace) -> int:
             from ldpsim._shipped import resolve
             from ldpsim.sim.scenario import load_scenario
 
-            scenario = load_scenario(resolve(args.file))  # before any cluster starts: a bad file fails at once
+            scenario = load_scenario(resolve(args.file), allow_outside_data=args.allow_outside_data)  # before any
+            # cluster starts: a bad file fails at once
             from ldpsim.runs import check_shards
             from ldpsim.sim.studies import study_of
 
@@ -326,7 +334,8 @@ def _run(args: argparse.Namespace) -> int:
         with _cluster(args.scheduler) as where:
             executor, workers = (where.executor, where.workers) if where is not None else (None, args.workers)
             if args.resume is not None:
-                result = resume_run(args.resume, workers=workers, executor=executor, progress=progress, shards=args.shards)
+                result = resume_run(args.resume, workers=workers, executor=executor, progress=progress, shards=args.shards,
+                                    allow_outside_data=args.allow_outside_data)  # fmt: skip
             else:
                 result = run_scenario(
                     scenario, seed=args.seed, replications=args.replications, workers=workers, out=args.out,
@@ -356,7 +365,7 @@ def _sweep(args: argparse.Namespace) -> int:
             given = [o for o, v in (("FILE", args.file), ("--grid", args.grid), ("--seed", args.seed),
                                     ("--replications", args.replications), ("--out", args.out)) if v is not None]  # fmt: skip
             if given:
-                raise LdpSimError(f"--resume: got {given[0]} too, expected only --workers, --scheduler or --shards with --resume")
+                raise LdpSimError(f"--resume: got {given[0]} too, expected only --workers, --scheduler, --shards or --allow-outside-data with --resume")
         elif args.file is None:
             raise LdpSimError("file: got nothing, expected a scenario file (or --resume DIR)")
         _check_where(args)
@@ -370,17 +379,20 @@ def _sweep(args: argparse.Namespace) -> int:
 
             path = resolve(args.file)
             text, where = read_scenario_text(path)
-            sw.plan(text, where, args.grid, replications=args.replications).check_shards(args.shards)  # every point
+            sw.plan(text, where, args.grid, replications=args.replications,
+                    allow_outside_data=args.allow_outside_data).check_shards(args.shards)  # every point
             # checked before a cluster starts
         with _cluster(args.scheduler) as where_:
             executor, workers = (where_.executor, where_.workers) if where_ is not None else (None, args.workers)
             if args.resume is not None:
                 result = sw.resume_sweep(args.resume, workers=workers, executor=executor, progress=progress,
-                                         shards=args.shards, point_reports=not args.no_point_reports)  # fmt: skip
+                                         shards=args.shards, point_reports=not args.no_point_reports,
+                                         allow_outside_data=args.allow_outside_data)  # fmt: skip
             else:
                 result = sw.run_sweep(path, args.grid, seed=args.seed, replications=args.replications, workers=workers,
                                       out=args.out, executor=executor, progress=progress, shards=args.shards,
-                                      point_reports=not args.no_point_reports)  # fmt: skip
+                                      point_reports=not args.no_point_reports,
+                                      allow_outside_data=args.allow_outside_data)  # fmt: skip
     except SweepInterrupted as exc:
         print(f"ldpsim: {exc}", file=sys.stderr)
         return 130
@@ -607,7 +619,7 @@ def _check(args: argparse.Namespace) -> int:
     from ldpsim.sim.scenario import load_scenario
 
     path = resolve(args.file)
-    sc = load_scenario(path)
+    sc = load_scenario(path, allow_outside_data=args.allow_outside_data)
     spec = sc.spec
     size = getattr(sc, "size", None)
     who = f", {size:,} respondents" if isinstance(size, int) else ""

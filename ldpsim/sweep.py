@@ -32,6 +32,7 @@ import hashlib
 import itertools
 import json
 import math
+import os
 import re
 import shutil
 import sys
@@ -62,6 +63,7 @@ from ldpsim.runs import (
 )  # fmt: skip
 from ldpsim.sim.scenario import parse_scenario
 from ldpsim.sim.scenario.common import read_scenario_text, read_toml
+from ldpsim.sim.table import DataAccess, data_access
 
 #: The table of a scenario file that lists the grid.
 TABLE = "sweep"
@@ -73,6 +75,9 @@ SWEEP_JSON, TABLE_CSV, SUMMARY_CSV, FIGURE_PNG, BASE_TOML, POINTS_DIR = (
 LAYOUT = 1
 #: Most grid points one sweep may have.
 MAX_POINTS = 1000
+#: Scenario keys that name a data file: an absolute path given for one in ``grid`` (typed by
+#: the user) may lie anywhere, one from the file's ``[sweep]`` table only where the file may.
+DATA_KEYS = ("population.file",)
 #: Keys a grid may not set: the sweep's own --seed and --replications hold for every point.
 RESERVED = {"simulation.seed": "--seed", "simulation.replications": "--replications"}
 _KEY = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
@@ -351,15 +356,23 @@ def _describe(values: Mapping[str, Any]) -> str:
 
 
 def plan(base_text: str, where: str, grid: Sequence[str] | Mapping[str, Any] | None = None, *,
-         option: str = "--grid", replications: int | None = None) -> Plan:  # fmt: skip
+         option: str = "--grid", replications: int | None = None, allow_outside_data: bool = False) -> Plan:  # fmt: skip
     """Read the base scenario text, take its ``[sweep]`` table, add ``grid`` and build and
     validate the scenario of every point (with ``replications`` if given): any problem is
-    one LdpSimError, before anything runs."""
+    one LdpSimError, before anything runs. Data files lie where the scenario's own may
+    (``allow_outside_data``), or anywhere for an absolute path given in ``grid`` for one of
+    ``DATA_KEYS`` (not on ``--resume``: the grid is then read back from the folder)."""
     _check_replications(replications)
     raw = read_toml(base_text, where)
     from_table = table_grid(raw, where)
+    typed = parse_grid(grid, option)
+    paths = frozenset(v for k, vs in typed if k in DATA_KEYS for v in vs if isinstance(v, str) and os.path.isabs(v))
+    with data_access(DataAccess(allow_outside_data, paths if option != "--resume" else frozenset())):
+        return _plan(base_text, where, raw, combine(from_table, typed, option), option, replications)
+
+
+def _plan(base_text: str, where: str, raw: dict[str, Any], g: Grid, option: str, replications: int | None) -> Plan:
     base = {k: v for k, v in raw.items() if k != TABLE}
-    g = combine(from_table, parse_grid(grid, option), option)
     known = [k for k, _ in _flatten(base)]
     for key, values in zip(g.keys, g.values):
         present, blocked = _lookup(base, key)
@@ -431,6 +444,7 @@ def run_sweep(
     interrupt_within: int | None = None,
     shards: int = 1,
     point_reports: bool = True,
+    allow_outside_data: bool = False,
 ) -> SweepResult:
     """Run the scenario file ``scenario`` at every point of its ``[sweep]`` table and
     ``grid`` (``["mechanism.eps=[0.5, 1, 2]"]`` or ``{"mechanism.eps": [0.5, 1, 2]}``) into
@@ -445,14 +459,15 @@ def run_sweep(
     replication of an individual-mode survey into that many pieces (``ldpsim run --shards``).
     ``point_reports=False`` leaves out each point's own report (its figures and pages, a
     second or two per point; ``ldpsim report DIR`` makes one later): the sweep's table,
-    summary and figure are the same."""
+    summary and figure are the same. ``allow_outside_data``: the points' data files may lie
+    outside the scenario's folder (an absolute path in ``grid`` may anyway)."""
     option = "--grid" if grid is None or not isinstance(grid, Mapping) else "grid"
     _check_replications(replications)
     check_workers(workers)
     if out is not None:
         check_output_folder(out, option="--out", hint="use --resume to continue")
     text, where = read_scenario_text(scenario)
-    p = plan(text, where, grid, option=option, replications=replications)
+    p = plan(text, where, grid, option=option, replications=replications, allow_outside_data=allow_outside_data)
     p.check_shards(shards)
     first = p.points[0].scenario
     seed = settle_seed(seed, first.spec.simulation.seed)
@@ -496,10 +511,12 @@ def resume_sweep(
     interrupt_within: int | None = None,
     shards: int = 1,
     point_reports: bool = True,
+    allow_outside_data: bool = False,
 ) -> SweepResult:
     """Finish an interrupted sweep: points already finished are kept, a point interrupted
     half-way is resumed (:func:`ldpsim.sim.resume_run`), the others are run; then the
-    tables and the figure, the same bytes as an uninterrupted sweep's."""
+    tables and the figure, the same bytes as an uninterrupted sweep's. Data files outside
+    the sweep folder need ``allow_outside_data`` again (the folder does not grant it)."""
     check_workers(workers)
     out_dir = Path(out_dir)
     bad = f"--resume: got {str(out_dir)!r}, expected"
@@ -523,7 +540,8 @@ def resume_sweep(
             raise LdpSimError(f"{bad} its {BASE_TOML} unchanged since the sweep started")
         where = str(out_dir / BASE_TOML)
         base_raw = {k: v for k, v in read_toml(text, where).items() if k != TABLE}
-        p = plan(to_toml(base_raw), where, {k: v for k, v in grid}, option="--resume", replications=reps)
+        p = plan(to_toml(base_raw), where, {k: v for k, v in grid}, option="--resume", replications=reps,
+                 allow_outside_data=allow_outside_data)  # fmt: skip
         p = Plan(text, where, p.base, p.grid, p.points)
         p.check_shards(shards)
         if [pt.digest() for pt in p.points] != [r.get("scenario_sha256") for r in recorded]:
@@ -535,7 +553,7 @@ def resume_sweep(
         lock.release()
         raise
     return _execute(out_dir, p, record, seed, reps, workers, executor, progress, interrupt_after, interrupt_within, lock,
-                    shards, point_reports)  # fmt: skip
+                    shards, point_reports, allow_outside_data)  # fmt: skip
 
 
 def _state(run_dir: Path, point: Point, seed: int, reps: int) -> str:
@@ -561,7 +579,7 @@ def _state(run_dir: Path, point: Point, seed: int, reps: int) -> str:
 def _execute(
     out_dir: Path, p: Plan, record: dict[str, Any], seed: int, reps: int, workers: int, executor: Executor | None,
     progress: bool, interrupt_after: int | None, interrupt_within: int | None, lock: DirectoryLock, shards: int = 1,
-    point_reports: bool = True,
+    point_reports: bool = True, allow_outside_data: bool = False,
 ) -> SweepResult:  # fmt: skip
     # matplotlib: imported only once the points are to run
     from ldpsim.report import sweep as report
@@ -590,7 +608,7 @@ def _execute(
                                  report=point_reports)  # fmt: skip
                 else:
                     resume_run(run_dir, workers=workers, executor=run_with, progress=False, interrupt_after=cut,
-                               shards=shards, report=point_reports)  # fmt: skip
+                               shards=shards, report=point_reports, allow_outside_data=allow_outside_data)  # fmt: skip
                 done += 1
                 finished_now += 1
                 _progress.advance()

@@ -84,22 +84,24 @@ class Scenario:
         self._built = built
 
     @classmethod
-    def from_file(cls, path: str | Path) -> Scenario:
+    def from_file(cls, path: str | Path, *, allow_outside_data: bool = False) -> Scenario:
         """Read, validate and build a scenario file of any kind (its data files, such as a
-        population table, are found next to it)."""
+        population table, are found next to it: in its folder or below, unless
+        ``allow_outside_data``)."""
         from ldpsim.sim.scenario import load_scenario
 
-        return cls(load_scenario(path))
+        return cls(load_scenario(path, allow_outside_data=allow_outside_data))
 
     @classmethod
-    def from_text(cls, text: str, path: str | Path = "<scenario>") -> Scenario:
+    def from_text(cls, text: str, path: str | Path = "<scenario>", *, allow_outside_data: bool = False) -> Scenario:
         """Validate and build scenario text of any kind. ``path`` names it in messages and
-        is where it would live: data files it names are found next to it."""
+        is where it would live: data files it names are found next to it (in its folder or
+        below, unless ``allow_outside_data``)."""
         from ldpsim.sim.scenario import parse_scenario
 
         if not isinstance(text, str):
             raise LdpSimError(f"text: got {_show(text)}, expected the scenario's TOML text (str)")
-        return cls(parse_scenario(text, str(path)))
+        return cls(parse_scenario(text, str(path), allow_outside_data=allow_outside_data))
 
     # ----------------------------------------------------------------- what it is
     @property

@@ -227,6 +227,7 @@ def run_scenario(
     interrupt_after: int | None = None,
     shards: int = 1,
     report: bool = True,
+    allow_outside_data: bool = False,
 ) -> RunResult:
     """Run a scenario (a built one, or a file of any kind) into a new run directory and write
     its report; a :class:`MultipartyRun` for multi-party scenarios.
@@ -239,10 +240,11 @@ def run_scenario(
     each a task of its own (on a cluster, spread over its workers), merged in time order:
     the files are the same byte for byte whatever the number of shards (docs/distributed.md).
     ``report=False`` writes results.csv and metadata.json but no report (``ldpsim report
-    DIR`` makes it later) and returns a plain :class:`RunResult`.
+    DIR`` makes it later) and returns a plain :class:`RunResult`. ``allow_outside_data``:
+    a file's data may lie outside its folder (as :func:`ldpsim.sim.load_scenario`).
     """
     if not isinstance(scenario, BuiltScenario):
-        scenario = load_scenario(scenario)
+        scenario = load_scenario(scenario, allow_outside_data=allow_outside_data)
     study = study_of(scenario)
     o = run_study(study, seed=seed, replications=replications, workers=workers, out=out,
                   executor=executor, progress=progress, interrupt_after=interrupt_after, shards=shards,
@@ -250,10 +252,11 @@ def run_scenario(
     return study.result(o) if report else RunResult(o.run_dir, o.study.scenario, o.results, o.seed)  # type: ignore[no-any-return]
 
 
-def _parsers() -> dict[str, Any]:
+def _parsers(allow_outside_data: bool = False) -> dict[str, Any]:
     """Run kind -> a parser of the scenario as run into its study (the file's own ``kind``
     picks the parser; a multi-party file with ``[study]`` is a "multiparty_study" run)."""
-    return {kind: (lambda text, path: study_of(parse_scenario(text, path))) for kind in STUDIES}
+    return {kind: (lambda text, path: study_of(parse_scenario(text, path, allow_outside_data=allow_outside_data)))
+            for kind in STUDIES}  # fmt: skip
 
 
 def resume_run(
@@ -265,9 +268,12 @@ def resume_run(
     interrupt_after: int | None = None,
     shards: int = 1,
     report: bool = True,
+    allow_outside_data: bool = False,
 ) -> RunResult:
     """Finish an interrupted run of any kind: run only the replications whose files are
-    missing, then write the report (``report=False``: as :func:`run_scenario`)."""
-    o = resume_study(run_dir, _parsers(), workers=workers, executor=executor, progress=progress,
+    missing, then write the report (``report=False``: as :func:`run_scenario`). The data
+    files of ``run_dir/scenario.toml`` must lie in the run directory, unless
+    ``allow_outside_data`` (given again: the run directory does not grant it)."""
+    o = resume_study(run_dir, _parsers(allow_outside_data), workers=workers, executor=executor, progress=progress,
                      interrupt_after=interrupt_after, shards=shards, report=report)  # fmt: skip
     return o.study.result(o) if report else RunResult(o.run_dir, o.study.scenario, o.results, o.seed)  # type: ignore[no-any-return]

@@ -24,8 +24,8 @@ from ldpsim.analyst.testing import chernoff_stein_exponent, hypothesis_marginals
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.sim.tasks import Checkpoint, Task, TaskContext, TaskParams, register_task
+from ldpsim.sim.weights import UnitWeight, sum_problem
 
-Prob = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 OpenUnit = Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
 
 #: Two priors within this (max-norm) distance count as equal.
@@ -33,8 +33,8 @@ _SAME = 1e-12
 
 
 class HypothesisParams(TaskParams):
-    P0: list[Prob] = Field(min_length=2)
-    P1: list[Prob] = Field(min_length=2)
+    P0: list[UnitWeight] = Field(min_length=2)  # numbers, or exact fractions such as "1/3"
+    P1: list[UnitWeight] = Field(min_length=2)
     alpha: OpenUnit = 0.05
 
 
@@ -47,8 +47,9 @@ def _check_hypotheses(params: Any, mechanism: FrequencyOracle) -> str | None:
         vec = getattr(params, key)
         if len(vec) != k:
             return f"expected {key} with one entry per label ({k}), got {len(vec)} entries"
-        if abs(math.fsum(vec) - 1.0) > 1e-9:
-            return f"expected {key} summing to 1, got a sum of {math.fsum(vec)!r}"
+        problem = sum_problem(vec)
+        if problem is not None:
+            return f"expected {key} summing to 1 ({problem})"
     if np.max(np.abs(np.subtract(params.P0, params.P1))) <= _SAME:
         return "expected P0 and P1 to differ (identical hypotheses cannot be told apart)"
     m0, m1 = mechanism.marginal(params.P0), mechanism.marginal(params.P1)

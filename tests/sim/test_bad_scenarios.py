@@ -40,7 +40,7 @@ CASES = {
     "matrix rows": (GOOD.replace('kind = "randomized_response"\neps = 1.0', 'kind = "matrix"\nmatrix = [[0.5, 0.5], [0.5, 0.5]]'), "mechanism.matrix", "one per input symbol (4)"),
     "matrix row sum": (GOOD.replace('kind = "randomized_response"\neps = 1.0', 'kind = "matrix"\nmatrix = [[0.5, 0.5], [0.5, 0.6], [1, 0], [0, 1]]'), "mechanism.matrix", "summing"),
     "binary unknown label": (GOOD.replace('kind = "randomized_response"\neps = 1.0', 'kind = "binary"\neps = 1.0\nT = ["a", "z"]'), "mechanism.T", "'z'"),
-    "waves fractions": (GOOD.replace('kind = "all_at_once"', 'kind = "waves"\ntimes = [0, 1]\nfractions = [0.5, 0.6]'), "arrivals", "sum to 1"),
+    "waves fractions": (GOOD.replace('kind = "all_at_once"', 'kind = "waves"\ntimes = [0, 1]\nfractions = [0.5, 0.6]'), "arrivals.fractions", "expected a sum of 1"),
     "poisson both": (GOOD.replace('kind = "all_at_once"', 'kind = "poisson"\nrate = 1.0\nduration = 2.0'), "arrivals", "exactly one"),
     "unknown task": (GOOD.replace("checkpoints = { every = 1.0 }", 'checkpoints = { every = 1.0 }\ntasks = [{ kind = "magic" }]'), "analyst.tasks[0].kind", "magic"),
     "bad task parameter": (GOOD.replace("checkpoints = { every = 1.0 }", 'checkpoints = { every = 1.0 }\ntasks = [{ kind = "frequency", confidence = 2 }]'), "analyst.tasks[0].confidence", "less than 1"),

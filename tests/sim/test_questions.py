@@ -340,7 +340,7 @@ def test_a_missing_column_names_the_question():
     ("change", "match"),
     [
         (lambda t: t.replace("range = [18, 100]\n", ""), r"questions\[1\]\.range: got nothing"),
-        (lambda t: t.replace("[18, 100]", "[18, 90]"), r"questions\[1\]\.column: data/anes96\.csv, line \d+ \(row \d+\), column 'age': got '91'"),
+        (lambda t: t.replace("[18, 100]", "[18, 90]"), r"questions\[1\]\.column: data/anes96\.csv, line \d+ \(row \d+\), column 'age': got a number outside the range, expected a number in the range \[18, 90\]"),
         (lambda t: t.replace('kind = "laplace_bounded"', 'kind = "randomized_response"'), r"questions\[1\]\.mechanism\.kind: got 'randomized_response', expected one of"),
         (lambda t: t.replace('kind = "laplace_bounded"', 'kind = "laplace_bounded", lo = 0.0'), r"questions\[1\]\.mechanism\.lo:"),
         (lambda t: t.replace('kind = "laplace_bounded"', 'kind = "laplace_bounded", sampler = "exact"'),
@@ -403,6 +403,6 @@ def test_the_discrete_sampler_names_the_first_answer_that_is_not_an_integer(tmp_
     with (tmp_path / "data" / "anes96.csv").open("w", newline="", encoding="utf-8") as f:
         csv.writer(f, lineterminator="\n").writerows(rows)
     text = _numeric_text().replace('kind = "laplace_bounded"', 'kind = "laplace_bounded", sampler = "discrete"')
-    with pytest.raises(LdpSimError, match=r"questions\[1\]\.column: data/anes96\.csv, line 3 .*got '40\.5', expected an integer") as info:
+    with pytest.raises(LdpSimError, match=r"questions\[1\]\.column: data/anes96\.csv, line 3 .*got a number that is not an integer, expected an integer") as info:
         parse_scenario(text, str(tmp_path / "t.toml"))
     assert "\n" not in str(info.value)

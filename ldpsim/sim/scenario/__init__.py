@@ -16,12 +16,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from ldpsim.errors import LdpSimError, _show
+from ldpsim.errors import LdpSimError, _show, invalid
 from ldpsim.sim.scenario.collection import CollectionScenario, parse_collection
 from ldpsim.sim.scenario.common import BuiltScenario, check_rows, read_scenario_text, read_toml
 from ldpsim.sim.scenario.multiparty import MultipartyScenario, parse_multiparty
 from ldpsim.sim.scenario.multiparty_study import MultipartyStudyScenario, parse_multiparty_study
 from ldpsim.sim.scenario.survey import Scenario, parse_survey
+from ldpsim.sim.table import data_access
 
 
 def _parse_multiparty_file(text: str, where: str) -> BuiltScenario:
@@ -63,13 +64,20 @@ def kind_of(raw: dict[str, Any], where: str) -> str:
     return kind
 
 
-def parse_scenario(text: str, where: str = "<scenario>") -> Any:
-    """Validate and build scenario text of any kind (``where`` names it in messages)."""
-    return KINDS[kind_of(read_toml(text, where), where)](text, where)
+def parse_scenario(text: str, where: str = "<scenario>", *, allow_outside_data: bool = False) -> Any:
+    """Validate and build scenario text of any kind (``where`` names it in messages and is
+    where it would live: the data files it names must be regular files in that folder or
+    below, unless ``allow_outside_data``)."""
+    if not isinstance(allow_outside_data, bool):
+        raise invalid("allow_outside_data", allow_outside_data, "True or False")
+    with data_access(allow_outside_data):
+        return KINDS[kind_of(read_toml(text, where), where)](text, where)
 
 
-def load_scenario(path: str | Path) -> Any:
+def load_scenario(path: str | Path, *, allow_outside_data: bool = False) -> Any:
     """Read, validate and build a scenario file of any kind: a :class:`Scenario` (survey) or
-    a :class:`MultipartyScenario`; raise LdpSimError naming the file and the key."""
+    a :class:`MultipartyScenario`; raise LdpSimError naming the file and the key. The data
+    files it names (``population.file``) must be regular files in the scenario's folder or
+    below (symlinks followed), unless ``allow_outside_data``."""
     text, where = read_scenario_text(path)
-    return parse_scenario(text, where)
+    return parse_scenario(text, where, allow_outside_data=allow_outside_data)

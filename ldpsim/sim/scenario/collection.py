@@ -77,7 +77,6 @@ from ldpsim.sim.scenario.common import (
     Eps,
     Model,
     NetworkSpec as _Network,
-    NonNegFloat,
     PositiveTime,
     Probability,
     ScenarioName,
@@ -89,6 +88,7 @@ from ldpsim.sim.scenario.common import (
     read_toml,
     validate_and_build,
 )
+from ldpsim.sim.weights import Weight
 
 KIND = "collection"
 #: Most answers, periods, respondents and respondent-periods one replication may simulate.
@@ -109,7 +109,7 @@ def _distribution(values: list[float], key: str, k: int | None = None) -> np.nda
 # --------------------------------------------------------------------- sections
 class PopulationSpec(Model):
     labels: Annotated[list[str], Field(min_length=2, max_length=MAX_LABELS)]
-    distribution: list[NonNegFloat]
+    distribution: list[Weight]  # numbers, or exact fractions such as "1/3"
     size: Annotated[int, Field(ge=1, le=MAX_SIZE)]
 
     @model_validator(mode="after")
@@ -141,7 +141,7 @@ class MarkovSpec(Model):
     respondent whose answer is label i."""
 
     kind: Literal["markov"]
-    matrix: list[list[NonNegFloat]]
+    matrix: list[list[Weight]]
 
 
 class DriftSpec(Model):
@@ -150,7 +150,7 @@ class DriftSpec(Model):
     otherwise redraws it from the law that keeps the marginal on that path."""
 
     kind: Literal["drift"]
-    final: list[NonNegFloat]
+    final: list[Weight]
     stay: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.9
 
 
@@ -430,7 +430,10 @@ def _policy(spec: CollectionScenarioSpec, index: int, p: PolicySpec, mech: Any, 
         raise LdpSimError(f"{key}.budget_eps: got {p.budget_eps:g}, expected a budget that admits at least one report "
                           f"of the mechanism (eps = {eps:g} per report under the {kind} filter)")  # fmt: skip
     lowered = None
-    if p.exhausted == "lower":
+    # a lowered report is the one after the last full one: only when the filter stops a
+    # respondent within the collection (at eps 1e-6 a budget of 1 admits 10^6 full reports,
+    # so nobody gets there, and neither loading nor the accounting walks through them)
+    if p.exhausted == "lower" and allowed < spec.collection.periods:
         last = largest_admitted(flt, eps, allowed)
         if not last > 0:
             raise LdpSimError(f"{key}.exhausted: got 'lower', expected a budget with room left after {allowed} reports "

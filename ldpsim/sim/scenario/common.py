@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import math
 import re
 import tomllib
 from dataclasses import dataclass
@@ -278,13 +277,15 @@ def _is_tag(p: Any, tags: set[str] | frozenset[str]) -> bool:
 
 # --------------------------------------------------------------------- values
 def check_sum_to_one(values: Any, key: str, what: str = "entries") -> None:
-    """Shares, probabilities or fractions that must sum to 1: within ``SUM_TOL`` (1e-9),
-    else one line naming the key, the sum and the tolerance."""
+    """Shares, probabilities or fractions that must sum to 1: exactly when every one was
+    typed exactly (``"1/3"``, :mod:`ldpsim.sim.weights`), else within ``SUM_TOL`` (1e-9);
+    one line naming the key, the sum and the rule otherwise."""
     from ldpsim._validate import SUM_TOL
+    from ldpsim.sim.weights import sum_problem
 
-    total = math.fsum(float(x) for x in values)
-    if abs(total - 1.0) > SUM_TOL:
-        raise LdpSimError(f"{key}: got {what} summing to {total!r}, expected a sum of 1 (within {SUM_TOL:g})")
+    problem = sum_problem(values, what, SUM_TOL)
+    if problem is not None:
+        raise LdpSimError(f"{key}: {problem}")
 
 
 # --------------------------------------------------------------------- budgets

@@ -44,7 +44,7 @@ from pydantic import Field, model_validator
 
 from ldpsim.errors import LdpSimError, _show
 from ldpsim.mechanisms.base import FrequencyOracle
-from ldpsim.sim.scenario.common import Model, NonNegFloat, PositiveFloat, check_sum_to_one
+from ldpsim.sim.scenario.common import Model, PositiveFloat, check_sum_to_one
 from ldpsim.sim.scenario.survey import (
     MAX_ANSWERS,
     AnalystSpec,
@@ -54,7 +54,8 @@ from ldpsim.sim.scenario.survey import (
     ScenarioSpec,
     _build_mechanism,
 )
-from ldpsim.sim.table import Table, TablePopulation, table_population
+from ldpsim.sim.table import Table, TablePopulation, read_scenario_table, table_population
+from ldpsim.sim.weights import Weight
 
 #: Most questions one scenario asks.
 MAX_QUESTIONS = 50
@@ -94,7 +95,7 @@ class QuestionSpec(Model):
     buckets: Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=3, max_length=MAX_ANSWERS + 1)] | None = None
     labels: Annotated[list[str], Field(min_length=2, max_length=MAX_ANSWERS)] | None = None
     answers: AnswersSpec | None = None
-    distribution: list[NonNegFloat] | None = None
+    distribution: list[Weight] | None = None  # numbers, or exact fractions such as "1/3"
     law: LawSpec | None = None
     #: a catalog entry tagged ``scenario`` and its parameters, without eps
     mechanism: dict[str, Any]
@@ -475,8 +476,8 @@ def _numeric_question(spec: QuestionsScenarioSpec, q: QuestionSpec, table: Table
             x = float(text)
         except ValueError:
             x = math.nan
-        if not (lo <= x <= hi):
-            got = "a blank value" if text == "" else repr(text)
+        if not (lo <= x <= hi):  # what the value is like, never the value: it is the file's
+            got = "a blank value" if text == "" else "a value that is not a number" if math.isnan(x) else "a number outside the range"
             raise LdpSimError(f"{at}.column: {table.where(r, column)}: got {got}, expected a number in the range [{lo:g}, {hi:g}]")
         values[r] = x
     if values.size == 0:
@@ -502,7 +503,7 @@ def _numeric_question(spec: QuestionsScenarioSpec, q: QuestionSpec, table: Table
         ok = np.asarray(mech.valid_answers(values), dtype=bool)
         if not ok.all():
             r = int(np.flatnonzero(~ok)[0])
-            raise LdpSimError(f"{at}.column: {table.where(r, column)}: got {raw[r]!r}, expected an integer "
+            raise LdpSimError(f"{at}.column: {table.where(r, column)}: got a number that is not an integer, expected an integer "
                               f"(mechanism.sampler = {sampler!r} reports integer answers plus integer noise)")  # fmt: skip
         # one report of a respondent drawn from the rows: E[variance(x)] + Var(x)
         variance[s] = float(np.mean(mech.variance(values)) + np.var(values))
@@ -535,13 +536,8 @@ def _question_eps(spec: QuestionsScenarioSpec) -> dict[str, list[float]]:
 
 
 def _read_table(spec: QuestionsScenarioSpec, where: str) -> Table:
-    from pathlib import Path
-
     pop = spec.population
-    try:
-        table = Table.read(Path(where).parent / pop.file, shown=pop.file)  # type: ignore[operator]
-    except LdpSimError as exc:
-        raise LdpSimError(f"population.file: {exc}") from None
+    table = read_scenario_table(pop.file, where)  # type: ignore[arg-type]
     columns = []
     for i, q in enumerate(spec.questions):
         try:
@@ -599,7 +595,8 @@ def _bucketed(q: QuestionSpec, table: Table, column: str, at: str) -> tuple[Tabl
     bad = np.flatnonzero(seen & ~((values >= edges[0]) & (values <= edges[-1])))  # also not a number
     if bad.size:
         r = int(bad[0])
-        raise LdpSimError(f"{at}.column: {table.where(r, column)}: got {raw[r]!r}, expected a number in "
+        got = "a value that is not a number" if math.isnan(values[r]) else "a number outside the buckets"
+        raise LdpSimError(f"{at}.column: {table.where(r, column)}: got {got}, expected a number in "
                           f"[{edges[0]:g}, {edges[-1]:g}] ({at}.buckets)")  # fmt: skip
     labels = bucket_labels(edges)
     idx = np.zeros(len(raw), dtype=np.int64)

@@ -24,7 +24,6 @@ from ldpsim.sim.scenario.common import (
     BuiltScenario,
     Model,
     NetworkSpec as _Network,
-    NonNegFloat,
     PositiveFloat,
     PositiveTime,
     Probability,
@@ -38,7 +37,8 @@ from ldpsim.sim.scenario.common import (
     read_toml,
     validate_and_build,
 )
-from ldpsim.sim.table import Table, TablePopulation, table_population
+from ldpsim.sim.table import DataAccess, TablePopulation, current_access, data_access, read_scenario_table, table_population
+from ldpsim.sim.weights import UnitWeight, Weight, parse_weight, sum_problem
 
 KIND = "survey"
 
@@ -99,10 +99,11 @@ class PopulationSpec(Model):
     labels: Annotated[list[str], Field(min_length=2, max_length=MAX_ANSWERS)] | None = None
     answers: AnswersSpec | None = None
     size: Annotated[int, Field(ge=1, le=10**15)] | None = None
-    distribution: list[NonNegFloat] | None = None
+    #: weights: numbers, or exact fractions such as "1/3" (:mod:`ldpsim.sim.weights`)
+    distribution: list[Weight] | None = None
     law: LawSpec | None = None
-    P0: list[NonNegFloat] | None = None
-    P1: list[NonNegFloat] | None = None
+    P0: list[Weight] | None = None
+    P1: list[Weight] | None = None
     truth: Literal["P0", "P1"] | None = None
     #: a CSV table, relative to the scenario file, and the column holding the answers
     file: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
@@ -184,14 +185,15 @@ class WavesSpec(Model):
 
     kind: Literal["waves"]
     times: list[Time] = Field(min_length=1)
-    fractions: list[Probability] = Field(min_length=1)
+    fractions: list[UnitWeight] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _match(self) -> "WavesSpec":
         if len(self.times) != len(self.fractions):
             raise ValueError("'times' and 'fractions' must have the same length")
-        if abs(math.fsum(self.fractions) - 1.0) > SUM_TOL:
-            raise ValueError(f"'fractions' must sum to 1 within {SUM_TOL:g} (got {math.fsum(self.fractions)!r})")
+        problem = sum_problem(self.fractions, "fractions", SUM_TOL)
+        if problem is not None:
+            raise ValueError(f"fractions: {problem}")
         if any(b < a for a, b in zip(self.times, self.times[1:])):
             raise ValueError("'times' must be non-decreasing")
         return self
@@ -304,6 +306,8 @@ class Scenario(BuiltScenario):
     #: privacy tiers (``[mechanism] tiers``): then ``mechanisms`` holds one (name, oracle)
     #: per tier, the same family at the tier's eps
     tiers: "Tiers | None" = None
+    #: where the scenario may read its data files (``allow_outside_data``), kept for rebuilds
+    data_access: DataAccess = DataAccess()
 
     @property
     def mechanism(self) -> FrequencyOracle:
@@ -316,7 +320,8 @@ class Scenario(BuiltScenario):
         return len(self.mechanisms) > 1 and self.questions is None and self.tiers is None
 
     def rebuild(self, spec: "ScenarioSpec") -> "Scenario":
-        return build(spec, self.source, self.path)
+        with data_access(self.data_access):  # the table is read again, as the first time allowed
+            return build(spec, self.source, self.path)
 
 
 def load_survey(path: Any) -> Scenario:
@@ -386,7 +391,7 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
         raise LdpSimError("network.loss: got a loss by answer with mechanism.tiers, expected one probability (answer-"
                           "dependent loss is not yet combined with privacy tiers)")  # fmt: skip
     return Scenario(spec, source, where, tuple(mechanisms), prior, latency, tick, end, labels, size, table, None, loss,
-                    tiers)  # fmt: skip
+                    tiers, current_access())  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -440,16 +445,19 @@ def _build_tiers(spec: ScenarioSpec, labels: list[str], prior: Any) -> Tiers | N
         where = f"mechanism.tiers[{t}]"
         if not isinstance(tier, dict) or set(tier) != {"eps", "share"}:
             raise LdpSimError(f"{where}: got {_show(tier)}, expected a table {{ eps = ..., share = ... }} (exactly those keys)")
-        for key in ("eps", "share"):
-            value = tier[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected a finite number")
+        value = tier["eps"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise LdpSimError(f"{where}.eps: got {_show(value)}, expected a finite number")
         if not tier["eps"] > 0:
             raise LdpSimError(f"{where}.eps: got {_show(tier['eps'])}, expected eps > 0")
-        if not 0 < tier["share"] <= 1:
+        try:  # a number, or an exact fraction such as "1/3"
+            share = parse_weight(tier["share"], at_most_one=True)
+        except ValueError as exc:
+            raise LdpSimError(f"{where}.share: {exc}") from None
+        if not share > 0:
             raise LdpSimError(f"{where}.share: got {_show(tier['share'])}, expected a share in (0, 1]")
         eps.append(float(tier["eps"]))
-        shares.append(float(tier["share"]))
+        shares.append(share)
     check_sum_to_one(shares, "mechanism.tiers", "shares")
     named = []
     for t, e in enumerate(eps):
@@ -522,7 +530,8 @@ def _build_questions(spec: Any, source: str, where: str) -> Scenario:
     groups = qs.types if spec.simulation.mode == "aggregate" else k
     tick, end = _timing(spec, latency, qs.size, groups, len(mechanisms), k)
     first = qs.questions[0]
-    return Scenario(spec, source, where, mechanisms, first.prior, latency, tick, end, first.labels, qs.size, qs.table, qs)
+    return Scenario(spec, source, where, mechanisms, first.prior, latency, tick, end, first.labels, qs.size, qs.table, qs,
+                    data_access=current_access())  # fmt: skip
 
 
 def _timing(spec: ScenarioSpec, latency: Latency, size: int, groups: int, mechanisms: int, k: int,
@@ -551,12 +560,7 @@ def _timing(spec: ScenarioSpec, latency: Latency, size: int, groups: int, mechan
 def read_population(pop: PopulationSpec, where: str) -> TablePopulation:
     """``[population] file``, ``column``: the column of the CSV table (its path relative to
     the scenario file) as a population, used as is or resampled to ``size``."""
-    from pathlib import Path
-
-    try:
-        table = Table.read(Path(where).parent / pop.file, shown=pop.file)  # type: ignore[operator]
-    except LdpSimError as exc:
-        raise LdpSimError(f"population.file: {exc}") from None
+    table = read_scenario_table(pop.file, where)  # type: ignore[arg-type]
     try:
         table.column(pop.column)  # type: ignore[arg-type]
         return table_population(table, pop.column, pop.labels, pop.size is not None, pop.missing or "error", MAX_ANSWERS)  # type: ignore[arg-type]
