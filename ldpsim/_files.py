@@ -9,7 +9,10 @@ killed process is removed by :func:`remove_stale_temporaries` (run under the loc
 
 :class:`DirectoryLock` takes an exclusive, non-blocking ``flock`` on ``<dir>/.lock``, so a
 second process that tries to write into the same run directory gets one line naming the
-process that holds it. The lock goes away with the process, however it ends.
+process that holds it. The lock goes away with the process, however it ends, and
+releasing it removes ``.lock``. A ``.lock`` that is a symbolic link, a hard link or not a
+regular file is refused, never followed (run folders are shared: it could point at any
+file the user can write).
 
 The command layer shared by every command that writes a folder of outputs
 (``ldpsim compose``, ``reproduce``, ``recommend``; ``ldpsim run`` keeps what is complete
@@ -32,8 +35,10 @@ import errno
 import os
 import re
 import secrets
+import shlex
 import shutil
 import signal
+import stat
 import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -111,19 +116,28 @@ class DirectoryLock:
         if fcntl is None:  # pragma: no cover
             return self
         path = self.directory / LOCK_NAME
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            holder = _read_pid(fd)
+        while True:
+            fd = self._open(path)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                holder = _read_pid(fd)
+                os.close(fd)
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    who = f"pid {holder}" if holder else "another process"
+                    raise LdpSimError(
+                        f"{self.option}: got {str(self.directory)!r}, expected a run directory no other process is "
+                        f"writing (in use by {who})"
+                    ) from None
+                raise
+            # a holder releasing the lock removes .lock: if it did so between our open and our
+            # flock, the lock is on a file no longer in the folder, so take the one there is now
+            try:
+                if os.path.samestat(os.fstat(fd), os.lstat(path)):
+                    break
+            except FileNotFoundError:
+                pass
             os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                who = f"pid {holder}" if holder else "another process"
-                raise LdpSimError(
-                    f"{self.option}: got {str(self.directory)!r}, expected a run directory no other process is "
-                    f"writing (in use by {who})"
-                ) from None
-            raise
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
@@ -132,8 +146,41 @@ class DirectoryLock:
         self._fd = fd
         return self
 
+    def _open(self, path: Path) -> int:
+        """``.lock`` opened without following a link (a run folder may come from someone
+        else: a ``.lock`` pointing elsewhere must not make us write there), and only if it
+        is a plain file of its own; anything else is one line."""
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)  # a FIFO: no wait
+        flags |= getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(path, flags, 0o644)
+        except OSError as exc:
+            what = {errno.ELOOP: "a symbolic link", errno.EISDIR: "a folder"}.get(exc.errno or 0)
+            if what is None and os.path.islink(path):
+                what = "a symbolic link"
+            if what is None:
+                raise
+            raise self._not_plain(what) from None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            os.close(fd)
+            raise self._not_plain("a hard link to another file" if stat.S_ISREG(info.st_mode) else "not a regular file")
+        return fd
+
+    def _not_plain(self, what: str) -> LdpSimError:
+        return LdpSimError(f"{self.option}: got {str(self.directory)!r}, expected a folder whose {LOCK_NAME} is a plain "
+                           f"file (it is {what}; remove it)")  # fmt: skip
+
     def release(self) -> None:
+        """Remove ``.lock`` (while still holding it, and only if it is still our file) and
+        release the lock: a finished command leaves no ``.lock`` behind."""
         if self._fd is not None:
+            path = self.directory / LOCK_NAME
+            try:
+                if os.path.samestat(os.fstat(self._fd), os.lstat(path)):
+                    os.unlink(path)
+            except OSError:  # gone already, or a folder we cannot write: the lock is released all the same
+                pass
             os.close(self._fd)  # closing the descriptor releases the flock
             self._fd = None
 
@@ -150,6 +197,22 @@ def _read_pid(fd: int) -> int | None:
         return int(text) if text.isdigit() else None
     except (OSError, ValueError):
         return None
+
+
+@contextmanager
+def open_input(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
+    """``path`` opened for reading (binary). Paths are literal everywhere in ldpsim: a
+    leading ``~`` is a folder named ``~`` (the shell expands ``~``; ldpsim never does) and
+    no path is a URL. Libraries that read a path string their own way (pandas expands
+    ``~`` and fetches URLs, from a Path as well) get this file object, never the path."""
+    with open(Path(os.fspath(path)), "rb") as f:
+        yield f
+
+
+def shell_word(path: str | os.PathLike[str]) -> str:
+    """``path`` as one word of a command line to paste into a shell (quoted when it has
+    to be: ``'~/my run'``), for the "resume with: ..." lines."""
+    return shlex.quote(os.fspath(path))
 
 
 def describe_os_error(exc: OSError) -> str:
@@ -314,7 +377,7 @@ class OutputFolder:
         try:
             if _is_dir(out):
                 self._inside = True
-                self.work = temporary_name(out / "ldpsim-output")
+                self.work = temporary_name(Path.cwd() / out / "ldpsim-output")
             else:
                 missing, p = [], out.parent
                 while not _lexists(p) and p != p.parent:
@@ -328,7 +391,8 @@ class OutputFolder:
                     except FileExistsError:  # another process was quicker: not ours to remove
                         continue
                     self._made.insert(0, d)
-                self.work = temporary_name(out)
+                # absolute, so that no library reads a leading "~" of it as the home folder
+                self.work = temporary_name(Path.cwd() / out)
             self.work.mkdir()
             self._staging = self.work
         except OSError as exc:

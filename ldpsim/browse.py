@@ -20,7 +20,7 @@ import webbrowser
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ldpsim._files import DirectoryLock, describe_os_error, write_bytes
+from ldpsim._files import DirectoryLock, describe_os_error, shell_word, write_bytes
 from ldpsim.errors import LdpSimError
 
 __all__ = ["Rebuilt", "rebuild", "rebuild_reproduction", "rebuild_run", "refresh_index", "write_index"]
@@ -46,6 +46,7 @@ def rebuild_run(run_dir: str | Path) -> list[Path]:
     scenario.toml (with the run's seed and replications); the files written, in order.
     Any problem is one LdpSimError naming the directory."""
     from ldpsim.report.html import is_run_dir
+    from ldpsim.runs import check_inputs, check_study_inputs
     from ldpsim.sim.studies import _parsers
 
     run_dir = Path(run_dir)
@@ -68,10 +69,12 @@ def rebuild_run(run_dir: str | Path) -> list[Path]:
         if kind not in parsers:
             raise LdpSimError(f"{bad} a run of a kind this version knows ({', '.join(parsers)}), not {kind!r}")
         if not meta.get("finished"):
-            raise LdpSimError(f"{bad} a finished run (finish it with: ldpsim run --resume {run_dir})")
+            raise LdpSimError(f"{bad} a finished run (finish it with: ldpsim run --resume {shell_word(run_dir)})")
         if hashlib.sha256(source.encode()).hexdigest() != digest:
             raise LdpSimError(f"{bad} its scenario.toml unchanged since the run")
+        check_inputs(run_dir, meta, bad)  # the population table the results came from, say
         study = parsers[kind](source, str(run_dir / "scenario.toml"))
+        check_study_inputs(study, meta, bad)
         if study.replications != total:
             study = study.with_replications(total)
         results = study.read_results(run_dir / "results.csv")

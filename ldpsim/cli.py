@@ -292,8 +292,10 @@ def _check_where(args: argparse.Namespace) -> None:
         cluster.check_installed()
     if args.out is not None:  # the same check as every command's --out
         from ldpsim._files import check_output_folder
+        from ldpsim.runs import stopped_while_starting
 
-        check_output_folder(args.out, option="--out", hint="use --resume to continue")
+        # a run killed while starting left nothing worth keeping there: a new run takes it
+        check_output_folder(args.out, force=stopped_while_starting(args.out), option="--out", hint="use --resume to continue")
 
 
 def _run(args: argparse.Namespace) -> int:

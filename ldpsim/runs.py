@@ -25,9 +25,15 @@ place (:mod:`ldpsim._files`): a full disk, Ctrl-C or a kill never leaves a half-
 file. One process at a time owns a run directory (an exclusive lock on ``.lock``).
 
 Resuming trusts nothing it cannot check: the scenario is rebuilt from ``scenario.toml``
-(whose digest must match the one recorded at the start), the seed and the number of
-replications must match the run key recorded with them, and every finished replication's
-file must match its record.
+(whose digest must match the one recorded at the start), every input file from the copy
+the run keeps of it (whose SHA-256 must match the one recorded in metadata.json), the seed
+and the number of replications must match the run key recorded with them, and every
+finished replication's file must match its record.
+
+Starting: metadata.json is written first, then ``replications/``, scenario.toml and the
+inputs' copies, so a run killed while starting leaves only files its metadata.json lists
+(or, before it, a ``.lock``): such a folder is taken by a new run with the same ``--out``
+(:func:`stopped_while_starting`), and resuming it says so.
 """
 
 from __future__ import annotations
@@ -35,12 +41,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import posixpath
 import shutil
+import stat
 import sys
 from concurrent.futures import Executor, Future, as_completed
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
@@ -49,8 +58,8 @@ import pandas as pd
 from ldpsim import _progress
 from ldpsim import _validate as v
 from ldpsim._files import (
-    DirectoryLock, LOCK_NAME, atomic_writer, describe_os_error, remove_stale_temporaries, sigint_held, start_pool,
-    stop_pool, write_bytes,
+    DirectoryLock, LOCK_NAME, atomic_writer, describe_os_error, is_temporary, remove_stale_temporaries, shell_word,
+    sigint_held, start_pool, stop_pool, write_bytes,
 )  # fmt: skip
 from ldpsim._deprecate import moved
 from ldpsim._meta import now, versions, write_json
@@ -81,7 +90,7 @@ class RunInterrupted(Exception):
 
     def __init__(self, run_dir: Path, done: int, total: int) -> None:
         where = f"after {done} of {total} replications" if done < total else f"while writing the report ({total} of {total} replications done)"
-        super().__init__(f"interrupted {where}; resume with: ldpsim run --resume {run_dir}")
+        super().__init__(f"interrupted {where}; resume with: ldpsim run --resume {shell_word(run_dir)}")
         self.run_dir, self.done, self.total = run_dir, done, total
 
 
@@ -128,11 +137,26 @@ class Study:
     def metadata(self) -> dict[str, Any]:
         return {}
 
+    #: the scenario key that names the input files, for messages
+    input_key: str = "inputs"
+
     def inputs(self) -> dict[str, bytes]:
         """Input files the scenario reads besides its text (path relative to the scenario
-        file -> contents, e.g. a population table): the run keeps a copy next to its
-        scenario.toml, so that resuming finds them as the scenario names them."""
+        file as :func:`input_name` gives it -> contents, e.g. a population table): the run
+        keeps a copy of each next to its scenario.toml, so that resuming finds them as the
+        scenario names them, and records their SHA-256 (metadata.json ``inputs``)."""
         return {}
+
+    def input_digests(self) -> dict[str, str]:
+        """SHA-256 of every input file the study has read (name -> hex digest; a file kept
+        outside the run directory by its path as the scenario names it): compared on resume
+        with what the run recorded (:meth:`recorded_inputs`)."""
+        return {name: hashlib.sha256(data).hexdigest() for name, data in self.inputs().items()}
+
+    def recorded_inputs(self, meta: dict[str, Any]) -> dict[str, str]:
+        """The input files' SHA-256 as ``meta`` (metadata.json) records them."""
+        recorded = meta.get("inputs")
+        return dict(recorded) if isinstance(recorded, dict) else {}
 
     def result(self, outcome: "Outcome") -> Any:
         """What :func:`run_study`'s callers get back for this kind of run (default: the
@@ -230,23 +254,29 @@ def run_study(
     option = "--out"
     try:
         run_dir = Path(out) if out is not None else default_run_dir(study.scenario.name, seed)
-        refuse_used(run_dir, option)
+        if not stopped_while_starting(run_dir):  # a run killed while starting left nothing worth keeping
+            refuse_used(run_dir, option)
     except OSError as exc:
         got = f"{str(out)!r}" if out is not None else "the default folder under 'reports'"
         raise LdpSimError(f"{option}: got {got}, expected a folder we can write ({describe_os_error(exc)})") from None
+    inputs = study.inputs()
+    check_input_names(inputs, study.input_key, RUN_FILES)
     meta = _metadata(study, seed, workers, executor)
+    meta["inputs"] = {name: hashlib.sha256(data).hexdigest() for name, data in inputs.items()}
     if shards > 1:
         meta["shards"] = shards
     with Creation(run_dir, option, default=out is None) as made:
         made.lock = DirectoryLock(run_dir, option).acquire()
+        if stopped_while_starting(run_dir):
+            clear_start(run_dir)
         refuse_used(run_dir, option, ignore=(LOCK_NAME,))  # another process may have been quicker
         made.owned = True
+        # metadata.json first: whatever a kill leaves from here on, it lists (see stopped_while_starting)
+        write_json(run_dir / "metadata.json", meta)
         (run_dir / REP_DIR).mkdir()
         write_bytes(run_dir / "scenario.toml", study.scenario.source.encode())
-        for name, data in study.inputs().items():
-            (run_dir / name).parent.mkdir(parents=True, exist_ok=True)
-            write_bytes(run_dir / name, data)
-        write_json(run_dir / "metadata.json", meta)
+        for name, data in inputs.items():
+            write_input(run_dir, name, data)
     return _execute(run_dir, study, seed, meta, workers, executor, progress, interrupt_after, made.lock, shards, report)
 
 
@@ -315,6 +345,7 @@ def open_resume(
             total, seed, digest, key = int(meta["replications"]), int(meta["seed"]), meta["scenario_sha256"], meta["run_key"]
             layout = int(meta["layout"])
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            refuse_unstarted(run_dir, bad)
             raise LdpSimError(f"{bad} a run directory made by this version of ldpsim run (metadata.json and scenario.toml)") from None
         if layout != LAYOUT or kind not in parsers:
             raise LdpSimError(f"{bad} a run directory made by this version of ldpsim run (layout {layout}, kind {kind!r})")
@@ -322,7 +353,9 @@ def open_resume(
             raise LdpSimError(f"{bad} its scenario.toml unchanged since the run started")
         if run_key(kind, digest, seed, total) != key:
             raise LdpSimError(f"{bad} metadata.json as the run wrote it (its seed, replications or scenario digest were changed)")
+        check_inputs(run_dir, meta, bad)
         study = parsers[kind](source, str(path))
+        check_study_inputs(study, meta, bad)
         if study.replications != total:
             study = study.with_replications(total)
         remove_stale_temporaries(run_dir)
@@ -335,6 +368,183 @@ def open_resume(
         lock.release()
         raise
     return run_dir, meta, study, seed, lock
+
+
+# ----------------------------------------------------------------------------- input files
+#: Names a run directory's own files take at its top (and a report's figures: any ``*.png``):
+#: a copy of an input file may not take one.
+RUN_FILES = frozenset({"scenario.toml", "metadata.json", "results.csv", "summary.md", "report.html", REP_DIR, LOCK_NAME})
+
+
+def input_name(name: str) -> str | None:
+    """Where a run keeps its copy of the input file a scenario names as ``name`` (a path
+    relative to the scenario's folder): the same path relative to the run's scenario.toml
+    (``.`` parts and repeated slashes dropped), so that the scenario as run reads the copy.
+    None for a file outside the scenario's folder (an absolute path, or one whose ``..``
+    climbs out of it): such a file is read where it is and only its SHA-256 is kept."""
+    path = PurePosixPath(name)
+    if not name or path.is_absolute() or not path.parts or path.parts[-1] == "..":
+        return None
+    depth = 0
+    for part in path.parts:
+        depth += -1 if part == ".." else 1
+        if depth < 0:
+            return None
+    return "/".join(path.parts)
+
+
+def _top(name: str) -> str:
+    """The first part of ``name`` once its ``..`` parts are resolved: the entry of the run
+    directory that holds the copy."""
+    return posixpath.normpath(name).split("/")[0]
+
+
+def check_input_names(inputs: Iterable[str], key: str, own: Iterable[str]) -> None:
+    """One line naming ``key`` if the copy of an input would take the name of one of the
+    folder's ``own`` files (or of a figure, ``*.png``), or a name that is hidden or temporary."""
+    own = set(own)
+    for name in inputs:
+        top = _top(name)
+        if top in own or top.endswith(".png") or top.startswith(".") or is_temporary(top):
+            raise LdpSimError(f"{key}: got {name!r}, expected a file named otherwise than the run directory's own "
+                              f"{top!r} (the run keeps a copy of it under the same path): rename it")  # fmt: skip
+
+
+def write_input(run_dir: Path, name: str, data: bytes) -> None:
+    """The copy of the input ``name`` (as :func:`input_name` gives it) in ``run_dir``; the
+    folders its path passes through are made, so that it reads as the scenario names it
+    (``data/../poll.csv`` too)."""
+    here = run_dir
+    for part in PurePosixPath(name).parts[:-1]:
+        here = here.parent if part == ".." else here / part
+        here.mkdir(exist_ok=True)
+    write_bytes(run_dir / name, data)
+
+
+def file_digest(path: Path) -> str | None:
+    """SHA-256 of the regular file ``path`` (None if there is none; ``""`` for something
+    that is not a regular file, which matches no digest), read without blocking."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        digest = hashlib.sha256()
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def check_inputs(run_dir: Path, meta: dict[str, Any], bad: str, what: str = "run") -> None:
+    """Every input file ``meta`` records (``inputs``: name -> SHA-256) as the run (or sweep:
+    ``what``) copied it into ``run_dir``: one line (``bad`` ...) naming the first that is
+    missing, changed, or now a symbolic link."""
+    recorded = meta.get("inputs", {})
+    if not isinstance(recorded, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in recorded.items()):
+        raise LdpSimError(f"{bad} metadata.json as the {what} wrote it (its list of inputs)")
+    for name, digest in sorted(recorded.items()):
+        if input_name(name) != name:
+            raise LdpSimError(f"{bad} metadata.json as the {what} wrote it (it lists an input {name!r} outside the folder)")
+        if (run_dir / name).is_symlink():
+            raise LdpSimError(f"{bad} {name} as the {what} copied it (it is a symbolic link now)")
+        try:
+            got = file_digest(run_dir / name)
+        except OSError as exc:
+            raise LdpSimError(f"{bad} {name} as the {what} copied it (it cannot be read: {describe_os_error(exc)})") from None
+        if got is None:
+            refuse_unstarted(run_dir, bad)
+            raise LdpSimError(f"{bad} {name} as the {what} copied it (it is missing)")
+        if got != digest:
+            raise LdpSimError(f"{bad} {name} as the {what} copied it (it changed since the {what} started: its SHA-256 "
+                              "is not the one recorded)")  # fmt: skip
+
+
+def check_study_inputs(study: Study, meta: dict[str, Any], bad: str, what: str = "run") -> None:
+    """The input files the rebuilt ``study`` read are those the run (or sweep: ``what``)
+    recorded, by SHA-256 (also those read from outside the folder, and those of a run made
+    before metadata.json listed its inputs): one line naming the first that is not."""
+    recorded = study.recorded_inputs(meta)
+    for name, digest in study.input_digests().items():
+        if name in recorded and recorded[name] != digest:
+            raise LdpSimError(f"{bad} {name} as the {what} read it (it changed since the {what} started: its SHA-256 "
+                              "is not the one recorded)")  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- killed while starting
+def stopped_while_starting(run_dir: str | Path) -> bool:
+    """Whether ``run_dir`` is what a run leaves when it is killed while starting, before any
+    replication finished: a ``.lock``, and from the first file on its metadata.json (written
+    first) and some of the files it lists (scenario.toml, the inputs' copies), an empty
+    ``replications/``, temporary files. Nothing in it is worth keeping: a new run takes the
+    folder (``--out``), and resume says so when the folder lacks what it needs."""
+    run_dir = Path(run_dir)
+    try:
+        names = {p.name for p in run_dir.iterdir() if not is_temporary(p.name)}
+        if not names or (run_dir / REP_DIR).is_symlink():
+            return False
+        allowed, copies = {LOCK_NAME, REP_DIR}, set()
+        if "metadata.json" in names:
+            meta = json.loads((run_dir / "metadata.json").read_text())
+            if not isinstance(meta, dict) or "run_key" not in meta or "finished" in meta:
+                return False
+            inputs = meta.get("inputs", {})
+            copies = {posixpath.normpath(n) for n in inputs if isinstance(n, str) and input_name(n) == n}
+            allowed |= {"metadata.json", "scenario.toml"} | {n.split("/")[0] for n in copies}
+        if not names <= allowed:
+            return False
+        if REP_DIR in names and any(not is_temporary(p.name) for p in (run_dir / REP_DIR).iterdir()):
+            return False  # a replication started: resume it
+        for top in {n.split("/")[0] for n in copies} & names:
+            if (run_dir / top).is_dir() and not (run_dir / top).is_symlink():
+                for folder, _, files in os.walk(run_dir / top):
+                    for f in files:
+                        rel = (Path(folder) / f).relative_to(run_dir).as_posix()
+                        if rel not in copies and not is_temporary(f):
+                            return False
+    except (OSError, ValueError, AttributeError, TypeError):
+        return False
+    return True
+
+
+def clear_start(run_dir: Path) -> None:
+    """Remove what a run killed while starting left in ``run_dir`` (see
+    :func:`stopped_while_starting`), but for ``.lock``: call it holding the lock."""
+    copies: set[str] = set()
+    try:
+        inputs = json.loads((run_dir / "metadata.json").read_text()).get("inputs", {})
+        copies = {posixpath.normpath(n) for n in inputs if isinstance(n, str) and input_name(n) == n}
+    except (OSError, ValueError, AttributeError, TypeError):
+        pass
+    remove_stale_temporaries(run_dir)
+    shutil.rmtree(run_dir / REP_DIR, ignore_errors=True)
+    for name in sorted(copies, key=lambda n: -n.count("/")):
+        (run_dir / name).unlink(missing_ok=True)
+        parts = name.split("/")[:-1]
+        while parts:  # the folders made for it, deepest first, once empty
+            try:
+                (run_dir / "/".join(parts)).rmdir()
+            except OSError:
+                break
+            parts.pop()
+    for name in ("scenario.toml", "metadata.json"):
+        (run_dir / name).unlink(missing_ok=True)
+
+
+def refuse_unstarted(run_dir: Path, bad: str) -> None:
+    """For resume: one line saying to start the run again, if ``run_dir`` stopped while
+    starting (:func:`stopped_while_starting`)."""
+    if not stopped_while_starting(run_dir):
+        return
+    try:
+        scenario = json.loads((run_dir / "metadata.json").read_text()).get("scenario_path")
+    except (OSError, ValueError, AttributeError):
+        scenario = None
+    file = shell_word(scenario) if isinstance(scenario, str) and scenario else "FILE"
+    raise LdpSimError(f"{bad} a run directory whose start finished (it stopped while starting, before any replication: "
+                      f"start it again with: ldpsim run {file} --out {shell_word(run_dir)})")  # fmt: skip
 
 
 def check_workers(workers: int) -> None:
@@ -486,7 +696,7 @@ def _execute(
         if isinstance(exc, OSError):
             raise LdpSimError(
                 f"--out: cannot write in {str(run_dir)!r} ({describe_os_error(exc)}); finished replications are kept: "
-                f"free some space, then resume with: ldpsim run --resume {run_dir}"
+                f"free some space, then resume with: ldpsim run --resume {shell_word(run_dir)}"
             ) from None
         raise
     finally:

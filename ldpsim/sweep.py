@@ -51,7 +51,9 @@ from ldpsim._files import (
     DirectoryLock,
     check_output_folder,
     describe_os_error,
+    open_input,
     remove_stale_temporaries,
+    shell_word,
     start_pool,
     stop_pool,
     write_bytes,
@@ -59,7 +61,8 @@ from ldpsim._files import (
 from ldpsim._meta import now, versions, write_json
 from ldpsim.errors import LdpSimError, _show, invalid
 from ldpsim.runs import (
-    Creation, RunInterrupted, check_shards, check_workers, default_run_dir, refuse_used, settle_seed,
+    RUN_FILES, Creation, RunInterrupted, check_input_names, check_inputs, check_shards, check_study_inputs, check_workers,
+    default_run_dir, refuse_used, settle_seed, stopped_while_starting, write_input,
 )  # fmt: skip
 from ldpsim.sim.scenario import parse_scenario
 from ldpsim.sim.scenario.common import read_scenario_text, read_toml
@@ -71,6 +74,8 @@ TABLE = "sweep"
 SWEEP_JSON, TABLE_CSV, SUMMARY_CSV, FIGURE_PNG, BASE_TOML, POINTS_DIR = (
     "sweep.json", "sweep.csv", "summary.csv", "error.png", "scenario.toml", "points",
 )  # fmt: skip
+#: Names a sweep folder's own files take (a copy of an input file may not take one).
+SWEEP_FILES = RUN_FILES | {SWEEP_JSON, TABLE_CSV, SUMMARY_CSV, FIGURE_PNG, BASE_TOML, POINTS_DIR}
 #: Version of the sweep folder's layout that :func:`resume_sweep` understands.
 LAYOUT = 1
 #: Most grid points one sweep may have.
@@ -89,7 +94,7 @@ class SweepInterrupted(Exception):
     """The sweep stopped before it finished; its folder can be resumed."""
 
     def __init__(self, out_dir: Path, done: int, total: int) -> None:
-        super().__init__(f"interrupted after {done} of {total} grid points; resume with: ldpsim sweep --resume {out_dir}")
+        super().__init__(f"interrupted after {done} of {total} grid points; resume with: ldpsim sweep --resume {shell_word(out_dir)}")
         self.out_dir, self.done, self.total = out_dir, done, total
 
 
@@ -475,6 +480,10 @@ def run_sweep(
     out_dir = Path(out) if out is not None else default_run_dir(f"{p.name}-sweep", seed)
     from ldpsim.sim.studies import study_of
 
+    inputs: dict[str, bytes] = {}
+    for pt in p.points:  # the data files the points read (a swept population.file: each of them)
+        inputs.update(study_of(pt.scenario).inputs())
+    check_input_names(inputs, "population.file", SWEEP_FILES)
     # made as a run directory is: what this made goes again if the start fails
     with Creation(out_dir, "--out", default=out is None) as made:
         made.lock = DirectoryLock(out_dir, "--out").acquire()
@@ -482,12 +491,8 @@ def run_sweep(
         made.owned = True
 
         write_bytes(out_dir / BASE_TOML, text.encode())
-        inputs: dict[str, bytes] = {}
-        for pt in p.points:  # the data files the points read (a swept population.file: each of them)
-            inputs.update(study_of(pt.scenario).inputs())
         for name, data in inputs.items():
-            (out_dir / name).parent.mkdir(parents=True, exist_ok=True)
-            write_bytes(out_dir / name, data)
+            write_input(out_dir, name, data)
         record = {
             "layout": LAYOUT, "kind": "sweep", "scenario": p.name, "scenario_path": where,
             "base_sha256": hashlib.sha256(text.encode()).hexdigest(), "grid": p.grid.as_json(),
@@ -495,6 +500,7 @@ def run_sweep(
             "seed": seed, "replications": reps,
             "points": [{"label": pt.label, "values": pt.values, "scenario_sha256": pt.digest()} for pt in p.points],
             "ldpsim_version": versions()["ldpsim"], "command_line": sys.argv, "started": now(),
+            "inputs": {name: hashlib.sha256(data).hexdigest() for name, data in inputs.items()},
         }  # fmt: skip
         write_json(out_dir / SWEEP_JSON, record)
     return _execute(out_dir, p, record, seed, reps, workers, executor, progress, interrupt_after, interrupt_within,
@@ -538,6 +544,7 @@ def resume_sweep(
             raise LdpSimError(f"{bad} a sweep folder of layout {LAYOUT} (it has {layout})")
         if hashlib.sha256(text.encode()).hexdigest() != digest:
             raise LdpSimError(f"{bad} its {BASE_TOML} unchanged since the sweep started")
+        check_inputs(out_dir, record, bad, what="sweep")  # the points not yet run read these copies
         where = str(out_dir / BASE_TOML)
         base_raw = {k: v for k, v in read_toml(text, where).items() if k != TABLE}
         p = plan(to_toml(base_raw), where, {k: v for k, v in grid}, option="--resume", replications=reps,
@@ -546,6 +553,10 @@ def resume_sweep(
         p.check_shards(shards)
         if [pt.digest() for pt in p.points] != [r.get("scenario_sha256") for r in recorded]:
             raise LdpSimError(f"{bad} grid points that this version of ldpsim builds as the sweep did (their scenarios differ)")
+        from ldpsim.sim.studies import study_of
+
+        for pt in p.points:
+            check_study_inputs(study_of(pt.scenario), {"inputs": record.get("inputs", {})}, bad, what="sweep")
         remove_stale_temporaries(out_dir)
         record.setdefault("resumes", []).append({"at": now(), "workers": workers, "command_line": sys.argv})
         write_json(out_dir / SWEEP_JSON, record)
@@ -562,7 +573,7 @@ def _state(run_dir: Path, point: Point, seed: int, reps: int) -> str:
     if not run_dir.exists():
         return "new"
     names = {q.name for q in run_dir.iterdir()}
-    if names <= {LOCK_NAME}:  # made, then stopped before anything went in
+    if names <= {LOCK_NAME} or stopped_while_starting(run_dir):  # made, then stopped before any replication
         shutil.rmtree(run_dir)
         return "new"
     bad = f"--resume: got {str(run_dir)!r}, expected"
@@ -634,7 +645,7 @@ def _execute(
         raise SweepInterrupted(out_dir, done, total) from None
     except OSError as exc:
         raise LdpSimError(f"--out: cannot write in {str(out_dir)!r} ({describe_os_error(exc)}); finished points are "
-                          f"kept: free some space, then resume with: ldpsim sweep --resume {out_dir}") from None  # fmt: skip
+                          f"kept: free some space, then resume with: ldpsim sweep --resume {shell_word(out_dir)}") from None  # fmt: skip
     finally:
         if pool is not None:
             pool.shutdown(wait=True)
@@ -655,7 +666,8 @@ def tidy_csv(keys: Sequence[str], run_dirs: Sequence[Path], values: Sequence[Map
     frames = []
     for run_dir in run_dirs:
         meta_values = values[len(frames)] if values is not None else None
-        frame = pd.read_csv(run_dir / "results.csv", dtype=str, keep_default_na=False, na_filter=False)
+        with open_input(run_dir / "results.csv") as f:
+            frame = pd.read_csv(f, dtype=str, keep_default_na=False, na_filter=False)
         point = meta_values if meta_values is not None else _values_of(run_dir, keys)
         for i, key in enumerate(keys):
             frame.insert(i, key, _cell(point[key]))
@@ -681,10 +693,12 @@ TEXT_COLUMNS = ("reason", "task", "quantity", "category", "method", "policy", "p
 
 def read_table(path: str | Path) -> pd.DataFrame:
     """sweep.csv as a data frame: label columns stay text, an empty cell elsewhere is NaN."""
-    columns = list(pd.read_csv(path, nrows=0).columns)
+    with open_input(path) as f:
+        columns = list(pd.read_csv(f, nrows=0).columns)
     text = [c for c in columns if c in TEXT_COLUMNS]
-    return pd.read_csv(path, dtype=dict.fromkeys(text, str), keep_default_na=False,
-                       na_values={c: [""] for c in columns if c not in text})  # fmt: skip
+    with open_input(path) as f:
+        return pd.read_csv(f, dtype=dict.fromkeys(text, str), keep_default_na=False,
+                           na_values={c: [""] for c in columns if c not in text})  # fmt: skip
 
 
 def read_sweep(out_dir: str | Path) -> SweepResult:
@@ -694,7 +708,8 @@ def read_sweep(out_dir: str | Path) -> SweepResult:
         record = json.loads((out_dir / SWEEP_JSON).read_text())
         grid = Grid(tuple(k for k, _ in record["grid"]), tuple(tuple(v) for _, v in record["grid"]))
         table = read_table(out_dir / TABLE_CSV)
-        summary = pd.read_csv(out_dir / SUMMARY_CSV)
+        with open_input(out_dir / SUMMARY_CSV) as f:
+            summary = pd.read_csv(f)
     except (OSError, ValueError, KeyError, TypeError):
         raise invalid("out_dir", str(out_dir), "a finished sweep folder (sweep.json, sweep.csv, summary.csv)") from None
     figure = out_dir / FIGURE_PNG

@@ -289,7 +289,12 @@ class Run:
             raise self._error("a run directory with a readable scenario.toml") from None
         if hashlib.sha256(source.encode()).hexdigest() != self.metadata["scenario_sha256"]:
             raise self._error("its scenario.toml unchanged since the run started")
+        from ldpsim.runs import check_inputs, check_study_inputs
+
+        bad = f"run_dir: got {str(self.dir)!r}, expected"
+        check_inputs(self.dir, self.metadata, bad)  # the copies of its data files, as the run recorded them
         scenario = Scenario(parse_scenario(source, str(path)))
+        check_study_inputs(_studies().study_of(scenario.built), self.metadata, bad)
         current = scenario.spec.simulation
         recorded = self.metadata.get("spec", {}).get("simulation", {}) if isinstance(self.metadata.get("spec"), dict) else {}
         fields = type(current).model_fields
@@ -312,8 +317,11 @@ class Run:
     @property
     def files(self) -> dict[str, Path]:
         """The report files present (figures and summary.md), name -> path."""
+        inputs = self.metadata.get("inputs")
+        copies = {str(n).split("/")[0] for n in inputs} if isinstance(inputs, dict) else set()  # the data's copies
         return {p.name: p for p in sorted(self.dir.iterdir())
-                if p.is_file() and p.name not in _RECORD and not p.name.startswith(".")}  # fmt: skip
+                if p.is_file() and p.name not in _RECORD and p.name not in copies
+                and not p.name.startswith(".")}  # fmt: skip
 
     # ----------------------------------------------------------------- tables
     def tables(self) -> dict[str, pd.DataFrame]:

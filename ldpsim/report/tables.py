@@ -30,8 +30,11 @@ def read_csv(path: str | Path, dtype: dict[str, Any], na: list[str]) -> pd.DataF
     """A results file as ldpsim wrote it: ``dtype`` columns as given (labels stay text, so
     "1", "01" and "" stay distinct), empty cells of the ``na`` columns NaN; an unreadable
     file is one LdpSimError naming it."""
+    from ldpsim._files import open_input
+
     try:
-        return pd.read_csv(path, dtype=dtype, keep_default_na=False, na_values={c: [""] for c in na})
+        with open_input(path) as f:  # a file object: pandas would expand a leading "~" of a path
+            return pd.read_csv(f, dtype=dtype, keep_default_na=False, na_values={c: [""] for c in na})
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
         raise LdpSimError(f"{path}: got a results file pandas cannot read ({' '.join(str(exc).split())}), expected CSV as ldpsim wrote it") from None
 

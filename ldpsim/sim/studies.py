@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,7 @@ from ldpsim.report import multiparty as multiparty_report
 from ldpsim.report import multiparty_tables
 from ldpsim.report import survey as survey_report
 from ldpsim.report import survey_tables
-from ldpsim.runs import REP_DIR, Outcome, Study, resume_study, run_study
+from ldpsim.runs import Outcome, Study, input_name, resume_study, run_study
 from ldpsim.sim.multiparty_study import MultipartyScalingStudy, MultipartyStudyRun
 from ldpsim.sim.scenario import BuiltScenario, CollectionScenario, MultipartyScenario, Scenario, load_scenario, parse_scenario
 
@@ -109,16 +109,29 @@ class SurveyStudy(Study):
                                        "column": t.column, "resampled": t.resample, "clients": sc.size}  # fmt: skip
         return out
 
+    input_key = "population.file"
+
     def inputs(self) -> dict[str, bytes]:
-        """The population table, when the scenario names it by a path down into a folder
-        next to it (as ``data/anes96.csv``): the run keeps a copy under the same path."""
+        """The population table, wherever it sits in the scenario's folder (``poll.csv``
+        beside it, ``data/anes96.csv`` below it): the run keeps a copy under the same path.
+        A table outside that folder (``allow_outside_data``) is read where it is."""
         t = self.scenario.table
-        if t is None:
-            return {}
-        parts = PurePosixPath(t.shown).parts
-        if len(parts) < 2 or parts[0] in ("/", REP_DIR) or any(p in ("..", ".", "") for p in parts) or ":" in parts[0]:
-            return {}
-        return {"/".join(parts): t.file_bytes()}
+        name = input_name(t.shown) if t is not None else None
+        return {} if name is None else {name: t.file_bytes()}  # type: ignore[union-attr]
+
+    def input_digests(self) -> dict[str, str]:
+        t = self.scenario.table  # its SHA-256 as read: no second reading
+        return {} if t is None else {input_name(t.shown) or t.shown: t.sha256}
+
+    def recorded_inputs(self, meta: dict[str, Any]) -> dict[str, str]:
+        """metadata.json's ``inputs``, and the table's SHA-256 it records in any case
+        (``population_table``: also for a table outside the folder, and in runs made before
+        metadata.json listed its inputs)."""
+        out = super().recorded_inputs(meta)
+        t = meta.get("population_table")
+        if isinstance(t, dict) and isinstance(t.get("file"), str) and isinstance(t.get("sha256"), str):
+            out.setdefault(input_name(t["file"]) or t["file"], t["sha256"])
+        return out
 
     def result(self, o: Outcome) -> RunResult:
         return RunResult(o.run_dir, o.study.scenario, o.results, o.seed)

@@ -533,11 +533,15 @@ def _signal_run(tmp_path: Path, sig: int, stage: str, workers: int) -> None:
     if sig == signal.SIGINT and proc.returncode != 0:
         assert proc.returncode == 130, (proc.returncode, err)
         assert len(err.strip().splitlines()) == 1, err
-    if not out.exists() or not (out / "metadata.json").exists():
-        assert not out.exists() or sig == signal.SIGKILL, "an interrupted start leaves no folder"
+    if not out.exists():
         return
-    if proc.returncode != 0:
-        assert main(["run", "--resume", str(out), "--no-progress"]) == 0
+    if not (out / "metadata.json").exists():
+        assert sig == signal.SIGKILL, "an interrupted start leaves no folder"
+    if proc.returncode != 0:  # resumed, or, killed while starting, started again in the same folder
+        from ldpsim.runs import stopped_while_starting
+
+        again = ["run", str(path), "--out", str(out)] if stopped_while_starting(out) else ["run", "--resume", str(out)]
+        assert main([*again, "--no-progress"]) == 0
     for name in ("results.csv", "summary.md"):
         assert (out / name).read_bytes() == (ref.run_dir / name).read_bytes()
 
