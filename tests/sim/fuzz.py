@@ -113,12 +113,27 @@ def _distribution(draw, k: int) -> list[float]:
 
 
 LABELS = ["a", "b", "yes", "no", "", "1", "01", "1.0", " ", "a,b", 'say "hi"', "é", "line\nbreak", "NaN", "None", "-", "x" * 60]
+#: Distinct strings that are equal after Unicode normalisation (NFC, NFD or NFKC): the
+#: ligature "\ufb01" and "fi", "caf\u00e9" composed and decomposed, the angstrom sign and
+#: the letter, a fullwidth letter and its ASCII twin.
+TWINS = [("\ufb01", "fi"), ("caf\u00e9", "cafe\u0301"), ("\u212b", "\u00c5"), ("\uff21", "A")]
+
+
+def _labels(draw, pool: list[str], min_size: int = 2, max_size: int = 6) -> list[str]:
+    """Distinct labels from ``pool``; one list in four holds a pair of normalisation twins."""
+    labels = draw(st.lists(st.sampled_from(pool), min_size=min_size, max_size=max_size, unique=True))
+    if draw(st.sampled_from([False, False, False, True])):
+        a, b = _pick(draw, TWINS)
+        labels = [x for x in labels if x not in (a, b)][: max(0, max_size - 2)]
+        at = draw(st.integers(0, len(labels)))
+        labels[at:at] = [a, b] if draw(st.booleans()) else [b, a]
+    return labels
 
 
 @st.composite
 def survey_docs(draw) -> dict[str, Any]:
     mode = _pick(draw, ["individual", "aggregate"])
-    labels = draw(st.lists(st.sampled_from(LABELS), min_size=2, max_size=6, unique=True))
+    labels = _labels(draw, LABELS)
     k = len(labels)
     size = draw(st.integers(1, 3000)) if mode == "individual" else _pick(draw, [1, 2, 1000, 10**6, 10**12, 10**15])
     population: dict[str, Any] = {"labels": labels, "size": _odd(draw, size)}
@@ -212,6 +227,13 @@ def multiparty_docs(draw) -> dict[str, Any]:
         latency["mean"] = _pick(draw, POSITIVE)
     else:
         latency.update(median=_pick(draw, POSITIVE), sigma=_pick(draw, [1e-300, 0.1, 1.0, 10.0]))
+    # one file in eight asks for the most rounds one at a time: days of work, which must be
+    # refused when the file is loaded (a cost estimate), not run
+    if draw(st.sampled_from([False] * 7 + [True])):
+        rounds, batch = _pick(draw, [10**8, 10**9]), 1
+        k = max(k, 2)
+    else:
+        rounds, batch = draw(st.integers(1, 3000)), _pick(draw, [1, 7, 1000, 10**7])
     return {
         "kind": "multiparty",
         "name": _odd(draw, "fuzz_mp"),
@@ -219,11 +241,122 @@ def multiparty_docs(draw) -> dict[str, Any]:
         "parties": {"k": _odd(draw, k), "eps": _odd(draw, per_party(levels)),
                     "delta": per_party([0.0, 1e-300, 0.01, 0.5, 1.0]), "p_one": per_party([0.0, 1e-300, 0.5, 1.0])},
         "task": task_doc,
-        "rounds": {"count": _odd(draw, draw(st.integers(1, 3000))), "batch": _pick(draw, [1, 7, 1000, 10**7]),
+        "rounds": {"count": _odd(draw, rounds), "batch": batch,
                    "interval": _pick(draw, [0.0, 1e-300, 0.1, 1e9])},
         "network": {"latency": latency},
         "simulation": {"seed": _pick(draw, [0, 2**128 - 1]), "replications": draw(st.integers(1, 2)),
                        "alpha": _pick(draw, [1e-300, 1e-6, 0.5, 1 - 1e-16])},
+    }  # fmt: skip
+
+
+def _latency(draw, times: list = TIMES) -> dict[str, Any]:
+    lat = _pick(draw, ["constant", "exponential", "lognormal"])
+    if lat == "constant":
+        return {"kind": lat, "value": _pick(draw, times)}
+    if lat == "exponential":
+        return {"kind": lat, "mean": _pick(draw, POSITIVE)}
+    return {"kind": lat, "median": _pick(draw, POSITIVE), "sigma": _pick(draw, [1e-300, 0.1, 1.0, 10.0])}
+
+
+#: One-symbol catalog mechanisms a collection or a question may use, with their extra keys.
+REPORT_MECHANISMS = ["randomized_response", "truncated_geometric", "staircase", "hadamard_response", "quaternary", "binary"]
+
+
+@st.composite
+def collection_docs(draw) -> dict[str, Any]:
+    """``kind = "collection"`` files (docs/collecting-over-time.md): repeated reports under
+    several policies, with extremes where runs have broken: no report arriving (loss 1, or a
+    latency far beyond the collection), a shuffler at eps 700 and beyond, eps = 1e-6 under a
+    privacy filter, labels and policy names that are normalisation twins."""
+    labels = _labels(draw, LABELS)
+    k = len(labels)
+    size = draw(st.integers(1, 2000)) if not draw(st.sampled_from(_ODD_DRAW)) else _pick(draw, [10**6, 10**7, 10**7 + 1])
+    periods = draw(st.integers(1, 6)) if not draw(st.sampled_from(_ODD_DRAW)) else _pick(draw, [30, 1000, 1001])
+    change_kind = _pick(draw, ["none", "markov", "drift"])
+    change: dict[str, Any] = {"kind": change_kind}
+    if change_kind == "markov":
+        change["matrix"] = [_distribution(draw, k) for _ in range(k)]
+    elif change_kind == "drift":
+        change.update(final=_distribution(draw, k), stay=_pick(draw, [0.0, 1e-300, 0.5, 0.9, 1 - 1e-16]))
+    schedule = {"kind": "every_period"} if draw(st.booleans()) else \
+        {"kind": "random", "rate": _pick(draw, [1e-300, 1e-6, 0.3, 1.0])}  # fmt: skip
+    collection = {"periods": _odd(draw, periods), "period": _pick(draw, POSITIVE), "schedule": schedule, "change": change,
+                  "delta": _odd(draw, _pick(draw, [1e-300, 1e-12, 1e-6, 0.5, 1 - 1e-16]))}  # fmt: skip
+    eps = _odd(draw, _pick(draw, [1e-300, 1e-6, 0.1, 1.0, 5.0, 50.0, 700.0, 710.0, 800.0]))
+    kind = _pick(draw, REPORT_MECHANISMS)
+    mechanism: dict[str, Any] = {"kind": kind, "eps": eps}
+    if kind == "quaternary":
+        mechanism["delta"] = _pick(draw, [0.0, 1e-300, 0.01, 0.5])
+    policies: list[dict[str, Any]] = []
+    names = ["every report", "memoised", "budget", "\ufb01", "fi", "caf\u00e9", "cafe\u0301", "x" * 50]
+    for i, policy in enumerate(draw(st.lists(st.sampled_from(["plain", "memoise", "filter"]), min_size=1, max_size=3))):
+        entry: dict[str, Any] = {"name": names[draw(st.integers(0, len(names) - 1))] + ("" if i == 0 else f" {i}"), "kind": policy}
+        if i > 0 and draw(st.sampled_from([False] * 3 + [True])):  # names that are twins of the first
+            a, b = _pick(draw, TWINS)
+            policies[0]["name"], entry["name"] = a, b
+        if policy == "memoise":
+            entry["eps_permanent"] = _odd(draw, _pick(draw, [1e-300, 1e-6, 2.0, 50.0]))
+        elif policy == "filter":
+            entry["filter"] = _pick(draw, ["basic", "advanced"])
+            entry["budget_eps"] = _odd(draw, _pick(draw, [1e-300, 1e-6, 0.5, 8.0, 1e6]))
+            if draw(st.booleans()):
+                entry["budget_delta"] = _pick(draw, [0.0, 1e-300, 1e-6, 0.5])
+            if draw(st.booleans()):
+                entry["exhausted"] = _pick(draw, ["stop", "lower"])
+        if draw(st.booleans()):
+            entry["rate"] = _pick(draw, [1e-300, 0.3, 1.0])
+        policies.append(entry)
+    doc: dict[str, Any] = {
+        "kind": "collection",
+        "name": _odd(draw, "fuzz_collection"),
+        "population": {"labels": labels, "distribution": _odd(draw, _distribution(draw, k)), "size": _odd(draw, size)},
+        "collection": collection,
+        "mechanism": mechanism,
+        "policies": policies,
+        "network": {"latency": _latency(draw, TIMES + [1e6, 1e12]), "loss": _odd(draw, _pick(draw, [0.0, 0.02, 0.5, 1.0]))},
+        "analyst": {"confidence": _pick(draw, [1e-300, 0.5, 0.95, 1 - 1e-16])},
+        "simulation": {"seed": _pick(draw, [0, 1, 2**128 - 1]), "replications": draw(st.integers(1, 2))},
+    }  # fmt: skip
+    if draw(st.booleans()):
+        shuffler: dict[str, Any] = {"batch": _pick(draw, [2, 10, 1000, 10**8])} if draw(st.booleans()) else \
+            {"window": _pick(draw, POSITIVE)}  # fmt: skip
+        shuffler["compare"] = draw(st.booleans())
+        doc["shuffler"] = shuffler
+    return doc  # policies: an array of inline tables (to_toml writes lists inline)
+
+
+@st.composite
+def questions_docs(draw) -> dict[str, Any]:
+    """Survey files that ask several questions (``[[questions]]``, ``[budget]``), each with
+    its own labels and law; labels within a question, and question names, may be
+    normalisation twins."""
+    questions: list[dict[str, Any]] = []
+    for i in range(draw(st.integers(1, 4))):
+        labels = _labels(draw, LABELS, max_size=5)
+        q: dict[str, Any] = {"name": _pick(draw, ["q", "party", "vote", "a.b", "Q"]) + str(i), "labels": labels,
+                             "distribution": _distribution(draw, len(labels)),
+                             "mechanism": {"kind": _pick(draw, ["randomized_response", "truncated_geometric",
+                                                                 "hadamard_response", "staircase"])}}  # fmt: skip
+        questions.append(q)
+    strategy = _pick(draw, ["split", "one_random"])
+    total = _odd(draw, _pick(draw, [1e-300, 1e-6, 0.5, 2.0, 700.0, 800.0]))
+    if strategy == "split" and draw(st.booleans()) and isinstance(total, float):
+        for q in questions:
+            q["eps"] = total / len(questions)
+    mode = _pick(draw, ["individual", "aggregate"])
+    analyst: dict[str, Any] = {"checkpoints": {"every": _pick(draw, [0.25, 1.0])},
+                               "tasks": [{"kind": "frequency", "confidence": _pick(draw, [1e-300, 0.95, 1 - 1e-16])}]}  # fmt: skip
+    if len(questions) >= 2 and strategy == "split" and draw(st.booleans()):
+        analyst["crosstabs"] = [{"rows": questions[0]["name"], "columns": questions[1]["name"]}]
+    return {
+        "name": _odd(draw, "fuzz_questions"),
+        "population": {"size": _odd(draw, draw(st.integers(1, 2000)))},
+        "budget": {"total": total, "strategy": strategy},
+        "questions": questions,
+        "arrivals": {"kind": "poisson", "duration": _pick(draw, POSITIVE)},
+        "network": {"latency": _latency(draw), "loss": _pick(draw, [0.0, 0.05, 1.0])},
+        "analyst": analyst,
+        "simulation": {"mode": mode, "replications": draw(st.integers(1, 2)), "seed": _pick(draw, [0, 2**128 - 1])},
     }  # fmt: skip
 
 
@@ -268,10 +401,15 @@ def mutated_texts(draw) -> str:
         paths = _paths(doc)
         path = draw(st.sampled_from(paths))
         parent, last = _parent(doc, path), path[-1]
-        op = draw(st.sampled_from(["extreme"] * 5 + ["replace"] * 2 + ["delete", "add", "scale"]))
+        op = draw(st.sampled_from(["extreme"] * 5 + ["replace"] * 2 + ["delete", "add", "scale", "twin"]))
         value = parent[last]
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if op == "delete" and isinstance(parent, dict):
+        strings = isinstance(value, list) and len(value) >= 2 and all(isinstance(x, str) for x in value)
+        if op == "twin" and strings:  # two entries made distinct strings that normalise alike
+            i, j = draw(st.lists(st.integers(0, len(value) - 1), min_size=2, max_size=2, unique=True))
+            a, b = _pick(draw, TWINS)
+            value[i], value[j] = value[i] + a, value[i] + b
+        elif op == "delete" and isinstance(parent, dict):
             del parent[last]
         elif op == "add" and isinstance(parent, dict):
             parent[draw(st.sampled_from(["extra", "sizes", "Eps", "seed", "kind"]))] = _pick(draw, ODD)
@@ -290,7 +428,8 @@ def mutated_texts(draw) -> str:
 
 def scenario_texts() -> st.SearchStrategy[str]:
     """Every kind of generated file."""
-    return st.one_of(survey_docs().map(to_toml), multiparty_docs().map(to_toml), mutated_texts())
+    return st.one_of(survey_docs().map(to_toml), multiparty_docs().map(to_toml), mutated_texts(),
+                     collection_docs().map(to_toml), questions_docs().map(to_toml))  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- the check
@@ -305,6 +444,13 @@ def _alarm(signum: int, frame: Any) -> None:
 #: Estimated seconds above which a valid file is only loaded, not run: a legal scenario may
 #: ask for hours of work (10^9 rounds), which is not a hang.
 WORK_BUDGET = 5.0
+#: Estimated seconds above which a file that loads is a finding: work of days (10^9 rounds
+#: one at a time) must be refused when the file is loaded, by the loader's own estimate.
+#: The estimate below is rough (about 5 times the measured time of multi-party rounds), so
+#: this is two days of estimate, several hours of real work at the least.
+ABSURD_SECONDS = 2 * 86400.0
+#: Seconds a file over ABSURD_SECONDS may take to be refused.
+REFUSAL_BOUND = 10
 
 
 def estimated_seconds(text: str, where: str = "case.toml") -> float:
@@ -341,45 +487,38 @@ def estimated_seconds(text: str, where: str = "case.toml") -> float:
     return reps * work
 
 
-def check_run(text: str, work: Path) -> str:
-    """Run ``text`` as a scenario file through ``ldpsim run``; return ``"success"``,
-    ``"clean"`` (refused in one line) or ``"heavy"`` (valid, but more work than a test
-    case should run: loaded only), or raise AssertionError describing what went wrong."""
-    work.mkdir(parents=True, exist_ok=True)
-    if not (work / "data").exists():  # the tables the shipped scenarios read, as next to them
-        (work / "data").symlink_to(SCENARIOS / "data", target_is_directory=True)
-    path = work / "case.toml"
-    if estimated_seconds(text, str(path)) > WORK_BUDGET:
-        OUTCOMES["heavy"] += 1
-        return "heavy"
-    path.write_text(text, encoding="utf-8")
-    out = work / "run"
+def invoke(argv: list[str], bound: int = TIME_BOUND, what: str = "") -> tuple[int, str, str, float]:
+    """``ldpsim ARGV`` in this process with warnings as errors and an alarm after ``bound``
+    seconds: (exit status, stdout, stderr, seconds), or AssertionError for a traceback
+    (any exception out of ``main``) or a hang (``what`` says why one matters)."""
     stdout, stderr = io.StringIO(), io.StringIO()
     previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(TIME_BOUND)
+    signal.alarm(bound)
     started = time.perf_counter()
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             warnings.simplefilter("error")
-            code = main(["run", str(path), "--out", str(out), "--no-progress"])
+            code = main(argv)
     except Hang:
-        raise AssertionError(f"hang: over {TIME_BOUND} s") from None
+        raise AssertionError(f"hang: {what or 'the case'} still running after {bound} s") from None
     except BaseException as exc:  # noqa: BLE001 - a traceback is the finding
         raise AssertionError(f"traceback: {type(exc).__name__}: {exc}") from exc
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
-    seconds = time.perf_counter() - started
-    err = stderr.getvalue()
-    if code == 2:
-        lines = err.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("ldpsim: error: "), f"exit 2 but stderr is {err!r}"
-        assert not out.exists() or not any(p.name != ".lock" for p in out.iterdir()), "a refused run left files"
-        OUTCOMES["clean"] += 1
-        REFUSALS[lines[0].removeprefix("ldpsim: error: ").removeprefix(f"{path}: ").split(":")[0]] += 1
-        return "clean"
-    assert code == 0, f"exit {code}: {err!r}"
-    assert err == "", f"success, but stderr holds {err!r}"
+    return code, stdout.getvalue(), stderr.getvalue(), time.perf_counter() - started
+
+
+def one_line_refusal(err: str) -> str:
+    """The one ``ldpsim: error: ...`` line of a refusal (AssertionError if stderr is more)."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ldpsim: error: "), f"exit 2 but stderr is {err!r}"
+    return lines[0]
+
+
+def check_complete_run(out: Path) -> None:
+    """A finished run directory: the report files, a finished record, its figures, no
+    temporary files."""
     names = {p.name for p in out.iterdir()}
     assert {"summary.md", "results.csv", "metadata.json", "scenario.toml"} <= names, names
     assert "finished" in json.loads((out / "metadata.json").read_text())
@@ -387,6 +526,38 @@ def check_run(text: str, work: Path) -> str:
     for figure in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", summary):
         assert (out / figure).stat().st_size > 0, figure
     assert not list(out.rglob("*.tmp")), "temporary files left"
+
+
+def check_run(text: str, work: Path) -> str:
+    """Run ``text`` as a scenario file through ``ldpsim run``; return ``"success"``,
+    ``"clean"`` (refused in one line) or ``"heavy"`` (valid, but more work than a test
+    case should run: loaded only), or raise AssertionError describing what went wrong.
+    A file estimated at days of work (``ABSURD_SECONDS``) must be refused within
+    ``REFUSAL_BOUND`` seconds."""
+    work.mkdir(parents=True, exist_ok=True)
+    if not (work / "data").exists():  # the tables the shipped scenarios read, as next to them
+        (work / "data").symlink_to(SCENARIOS / "data", target_is_directory=True)
+    path = work / "case.toml"
+    estimate = estimated_seconds(text, str(path))
+    absurd = estimate > ABSURD_SECONDS  # it must be refused at load: a run that starts is the finding
+    if estimate > WORK_BUDGET and not absurd:
+        OUTCOMES["heavy"] += 1
+        return "heavy"
+    path.write_text(text, encoding="utf-8")
+    out = work / "run"
+    what = f"a run of about {estimate / 86400:.3g} days (estimated) was accepted and is" if absurd else ""
+    code, _, err, seconds = invoke(["run", str(path), "--out", str(out), "--no-progress"],
+                                   REFUSAL_BOUND if absurd else TIME_BOUND, what)  # fmt: skip
+    if code == 2:
+        line = one_line_refusal(err)
+        assert not out.exists() or not any(p.name != ".lock" for p in out.iterdir()), "a refused run left files"
+        OUTCOMES["clean"] += 1
+        REFUSALS[line.removeprefix("ldpsim: error: ").removeprefix(f"{path}: ").split(":")[0]] += 1
+        return "clean"
+    assert code == 0, f"exit {code}: {err!r}"
+    assert err == "", f"success, but stderr holds {err!r}"
+    assert not absurd, f"a run of about {estimate / 86400:.3g} days (estimated) ran to the end in {seconds:.1f} s"
+    check_complete_run(out)
     OUTCOMES["success"] += 1
     OUTCOMES["seconds"] += seconds
     return "success"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.sim.fuzz import OUTCOMES, check_run, scenario_texts
+from tests.sim.fuzz import OUTCOMES, check_run, collection_docs, multiparty_docs, questions_docs, scenario_texts, to_toml
 
 FUZZ = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
@@ -35,6 +35,33 @@ def test_generated_scenarios_run_or_fail_in_one_line(text):
 @given(scenario_texts())
 def test_generated_scenarios_run_or_fail_in_one_line_thousands(text):
     _check(text)
+
+
+# The generators added for issue 34, each on its own (they are in scenario_texts too):
+# collection files, several questions per respondent, multi-party files (one in eight asks
+# for 10^8 or 10^9 rounds one at a time, which must be refused at load).
+KINDS = {"collection": collection_docs, "questions": questions_docs, "multiparty": multiparty_docs}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_generated_files_of_each_new_kind_run_or_fail_in_one_line(kind):
+    @settings(max_examples=25, **FUZZ)  # 1,000 each in the slow run below
+    @given(KINDS[kind]().map(to_toml))
+    def run(text):
+        _check(text)
+
+    run()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_generated_files_of_each_new_kind_run_or_fail_in_one_line_thousands(kind):
+    @settings(max_examples=1000, **FUZZ)
+    @given(KINDS[kind]().map(to_toml))
+    def run(text):
+        _check(text)
+
+    run()
 
 
 @pytest.fixture(scope="module", autouse=True)

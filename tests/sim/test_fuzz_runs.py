@@ -1,0 +1,33 @@
+"""The tampered-run fuzzer (tests/sim/fuzz_runs.py) in the suite: whatever was done to a
+run folder, ``ldpsim run --resume`` and ``ldpsim report`` finish it or refuse it in one
+line (an edited scenario or table: refused), and never write outside it."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from tests.sim.fuzz_runs import check_tampered_run, tamper_cases
+
+FUZZ = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None)
+
+
+def _check(case) -> None:
+    with tempfile.TemporaryDirectory() as work:
+        check_tampered_run(case, Path(work))
+
+
+@settings(max_examples=10, **FUZZ)  # 1,000 in the slow run below
+@given(tamper_cases())
+def test_tampered_run_folders_resume_and_report_or_fail_in_one_line(case):
+    _check(case)
+
+
+@pytest.mark.slow
+@settings(max_examples=1000, **FUZZ)
+@given(tamper_cases())
+def test_tampered_run_folders_resume_and_report_or_fail_in_one_line_thousands(case):
+    _check(case)
