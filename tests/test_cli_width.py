@@ -136,7 +136,8 @@ def test_the_collection_table_is_split_and_every_value_of_summary_md_is_printed(
             assert len(mine) == 1, (row[0], b)
             printed += mine[0]
         want = [float(v) for v in row[1:] if v]
-        assert np.allclose([float(v) for v in printed], want, rtol=1e-4, atol=0), (row, printed)
+        # summary.md shows 4 significant digits (half a unit of the 4th: rel. 5e-4 at most)
+        assert np.allclose([float(v) for v in printed], want, rtol=5e-4, atol=0), (row, printed)
 
 
 def test_check_report_scenarios_demo_and_lists(tmp_path):

@@ -247,7 +247,7 @@ def _privacy_section(results: pd.DataFrame, delta: float) -> Section:
         f"90th-percentile (`p90`) respondent; the exact and composed guarantees at delta = {delta:g} beside them where "
         "the policy has them (see results.csv's `privacy` rows):",
         "",
-        md_table(priv, "{:.5g}"),
+        md_table(priv),
     ])
 
 

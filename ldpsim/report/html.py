@@ -29,7 +29,7 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
-from ldpsim.report.tables import md_table
+from ldpsim.report.tables import cell_text, md_table
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -44,17 +44,18 @@ KEY_PREFIX = "ldpsim-key:"
 
 class TableText(str):
     """A table's Markdown text (what summary.md shows) that remembers its data frame and
-    float format, so the HTML page renders the same numbers from the frame."""
+    the kinds of its columns, so the HTML page renders the same numbers from the frame."""
 
     frame: pd.DataFrame
-    floatfmt: str
+    kinds: dict[Any, str]
 
 
-def table(df: pd.DataFrame, floatfmt: str = "{:.5g}") -> TableText:
-    """:func:`ldpsim.report.tables.md_table`, remembering ``df`` for the HTML page."""
-    out = TableText(md_table(df, floatfmt))
+def table(df: pd.DataFrame, kinds: dict[Any, str] | None = None) -> TableText:
+    """:func:`ldpsim.report.tables.md_table` (one format per kind of column, ``kinds`` for
+    columns whose names do not tell it), remembering ``df`` for the HTML page."""
+    out = TableText(md_table(df, kinds))
     out.frame = df
-    out.floatfmt = floatfmt
+    out.kinds = dict(kinds or {})
     return out
 
 
@@ -84,25 +85,20 @@ def _inline(text: str, links: Iterable[str] = RUN_FILES) -> list[dict[str, str]]
     return out
 
 
-def _cells(df: pd.DataFrame, floatfmt: str) -> list[list[dict[str, Any]]]:
+def _cells(df: pd.DataFrame, kinds: dict[Any, str] | None = None) -> list[list[dict[str, Any]]]:
+    """The cells of ``df`` as summary.md shows them (:func:`~ldpsim.report.tables.cell_text`),
+    each marked a number (right-aligned) or not."""
+    cols, kinds = list(df.columns), kinds or {}
     rows = []
     for row in df.itertuples(index=False, name=None):  # plain tuples: labels are never field names
-        cells = []
-        for v in row:
-            if isinstance(v, (bool, np.bool_)):
-                cells.append({"text": str(bool(v)), "num": False})
-            elif isinstance(v, (float, np.floating)):
-                cells.append({"text": "" if np.isnan(v) else floatfmt.format(v), "num": True})
-            elif isinstance(v, (int, np.integer)):
-                cells.append({"text": str(v), "num": True})
-            else:
-                cells.append({"text": "" if v is None or v is pd.NA else str(v), "num": False})
-        rows.append(cells)
+        rows.append([{"text": cell_text(c, v, kinds.get(c)),
+                      "num": isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))}
+                     for c, v in zip(cols, row)])  # fmt: skip
     return rows
 
 
 def _table_block(t: TableText) -> dict[str, Any]:
-    return {"kind": "table", "columns": [str(c) for c in t.frame.columns], "rows": _cells(t.frame, t.floatfmt)}
+    return {"kind": "table", "columns": [str(c) for c in t.frame.columns], "rows": _cells(t.frame, t.kinds)}
 
 
 _IMAGE = re.compile(r"^!\[([^\]]*)\]\(([^)]+)\)$")

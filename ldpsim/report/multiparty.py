@@ -149,7 +149,7 @@ def _parties_line(spec: Any, levels: str, p_one: Any) -> str:
 
 
 def _md_table(df: pd.DataFrame) -> TableText:
-    return table(df, "{:.6g}")
+    return table(df)
 
 
 def _summary_lines(scenario: Any, summary: pd.DataFrame, latency: pd.DataFrame, seed: int,

@@ -159,7 +159,7 @@ def _figure(scenario: Any, summary: pd.DataFrame) -> bytes:
 
 # ------------------------------------------------------------------------- summary.md
 def _md_table(df: pd.DataFrame) -> TableText:
-    return table(df, "{:.6g}")
+    return table(df)
 
 
 def _summary_lines(scenario: Any, summary: pd.DataFrame, seed: int) -> list[str]:

@@ -51,11 +51,11 @@ def files(table: pd.DataFrame, curves: pd.DataFrame, crossings: pd.DataFrame, pa
         "",
         f"Prior: {params['prior']}. Loss: {params['utility']} ({params.get('loss_kind', 'exact')}).",
         "",
-        md_table(table.fillna({"note": ""}), "{:.6g}"),
+        md_table(table.fillna({"note": ""})),
         "",
         "Where two oracles swap places (exact losses, bisection):",
         "",
-        md_table(crossings, "{:.6g}") if len(crossings) else "(no crossing between eps = 0.1 and 8)",
+        md_table(crossings) if len(crossings) else "(no crossing between eps = 0.1 and 8)",
         "",
     ]
     if with_figure:

@@ -28,7 +28,6 @@ from ldpsim.report.tables import read_csv
 SUMMARY_COLUMNS = ("quantity", "k", "eps", "paper", "ours", "agrees", "criterion")
 #: the files :func:`render` writes
 RENDERED = ("summary.md", "report.html")
-FLOATFMT = "{:.6g}"
 
 #: what the list of files says of the files every reproduction writes
 _FILE_NOTES = {
@@ -124,7 +123,7 @@ def _markdown_table(summary: pd.DataFrame) -> TableText:
     escaped = summary.copy()
     for c in ("quantity", "criterion"):
         escaped[c] = [v.replace("|", "\\|") if isinstance(v, str) else v for v in escaped[c]]
-    out = table(escaped, FLOATFMT)
+    out = table(escaped)
     out.frame = summary
     return out
 

@@ -9,14 +9,33 @@ nothing to show are left out.
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 
 from ldpsim.report import survey_tables as summary
-from ldpsim.report.figures import in_unit, plt, png_bytes, quiet_glyphs, short_label
+from ldpsim.report.figures import amount, in_unit, plt, png_bytes, quiet_glyphs, short_label
 from ldpsim.report.html import run_html
 from ldpsim.report.html import table as _md_table
-from ldpsim.report.tables import describe_section, figures_and_files
+from ldpsim.report.tables import describe_section, figures_and_files, number_text
+
+#: the clients-and-reports table: mean, smallest and largest counts over the replications
+COUNTS = {"mean": "count", "min": "count", "max": "count"}
+
+#: under the tables of errors at each checkpoint: what their columns mean
+CHECKPOINT_LEGEND = (
+    "`reason`: why the checkpoint was taken (`every`: the periodic checkpoints of `analyst.checkpoints.every`, "
+    "`every_reports`: one each time `analyst.checkpoints.every_reports` more reports arrived, `end`: the end of "
+    "the run); `ordinal`: the checkpoint's number among those of its reason, from 0, which pairs the same "
+    "checkpoint across replications; `time`, `n_received`: means over the replications."
+)
+ERROR_LEGEND = (
+    "`rmse`: the root mean squared error of the estimates against the truth, over answers and replications; "
+    "`theory_rms_se`: the root mean square of the exact standard errors of the same estimates (what `rmse` is "
+    "expected to be for unbiased estimates); `coverage`: the share of the intervals that hold the truth; "
+    "`reason`, `ordinal`: as above."
+)
 
 
 def render_report(scenario, results: pd.DataFrame, seed: int) -> dict[str, bytes]:
@@ -30,7 +49,7 @@ def _render_report(scenario, results: pd.DataFrame, seed: int) -> dict[str, byte
     files: dict[str, bytes] = {}
     unit = scenario.spec.simulation.time_unit
     if summary.has_estimates(results):
-        files["estimates_over_time.png"] = _estimates_over_time(results, unit)
+        files["estimates_over_time.png"] = _estimates_over_time(results, unit, scenario)
         if not summary.error_by_n(results).empty:
             files["error_vs_n.png"] = _error_vs_n(results)
     other = summary.other_task_series(results)
@@ -56,7 +75,23 @@ def _key_numbers(results: pd.DataFrame) -> dict[str, str]:
     return out
 
 
-def _estimates_over_time(results: pd.DataFrame, unit: str) -> bytes:
+def _mechanism_words(scenario, task: str) -> str:
+    """The mechanism behind the estimates of ``task`` as a figure's title names it: its
+    name and exact eps (each tier's, with privacy tiers)."""
+    if scenario is None:
+        return ""
+    if scenario.tiers is not None:
+        return "privacy tiers " + ", ".join(f"{name} ({_mechanism_name(m)}, eps = {m.epsilon():.4g})"
+                                            for name, m in scenario.mechanisms)  # fmt: skip
+    m = dict(scenario.mechanisms).get(task, scenario.mechanism)
+    return f"{_mechanism_name(m)}, eps = {m.epsilon():.4g}"
+
+
+def _mechanism_name(m) -> str:
+    return repr(m).partition("(")[0]
+
+
+def _estimates_over_time(results: pd.DataFrame, unit: str, scenario=None) -> bytes:
     f = summary.frequency_rows(results)
     f = f[f["estimate"].notna()]
     rep = f["replication"].min()
@@ -78,7 +113,9 @@ def _estimates_over_time(results: pd.DataFrame, unit: str) -> bytes:
     ax.set_xlabel(in_unit("time", unit))
     ax.set_ylabel("estimated frequency")
     which = "the 10 most frequent answers, " if many else ""
-    ax.set_title(f"Estimates with confidence intervals ({which}replication {rep}); dashed: truth", fontsize=9 if many else None)
+    words = _mechanism_words(scenario, str(f["task"].iloc[0]))
+    title = f"Estimates with confidence intervals{': ' + words if words else ''} ({which}replication {rep}); dashed: truth"
+    ax.set_title("\n".join(textwrap.wrap(title, 100)), fontsize=9 if len(title) > 80 else None)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return png_bytes(fig)
@@ -109,31 +146,71 @@ def _error_vs_n(results: pd.DataFrame) -> bytes:
     return png_bytes(fig)
 
 
+def _changes(values: pd.Series) -> bool:
+    """Whether a quantity takes more than one value over the checkpoints (NaN left out)."""
+    v = values.dropna()
+    return len(v) > 1 and bool(v.max() > v.min())
+
+
 def _other_tasks_over_time(rows: pd.DataFrame, unit: str) -> bytes:
-    """One panel per (task, quantity): the estimate over time, and the theory value if any."""
+    """One panel per (task, quantity) that changes over the checkpoints: the estimate over
+    time, and the theory and truth where known. A quantity with one value at every
+    checkpoint (a decision, a sequential test that stopped before the first checkpoint) is
+    not drawn as a flat line: a last panel lists those values. The time axis starts at 0 and
+    takes in the time a sequential test stopped (a dotted line in its task's panels)."""
     keys = list(rows.groupby(["task", "quantity"], sort=False).groups)
-    n = len(keys)
+    series = {key: rows[(rows["task"] == key[0]) & (rows["quantity"] == key[1])] for key in keys}
+    moving = [key for key in keys if any(_changes(series[key][c]) for c in ("estimate", "theory", "truth"))]
+    still = [key for key in keys if key not in moving]
+    stops = {task: float(g["estimate"].dropna().iloc[-1]) for (task, quantity), g in series.items()
+             if quantity == "sprt_decision_time" and g["estimate"].notna().any()}  # fmt: skip
+    right = max([float(rows["time"].max()), *stops.values()])
+    n = len(moving) + (1 if still else 0)
     cols = min(3, n)
     nrows = (n + cols - 1) // cols
     fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows), squeeze=False)
-    for ax, (task, quantity) in zip(axes.ravel(), keys):
-        g = rows[(rows["task"] == task) & (rows["quantity"] == quantity)]
-        ax.plot(g["time"], g["estimate"], "o-", ms=3, label="measured")
-        if g["theory"].notna().any():
-            ax.plot(g["time"], g["theory"], "--", color="tab:red", label="theory")
-        if g["truth"].notna().any():
-            ax.plot(g["time"], g["truth"], ":", color="black", label="truth")
+    for ax, (task, quantity) in zip(axes.ravel(), moving):
+        g = series[(task, quantity)]
+        for col, style, color, label in (("estimate", "o-", None, "measured"), ("theory", "--", "tab:red", "theory"),
+                                         ("truth", ":", "black", "truth")):  # fmt: skip
+            if g[col].notna().any():  # a series with no value is left out, legend and all
+                ax.plot(g["time"], g[col], style, ms=3, color=color, label=label)
+        if task in stops:
+            ax.axvline(stops[task], ls=":", lw=1, color="tab:gray", label=f"stopped ({stops[task]:.3g})")
         vals = pd.concat([g["estimate"], g["theory"]]).dropna()
         if len(vals) and (vals > 0).all() and vals.max() > 100 * vals.min():
             ax.set_yscale("log")  # error probabilities span many decades
+        ax.set_xlim(0, right * 1.03)
         ax.set_title(short_label(f"{task}: {quantity}", 60), fontsize=9)
         ax.set_xlabel(in_unit("time", unit), fontsize=8)
         ax.legend(fontsize=7)
+    if still:
+        ax = axes.ravel()[len(moving)]
+        ax.axis("off")
+        first, last = float(rows["time"].min()), float(rows["time"].max())
+        lines = [f"the same at every checkpoint ({first:g} to {last:g} {unit}):" if last > first
+                 else f"at the only checkpoint ({amount(first, unit)}):"]  # fmt: skip
+        for task, quantity in still:
+            g = series[(task, quantity)]
+            words = [f"{task}: {quantity} = {_value(g['estimate'], quantity, unit)}"]
+            words += [f"{c} {_value(g[c], quantity, unit)}" for c in ("theory", "truth") if g[c].notna().any()]
+            lines.append(textwrap.fill(f"{words[0]}" + (f" ({', '.join(words[1:])})" if words[1:] else ""), 48,
+                                       subsequent_indent="    "))  # fmt: skip
+        ax.text(0.0, 1.0, "\n".join(lines), transform=ax.transAxes, va="top", ha="left", fontsize=8, family="monospace")
     for ax in axes.ravel()[n:]:
         ax.set_visible(False)
     fig.suptitle("Analyst tasks over time (replication 0)", fontsize=10)
     fig.tight_layout()
     return png_bytes(fig)
+
+
+def _value(values: pd.Series, quantity: str, unit: str) -> str:
+    """The one value of a quantity that does not change, as the summary's tables show it."""
+    v = values.dropna()
+    if v.empty:
+        return "none"
+    text = number_text(float(v.iloc[-1]))
+    return f"{text} {unit}" if quantity.endswith("_time") else text
 
 
 def _nothing_received(results: pd.DataFrame) -> str:
@@ -221,9 +298,13 @@ def _summary_lines(scenario, results: pd.DataFrame, seed: int, figures: list[str
             "",
             _md_table(summary.error_norms(results)),
             "",
+            CHECKPOINT_LEGEND,
+            "",
             "## Error against the number of reports",
             "",
             _md_table(summary.error_by_n(results)),
+            "",
+            ERROR_LEGEND,
             "",
         ]
     means = summary.final_means(results) if questions is not None else pd.DataFrame()
@@ -231,7 +312,7 @@ def _summary_lines(scenario, results: pd.DataFrame, seed: int, figures: list[str
         out += ["## Means of the numeric questions", "",
                 "At the end (estimate, interval, covered, n_received: replication 0; the interval's standard error "
                 f"is exact; mean_estimate, rmse, coverage: over {reps} replication(s)):", "",
-                _md_table(means, "{:.6g}"), ""]  # fmt: skip
+                _md_table(means), ""]  # fmt: skip
     # (a scenario's numeric questions are shown above)
     rest = results if questions is None else results[results["quantity"] != "mean"]
     totals = summary.other_task_totals(rest)
@@ -249,7 +330,7 @@ def _summary_lines(scenario, results: pd.DataFrame, seed: int, figures: list[str
                 "exact_bias = q - p, raw_target = q, raw_error = raw estimate - p (replication 0, at the end)"
                 + ("; the analyst, told the response rates, reweights the unbiased estimate (p = (q / r) / sum(q / r)) "
                    "and gives a normal interval from its delta-method standard error" if reweighted else "")
-                + ":", "", _md_table(nonresponse, "{:.5f}"), ""]  # fmt: skip
+                + ":", "", _md_table(nonresponse), ""]  # fmt: skip
     tiers = summary.tiers_table(results)
     if not tiers.empty:
         sizes = ", ".join(f"{name}: {n:,}" for name, n in summary.tier_sizes(results))
@@ -258,7 +339,7 @@ def _summary_lines(scenario, results: pd.DataFrame, seed: int, figures: list[str
                 "inverse-variance weights (plug-in variances; `combined`, the `tiers` task's frequency rows) and shows "
                 "the naive pooling beside it (the tiers' estimates weighted by their numbers of reports, `naive`). "
                 "Exact standard errors at the truth and at each tier's reports received (" + sizes + "), replication "
-                "0 at the end:", "", _md_table(tiers, "{:.5f}"), ""]  # fmt: skip
+                "0 at the end:", "", _md_table(tiers), ""]  # fmt: skip
     tests = summary.crosstab_tests(results) if questions is not None else pd.DataFrame()
     if not tests.empty:
         out += ["## Cross-tabulations", "",
@@ -268,10 +349,10 @@ def _summary_lines(scenario, results: pd.DataFrame, seed: int, figures: list[str
                 "independence at the end of replication 0: `ldp`, the Wald chi-square test on the privatised reports; "
                 "`pearson`, Pearson's chi-square test (no continuity correction) on the true answers of the same "
                 f"respondents, the non-private test (rejection_rate: over {reps} replication(s)):", "",
-                _md_table(tests, "{:.6g}"), "",
+                _md_table(tests), "",
                 "The joint tables at the end (replication 0):", "",
-                _md_table(summary.crosstab_cells(results), "{:.5f}"), ""]  # fmt: skip
-    out += ["## Clients and reports (mean over replications)", "", _md_table(summary.engine_totals(results), "{:.6g}"), ""]
+                _md_table(summary.crosstab_cells(results)), ""]  # fmt: skip
+    out += ["## Clients and reports (mean over replications)", "", _md_table(summary.engine_totals(results), COUNTS), ""]
     out += figures_and_files(list(figures), "replication x checkpoint x task x quantity x category")
     return out
 
@@ -279,11 +360,17 @@ def _summary_lines(scenario, results: pd.DataFrame, seed: int, figures: list[str
 def _series(results: pd.DataFrame, by_task: bool) -> list[str]:
     """The published series of replication 0 (one table per question when there are several)."""
     if not by_task:
-        return [_md_table(summary.checkpoint_series(results), "{:.4f}"), ""]
+        return [_series_table(summary.checkpoint_series(results)), ""]
     out = []
     for task in results.loc[results["quantity"] == "frequency", "task"].unique():
-        out += [f"`{task}`:", "", _md_table(summary.checkpoint_series(results[results["task"] == task]), "{:.4f}"), ""]
+        out += [f"`{task}`:", "", _series_table(summary.checkpoint_series(results[results["task"] == task])), ""]
     return out
+
+
+def _series_table(series: pd.DataFrame):
+    """The published series: one column per answer, whatever the answer's label says."""
+    fixed = {"checkpoint", "time", "n_received"}
+    return _md_table(series, {c: "number" for c in series.columns if c not in fixed})
 
 
 def _tiers_setup(scenario) -> list[str]:
@@ -332,7 +419,7 @@ def _strategies(qs) -> list[str]:
         "pure eps; with (eps, delta) mechanisms, the optimal composition's delta at that sum. `one_random`: "
         "the whole budget, and the mean of the questions' deltas):",
         "",
-        _md_table(qs.privacy.rename(columns={"question_eps": "eps of each question"}), "{:.6g}"),
+        _md_table(qs.privacy.rename(columns={"question_eps": "eps of each question"})),
         "",
         f"Exact variance of the unbiased estimates, summed over each question's answers (for a numeric question: "
         f"of the mean of its reports), at {n:,} respondents "
@@ -340,10 +427,10 @@ def _strategies(qs) -> list[str]:
         "expected number; losses scale both alike). This run uses "
         f"`{qs.strategy}`:",
         "",
-        _md_table(summary.strategy_comparison(qs.variance), "{:.6g}"),
+        _md_table(summary.strategy_comparison(qs.variance)),
         "",
         "Per answer (standard errors):",
         "",
-        _md_table(per_answer[["question", "category", "truth", "se_split", "se_one_random"]], "{:.6g}"),
+        _md_table(per_answer[["question", "category", "truth", "se_split", "se_one_random"]]),
         "",
     ]
