@@ -9,6 +9,9 @@ prints goes through here.
 - :func:`wrap` wraps prose lines, continuation lines indented, never breaking a word, a
   number or a path; words joined by :data:`KEEP` stay on one line.
 - :func:`shorten` cuts one line of text at a word to a width, ended with ``...``.
+- :func:`plain` strips reStructuredText inline markup from a docstring's text for the
+  terminal; :func:`plural` counts a noun (``1 pair``, ``2 pairs``); :func:`did_you_mean`
+  names the closest known name to a misspelled one.
 
 Only the standard library is imported (tables are pandas frames handed in), so this costs
 nothing at ``import ldpsim`` or ``ldpsim --help``.
@@ -16,6 +19,8 @@ nothing at ``import ldpsim`` or ``ldpsim --help``.
 
 from __future__ import annotations
 
+import difflib
+import re
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -57,6 +62,34 @@ def shorten(text: str, width: int) -> str:
     if space >= (width - 3) * 2 // 3:
         cut = cut[:space]
     return cut.rstrip(" ,;:-") + "..."
+
+
+_ROLE = re.compile(r":[a-z:]+:`([^`]+)`")
+_LITERAL = re.compile(r"``([^`]+)``")
+_EMPHASIS = re.compile(r"(?<![\w*])\*{1,2}([^*\s][^*]*?)\*{1,2}(?![\w*])")
+
+
+def plain(text: str) -> str:
+    """``text`` (reStructuredText, as docstrings and catalog descriptions write it) as a
+    terminal shows it: ````x```` and ``:role:`x``` become ``x``, ``*x*`` and ``**x**`` become
+    ``x``."""
+    text = _ROLE.sub(lambda m: m.group(1)[1:].rpartition(".")[2] if m.group(1).startswith("~") else m.group(1), str(text))
+    return _EMPHASIS.sub(r"\1", _LITERAL.sub(r"\1", text))
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``count`` and ``noun``, the noun plural unless the count is one: ``1 pair``,
+    ``2 pairs``, ``1,000 pairs`` (``many``: an irregular plural)."""
+    return f"{count:,} {noun if count == 1 else (many or noun + 's')}"
+
+
+def did_you_mean(name: Any, known: Any) -> str:
+    """`` (did you mean 'x'?)`` when one of ``known`` is close to ``name`` (a misspelling),
+    else empty: the end of a one-line error naming an unknown name."""
+    if not isinstance(name, str):
+        return ""
+    close = difflib.get_close_matches(name, [str(k) for k in known], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def table(frame: Any, width: int = WIDTH, *, float_format: Callable[[float], str] | None = None,

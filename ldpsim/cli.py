@@ -26,7 +26,7 @@ import sys
 import time
 from typing import Sequence
 
-from ldpsim._text import KEEP, WIDTH, shorten, table, wrap
+from ldpsim._text import KEEP, WIDTH, plain, plural, shorten, table, wrap
 from ldpsim.errors import LdpSimError
 
 
@@ -492,7 +492,7 @@ def _print_survey(result) -> None:  # type: ignore[no-untyped-def]
                      f"{'rejects' if r['reject'] == 'yes' else 'does not reject'} independence"
                      for label, r in (("LDP Wald", shown.get("ldp")), ("Pearson on the true answers", shown.get("pearson")))
                      if r is not None]  # fmt: skip
-            _say(f"{task}: {int(g['n_received'].iloc[0]):,} pairs, max |estimate - truth| "
+            _say(f"{task}: {plural(int(g['n_received'].iloc[0]), 'pair')}, max |estimate - truth| "
                  f"{g['max_abs_error'].iloc[0]:.5f}; " + "; ".join(parts))  # fmt: skip
     totals = summary.engine_totals(result.results).set_index("quantity")["mean"]
     _say(
@@ -567,7 +567,7 @@ def _print_collection(run) -> None:  # type: ignore[no-untyped-def]
     c = sc.spec.collection
     from ldpsim.report.figures import amount
 
-    _say(f"{sc.name}: {sc.size:,} respondents x {c.periods} periods of {amount(c.period, sc.spec.simulation.time_unit)}, {len(sc.arms)} arms, "
+    _say(f"{sc.name}: {sc.size:,} respondents x {c.periods} periods of {amount(c.period, sc.spec.simulation.time_unit)}, {plural(len(sc.arms), 'arm')}, "
          f"{sc.spec.simulation.replications} replication(s), seed {run.seed}; composed eps at delta = {c.delta:g}")  # fmt: skip
     print(table(run.summary, na_rep="", float_format=lambda x: f"{x:.5g}", full=run.run_dir / "summary.md"))
 
@@ -852,9 +852,9 @@ def _reproduce(args: argparse.Namespace) -> int:
         run = rp.reproduce(args.name, seed=seed, instances=instances, out=args.out, workers=args.workers, force=args.force,
                            eps_grid=eps_grid, k=k, seeds=args.seeds)  # fmt: skip
     if run.runs:  # --seeds, one run per seed
-        from ldpsim.reproduce._registry import seed_spread
+        from ldpsim.reproduce._registry import format_spread, seed_spread
 
-        _say(f"{run.name}: {rp.get(run.name).source}; {run.instances} instances, seeds {run.seeds[0]}..{run.seeds[-1]} "
+        _say(f"{run.name}: {rp.get(run.name).source}; {plural(run.instances, 'instance')}, seeds {run.seeds[0]}..{run.seeds[-1]} "
              f"({len(run.runs)} runs), {run.seconds:.1f} s")  # fmt: skip
         for one in run.runs:
             bad = one.disagreements
@@ -862,13 +862,14 @@ def _reproduce(args: argparse.Namespace) -> int:
                  if len(bad) else "agrees with every number the paper gives") + f" ({one.out_dir})")  # fmt: skip
         _say("each quantity over the seeds (agrees: in how many of the seeds where the paper gives a number):")
         spread = seed_spread(run.summary)
-        spread["quantity"] = spread["quantity"].str.ljust(int(spread["quantity"].str.len().max()))  # left-aligned
-        print(table(spread, float_format=lambda x: f"{x:.5g}", na_rep="", keys=1,
-                    full=_named(run.files, "seeds.csv")))  # fmt: skip
+        shown = format_spread(spread)  # long quantities wrapped at their words
+        print(shown)
+        if len(shown.splitlines()) > len(spread) + 1:
+            _say(f"full table: {_named(run.files, 'seeds.csv')}")
         _say(f"files in {run.out_dir}: {', '.join(p.name for p in run.files)}, and seed<S>/ for each seed")
         return 0
     seeds = f"seeds {run.seeds[0]}..{run.seeds[-1]}" if run.seeds else f"seed {run.seed}"
-    _say(f"{run.name}: {rp.get(run.name).source}; {run.instances} instances, {seeds}, {run.seconds:.1f} s")
+    _say(f"{run.name}: {rp.get(run.name).source}; {plural(run.instances, 'instance')}, {seeds}, {run.seconds:.1f} s")
     print(rp.format_summary(run.summary))  # within 100 columns already
     bad = run.disagreements
     if len(bad):
@@ -964,7 +965,7 @@ def _audit(args: argparse.Namespace) -> int:
             spec = tg.entry(name)
             params = ", ".join(f"{k}={p.default!r}" for k, p in spec.params.items())
             _say(f"{name}({params})", hang=len(name) + 1 if len(name) < 40 else 4)
-            _say(f"    {spec.description}", hang=0)
+            _say(f"    {plain(spec.description)}", hang=0)
         return 0
     if args.spec is None:
         raise LdpSimError("SPEC: got nothing, expected NAME or NAME:param=value,... (see ldpsim audit --list)")
@@ -1016,7 +1017,7 @@ def _audit(args: argparse.Namespace) -> int:
     how = "exact density used" if ld is not None else "black box: samples only"
     if args.exact_floats:
         how += ", exact-floats mode"
-    _say(f"audit of {t.spec} ({how.replace(' ', KEEP)}); {len(pairs)} pair(s), alpha {res.alpha:g}, seed{KEEP}{seed.entropy}")
+    _say(f"audit of {t.spec} ({how.replace(' ', KEEP)}); {plural(len(pairs), 'pair')}, alpha {res.alpha:g}, seed{KEEP}{seed.entropy}")
     _say(f"eps_LB = {res.eps_lb:.6g}   claimed eps = {claim_eps:g}   exact eps = {t.true_eps:.6g}")
     if res.delta_lb is not None:
         extra = f"   exact delta = {exact_delta:.6g}" if exact_delta is not None else ""

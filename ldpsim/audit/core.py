@@ -77,6 +77,7 @@ from scipy import stats
 
 from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
+from ldpsim._text import plural
 from ldpsim.audit.events import LOW_BITS, _delta_score, _eps_score, _finite_select, _per_output, _real_select
 from ldpsim.audit.witnesses import LogDensity, Witness, _finite_input, _key
 from ldpsim.errors import LdpSimError, _show, invalid
@@ -529,7 +530,7 @@ def audit(
     method = (
         f"select-then-certify: per input, {n1} outputs select one witness event per ordered pair "
         f"({_events_text(kind, ld, exact)}; Wilson-score plug-in), {n2} fresh outputs certify it with exact "
-        f"Clopper-Pearson bounds; Bonferroni over {tests} tests (2 orders x {len(pairs_)} pairs){fam}: each test "
+        f"Clopper-Pearson bounds; Bonferroni over {tests} tests (2 orders x {plural(len(pairs_), 'pair')}){fam}: each test "
         f"at level {a:.3g}, {a / 2:.3g} per side; no cap on eps_LB"
     )
     return _finish(best, kind, pairs_, samples, ld_int, n_ * len(samples), alpha_, method, eps_d, rows)

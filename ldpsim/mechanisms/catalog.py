@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ldpsim._text import did_you_mean
 from ldpsim.errors import LdpSimError, invalid
 
 __all__ = ["Param", "Entry", "Built", "CATALOG", "entry", "build", "parse", "names", "with_sampler", "SPEC_FORM"]
@@ -615,7 +616,7 @@ def names(tag: str | None = None) -> list[str]:
 def entry(name: Any) -> Entry:
     """The entry called ``name``; a one-line error listing the names otherwise."""
     if not isinstance(name, str) or name not in CATALOG:
-        raise invalid("mechanism", name, f"one of {', '.join(names())}")
+        raise invalid("mechanism", name, f"one of {', '.join(names())}{did_you_mean(name, names())}")
     return CATALOG[name]
 
 
@@ -649,7 +650,8 @@ def parse(spec: str) -> Built:
             if key in given:
                 raise invalid("parameter", key, "each parameter at most once")
             if key not in e.params:
-                raise invalid("parameter", key, f"a parameter of {name}: one of {', '.join(e.params) or '(none)'}")
+                raise invalid("parameter", key, f"a parameter of {name}: one of {', '.join(e.params) or '(none)'}"
+                                                f"{did_you_mean(key, e.params)}")
             given[key] = value
     params = e.resolve(**given)
     return Built(e, params, e.builder_fn()(**params))

@@ -327,8 +327,9 @@ def seed_spread(summary: pd.DataFrame) -> pd.DataFrame:
 def format_summary(summary: pd.DataFrame, width: int = 100) -> str:
     """The summary as a table a person can read within ``width`` columns: text left-aligned,
     numbers right-aligned, ``paper`` blank where the paper gives no number, each criterion
-    a numbered note below the table (wrapped), quantities shortened with "..." only if the
-    table would still be wider (summary.csv keeps every cell whole)."""
+    a numbered note below the table (wrapped), a quantity too long for the room left by the
+    other columns wrapped at its words onto lines of its own below its row's first line
+    (summary.csv keeps every cell on one line)."""
     notes: dict[str, int] = {}
     for text in summary["criterion"]:
         if str(text) and str(text) not in notes:
@@ -342,21 +343,47 @@ def format_summary(summary: pd.DataFrame, width: int = 100) -> str:
         "agrees": [str(x) for x in summary["agrees"]],
         "criterion": [f"[{notes[str(x)]}]" if str(x) in notes else "" for x in summary["criterion"]],
     }
-    right = {"k", "paper", "ours"}
+    lines = aligned(cells, right={"k", "paper", "ours"}, width=width).split("\n")
+    for text, n in notes.items():
+        lines += textwrap.wrap(text, width=width, initial_indent=f"[{n}] ", subsequent_indent=" " * (len(str(n)) + 3))
+    return "\n".join(lines)
+
+
+def format_spread(spread: pd.DataFrame, width: int = 100) -> str:
+    """:func:`seed_spread`'s table within ``width`` columns, as :func:`format_summary` lays
+    out a summary: long quantities wrapped at their words."""
+    def num(x: Any) -> str:
+        return "" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{float(x):.5g}"
+
+    cells = {c: [num(x) for x in spread[c]] if c in ("paper", "min", "median", "max") else [str(x) for x in spread[c]]
+             for c in spread.columns}  # fmt: skip
+    return aligned(cells, right={"k", "paper", "min", "median", "max"}, width=width)
+
+
+def aligned(cells: dict[str, list[str]], right: set[str], width: int = 100, wrap: str = "quantity") -> str:
+    """Columns of text cells (column name -> its cells, in order) as a table: two spaces
+    between columns, the ``right`` columns right-aligned, the others left-aligned. When
+    the table is wider than ``width``, the column ``wrap`` gets the room the others leave
+    (at least 12) and its cells are wrapped at words; a wrapped cell's further lines sit
+    under it, indented two spaces, the other columns blank there."""
     size = {c: max([len(c), *map(len, vals)]) for c, vals in cells.items()}
-    room = width - sum(v + 2 for c, v in size.items() if c != "quantity")
-    if size["quantity"] > room >= 12:
-        size["quantity"] = room
-        cells["quantity"] = [q if len(q) <= room else q[: room - 3] + "..." for q in cells["quantity"]]
+    room = width - sum(v + 2 for c, v in size.items() if c != wrap)
+    if wrap in cells and size[wrap] > room:
+        size[wrap] = max(room, 12)
+    rows = len(next(iter(cells.values()), []))
+    indent = sum(size[c] + 2 for c in list(cells)[: list(cells).index(wrap)]) if wrap in cells else 0
 
     def fmt(c: str, text: str) -> str:
         return text.rjust(size[c]) if c in right else text.ljust(size[c])
 
     lines = ["  ".join(fmt(c, c) for c in cells).rstrip()]
-    for i in range(len(summary)):
-        lines.append("  ".join(fmt(c, cells[c][i]) for c in cells).rstrip())
-    for text, n in notes.items():
-        lines += textwrap.wrap(text, width=width, initial_indent=f"[{n}] ", subsequent_indent=" " * (len(str(n)) + 3))
+    for i in range(rows):
+        parts = [""]
+        if wrap in cells:
+            parts = textwrap.wrap(cells[wrap][i], width=size[wrap], subsequent_indent="  ", break_long_words=True,
+                                  break_on_hyphens=False) or [""]  # fmt: skip
+        lines.append("  ".join(fmt(c, parts[0] if c == wrap else cells[c][i]) for c in cells).rstrip())
+        lines += [" " * indent + part for part in parts[1:]]
     return "\n".join(lines)
 
 

@@ -82,6 +82,7 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 import numpy as np
 from pydantic import Discriminator, Field, Tag, model_validator
 
+from ldpsim._text import did_you_mean
 from ldpsim.errors import LdpSimError, _show
 from ldpsim.sim.network import Latency
 from ldpsim.sim.scenario.common import (
@@ -366,7 +367,7 @@ def _party_mechanism(table: Any, where: str, alphabet: int = 2, who: int | None 
     if not isinstance(kind, str) or kind not in usable:
         got = "nothing" if kind is None else _show(kind)
         other = isinstance(kind, str) and kind in catalog.CATALOG
-        hint = f" ({kind} does not send one of finitely many messages)" if other else ""
+        hint = f" ({kind} does not send one of finitely many messages)" if other else did_you_mean(kind, [*party, *usable])
         raise LdpSimError(f"{where}.kind: got {got}, expected one of {', '.join(party)} (mechanisms on a bit), or a finite "
                           f"mechanism on two inputs ({', '.join(n for n in usable if n not in party)}){hint}")  # fmt: skip
     entry = catalog.entry(kind)

@@ -42,6 +42,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from pydantic import Field, model_validator
 
+from ldpsim._text import did_you_mean
 from ldpsim.errors import LdpSimError, _show
 from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.sim.scenario.common import Model, PositiveFloat, check_sum_to_one
@@ -488,7 +489,8 @@ def _numeric_question(spec: QuestionsScenarioSpec, q: QuestionSpec, table: Table
     sampler = table_keys.pop("sampler", "float")
     usable = catalog.names("numeric")
     if not isinstance(kind, str) or kind not in usable:
-        raise LdpSimError(f"{at}.mechanism.kind: got {_show(kind) if kind is not None else 'nothing'}, expected one of {', '.join(usable)}")
+        raise LdpSimError(f"{at}.mechanism.kind: got {_show(kind) if kind is not None else 'nothing'}, expected one of "
+                          f"{', '.join(usable)}{did_you_mean(kind, usable)}")
     for key, value in table_keys.items():
         raise LdpSimError(f"{at}.mechanism.{key}: got {_show(value)}, expected no such key (eps comes from the budget, "
                           f"lo and hi from {at}.range)")  # fmt: skip

@@ -14,6 +14,7 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 import numpy as np
 from pydantic import Field, model_validator
 
+from ldpsim._text import did_you_mean
 from ldpsim._validate import SUM_TOL
 from ldpsim.errors import LdpSimError, _show
 from ldpsim.mechanisms.base import FrequencyOracle
@@ -682,7 +683,7 @@ def _build_mechanism(
     if not isinstance(kind, str) or kind not in usable:
         got = "nothing" if kind is None else _show(kind)
         other = isinstance(kind, str) and kind in catalog.CATALOG
-        hint = f" ({kind} does not report one of finitely many answers)" if other else ""
+        hint = f" ({kind} does not report one of finitely many answers)" if other else did_you_mean(kind, usable)
         raise LdpSimError(f"{where}.kind: got {got}, expected one of {', '.join(usable)}{hint}")
     entry = catalog.entry(kind)
     params: dict[str, Any] = {}
