@@ -524,7 +524,7 @@ def check_complete_run(out: Path) -> None:
     assert "finished" in json.loads((out / "metadata.json").read_text())
     summary = (out / "summary.md").read_text()
     for figure in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", summary):
-        assert (out / figure).stat().st_size > 0, figure
+        assert (out / figure).is_file() and (out / figure).stat().st_size > 0, f"summary.md shows {figure}, which is missing or empty"
     assert not list(out.rglob("*.tmp")), "temporary files left"
 
 

@@ -82,7 +82,8 @@ def table_bytes(draw) -> bytes:
     if shape == "blank lines":
         return b"\n\n  \n" + body.encode()
     if shape == "junk":  # a first line of junk (it may be read as a header), the secret after it
-        first = bytes(b for b in draw(st.binary(min_size=0, max_size=200)) if b not in b"\r\n")
+        # (never blank, never a quote: the secret must not become part of the header)
+        first = b"#" + bytes(b for b in draw(st.binary(min_size=0, max_size=200)) if b not in b'\r\n"')
         return first + b"\n" + draw(st.binary(max_size=200)) + SECRET.encode() + draw(st.binary(max_size=50))
     if shape == "not utf-8":
         return header.encode() + b"\n\xff\xfe\xc3(," + SECRET.encode() + b"\n"
