@@ -24,7 +24,6 @@ import re
 import signal
 import time
 import tomllib
-import unicodedata
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -533,24 +532,6 @@ def check_complete_run(out: Path) -> None:
     for figure in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", summary):
         assert (out / figure).is_file() and (out / figure).stat().st_size > 0, f"summary.md shows {figure}, which is missing or empty"
     assert not list(out.rglob("*.tmp")), "temporary files left"
-    check_distinguishable(summary)
-
-
-def check_distinguishable(summary: str) -> None:
-    """No two cells of summary.md's tables are distinct strings that look alike (equal after
-    NFKC normalisation, as "\ufb01" and "fi", or "caf\u00e9" composed and decomposed): a reader
-    could not tell those rows or columns apart."""
-    seen: dict[str, str] = {}
-    for line in summary.splitlines():
-        if not line.startswith("|"):
-            continue
-        for cell in line.strip("|").split("|"):
-            cell = cell.strip()
-            if cell.isascii():
-                continue  # NFKC leaves ASCII as it is
-            key = unicodedata.normalize("NFKC", cell)
-            other = seen.setdefault(key, cell)
-            assert other == cell, f"summary.md shows {other!r} and {cell!r}, which look alike (equal after NFKC)"
 
 
 def check_run(text: str, work: Path) -> str:
