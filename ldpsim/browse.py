@@ -14,7 +14,6 @@ rendered in :mod:`ldpsim.report.html`.
 from __future__ import annotations
 
 import hashlib
-import json
 import sys
 import webbrowser
 from dataclasses import dataclass, field
@@ -46,7 +45,7 @@ def rebuild_run(run_dir: str | Path) -> list[Path]:
     scenario.toml (with the run's seed and replications); the files written, in order.
     Any problem is one LdpSimError naming the directory."""
     from ldpsim.report.html import is_run_dir
-    from ldpsim.runs import check_inputs, check_study_inputs
+    from ldpsim.runs import RESULTS_LIMIT, check_inputs, check_run_file, check_study_inputs, read_metadata, read_scenario_text
     from ldpsim.sim.studies import _parsers
 
     run_dir = Path(run_dir)
@@ -59,11 +58,12 @@ def rebuild_run(run_dir: str | Path) -> list[Path]:
         raise LdpSimError(f"{bad} a run directory that can be written ({describe_os_error(exc)})") from None
     try:
         try:
-            meta = json.loads((run_dir / "metadata.json").read_text(encoding="utf-8"))
-            source = (run_dir / "scenario.toml").read_text(encoding="utf-8")
+            meta = read_metadata(run_dir)  # bounded, regular files (not links to /dev/zero, say)
+            source = read_scenario_text(run_dir / "scenario.toml")
+            check_run_file(run_dir / "results.csv", RESULTS_LIMIT)
             kind = meta.get("kind", "survey")
             total, seed, digest = int(meta["replications"]), int(meta["seed"]), meta["scenario_sha256"]
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError):
             raise LdpSimError(f"{bad} a run directory made by ldpsim run (readable metadata.json and scenario.toml)") from None
         parsers = _parsers()
         if kind not in parsers:

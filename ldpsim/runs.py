@@ -38,6 +38,7 @@ inputs' copies, so a run killed while starting leaves only files its metadata.js
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
@@ -71,6 +72,103 @@ REP_DIR = "replications"
 REPORT_STAGES = {"read": 0.03, "render": 0.94, "write": 0.03}
 #: Version of the run-directory layout that :func:`resume_run` understands.
 LAYOUT = 2
+#: Most bytes of a run's metadata.json (or a replication's record) read back: a run writes a
+#: few kB, and each resume adds a few hundred bytes.
+METADATA_LIMIT = 16 << 20
+#: Most bytes of a results file (results.csv, a replication's CSV) read back.
+RESULTS_LIMIT = 1 << 36
+
+
+def check_run_file(path: str | Path, limit: int) -> int:
+    """The size of ``path`` if it is a regular file of at most ``limit`` bytes, not a
+    symbolic link (checked with lstat: a run folder from someone else may link a file to
+    /dev/zero or out of the folder); otherwise an OSError saying why (FileNotFoundError if
+    there is nothing), which the callers' one-line refusals take."""
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise OSError(errno.ELOOP, "it is a symbolic link, expected a regular file", str(path))
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, "it is not a regular file", str(path))
+    if st.st_size > limit:
+        raise OSError(errno.EFBIG, f"it is larger than {limit:,} bytes", str(path))
+    return st.st_size
+
+
+def read_run_file(path: str | Path, limit: int) -> bytes:
+    """The bytes of a file of a run folder, read through :func:`check_run_file`'s checks
+    (and opened without following a link, at most ``limit`` bytes read)."""
+    check_run_file(path, limit)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced since the lstat
+            raise OSError(errno.EINVAL, "it is not a regular file", str(path))
+        chunks, size = [], 0
+        while size <= limit:  # in pieces: a buffer of the limit's size is never allocated
+            chunk = f.read(min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"it is larger than {limit:,} bytes", str(path))
+    return data
+
+
+def read_scenario_text(path: str | Path) -> str:
+    """A run's scenario.toml as text (newlines as :meth:`Path.read_text` gives them), read
+    through :func:`read_run_file`."""
+    return read_run_file(path, METADATA_LIMIT).decode().replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_metadata(run_dir: str | Path) -> Any:
+    """``run_dir/metadata.json`` parsed, read through :func:`read_run_file` (an OSError or a
+    ValueError if it cannot be)."""
+    return json.loads(read_run_file(Path(run_dir) / "metadata.json", METADATA_LIMIT))
+
+
+def _integer_field(meta: dict[str, Any], name: str, minimum: int, bad: str) -> int:
+    value = meta.get(name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise LdpSimError(f"{bad} metadata.json as the run wrote it (its {name!r}: got {value!r}, expected an "
+                          f"integer >= {minimum})")  # fmt: skip
+    return value
+
+
+def metadata_fields(meta: Any, bad: str) -> tuple[str, int, int, str, str, int]:
+    """(kind, replications, seed, scenario_sha256, run_key, layout) of a run's metadata,
+    each of the type and range a run writes (finite integers, strings): one line naming
+    the first field that is not."""
+    if not isinstance(meta, dict):
+        raise LdpSimError(f"{bad} metadata.json as the run wrote it (a JSON object, not {type(meta).__name__})")
+    kind = meta.get("kind", "survey")
+    for name, value in (("kind", kind), ("scenario_sha256", meta.get("scenario_sha256")), ("run_key", meta.get("run_key"))):
+        if not isinstance(value, str):
+            raise LdpSimError(f"{bad} metadata.json as the run wrote it (its {name!r}: got {value!r}, expected a string)")
+    total = _integer_field(meta, "replications", 1, bad)
+    seed = _integer_field(meta, "seed", 0, bad)
+    layout = _integer_field(meta, "layout", 0, bad)
+    return kind, total, seed, meta["scenario_sha256"], meta["run_key"], layout
+
+
+def check_written_folders(run_dir: Path, bad: str) -> None:
+    """The folder a run writes into (``replications/``) is a folder of ``run_dir`` itself:
+    not a symbolic link, nor anything resolving outside the folder (a run folder from
+    someone else could send the files anywhere). One line naming it, nothing written."""
+    folder = run_dir / REP_DIR
+    try:
+        st = os.lstat(folder)
+        inside = folder.resolve().parent == run_dir.resolve()
+    except FileNotFoundError:
+        refuse_unstarted(run_dir, bad)
+        raise LdpSimError(f"{bad} its {REP_DIR}/ folder as the run made it (it is missing)") from None
+    except OSError as exc:
+        raise LdpSimError(f"{bad} its {REP_DIR}/ folder as the run made it ({describe_os_error(exc)})") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise LdpSimError(f"{bad} its {REP_DIR}/ folder as the run made it (it is a symbolic link now)")
+    if not stat.S_ISDIR(st.st_mode) or not inside:
+        raise LdpSimError(f"{bad} its {REP_DIR}/ folder as the run made it (a folder inside the run directory)")
 
 
 class SequentialExecutor(Executor):
@@ -265,6 +363,7 @@ def run_study(
     meta["inputs"] = {name: hashlib.sha256(data).hexdigest() for name, data in inputs.items()}
     if shards > 1:
         meta["shards"] = shards
+    shared = study.shared()  # before any folder: a scenario this refuses leaves nothing behind
     with Creation(run_dir, option, default=out is None) as made:
         made.lock = DirectoryLock(run_dir, option).acquire()
         if stopped_while_starting(run_dir):
@@ -277,7 +376,8 @@ def run_study(
         write_bytes(run_dir / "scenario.toml", study.scenario.source.encode())
         for name, data in inputs.items():
             write_input(run_dir, name, data)
-    return _execute(run_dir, study, seed, meta, workers, executor, progress, interrupt_after, made.lock, shards, report)
+    return _execute(run_dir, study, seed, meta, workers, executor, progress, interrupt_after, made.lock, shards, report,
+                    shared=shared, made=made)  # fmt: skip
 
 
 def resume_study(
@@ -311,13 +411,19 @@ def finished_replications(run_dir: str | Path) -> int | None:
     written: ``metadata.json`` records when, and every replication's file matches its
     record), else None; anything unreadable is None too (resuming it says why). Reads only:
     ``ldpsim run --resume`` on a finished run says so instead of redoing its report."""
+    run_dir = Path(run_dir)
     try:
-        meta = json.loads((Path(run_dir) / "metadata.json").read_text())
-        total, key = int(meta["replications"]), meta["run_key"]
-        if not meta.get("finished") or int(meta["layout"]) != LAYOUT:
+        meta = read_metadata(run_dir)
+        _, total, seed, digest, key, layout = metadata_fields(meta, "")
+        if not meta.get("finished") or layout != LAYOUT:
             return None
-        return total if all(_finished(Path(run_dir), r, key) for r in range(total)) else None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # LdpSimError is a ValueError
+        # the same checks as a resume: the scenario and every input as the run recorded them
+        if hashlib.sha256(read_scenario_text(run_dir / "scenario.toml").encode()).hexdigest() != digest:
+            return None
+        check_inputs(run_dir, meta, "")
+        check_written_folders(run_dir, "")
+        return total if all(_finished(run_dir, r, key) for r in range(total)) else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError):  # LdpSimError is a ValueError
         return None
 
 
@@ -339,14 +445,12 @@ def open_resume(
     try:
         path = run_dir / "scenario.toml"
         try:
-            meta = json.loads((run_dir / "metadata.json").read_text())
-            source = path.read_text()
-            kind = meta.get("kind", "survey")
-            total, seed, digest, key = int(meta["replications"]), int(meta["seed"]), meta["scenario_sha256"], meta["run_key"]
-            layout = int(meta["layout"])
+            meta = read_metadata(run_dir)
+            source = read_scenario_text(path)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             refuse_unstarted(run_dir, bad)
             raise LdpSimError(f"{bad} a run directory made by this version of ldpsim run (metadata.json and scenario.toml)") from None
+        kind, total, seed, digest, key, layout = metadata_fields(meta, bad)
         if layout != LAYOUT or kind not in parsers:
             raise LdpSimError(f"{bad} a run directory made by this version of ldpsim run (layout {layout}, kind {kind!r})")
         if hashlib.sha256(source.encode()).hexdigest() != digest:
@@ -354,6 +458,7 @@ def open_resume(
         if run_key(kind, digest, seed, total) != key:
             raise LdpSimError(f"{bad} metadata.json as the run wrote it (its seed, replications or scenario digest were changed)")
         check_inputs(run_dir, meta, bad)
+        check_written_folders(run_dir, bad)
         study = parsers[kind](source, str(path))
         check_study_inputs(study, meta, bad)
         if study.replications != total:
@@ -487,7 +592,7 @@ def stopped_while_starting(run_dir: str | Path) -> bool:
             return False
         allowed, copies = {LOCK_NAME, REP_DIR}, set()
         if "metadata.json" in names:
-            meta = json.loads((run_dir / "metadata.json").read_text())
+            meta = read_metadata(run_dir)
             if not isinstance(meta, dict) or "run_key" not in meta or "finished" in meta:
                 return False
             inputs = meta.get("inputs", {})
@@ -514,7 +619,7 @@ def clear_start(run_dir: Path) -> None:
     :func:`stopped_while_starting`), but for ``.lock``: call it holding the lock."""
     copies: set[str] = set()
     try:
-        inputs = json.loads((run_dir / "metadata.json").read_text()).get("inputs", {})
+        inputs = read_metadata(run_dir).get("inputs", {})
         copies = {posixpath.normpath(n) for n in inputs if isinstance(n, str) and input_name(n) == n}
     except (OSError, ValueError, AttributeError, TypeError):
         pass
@@ -539,7 +644,7 @@ def refuse_unstarted(run_dir: Path, bad: str) -> None:
     if not stopped_while_starting(run_dir):
         return
     try:
-        scenario = json.loads((run_dir / "metadata.json").read_text()).get("scenario_path")
+        scenario = read_metadata(run_dir).get("scenario_path")
     except (OSError, ValueError, AttributeError):
         scenario = None
     file = shell_word(scenario) if isinstance(scenario, str) and scenario else "FILE"
@@ -600,6 +705,14 @@ class Creation:
     def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
         if exc is None:
             return False
+        self.undo()
+        if isinstance(exc, OSError):
+            raise LdpSimError(self._message(exc)) from None
+        return False
+
+    def undo(self) -> None:
+        """Remove what this process made (see the class) and release the lock: for a start
+        that failed, or a run refused before any replication finished."""
         if self.lock is not None:
             self.lock.release()
             self.lock = None
@@ -611,9 +724,6 @@ class Creation:
                     shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
         elif self._made and all(p.name == LOCK_NAME for p in self.run_dir.iterdir()):
             self._remove_made()
-        if isinstance(exc, OSError):
-            raise LdpSimError(self._message(exc)) from None
-        return False
 
     def _message(self, exc: OSError) -> str:
         got = f"{str(self.run_dir)!r}" + (" (the default; choose another with --out)" if self.default else "")
@@ -641,11 +751,19 @@ def _execute(
     lock: DirectoryLock,
     shards: int = 1,
     report: bool = True,
+    *,
+    shared: Any = None,
+    made: Creation | None = None,
 ) -> Outcome:
+    """Run what is missing of the study in ``run_dir`` and write its report. ``shared``:
+    the study's shared values if the caller computed them already; ``made``: the creation
+    of a new run's folder, undone if the run is refused (an LdpSimError) before any
+    replication finished, so that bad input leaves no half-made folder."""
     total = study.replications
     key = meta["run_key"]
     own = executor is None
     done = 0
+    finished_now = 0
     stopped = False
     try:
         todo = [r for r in range(total) if not _finished(run_dir, r, key)]
@@ -653,7 +771,8 @@ def _execute(
         if own:
             executor = SequentialExecutor() if workers == 1 else start_pool(workers)
         finished_now = 0
-        shared = study.shared()
+        if made is None:
+            shared = study.shared()
         plans = {r: study.shard_plan(r, seed, shared, shards) for r in todo} if shards > 1 else None
         # the replications' bar (or their shards'), then the report's: each cleared when it ends
         if plans is None:
@@ -698,6 +817,8 @@ def _execute(
                 f"--out: cannot write in {str(run_dir)!r} ({describe_os_error(exc)}); finished replications are kept: "
                 f"free some space, then resume with: ldpsim run --resume {shell_word(run_dir)}"
             ) from None
+        if isinstance(exc, LdpSimError) and made is not None and finished_now == 0:
+            made.undo()  # bad input refused before any replication: no half-made folder
         raise
     finally:
         if own and executor is not None and not stopped:
@@ -796,7 +917,7 @@ def _finished(run_dir: Path, index: int, key: str) -> bool:
     file without a record is unfinished (it is run again); a record whose file does not
     match is an error (something changed the file after the run wrote it)."""
     try:
-        record = json.loads(_record_path(run_dir, index).read_text())
+        record = json.loads(read_run_file(_record_path(run_dir, index), METADATA_LIMIT))
     except FileNotFoundError:
         return False
     except (OSError, ValueError):
@@ -807,12 +928,15 @@ def _finished(run_dir: Path, index: int, key: str) -> bool:
             f"--resume: got {str(run_dir)!r}, expected {REP_DIR}/{_record_path(run_dir, index).name} as this run wrote it; "
             f"delete it and {name} to run replication {index} again"
         )
+    why = None
     try:
-        data = _rep_path(run_dir, index).read_bytes()
+        data = read_run_file(_rep_path(run_dir, index), RESULTS_LIMIT)
     except FileNotFoundError:
         data = None
+    except OSError as exc:
+        data, why = None, describe_os_error(exc)
     if data is None or len(data) != record.get("bytes") or hashlib.sha256(data).hexdigest() != record.get("sha256"):
-        got = "no file" if data is None else f"{len(data):,} bytes"
+        got = why or ("no file" if data is None else f"{len(data):,} bytes")
         raise LdpSimError(
             f"--resume: got {str(run_dir)!r} with {name} changed since the run wrote it ({got}, expected "
             f"{record.get('bytes', 0):,} bytes with the recorded SHA-256); delete it and its .json record to run "

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
 import sys
 from functools import cached_property
 from pathlib import Path
@@ -223,7 +222,9 @@ class Run:
         if not self.dir.is_dir():
             raise self._error("a run directory made by ldpsim run (no such folder)")
         try:
-            meta = json.loads((self.dir / "metadata.json").read_text(encoding="utf-8"))
+            from ldpsim.runs import read_metadata
+
+            meta = read_metadata(self.dir)  # bounded, a regular file (not a link to /dev/zero, say)
             kind = meta.get("kind", "survey")
             int(meta["seed"]), int(meta["replications"]), str(meta["scenario_sha256"])
             if not (self.dir / "scenario.toml").is_file():

@@ -491,3 +491,101 @@ def test_a_folder_with_a_finished_replication_is_not_taken_by_a_new_run(tmp_path
     path, cut = cut_run(tmp_path)
     one_error(run_cli("run", path, "--out", cut, "--no-progress"), "--out", "--resume")
     assert (cut / "replications" / "rep-000000.json").is_file()
+
+
+# ----------------------------------------------------------------------------- 3. tampered folders (fuzz findings)
+@pytest.mark.parametrize("change", ["scenario edited", "scenario deleted", "table edited", "table deleted"])
+def test_resume_of_a_finished_run_checks_its_inputs_before_saying_it_is_complete(change, tmp_path):
+    run = run_scenario(poll_scenario(tmp_path / "src", "data/poll.csv", replications=2), out=tmp_path / "run",
+                       progress=False, report=False).run_dir  # fmt: skip
+    target = run / ("scenario.toml" if change.startswith("scenario") else "data/poll.csv")
+    if change.endswith("edited"):
+        target.write_text(target.read_text().replace("eps = 1.0", "eps = 2.0") if "scenario" in change else EDITED)
+    else:
+        target.unlink()
+    line = one_error(run_cli("run", "--resume", run, "--no-progress"), "--resume")
+    assert ("scenario.toml" if "scenario" in change else "data/poll.csv") in line
+    assert "already complete" not in line
+
+
+@pytest.mark.parametrize("name", ["metadata.json", "results.csv", "replications/rep-000000.csv"])
+def test_run_files_linked_to_an_endless_device_are_refused_without_reading_it(name, tmp_path):
+    run = finished_run(tmp_path)
+    (run / name).unlink()
+    (run / name).symlink_to("/dev/zero")
+    for argv in (("run", "--resume", run, "--no-progress"), ("report", run)):
+        r = run_cli(*argv)  # refused in one line, or (a file it need not read) done without it
+        assert r.returncode in (0, 2) and "Traceback" not in r.stderr and "MemoryError" not in r.stderr, (argv, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == (r.returncode == 2), r.stderr
+    if name == "metadata.json":
+        from ldpsim.workflow import load_run
+
+        with pytest.raises(LdpSimError):
+            load_run(run)
+
+
+@pytest.mark.parametrize("value", ["Infinity", "-1", "1e400", "\"2\"", "2.5", "true"])
+def test_resume_names_a_bad_replications_value_in_metadata(value, tmp_path):
+    _, cut = cut_run(tmp_path)
+    text = (cut / "metadata.json").read_text()
+    meta = json.loads(text)
+    (cut / "metadata.json").write_text(text.replace(f'"replications": {meta["replications"]}', f'"replications": {value}'))
+    assert (cut / "metadata.json").read_text() != text
+    line = one_error(run_cli("run", "--resume", cut, "--no-progress"), "--resume", "replications")
+    assert "metadata.json" in line
+
+
+def test_resume_refuses_a_replications_folder_linked_out_of_the_run(tmp_path):
+    import shutil
+
+    _, cut = cut_run(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(cut / "replications", elsewhere)
+    (cut / "replications").symlink_to(elsewhere, target_is_directory=True)
+    before = sorted(p.name for p in elsewhere.iterdir())
+    one_error(run_cli("run", "--resume", cut, "--no-progress"), "--resume", "replications")
+    assert sorted(p.name for p in elsewhere.iterdir()) == before
+    assert not (cut / "results.csv").exists()
+
+
+def _refusing_replication(self, index, seed, shared):
+    raise LdpSimError("mechanism: got randomized_response(k=3, eps=0.0), expected eps > 0")
+
+
+@pytest.mark.parametrize("where", ["new folder", "empty folder"])
+def test_a_run_refused_by_its_first_replication_leaves_no_half_made_folder(where, tmp_path, monkeypatch):
+    from ldpsim.sim.studies import SurveyStudy
+
+    path = poll_scenario(tmp_path / "src", "data/poll.csv")
+    out = tmp_path / "parent" / "run"
+    if where == "empty folder":
+        out.mkdir(parents=True)
+    monkeypatch.setattr(SurveyStudy, "run_replication", _refusing_replication)
+    one_error(run_cli("run", path, "--out", out, "--no-progress"), "mechanism")
+    if where == "empty folder":
+        assert out.is_dir() and list(out.iterdir()) == []
+    else:
+        assert not out.exists() and not out.parent.exists()
+
+
+def test_a_run_refused_while_computing_its_shared_values_leaves_no_folder(tmp_path, monkeypatch):
+    from ldpsim.sim.studies import SurveyStudy
+
+    def refuse(self):
+        raise LdpSimError("mechanism: got randomized_response(k=3, eps=0.0), expected eps > 0")
+
+    monkeypatch.setattr(SurveyStudy, "shared", refuse)
+    out = tmp_path / "run"
+    with pytest.raises(LdpSimError, match="mechanism"):
+        run_scenario(poll_scenario(tmp_path / "src"), out=out, progress=False)
+    assert not out.exists()
+
+
+def test_an_interrupted_run_refused_on_resume_keeps_its_replications(tmp_path, monkeypatch):
+    """The cleanup is only for a run that completed no replication in a folder it made."""
+    from ldpsim.sim.studies import SurveyStudy
+
+    _, cut = cut_run(tmp_path)
+    monkeypatch.setattr(SurveyStudy, "run_replication", _refusing_replication)
+    one_error(run_cli("run", "--resume", cut, "--no-progress"), "mechanism")
+    assert (cut / "replications" / "rep-000000.json").is_file() and (cut / "metadata.json").is_file()
