@@ -158,9 +158,23 @@ def seed(value: object, name: str = "seed") -> int:
     return int(value)
 
 
+#: Largest alphabet (number of input symbols k) of a finite mechanism or frequency oracle,
+#: 2^22 = 4,194,304: each keeps its k input labels (randomized response its k output labels
+#: too) as Python objects and builds k-length arrays (a row, the frequencies, the counts),
+#: about 0.7 GB of memory at the bound (measured: randomized response 0.70 GB, Hadamard
+#: response 0.86 GB); at 2^31 the labels alone would take 70 GB.
+MAX_ALPHABET = 1 << 22
+
+
 def alphabet_size(value: object, name: str = "k") -> int:
-    """An alphabet size: an integer >= 2."""
-    return integer(value, name, minimum=2)
+    """An alphabet size: an integer in ``2..MAX_ALPHABET``."""
+    k = integer(value, name, minimum=2)
+    if k > MAX_ALPHABET:
+        raise invalid(
+            name, value, f"an integer in 2..{MAX_ALPHABET:,} (2^22: a mechanism keeps its k labels and k-length arrays "
+            "in memory, about 0.7 GB at the bound)"
+        )
+    return k
 
 
 def probability_vector(value: ArrayLike, name: str, *, size: int | None = None) -> NDArray[np.float64]:

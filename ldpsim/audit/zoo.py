@@ -275,6 +275,9 @@ class DoubledRR(_FiniteLogDensity):
         return list(range(self.k))
 
     def matrix(self) -> NDArray[np.float64]:
+        from ldpsim.mechanisms.finite import check_dense
+
+        check_dense(self.k, self.k, "doubled randomized-response")  # k x k: refused past 2^25 entries
         # from the log rows: e^{2 eps} overflows past eps = 354
         return np.exp(np.array([self._log_row(i) for i in range(self.k)]))
 

@@ -64,6 +64,8 @@ __all__ = ["HYBRID_THRESHOLD", "BoundedNumeric", "DiscreteLaplaceBounded", "Duch
 _FLOAT_MAX = float(np.finfo(np.float64).max)
 #: Largest half-width ``half * C`` of the reports: draws and their squares' sums stay finite floats.
 _MAX_REPORT = _FLOAT_MAX / 1024.0
+#: Smallest half-width ``(hi - lo)/2`` of the answers' range: the smallest normal double.
+_MIN_HALF = float(np.finfo(np.float64).tiny)
 
 
 def hybrid_threshold() -> float:
@@ -106,6 +108,11 @@ class BoundedNumeric(Mechanism):
             raise invalid("hi", hi, "a finite real number")
         if not (hi_f > lo_f and math.isfinite(hi_f - lo_f)):
             raise invalid("hi", hi, f"a number > lo = {lo_f!r} with hi - lo finite")
+        if not (hi_f - lo_f) / 2.0 >= _MIN_HALF:
+            # a subnormal half-width loses its digits (5e-324 / 2 is 0): the answers could not
+            # be mapped to [-1, 1] and back, and every variance was 0/0
+            raise invalid("hi", hi, f"a number with hi - lo >= {2.0 * _MIN_HALF:.6g} (lo = {lo_f!r}; a range of subnormal "
+                          "width cannot be scaled safely)")
         self.lo, self.hi = lo_f, hi_f
         self._half = (hi_f - lo_f) / 2.0
         self._mid = lo_f + self._half

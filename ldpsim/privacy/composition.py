@@ -23,11 +23,12 @@ lattice points finds the piece and the equation is solved in closed form.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import logsumexp
+from scipy.special import betainc, logsumexp
 
 from .. import _validate as V
 from ..errors import invalid
@@ -37,14 +38,48 @@ from .pld import MAX_ATOMS, DiscretePLD, log1mexp, settle_up
 TAIL_LOG_RTOL = -46.0
 """Neglected terms are bounded by e^-46 (1e-20) times the sum."""
 
+MAX_COMPOSITIONS = 2**53
+"""Largest k of the exact homogeneous composition: the binomial indices l = 0..k of its sum
+must be exact doubles."""
+
+FAST_WIDTH = 1 << 15
+"""Beyond this many terms in the window (``10 sqrt(k q (1 - q)) + 30``: k above about 10^7) the
+middle sum is taken from the regularized incomplete beta function (binomial tails, O(1)) and
+short geometric sums, not summed over its O(sqrt k) window (``_Homogeneous.fast``)."""
+
+MAX_WINDOW = 1 << 22
+"""Largest window of terms summed (32 MB per array): beyond it the call is refused by name."""
+
+_DIRECT_WIDTH = 1 << 16  # fast mode: sums whose terms fall off within this many are summed directly
+_TAIL_OK = 1e-280  # incomplete beta values at or above this are used (normal, relative accuracy)
+_CANCEL_OK = math.log1p(-(2.0**-20))  # S1 - e^x S2 is used while e^x S2 <= (1 - 2^-20) S1
+
 BOUNDS = ("basic", "drv", "kov", "kov_small_eps")
 SMALL_EPS_LIMIT = 0.9
 """Theorem 3.4's simpler form (k eps^2 in place of k eps tanh(eps/2)) is stated for eps <= 0.9."""
 
 
 # --------------------------------------------------------------------------- validation
+def exact_compositions(value: object) -> int:
+    """The k of an exact homogeneous composition: an integer in ``1..MAX_COMPOSITIONS`` (2^53)."""
+    k = V.integer(value, "compositions", minimum=1)
+    if k > MAX_COMPOSITIONS:
+        raise invalid(
+            "compositions", value, "an integer in 1..2^53 for the exact composition (its binomial indices 0..k must be "
+            "exact doubles); the closed-form bounds (bound_delta, bound_epsilon) take any k"
+        )
+    return k
+
+
 def _params(eps: object, delta: object, compositions: object) -> tuple[float, float, int]:
-    return V.epsilon(eps), V.delta(delta), V.integer(compositions, "compositions", minimum=1)
+    return V.epsilon(eps), V.delta(delta), exact_compositions(compositions)
+
+
+def _too_wide(k: int, eps: float, terms: float) -> Exception:
+    return invalid(
+        "compositions", k, f"a smaller k at eps = {eps:g}: this value of the exact composition needs a sum of about "
+        f"{terms:.3g} terms (at most {MAX_WINDOW:,})"
+    )
 
 
 def _nonneg_array(value: ArrayLike, name: str, upper: float | None = None) -> tuple[NDArray[np.float64], bool]:
@@ -114,6 +149,8 @@ class _Homogeneous:
             q = float(np.exp(self.log_q))
             self.center = k * q
             self.width = 10.0 * np.sqrt(k * q * (1.0 - q)) + 30.0  # e^-50 at the edges
+        #: large k: binomial tails from the incomplete beta function (see ``FAST_WIDTH``)
+        self.fast = eps > 0 and self.width > FAST_WIDTH
         self.log_1ma = k * float(np.log1p(-delta)) if delta < 1 else -np.inf  # log (1-delta)^k
         self.a = float(-np.expm1(self.log_1ma)) if delta > 0 else 0.0  # 1 - (1-delta)^k, to an ulp
         self.log_a = float(np.log(self.a)) if delta > 0 else -np.inf
@@ -124,6 +161,8 @@ class _Homogeneous:
     def last_term(self, eps_t: float) -> int:
         """Largest l with (k - 2l) eps > eps_t (-1 if none)."""
         k, eps = self.compositions, self.eps
+        if self.fast:
+            return self._last_exact(eps_t)
         with np.errstate(over="ignore", invalid="ignore"):
             ratio = (k * eps - eps_t) / (2 * eps)
         if not np.isfinite(ratio):
@@ -135,12 +174,81 @@ class _Homogeneous:
             l += 1
         return l
 
+    def _last_exact(self, eps_t: float) -> int:
+        """``last_term`` with the lattice points compared exactly (Fractions): at large k the
+        products (k - 2l) eps are far above one ulp of eps."""
+        k, eps = self.compositions, self.eps
+        if not math.isfinite(eps_t):
+            return -1
+        fe, ft = Fraction(eps), Fraction(eps_t)
+        l = int(min(max(math.floor((k * eps - eps_t) / (2 * eps)), -1), k))
+        while l >= 0 and (k - 2 * l) * fe <= ft:
+            l -= 1
+        while l + 1 <= k and (k - 2 * (l + 1)) * fe > ft:
+            l += 1
+        return l
+
+    # ---- large k (``fast``): tails from the incomplete beta function, short sums exactly
+    def _gap(self, last: int, eps_t: float) -> float:
+        """``(k - 2 last) eps - eps_t`` (> 0), rounded once from its exact value."""
+        return float((self.compositions - 2 * last) * Fraction(self.eps) - Fraction(eps_t))
+
+    def _width(self, log_ratio: float) -> float:
+        """Terms a sum needs when they fall off by ``e^log_ratio`` per step (log-concave: at
+        least that fast further out) to reach e^-60 of the first."""
+        return 60.0 / -log_ratio + 30.0 if log_ratio < 0 else math.inf
+
+    def _window(self, fn: Callable[[NDArray[np.float64]], NDArray[np.float64]], last: int, width: float) -> float:
+        if width > MAX_WINDOW:
+            raise _too_wide(self.compositions, self.eps, width)
+        return _logsum_concave(fn, 0, last, float(last), width)
+
+    def _log_es2(self, last: int, eps_t: float) -> float:
+        """``log sum_{l <= last} b(l) e^{eps_t - (k - 2l) eps}``, the part of ``m`` taken off:
+        terms rising to l = last by ``l q / ((k - l + 1)(1 - q))`` per step, so a short exact sum;
+        else ``e^{eps_t} P(Bin(k, 1 - q) <= last)`` (``b(l; q) e^{-(k-2l) eps} = b(l; 1 - q)``)."""
+        k, eps = self.compositions, self.eps
+        if last >= k:  # pragma: no cover - last < k/2 for eps_t >= 0
+            return -np.inf
+        g0 = self._gap(last, eps_t)
+        log_ratio = math.log(last) + self.log_q - math.log(k - last + 1) - self.log_1mq if last > 0 else -math.inf
+        width = self._width(log_ratio)
+        term = lambda l: self.pmf(l) - g0 - 2.0 * eps * (last - l)  # noqa: E731
+        if width <= _DIRECT_WIDTH:
+            return self._window(term, last, width)
+        f2 = float(betainc(k - last, last + 1, math.exp(self.log_q)))
+        if f2 >= _TAIL_OK:
+            return eps_t + math.log(f2)
+        return self._window(term, last, width)
+
+    def _log_m_fast(self, eps_t: float, last: int) -> float:
+        k, eps = self.compositions, self.eps
+        if last < 0:
+            return -np.inf
+        g0 = self._gap(last, eps_t)
+        log_ratio = math.log(last) + self.log_1mq - math.log(k - last + 1) - self.log_q if last > 0 else -math.inf
+        width = self._width(log_ratio)
+        term = lambda l: self.pmf(l) + log1mexp(g0 + 2.0 * eps * (last - l))  # noqa: E731
+        if width <= _DIRECT_WIDTH:  # far below the peak: few terms, summed exactly
+            return self._window(term, last, width)
+        s1 = 1.0 if last >= k else float(betainc(k - last, last + 1, math.exp(self.log_1mq)))
+        if s1 >= _TAIL_OK:
+            log_s1 = math.log(s1)
+            log_es2 = self._log_es2(last, eps_t)
+            if log_es2 <= log_s1 + _CANCEL_OK:
+                return log_s1 + float(log1mexp(np.array(log_s1 - log_es2)))
+        # S1 - e^x S2 cancels (tiny eps) or S1 underflows: the exact sum over the window
+        width = min(width, self.width)
+        return self._window(term, last, width)
+
     def log_m(self, eps_t: float, last: int | None = None) -> float:
         """log of the middle sum m(eps_t), over l = 0..last (default: every positive term)."""
         if self.eps == 0:
             return -np.inf
         if last is None:
             last = self.last_term(eps_t)
+        if self.fast:
+            return self._log_m_fast(eps_t, last)
         k, eps = self.compositions, self.eps
 
         def term(l: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -232,8 +340,10 @@ def _optimal_epsilon_one(h: _Homogeneous, target: float) -> float:
     # eps_t in [x_lo, x_hi] = [(k - 2i - 2) eps, (k - 2i) eps], terms l = 0..i: m = S1 - e^x S2
     x_hi = (k - 2 * i) * eps
     x_lo = max(0.0, (k - 2 * i - 2) * eps)
-    log_s2 = h.log_s(i, flip=True)
     log_m_lo = h.log_m(x_lo, i)
+    # log(e^{x_lo} S2): at large k from the exact gap to the lattice point (x_lo and the lattice
+    # products are far above one ulp of the offset)
+    log_s2 = None if h.fast else h.log_s(i, flip=True)
     # e^x S2 = e^{x_lo} S2 + (m(x_lo) - m*): both parts positive, no cancellation
     if log_mstar == -np.inf:
         log_gap = log_m_lo
@@ -243,7 +353,8 @@ def _optimal_epsilon_one(h: _Homogeneous, target: float) -> float:
         log_gap = -np.inf
     # x = log(e^{x_lo} + gap / S2) = x_lo + log1p(gap / (e^{x_lo} S2)): the offset from x_lo in
     # full relative precision (x - x_lo may be ~eps = 1e-300 beside O(1) logs)
-    x = x_lo + float(np.logaddexp(0.0, log_gap - x_lo - log_s2))
+    offset = log_gap - h._log_es2(i, x_lo) if log_s2 is None else log_gap - x_lo - log_s2
+    x = x_lo + float(np.logaddexp(0.0, offset))
     x = min(max(x, x_lo), x_hi)
     # keep the answer on the safe side of rounding (delta(x_hi) <= target by construction)
     return settle_up(x, lambda e: float(np.exp(h.log_delta(e))) <= target, x_hi)
@@ -273,6 +384,8 @@ def lattice_region(eps: float, delta: float, compositions: int) -> tuple[NDArray
     """Theorem 3.3's corner points: ``((k - 2i) eps, 1 - (1-delta)^k (1 - delta_i))`` for
     i = 0..floor(k/2). The exact region is the intersection of these (eps, delta) regions."""
     eps, delta, k = _params(eps, delta, compositions)
+    if k // 2 + 1 > MAX_ATOMS:
+        raise invalid("compositions", k, f"at most {2 * MAX_ATOMS - 1:,} for the lattice region (k // 2 + 1 corner points)")
     i = np.arange(k // 2 + 1)
     eps_i = (k - 2 * i) * eps
     return eps_i.astype(np.float64), optimal_delta(eps, delta, k, eps_i)

@@ -278,7 +278,7 @@ class OptimalComposition(Guarantee):
     def __post_init__(self) -> None:
         object.__setattr__(self, "eps", V.epsilon(self.eps))
         object.__setattr__(self, "delta_", V.delta(self.delta_))
-        object.__setattr__(self, "compositions", V.integer(self.compositions, "compositions", minimum=1))
+        object.__setattr__(self, "compositions", C.exact_compositions(self.compositions))
         if not self.label:
             object.__setattr__(self, "label", f"exact {self.compositions}-fold ({self.eps:g}, {self.delta_:g})")
 

@@ -22,7 +22,7 @@ from ldpsim.privacy.guarantees import MechanismGuarantee
 from ldpsim.privacy.pld import DiscretePLD
 
 _SQRT2 = math.sqrt(2.0)
-_METHODS = ("exact", "corollary")
+_METHODS = ("exact", "corollary", "worst_case")
 _FLOAT_MAX = float(np.finfo(np.float64).max)
 _LOG_FLOAT_MAX = math.log(_FLOAT_MAX)
 #: Largest noise scale (Laplace scale, Gaussian sigma, sensitivity/eps): draws reach about 50
@@ -90,7 +90,7 @@ def _out(arr: NDArray[np.float64], scalar: bool) -> float | NDArray[np.float64]:
 
 def _method(method: object) -> str:
     if method not in _METHODS:
-        raise invalid("method", method, "one of 'exact', 'corollary'")
+        raise invalid("method", method, "one of 'exact', 'corollary', 'worst_case'")
     return str(method)
 
 
@@ -342,9 +342,13 @@ class NoiseMechanism(Mechanism):
         ``k > 1``: ``method="corollary"`` -- Corollary 4.1 of Kairouz et al. 2015 (docs/theory.md sec. 6): each
         query is (eps0, delta0)-DP with ``eps0 = eps / sqrt(4 k log(e + eps/delta))``,
         ``delta0 = delta / (2k)`` (needs delta > 0). ``method="exact"`` -- Gaussian: GDP
-        (k-fold is exactly ``sqrt(k) Delta/sigma``-GDP); pure families: the largest per-query
-        eps0 whose exact optimal k-fold composition meets (eps, delta)
-        (``ldpsim.privacy.composition.optimal_delta``); truncated Laplace: not available.
+        (k-fold is exactly ``sqrt(k) Delta/sigma``-GDP); Laplace: its own privacy-loss law
+        composed k times (:meth:`Laplace._calibrate_exact_composed`, k up to
+        ``LAPLACE_EXACT_MAX_COMPOSITIONS``); the other pure families: as ``"worst_case"``;
+        truncated Laplace: not available. ``method="worst_case"`` (pure families) -- the
+        largest per-query eps0 whose exact optimal k-fold composition of eps0-DP mechanisms
+        meets (eps, delta) (``ldpsim.privacy.composition.optimal_delta``): the worst case over
+        every eps0-DP mechanism, more noise than Laplace needs (formerly Laplace's default).
         """
         eps = _positive(eps, "eps")
         delta = v.delta(delta, "delta")
@@ -366,6 +370,13 @@ class NoiseMechanism(Mechanism):
                     f"{exc} (the per-query budget of Corollary 4.1 for eps = {eps:g}, delta = {delta:g}, compositions = {k}: "
                     f"eps0 = {eps0:.6g}, delta0 = {delta0:.6g})"
                 ) from None
+        if method == "worst_case":
+            if not cls.pure:
+                raise invalid(
+                    "method", method, f"'exact' or 'corollary' for {cls.__name__} ('worst_case' calibrates a pure "
+                    "family by the optimal composition of eps0-DP mechanisms)"
+                )
+            return cls._calibrate_worst_case(eps, delta, sens, k)
         return cls._calibrate_exact_composed(eps, delta, sens, k)
 
     @classmethod
@@ -383,6 +394,11 @@ class NoiseMechanism(Mechanism):
 
     @classmethod
     def _calibrate_exact_composed(cls, eps: float, delta: float, sens: float, compositions: int) -> "NoiseMechanism":
+        """``method="exact"`` for k > 1 releases; pure families without their own: the worst case."""
+        return cls._calibrate_worst_case(eps, delta, sens, compositions)
+
+    @classmethod
+    def _calibrate_worst_case(cls, eps: float, delta: float, sens: float, compositions: int) -> "NoiseMechanism":
         """Pure families: largest eps0 with optimal_delta(eps0, 0, k, eps) <= delta, k = ``compositions``.
 
         The delta of the composition increases continuously with eps0 (from 0 at eps0 = eps/k

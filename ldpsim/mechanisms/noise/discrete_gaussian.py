@@ -180,6 +180,14 @@ class DiscreteGaussian(ExactSampling, NoiseMechanism):
         d = Fraction(shift)
         k = math.floor(e * self.sigma2 / d - d / 2) + 1  # least integer above eps sigma2/D - D/2
         g0 = (d * d + 2 * d * k) / (2 * self.sigma2) - e  # g(k) > 0, exact
+        if k >= 2**52:
+            # far out (eps sigma2/D >= 2^52, e.g. eps = 1e308): the second term is below
+            # e^-(2k+1)/(2 sigma2) <= e^-450000 of the first (sigma2 <= 10^10), so the sum is its
+            # first term exp(-k^2/(2 sigma2)) (1 - e^-g(k)), in logs (-inf once k/sigma passes 1e154)
+            z = k / Fraction(self._sigma) if k < 10**300 else math.inf
+            if not z < 1e154:
+                return -math.inf
+            return -0.5 * float(z) ** 2 + math.log(-math.expm1(-float(g0))) - self._log_c
         return self._log_tail(k, float(g0), shift / self._s2) - self._log_c
 
     def _log_delta(self, t: NDArray[np.float64], shift: float) -> NDArray[np.float64]:

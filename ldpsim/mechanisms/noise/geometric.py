@@ -9,7 +9,20 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ldpsim import _validate as v
+from ldpsim.errors import invalid
 from ldpsim.mechanisms.noise.base import _FLOAT_MAX, _AtomMechanism, _eps_for_scale, _geometric_floats, _need_pure, _positive
+from ldpsim.privacy.pld import MAX_ATOMS
+
+#: Largest sensitivity (and shift): integer queries and integer noise are exact in doubles up
+#: to 2^53, and so are the loss atoms' indices.
+MAX_SENSITIVITY = 2**53
+
+
+def _integer_shift(value: object, name: str) -> int:
+    s = v.integer(value, name, minimum=1)
+    if s > MAX_SENSITIVITY:
+        raise invalid(name, value, "an integer in 1..2^53 (integer queries and noise are exact in doubles up to 2^53)")
+    return s
 
 
 class Geometric(_AtomMechanism):
@@ -40,7 +53,7 @@ class Geometric(_AtomMechanism):
 
     @classmethod
     def _check_sensitivity(cls, sensitivity: object) -> int:  # type: ignore[override]
-        return v.integer(sensitivity, "sensitivity", minimum=1)
+        return _integer_shift(sensitivity, "sensitivity")
 
     def _params(self) -> dict[str, Any]:
         return {"eps": self.eps, "sensitivity": self.sensitivity}
@@ -48,7 +61,7 @@ class Geometric(_AtomMechanism):
     def _shift(self, shift: object) -> float:
         if shift is None:
             return self.sensitivity
-        return v.integer(shift, "shift", minimum=1)
+        return _integer_shift(shift, "shift")
 
     def pmf(self, z: ArrayLike) -> NDArray[np.float64]:
         z = np.asarray(z)
@@ -67,6 +80,12 @@ class Geometric(_AtomMechanism):
         s = int(shift)
         if s in self._cache:
             return self._cache[s]
+        if s + 1 > MAX_ATOMS:
+            name = "sensitivity" if s == self.sensitivity else "shift"
+            raise invalid(
+                name, s, f"an integer <= {MAX_ATOMS - 1:,} for the privacy-loss atoms (pld, tradeoff): the law has "
+                f"{name} + 1 atoms (delta and epsilon are closed forms at every {name} up to 2^53)"
+            )
         la, D = self.log_a, self.sensitivity
         l1a = math.log1p(self.a)
         lc = math.log(self._one_a) - l1a
@@ -83,6 +102,37 @@ class Geometric(_AtomMechanism):
     def _atoms(self, shift: float):
         L, log_p, log_r = self._log_atoms(shift)
         return L, np.exp(log_p), np.exp(log_r)
+
+    def _loss_sup(self, shift: float) -> float:
+        # the atom z <= 0 (P-mass 1/(1+a) > 0) carries the largest loss, eps s / D
+        return self.eps * (float(int(shift)) / self.sensitivity)
+
+    def _log_delta(self, t: NDArray[np.float64], shift: float) -> NDArray[np.float64]:
+        s = int(shift)
+        if s + 1 <= MAX_ATOMS:
+            return super()._log_delta(t, shift)
+        return self._log_delta_closed(np.asarray(t, dtype=np.float64), s)
+
+    def _log_delta_closed(self, t: NDArray[np.float64], s: int) -> NDArray[np.float64]:
+        """``log delta(t)`` at shift ``s`` from the geometric series, no atom table: with
+        ``r = eps/D`` the atoms ``z = 0..m`` with loss ``r (s - 2z) > t`` give ``delta =
+        (1 - a^m) + a^m (1 - e^u)/(1 + a)``, ``u = t - r (s - 2m) in [-2r, 0)`` (the sum of
+        ``P_z - e^t R_z`` over them; every part >= 0, no cancellation)."""
+        r = self.eps / self.sensitivity
+        sup = self._loss_sup(s)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            below = t < sup
+            tt = np.where(below, t, 0.0)
+            gap = tt - sup  # < 0 where below; exact near sup
+            m = np.clip(np.ceil(-gap / (2.0 * r)) - 1.0, 0.0, float(s - 1))
+            m = np.where((gap + 2.0 * m * r >= 0.0) & (m > 0), m - 1.0, m)
+            up = (m + 1.0 <= s - 1) & (gap + 2.0 * (m + 1.0) * r < 0.0)
+            m = np.where(up, m + 1.0, m)
+            u = np.minimum(gap + 2.0 * m * r, 0.0)
+            first = np.log(-np.expm1(-r * m))  # log(1 - a^m); -inf at m = 0
+            second = -r * m + np.log(-np.expm1(u)) - math.log1p(self.a)
+            out = np.logaddexp(first, second)
+        return np.where(below, out, -np.inf)
 
     def _log_variance(self) -> float:
         return math.log(2.0) + self.log_a - 2.0 * math.log(self._one_a)

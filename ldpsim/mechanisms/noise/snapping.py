@@ -173,6 +173,10 @@ class SnappedLaplace(NoiseMechanism):
         self.sensitivity = _power_of_two(sensitivity)
         self.bound = _positive(bound, "bound")
         b = self.bound / self.sensitivity  # exact: a power of two
+        if not math.isfinite(b):
+            raise invalid(
+                "sensitivity", sensitivity, f"a power of two with bound / sensitivity a finite float (bound = {self.bound!r})"
+            )
         if not 2.0 * float(ETA) < self.eps:
             raise invalid("eps", eps, "eps > 2 eta = 2^-51 (the additive term of the snapping bound)")
         lam = self._calibrate_lambda(self.eps, b)
@@ -181,9 +185,14 @@ class SnappedLaplace(NoiseMechanism):
                 "bound", bound, f"a bound above sensitivity * lambda = {lam * self.sensitivity:.6g} (Mironov 2012 needs "
                 f"lambda < B; lambda = {lam:.6g} in sensitivity units at eps = {self.eps:g})"
             )
-        self._setup(b, lam)
-        if not (b < 2.0**46 * lam and self._within_reach()):
-            reach = (1021 * math.log(2.0) * lam - self.grid_step / self.sensitivity / 2.0) / 2.0 * self.sensitivity
+        # the noise reaches at most 1021 ln2 lambda / 2 = 353.9 lambda each way: a bound far
+        # beyond it is refused before the grid of its 2 b / Lambda points is built
+        far = not b <= 1024.0 * lam
+        if not far:
+            self._setup(b, lam)
+        if far or not (b < 2.0**46 * lam and self._within_reach()):
+            grid = _pow2_ceil(lam) * self.sensitivity
+            reach = (1021 * math.log(2.0) * lam - grid / self.sensitivity / 2.0) / 2.0 * self.sensitivity
             raise invalid(
                 "bound", bound, f"a bound of at most about {reach:.6g} at eps = {self.eps:g}, sensitivity = {self.sensitivity:g} "
                 f"(beyond it the noise, at most 1021 ln2 lambda for U* >= 2^-1021, cannot carry x = B to -B: "
