@@ -50,6 +50,9 @@ class _Version(argparse._VersionAction):
 #: ``--allow-outside-data`` of every command that loads a scenario file.
 _OUTSIDE_HELP = ("read data files the scenario names (population.file) from outside its folder too: absolute paths, "
                  "'..', symlinks out of it (default: only regular files in the scenario's folder or below)")
+#: ``--allow-long-run`` of ``ldpsim run`` and ``ldpsim check`` (sim.scenario.common.MAX_RUN_SECONDS).
+_LONG_HELP = ("run (or check) a scenario estimated at more than an hour on one core, which is otherwise refused "
+              "when the file is loaded (a multi-party broadcast or study of many rounds)")
 #: ``--force`` of every command that writes a folder of files (``ldpsim run`` has none: use --resume).
 _FORCE_HELP = "write into a non-empty --out: its files of the same names are replaced at the end, others are kept"
 
@@ -80,6 +83,7 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", metavar="DIR", default=None, help="finish an interrupted run in DIR (same seed and scenario); a finished one is left as it is")
     run.add_argument("--no-progress", action="store_true", help="no progress bar (it is off anyway when stderr is not a terminal)")
     run.add_argument("--allow-outside-data", action="store_true", help=_OUTSIDE_HELP)
+    run.add_argument("--allow-long-run", action="store_true", help=_LONG_HELP)
     run.set_defaults(func=_run)
 
     sweep = sub.add_parser(
@@ -137,6 +141,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("file", help="scenario file (TOML) or shipped scenario name")
     check.add_argument("--allow-outside-data", action="store_true", help=_OUTSIDE_HELP)
+    check.add_argument("--allow-long-run", action="store_true", help=_LONG_HELP)
     check.set_defaults(func=_check)
 
     report = sub.add_parser(
@@ -325,9 +330,10 @@ def _run(args: argparse.Namespace) -> int:
         scenario = None
         if args.resume is None:
             from ldpsim._shipped import resolve
-            from ldpsim.sim.scenario import load_scenario
+            from ldpsim.sim.scenario import allow_long_runs, load_scenario
 
-            scenario = load_scenario(resolve(args.file), allow_outside_data=args.allow_outside_data)  # before any
+            with allow_long_runs(args.allow_long_run):
+                scenario = load_scenario(resolve(args.file), allow_outside_data=args.allow_outside_data)  # before any
             # cluster starts: a bad file fails at once
             from ldpsim.runs import check_shards
             from ldpsim.sim.studies import study_of
@@ -339,10 +345,13 @@ def _run(args: argparse.Namespace) -> int:
                 result = resume_run(args.resume, workers=workers, executor=executor, progress=progress, shards=args.shards,
                                     allow_outside_data=args.allow_outside_data)  # fmt: skip
             else:
-                result = run_scenario(
-                    scenario, seed=args.seed, replications=args.replications, workers=workers, out=args.out,
-                    progress=progress, executor=executor, shards=args.shards,
-                )  # fmt: skip
+                from ldpsim.sim.scenario import allow_long_runs
+
+                with allow_long_runs(args.allow_long_run):  # --replications rebuilds the scenario
+                    result = run_scenario(
+                        scenario, seed=args.seed, replications=args.replications, workers=workers, out=args.out,
+                        progress=progress, executor=executor, shards=args.shards,
+                    )  # fmt: skip
     except RunInterrupted as exc:
         print(f"ldpsim: {exc}", file=sys.stderr)
         return 130
@@ -569,6 +578,10 @@ def _print_collection(run) -> None:  # type: ignore[no-untyped-def]
 
     _say(f"{sc.name}: {sc.size:,} respondents x {c.periods} periods of {amount(c.period, sc.spec.simulation.time_unit)}, {plural(len(sc.arms), 'arm')}, "
          f"{sc.spec.simulation.replications} replication(s), seed {run.seed}; composed eps at delta = {c.delta:g}")  # fmt: skip
+    from ldpsim.report.collection import has_estimates
+
+    if not has_estimates(run.results):
+        _say("no report reached the server in any replication: nothing to estimate (see the report)")
     print(table(run.summary, na_rep="", float_format=lambda x: f"{x:.5g}", full=run.run_dir / "summary.md"))
 
 
@@ -618,10 +631,11 @@ def _scenarios(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from ldpsim._shipped import resolve
-    from ldpsim.sim.scenario import load_scenario
+    from ldpsim.sim.scenario import allow_long_runs, load_scenario
 
     path = resolve(args.file)
-    sc = load_scenario(path, allow_outside_data=args.allow_outside_data)
+    with allow_long_runs(args.allow_long_run):
+        sc = load_scenario(path, allow_outside_data=args.allow_outside_data)
     spec = sc.spec
     size = getattr(sc, "size", None)
     who = f", {size:,} respondents" if isinstance(size, int) else ""

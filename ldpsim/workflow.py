@@ -281,7 +281,7 @@ class Run:
     @cached_property
     def scenario(self) -> Scenario:
         """The scenario as run (see the class)."""
-        from ldpsim.sim.scenario import parse_scenario
+        from ldpsim.sim.scenario import allow_long_runs, parse_scenario
 
         path = self.dir / "scenario.toml"
         try:
@@ -294,7 +294,8 @@ class Run:
 
         bad = f"run_dir: got {str(self.dir)!r}, expected"
         check_inputs(self.dir, self.metadata, bad)  # the copies of its data files, as the run recorded them
-        scenario = Scenario(parse_scenario(source, str(path)))
+        with allow_long_runs():  # the run exists: its estimated time was accepted when it started
+            scenario = Scenario(parse_scenario(source, str(path)))
         check_study_inputs(_studies().study_of(scenario.built), self.metadata, bad)
         current = scenario.spec.simulation
         recorded = self.metadata.get("spec", {}).get("simulation", {}) if isinstance(self.metadata.get("spec"), dict) else {}

@@ -24,6 +24,9 @@ is ``alpha P(Bin(c, 1/2) >= a0 - 1) + beta P(Bin(c, 1/2) >= a0)``. The divergenc
 expectation of that over ``C``: binomial tails, vectorised over the ``c`` where ``C`` has
 mass (``O(sqrt(n))`` of them; the ``TAIL`` left out on each side is charged in full, so
 the result is never below the divergence). :func:`shuffle_epsilon` inverts it by bisection on eps.
+The coefficients and the law of C are computed from their logarithms, so any finite eps0
+works: at eps0 in the hundreds ``1 - q`` and ``e^-eps0`` are far below a double's precision
+(or underflow), clones are too rare to matter and the central eps is just below eps0.
 
 For comparison, :func:`shuffle_epsilon_closed_form` is the paper's analytic bound
 (Theorem 3.1): ``eps <= log(1 + (e^eps0 - 1)/(e^eps0 + 1) (8 sqrt(e^eps0 log(4/delta)) /
@@ -59,43 +62,57 @@ TAIL = 1e-30
 
 def _check(eps0: float, n: int) -> tuple[float, int]:
     e0 = v.epsilon(eps0, "eps0")
-    if not 0 < e0 <= 700:
-        raise invalid("eps0", eps0, "a local eps in (0, 700]")
+    if not e0 > 0:
+        raise invalid("eps0", eps0, "a finite local eps > 0")
     return e0, v.integer(n, "n", minimum=1, maximum=MAX_N)
 
 
 def shuffle_delta(eps0: float, n: int, eps: float) -> float:
     """The smallest delta at ``eps`` that the shuffled reports of ``n`` ``eps0``-LDP
     respondents are shown to satisfy by the clone reduction (module docstring): the exact
-    hockey-stick divergence ``D_{e^eps}(P || Q)``."""
+    hockey-stick divergence ``D_{e^eps}(P || Q)``.
+
+    Computed in log space, so any finite ``eps0`` works: with ``q = e^eps0 / (e^eps0 +
+    1)``, ``alpha = q (1 - e^(eps - eps0))`` and ``-beta = q (e^eps - e^-eps0)`` never
+    round ``1 - q`` to 0, and the clone counts' law comes from its logarithm (Loader's
+    form), so ``e^-eps0`` may underflow (where clones are too rare to matter, the
+    divergence is that of one respondent, ``alpha``)."""
     from scipy import stats
+    from scipy.special import expit
+
+    from ldpsim.privacy._binom import log_pmf
 
     e0, n = _check(eps0, n)
     e = v.epsilon(eps, "eps", allow_inf=True)
     if e >= e0:
         return 0.0  # the shuffled output is a post-processing of eps0-DP reports
-    q = 1.0 / (1.0 + math.exp(-e0))
-    alpha = q - math.exp(e) * (1.0 - q)
-    if alpha <= 0.0:
-        return 0.0
-    beta = (1.0 - q) - math.exp(e) * q
+    log_q = -math.log1p(math.exp(-e0))  # log(e^eps0 / (e^eps0 + 1))
+    log_alpha = log_q + math.log(-math.expm1(e - e0))  # alpha = q - e^eps (1 - q) > 0
+    log_beta = log_q + e + math.log(-math.expm1(-e - e0))  # -beta = e^eps q - (1 - q) > 0
+    log_t = log_beta - log_alpha  # t = -beta / alpha
+    alpha = math.exp(log_alpha)
     # C only where Bin(n - 1, e^-eps0) has mass: outside [lo, hi] (at most 2 TAIL in all)
     # each c contributes at most alpha, which is added (an upper bound, never below the truth)
-    m, clone = n - 1, math.exp(-e0)
+    m = n - 1
+    log_clone, log_keep = -e0, math.log(-math.expm1(-e0))  # log e^-eps0, log(1 - e^-eps0)
+    clone = math.exp(log_clone)
     # Bernstein: P(|C - m p| >= t) <= 2 exp(-t^2 / (2 (var + t/3))) <= TAIL at this t
     log_term = math.log(2.0 / TAIL)
     t_dev = math.sqrt(2.0 * m * clone * (1.0 - clone) * log_term) + 2.0 * log_term / 3.0
     lo = max(0, math.floor(m * clone - t_dev))
     hi = min(m, math.ceil(m * clone + t_dev))
-    outside = float(stats.binom.cdf(lo - 1, m, clone) + stats.binom.sf(hi, m, clone))
+    outside = float(stats.binom.cdf(lo - 1, m, clone) + stats.binom.sf(hi, m, clone))  # no pmf: fine at any clone
     c = np.arange(lo, hi + 1, dtype=np.float64)
-    weight = stats.binom.pmf(c, m, clone)
-    t = -beta / alpha
-    a0 = np.floor(t * (c + 1.0) / (1.0 + t)) + 1.0  # the first a with a / (c + 1 - a) > t
+    weight = np.exp(log_pmf(c, m, log_clone, log_keep)) if m > 0 else np.ones(1)
+    # the positive part is a >= a0 with a / (c + 1 - a) > t, i.e. c + 1 - a < s = (c + 1) / (1 + t)
+    s = (c + 1.0) * expit(-log_t)
+    a0 = c + 2.0 - np.maximum(np.ceil(s), 1.0)  # s > 0, even where it underflows
     tail_x = stats.binom.sf(a0 - 2.0, c, 0.5)  # P(Bin(c, 1/2) >= a0 - 1)
     tail_y = stats.binom.sf(a0 - 1.0, c, 0.5)  # P(Bin(c, 1/2) >= a0)
-    per_c = np.maximum(alpha * tail_x + beta * tail_y, 0.0)
-    return float(min(1.0, math.fsum((weight * per_c).tolist()) + alpha * outside))
+    # tail_y > 0 only where a0 <= c, i.e. s >= 2, t <= c: t is then finite; elsewhere 0
+    t_capped = math.exp(min(log_t, math.log(hi + 2.0)))
+    per_c = np.maximum(tail_x - t_capped * tail_y, 0.0)
+    return float(min(1.0, alpha * math.fsum((weight * per_c).tolist()) + alpha * outside))
 
 
 def shuffle_epsilon(eps0: float, n: int, delta: float) -> float:

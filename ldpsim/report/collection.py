@@ -70,8 +70,28 @@ def accuracy_over_time(results: pd.DataFrame, confidence: float = 0.95) -> pd.Da
     f["covered"] = (f["ci_low"] <= f["truth"]) & (f["truth"] <= f["ci_high"])
     g = f.groupby(["policy", "shuffled", "period"], sort=False)
     out = g.agg(rmse=("sq", lambda s: float(np.sqrt(s.mean()))), std_error=("se_sq", lambda s: float(np.sqrt(s.mean()))),
-                coverage=("covered", "mean"), reports=("n", "mean"))  # fmt: skip
-    return out.reset_index()
+                coverage=("covered", "mean"), reports=("n", "mean"), estimates=("estimate", "count"))  # fmt: skip
+    out.loc[out["estimates"] == 0, "coverage"] = np.nan  # no interval at all (no report reached the server)
+    return out.drop(columns="estimates").reset_index()
+
+
+def has_estimates(results: pd.DataFrame) -> bool:
+    """Whether any period's estimate exists (some report reached the server)."""
+    return bool(results.loc[results["quantity"] == "frequency", "estimate"].notna().any())
+
+
+def _nothing_received(results: pd.DataFrame) -> str:
+    """summary.md's paragraph for a run in which no report reached the server."""
+    sent = results[(results["quantity"] == "latency") & (results["category"] == "mean_delay")]
+    per_arm = sent.groupby(["replication", "policy", "shuffled"], sort=False)["n"].sum()
+    mean = float(per_arm.mean()) if len(per_arm) else 0.0
+    return (
+        f"No report reached the server in any replication (per arm and replication on average {mean:,.0f} reports "
+        "were sent, and every one was lost or still on its way when the collection ended): there is nothing to "
+        "estimate, so results.csv holds empty estimates and this report has no accuracy figure. The privacy spent "
+        "is real all the same: the reports left the devices. Check `network.loss` and `network.latency` against "
+        "the length of the collection (`collection.periods` x `collection.period`)."
+    )
 
 
 def coverage(results: pd.DataFrame, quantity: str) -> pd.DataFrame:
@@ -116,7 +136,8 @@ def final_summary(results: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
             "coverage": float(a["coverage"].mean()) if len(a) else np.nan,
         }
         key = (policy, shuffled)
-        row["mean_delay"] = float(lat.loc[key, "mean_delay"]) if key in lat.index else np.nan
+        # pivot_table drops a category without a value (no report reached the server)
+        row["mean_delay"] = float(lat.loc[key, "mean_delay"]) if key in lat.index and "mean_delay" in lat.columns else np.nan
         for name in ("central_eps", "withheld"):
             row[name] = float(cen.loc[key, name]) if key in cen.index and name in cen.columns else np.nan
         rows.append(row)
@@ -265,6 +286,7 @@ def _summary_lines(scenario: Any, results: pd.DataFrame, seed: int, figures: lis
         f"answers change: {c.change.kind}. Mechanism of one report: {scenario.mechanism!r}. "
         f"{spec.simulation.replications} replication(s), seed {seed}. Composed privacy is shown at delta = {c.delta:g}.",
         "",
+        *([_nothing_received(results), ""] if not has_estimates(results) else []),
         "## Policies at the last period",
         "",
         md_table(final_summary(results, float(spec.analyst.confidence))),
@@ -285,6 +307,7 @@ def _summary_lines(scenario: Any, results: pd.DataFrame, seed: int, figures: lis
     chg = coverage(results, "change").rename(columns={"coverage": "change_coverage", "intervals": "change_intervals"})
     both = cov.merge(chg, on=["policy", "shuffled"], how="left")
     both.insert(0, "arm", [arm_name(p, s) for p, s in zip(both["policy"], both["shuffled"])])
-    lines += [md_table(both.drop(columns=["policy", "shuffled"])), ""]
+    lines += [md_table(both.drop(columns=["policy", "shuffled"])) if has_estimates(results)
+              else "No intervals: no report reached the server.", ""]  # fmt: skip
     lines += [f"![{name}]({name})" for name in figures if name.endswith(".png")]
     return lines

@@ -141,7 +141,7 @@ def privacy_tables(sc: CollectionScenario) -> dict[str, PrivacyTable]:
 
     T, delta = sc.periods, float(sc.spec.collection.delta)
     out: dict[str, PrivacyTable] = {}
-    for p in sc.policies:
+    for index, p in enumerate(sc.policies):
         eps1 = float(p.mechanism.epsilon())
         if p.memo is not None:
             per_value = np.zeros(T + 1)
@@ -154,7 +154,7 @@ def privacy_tables(sc: CollectionScenario) -> dict[str, PrivacyTable]:
         g = p.mechanism.guarantee()
         for c in range(1, T + 1):
             acc.add(g)
-            exact[c] = float(acc.epsilon(delta))
+            exact[c] = _composed(lambda: acc.epsilon(delta), "collection.periods", T, f"{c} report(s)")
         advanced = np.array([0.0] + [float(bound_epsilon("drv", eps1, 0.0, c, delta)) for c in range(1, T + 1)])
         budget = float(p.spec.budget_eps) if p.spec.budget_eps is not None else math.nan
         low: dict[str, float] = {}
@@ -162,11 +162,28 @@ def privacy_tables(sc: CollectionScenario) -> dict[str, PrivacyTable]:
             a = int(p.allowed)  # type: ignore[arg-type]
             low["lowered"] = float(p.lowered.epsilon())
             full = a * eps1 + low["lowered"]
-            low["exact_lowered"] = min(full, float(Accountant().add(g, times=a).add(p.lowered.guarantee()).epsilon(delta)))
+            composed = _composed(lambda: Accountant().add(g, times=a).add(p.lowered.guarantee()).epsilon(delta),
+                                 f"policies[{index}].budget_eps", p.spec.budget_eps, f"{a} reports and the lowered one")
+            low["exact_lowered"] = min(full, composed)
             low["advanced_lowered"] = min(full, kov_bound_heterogeneous([eps1] * a + [low["lowered"]], [0.0] * (a + 1), delta)[0])
         out[p.name] = PrivacyTable(eps1, pure=k * eps1, exact=np.minimum(exact, k * eps1), basic=k * eps1,
                                    advanced=advanced, budget=budget, **low)  # fmt: skip
     return out
+
+
+def _composed(compute: Any, key: str, value: Any, what: str) -> float:
+    """An exact composition, or one line naming the scenario key behind it when it is
+    beyond the accountant's lattice (its internal ``step``), not that parameter."""
+    from ldpsim.errors import LdpSimError
+
+    try:
+        return float(compute())
+    except LdpSimError as exc:
+        if not str(exc).startswith("step:"):
+            raise
+        raise LdpSimError(f"{key}: got {value!r}, expected a collection whose exact composition at collection.delta "
+                          f"the accountant can compute ({what} of the mechanism need more lattice points than it "
+                          f"holds: {str(exc).partition('expected ')[2]}); fewer periods or another mechanism") from None
 
 
 def central_epsilon(eps0: float, batch: int, delta: float) -> float:

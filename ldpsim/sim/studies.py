@@ -267,9 +267,15 @@ def run_scenario(
 
 def _parsers(allow_outside_data: bool = False) -> dict[str, Any]:
     """Run kind -> a parser of the scenario as run into its study (the file's own ``kind``
-    picks the parser; a multi-party file with ``[study]`` is a "multiparty_study" run)."""
-    return {kind: (lambda text, path: study_of(parse_scenario(text, path, allow_outside_data=allow_outside_data)))
-            for kind in STUDIES}  # fmt: skip
+    picks the parser; a multi-party file with ``[study]`` is a "multiparty_study" run). A
+    run that exists was accepted when it started: its estimated time is not refused again."""
+    from ldpsim.sim.scenario import allow_long_runs
+
+    def parse(text: str, path: str) -> Study:
+        with allow_long_runs():
+            return study_of(parse_scenario(text, path, allow_outside_data=allow_outside_data))
+
+    return {kind: parse for kind in STUDIES}
 
 
 def resume_run(

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from ldpsim.errors import LdpSimError, _show, invalid
 from ldpsim.sim.scenario.collection import CollectionScenario, parse_collection
-from ldpsim.sim.scenario.common import BuiltScenario, check_rows, read_scenario_text, read_toml
+from ldpsim.sim.scenario.common import BuiltScenario, allow_long_runs, check_rows, read_scenario_text, read_toml
 from ldpsim.sim.scenario.multiparty import MultipartyScenario, parse_multiparty
 from ldpsim.sim.scenario.multiparty_study import MultipartyStudyScenario, parse_multiparty_study
 from ldpsim.sim.scenario.survey import Scenario, parse_survey
@@ -49,6 +49,7 @@ __all__ = [
     "MultipartyScenario",
     "MultipartyStudyScenario",
     "Scenario",
+    "allow_long_runs",
     "check_rows",
     "kind_of",
     "load_scenario",

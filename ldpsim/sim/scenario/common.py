@@ -10,6 +10,8 @@ the file, the key path and the problem, e.g.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import difflib
 import hashlib
 import re
@@ -298,3 +300,43 @@ def check_rows(per_replication: int, replications: int, detail: str) -> None:
             f"simulation.replications: got {replications}, expected at most {MAX_ROWS // per_replication:,} "
             f"(results are limited to {MAX_ROWS:,} rows and each replication writes {per_replication:,})"
         )
+
+
+# --------------------------------------------------------------------- time
+#: Estimated seconds of work (one core, every replication) beyond which a run is refused
+#: when its file is loaded, unless long runs are allowed (``ldpsim run --allow-long-run``,
+#: :func:`allow_long_runs`): a legal file may ask for days (10^9 rounds one at a time).
+MAX_RUN_SECONDS = 3600.0
+#: The option of ``ldpsim run`` (and ``ldpsim check``) that lifts MAX_RUN_SECONDS.
+LONG_RUN_OPTION = "--allow-long-run"
+_LONG_RUNS: contextvars.ContextVar[bool] = contextvars.ContextVar("ldpsim_long_runs", default=False)
+
+
+@contextlib.contextmanager
+def allow_long_runs(allow: bool = True):  # type: ignore[no-untyped-def]
+    """Inside the block, scenarios estimated at more than :data:`MAX_RUN_SECONDS` load (and
+    run) instead of being refused; ``allow=False`` keeps the limit. Runs that exist are read
+    back (resumed, reported) within it."""
+    token = _LONG_RUNS.set(bool(allow) or _LONG_RUNS.get())
+    try:
+        yield
+    finally:
+        _LONG_RUNS.reset(token)
+
+
+def long_runs_allowed() -> bool:
+    """Whether the caller is inside :func:`allow_long_runs`."""
+    return _LONG_RUNS.get()
+
+
+def check_run_time(seconds: float, key: str, value: str, detail: str, remedy: str) -> None:
+    """Refuse a run estimated at more than :data:`MAX_RUN_SECONDS` (unless long runs are
+    allowed): one line naming ``key``, the estimate and its parts (``detail``), what to
+    change (``remedy``) and the option that runs it anyway."""
+    if seconds <= MAX_RUN_SECONDS or _LONG_RUNS.get():
+        return
+    days = f" = {seconds / 86400:,.1f} days" if seconds >= 2 * 86400 else f" = {seconds / 3600:,.1f} hours"
+    raise LdpSimError(
+        f"{key}: got {value}, expected a run of at most about {MAX_RUN_SECONDS / 3600:g} hour on one core: this one is "
+        f"estimated at {seconds:,.0f} s{days} ({detail}); {remedy}, or run it anyway with ldpsim run {LONG_RUN_OPTION}"
+    )

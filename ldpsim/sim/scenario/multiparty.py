@@ -96,6 +96,7 @@ from ldpsim.sim.scenario.common import (
     SimulationSpec as _Simulation,
     build_latency,
     check_rows,
+    check_run_time,
     read_scenario_text,
     read_toml,
     validate_and_build,
@@ -299,6 +300,8 @@ class MultipartyScenario(BuiltScenario):
     deviations: tuple[tuple[int, Any], ...] = ()
     late: float = 0.0
     missing: float = 0.0
+    #: the simulation's estimated seconds on one core, every replication (:func:`estimated_seconds`)
+    estimated_seconds: float = 0.0
 
     @property
     def p_one(self) -> np.ndarray | None:
@@ -568,8 +571,9 @@ def build(spec: MultipartySpec, source: str, where: str) -> MultipartyScenario:
     actual = [deviate(p, deviations) if deviations else p for p in protocols]
     _check_exact(spec, protocols, actual, tasks, missing, bool(deviations))
     _check_workload(spec, latency)
+    seconds = _check_time(spec)
     return MultipartyScenario(spec, source, where, tuple(protocols), task, latency, tuple(tasks), tuple(actual),
-                              tuple(sorted(deviations.items())), late, missing)  # fmt: skip
+                              tuple(sorted(deviations.items())), late, missing, seconds)  # fmt: skip
 
 
 def receivers(k: int) -> list[int]:
@@ -632,6 +636,43 @@ def in_flight(spec: MultipartySpec, latency: Latency) -> tuple[int, float]:
     # (float64), the bits (int8), the latencies drawn (float64) and who heard it (bool)
     per_batch = k * batch * (8 * n_protocols + 17 * (k + 1) + 1)
     return at_once, float(at_once) * per_batch
+
+
+#: Seconds of the broadcast per batch and per message of a round (k (k + 1) messages: every
+#: party's to every other party and the observer), and per round, message and protocol
+#: (measured on one core at k = 4 to 32, 1 and 2 protocols; the estimate is rather low than
+#: high, by up to 2 at k = 200).
+SECONDS_PER_BATCH_MESSAGE = 3e-5
+SECONDS_PER_ROUND_MESSAGE = 2.5e-8
+
+
+def estimated_seconds(spec: MultipartySpec) -> tuple[float, float]:
+    """The simulation's rough cost on one core, all replications: the part that grows with
+    the number of batches (SimPy events: one per batch and message) and the part that grows
+    with the rounds (numpy work per round and message, more with more protocols)."""
+    r, k, reps = spec.rounds, spec.parties.k, spec.simulation.replications
+    batches = -(-r.count // min(r.batch, r.count))
+    messages = k * (k + 1)
+    per_batch = reps * batches * messages * SECONDS_PER_BATCH_MESSAGE
+    per_round = reps * r.count * messages * SECONDS_PER_ROUND_MESSAGE * (1 + len(spec.protocols) / 2)
+    return per_batch, per_round
+
+
+def _check_time(spec: MultipartySpec) -> float:
+    """Refuse a broadcast estimated at more than MAX_RUN_SECONDS unless long runs are
+    allowed (one line: the estimate, what to change, the option that goes on)."""
+    per_batch, per_round = estimated_seconds(spec)
+    r, k = spec.rounds, spec.parties.k
+    batch = min(r.batch, r.count)
+    detail = (f"{spec.simulation.replications} replication(s) of {-(-r.count // batch):,} batch(es) of {batch:,} "
+              f"round(s), k (k + 1) = {k * (k + 1):,} messages a round")  # fmt: skip
+    if per_batch >= per_round:
+        check_run_time(per_batch + per_round, "rounds.batch", f"{r.batch:,}", detail,
+                       "raise rounds.batch (rounds simulated per event), lower rounds.count or simulation.replications")  # fmt: skip
+    else:
+        check_run_time(per_batch + per_round, "rounds.count", f"{r.count:,}", detail,
+                       "lower rounds.count, parties.k or simulation.replications")  # fmt: skip
+    return per_batch + per_round
 
 
 def _check_workload(spec: MultipartySpec, latency: Latency) -> None:

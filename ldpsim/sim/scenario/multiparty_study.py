@@ -47,10 +47,12 @@ from pydantic import Field, field_validator, model_validator
 
 from ldpsim.errors import LdpSimError, _show
 from ldpsim.sim.scenario.common import (
+    LONG_RUN_OPTION,
     BuiltScenario,
     Model,
     ScenarioName,
     check_rows,
+    long_runs_allowed,
     read_scenario_text,
     read_toml,
     validate_and_build,
@@ -238,12 +240,13 @@ def build(spec: MultipartyStudySpec, source: str, where: str) -> MultipartyStudy
                             "monte_carlo": mc, "exact_seconds": cost.exact_seconds, "mc_seconds": cost.mc_seconds,
                         })  # fmt: skip
     total = exact_total + reps * mc_total
-    if total > MAX_STUDY_SECONDS:
+    if total > MAX_STUDY_SECONDS and not long_runs_allowed():
         key, value = ("study.rounds", f"{st.rounds:,}") if reps * mc_total >= exact_total else ("study.parties", f"k up to {max(st.party_counts())}")
         raise LdpSimError(
             f"{key}: got {value}, expected a study of at most about {MAX_STUDY_SECONDS:g} s on one core: this one is "
             f"estimated at {total:,.0f} s ({exact_total:,.0f} s of exact values, {reps} x {mc_total:,.0f} s of Monte Carlo "
-            f"over {len(rows):,} points); lower study.rounds, simulation.replications, the largest k or study.delta"
+            f"over {len(rows):,} points); lower study.rounds, simulation.replications, the largest k or study.delta, "
+            f"or run it anyway with ldpsim run {LONG_RUN_OPTION}"
         )
     check_rows(len(rows), reps, f"study: got {len(rows):,} points, expected at most 250,000 rows per replication")
     points = pd.DataFrame(rows)
