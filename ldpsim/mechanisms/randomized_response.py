@@ -81,11 +81,13 @@ class RandomizedResponse(FiniteMechanism):
         q = self._keep()
         cov = -np.outer(marginal, marginal)
         cov[np.diag_indices_from(cov)] += marginal
-        return cov / (n * q * q)
+        with np.errstate(over="ignore"):  # q near 1e-300: the variance is past any double, inf
+            return cov / n / q / q  # q * q would underflow to 0 first
 
     def inversion_variance(self, marginal: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         q = self._keep()
-        var = marginal * (1.0 - marginal) / (n * q * q)
+        with np.errstate(over="ignore"):  # q near 1e-300: the variance is past any double, inf
+            var = marginal * (1.0 - marginal) / n / q / q  # q * q would underflow to 0 first
         return np.clip(var, 0.0, None)
 
     def inversion_std_error(self, marginal: NDArray[np.float64], n: int) -> NDArray[np.float64]:
