@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import ndtri
+from scipy.special import erfcinv, erfinv
 
 from ldpsim.analyst.estimation import _confidence
 from ldpsim.errors import invalid
@@ -62,7 +62,11 @@ class PeriodEstimates:
 
 def z_value(confidence: float) -> float:
     """The two-sided normal quantile of a confidence level (1.96 at 0.95)."""
-    return float(ndtri(0.5 + _confidence(confidence) / 2))
+    c = _confidence(confidence)
+    # sqrt(2) erfinv(c), not ndtri(0.5 + c/2): 0.5 + c/2 rounds away a level below 1e-16 (a
+    # half-width of 0, and 0 * inf = NaN beside an infinite variance) and a level within
+    # 1e-16 of 1 (z = inf); 1 - c is exact for c >= 1/2
+    return float(np.sqrt(2.0) * (erfinv(c) if c < 0.5 else erfcinv(1.0 - c)))
 
 
 def period_estimates(estimators: ArrayLike, counts: ArrayLike) -> PeriodEstimates:
@@ -73,10 +77,13 @@ def period_estimates(estimators: ArrayLike, counts: ArrayLike) -> PeriodEstimate
     if c.ndim != 2 or c.shape[1] != w.shape[0]:
         raise invalid("counts", f"shape {c.shape}", f"periods x {w.shape[0]} output counts")
     n = c.sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    # eps near 0 makes the per-report estimators huge (about 1/eps): their squares pass the
+    # largest double, and so does the variance, which is then inf (not a warning, not NaN)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         mean = (c @ w) / n[:, None]
         second = (c @ (w * w)) / n[:, None]
         var = np.maximum(second - mean * mean, 0.0) * n[:, None] / (n[:, None] - 1) / n[:, None]
+        var[np.isinf(second) & (n[:, None] >= 2)] = np.inf
     few = n < 2
     mean[few] = np.nan
     var[few] = np.nan
@@ -98,8 +105,9 @@ def paired_covariance(estimators: ArrayLike, reports: ArrayLike) -> NDArray[np.f
         if nb < 2 or counts[t] < 2 or counts[t - 1] < 2:
             continue
         a, b = w[r[t, both]], w[r[t - 1, both]]
-        cov = ((a - a.mean(axis=0)) * (b - b.mean(axis=0))).sum(axis=0) / (nb - 1)
-        out[t - 1] = nb * cov / (counts[t] * counts[t - 1])
+        with np.errstate(over="ignore", invalid="ignore"):  # estimators near the largest double (eps near 0)
+            cov = ((a - a.mean(axis=0)) * (b - b.mean(axis=0))).sum(axis=0) / (nb - 1)
+            out[t - 1] = nb * cov / (counts[t] * counts[t - 1])
     return out
 
 
@@ -108,8 +116,11 @@ def change_estimates(periods: PeriodEstimates, covariance: ArrayLike | None = No
     """``(T - 1) x k`` estimates of ``p_t - p_{t-1}`` and their variances
     ``V_t + V_{t-1} - 2 C`` (``C`` = ``covariance``, :func:`paired_covariance`, or 0 for
     anonymous reports)."""
-    est = periods.estimate[1:] - periods.estimate[:-1]
-    var = periods.variance[1:] + periods.variance[:-1]
-    if covariance is not None:
-        var = var - 2.0 * np.asarray(covariance, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        est = periods.estimate[1:] - periods.estimate[:-1]
+        var = periods.variance[1:] + periods.variance[:-1]
+        if covariance is not None:
+            var = var - 2.0 * np.asarray(covariance, dtype=np.float64)
+    # a period variance past the doubles (eps near 0) leaves inf - inf: the change's is inf too
+    var[np.isnan(var) & (np.isinf(periods.variance[1:]) | np.isinf(periods.variance[:-1]))] = np.inf
     return est, np.maximum(var, 0.0)

@@ -29,10 +29,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ldpsim.report.figures import amount, period_label, plt, png_bytes, quiet_glyphs, short_label
+from ldpsim.analyst.longitudinal import z_value
+from ldpsim.report.figures import amount, period_label, plt, png_bytes, quiet_figures, short_label
 from ldpsim.report.html import Section, run_html
 from ldpsim.report.html import table as md_table
-from ldpsim.report.tables import read_csv
+from ldpsim.report.tables import read_csv, rms
 
 COLUMNS = [
     "replication", "policy", "shuffled", "period", "time", "quantity", "category",
@@ -61,15 +62,14 @@ def accuracy_over_time(results: pd.DataFrame, confidence: float = 0.95) -> pd.Da
     realised shares, the root-mean-square standard error the intervals state (half-width
     over the normal quantile at ``confidence``), the share of intervals that cover, and the
     mean number of reports behind an estimate."""
-    from scipy.special import ndtri
-
-    z = float(ndtri(0.5 + confidence / 2))
+    z = z_value(confidence)
     f = results[results["quantity"] == "frequency"].copy()
-    f["sq"] = (f["estimate"] - f["truth"]) ** 2
-    f["se_sq"] = ((f["ci_high"] - f["ci_low"]) / (2 * z)) ** 2
+    f["err"] = f["estimate"] - f["truth"]
+    with np.errstate(over="ignore", invalid="ignore"):  # intervals of eps near 0 reach past the doubles
+        f["se"] = (f["ci_high"] - f["ci_low"]) / (2 * z)
     f["covered"] = (f["ci_low"] <= f["truth"]) & (f["truth"] <= f["ci_high"])
     g = f.groupby(["policy", "shuffled", "period"], sort=False)
-    out = g.agg(rmse=("sq", lambda s: float(np.sqrt(s.mean()))), std_error=("se_sq", lambda s: float(np.sqrt(s.mean()))),
+    out = g.agg(rmse=("err", rms), std_error=("se", rms),
                 coverage=("covered", "mean"), reports=("n", "mean"), estimates=("estimate", "count"))  # fmt: skip
     out.loc[out["estimates"] == 0, "coverage"] = np.nan  # no interval at all (no report reached the server)
     return out.drop(columns="estimates").reset_index()
@@ -132,7 +132,7 @@ def final_summary(results: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
             "exact_at_delta": last.get("exact_at_delta", np.nan),
             "se_first": float(a["std_error"].iloc[0]) if len(a) else np.nan,
             "se_last": float(a["std_error"].iloc[-1]) if len(a) else np.nan,
-            "rmse_all": float(np.sqrt(np.mean(np.square(a["rmse"])))) if len(a) else np.nan,
+            "rmse_all": rms(a["rmse"]) if len(a) else np.nan,
             "coverage": float(a["coverage"].mean()) if len(a) else np.nan,
         }
         key = (policy, shuffled)
@@ -229,7 +229,7 @@ def _central_figure(results: pd.DataFrame, delta: float) -> bytes:
 
 
 def render_report(scenario: Any, results: pd.DataFrame, seed: int) -> dict[str, bytes]:
-    with quiet_glyphs():
+    with quiet_figures():
         delta = float(scenario.spec.collection.delta)
         period = period_label(scenario.spec.collection.period, scenario.spec.simulation.time_unit)
         files: dict[str, bytes] = {"privacy.png": _privacy_figure(results, delta, period)}

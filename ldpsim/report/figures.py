@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -19,10 +20,15 @@ PNG_META = {"Software": None}  # no version string: same bytes across matplotlib
 
 
 @contextmanager
-def quiet_glyphs() -> Iterator[None]:
-    """Labels are the user's text: a character the figure font lacks (an emoji, say) is drawn
-    as a box, and summary.md still shows it; matplotlib's warning about it is not for the user."""
-    with warnings.catch_warnings():
+def quiet_figures() -> Iterator[None]:
+    """What a report's figures say to nobody. Labels are the user's text: a character the
+    figure font lacks (an emoji, say) is drawn as a box, and summary.md still shows it;
+    matplotlib's warning about it is not for the user. And values near the largest double
+    (the errors of eps near 0) overflow in matplotlib's own axis arithmetic (a log axis pads
+    its limits by a factor): the figure is drawn with the limits matplotlib falls back to, the
+    tables give the numbers, and numpy's floating-point warnings from that arithmetic are not
+    raised."""
+    with warnings.catch_warnings(), np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
         yield
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ldpsim.report.figures import amount, in_unit, plt, png_bytes, quiet_glyphs
+from ldpsim.report.figures import amount, in_unit, plt, png_bytes, quiet_figures
 from ldpsim.report.html import TableText, run_html, table
 from ldpsim.report.multiparty_tables import (
     channel_table,
@@ -40,7 +40,7 @@ def render_report(scenario: Any, results: pd.DataFrame, seed: int) -> tuple[dict
     tables (accuracy, latency) of :func:`summarise`."""
     summary, latency = summarise(results, scenario)
     channel = channel_table(results, summary, scenario)
-    with quiet_glyphs():
+    with quiet_figures():
         figure = _figure(scenario, summary, latency)
         files = {FIGURE: figure}
         if not channel.empty:

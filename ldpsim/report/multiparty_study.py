@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from ldpsim.report.figures import plt, png_bytes, quiet_glyphs
+from ldpsim.report.figures import plt, png_bytes, quiet_figures
 from ldpsim.report.html import TableText, run_html, table
 from ldpsim.report.tables import figures_and_files, read_csv
 from ldpsim.stats import mean_tolerance
@@ -88,7 +88,7 @@ def render_study_report(scenario: Any, results: pd.DataFrame, seed: int) -> tupl
     """The report files (the figure, report.html, then summary.md) and the summary of
     :func:`summarise_study`."""
     summary = summarise_study(results, scenario)
-    with quiet_glyphs():
+    with quiet_figures():
         figure = _figure(scenario, summary)
     lines = _summary_lines(scenario, summary, seed)
     files = {FIGURE: figure}

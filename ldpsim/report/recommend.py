@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from ldpsim.report.figures import plt, png_bytes, quiet_glyphs
+from ldpsim.report.figures import plt, png_bytes, quiet_figures
 from ldpsim.report.tables import md_table
 
 
@@ -18,7 +18,7 @@ AXIS = {"mse": "expected squared error, summed over answers", "l1": "expected L1
 
 def figure(curves: pd.DataFrame, crossings: pd.DataFrame, k: int, n: int, loss: str, eps: float, kind: str = "exact") -> bytes:
     """Loss against eps (log-log), one line per oracle; crossings as dotted verticals."""
-    with quiet_glyphs():
+    with quiet_figures():
         fig, ax = plt.subplots(figsize=(8, 5))
         for name in [c for c in curves.columns if c != "eps"]:
             ax.plot(curves["eps"], curves[name], lw=1.4, label=name)

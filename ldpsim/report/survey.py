@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ldpsim.report import survey_tables as summary
-from ldpsim.report.figures import amount, in_unit, plt, png_bytes, quiet_glyphs, short_label
+from ldpsim.report.figures import amount, in_unit, plt, png_bytes, quiet_figures, short_label
 from ldpsim.report.html import run_html
 from ldpsim.report.html import table as _md_table
 from ldpsim.report.tables import describe_section, figures_and_files, number_text
@@ -41,7 +41,7 @@ ERROR_LEGEND = (
 def render_report(scenario, results: pd.DataFrame, seed: int) -> dict[str, bytes]:
     """The report files of a run: figures (PNG), report.html and summary.md, by name,
     summary.md last."""
-    with quiet_glyphs():
+    with quiet_figures():
         return _render_report(scenario, results, seed)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ldpsim.report.tables import read_csv
+from ldpsim.report.tables import read_csv, rms
 
 #: The columns of a survey results table, one row per replication x checkpoint x task x
 #: quantity x category; ``method`` says how a frequency row was estimated (estimator and
@@ -50,11 +50,6 @@ def has_estimates(results: pd.DataFrame) -> bool:
     return bool(f["estimate"].notna().any())
 
 
-def _rms(values: pd.Series) -> float:
-    """Root mean square of the values that are not NaN (NaN when there are none)."""
-    x = values.to_numpy(dtype=float)
-    x = x[~np.isnan(x)]
-    return float(np.sqrt(np.mean(np.square(x)))) if x.size else float("nan")
 
 
 def final_frequencies(results: pd.DataFrame) -> pd.DataFrame:
@@ -66,7 +61,7 @@ def final_frequencies(results: pd.DataFrame) -> pd.DataFrame:
     agg = last.groupby(["task", "category"], sort=False).agg(
         truth=("truth", "first"),
         mean_estimate=("estimate", "mean"),
-        rmse=("error", _rms),
+        rmse=("error", rms),
         std_error=("std_error", "mean"),
         theory_se=("theory_se", "mean"),
         coverage=("covered", "mean"),
@@ -104,8 +99,8 @@ def error_by_n(results: pd.DataFrame) -> pd.DataFrame:
         {
             "time": g["time"].mean(),
             "n_received": g["n_received"].mean(),
-            "rmse": g["error"].apply(_rms),
-            "theory_rms_se": g["theory_se"].apply(_rms),
+            "rmse": g["error"].apply(rms),
+            "theory_rms_se": g["theory_se"].apply(rms),
             "coverage": g["covered"].mean().astype(float),
         }
     ).reset_index()
@@ -226,7 +221,7 @@ def final_means(results: pd.DataFrame) -> pd.DataFrame:
     m = m.merge(se.rename(columns={"theory": "theory_se"}), on=["replication", "task"], how="left")
     m = m.assign(covered=(m["ci_low"] <= m["truth"]) & (m["truth"] <= m["ci_high"]), error=m["estimate"] - m["truth"])
     first = m[m["replication"] == m["replication"].min()].set_index("task")
-    agg = m.groupby("task", sort=False).agg(mean_estimate=("estimate", "mean"), rmse=("error", _rms),
+    agg = m.groupby("task", sort=False).agg(mean_estimate=("estimate", "mean"), rmse=("error", rms),
                                             coverage=("covered", "mean"))  # fmt: skip
     out = first[["truth", "estimate", "ci_low", "ci_high", "covered", "n_received", "theory_se"]].join(agg).reset_index()
     return out[cols]

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ldpsim.report.figures import plt, png_bytes, quiet_glyphs, short_label
+from ldpsim.report.figures import plt, png_bytes, quiet_figures, short_label
+from ldpsim.report.tables import rms
 
 #: The columns of :func:`error_summary` after the swept keys.
 SUMMARY_COLUMNS = ["task", "replications", "n_received", "rmse", "theory_rmse", "ratio"]
@@ -93,7 +94,7 @@ def error_figure(summary: pd.DataFrame, keys: Sequence[str], title: str = "") ->
     n = len(keys)
     cols = min(n, 3)
     rows = math.ceil(n / cols)
-    with quiet_glyphs():
+    with quiet_figures():
         fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.2 * rows), squeeze=False)
         for i, key in enumerate(keys):
             _panel(axes[i // cols][i % cols], summary, key, [k for k in keys if k != key])
@@ -116,7 +117,7 @@ def _panel(ax: Any, summary: pd.DataFrame, key: str, others: list[str]) -> None:
         keep = ["task"] if "task" in groups else []
         data = (
             summary.groupby(keep + [key], sort=False)
-            .agg(rmse=("rmse", _rms), theory_rmse=("theory_rmse", _rms))
+            .agg(rmse=("rmse", rms), theory_rmse=("theory_rmse", rms))
             .reset_index()
         )
         groups = keep
@@ -147,7 +148,3 @@ def _panel(ax: Any, summary: pd.DataFrame, key: str, others: list[str]) -> None:
     ax.legend(fontsize=7)
 
 
-def _rms(values: pd.Series) -> float:
-    x = values.to_numpy(dtype=float)
-    x = x[~np.isnan(x)]
-    return float(np.sqrt(np.mean(np.square(x)))) if x.size else float("nan")

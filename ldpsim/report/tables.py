@@ -34,6 +34,20 @@ ID_COLUMNS = frozenset({"seed", "replication", "checkpoint", "ordinal", "period"
 KINDS = ("count", "number", "parameter", "id")
 
 
+def rms(values: Any) -> float:
+    """Root mean square of the values that are not NaN (NaN when there are none), scaled by
+    the largest magnitude so that errors near the largest double (eps near 0) give their
+    root mean square (or inf), never an overflow in the squares."""
+    x = np.asarray(values, dtype=float).ravel()
+    x = x[~np.isnan(x)]
+    if not x.size:
+        return float("nan")
+    top = float(np.max(np.abs(x)))
+    if top == 0.0 or not np.isfinite(top):
+        return top
+    return top * float(np.sqrt(np.mean(np.square(x / top))))
+
+
 def column_kind(column: Any) -> str:
     """The kind of a report table's column from its name (:data:`KINDS`): a count, a
     parameter, an identifier, or (everything else) a number shown to :data:`DIGITS`

@@ -330,8 +330,8 @@ def _estimate_rows(sc: CollectionScenario, policy: Policy, server: _Server, trut
             rows.append(_row(base, t + 1, (t + 1) * L, "frequency", label, est.estimate[t, j], ci_low=lo[t, j],
                              ci_high=hi[t, j], truth=truth[t, j], theory=sc.path_expected[t, j], n=est.n[t]))  # fmt: skip
             if t >= 1:
-                half = z * math.sqrt(chg_var[t - 1, j]) if np.isfinite(chg_var[t - 1, j]) else math.nan
-                c = chg[t - 1, j]
+                half = math.nan if math.isnan(chg_var[t - 1, j]) else z * math.sqrt(chg_var[t - 1, j])  # inf past the doubles
+                c = float(chg[t - 1, j])  # a Python float: inf - inf past the doubles is NaN, not a warning
                 rows.append(_row(base, t + 1, (t + 1) * L, "change", label, c, ci_low=c - half, ci_high=c + half,
                                  truth=truth[t, j] - truth[t - 1, j],
                                  theory=sc.path_expected[t, j] - sc.path_expected[t - 1, j],

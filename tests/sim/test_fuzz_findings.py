@@ -1,0 +1,144 @@
+"""What the scenario fuzzer found at eps near zero (issue 34's harness, rerun): a report whose
+estimators are near the largest double (eps = 1e-300 makes each report's estimator about
+1/eps) ends with its report, its errors and variances inf where they pass the doubles,
+never a floating-point warning raised as a traceback."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from ldpsim.cli import main
+
+COLLECTION = """kind = "collection"
+name = "fuzz_collection"
+policies = [{ name = "every report", kind = "plain" }]
+
+[population]
+labels = ["a", "b"]
+distribution = [0.0, 1.0]
+size = SIZE
+
+[collection]
+periods = 2
+period = 1.0
+schedule = { kind = "random", rate = 1.0 }
+change = { kind = "none" }
+delta = 1e-300
+
+[mechanism]
+kind = "randomized_response"
+eps = 1e-300
+
+[network]
+latency = { kind = "constant", value = 0.0 }
+loss = 0.0
+
+[analyst]
+confidence = 1e-300
+
+[simulation]
+seed = 0
+replications = 1
+"""
+
+QUESTIONS = """name = "fuzz_questions"
+questions = [{ name = "q0", labels = ["a", "b"], distribution = [0.0, 1.0], mechanism = { kind = "MECH" } }]
+
+[population]
+size = 40
+
+[budget]
+total = 1e-300
+strategy = "split"
+
+[arrivals]
+kind = "poisson"
+duration = 1.0
+
+[network]
+latency = { kind = "constant", value = 0.0 }
+loss = 0.0
+
+[analyst]
+checkpoints = { every = 0.25 }
+tasks = [{ kind = "frequency", confidence = 0.95 }]
+
+[simulation]
+mode = "individual"
+replications = 1
+seed = 0
+"""
+
+
+def test_rms_of_errors_near_the_largest_double_is_their_rms_not_an_overflow():
+    from ldpsim.report.tables import rms
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert rms([1e300, -1e300, np.nan]) == pytest.approx(1e300, rel=1e-15)  # sqrt((2 e600) / 2)
+        assert rms([1e308, 1e308]) == pytest.approx(1e308, rel=1e-15)
+        assert rms([3.0, 4.0]) == pytest.approx(math.sqrt(12.5), rel=1e-15)
+        assert rms([np.inf, 1.0]) == math.inf
+        assert rms([0.0, -0.0]) == 0.0
+        assert math.isnan(rms([np.nan]))
+
+
+def test_period_variance_past_the_doubles_is_inf():
+    from ldpsim.analyst.longitudinal import period_estimates
+
+    w = np.array([[1e300, -1e300], [-1e300, 1e300]])  # two output symbols, two answers
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = period_estimates(w, [[3, 1], [2, 2]])
+    # period 0: the mean estimate of answer 0 is (3 - 1) e300 / 4 = 5e299; period 1: 0
+    assert est.estimate[0, 0] == pytest.approx(5e299, rel=1e-15) and est.estimate[1, 0] == 0.0
+    assert np.all(np.isinf(est.variance)) and np.all(est.variance > 0)
+
+
+@pytest.mark.parametrize("size", [1, 30])
+def test_a_collection_at_eps_1e_300_ends_with_its_report(tmp_path, size):
+    path = tmp_path / "c.toml"
+    path.write_text(COLLECTION.replace("SIZE", str(size)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["run", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    assert (tmp_path / "run" / "summary.md").is_file() and (tmp_path / "run" / "report.html").is_file()
+
+
+@pytest.mark.parametrize("mech", ["randomized_response", "hadamard_response"])
+def test_a_survey_at_eps_1e_300_ends_with_its_report(tmp_path, mech):
+    path = tmp_path / "q.toml"
+    path.write_text(QUESTIONS.replace("MECH", mech))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["run", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    assert (tmp_path / "run" / "summary.md").is_file() and (tmp_path / "run" / "report.html").is_file()
+
+
+@pytest.mark.parametrize("confidence", [1e-300, 1e-17, 0.5, 0.95, 0.999999, 1 - 2**-53])
+def test_z_value_keeps_levels_near_0_and_1(confidence):
+    """The two-sided normal quantile Phi^-1(1/2 + c/2), against mpmath at 50 digits: a level
+    below 1e-16 used to round to z = 0 (0 * inf = NaN beside an infinite variance) and one
+    within 1e-16 of 1 to z = inf."""
+    import mpmath as mp
+
+    from ldpsim.analyst.longitudinal import z_value
+
+    with mp.workdps(50):
+        want = float(mp.sqrt(2) * mp.erfinv(mp.mpf(confidence)))
+    assert z_value(confidence) == pytest.approx(want, rel=1e-13, abs=0.0)
+
+
+def test_changes_beside_an_infinite_period_variance_have_an_infinite_variance():
+    from ldpsim.analyst.longitudinal import PeriodEstimates, change_estimates
+
+    p = PeriodEstimates(np.array([[0.5], [0.25], [0.0]]), np.array([[np.inf], [1.0], [np.nan]]), np.array([5, 5, 1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est, var = change_estimates(p, np.array([[np.inf], [0.0]]))  # inf covariance: inf - inf
+    assert est[:, 0].tolist() == [-0.25, -0.25]
+    assert var[0, 0] == np.inf and np.isnan(var[1, 0])  # a period without an estimate stays NaN
