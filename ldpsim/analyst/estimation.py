@@ -31,7 +31,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
+from scipy import special
 
 from ldpsim import _validate as v
 from ldpsim.errors import invalid
@@ -65,6 +65,19 @@ def _frequencies(
     else:
         n = v.integer(n, "n", minimum=1)
     return c.astype(np.float64) / float(n), n
+
+
+def z_value(confidence: float, tests: int = 1) -> float:
+    """The two-sided normal quantile of a confidence level (1.96 at 0.95): ``z`` with
+    ``P(|Z| > z) = (1 - confidence) / tests`` (``tests`` > 1: the Bonferroni level of each of
+    that many intervals). Computed as ``sqrt(2) erfinv(confidence)`` below 1/2 and
+    ``sqrt(2) erfcinv(alpha)`` above, not ``ndtri(1/2 + c/2)``: that rounds away a level
+    below 1e-16 (z = 0, and 0 * inf = NaN beside an infinite variance) and one within 1e-16
+    of 1 (z = inf); 1 - c is exact for c >= 1/2."""
+    c = _confidence(confidence)
+    if tests == 1 and c < 0.5:
+        return float(np.sqrt(2.0) * special.erfinv(c))
+    return float(np.sqrt(2.0) * special.erfcinv((1.0 - c) / tests))
 
 
 def _confidence(value: object, name: str = "confidence") -> float:
@@ -369,7 +382,8 @@ def confidence_intervals(
     if simultaneous:
         alpha /= mechanism.k
     if method == "normal":
-        half = float(stats.norm.isf(alpha / 2.0)) * np.sqrt(mechanism.plugin_variance(f, float(n)))
+        z = z_value(conf, mechanism.k if simultaneous else 1)
+        half = z * np.sqrt(mechanism.plugin_variance(f, float(n)))
     elif method == "conservative":
         half = hoeffding(mechanism.inversion_coefficient_range(), int(n), alpha)
     else:

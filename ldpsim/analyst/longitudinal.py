@@ -26,9 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import erfcinv, erfinv
 
-from ldpsim.analyst.estimation import _confidence
+from ldpsim.analyst.estimation import z_value
 from ldpsim.errors import invalid
 from ldpsim.mechanisms.base import FrequencyOracle
 
@@ -57,16 +56,8 @@ class PeriodEstimates:
     def interval(self, confidence: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         z = z_value(confidence)
         half = z * np.sqrt(self.variance)
-        return self.estimate - half, self.estimate + half
-
-
-def z_value(confidence: float) -> float:
-    """The two-sided normal quantile of a confidence level (1.96 at 0.95)."""
-    c = _confidence(confidence)
-    # sqrt(2) erfinv(c), not ndtri(0.5 + c/2): 0.5 + c/2 rounds away a level below 1e-16 (a
-    # half-width of 0, and 0 * inf = NaN beside an infinite variance) and a level within
-    # 1e-16 of 1 (z = inf); 1 - c is exact for c >= 1/2
-    return float(np.sqrt(2.0) * (erfinv(c) if c < 0.5 else erfcinv(1.0 - c)))
+        with np.errstate(invalid="ignore"):  # an estimate and a half-width both inf (eps near 0): NaN ends
+            return self.estimate - half, self.estimate + half
 
 
 def period_estimates(estimators: ArrayLike, counts: ArrayLike) -> PeriodEstimates:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ldpsim.analyst.longitudinal import z_value
+from ldpsim.analyst.estimation import z_value
 from ldpsim.report.figures import amount, period_label, plt, png_bytes, quiet_figures, short_label
 from ldpsim.report.html import Section, run_html
 from ldpsim.report.html import table as md_table

@@ -45,7 +45,8 @@ import pandas as pd
 import simpy
 from numpy.typing import NDArray
 
-from ldpsim.analyst.longitudinal import change_estimates, paired_covariance, period_estimates, report_estimators, z_value
+from ldpsim.analyst.estimation import z_value
+from ldpsim.analyst.longitudinal import change_estimates, paired_covariance, period_estimates, report_estimators
 from ldpsim.report.collection import COLUMNS
 from ldpsim.sim.scenario.collection import CollectionScenario, DriftSpec, MarkovSpec, Policy, RandomScheduleSpec
 from ldpsim.sim.shuffler import Parcel, Shuffler

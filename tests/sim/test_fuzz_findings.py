@@ -126,7 +126,7 @@ def test_z_value_keeps_levels_near_0_and_1(confidence):
     within 1e-16 of 1 to z = inf."""
     import mpmath as mp
 
-    from ldpsim.analyst.longitudinal import z_value
+    from ldpsim.analyst.estimation import z_value
 
     with mp.workdps(50):
         want = float(mp.sqrt(2) * mp.erfinv(mp.mpf(confidence)))
@@ -142,3 +142,47 @@ def test_changes_beside_an_infinite_period_variance_have_an_infinite_variance():
         est, var = change_estimates(p, np.array([[np.inf], [0.0]]))  # inf covariance: inf - inf
     assert est[:, 0].tolist() == [-0.25, -0.25]
     assert var[0, 0] == np.inf and np.isnan(var[1, 0])  # a period without an estimate stays NaN
+
+
+def test_intervals_at_a_level_below_1e_16_beside_an_infinite_variance_are_infinite():
+    """The frequency task's normal interval: z ~ 1.25e-300 at confidence 1e-300 times an
+    infinite plug-in variance is an infinite half-width (it was 0 * inf = NaN)."""
+    from ldpsim.analyst.estimation import confidence_intervals
+    from ldpsim.mechanisms import randomized_response
+
+    rr = randomized_response(k=2, eps=1e-300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ci = confidence_intervals(rr, [3, 1], confidence=1e-300)
+    assert np.all(ci["ci_low"] == -np.inf) and np.all(ci["ci_high"] == np.inf)
+
+
+@pytest.mark.parametrize("confidence, k", [(0.95, 3), (1e-300, 4), (0.5, 2)])
+def test_bonferroni_z_is_the_quantile_of_the_level_per_interval(confidence, k):
+    import mpmath as mp
+
+    from ldpsim.analyst.estimation import z_value
+
+    with mp.workdps(50):
+        want = float(mp.sqrt(2) * mp.erfinv(1 - (1 - mp.mpf(confidence)) / k))
+    assert z_value(confidence, k) == pytest.approx(want, rel=1e-13, abs=0.0)
+
+
+#: the fuzzer's own findings, as it shrank them (collection and survey files at eps = 1e-300,
+#: confidence 1e-300, one respondent or a few): each must run to its report or be refused in
+#: one line, through the harness's own check
+FOUND = [
+    'kind = "collection"\nname = "fuzz_collection"\npolicies = [{ name = "every report", kind = "plain" }]\n\n[population]\nlabels = ["a", "b"]\ndistribution = [0.0, 1.0]\nsize = 1\n\n[collection]\nperiods = 1\nperiod = 1e-300\nschedule = { kind = "random", rate = 1e-300 }\nchange = { kind = "none" }\ndelta = 1e-300\n\n[mechanism]\nkind = "randomized_response"\neps = 1e-300\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\nconfidence = 1e-300\n\n[simulation]\nseed = 0\nreplications = 1\n',
+    'name = "fuzz_questions"\nquestions = [{ name = "q0", labels = ["a", "b"], distribution = [0.0, 1.0], mechanism = { kind = "randomized_response" } }]\n\n[population]\nsize = 1\n\n[budget]\ntotal = 1e-300\nstrategy = "split"\n\n[arrivals]\nkind = "poisson"\nduration = 1e-09\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\ncheckpoints = { every = 0.25 }\ntasks = [{ kind = "frequency", confidence = 1e-300 }]\n\n[simulation]\nmode = "individual"\nreplications = 1\nseed = 0\n',
+    'name = "fuzz_questions"\nquestions = [{ name = "q0", labels = ["a", "b"], distribution = [0.0, 1.0], mechanism = { kind = "hadamard_response" } }]\n\n[population]\nsize = 1\n\n[budget]\ntotal = 1e-300\nstrategy = "split"\n\n[arrivals]\nkind = "poisson"\nduration = 1e-300\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\ncheckpoints = { every = 0.25 }\ntasks = [{ kind = "frequency", confidence = 1e-300 }]\n\n[simulation]\nmode = "individual"\nreplications = 1\nseed = 0\n',
+    'name = "fuzz_questions"\nquestions = [{ name = "q0", labels = ["a", "b"], distribution = [0.0, 1.0], mechanism = { kind = "randomized_response" } }, { name = "q1", labels = ["a", "b"], distribution = [0.0, 1.0], mechanism = { kind = "randomized_response" } }]\n\n[population]\nsize = 2\n\n[budget]\ntotal = 1e-300\nstrategy = "split"\n\n[arrivals]\nkind = "poisson"\nduration = 1e-09\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\ncheckpoints = { every = 0.25 }\ntasks = [{ kind = "frequency", confidence = 1e-300 }]\n\n[simulation]\nmode = "individual"\nreplications = 1\nseed = 0\n',
+    'kind = "collection"\nname = "fuzz_collection"\npolicies = [{ name = "every report", kind = "memoise", eps_permanent = 1e-300 }]\n\n[population]\nlabels = ["a", "b", "yes"]\ndistribution = [0.0, 0.0, 1.0]\nsize = 64\n\n[collection]\nperiods = 4\nperiod = 1e-300\nschedule = { kind = "every_period" }\nchange = { kind = "markov", matrix = [[0.0, 0.0, 1.0], [0.0, 0.0, 1.0], [0.0, 0.0, 1.0]] }\ndelta = 1e-300\n\n[mechanism]\nkind = "randomized_response"\neps = 1e-06\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\nconfidence = 1e-300\n\n[simulation]\nseed = 0\nreplications = 1\n',
+    'name = "fuzz_questions"\nquestions = [{ name = "q0", labels = ["a", "b"], distribution = [0.0, 1.0], mechanism = { kind = "randomized_response" } }, { name = "q1", labels = ["a", "b"], distribution = [0.0, 1.0], mechanism = { kind = "randomized_response" } }]\n\n[population]\nsize = 2\n\n[budget]\ntotal = 1e-300\nstrategy = "split"\n\n[arrivals]\nkind = "poisson"\nduration = 1e-09\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\ncheckpoints = { every = 0.25 }\ntasks = [{ kind = "frequency", confidence = 1e-300 }]\n\n[simulation]\nmode = "individual"\nreplications = 1\nseed = 0\n',
+]
+
+
+@pytest.mark.parametrize("text", FOUND, ids=[f"found{i}" for i in range(len(FOUND))])
+def test_what_the_fuzzer_found_runs_or_is_refused_in_one_line(text, tmp_path):
+    from tests.sim.fuzz import check_run
+
+    check_run(text, tmp_path)
