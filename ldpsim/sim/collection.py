@@ -150,12 +150,12 @@ def privacy_tables(sc: CollectionScenario) -> dict[str, PrivacyTable]:
             out[p.name] = PrivacyTable(eps1, per_value=per_value, longitudinal=float(p.memo.epsilon_longitudinal()))
             continue
         k = np.arange(T + 1)
-        acc = Accountant()
         exact = np.zeros(T + 1)
         g = p.mechanism.guarantee()
-        for c in range(1, T + 1):
-            acc.add(g)
-            exact[c] = _composed(lambda: acc.epsilon(delta), "collection.periods", T, f"{c} report(s)")
+        for c in range(1, T + 1):  # one group of c reports each: the mechanism's loss law is built once per count,
+            # not once per report (c separate additions made T periods cost T^2 / 2 loss laws)
+            exact[c] = _composed(lambda c=c: Accountant().add(g, times=c).epsilon(delta), "collection.periods", T,
+                                 f"{c} report(s)")
         advanced = np.array([0.0] + [float(bound_epsilon("drv", eps1, 0.0, c, delta)) for c in range(1, T + 1)])
         budget = float(p.spec.budget_eps) if p.spec.budget_eps is not None else math.nan
         low: dict[str, float] = {}

@@ -15,7 +15,6 @@ Register a new task with :func:`register_task`; the engine needs no change.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -24,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ldpsim.analyst import confidence_intervals, em_estimate, frequency_estimate, frequency_standard_error, project_to_simplex
 from ldpsim.analyst.consistency import base_cut, base_cut_threshold, norm_sub
+from ldpsim.analyst.estimation import z_value
 from ldpsim.errors import LdpSimError, _show
 from ldpsim.mechanisms.base import FrequencyOracle
 
@@ -259,7 +259,7 @@ class MeanTask(Task):
         self.name = name
         self.truth = truth
         self.report_variance = report_variance
-        self.z = float(NormalDist().inv_cdf(0.5 + confidence / 2))
+        self.z = z_value(confidence)
 
     def at_checkpoint(self, checkpoint: Checkpoint) -> list[dict[str, Any]]:
         n = checkpoint.n_received
@@ -313,7 +313,7 @@ class CrosstabTask:
         self.truth = truth
         self.rows, self.columns = rows, columns
         self.alpha = alpha
-        self.z = float(NormalDist().inv_cdf(0.5 + confidence / 2))
+        self.z = z_value(confidence)
 
     def at_checkpoint(self, n: int, joint: NDArray[np.int64], true_joint: NDArray[np.int64]) -> list[dict[str, Any]]:
         from ldpsim.analyst import crosstab_estimate, independence_test
@@ -383,7 +383,7 @@ class NonresponseTask(Task):
         self.name = self.kind
         self.rates = np.asarray(rates, dtype=np.float64)
         self.reweight = reweight
-        self.z = float(NormalDist().inv_cdf(0.5 + confidence / 2))
+        self.z = z_value(confidence)
         from ldpsim.analyst import nonresponse_bias
 
         self.bias = nonresponse_bias(context.truth, self.rates)
@@ -445,7 +445,7 @@ class TierTask:
         self.eps = eps
         self.labels = labels
         self.truth = np.asarray(truth, dtype=np.float64)
-        self.z = float(NormalDist().inv_cdf(0.5 + confidence / 2))
+        self.z = z_value(confidence)
 
     def at_checkpoint(self, checkpoints: list[Checkpoint]) -> list[dict[str, Any]]:
         from ldpsim.analyst import combine_tiers, tier_design
