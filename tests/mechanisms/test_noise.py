@@ -31,9 +31,7 @@ from ldpsim.mechanisms.noise import (
     Staircase,
     TruncatedLaplace,
 )
-from tests.stats_checks import assert_sample_law, binomial_cells_ok
-
-ALPHA_STAT = 1e-6  # false-failure probability of each statistical check
+from tests.stats_checks import FALSE_FAILURE, assert_sample_law, binomial_cells_ok
 
 
 # =========================================================================== references
@@ -568,21 +566,21 @@ N = 200_000
 
 
 def _dkw(samples, cdf):
-    """Kolmogorov distance vs the exact CDF <= DKW bound at false-failure probability ALPHA_STAT:
+    """Kolmogorov distance vs the exact CDF <= DKW bound at false-failure probability FALSE_FAILURE:
     P(sup|F_n - F| > e) <= 2 exp(-2 n e^2)."""
     x = np.sort(samples)
     n = x.size
     F = cdf(x)
     d = max(np.max(np.arange(1, n + 1) / n - F), np.max(F - np.arange(n) / n))
-    bound = dkw(n, ALPHA_STAT)
+    bound = dkw(n, FALSE_FAILURE)
     assert d <= bound, (d, bound)
 
 
 def _second_moment(samples, var):
-    """Mean of squares vs the variance: CLT bound, z for two-sided ALPHA_STAT, with the sample
+    """Mean of squares vs the variance: CLT bound, z for two-sided FALSE_FAILURE, with the sample
     standard deviation of X^2 (n = 2e5 makes the normal approximation accurate here)."""
     sq = samples**2
-    z = stats.norm.isf(ALPHA_STAT / 2)
+    z = stats.norm.isf(FALSE_FAILURE / 2)
     tol = z * sq.std(ddof=1) / math.sqrt(sq.size)
     assert abs(sq.mean() - var) <= tol, (sq.mean(), var, tol)
 
@@ -643,12 +641,12 @@ def test_continuous_samplers(m, cdf):
     _second_moment(z, m.variance)
     if isinstance(m, Staircase):
         # a sharper look at the two steps of a period: P(|X| mod Delta < gamma Delta) is
-        # gamma a / (gamma a + (1 - gamma) a b) by the density; exact binomial check at ALPHA_STAT
+        # gamma a / (gamma a + (1 - gamma) a b) by the density; exact binomial check at FALSE_FAILURE
         z = m.sample_noise(2_000_000, rng=777)
         frac = np.mod(np.abs(z), m.sensitivity) < m.gamma * m.sensitivity
         b = math.exp(-m.eps)
         p_first = m.gamma / (m.gamma + (1 - m.gamma) * b)
-        bad = binomial_cells_ok(np.array([frac.sum()]), np.array([frac.size]), np.array([p_first]), ALPHA_STAT)
+        bad = binomial_cells_ok(np.array([frac.sum()]), np.array([frac.size]), np.array([p_first]), FALSE_FAILURE)
         assert not bad, bad
 
 
@@ -662,7 +660,7 @@ def test_geometric_sampler(eps, D):
     assert np.abs(z).max() <= M
     support = np.arange(-M, M + 1)
     pmf = (1 - a) / (1 + a) * a ** np.abs(support)
-    assert_sample_law((z + M).astype(np.int64), pmf / pmf.sum(), ALPHA_STAT)
+    assert_sample_law((z + M).astype(np.int64), pmf / pmf.sum(), FALSE_FAILURE)
     _second_moment(z, m.variance)
 
 
