@@ -1,7 +1,8 @@
 """Statistical assertions with tolerances derived from a stated false-failure probability.
 
-Every check below fails with probability at most ``alpha`` when the sampler is correct:
-per-cell checks use exact binomial tails with a Bonferroni (union) bound; the global
+:data:`FALSE_FAILURE` is the suite's false-failure probability (see its comment). Every
+check below fails with probability at most ``alpha`` when the sampler is correct: per-cell
+checks use exact binomial tails with a Bonferroni (union) bound; the global
 chi-square check uses the chi-square law of the statistic, accurate when every expected
 count is large (callers keep expected counts >= 100, where the approximation is excellent).
 """
@@ -14,6 +15,15 @@ import numpy as np
 from scipy import stats
 
 from ldpsim.stats import dkw
+
+#: The false-failure probability of every statistical test of the suite: the probability that
+#: a test fails when the code under test is right. Each statistical check's tolerance is derived
+#: from it (never tuned to the seed), so that the check fails with probability at most this;
+#: a test with several checks splits it among them (a union bound: ``FALSE_FAILURE / checks``
+#: each), and a test may state a stricter level as a fraction of it, never a looser one.
+#: Seeds are fixed, so a test is deterministic: this says how unlucky a seed would have to be
+#: for correct code to fail. One constant for the whole suite, imported by every such module.
+FALSE_FAILURE = 1e-6
 
 
 def binomial_cells_ok(observed: np.ndarray, trials: np.ndarray, probs: np.ndarray, alpha: float) -> list[str]:

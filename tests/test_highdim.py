@@ -1,9 +1,9 @@
 """Norm-power noise in high dimensions (docs/theory.md sec. 8; Dong et al. 2021, the CLT for noise addition).
 
 Statistical checks use fixed seeds and tolerances from a stated false-failure probability
-``FAIL = 1e-6`` per test (split by a union bound): DKW bands
+``FALSE_FAILURE = 1e-6`` per test (split by a union bound): DKW bands
 ``P(sup |F_m - F| > eps) <= 2 exp(-2 m eps^2)`` for laws, exact binomial tails for signs and
-CLT bounds (``z = Phi^-1(1 - FAIL/2)``) for Monte Carlo means.
+CLT bounds (``z = Phi^-1(1 - FALSE_FAILURE/2)``) for Monte Carlo means.
 """
 
 from __future__ import annotations
@@ -24,9 +24,8 @@ from ldpsim.highdim import (
     gdp_distance,
     random_direction,
 )
-from tests.stats_checks import binomial_cells_ok
+from tests.stats_checks import FALSE_FAILURE, binomial_cells_ok
 
-FAIL = 1e-6
 INF = np.inf
 
 
@@ -118,43 +117,43 @@ RADIUS_CASES = [(1, 1, 1), (1, 3, 2), (3, 2, 2), (5, 1.5, 3), (10, INF, 1), (2, 
 
 @pytest.mark.parametrize("n, p, alpha", RADIUS_CASES)
 def test_radius_law(n, p, alpha):
-    """||X||_p^alpha ~ Gamma(n/alpha, 1): DKW band at FAIL."""
+    """||X||_p^alpha ~ Gamma(n/alpha, 1): DKW band at FALSE_FAILURE."""
     m = 20000
     noise = NormPowerNoise(n, p, alpha)
     r = noise.phi(noise.sample(m, rng=1000 + n))
     d = stats.kstest(r, stats.gamma(n / alpha).cdf).statistic
-    assert d <= dkw(m, FAIL), (d, dkw(m, FAIL))
+    assert d <= dkw(m, FALSE_FAILURE), (d, dkw(m, FALSE_FAILURE))
 
 
 @pytest.mark.parametrize("p, alpha", [(1, 1), (1.5, 2), (INF, 1.5), (7, 3)])
 def test_sign_symmetry(p, alpha):
-    """The 8 sign patterns of a 3-dimensional draw are uniform (exact binomial tails, FAIL)."""
+    """The 8 sign patterns of a 3-dimensional draw are uniform (exact binomial tails, FALSE_FAILURE)."""
     m = 40000
     x = NormPowerNoise(3, p, alpha).sample(m, rng=11)
     pattern = ((x > 0) * np.array([1, 2, 4])).sum(axis=1)
     cells = np.bincount(pattern, minlength=8)
-    bad = binomial_cells_ok(cells, np.full(8, m), np.full(8, 1 / 8), FAIL)
+    bad = binomial_cells_ok(cells, np.full(8, m), np.full(8, 1 / 8), FALSE_FAILURE)
     assert not bad, bad
 
 
 def test_l1_noise_has_iid_laplace_coordinates():
     """p = 1, alpha = 1: density exp(-sum |x_i|), coordinates i.i.d. Laplace(1). DKW on the
-    first and last coordinate, and the law of |X_1| + |X_2| = Gamma(2) (independence); FAIL/3 each."""
+    first and last coordinate, and the law of |X_1| + |X_2| = Gamma(2) (independence); FALSE_FAILURE/3 each."""
     m = 30000
     x = NormPowerNoise(6, 1, 1).sample(m, rng=3)
-    eps = dkw(m, FAIL / 3)
+    eps = dkw(m, FALSE_FAILURE / 3)
     for col in (0, 5):
         assert stats.kstest(x[:, col], stats.laplace.cdf).statistic <= eps
     assert stats.kstest(np.abs(x[:, 0]) + np.abs(x[:, 1]), stats.gamma(2).cdf).statistic <= eps
 
 
 def test_gaussian_noise_has_iid_normal_coordinates():
-    """p = 2, alpha = 2: X ~ N(0, I/2). DKW on a coordinate and on a random projection; FAIL/2 each."""
+    """p = 2, alpha = 2: X ~ N(0, I/2). DKW on a coordinate and on a random projection; FALSE_FAILURE/2 each."""
     m = 30000
     rng = np.random.default_rng(4)
     x = NormPowerNoise(7, 2, 2).sample(m, rng=rng)
     law = stats.norm(scale=math.sqrt(0.5)).cdf
-    eps = dkw(m, FAIL / 2)
+    eps = dkw(m, FALSE_FAILURE / 2)
     assert stats.kstest(x[:, 0], law).statistic <= eps
     assert stats.kstest(x @ random_direction(7, rng), law).statistic <= eps
 
@@ -177,9 +176,9 @@ MOMENT_CASES = [
 
 @pytest.mark.parametrize("n, p, alpha", MOMENT_CASES)
 def test_exact_fisher_and_mean_square_against_monte_carlo(n, p, alpha):
-    """CLT bounds (sample standard errors) at FAIL/2 for each of the two means."""
+    """CLT bounds (sample standard errors) at FALSE_FAILURE/2 for each of the two means."""
     m = 20000
-    z = z_two_sided(FAIL / 2)
+    z = z_two_sided(FALSE_FAILURE / 2)
     noise = NormPowerNoise(n, p, alpha)
     est, se = noise.fisher_norm_mc(m, rng=21)
     exact = noise.fisher_norm()
@@ -191,12 +190,12 @@ def test_exact_fisher_and_mean_square_against_monte_carlo(n, p, alpha):
 
 @pytest.mark.parametrize("p, alpha", [(1.5, 2), (INF, 1.5), (4, 1)])
 def test_fisher_information_is_a_multiple_of_the_identity(p, alpha):
-    """All 6 distinct entries of E[grad phi grad phi^T] (n = 3) against c Id; CLT at FAIL/6 each."""
+    """All 6 distinct entries of E[grad phi grad phi^T] (n = 3) against c Id; CLT at FALSE_FAILURE/6 each."""
     m = 40000
     noise = NormPowerNoise(3, p, alpha)
     g = noise.grad_phi(noise.sample(m, rng=31))
     c = noise.fisher_norm()
-    z = z_two_sided(FAIL / 6)
+    z = z_two_sided(FALSE_FAILURE / 6)
     for i in range(3):
         for j in range(i, 3):
             prod = g[:, i] * g[:, j]
@@ -275,17 +274,17 @@ def _sup_shift(d: float, r: float) -> float:
 
 def test_gaussian_mechanism_is_exactly_gdp():
     """Gaussian noise: L ~ N(mu^2/2, mu^2) under D and N(-mu^2/2, mu^2) under D', so the pair is
-    exactly mu-GDP. Budget FAIL: DKW on each sample (FAIL/4 each), sample mean and sd (FAIL/4 each)."""
+    exactly mu-GDP. Budget FALSE_FAILURE: DKW on each sample (FALSE_FAILURE/4 each), sample mean and sd (FALSE_FAILURE/4 each)."""
     n, mu, m = 30, 1.3, 100000
     rng = np.random.default_rng(41)
     noise = NormPowerNoise(n, 2, 2)
     lp, lr = noise.privacy_loss(random_direction(n, rng), noise.scale_for_mu(mu), m, rng)
-    eps = dkw(m, FAIL / 4)
+    eps = dkw(m, FALSE_FAILURE / 4)
     assert stats.kstest(lp, stats.norm(mu**2 / 2, mu).cdf).statistic <= eps
     assert stats.kstest(lr, stats.norm(-(mu**2) / 2, mu).cdf).statistic <= eps
     # ks of the standardised sample: DKW + the largest effect of the estimated mean and sd
-    dmax = z_two_sided(FAIL / 4) / math.sqrt(m)
-    lo, hi = (math.sqrt(stats.chi2.ppf(q, m - 1) / (m - 1)) for q in (FAIL / 8, 1 - FAIL / 8))
+    dmax = z_two_sided(FALSE_FAILURE / 4) / math.sqrt(m)
+    lo, hi = (math.sqrt(stats.chi2.ppf(q, m - 1) / (m - 1)) for q in (FALSE_FAILURE / 8, 1 - FALSE_FAILURE / 8))
     shift = max(_sup_shift(s * dmax, r) for s in (-1, 1) for r in (lo, hi))
     dist = gdp_distance(lp, lr, mu)
     assert set(dist) == {"ks", "tradeoff_gap"}

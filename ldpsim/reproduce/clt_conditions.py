@@ -120,11 +120,6 @@ def _log_r_moment(n: int, alpha: float, s_: float) -> float:
     return _lg((n + s_) / alpha) - _lg(n / alpha)
 
 
-def _log_g_abs_moment(p: float, s_: float) -> float:
-    """``log E|G_1|^s`` for the density ``propto exp(-|g|^p)`` (``|G|^p ~ Gamma(1/p)``)."""
-    return _lg((1.0 + s_) / p) - _lg(1.0 / p)
-
-
 def _log_g_norm_moment(n: int, p: float, s_: float) -> float:
     """``log E||G||_p^s`` (``||G||_p^p ~ Gamma(n/p)``)."""
     return _lg((n + s_) / p) - _lg(n / p)

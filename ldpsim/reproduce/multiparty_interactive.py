@@ -143,14 +143,6 @@ def rr_law(eps: Array, delta: Array) -> Array:
     return transcript_law([quaternary(e, d) for e, d in zip(eps, delta)], rr_strategy(k), k)
 
 
-def rr_product(eps: Array, delta: Array) -> Array:
-    """The non-interactive RR law as a Kronecker product (2^k x 4^k), for cross-checks."""
-    M = quaternary(eps[0], delta[0])
-    for e, d in zip(eps[1:], delta[1:]):
-        M = np.kron(M, quaternary(e, d))
-    return M
-
-
 # --------------------------------------------------------------------------- privacy
 def privacy_deltas(P: Array, eps: Array) -> Array:
     """Per party i: max over x_-i and both directions of sum_tau (P[x_i=a] - e^eps_i P[x_i=b])_+."""

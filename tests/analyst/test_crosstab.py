@@ -16,8 +16,8 @@ from ldpsim.analyst import crosstab_estimate, independence_test, joint_output_co
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms import product_mechanism, randomized_response, truncated_geometric
 from ldpsim.stats import clopper_pearson
+from tests.stats_checks import FALSE_FAILURE
 
-FAIL = 1e-6
 
 # A real-looking association: 3 x 4 with rows and columns dependent.
 DEPENDENT = np.array([[0.12, 0.08, 0.05, 0.03], [0.06, 0.10, 0.09, 0.06], [0.02, 0.05, 0.12, 0.22]])
@@ -106,7 +106,7 @@ def test_type_one_error_is_the_nominal_level():
     table = np.outer([0.5, 0.3, 0.2], [0.1, 0.2, 0.3, 0.4])
     R = 2_000
     hits, _ = _rejections(prod, table, 20_000, R, 0.05, np.random.default_rng(7))
-    lo, hi = stats.binom.ppf(FAIL / 2, R, 0.05), stats.binom.isf(FAIL / 2, R, 0.05)
+    lo, hi = stats.binom.ppf(FALSE_FAILURE / 2, R, 0.05), stats.binom.isf(FALSE_FAILURE / 2, R, 0.05)
     assert lo <= hits <= hi, (hits, lo, hi)
 
 
@@ -124,7 +124,7 @@ def test_power_grows_with_n_and_the_private_test_pays_for_privacy():
     rng = np.random.default_rng(11)
     runs = [_rejections(prod, table, n, R, 0.05, rng) for n in (2_000, 16_000, 64_000)]
     powers = [private for private, _ in runs]
-    bounds = [clopper_pearson(h, R, FAIL / 6) for h in powers]
+    bounds = [clopper_pearson(h, R, FALSE_FAILURE / 6) for h in powers]
     assert bounds[0][1] < bounds[1][0] and bounds[1][1] < bounds[2][0], (powers, bounds)
     assert all(pearson >= private for private, pearson in runs), runs
 

@@ -22,8 +22,8 @@ from ldpsim.analyst import (
     project_to_simplex,
 )
 from ldpsim.mechanisms import from_matrix, randomized_response, truncated_geometric
+from tests.stats_checks import FALSE_FAILURE
 
-FALSE_FAILURE = 1e-6  # per test
 R = 4000  # replications
 
 

@@ -16,9 +16,7 @@ from ldpsim.analyst.longitudinal import (
 )  # fmt: skip
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms import randomized_response
-
-#: false-failure probability of each statistical assertion below
-ALPHA = 1e-6
+from tests.stats_checks import FALSE_FAILURE
 
 
 def _rr_rows(k: int, eps: float) -> np.ndarray:
@@ -100,20 +98,20 @@ def _simulate_changes(memo: bool, paired: bool, R: int, n: int, seed: int) -> tu
 
 @pytest.mark.parametrize("memo, paired", [(False, True), (False, False), (True, True), (True, False)])
 def test_change_estimates_are_unbiased_and_their_intervals_cover(memo: bool, paired: bool) -> None:
-    """Unbiased: the mean over R replications is within the normal quantile at ALPHA (three
+    """Unbiased: the mean over R replications is within the normal quantile at FALSE_FAILURE (three
     answers: Bonferroni) of the true change, with the spread measured across replications
     (R = 300 makes the t-quantile and normal close; a margin of 10% covers it). Coverage:
     the 95% intervals are conservative, so the number covering out of R is at least the
-    lower ALPHA-quantile of Binomial(R, 0.95) minus a 2-point allowance for the normal
+    lower FALSE_FAILURE-quantile of Binomial(R, 0.95) minus a 2-point allowance for the normal
     approximation of the estimate's law at n = 3,000 respondents."""
     R, n = 300, 3000
     est, lo, hi, truth = _simulate_changes(memo, paired, R, n, seed=11 + 2 * memo + paired)
-    zq = stats.norm.isf(ALPHA / 6)
+    zq = stats.norm.isf(FALSE_FAILURE / 6)
     for j in range(3):
         se = est[:, j].std(ddof=1) / math.sqrt(R)
         assert abs(est[:, j].mean() - truth[j]) <= 1.1 * zq * se
         covered = int(np.sum((lo[:, j] <= truth[j]) & (truth[j] <= hi[:, j])))
-        floor = stats.binom.ppf(ALPHA / 3, R, 0.95)
+        floor = stats.binom.ppf(FALSE_FAILURE / 3, R, 0.95)
         assert covered >= floor - 2, (j, covered, floor)
 
 

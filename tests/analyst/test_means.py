@@ -21,8 +21,8 @@ from ldpsim.mechanisms import (
     randomized_response,
 )
 from ldpsim.stats import clopper_pearson
+from tests.stats_checks import FALSE_FAILURE
 
-FAIL = 1e-6
 LO, HI = 0.0, 10.0
 EPS = 1.0
 N, REPS = 400, 5000
@@ -91,10 +91,10 @@ def test_interval_coverage_by_simulation(mech_cls):
                 and c.ci_high - c.ci_low > est.ci_high - est.ci_low
             )
             miss_cons += not (c.ci_low <= truth <= c.ci_high)
-    lo, hi = clopper_pearson(miss_normal, REPS, FAIL)
+    lo, hi = clopper_pearson(miss_normal, REPS, FALSE_FAILURE)
     assert lo <= 0.05 + NORMAL_SLACK and hi >= 0.05 - NORMAL_SLACK, miss_normal / REPS
     if conservative:
-        assert clopper_pearson(miss_cons, REPS, FAIL)[0] <= 0.05, miss_cons / REPS
+        assert clopper_pearson(miss_cons, REPS, FALSE_FAILURE)[0] <= 0.05, miss_cons / REPS
     else:
         with pytest.raises(
             LdpSimError,
@@ -106,7 +106,7 @@ def test_interval_coverage_by_simulation(mech_cls):
     ratio = float(np.var(means, ddof=1)) / exact**2
     df = REPS - 1
     assert (
-        stats.chi2.ppf(FAIL / 2, df) / df <= ratio <= stats.chi2.isf(FAIL / 2, df) / df
+        stats.chi2.ppf(FALSE_FAILURE / 2, df) / df <= ratio <= stats.chi2.isf(FALSE_FAILURE / 2, df) / df
     )
     assert mean_estimate(reports[0], mech, answers=x).exact_std_error == pytest.approx(
         exact
@@ -178,6 +178,6 @@ def test_bucketed_histogram_through_a_categorical_oracle():
     rr = randomized_response(4, 2.0)
     counts = rr.sample_counts(np.bincount(idx, minlength=4), rng)
     ci = confidence_intervals(
-        rr, counts, 1 - FAIL, method="conservative", simultaneous=True
+        rr, counts, 1 - FALSE_FAILURE, method="conservative", simultaneous=True
     )
     assert np.all((ci.ci_low <= truth) & (truth <= ci.ci_high))

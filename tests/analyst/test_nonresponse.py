@@ -17,8 +17,8 @@ from scipy import stats
 from ldpsim.analyst import inversion_estimate, nonresponse_bias, reweight_for_response
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms import randomized_response
+from tests.stats_checks import FALSE_FAILURE
 
-FAIL = 1e-6
 P = np.array([0.4, 0.3, 0.2, 0.1])
 R = np.array([0.9, 0.6, 0.5, 0.3])
 
@@ -85,7 +85,7 @@ def test_reweighted_estimate_is_unbiased_to_first_order_and_its_covariance_match
     dsd = sigma / np.outer(R, R)
     bias2 = ((q / R) * dsd.sum() / s - dsd.sum(axis=1)) / s**2
     z = stats.norm.isf(
-        FAIL / 40 / 2
+        FALSE_FAILURE / 40 / 2
     )  # 8 bias checks, 8 variance sides, 16 covariances (< 40 checks)
     se_mean = fixed.std(axis=0, ddof=1) / math.sqrt(reps)
     assert np.all(np.abs(fixed.mean(axis=0) - P) <= z * se_mean + np.abs(bias2)), (
@@ -98,7 +98,7 @@ def test_reweighted_estimate_is_unbiased_to_first_order_and_its_covariance_match
     assert np.all(np.abs(nonresponse_bias(P, R)) > 50 * z * se_mean)
     # covariance: the sample variances against the delta method (chi-square bounds)
     df = reps - 1
-    lo, hi = stats.chi2.ppf(FAIL / 40, df) / df, stats.chi2.isf(FAIL / 40, df) / df
+    lo, hi = stats.chi2.ppf(FALSE_FAILURE / 40, df) / df, stats.chi2.isf(FALSE_FAILURE / 40, df) / df
     ratio = fixed.var(axis=0, ddof=1) / np.diag(cov)
     assert np.all((lo <= ratio) & (ratio <= hi)), ratio
     # the plug-in delta-method covariance is, on average, the exact one

@@ -31,9 +31,7 @@ from ldpsim.analyst.testing import (
     type2_error_tilted,
 )
 from ldpsim.mechanisms import binary_mechanism_for_priors, from_matrix, randomized_response
-from tests.stats_checks import binomial_cells_ok
-
-FAIL = 1e-6  # false-failure probability of each statistical check
+from tests.stats_checks import FALSE_FAILURE, binomial_cells_ok
 
 
 def _rr_pair(k=3, eps=1.0, seed=0):
@@ -94,8 +92,8 @@ def test_exact_test_error_rates_by_monte_carlo():
     rng = np.random.default_rng(11)
     rejected0 = int(test.reject(rng.multinomial(n, M0, size=draws), rng).sum())
     accepted1 = int((~test.reject(rng.multinomial(n, M1, size=draws), rng)).sum())
-    # each count is exactly Binomial(draws, rate); two cells checked at level FAIL together
-    bad = binomial_cells_ok(np.array([rejected0, accepted1]), np.full(2, draws), np.array([alpha, test.beta]), FAIL)
+    # each count is exactly Binomial(draws, rate); two cells checked at level FALSE_FAILURE together
+    bad = binomial_cells_ok(np.array([rejected0, accepted1]), np.full(2, draws), np.array([alpha, test.beta]), FALSE_FAILURE)
     assert not bad, bad
     assert test.type1 == pytest.approx(alpha, rel=1e-12)
 
@@ -166,7 +164,7 @@ def test_tilted_estimate_reaches_far_below_1e_minus_30():
         est = type2_error_tilted(M0, M1, n, test.threshold, seed, 20_000, gamma=test.gamma)
         assert est.log_beta < math.log(1e-30)
         assert est.rel_error <= 0.1
-        # in log space: |log(est/beta)| <= 6 rel. standard errors (first order), FAIL ~2e-9
+        # in log space: |log(est/beta)| <= 6 rel. standard errors (first order), FALSE_FAILURE ~2e-9
         assert abs(est.log_beta - exact) <= 6 * est.rel_error
     # k-ary randomized response at large n (normal threshold): beta < 1e-1000
     P0 = np.array([0.7, 0.2, 0.1])

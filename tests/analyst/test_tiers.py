@@ -18,8 +18,8 @@ from ldpsim.analyst import combine_tiers, inverse_variance_weights, tier_design
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms import randomized_response
 from ldpsim.mechanisms.oracles.unary import OptimizedUnaryEncoding
+from tests.stats_checks import FALSE_FAILURE
 
-FAIL = 1e-6
 PRIOR = np.array([0.4, 0.3, 0.2, 0.1])
 EPS = (0.5, 1.0, 2.0)
 SHARES = np.array([0.5, 0.3, 0.2])
@@ -140,7 +140,7 @@ def test_fixed_weight_combination_is_unbiased():
     k = 4
     ranges = np.array([(math.exp(e) + k - 1) / (math.exp(e) - 1) for e in EPS])
     spread2 = (design.weights**2 * (ranges**2 / (reps * sizes))[:, None]).sum(axis=0)
-    tol = np.sqrt(spread2 * math.log(2 * k / FAIL) / 2.0)
+    tol = np.sqrt(spread2 * math.log(2 * k / FALSE_FAILURE) / 2.0)
     assert np.all(np.abs(mean - PRIOR) <= tol), (mean - PRIOR, tol)
     assert np.all(tol < 0.004)  # the check has teeth
 

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from ldpsim.audit import audit, density_of, target
 from ldpsim.mechanisms import catalog
 from tests.contract.cases import CASES
+from tests.stats_checks import FALSE_FAILURE
 
 LIBRARY = [name for name in catalog.CATALOG if "broken" not in catalog.entry(name).tags]
 #: the families with an exact density (the dithered snapped mean has none: audited from samples only)
@@ -38,9 +39,9 @@ SLOW_N = 200_000
 
 
 def alpha_for(examples: int) -> float:
-    """Per-audit alpha so that ``examples`` audits err together with probability <= 1e-6
-    (union bound)."""
-    return 1e-6 / examples
+    """Per-audit alpha so that ``examples`` audits err together with probability <=
+    FALSE_FAILURE (union bound)."""
+    return FALSE_FAILURE / examples
 
 
 def seed_of(*parts: object) -> int:

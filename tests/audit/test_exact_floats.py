@@ -21,10 +21,11 @@ are read with a tolerance), so those "not refuted" checks err with probability <
 Never refutes: mechanisms whose outputs are exact (integer outputs, integers stored as
 floats, a grid of powers of two, the catalog's discrete and snapped samplers) have no float
 leak, and the mode keeps the validity of the audit: each audit errs with probability <= its
-alpha. Every audit of this file that must not refute runs at ``STRICT = 5e-8`` and there are
-``MUST_NOT_REFUTE <= 20`` of them, so together they fail with probability <= 1e-6 (union
-bound). The slow calibration test allows the number of false alarms given by an exact
-binomial tail at 1e-6.
+alpha. Every audit of this file that must not refute runs at ``STRICT = FALSE_FAILURE / 20``
+(5e-8) and there are ``MUST_NOT_REFUTE <= 20`` of them, so together they fail with
+probability <= FALSE_FAILURE = 1e-6 (union bound; tests/stats_checks.py). The slow
+calibration test allows the number of false alarms given by an exact binomial tail at
+FALSE_FAILURE.
 """
 
 from __future__ import annotations
@@ -42,9 +43,10 @@ from ldpsim.audit.events import LOW_BITS
 from ldpsim.audit.witnesses import trailing_zeros
 from ldpsim.cli import main
 from ldpsim.mechanisms import catalog
+from tests.stats_checks import FALSE_FAILURE
 
 N = 20_000
-STRICT = 5e-8  # alpha of every audit that must not refute
+STRICT = FALSE_FAILURE / 20  # alpha of every audit that must not refute (at most 20 of them)
 
 FLOATS = [("laplace", {"eps": 0.5}), ("gaussian", {"eps": 1.0, "delta": 1e-5})]
 
@@ -57,7 +59,7 @@ SAFE = [n for n in SAFE_NAMES if n in catalog.names()]
 # audits that must not refute: the float samplers without the mode (4 single, 4 sequential),
 # 2 x (rr, geometric, snapped-like), SAFE, and one on the command line
 MUST_NOT_REFUTE = 8 + 6 + len(SAFE) + 1
-assert MUST_NOT_REFUTE * STRICT <= 1e-6
+assert MUST_NOT_REFUTE * STRICT <= FALSE_FAILURE
 
 
 def _claim(t):
@@ -107,7 +109,7 @@ def test_float_samplers_refuted_with_exact_floats(name, params, density):
     rng = np.random.default_rng(2)
     assert w.contains(t.sampler(w.x, 10**4, rng), t.mechanism.log_density).mean() > 0.02
     assert not w.contains(t.sampler(w.x_prime, 10**4, rng), t.mechanism.log_density).any()
-    # without the mode: the mathematical mechanism, not refuted (alpha = 1e-7)
+    # without the mode: the mathematical mechanism, not refuted (alpha = STRICT)
     res = audit(mech, t.pairs, N, STRICT, rng=1, eps_for_delta=eps_d)
     assert not _refuted(res, t) and "exact-floats" not in res.method
 
@@ -205,7 +207,7 @@ def test_never_refutes_safe_samplers(name):
         assert res.delta_lb <= t.true_delta(eps_d)
 
 
-def allowed_false_alarms(runs: int, alpha: float, tail: float = 1e-6) -> int:
+def allowed_false_alarms(runs: int, alpha: float, tail: float = FALSE_FAILURE) -> int:
     """Smallest c with P(Bin(runs, alpha) > c) <= tail."""
     c = 0
     while stats.binom.sf(c, runs, alpha) > tail:

@@ -24,9 +24,8 @@ from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.base import PRIVACY_RTOL, Mechanism, NoDensity, NotAvailable
 from tests.contract.cases import BAD, CASES, REFERENCE, case_params, entry_name, entry_params, instance, instance_params
 from tests.oracles import density_window, hockey_stick_integral, pair_delta, pair_epsilon
-from tests.stats_checks import assert_cdf_dkw, assert_codes_law, assert_sample_law, bernstein
+from tests.stats_checks import FALSE_FAILURE, assert_cdf_dkw, assert_codes_law, assert_sample_law, bernstein
 
-ALPHA = 1e-6  # false-failure probability of each statistical test
 EPS_BASE = [0.0, 0.1, 0.5, 1.0, 2.0, 5.0]
 DELTA_GRID = [1e-12, 1e-6, 1e-3, 0.05, 0.3, 0.9]
 
@@ -572,7 +571,7 @@ class TestContract:
             else:
                 reports = enumerated_reports(mech)
                 if reports is None:
-                    sampled_loss_check(mech, grid, ALPHA)
+                    sampled_loss_check(mech, grid, FALSE_FAILURE)
                     return
                 laws = {i: vector_law(mech, x, reports) for i, x in enumerate(inputs_of(mech))}
             idx = {i: x for i, x in enumerate(inputs_of(mech))}
@@ -608,7 +607,7 @@ class TestContract:
     def test_sampler_law(self, key):
         mech = instance(key)
         inputs = inputs_of(mech)
-        alpha = ALPHA / len(inputs)  # Bonferroni over the inputs: <= ALPHA for the test
+        alpha = FALSE_FAILURE / len(inputs)  # Bonferroni over the inputs: <= FALSE_FAILURE for the test
         rng = np.random.default_rng(20260)
         if mech.output_size is not None:
             if not mech.has_density:
@@ -622,7 +621,7 @@ class TestContract:
         if kind == "vectors":
             reports = enumerated_reports(mech)
             if reports is None:  # the law of the privacy loss, from the draws, instead
-                sampled_loss_check(mech, eps_grid(mech, key), ALPHA)
+                sampled_loss_check(mech, eps_grid(mech, key), FALSE_FAILURE)
                 return
             for x in inputs:
                 pmf = vector_law(mech, x, reports)

@@ -2,7 +2,7 @@
 2020) against their laws, computed here independently (mpmath for small supports, float64
 sums with math.fsum for wide ones), never from the code under test.
 
-Every statistical check fails with probability at most ALPHA = 1e-6 per test function when
+Every statistical check fails with probability at most FALSE_FAILURE = 1e-6 per test function when
 the sampler is right: within a test the level is split (Bonferroni) over its checks, and a
 law check splits its share between a chi-square test over cells (merged where expected
 counts are below 50) and exact two-sided binomial tests of the tail counts ``#{|Z| >= m}``
@@ -23,8 +23,8 @@ from ldpsim._rng import SystemRandom
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms.noise.discrete_laplace import DiscreteLaplace
 from ldpsim.mechanisms.noise.exact import bernoulli_exp, discrete_gaussian, discrete_laplace
+from tests.stats_checks import FALSE_FAILURE
 
-ALPHA = 1e-6
 mp.mp.dps = 40
 
 
@@ -133,7 +133,7 @@ BERNOULLI_CASES = [
 
 def test_bernoulli_exp_law():
     rng = np.random.default_rng(20261202)
-    level = ALPHA / len(BERNOULLI_CASES)
+    level = FALSE_FAILURE / len(BERNOULLI_CASES)
     for num, den in BERNOULLI_CASES:
         big = num > 2**62 or den > 2**62
         n = 40_000 if big else 200_000  # Python ints: slower
@@ -165,7 +165,7 @@ LAPLACE_CASES = [(1, 1), (1, 2), (3, 10), (1, 100), (7, 3)]
 def test_discrete_laplace_law():
     rng = np.random.default_rng(314159)
     n = 200_000
-    level = ALPHA / len(LAPLACE_CASES)
+    level = FALSE_FAILURE / len(LAPLACE_CASES)
     for s, t in LAPLACE_CASES:
         z = discrete_laplace(s, t, n, rng)
         assert z.dtype == np.int64 and z.shape == (n,)
@@ -199,14 +199,14 @@ def test_discrete_laplace_big_integers():
     # reuse the law check on cell indices: map each draw to its cell's upper end
     zz = np.clip(z, -m, m - 1)
     cells = (zz + m) // 500 * 500 - m + 499
-    assert_integer_law(cells, pmf_cells, [], ALPHA)
+    assert_integer_law(cells, pmf_cells, [], FALSE_FAILURE)
 
 
 def test_discrete_laplace_system_random():
     n = 40_000
     for src in ("os", SystemRandom()):
         z = discrete_laplace(1, 2, n, src)
-        assert_integer_law(z, laplace_law(1, 2, 80), [(25, laplace_tail(1, 2, 25))], ALPHA / 2)
+        assert_integer_law(z, laplace_law(1, 2, 80), [(25, laplace_tail(1, 2, 25))], FALSE_FAILURE / 2)
 
 
 def test_discrete_laplace_mechanism_law_and_os():
@@ -217,9 +217,9 @@ def test_discrete_laplace_mechanism_law_and_os():
     z = (y - 5).astype(np.int64)
     assert np.all(z == y - 5)
     s, t = sc.denominator, sc.numerator
-    assert_integer_law(z, laplace_law(s, t, 400), [(150, laplace_tail(s, t, 150))], ALPHA / 2)
+    assert_integer_law(z, laplace_law(s, t, 400), [(150, laplace_tail(s, t, 150))], FALSE_FAILURE / 2)
     y_os = mech.sample(0, 20_000, rng="os")
-    assert_integer_law(y_os.astype(np.int64), laplace_law(s, t, 400), [], ALPHA / 2)
+    assert_integer_law(y_os.astype(np.int64), laplace_law(s, t, 400), [], FALSE_FAILURE / 2)
 
 
 # --------------------------------------------------------------------------- discrete Gaussian
@@ -236,7 +236,7 @@ GAUSS_CASES = [
 def test_discrete_gaussian_law():
     rng = np.random.default_rng(271828)
     n = 200_000
-    level = ALPHA / len(GAUSS_CASES)
+    level = FALSE_FAILURE / len(GAUSS_CASES)
     for s2 in GAUSS_CASES:
         z = discrete_gaussian(s2, n, rng)
         assert z.dtype == np.int64 and z.shape == (n,)
@@ -261,16 +261,16 @@ def test_discrete_gaussian_wide():
         pmf[lo + 199] = math.fsum(w[lo + 60_000 : lo + 60_200]) / c
     cells = (np.clip(z, -60_000, 59_999) + 60_000) // 200 * 200 - 60_000 + 199
     tails = [(int(4 * sig), gauss_tail(s2, int(4 * sig))), (int(5 * sig), gauss_tail(s2, int(5 * sig)))]
-    assert_integer_law(cells, pmf, [], ALPHA / 2)
+    assert_integer_law(cells, pmf, [], FALSE_FAILURE / 2)
     for m, p in tails:
         k = int(np.count_nonzero(np.abs(z) >= m))
-        assert binomial_two_sided_ok(k, z.size, p, ALPHA / 4), (m, k, p * z.size)
+        assert binomial_two_sided_ok(k, z.size, p, FALSE_FAILURE / 4), (m, k, p * z.size)
 
 
 def test_discrete_gaussian_system_random():
     s2 = Fraction(1369, 100)
     z = discrete_gaussian(s2, 40_000, "os")
-    assert_integer_law(z, gauss_law(s2, 35), [(16, gauss_tail(s2, 16))], ALPHA)
+    assert_integer_law(z, gauss_law(s2, 35), [(16, gauss_tail(s2, 16))], FALSE_FAILURE)
 
 
 # --------------------------------------------------------------------------- reproducibility
@@ -342,4 +342,4 @@ def test_bernoulli_exp_minus1_continuation():
     b = _bern_exp_minus1(n, _FirstCallZeros(3))
     # given K > 12, P(K odd) = 12! sum_{k odd >= 13} (1/(k-1)! - 1/k!)
     p = float(mp.factorial(12) * mp.fsum(1 / mp.factorial(k - 1) - 1 / mp.factorial(k) for k in range(13, 80, 2)))
-    assert binomial_two_sided_ok(int(b.sum()), n, p, ALPHA), (int(b.sum()), n * p)
+    assert binomial_two_sided_ok(int(b.sum()), n, p, FALSE_FAILURE), (int(b.sum()), n * p)

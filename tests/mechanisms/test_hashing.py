@@ -28,10 +28,13 @@ from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.base import NotAvailable
 from ldpsim.mechanisms.oracles import hashing
 from ldpsim.mechanisms.oracles.hashing import MERSENNE_31, BinaryLocalHashing, LocalHashing, OptimizedLocalHashing
-from tests.stats_checks import binomial_cells_ok
+from tests.stats_checks import FALSE_FAILURE, binomial_cells_ok
 
 mpmath.mp.dps = 50
-ALPHA = 1e-7  # false-failure probability of each statistical test
+#: false-failure probability of each statistical check: this module has always stated a tenth
+#: of FALSE_FAILURE (the module docstring's 1e-7), stricter than the suite asks; kept so that
+#: its tolerances are unchanged (the support test runs two such checks: 2e-7 in all)
+PER_CHECK = FALSE_FAILURE / 10
 
 
 # --------------------------------------------------------------------------- independent references
@@ -225,18 +228,18 @@ def test_support_matrix_against_enumeration(mech):
 def test_support_frequencies_of_sampled_reports(mech):
     """Reports from one input z: each x's support count is Binomial(n, S[z, x]) exactly
     (independent reports); exact two-sided binomial tails, Bonferroni over the k cells:
-    false-failure probability ALPHA."""
+    false-failure probability PER_CHECK."""
     z, n = 2, 200_000
     reports = mech.sample(z, n, rng=np.random.default_rng(101))
     assert reports.shape == (n, 4) and reports.dtype == np.int64
     direct = support_matrix_direct(mech, reports)
     counts = direct.sum(axis=0)
     np.testing.assert_array_equal(mech.statistic(reports), counts)
-    bad = binomial_cells_ok(counts, n, mech.support_matrix[z], ALPHA)
+    bad = binomial_cells_ok(counts, n, mech.support_matrix[z], PER_CHECK)
     assert not bad, bad
     # the seeds are uniform on Z_P^3: each coordinate's top bit is Bernoulli(2^30 / P)
     top = (reports[:, :3] >= 1 << 30).sum(axis=0)
-    assert not binomial_cells_ok(top, n, np.full(3, (MERSENNE_31 - (1 << 30)) / MERSENNE_31), ALPHA)
+    assert not binomial_cells_ok(top, n, np.full(3, (MERSENNE_31 - (1 << 30)) / MERSENNE_31), PER_CHECK)
 
 
 @pytest.mark.parametrize("k, g, n", [(3000, 4, 3000), (3000, 4, 700), (257, 1_000_003, 5000), (64, 2, 70_000)])
@@ -263,7 +266,7 @@ def test_privatize_law_and_chunks():
     for chunk in (1, 1000, 1 << 16):
         rep = mech.privatize(x[: 20_000] if chunk == 1 else x, rng=5, chunk_size=chunk)
         hit = direct_hash(mech.prime, mech.g, rep[:, 0], rep[:, 1], rep[:, 2], x[: rep.shape[0]]) == rep[:, 3]
-        assert not binomial_cells_ok(np.array([hit.sum()]), rep.shape[0], np.array([mech.p]), ALPHA / 3)
+        assert not binomial_cells_ok(np.array([hit.sum()]), rep.shape[0], np.array([mech.p]), PER_CHECK / 3)
     a = mech.privatize(x.reshape(300, 500), rng=9)
     assert a.shape == (300, 500, 4)
     np.testing.assert_array_equal(a, mech.privatize(x.reshape(300, 500), rng=np.random.default_rng(9)))
@@ -308,7 +311,7 @@ def test_moments_of_the_support_against_simulation(mech):
     the number of reports whose support holds both is Binomial(n, E[B_x B_x']) exactly, with
     E[B_x B_x'] = statistic_covariance + mu mu^T the code's exact value. These are the first
     two moments of the estimator (an affine map of the mean of B): unbiasedness and its exact
-    covariance. Exact binomial tails, Bonferroni over the cells: false-failure probability ALPHA."""
+    covariance. Exact binomial tails, Bonferroni over the cells: false-failure probability PER_CHECK."""
     k, n = mech.k, 300_000
     prior = PRIORS[k]
     rng = np.random.default_rng(2024)
@@ -318,7 +321,7 @@ def test_moments_of_the_support_against_simulation(mech):
     mu = mech.forward(prior)
     exact = mech.statistic_covariance(prior) + np.outer(mu, mu)
     iu = np.triu_indices(k)
-    bad = binomial_cells_ok(both[iu], n, exact[iu], ALPHA)
+    bad = binomial_cells_ok(both[iu], n, exact[iu], PER_CHECK)
     assert not bad, bad
     # the estimate lies within 6 exact standard errors (a consequence, stated for reading)
     est = mech.invert(B.sum(axis=0) / n)

@@ -27,7 +27,7 @@ from ldpsim.mechanisms import (
     randomized_response,
 )
 from ldpsim.mechanisms.memo import REPORTS_WORK_LIMIT
-from tests.stats_checks import assert_sample_law, binomial_cells_ok
+from tests.stats_checks import FALSE_FAILURE, assert_sample_law, binomial_cells_ok
 
 
 # --------------------------------------------------------------------------- exact references
@@ -286,7 +286,6 @@ def test_epsilon_history_is_vectorised():
 
 
 # --------------------------------------------------------------------------- sampling
-ALPHA = 1e-6
 
 
 def test_one_report_follows_the_chain():
@@ -295,10 +294,10 @@ def test_one_report_follows_the_chain():
     mech = memoised_rr(4, 2.0, 1.0)
     rng = np.random.default_rng(20261203)
     for x in range(mech.k):
-        assert_sample_law(mech.sample(x, 200_000, rng), mech.matrix[x], ALPHA / mech.k)
+        assert_sample_law(mech.sample(x, 200_000, rng), mech.matrix[x], FALSE_FAILURE / mech.k)
     gen = generic(M1_GENERIC, M2_GENERIC)
     for x in range(gen.k):
-        assert_sample_law(gen.sample(x, 200_000, rng), gen.matrix[x], ALPHA / gen.k)
+        assert_sample_law(gen.sample(x, 200_000, rng), gen.matrix[x], FALSE_FAILURE / gen.k)
 
 
 def _joint_same_memo(m1: np.ndarray, m2: np.ndarray, x: int) -> np.ndarray:
@@ -320,14 +319,14 @@ def test_reports_of_one_memo_are_correlated_as_predicted():
     same = float(m1[x] @ (m2**2).sum(axis=1))
     independent = float(mech.matrix[x] @ mech.matrix[x])
     assert same > independent + 0.05  # the memo makes agreement likelier than two fresh reports
-    assert not binomial_cells_ok(np.array([np.count_nonzero(y[:, 0] == y[:, 1])]), np.array([n]), np.array([same]), ALPHA / 3)
+    assert not binomial_cells_ok(np.array([np.count_nonzero(y[:, 0] == y[:, 1])]), np.array([n]), np.array([same]), FALSE_FAILURE / 3)
     joint = _joint_same_memo(m1, m2, x)
-    assert_sample_law(y[:, 0] * 3 + y[:, 1], joint.ravel(), ALPHA / 3)
+    assert_sample_law(y[:, 0] * 3 + y[:, 1], joint.ravel(), FALSE_FAILURE / 3)
     # a, b, a: the return to a reuses a's memo
     a, b = 0, 2
     y3 = mech.report_history(np.tile([a, b, a], (n, 1)), rng)
     law = np.einsum("ik,j->ijk", _joint_same_memo(m1, m2, a), mech.matrix[b])  # (y1, y2, y3)
-    assert_sample_law((y3[:, 0] * 3 + y3[:, 1]) * 3 + y3[:, 2], law.ravel(), ALPHA / 3)
+    assert_sample_law((y3[:, 0] * 3 + y3[:, 1]) * 3 + y3[:, 2], law.ravel(), FALSE_FAILURE / 3)
 
 
 def test_two_stages_are_vectorised_and_reproducible():

@@ -22,9 +22,8 @@ from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.noise import Laplace
 from ldpsim.mechanisms.numeric import HYBRID_THRESHOLD, Duchi, Hybrid, LaplaceBounded, Piecewise
 from ldpsim.stats import clopper_pearson, hoeffding
-from tests.stats_checks import assert_cdf_dkw
+from tests.stats_checks import FALSE_FAILURE, assert_cdf_dkw
 
-ALPHA = 1e-6
 mp.mp.dps = 40
 CLASSES = {"duchi": Duchi, "piecewise": Piecewise, "hybrid": Hybrid}
 
@@ -238,7 +237,7 @@ def test_off_support_and_nan():
 # --------------------------------------------------------------------------- samplers
 def test_sampler_laws():
     checks = 4 + 3 + 2 * 3 + 2 + 2  # Bonferroni over every check below
-    a = ALPHA / checks
+    a = FALSE_FAILURE / checks
     rng = np.random.default_rng(20261202)
     n = 100_000
     # piecewise (continuous) and hybrid (continuous part and atoms) against the reference CDF
@@ -286,10 +285,10 @@ def test_privatize_is_unbiased_in_original_units(name):
     n = values.size
     gap = abs(reports.mean() - values.mean())
     if name in ("laplace_bounded", "staircase_bounded"):  # Chebyshev on the mean noise (variance known exactly)
-        tol = math.sqrt(mech.variance(3.0) / (n * ALPHA))
+        tol = math.sqrt(mech.variance(3.0) / (n * FALSE_FAILURE))
     else:  # Hoeffding: each report minus its answer lies in an interval of length 2 half C + (hi - lo)
         c = mech.C if name != "hybrid" else max(mech.piecewise.C, mech.duchi.C)
-        tol = float(hoeffding(3.0 * c + 3.0, n, ALPHA))
+        tol = float(hoeffding(3.0 * c + 3.0, n, FALSE_FAILURE))
     assert gap <= tol, (gap, tol)
     # the same stream: sample(x, n) of one answer equals privatize of n copies
     np.testing.assert_array_equal(mech.sample(3.0, 64, rng=5), mech.privatize(np.full(64, 3.0), rng=5))

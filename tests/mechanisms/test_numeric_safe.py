@@ -15,10 +15,11 @@ import pytest
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.numeric import DiscreteLaplaceBounded, SnappedLaplaceBounded
-from tests.stats_checks import bernstein
+from tests.stats_checks import FALSE_FAILURE, bernstein
 
-#: false-failure probability of each statistical check below (a dozen checks: <= 1e-6 in all)
-ALPHA = 5e-8
+#: false-failure probability of each statistical check below: a dozen checks, so a twentieth
+#: of FALSE_FAILURE each keeps them within it together (union bound)
+PER_CHECK = FALSE_FAILURE / 20
 
 
 # --------------------------------------------------------------------------- discrete Laplace
@@ -32,13 +33,13 @@ def test_discrete_reports_are_integers_and_unbiased_with_the_closed_form_varianc
     # |y - 7| is unbounded: Chebyshev on the mean, then the sample variance against the
     # closed-form fourth moment of the two-sided geometric (Chebyshev again)
     v = mech.variance(7.0)
-    assert abs(y.mean() - 7.0) <= math.sqrt(v / n / ALPHA)
+    assert abs(y.mean() - 7.0) <= math.sqrt(v / n / PER_CHECK)
     # E Z^4 of the discrete Laplace: sum over z of z^4 p(z), brute force to where it vanishes
     z = np.arange(-4000, 4001, dtype=float)
     p = (1 - a) / (1 + a) * a ** np.abs(z)
     m4 = float(np.sum(z**4 * p))
     assert float(np.sum(z**2 * p)) == pytest.approx(v, rel=1e-12)
-    assert abs(np.mean((y - 7.0) ** 2) - v) <= math.sqrt((m4 - v * v) / n / ALPHA)
+    assert abs(np.mean((y - 7.0) ** 2) - v) <= math.sqrt((m4 - v * v) / n / PER_CHECK)
 
 
 def test_discrete_answers_must_be_integers_and_the_ends_too():
@@ -86,15 +87,15 @@ def test_snapped_reports_are_unbiased_with_their_variance(eps, x):
     assert y.min() >= lo and y.max() <= hi
     b = max(hi - x, x - lo)
     v = float(mech.variance(x))
-    assert abs(y.mean() - x) <= bernstein(v, b, n, ALPHA) + 1e-12 * 100
+    assert abs(y.mean() - x) <= bernstein(v, b, n, PER_CHECK) + 1e-12 * 100
     sq = (y - x) ** 2
-    assert abs(sq.mean() - v) <= bernstein(b * b * v, b * b, n, ALPHA)
+    assert abs(sq.mean() - v) <= bernstein(b * b * v, b * b, n, PER_CHECK)
 
 
 def test_without_the_dither_snapping_is_biased_and_the_dither_removes_it():
     """The plain snapped report of u = 0.3 (sensitivity-1 units, eps = 1) is biased by several
     hundredths of lambda, exactly (the exact law); averaged over reports of the dithered
-    mechanism the bias is gone (Bernstein at ALPHA), though 10^6 reports would see the plain one."""
+    mechanism the bias is gone (Bernstein at PER_CHECK), though 10^6 reports would see the plain one."""
     mech = SnappedLaplaceBounded(1.0, 0.0, 1.0)
     u = 0.3
     bias = float(mech.snap.mean(u)) - u
@@ -102,7 +103,7 @@ def test_without_the_dither_snapping_is_biased_and_the_dither_removes_it():
     n = 400_000
     y = mech.privatize(np.full(n, u), np.random.default_rng(11))
     lo, hi = mech.report_range
-    assert abs(y.mean() - u) <= bernstein(float(mech.variance(u)), max(hi - u, u - lo), n, ALPHA)
+    assert abs(y.mean() - u) <= bernstein(float(mech.variance(u)), max(hi - u, u - lo), n, PER_CHECK)
     assert abs(y.mean() - u) < abs(bias)
 
 

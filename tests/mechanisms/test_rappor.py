@@ -23,10 +23,9 @@ from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.oracles.rappor import Rappor, bloom_bits
 from ldpsim.privacy.pld import DiscretePLD
 from tests.oracles import sum_of_binomials_pmf
-from tests.stats_checks import assert_codes_law, assert_sample_law, binomial_cells_ok
+from tests.stats_checks import FALSE_FAILURE, assert_codes_law, assert_sample_law, binomial_cells_ok
 
 mp.mp.dps = 50
-ALPHA = 1e-6
 MASK = (1 << 64) - 1
 
 
@@ -234,7 +233,7 @@ def test_support_probabilities_against_sampled_frequencies():
         direct = mech.statistic(mech.privatize(np.full(n, x), rng))
         staged = mech.statistic(mech.instantaneous_response(mech.permanent_response(np.full(n, x), rng), rng))
         for counts in (direct, staged):
-            bad = binomial_cells_ok(counts, np.full(16, n), exact, ALPHA / (2 * mech.k))
+            bad = binomial_cells_ok(counts, np.full(16, n), exact, FALSE_FAILURE / (2 * mech.k))
             assert not bad, bad
 
 
@@ -246,7 +245,7 @@ def test_two_stage_joint_law():
         law = np.array([float(t) for t in ref_law(ref_pattern(x, 5, 2, 1), 5, 0.5, 0.3, 0.7)])
         y = mech.instantaneous_response(mech.permanent_response(np.full(200_000, x), rng), rng)
         codes = (y.astype(np.int64) << np.arange(5)).sum(axis=1)
-        assert_codes_law(codes, law, ALPHA / 3)
+        assert_codes_law(codes, law, FALSE_FAILURE / 3)
         np.testing.assert_allclose(np.exp(mech.log_density(x, all_reports(5))), law, rtol=1e-13)
 
 
@@ -319,7 +318,7 @@ def test_unbiasedness_and_covariance_by_simulation():
     var1 = np.diag(pinv @ sigma @ pinv.T) / gap**2  # one report
     rng_width = np.abs(pinv).sum(axis=1) / abs(gap)
     big_n = R * n
-    log_term = math.log(2 * 4 / (ALPHA / 2))
+    log_term = math.log(2 * 4 / (FALSE_FAILURE / 2))
     tol = np.sqrt(2 * var1 * log_term / big_n) + 2 * rng_width * log_term / (3 * big_n)
     assert np.all(np.abs(pooled - prior) <= tol), (pooled - prior, tol)
     exact = mech.estimate_covariance(prior, n)
@@ -327,7 +326,7 @@ def test_unbiasedness_and_covariance_by_simulation():
     products = centred[:, :, None] * centred[:, None, :]
     sample = products.mean(axis=0)
     se = products.std(axis=0, ddof=1) / math.sqrt(R)
-    z = stats.norm.isf(ALPHA / 2 / 2 / 10)  # 10 distinct entries of a symmetric 4 x 4
+    z = stats.norm.isf(FALSE_FAILURE / 2 / 2 / 10)  # 10 distinct entries of a symmetric 4 x 4
     assert np.all(np.abs(sample - exact) <= z * se), (sample - exact) / se
 
 
@@ -344,7 +343,7 @@ def test_sample_statistic_has_the_law_of_the_statistic_of_privatize():
     draws = 4000
     aggregate = np.array([mech.sample_statistic(counts, rng) for _ in range(draws)])
     individual = np.array([mech.statistic(mech.privatize(x, rng)) for _ in range(draws)])
-    alpha = ALPHA / (2 * 9)
+    alpha = FALSE_FAILURE / (2 * 9)
     for sample in (aggregate, individual):
         for i in range(8):
             pmf = sum_of_binomials_pmf(np.array([covered[i], 100 - covered[i]]), np.array([qs, ps]))
@@ -365,7 +364,7 @@ def test_sample_statistic_at_a_trillion_clients():
             covered[i] += int(counts[x])
     mean = covered * mech.q_star + (n - covered) * mech.p_star
     sd = np.sqrt(covered * mech.q_star * (1 - mech.q_star) + (n - covered) * mech.p_star * (1 - mech.p_star))
-    assert c.dtype == np.int64 and np.all(np.abs(c - mean) <= sd / math.sqrt(ALPHA / 32))
+    assert c.dtype == np.int64 and np.all(np.abs(c - mean) <= sd / math.sqrt(FALSE_FAILURE / 32))
 
 
 # --------------------------------------------------------------------------- errors

@@ -18,9 +18,8 @@ from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.base import NotAvailable
 from ldpsim.mechanisms.noise.snapping import _P_LO, _P_ONE, ETA, SnappedLaplace, _cum
-from tests.stats_checks import assert_sample_law
+from tests.stats_checks import FALSE_FAILURE, assert_sample_law
 
-ALPHA = 1e-6
 
 #: (eps, bound) with small grids: every report of the grid is checked
 CONFIGS = [(0.1, 12.0), (0.1, 64.0), (0.1, 200.0), (1.0, 3.0), (1.0, 8.0), (1.0, 40.0), (4.0, 1.0), (4.0, 4.0), (4.0, 20.0)]
@@ -201,8 +200,8 @@ def test_exponent_law():
     j = -np.frexp(u)[1] + 1  # u in [2^-j, 2^-j+1)
     pmf = np.ldexp(1.0, -np.arange(1, 31))
     pmf = np.append(pmf, 1.0 - pmf.sum())
-    assert_sample_law(np.minimum(j, 31) - 1, pmf, ALPHA / 2)
-    assert_sample_law(plus.astype(np.int64), np.array([0.5, 0.5]), ALPHA / 2)
+    assert_sample_law(np.minimum(j, 31) - 1, pmf, FALSE_FAILURE / 2)
+    assert_sample_law(plus.astype(np.int64), np.array([0.5, 0.5]), FALSE_FAILURE / 2)
 
 
 @pytest.mark.parametrize("eps,B,x,seed", [(1.0, 8.0, 0.3, 11), (4.0, 4.0, 3.9, 12), (0.1, 64.0, -60.0, 13)])
@@ -213,7 +212,7 @@ def test_sampler_against_the_exact_law(eps, B, x, seed):
     idx = np.searchsorted(sup, z)
     assert np.all(sup[np.minimum(idx, sup.size - 1)] == z)
     pmf = m.pmf(x)
-    assert_sample_law(idx, pmf / pmf.sum(), ALPHA)
+    assert_sample_law(idx, pmf / pmf.sum(), FALSE_FAILURE)
 
 
 def test_bisection_ends_and_monotone_windows():

@@ -38,9 +38,8 @@ from ldpsim.sim import parse_scenario
 from ldpsim.sim.engine import run_replication
 from tests.oracles import sum_of_binomials_pmf
 from tests.sim.helpers import scenario_text
-from tests.stats_checks import assert_sample_law, bernstein, binomial_cells_ok
+from tests.stats_checks import FALSE_FAILURE, assert_sample_law, bernstein, binomial_cells_ok
 
-ALPHA = 1e-6
 CLASSES = {"sue": SymmetricUnaryEncoding, "oue": OptimizedUnaryEncoding}
 mp.mp.dps = 40
 
@@ -180,12 +179,12 @@ def test_bernoulli_bits_law(prob):
     """The count of ones is Binomial(size, prob) (exact tails); so are the counts at every
     lane of the 64-bit words and of pairs of neighbouring bits (1, 1) (prob^2), which would
     catch lanes that are biased or not independent; and the ones of 500 short runs (every
-    digit compared, no recursion). Bonferroni over 4 checks at ALPHA/4."""
+    digit compared, no recursion). Bonferroni over 4 checks at FALSE_FAILURE/4."""
     rng = np.random.default_rng(20261202)
     size = 64 * 40_000  # above the recursion threshold: the bit-sliced path recurses
     bits = bernoulli_bits(prob, size, rng)
     assert bits.dtype == np.uint8 and bits.shape == (size,) and set(np.unique(bits).tolist()) <= {0, 1}
-    a = ALPHA / 4
+    a = FALSE_FAILURE / 4
     short = sum(int(bernoulli_bits(prob, 5000, rng).sum()) for _ in range(500))
     assert not binomial_cells_ok(np.array([short]), np.array([500 * 5000]), np.array([prob]), a)
     assert not binomial_cells_ok(np.array([int(bits.sum())]), np.array([size]), np.array([prob]), a)
@@ -221,7 +220,7 @@ def test_support_probabilities_against_sampled_frequencies(name, k, eps):
     chunk = None if k <= 6 else 333
     table = np.array([mech.statistic(mech.privatize(np.full(n, x), rng, chunk_size=chunk)) for x in xs])
     probs = np.array([[p if z == x else q for z in range(k)] for x in xs])
-    bad = binomial_cells_ok(table, np.full(table.shape, n), probs, ALPHA)
+    bad = binomial_cells_ok(table, np.full(table.shape, n), probs, FALSE_FAILURE)
     assert not bad, bad
     support = mech.support_matrix
     np.testing.assert_allclose(support[list(xs)], probs, rtol=1e-14)
@@ -305,12 +304,12 @@ def test_unbiasedness_and_covariance_against_simulation(name):
     Per client: the contributions ``a_z = (b_z - q)/(p - q)`` have mean ``pi_z`` and
     ``E[a_z a_w] = 0`` for z != w (so Cov(f_z, f_w) = -pi_z pi_w / n); over all R n clients
     the means of ``a_z`` and of ``a_z a_w`` lie within Bernstein's bound (exact variances
-    enumerated in mpmath, ranges at most 2/(p - q)^2) at ALPHA / 2 over the 20 checks.
+    enumerated in mpmath, ranges at most 2/(p - q)^2) at FALSE_FAILURE / 2 over the 20 checks.
     Covariance: for each of the k (k + 1)/2 entries, the mean over replications of
     ``(f_x - pi_x)(f_y - pi_y)`` (a mean of 4000 i.i.d. products of near-normal estimates)
     lies within 6 of its standard errors of the exact covariance, the standard error taken
     from the normal fourth moments ``Var = V_x V_y + C_xy^2``: 2 Phi(-6) = 2e-9 per entry,
-    3e-8 for the 15 entries under the normal approximation, far below ALPHA / 2 even if the
+    3e-8 for the 15 entries under the normal approximation, far below FALSE_FAILURE / 2 even if the
     tails of the products were 10 times heavier."""
     k, eps, n, R = 5, 1.0, 500, 4000
     prior = np.array([0.35, 0.25, 0.2, 0.15, 0.05])
@@ -325,16 +324,16 @@ def test_unbiasedness_and_covariance_against_simulation(name):
     g, q = float(g), float(ref_pq(name, eps)[1])
     a = (reports.reshape(-1, k) - q) / g  # each client's contribution to the estimate
     N = R * n
-    checks = k + k * (k + 1) // 2  # Bonferroni: ALPHA / 2 over these
+    checks = k + k * (k + 1) // 2  # Bonferroni: FALSE_FAILURE / 2 over these
     pooled = est.mean(axis=0)
     for z in range(k):
-        tol = bernstein(float(prod[z][z]) - prior[z] ** 2, 1.0 / g, N, ALPHA / 2 / checks)
+        tol = bernstein(float(prod[z][z]) - prior[z] ** 2, 1.0 / g, N, FALSE_FAILURE / 2 / checks)
         assert abs(pooled[z] - prior[z]) <= tol, (z, pooled[z], prior[z], tol)
         for w in range(z, k):
             mean_zw = float(prod[z][w])  # E[a_z a_w]: 0 for z != w
             var_zw = float(prod2[z][w]) - mean_zw**2
             got = float(np.dot(a[:, z], a[:, w])) / N
-            tol = bernstein(var_zw, (1.0 - min(q, 1 - q)) / g**2 + 1.0 / g**2, N, ALPHA / 2 / checks)
+            tol = bernstein(var_zw, (1.0 - min(q, 1 - q)) / g**2 + 1.0 / g**2, N, FALSE_FAILURE / 2 / checks)
             assert abs(got - mean_zw) <= tol, (z, w, got, mean_zw, tol)
             want = (mean_zw - prior[z] * prior[w]) / n  # the covariance of the estimate
             assert mech.estimate_covariance(prior, n)[z, w] == pytest.approx(want, rel=1e-12)
@@ -369,7 +368,7 @@ def test_sample_statistic_has_the_law_of_privatize(name):
     statistic(privatize(...)) is compared with its exact law, the convolution of
     Binomial(n_x, p) and Binomial(n - n_x, q) (tests/oracles.sum_of_binomials_pmf), and the
     pair (item 0, item 1) with the product of its exact laws (independence across items):
-    binned exact binomial tails and chi-square (assert_sample_law), ALPHA / 10 per check."""
+    binned exact binomial tails and chi-square (assert_sample_law), FALSE_FAILURE / 10 per check."""
     k, eps = 4, 1.0
     counts = np.array([30, 10, 0, 5])
     n = int(counts.sum())
@@ -381,7 +380,7 @@ def test_sample_statistic_has_the_law_of_privatize(name):
     x = np.repeat(np.arange(k), counts)
     ind = mech.privatize(np.broadcast_to(x, (reps, n)), rng).sum(axis=1, dtype=np.int64)
     laws = [sum_of_binomials_pmf(np.array([counts[z], n - counts[z]]), np.array([p, q])) for z in range(k)]
-    a = ALPHA / 10
+    a = FALSE_FAILURE / 10
     for draws in (agg, ind):
         for z in range(k):
             assert_sample_law(draws[:, z], laws[z], a)
@@ -391,7 +390,7 @@ def test_sample_statistic_has_the_law_of_privatize(name):
 
 def test_sample_statistic_at_a_trillion_clients():
     """10^12 clients at k = 4096 in well under a second; each count within Bernstein's bound
-    (a sum of independent bits) at ALPHA / k."""
+    (a sum of independent bits) at FALSE_FAILURE / k."""
     k, total = 4096, 10**12
     mech = OptimizedUnaryEncoding(k, 1.0)
     w = 1.0 / np.arange(1, k + 1)
@@ -404,7 +403,7 @@ def test_sample_statistic_at_a_trillion_clients():
     p, q = mech.p, mech.q
     mean = counts * p + (total - counts) * q
     var = counts * p * (1 - p) + (total - counts) * q * (1 - q)
-    tol = np.array([bernstein(vv, 1.0, 1, ALPHA / k) for vv in var])  # the sum: n = 1, variance of the sum
+    tol = np.array([bernstein(vv, 1.0, 1, FALSE_FAILURE / k) for vv in var])  # the sum: n = 1, variance of the sum
     assert np.all(np.abs(stat - mean) <= tol)
     # hence the estimate is within tol / (n (p - q)) of the input frequencies
     est = mech.invert(stat / total)
@@ -573,7 +572,7 @@ def test_bad_inputs_give_one_line_errors(name, call):
 def test_engine_sized_batches_of_a_large_alphabet():
     """A batch the engine would send (2^12 clients at k = 4096, 16 MB of reports): the
     statistic matches the column sums and each count lies within exact binomial tails of
-    its law (ALPHA over the k cells)."""
+    its law (FALSE_FAILURE over the k cells)."""
     k, n = 4096, 1 << 12
     mech = OptimizedUnaryEncoding(k, 1.0)
     rng = np.random.default_rng(20261208)
@@ -593,6 +592,6 @@ def test_engine_sized_batches_of_a_large_alphabet():
         c = stat[idx]
         low[idx] = cdf[c]
         high[idx] = 1.0 - np.concatenate([[0.0], cdf])[c]
-    level = ALPHA / k / 2
+    level = FALSE_FAILURE / k / 2
     assert np.all(low >= level) and np.all(high >= level)
     assert stats.binom.ppf(0.5, n, q) > 0  # the design: counts far from 0

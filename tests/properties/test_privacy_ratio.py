@@ -4,11 +4,11 @@ within 20% of it at a sample size chosen by a power argument.
 
 Soundness (``test_lower_bound_never_exceeds_exact_eps``): hypothesis draws the parameters
 of every catalog entry (:data:`STRATEGIES`, broken targets included, whose exact eps is
-their true one), one audit per example at ``alpha = ALPHA_TOTAL / (examples x entries)``.
+their true one), one audit per example at ``alpha = FALSE_FAILURE / (examples x entries)``.
 Each audit exceeds the exact eps (or, with a delta claim, the exact delta) with probability
 at most its alpha, and hypothesis runs at most ``examples`` audits per entry before a first
 failure (shrinking only starts after one), so by the union bound the whole test fails
-falsely with probability at most ``ALPHA_TOTAL = 1e-6``.
+falsely with probability at most ``FALSE_FAILURE = 1e-6``.
 
 Power (``test_lower_bound_reaches_exact_eps``): for finite mechanisms the exact eps is
 ``log Q(y*|x*) / Q(y*|x'*)`` for one output and one ordered pair. The audit (its documented
@@ -35,8 +35,8 @@ the certified bound of the pair ``(x*, x'*)`` falls below ``0.8 eps``:
 runs at most ``POWER_AUDITS = examples(POWER_EXAMPLES) x len(POWER_NAMES)`` audits (14 in
 the default run, 70 under ``explore``), each at level ``POWER_ALPHA``; each falls below
 ``0.8 eps`` with probability ``<= POWER_FAILURE`` or exceeds eps with probability
-``<= POWER_ALPHA``, both ``ALPHA_TOTAL / (2 POWER_AUDITS)``: the test's false-failure
-probability is at most ``ALPHA_TOTAL = 1e-6``. Examples with exact eps below 0.3 (a binary
+``<= POWER_ALPHA``, both ``FALSE_FAILURE / (2 POWER_AUDITS)``: the test's false-failure
+probability is at most ``FALSE_FAILURE = 1e-6``. Examples with exact eps below 0.3 (a binary
 mechanism whose T holds every input has eps 0) are skipped (``assume``).
 
 Skipped in the soundness test: ``rappor`` (Bloom-filter vectors: about 1 s per audit at
@@ -58,8 +58,8 @@ from ldpsim.audit import audit, target
 from ldpsim.mechanisms import catalog
 from ldpsim.stats import clopper_pearson_lower, clopper_pearson_upper, wilson
 from tests.properties import examples, seed_of
+from tests.stats_checks import FALSE_FAILURE
 
-ALPHA_TOTAL = 1e-6
 
 #: entries the auditor cannot sample cheaply, with the reason
 SKIPPED = {
@@ -231,7 +231,7 @@ STRATEGIES: dict[str, st.SearchStrategy] = {
 }
 
 SOUND_NAMES = sorted(STRATEGIES)
-SOUND_ALPHA = ALPHA_TOTAL / (SOUND_EXAMPLES * len(SOUND_NAMES))
+SOUND_ALPHA = FALSE_FAILURE / (SOUND_EXAMPLES * len(SOUND_NAMES))
 
 
 def test_every_catalog_entry_has_a_strategy_or_a_reason():
@@ -289,10 +289,10 @@ POWER_STRATEGIES: dict[str, st.SearchStrategy] = {
 POWER_NAMES = sorted(POWER_STRATEGIES)
 POWER_AUDITS = POWER_EXAMPLES * len(POWER_NAMES)
 POWER_ALPHA = (
-    ALPHA_TOTAL / 2 / POWER_AUDITS
+    FALSE_FAILURE / 2 / POWER_AUDITS
 )  # the audits' own level (soundness, checked too)
 POWER_FAILURE = (
-    ALPHA_TOTAL / 2 / POWER_AUDITS
+    FALSE_FAILURE / 2 / POWER_AUDITS
 )  # per example: P(eps_LB < FACTOR eps) <= this
 N_GRID = [int(2000 * 1.25**i) for i in range(40)]
 N_MAX = 600_000

@@ -13,7 +13,7 @@ time; :func:`scenario`); each runs ``REPS`` replications in process
   :func:`delivery_probability`; ``F = 1`` when everything arrives before the end), and the
   number lost is ``Binomial(n, loss)``. Summed over the ``REPS`` independent replications
   they are ``Binomial(REPS n, .)``: each is checked with an exact two-sided binomial tail at
-  ``ALPHA / (4 SCENARIOS BATCHES)`` (half of ``ALPHA`` for all the count checks); with the
+  ``FALSE_FAILURE / (4 SCENARIOS BATCHES)`` (half of ``FALSE_FAILURE`` for all the count checks); with the
   engine's book-keeping (``lost + in_flight + received = clients``, exact).
 * **Coverage.** Every scenario has two frequency tasks at confidence 0.95: ``hoeffding``
   intervals (valid at every n: each covers with probability ``>= 0.95``) and ``normal``
@@ -25,14 +25,14 @@ time; :func:`scenario`); each runs ``REPS`` replications in process
   covers at the nominal rate given the number received (a replication that received nothing
   has no estimate and no interval, NaN, and is checked for that instead). Hoeffding: the
   number covering stochastically dominates ``Binomial(N, 0.95)`` and is checked against its
-  exact lower tail at ``ALPHA / (4 BATCHES)`` (rigorous). Normal: the number covering is
-  checked against both exact tails of ``Binomial(N, 0.95)`` at ``ALPHA / (4 BATCHES)``; this
+  exact lower tail at ``FALSE_FAILURE / (4 BATCHES)`` (rigorous). Normal: the number covering is
+  checked against both exact tails of ``Binomial(N, 0.95)`` at ``FALSE_FAILURE / (4 BATCHES)``; this
   is exact only up to the normal approximation of the estimator, which the scenario ranges
   keep small (at least 100 reports behind each counted interval, eps >= 0.7; an error of
   0.01 in the coverage is below one standard deviation of the coverage rate at N = 200, far
   inside the 1e-7 tails).
 
-False-failure probability of the whole test: ``<= ALPHA = 1e-6`` (half for the counts, half
+False-failure probability of the whole test: ``<= FALSE_FAILURE = 1e-6`` (half for the counts, half
 for the coverage), the normal-interval part up to that approximation.
 """
 
@@ -47,8 +47,8 @@ from scipy import stats
 
 from ldpsim.sim import parse_scenario, run_replication
 from tests.properties import examples, seed_of
+from tests.stats_checks import FALSE_FAILURE
 
-ALPHA = 1e-6
 SCENARIOS = 8  # scenarios per hypothesis example (one batch)
 REPS = 25  # replications per scenario
 BATCHES = examples(2)
@@ -183,9 +183,9 @@ def test_received_counts_and_coverage_follow_their_exact_laws(seed):
     # example would repeat the same smallest scenario SCENARIOS times)
     rng = np.random.default_rng(seed)
     batch = [scenario(rng) for _ in range(SCENARIOS)]
-    # half of ALPHA for the received and lost counts, half for the two coverage checks
-    a_count = ALPHA / (4 * SCENARIOS * BATCHES)
-    a_cover = ALPHA / (4 * BATCHES)
+    # half of FALSE_FAILURE for the received and lost counts, half for the two coverage checks
+    a_count = FALSE_FAILURE / (4 * SCENARIOS * BATCHES)
+    a_cover = FALSE_FAILURE / (4 * BATCHES)
     covered = {"hoeffding": 0, "normal": 0}
     counted = {"hoeffding": 0, "normal": 0}
     for s in batch:

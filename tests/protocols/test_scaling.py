@@ -46,6 +46,7 @@ from ldpsim.protocols.scaling import (
     study_points,
 )
 from ldpsim.stats import mean_tolerance
+from tests.stats_checks import FALSE_FAILURE
 
 EPS = (0.5, 1.0, 2.0)
 
@@ -165,7 +166,7 @@ MC_CASES = [
     ("universal", 1.0, 0.0, 200, "majority", 0, 200_000),
     ("universal", 0.5, 0.0, 400, "sum", OBSERVER, 200_000),
 ]
-ALPHA = 1e-6 / (len(MC_CASES) + 1)  # Bonferroni over every Monte Carlo check of this file
+PER_CHECK = FALSE_FAILURE / (len(MC_CASES) + 1)  # Bonferroni over every Monte Carlo check of this file
 
 
 @pytest.mark.parametrize("case", range(len(MC_CASES)))
@@ -174,7 +175,7 @@ def test_aggregate_monte_carlo_against_exact(case):
     p, task = build_protocol(name, eps, delta, k), build_task(task_name, k)
     exact = exact_accuracy(p, task, who)
     mean, se = aggregate_accuracy(p, task, who, rounds, rng=np.random.default_rng([2026, case]))
-    tol = mean_tolerance([0.0, 1.0], exact, rounds, ALPHA)
+    tol = mean_tolerance([0.0, 1.0], exact, rounds, PER_CHECK)
     assert abs(mean - exact) <= tol, (MC_CASES[case], mean, exact, tol, (mean - exact) / se)
 
 
@@ -185,7 +186,7 @@ def test_aggregate_decision_cache_across_chunks(monkeypatch):
     rounds = 60_000
     g = aggregate_gains(p, task, 0, rounds, rng=np.random.default_rng(11))
     exact = exact_accuracy(p, task, 0)
-    assert abs(g.mean() - exact) <= mean_tolerance([0.0, 1.0], exact, rounds, ALPHA)
+    assert abs(g.mean() - exact) <= mean_tolerance([0.0, 1.0], exact, rounds, PER_CHECK)
 
 
 def test_aggregate_is_reproducible_and_refuses_unequal_parties():

@@ -17,8 +17,7 @@ from ldpsim.highdim import NormPowerNoise
 from ldpsim.reproduce import _registry
 from ldpsim.reproduce import clt_conditions as cc
 from ldpsim.stats import dkw
-
-GAMMA = 1e-6
+from tests.stats_checks import FALSE_FAILURE
 
 
 def test_registered():
@@ -143,7 +142,7 @@ def test_limit_law_matches_poisson_simulation():
         gam += rng.exponential(size=m)
         out = np.maximum(out, rng.standard_normal(m) - gam)
     ks = stats.kstest(out, cc.limit_cdf).statistic
-    assert ks <= dkw(m, GAMMA)
+    assert ks <= dkw(m, FALSE_FAILURE)
 
 
 def test_limit_law_summary_numbers():
@@ -206,7 +205,7 @@ def test_linf_loss_cdf_against_simulation():
     y = np.linspace(-3, 3, 121)
     F, _ = cc.linf_loss_cdf(w, y)
     emp = np.searchsorted(np.sort(loss), y, side="right") / m
-    assert np.max(np.abs(emp - F)) <= dkw(m, GAMMA)
+    assert np.max(np.abs(emp - F)) <= dkw(m, FALSE_FAILURE)
 
 
 def test_d1_sample_p2_gaussian_is_linear():

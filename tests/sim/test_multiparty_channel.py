@@ -1,7 +1,7 @@
 """Multi-party scenarios with per-party catalog mechanisms, per-receiver tasks and gains,
 worst-case accuracies, a lossy channel with a deadline, and deviating parties.
 
-Every Monte Carlo assertion has a stated false-failure probability of at most ``ALPHA =
+Every Monte Carlo assertion has a stated false-failure probability of at most ``FALSE_FAILURE =
 1e-6`` (the model's own tolerance column, Bonferroni-corrected over its table, or a bound
 computed here), and the seeds are fixed. Brute-force checks of the exact values themselves
 (erasure protocols, deviations, rule_gain) are in tests/protocols/test_channel.py.
@@ -39,10 +39,10 @@ from ldpsim.sim.multiparty import (
 from ldpsim.sim.network import ExponentialLatency, LognormalLatency
 from ldpsim.sim.scenario.multiparty import load_multiparty, parse_multiparty
 from ldpsim.stats import binomial_acceptance, hoeffding
+from tests.stats_checks import FALSE_FAILURE
 
 ROOT = Path(__file__).resolve().parents[2]
 LOSSY = ROOT / "scenarios" / "multiparty_lossy.toml"
-ALPHA = 1e-6
 EPS = [0.5, 1.0, 2.0, 1.5, 3.0]
 DELTA = [0.0, 0.05, 0.1, 0.02, 0.0]
 
@@ -53,11 +53,11 @@ def accuracy_rows(table: pd.DataFrame) -> pd.DataFrame:
 
 def assert_covered(table: pd.DataFrame) -> None:
     """Accuracy rows and paired differences within the model's tolerances, whose alphas
-    add up to at most ALPHA over the table."""
+    add up to at most FALSE_FAILURE over the table."""
     rows = table[table["quantity"].isin(("accuracy", "accuracy_difference"))]
     bad = rows[(rows["estimate"] - rows["theory"]).abs() > rows["tolerance"]]
     assert bad.empty, bad[["protocol", "party", "estimate", "theory", "tolerance"]].to_string()
-    assert float(rows["alpha"].sum()) <= ALPHA * (1 + 1e-12)
+    assert float(rows["alpha"].sum()) <= FALSE_FAILURE * (1 + 1e-12)
 
 
 # --------------------------------------------------------------------- the lossy channel
@@ -68,7 +68,7 @@ def test_loss_and_deadline_accuracy_covers_the_erasure_protocol():
     protocols = [Protocol.universal(EPS, DELTA), Protocol.binary(EPS, DELTA)]
     tasks = [Task.majority(5)] * 3 + [Task.xor(5), Task.threshold(5, 2), Task.sum(5)]
     result = simulate_broadcast(protocols, tasks, 60_000, batch=10_000, latency=latency, interval=0.01, seed=31,
-                                alpha=ALPHA, loss=loss, deadline=deadline)  # fmt: skip
+                                alpha=FALSE_FAILURE, loss=loss, deadline=deadline)  # fmt: skip
     assert_covered(result.table)
     late, m = channel_missing(loss, deadline, latency)
     assert late == pytest.approx(1 - float(latency.cdf(deadline)), abs=1e-15) and late > 0.01
@@ -103,19 +103,19 @@ def test_messages_heard_and_decision_times_follow_the_rule():
     others = ~np.eye(k, k + 1, dtype=bool)[None, :, :].repeat(len(tr.start), axis=0)
     lost = others & ~late & ~tr.heard
     n_on_time = int((others & ~late).sum())
-    tol = binomial_acceptance(n_on_time, loss, ALPHA / 3)
+    tol = binomial_acceptance(n_on_time, loss, FALSE_FAILURE / 3)
     assert abs(lost.sum() / n_on_time - loss) <= tol
     # decision time: the deadline if anything is missing, else the last arrival
     missing_any = (~tr.heard).any(axis=1)  # (R, k + 1)
     expect = np.where(missing_any, tr.start[:, None] + deadline, tr.arrival.max(axis=1))
     np.testing.assert_allclose(tr.completion, expect, rtol=0, atol=1e-12)
     assert (tr.decided_at >= tr.completion).all()
-    # messages heard: the table's count against its expectation (binomial, ALPHA / 3)
+    # messages heard: the table's count against its expectation (binomial, FALSE_FAILURE / 3)
     m = missing_probability(loss, float(1 - latency.cdf(deadline)))
     heard = result.table[result.table["quantity"] == "messages_heard"].set_index("party")
     n_obs = len(tr.start) * k
     assert heard.loc[OBSERVER, "theory"] == pytest.approx(n_obs * (1 - m))
-    tol = binomial_acceptance(n_obs, 1 - m, ALPHA / 3) * n_obs
+    tol = binomial_acceptance(n_obs, 1 - m, FALSE_FAILURE / 3) * n_obs
     assert abs(heard.loc[OBSERVER, "estimate"] - heard.loc[OBSERVER, "theory"]) <= tol
     assert heard.loc[OBSERVER, "estimate"] == tr.heard[:, :, k].sum()
 
@@ -124,7 +124,7 @@ def test_completion_delay_law_with_a_deadline():
     """The observer's decision time: T = D when a message is missing, else the largest
     latency; P(T <= t) = ((1 - loss) F(t))^n below D. The atom at D against its exact mass
     (binomial), the continuous part against its exact conditional law (Kolmogorov-Smirnov),
-    the mean against the exact integral (Hoeffding on [0, D]); each at ALPHA / 3."""
+    the mean against the exact integral (Hoeffding on [0, D]); each at FALSE_FAILURE / 3."""
     k, loss, deadline = 5, 0.05, 0.2
     latency = LognormalLatency(0.06, 0.7)
     rounds = 20_000
@@ -134,17 +134,17 @@ def test_completion_delay_law_with_a_deadline():
     atom = float(1.0 - completion_cdf(latency, k, deadline - 1e-12, loss, deadline))
     assert atom == pytest.approx(1 - ((1 - loss) * float(latency.cdf(deadline))) ** k, rel=1e-9)
     at_d = np.isclose(delay, deadline, rtol=0, atol=1e-9)
-    assert abs(at_d.mean() - atom) <= binomial_acceptance(rounds, atom, ALPHA / 3)
+    assert abs(at_d.mean() - atom) <= binomial_acceptance(rounds, atom, FALSE_FAILURE / 3)
     below = delay[~at_d]
     mass_below = 1.0 - atom
     res = stats.kstest(below, lambda t: completion_cdf(latency, k, t, loss, deadline) / mass_below)
-    assert res.pvalue > ALPHA / 3, res
+    assert res.pvalue > FALSE_FAILURE / 3, res
     mean = completion_mean(latency, k, loss, deadline)
     grid = np.linspace(0, deadline, 200_001)
     mid = (grid[1:] + grid[:-1]) / 2  # E[T] = int_0^D P(T > t) dt, by the midpoint rule
     direct = float(np.sum(1 - completion_cdf(latency, k, mid, loss, deadline)) * (grid[1] - grid[0]))
     assert mean == pytest.approx(direct, abs=1e-7)
-    assert abs(delay.mean() - mean) <= hoeffding(deadline, rounds, ALPHA / 3)
+    assert abs(delay.mean() - mean) <= hoeffding(deadline, rounds, FALSE_FAILURE / 3)
     # quantiles: below the atom, F^-1(p^(1/n) / (1 - loss)); in the atom, D
     q50 = completion_quantile(latency, k, 0.5, loss, deadline)
     assert float(completion_cdf(latency, k, q50, loss, deadline)) == pytest.approx(0.5, abs=1e-9)
@@ -188,7 +188,7 @@ def test_custom_gains_per_receiver_cover_exact():
     tasks = [Task.majority(k), table, Task.majority(k), Task.xor(k), Task.sum(k, gain=w_sum)]
     protocols = [Protocol.universal(EPS[:k], DELTA[:k])]
     result = simulate_broadcast(protocols, tasks, 50_000, batch=10_000, latency=ExponentialLatency(0.02), seed=12,
-                                alpha=ALPHA, loss=0.15)  # fmt: skip
+                                alpha=FALSE_FAILURE, loss=0.15)  # fmt: skip
     assert_covered(result.table)
     rows = accuracy_rows(result.table).set_index("party")
     m = missing_probability(0.15)
@@ -446,7 +446,7 @@ def test_non_uniform_bits_through_the_channel():
     eps, delta, p_one = [0.5, 1.5, 2.0, 3.0], [0.05, 0.0, 0.1, 0.02], [0.2, 0.5, 0.7, 0.9]
     protocols = [Protocol.universal(eps, delta), Protocol.binary(eps)]
     tasks = [Task.majority(4)] * 4 + [Task.sum(4)]
-    result = simulate_broadcast(protocols, tasks, 40_000, batch=8_000, p_one=p_one, seed=15, alpha=ALPHA, loss=0.2)
+    result = simulate_broadcast(protocols, tasks, 40_000, batch=8_000, p_one=p_one, seed=15, alpha=FALSE_FAILURE, loss=0.2)
     assert_covered(result.table)
     rows = accuracy_rows(result.table)
     for p in protocols:

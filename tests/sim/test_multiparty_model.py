@@ -20,8 +20,8 @@ from ldpsim.protocols import OBSERVER, Protocol, Task, enumerated_gain, exact_ac
 from ldpsim.sim.multiparty import expected_max_latency, max_latency_quantile, simulate_broadcast
 from ldpsim.stats import mean_tolerance as tolerance
 from ldpsim.sim.network import ConstantLatency, ExponentialLatency, LognormalLatency
+from tests.stats_checks import FALSE_FAILURE
 
-ALPHA = 1e-6
 EPS = [0.5, 1, 1, 2, 3, 5]
 DELTA = [0, 0.01, 0.05, 0, 0.1, 0.02]
 
@@ -46,14 +46,14 @@ def xor_closed_form(eps, delta, party):
 
 
 def assert_covered(rows, table_rows=None):
-    """Every row within its tolerance; the rows' alphas add up to at most ALPHA."""
+    """Every row within its tolerance; the rows' alphas add up to at most FALSE_FAILURE."""
     bad = rows[(rows["estimate"] - rows["theory"]).abs() > rows["tolerance"]]
     assert bad.empty, bad[["protocol", "party", "estimate", "theory", "tolerance"]].to_string()
-    assert (rows["alpha"] * (table_rows or len(rows))).max() <= ALPHA * (1 + 1e-12)
+    assert (rows["alpha"] * (table_rows or len(rows))).max() <= FALSE_FAILURE * (1 + 1e-12)
 
 
 def assert_table_covered(table):
-    """Accuracies and paired differences: together at most ALPHA false-failure."""
+    """Accuracies and paired differences: together at most FALSE_FAILURE false-failure."""
     rows = table[table["quantity"].isin(("accuracy", "accuracy_difference"))]
     assert_covered(rows)
 
@@ -62,7 +62,7 @@ def assert_table_covered(table):
 def test_xor_accuracy_covers_exact_and_closed_form():
     protocols = both(EPS, DELTA)
     result = simulate_broadcast(protocols, Task.xor(6), 100_000, batch=10_000, latency=ExponentialLatency(0.2),
-                                seed=20261130, alpha=ALPHA)  # fmt: skip
+                                seed=20261130, alpha=FALSE_FAILURE)  # fmt: skip
     rows = accuracy_rows(result.table)
     assert len(rows) == 2 * 7 and len(difference_rows(result.table)) == 7
     assert_table_covered(result.table)
@@ -72,7 +72,7 @@ def test_xor_accuracy_covers_exact_and_closed_form():
             row = rows[(rows["protocol"] == name) & (rows["party"] == party)].iloc[0]
             closed = xor_closed_form(EPS, delta, None if party == OBSERVER else party)
             assert row["theory"] == pytest.approx(closed, abs=1e-12)
-            tol = tolerance(np.eye(2), closed, int(row["rounds"]), ALPHA / 21)
+            tol = tolerance(np.eye(2), closed, int(row["rounds"]), FALSE_FAILURE / 21)
             assert abs(row["estimate"] - closed) <= tol, (name, party, row["estimate"], closed, tol)
 
 
@@ -80,7 +80,7 @@ def test_sum_accuracy_covers_exact():
     eps = [0.25, 0.5, 1, 1, 1.5, 2, 3, 4]
     delta = [0, 0.01, 0, 0.02, 0.05, 0, 0.1, 0.01]
     result = simulate_broadcast(both(eps, delta), Task.sum(8), 60_000, batch=10_000,
-                                latency=LognormalLatency(0.05, 0.5), seed=8, alpha=ALPHA)  # fmt: skip
+                                latency=LognormalLatency(0.05, 0.5), seed=8, alpha=FALSE_FAILURE)  # fmt: skip
     rows = accuracy_rows(result.table)
     assert len(rows) == 2 * 9 and len(difference_rows(result.table)) == 9
     assert_table_covered(result.table)
@@ -95,7 +95,7 @@ def test_non_uniform_bits_cover_the_enumerated_gain():
     eps, delta = [0.5, 1.5, 2.0, 3.0], [0.05, 0.0, 0.1, 0.02]
     p_one = [0.2, 0.5, 0.7, 0.9]
     protocols = both(eps, delta)
-    result = simulate_broadcast(protocols, Task.majority(4), 60_000, batch=8_000, p_one=p_one, seed=5, alpha=ALPHA)
+    result = simulate_broadcast(protocols, Task.majority(4), 60_000, batch=8_000, p_one=p_one, seed=5, alpha=FALSE_FAILURE)
     rows = accuracy_rows(result.table)
     for _, row in rows.iterrows():
         p = protocols[0] if row["protocol"] == "universal" else protocols[1]
@@ -224,7 +224,7 @@ def test_completion_delay_law_matches_theory():
                             seed=4, keep_trace=True).trace  # fmt: skip
     delay = tr.completion[:, k] - tr.start
     res = stats.kstest(delay, lambda s: lat.cdf(s) ** k)
-    assert res.pvalue > 1e-6, res
+    assert res.pvalue > FALSE_FAILURE, res
 
 
 # --------------------------------------------------------------------- argument checks

@@ -5,7 +5,7 @@ input vectors, a lossy channel with a deadline and a party fixing its value.
 The exact values are checked against an independent brute-force enumeration (every input
 vector, every transcript with the "not heard" symbol, the optimal rule by enumeration),
 written here from the mechanisms' textbook matrices. Monte Carlo assertions use the
-model's tolerance column (false-failure probability ``ALPHA = 1e-6`` over its table) or a
+model's tolerance column (false-failure probability ``FALSE_FAILURE = 1e-6`` over its table) or a
 bound stated here; seeds are fixed.
 """
 
@@ -24,8 +24,8 @@ from ldpsim.sim import run_scenario
 from ldpsim.sim.multiparty import _RuleTable, exact_tables, simulate_broadcast
 from ldpsim.sim.scenario.multiparty import parse_multiparty
 from ldpsim.stats import binomial_acceptance
+from tests.stats_checks import FALSE_FAILURE
 
-ALPHA = 1e-6
 VALUES = (3, 2, 4, 2)
 LOSS, DEADLINE, MEDIAN, SIGMA = 0.05, 0.2, 0.05, 0.8
 MATRIX2 = [[0.6, 0.3, 0.1], [0.1, 0.3, 0.6], [0.3, 0.4, 0.3], [0.2, 0.6, 0.2]]
@@ -100,7 +100,7 @@ loss_grid = [0, 0.05, 0.1]
 
 [simulation]
 seed = 11
-alpha = {ALPHA}
+alpha = {FALSE_FAILURE}
 """
 
 
@@ -220,7 +220,7 @@ def test_measured_within_tolerance_and_same_seed_same_bytes(scenario, tmp_path):
     run = run_scenario(scenario, out=tmp_path / "a", progress=False)
     acc = run.summary[run.summary["quantity"].isin(("accuracy", "accuracy_difference"))]
     assert len(acc) == 2 * 5 + 5 and acc["within"].all(), acc.to_string()
-    assert float(run.results.loc[run.results["quantity"] == "accuracy", "alpha"].sum()) <= ALPHA
+    assert float(run.results.loc[run.results["quantity"] == "accuracy", "alpha"].sum()) <= FALSE_FAILURE
     exact = exact_tables(scenario).exact
     for _, r in acc[acc["quantity"] == "accuracy"].iterrows():
         who = OBSERVER if r["party"] == "observer" else int(r["party"])
@@ -234,25 +234,25 @@ def test_measured_within_tolerance_and_same_seed_same_bytes(scenario, tmp_path):
 
 
 def test_inputs_are_uniform_on_each_alphabet_and_bits_keep_their_draw():
-    """Party j's input is uniform on its alphabet (a chi-square bound at ALPHA / 2); a party
+    """Party j's input is uniform on its alphabet (a chi-square bound at FALSE_FAILURE / 2); a party
     holding a bit draws it exactly as in an all-bit scenario (the same stream)."""
     mechs = [rr(a, 1.0) for a in VALUES]
     p = Protocol.from_matrices(mechs, [1.0] * 4)
     task = Task.from_table(f_mod3(inputs()), 3, inputs=VALUES)
     n = 30_000
-    res = simulate_broadcast([p], task, n, batch=n, seed=5, keep_trace=True, alpha=ALPHA)
+    res = simulate_broadcast([p], task, n, batch=n, seed=5, keep_trace=True, alpha=FALSE_FAILURE)
     x = res.trace.bits
     for j, a in enumerate(VALUES):
         counts = np.bincount(x[:, j], minlength=a)
         assert counts.size == a
         chi2 = float(((counts - n / a) ** 2 / (n / a)).sum())
-        assert chi2 <= stats.chi2.isf(ALPHA / 2 / len(VALUES), a - 1)
+        assert chi2 <= stats.chi2.isf(FALSE_FAILURE / 2 / len(VALUES), a - 1)
     bits = Protocol.binary([1.0] * 4)
-    ref = simulate_broadcast([bits], Task.xor(4), n, batch=n, seed=5, keep_trace=True, alpha=ALPHA)
+    ref = simulate_broadcast([bits], Task.xor(4), n, batch=n, seed=5, keep_trace=True, alpha=FALSE_FAILURE)
     for j in (1, 3):
         assert np.array_equal(x[:, j], ref.trace.bits[:, j])
     # the party holding 3 values: its share of 0s within the binomial acceptance interval
-    assert abs(float((x[:, 0] == 0).mean()) - 1 / 3) <= binomial_acceptance(n, 1 / 3, ALPHA / 2)
+    assert abs(float((x[:, 0] == 0).mean()) - 1 / 3) <= binomial_acceptance(n, 1 / 3, FALSE_FAILURE / 2)
 
 
 def test_rule_table_matches_decide_for_every_own_value(scenario):
@@ -274,7 +274,7 @@ def test_decide_path_without_rule_table_gives_the_same_gains(scenario, monkeypat
     """Few rounds: no rule table, every batch by decide(); the gains agree round by round
     with a run that looks the same decisions up in the rule table (same seed, same draws)."""
     sc = scenario
-    args = {"batch": 500, "latency": sc.latency, "interval": 0.05, "seed": 3, "keep_trace": True, "alpha": ALPHA,
+    args = {"batch": 500, "latency": sc.latency, "interval": 0.05, "seed": 3, "keep_trace": True, "alpha": FALSE_FAILURE,
             "loss": LOSS, "deadline": DEADLINE, "actual": list(sc.actual)}  # fmt: skip
     built = []
     build = _RuleTable.build.__func__

@@ -18,6 +18,7 @@ from ldpsim.errors import LdpSimError
 from ldpsim.sim import parse_scenario, run_replication, run_scenario
 from ldpsim.sim.engine import Replication
 from tests.sim.helpers import SCENARIOS, same_bytes_with_one_and_two_workers
+from tests.stats_checks import FALSE_FAILURE
 
 
 def _question(name: str, mechanism: str = '{ kind = "randomized_response" }', labels: str = '["x", "y"]',
@@ -109,10 +110,6 @@ def test_variances_of_both_strategies_are_the_closed_form():
         assert row["var_one_random"] == pytest.approx(_rr_variance(row["truth"], k, 3.0, 5_000), rel=1e-9)
 
 
-#: false-failure probability of the whole simulated ordering test
-ALPHA = 1e-6
-
-
 def _mse_band(variance: float, reps: int, alpha: float) -> tuple[float, float]:
     """Laurent-Massart: the mean of reps squared N(0, variance) errors lies in this band
     with probability >= 1 - alpha (alpha / 2 each side)."""
@@ -133,7 +130,7 @@ def test_the_variance_ordering_of_the_exact_formulas_is_the_simulated_one(count,
     respondents, binary randomized response, fair answers): the exact formulas predict which
     strategy is better (small budgets favour one question at the whole budget, large ones
     the split), and the simulated mean squared errors fall in bands around the exact
-    variances (Laurent-Massart, ALPHA over the two bands of the two cases; the estimates
+    variances (Laurent-Massart, FALSE_FAILURE over the two bands of the two cases; the estimates
     are scaled binomials of n / Q >= 500 reports, normal to well within the bands) that do
     not overlap, so the simulation orders the strategies as the formulas do."""
     n = 2000
@@ -153,7 +150,7 @@ def test_the_variance_ordering_of_the_exact_formulas_is_the_simulated_one(count,
         mse[strategy] = float(np.mean(np.square(errors)))
     predicted = "split" if exact["split"] < exact["one_random"] else "one_random"
     assert predicted == better
-    bands = {s: _mse_band(exact[s], reps, ALPHA / 4) for s in exact}
+    bands = {s: _mse_band(exact[s], reps, FALSE_FAILURE / 4) for s in exact}
     for s, value in exact.items():
         assert bands[s][0] <= mse[s] <= bands[s][1], (s, mse[s], value, bands[s])
     worse = "one_random" if better == "split" else "split"
@@ -286,7 +283,7 @@ def test_numeric_questions_account_and_have_the_exact_variance_of_the_mean():
 @pytest.mark.parametrize("mechanism", ["piecewise", "duchi"])
 def test_the_mean_of_a_numeric_question_has_its_exact_variance(mechanism):
     """The simulated mean squared error of the mean age over independent replications lies
-    in the Laurent-Massart band (ALPHA) around the exact variance (the mean of n = 2,000
+    in the Laurent-Massart band (FALSE_FAILURE) around the exact variance (the mean of n = 2,000
     bounded reports is normal to well within the band); the intervals use that variance."""
     sc = parse_scenario(_numeric_text(mechanism), str(SCENARIOS / "t.toml"))
     exact = float(sc.questions.variance.set_index("question").loc["age", "var_split"])
@@ -298,7 +295,7 @@ def test_the_mean_of_a_numeric_question_has_its_exact_variance(mechanism):
         assert se["theory"] == pytest.approx(math.sqrt(exact), rel=1e-12)
         assert m["ci_high"] - m["estimate"] == pytest.approx(1.959963984540054 * math.sqrt(exact), rel=1e-9)
         errors.append(m["estimate"] - m["truth"])
-    low, high = _mse_band(exact, reps, ALPHA)
+    low, high = _mse_band(exact, reps, FALSE_FAILURE)
     assert low <= float(np.mean(np.square(errors))) <= high
 
 @pytest.mark.parametrize(

@@ -15,11 +15,10 @@ from ldpsim.analyst.testing import chernoff_stein_exponent, hypothesis_marginals
 from ldpsim.sim import run_scenario
 from ldpsim.sim import load_scenario, parse_scenario, run_replication
 from tests.sim.helpers import SCENARIOS, scenario_text
+from tests.stats_checks import FALSE_FAILURE
 
 P0 = [0.4, 0.3, 0.2, 0.1]
 P1 = [0.1, 0.2, 0.3, 0.4]
-#: false-failure probability allowed per statistical check
-FAIL = 1e-6
 
 
 def hyp_text(truth: str, tasks: str, *, size: int, mode: str = "individual", eps: float = 1.0) -> str:
@@ -47,12 +46,12 @@ def test_sprt_errors_within_wald_bounds_and_sample_size_near_wald(truth):
 
     Errors: P0(decide H1) <= alpha / (1 - beta) and P1(decide H0) <= beta / (1 - alpha)
     (Wald); the error count is at most Binomial(R, bound), so it stays below the exact
-    one-sided binomial quantile at FAIL.
+    one-sided binomial quantile at FALSE_FAILURE.
 
     Sample size: Wald's identity E[S_N] = E[N] E[w] is exact; S_N overshoots the boundary by
     less than c = max|w|, so under H1 E[N] lies in [((1-p) A + p (B - c)) / D10, (A + c) / D10]
     with p <= beta / (1-alpha) the error rate (D10 = D(M1||M0); symmetrically under H0). The
-    sample mean is within z sd / sqrt(R) of E[N] (CLT, z at FAIL two-sided). Wald's
+    sample mean is within z sd / sqrt(R) of E[N] (CLT, z at FALSE_FAILURE two-sided). Wald's
     approximation drops the overshoot, which here is a sizeable part of A (c is about a
     third of A), so it is only compared within 30%."""
     alpha = beta = 0.05
@@ -85,8 +84,8 @@ def test_sprt_errors_within_wald_bounds_and_sample_size_near_wald(truth):
         D = chernoff_stein_exponent(M0, M1)
         lo, hi = ((1 - bound) * -B + bound * -(A + c)) / D, (-B + c) / D
         assert wald == pytest.approx(((1 - alpha) * B + alpha * A) / -D)
-    assert errors <= stats.binom.isf(FAIL, R, bound), (errors / R, bound)
-    z = float(stats.norm.isf(FAIL / 2))
+    assert errors <= stats.binom.isf(FALSE_FAILURE, R, bound), (errors / R, bound)
+    z = float(stats.norm.isf(FALSE_FAILURE / 2))
     tol = z * sizes.std(ddof=1) / math.sqrt(R)
     mean = float(sizes.mean())
     assert lo - tol <= mean <= hi + tol, (mean, lo, hi, tol)
@@ -123,7 +122,7 @@ def test_lrt_type1_and_type2_rates_match_the_exact_test():
     """n = 150 reports, alpha = 0.05: the exact randomised NP test has type I error exactly
     alpha and type II error beta_n (exact law). Rejection counts over R replications are
     Binomial(R, alpha) under H0 and Binomial(R, 1 - beta_n) under H1: exact binomial bounds
-    at FAIL (one-sided for the type I error, two-sided for the type II error). Aggregate mode
+    at FALSE_FAILURE (one-sided for the type I error, two-sided for the type II error). Aggregate mode
     (counts only) for speed; the task works the same in individual mode (checked below)."""
     n, alpha, R = 150, 0.05, 2000
     entry = f'[{{ kind = "lrt", P0 = {P0}, P1 = {P1}, alpha = {alpha} }}]'
@@ -139,9 +138,9 @@ def test_lrt_type1_and_type2_rates_match_the_exact_test():
     assert final(df, "stein_exponent")["estimate"] == pytest.approx(-math.log(test.beta) / n)
     assert final(df, "stein_exponent")["theory"] == pytest.approx(chernoff_stein_exponent(M0, M1))
     assert final(df, "lrt_reject_h0")["truth"] == 1.0
-    assert rates["P0"] <= stats.binom.isf(FAIL, R, alpha), rates["P0"] / R
+    assert rates["P0"] <= stats.binom.isf(FALSE_FAILURE, R, alpha), rates["P0"] / R
     misses = R - rates["P1"]
-    assert stats.binom.ppf(FAIL / 2, R, test.beta) <= misses <= stats.binom.isf(FAIL / 2, R, test.beta), (misses / R, test.beta)
+    assert stats.binom.ppf(FALSE_FAILURE / 2, R, test.beta) <= misses <= stats.binom.isf(FALSE_FAILURE / 2, R, test.beta), (misses / R, test.beta)
 
 
 def test_lrt_in_individual_mode_and_normal_fallback():

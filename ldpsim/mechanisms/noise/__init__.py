@@ -47,54 +47,19 @@ Trade-off: the test rejects ``P`` (type I error ``alpha = E_P[phi]``, type II er
 of the likelihood ratio).
 """
 
-from ldpsim.mechanisms.noise.base import (
-    _FLOAT_MAX,
-    _GEOMETRIC_FLOAT_P,
-    _LOG_FLOAT_MAX,
-    _METHODS,
-    _SQRT2,
-    MAX_NOISE_SCALE,
-    NoiseMechanism,
-    _AtomMechanism,
-    _alpha_array,
-    _eps_array,
-    _eps_for_scale,
-    _geometric_floats,
-    _log,
-    _log_expm1,
-    _method,
-    _need_pure,
-    _open_delta,
-    _out,
-    _points,
-    _positive,
-    _scale,
-)
+from ldpsim.mechanisms.noise.base import MAX_NOISE_SCALE, NoiseMechanism
 from ldpsim.mechanisms.noise.discrete_gaussian import DiscreteGaussian
 from ldpsim.mechanisms.noise.discrete_laplace import DiscreteLaplace
 from ldpsim.mechanisms.noise.gaussian import Gaussian
 from ldpsim.mechanisms.noise.geometric import Geometric
 from ldpsim.mechanisms.noise.laplace import Laplace
 from ldpsim.mechanisms.noise.snapping import SnappedLaplace
-from ldpsim.mechanisms.noise.staircase import STAIRCASE_MAX_EPS, Staircase, _optimal_gamma
+from ldpsim.mechanisms.noise.staircase import STAIRCASE_MAX_EPS, Staircase, _optimal_gamma  # tests import it from here
 from ldpsim.mechanisms.noise.truncated_laplace import TruncatedLaplace
 
 # the mu-GDP mathematics lives in ldpsim.privacy.gdp; re-exported under the names this
 # module has always had
-from ldpsim.privacy.gdp import (
-    _CF_FROM,
-    _CF_TERMS,
-    _GL_W,
-    _GL_X,
-    _SMALL_MU,
-    _gdp_log_delta_small_mu,
-    _gdp_log_err,
-    _gdp_ok,
-    _mills_gap,
-    gdp_delta,
-    gdp_log_delta,
-)
-from ldpsim._bisect import largest_ok_below as _largest_ok_below
+from ldpsim.privacy.gdp import gdp_delta, gdp_log_delta
 
 __all__ = [
     "NoiseMechanism",

@@ -84,7 +84,6 @@ from ldpsim.sim.scenario.common import (
     build_latency,
     check_rows,
     check_sum_to_one,
-    read_scenario_text,
     read_toml,
     validate_and_build,
 )
@@ -317,11 +316,6 @@ class CollectionScenario(BuiltScenario):
 
     def rebuild(self, spec: CollectionScenarioSpec) -> "CollectionScenario":
         return build(spec, self.source, self.path)
-
-
-def load_collection(path: Any) -> CollectionScenario:
-    text, where = read_scenario_text(path)
-    return parse_collection(text, where)
 
 
 def parse_collection(text: str, where: str = "<scenario>") -> CollectionScenario:
