@@ -711,7 +711,7 @@ def _compose_items(pairs: Sequence[str] | None, mechanisms: Sequence[str] | None
     import math
     import re
 
-    from ldpsim.privacy import compose_report as cr
+    from ldpsim.report import compose as cr
     from ldpsim.privacy.guarantees import EpsDelta
 
     count = re.compile(r"^(.*?)\s*[x*]\s*(\d+)\s*$", re.S)
@@ -751,7 +751,7 @@ def _compose_items(pairs: Sequence[str] | None, mechanisms: Sequence[str] | None
 
 
 def _compose_mixed(args: argparse.Namespace) -> int:
-    from ldpsim.privacy import compose_report as cr
+    from ldpsim.report import compose as cr
 
     given = [name for name, v in (("--eps", args.eps), ("--delta", args.delta), ("--compositions", args.compositions),
                                   ("-k", args.k_deprecated)) if v is not None]  # fmt: skip
@@ -793,7 +793,7 @@ _COMPOSE_LEGEND = {"basic": "k eps, k delta", "drv": "Dwork-Rothblum-Vadhan",
 
 
 def _compose(args: argparse.Namespace) -> int:
-    from ldpsim.privacy import compose_report as cr
+    from ldpsim.report import compose as cr
 
     if args.eps_total is not None and args.target_delta is not None:
         raise LdpSimError("--target-delta: got --eps-total too, expected one of the two")

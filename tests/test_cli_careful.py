@@ -49,9 +49,9 @@ class Command:
 
 COMMANDS = {
     "compose": Command(("compose", "--eps", "0.5", "--compositions", "5", "--no-figure"), frozenset({"table.csv", "metadata.json"}),
-                       "ldpsim.privacy.compose_report.delta_table", "ldpsim.privacy.compose_report.write_json"),
+                       "ldpsim.report.compose.delta_table", "ldpsim.report.compose.write_json"),
     "compose-mixed": Command(("compose", "--pairs", "1,0x3", "0.5,1e-6", "--no-figure"), frozenset({"table.csv", "metadata.json"}),
-                             "ldpsim.privacy.compose_report.mixed_eps_grid", "ldpsim.privacy.compose_report.write_json"),
+                             "ldpsim.report.compose.mixed_eps_grid", "ldpsim.report.compose.write_json"),
     "reproduce": Command(("reproduce", "kov-fig5", "--instances", "1"),
                          frozenset({"data.csv", "priors.csv", "summary.csv", "kov-fig5.png", "metadata.json", "summary.md",
                                     "report.html"}),

@@ -13,6 +13,13 @@ tests fail on
 
 Builders named by strings in the catalog (``"module:attribute"``, imported on first use) are
 not import statements and are not edges.
+
+The never-rules of docs/design.md ("What must never import what") that the table cannot say
+are checked here too:
+
+(d) ``privacy`` writes no files and draws nothing: no module under ``ldpsim/privacy/``
+    imports a drawing, templating or file-handling module (:data:`NO_FILES_IMPORTS`) or
+    calls anything that writes a file (:func:`file_writes`), even inside a function.
 """
 
 from __future__ import annotations
@@ -165,6 +172,87 @@ def cycles(edges: list[Edge]) -> list[list[str]]:
     return sorted(out)
 
 
+def imported_modules(source: str, file: str, module: tuple[str, ...], is_package: bool) -> list[tuple[int, str]]:
+    """Every dotted module an import statement of the source names, with its line, wherever
+    the statement sits (``from M import a`` names ``M`` and ``M.a``: ``a`` may be a module)."""
+    out = []
+    for node in ast.walk(ast.parse(source, filename=file)):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            named = resolve(node, module, is_package)
+            out.append((node.lineno, ".".join(named[0][:-1])))
+            out += [(node.lineno, ".".join(t)) for t in named]
+    return sorted(set(out))
+
+
+# --------------------------------------------------------------------------- privacy writes no files
+#: What no module of ``privacy`` may import: drawing and templating, file handling, and the
+#: library's own writers (atomic files, run metadata, the report layer).
+NO_FILES_IMPORTS = ("matplotlib", "jinja2", "shutil", "tempfile", "ldpsim._files", "ldpsim._meta", "ldpsim.report")
+
+#: Calls that write, make or remove files, by the name called (``f(...)`` or ``x.f(...)``).
+WRITING_CALLS = frozenset({
+    "write", "writelines", "write_text", "write_bytes", "dump", "to_csv", "to_json", "to_parquet", "to_pickle",
+    "to_excel", "to_hdf", "to_feather", "savefig", "imsave", "save", "savez", "savez_compressed", "savetxt",
+    "tofile", "mkdir", "makedirs", "touch", "unlink", "rmdir", "rmtree", "symlink_to", "hardlink_to",
+})  # fmt: skip
+
+#: Modules whose ``open(file, mode)`` takes the mode second (``Path.open(mode)`` takes it first).
+_OPEN_FILE_FIRST = {"io", "gzip", "bz2", "lzma", "codecs", "builtins"}
+
+
+def _opens_for_writing(call: ast.Call) -> bool:
+    """Whether ``call`` is an ``open`` whose mode may write (``w``, ``a``, ``x``, ``+``, or a
+    mode that is not a literal); ``os.open`` always counts (its flags are not read)."""
+    fn = call.func
+    if isinstance(fn, ast.Name) and fn.id == "open":
+        position = 1
+    elif isinstance(fn, ast.Attribute) and fn.attr == "open":
+        owner = fn.value.id if isinstance(fn.value, ast.Name) else None
+        if owner == "os":
+            return True
+        position = 1 if owner in _OPEN_FILE_FIRST else 0
+    else:
+        return False
+    mode = next((k.value for k in call.keywords if k.arg == "mode"), None)
+    if mode is None and len(call.args) > position:
+        mode = call.args[position]
+    if mode is None:
+        return False  # "r"
+    return not (isinstance(mode, ast.Constant) and isinstance(mode.value, str) and not set(mode.value) & set("wax+"))
+
+
+def file_writes(source: str, file: str) -> list[tuple[int, str]]:
+    """The calls of the source that write a file (:data:`WRITING_CALLS`, ``open`` for
+    writing), with their lines, wherever they sit."""
+    out = []
+    for node in ast.walk(ast.parse(source, filename=file)):
+        if not isinstance(node, ast.Call):
+            continue
+        fn = node.func
+        name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else None
+        if name in WRITING_CALLS or _opens_for_writing(node):
+            out.append((node.lineno, f"{name}(...)"))
+    return sorted(out)
+
+
+def privacy_file_problems(package: Path = PACKAGE) -> list[str]:
+    """Every import of :data:`NO_FILES_IMPORTS` and every writing call under ``privacy/``."""
+    root = package.parent
+    problems = []
+    for path in sorted((package / "privacy").rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        source = path.read_text(encoding="utf-8")
+        found = [(line, mod) for line, mod in imported_modules(source, rel, module_name(path, root), path.name == "__init__.py")
+                 if any(mod == bad or mod.startswith(bad + ".") for bad in NO_FILES_IMPORTS)]  # fmt: skip
+        # ``from M import a`` names M and M.a: the statement once, by M
+        problems += [f"{rel}:{line}: imports {mod}" for line, mod in found
+                     if not any(other != mod and mod.startswith(other + ".") and at == line for at, other in found)]  # fmt: skip
+        problems += [f"{rel}:{line}: calls {what}" for line, what in file_writes(source, rel)]
+    return problems
+
+
 # --------------------------------------------------------------------------- the checks
 @pytest.fixture(scope="module")
 def table() -> dict[str, int]:
@@ -199,6 +287,13 @@ def test_no_import_cycle_between_units(edges):
         inside = [str(e) for e in edges if e.source in comp and e.target in comp]
         lines.append(f"cycle among {', '.join(comp)}:\n  " + "\n  ".join(inside))
     assert not found, "\n".join(lines)
+
+
+def test_privacy_writes_no_files_and_draws_nothing():
+    assert len(list((PACKAGE / "privacy").glob("*.py"))) >= 7  # the package itself, not an empty glob
+    problems = privacy_file_problems()
+    assert not problems, ("privacy writes no files and draws nothing (docs/design.md); move these to report/:\n"
+                          + "\n".join(problems))  # fmt: skip
 
 
 # --------------------------------------------------------------------------- the checker itself
@@ -259,3 +354,40 @@ def test_cycle_finder():
     assert cycles([e("a", "b"), e("b", "c")]) == []
     assert cycles([e("a", "b"), e("b", "a"), e("c", "a")]) == [["a", "b"]]
     assert cycles([e("a", "b"), e("b", "c"), e("c", "a"), e("d", "e"), e("e", "d")]) == [["a", "b", "c"], ["d", "e"]]
+
+
+def test_the_file_rule_sees_what_compose_report_did_in_privacy():
+    # the imports and calls of the old ldpsim/privacy/compose_report.py and plot.py
+    src = "\n".join([
+        "from matplotlib.figure import Figure",
+        "from .._files import OutputFolder",
+        "from .._meta import write_json",
+        "def run(table, fig, folder, path):",
+        "    table.to_csv(folder / 'table.csv', index=False)",
+        "    fig.savefig(path, dpi=110)",
+        "    import ldpsim.report.figures",
+        "    with open(path, 'w') as f, open(path) as g, path.open('rb') as h, path.open(mode) as i:",
+        "        pass",
+        "    from ldpsim.report import regions",
+    ])
+    mods = imported_modules(src, "ldpsim/privacy/x.py", ("ldpsim", "privacy", "x"), False)
+    bad = [(line, m) for line, m in mods if any(m == b or m.startswith(b + ".") for b in NO_FILES_IMPORTS)]
+    assert [line for line, _ in bad] == [1, 1, 2, 2, 3, 3, 7, 10, 10]
+    assert file_writes(src, "x.py") == [(5, "to_csv(...)"), (6, "savefig(...)"), (8, "open(...)"), (8, "open(...)")]
+    assert file_writes("open(p)\nopen(p, 'rb')\nopen(p, mode='r')\nio.open(p, 'r')\nos.open(p, 0)", "x.py") == [
+        (5, "open(...)")]
+
+
+def test_the_file_rule_fails_on_the_old_layout(tmp_path):
+    package = tmp_path / "ldpsim"
+    (package / "privacy").mkdir(parents=True)
+    (package / "privacy" / "__init__.py").write_text("")
+    (package / "privacy" / "compose_report.py").write_text(
+        "from .._files import OutputFolder\nfrom .plot import plot_regions\n"
+        "def f(fig, p):\n    fig.savefig(p)\n")
+    (package / "privacy" / "plot.py").write_text("from matplotlib.figure import Figure\n")
+    assert privacy_file_problems(package) == [
+        "ldpsim/privacy/compose_report.py:1: imports ldpsim._files",
+        "ldpsim/privacy/compose_report.py:4: calls savefig(...)",
+        "ldpsim/privacy/plot.py:1: imports matplotlib.figure",
+    ]
