@@ -20,6 +20,19 @@ are checked here too:
 (d) ``privacy`` writes no files and draws nothing: no module under ``ldpsim/privacy/``
     imports a drawing, templating or file-handling module (:data:`NO_FILES_IMPORTS`) or
     calls anything that writes a file (:func:`file_writes`), even inside a function.
+
+And within units, between files:
+
+(e) an import cycle between modules (files): no module imports another that imports it back,
+    directly or through others. The same statements count (top level, inside functions,
+    under ``if TYPE_CHECKING:``); an edge goes to the module the statement names: ``from
+    ldpsim.sim.scenario import survey`` to ``ldpsim.sim.scenario.survey``, ``from
+    ldpsim.analyst import bucket`` (a name of the package front) to ``ldpsim.analyst``, whose
+    ``__init__.py`` is a module like any other. That Python runs the packages above a module
+    first is not an edge (otherwise every package front that imports its own modules would
+    be a cycle). A deferred import (inside a function) that exists only to break a cycle may
+    be listed, with its reason, in :data:`DEFERRED_CYCLE_BREAKERS`; the list is kept as
+    short as possible and an entry no longer needed fails the test.
 """
 
 from __future__ import annotations
@@ -186,6 +199,68 @@ def imported_modules(source: str, file: str, module: tuple[str, ...], is_package
     return sorted(set(out))
 
 
+# --------------------------------------------------------------------------- modules
+def modules_on_disk(package: Path) -> dict[str, Path]:
+    """Dotted name -> file of every module of the package (a package is its ``__init__.py``)."""
+    root = package.parent
+    return {".".join(module_name(p, root)): p for p in sorted(package.rglob("*.py"))}
+
+
+def _imports_with_context(tree: ast.AST) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement of the tree and whether it sits inside a function (deferred)."""
+    out: list[tuple[ast.Import | ast.ImportFrom, bool]] = []
+
+    def visit(node: ast.AST, deferred: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                out.append((child, deferred))
+            visit(child, deferred or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(tree, False)
+    return out
+
+
+def module_edges_of_source(source: str, file: str, module: tuple[str, ...], is_package: bool,
+                           modules: set[str]) -> list[tuple[Edge, bool]]:  # fmt: skip
+    """Edges from one module to the other modules of ``ldpsim`` its import statements name
+    (the longest dotted prefix of each imported path that is a module), each with whether
+    the statement is deferred (inside a function)."""
+    own = ".".join(module)
+    out: list[tuple[Edge, bool]] = []
+    for node, deferred in _imports_with_context(ast.parse(source, filename=file)):
+        for target in resolve(node, module, is_package):
+            if not target or target[0] != "ldpsim":
+                continue
+            prefixes = (".".join(target[:i]) for i in range(len(target), 0, -1))
+            dest = next((m for m in prefixes if m in modules), "ldpsim")
+            edge = (Edge(own, dest, file, node.lineno), deferred)
+            if dest != own and edge not in out:
+                out.append(edge)
+    return sorted(out, key=lambda e: e[0].line)
+
+
+def collect_module_edges(package: Path = PACKAGE) -> list[tuple[Edge, bool]]:
+    root = package.parent
+    modules = modules_on_disk(package)
+    edges: list[tuple[Edge, bool]] = []
+    for name, path in modules.items():
+        edges += module_edges_of_source(path.read_text(encoding="utf-8"), path.relative_to(root).as_posix(),
+                                        tuple(name.split(".")), path.name == "__init__.py", set(modules))  # fmt: skip
+    return edges
+
+
+#: Deferred imports (importing module, imported module) that exist only to break an import
+#: cycle between modules, each with the reason it cannot be broken otherwise. None today: the
+#: one cycle there was (sim.scenario.survey <-> sim.scenario.questions) was broken by
+#: moving what both need to sim.scenario.survey_specs.
+DEFERRED_CYCLE_BREAKERS: dict[tuple[str, str], str] = {}
+
+
+def module_cycles(edges: list[tuple[Edge, bool]], allowed: dict[tuple[str, str], str]) -> list[list[str]]:
+    """The cycles between modules, leaving out the deferred edges ``allowed`` lists."""
+    return cycles([e for e, deferred in edges if not (deferred and (e.source, e.target) in allowed)])
+
+
 # --------------------------------------------------------------------------- privacy writes no files
 #: What no module of ``privacy`` may import: drawing and templating, file handling, and the
 #: library's own writers (atomic files, run metadata, the report layer).
@@ -287,6 +362,31 @@ def test_no_import_cycle_between_units(edges):
         inside = [str(e) for e in edges if e.source in comp and e.target in comp]
         lines.append(f"cycle among {', '.join(comp)}:\n  " + "\n  ".join(inside))
     assert not found, "\n".join(lines)
+
+
+@pytest.fixture(scope="module")
+def module_edges() -> list[tuple[Edge, bool]]:
+    return collect_module_edges()
+
+
+def test_no_import_cycle_between_modules(module_edges):
+    found = module_cycles(module_edges, DEFERRED_CYCLE_BREAKERS)
+    lines = []
+    for comp in found:
+        inside = [f"{e}{' (deferred)' if deferred else ''}" for e, deferred in module_edges
+                  if e.source in comp and e.target in comp]  # fmt: skip
+        lines.append(f"cycle among {', '.join(comp)}:\n  " + "\n  ".join(inside))
+    assert not found, ("modules import each other back (move what both need to a module of its own):\n"
+                       + "\n".join(lines))  # fmt: skip
+
+
+def test_every_listed_cycle_breaker_is_a_deferred_import_still_needed(module_edges):
+    deferred = {(e.source, e.target) for e, d in module_edges if d}
+    for pair, reason in DEFERRED_CYCLE_BREAKERS.items():
+        assert reason.strip(), f"{pair}: give the reason"
+        assert pair in deferred, f"{pair}: no such deferred import any more; remove it from DEFERRED_CYCLE_BREAKERS"
+        rest = {k: v for k, v in DEFERRED_CYCLE_BREAKERS.items() if k != pair}
+        assert module_cycles(module_edges, rest), f"{pair}: breaks no cycle; import it at the top, and remove it from the list"
 
 
 def test_privacy_writes_no_files_and_draws_nothing():
@@ -391,3 +491,45 @@ def test_the_file_rule_fails_on_the_old_layout(tmp_path):
         "ldpsim/privacy/compose_report.py:4: calls savefig(...)",
         "ldpsim/privacy/plot.py:1: imports matplotlib.figure",
     ]
+
+
+def test_module_edges_name_modules_and_see_deferred_imports():
+    modules = {"ldpsim", "ldpsim.analyst", "ldpsim.sim.scenario", "ldpsim.sim.scenario.survey",
+               "ldpsim.sim.scenario.common", "ldpsim.sim.scenario.questions", "ldpsim.errors"}  # fmt: skip
+    src = "\n".join([
+        "from ldpsim.errors import LdpSimError",
+        "from ldpsim.sim.scenario import common, load_scenario",
+        "from .survey import ScenarioSpec",
+        "def f():",
+        "    from ldpsim.analyst import bucket",
+        "    import ldpsim.sim.scenario.survey",
+        "from ldpsim import LdpSimError",
+        "import numpy",
+    ])
+    got = module_edges_of_source(src, "q.py", ("ldpsim", "sim", "scenario", "questions"), False, modules)
+    assert [(e.target, e.line, d) for e, d in got] == [
+        ("ldpsim.errors", 1, False), ("ldpsim.sim.scenario.common", 2, False), ("ldpsim.sim.scenario", 2, False),
+        ("ldpsim.sim.scenario.survey", 3, False), ("ldpsim.analyst", 5, True), ("ldpsim.sim.scenario.survey", 6, True),
+        ("ldpsim", 7, False),
+    ]
+
+
+def test_the_module_cycle_check_finds_the_old_survey_questions_circle(tmp_path):
+    scenario = tmp_path / "ldpsim" / "sim" / "scenario"
+    scenario.mkdir(parents=True)
+    for package in (tmp_path / "ldpsim", tmp_path / "ldpsim" / "sim"):
+        (package / "__init__.py").write_text("")
+    (scenario / "__init__.py").write_text("from ldpsim.sim.scenario.survey import Scenario, parse_survey\n")
+    (scenario / "common.py").write_text("")
+    # as they were: questions imported survey's specs, survey imported questions inside functions
+    (scenario / "questions.py").write_text("from ldpsim.sim.scenario.common import Model\n"
+                                           "from ldpsim.sim.scenario.survey import ScenarioSpec, _build_mechanism\n")
+    (scenario / "survey.py").write_text("from ldpsim.sim.scenario.common import Model\n"
+                                        "def parse_survey():\n"
+                                        "    from ldpsim.sim.scenario.questions import QuestionsScenarioSpec\n")
+    edges = collect_module_edges(tmp_path / "ldpsim")
+    assert module_cycles(edges, {}) == [["ldpsim.sim.scenario.questions", "ldpsim.sim.scenario.survey"]]
+    # a listed deferred import breaks it; a top-level one cannot be listed away
+    allowed = {("ldpsim.sim.scenario.survey", "ldpsim.sim.scenario.questions"): "a test"}
+    assert module_cycles(edges, allowed) == []
+    assert module_cycles(edges, {("ldpsim.sim.scenario.questions", "ldpsim.sim.scenario.survey"): "a test"}) != []
