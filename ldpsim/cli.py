@@ -860,7 +860,7 @@ def _reproduce(args: argparse.Namespace) -> int:
             raise LdpSimError(f"--workers: got {args.workers} with --scheduler, expected one of them (the cluster's workers do the work)")
         cluster.parse(args.scheduler)
         cluster.check_installed()
-    from ldpsim._files import executor_scope
+    from ldpsim._pool import executor_scope
 
     with _cluster(args.scheduler) as where, executor_scope(None if where is None else where.executor):
         run = rp.reproduce(args.name, seed=seed, instances=instances, out=args.out, workers=args.workers, force=args.force,
