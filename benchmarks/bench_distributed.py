@@ -33,7 +33,7 @@ from pathlib import Path
 from _common import REPO_ROOT, parser, report
 
 from ldpsim import cluster
-from ldpsim._files import start_pool, stop_pool
+from ldpsim._pool import start_pool, stop_pool
 from ldpsim.sim import load_scenario, run_scenario
 from ldpsim.sim.studies import study_of
 

@@ -16,7 +16,7 @@ normally or by an error or Ctrl-C, so nothing is left behind the command's own o
 The current bar is a :class:`contextvars.ContextVar`: library code advances it without
 being handed it. Only the process that opened a bar advances it: a worker process forked
 from it inherits the variable, and its calls do nothing (the parent advances the bar as
-the workers' results come back, :func:`ldpsim._files.pool_map`).
+the workers' results come back, :func:`ldpsim._pool.pool_map`).
 
 Ticks may be weighted: when pieces of work cost very different times (linear programs on
 k = 12 symbols take about 17 times as long as on k = 6), each advances by its expected cost

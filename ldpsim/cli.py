@@ -23,7 +23,6 @@ import argparse
 import contextlib
 import os
 import sys
-import time
 from typing import Sequence
 
 from ldpsim._text import KEEP, WIDTH, plain, plural, shorten, table, wrap
@@ -55,6 +54,10 @@ _LONG_HELP = ("run (or check) a scenario estimated at more than an hour on one c
               "when the file is loaded (a multi-party broadcast or study of many rounds)")
 #: ``--force`` of every command that writes a folder of files (``ldpsim run`` has none: use --resume).
 _FORCE_HELP = "write into a non-empty --out: its files of the same names are replaced at the end, others are kept"
+#: ``--no-progress`` of ``ldpsim run`` and ``ldpsim sweep``.
+_PROGRESS_HELP = "no progress bar (it is off anyway when stderr is not a terminal)"
+#: ``--seed`` of the commands whose seed defaults to fresh entropy (``demo``, ``audit``).
+_SEED_HELP = "root seed (default: fresh entropy, printed)"
 
 
 def _say(text: str, hang: int = 2) -> None:
@@ -76,14 +79,13 @@ def _build_parser() -> argparse.ArgumentParser:
         "scenario as run, and prints the final estimates.",
     )
     run.add_argument("file", nargs="?", help="scenario file (TOML) or shipped scenario name (ldpsim scenarios lists them); not needed with --resume")
-    run.add_argument("--seed", type=int, default=None, help="root seed (default: the scenario's simulation.seed, else fresh entropy)")
+    _add_seed(run, "root seed (default: the scenario's simulation.seed, else fresh entropy)")
     run.add_argument("--replications", type=int, default=None, help="number of replications (default: the scenario's)")
     _add_where_options(run, "the replications")
     run.add_argument("--out", default=None, help="run directory to create, new or empty (default reports/<scenario>/<UTC time>-seed<seed>)")
     run.add_argument("--resume", metavar="DIR", default=None, help="finish an interrupted run in DIR (same seed and scenario); a finished one is left as it is")
-    run.add_argument("--no-progress", action="store_true", help="no progress bar (it is off anyway when stderr is not a terminal)")
-    run.add_argument("--allow-outside-data", action="store_true", help=_OUTSIDE_HELP)
-    run.add_argument("--allow-long-run", action="store_true", help=_LONG_HELP)
+    _add_no_progress(run)
+    _add_data_options(run)
     run.set_defaults(func=_run)
 
     sweep = sub.add_parser(
@@ -99,7 +101,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--grid", nargs="+", action="extend", default=None, metavar="KEY=[V,...]",
                        help="a dotted scenario key and its values as a TOML or JSON list, e.g. 'mechanism.eps=[0.5, 1, 2]'; "
                             "adds to (or replaces keys of) the file's [sweep] table")  # fmt: skip
-    sweep.add_argument("--seed", type=int, default=None, help="root seed of every point (default: the scenario's simulation.seed, else fresh entropy)")
+    _add_seed(sweep, "root seed of every point (default: the scenario's simulation.seed, else fresh entropy)")
     sweep.add_argument("--replications", type=int, default=None, help="replications of every point (default: the scenario's)")
     _add_where_options(sweep, "every point's replications")
     sweep.add_argument("--out", default=None, help="sweep folder to create, new or empty (default reports/<scenario>-sweep/<UTC time>-seed<seed>)")
@@ -107,9 +109,9 @@ def _build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--no-point-reports", action="store_true",
                        help="no report of each point's own (a second or two of figures per point; `ldpsim report DIR` "
                             "makes one later); the sweep's table, summary and figure are the same")  # fmt: skip
-    sweep.add_argument("--no-progress", action="store_true", help="no progress bar (it is off anyway when stderr is not a terminal)")
-    sweep.add_argument("--allow-outside-data", action="store_true",
-                       help=_OUTSIDE_HELP + "; an absolute path given for population.file in --grid is read anyway")
+    _add_no_progress(sweep)
+    _add_data_options(sweep, _OUTSIDE_HELP + "; an absolute path given for population.file in --grid is read anyway",
+                      long_run=False)  # fmt: skip
     sweep.set_defaults(func=_sweep)
 
     scenarios = sub.add_parser(
@@ -140,8 +142,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "is simulated or written. A problem is one line naming the key, and exit code 2.",
     )
     check.add_argument("file", help="scenario file (TOML) or shipped scenario name")
-    check.add_argument("--allow-outside-data", action="store_true", help=_OUTSIDE_HELP)
-    check.add_argument("--allow-long-run", action="store_true", help=_LONG_HELP)
+    _add_data_options(check)
     check.set_defaults(func=_check)
 
     report = sub.add_parser(
@@ -167,7 +168,7 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--n", type=int, default=1_000_000, help="number of clients (default 1,000,000; at most 10^9)")
     demo.add_argument("--k", type=int, default=5, help="number of answer categories (default 5; at most 10,000)")
     demo.add_argument("--eps", type=float, default=1.0, help="privacy level eps (default 1.0)")
-    demo.add_argument("--seed", type=int, default=None, help="root seed (default: fresh entropy, printed)")
+    _add_seed(demo)
     demo.set_defaults(func=_demo)
 
     comp = sub.add_parser(
@@ -192,10 +193,8 @@ def _build_parser() -> argparse.ArgumentParser:
                       help="a library mechanism, NAME:param=value,... as in ldpsim audit (xN: N uses); repeatable")  # fmt: skip
     comp.add_argument("--eps-total", type=float, nargs="+", default=None, metavar="E", help="eps_total values (default: 12 points up to where the exact delta meets its floor)")
     comp.add_argument("--target-delta", type=float, nargs="+", default=None, metavar="D", help="print eps_total for these total deltas instead")
-    comp.add_argument("--out", default=None, help="output folder, new or empty (default: a new folder "
-                      "reports/compose/eps<eps>-delta<delta>-k<K>/<UTC time>, or under reports/compose/mixed-<n>-<hash>/ "
-                      "with --pairs/--mechanism)")  # fmt: skip
-    comp.add_argument("--force", action="store_true", help=_FORCE_HELP)
+    _add_output_folder(comp, "reports/compose/eps<eps>-delta<delta>-k<K>/<UTC time>, or under "
+                             "reports/compose/mixed-<n>-<hash>/ with --pairs/--mechanism")  # fmt: skip
     comp.add_argument("--no-figure", action="store_true", help="skip region.png")
     comp.set_defaults(func=_compose)
 
@@ -208,11 +207,9 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument("name", nargs="?", metavar="NAME", help="the reproduction to run (see --list)")
     rep.add_argument("--list", action="store_true", help="name every reproduction with a one-line description")
-    rep.add_argument("--seed", type=int, default=None, help="seed of the random instances (default 2014)")
+    _add_seed(rep, "seed of the random instances (default 2014)")
     rep.add_argument("--instances", type=int, default=None, help="number of random instances (default 100, the papers' setting)")
-    rep.add_argument("--out", default=None, help="output folder, new or empty (default: a new folder "
-                     "reports/reproduce/NAME/<UTC time>-seed<seed>)")  # fmt: skip
-    rep.add_argument("--force", action="store_true", help=_FORCE_HELP)
+    _add_output_folder(rep, "reports/reproduce/NAME/<UTC time>-seed<seed>")
     rep.add_argument("--workers", type=int, default=1, help="worker processes for the linear programs (default 1)")
     rep.add_argument("--scheduler", default=None, metavar="SPEC",
                      help='run the pieces of work on a Dask cluster: local:N or a scheduler address (tcp://host:8786); '
@@ -242,9 +239,7 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="mse (exact, default), l1 (normal approximation) or kl (E KL(p || estimate), second order)")
     rec.add_argument("--prior", default="uniform", help="true distribution: uniform (default), zipf:S, or k comma-separated weights")
     rec.add_argument("--bits", type=float, default=None, metavar="B", help="only oracles whose reports take at most B bits")
-    rec.add_argument("--out", default=None, help="output folder, new or empty (default: a new folder "
-                     "reports/recommend/k<K>-eps<E>-n<N>/<UTC time>)")  # fmt: skip
-    rec.add_argument("--force", action="store_true", help=_FORCE_HELP)
+    _add_output_folder(rec, "reports/recommend/k<K>-eps<E>-n<N>/<UTC time>")
     rec.add_argument("--no-figure", action="store_true", help="skip recommend.png (and the eps sweep behind it)")
     rec.set_defaults(func=_recommend)
 
@@ -260,7 +255,7 @@ def _build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--list", action="store_true", help="name every auditable mechanism with its parameters")
     aud.add_argument("--n", type=int, default=1_000_000, help="outputs per input (the budget; default 1,000,000)")
     aud.add_argument("--alpha", type=float, default=0.05, help="the bound fails with probability <= alpha (default 0.05)")
-    aud.add_argument("--seed", type=int, default=None, help="root seed (default: fresh entropy, printed)")
+    _add_seed(aud)
     aud.add_argument("--sequential", action="store_true", help="sample in rounds, stop as soon as the claim is refuted")
     aud.add_argument("--first", type=int, default=1000, help="with --sequential: size of the first batch (default 1000)")
     aud.add_argument("--black-box", action="store_true", help="use samples only, not the mechanism's exact density")
@@ -272,6 +267,32 @@ def _build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--json", action="store_true", help="print the result as one JSON object")
     aud.set_defaults(func=_audit)
     return parser
+
+
+def _add_seed(p: argparse.ArgumentParser, text: str = _SEED_HELP) -> None:
+    """--seed: an integer, None (the command's default) when not given; ``text``, its help,
+    says what it seeds and that default."""
+    p.add_argument("--seed", type=int, default=None, help=text)
+
+
+def _add_output_folder(p: argparse.ArgumentParser, default: str) -> None:
+    """--out and --force of a command that writes a folder of files whole (compose, reproduce,
+    recommend: :class:`ldpsim._files.OutputFolder`); ``default`` is where it goes without --out."""
+    p.add_argument("--out", default=None, help=f"output folder, new or empty (default: a new folder {default})")
+    p.add_argument("--force", action="store_true", help=_FORCE_HELP)
+
+
+def _add_no_progress(p: argparse.ArgumentParser) -> None:
+    """--no-progress (ldpsim run and sweep)."""
+    p.add_argument("--no-progress", action="store_true", help=_PROGRESS_HELP)
+
+
+def _add_data_options(p: argparse.ArgumentParser, outside_help: str = _OUTSIDE_HELP, long_run: bool = True) -> None:
+    """--allow-outside-data and (``long_run``) --allow-long-run of a command that loads a
+    scenario file (run, check, sweep)."""
+    p.add_argument("--allow-outside-data", action="store_true", help=outside_help)
+    if long_run:
+        p.add_argument("--allow-long-run", action="store_true", help=_LONG_HELP)
 
 
 def _add_where_options(p: argparse.ArgumentParser, what: str) -> None:
@@ -606,13 +627,6 @@ _PRINT_RUN = {"survey": _print_survey, "multiparty": _print_multiparty, "collect
               "multiparty_study": _print_multiparty_study}  # fmt: skip
 
 
-#: Clients the demo simulates at most (about a minute), in chunks of DEMO_CHUNK (bounded memory).
-DEMO_MAX_N = 10**9
-DEMO_CHUNK = 1 << 20
-#: Categories the demo prints at most (one table row each).
-DEMO_MAX_K = 10_000
-
-
 def _scenarios(args: argparse.Namespace) -> int:
     from ldpsim import _shipped
 
@@ -658,49 +672,13 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    import numpy as np
-    import pandas as pd
+    from ldpsim._demo import run_demo
 
-    from ldpsim import _progress
-    from ldpsim import _validate as v
-    from ldpsim.analyst import frequency_estimate
-    from ldpsim.mechanisms import randomized_response
-
-    n = v.integer(args.n, "--n", minimum=1, maximum=DEMO_MAX_N)
-    k = v.integer(args.k, "--k", minimum=2, maximum=DEMO_MAX_K)
-    mech = randomized_response(k, args.eps)
-    seed = np.random.SeedSequence(None if args.seed is None else v.seed(args.seed, "--seed"))
-    data_rng, mech_rng = (np.random.default_rng(s) for s in seed.spawn(2))
-    prior = 1.0 / np.arange(1, mech.k + 1)
-    prior /= prior.sum()
-
-    start = time.perf_counter()
-    true_counts = np.zeros(mech.k, dtype=np.int64)
-    report_counts = np.zeros(mech.k, dtype=np.int64)
-    chunks = range(0, n, DEMO_CHUNK)
-    with _progress.bar(len(chunks), "demo", "chunk", show=len(chunks) > 64):  # about a second per 64 chunks
-        for first in chunks:
-            size = min(DEMO_CHUNK, n - first)  # clients are arrays: one chunk at a time keeps memory bounded
-            truth = data_rng.choice(mech.k, size=size, p=prior)
-            true_counts += np.bincount(truth, minlength=mech.k)
-            report_counts += np.bincount(mech.privatize(truth, mech_rng), minlength=mech.k)
-            _progress.advance()
-    elapsed = time.perf_counter() - start
-
-    true_freq = true_counts / n
-    est = frequency_estimate(mech, report_counts)
-    frame = pd.DataFrame(
-        {
-            "category": list(mech.input_labels),
-            "true": true_freq,
-            "estimated": est.estimate,
-            "std_error": est.std_error,
-            "z": np.divide(est.estimate - true_freq, est.std_error, out=np.full(mech.k, np.nan), where=est.std_error > 0),
-        }
-    )
-    _say(f"ldpsim demo: {n:,} clients, k = {mech.k}, randomized response at eps = {mech.eps:g} (seed{KEEP}{seed.entropy})")
-    _say(f"simulated in {elapsed:.3f} s; keep probability {mech.keep:.4f}, true-answer probability {mech.p_keep:.4f}")
-    print(table(frame, float_format=lambda x: f"{x:.5f}"))
+    demo = run_demo(args.n, args.k, args.eps, args.seed)
+    mech = demo.mechanism
+    _say(f"ldpsim demo: {demo.n:,} clients, k = {mech.k}, randomized response at eps = {mech.eps:g} (seed{KEEP}{demo.seed})")
+    _say(f"simulated in {demo.seconds:.3f} s; keep probability {mech.keep:.4f}, true-answer probability {mech.p_keep:.4f}")
+    print(table(demo.table, float_format=lambda x: f"{x:.5f}"))
     _say("z = (estimated - true) / std_error; |z| > 3 should be rare.")
     return 0
 
@@ -711,7 +689,7 @@ def _compose_items(pairs: Sequence[str] | None, mechanisms: Sequence[str] | None
     import math
     import re
 
-    from ldpsim.privacy import compose_report as cr
+    from ldpsim.report import compose as cr
     from ldpsim.privacy.guarantees import EpsDelta
 
     count = re.compile(r"^(.*?)\s*[x*]\s*(\d+)\s*$", re.S)
@@ -751,7 +729,7 @@ def _compose_items(pairs: Sequence[str] | None, mechanisms: Sequence[str] | None
 
 
 def _compose_mixed(args: argparse.Namespace) -> int:
-    from ldpsim.privacy import compose_report as cr
+    from ldpsim.report import compose as cr
 
     given = [name for name, v in (("--eps", args.eps), ("--delta", args.delta), ("--compositions", args.compositions),
                                   ("-k", args.k_deprecated)) if v is not None]  # fmt: skip
@@ -793,7 +771,7 @@ _COMPOSE_LEGEND = {"basic": "k eps, k delta", "drv": "Dwork-Rothblum-Vadhan",
 
 
 def _compose(args: argparse.Namespace) -> int:
-    from ldpsim.privacy import compose_report as cr
+    from ldpsim.report import compose as cr
 
     if args.eps_total is not None and args.target_delta is not None:
         raise LdpSimError("--target-delta: got --eps-total too, expected one of the two")
@@ -860,7 +838,7 @@ def _reproduce(args: argparse.Namespace) -> int:
             raise LdpSimError(f"--workers: got {args.workers} with --scheduler, expected one of them (the cluster's workers do the work)")
         cluster.parse(args.scheduler)
         cluster.check_installed()
-    from ldpsim._files import executor_scope
+    from ldpsim._pool import executor_scope
 
     with _cluster(args.scheduler) as where, executor_scope(None if where is None else where.executor):
         run = rp.reproduce(args.name, seed=seed, instances=instances, out=args.out, workers=args.workers, force=args.force,

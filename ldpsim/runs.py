@@ -60,10 +60,11 @@ from ldpsim import _progress
 from ldpsim import _validate as v
 from ldpsim._files import (
     DirectoryLock, LOCK_NAME, atomic_writer, describe_os_error, is_temporary, remove_stale_temporaries, shell_word,
-    sigint_held, start_pool, stop_pool, write_bytes,
+    sigint_held, write_bytes,
 )  # fmt: skip
 from ldpsim._deprecate import moved
 from ldpsim._meta import now, versions, write_json
+from ldpsim._pool import start_pool, stop_pool
 from ldpsim.errors import LdpSimError
 
 REP_DIR = "replications"
@@ -832,9 +833,9 @@ def _completed(
 ) -> Iterator[tuple[int, pd.DataFrame]]:
     """(index, results) of each replication as it finishes. In-process runs go one
     replication at a time, so each is written before the next starts. Workers are started
-    by the submissions, with Ctrl-C held back meanwhile (:func:`ldpsim._files.start_pool`).
+    by the submissions, with Ctrl-C held back meanwhile (:func:`ldpsim._pool.start_pool`).
     ``cancel``: cancel what is left when the caller stops early (not for a pool the caller
-    stops itself with :func:`ldpsim._files.stop_pool`, which cancels it)."""
+    stops itself with :func:`ldpsim._pool.stop_pool`, which cancels it)."""
     if isinstance(executor, SequentialExecutor):
         for r in todo:
             yield from _run_chunk(study, seed, [r], shared)

@@ -54,11 +54,10 @@ from ldpsim._files import (
     open_input,
     remove_stale_temporaries,
     shell_word,
-    start_pool,
-    stop_pool,
     write_bytes,
 )  # fmt: skip
 from ldpsim._meta import now, versions, write_json
+from ldpsim._pool import start_pool, stop_pool
 from ldpsim.errors import LdpSimError, _show, invalid
 from ldpsim.runs import (
     RUN_FILES, Creation, RunInterrupted, check_input_names, check_inputs, check_shards, check_study_inputs, check_workers,

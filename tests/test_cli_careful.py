@@ -49,9 +49,9 @@ class Command:
 
 COMMANDS = {
     "compose": Command(("compose", "--eps", "0.5", "--compositions", "5", "--no-figure"), frozenset({"table.csv", "metadata.json"}),
-                       "ldpsim.privacy.compose_report.delta_table", "ldpsim.privacy.compose_report.write_json"),
+                       "ldpsim.report.compose.delta_table", "ldpsim.report.compose.write_json"),
     "compose-mixed": Command(("compose", "--pairs", "1,0x3", "0.5,1e-6", "--no-figure"), frozenset({"table.csv", "metadata.json"}),
-                             "ldpsim.privacy.compose_report.mixed_eps_grid", "ldpsim.privacy.compose_report.write_json"),
+                             "ldpsim.report.compose.mixed_eps_grid", "ldpsim.report.compose.write_json"),
     "reproduce": Command(("reproduce", "kov-fig5", "--instances", "1"),
                          frozenset({"data.csv", "priors.csv", "summary.csv", "kov-fig5.png", "metadata.json", "summary.md",
                                     "report.html"}),
@@ -298,12 +298,12 @@ def test_commands_that_write_nothing_write_nothing_and_ctrl_c_is_one_line(argv, 
 
 
 def test_ctrl_c_in_a_reproduction_with_workers_stops_them_at_once():
-    """The reproductions' worker pools (ldpsim._files.pool_map): Ctrl-C (a real SIGINT to the
+    """The reproductions' worker pools (ldpsim._pool.pool_map): Ctrl-C (a real SIGINT to the
     main thread) while the workers are busy ends them at once, not after their tasks."""
     import multiprocessing
     import threading
 
-    from ldpsim._files import pool_map
+    from ldpsim._pool import pool_map
 
     old = signal.signal(signal.SIGINT, signal.default_int_handler)  # also where this process was started ignoring it
     timer = threading.Timer(0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))

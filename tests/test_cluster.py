@@ -185,7 +185,7 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path, shards):
 )
 def test_a_reproduction_on_the_cluster_writes_the_same_files(tmp_path, local2, name, kwargs):
     """``reproduce --scheduler``: every pool_map of the reproduction goes to the cluster."""
-    from ldpsim._files import executor_scope
+    from ldpsim._pool import executor_scope
     from ldpsim.reproduce import get
 
     class Counting:  # the cluster's executor, counting what it is given

@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from ldpsim import _progress
-from ldpsim._files import pool_map
+from ldpsim._pool import pool_map
 from ldpsim.errors import LdpSimError
 from ldpsim.reproduce import get
 

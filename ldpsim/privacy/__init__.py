@@ -1,8 +1,10 @@
 """Privacy accounting: guarantees as objects, exact privacy-loss laws, exact optimal
-composition and its closed-form bounds, the mu-GDP profile, and plots of privacy regions.
+composition and its closed-form bounds, the mu-GDP profile.
 
 This package is pure accounting: it never imports :mod:`ldpsim.mechanisms` (mechanisms
-import it)."""
+import it), and it writes no files and draws nothing: the figures of privacy regions
+(:mod:`ldpsim.report.regions`) and the files of ``ldpsim compose``
+(:mod:`ldpsim.report.compose`) are the report layer's."""
 
 from ldpsim.privacy.accountant import Accountant
 from ldpsim.privacy.composition import (

@@ -591,7 +591,7 @@ class Accountant:
 
     def guarantee(self, label: str | None = None) -> PLDGuarantee:
         """The composition as a :class:`~ldpsim.privacy.PLDGuarantee` (for
-        :func:`ldpsim.privacy.plot.plot_regions`, or to compose further)."""
+        :func:`ldpsim.report.regions.plot_regions`, or to compose further)."""
         if label is None:
             label = f"composition of {self.compositions} mechanism(s)" + ("" if self.exact else " (pessimistic)")
         return PLDGuarantee((self.pld(),), label)

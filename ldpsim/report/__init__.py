@@ -4,6 +4,9 @@ alone. Nothing here knows how the frames were produced (it never imports the sim
 
 - :mod:`ldpsim.report.survey_tables` and :mod:`ldpsim.report.survey`: survey runs;
 - :mod:`ldpsim.report.multiparty`: multi-party runs;
+- :mod:`ldpsim.report.compose`: the tables, figure and folder of ``ldpsim compose`` (the
+  numbers are the accounting's, :mod:`ldpsim.privacy`, which writes no files), and
+  :mod:`ldpsim.report.regions`: the privacy regions of any guarantees on one set of axes;
 - :mod:`ldpsim.report.figures`: PNG bytes and figure helpers (matplotlib);
 - :mod:`ldpsim.report.tables`: Markdown tables, reading results files (pandas only).
 

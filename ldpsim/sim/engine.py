@@ -56,14 +56,8 @@ from numpy.typing import NDArray
 
 from ldpsim.errors import LdpSimError
 from ldpsim.report.survey_tables import RESULT_COLUMNS
-from ldpsim.sim.scenario.survey import (
-    HYPERGEOMETRIC_LIMIT,
-    AllAtOnceSpec,
-    PoissonSpec,
-    Scenario,
-    WavesSpec,
-    arrival_horizon,
-)
+from ldpsim.sim.scenario.survey import HYPERGEOMETRIC_LIMIT, Scenario, arrival_horizon
+from ldpsim.sim.scenario.survey_specs import AllAtOnceSpec, PoissonSpec, WavesSpec
 from ldpsim.sim.tasks import (
     Checkpoint, CrosstabTask, MeanTask, NonresponseTask, Task, TaskContext, TierTask, make_tasks,
 )  # fmt: skip

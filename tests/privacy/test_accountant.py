@@ -423,7 +423,7 @@ def test_items_grouping_and_the_guarantee():
     assert np.all(np.diff(g.tradeoff(a)) <= 1e-15)
     from matplotlib.figure import Figure
 
-    from ldpsim.privacy.plot import plot_regions
+    from ldpsim.report.regions import plot_regions
 
     plot_regions([g, GDP(1.0)], Figure().subplots())
 

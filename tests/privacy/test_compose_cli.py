@@ -193,7 +193,7 @@ def test_compose_mixed_errors_are_one_line_exit_2(argv, needle, capsys, tmp_path
 
 
 def test_theorem_3_5_inversions_match_the_bound():
-    from ldpsim.privacy import compose_report as cr
+    from ldpsim.report import compose as cr
     from ldpsim.privacy import kov_bound_heterogeneous
 
     eps = np.array([1.0, 0.5, 0.5, 0.2, 0.2, 0.2, 0.1])

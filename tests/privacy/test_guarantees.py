@@ -176,7 +176,7 @@ def test_noise_mechanism_guarantee_uses_its_exact_views():
 
 
 def test_plot_regions_draws_every_guarantee():
-    from ldpsim.privacy.plot import plot_regions
+    from ldpsim.report.regions import plot_regions
 
     ax = plot_regions([EpsDelta(1.0, 0.01), GDP(1.0), EpsDelta(0.5, 0.0).compose(3)])
     labels = [t.get_text() for t in ax.get_legend().get_texts()]

@@ -195,7 +195,7 @@ class NoiseMechanism(Mechanism):
 
     def guarantee(self) -> MechanismGuarantee:
         """This mechanism's exact privacy guarantee as a :class:`ldpsim.privacy.Guarantee`
-        (for overlaying with others in :func:`ldpsim.privacy.plot.plot_regions`)."""
+        (for overlaying with others in :func:`ldpsim.report.regions.plot_regions`)."""
         return MechanismGuarantee(self, label=repr(self))
 
     def _loss_sup(self, shift: float) -> float:

@@ -35,108 +35,20 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from pydantic import Field, model_validator
 
 from ldpsim._text import did_you_mean
 from ldpsim.errors import LdpSimError, _show
 from ldpsim.mechanisms.base import FrequencyOracle
-from ldpsim.sim.scenario.common import Model, PositiveFloat, check_sum_to_one
-from ldpsim.sim.scenario.survey import (
-    MAX_ANSWERS,
-    AnalystSpec,
-    AnswersSpec,
-    LawSpec,
-    LossByAnswerSpec,
-    ScenarioSpec,
-    _build_mechanism,
-)
+from ldpsim.sim.scenario.common import check_sum_to_one
+from ldpsim.sim.scenario.survey_specs import MAX_ANSWERS, QuestionSpec, QuestionsScenarioSpec, _build_mechanism
 from ldpsim.sim.table import Table, TablePopulation, read_scenario_table, table_population
-from ldpsim.sim.weights import Weight
 
-#: Most questions one scenario asks.
-MAX_QUESTIONS = 50
 STRATEGIES = ("split", "one_random")
-
-
-class QuestionsPopulationSpec(Model):
-    """``[population]`` of a scenario with questions: the respondents only (their answers
-    are described by each question): a number (``size``), or a CSV table (``file``) used as
-    is or resampled to ``size``; ``missing = "drop"`` leaves out the rows with a blank value
-    in any question's column."""
-
-    size: Annotated[int, Field(ge=1, le=10**15)] | None = None
-    file: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
-    missing: Literal["error", "drop"] | None = None
-
-    @model_validator(mode="after")
-    def _who(self) -> QuestionsPopulationSpec:
-        if self.file is None and self.size is None:
-            raise ValueError("size: got nothing, expected the number of respondents (or a table: 'file')")
-        if self.file is None and self.missing is not None:
-            raise ValueError(f"missing: got {self.missing!r}, expected no 'missing' without 'file' (a CSV table)")
-        return self
-
-
-class QuestionSpec(Model):
-    """One ``[[questions]]`` entry."""
-
-    name: Annotated[str, Field(min_length=1, max_length=50, pattern=r"^[A-Za-z0-9_.-]+$")]
-    type: Literal["categorical", "numeric"] = "categorical"
-    #: numeric questions: the answers' range [lo, hi] (the mechanism's)
-    range: Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=2, max_length=2)] | None = None
-    #: the table's column holding the answers (default: the question's name)
-    column: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
-    #: a categorical question from a numeric column: the bucket edges e0 < e1 < ... < eB;
-    #: the answers are the buckets [e0, e1), ..., [e(B-1), eB] (a histogram of the numbers)
-    buckets: Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=3, max_length=MAX_ANSWERS + 1)] | None = None
-    labels: Annotated[list[str], Field(min_length=2, max_length=MAX_ANSWERS)] | None = None
-    answers: AnswersSpec | None = None
-    distribution: list[Weight] | None = None  # numbers, or exact fractions such as "1/3"
-    law: LawSpec | None = None
-    #: a catalog entry tagged ``scenario`` and its parameters, without eps
-    mechanism: dict[str, Any]
-    #: this question's eps under budget.strategy = "split" (default: budget.total / Q)
-    eps: PositiveFloat | None = None
-    #: item non-response: this question's report is left out of its respondent's message
-    #: with a probability that depends on the respondent's answer to it
-    loss: LossByAnswerSpec | None = None
-
-
-class BudgetSpec(Model):
-    """``[budget]``: each respondent's privacy budget and how it is spent."""
-
-    total: PositiveFloat
-    strategy: Literal["split", "one_random"]
-
-
-class CrosstabSpec(Model):
-    """One ``[analyst] crosstabs`` entry: two categorical questions whose joint table and
-    independence the analyst estimates from the pairs of reports (``split`` only)."""
-
-    rows: Annotated[str, Field(min_length=1, max_length=50)]
-    columns: Annotated[str, Field(min_length=1, max_length=50)]
-    #: the level of both tests of independence
-    alpha: float = Field(0.05, gt=0, lt=1, allow_inf_nan=False)
-
-
-class QuestionsAnalystSpec(AnalystSpec):
-    """``[analyst]`` of a scenario with questions: also the cross-tabulations."""
-
-    crosstabs: Annotated[list[CrosstabSpec], Field(max_length=MAX_QUESTIONS)] = Field(default_factory=list)
-
-
-class QuestionsScenarioSpec(ScenarioSpec):
-    """A survey scenario whose respondents answer the ``[[questions]]``."""
-
-    population: QuestionsPopulationSpec  # type: ignore[assignment]
-    analyst: QuestionsAnalystSpec = QuestionsAnalystSpec()  # type: ignore[assignment]
-    questions: Annotated[list[QuestionSpec], Field(min_length=1, max_length=MAX_QUESTIONS)]
-    budget: BudgetSpec
 
 
 @dataclass(frozen=True)

@@ -1,21 +1,19 @@
 """Survey scenario files (``kind = "survey"``, the default): a population answering one
 question, a mechanism, arrivals, a lossy network, the server and the analyst's tasks.
-TOML validated by the strict pydantic models below, then built into simulation objects
-(:class:`Scenario`); the shared sections and the error format are those of
-:mod:`ldpsim.sim.scenario.common`.
+TOML validated by the strict pydantic models of :mod:`ldpsim.sim.scenario.survey_specs`,
+then built into simulation objects (:class:`Scenario`; several questions per respondent
+through :mod:`ldpsim.sim.scenario.questions`); the shared sections and the error format are
+those of :mod:`ldpsim.sim.scenario.common`.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import Field, model_validator
 
-from ldpsim._text import did_you_mean
-from ldpsim._validate import SUM_TOL
 from ldpsim.errors import LdpSimError, _show
 from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.sim.network import Latency
@@ -23,23 +21,25 @@ from ldpsim.sim.scenario.common import (
     MAX_ROWS_PER_REPLICATION,
     MAX_TIME,
     BuiltScenario,
-    Model,
-    NetworkSpec as _Network,
-    PositiveFloat,
-    PositiveTime,
-    Probability,
-    ScenarioName,
-    SimulationSpec as _Simulation,
-    Time,
     build_latency,
     check_rows,
     check_sum_to_one,
-    read_scenario_text,
     read_toml,
     validate_and_build,
 )
+from ldpsim.sim.scenario.questions import build_questions
+from ldpsim.sim.scenario.survey_specs import (
+    MAX_ANSWERS,
+    AllAtOnceSpec,
+    LossByAnswerSpec,
+    PopulationSpec,
+    QuestionsScenarioSpec,
+    ScenarioSpec,
+    WavesSpec,
+    _build_mechanism,
+)
 from ldpsim.sim.table import DataAccess, TablePopulation, current_access, data_access, read_scenario_table, table_population
-from ldpsim.sim.weights import UnitWeight, Weight, parse_weight, sum_problem
+from ldpsim.sim.weights import parse_weight
 
 KIND = "survey"
 
@@ -55,232 +55,6 @@ HYPERGEOMETRIC_LIMIT = 10**9
 #: Cells (cohort x delivery tick x output) of the exact multinomial splits over delivery
 #: ticks in aggregate mode, per replication (about 10 s of numpy at the limit).
 MAX_SPLIT_CELLS = 10**8
-
-# --------------------------------------------------------------------- population
-#: Most answers a survey question may have (labels are kept in memory and in the report).
-MAX_ANSWERS = 10**6
-
-
-class AnswersSpec(Model):
-    """``answers = { count = 1000, prefix = "app " }``: labels ``prefix1`` .. ``prefix<count>``
-    for questions with many answers."""
-
-    count: Annotated[int, Field(ge=2, le=MAX_ANSWERS)]
-    prefix: Annotated[str, Field(max_length=50)] = "answer "
-
-
-class LawSpec(Model):
-    """``law = { kind = "zipf", s = 1.1 }`` (``P(answer i) ∝ i^-s``, i = 1..k) or
-    ``{ kind = "uniform" }``: a named true distribution instead of a list."""
-
-    kind: Literal["zipf", "uniform"]
-    s: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)] | None = None
-
-    @model_validator(mode="after")
-    def _exponent(self) -> "LawSpec":
-        if self.kind == "zipf" and self.s is None:
-            raise ValueError("s: got nothing, expected the Zipf exponent s > 0 (P(answer i) proportional to i^-s)")
-        if self.kind == "uniform" and self.s is not None:
-            raise ValueError(f"s: got {self.s!r}, expected no 's' for kind = 'uniform'")
-        return self
-
-    def probabilities(self, k: int) -> list[float]:
-        if self.kind == "uniform":
-            return [1.0 / k] * k
-        w = np.arange(1, k + 1, dtype=np.float64) ** -float(self.s)  # type: ignore[arg-type]
-        return (w / w.sum()).tolist()
-
-
-class PopulationSpec(Model):
-    """Who the clients are: an alphabet (``labels``, or ``answers`` for many), the true
-    distribution (``distribution``, a named ``law``, or P0/P1 and which holds); or a column
-    of a CSV table (``file``, ``column``, optional ``labels``, ``missing``), used as is
-    (no ``size``) or resampled to ``size`` clients (:mod:`ldpsim.sim.table`)."""
-
-    labels: Annotated[list[str], Field(min_length=2, max_length=MAX_ANSWERS)] | None = None
-    answers: AnswersSpec | None = None
-    size: Annotated[int, Field(ge=1, le=10**15)] | None = None
-    #: weights: numbers, or exact fractions such as "1/3" (:mod:`ldpsim.sim.weights`)
-    distribution: list[Weight] | None = None
-    law: LawSpec | None = None
-    P0: list[Weight] | None = None
-    P1: list[Weight] | None = None
-    truth: Literal["P0", "P1"] | None = None
-    #: a CSV table, relative to the scenario file, and the column holding the answers
-    file: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
-    column: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
-    #: what a blank value in the column does: an error, or its row is left out
-    missing: Literal["error", "drop"] | None = None
-
-    @model_validator(mode="after")
-    def _one_truth(self) -> "PopulationSpec":
-        if self.file is not None:
-            return self._from_table()
-        for key in ("column", "missing"):
-            if getattr(self, key) is not None:
-                raise ValueError(f"{key}: got {getattr(self, key)!r}, expected no {key!r} without 'file' (a CSV table)")
-        if self.size is None:
-            raise ValueError("size: got nothing, expected the number of clients (or a table: 'file' and 'column')")
-        if (self.labels is None) == (self.answers is None):
-            raise ValueError("give either 'labels' (a list) or 'answers' (a count and a prefix), not both")
-        pair = (self.P0, self.P1, self.truth)
-        given = (self.distribution is not None) + (self.law is not None) + all(v is not None for v in pair)
-        if given != 1 or (any(v is not None for v in pair) and not all(v is not None for v in pair)):
-            raise ValueError("give one of 'distribution', 'law', or all of 'P0', 'P1' and 'truth'")
-        return self._distinct()
-
-    def _distinct(self) -> "PopulationSpec":
-        if self.labels is not None and len(set(self.labels)) != len(self.labels):
-            raise ValueError("labels must be distinct")
-        return self
-
-    def _from_table(self) -> "PopulationSpec":
-        if self.column is None:
-            raise ValueError(f"column: got nothing, expected the column of {self.file} that holds the answers")
-        for key in ("answers", "distribution", "law", "P0", "P1", "truth"):
-            if getattr(self, key) is not None:
-                raise ValueError(f"{key}: got {_show(getattr(self, key))}, expected no {key!r} with 'file' "
-                                 "(the answers and their truth come from the table)")  # fmt: skip
-        return self._distinct()
-
-    def label_list(self) -> list[str]:
-        """The answers' labels (generated from ``answers`` when not listed; for a table,
-        the built scenario's ``labels``)."""
-        if self.labels is not None:
-            return self.labels
-        a = self.answers
-        return [f"{a.prefix}{i}" for i in range(1, a.count + 1)]  # type: ignore[union-attr]
-
-    def true_distribution(self) -> list[float]:
-        if self.distribution is not None:
-            return self.distribution
-        if self.law is not None:
-            return self.law.probabilities(len(self.label_list()))
-        return self.P0 if self.truth == "P0" else self.P1  # type: ignore[return-value]
-
-
-# --------------------------------------------------------------------- arrivals
-class AllAtOnceSpec(Model):
-    kind: Literal["all_at_once"]
-    at: Time = 0.0
-
-
-class PoissonSpec(Model):
-    """Poisson arrivals: a Poisson process of rate ``rate`` (or ``size / duration``),
-    conditioned on the population size, so arrival times are i.i.d. uniform on
-    ``[0, duration]`` with ``duration = size / rate``."""
-
-    kind: Literal["poisson"]
-    rate: PositiveFloat | None = None
-    duration: PositiveTime | None = None
-
-    @model_validator(mode="after")
-    def _rate_or_duration(self) -> "PoissonSpec":
-        if (self.rate is None) == (self.duration is None):
-            raise ValueError("give exactly one of 'rate' and 'duration'")
-        return self
-
-
-class WavesSpec(Model):
-    """Waves: a fraction of the population arrives at each given time."""
-
-    kind: Literal["waves"]
-    times: list[Time] = Field(min_length=1)
-    fractions: list[UnitWeight] = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _match(self) -> "WavesSpec":
-        if len(self.times) != len(self.fractions):
-            raise ValueError("'times' and 'fractions' must have the same length")
-        problem = sum_problem(self.fractions, "fractions", SUM_TOL)
-        if problem is not None:
-            raise ValueError(f"fractions: {problem}")
-        if any(b < a for a, b in zip(self.times, self.times[1:])):
-            raise ValueError("'times' must be non-decreasing")
-        return self
-
-
-ArrivalSpec = Annotated[Union[AllAtOnceSpec, PoissonSpec, WavesSpec], Field(discriminator="kind")]
-
-
-# --------------------------------------------------------------------- network
-class LossByAnswerSpec(Model):
-    """``network.loss = { by_answer = { label = probability, ... }, default = ... }``: the
-    probability that a report is lost depends on its client's true answer (non-response
-    missing not at random); answers not listed are lost with ``default``."""
-
-    by_answer: Annotated[dict[str, Probability], Field(min_length=1)]
-    default: Probability = 0.0
-
-
-class NetworkSpec(_Network):
-    """``[network]``: the latency of every report and the probability that it is lost
-    (one number, or per answer)."""
-
-    loss: Union[Probability, LossByAnswerSpec] = 0.0
-
-    def loss_text(self) -> str:
-        if isinstance(self.loss, LossByAnswerSpec):
-            listed = ", ".join(f"{label} {p:g}" for label, p in self.loss.by_answer.items())
-            return f"by answer ({listed}; any other {self.loss.default:g})"
-        return f"{self.loss}"
-
-
-# --------------------------------------------------------------------- server and analyst
-class ServerSpec(Model):
-    """What the server keeps: output counts always; individual reports on request, up to a
-    memory budget (reports beyond it are counted but not stored)."""
-
-    keep_reports: bool = False
-    max_reports: Annotated[int, Field(ge=0)] = 10_000_000
-
-
-class CheckpointSpec(Model):
-    """When the analyst runs: every ``every`` time units and/or every ``every_reports``
-    reports received; always at the end."""
-
-    every: PositiveTime | None = None
-    every_reports: Annotated[int, Field(ge=1)] | None = None
-
-
-class AnalystSpec(Model):
-    checkpoints: CheckpointSpec = CheckpointSpec()
-    tasks: list[dict[str, Any]] = Field(default_factory=lambda: [{"kind": "frequency"}])
-    #: with answer-dependent loss: the analyst knows the response rates and reweights
-    reweight: bool = False
-
-
-class SimulationSpec(_Simulation):
-    """How the simulation runs.
-
-    ``mode``: ``individual`` draws every client (values, reports, times); ``aggregate``
-    draws only counts, exactly in law (``sample_counts``, binomial thinning for loss,
-    multinomial splitting over delivery ticks).
-    ``tick``: time resolution; the arrivals of one tick form one cohort (one SimPy event).
-    ``end``: when the run stops; reports still in flight are not received.
-    """
-
-    mode: Literal["individual", "aggregate"] = "individual"
-    tick: PositiveTime | None = None
-    end: PositiveTime | None = None
-    batch_size: Annotated[int, Field(ge=1)] = 1 << 16
-
-
-class ScenarioSpec(Model):
-    kind: Literal["survey"] = "survey"
-    name: ScenarioName
-    description: str = ""
-    population: PopulationSpec
-    #: ``kind`` = a catalog entry tagged ``scenario``, and its parameters (checked at build)
-    mechanism: dict[str, Any] | None = None
-    #: several mechanisms compared on the same respondents and network (``[[mechanisms]]``,
-    #: each a ``[mechanism]`` table with an optional ``name``)
-    mechanisms: Annotated[list[dict[str, Any]], Field(min_length=1, max_length=16)] | None = None
-    arrivals: ArrivalSpec
-    network: NetworkSpec = NetworkSpec()
-    server: ServerSpec = ServerSpec()
-    analyst: AnalystSpec = AnalystSpec()
-    simulation: SimulationSpec = SimulationSpec()
 
 
 # --------------------------------------------------------------------- built scenario
@@ -325,17 +99,9 @@ class Scenario(BuiltScenario):
             return build(spec, self.source, self.path)
 
 
-def load_survey(path: Any) -> Scenario:
-    """Read, validate and build a survey scenario file; raise LdpSimError naming file and key."""
-    text, where = read_scenario_text(path)
-    return parse_survey(text, where)
-
-
 def parse_survey(text: str, where: str = "<scenario>") -> Scenario:
     raw = read_toml(text, where)
     if "questions" in raw:  # several questions per respondent
-        from ldpsim.sim.scenario.questions import QuestionsScenarioSpec
-
         return validate_and_build(raw, text, where, QuestionsScenarioSpec, build)  # type: ignore[no-any-return]
     return validate_and_build(raw, text, where, ScenarioSpec, build)
 
@@ -518,8 +284,6 @@ def _loss_by_answer(spec: ScenarioSpec, labels: list[str], mechanisms: list[Freq
 
 def _build_questions(spec: Any, source: str, where: str) -> Scenario:
     """A scenario with ``[[questions]]`` (:mod:`ldpsim.sim.scenario.questions`)."""
-    from ldpsim.sim.scenario.questions import build_questions
-
     if isinstance(spec.network.loss, LossByAnswerSpec):
         raise LdpSimError("network.loss: got a loss by answer with [[questions]], expected one probability (a loss "
                           "that depends on an answer is set per question: questions[i].loss)")  # fmt: skip
@@ -628,11 +392,6 @@ def split_cells(spec: ScenarioSpec, tick: float, end: float, size: int | None = 
     return sum(n - j + 1 for j in starts)
 
 
-#: Catalog roles the loader fills in from ``[population]`` (the file does not set them in
-#: ``[mechanism]``), and where each comes from, for messages.
-_FILLED = {"alphabet": "population.labels", "P0": "population.P0", "P1": "population.P1", "prior": "population"}
-
-
 def _mechanism_keys(spec: ScenarioSpec) -> list[str]:
     if spec.mechanisms is None:
         return ["mechanism"]
@@ -658,73 +417,6 @@ def _build_mechanisms(spec: ScenarioSpec, labels: list[str], prior: Any) -> list
             raise LdpSimError(f"{key}.name: got {name!r}, expected a name no other mechanism has (set 'name')")
         out.append((name, mech))
     return out
-
-
-def _build_mechanism(
-    spec: ScenarioSpec, table: dict[str, Any], labels: list[str], prior: Any, where: str = "mechanism",
-    filled: dict[str, Any] | None = None,
-) -> FrequencyOracle:
-    """A ``[mechanism]`` table built through the one catalog (:mod:`ldpsim.mechanisms.catalog`):
-    ``kind`` names an entry tagged ``scenario``, the other keys are its parameters (strictly
-    typed; the privacy parameters eps and delta must be stated), and the parameters that
-    describe the inputs (alphabet size, P0, P1, prior) come from ``[population]``. Input
-    sets (``T``) are written as labels. The mechanism's inputs are named by the labels.
-    ``filled``: the values of the filled-in roles when they do not come from ``[population]``
-    (a question's own answers)."""
-    from ldpsim.mechanisms import catalog
-
-    table = dict(table)
-    if "tiers" in table:
-        raise LdpSimError(f"{where}.tiers: got {_show(table['tiers'])}, expected no tiers here (privacy tiers are for "
-                          "the one [mechanism] of a single-question scenario)")  # fmt: skip
-    pop = spec.population
-    usable = catalog.names("scenario")
-    kind = table.pop("kind", None)
-    if not isinstance(kind, str) or kind not in usable:
-        got = "nothing" if kind is None else _show(kind)
-        other = isinstance(kind, str) and kind in catalog.CATALOG
-        hint = f" ({kind} does not report one of finitely many answers)" if other else did_you_mean(kind, usable)
-        raise LdpSimError(f"{where}.kind: got {got}, expected one of {', '.join(usable)}{hint}")
-    entry = catalog.entry(kind)
-    params: dict[str, Any] = {}
-    for key, value in table.items():
-        p = entry.params.get(key)
-        if p is None:
-            own = [n for n, q in entry.params.items() if q.role not in _FILLED]
-            raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected no such key ({kind} takes {', '.join(own)})")
-        if p.role in _FILLED:
-            raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected no {key} here: it comes from {_FILLED[p.role]}")
-        params[key] = _label_indices(value, labels, key, where) if p.role == "inputs" else value
-    for key in ("eps", "delta"):
-        if key in entry.params and key not in params:
-            raise LdpSimError(f"{where}.{key}: got nothing, expected the privacy parameter {key} of {kind} (a scenario states it)")
-    if filled is None:
-        truth = pop.true_distribution() if pop.file is None else [float(p) for p in prior]  # as written, or the table's
-        given = {"alphabet": len(labels), "P0": pop.P0, "P1": pop.P1, "prior": truth}
-    else:
-        given = filled
-    for key, p in entry.params.items():
-        if p.role in _FILLED and given[p.role] is not None:
-            params[key] = given[p.role]
-    try:
-        mech = entry.build(strict=True, **params)
-    except LdpSimError as exc:
-        key = str(exc).partition(":")[0]
-        role = entry.params[key].role if key in entry.params else None
-        raise LdpSimError(f"{_FILLED[role]}: {str(exc).partition(': ')[2]}" if role in _FILLED else f"{where}.{exc}") from None
-    if mech.k != len(labels):
-        raise LdpSimError(f"{where}.kind: got {kind!r} with {len(labels)} labels, expected exactly {mech.k} labels (its inputs)")
-    return mech.with_labels(labels)
-
-
-def _label_indices(value: Any, labels: list[str], key: str, where: str = "mechanism") -> list[int]:
-    """A list of labels as symbol indices (one line naming the key otherwise)."""
-    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-        raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected a list of labels of the population")
-    unknown = [t for t in value if t not in labels]
-    if unknown:
-        raise LdpSimError(f"{where}.{key}: got {unknown[0]!r}, expected labels of the population {labels}")
-    return [labels.index(t) for t in value]
 
 
 def arrival_horizon(spec: ScenarioSpec, size: int | None = None) -> float:

@@ -7,7 +7,7 @@ from typing import Sequence
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .guarantees import Guarantee
+from ldpsim.privacy.guarantees import Guarantee
 
 
 def plot_regions(

@@ -2,7 +2,9 @@
 tables (delta at a grid of eps_total, or eps_total at target deltas) and a region figure;
 and the same for a list of different mechanisms and (eps, delta) pairs (:func:`run_mixed`,
 through :class:`ldpsim.privacy.Accountant`). Mechanisms arrive as guarantees: this module
-never imports :mod:`ldpsim.mechanisms` (the command line builds them)."""
+never imports :mod:`ldpsim.mechanisms` (the command line builds them). The numbers are the
+accounting's (:mod:`ldpsim.privacy`, which writes no files); the figure and the output
+folder are made here."""
 
 from __future__ import annotations
 
@@ -18,14 +20,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
-from .. import _validate as V
-from .._files import OutputFolder
-from .._meta import write_json
-from ..errors import LdpSimError, invalid
-from . import composition as C
-from .accountant import Accountant
-from .guarantees import DeltaCurve, EpsDelta, Guarantee, OptimalComposition
-from .plot import plot_regions
+from ldpsim import _validate as V
+from ldpsim._files import OutputFolder
+from ldpsim._meta import write_json
+from ldpsim.errors import LdpSimError, invalid
+from ldpsim.privacy import composition as C
+from ldpsim.privacy.accountant import Accountant
+from ldpsim.privacy.guarantees import DeltaCurve, EpsDelta, Guarantee, OptimalComposition
+from ldpsim.report.regions import plot_regions
 
 LABELS = {
     "exact": "exact (Thm 3.3)",
