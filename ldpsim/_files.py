@@ -506,15 +506,3 @@ def put_in_place_count() -> int:
 def put_in_place_since(count: int) -> Path | None:
     """The last output folder put in place since :func:`put_in_place_count` returned ``count``."""
     return _put_in_place[1] if _put_in_place[0] > count else None
-
-
-def __getattr__(name: str) -> Any:
-    """``pool_map`` read from here, where it was before :mod:`ldpsim._pool` (the modules of
-    :mod:`ldpsim.reproduce` still import it so): the pool's, imported on first use, since
-    :mod:`ldpsim._pool` imports this module (a cycle otherwise). Goes when they import it
-    from :mod:`ldpsim._pool`."""
-    if name == "pool_map":
-        from ldpsim._pool import pool_map
-
-        return pool_map
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

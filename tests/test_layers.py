@@ -254,12 +254,7 @@ def collect_module_edges(package: Path = PACKAGE) -> list[tuple[Edge, bool]]:
 #: cycle between modules, each with the reason it cannot be broken otherwise. (The cycle
 #: sim.scenario.survey <-> sim.scenario.questions was broken by moving what both need to
 #: sim.scenario.survey_specs, and is not listed.)
-DEFERRED_CYCLE_BREAKERS: dict[tuple[str, str], str] = {
-    ("ldpsim._files", "ldpsim._pool"): (
-        "_files.__getattr__ hands out pool_map, which moved to _pool (which imports _files for sigint_held), to "
-        "ldpsim/reproduce/* that still import it from _files; goes when they import it from ldpsim._pool"
-    ),
-}
+DEFERRED_CYCLE_BREAKERS: dict[tuple[str, str], str] = {}
 
 
 def module_cycles(edges: list[tuple[Edge, bool]], allowed: dict[tuple[str, str], str]) -> list[list[str]]:

@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from ldpsim import _validate as v
-from ldpsim._files import pool_map
+from ldpsim._pool import pool_map
 from ldpsim.errors import invalid
 from ldpsim.mechanisms import catalog
 from ldpsim.utility import KL, MutualInformation, Utility, binary_for, optimal_mechanism

@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 from scipy import optimize
 
 from ldpsim import _progress as progress
-from ldpsim._files import pool_map
+from ldpsim._pool import pool_map
 from ldpsim.reproduce import _study as s
 from ldpsim.reproduce._registry import register, write_summary
 from ldpsim.utility import (

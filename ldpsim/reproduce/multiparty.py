@@ -64,7 +64,7 @@ from numpy.typing import NDArray
 
 from ldpsim import _progress as progress
 from ldpsim import _validate as v
-from ldpsim._files import pool_map
+from ldpsim._pool import pool_map
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms import catalog, from_matrix
 from ldpsim.protocols import OBSERVER, Protocol, Task, exact_accuracy

@@ -42,7 +42,7 @@ from scipy import stats
 
 from ldpsim import _progress as progress
 from ldpsim import _validate as v
-from ldpsim._files import pool_map
+from ldpsim._pool import pool_map
 from ldpsim.analyst.testing import (
     _groups,
     _n_compositions,
