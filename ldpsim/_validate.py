@@ -77,15 +77,10 @@ def finite_array(value: ArrayLike, name: str, expected: str = "finite real numbe
     return arr
 
 
-#: the former private names (kept for the modules that use them)
-_as_float = as_float
-_real_array = real_array
-
-
 def epsilon(value: object, name: str = "eps", *, allow_inf: bool = False) -> float:
     """A privacy level: a number >= 0 (finite unless ``allow_inf``)."""
     expected = "a number >= 0" if allow_inf else "a finite number >= 0"
-    eps = _as_float(value, name, expected)
+    eps = as_float(value, name, expected)
     if math.isnan(eps) or eps < 0 or (math.isinf(eps) and not allow_inf):
         raise invalid(name, value, expected)
     return eps
@@ -94,7 +89,7 @@ def epsilon(value: object, name: str = "eps", *, allow_inf: bool = False) -> flo
 def delta(value: object, name: str = "delta") -> float:
     """A delta in [0, 1]."""
     expected = "a number in [0, 1]"
-    d = _as_float(value, name, expected)
+    d = as_float(value, name, expected)
     if not (0.0 <= d <= 1.0):  # also rejects NaN
         raise invalid(name, value, expected)
     return d
@@ -181,7 +176,7 @@ def probability_vector(value: ArrayLike, name: str, *, size: int | None = None) 
     """A 1-D vector of finite entries >= 0 that sums to one within ``SUM_TOL``."""
     where = f" of length {size}" if size is not None else ""
     expected = f"a probability vector{where} (entries >= 0, summing to 1 within {SUM_TOL:g})"
-    p = _real_array(value, name, expected)
+    p = real_array(value, name, expected)
     if p.ndim != 1 or p.size == 0 or (size is not None and p.size != size):
         raise invalid(name, value, expected)
     if not np.all(np.isfinite(p)) or np.any(p < 0):
@@ -194,7 +189,7 @@ def probability_vector(value: ArrayLike, name: str, *, size: int | None = None) 
 def stochastic_matrix(value: ArrayLike, name: str = "Q") -> NDArray[np.float64]:
     """A k x m matrix (k >= 2, m >= 1) of finite entries >= 0 whose rows sum to one."""
     expected = f"a row-stochastic matrix with at least 2 rows (entries >= 0, rows summing to 1 within {SUM_TOL:g})"
-    q = _real_array(value, name, expected)
+    q = real_array(value, name, expected)
     if q.ndim != 2 or q.shape[0] < 2 or q.shape[1] < 1:
         raise invalid(name, value, expected)
     bad_entry = np.argwhere(~np.isfinite(q))

@@ -948,7 +948,7 @@ def _audit(args: argparse.Namespace) -> int:
 
     from ldpsim import audit as au
     from ldpsim.audit import targets as tg
-    from ldpsim.audit.witnesses import _key
+    from ldpsim.audit.witnesses import input_key
 
     if args.list:
         if args.spec is not None:
@@ -992,7 +992,7 @@ def _audit(args: argparse.Namespace) -> int:
     if refuted is None:
         refuted = res.eps_lb > claim_eps if claim_delta == 0 else (res.delta_lb or 0.0) > claim_delta
     exact_delta = t.true_delta(claim_eps) if (claim_delta > 0 and t.true_delta is not None) else None
-    per_input = res.n_samples_used // max(1, len({_key(x) for pair in pairs for x in pair}))
+    per_input = res.n_samples_used // max(1, len({input_key(x) for pair in pairs for x in pair}))
     if args.json:
         out = {
             "spec": t.spec, "seed": seed.entropy, "alpha": res.alpha, "eps_lb": _json_float(res.eps_lb),

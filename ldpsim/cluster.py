@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ldpsim.errors import LdpSimError, _show
+from ldpsim.errors import LdpSimError, show
 
 #: Workers a ``local:N`` cluster may start.
 MAX_LOCAL_WORKERS = 256
@@ -51,7 +51,7 @@ class Cluster:
 def parse(spec: object) -> tuple[str, int | str]:
     """``("local", N)`` or ``("address", ADDRESS)``; one line naming ``--scheduler`` otherwise."""
     if not isinstance(spec, str) or not spec.strip():
-        raise LdpSimError(f"--scheduler: got {_show(spec)}, expected {FORM}")
+        raise LdpSimError(f"--scheduler: got {show(spec)}, expected {FORM}")
     spec = spec.strip()
     m = re.fullmatch(r"local:(\d+)", spec)
     if m:

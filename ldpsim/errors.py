@@ -13,10 +13,12 @@ class LdpSimError(ValueError):
 
 def invalid(name: str, value: object, expected: str) -> LdpSimError:
     """Build the standard error: ``"<name>: got <value>, expected <expected>"``."""
-    return LdpSimError(f"{name}: got {_show(value)}, expected {expected}")
+    return LdpSimError(f"{name}: got {show(value)}, expected {expected}")
 
 
-def _show(value: object, limit: int = 80) -> str:
+def show(value: object, limit: int = 80) -> str:
+    """``repr(value)`` on one line (whitespace runs collapsed), cut to ``limit`` characters
+    with ``...``: how every error message shows a value it was given."""
     text = " ".join(repr(value).split())  # one line, whatever the value
     if len(text) > limit:
         text = text[: limit - 3] + "..."

@@ -58,7 +58,7 @@ from ldpsim._files import (
 )  # fmt: skip
 from ldpsim._meta import now, versions, write_json
 from ldpsim._pool import start_pool, stop_pool
-from ldpsim.errors import LdpSimError, _show, invalid
+from ldpsim.errors import LdpSimError, invalid, show
 from ldpsim.runs import (
     RUN_FILES, Creation, RunInterrupted, check_input_names, check_inputs, check_shards, check_study_inputs, check_workers,
     default_run_dir, refuse_used, settle_seed, stopped_while_starting, write_input,
@@ -154,7 +154,7 @@ def _check_entry(key: Any, values: Any, option: str, shown: str) -> tuple[str, l
     seen = []
     for v in values:
         if v in seen:
-            raise LdpSimError(f"{option}: got {shown}, expected distinct values ({_show(v)} is listed twice)")
+            raise LdpSimError(f"{option}: got {shown}, expected distinct values ({show(v)} is listed twice)")
         seen.append(v)
     return key, values
 
@@ -166,14 +166,14 @@ def parse_grid(entries: Sequence[str] | Mapping[str, Any] | None, option: str = 
         return []
     out: list[tuple[str, list[Any]]] = []
     if isinstance(entries, Mapping):
-        items = [(k, v, f"{k}={_show(v)}") for k, v in entries.items()]
+        items = [(k, v, f"{k}={show(v)}") for k, v in entries.items()]
     elif isinstance(entries, str):
         raise invalid(option, entries, "a list of KEY=[...] entries (not one string)")
     else:
         items = []
         for entry in entries:
             if not isinstance(entry, str) or "=" not in entry:
-                raise LdpSimError(f"{option}: got {_show(entry)}, expected {_EXPECTED} (no '=')")
+                raise LdpSimError(f"{option}: got {show(entry)}, expected {_EXPECTED} (no '=')")
             key, _, text = entry.partition("=")
             value = _parse_list(text.strip())
             items.append((key.strip(), value if value is not None else text, repr(entry)))
@@ -356,7 +356,7 @@ def _label(index: int, width: int, values: Mapping[str, Any]) -> str:
 
 
 def _describe(values: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={_show(v)}" for k, v in values.items())
+    return ", ".join(f"{k}={show(v)}" for k, v in values.items())
 
 
 def plan(base_text: str, where: str, grid: Sequence[str] | Mapping[str, Any] | None = None, *,
@@ -380,7 +380,7 @@ def _plan(base_text: str, where: str, raw: dict[str, Any], g: Grid, option: str,
     known = [k for k, _ in _flatten(base)]
     for key, values in zip(g.keys, g.values):
         present, blocked = _lookup(base, key)
-        shown = f"{key}={_show(list(values))}"
+        shown = f"{key}={show(list(values))}"
         if blocked is not None:
             raise LdpSimError(f"{option}: got {shown!r}, expected a key inside a table ({blocked} is a value, not a table)")
         if present:

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ldpsim.errors import LdpSimError, _show
+from ldpsim.errors import LdpSimError, show as _show
 
 if TYPE_CHECKING:
     import pandas as pd

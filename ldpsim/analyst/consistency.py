@@ -32,7 +32,7 @@ __all__ = ["norm_sub", "base_cut", "base_cut_threshold"]
 
 def _estimate(values: ArrayLike) -> NDArray[np.float64]:
     expected = "a non-empty vector of finite real numbers"
-    arr = v._real_array(values, "estimate", expected)
+    arr = v.real_array(values, "estimate", expected)
     if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
         raise invalid("estimate", values, expected)
     return arr
@@ -60,7 +60,7 @@ def base_cut_threshold(mechanism: FrequencyOracle, n: int, alpha: float = 0.05) 
     error of the estimate of an answer of frequency zero, from ``n`` reports when every
     other answer is equally likely (Wang et al. 2020, the base variance)."""
     n = v.integer(n, "n", minimum=1)
-    a = v._as_float(alpha, "alpha", "a number in (0, 1)")
+    a = v.as_float(alpha, "alpha", "a number in (0, 1)")
     if not 0.0 < a < 1.0:
         raise invalid("alpha", alpha, "a number in (0, 1)")
     k = mechanism.k
@@ -74,7 +74,7 @@ def base_cut(estimate: ArrayLike, threshold: float) -> NDArray[np.float64]:
     """Base-Cut (Wang et al. 2020): entries below ``threshold`` become zero, the others are
     kept as estimated."""
     est = _estimate(estimate)
-    t = v._as_float(threshold, "threshold", "a finite number")
+    t = v.as_float(threshold, "threshold", "a finite number")
     if not np.isfinite(t):
         raise invalid("threshold", threshold, "a finite number")
     return np.where(est < t, 0.0, est)

@@ -123,7 +123,7 @@ class IndependenceTest:
 
     def reject(self, alpha: float = 0.05) -> bool:
         """Whether independence is rejected at level ``alpha``."""
-        a = v._as_float(alpha, "alpha", "a level in (0, 1)")
+        a = v.as_float(alpha, "alpha", "a level in (0, 1)")
         if not 0.0 < a < 1.0:
             raise invalid("alpha", alpha, "a level in (0, 1)")
         return self.p_value <= a

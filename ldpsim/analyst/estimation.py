@@ -83,7 +83,7 @@ def z_value(confidence: float, tests: int = 1) -> float:
 def _confidence(value: object, name: str = "confidence") -> float:
     expected = "a number strictly between 0 and 1"
     try:
-        x = v._as_float(value, name, expected)
+        x = v.as_float(value, name, expected)
     except Exception:
         raise invalid(name, value, expected) from None
     if not (0.0 < x < 1.0):  # also rejects NaN
@@ -201,7 +201,7 @@ def project_to_simplex(values: ArrayLike) -> NDArray[np.float64]:
     ndarray, same shape as ``values``
     """
     expected = "a non-empty array of finite real numbers (vectors along the last axis)"
-    arr = v._real_array(values, "values", expected)
+    arr = v.real_array(values, "values", expected)
     if arr.ndim == 0 or arr.shape[-1] == 0 or not np.all(np.isfinite(arr)):
         raise invalid("values", values, expected)
     k = arr.shape[-1]
@@ -279,7 +279,7 @@ def em_estimate(
     EMResult
     """
     f, n = _frequencies(mechanism, counts, n)
-    tol_f = v._as_float(tol, "tol", "a finite number > 0")
+    tol_f = v.as_float(tol, "tol", "a finite number > 0")
     if not (math.isfinite(tol_f) and tol_f > 0):
         raise invalid("tol", tol, "a finite number > 0")
     max_iter = v.integer(max_iter, "max_iter", minimum=1)

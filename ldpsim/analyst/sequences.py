@@ -46,7 +46,7 @@ def rho_for(spread: ArrayLike, n_plan: float, alpha: float) -> NDArray[np.float6
     ``u - log(1 + u) = c``; ``u`` is found by the fixed-point iteration
     ``u <- c + log(1 + u)`` (a contraction, since its slope ``1/(1 + u)`` is below 1)."""
     s2 = np.square(np.asarray(spread, dtype=np.float64)) / 4.0
-    n = v._as_float(n_plan, "n_plan", "a number >= 1")
+    n = v.as_float(n_plan, "n_plan", "a number >= 1")
     if not (math.isfinite(n) and n >= 1):
         raise invalid("n_plan", n_plan, "a number >= 1")
     c = 2.0 * math.log(1.0 / _alpha(alpha))
@@ -60,7 +60,7 @@ def rho_for(spread: ArrayLike, n_plan: float, alpha: float) -> NDArray[np.float6
 
 
 def _alpha(alpha: float) -> float:
-    a = v._as_float(alpha, "alpha", "a number in (0, 1)")
+    a = v.as_float(alpha, "alpha", "a number in (0, 1)")
     if not 0.0 < a < 1.0:
         raise invalid("alpha", alpha, "a number in (0, 1)")
     return a

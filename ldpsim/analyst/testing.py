@@ -48,7 +48,7 @@ _CHUNK = 1 << 16
 
 # --------------------------------------------------------------------- validation
 def _alpha(value: object) -> float:
-    a = v._as_float(value, "alpha", "a number in (0, 1)")
+    a = v.as_float(value, "alpha", "a number in (0, 1)")
     if not (0.0 < a < 1.0):  # also rejects NaN
         raise invalid("alpha", value, "a number in (0, 1)")
     return a
@@ -70,7 +70,7 @@ def _pair(M0: ArrayLike, M1: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np
 
 
 @dataclass(frozen=True)
-class _Groups:
+class RatioGroups:
     """Outputs merged by their log-likelihood ratio: ``L`` depends on the counts only through
     the total count of each group, and the group counts are ``Multinomial(n, group mass)``."""
 
@@ -84,7 +84,10 @@ class _Groups:
         return int(self.gw.size)
 
 
-def _groups(m0: NDArray[np.float64], m1: NDArray[np.float64]) -> _Groups:
+def ratio_groups(m0: NDArray[np.float64], m1: NDArray[np.float64]) -> RatioGroups:
+    """The outputs of the two laws ``m0``, ``m1`` grouped by equal log-likelihood ratio
+    (within ``TIE_RTOL``): the statistic of the exact likelihood-ratio test, also used by the
+    Chernoff-Stein reproduction."""
     pos = m0 > 0
     with np.errstate(divide="ignore"):
         lw = np.where(pos, np.log(np.where(pos, m1, 1.0)) - np.log(np.where(pos, m0, 1.0)), 0.0)
@@ -98,10 +101,10 @@ def _groups(m0: NDArray[np.float64], m1: NDArray[np.float64]) -> _Groups:
     g0 = np.add.reduceat(m0[pos][order], starts)
     g1 = np.add.reduceat(m1[pos][order], starts)
     gw = np.log(g1) - np.log(g0)  # exact for a group of equal ratios
-    return _Groups(lw, gw, np.log(g0), np.log(g1))
+    return RatioGroups(lw, gw, np.log(g0), np.log(g1))
 
 
-def _tie_tol(n: int, groups: _Groups) -> float:
+def _tie_tol(n: int, groups: RatioGroups) -> float:
     return TIE_RTOL * max(1.0, n * float(np.max(np.abs(groups.gw))))
 
 
@@ -174,7 +177,9 @@ class LLRLaw:
         )  # fmt: skip
 
 
-def _n_compositions(n: int, parts: int) -> int:
+def n_compositions(n: int, parts: int) -> int:
+    """How many vectors of ``parts`` non-negative integers sum to ``n`` (the support size of
+    the exact law over ``parts`` groups)."""
     return math.comb(n + parts - 1, parts - 1)
 
 
@@ -193,7 +198,7 @@ def _compositions(n: int, parts: int) -> NDArray[np.int64]:
     return np.stack(cols, axis=1)
 
 
-def _law(n: int, groups: _Groups) -> LLRLaw:
+def _law(n: int, groups: RatioGroups) -> LLRLaw:
     comps = _compositions(n, groups.size)
     base = special.gammaln(n + 1.0) - special.gammaln(comps + 1.0).sum(axis=1)
     lp0 = base + comps @ groups.log_g0
@@ -218,8 +223,8 @@ def llr_exact_law(M0: ArrayLike, M1: ArrayLike, n: int) -> LLRLaw:
     """
     m0, m1 = _pair(M0, M1)
     n = v.integer(n, "n", minimum=1)
-    groups = _groups(m0, m1)
-    size = _n_compositions(n, groups.size)
+    groups = ratio_groups(m0, m1)
+    size = n_compositions(n, groups.size)
     if size > MAX_COMPOSITIONS:
         raise invalid(
             "n", n, f"at most {MAX_COMPOSITIONS} count vectors to enumerate (got {size} over {groups.size} "
@@ -281,7 +286,7 @@ def lrt_exact(M0: ArrayLike, M1: ArrayLike, n: int, alpha: float) -> LikelihoodR
     m0, m1 = _pair(M0, M1)
     a = _alpha(alpha)
     law = llr_exact_law(m0, m1, n)
-    groups = _groups(m0, m1)
+    groups = ratio_groups(m0, m1)
     p0 = np.exp(law.log_pmf0)
     tail_ge = np.append(np.cumsum(p0[::-1])[::-1], 0.0)
     above = tail_ge[1:]  # P0(L > values[i])
@@ -322,7 +327,7 @@ def lrt_normal(M0: ArrayLike, M1: ArrayLike, n: int, alpha: float) -> Likelihood
     m0, m1 = _pair(M0, M1)
     a = _alpha(alpha)
     n = v.integer(n, "n", minimum=1)
-    groups = _groups(m0, m1)
+    groups = ratio_groups(m0, m1)
     e0, v0 = _moments(np.exp(groups.log_g0), groups.gw)
     e1, v1 = _moments(np.exp(groups.log_g1), groups.gw)
     t = n * e0 + math.sqrt(n * v0) * float(stats.norm.isf(a))
@@ -350,13 +355,13 @@ class TiltedEstimate:
     samples: int
 
 
-def _tilt_mean(lam: float, groups: _Groups) -> float:
+def _tilt_mean(lam: float, groups: RatioGroups) -> float:
     """``E_lambda[w]`` under ``M_lambda ∝ M0^lambda M1^(1-lambda)``."""
     lg = lam * groups.log_g0 + (1.0 - lam) * groups.log_g1
     return float(np.exp(lg - special.logsumexp(lg)) @ groups.gw)
 
 
-def _solve_tilt(target: float, groups: _Groups) -> float:
+def _solve_tilt(target: float, groups: RatioGroups) -> float:
     """The ``lambda >= 0`` with ``E_lambda[w] = target`` (``E_lambda[w]`` decreases in ``lambda``);
     0 when ``target`` is above ``E_1[w]`` (then ``beta`` is not small and plain sampling from
     ``M1`` is efficient)."""
@@ -397,14 +402,14 @@ def type2_error_tilted(
     m0, m1 = _pair(M0, M1)
     n = v.integer(n, "n", minimum=1)
     samples = v.integer(samples, "samples", minimum=2)
-    t = v._as_float(threshold, "threshold", "a finite number")
+    t = v.as_float(threshold, "threshold", "a finite number")
     if not math.isfinite(t):
         raise invalid("threshold", threshold, "a finite number")
-    g = v._as_float(gamma, "gamma", "a number in [0, 1]")
+    g = v.as_float(gamma, "gamma", "a number in [0, 1]")
     if not (0.0 <= g <= 1.0):
         raise invalid("gamma", gamma, "a number in [0, 1]")
     gen = as_generator(rng)
-    groups = _groups(m0, m1)
+    groups = ratio_groups(m0, m1)
     tol = _tie_tol(n, groups)
     if t < n * float(groups.gw.min()) - tol:  # L >= n min w always: the test always rejects
         return TiltedEstimate(0.0, -math.inf, 0.0, 0.0, math.inf, t, n, samples)
@@ -459,10 +464,10 @@ def stein_exponent_curve(
         raise invalid("ns", ns, "a non-empty sequence of integers >= 1")
     sizes = [v.integer(x, f"ns[{i}]", minimum=1) for i, x in enumerate(ns)]
     theory = chernoff_stein_exponent(m0, m1)
-    groups = _groups(m0, m1)
+    groups = ratio_groups(m0, m1)
     rows = []
     for n in sizes:
-        exact = _n_compositions(n, groups.size) <= MAX_COMPOSITIONS
+        exact = n_compositions(n, groups.size) <= MAX_COMPOSITIONS
         test = lrt_exact(m0, m1, n, a) if exact else lrt_normal(m0, m1, n, a)
         est = type2_error_tilted(m0, m1, n, test.threshold, gen, samples, gamma=test.gamma)
         rows.append(

@@ -79,8 +79,8 @@ from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim._text import plural
 from ldpsim.audit.events import LOW_BITS, _delta_score, _eps_score, _finite_select, _per_output, _real_select
-from ldpsim.audit.witnesses import LogDensity, Witness, _finite_input, _key
-from ldpsim.errors import LdpSimError, _show, invalid
+from ldpsim.audit.witnesses import LogDensity, Witness, _finite_input, input_key
+from ldpsim.errors import LdpSimError, invalid, show
 from ldpsim.stats import clopper_pearson_lower, clopper_pearson_upper
 
 __all__ = ["AuditResult", "audit", "density_of", "sampler_of", "MIN_HALF"]
@@ -175,28 +175,28 @@ def _draw(sampler: Sampler, x: Any, n: int, rng: np.random.Generator) -> np.ndar
     try:
         raw = sampler(x, n, rng)
     except Exception as exc:
-        raise LdpSimError(f"sampler raised {type(exc).__name__}: {exc} for input x={_show(x)}") from exc
+        raise LdpSimError(f"sampler raised {type(exc).__name__}: {exc} for input x={show(x)}") from exc
     try:
         out = np.asarray(raw)
     except Exception:  # pragma: no cover - defensive (ragged objects)
-        raise invalid("sampler output", raw, f"a 1-D numeric array of {n} outputs (input x={_show(x)})") from None
+        raise invalid("sampler output", raw, f"a 1-D numeric array of {n} outputs (input x={show(x)})") from None
     if out.dtype == bool:
         out = out.astype(np.int64)  # bits (or bit vectors) are finite outputs 0 / 1
     if out.dtype == bool or not (np.issubdtype(out.dtype, np.integer) or np.issubdtype(out.dtype, np.floating)):
         raise invalid(
-            "sampler output", f"an array of dtype {out.dtype}", f"integer or real outputs (input x={_show(x)})"
+            "sampler output", f"an array of dtype {out.dtype}", f"integer or real outputs (input x={show(x)})"
         )
     if not (out.shape == (n,) or (out.ndim == 2 and out.shape[0] == n and out.shape[1] >= 1)):
         raise invalid(
             "sampler output", f"an array of shape {out.shape}",
-            f"shape ({n},) or ({n}, d): one output (or vector) per draw (input x={_show(x)})",
+            f"shape ({n},) or ({n}, d): one output (or vector) per draw (input x={show(x)})",
         )  # fmt: skip
     if out.ndim == 2 and out.shape[1] == 1:
         out = out[:, 0]
     if np.issubdtype(out.dtype, np.floating) and np.isnan(out).any():
-        raise invalid("sampler output", "NaN outputs", f"real outputs, not NaN (input x={_show(x)})")
+        raise invalid("sampler output", "NaN outputs", f"real outputs, not NaN (input x={show(x)})")
     if out.ndim == 2 and np.issubdtype(out.dtype, np.floating) and not np.isfinite(out).all():
-        raise invalid("sampler output", "infinite entries in vector outputs", f"finite vectors (input x={_show(x)})")
+        raise invalid("sampler output", "infinite entries in vector outputs", f"finite vectors (input x={show(x)})")
     return out
 
 
@@ -219,7 +219,7 @@ def _check_pairs(pairs: Any) -> list[tuple[Any, Any]]:
             a, b = pair
         except (TypeError, ValueError):
             raise invalid("pairs", pair, expected) from None
-        if _key(a) == _key(b):
+        if input_key(a) == input_key(b):
             raise invalid("pairs", pair, expected)
         if not (_finite_input(a) and _finite_input(b)):
             raise invalid("pairs", pair, expected + " (numbers must be finite)")
@@ -240,7 +240,7 @@ def _setup(
     if not callable(sampler):
         sampler = sampler_of(sampler)
     pairs_ = _check_pairs(pairs)
-    alpha_ = v._as_float(alpha, "alpha", "a number in (0, 1)")
+    alpha_ = v.as_float(alpha, "alpha", "a number in (0, 1)")
     if not 0.0 < alpha_ < 1.0:
         raise invalid("alpha", alpha, "a number in (0, 1)")
     if outputs not in ("auto", "finite", "real"):
@@ -254,7 +254,7 @@ def _draw_all(sampler: Sampler, pairs: list[tuple[Any, Any]], n: int, gen: np.ra
     samples: dict[str, np.ndarray] = {}
     for pair in pairs:
         for x in pair:
-            key = _key(x)
+            key = input_key(x)
             if key not in samples:
                 samples[key] = _draw(sampler, x, n, gen)
     return samples
@@ -369,8 +369,8 @@ def _round(
     if eps_d is not None:
         goals.append(("delta", lambda lo, hi: _delta_score(lo, hi, eps_d)))
     for x, xp in ordered:
-        sp, sq = sel[_key(x)], sel[_key(xp)]
-        cp_, cq_ = cert[_key(x)], cert[_key(xp)]
+        sp, sq = sel[input_key(x)], sel[input_key(xp)]
+        cp_, cq_ = cert[input_key(x)], cert[input_key(xp)]
         n2 = cp_.size
         for goal, score in goals:
             found = select(x, xp, sp, sq, score, z, ld, exact_floats)
@@ -383,7 +383,7 @@ def _round(
             hq = int(np.count_nonzero(w.contains(cq_)))
             if zero_q and hq:
                 raise LdpSimError(
-                    f"log_density gives the witness event {event} probability 0 under x={_show(xp)}, but {hq} of "
+                    f"log_density gives the witness event {event} probability 0 under x={show(xp)}, but {hq} of "
                     f"{n2} outputs fell in it: the density does not describe the sampler"
                 )
             lo = float(clopper_pearson_lower(hp, n2, a / 2.0))
@@ -441,7 +441,7 @@ def _finish(
     per_output = None
     if kind == "finite":
         x, xp = (best.w.x, best.w.x_prime) if best.w is not None else pairs[0]
-        per_output = _per_output(x, xp, samples[_key(x)], samples[_key(xp)], ld)
+        per_output = _per_output(x, xp, samples[input_key(x)], samples[input_key(xp)], ld)
         if rows is not None:
             per_output["output"] = [tuple(r) for r in rows.decode(per_output["output"]).tolist()]
     return AuditResult(
@@ -500,7 +500,7 @@ def audit(
     """
     sampler_, pairs_, alpha_, eps_d, ld = _setup(sampler, pairs, alpha, outputs, eps_for_delta, log_density)
     exact = _check_flag(exact_floats, "exact_floats")
-    split_ = v._as_float(split, "split", "a number in (0, 1)")
+    split_ = v.as_float(split, "split", "a number in (0, 1)")
     if not 0.0 < split_ < 1.0:
         raise invalid("split", split, "a number in (0, 1)")
     n_ = v.integer(n, "n", minimum=1)

@@ -94,14 +94,14 @@ def audit_sequential(
     when the audit stops, early or not.
     """
     c_eps = v.epsilon(claimed_eps, "claimed_eps")
-    c_delta = v._as_float(claimed_delta, "claimed_delta", "a number in [0, 1)")
+    c_delta = v.as_float(claimed_delta, "claimed_delta", "a number in [0, 1)")
     if not 0.0 <= c_delta < 1.0:
         raise invalid("claimed_delta", claimed_delta, "a number in [0, 1)")
     eps_for_delta = c_eps if c_delta > 0 else None
     sampler_, pairs_, alpha_, eps_d, ld = _setup(sampler, pairs, alpha, outputs, eps_for_delta, log_density)
     exact = _check_flag(exact_floats, "exact_floats")
     first_ = v.integer(first, "first", minimum=MIN_HALF)
-    growth_ = v._as_float(growth, "growth", "a number >= 1")
+    growth_ = v.as_float(growth, "growth", "a number >= 1")
     if not 1.0 <= growth_ < math.inf:
         raise invalid("growth", growth, "a number >= 1")
     n_max_ = v.integer(n_max, "n_max", minimum=1)

@@ -64,7 +64,8 @@ def _finite_input(value: Any) -> bool:
     return bool(np.all(np.isfinite(arr)))
 
 
-def _key(value: Any) -> str:
+def input_key(value: Any) -> str:
+    """A canonical text key for a mechanism input (JSON, keys sorted), equal for equal inputs."""
     return json.dumps(_plain(value), sort_keys=True)
 
 

@@ -85,7 +85,7 @@ def _lap_logcdf(t: NDArray[np.float64], b: float) -> NDArray[np.float64]:
 
 
 def _points(t: ArrayLike) -> NDArray[np.float64]:
-    return v._real_array(t, "y", "real numbers")
+    return v.real_array(t, "y", "real numbers")
 
 
 def _codes_log(logrow: NDArray[np.float64], y: ArrayLike) -> NDArray[np.float64] | float:
@@ -369,7 +369,7 @@ class LaplaceWrongScale(_LaplacePair):
 
     def log_density(self, x: float, y: ArrayLike) -> float | NDArray[np.float64]:
         """log density of the output ``x + Lap(b)`` at ``y`` (vectorised over ``y``)."""
-        xv = v._as_float(x, "x", "a finite real number")
+        xv = v.as_float(x, "x", "a finite real number")
         if not math.isfinite(xv):
             raise invalid("x", x, "a finite real number")
         out = _lap_logpdf(_points(y) - xv, self.scale)

@@ -179,7 +179,7 @@ class FiniteMechanism(FrequencyOracle):
         ``y``): ``-inf`` at probability zero, at codes outside ``0..m-1`` and at non-integer
         values; NaN propagates. A scalar ``y`` gives a float."""
         row = self._log_row(int(self.encode([x])[0]))
-        arr = v._real_array(y, "y", "output codes (numbers)")
+        arr = v.real_array(y, "y", "output codes (numbers)")
         with np.errstate(invalid="ignore"):
             ok = np.isfinite(arr) & (np.floor(arr) == arr) & (arr >= 0) & (arr < row.size)
         out = np.where(ok, row[np.where(ok, arr, 0.0).astype(np.int64)], -np.inf)

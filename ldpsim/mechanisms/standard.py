@@ -172,7 +172,7 @@ def staircase_mechanism(
     j. Output labels are the patterns as bit strings ``b_0 b_1 ... b_{k-1}``.
     """
     eps = v.epsilon(eps, "eps")
-    th = v._real_array(theta, "theta", "a vector of finite weights >= 0")
+    th = v.real_array(theta, "theta", "a vector of finite weights >= 0")
     if th.ndim != 1 or th.size == 0 or not np.all(np.isfinite(th)) or np.any(th < 0):
         raise invalid("theta", theta, "a vector of finite weights >= 0")
     if patterns is None:

@@ -10,8 +10,11 @@ the Gaussian mechanism ``N(0, sigma^2)`` on a query of sensitivity ``D`` is exac
 This module holds the pure mathematics, shared by :class:`ldpsim.privacy.GDP` and the
 Gaussian noise mechanism: :func:`gdp_log_delta` (the profile in log space, accurate where
 delta is far below the smallest float and for mu down to the smallest floats),
-:func:`gdp_delta`, a bound on its rounding error, and :func:`largest_mu`, the largest mu
-meeting an (eps, delta) target (the analytic Gaussian calibration).
+:func:`gdp_delta`, :func:`gdp_meets` (whether mu-GDP meets an (eps, delta) target with a
+bound on the profile's rounding error as a safety margin, so that the true delta, not only
+the computed one, meets it: the Gaussian mechanism's calibration under composition uses it
+too), and :func:`largest_mu`, the largest mu meeting an (eps, delta) target (the analytic
+Gaussian calibration).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from scipy import optimize, special
 
 from ldpsim._bisect import largest_ok_below
 
-__all__ = ["gdp_log_delta", "gdp_delta", "largest_mu"]
+__all__ = ["gdp_log_delta", "gdp_delta", "gdp_meets", "largest_mu"]
 
 _SQRT2 = math.sqrt(2.0)
 
@@ -143,7 +146,7 @@ def _gdp_log_err(eps: float, mu: float, ld: float | None = None) -> float:
     return 1e-15 * (4.0 + min(eps, 1.0) / max(d, 1e-300)) + own
 
 
-def _gdp_ok(eps: float, mu: float, delta: float) -> bool:
+def gdp_meets(eps: float, mu: float, delta: float) -> bool:
     """mu-GDP meets (eps, delta), with the rounding error bound as a safety margin."""
     ld = float(gdp_log_delta(eps, mu))
     return ld + _gdp_log_err(eps, mu, ld) <= math.log(delta) and float(np.exp(ld)) <= delta
@@ -157,7 +160,7 @@ def gdp_delta(eps: ArrayLike, mu: ArrayLike) -> NDArray[np.float64]:
 def largest_mu(eps: float, delta: float) -> float:
     """Largest mu with mu-GDP ``delta(eps) <= delta`` (``eps >= 0``, ``0 < delta < 1``): root
     of the exact log-delta in log mu (brentq), then the largest float at or below it that
-    meets the target with the rounding-error margin of :func:`_gdp_ok` (bracketing and
+    meets the target with the rounding-error margin of :func:`gdp_meets` (bracketing and
     bisection, bounded). The true profile, not only the computed one, meets the target."""
     log_target = math.log(delta)
     g = lambda lm: float(gdp_log_delta(eps, math.exp(lm))) - log_target  # noqa: E731
@@ -167,4 +170,4 @@ def largest_mu(eps: float, delta: float) -> float:
     while g(hi) < 0:
         hi += 2.0
     lm = optimize.brentq(g, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
-    return largest_ok_below(lambda mu: _gdp_ok(eps, mu, delta), math.exp(lm), "delta")
+    return largest_ok_below(lambda mu: gdp_meets(eps, mu, delta), math.exp(lm), "delta")

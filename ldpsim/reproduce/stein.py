@@ -44,12 +44,12 @@ from ldpsim import _progress as progress
 from ldpsim import _validate as v
 from ldpsim._pool import pool_map
 from ldpsim.analyst.testing import (
-    _groups,
-    _n_compositions,
     chernoff_stein_exponent,
     hypothesis_marginals,
     lrt_exact,
     lrt_normal,
+    n_compositions,
+    ratio_groups,
     type2_error_tilted,
 )
 from ldpsim.mechanisms import catalog
@@ -98,7 +98,7 @@ def _mechanisms(U: KL, eps: float):
 
 def _curve(m0, m1, ns, alpha, rng, samples) -> list[dict]:
     """Per n: the NP test (exact when small enough, else normal threshold) and its tilted beta."""
-    g = _groups(m0, m1)
+    g = ratio_groups(m0, m1)
     w0 = np.exp(g.log_g0)
     sigma0 = math.sqrt(float(w0 @ (g.gw - w0 @ g.gw) ** 2))
     D = chernoff_stein_exponent(m0, m1)
@@ -106,7 +106,7 @@ def _curve(m0, m1, ns, alpha, rng, samples) -> list[dict]:
     rows = []
     for n in ns:
         n = int(n)
-        exact = _n_compositions(n, g.size) <= EXACT_MAX
+        exact = n_compositions(n, g.size) <= EXACT_MAX
         test = lrt_exact(m0, m1, n, alpha) if exact else lrt_normal(m0, m1, n, alpha)
         est = type2_error_tilted(m0, m1, n, test.threshold, rng, samples, gamma=test.gamma)
         exponent = -est.log_beta / n

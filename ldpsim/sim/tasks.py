@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ldpsim.analyst import confidence_intervals, em_estimate, frequency_estimate, frequency_standard_error, project_to_simplex
 from ldpsim.analyst.consistency import base_cut, base_cut_threshold, norm_sub
 from ldpsim.analyst.estimation import z_value
-from ldpsim.errors import LdpSimError, _show
+from ldpsim.errors import LdpSimError, show
 from ldpsim.mechanisms.base import FrequencyOracle
 
 
@@ -113,7 +113,7 @@ def parse_task_params(entries: list[dict[str, Any]]) -> list[tuple[type[Task], T
         except ValidationError as exc:
             err = exc.errors()[0]
             loc = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(".[", "[")
-            raise LdpSimError(f"{where}.{loc}: {err['msg']} (got {_show(err.get('input'))})") from None
+            raise LdpSimError(f"{where}.{loc}: {err['msg']} (got {show(err.get('input'))})") from None
         out.append((cls, params))
     names = [p.name or p.kind for _, p in out]
     if len(set(names)) != len(names):

@@ -104,10 +104,10 @@ def _score(name: str, mech: Any, prior: NDArray[np.float64], n: int) -> dict[str
 
 def _checked(k: int, eps: float, n: float, loss: str) -> tuple[int, float, int, str]:
     k = v.integer(k, "--k", minimum=2, maximum=MAX_K)
-    eps = v._as_float(eps, "--eps", "a number in (0, 50]")
+    eps = v.as_float(eps, "--eps", "a number in (0, 50]")
     if not (0 < eps <= 50):
         raise invalid("--eps", eps, "a number in (0, 50]")
-    nf = v._as_float(n, "--n", "a number of respondents >= 1")
+    nf = v.as_float(n, "--n", "a number of respondents >= 1")
     if not (math.isfinite(nf) and nf >= 1 and float(nf).is_integer() and nf <= 1e15):
         raise invalid("--n", n, "a whole number of respondents between 1 and 1e15")
     if loss not in LOSSES:

@@ -23,7 +23,7 @@ from ldpsim.mechanisms.noise.base import (
     _positive,
     _scale,
 )
-from ldpsim.privacy.gdp import _gdp_ok, gdp_delta, gdp_log_delta, largest_mu
+from ldpsim.privacy.gdp import gdp_delta, gdp_log_delta, gdp_meets, largest_mu
 
 
 class Gaussian(NoiseMechanism):
@@ -125,7 +125,7 @@ class Gaussian(NoiseMechanism):
                 f"is beyond the largest supported noise scale {MAX_NOISE_SCALE:.4g}"
             )
         for _ in range(64):  # rounding of sqrt(k) sens / sigma: a few ulps at most
-            if _gdp_ok(eps, rk * (sens / sigma), delta):
+            if gdp_meets(eps, rk * (sens / sigma), delta):
                 return cls(sigma, sens)
             sigma = float(np.nextafter(sigma, math.inf)) * (1.0 + 2.0**-52)
         raise LdpSimError("calibrate: could not meet delta (numerical failure)")  # pragma: no cover

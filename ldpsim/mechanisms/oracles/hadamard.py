@@ -173,7 +173,7 @@ class HadamardResponse(FiniteMechanism):
         row of length ``K`` built): ``-inf`` at codes outside ``0..K-1`` and at non-integer
         values; NaN propagates."""
         a = np.int64(int(self.encode([x])[0]) + 1)
-        arr = v._real_array(y, "y", "output codes (numbers)")
+        arr = v.real_array(y, "y", "output codes (numbers)")
         with np.errstate(invalid="ignore"):
             ok = np.isfinite(arr) & (np.floor(arr) == arr) & (arr >= 0) & (arr < self.m)
         codes = np.where(ok, arr, 0.0).astype(np.int64)

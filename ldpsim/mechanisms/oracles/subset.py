@@ -241,7 +241,7 @@ class SubsetSelection(PureSupport):
         gives a float. With ``omega = 1`` the reports may also be given as plain items
         (shape ``(...)``)."""
         i = self._index(x)
-        arr = v._real_array(y, "y", f"reports: rows of {self.omega} increasing integers in 0..{self.k - 1}")
+        arr = v.real_array(y, "y", f"reports: rows of {self.omega} increasing integers in 0..{self.k - 1}")
         if self.omega == 1 and (arr.ndim == 0 or arr.shape[-1] != 1):
             arr = arr[..., None]  # single items may come without their axis of length 1 (the auditor's form)
         if arr.ndim == 0 or arr.shape[-1] != self.omega:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from ldpsim.errors import LdpSimError, _show, invalid
+from ldpsim.errors import LdpSimError, invalid, show
 from ldpsim.sim.scenario.collection import CollectionScenario, parse_collection
 from ldpsim.sim.scenario.common import BuiltScenario, allow_long_runs, check_rows, read_scenario_text, read_toml
 from ldpsim.sim.scenario.multiparty import MultipartyScenario, parse_multiparty
@@ -61,7 +61,7 @@ def kind_of(raw: dict[str, Any], where: str) -> str:
     """The scenario's ``kind`` (``"survey"`` when absent); one line naming it otherwise."""
     kind = raw.get("kind", "survey")
     if not isinstance(kind, str) or kind not in KINDS:
-        raise LdpSimError(f"{where}: kind: got {_show(kind)}, expected one of {', '.join(repr(k) for k in KINDS)}")
+        raise LdpSimError(f"{where}: kind: got {show(kind)}, expected one of {', '.join(repr(k) for k in KINDS)}")
     return kind
 
 

@@ -70,7 +70,7 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 import numpy as np
 from pydantic import Field, model_validator
 
-from ldpsim.errors import LdpSimError, _show
+from ldpsim.errors import LdpSimError, show
 from ldpsim.sim.network import Latency
 from ldpsim.sim.scenario.common import (
     BuiltScenario,
@@ -194,7 +194,7 @@ class PolicySpec(Model):
         for key in ("eps_permanent", "filter", "budget_eps", "budget_delta", "exhausted"):
             value = getattr(self, key)
             if value is not None and key not in own:
-                raise ValueError(f"{key}: got {_show(value)}, expected no {key!r} for kind = {self.kind!r}")
+                raise ValueError(f"{key}: got {show(value)}, expected no {key!r} for kind = {self.kind!r}")
         if self.kind == "memoise" and self.eps_permanent is None:
             raise ValueError("eps_permanent: got nothing, expected the eps of the memoised (permanent) response")
         if self.kind == "filter" and self.budget_eps is None:

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Callable, ClassVar, Literal, Union, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from ldpsim.errors import LdpSimError, _show
+from ldpsim.errors import LdpSimError, show
 from ldpsim.sim.network import ConstantLatency, ExponentialLatency, Latency, LognormalLatency
 
 #: Largest time (arrival, latency, duration, end) a scenario may use.
@@ -56,7 +56,7 @@ _TIME_UNIT = re.compile(r"[^\W\d_](?:[^\W_]|[ .-])*")
 def _time_unit(unit: str) -> str:
     if len(unit) > MAX_TIME_UNIT or not _TIME_UNIT.fullmatch(unit) or unit.endswith(" "):
         raise ValueError(
-            f"got {_show(unit)}, expected a short name of the unit of the file's times, such as 'days', 'hours' "
+            f"got {show(unit)}, expected a short name of the unit of the file's times, such as 'days', 'hours' "
             f"or 'seconds' (at most {MAX_TIME_UNIT} characters, starting with a letter; letters, digits, "
             "spaces, '-' and '.')"
         )
@@ -266,7 +266,7 @@ def first_error(exc: ValidationError, union_tags: frozenset[str] = frozenset(), 
         msg = "no such key" + _did_you_mean(model, where(chosen))
     shown = chosen.get("input")
     quiet = chosen["type"] in ("missing", "model_type", "value_error") or isinstance(shown, dict)
-    got = "" if quiet else f" (got {_show(shown)})"
+    got = "" if quiet else f" (got {show(shown)})"
     key, sep, tail = msg.partition(": ")
     if sep and chosen["type"] == "value_error" and _OWN_KEY.fullmatch(key):
         loc, msg = (f"{loc}.{key}" if loc else key), tail

@@ -83,7 +83,7 @@ import numpy as np
 from pydantic import Discriminator, Field, Tag, model_validator
 
 from ldpsim._text import did_you_mean
-from ldpsim.errors import LdpSimError, _show
+from ldpsim.errors import LdpSimError, show
 from ldpsim.sim.network import Latency
 from ldpsim.sim.scenario.common import (
     BuiltScenario,
@@ -172,7 +172,7 @@ class TaskSpec(Model):
                              "or prod(parties.values) when parties hold more than a bit")
         for key in ("values", "outputs"):
             if self.kind != "table" and getattr(self, key) is not None:
-                raise ValueError(f"{key}: got {_show(getattr(self, key))}, expected no {key!r} for kind = {self.kind!r} (only for 'table')")
+                raise ValueError(f"{key}: got {show(getattr(self, key))}, expected no {key!r} for kind = {self.kind!r} (only for 'table')")
         return self
 
 
@@ -362,13 +362,13 @@ def _party_mechanism(table: Any, where: str, alphabet: int = 2, who: int | None 
     from ldpsim.mechanisms import catalog
 
     if not isinstance(table, dict):
-        raise LdpSimError(f"{where}: got {_show(table)}, expected a table {{ kind = ..., ... }} (a catalog mechanism)")
+        raise LdpSimError(f"{where}: got {show(table)}, expected a table {{ kind = ..., ... }} (a catalog mechanism)")
     table = dict(table)
     party = catalog.names("party")
     usable = [n for n in catalog.names("finite") if "broken" not in catalog.entry(n).tags]
     kind = table.pop("kind", None)
     if not isinstance(kind, str) or kind not in usable:
-        got = "nothing" if kind is None else _show(kind)
+        got = "nothing" if kind is None else show(kind)
         other = isinstance(kind, str) and kind in catalog.CATALOG
         hint = f" ({kind} does not send one of finitely many messages)" if other else did_you_mean(kind, [*party, *usable])
         raise LdpSimError(f"{where}.kind: got {got}, expected one of {', '.join(party)} (mechanisms on a bit), or a finite "
@@ -379,11 +379,11 @@ def _party_mechanism(table: Any, where: str, alphabet: int = 2, who: int | None 
         p = entry.params.get(key)
         if p is None:
             own = [n for n, q in entry.params.items() if q.role != "alphabet"]
-            raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected no such key ({kind} takes {', '.join(own)})")
+            raise LdpSimError(f"{where}.{key}: got {show(value)}, expected no such key ({kind} takes {', '.join(own)})")
         if p.role == "alphabet":
             if alphabet == 2:
-                raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected no {key} here: a party's input is its bit (2 symbols)")
-            raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected no {key} here: a party's input alphabet is "
+                raise LdpSimError(f"{where}.{key}: got {show(value)}, expected no {key} here: a party's input is its bit (2 symbols)")
+            raise LdpSimError(f"{where}.{key}: got {show(value)}, expected no {key} here: a party's input alphabet is "
                               f"parties.values ({alphabet} symbols for party {who})")  # fmt: skip
         params[key] = value
     for key in ("eps", "delta"):
@@ -397,7 +397,7 @@ def _party_mechanism(table: Any, where: str, alphabet: int = 2, who: int | None 
     except LdpSimError as exc:
         raise LdpSimError(f"{where}.{_one_line(exc)}") from None
     except (ValueError, TypeError) as exc:  # pragma: no cover - builders raise LdpSimError
-        raise LdpSimError(f"{where}: got {_show(table)}, expected a valid {kind} mechanism ({_one_line(exc)})") from None
+        raise LdpSimError(f"{where}: got {show(table)}, expected a valid {kind} mechanism ({_one_line(exc)})") from None
     if getattr(mech, "output_size", None) is None or getattr(mech, "k", None) != alphabet:
         if alphabet == 2:
             raise LdpSimError(f"{where}.kind: got {kind!r} with {getattr(mech, 'k', '?')} inputs, expected a mechanism on a bit (2 inputs)")
@@ -462,7 +462,7 @@ def _build_task(table: dict[str, Any], k: int, where: str, sizes: tuple[int, ...
         raise LdpSimError(f"{where}.t: got nothing, expected the threshold t (f(x) = 1 when sum x >= t)")
     for key in ("values", "outputs"):
         if kind != "table" and table.get(key) is not None:
-            raise LdpSimError(f"{where}.{key}: got {_show(table[key])}, expected no {key!r} for kind = {kind!r} (only for 'table')")
+            raise LdpSimError(f"{where}.{key}: got {show(table[key])}, expected no {key!r} for kind = {kind!r} (only for 'table')")
     if kind != "threshold" and table.get("t") is not None:
         raise LdpSimError(f"{where}.t: got {table['t']!r}, expected no 't' for kind = {kind!r} (only for 'threshold')")
     if kind == "table":
@@ -484,7 +484,7 @@ def _build_task(table: dict[str, Any], k: int, where: str, sizes: tuple[int, ...
         n_out = max(values) + 1
         if outputs is not None:
             if len(set(outputs)) != len(outputs) or len(outputs) < n_out:
-                raise LdpSimError(f"{where}.outputs: got {_show(outputs)}, expected {n_out} or more distinct names, one per output label "
+                raise LdpSimError(f"{where}.outputs: got {show(outputs)}, expected {n_out} or more distinct names, one per output label "
                                   f"0..{len(outputs) - 1 if outputs else 0} (values go up to {n_out - 1})")  # fmt: skip
             n_out = len(outputs)
     else:
@@ -543,7 +543,7 @@ def build(spec: MultipartySpec, source: str, where: str) -> MultipartyScenario:
     k = spec.parties.k
     sizes = spec.parties.sizes()
     if not spec.parties.bits and "p_one" in spec.parties.model_fields_set:
-        raise LdpSimError(f"parties.p_one: got {_show(spec.parties.p_one)}, expected no p_one when parties hold more than a bit "
+        raise LdpSimError(f"parties.p_one: got {show(spec.parties.p_one)}, expected no p_one when parties hold more than a bit "
                           f"(parties.values = {_values_text(sizes)}: every value is uniform on its party's alphabet)")  # fmt: skip
     protocols = _build_protocols(spec)
     task, tasks = _build_tasks(spec)

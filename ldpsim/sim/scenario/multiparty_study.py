@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
-from ldpsim.errors import LdpSimError, _show
+from ldpsim.errors import LdpSimError, show
 from ldpsim.sim.scenario.common import (
     LONG_RUN_OPTION,
     BuiltScenario,
@@ -125,7 +125,7 @@ class StudySpec(Model):
     @classmethod
     def _list_or_grid(cls, value: Any) -> Any:
         if not isinstance(value, (list, dict)):
-            raise ValueError(f"got {_show(value)}, expected a list of numbers of parties (such as [2, 5, 10]) or a "
+            raise ValueError(f"got {show(value)}, expected a list of numbers of parties (such as [2, 5, 10]) or a "
                              "log-spaced grid { from = 2, to = 200, count = 14 }")  # fmt: skip
         return value
 

@@ -42,7 +42,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ldpsim._text import did_you_mean
-from ldpsim.errors import LdpSimError, _show
+from ldpsim.errors import LdpSimError, show
 from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.sim.scenario.common import check_sum_to_one
 from ldpsim.sim.scenario.survey_specs import MAX_ANSWERS, QuestionSpec, QuestionsScenarioSpec, _build_mechanism
@@ -256,7 +256,7 @@ def _item_loss(spec: QuestionsScenarioSpec, q: QuestionSpec, labels: list[str], 
         return None
     for label in loss.by_answer:
         if label not in labels:
-            raise LdpSimError(f"{at}.loss.by_answer: got {label!r}, expected answers among the labels ({_show(labels)})")
+            raise LdpSimError(f"{at}.loss.by_answer: got {label!r}, expected answers among the labels ({show(labels)})")
     vec = np.array([loss.by_answer.get(label, loss.default) for label in labels], dtype=np.float64)
     if np.all(vec == 1.0):
         raise LdpSimError(f"{at}.loss: got probability 1 for every answer, expected some answer to be heard")
@@ -380,7 +380,7 @@ def _numeric_question(spec: QuestionsScenarioSpec, q: QuestionSpec, table: Table
         raise LdpSimError(f"{at}.range: got {q.range!r}, expected [lo, hi] with lo < hi")
     for key in ("labels", "answers", "distribution", "law"):
         if getattr(q, key) is not None:
-            raise LdpSimError(f"{at}.{key}: got {_show(getattr(q, key))}, expected no {key!r} for a numeric question")
+            raise LdpSimError(f"{at}.{key}: got {show(getattr(q, key))}, expected no {key!r} for a numeric question")
     column = q.column or q.name
     raw = table.column(column)
     values = np.empty(len(raw), dtype=np.float64)
@@ -401,10 +401,10 @@ def _numeric_question(spec: QuestionsScenarioSpec, q: QuestionSpec, table: Table
     sampler = table_keys.pop("sampler", "float")
     usable = catalog.names("numeric")
     if not isinstance(kind, str) or kind not in usable:
-        raise LdpSimError(f"{at}.mechanism.kind: got {_show(kind) if kind is not None else 'nothing'}, expected one of "
+        raise LdpSimError(f"{at}.mechanism.kind: got {show(kind) if kind is not None else 'nothing'}, expected one of "
                           f"{', '.join(usable)}{did_you_mean(kind, usable)}")
     for key, value in table_keys.items():
-        raise LdpSimError(f"{at}.mechanism.{key}: got {_show(value)}, expected no such key (eps comes from the budget, "
+        raise LdpSimError(f"{at}.mechanism.{key}: got {show(value)}, expected no such key (eps comes from the budget, "
                           f"lo and hi from {at}.range)")  # fmt: skip
     kind = catalog.with_sampler(kind, sampler, f"{at}.mechanism.sampler")
     mechanisms, variance = {}, {}
@@ -470,7 +470,7 @@ def _read_table(spec: QuestionsScenarioSpec, where: str) -> Table:
 def _from_table(q: QuestionSpec, table: Table, resample: bool, at: str) -> tuple[Any, ...]:
     for key in ("answers", "distribution", "law"):
         if getattr(q, key) is not None:
-            raise LdpSimError(f"{at}.{key}: got {_show(getattr(q, key))}, expected no {key!r} with population.file "
+            raise LdpSimError(f"{at}.{key}: got {show(getattr(q, key))}, expected no {key!r} with population.file "
                               "(the answers and their truth come from the table)")  # fmt: skip
     column = q.column or q.name
     if q.buckets is not None:
@@ -496,9 +496,9 @@ def _bucketed(q: QuestionSpec, table: Table, column: str, at: str) -> tuple[Tabl
 
     edges = [float(e) for e in q.buckets]  # type: ignore[union-attr]
     if any(b <= a for a, b in zip(edges, edges[1:])):
-        raise LdpSimError(f"{at}.buckets: got {_show(edges)}, expected increasing edges e0 < e1 < ...")
+        raise LdpSimError(f"{at}.buckets: got {show(edges)}, expected increasing edges e0 < e1 < ...")
     if q.labels is not None:
-        raise LdpSimError(f"{at}.labels: got {_show(q.labels)}, expected no labels with buckets (they are the buckets)")
+        raise LdpSimError(f"{at}.labels: got {show(q.labels)}, expected no labels with buckets (they are the buckets)")
     try:
         raw = table.column(column)
     except LdpSimError as exc:
@@ -552,7 +552,7 @@ def _question_mechanism(spec: QuestionsScenarioSpec, q: QuestionSpec, labels: li
     table = dict(q.mechanism)
     where = f"{at}.mechanism"
     if "eps" in table:
-        raise LdpSimError(f"{where}.eps: got {_show(table['eps'])}, expected no eps here: it comes from the budget "
+        raise LdpSimError(f"{where}.eps: got {show(table['eps'])}, expected no eps here: it comes from the budget "
                           f"({at}.eps under 'split', else budget.total)")  # fmt: skip
     kind = table.get("kind")
     if isinstance(kind, str) and kind in catalog.names("scenario") and "eps" not in catalog.entry(kind).params:

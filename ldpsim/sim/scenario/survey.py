@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ldpsim.errors import LdpSimError, _show
+from ldpsim.errors import LdpSimError, show
 from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.sim.network import Latency
 from ldpsim.sim.scenario.common import (
@@ -191,7 +191,7 @@ def _build_tiers(spec: ScenarioSpec, labels: list[str], prior: Any) -> Tiers | N
     """``[mechanism] tiers``: the checks (one line naming the key) and one oracle per tier."""
     for i, table in enumerate(spec.mechanisms or []):
         if isinstance(table, dict) and "tiers" in table:
-            raise LdpSimError(f"mechanisms[{i}].tiers: got {_show(table['tiers'])}, expected no tiers in [[mechanisms]] "
+            raise LdpSimError(f"mechanisms[{i}].tiers: got {show(table['tiers'])}, expected no tiers in [[mechanisms]] "
                               "(privacy tiers are for one [mechanism])")  # fmt: skip
     if spec.mechanism is None or "tiers" not in spec.mechanism or spec.mechanisms is not None:
         return None  # (both [mechanism] and [[mechanisms]]: refused by _build_mechanisms)
@@ -200,29 +200,29 @@ def _build_tiers(spec: ScenarioSpec, labels: list[str], prior: Any) -> Tiers | N
     table = dict(spec.mechanism)
     raw = table.pop("tiers")
     if "eps" in table:
-        raise LdpSimError(f"mechanism.eps: got {_show(table['eps'])} with tiers, expected no eps: each tier states its own")
+        raise LdpSimError(f"mechanism.eps: got {show(table['eps'])} with tiers, expected no eps: each tier states its own")
     kind = table.get("kind")
     if isinstance(kind, str) and kind in catalog.names("scenario") and "eps" not in catalog.entry(kind).params:
         raise LdpSimError(f"mechanism.tiers: got tiers with kind = {kind!r}, expected a mechanism that takes eps")
     if not isinstance(raw, list) or not 2 <= len(raw) <= MAX_TIERS:
-        raise LdpSimError(f"mechanism.tiers: got {_show(raw)}, expected a list of 2 to {MAX_TIERS} tables "
+        raise LdpSimError(f"mechanism.tiers: got {show(raw)}, expected a list of 2 to {MAX_TIERS} tables "
                           "{ eps = ..., share = ... }")  # fmt: skip
     eps, shares = [], []
     for t, tier in enumerate(raw):
         where = f"mechanism.tiers[{t}]"
         if not isinstance(tier, dict) or set(tier) != {"eps", "share"}:
-            raise LdpSimError(f"{where}: got {_show(tier)}, expected a table {{ eps = ..., share = ... }} (exactly those keys)")
+            raise LdpSimError(f"{where}: got {show(tier)}, expected a table {{ eps = ..., share = ... }} (exactly those keys)")
         value = tier["eps"]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise LdpSimError(f"{where}.eps: got {_show(value)}, expected a finite number")
+            raise LdpSimError(f"{where}.eps: got {show(value)}, expected a finite number")
         if not tier["eps"] > 0:
-            raise LdpSimError(f"{where}.eps: got {_show(tier['eps'])}, expected eps > 0")
+            raise LdpSimError(f"{where}.eps: got {show(tier['eps'])}, expected eps > 0")
         try:  # a number, or an exact fraction such as "1/3"
             share = parse_weight(tier["share"], at_most_one=True)
         except ValueError as exc:
             raise LdpSimError(f"{where}.share: {exc}") from None
         if not share > 0:
-            raise LdpSimError(f"{where}.share: got {_show(tier['share'])}, expected a share in (0, 1]")
+            raise LdpSimError(f"{where}.share: got {show(tier['share'])}, expected a share in (0, 1]")
         eps.append(float(tier["eps"]))
         shares.append(share)
     check_sum_to_one(shares, "mechanism.tiers", "shares")
@@ -242,11 +242,11 @@ def _tier_confidence(tasks: list[dict[str, Any]]) -> float:
     confidence = 0.95
     for i, entry in enumerate(tasks):
         if entry.get("kind") != "frequency":
-            raise LdpSimError(f"analyst.tasks[{i}].kind: got {_show(entry.get('kind'))} with mechanism.tiers, expected "
+            raise LdpSimError(f"analyst.tasks[{i}].kind: got {show(entry.get('kind'))} with mechanism.tiers, expected "
                               "'frequency' (the tiers' combined estimate)")  # fmt: skip
         for key, default in (("estimator", "inversion"), ("interval", "normal"), ("simultaneous", False)):
             if key in entry and entry[key] != default:
-                raise LdpSimError(f"analyst.tasks[{i}].{key}: got {_show(entry[key])} with mechanism.tiers, expected "
+                raise LdpSimError(f"analyst.tasks[{i}].{key}: got {show(entry[key])} with mechanism.tiers, expected "
                                   f"{default!r} (the combined estimate and its normal interval)")  # fmt: skip
         if i == 0 and isinstance(entry.get("confidence"), float):
             confidence = float(entry["confidence"])
@@ -265,7 +265,7 @@ def _loss_by_answer(spec: ScenarioSpec, labels: list[str], mechanisms: list[Freq
     for label in loss.by_answer:
         if label not in labels:
             raise LdpSimError(f"network.loss.by_answer: got {label!r}, expected answers among the labels "
-                              f"({_show(labels)})")  # fmt: skip
+                              f"({show(labels)})")  # fmt: skip
     vec = np.array([loss.by_answer.get(label, loss.default) for label in labels], dtype=np.float64)
     if np.all(vec == 1.0):
         raise LdpSimError("network.loss: got probability 1 for every answer, expected some answer to be heard")
@@ -410,7 +410,7 @@ def _build_mechanisms(spec: ScenarioSpec, labels: list[str], prior: Any) -> list
         table = dict(table)
         name = table.pop("name", None) if spec.mechanisms is not None else None
         if name is not None and (not isinstance(name, str) or not name.strip() or len(name) > 50):
-            raise LdpSimError(f"{key}.name: got {_show(name)}, expected a short text naming this mechanism")
+            raise LdpSimError(f"{key}.name: got {show(name)}, expected a short text naming this mechanism")
         mech = _build_mechanism(spec, table, labels, prior, key)
         name = name if name is not None else str(table.get("kind"))
         if any(name == other for other, _ in out):

@@ -18,7 +18,7 @@ from pydantic import Field, model_validator
 
 from ldpsim._text import did_you_mean
 from ldpsim._validate import SUM_TOL
-from ldpsim.errors import LdpSimError, _show
+from ldpsim.errors import LdpSimError, show
 from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.sim.scenario.common import (
     Model,
@@ -115,7 +115,7 @@ class PopulationSpec(Model):
             raise ValueError(f"column: got nothing, expected the column of {self.file} that holds the answers")
         for key in ("answers", "distribution", "law", "P0", "P1", "truth"):
             if getattr(self, key) is not None:
-                raise ValueError(f"{key}: got {_show(getattr(self, key))}, expected no {key!r} with 'file' "
+                raise ValueError(f"{key}: got {show(getattr(self, key))}, expected no {key!r} with 'file' "
                                  "(the answers and their truth come from the table)")  # fmt: skip
         return self._distinct()
 
@@ -361,13 +361,13 @@ def _build_mechanism(
 
     table = dict(table)
     if "tiers" in table:
-        raise LdpSimError(f"{where}.tiers: got {_show(table['tiers'])}, expected no tiers here (privacy tiers are for "
+        raise LdpSimError(f"{where}.tiers: got {show(table['tiers'])}, expected no tiers here (privacy tiers are for "
                           "the one [mechanism] of a single-question scenario)")  # fmt: skip
     pop = spec.population
     usable = catalog.names("scenario")
     kind = table.pop("kind", None)
     if not isinstance(kind, str) or kind not in usable:
-        got = "nothing" if kind is None else _show(kind)
+        got = "nothing" if kind is None else show(kind)
         other = isinstance(kind, str) and kind in catalog.CATALOG
         hint = f" ({kind} does not report one of finitely many answers)" if other else did_you_mean(kind, usable)
         raise LdpSimError(f"{where}.kind: got {got}, expected one of {', '.join(usable)}{hint}")
@@ -377,9 +377,9 @@ def _build_mechanism(
         p = entry.params.get(key)
         if p is None:
             own = [n for n, q in entry.params.items() if q.role not in _FILLED]
-            raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected no such key ({kind} takes {', '.join(own)})")
+            raise LdpSimError(f"{where}.{key}: got {show(value)}, expected no such key ({kind} takes {', '.join(own)})")
         if p.role in _FILLED:
-            raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected no {key} here: it comes from {_FILLED[p.role]}")
+            raise LdpSimError(f"{where}.{key}: got {show(value)}, expected no {key} here: it comes from {_FILLED[p.role]}")
         params[key] = _label_indices(value, labels, key, where) if p.role == "inputs" else value
     for key in ("eps", "delta"):
         if key in entry.params and key not in params:
@@ -406,7 +406,7 @@ def _build_mechanism(
 def _label_indices(value: Any, labels: list[str], key: str, where: str = "mechanism") -> list[int]:
     """A list of labels as symbol indices (one line naming the key otherwise)."""
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-        raise LdpSimError(f"{where}.{key}: got {_show(value)}, expected a list of labels of the population")
+        raise LdpSimError(f"{where}.{key}: got {show(value)}, expected a list of labels of the population")
     unknown = [t for t in value if t not in labels]
     if unknown:
         raise LdpSimError(f"{where}.{key}: got {unknown[0]!r}, expected labels of the population {labels}")
