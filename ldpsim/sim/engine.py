@@ -54,6 +54,7 @@ import pandas as pd
 import simpy
 from numpy.typing import NDArray
 
+from ldpsim._deprecate import renamed
 from ldpsim.errors import LdpSimError
 from ldpsim.report.survey_tables import RESULT_COLUMNS
 from ldpsim.sim.scenario.survey import HYPERGEOMETRIC_LIMIT, Scenario, arrival_horizon
@@ -217,12 +218,13 @@ def _confidence(tasks: list[dict[str, Any]]) -> float:
 class Replication:
     """One replication of a scenario, as a SimPy model."""
 
-    def __init__(self, scenario: Scenario, index: int, entropy: int) -> None:
+    @renamed(old="entropy", new="seed", since="0.2", removed_in="0.3")
+    def __init__(self, scenario: Scenario, index: int, seed: int) -> None:
         self.scenario = scenario
         self.index = index
         spec = scenario.spec
         self.individual = spec.simulation.mode == "individual"
-        seq = np.random.SeedSequence(entropy, spawn_key=(index,))
+        seq = np.random.SeedSequence(seed, spawn_key=(index,))
         plan_seq, self._cohort_seq, task_seq, split_seq, statistic_seq = seq.spawn(5)
         self.timeline = Timeline(scenario.tick, scenario.end)
         self.cohorts = plan_cohorts(scenario, self.timeline, np.random.default_rng(plan_seq))
@@ -893,25 +895,27 @@ def _hypergeometric_head(counts: NDArray[np.int64], r: int, rng: np.random.Gener
 
 
 
-def run_replication(scenario: Scenario, index: int, entropy: int) -> pd.DataFrame:
-    """Results of replication ``index`` (seeded by ``SeedSequence(entropy, spawn_key=(index,))``)."""
-    return Replication(scenario, index, entropy).run()
+@renamed(old="entropy", new="seed", since="0.2", removed_in="0.3")
+def run_replication(scenario: Scenario, index: int, seed: int) -> pd.DataFrame:
+    """Results of replication ``index`` of the run with root seed ``seed`` (seeded by
+    ``SeedSequence(seed, spawn_key=(index,))``)."""
+    return Replication(scenario, index, seed).run()
 
 
-def plan_shards(scenario: Scenario, index: int, entropy: int, shards: int) -> list[tuple[int, int]]:
+def plan_shards(scenario: Scenario, index: int, seed: int, shards: int) -> list[tuple[int, int]]:
     """The shards of replication ``index``: contiguous runs of its blocks (individual mode)."""
     if scenario.spec.simulation.mode != "individual":
         raise LdpSimError(f"--shards: got {shards} for a scenario in {scenario.spec.simulation.mode} mode, expected 1 "
                           "(shards cut an individual-mode population; aggregate mode draws counts, not clients)")  # fmt: skip
-    return shard_bounds(Replication(scenario, index, entropy).block_sizes(), shards)
+    return shard_bounds(Replication(scenario, index, seed).block_sizes(), shards)
 
 
-def run_shard(scenario: Scenario, index: int, entropy: int, lo: int, hi: int) -> Shard:
+def run_shard(scenario: Scenario, index: int, seed: int, lo: int, hi: int) -> Shard:
     """Blocks ``lo .. hi - 1`` of replication ``index``, sent through the network."""
-    return Replication(scenario, index, entropy).send_blocks(lo, hi)
+    return Replication(scenario, index, seed).send_blocks(lo, hi)
 
 
-def merge_shards(scenario: Scenario, index: int, entropy: int, shards: list[Shard]) -> pd.DataFrame:
+def merge_shards(scenario: Scenario, index: int, seed: int, shards: list[Shard]) -> pd.DataFrame:
     """Replication ``index`` from all its shards, in block order: the same rows, byte for byte,
     as :func:`run_replication`."""
-    return Replication(scenario, index, entropy).run_merged(shards)
+    return Replication(scenario, index, seed).run_merged(shards)

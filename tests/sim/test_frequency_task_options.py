@@ -83,3 +83,11 @@ def test_bad_choices_are_one_line_errors(task, key):
     with pytest.raises(LdpSimError, match="^t.toml: " + re.escape(key)) as info:
         parse_scenario(scenario_text().replace("checkpoints = { every = 1.0 }", f"checkpoints = {{ every = 1.0 }}\ntasks = [{task}]"), "t.toml")
     assert "\n" not in str(info.value)
+
+
+def test_the_seed_keyword_and_its_deprecated_spelling_entropy_give_the_same_rows():
+    sc = parse_scenario(scenario_text(size=2_000), "t.toml")
+    rows = run_replication(sc, 0, seed=11)
+    with pytest.warns(DeprecationWarning, match="entropy= .* use seed="):
+        old = run_replication(sc, 0, entropy=11)
+    assert rows.equals(old) and rows.equals(run_replication(sc, 0, 11))

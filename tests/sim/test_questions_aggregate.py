@@ -88,9 +88,9 @@ def _marginal_se(p: np.ndarray, eps: float, n: float) -> np.ndarray:
     return np.sqrt(f * (1 - f) / (n * (a - b) ** 2))
 
 
-def _run(text: str, entropy: int = 11):
+def _run(text: str, seed: int = 11):
     sc = parse_scenario(text, str(SCENARIOS / "t.toml"))
-    rep = Replication(sc, 0, entropy)
+    rep = Replication(sc, 0, seed)
     rows = rep.run()
     return sc, rep, rows[rows["reason"] == "end"]
 
