@@ -77,7 +77,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -256,27 +256,12 @@ def _exact_memo(memo: dict, q: int, p: Protocol, a: Protocol, task: Task, i: int
     return memo[key][1]
 
 
-def simulate_broadcast(
-    protocols: Sequence[Protocol],
-    task: Task | Sequence[Task],
-    rounds: int,
-    *,
-    batch: int = 10_000,
-    latency: Latency | None = None,
-    interval: float = 1.0,
-    p_one: ArrayLike | None = None,
-    seed: int | np.random.SeedSequence | None = None,
-    alpha: float = 1e-6,
-    replication: int = 0,
-    keep_trace: bool = False,
-    exact: Mapping[tuple[str, int], float] | None = None,
-    loss: float = 0.0,
-    deadline: float | None = None,
-    actual: Sequence[Protocol] | None = None,
-) -> BroadcastResult:
-    """Run ``rounds`` rounds of the broadcast for every protocol (common random numbers)
-    and return measured against exact accuracy per protocol and receiver, with latency
-    statistics.
+class Broadcast:
+    """One replication of the multi-party broadcast, as a SimPy model: ``rounds`` rounds for
+    every protocol (common random numbers), measured against exact accuracy per protocol and
+    receiver, with latency statistics (:meth:`run`). The constructor checks the parameters
+    and prepares what every round shares (per-party samplers, the receivers' rules); each
+    :meth:`run` draws from fresh streams of ``seed``, so it gives the same result every time.
 
     Parameters
     ----------
@@ -293,6 +278,8 @@ def simulate_broadcast(
     seed: the replication's SeedSequence (or an int). Streams are derived from it by fixed
         spawn keys, so the numbers do not depend on SimPy's event order.
     alpha: false-failure probability of the whole table's tolerances.
+    replication: the replication's index, recorded in the table.
+    keep_trace: keep the :class:`Trace` of every round (for checks and small runs).
     exact: precomputed exact gains keyed by (protocol name, party) (:func:`exact_values`),
         so that replications do not recompute them.
     loss: P(a message is lost), per (message, receiver), independently.
@@ -301,121 +288,169 @@ def simulate_broadcast(
     actual: the protocols the parties really run (same alphabets; e.g. ``deviate``d), one
         per protocol; default: the announced ones.
     """
-    started = time.perf_counter()
-    protocols = list(protocols)
-    if not protocols:
-        raise invalid("protocols", protocols, "at least one protocol")
-    tasks = _per_receiver(task)
-    k = tasks[0].parties
-    for p in protocols:
-        if p.parties != k:
-            raise invalid("protocols", f"{p.name} with {p.parties} parties", f"{k} parties, as the task")
-    names = [p.name for p in protocols]
-    if len(set(names)) != len(names):
-        raise invalid("protocols", names, "protocols with distinct names")
-    actual = protocols if actual is None else list(actual)
-    if len(actual) != len(protocols) or any(a.sizes != p.sizes or a.inputs != p.inputs for a, p in zip(actual, protocols)):
-        raise invalid("actual", [a.name for a in actual], "one protocol per announced protocol, with the same alphabets")
-    inputs = protocols[0].inputs  # each party's number of values (2: a bit)
-    for p in protocols:
-        if p.inputs != inputs:
-            raise invalid("protocols", f"{p.name} with input sizes {p.inputs}", f"the same input sizes for every protocol ({inputs})")
-    for t in tasks:
-        if t.sizes != inputs:
-            raise invalid("task", f"{t.name} on input sizes {t.sizes}", f"a function of the parties' inputs, of sizes {inputs}")
-    binary = all(a == 2 for a in inputs)
-    if not binary and p_one is not None:
-        raise invalid("p_one", p_one, "no bit probabilities when parties hold more than a bit (their inputs are uniform)")
-    rounds = _positive_int(rounds, "rounds")
-    batch = min(_positive_int(batch, "batch"), rounds)
-    if not (isinstance(interval, (int, float)) and math.isfinite(interval) and interval >= 0):
-        raise invalid("interval", interval, "a finite time >= 0")
-    if not (0 < alpha < 1):
-        raise invalid("alpha", alpha, "a probability in (0, 1)")
-    latency = latency if latency is not None else ConstantLatency(0.0)
-    _, missing = channel_missing(loss, deadline, latency)
-    loss = float(loss)
-    probs = bit_probabilities(p_one, k)
-    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
 
-    def stream(*key: int) -> np.random.Generator:
+    def __init__(
+        self,
+        protocols: Sequence[Protocol],
+        task: Task | Sequence[Task],
+        rounds: int,
+        *,
+        batch: int = 10_000,
+        latency: Latency | None = None,
+        interval: float = 1.0,
+        p_one: ArrayLike | None = None,
+        seed: int | np.random.SeedSequence | None = None,
+        alpha: float = 1e-6,
+        replication: int = 0,
+        keep_trace: bool = False,
+        exact: Mapping[tuple[str, int], float] | None = None,
+        loss: float = 0.0,
+        deadline: float | None = None,
+        actual: Sequence[Protocol] | None = None,
+    ) -> None:
+        started = time.perf_counter()
+        self._check(protocols, task, actual, p_one)
+        self.rounds = _positive_int(rounds, "rounds")
+        self.batch = min(_positive_int(batch, "batch"), self.rounds)
+        if not (isinstance(interval, (int, float)) and math.isfinite(interval) and interval >= 0):
+            raise invalid("interval", interval, "a finite time >= 0")
+        self.interval = float(interval)
+        if not (0 < alpha < 1):
+            raise invalid("alpha", alpha, "a probability in (0, 1)")
+        self.alpha = alpha
+        self.latency = latency if latency is not None else ConstantLatency(0.0)
+        _, self.missing = channel_missing(loss, deadline, self.latency)
+        self.loss = float(loss)
+        self.deadline = deadline
+        self.probs = bit_probabilities(p_one, self.k)
+        self.seed = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        self.replication = replication
+        self.keep_trace = keep_trace
+        self.exact = exact
+        self._prepare_rules()
+        self._setup_seconds = time.perf_counter() - started
+
+    # ------------------------------------------------------------------ parameters
+    def _check(self, protocols: Sequence[Protocol], task: Task | Sequence[Task], actual: Sequence[Protocol] | None,
+               p_one: ArrayLike | None) -> None:  # fmt: skip
+        """Protocols, tasks and the protocols actually run: the same parties, alphabets and
+        inputs (sets ``protocols``, ``tasks``, ``k``, ``actual``, ``inputs``, ``binary``)."""
+        self.protocols = protocols = list(protocols)
+        if not protocols:
+            raise invalid("protocols", protocols, "at least one protocol")
+        self.tasks = tasks = _per_receiver(task)
+        self.k = k = tasks[0].parties
+        for p in protocols:
+            if p.parties != k:
+                raise invalid("protocols", f"{p.name} with {p.parties} parties", f"{k} parties, as the task")
+        names = [p.name for p in protocols]
+        if len(set(names)) != len(names):
+            raise invalid("protocols", names, "protocols with distinct names")
+        self.actual = actual = protocols if actual is None else list(actual)
+        if len(actual) != len(protocols) or any(a.sizes != p.sizes or a.inputs != p.inputs for a, p in zip(actual, protocols)):
+            raise invalid("actual", [a.name for a in actual], "one protocol per announced protocol, with the same alphabets")
+        self.inputs = inputs = protocols[0].inputs  # each party's number of values (2: a bit)
+        for p in protocols:
+            if p.inputs != inputs:
+                raise invalid("protocols", f"{p.name} with input sizes {p.inputs}", f"the same input sizes for every protocol ({inputs})")
+        for t in tasks:
+            if t.sizes != inputs:
+                raise invalid("task", f"{t.name} on input sizes {t.sizes}", f"a function of the parties' inputs, of sizes {inputs}")
+        self.binary = all(a == 2 for a in inputs)
+        if not self.binary and p_one is not None:
+            raise invalid("p_one", p_one, "no bit probabilities when parties hold more than a bit (their inputs are uniform)")
+
+    def _prepare_rules(self) -> None:
+        """Each party's sampler and each receiver's rule, shared by every round."""
+        k, protocols, tasks = self.k, self.protocols, self.tasks
+        # each party privatises with its own one-party protocol (the same sampler, Protocol.sample),
+        # from the matrices it actually runs
+        self.solo = [[Protocol.from_matrices([a.matrices[j]], [a.eps[j]], [a.delta[j]], name=f"{a.name}[{j}]") for j in range(k)]
+                     for a in self.actual]  # fmt: skip
+        self.n_recv = k + 1  # parties 0..k-1, observer k
+        self.faced = [faced_protocol(p, self.missing) for p in protocols]  # the receivers' rules are these protocols'
+        self.not_heard = [np.asarray(p.sizes, dtype=np.int64) for p in protocols]
+        self.rules = [_RuleTable.build(p, tasks, self.rounds) for p in self.faced]
+        # decisions by symbol counts where no table fits; not with deviating parties or biased
+        # bits, whose exact gain (rule_gain, enumeration) follows decide's own answer on each
+        # transcript even where two answers tie (any answer to a tie is optimal only for the
+        # announced protocol and uniform bits)
+        uniform = bool(np.all(self.probs == 0.5))
+        self.counted = [None if r is not None or a is not p or not uniform else _CountRule.build(f, tasks)
+                        for f, r, a, p in zip(self.faced, self.rules, self.actual, protocols)]  # fmt: skip
+        self.n_batches = -(-self.rounds // self.batch)
+
+    # ------------------------------------------------------------------ the run
+    def run(self) -> BroadcastResult:
+        """Run every round and return the results table (and the trace, if kept)."""
+        started = time.perf_counter()
+        self._start()
+        for j in range(self.k):
+            self.env.process(self._party(j))
+        for i in range(self.n_recv):
+            self.env.process(self._receiver(i))
+        self.env.run()
+        if int(self.delivered.sum()) != self.rounds * self.k * self.n_recv:  # pragma: no cover - a broken model
+            raise AssertionError(f"delivered {self.delivered.tolist()}, expected {self.rounds * self.k} messages per receiver")
+        table = self._table()
+        return BroadcastResult(table, self._setup_seconds + time.perf_counter() - started, self.events, self.trace)
+
+    def _stream(self, *key: int) -> np.random.Generator:
+        ss = self.seed
         return np.random.default_rng(np.random.SeedSequence(ss.entropy, spawn_key=tuple(ss.spawn_key) + key))
 
-    bit_rng = [stream(0, j) for j in range(k)]
-    latency_rng = [stream(1, j) for j in range(k)]
-    # common random numbers for the noise too: every protocol's party j draws from its own
-    # copy of the same stream, so all protocols privatise with the same uniforms (inverse-CDF
-    # sampling): each protocol keeps its exact law, and their outcomes are coupled, which
-    # makes the paired differences between protocols far more precise.
-    noise_rng = [[stream(2, j) for j in range(k)] for _ in protocols]
-    loss_rng = [stream(3, j) for j in range(k)]  # losses: their own streams (the same for every protocol)
-    # each party privatises with its own one-party protocol (the same sampler, Protocol.sample),
-    # from the matrices it actually runs
-    solo = [[Protocol.from_matrices([a.matrices[j]], [a.eps[j]], [a.delta[j]], name=f"{a.name}[{j}]") for j in range(k)]
-            for a in actual]  # fmt: skip
+    def _start(self) -> None:
+        """Fresh random streams, SimPy environment, inboxes, ledger and tallies."""
+        k, n_recv, rounds = self.k, self.n_recv, self.rounds
+        self.bit_rng = [self._stream(0, j) for j in range(k)]
+        self.latency_rng = [self._stream(1, j) for j in range(k)]
+        # common random numbers for the noise too: every protocol's party j draws from its own
+        # copy of the same stream, so all protocols privatise with the same uniforms (inverse-CDF
+        # sampling): each protocol keeps its exact law, and their outcomes are coupled, which
+        # makes the paired differences between protocols far more precise.
+        self.noise_rng = [[self._stream(2, j) for j in range(k)] for _ in self.protocols]
+        self.loss_rng = [self._stream(3, j) for j in range(k)]  # losses: their own streams (the same for every protocol)
+        self.env = simpy.Environment()
+        self.inbox = [simpy.Store(self.env) for _ in range(n_recv)]
+        self.ledger: dict[tuple[int, int], NDArray[np.int8]] = {}  # (batch, party) -> bits: the referee's record
+        self.decided: dict[int, int] = {}  # batch -> receivers that have decided it (the ledger entry goes with the last)
+        self.tally = _Tally.empty(len(self.protocols), n_recv)
+        self.delivered = np.zeros(n_recv, dtype=np.int64)
+        self.trace: Trace | None = None
+        if self.keep_trace:
+            self.trace = Trace(
+                start=np.arange(rounds) * self.interval, bits=np.zeros((rounds, k), np.int8),
+                arrival=np.full((rounds, k, n_recv), np.nan), completion=np.full((rounds, n_recv), np.nan),
+                decided_at=np.full((rounds, n_recv), np.nan), delivered=self.delivered,
+                gains=np.full((len(self.protocols), rounds, n_recv), np.nan), heard=np.zeros((rounds, k, n_recv), bool),
+            )  # fmt: skip
+        self.events = 0
 
-    n_recv = k + 1  # parties 0..k-1, observer k
-    faced = [faced_protocol(p, missing) for p in protocols]  # the receivers' rules are these protocols'
-    not_heard = [np.asarray(p.sizes, dtype=np.int64) for p in protocols]
-    rules = [_RuleTable.build(p, tasks, rounds) for p in faced]
-    # decisions by symbol counts where no table fits; not with deviating parties or biased
-    # bits, whose exact gain (rule_gain, enumeration) follows decide's own answer on each
-    # transcript even where two answers tie (any answer to a tie is optimal only for the
-    # announced protocol and uniform bits)
-    uniform = bool(np.all(probs == 0.5))
-    counted = [None if r is not None or a is not p or not uniform else _CountRule.build(f, tasks)
-               for f, r, a, p in zip(faced, rules, actual, protocols)]  # fmt: skip
-    n_batches = -(-rounds // batch)
+    def _bounds(self, b: int) -> tuple[int, int]:
+        """The rounds of batch b (never a list of all batches)."""
+        return b * self.batch, min((b + 1) * self.batch, self.rounds)
 
-    def bounds(b: int) -> tuple[int, int]:  # rounds of batch b (never a list of all batches)
-        return b * batch, min((b + 1) * batch, rounds)
-
-    env = simpy.Environment()
-    inbox = [simpy.Store(env) for _ in range(n_recv)]
-    ledger: dict[tuple[int, int], NDArray[np.int8]] = {}  # (batch, party) -> bits: the referee's record
-    decided: dict[int, int] = {}  # batch -> receivers that have decided it (the ledger entry goes with the last)
-    tally = _Tally.empty(len(protocols), n_recv)
-    delivered = np.zeros(n_recv, dtype=np.int64)
-    trace = None
-    if keep_trace:
-        trace = Trace(
-            start=np.arange(rounds) * float(interval), bits=np.zeros((rounds, k), np.int8),
-            arrival=np.full((rounds, k, n_recv), np.nan), completion=np.full((rounds, n_recv), np.nan),
-            decided_at=np.full((rounds, n_recv), np.nan), delivered=delivered,
-            gains=np.full((len(protocols), rounds, n_recv), np.nan), heard=np.zeros((rounds, k, n_recv), bool),
-        )  # fmt: skip
-    events = [0]
-
-    def deliver(i: int, bundle: _Bundle):
-        wait = _delay_until(env.now, float(bundle.arrival.max()))
+    def _deliver(self, i: int, bundle: _Bundle):  # type: ignore[no-untyped-def]
+        """The channel: hand the bundle to receiver i when the last of its messages is resolved."""
+        wait = _delay_until(self.env.now, float(bundle.arrival.max()))
         if wait > 0:
-            yield env.timeout(wait)
-        events[0] += 1
-        yield inbox[i].put(bundle)
+            yield self.env.timeout(wait)
+        self.events += 1
+        yield self.inbox[i].put(bundle)
 
-    def party(j: int):
-        for b in range(n_batches):
-            lo, hi = bounds(b)
-            wait = _delay_until(env.now, lo * float(interval))
+    def _party(self, j: int):  # type: ignore[no-untyped-def]
+        """Party j: each batch, its bits, their privatisation by every protocol, and the broadcast."""
+        env, trace, deadline = self.env, self.trace, self.deadline
+        for b in range(self.n_batches):
+            lo, hi = self._bounds(b)
+            wait = _delay_until(env.now, lo * self.interval)
             if wait > 0:
                 yield env.timeout(wait)
-            n = hi - lo
-            if inputs[j] == 2:
-                bits = (bit_rng[j].random(n) < probs[j]).astype(np.int8)
-            else:  # one of a_j values, uniform
-                bits = bit_rng[j].integers(0, inputs[j], n).astype(np.int8)
-            ledger[(b, j)] = bits
-            taus = [solo[q][j].sample(bits[:, None], noise_rng[q][j])[:, 0] for q in range(len(protocols))]
-            send = np.arange(lo, hi) * float(interval)
-            lat = latency.sample(n * n_recv, latency_rng[j]).reshape(n, n_recv)
-            lat[:, j] = 0.0  # a party holds its own message at once
-            arrival = send[:, None] + lat
-            heard = np.ones((n, n_recv), dtype=bool)
-            if loss > 0:
-                heard &= loss_rng[j].random((n, n_recv)) >= loss
-            if deadline is not None:
-                heard &= lat <= deadline
-            heard[:, j] = True
+            bits = self._draw_bits(j, hi - lo)
+            self.ledger[(b, j)] = bits
+            taus = [self.solo[q][j].sample(bits[:, None], self.noise_rng[q][j])[:, 0] for q in range(len(self.protocols))]
+            send = np.arange(lo, hi) * self.interval
+            arrival, heard = self._channel(j, send)
             # resolved: when heard, on arrival; when missing, at the deadline (without one, a
             # lost message is notified when it would have arrived)
             resolved = arrival if deadline is None else np.where(heard, arrival, send[:, None] + float(deadline))
@@ -423,76 +458,117 @@ def simulate_broadcast(
                 trace.bits[lo:hi, j] = bits
                 trace.arrival[lo:hi, j, :] = arrival
                 trace.heard[lo:hi, j, :] = heard
-            for i in range(n_recv):  # the broadcast: one bundle per receiver
-                env.process(deliver(i, _Bundle(b, j, taus, resolved[:, i], heard[:, i])))
-            events[0] += 1
+            for i in range(self.n_recv):  # the broadcast: one bundle per receiver
+                env.process(self._deliver(i, _Bundle(b, j, taus, resolved[:, i], heard[:, i])))
+            self.events += 1
 
-    def receiver(i: int):
+    def _draw_bits(self, j: int, n: int) -> NDArray[np.int8]:
+        """Party j's inputs for n rounds: bits of probability ``p_one``, or uniform values."""
+        if self.inputs[j] == 2:
+            return (self.bit_rng[j].random(n) < self.probs[j]).astype(np.int8)
+        return self.bit_rng[j].integers(0, self.inputs[j], n).astype(np.int8)  # one of a_j values, uniform
+
+    def _channel(self, j: int, send: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+        """Party j's messages sent at times ``send``: their arrival at every receiver, and
+        whether each was heard in time (not lost, not past the deadline)."""
+        n, n_recv = send.size, self.n_recv
+        lat = self.latency.sample(n * n_recv, self.latency_rng[j]).reshape(n, n_recv)
+        lat[:, j] = 0.0  # a party holds its own message at once
+        arrival = send[:, None] + lat
+        heard = np.ones((n, n_recv), dtype=bool)
+        if self.loss > 0:
+            heard &= self.loss_rng[j].random((n, n_recv)) >= self.loss
+        if self.deadline is not None:
+            heard &= lat <= self.deadline
+        heard[:, j] = True
+        return arrival, heard
+
+    def _receiver(self, i: int):  # type: ignore[no-untyped-def]
+        """Receiver i: collect the bundles of each batch, and decide it once all k are in."""
+        k = self.k
         pending: dict[int, dict[int, _Bundle]] = {}
-        for _ in range(n_batches * k):
-            bundle = yield inbox[i].get()
-            delivered[i] += bundle.arrival.size
+        for _ in range(self.n_batches * k):
+            bundle = yield self.inbox[i].get()
+            self.delivered[i] += bundle.arrival.size
             got = pending.setdefault(bundle.batch, {})
             got[bundle.sender] = bundle
             if len(got) < k:
                 continue
             del pending[bundle.batch]
-            _decide_batch(i, bundle.batch, [got[s] for s in range(k)])
-            events[0] += 1
+            self._decide_batch(i, bundle.batch, [got[s] for s in range(k)])
+            self.events += 1
 
-    def _decide_batch(i: int, b: int, bundles: list[_Bundle]) -> None:
-        lo, hi = bounds(b)
+    def _decide_batch(self, i: int, b: int, bundles: list[_Bundle]) -> None:
+        """Receiver i decides every round of batch b at once, with each protocol's rule, and
+        the referee tallies the gains and the completion delays."""
+        k, tally, trace = self.k, self.tally, self.trace
+        lo, hi = self._bounds(b)
         completion = np.max(np.stack([bd.arrival for bd in bundles], axis=1), axis=1)
-        assert env.now >= completion.max()  # every message of every round is resolved
+        assert self.env.now >= completion.max()  # every message of every round is resolved
         heard = np.stack([bd.heard for bd in bundles], axis=1)  # (n, k)
         complete = bool(heard.all())
         tally.heard[i] += int(heard.sum())
-        x = np.stack([ledger[(b, s)] for s in range(k)], axis=1)
-        t = tasks[i]
+        x = np.stack([self.ledger[(b, s)] for s in range(k)], axis=1)
+        t = self.tasks[i]
         truth = t.value(x)
-        who = _who(i, k)
         own = None if i == k else x[:, i]
         first = None
-        for q in range(len(protocols)):
+        for q in range(len(self.protocols)):
             tau = np.stack([bd.taus[q] for bd in bundles], axis=1)
             if not complete:
-                tau = np.where(heard, tau, not_heard[q][None, :])
-            if rules[q] is not None:
-                guess = rules[q].lookup(i, tau, own)
-            elif counted[q] is not None and t.is_symmetric:
-                guess = counted[q].lookup(i, tau, own)
-            else:
-                guess = np.asarray(decide(faced[q], t, who, tau, own))
-            gain = t.gain[truth, guess]
+                tau = np.where(heard, tau, self.not_heard[q][None, :])
+            gain = t.gain[truth, self._guess(q, i, tau, own)]
             tally.total[q, i] += gain.sum()
             tally.squares[q, i] += np.square(gain).sum()
             first = gain if q == 0 else first
             tally.cross[q, i] += float(np.dot(gain, first))
             if trace is not None:
                 trace.gains[q, lo:hi, i] = gain
-        tally.add_delays(i, completion - np.arange(lo, hi) * float(interval))
+        tally.add_delays(i, completion - np.arange(lo, hi) * self.interval)
         if trace is not None:
             trace.completion[lo:hi, i] = completion
-            trace.decided_at[lo:hi, i] = env.now
-        decided[b] = decided.get(b, 0) + 1
-        if decided[b] == n_recv:  # every receiver is done with this batch: forget its bits
-            del decided[b]
-            for sender in range(k):
-                del ledger[(b, sender)]
+            trace.decided_at[lo:hi, i] = self.env.now
+        self._forget(b)
 
-    for j in range(k):
-        env.process(party(j))
-    for i in range(n_recv):
-        env.process(receiver(i))
-    env.run()
-    if int(delivered.sum()) != rounds * k * n_recv:  # pragma: no cover - a broken model
-        raise AssertionError(f"delivered {delivered.tolist()}, expected {rounds * k} messages per receiver")
+    def _guess(self, q: int, i: int, tau: NDArray[np.int64], own: NDArray | None) -> NDArray[np.int64]:
+        """Receiver i's decisions under protocol q's rule: by table, by symbol counts, or by ``decide``."""
+        t = self.tasks[i]
+        if self.rules[q] is not None:
+            return self.rules[q].lookup(i, tau, own)
+        if self.counted[q] is not None and t.is_symmetric:
+            return self.counted[q].lookup(i, tau, own)
+        return np.asarray(decide(self.faced[q], t, _who(i, self.k), tau, own))
 
-    if exact is None:
-        exact = exact_values(protocols, tasks, probs if binary else None, missing, actual)
-    channel = Channel(latency, loss, deadline, missing)
-    table = _table(protocols, tasks, tally, delivered, rounds, channel, alpha, replication, exact)
-    return BroadcastResult(table, time.perf_counter() - started, events[0], trace)
+    def _forget(self, b: int) -> None:
+        """One more receiver has decided batch b; after the last, its bits are forgotten."""
+        self.decided[b] = self.decided.get(b, 0) + 1
+        if self.decided[b] == self.n_recv:
+            del self.decided[b]
+            for sender in range(self.k):
+                del self.ledger[(b, sender)]
+
+    def _table(self) -> pd.DataFrame:
+        """The results table: measured against exact gains, and the channel's statistics."""
+        exact = self.exact
+        if exact is None:
+            exact = exact_values(self.protocols, self.tasks, self.probs if self.binary else None, self.missing, self.actual)
+        channel = Channel(self.latency, self.loss, self.deadline, self.missing)
+        return _table(self.protocols, self.tasks, self.tally, self.delivered, self.rounds, channel, self.alpha,
+                      self.replication, exact)  # fmt: skip
+
+
+def simulate_broadcast(
+    protocols: Sequence[Protocol],
+    task: Task | Sequence[Task],
+    rounds: int,
+    **options: Any,
+) -> BroadcastResult:
+    """Run ``rounds`` rounds of the broadcast for every protocol (common random numbers)
+    and return measured against exact accuracy per protocol and receiver, with latency
+    statistics: ``Broadcast(protocols, task, rounds, **options).run()``; the options
+    (``batch``, ``latency``, ``interval``, ``p_one``, ``seed``, ``alpha``, ``replication``,
+    ``keep_trace``, ``exact``, ``loss``, ``deadline``, ``actual``) are :class:`Broadcast`'s."""
+    return Broadcast(protocols, task, rounds, **options).run()
 
 
 @dataclass(frozen=True)
@@ -816,6 +892,6 @@ def _positive_int(value: object, name: str) -> int:
 
 
 __all__ = [
-    "EXACT_QUANTITIES", "BroadcastResult", "Channel", "ExactTables", "exact_tables", "Trace", "channel_missing", "completion_cdf", "completion_mean", "completion_quantile",
+    "EXACT_QUANTITIES", "Broadcast", "BroadcastResult", "Channel", "ExactTables", "exact_tables", "Trace", "channel_missing", "completion_cdf", "completion_mean", "completion_quantile",
     "exact_value", "exact_values", "expected_max_latency", "faced_protocol", "max_latency_quantile", "simulate_broadcast",
 ]  # fmt: skip
