@@ -226,12 +226,30 @@ def _nothing_received(results: pd.DataFrame) -> str:
 
 def _summary_lines(scenario, results: pd.DataFrame, seed: int, figures: list[str]) -> list[str]:
     """summary.md as a list of lines (its tables :class:`~ldpsim.report.html.TableText`), for
-    summary.md and report.html alike."""
+    summary.md and report.html alike: one function per section, in this order."""
+    return [
+        *_title(scenario.spec),
+        *_setup(scenario, seed),
+        *_frequencies(scenario, results),
+        *_means(scenario, results),
+        *_other_tasks(scenario, results),
+        *_nonresponse(results),
+        *_tiers(results),
+        *_crosstabs(scenario, results),
+        *_clients(results),
+        *figures_and_files(list(figures), "replication x checkpoint x task x quantity x category"),
+    ]
+
+
+def _title(spec) -> list[str]:
+    """The scenario's name, and its description if any."""
+    return [f"# {spec.name}", "", *([spec.description, ""] if spec.description else [])]
+
+
+def _setup(scenario, seed: int) -> list[str]:
+    """## Set-up: the population (or the questions and their strategies), the mechanisms,
+    arrivals, network and simulation."""
     spec = scenario.spec
-    reps = spec.simulation.replications
-    out = [f"# {spec.name}", ""]
-    if spec.description:
-        out += [spec.description, ""]
     questions = scenario.questions
     unit = spec.simulation.time_unit
     run_lines = [
@@ -240,121 +258,170 @@ def _summary_lines(scenario, results: pd.DataFrame, seed: int, figures: list[str
         f"- arrivals: {describe_section(spec.arrivals)}",
         f"- network: latency {describe_section(spec.network.latency)}, loss {spec.network.loss_text()}",
         f"- simulation: {spec.simulation.mode} mode, tick {scenario.tick:.6g}, end {scenario.end:.6g}, "
-        f"{reps} replication(s), seed {seed}",
+        f"{spec.simulation.replications} replication(s), seed {seed}",
     ]
     if questions is not None:
-        out += ["## Set-up", "", *_questions_setup(scenario), *run_lines, "", *_strategies(questions)]
+        return ["## Set-up", "", *_questions_setup(scenario), *run_lines, "", *_strategies(questions)]
+    return [
+        "## Set-up",
+        "",
+        f"- population: {scenario.size:,} clients over {len(scenario.labels)} categories",
+        *([f"- answers from {scenario.table.describe()}; the truth is the column's distribution"]
+          if scenario.table is not None else []),
+        *(f"- mechanism{' ' + name if scenario.compared else ''}: {m!r}, exact eps = {m.epsilon():.6g}"
+          for name, m in scenario.mechanisms if scenario.tiers is None),
+        *_tiers_setup(scenario),
+        *(["- the mechanisms privatise the same respondents, who arrive at the same times over the same network "
+           "(common random numbers)"] if scenario.compared else []),
+        *run_lines,
+        "",
+    ]
+
+
+def _frequencies(scenario, results: pd.DataFrame) -> list[str]:
+    """The frequency tasks' sections: final estimates, then their errors over time (nothing
+    without frequency rows; one paragraph when no report was received)."""
+    if not (results["quantity"] == "frequency").any():
+        return []
+    if not summary.has_estimates(results):
+        return ["## Final estimates", "", _nothing_received(results), ""]
+    return [*_final_estimates(scenario, results), *_errors(scenario, results)]
+
+
+def _final_estimates(scenario, results: pd.DataFrame) -> list[str]:
+    """## Final estimates: replication 0 at the end (or the largest estimates when there are
+    many answers), over the replications, and the coverage over every checkpoint."""
+    questions = scenario.questions
+    reps = scenario.spec.simulation.replications
+    final = summary.final_frequencies(results)
+    k = summary.answer_count(results)
+    tasks = ["task"] if final["task"].nunique() > 1 or questions is not None else []
+    heard = (f"{int(final['n_received'].iloc[0]):,} reports" if questions is None
+             else "each question's reports in `n_received`")  # fmt: skip
+    out = ["## Final estimates", "", f"Replication 0 at the end ({heard}):", ""]
+    if int(final["n_received"].iloc[0]) == 0:
+        out += ["No report reached the server in replication 0: its estimates are empty.", ""]
+    if k > summary.MANY_ANSWERS:
+        top = summary.top_answers(results)
+        what = (f"of each task, of {k:,} answers{' at most' if questions is not None else ''}" if tasks
+                else f"of the {k:,} answers")  # several tasks: each its own, not the union of all tasks'
+        out += [f"The {summary.MANY_ANSWERS} largest estimates {what} (all of them are in "
+                "results.csv), with each answer's true rank:", "",
+                _md_table(top if tasks else top.drop(columns=["task"])), ""]  # fmt: skip
     else:
-        out += [
-            "## Set-up",
-            "",
-            f"- population: {scenario.size:,} clients over {len(scenario.labels)} categories",
-            *([f"- answers from {scenario.table.describe()}; the truth is the column's distribution"]
-              if scenario.table is not None else []),
-            *(f"- mechanism{' ' + name if scenario.compared else ''}: {m!r}, exact eps = {m.epsilon():.6g}"
-              for name, m in scenario.mechanisms if scenario.tiers is None),
-            *_tiers_setup(scenario),
-            *(["- the mechanisms privatise the same respondents, who arrive at the same times over the same network "
-               "(common random numbers)"] if scenario.compared else []),
-            *run_lines,
-            "",
-        ]
-    if (results["quantity"] == "frequency").any() and not summary.has_estimates(results):
-        out += ["## Final estimates", "", _nothing_received(results), ""]
-    elif (results["quantity"] == "frequency").any():
-        final = summary.final_frequencies(results)
-        k = summary.answer_count(results)
-        tasks = ["task"] if final["task"].nunique() > 1 or questions is not None else []
-        heard = (f"{int(final['n_received'].iloc[0]):,} reports" if questions is None
-                 else "each question's reports in `n_received`")  # fmt: skip
-        out += ["## Final estimates", "", f"Replication 0 at the end ({heard}):", ""]
-        if int(final["n_received"].iloc[0]) == 0:
-            out += ["No report reached the server in replication 0: its estimates are empty.", ""]
-        if k > summary.MANY_ANSWERS:
-            top = summary.top_answers(results)
-            what = (f"of each task, of {k:,} answers{' at most' if questions is not None else ''}" if tasks
-                    else f"of the {k:,} answers")  # several tasks: each its own, not the union of all tasks'
-            out += [f"The {summary.MANY_ANSWERS} largest estimates {what} (all of them are in "
-                    "results.csv), with each answer's true rank:", "",
-                    _md_table(top if tasks else top.drop(columns=["task"])), ""]  # fmt: skip
-        else:
-            shown = tasks + ["category", "truth", "estimate", "ci_low", "ci_high", "covered"]
-            out += [_md_table(final[shown + (["n_received"] if questions is not None else [])]), ""]
-        if reps > 1:
-            kept = summary.of_top_answers(final, results) if k > summary.MANY_ANSWERS else final  # as listed above
-            many = kept[tasks + ["category", "truth", "mean_estimate", "rmse", "std_error", "theory_se", "coverage"]]
-            out += [f"Over {reps} replications (coverage: share of replications whose interval holds the truth):", ""]
-            out += [_md_table(many), ""]
-        f = summary.frequency_rows(results).dropna(subset=["estimate"])
-        out += [
-            f"Interval coverage over all checkpoints with reports, categories and replications: "
-            f"{f['covered'].mean():.4f} ({int(f['covered'].sum())} of {len(f)}).",
-            "",
-            *(["## Estimates at each checkpoint (replication 0)", "", *_series(results, questions is not None)]
-              if k <= summary.MANY_ANSWERS else []),
-            "## Error of the estimated distribution at each checkpoint",
-            "",
-            "L1 = sum over answers of |estimate - truth|, Linf = the largest |estimate - truth| (mean over replications):",
-            "",
-            _md_table(summary.error_norms(results)),
-            "",
-            CHECKPOINT_LEGEND,
-            "",
-            "## Error against the number of reports",
-            "",
-            _md_table(summary.error_by_n(results)),
-            "",
-            ERROR_LEGEND,
-            "",
-        ]
-    means = summary.final_means(results) if questions is not None else pd.DataFrame()
-    if not means.empty:
-        out += ["## Means of the numeric questions", "",
-                "At the end (estimate, interval, covered, n_received: replication 0; the interval's standard error "
-                f"is exact; mean_estimate, rmse, coverage: over {reps} replication(s)):", "",
-                _md_table(means), ""]  # fmt: skip
+        shown = tasks + ["category", "truth", "estimate", "ci_low", "ci_high", "covered"]
+        out += [_md_table(final[shown + (["n_received"] if questions is not None else [])]), ""]
+    if reps > 1:
+        kept = summary.of_top_answers(final, results) if k > summary.MANY_ANSWERS else final  # as listed above
+        many = kept[tasks + ["category", "truth", "mean_estimate", "rmse", "std_error", "theory_se", "coverage"]]
+        out += [f"Over {reps} replications (coverage: share of replications whose interval holds the truth):", ""]
+        out += [_md_table(many), ""]
+    f = summary.frequency_rows(results).dropna(subset=["estimate"])
+    return out + [
+        f"Interval coverage over all checkpoints with reports, categories and replications: "
+        f"{f['covered'].mean():.4f} ({int(f['covered'].sum())} of {len(f)}).",
+        "",
+    ]
+
+
+def _errors(scenario, results: pd.DataFrame) -> list[str]:
+    """The estimates at each checkpoint (when the answers are few), and the error of the
+    estimated distribution at each checkpoint and against the number of reports."""
+    return [
+        *(["## Estimates at each checkpoint (replication 0)", "", *_series(results, scenario.questions is not None)]
+          if summary.answer_count(results) <= summary.MANY_ANSWERS else []),
+        "## Error of the estimated distribution at each checkpoint",
+        "",
+        "L1 = sum over answers of |estimate - truth|, Linf = the largest |estimate - truth| (mean over replications):",
+        "",
+        _md_table(summary.error_norms(results)),
+        "",
+        CHECKPOINT_LEGEND,
+        "",
+        "## Error against the number of reports",
+        "",
+        _md_table(summary.error_by_n(results)),
+        "",
+        ERROR_LEGEND,
+        "",
+    ]
+
+
+def _means(scenario, results: pd.DataFrame) -> list[str]:
+    """## Means of the numeric questions (a scenario of questions only)."""
+    means = summary.final_means(results) if scenario.questions is not None else pd.DataFrame()
+    if means.empty:
+        return []
+    return ["## Means of the numeric questions", "",
+            "At the end (estimate, interval, covered, n_received: replication 0; the interval's standard error "
+            f"is exact; mean_estimate, rmse, coverage: over {scenario.spec.simulation.replications} replication(s)):", "",
+            _md_table(means), ""]  # fmt: skip
+
+
+def _other_tasks(scenario, results: pd.DataFrame) -> list[str]:
+    """## Other analyst tasks: their totals at the end, and replication 0 at every checkpoint."""
     # (a scenario's numeric questions are shown above)
-    rest = results if questions is None else results[results["quantity"] != "mean"]
+    rest = results if scenario.questions is None else results[results["quantity"] != "mean"]
     totals = summary.other_task_totals(rest)
-    if not totals.empty:
-        out += ["## Other analyst tasks", "", f"At the end, over {reps} replication(s):", "", _md_table(totals), ""]
-        series = summary.other_task_series(rest)
-        out += ["Replication 0 at every checkpoint (estimate, theory, truth side by side):", "",
-                _md_table(series.drop(columns=["category"])), ""]  # fmt: skip
+    if totals.empty:
+        return []
+    reps = scenario.spec.simulation.replications
+    series = summary.other_task_series(rest)
+    return ["## Other analyst tasks", "", f"At the end, over {reps} replication(s):", "", _md_table(totals), "",
+            "Replication 0 at every checkpoint (estimate, theory, truth side by side):", "",
+            _md_table(series.drop(columns=["category"])), ""]  # fmt: skip
+
+
+def _nonresponse(results: pd.DataFrame) -> list[str]:
+    """## Answer-dependent non-response: the bias it causes, and the reweighted estimate."""
     nonresponse = summary.nonresponse_table(results)
-    if not nonresponse.empty:
-        reweighted = "reweighted" in nonresponse.columns
-        out += ["## Answer-dependent non-response", "",
-                "Each report is lost with a probability that depends on its respondent's true answer, so the reports "
-                "received follow q = p r / (p . r) (r: the response rates) and the raw estimate targets q, not p: "
-                "exact_bias = q - p, raw_target = q, raw_error = raw estimate - p (replication 0, at the end)"
-                + ("; the analyst, told the response rates, reweights the unbiased estimate (p = (q / r) / sum(q / r)) "
-                   "and gives a normal interval from its delta-method standard error" if reweighted else "")
-                + ":", "", _md_table(nonresponse), ""]  # fmt: skip
+    if nonresponse.empty:
+        return []
+    reweighted = "reweighted" in nonresponse.columns
+    return ["## Answer-dependent non-response", "",
+            "Each report is lost with a probability that depends on its respondent's true answer, so the reports "
+            "received follow q = p r / (p . r) (r: the response rates) and the raw estimate targets q, not p: "
+            "exact_bias = q - p, raw_target = q, raw_error = raw estimate - p (replication 0, at the end)"
+            + ("; the analyst, told the response rates, reweights the unbiased estimate (p = (q / r) / sum(q / r)) "
+               "and gives a normal interval from its delta-method standard error" if reweighted else "")
+            + ":", "", _md_table(nonresponse), ""]  # fmt: skip
+
+
+def _tiers(results: pd.DataFrame) -> list[str]:
+    """## Privacy tiers: each tier's estimate, their combination and the naive pooling."""
     tiers = summary.tiers_table(results)
-    if not tiers.empty:
-        sizes = ", ".join(f"{name}: {n:,}" for name, n in summary.tier_sizes(results))
-        out += ["## Privacy tiers", "",
-                "Each tier's reports estimate the distribution alone; the analyst combines them answer by answer with "
-                "inverse-variance weights (plug-in variances; `combined`, the `tiers` task's frequency rows) and shows "
-                "the naive pooling beside it (the tiers' estimates weighted by their numbers of reports, `naive`). "
-                "Exact standard errors at the truth and at each tier's reports received (" + sizes + "), replication "
-                "0 at the end:", "", _md_table(tiers), ""]  # fmt: skip
-    tests = summary.crosstab_tests(results) if questions is not None else pd.DataFrame()
-    if not tests.empty:
-        out += ["## Cross-tabulations", "",
-                "Two questions answered by the same respondents (`split`): the joint table estimated from the pairs "
-                "of reports through the product of the two mechanisms (projected onto the simplex; the interval is "
-                "that of the unbiased estimate; exact_se: the exact standard error at the truth). Tests of "
-                "independence at the end of replication 0: `ldp`, the Wald chi-square test on the privatised reports; "
-                "`pearson`, Pearson's chi-square test (no continuity correction) on the true answers of the same "
-                f"respondents, the non-private test (rejection_rate: over {reps} replication(s)):", "",
-                _md_table(tests), "",
-                "The joint tables at the end (replication 0):", "",
-                _md_table(summary.crosstab_cells(results)), ""]  # fmt: skip
-    out += ["## Clients and reports (mean over replications)", "", _md_table(summary.engine_totals(results), COUNTS), ""]
-    out += figures_and_files(list(figures), "replication x checkpoint x task x quantity x category")
-    return out
+    if tiers.empty:
+        return []
+    sizes = ", ".join(f"{name}: {n:,}" for name, n in summary.tier_sizes(results))
+    return ["## Privacy tiers", "",
+            "Each tier's reports estimate the distribution alone; the analyst combines them answer by answer with "
+            "inverse-variance weights (plug-in variances; `combined`, the `tiers` task's frequency rows) and shows "
+            "the naive pooling beside it (the tiers' estimates weighted by their numbers of reports, `naive`). "
+            "Exact standard errors at the truth and at each tier's reports received (" + sizes + "), replication "
+            "0 at the end:", "", _md_table(tiers), ""]  # fmt: skip
+
+
+def _crosstabs(scenario, results: pd.DataFrame) -> list[str]:
+    """## Cross-tabulations: the tests of independence and the joint tables (questions only)."""
+    tests = summary.crosstab_tests(results) if scenario.questions is not None else pd.DataFrame()
+    if tests.empty:
+        return []
+    reps = scenario.spec.simulation.replications
+    return ["## Cross-tabulations", "",
+            "Two questions answered by the same respondents (`split`): the joint table estimated from the pairs "
+            "of reports through the product of the two mechanisms (projected onto the simplex; the interval is "
+            "that of the unbiased estimate; exact_se: the exact standard error at the truth). Tests of "
+            "independence at the end of replication 0: `ldp`, the Wald chi-square test on the privatised reports; "
+            "`pearson`, Pearson's chi-square test (no continuity correction) on the true answers of the same "
+            f"respondents, the non-private test (rejection_rate: over {reps} replication(s)):", "",
+            _md_table(tests), "",
+            "The joint tables at the end (replication 0):", "",
+            _md_table(summary.crosstab_cells(results)), ""]  # fmt: skip
+
+
+def _clients(results: pd.DataFrame) -> list[str]:
+    """## Clients and reports: the engine's counts, mean over replications."""
+    return ["## Clients and reports (mean over replications)", "", _md_table(summary.engine_totals(results), COUNTS), ""]
 
 
 def _series(results: pd.DataFrame, by_task: bool) -> list[str]:
