@@ -154,26 +154,55 @@ def _md_table(df: pd.DataFrame) -> TableText:
 
 def _summary_lines(scenario: Any, summary: pd.DataFrame, latency: pd.DataFrame, seed: int,
                    results: pd.DataFrame | None = None, channel: pd.DataFrame | None = None) -> list[str]:
-    """summary.md as a list of lines (its tables remember their frames for report.html)."""
-    spec = scenario.spec
-    reps = spec.simulation.replications
-    tasks = list(getattr(scenario, "tasks", ()) or [scenario.task])
-    binary_gain = all(bool(np.all((t.gain == 0) | (t.gain == 1))) for t in tasks)
-    accuracy = summary[summary["quantity"] == "accuracy"]
-    differences = summary[summary["quantity"] == "accuracy_difference"]
+    """summary.md as a list of lines (its tables remember their frames for report.html): one
+    function per section, in this order."""
     results = results if results is not None else pd.DataFrame(columns=["quantity"])
-    deviations = list(getattr(scenario, "deviations", ()) or ())
-    net = spec.network
-    loss, deadline = float(getattr(net, "loss", 0.0)), getattr(net, "deadline", None)
-    missing = float(getattr(scenario, "missing", 0.0))
-    out = [f"# {spec.name}", ""]
-    if spec.description:
-        out += [spec.description, ""]
-    p_one = spec.parties.p_one
+    return [
+        *_title(scenario.spec),
+        *_setup(scenario, seed),
+        *_privacy(scenario),
+        *_receivers(scenario),
+        *_accuracy(scenario, summary),
+        *_worst_case(scenario, results),
+        *_deviating_parties(scenario, results, summary),
+        *_channel_loss(scenario, channel),
+        *_completion(scenario, latency),
+        *_files(channel),
+    ]
+
+
+def _tasks(scenario: Any) -> list[Any]:
+    """Each receiver's task (one for all when the scenario has a single task)."""
+    return list(getattr(scenario, "tasks", ()) or [scenario.task])
+
+
+def _one_task(scenario: Any) -> bool:
+    """Whether every receiver computes the same function with the same gain."""
+    return len({(t.name, gain_text(t)) for t in _tasks(scenario)}) == 1
+
+
+def _deviations(scenario: Any) -> list[Any]:
+    return list(getattr(scenario, "deviations", ()) or ())
+
+
+def _channel(scenario: Any) -> tuple[float, float | None, float]:
+    """The channel's loss rate, deadline (None: none) and P(a message is not heard in time)."""
+    net = scenario.spec.network
+    return float(getattr(net, "loss", 0.0)), getattr(net, "deadline", None), float(getattr(scenario, "missing", 0.0))
+
+
+def _title(spec: Any) -> list[str]:
+    """The scenario's name, and its description if any."""
+    return [f"# {spec.name}", "", *([spec.description, ""] if spec.description else [])]
+
+
+def _setup(scenario: Any, seed: int) -> list[str]:
+    """## Set-up: parties, tasks, protocols, rounds, network, channel, deviating parties."""
+    spec = scenario.spec
     unit = spec.simulation.time_unit
+    loss, deadline, missing = _channel(scenario)
     levels = f", eps = {spec.parties.levels('eps')}, delta = {spec.parties.levels('delta')}" if spec.parties.eps is not None else ""
-    same = len({(t.name, gain_text(t)) for t in tasks}) == 1
-    task_line = (f"- task: {scenario.task.name} ({scenario.task.n_outputs} outputs), gain {gain_text(scenario.task)}" if same
+    task_line = (f"- task: {scenario.task.name} ({scenario.task.n_outputs} outputs), gain {gain_text(scenario.task)}" if _one_task(scenario)
                  else f"- tasks: one per receiver (table below); default {scenario.task.name}, gain {gain_text(scenario.task)}")  # fmt: skip
     channel_line = f"- channel: loss {loss:g} per message and receiver"
     if deadline is not None:
@@ -182,10 +211,10 @@ def _summary_lines(scenario: Any, summary: pd.DataFrame, latency: pd.DataFrame, 
     else:
         channel_line += ", no deadline"
     channel_line += f": a message is not heard with probability m = {missing:.4g}"
-    out += [
+    out = [
         "## Set-up",
         "",
-        _parties_line(spec, levels, p_one),
+        _parties_line(spec, levels, spec.parties.p_one),
         task_line,
         f"- protocols: {', '.join(p.name for p in scenario.protocols)} (common random numbers: the same bits, noise uniforms, "
         "latencies and losses for all)",
@@ -193,12 +222,17 @@ def _summary_lines(scenario: Any, summary: pd.DataFrame, latency: pd.DataFrame, 
         f"- network: latency {describe_section(spec.network.latency)}, in {unit}",
         channel_line,
     ]
+    deviations = _deviations(scenario)
     if deviations:
         fixed = "fixed bit" if _bits(spec) else "fixed value"
         what = ", ".join(f"party {j} {how}" if isinstance(how, str) else f"party {j} {fixed} {how[1]}" for j, how in deviations)
         out.append(f"- deviating parties: {what} (receivers keep the announced protocol's rule)")
-    out += [f"- {reps} replication(s), seed {seed}", ""]
-    out += [
+    return out + [f"- {spec.simulation.replications} replication(s), seed {seed}", ""]
+
+
+def _privacy(scenario: Any) -> list[str]:
+    """## Privacy of each party: claimed and exact, and what deviating parties really run."""
+    return [
         "## Privacy of each party",
         "",
         "Each party's exact privacy per protocol (`Protocol.privacy_table()`): the claimed (eps, delta), the exact delta "
@@ -206,23 +240,38 @@ def _summary_lines(scenario: Any, summary: pd.DataFrame, latency: pd.DataFrame, 
         "message is a post-processing)."
         + (" `eps_run`/`delta_run`: the exact privacy of what each party actually runs: a truthful party has eps = inf "
            "(delta = the mass it reveals), a fixed party eps = 0; honest parties keep their announced privacy exactly "
-           "whatever the others do (the parties randomise independently), and their rows are unchanged." if deviations else ""),
+           "whatever the others do (the parties randomise independently), and their rows are unchanged."
+           if _deviations(scenario) else ""),
         "",
         _md_table(privacy_tables(scenario)),
         "",
     ]
-    if not same:
-        out += ["## Receivers", "", "What each receiver computes and the gain w[true, guess] of its guesses.", "",
-                _md_table(receivers_table(scenario)), ""]  # fmt: skip
+
+
+def _receivers(scenario: Any) -> list[str]:
+    """## Receivers: what each computes, when they do not all compute the same."""
+    if _one_task(scenario):
+        return []
+    return ["## Receivers", "", "What each receiver computes and the gain w[true, guess] of its guesses.", "",
+            _md_table(receivers_table(scenario)), ""]  # fmt: skip
+
+
+def _accuracy(scenario: Any, summary: pd.DataFrame) -> list[str]:
+    """## Accuracy: measured against exact, the paired differences between protocols, how
+    many rows are within tolerance, and the exact accuracies side by side."""
+    spec = scenario.spec
+    binary_gain = all(bool(np.all((t.gain == 0) | (t.gain == 1))) for t in _tasks(scenario))
+    accuracy = summary[summary["quantity"] == "accuracy"]
+    differences = summary[summary["quantity"] == "accuracy_difference"]
     exact_text = "the exact expected gain of the receiver's optimal average rule"
-    if missing > 0:
+    if _channel(scenario)[2] > 0:
         exact_text += " through the channel (the rule of the erasure protocol, where a missing message is the symbol 'not heard')"
-    if deviations:
+    if _deviations(scenario):
         exact_text += ", applied by every receiver to the transcripts of the deviating parties (`rule_gain`)"
-    out += [
+    out = [
         "## Accuracy: measured against exact",
         "",
-        f"Pooled over {reps} replication(s). `exact` is {exact_text} (docs/theory.md sec. 7) computed "
+        f"Pooled over {spec.simulation.replications} replication(s). `exact` is {exact_text} (docs/theory.md sec. 7) computed "
         "exactly; `tolerance` is a half-width such that all "
         f"{len(summary)} rows of this section lie within it together with probability at least "
         f"1 - {spec.simulation.alpha:g} when the simulation is correct (Bonferroni over the rows): "
@@ -249,74 +298,97 @@ def _summary_lines(scenario: Any, summary: pd.DataFrame, latency: pd.DataFrame, 
     if len(spec.protocols) > 1:
         wide = accuracy.pivot_table(index="party", columns="protocol", values="exact", sort=False).reset_index()
         out += ["Exact accuracy per protocol, side by side:", "", _md_table(wide), ""]
-    if (results["quantity"] == "worst_case_accuracy").any():
-        worst = worst_case_table(results, scenario)
-        out += [
-            "## Worst-case accuracy (exact)",
-            "",
-            "`worst_case_exact`: the accuracy min over the bit vectors x of the optimal randomised worst-case rule, the "
-            "linear program of Kairouz, Oh and Viswanath (2015, eq. 12) solved by HiGHS"
-            + (" for the protocol seen through the channel (its alphabet has the extra symbol 'not heard', which makes the "
-               "program larger)" if missing > 0 else "")
-            + "; `average_exact`: the optimal average accuracy with every party honest, for comparison. Both are exact "
-            "only: the simulation measures the average rule, not the worst-case one. Where the linear program has too "
-            "many coefficients (`ldpsim.protocols.decisions.MAX_LP_ENTRIES`) the note says so.",
-            "",
-            _md_table(worst),
-            "",
-        ]
-    if deviations:
-        out += [
-            "## Deviating parties",
-            "",
-            "`exact_honest`: the exact accuracy if every party followed the protocol; `exact_deviating`: the exact "
-            "expected gain of the announced rule on the transcripts the deviating parties produce (`rule_gain`); "
-            "`measured`: the simulation, within `tolerance` of `exact_deviating` (the accuracy table's tolerance).",
-            "",
-            _md_table(deviation_table(results, summary)),
-            "",
-        ]
-    if channel is not None and not channel.empty:
-        out += [
-            "## Accuracy lost to the channel (loss table)",
-            "",
-            "Exact expected gain per protocol and receiver with a perfect channel (`perfect`: no loss, no deadline) and "
-            "at each loss rate of the grid (`loss=r`"
-            + (f", with the deadline's P(late) = {float(getattr(scenario, 'late', 0.0)):.4g} at every rate" if deadline is not None else "")
-            + f"), from `exact_accuracy` of the erasure protocol; `lost_exact` = perfect - exact at the scenario's rate "
-            f"{loss:g}; `measured@{loss:g}` is the simulation at that rate and `lost_measured` = perfect - measured, "
-            "within `tolerance` (the accuracy table's) of `lost_exact`.",
-            "",
-            _md_table(channel),
-            "",
-            f"![{CHANNEL_FIGURE}]({CHANNEL_FIGURE})",
-            "",
-        ]
-    if not latency.empty:
-        out += [
-            "## Transcript completion (network)",
-            "",
-            f"Completion delay = the time a receiver decides a round minus the round's start, in {unit} "
-            "(the `_measured` and `_theory` columns); a party "
-            "waits for the k - 1 other messages, the observer for all k. "
-            + ("It decides when every message is heard, or at the deadline D if one is missing (lost or late): "
-               "P(T <= t) = ((1 - loss) F(t))^n for t < D and 1 from D on; theory: the mean (numerical integral) and "
-               "quantiles of that law. " if deadline is not None else
-               "Theory: the mean and quantiles of the maximum of that many i.i.d. latencies"
-               + (" (a lost message is notified when it would have arrived). " if loss > 0 else ". "))
-            + "`messages` = messages each receiver took from its inbox"
-            + ("; `heard` = messages heard in time, against its expectation (the own message, and each other with "
-               "probability 1 - m)." if "heard" in latency.columns else "."),
-            "",
-            _md_table(latency),
-            "",
-        ]
+    return out
+
+
+def _worst_case(scenario: Any, results: pd.DataFrame) -> list[str]:
+    """## Worst-case accuracy (exact), when the scenario asks for it."""
+    if not (results["quantity"] == "worst_case_accuracy").any():
+        return []
+    return [
+        "## Worst-case accuracy (exact)",
+        "",
+        "`worst_case_exact`: the accuracy min over the bit vectors x of the optimal randomised worst-case rule, the "
+        "linear program of Kairouz, Oh and Viswanath (2015, eq. 12) solved by HiGHS"
+        + (" for the protocol seen through the channel (its alphabet has the extra symbol 'not heard', which makes the "
+           "program larger)" if _channel(scenario)[2] > 0 else "")
+        + "; `average_exact`: the optimal average accuracy with every party honest, for comparison. Both are exact "
+        "only: the simulation measures the average rule, not the worst-case one. Where the linear program has too "
+        "many coefficients (`ldpsim.protocols.decisions.MAX_LP_ENTRIES`) the note says so.",
+        "",
+        _md_table(worst_case_table(results, scenario)),
+        "",
+    ]
+
+
+def _deviating_parties(scenario: Any, results: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
+    """## Deviating parties: honest against deviating exact accuracy, and the measured one."""
+    if not _deviations(scenario):
+        return []
+    return [
+        "## Deviating parties",
+        "",
+        "`exact_honest`: the exact accuracy if every party followed the protocol; `exact_deviating`: the exact "
+        "expected gain of the announced rule on the transcripts the deviating parties produce (`rule_gain`); "
+        "`measured`: the simulation, within `tolerance` of `exact_deviating` (the accuracy table's tolerance).",
+        "",
+        _md_table(deviation_table(results, summary)),
+        "",
+    ]
+
+
+def _channel_loss(scenario: Any, channel: pd.DataFrame | None) -> list[str]:
+    """## Accuracy lost to the channel: exact at each loss rate of the grid, and measured."""
+    if channel is None or channel.empty:
+        return []
+    loss, deadline, _ = _channel(scenario)
+    return [
+        "## Accuracy lost to the channel (loss table)",
+        "",
+        "Exact expected gain per protocol and receiver with a perfect channel (`perfect`: no loss, no deadline) and "
+        "at each loss rate of the grid (`loss=r`"
+        + (f", with the deadline's P(late) = {float(getattr(scenario, 'late', 0.0)):.4g} at every rate" if deadline is not None else "")
+        + f"), from `exact_accuracy` of the erasure protocol; `lost_exact` = perfect - exact at the scenario's rate "
+        f"{loss:g}; `measured@{loss:g}` is the simulation at that rate and `lost_measured` = perfect - measured, "
+        "within `tolerance` (the accuracy table's) of `lost_exact`.",
+        "",
+        _md_table(channel),
+        "",
+        f"![{CHANNEL_FIGURE}]({CHANNEL_FIGURE})",
+        "",
+    ]
+
+
+def _completion(scenario: Any, latency: pd.DataFrame) -> list[str]:
+    """## Transcript completion: measured completion delays against their exact law."""
+    if latency.empty:
+        return []
+    loss, deadline, _ = _channel(scenario)
+    return [
+        "## Transcript completion (network)",
+        "",
+        f"Completion delay = the time a receiver decides a round minus the round's start, in {scenario.spec.simulation.time_unit} "
+        "(the `_measured` and `_theory` columns); a party "
+        "waits for the k - 1 other messages, the observer for all k. "
+        + ("It decides when every message is heard, or at the deadline D if one is missing (lost or late): "
+           "P(T <= t) = ((1 - loss) F(t))^n for t < D and 1 from D on; theory: the mean (numerical integral) and "
+           "quantiles of that law. " if deadline is not None else
+           "Theory: the mean and quantiles of the maximum of that many i.i.d. latencies"
+           + (" (a lost message is notified when it would have arrived). " if loss > 0 else ". "))
+        + "`messages` = messages each receiver took from its inbox"
+        + ("; `heard` = messages heard in time, against its expectation (the own message, and each other with "
+           "probability 1 - m)." if "heard" in latency.columns else "."),
+        "",
+        _md_table(latency),
+        "",
+    ]
+
+
+def _files(channel: pd.DataFrame | None) -> list[str]:
+    """## Figures and ## Files."""
     has_channel = channel is not None and not channel.empty
-    out += figures_and_files([FIGURE], "replication x protocol x receiver x quantity (party -1 is the observer)", [
+    return figures_and_files([FIGURE], "replication x protocol x receiver x quantity (party -1 is the observer)", [
         f"- `{FIGURE}`: measured and exact accuracy per receiver, completion delays"
         + (f"; `{CHANNEL_FIGURE}`: the accuracy lost to the channel against the loss rate, exact, and measured at the scenario's rate"
            if has_channel else ""),
     ])  # fmt: skip
-    return out
-
-
