@@ -14,9 +14,10 @@ a missing message is the extra symbol "not heard" (index = that party's alphabet
 receiver may compute its own function with its own gain (one Task per receiver), and a
 referee records the gain ``w(f(x), guess)``.
 
-Processes (never one per round, never one per message):
+The model is a :class:`Broadcast` (one replication; :func:`simulate_broadcast` builds and runs
+one). Its processes (never one per round, never one per message):
 
-- ``party(j)``: one process per party. At the start of each **round batch** (``batch``
+- ``_party(j)``: one process per party. At the start of each **round batch** (``batch``
   consecutive rounds, round r starting at ``r * interval``) it draws its bits for the
   batch, privatises them with every protocol compared (same bits for all protocols:
   common random numbers; a deviating party samples from its deviating matrix) and
@@ -26,7 +27,7 @@ Processes (never one per round, never one per message):
   (the sender always holds its own message), marks each message heard or not, and hands
   the bundle to each receiver when the last of its messages is *resolved* (below);
   exact times travel with the bundle as data;
-- ``receiver(i)``: one process per party and one for the observer. It takes bundles from
+- ``_receiver(i)``: one process per party and one for the observer. It takes bundles from
   its inbox and, when it holds all k bundles of a batch, decides every round of the batch
   at once: the messages it did not hear become "not heard" in its transcript.
 
