@@ -218,7 +218,7 @@ def _confidence(tasks: list[dict[str, Any]]) -> float:
 class Replication:
     """One replication of a scenario, as a SimPy model."""
 
-    @renamed(old="entropy", new="seed", since="0.2", removed_in="0.3")
+    @renamed(old="entropy", new="seed", since="0.1", removed_in="0.2")
     def __init__(self, scenario: Scenario, index: int, seed: int) -> None:
         self.scenario = scenario
         self.index = index
@@ -895,7 +895,7 @@ def _hypergeometric_head(counts: NDArray[np.int64], r: int, rng: np.random.Gener
 
 
 
-@renamed(old="entropy", new="seed", since="0.2", removed_in="0.3")
+@renamed(old="entropy", new="seed", since="0.1", removed_in="0.2")
 def run_replication(scenario: Scenario, index: int, seed: int) -> pd.DataFrame:
     """Results of replication ``index`` of the run with root seed ``seed`` (seeded by
     ``SeedSequence(seed, spawn_key=(index,))``)."""
