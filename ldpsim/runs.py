@@ -204,6 +204,11 @@ class Outcome:
     extra: Any  # what the study's report returned besides its files
     seed: int
 
+    @property
+    def scenario(self) -> Any:
+        """The scenario as run (as a :class:`ldpsim.sim.RunResult` has it)."""
+        return self.study.scenario
+
 
 # ----------------------------------------------------------------------------- framework
 def default_run_dir(name: str, seed: int, base: Path = Path("reports")) -> Path:
