@@ -152,3 +152,17 @@ def _clip(frame: Any, col: Any, limit: int) -> bool:
         return False
     frame[col] = values.map(lambda v: shorten(v, limit) if isinstance(v, str) and len(v) > limit else v)
     return True
+
+
+def sayer(out: list[str]) -> tuple[Callable[..., None], Callable[[str], None]]:
+    """Two writers into ``out``, line by line (what a study's console lines are made of):
+    ``say(text, hang=2)``, prose wrapped within :data:`WIDTH` columns (:func:`wrap`), and
+    ``show(block)``, a block as it is (a :func:`table`)."""
+
+    def say(text: str, hang: int = 2) -> None:
+        out.extend(wrap(text, hang=hang).split("\n"))
+
+    def show(block: str) -> None:
+        out.extend(block.split("\n"))
+
+    return say, show

@@ -50,6 +50,7 @@ def rebuild_run(run_dir: str | Path) -> list[Path]:
 
     run_dir = Path(run_dir)
     bad = f"{OPTION}: got {str(run_dir)!r}, expected"
+    parsers = _parsers()  # run kind -> parser, from the one registry (ldpsim.sim.kinds)
     if not is_run_dir(run_dir):
         raise LdpSimError(f"{bad} a run directory made by ldpsim run (metadata.json, results.csv, scenario.toml)")
     try:
@@ -61,11 +62,10 @@ def rebuild_run(run_dir: str | Path) -> list[Path]:
             meta = read_metadata(run_dir)  # bounded, regular files (not links to /dev/zero, say)
             source = read_scenario_text(run_dir / "scenario.toml")
             check_run_file(run_dir / "results.csv", RESULTS_LIMIT)
-            kind = meta.get("kind", "survey")
+            kind = meta.get("kind", next(iter(parsers)))  # the registry's default kind first
             total, seed, digest = int(meta["replications"]), int(meta["seed"]), meta["scenario_sha256"]
         except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError):
             raise LdpSimError(f"{bad} a run directory made by ldpsim run (readable metadata.json and scenario.toml)") from None
-        parsers = _parsers()
         if kind not in parsers:
             raise LdpSimError(f"{bad} a run of a kind this version knows ({', '.join(parsers)}), not {kind!r}")
         if not meta.get("finished"):

@@ -66,6 +66,7 @@ from ldpsim._deprecate import moved
 from ldpsim._meta import now, versions, write_json
 from ldpsim._pool import start_pool, stop_pool
 from ldpsim.errors import LdpSimError
+from ldpsim.study import REQUIRED_HOOKS, Study  # noqa: F401 - the contract, used and re-exported here
 
 REP_DIR = "replications"
 #: Shares of the report's time by stage, for its progress bar (measured on the shipped
@@ -137,13 +138,13 @@ def _integer_field(meta: dict[str, Any], name: str, minimum: int, bad: str) -> i
     return value
 
 
-def metadata_fields(meta: Any, bad: str) -> tuple[str, int, int, str, str, int]:
+def metadata_fields(meta: Any, bad: str, default_kind: str = "") -> tuple[str, int, int, str, str, int]:
     """(kind, replications, seed, scenario_sha256, run_key, layout) of a run's metadata,
     each of the type and range a run writes (finite integers, strings): one line naming
-    the first field that is not."""
+    the first field that is not. ``default_kind``: the kind of a run that recorded none."""
     if not isinstance(meta, dict):
         raise LdpSimError(f"{bad} metadata.json as the run wrote it (a JSON object, not {type(meta).__name__})")
-    kind = meta.get("kind", "survey")
+    kind = meta.get("kind", default_kind)
     for name, value in (("kind", kind), ("scenario_sha256", meta.get("scenario_sha256")), ("run_key", meta.get("run_key"))):
         if not isinstance(value, str):
             raise LdpSimError(f"{bad} metadata.json as the run wrote it (its {name!r}: got {value!r}, expected a string)")
@@ -193,94 +194,6 @@ class RunInterrupted(Exception):
         self.run_dir, self.done, self.total = run_dir, done, total
 
 
-# ----------------------------------------------------------------------------- studies
-class Study:
-    """What a kind of run provides to the framework. Subclasses are plain picklable
-    objects (they travel to worker processes).
-
-    - ``kind``: recorded in metadata.json (``"survey"``, ``"multiparty"``);
-    - ``scenario``: the built scenario (``name``, ``spec.simulation.replications``,
-      ``source``, ``path``, ``digest()``, ``with_overrides(replications=...)``);
-    - :meth:`shared`: computed once per run in the calling process and handed to every
-      replication (e.g. exact values);
-    - :meth:`run_replication`, :meth:`read_results`, :meth:`render_report`,
-      :meth:`metadata`, :meth:`result`.
-    """
-
-    kind: str = ""
-
-    def __init__(self, scenario: Any) -> None:
-        self.scenario = scenario
-
-    @property
-    def replications(self) -> int:
-        return int(self.scenario.spec.simulation.replications)
-
-    def with_replications(self, replications: int) -> "Study":
-        return type(self)(self.scenario.with_overrides(replications=replications))
-
-    def shared(self) -> Any:
-        return None
-
-    def run_replication(self, index: int, seed: int, shared: Any) -> pd.DataFrame:  # pragma: no cover
-        raise NotImplementedError
-
-    def read_results(self, path: Path) -> pd.DataFrame:  # pragma: no cover
-        raise NotImplementedError
-
-    def render_report(self, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], Any]:  # pragma: no cover
-        """The report files (name -> bytes, written in this order) and anything the caller
-        should get back (e.g. summary tables)."""
-        raise NotImplementedError
-
-    def metadata(self) -> dict[str, Any]:
-        return {}
-
-    #: the scenario key that names the input files, for messages
-    input_key: str = "inputs"
-
-    def inputs(self) -> dict[str, bytes]:
-        """Input files the scenario reads besides its text (path relative to the scenario
-        file as :func:`input_name` gives it -> contents, e.g. a population table): the run
-        keeps a copy of each next to its scenario.toml, so that resuming finds them as the
-        scenario names them, and records their SHA-256 (metadata.json ``inputs``)."""
-        return {}
-
-    def input_digests(self) -> dict[str, str]:
-        """SHA-256 of every input file the study has read (name -> hex digest; a file kept
-        outside the run directory by its path as the scenario names it): compared on resume
-        with what the run recorded (:meth:`recorded_inputs`)."""
-        return {name: hashlib.sha256(data).hexdigest() for name, data in self.inputs().items()}
-
-    def recorded_inputs(self, meta: dict[str, Any]) -> dict[str, str]:
-        """The input files' SHA-256 as ``meta`` (metadata.json) records them."""
-        recorded = meta.get("inputs")
-        return dict(recorded) if isinstance(recorded, dict) else {}
-
-    def result(self, outcome: "Outcome") -> Any:
-        """What :func:`run_study`'s callers get back for this kind of run (default: the
-        :class:`Outcome` itself)."""
-        return outcome
-
-    # shards: one replication cut into pieces of work, run apart and merged (optional)
-    def unshardable(self) -> str | None:
-        """Why this study's replications cannot be cut into shards (None when they can)."""
-        return f"for a {self.kind} run (shards cut an individual-mode survey population)"
-
-    def shard_plan(self, index: int, seed: int, shared: Any, shards: int) -> list[Any]:  # pragma: no cover
-        """At most ``shards`` pieces of replication ``index`` (picklable descriptions)."""
-        raise NotImplementedError
-
-    def run_shard(self, index: int, seed: int, shared: Any, piece: Any) -> Any:  # pragma: no cover
-        """One piece of replication ``index``; its result travels back to the parent."""
-        raise NotImplementedError
-
-    def merge_shards(self, index: int, seed: int, shared: Any, results: list[Any]) -> pd.DataFrame:  # pragma: no cover
-        """Replication ``index``'s rows from its pieces' results, in plan order: the same
-        rows as :meth:`run_replication`."""
-        raise NotImplementedError
-
-
 @dataclass(frozen=True)
 class Outcome:
     """What :func:`run_study` and :func:`resume_study` return, for every kind of run."""
@@ -290,6 +203,11 @@ class Outcome:
     results: pd.DataFrame
     extra: Any  # what the study's report returned besides its files
     seed: int
+
+    @property
+    def scenario(self) -> Any:
+        """The scenario as run (as a :class:`ldpsim.sim.RunResult` has it)."""
+        return self.study.scenario
 
 
 # ----------------------------------------------------------------------------- framework
@@ -393,11 +311,12 @@ def resume_study(
     report: bool = True,
 ) -> Outcome:
     """Finish an interrupted run of any kind listed in ``parsers`` (kind -> a function of the
-    scenario text and its path giving the study): only missing replications are run (in
+    scenario text and its path giving the study; the first kind is that of a run whose
+    metadata.json names none, as :func:`ldpsim.sim.kinds.parsers` orders them): only missing replications are run (in
     ``shards`` pieces each, whatever the first part of the run used: the bytes are the same)."""
     check_workers(workers)
     if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
-        check_shards(Study(None), shards)  # the one-line error
+        check_shards(None, shards)  # type: ignore[arg-type]  # the one-line error, before any study
     run_dir, meta, study, seed, lock = open_resume(run_dir, workers, parsers)
     try:
         check_shards(study, shards)
@@ -451,7 +370,7 @@ def open_resume(
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             refuse_unstarted(run_dir, bad)
             raise LdpSimError(f"{bad} a run directory made by this version of ldpsim run (metadata.json and scenario.toml)") from None
-        kind, total, seed, digest, key, layout = metadata_fields(meta, bad)
+        kind, total, seed, digest, key, layout = metadata_fields(meta, bad, next(iter(parsers), ""))
         if layout != LAYOUT or kind not in parsers:
             raise LdpSimError(f"{bad} a run directory made by this version of ldpsim run (layout {layout}, kind {kind!r})")
         if hashlib.sha256(source.encode()).hexdigest() != digest:

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ldpsim.errors import LdpSimError, show as _show
+from ldpsim.errors import LdpSimError, show
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,11 +41,12 @@ def _studies() -> ModuleType:
     before (a notebook's inline backend, ``MPLBACKEND``) is put back, so figures drawn
     with :meth:`Run.plot` show where the user expects them."""
     loaded = sys.modules.get("ldpsim.sim.studies")
-    if loaded is not None:
+    if loaded is not None and "ldpsim.report.figures" in sys.modules:
         return loaded
     import matplotlib
 
     chosen = getattr(matplotlib.rcParams, "_get_backend_or_none", lambda: None)()
+    import ldpsim.report.figures  # noqa: F401 - the studies' figures: it selects Agg
     from ldpsim.sim import studies
 
     if isinstance(chosen, str) and chosen.lower() != "agg":
@@ -77,7 +78,7 @@ class Scenario:
             built = built.built
         if not isinstance(built, BuiltScenario):
             raise LdpSimError(
-                f"scenario: got {_show(built)}, expected a built scenario (ldpsim.sim.load_scenario) or "
+                f"scenario: got {show(built)}, expected a built scenario (ldpsim.sim.load_scenario) or "
                 "Scenario.from_file / Scenario.from_text"
             )
         self._built = built
@@ -99,7 +100,7 @@ class Scenario:
         from ldpsim.sim.scenario import parse_scenario
 
         if not isinstance(text, str):
-            raise LdpSimError(f"text: got {_show(text)}, expected the scenario's TOML text (str)")
+            raise LdpSimError(f"text: got {show(text)}, expected the scenario's TOML text (str)")
         return cls(parse_scenario(text, str(path), allow_outside_data=allow_outside_data))
 
     # ----------------------------------------------------------------- what it is
@@ -221,19 +222,21 @@ class Run:
         self.dir = Path(run_dir)
         if not self.dir.is_dir():
             raise self._error("a run directory made by ldpsim run (no such folder)")
+        from ldpsim.sim import kinds
+
         try:
             from ldpsim.runs import read_metadata
 
             meta = read_metadata(self.dir)  # bounded, a regular file (not a link to /dev/zero, say)
-            kind = meta.get("kind", "survey")
+            kind = meta.get("kind", kinds.default())
             int(meta["seed"]), int(meta["replications"]), str(meta["scenario_sha256"])
             if not (self.dir / "scenario.toml").is_file():
                 raise FileNotFoundError("scenario.toml")
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             raise self._error("a run directory made by ldpsim run (with its metadata.json and scenario.toml)") from None
-        kinds = _studies().STUDIES  # run kinds: the file kinds, and "multiparty_study" for a multi-party [study]
-        if kind not in kinds:
-            raise self._error(f"a run of a known kind ({', '.join(kinds)}), not {_show(kind)}")
+        known = kinds.kinds()  # run kinds, from the one registry
+        if kind not in known:
+            raise self._error(f"a run of a known kind ({', '.join(known)}), not {show(kind)}")
         self.metadata: dict[str, Any] = meta
         self.kind: str = kind
 
@@ -275,7 +278,9 @@ class Run:
         self._require_finished()
         # read_results is a function of the file alone (the Study interface), so reading
         # does not rebuild the scenario
-        study = _studies().STUDIES[self.kind](None)
+        from ldpsim.sim import kinds
+
+        study = kinds.study_class(self.kind)(None)
         return study.read_results(self.dir / "results.csv")
 
     @cached_property
@@ -325,219 +330,31 @@ class Run:
                 if p.is_file() and p.name not in _RECORD and p.name not in copies
                 and not p.name.startswith(".")}  # fmt: skip
 
-    # ----------------------------------------------------------------- tables
+    # ----------------------------------------------------------------- tables and figure
+    @cached_property
+    def study(self) -> Any:
+        """The study of the run's kind over :attr:`scenario` (:mod:`ldpsim.study`): what
+        differs by kind (tables, figure) is asked of it."""
+        return _studies().study_of(self.scenario.built)
+
     def tables(self) -> dict[str, pd.DataFrame]:
-        """The summary tables of the run's report, by name, from the report modules:
+        """The summary tables of the run's report, by name, from the report modules (the
+        study's ``tables``; its docstring names them, e.g. a survey's ``final``,
+        ``error_by_n``, ``error_norms``, ``other_tasks``, ``engine``)."""
+        return self.study.tables(self.results)  # type: ignore[no-any-return]
 
-        - survey: ``final`` (replication 0's estimates and intervals at the end, beside the
-          mean estimate, RMSE, standard errors and coverage over replications), ``error_by_n``,
-          ``error_norms`` (when the run estimated frequencies), ``other_tasks`` (when other
-          tasks ran), ``engine`` (clients and reports);
-        - multiparty: ``accuracy`` (measured next to exact, with tolerances) and ``latency``;
-        - multiparty study (a ``[study]`` over k and eps): ``points`` (one row per protocol,
-          task, eps, k and receiver: exact, measured, tolerance, large-k approximation);
-        - collection: ``final`` (one row per arm at the last period), ``accuracy`` (per arm
-          and period) and ``privacy`` (replication 0's privacy spent per arm and period).
-        """
-        results = self.results
-        if self.kind == "multiparty_study":
-            from ldpsim.report.multiparty_study import summarise_study
-
-            return {"points": summarise_study(results, self.scenario.built)}
-        if self.kind == "multiparty":
-            from ldpsim.report.multiparty_tables import summarise
-
-            accuracy, latency = summarise(results, self.scenario.built)
-            return {"accuracy": accuracy, "latency": latency}
-        if self.kind == "collection":
-            from ldpsim.report import collection
-
-            confidence = float(self.scenario.spec.analyst.confidence)
-            return {"final": collection.final_summary(results, confidence),
-                    "accuracy": collection.accuracy_over_time(results, confidence),
-                    "privacy": collection.privacy_series(results)}  # fmt: skip
-        from ldpsim.report import survey_tables as st
-
-        out: dict[str, pd.DataFrame] = {}
-        if st.has_estimates(results):
-            out.update(final=st.final_frequencies(results), error_by_n=st.error_by_n(results),
-                       error_norms=st.error_norms(results))  # fmt: skip
-        other = st.other_task_totals(results)
-        if not other.empty:
-            out["other_tasks"] = other
-        out["engine"] = st.engine_totals(results)
-        return out
-
-    # ----------------------------------------------------------------- the figure
     def plot(self, ax: Axes | None = None, *, replication: int | None = None, quantity: str | None = None,
              **kw: Any) -> Axes:
-        """Draw the run's main figure onto ``ax`` (a new figure when None) and return it:
-
-        - survey: the frequency estimates of one replication (the first by default) over
-          time with their intervals, the truth dashed (the ten most frequent answers when
-          there are many; of the first frequency task when there are several); a survey
-          without frequency estimates (hypothesis tests, say): one quantity of its tasks over
-          time beside its theory and truth (``quantity``, default the first);
-        - multiparty: each receiver's accuracy, measured (with its tolerance) and exact, per
-          protocol;
-        - multiparty study: the observer's accuracy against k, one curve per eps (exact line,
-          measured points, large-k approximation dashed) for the task ``quantity`` (default
-          the first);
-        - collection: the privacy spent by the most exposed respondent (solid) and the
-          median one (dotted) per policy over the periods.
-
-        ``replication``: the replication drawn (survey, collection; default the first);
-        ``kw`` goes to the drawing call of the measured series (``lw``, ``alpha``, ...)."""
+        """Draw the run's main figure onto ``ax`` (a new figure when None) and return it: the
+        study's ``plot`` (its docstring says what it draws: a survey's estimates over time, a
+        multi-party run's accuracy per receiver, a study's accuracy against k, a collection's
+        privacy spent per policy). ``replication``: the replication drawn, where the kind
+        draws one (default the first); ``quantity``: what to draw, where the kind offers a
+        choice; ``kw`` goes to the drawing call of the measured series (``lw``, ``alpha``, ...)."""
         _studies()  # the user's matplotlib backend is kept
         if ax is None:
             import matplotlib.pyplot as plt
 
             _, ax = plt.subplots(figsize=(8.5, 5))
-        draw = {"survey": self._plot_survey, "multiparty": self._plot_multiparty, "collection": self._plot_collection,
-                "multiparty_study": self._plot_multiparty_study}  # fmt: skip
-        if quantity is not None and self.kind not in ("survey", "multiparty_study"):
-            raise LdpSimError(f"quantity: got {_show(quantity)}, expected None (only a survey's or a study's plot takes a quantity)")
-        draw[self.kind](ax, replication, quantity, kw)
+        self.study.plot(ax, self.results, replication=replication, quantity=quantity, **kw)
         return ax
-
-    def _as_run(self, section: str, key: str, default: Any) -> Any:
-        """A value of the scenario as run, read from metadata.json's record of it (no
-        rebuild of the scenario, which labelling a figure does not need); ``default`` when
-        the record lacks it (a run made before the key existed)."""
-        spec = self.metadata.get("spec")
-        value = spec.get(section, {}).get(key) if isinstance(spec, dict) and isinstance(spec.get(section), dict) else None
-        if isinstance(default, str):
-            return value if isinstance(value, str) else default
-        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else default
-
-    def _time_unit(self) -> str:
-        from ldpsim.sim.scenario.common import DEFAULT_TIME_UNIT
-
-        return str(self._as_run("simulation", "time_unit", DEFAULT_TIME_UNIT))
-
-    def _replication(self, available: Any, replication: int | None) -> int:
-        reps = sorted(int(r) for r in set(available))
-        if replication is None:
-            return reps[0]
-        if isinstance(replication, bool) or not isinstance(replication, int) or replication not in reps:
-            raise LdpSimError(f"replication: got {_show(replication)}, expected one of the run's replications 0..{self.replications - 1}")
-        return replication
-
-    def _plot_survey(self, ax: Any, replication: int | None, quantity: str | None, kw: dict[str, Any]) -> None:
-        import numpy as np
-
-        from ldpsim.report import survey_tables as st
-        from ldpsim.report.figures import in_unit, short_label
-
-        results = self.results
-        if not st.has_estimates(results):  # other analyst tasks only: one of their quantities
-            rep = self._replication(results["replication"], replication)
-            series = st.other_task_series(results, rep)
-            names = list(dict.fromkeys(series["quantity"]))
-            if not names:
-                raise self._error("a run with estimates to draw (no report reached the server)")
-            name = names[0] if quantity is None else quantity
-            if name not in names:
-                raise LdpSimError(f"quantity: got {_show(name)}, expected one of the run's quantities {', '.join(map(repr, names))}")
-            g = series[series["quantity"] == name]
-            task = g["task"].iloc[0]
-            ax.plot(g["time"], g["estimate"], "o-", ms=3, label="measured", **kw)
-            if g["theory"].notna().any():
-                ax.plot(g["time"], g["theory"], "--", color="tab:red", label="theory")
-            if g["truth"].notna().any():
-                ax.plot(g["time"], g["truth"], ":", color="black", label="truth")
-            ax.set_ylabel(short_label(name))
-            ax.set_title(f"{self.name}: {short_label(f'{task}: {name}', 60)} over time (replication {rep})", fontsize=10)
-        else:
-            if quantity is not None:
-                raise LdpSimError(f"quantity: got {_show(quantity)}, expected None (a survey with frequency estimates draws them)")
-            f = st.frequency_rows(results)
-            f = f[f["estimate"].notna()]
-            rep = self._replication(f["replication"], replication)
-            task, several = f["task"].iloc[0], f["task"].nunique() > 1
-            f = f[(f["replication"] == rep) & (f["task"] == task)]
-            many = f["category"].nunique() > st.MANY_ANSWERS
-            if many:
-                f = f[f["category"].isin(f.drop_duplicates("category").nlargest(10, "truth")["category"])]
-            for i, (category, g) in enumerate(f.groupby("category", sort=False)):
-                color = f"C{i % 10}"
-                below = np.clip(g["estimate"] - g["ci_low"], 0.0, None)
-                above = np.clip(g["ci_high"] - g["estimate"], 0.0, None)
-                ax.errorbar(g["time"], g["estimate"], yerr=[below, above], color=color, marker="o", ms=3, capsize=3,
-                            label=short_label(category), **{"lw": 1.2, **kw})  # fmt: skip
-                ax.axhline(float(g["truth"].iloc[0]), color=color, ls="--", lw=0.8, alpha=0.7)
-            which = ("the 10 most frequent answers, " if many else "") + (f"task {task!r}, " if several else "")
-            ax.set_ylabel("estimated frequency")
-            ax.set_title(f"{self.name}: estimates with intervals ({which}replication {rep}); dashed: truth", fontsize=10)
-        ax.set_xlabel(in_unit("time", self._time_unit()))
-        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-
-    def _plot_multiparty(self, ax: Any, replication: int | None, quantity: None, kw: dict[str, Any]) -> None:
-        import numpy as np
-
-        if replication is not None:
-            raise LdpSimError(f"replication: got {_show(replication)}, expected None (a multi-party run's accuracy is pooled over replications)")
-        accuracy = self.tables()["accuracy"]
-        accuracy = accuracy[accuracy["quantity"] == "accuracy"]
-        receivers = list(dict.fromkeys(accuracy["party"]))
-        protocols = list(dict.fromkeys(accuracy["protocol"]))
-        width = 0.8 / max(len(protocols), 1)
-        x0 = np.arange(len(receivers))
-        for q, protocol in enumerate(protocols):
-            g = accuracy[accuracy["protocol"] == protocol].set_index("party").loc[receivers]
-            x = x0 - 0.4 + width * (q + 0.5)
-            color = f"C{q % 10}"
-            ax.errorbar(x - width * 0.15, g["measured"], yerr=g["tolerance"], fmt="o", ms=4, capsize=3, color=color,
-                        label=f"{protocol}: measured ± tolerance", **kw)  # fmt: skip
-            ax.plot(x + width * 0.15, g["exact"], "D", ms=5, mfc="none", color=color, label=f"{protocol}: exact")
-        ax.set_xticks(x0)
-        ax.set_xticklabels([r if r == "observer" else f"party {r}" for r in receivers], fontsize=8)
-        built = self.scenario.built
-        names = list(dict.fromkeys(t.name for t in (getattr(built, "tasks", ()) or [built.task])))
-        ax.set_ylabel(f"average accuracy ({names[0] if len(names) == 1 else 'each receiver its own task'})")
-        ax.set_title(f"{self.name}: measured vs exact accuracy", fontsize=10)
-        ax.legend(fontsize=7)
-
-    def _plot_multiparty_study(self, ax: Any, replication: int | None, quantity: str | None, kw: dict[str, Any]) -> None:
-        if replication is not None:
-            raise LdpSimError(f"replication: got {_show(replication)}, expected None (a study's points are pooled over replications)")
-        points = self.tables()["points"]
-        tasks = list(dict.fromkeys(points["task"]))
-        task = tasks[0] if quantity is None else quantity
-        if task not in tasks:
-            raise LdpSimError(f"quantity: got {_show(task)}, expected one of the study's tasks {', '.join(map(repr, tasks))}")
-        g = points[(points["task"] == task) & (points["receiver"] == "observer")]
-        if g.empty:
-            g = points[points["task"] == task]
-        protocol = g["protocol"].iloc[0]
-        g = g[(g["protocol"] == protocol) & (g["receiver"] == g["receiver"].iloc[0])]
-        for n, (eps, h) in enumerate(g.groupby("eps", sort=True)):
-            h = h.sort_values("k")
-            color = f"C{n % 10}"
-            ax.plot(h["k"], h["exact"], "-", color=color, label=f"ε = {eps:g}: exact")
-            ax.plot(h["k"], h["large_k"], "--", lw=1, color=color, label=f"ε = {eps:g}: large k")
-            ax.errorbar(h["k"], h["measured"], yerr=h["tolerance"], fmt="o", ms=3, capsize=2, color=color, **kw)
-        ax.set_xscale("log")
-        ax.set_xlabel("parties k")
-        ax.set_ylabel(f"accuracy ({task}, {g['receiver'].iloc[0]})")
-        ax.set_title(f"{self.name}: {task} against k ({protocol})", fontsize=10)
-        ax.legend(fontsize=7)
-
-    def _plot_collection(self, ax: Any, replication: int | None, quantity: None, kw: dict[str, Any]) -> None:
-        from ldpsim.report.collection import privacy_series
-        from ldpsim.report.figures import period_label, short_label
-
-        results = self.results
-        rep = self._replication(results["replication"], replication)
-        privacy = privacy_series(results, rep)
-        local = ~privacy["shuffled"].astype(bool)
-        privacy = privacy[local] if local.any() else privacy  # the shuffler changes no local eps
-        for i, (policy, g) in enumerate(privacy.groupby("policy", sort=False)):
-            color = f"C{i % 10}"
-            ax.plot(g["period"], g["max"], color=color, label=f"{short_label(policy)}: most exposed", **{"lw": 1.8, **kw})
-            ax.plot(g["period"], g["median"], color=color, ls=":", lw=1.2, label=f"{short_label(policy)}: median")
-        ax.set_xlabel(period_label(self._as_run("collection", "period", 1.0), self._time_unit()))
-        ax.set_ylabel("privacy spent per respondent (pure eps)")
-        ax.set_title(f"{self.name}: privacy spent per policy (replication {rep})", fontsize=10)
-        ax.grid(True, lw=0.4, alpha=0.5)
-        ax.legend(fontsize=7)

@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ldpsim._text import plural, sayer
+from ldpsim._text import table as text_table
 from ldpsim.analyst.estimation import z_value
 from ldpsim.report.figures import amount, period_label, plt, png_bytes, quiet_figures, short_label
 from ldpsim.report.html import Section, run_html
@@ -311,3 +313,23 @@ def _summary_lines(scenario: Any, results: pd.DataFrame, seed: int, figures: lis
               else "No intervals: no report reached the server.", ""]  # fmt: skip
     lines += [f"![{name}]({name})" for name in figures if name.endswith(".png")]
     return lines
+
+
+# ----------------------------------------------------------------------------- what ldpsim run prints
+def console(run: Any) -> list[str]:
+    """What ``ldpsim run`` prints for a finished collection run (its CollectionRun), line
+    by line: the scenario, then one summary row per arm."""
+    out: list[str] = []
+    say, show = sayer(out)
+    sc = run.scenario
+    c = sc.spec.collection
+    from ldpsim.report.figures import amount
+
+    say(f"{sc.name}: {sc.size:,} respondents x {c.periods} periods of {amount(c.period, sc.spec.simulation.time_unit)}, {plural(len(sc.arms), 'arm')}, "
+        f"{sc.spec.simulation.replications} replication(s), seed {run.seed}; composed eps at delta = {c.delta:g}")  # fmt: skip
+    from ldpsim.report.collection import has_estimates
+
+    if not has_estimates(run.results):
+        say("no report reached the server in any replication: nothing to estimate (see the report)")
+    show(text_table(run.summary, na_rep="", float_format=lambda x: f"{x:.5g}", full=run.run_dir / "summary.md"))
+    return out

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ldpsim._text import sayer
+from ldpsim._text import table as text_table
 from ldpsim.report.figures import amount, in_unit, plt, png_bytes, quiet_figures
 from ldpsim.report.html import TableText, run_html, table
 from ldpsim.report.multiparty_tables import (
@@ -392,3 +394,50 @@ def _files(channel: pd.DataFrame | None) -> list[str]:
         + (f"; `{CHANNEL_FIGURE}`: the accuracy lost to the channel against the loss rate, exact, and measured at the scenario's rate"
            if has_channel else ""),
     ])  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- what ldpsim run prints
+#: The columns of a multi-party accuracy table as printed (those of the report's
+#: ``multiparty_tables.format_table``); protocol and party are its keys.
+_MULTIPARTY_COLUMNS = ["protocol", "party", "eps", "delta", "measured", "exact", "std_error", "tolerance", "within"]
+
+
+def console(run: Any) -> list[str]:
+    """What ``ldpsim run`` prints for a finished multi-party run (its MultipartyRun), line
+    by line: accuracy next to exact, the channel, deviations, completion delays."""
+    from ldpsim.report import multiparty_tables as mt
+
+    out: list[str] = []
+    say, show = sayer(out)
+    sc = run.scenario
+    spec = sc.spec
+    names = [t.name for t in getattr(sc, "tasks", ()) or [sc.task]]
+    tasks = f"task {names[0]}" if len(set(names)) == 1 else f"tasks per receiver ({', '.join(dict.fromkeys(names))})"
+    say(f"{spec.name}: k = {spec.parties.k} parties, {tasks}, {spec.rounds.count:,} rounds x "
+        f"{spec.simulation.replications} replication(s), seed {run.seed}")  # fmt: skip
+
+    def accuracy(quantity: str) -> str:
+        rows = run.summary[run.summary["quantity"] == quantity][_MULTIPARTY_COLUMNS]
+        return text_table(rows, float_format=lambda x: f"{x:.5f}", keys=2, full=run.run_dir / "summary.md")
+
+    show(accuracy("accuracy"))
+    if (run.summary["quantity"] == "accuracy_difference").any():
+        say("paired differences (same bits and noise uniforms for every protocol):")
+        show(accuracy("accuracy_difference"))
+    within = int(run.summary["within"].fillna(False).sum())
+    say(f"within tolerance (false-failure <= {spec.simulation.alpha:g} for the table): {within} of {len(run.summary)}")
+    if (run.results["quantity"] == "perfect_channel_accuracy").any():
+        ch = mt.channel_table(run.results, run.summary, sc)
+        say(f"channel: a message is not heard with probability {float(sc.missing):.4g}; accuracy lost to it, exact "
+            f"{ch['lost_exact'].min():.4g} to {ch['lost_exact'].max():.4g} per receiver, measured "
+            f"{ch['lost_measured'].min():.4g} to {ch['lost_measured'].max():.4g} (loss table in summary.md)")  # fmt: skip
+    if getattr(sc, "deviations", ()):
+        dev = mt.deviation_table(run.results, run.summary)
+        say(f"deviating parties {', '.join(str(j) for j, _ in sc.deviations)}: exact accuracy change per receiver "
+            f"{dev['change'].min():+.4g} to {dev['change'].max():+.4g}; honest parties' privacy unchanged (summary.md)")  # fmt: skip
+    if not run.latency.empty:
+        lat = run.latency
+        say(f"completion delay ({spec.simulation.time_unit}): mean {lat['mean_measured'].mean():.4g} (theory {lat['mean_theory'].mean():.4g}), "
+            f"max {lat['max_measured'].max():.4g}; messages delivered {int(lat['messages'].sum()):,} of "
+            f"{int(lat['messages_expected'].sum()):,}")  # fmt: skip
+    return out

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from ldpsim._text import sayer
+from ldpsim._text import table as text_table
 from ldpsim.report.figures import plt, png_bytes, quiet_figures
 from ldpsim.report.html import TableText, run_html, table
 from ldpsim.report.tables import figures_and_files, read_csv
@@ -210,4 +212,26 @@ def _summary_lines(scenario: Any, summary: pd.DataFrame, seed: int) -> list[str]
             out += [f"### Large-k approximation at k = {max(ks)}", "", "Largest error over protocols, eps and receivers:", "",
                     _md_table(worst), ""]  # fmt: skip
     out += figures_and_files([FIGURE], "replication x point (party -1 is the observer)")
+    return out
+
+
+# ----------------------------------------------------------------------------- what ldpsim run prints
+def console(run: Any) -> list[str]:
+    """What ``ldpsim run`` prints for a finished scaling study (its MultipartyStudyRun), line
+    by line: the grid, the points at the largest k, how many are within tolerance."""
+    out: list[str] = []
+    say, show = sayer(out)
+    st = run.scenario.spec.study
+    s = run.summary
+    ks = sorted(set(int(k) for k in s["k"]))
+    say(f"{run.scenario.spec.name}: {len(s)} points (k = {ks[0]}..{ks[-1]}, eps = {', '.join(f'{e:g}' for e in st.eps)}, "
+        f"{', '.join(st.tasks)}), {st.rounds:,} Monte Carlo rounds per point x {run.scenario.spec.simulation.replications} "
+        f"replication(s), seed {run.seed}")  # fmt: skip
+    last = s[s["k"] == ks[-1]]
+    cols = [c for c in ("protocol", "task", "receiver", "eps", "k", "exact", "measured", "tolerance", "large_k") if c in last.columns]
+    say(f"at the largest k ({ks[-1]}): exact, measured and the large-k approximation")
+    show(text_table(last[cols], float_format=lambda x: f"{x:.5f}", keys=3, full=run.run_dir / "summary.md"))
+    compared = int(s["within"].notna().sum())
+    within = int(s["within"].fillna(False).sum())
+    say(f"within tolerance (false-failure <= {run.scenario.spec.simulation.alpha:g} for the table): {within} of {compared} measured points")
     return out

@@ -9,11 +9,15 @@ nothing to show are left out.
 
 from __future__ import annotations
 
+from typing import Any
+
 import textwrap
 
 import numpy as np
 import pandas as pd
 
+from ldpsim._text import KEEP, plural, sayer
+from ldpsim._text import table as text_table
 from ldpsim.report import survey_tables as summary
 from ldpsim.report.figures import amount, in_unit, plt, png_bytes, quiet_figures, short_label
 from ldpsim.report.html import run_html
@@ -501,3 +505,98 @@ def _strategies(qs) -> list[str]:
         _md_table(per_answer[["question", "category", "truth", "se_split", "se_one_random"]]),
         "",
     ]
+
+
+# ----------------------------------------------------------------------------- what ldpsim run prints
+def console(result: Any) -> list[str]:
+    """What ``ldpsim run`` prints for a finished survey run (``result``: its RunResult),
+    line by line: the estimates, the other tasks' totals, the engine's counts."""
+    out: list[str] = []
+    say, show = sayer(out)
+    spec = result.scenario.spec
+    whole = result.run_dir / "summary.md"  # every table printed here, whole
+    say(f"{spec.name}: {result.scenario.size:,} clients, {spec.simulation.replications} replication(s), seed {result.seed}")
+    qs = result.scenario.questions
+    if qs is not None:
+        out.extend(questions_console(qs, whole))
+    if (result.results["quantity"] == "frequency").any() and not summary.has_estimates(result.results):
+        say("no report reached the server in any replication: nothing to estimate (see the report)")
+    elif (result.results["quantity"] == "frequency").any():
+        final = summary.final_frequencies(result.results)
+        k = summary.answer_count(result.results)
+        if spec.simulation.replications == 1:
+            cols = ["category", "truth", "estimate", "ci_low", "ci_high", "covered"]
+        else:
+            cols = ["category", "truth", "mean_estimate", "rmse", "theory_se", "coverage"]
+        if final["task"].nunique() > 1 or qs is not None:
+            cols = ["task", *cols]
+        if k > summary.MANY_ANSWERS:  # each task's own largest estimates (replication 0), by decreasing truth
+            final = summary.of_top_answers(final, result.results)
+            order = {t: i for i, t in enumerate(dict.fromkeys(final["task"]))}
+            final = final.assign(_order=final["task"].map(order)).sort_values(
+                ["_order", "truth"], ascending=[True, False], kind="stable").drop(columns="_order")
+            which = " of each task" if len(order) > 1 else ""
+            when = " in replication 0" if spec.simulation.replications > 1 else ""
+            say(f"the {summary.MANY_ANSWERS} answers with the largest estimates{which}{when}, of {k:,} "
+                "(all in results.csv):")
+        show(text_table(final[cols], na_rep="", float_format=lambda x: f"{x:.5f}", keys=_keys(final[cols]), full=whole))
+        norms = summary.error_norms(result.results)
+        last = norms[norms["reason"] == "end"]
+        for _, row in last.iterrows():
+            say(f"{row['task']}: L1 error {row['l1']:.5f}, Linf error {row['linf']:.5f} at the end")
+    means = summary.final_means(result.results) if qs is not None else None
+    if means is not None and not means.empty:
+        cols = ["task", "truth", "estimate", "ci_low", "ci_high", "covered"] if spec.simulation.replications == 1 \
+            else ["task", "truth", "mean_estimate", "rmse", "theory_se", "coverage"]  # fmt: skip
+        show(text_table(means[cols], na_rep="", float_format=lambda x: f"{x:.5g}", full=whole))
+    others = summary.other_task_totals(result.results)
+    if qs is not None:  # the means are shown above
+        others = others[others["quantity"] != "mean"] if not others.empty else others
+    if not others.empty:
+        show(text_table(others, na_rep="", float_format=lambda x: f"{x:.6g}", keys=_keys(others), full=whole))
+    nonresponse = summary.nonresponse_table(result.results)
+    if not nonresponse.empty:
+        say("answer-dependent loss (replication 0 at the end): the raw estimate's exact bias"
+            + (" and the reweighted estimate" if "reweighted" in nonresponse.columns else "") + ":")
+        show(text_table(nonresponse, na_rep="", float_format=lambda x: f"{x:.5f}", keys=_keys(nonresponse), full=whole))
+    tiers = summary.tiers_table(result.results)
+    if not tiers.empty:
+        say("privacy tiers (replication 0 at the end): the combined estimate, the naive pooling, exact standard errors:")
+        show(text_table(tiers, na_rep="", float_format=lambda x: f"{x:.5f}", keys=_keys(tiers), full=whole))
+    tests = summary.crosstab_tests(result.results) if qs is not None else None
+    if tests is not None and not tests.empty:
+        for task, g in tests.groupby("task", sort=False):
+            shown = {row["test"]: row for _, row in g.iterrows()}
+            parts = [f"{label} chi2 {r['statistic']:.4g} (df {r['df']:.0f}), p {r['p_value']:.3g}, "
+                     f"{'rejects' if r['reject'] == 'yes' else 'does not reject'} independence"
+                     for label, r in (("LDP Wald", shown.get("ldp")), ("Pearson on the true answers", shown.get("pearson")))
+                     if r is not None]  # fmt: skip
+            say(f"{task}: {plural(int(g['n_received'].iloc[0]), 'pair')}, max |estimate - truth| "
+                f"{g['max_abs_error'].iloc[0]:.5f}; " + "; ".join(parts))  # fmt: skip
+    totals = summary.engine_totals(result.results).set_index("quantity")["mean"]
+    say(
+        f"reports received {totals.get('received', 0):,.0f}, lost {totals.get('lost', 0):,.0f}, "
+        f"in flight at the end {totals.get('in_flight', 0):,.0f} (mean per replication)"
+    )
+    return out
+
+
+def _keys(frame: pd.DataFrame) -> int:
+    """How many leading columns of a survey table name its rows (task, then category or
+    quantity): repeated in every block when the table is printed in blocks."""
+    names = [str(c) for c in frame.columns[:2]]
+    return 2 if names[:1] == ["task"] and names[1:] in (["category"], ["quantity"]) else 1
+
+
+def questions_console(qs: Any, whole: Any = None) -> list[str]:
+    """Several questions per respondent, line by line: the budget, each strategy's exact
+    privacy and the exact variances side by side (``whole``: the file that holds the table whole)."""
+    out: list[str] = []
+    say, show = sayer(out)
+    say(f"{qs.count} questions per respondent, budget eps {qs.total:g}, strategy {qs.strategy}; exact privacy per respondent:")
+    for row in qs.privacy.to_dict("records"):
+        mark = f"  (this{KEEP}run)" if row["strategy"] == qs.strategy else ""
+        say(f"  {row['strategy']}: eps = {row['eps']:.6g}, delta = {row['delta']:.6g} (questions at eps {row['question_eps']}){mark}")
+    say(f"exact variance summed over each question's answers at {qs.size:,} respondents (one_random: n / {qs.count} per question):")
+    show(text_table(summary.strategy_comparison(qs.variance), na_rep="", float_format=lambda x: f"{x:.4g}", full=whole))
+    return out

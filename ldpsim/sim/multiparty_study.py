@@ -110,6 +110,13 @@ class MultipartyScalingStudy(Study):
     process; the aggregate Monte Carlo in every replication."""
 
     kind = "multiparty_study"
+    columns = tuple(STUDY_COLUMNS)
+
+    @classmethod
+    def parse(cls, text: str, where: str) -> Any:
+        from ldpsim.sim.scenario.multiparty_study import parse_multiparty_study
+
+        return parse_multiparty_study(text, where)
 
     def shared(self) -> Any:
         return exact_table(self.scenario)
@@ -126,6 +133,48 @@ class MultipartyScalingStudy(Study):
         from ldpsim.report.multiparty_study import render_study_report
 
         return render_study_report(self.scenario, results, seed)
+
+    def tables(self, results: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        """``points``: one row per protocol, task, eps, k and receiver (exact, measured,
+        tolerance, large-k approximation)."""
+        from ldpsim.report.multiparty_study import summarise_study
+
+        return {"points": summarise_study(results, self.scenario)}
+
+    def plot(self, ax: Any, results: pd.DataFrame, *, replication: int | None = None, quantity: str | None = None,
+             **kw: Any) -> None:
+        """The observer's accuracy against k, one curve per eps (exact line, measured points,
+        large-k approximation dashed) for the task ``quantity`` (default the first)."""
+        from ldpsim.errors import LdpSimError, show
+
+        if replication is not None:
+            raise LdpSimError(f"replication: got {show(replication)}, expected None (a study's points are pooled over replications)")
+        points = self.tables(results)["points"]
+        tasks = list(dict.fromkeys(points["task"]))
+        task = tasks[0] if quantity is None else quantity
+        if task not in tasks:
+            raise LdpSimError(f"quantity: got {show(task)}, expected one of the study's tasks {', '.join(map(repr, tasks))}")
+        g = points[(points["task"] == task) & (points["receiver"] == "observer")]
+        if g.empty:
+            g = points[points["task"] == task]
+        protocol = g["protocol"].iloc[0]
+        g = g[(g["protocol"] == protocol) & (g["receiver"] == g["receiver"].iloc[0])]
+        for n, (eps, h) in enumerate(g.groupby("eps", sort=True)):
+            h = h.sort_values("k")
+            color = f"C{n % 10}"
+            ax.plot(h["k"], h["exact"], "-", color=color, label=f"ε = {eps:g}: exact")
+            ax.plot(h["k"], h["large_k"], "--", lw=1, color=color, label=f"ε = {eps:g}: large k")
+            ax.errorbar(h["k"], h["measured"], yerr=h["tolerance"], fmt="o", ms=3, capsize=2, color=color, **kw)
+        ax.set_xscale("log")
+        ax.set_xlabel("parties k")
+        ax.set_ylabel(f"accuracy ({task}, {g['receiver'].iloc[0]})")
+        ax.set_title(f"{self.scenario.name}: {task} against k ({protocol})", fontsize=10)
+        ax.legend(fontsize=7)
+
+    def console(self, result: Any) -> list[str]:
+        from ldpsim.report.multiparty_study import console
+
+        return console(result)
 
     def metadata(self) -> dict[str, Any]:
         sc = self.scenario

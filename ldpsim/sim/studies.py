@@ -1,6 +1,8 @@
 """The studies of the run framework (:mod:`ldpsim.runs`): one per kind of scenario, each
-saying how to run one replication of its model, read its results back and render its
-report. :func:`run_scenario` and :func:`resume_run` run any kind; ``ldpsim run`` calls them.
+implementing the run-kind contract (:mod:`ldpsim.study`): its parser, one replication of
+its model, its results read back, its report, tables, figure and console lines. The kinds
+are listed once, in :mod:`ldpsim.sim.kinds`. :func:`run_scenario` and :func:`resume_run`
+run any kind; ``ldpsim run`` calls them.
 
 Seeds: one root ``SeedSequence(seed)`` per run; replication r is seeded by
 ``SeedSequence(seed, spawn_key=(r,))`` whatever the executor, so results depend neither on
@@ -12,17 +14,14 @@ from __future__ import annotations
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
 
-from ldpsim.report import collection as collection_report
-from ldpsim.report import multiparty as multiparty_report
-from ldpsim.report import multiparty_tables
-from ldpsim.report import survey as survey_report
-from ldpsim.report import survey_tables
+from ldpsim.errors import LdpSimError, show
 from ldpsim.runs import Outcome, Study, input_name, resume_study, run_study
+from ldpsim.sim import kinds
 from ldpsim.sim.multiparty_study import MultipartyScalingStudy, MultipartyStudyRun
 from ldpsim.sim.scenario import BuiltScenario, CollectionScenario, MultipartyScenario, Scenario, load_scenario, parse_scenario
 
@@ -62,6 +61,18 @@ class SurveyStudy(Study):
 
     kind = Scenario.kind
 
+    @classmethod
+    def parse(cls, text: str, where: str) -> Scenario:
+        from ldpsim.sim.scenario.survey import parse_survey
+
+        return parse_survey(text, where)
+
+    @property
+    def columns(self) -> tuple[str, ...]:  # type: ignore[override]
+        from ldpsim.report.survey_tables import RESULT_COLUMNS
+
+        return tuple(RESULT_COLUMNS)
+
     def run_replication(self, index: int, seed: int, shared: Any) -> pd.DataFrame:
         from ldpsim.sim.engine import run_replication
 
@@ -88,10 +99,89 @@ class SurveyStudy(Study):
         return merge_shards(self.scenario, index, seed, results)
 
     def read_results(self, path: Path) -> pd.DataFrame:
+        from ldpsim.report import survey_tables
+
         return survey_tables.read_results(path)
 
     def render_report(self, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], Any]:
+        from ldpsim.report import survey as survey_report
+
         return survey_report.render_report(self.scenario, results, seed), None
+
+    def tables(self, results: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        """``final`` (replication 0's estimates and intervals at the end, beside the mean
+        estimate, RMSE, standard errors and coverage over replications), ``error_by_n``,
+        ``error_norms`` (when the run estimated frequencies), ``other_tasks`` (when other
+        tasks ran), ``engine`` (clients and reports)."""
+        from ldpsim.report import survey_tables as st
+
+        out: dict[str, pd.DataFrame] = {}
+        if st.has_estimates(results):
+            out.update(final=st.final_frequencies(results), error_by_n=st.error_by_n(results),
+                       error_norms=st.error_norms(results))  # fmt: skip
+        other = st.other_task_totals(results)
+        if not other.empty:
+            out["other_tasks"] = other
+        out["engine"] = st.engine_totals(results)
+        return out
+
+    def plot(self, ax: Any, results: pd.DataFrame, *, replication: int | None = None, quantity: str | None = None,
+             **kw: Any) -> None:
+        """The frequency estimates of one replication (the first by default) over time with
+        their intervals, the truth dashed (the ten most frequent answers when there are many;
+        of the first frequency task when there are several); a survey without frequency
+        estimates (hypothesis tests, say): one quantity of its tasks over time beside its
+        theory and truth (``quantity``, default the first)."""
+        from ldpsim.report import survey_tables as st
+        from ldpsim.report.figures import in_unit, short_label
+
+        name = self.scenario.name
+        if not st.has_estimates(results):  # other analyst tasks only: one of their quantities
+            rep = self.pick_replication(results["replication"], replication)
+            series = st.other_task_series(results, rep)
+            names = list(dict.fromkeys(series["quantity"]))
+            if not names:
+                raise LdpSimError(f"run: got {name!r}, expected a run with estimates to draw (no report reached the server)")
+            shown = names[0] if quantity is None else quantity
+            if shown not in names:
+                raise LdpSimError(f"quantity: got {show(shown)}, expected one of the run's quantities {', '.join(map(repr, names))}")
+            g = series[series["quantity"] == shown]
+            task = g["task"].iloc[0]
+            ax.plot(g["time"], g["estimate"], "o-", ms=3, label="measured", **kw)
+            if g["theory"].notna().any():
+                ax.plot(g["time"], g["theory"], "--", color="tab:red", label="theory")
+            if g["truth"].notna().any():
+                ax.plot(g["time"], g["truth"], ":", color="black", label="truth")
+            ax.set_ylabel(short_label(shown))
+            ax.set_title(f"{name}: {short_label(f'{task}: {shown}', 60)} over time (replication {rep})", fontsize=10)
+        else:
+            if quantity is not None:
+                raise LdpSimError(f"quantity: got {show(quantity)}, expected None (a survey with frequency estimates draws them)")
+            f = st.frequency_rows(results)
+            f = f[f["estimate"].notna()]
+            rep = self.pick_replication(f["replication"], replication)
+            task, several = f["task"].iloc[0], f["task"].nunique() > 1
+            f = f[(f["replication"] == rep) & (f["task"] == task)]
+            many = f["category"].nunique() > st.MANY_ANSWERS
+            if many:
+                f = f[f["category"].isin(f.drop_duplicates("category").nlargest(10, "truth")["category"])]
+            for i, (category, g) in enumerate(f.groupby("category", sort=False)):
+                color = f"C{i % 10}"
+                below = np.clip(g["estimate"] - g["ci_low"], 0.0, None)
+                above = np.clip(g["ci_high"] - g["estimate"], 0.0, None)
+                ax.errorbar(g["time"], g["estimate"], yerr=[below, above], color=color, marker="o", ms=3, capsize=3,
+                            label=short_label(category), **{"lw": 1.2, **kw})  # fmt: skip
+                ax.axhline(float(g["truth"].iloc[0]), color=color, ls="--", lw=0.8, alpha=0.7)
+            which = ("the 10 most frequent answers, " if many else "") + (f"task {task!r}, " if several else "")
+            ax.set_ylabel("estimated frequency")
+            ax.set_title(f"{name}: estimates with intervals ({which}replication {rep}); dashed: truth", fontsize=10)
+        ax.set_xlabel(in_unit("time", self.scenario.spec.simulation.time_unit))
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+
+    def console(self, result: Any) -> list[str]:
+        from ldpsim.report.survey import console
+
+        return console(result)
 
     def metadata(self) -> dict[str, Any]:
         sc = self.scenario
@@ -146,6 +236,20 @@ class MultipartyStudy(Study):
 
     kind = MultipartyScenario.kind
 
+    @classmethod
+    def parse(cls, text: str, where: str) -> BuiltScenario:
+        """A multi-party file: one broadcast, or (with ``[study]``) a scaling study, run as
+        :class:`MultipartyScalingStudy`."""
+        from ldpsim.sim.scenario.multiparty_study import parse_multiparty_file
+
+        return parse_multiparty_file(text, where)
+
+    @property
+    def columns(self) -> tuple[str, ...]:  # type: ignore[override]
+        from ldpsim.report.multiparty_tables import RESULT_COLUMNS
+
+        return tuple(RESULT_COLUMNS)
+
     def shared(self) -> Any:
         from ldpsim.sim.multiparty import exact_tables
 
@@ -165,10 +269,54 @@ class MultipartyStudy(Study):
         return pd.concat([result.table, shared.frame(index)], ignore_index=True)
 
     def read_results(self, path: Path) -> pd.DataFrame:
+        from ldpsim.report import multiparty_tables
+
         return multiparty_tables.read_results(path)
 
     def render_report(self, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], Any]:
-        return multiparty_report.render_report(self.scenario, results, seed)
+        from ldpsim.report import multiparty as multiparty_report
+
+        return multiparty_report.render_report(self.scenario, results, seed)  # type: ignore[no-any-return]
+
+    def tables(self, results: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        """``accuracy`` (measured next to exact, with tolerances) and ``latency``."""
+        from ldpsim.report.multiparty_tables import summarise
+
+        accuracy, latency = summarise(results, self.scenario)
+        return {"accuracy": accuracy, "latency": latency}
+
+    def plot(self, ax: Any, results: pd.DataFrame, *, replication: int | None = None, quantity: str | None = None,
+             **kw: Any) -> None:
+        """Each receiver's accuracy, measured (with its tolerance) and exact, per protocol."""
+        if quantity is not None:
+            raise LdpSimError(f"quantity: got {show(quantity)}, expected None (only a survey's or a study's plot takes a quantity)")
+        if replication is not None:
+            raise LdpSimError(f"replication: got {show(replication)}, expected None (a multi-party run's accuracy is pooled over replications)")
+        accuracy = self.tables(results)["accuracy"]
+        accuracy = accuracy[accuracy["quantity"] == "accuracy"]
+        receivers = list(dict.fromkeys(accuracy["party"]))
+        protocols = list(dict.fromkeys(accuracy["protocol"]))
+        width = 0.8 / max(len(protocols), 1)
+        x0 = np.arange(len(receivers))
+        for q, protocol in enumerate(protocols):
+            g = accuracy[accuracy["protocol"] == protocol].set_index("party").loc[receivers]
+            x = x0 - 0.4 + width * (q + 0.5)
+            color = f"C{q % 10}"
+            ax.errorbar(x - width * 0.15, g["measured"], yerr=g["tolerance"], fmt="o", ms=4, capsize=3, color=color,
+                        label=f"{protocol}: measured ± tolerance", **kw)  # fmt: skip
+            ax.plot(x + width * 0.15, g["exact"], "D", ms=5, mfc="none", color=color, label=f"{protocol}: exact")
+        ax.set_xticks(x0)
+        ax.set_xticklabels([r if r == "observer" else f"party {r}" for r in receivers], fontsize=8)
+        built = self.scenario
+        names = list(dict.fromkeys(t.name for t in (getattr(built, "tasks", ()) or [built.task])))
+        ax.set_ylabel(f"average accuracy ({names[0] if len(names) == 1 else 'each receiver its own task'})")
+        ax.set_title(f"{built.name}: measured vs exact accuracy", fontsize=10)
+        ax.legend(fontsize=7)
+
+    def console(self, result: Any) -> list[str]:
+        from ldpsim.report.multiparty import console
+
+        return console(result)
 
     def metadata(self) -> dict[str, Any]:
         sc = self.scenario
@@ -188,6 +336,18 @@ class CollectionStudy(Study):
 
     kind = CollectionScenario.kind
 
+    @classmethod
+    def parse(cls, text: str, where: str) -> CollectionScenario:
+        from ldpsim.sim.scenario.collection import parse_collection
+
+        return parse_collection(text, where)
+
+    @property
+    def columns(self) -> tuple[str, ...]:  # type: ignore[override]
+        from ldpsim.report.collection import COLUMNS
+
+        return tuple(COLUMNS)
+
     def shared(self) -> Any:
         from ldpsim.sim.collection import privacy_tables
 
@@ -199,12 +359,55 @@ class CollectionStudy(Study):
         return run_replication(self.scenario, index, seed, shared)
 
     def read_results(self, path: Path) -> pd.DataFrame:
+        from ldpsim.report import collection as collection_report
+
         return collection_report.read_results(path)
 
     def render_report(self, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], Any]:
+        from ldpsim.report import collection as collection_report
+
         sc = self.scenario
         summary = collection_report.final_summary(results, float(sc.spec.analyst.confidence))
         return collection_report.render_report(sc, results, seed), summary
+
+    def tables(self, results: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        """``final`` (one row per arm at the last period), ``accuracy`` (per arm and period)
+        and ``privacy`` (replication 0's privacy spent per arm and period)."""
+        from ldpsim.report import collection
+
+        confidence = float(self.scenario.spec.analyst.confidence)
+        return {"final": collection.final_summary(results, confidence),
+                "accuracy": collection.accuracy_over_time(results, confidence),
+                "privacy": collection.privacy_series(results)}  # fmt: skip
+
+    def plot(self, ax: Any, results: pd.DataFrame, *, replication: int | None = None, quantity: str | None = None,
+             **kw: Any) -> None:
+        """The privacy spent by the most exposed respondent (solid) and the median one
+        (dotted) per policy over the periods (``replication``: default the first)."""
+        from ldpsim.report.collection import privacy_series
+        from ldpsim.report.figures import period_label, short_label
+
+        if quantity is not None:
+            raise LdpSimError(f"quantity: got {show(quantity)}, expected None (only a survey's or a study's plot takes a quantity)")
+        sc = self.scenario
+        rep = self.pick_replication(results["replication"], replication)
+        privacy = privacy_series(results, rep)
+        local = ~privacy["shuffled"].astype(bool)
+        privacy = privacy[local] if local.any() else privacy  # the shuffler changes no local eps
+        for i, (policy, g) in enumerate(privacy.groupby("policy", sort=False)):
+            color = f"C{i % 10}"
+            ax.plot(g["period"], g["max"], color=color, label=f"{short_label(policy)}: most exposed", **{"lw": 1.8, **kw})
+            ax.plot(g["period"], g["median"], color=color, ls=":", lw=1.2, label=f"{short_label(policy)}: median")
+        ax.set_xlabel(period_label(sc.spec.collection.period, sc.spec.simulation.time_unit))
+        ax.set_ylabel("privacy spent per respondent (pure eps)")
+        ax.set_title(f"{sc.name}: privacy spent per policy (replication {rep})", fontsize=10)
+        ax.grid(True, lw=0.4, alpha=0.5)
+        ax.legend(fontsize=7)
+
+    def console(self, result: Any) -> list[str]:
+        from ldpsim.report.collection import console
+
+        return console(result)
 
     def metadata(self) -> dict[str, Any]:
         sc = self.scenario
@@ -215,17 +418,26 @@ class CollectionStudy(Study):
         return CollectionRun(o.run_dir, o.study.scenario, o.results, o.seed, o.extra)
 
 
-#: scenario kind -> its study; a new kind of run is one entry here and one in
-#: :data:`ldpsim.sim.scenario.KINDS`.
-STUDIES: dict[str, type[Study]] = {
-    SurveyStudy.kind: SurveyStudy, MultipartyStudy.kind: MultipartyStudy, CollectionStudy.kind: CollectionStudy,
-    MultipartyScalingStudy.kind: MultipartyScalingStudy,
-}
+class _Studies(Mapping[str, type[Study]]):
+    """Run kind -> its study class: a read-only view of the one registry
+    (:mod:`ldpsim.sim.kinds`), kept for the callers of 0.1's ``STUDIES``."""
+
+    def __getitem__(self, kind: str) -> type[Study]:
+        return kinds.study_class(kind)  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(kinds.kinds())
+
+    def __len__(self) -> int:
+        return len(kinds.kinds())
+
+
+STUDIES: Mapping[str, type[Study]] = _Studies()
 
 
 def study_of(scenario: BuiltScenario) -> Study:
-    """The study that runs ``scenario`` (by its kind)."""
-    return STUDIES[scenario.kind](scenario)
+    """The study that runs ``scenario`` (by its kind, from the registry)."""
+    return kinds.study_of(scenario)  # type: ignore[no-any-return]
 
 
 def run_scenario(
@@ -275,7 +487,7 @@ def _parsers(allow_outside_data: bool = False) -> dict[str, Any]:
         with allow_long_runs():
             return study_of(parse_scenario(text, path, allow_outside_data=allow_outside_data))
 
-    return {kind: parse for kind in STUDIES}
+    return kinds.parsers(parse)
 
 
 def resume_run(

@@ -2,8 +2,8 @@
 naming the key, bounded work, the same bytes from the same seed, and a small study run end
 to end through the run framework (report files, resume).
 
-Until the study is registered in ``ldpsim.sim.studies.STUDIES`` and
-``ldpsim.sim.scenario.KINDS``, the tests put it there themselves (monkeypatch).
+The study is a kind of the one registry (``ldpsim.sim.kinds``), reached through a
+multi-party file's ``[study]`` table.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import ldpsim.sim.scenario as scenario_module
-import ldpsim.sim.studies as studies_module
+from ldpsim.sim import kinds
 from ldpsim.errors import LdpSimError
 from ldpsim.report.multiparty_study import read_study_results, summarise_study
 from ldpsim.runs import RunInterrupted
@@ -132,10 +131,10 @@ def test_same_seed_same_bytes():
 
 
 @pytest.fixture
-def registered(monkeypatch):
-    """The study registered as the framework will have it."""
-    monkeypatch.setitem(studies_module.STUDIES, KIND, MultipartyScalingStudy)
-    monkeypatch.setitem(scenario_module.KINDS, KIND, parse_multiparty_study)
+def registered():
+    """The study as the registry has it: a run kind of its own, not a file kind."""
+    assert kinds.study_class(KIND) is MultipartyScalingStudy
+    assert KIND in kinds.kinds() and KIND not in kinds.file_kinds()
 
 
 def test_small_study_end_to_end(tmp_path, registered):

@@ -57,7 +57,7 @@ from ldpsim.sim.scenario.common import (
     read_toml,
     validate_and_build,
 )
-from ldpsim.sim.scenario.multiparty import SimulationSpec
+from ldpsim.sim.scenario.multiparty import SimulationSpec, parse_multiparty
 
 KIND = "multiparty_study"
 #: Most parties at one point (the exact symmetric path reaches 1000 at one level, delta = 0).
@@ -251,3 +251,11 @@ def build(spec: MultipartyStudySpec, source: str, where: str) -> MultipartyStudy
     check_rows(len(rows), reps, f"study: got {len(rows):,} points, expected at most 250,000 rows per replication")
     points = pd.DataFrame(rows)
     return MultipartyStudyScenario(spec, source, where, points, float(total) if math.isfinite(total) else math.inf)
+
+
+def parse_multiparty_file(text: str, where: str = "<scenario>") -> BuiltScenario:
+    """A multi-party file (``kind = "multiparty"``): one broadcast, or a study over k and eps
+    when it has a ``[study]`` table (run as the kind of :func:`parse_multiparty_study`)."""
+    if "study" in read_toml(text, where):
+        return parse_multiparty_study(text, where)
+    return parse_multiparty(text, where)
