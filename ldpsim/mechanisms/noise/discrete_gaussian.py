@@ -111,7 +111,11 @@ class DiscreteGaussian(ExactSampling, NoiseMechanism):
 
     @classmethod
     def _check_sensitivity(cls, sensitivity: object) -> int:  # type: ignore[override]
-        return v.integer(sensitivity, "sensitivity", minimum=1)
+        # as the geometric family's: its privacy sums run over int64 offsets from about -D/2
+        # (an int of 1e300 overflowed them: OverflowError)
+        from ldpsim.mechanisms.noise.geometric import _integer_shift
+
+        return _integer_shift(sensitivity, "sensitivity")
 
     def _params(self) -> dict[str, Any]:
         f = self.sigma2
@@ -120,7 +124,9 @@ class DiscreteGaussian(ExactSampling, NoiseMechanism):
     def _shift(self, shift: object) -> float:
         if shift is None:
             return self.sensitivity
-        return v.integer(shift, "shift", minimum=1)
+        from ldpsim.mechanisms.noise.geometric import _integer_shift
+
+        return _integer_shift(shift, "shift")
 
     @property
     def sigma(self) -> float:
