@@ -27,10 +27,15 @@ def quiet_figures() -> Iterator[None]:
     (the errors of eps near 0) overflow in matplotlib's own axis arithmetic (a log axis pads
     its limits by a factor): the figure is drawn with the limits matplotlib falls back to, the
     tables give the numbers, and numpy's floating-point warnings from that arithmetic are not
-    raised."""
-    with warnings.catch_warnings(), np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
-        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
-        yield
+    raised. Every figure opened inside is closed at the end, also when an error stops it half-way."""
+    before = set(plt.get_fignums())
+    try:
+        with warnings.catch_warnings(), np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+            warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
+            yield
+    finally:  # a figure left open by an error half-way through it is closed too (pyplot keeps it otherwise)
+        for number in set(plt.get_fignums()) - before:
+            plt.close(number)
 
 
 def short_label(text: object, limit: int = 40) -> str:

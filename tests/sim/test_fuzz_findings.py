@@ -189,3 +189,16 @@ def test_what_the_fuzzer_found_runs_or_is_refused_in_one_line(text, tmp_path):
     from tests.sim.fuzz import check_run
 
     check_run(text, tmp_path)
+
+
+def test_a_figure_stopped_half_way_by_an_error_is_closed():
+    """The slow fuzz tier ran thousands of reports in one process and pyplot warned about more
+    than 20 open figures: every figure opened while a report is drawn is closed at the end,
+    also when an error stops it half-way."""
+    from ldpsim.report.figures import plt, quiet_figures
+
+    before = set(plt.get_fignums())
+    with pytest.raises(RuntimeError), quiet_figures():
+        plt.subplots()
+        raise RuntimeError("half-way")
+    assert set(plt.get_fignums()) == before
