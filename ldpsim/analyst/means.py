@@ -92,7 +92,15 @@ def mean_standard_error(
     if x.size == 0:
         raise invalid("answers", "no answers", "at least one answer")
     size = x.size if n is None else v.integer(n, "n", minimum=1)
-    return math.sqrt(float(np.mean(mechanism.variance(x.ravel()))) / size)
+    parts = getattr(mechanism, "variance_parts", None)
+    # variance = w s^2: over a range 1e300 wide s^2 overflows (it raised OverflowError) where the
+    # standard error s sqrt(mean(w) / n) is a double; mean(w) as top * mean(w / top), whose
+    # sum cannot overflow
+    w, s = parts(x.ravel()) if parts is not None else (np.asarray(mechanism.variance(x.ravel()), dtype=np.float64), 1.0)
+    top = float(np.max(w))
+    if not top > 0.0 or not math.isfinite(top):
+        return math.sqrt(top) * s  # 0, or inf beyond the doubles
+    return float(s * math.sqrt(float(np.mean(w / top)) / size) * math.sqrt(top))
 
 
 def mean_estimate(

@@ -33,7 +33,7 @@ from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import integrate, special, stats
+from scipy import integrate, special
 
 from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
@@ -56,6 +56,16 @@ def _n(n: object) -> int:
     return v.integer(n, "n", minimum=0)
 
 
+def _count(value: object, name: str) -> int:
+    """A number of bins or queries: 1..MAX_ALPHABET (the inputs and each output are tuples and
+    arrays of that length: 2^31 was a MemoryError, 2^63 an OverflowError)."""
+    out = v.integer(value, name, minimum=1)
+    if out > v.MAX_ALPHABET:
+        raise invalid(name, value, f"an integer in 1..{v.MAX_ALPHABET:,} (2^22: the datasets and outputs hold this many "
+                      "entries in memory)")  # fmt: skip
+    return out
+
+
 def _eps(eps: object) -> float:
     e = v.epsilon(eps, "eps")
     if e <= 0:
@@ -64,11 +74,19 @@ def _eps(eps: object) -> float:
 
 
 def _lap_cdf(t: ArrayLike, b: float) -> NDArray[np.float64]:
-    return np.asarray(stats.laplace.cdf(t, scale=b), dtype=np.float64)
+    """CDF of Lap(b): ``e^{t/b}/2`` below 0, ``1 - e^{-t/b}/2`` above (scipy's form, with
+    t/b = -inf giving the limits 0 and 1 where the scale 2/eps is 2e-308, not an overflow)."""
+    z = np.asarray(t, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        e = 0.5 * np.exp(-np.abs(z) / b)
+    return np.where(z < 0, e, 1.0 - e)
 
 
 def _lap_pdf(t: ArrayLike, b: float) -> NDArray[np.float64]:
-    return np.asarray(stats.laplace.pdf(t, scale=b), dtype=np.float64)
+    """Density of Lap(b), ``e^{-|t|/b} / (2b)`` (0 far out, as above)."""
+    z = np.asarray(t, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        return np.exp(-np.abs(z) / b) / (2.0 * b)
 
 
 def _lap_logpdf(t: NDArray[np.float64], b: float) -> NDArray[np.float64]:
@@ -289,6 +307,32 @@ class DoubledRR(_FiniteLogDensity):
         row[i] = -L
         return row
 
+    def delta(self, eps: ArrayLike) -> float | NDArray[np.float64]:
+        """Randomized response's curve at ``e' = 2 eps``, in closed form: the pair's only
+        positive term is the output ``x``, ``p (1 - e^(t - e'))`` below ``e'`` with ``p =
+        1/(1 + (k - 1) e^-e')`` (the matrix's off-diagonal e^-e' p underflows past eps = 372,
+        and its inverse was then inf)."""
+        return _map_eps(eps, self._delta_below)
+
+    def _delta_below(self, eps: float) -> float:
+        if eps >= self.true_eps:
+            return 0.0
+        p = 1.0 / (1.0 + (self.k - 1) * math.exp(-self.true_eps))
+        return p * -math.expm1(eps - self.true_eps)
+
+    def _epsilon_at(self, delta: float) -> float:
+        # the inverse e' + log1p(-delta/p) (0 where delta(0) <= delta), then up to the first
+        # float whose delta is within the target (a few ulps at most)
+        if self._delta_below(0.0) <= delta:
+            return 0.0
+        p = 1.0 / (1.0 + (self.k - 1) * math.exp(-self.true_eps))
+        t = max(0.0, self.true_eps + math.log1p(-delta / p))
+        for _ in range(64):
+            if t >= self.true_eps or self._delta_below(t) <= delta:
+                return t
+            t = math.nextafter(t, math.inf)
+        return float(self.true_eps)  # pragma: no cover - the closed form is within a few ulps
+
     def sample(self, x: int, n: int, rng: RNGLike = None) -> NDArray[np.int64]:
         x = v.integer(x, "x", minimum=0, maximum=self.k - 1)
         n, g = _n(n), as_generator(rng)
@@ -399,7 +443,7 @@ class HistogramWrongScale(_LaplacePair):
 
     def __init__(self, eps: float = 0.5, bins: int = 4, affected: int = 0) -> None:
         self.claimed_eps = _eps(eps)
-        self.bins = v.integer(bins, "bins", minimum=1)
+        self.bins = _count(bins, "bins")
         self.affected = v.integer(affected, "affected", minimum=0, maximum=self.bins - 1)
         self.scale = self.claimed_eps
         self.true_eps = 1.0 / self.scale
@@ -455,7 +499,7 @@ class NoisyMaxValue(_Broken):
 
     def __init__(self, eps: float = 1.0, m: int = 5) -> None:
         self.claimed_eps = _eps(eps)
-        self.m = v.integer(m, "m", minimum=1)
+        self.m = _count(m, "m")
         self.scale = 2.0 / self.claimed_eps
         self.true_eps = self.m / self.scale
         self.inputs = [((0,) * self.m, (1,) * self.m)]
@@ -507,6 +551,8 @@ class _SVT(_Broken):
         self.T = v.real(T, "T", "a finite real number")  # the threshold
         if not math.isfinite(self.T):
             raise invalid("T", T, "a finite real number")
+        if 4.0 / self.claimed_eps > 1.7976931348623157e308:  # the noise scales 2/eps and 4/eps
+            raise invalid("eps", eps, "at least 2.3e-308 (the noise scale 4/eps must be a finite double)")
         self.b_rho = 2.0 / self.claimed_eps
         self.b_nu = 4.0 / self.claimed_eps
 
@@ -598,8 +644,16 @@ class SVTNoCutoff(_FiniteLogDensity, _SVT):
     #: (relative error ~1e-12) resolves them to ~1e-6 relative here; below it the exact eps
     #: could not be computed (at eps = 1e-300 the integrals themselves failed: Lap(2/eps)).
     MIN_EPS = 1e-6
+    #: Largest eps: beyond it some output probabilities (down to ~e^-(m eps/2)) underflow for
+    #: every m (and the quadrature of Lap(2/eps) densities 1e-308 wide fails well before)
+    MAX_EPS = 2000.0
 
     def __init__(self, eps: float = 1.0, m: int = 3, T: float = 0.0) -> None:
+        if not v.epsilon(eps, "eps") <= self.MAX_EPS:  # before the noise scales 2/eps, 4/eps (subnormal at 1e308)
+            raise invalid(
+                "eps", eps, f"eps <= {self.MAX_EPS:g} for svt_no_cutoff (its exact eps on the pair comes from its "
+                "output probabilities, which underflow the doubles beyond that)"
+            )
         self._setup(eps, T)
         if self.claimed_eps < self.MIN_EPS:
             raise invalid(
@@ -616,6 +670,12 @@ class SVTNoCutoff(_FiniteLogDensity, _SVT):
         self._matrix: NDArray[np.float64] | None = None
         from ldpsim.mechanisms.finite import from_matrix  # local: finite imports nothing of ours
 
+        if not np.all(self.matrix() > 0):  # every output has probability > 0 (Laplace noise): an
+            # underflowed 0 made true_eps inf (at eps = 1000, m = 3; the bounds say <= 3500)
+            raise invalid(
+                "eps", eps, f"a smaller eps for svt_no_cutoff at m = {self.m} (some output probabilities of the pair "
+                "underflow the doubles, so its exact eps cannot be computed)"
+            )
         self.true_eps = from_matrix(self.matrix()).epsilon()
 
     def matrix(self) -> NDArray[np.float64]:

@@ -31,6 +31,21 @@ __all__ = ["NormLaplace", "p_norm", "norm_power_rows", "norm_power_sample"]
 #: Elements per chunk when sampling (size * n entries are generated chunk by chunk).
 CHUNK = 1 << 20
 
+#: Largest dimension: inputs, outputs and the neighbouring pair are n-vectors in memory (at
+#: n = 2^31 the pair alone took tens of GB: MemoryError).
+MAX_DIMENSION = v.MAX_ALPHABET
+
+_FLOAT_MAX = float(np.finfo(np.float64).max)
+
+
+def dimension(value: object, name: str) -> int:
+    """A dimension: an integer in ``1..MAX_DIMENSION``."""
+    d = v.integer(value, name, minimum=1)
+    if d > MAX_DIMENSION:
+        raise invalid(name, value, f"an integer in 1..{MAX_DIMENSION:,} (2^22: the inputs and outputs are vectors of "
+                      "this length in memory)")  # fmt: skip
+    return d
+
 
 def p_norm(x: NDArray[np.float64], p: float) -> NDArray[np.float64]:
     """``||x||_p`` along the last axis, scaled by the max so large p neither overflows nor underflows."""
@@ -110,9 +125,17 @@ class NormLaplace(Mechanism):
     exact_delta = False
 
     def __init__(self, n: int, p: float, eps: float):
-        self.n = v.integer(n, "n", minimum=1)
+        self.n = dimension(n, "n")
         self.p = norm_p(p)
         self.eps = v.positive(eps, "eps")
+        # the noise Z/eps has l_p norm R/eps, R ~ Gamma(n): beyond n + 40 sqrt(n) + 700 with
+        # probability below e^-400, so the outputs stay doubles (at eps = 5e-324, 1/eps alone
+        # is not one: the samples overflowed)
+        reach = (self.n + 40.0 * math.sqrt(self.n) + 700.0) / self.eps
+        if not reach <= _FLOAT_MAX / 4.0:
+            least = 4.0 * (self.n + 40.0 * math.sqrt(self.n) + 700.0) / _FLOAT_MAX
+            raise invalid("eps", eps, f"eps >= {least:.4g} at n = {self.n} (the noise, of norm about n/eps, must stay "
+                          "within the doubles)")  # fmt: skip
         if self.n == 1:
             self.exact_delta = True  # type: ignore[misc]  # the Laplace mechanism: delta(eps) in closed form
         gam = 0.0 if math.isinf(self.p) else special.gammaln(1.0 + 1.0 / self.p)

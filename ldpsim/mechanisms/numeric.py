@@ -88,6 +88,14 @@ def _log1pexp(t: float) -> float:
     return t + math.log1p(math.exp(-t)) if t > 0 else math.log1p(math.exp(t))
 
 
+def _scaled(w: NDArray[np.float64], s: float) -> float | NDArray[np.float64]:
+    """``w s^2``, ``inf`` where that exceeds the doubles (``s**2`` raised OverflowError at s = 1e300)."""
+    s2 = s * s  # a Python float: inf on overflow, no exception
+    with np.errstate(over="ignore"):
+        out = np.asarray(w * s2 if math.isfinite(s2) else (w * s) * s, dtype=np.float64)
+    return float(out) if out.ndim == 0 else out
+
+
 class BoundedNumeric(Mechanism):
     """Base class of the mean-estimation mechanisms for an answer in ``[lo, hi]`` (see the
     module docstring): validation, the affine map, clipping, the contract's ``sample`` and
@@ -209,11 +217,17 @@ class BoundedNumeric(Mechanism):
 
     def variance(self, x: ArrayLike) -> float | NDArray[np.float64]:
         """Exact variance of one report given the answer ``x`` (clipped; vectorised; a float
-        for a scalar). The report is unbiased, so this is also its mean squared error."""
+        for a scalar). The report is unbiased, so this is also its mean squared error. ``inf``
+        where it exceeds the doubles (a range 1e300 wide: about 1e600)."""
+        w, s = self.variance_parts(x)
+        return _scaled(w, s)
+
+    def variance_parts(self, x: ArrayLike) -> tuple[NDArray[np.float64], float]:
+        """``(w, s)`` with ``variance(x) = w s^2`` (``w`` an array of the shape of ``x``): the
+        standard error ``s sqrt(mean(w) / n)`` is finite where ``s^2`` is not
+        (:func:`ldpsim.analyst.means.mean_standard_error`)."""
         u = self._unit(x, "x")
-        with np.errstate(over="ignore"):
-            out = np.asarray(self._unit_variance(u), dtype=np.float64) * self._half**2
-        return float(out) if out.ndim == 0 else out
+        return np.asarray(self._unit_variance(u), dtype=np.float64), self._half
 
     def _reach(self) -> float:  # pragma: no cover
         """The largest ``|z|`` of a report in unit coordinates (``inf``: unbounded)."""
@@ -322,6 +336,12 @@ class NoiseBounded(BoundedNumeric):
         out = np.full(u.shape, self.noise.variance)
         return float(out) if out.ndim == 0 else out
 
+    def variance_parts(self, x: ArrayLike) -> tuple[NDArray[np.float64], float]:
+        """``(1, std)`` of the noise: its ``std`` is finite (from its log) where its variance
+        is refused by name."""
+        u = self._unit(x, "x")
+        return np.ones(u.shape), float(self.noise.std)
+
     def delta(self, eps: ArrayLike) -> float | NDArray[np.float64]:
         """Exact: the noise's ``delta`` for a shift by ``hi - lo``."""
         return self.noise.delta(eps)
@@ -368,7 +388,13 @@ class StaircaseBounded(NoiseBounded):
     def _make_noise(self) -> Any:
         from ldpsim.mechanisms.noise.staircase import Staircase
 
-        return Staircase(self.eps, self.hi - self.lo)
+        try:
+            return Staircase(self.eps, self.hi - self.lo)
+        except LdpSimError as exc:  # its sensitivity is the width of the range: name the range
+            if not str(exc).startswith("sensitivity:"):
+                raise
+            raise invalid("hi", self.hi, f"a wider range [lo, hi] for the staircase at eps = {self.eps:g} "
+                          f"(lo = {self.lo!r}; {exc})") from None  # fmt: skip
 
 
 class DiscreteLaplaceBounded(NoiseBounded):
@@ -459,8 +485,12 @@ class SnappedLaplaceBounded(BoundedNumeric):
 
     def __init__(self, eps: float, lo: float = -1.0, hi: float = 1.0) -> None:
         super().__init__(eps, lo, hi)
-        from ldpsim.mechanisms.noise.snapping import SnappedLaplace
+        from ldpsim.mechanisms.noise.snapping import ETA, SnappedLaplace
 
+        # the snapping mechanism's floor, checked before 1/eps (inf at 5e-324) sizes its bound
+        if not 2.0 * float(ETA) < self.eps:
+            raise invalid("eps", eps, "an eps the snapping mechanism supports on [lo, hi] (eps > 2 eta = 2^-51, the "
+                          "additive term of the snapping bound)")  # fmt: skip
         lam0 = 1.0 / self.eps
         grid0 = 2.0 ** math.ceil(math.log2(lam0)) if lam0 > 0 else 1.0
         bound = 1.0 + 2.0 * grid0 + 40.0 * lam0
@@ -520,12 +550,16 @@ class SnappedLaplaceBounded(BoundedNumeric):
 
     def variance(self, x: ArrayLike) -> float | NDArray[np.float64]:
         """Variance of one report: ``(hi - lo)^2 (2 lambda^2 + Lambda^2/12 + f (1 - f) h^2)``
-        (see the class docstring; relative error of order ``2^-G``)."""
+        (see the class docstring; relative error of order ``2^-G``); ``inf`` beyond the doubles."""
+        w, s = self.variance_parts(x)
+        return _scaled(w, s)
+
+    def variance_parts(self, x: ArrayLike) -> tuple[NDArray[np.float64], float]:
+        """``(w, s)`` with ``variance(x) = w s^2``: ``s = (hi - lo)/2``, ``w = 4 (2 lambda^2 + ...)``."""
         u = self._unit01(x, "x")
         f = u * 2.0**self._g - np.floor(u * 2.0**self._g)
         lam, grid = float(self.snap.lam), float(self.snap.grid_step)
-        out = (self.hi - self.lo) ** 2 * (2.0 * lam**2 + grid**2 / 12.0 + f * (1.0 - f) * self._h**2)
-        return float(out) if out.ndim == 0 else out
+        return 4.0 * (2.0 * lam**2 + grid**2 / 12.0 + f * (1.0 - f) * self._h**2), self._half
 
     def delta(self, eps: ArrayLike) -> Any:
         return self.snap.delta(eps)

@@ -23,12 +23,13 @@ lattice points finds the piece and the equation is solved in closed form.
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 from typing import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import betainc, logsumexp
+from scipy.special import betainc
 
 from .. import _validate as V
 from ..errors import invalid
@@ -53,6 +54,10 @@ MAX_WINDOW = 1 << 22
 _DIRECT_WIDTH = 1 << 16  # fast mode: sums whose terms fall off within this many are summed directly
 _TAIL_OK = 1e-280  # incomplete beta values at or above this are used (normal, relative accuracy)
 _CANCEL_OK = math.log1p(-(2.0**-20))  # S1 - e^x S2 is used while e^x S2 <= (1 - 2^-20) S1
+_CF_TERMS = 400  # continued fraction of a binomial tail: a few terms in the far tail; more is refused
+_DBL_MAX = Fraction(sys.float_info.max)
+_RUN_PMF = 1 << 14  # windows longer than this take log b from its ratios (``_Homogeneous._pmf_run``)
+_RUN_BLOCK = 512  # ... between anchors this far apart
 
 BOUNDS = ("basic", "drv", "kov", "kov_small_eps")
 SMALL_EPS_LIMIT = 0.9
@@ -100,6 +105,75 @@ def _log_or_ninf(x: float) -> float:
     return float(np.log(x)) if x > 0 else -np.inf
 
 
+def _log_tail_cf(last: int, k: int, log_1mp: float) -> float | None:
+    """``log(P(Bin(k, p) <= last) / (b(last; k, p) p))`` below the mean, from the continued
+    fraction of the incomplete beta function: ``I_{1-p}(a, b) = x^a (1 - x)^b / (a B(a, b)) / (1 +
+    d1/(1 + d2/...))`` (x = 1 - p, a = k - last, b = last + 1; DLMF 8.17.22), whose prefactor is
+    ``b(last; k, p) p``; Lentz's method. Far in the tail it converges in a handful of terms (k =
+    10^12, 37 standard deviations out: 5), to a few ulps, where the incomplete beta function
+    underflows; None outside its range (x above (a + 1)/(a + b + 2)) or without convergence
+    within ``_CF_TERMS``."""
+    a, b, x = float(k - last), float(last + 1), math.exp(log_1mp)
+    if not x < (a + 1.0) / (a + b + 2.0):
+        return None
+    tiny = 1e-300  # Lentz: a zero denominator is moved off zero
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) >= tiny else tiny)
+    h = d
+    for m in range(1, _CF_TERMS):
+        de = 1.0
+        even = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m))
+        odd = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
+        for num in (even, odd):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) >= tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) >= tiny else tiny
+            de = d * c
+            h *= de
+        if abs(de - 1.0) <= 1e-15:
+            return math.log(h) if h > 0 else None
+    return None
+
+
+def _gauss_scale(log_m: float) -> float:
+    """``-sqrt(-2 log m)``: about linear in the lattice index where m is a binomial tail
+    (``log m ~ -z^2/2``), which ``log m`` itself is far from (a secant step in it lands next to
+    the end it started from)."""
+    return -math.sqrt(-2.0 * min(log_m, 0.0))
+
+
+def _last_at_most(fn: Callable[[int], float], lo: int, hi: int, f_hi: float, target: float) -> int:
+    """The largest i in ``[lo, hi)`` with ``fn(i) <= target``, for a non-decreasing ``fn`` (a log
+    of a middle sum) with ``fn(lo) <= target < fn(hi) = f_hi``: the Illinois method (regula
+    falsi whose kept end has its value halved when it is kept twice) on the integers, in
+    :func:`_gauss_scale`; a dozen steps where halving took 30, each a window of up to 1.6e5
+    terms at k = 10^9 and tiny eps. Halving where a value is not finite, and for good after
+    as many steps as halving would take."""
+    goal = _gauss_scale(target)
+    r_lo, r_hi = -math.inf, _gauss_scale(f_hi) - goal  # scaled values less the goal: <= 0 < r_hi
+    kept = ""
+    steps = 0
+    limit = 2 * max(hi - lo, 1).bit_length()
+    while hi - lo > 1:
+        steps += 1
+        if steps > limit or not (math.isfinite(r_lo) and math.isfinite(r_hi) and r_hi > r_lo):
+            i = (lo + hi) // 2
+        else:
+            i = min(max(lo + int(round((hi - lo) * -r_lo / (r_hi - r_lo))), lo + 1), hi - 1)
+        value = fn(i)
+        r = _gauss_scale(value) - goal
+        if value <= target:  # compared as logs: the scale only guides the steps
+            lo, r_lo = i, min(r, 0.0)
+            r_hi = r_hi / 2.0 if kept == "lo" else r_hi
+            kept = "lo"
+        else:
+            hi, r_hi = i, max(r, 0.0)
+            r_lo = r_lo / 2.0 if kept == "hi" else r_lo
+            kept = "hi"
+    return lo
+
+
 # --------------------------------------------------------------------------- log-concave sums
 def _logsum_concave(
     fn: Callable[[NDArray[np.float64]], NDArray[np.float64]], first: int, last: int, center: float, width: float
@@ -124,7 +198,7 @@ def _logsum_concave(
             c = int(l[top])  # the peak is outside the window: move there
             w *= 2
             continue
-        total = float(logsumexp(t))
+        total = float(t[top] + np.log(np.sum(np.exp(t - t[top]))))  # scipy's logsumexp: 10x the time
         ok = True
         if lo > first:
             d = t[1] - t[0]  # terms below lo shrink at least by e^-d per step
@@ -149,14 +223,39 @@ class _Homogeneous:
             q = float(np.exp(self.log_q))
             self.center = k * q
             self.width = 10.0 * np.sqrt(k * q * (1.0 - q)) + 30.0  # e^-50 at the edges
+        #: the top lattice point k eps is beyond the doubles (eps > 2^1024 / 2^53 = 2e292). Then
+        #: q < e^-2e292, so the loss is k eps with probability 1 to any double precision, and
+        #: k eps is above every finite eps_total by at least one of its ulps (2^918: eps is a
+        #: multiple of its own ulp, >= 2^918, and the largest double one of 2^971): delta is 1
+        #: at every finite eps_total, to the last bit (``log_m`` and ``_optimal_epsilon_one``)
+        self.beyond = eps > 0 and k * Fraction(eps) > _DBL_MAX
         #: large k: binomial tails from the incomplete beta function (see ``FAST_WIDTH``)
-        self.fast = eps > 0 and self.width > FAST_WIDTH
+        self.fast = eps > 0 and self.width > FAST_WIDTH and not self.beyond
         self.log_1ma = k * float(np.log1p(-delta)) if delta < 1 else -np.inf  # log (1-delta)^k
         self.a = float(-np.expm1(self.log_1ma)) if delta > 0 else 0.0  # 1 - (1-delta)^k, to an ulp
         self.log_a = float(np.log(self.a)) if delta > 0 else -np.inf
 
     def pmf(self, l: NDArray[np.float64]) -> NDArray[np.float64]:
+        if l.size > _RUN_PMF and l[-1] - l[0] == l.size - 1:  # a window: consecutive l
+            return self._pmf_run(l)
         return log_pmf(l, self.compositions, self.log_q, self.log_1mq)
+
+    def _pmf_run(self, l: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``log b(l)`` over consecutive l: Loader's form at every ``_RUN_BLOCK``-th, the rest
+        from there by the ratios ``b(l + 1)/b(l) = 1 + ((k + 1) q - (l + 1)) / ((l + 1)(1 - q))``
+        (log1p: a few ulps of each step; 0.04 us a term where Loader's form takes 0.3 us, most of
+        the cost of a window of 1.6e5 terms at k = 10^9). Off by at most ``_RUN_BLOCK`` steps'
+        roundings, ~1e-13: below what the rounding of q alone does to ``log b`` in windows this
+        long (``(l - kq) / (q (1 - q))`` ulps of q, ~3e-11 at k = 10^9, ten deviations out)."""
+        k, n, width = self.compositions, l.size, _RUN_BLOCK
+        rows = -(-n // width)
+        q, p = math.exp(self.log_q), math.exp(self.log_1mq)
+        x = l[:-1] + 1.0
+        steps = np.zeros(rows * width)
+        steps[1:n] = np.log1p(((k + 1) * q - x) / (x * p))
+        steps[::width] = 0.0  # each row starts at its anchor
+        anchors = log_pmf(l[::width], k, self.log_q, self.log_1mq)
+        return (anchors[:, None] + np.cumsum(steps.reshape(rows, width), axis=1)).ravel()[:n]
 
     def last_term(self, eps_t: float) -> int:
         """Largest l with (k - 2l) eps > eps_t (-1 if none)."""
@@ -181,7 +280,8 @@ class _Homogeneous:
         if not math.isfinite(eps_t):
             return -1
         fe, ft = Fraction(eps), Fraction(eps_t)
-        l = int(min(max(math.floor((k * eps - eps_t) / (2 * eps)), -1), k))
+        # in exact arithmetic: in floats (k eps - eps_t) / (2 eps) is -inf at eps = 5e-324
+        l = min(max(math.floor((k * fe - ft) / (2 * fe)), -1), k)
         while l >= 0 and (k - 2 * l) * fe <= ft:
             l -= 1
         while l + 1 <= k and (k - 2 * (l + 1)) * fe > ft:
@@ -216,10 +316,46 @@ class _Homogeneous:
         term = lambda l: self.pmf(l) - g0 - 2.0 * eps * (last - l)  # noqa: E731
         if width <= _DIRECT_WIDTH:
             return self._window(term, last, width)
-        f2 = float(betainc(k - last, last + 1, math.exp(self.log_q)))
-        if f2 >= _TAIL_OK:
-            return eps_t + math.log(f2)
+        log_f2 = self._log_cdf(last, flip=True)
+        if log_f2 is not None:
+            return eps_t + log_f2
         return self._window(term, last, width)
+
+    def _log_cdf(self, last: int, flip: bool) -> float | None:
+        """``log P(Bin(k, q) <= last)`` (flip: ``Bin(k, 1 - q)``): the incomplete beta function,
+        or where that underflows (the far tail: it used to fall back on a window sum of ~10^6
+        terms per call at k = 10^12, seconds per epsilon) its continued fraction in logs; None
+        if neither applies."""
+        k = self.compositions
+        if last >= k:
+            return 0.0
+        log_p, log_1mp = (self.log_1mq, self.log_q) if flip else (self.log_q, self.log_1mq)
+        v = float(betainc(k - last, last + 1, math.exp(log_1mp)))
+        if v >= _TAIL_OK:
+            return math.log(v)
+        log_h = _log_tail_cf(last, k, log_1mp)
+        if log_h is None:
+            return None
+        return float(log_pmf(np.array([float(last)]), k, log_p, log_1mp)[0]) + log_p + log_h
+
+    def _log_tails(self, last: int, eps_t: float) -> tuple[float, float] | None:
+        """``log S1`` and ``log(e^x S2 / S1)`` of ``m = S1 - e^x S2`` (S1 = P(Bin(k, q) <= last),
+        e^x S2 = e^{eps_t} P(Bin(k, 1 - q) <= last)), or None.
+
+        In the tail both are continued fractions times the same ``b(last; q)`` (``b(l; 1 - q) =
+        b(l; q) e^{-(k - 2l) eps}`` and ``(1 - q)/q = e^eps``), so the ratio is exact to a few ulps:
+        ``b(last)`` itself is off by ~1e-8 relative at k = 10^12 (the mean kq enters Loader's
+        form through its log), which two separate tails would turn into ~1e-6 in m where S1
+        and e^x S2 are close (eps = 1e-6). Else the incomplete beta function (as before)."""
+        h1 = _log_tail_cf(last, self.compositions, self.log_1mq)
+        h2 = _log_tail_cf(last, self.compositions, self.log_q) if h1 is not None else None
+        if h1 is not None and h2 is not None:
+            log_s1 = float(self.pmf(np.array([float(last)]))[0]) + self.log_q + h1
+            return log_s1, self.eps - self._gap(last, eps_t) + h2 - h1
+        log_s1 = self._log_cdf(last, flip=False)
+        if log_s1 is None:
+            return None
+        return log_s1, self._log_es2(last, eps_t) - log_s1
 
     def _log_m_fast(self, eps_t: float, last: int) -> float:
         k, eps = self.compositions, self.eps
@@ -231,13 +367,10 @@ class _Homogeneous:
         term = lambda l: self.pmf(l) + log1mexp(g0 + 2.0 * eps * (last - l))  # noqa: E731
         if width <= _DIRECT_WIDTH:  # far below the peak: few terms, summed exactly
             return self._window(term, last, width)
-        s1 = 1.0 if last >= k else float(betainc(k - last, last + 1, math.exp(self.log_1mq)))
-        if s1 >= _TAIL_OK:
-            log_s1 = math.log(s1)
-            log_es2 = self._log_es2(last, eps_t)
-            if log_es2 <= log_s1 + _CANCEL_OK:
-                return log_s1 + float(log1mexp(np.array(log_s1 - log_es2)))
-        # S1 - e^x S2 cancels (tiny eps) or S1 underflows: the exact sum over the window
+        tails = self._log_tails(last, eps_t)
+        if tails is not None and tails[1] <= _CANCEL_OK:
+            return tails[0] + float(log1mexp(np.array(-tails[1])))
+        # S1 - e^x S2 cancels (tiny eps): the exact sum over the window
         width = min(width, self.width)
         return self._window(term, last, width)
 
@@ -245,6 +378,8 @@ class _Homogeneous:
         """log of the middle sum m(eps_t), over l = 0..last (default: every positive term)."""
         if self.eps == 0:
             return -np.inf
+        if self.beyond:  # the one term l = 0 at k eps, which is beyond eps_t (see ``beyond``)
+            return 0.0 if eps_t < np.inf else -np.inf
         if last is None:
             last = self.last_term(eps_t)
         if self.fast:
@@ -321,22 +456,20 @@ def _optimal_epsilon_one(h: _Homogeneous, target: float) -> float:
     log_target = _log_or_ninf(target)
     if h.delta >= 1 or np.exp(h.log_delta(0.0)) <= target:
         return 0.0
+    if h.beyond:  # delta is 1 at every finite eps_total: the answer, k eps, is beyond the doubles
+        return math.inf
     # middle-sum target m* = (target - a) / (1 - a), in logs
     if target <= a:
         log_mstar = -np.inf
     else:
         log_mstar = log_target + float(log1mexp(np.array(log_target - h.log_a))) - h.log_1ma if h.delta > 0 else log_target
     # lattice point i is eps_t = (k - 2i) eps, whose middle sum uses l = 0..i-1; it grows with i.
-    lo, hi = 0, k // 2  # m at i = 0 is 0 <= m*; find the largest i with m_i <= m*
-    if h.log_m((k - 2 * hi) * eps, hi - 1) <= log_mstar:
-        lo = hi
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if h.log_m((k - 2 * mid) * eps, mid - 1) <= log_mstar:
-            lo = mid
-        else:
-            hi = mid - 1
-    i = lo
+    # m at i = 0 is 0 <= m*; find the largest i with m_i <= m*
+    def log_m_at(j: int) -> float:
+        return h.log_m((k - 2 * j) * eps, j - 1)
+
+    top = log_m_at(k // 2)
+    i = k // 2 if top <= log_mstar else _last_at_most(log_m_at, 0, k // 2, top, log_mstar)
     # eps_t in [x_lo, x_hi] = [(k - 2i - 2) eps, (k - 2i) eps], terms l = 0..i: m = S1 - e^x S2
     x_hi = (k - 2 * i) * eps
     x_lo = max(0.0, (k - 2 * i - 2) * eps)
@@ -387,7 +520,8 @@ def lattice_region(eps: float, delta: float, compositions: int) -> tuple[NDArray
     if k // 2 + 1 > MAX_ATOMS:
         raise invalid("compositions", k, f"at most {2 * MAX_ATOMS - 1:,} for the lattice region (k // 2 + 1 corner points)")
     i = np.arange(k // 2 + 1)
-    eps_i = (k - 2 * i) * eps
+    with np.errstate(over="ignore"):  # a corner beyond the doubles (eps ~ 1e308) is at inf
+        eps_i = (k - 2 * i) * np.float64(eps)
     return eps_i.astype(np.float64), optimal_delta(eps, delta, k, eps_i)
 
 
@@ -453,7 +587,7 @@ def optimal_epsilon_heterogeneous(
     out = np.empty(flat.shape)
     for j, t in enumerate(flat):
         if t < pld.p_inf and not np.isclose(t, pld.p_inf, rtol=1e-15, atol=0):
-            raise _unreachable(float(t), pld.p_inf, "1 - prod(1 - delta_l)")
+            raise _unreachable(float(t), pld.p_inf, "1 - prod(1 - delta_l) (with any mass at losses beyond the doubles)")
         out[j] = pld.epsilon(max(float(t), pld.p_inf))
     out = out.reshape(arr.shape)
     return float(out) if scalar else out

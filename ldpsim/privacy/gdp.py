@@ -120,7 +120,9 @@ def gdp_log_delta(eps: ArrayLike, mu: ArrayLike) -> NDArray[np.float64]:
     if np.any(small):
         out = np.array(out, dtype=np.float64)
         out[small] = _gdp_log_delta_small_mu(a[small], m[small])
-    return out
+    # mu = 0 (also a shift/sigma below 2.5e-324, rounded to 0): the pair is one law, delta 0
+    # (the true delta is below 0.4 mu, 0 in doubles); eps/mu was 0/0 = NaN at eps = 0
+    return np.where(m == 0.0, -np.inf, out)
 
 
 def _gdp_log_err(eps: float, mu: float, ld: float | None = None) -> float:

@@ -216,9 +216,14 @@ class EpsDelta(Guarantee):
         if self.delta_ >= 1 or self.delta(0.0) <= t:
             return 0.0
         if self.eps >= 700:
-            return super().epsilon(t)
-        # solve d0 + (1-d0)(e^e0 - e^x)/(1+e^e0) = t; here the argument of the log is > 1
-        x = np.log(np.exp(self.eps) - (t - self.delta_) * (1 + np.exp(self.eps)) / (1 - self.delta_))
+            # e^e0 overflows: the same equation divided by e^e0, 1 - e^(x - e0) = u (< 1 here,
+            # as delta(0) > t). The generic doubling search it replaces gave up at eps 1e6
+            # (inf for EpsDelta(1e308).epsilon(0), whose answer is 1e308)
+            u = (t - self.delta_) * (1 + np.exp(-self.eps)) / (1 - self.delta_)
+            x = self.eps + np.log1p(-u)
+        else:
+            # solve d0 + (1-d0)(e^e0 - e^x)/(1+e^e0) = t; here the argument of the log is > 1
+            x = np.log(np.exp(self.eps) - (t - self.delta_) * (1 + np.exp(self.eps)) / (1 - self.delta_))
         x = float(min(max(x, 0.0), self.eps))
         return settle_up(x, lambda e: self.delta(e) <= t, self.eps)
 

@@ -139,12 +139,26 @@ class DiscretePLD:
             raise invalid("compositions", k, f"a loss law with at most max_atoms = {MAX_ATOMS} atoms (here {hi - lo + 1:,})")
         l = np.arange(lo, hi + 1, dtype=np.float64)
         log_keep = k * np.log1p(-delta) if delta < 1 else -np.inf
-        log_p = log_pmf(l, k, log_q, log_1mq) + log_keep
+        with np.errstate(over="ignore"):  # eps ~ 1e308: l log q and (k - 2l) eps beyond the doubles
+            log_p = log_pmf(l, k, log_q, log_1mq) + log_keep
+            loss = (k - 2 * l) * eps
         if trim:
             keep = log_p >= log_p.max() - 800.0
-            l, log_p = l[keep], log_p[keep]
+            l, log_p, loss = l[keep], log_p[keep], loss[keep]
         a = float(-np.expm1(k * np.log1p(-delta))) if delta < 1 else 1.0
-        return cls.from_atoms((k - 2 * l) * eps, log_p, a, a)
+        # a loss beyond the doubles tells the pair apart outright, as an infinite one does (e^-loss
+        # is 0): its P-mass (loss +inf) joins p_inf, its R-mass (-inf; b(l; q) e^-((k - 2l) eps)
+        # = b(l; 1 - q)) r_inf
+        up, down = loss == np.inf, loss == -np.inf
+        p_inf, r_inf = a, a
+        if np.any(up):
+            p_inf = min(1.0, a + float(np.sum(np.exp(log_p[up]))))
+        if np.any(down):
+            with np.errstate(over="ignore"):
+                log_r = log_pmf(l[down], k, log_1mq, log_q) + log_keep
+            r_inf = min(1.0, a + float(np.sum(np.exp(log_r))))
+        finite = ~(up | down)
+        return cls.from_atoms(loss[finite], log_p[finite], p_inf, r_inf)
 
     # ----------------------------------------------------------------- queries
     @property
@@ -248,11 +262,22 @@ class DiscretePLD:
         n = self.loss.size * other.loss.size
         if n > max_atoms:
             raise invalid("atoms", n, f"at most max_atoms = {max_atoms} atoms in the composed loss law")
-        loss = (self.loss[:, None] + other.loss[None, :]).ravel()
-        log_p = (self.log_p[:, None] + other.log_p[None, :]).ravel()
+        with np.errstate(over="ignore"):  # 1e308 + 1e308: see below (and log masses: -inf, mass 0)
+            loss = (self.loss[:, None] + other.loss[None, :]).ravel()
+            log_p = (self.log_p[:, None] + other.log_p[None, :]).ravel()
         p_inf = _union(self.p_inf, other.p_inf)
         r_inf = _union(self.r_inf, other.r_inf)
-        return DiscretePLD.from_atoms(loss, log_p, p_inf, r_inf).merged()
+        # a sum of losses beyond the doubles tells the pair apart outright, as an infinite loss
+        # does: its P-mass (+inf) joins p_inf, its R-mass (-inf) r_inf (disjoint from theirs)
+        up, down = loss == np.inf, loss == -np.inf
+        if np.any(up):
+            p_inf = min(1.0, p_inf + float(np.sum(np.exp(log_p[up]))))
+        if np.any(down):
+            with np.errstate(over="ignore"):
+                log_r = (self.log_r[:, None] + other.log_r[None, :]).ravel()[down]
+            r_inf = min(1.0, r_inf + float(np.sum(np.exp(log_r))))
+        finite = ~(up | down)
+        return DiscretePLD.from_atoms(loss[finite], log_p[finite], p_inf, r_inf).merged()
 
     def merged(self, rtol: float = 1e-12) -> "DiscretePLD":
         """Merge atoms whose losses agree to ``rtol`` relative to the largest |loss| (so
@@ -261,7 +286,8 @@ class DiscretePLD:
         if self.loss.size < 2:
             return self
         scale = float(np.max(np.abs(self.loss)))
-        new = np.concatenate([[True], np.diff(self.loss) > rtol * scale])
+        with np.errstate(over="ignore"):  # losses -1e308 and 1e308: inf apart, distinct
+            new = np.concatenate([[True], np.diff(self.loss) > rtol * scale])
         if np.all(new):
             return self
         groups = np.cumsum(new) - 1

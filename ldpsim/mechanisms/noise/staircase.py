@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from ldpsim import _validate as v
 from ldpsim.errors import invalid
-from ldpsim.mechanisms.noise.base import _FLOAT_MAX, _AtomMechanism, _eps_for_scale, _geometric_floats, _need_pure, _positive
+from ldpsim.mechanisms.noise.base import (
+    _FLOAT_MAX,
+    MAX_NOISE_SCALE,
+    _AtomMechanism,
+    _eps_for_scale,
+    _geometric_floats,
+    _need_pure,
+    _positive,
+)
 
 
 #: Largest eps of :class:`Staircase`: its privacy-loss atoms and density use ``b = e^-eps``,
@@ -83,7 +92,17 @@ class Staircase(_AtomMechanism):
         self.b = math.exp(-self.eps)
         self._one_b = -math.expm1(-self.eps)
         D = self.sensitivity
-        self.a = self._one_b / (2.0 * D * (self.gamma + (1.0 - self.gamma) * self.b))
+        # the steps gamma D and the normalising width D (gamma + (1 - gamma) b) must be normal
+        # floats (a subnormal sensitivity divided a by 0: ZeroDivisionError, and a = 1/(2 D ...)
+        # overflowed the loss atoms), and the number of steps G ~ Exp/eps a finite one
+        width = self.gamma + (1.0 - self.gamma) * self.b
+        if not D * width >= sys.float_info.min:
+            raise invalid("sensitivity", sensitivity, f"a sensitivity >= {sys.float_info.min / width:.4g} at eps = "
+                          f"{self.eps:g} (the staircase's steps, sensitivity * {width:.4g}, must be normal floats)")  # fmt: skip
+        if not 1.0 / self.eps <= MAX_NOISE_SCALE:
+            raise invalid("eps", eps, f"eps >= {1.0 / MAX_NOISE_SCALE:.4g} for the staircase mechanism (its number of "
+                          "steps, about 1/eps, must be a float)")  # fmt: skip
+        self.a = self._one_b / (2.0 * D * width)
         self._cache: dict[float, tuple] = {}
 
     def _params(self) -> dict[str, Any]:

@@ -254,7 +254,8 @@ class HadamardResponse(FiniteMechanism):
         # Var = ((H M)[0] - (H M)[x+1]^2) / (n tau^2) with (H M)[0] = total = E + O and
         # (H M)[x+1] = E - O: total (1 - total) + 4 E O, free of cancellation when total = 1
         tau = self._tau()
-        var = (total * (1.0 - total) + 4.0 * inside * outside) / (n * tau * tau)
+        with np.errstate(over="ignore"):  # tau near 1e-300: the variance is past any double, inf
+            var = (total * (1.0 - total) + 4.0 * inside * outside) / n / tau / tau  # tau * tau would underflow
         return np.clip(var, 0.0, None)
 
     def inversion_variance(self, marginal: NDArray[np.float64], n: float) -> NDArray[np.float64]:
