@@ -161,14 +161,10 @@ def test_alphabet_bound_is_stated():
     msg = _refused(lambda: catalog.build("randomized_response", k=MAX_ALPHABET + 1), "k")
     assert f"{MAX_ALPHABET:,}" in msg and "memory" in msg.lower()
     assert catalog.build("randomized_response", k=10**6).delta(0.5) > 0
-    # below the bound, the broken zoo at k = 10^5 (a MemoryError once: its k x k matrix) is
-    # refused by name or answered within the limit, never out of memory
-    try:
-        d = _timed(lambda: catalog.build("broken.doubled_rr", k=10**5).delta(0.5))
-    except LdpSimError as exc:
-        assert str(exc).startswith("k:"), exc
-    else:
-        assert 0.0 <= d <= 1.0
+    # below the bound, the broken zoo's k x k matrix is refused by name (MemoryError at 10^5);
+    # its delta curve is a closed form (third pass), which needs no matrix
+    _refused(lambda: catalog.build("broken.doubled_rr", k=10**5).matrix(), "k")
+    assert catalog.build("broken.doubled_rr", k=10**5).delta(0.5) > 0
 
 
 # --------------------------------------------------------------------------- composition
@@ -553,3 +549,83 @@ def test_mean_standard_error_over_a_range_1e300_wide():
     assert duchi.variance(0.0) == math.inf
     laplace = catalog.build("laplace_bounded", eps=0.5, lo=-1e300, hi=1e300)
     assert _timed(lambda: mean_standard_error(laplace, [1e300])) == pytest.approx(math.sqrt(2.0) * 4e300, rel=1e-12)
+
+
+# --------------------------------------------------------------------------- catalog entries
+@pytest.mark.parametrize(
+    "name, params, names",
+    [
+        ("norm_laplace", {"d": 2**31}, ("d",)),  # MemoryError (the pair of 2^31-vectors)
+        ("norm_laplace", {"eps": 5e-324}, ("eps",)),  # RuntimeWarning: samples Z/eps overflowed
+        ("discrete_gaussian", {"sensitivity": int(1e300)}, ("sensitivity",)),  # OverflowError (int64)
+        ("broken.svt_no_cutoff", {"eps": 1e308}, ("eps",)),  # RuntimeWarning (Lap(2e-308) densities)
+        ("broken.svt_no_cutoff", {"eps": 1000.0}, ("eps",)),  # true_eps inf from underflowed probabilities
+        ("broken.histogram_wrong_scale", {"bins": 2**63}, ("bins",)),  # OverflowError
+        ("broken.histogram_wrong_scale", {"bins": 2**31}, ("bins",)),  # MemoryError
+        ("broken.noisy_max_value", {"m": 2**63}, ("m",)),  # OverflowError
+        ("broken.noisy_max_value", {"m": 2**31}, ("m",)),  # MemoryError
+        ("staircase_noise", {"eps": 700.0, "sensitivity": 5e-324}, ("sensitivity",)),  # ZeroDivisionError
+        ("staircase_noise", {"sensitivity": 5e-324}, ("sensitivity",)),  # RuntimeWarning (loss atoms)
+        ("staircase_noise", {"eps": 5e-324, "sensitivity": 1e-20}, ("eps",)),  # RuntimeWarning (1/eps steps)
+        ("staircase_bounded", {"eps": 700.0, "lo": 0.0, "hi": 1e-300}, ("hi",)),  # ZeroDivisionError
+        ("laplace", {"eps": 700.0, "sensitivity": 5e-324}, ("sensitivity",)),  # ZeroDivisionError
+        ("gaussian", {"eps": 700.0, "sensitivity": 5e-324}, ("sensitivity",)),  # ZeroDivisionError
+        ("truncated_laplace", {"eps": 700.0, "sensitivity": 5e-324}, ("sensitivity",)),  # ZeroDivisionError
+        ("truncated_laplace", {"eps": 5e-324, "sensitivity": 5e-324}, ("eps",)),  # RuntimeWarning (NaN deltas)
+    ],
+    ids=lambda x: str(x) if not isinstance(x, dict) else ",".join(f"{k}={v!r:.12}" for k, v in x.items()),
+)
+def test_catalog_entries_at_extremes_are_refused_by_name(name, params, names):
+    with _address_space_capped():  # the unbounded ones took tens of GB: a MemoryError, not the machine
+        _refused(lambda: catalog.build(name, **params), names)
+
+
+class _address_space_capped:
+    """The process's address space capped at its size plus 2 GiB for the block."""
+
+    def __enter__(self):
+        import resource
+
+        self.previous = resource.getrlimit(resource.RLIMIT_AS)
+        with open("/proc/self/statm") as f:
+            size = int(f.read().split()[0]) * resource.getpagesize()
+        soft = size + 2 * 2**30
+        if self.previous[1] != resource.RLIM_INFINITY:
+            soft = min(soft, self.previous[1])
+        resource.setrlimit(resource.RLIMIT_AS, (soft, self.previous[1]))
+        return self
+
+    def __exit__(self, *exc):
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, self.previous)
+
+
+def test_doubled_rr_at_eps_700_has_its_closed_form_curve():
+    """inf: epsilon(1e-6) came from the matrix, whose off-diagonal e^-1400 p is 0 in doubles
+    (an infinite loss). Randomized response at e' = 2 eps = 1400 over k = 2: the pair's one
+    positive term is the output x, p (1 - e^(t - e')) with p = 1/(1 + e^-1400) = 1, so
+    epsilon(d) = 1400 + log(1 - d) and delta(1399) = 1 - 1/e."""
+    m = catalog.build("broken.doubled_rr", eps=700.0)
+    assert _timed(lambda: m.epsilon(1e-6)) == pytest.approx(1400.0 + math.log1p(-1e-6), rel=1e-15)
+    assert m.epsilon(0.0) == 1400.0
+    assert m.delta(1399.0) == pytest.approx(-math.expm1(-1.0), rel=1e-14)
+
+
+def test_gaussian_whose_shift_over_sigma_underflows_has_delta_0():
+    """NaN: mu = sensitivity/sigma = 5e-324/4.8 rounds to 0 and the profile took 0/0. The true
+    delta(0) = 2 Phi(mu/2) - 1 < 0.4 mu is 0 in doubles, and so is mu-GDP's at mu = 0."""
+    from ldpsim.privacy.gdp import gdp_delta
+
+    m = catalog.build("gaussian_classical", eps=5e-324, sensitivity=5e-324)
+    assert _timed(lambda: m.delta(0.0)) == 0.0
+    assert float(gdp_delta(0.0, 0.0)) == 0.0 and float(gdp_delta(1.0, 0.0)) == 0.0
+
+
+def test_sparse_vector_at_eps_1e308():
+    """RuntimeWarning (overflow in scipy's Laplace CDF at scale 2/eps = 2e-308). rho ~ Lap(2e-308):
+    at T = 16 both inputs answer bottom twice but with probability e^(-15/2e-308) = 0, so
+    delta(0) = 0 and epsilon(1e-6) = 0; at T = 0, D answers (bottom, top) with probability 1/2
+    and D' never: epsilon(1e-6) = inf."""
+    assert _timed(lambda: catalog.build("broken.svt_no_query_noise", eps=1e308, T=16.0).epsilon(1e-6)) == 0.0
+    assert _timed(lambda: catalog.build("broken.svt_no_query_noise", eps=1e308, T=0.0).epsilon(1e-6)) == math.inf

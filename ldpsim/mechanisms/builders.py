@@ -70,9 +70,9 @@ def gaussian_classical(eps: float, delta: float, sensitivity: float = 1.0):
 
 def norm_laplace(d: int, p: float, eps: float):
     """l_p Laplace noise on R^d."""
-    from ldpsim.mechanisms.norm_laplace import NormLaplace
+    from ldpsim.mechanisms.norm_laplace import NormLaplace, dimension
 
-    return NormLaplace(v.integer(d, "d", minimum=1), p, eps)
+    return NormLaplace(dimension(d, "d"), p, eps)
 
 
 def discrete_gaussian_calibrated(eps: float, delta: float, sensitivity: int = 1):

@@ -105,7 +105,7 @@ def shuffle_delta(eps0: float, n: int, eps: float) -> float:
     return float(min(1.0, alpha * float(np.sum(weight * per_c)) + alpha * outside))
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=4)  # 6 MB an entry at n = 10^9
 def _clone_law(e0: float, n: int) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
     """The clone counts c where C ~ Bin(n - 1, e^-eps0) has mass, P(C = c) there, and the mass
     of C outside them (at most 2 TAIL; each such c contributes at most alpha, which is added:

@@ -55,6 +55,11 @@ def _eps_for_scale(eps: float, sens: float, family: str) -> float:
             "eps", eps, f"eps >= {sens / MAX_NOISE_SCALE:.4g} (sensitivity / {MAX_NOISE_SCALE:.4g}): below it the "
             f"{family} noise scale sensitivity/eps is beyond the float range of its draws"
         )
+    if not lam > 0.0:  # a subnormal sensitivity at a large eps (5e-324 / 700): sens/scale was 0/0
+        raise invalid(
+            "sensitivity", sens, f"a sensitivity >= {eps * 5e-324:.4g} at eps = {eps:g} (the {family} noise scale "
+            "sensitivity/eps underflows to 0 below it)"
+        )
     return lam
 
 

@@ -171,7 +171,10 @@ class DiscreteGaussian(ExactSampling, NoiseMechanism):
                 wf = w.astype(np.float64)
                 with np.errstate(divide="ignore"):
                     terms = -0.5 * (wf / sig) ** 2 + np.log(-np.expm1(-(g0 + (w - k).astype(np.float64) * r)))
-                acc = float(np.logaddexp(acc, logsumexp(terms)))
+                top = float(np.max(terms))  # log-sum-exp by hand: scipy's took half the time of a
+                # calibration (1.7 s at eps = 1e-6, 40 sums of ~1e5 terms)
+                if top > -math.inf:
+                    acc = float(np.logaddexp(acc, top + math.log(float(np.sum(np.exp(terms - top))))))
                 if end >= 0 and _log_gauss_tail_bound(end, sig, s2) <= acc - _REL_STOP:
                     break
                 start, end = end + 1, end + max(1024, 2 * (end - lo))

@@ -119,6 +119,11 @@ class Gaussian(NoiseMechanism):
     def _from_mu(cls, eps: float, delta: float, sens: float, mu_total: float, compositions: int) -> "Gaussian":
         rk = math.sqrt(compositions)
         sigma = rk * sens / mu_total
+        if not sigma > 0.0:  # a subnormal sensitivity at a large eps: sens/sigma was a division by 0
+            raise invalid(
+                "sensitivity", sens, f"a sensitivity >= {mu_total * 5e-324 / rk:.4g} at eps = {eps:g}, delta = {delta:g} "
+                "(the calibrated sigma = sqrt(k) sensitivity/mu underflows to 0 below it)"
+            )
         if not sigma <= MAX_NOISE_SCALE:
             raise invalid(
                 "delta", delta, f"a larger delta (or eps): the calibrated sigma = sqrt(k) sensitivity/mu = {sigma:.4g} "

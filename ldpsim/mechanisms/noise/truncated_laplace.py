@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,11 @@ class TruncatedLaplace(NoiseMechanism):
             self.lam = float(np.nextafter(self.lam, math.inf))
         # K = log(1 + (e^eps - 1)/(2 delta)), in log space
         self._set_K(float(np.logaddexp(0.0, float(_log_expm1(self.eps)) - math.log(2.0 * self.delta_param))))
+        if not self.K >= sys.float_info.min:  # about eps/(2 delta): at eps = 5e-324 subnormal, and the
+            # normaliser C = 1/(2(1 - e^-K)) overflowed (NaN deltas)
+            raise invalid("eps", eps, f"eps >= about {2.0 * self.delta_param * sys.float_info.min:.4g} at delta = "
+                          f"{self.delta_param:g} (the truncation point K = log(1 + (e^eps - 1)/(2 delta)) must be a "
+                          "normal float)")  # fmt: skip
         # K is rounded (by up to ~K ulps through e^eps): raise it by the few ulps needed for the
         # float mechanism itself to meet its claim, the mass without counterpart <= delta (with
         # the rounding margin of that mass), so that epsilon(delta) <= eps, not inf
