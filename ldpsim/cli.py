@@ -23,6 +23,7 @@ import argparse
 import contextlib
 import os
 import sys
+from dataclasses import replace
 from typing import Sequence
 
 from ldpsim._text import KEEP, WIDTH, plain, plural, shorten, table, wrap
@@ -325,7 +326,7 @@ def _check_where(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ldpsim.runs import RunInterrupted
+    from ldpsim.runs import RunInterrupted, RunOptions
 
     try:
         if args.resume is not None:
@@ -362,17 +363,15 @@ def _run(args: argparse.Namespace) -> int:
             check_shards(study_of(scenario), args.shards)
         with _cluster(args.scheduler) as where:
             executor, workers = (where.executor, where.workers) if where is not None else (None, args.workers)
+            options = RunOptions(workers=workers, executor=executor, progress=progress, shards=args.shards)
             if args.resume is not None:
-                result = resume_run(args.resume, workers=workers, executor=executor, progress=progress, shards=args.shards,
-                                    allow_outside_data=args.allow_outside_data)  # fmt: skip
+                result = resume_run(args.resume, allow_outside_data=args.allow_outside_data, options=options)
             else:
                 from ldpsim.sim.scenario import allow_long_runs
 
+                fresh = replace(options, seed=args.seed, replications=args.replications, out=args.out)
                 with allow_long_runs(args.allow_long_run):  # --replications rebuilds the scenario
-                    result = run_scenario(
-                        scenario, seed=args.seed, replications=args.replications, workers=workers, out=args.out,
-                        progress=progress, executor=executor, shards=args.shards,
-                    )  # fmt: skip
+                    result = run_scenario(scenario, options=fresh)
     except RunInterrupted as exc:
         print(f"ldpsim: {exc}", file=sys.stderr)
         return 130

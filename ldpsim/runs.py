@@ -241,6 +241,52 @@ def run_key(kind: str, digest: str, seed: int, replications: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run is carried out, as one value: what ``ldpsim run``'s options and the keyword
+    arguments of :func:`run_study`, :func:`resume_study`, :func:`ldpsim.sim.run_scenario`,
+    :func:`ldpsim.sim.resume_run`, :func:`ldpsim.sweep.run_sweep` and
+    :meth:`ldpsim.workflow.Scenario.run` say, checked once when it is made.
+
+    ``seed``: the run's root seed (None: the scenario's, else fresh entropy); ``replications``
+    (None: the scenario's); ``workers``: local processes (1: in this process), unless
+    ``executor`` is given; ``out``: the new run's folder (None: ``reports/<name>/<time>-seed<seed>``);
+    ``progress``: bars on stderr; ``interrupt_after``: stop as a Ctrl-C would after that many
+    replications (for trying out resume); ``shards``: pieces each replication is cut into;
+    ``report``: write the report (else only results.csv and metadata.json). A resume takes
+    its seed, replications and folder from the run, not from here."""
+
+    seed: int | None = None
+    replications: int | None = None
+    workers: int = 1
+    out: str | Path | None = None
+    executor: Executor | None = None
+    progress: bool = True
+    interrupt_after: int | None = None
+    shards: int = 1
+    report: bool = True
+
+    def __post_init__(self) -> None:
+        r = self.replications
+        if r is not None and (isinstance(r, bool) or not isinstance(r, int) or r < 1):
+            raise LdpSimError(f"--replications: got {r!r}, expected an integer >= 1")
+        check_workers(self.workers)
+        check_shards(None, self.shards)
+
+    @classmethod
+    def of(cls, options: RunOptions | None, **keywords: Any) -> RunOptions:
+        """``options`` if given (then every keyword must be left at its default, so that
+        nothing given is silently dropped), else the options the keywords say."""
+        if options is None:
+            return cls(**keywords)
+        if not isinstance(options, cls):
+            raise LdpSimError(f"options: got {options!r}, expected a RunOptions or None")
+        given = sorted(k for k, value in keywords.items() if value != cls.__dataclass_fields__[k].default)
+        if given:
+            raise LdpSimError(f"options: got a RunOptions and {', '.join(given)} too, expected one or the other")
+        return options
+
+
 def run_study(
     study: Study,
     *,
@@ -253,21 +299,23 @@ def run_study(
     interrupt_after: int | None = None,
     shards: int = 1,
     report: bool = True,
+    options: RunOptions | None = None,
 ) -> Outcome:
     """Run a study into a new run directory and write its report (``report=False``: only
-    results.csv and metadata.json; ``ldpsim report DIR`` makes the report later).
+    results.csv and metadata.json; ``ldpsim report DIR`` makes the report later). The
+    keywords are those of :class:`RunOptions`; or pass one as ``options``.
 
     ``shards`` > 1 cuts each replication into that many pieces of work (where the study
     allows it), run as separate tasks and merged; the files are the same byte for byte.
     Everything is checked before anything is written; if the start fails (a full disk,
     Ctrl-C), the directory made for the run is removed again."""
-    if replications is not None:
-        if isinstance(replications, bool) or not isinstance(replications, int) or replications < 1:
-            raise LdpSimError(f"--replications: got {replications!r}, expected an integer >= 1")
-        study = study.with_replications(replications)
-    seed = settle_seed(seed, study.scenario.spec.simulation.seed)
-    check_workers(workers)
-    check_shards(study, shards)
+    o = RunOptions.of(options, seed=seed, replications=replications, workers=workers, out=out, executor=executor,
+                      progress=progress, interrupt_after=interrupt_after, shards=shards, report=report)
+    if o.replications is not None:
+        study = study.with_replications(o.replications)
+    seed = settle_seed(o.seed, study.scenario.spec.simulation.seed)
+    check_shards(study, o.shards)
+    out = o.out
     option = "--out"
     try:
         run_dir = Path(out) if out is not None else default_run_dir(study.scenario.name, seed)
@@ -278,10 +326,10 @@ def run_study(
         raise LdpSimError(f"{option}: got {got}, expected a folder we can write ({describe_os_error(exc)})") from None
     inputs = study.inputs()
     check_input_names(inputs, study.input_key, RUN_FILES)
-    meta = _metadata(study, seed, workers, executor)
+    meta = _metadata(study, seed, o.workers, o.executor)
     meta["inputs"] = {name: hashlib.sha256(data).hexdigest() for name, data in inputs.items()}
-    if shards > 1:
-        meta["shards"] = shards
+    if o.shards > 1:
+        meta["shards"] = o.shards
     shared = study.shared()  # before any folder: a scenario this refuses leaves nothing behind
     with Creation(run_dir, option, default=out is None) as made:
         made.lock = DirectoryLock(run_dir, option).acquire()
@@ -295,8 +343,7 @@ def run_study(
         write_bytes(run_dir / "scenario.toml", study.scenario.source.encode())
         for name, data in inputs.items():
             write_input(run_dir, name, data)
-    return _execute(run_dir, study, seed, meta, workers, executor, progress, interrupt_after, made.lock, shards, report,
-                    shared=shared, made=made)  # fmt: skip
+    return _execute(run_dir, study, seed, meta, o, made.lock, shared=shared, made=made)
 
 
 def resume_study(
@@ -309,21 +356,26 @@ def resume_study(
     interrupt_after: int | None = None,
     shards: int = 1,
     report: bool = True,
+    options: RunOptions | None = None,
 ) -> Outcome:
     """Finish an interrupted run of any kind listed in ``parsers`` (kind -> a function of the
     scenario text and its path giving the study; the first kind is that of a run whose
     metadata.json names none, as :func:`ldpsim.sim.kinds.parsers` orders them): only missing replications are run (in
-    ``shards`` pieces each, whatever the first part of the run used: the bytes are the same)."""
-    check_workers(workers)
-    if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
-        check_shards(None, shards)  # type: ignore[arg-type]  # the one-line error, before any study
-    run_dir, meta, study, seed, lock = open_resume(run_dir, workers, parsers)
+    ``shards`` pieces each, whatever the first part of the run used: the bytes are the same).
+    The keywords are those of :class:`RunOptions` that a resume takes; or pass one as
+    ``options`` (its seed, replications and folder must be left unset: the run's own count)."""
+    o = RunOptions.of(options, workers=workers, executor=executor, progress=progress,
+                      interrupt_after=interrupt_after, shards=shards, report=report)
+    for name in ("seed", "replications", "out"):
+        if getattr(o, name) is not None:
+            raise LdpSimError(f"options: got {name}={getattr(o, name)!r}, expected None on a resume (the run's own)")
+    run_dir, meta, study, seed, lock = open_resume(run_dir, o.workers, parsers)
     try:
-        check_shards(study, shards)
+        check_shards(study, o.shards)
     except LdpSimError:
         lock.release()
         raise
-    return _execute(run_dir, study, seed, meta, workers, executor, progress, interrupt_after, lock, shards, report)
+    return _execute(run_dir, study, seed, meta, o, lock)
 
 
 def finished_replications(run_dir: str | Path) -> int | None:
@@ -581,11 +633,12 @@ def check_workers(workers: int) -> None:
 MAX_SHARDS = 1_000_000
 
 
-def check_shards(study: Study, shards: int) -> None:
-    """One line naming ``--shards`` unless it is a number the study can cut its replications into."""
+def check_shards(study: Study | None, shards: int) -> None:
+    """One line naming ``--shards`` unless it is a number the study (if given) can cut its
+    replications into."""
     if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
         raise LdpSimError(f"--shards: got {shards!r}, expected an integer from 1 to {MAX_SHARDS:,}")
-    why = study.unshardable() if shards > 1 else None
+    why = study.unshardable() if shards > 1 and study is not None else None
     if why:
         raise LdpSimError(f"--shards: got {shards}, expected 1 {why}")
 
@@ -664,13 +717,8 @@ def _execute(
     study: Study,
     seed: int,
     meta: dict[str, Any],
-    workers: int,
-    executor: Executor | None,
-    progress: bool,
-    interrupt_after: int | None,
+    options: RunOptions,
     lock: DirectoryLock,
-    shards: int = 1,
-    report: bool = True,
     *,
     shared: Any = None,
     made: Creation | None = None,
@@ -681,6 +729,8 @@ def _execute(
     replication finished, so that bad input leaves no half-made folder."""
     total = study.replications
     key = meta["run_key"]
+    workers, executor, shards, interrupt_after = options.workers, options.executor, options.shards, options.interrupt_after
+    progress, report = options.progress, options.report
     own = executor is None
     done = 0
     finished_now = 0

@@ -39,7 +39,7 @@ import sys
 import tomllib
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,7 @@ from ldpsim._meta import now, versions, write_json
 from ldpsim._pool import start_pool, stop_pool
 from ldpsim.errors import LdpSimError, invalid, show
 from ldpsim.runs import (
-    RUN_FILES, Creation, RunInterrupted, check_input_names, check_inputs, check_shards, check_study_inputs, check_workers,
+    RUN_FILES, Creation, RunInterrupted, RunOptions, check_input_names, check_inputs, check_shards, check_study_inputs,
     default_run_dir, refuse_used, settle_seed, stopped_while_starting, write_input,
 )  # fmt: skip
 from ldpsim.sim.scenario import parse_scenario
@@ -464,15 +464,17 @@ def run_sweep(
     ``point_reports=False`` leaves out each point's own report (its figures and pages, a
     second or two per point; ``ldpsim report DIR`` makes one later): the sweep's table,
     summary and figure are the same. ``allow_outside_data``: the points' data files may lie
-    outside the scenario's folder (an absolute path in ``grid`` may anyway)."""
+    outside the scenario's folder (an absolute path in ``grid`` may anyway). The run keywords
+    are those of :class:`ldpsim.runs.RunOptions` (``report`` is ``point_reports``), which hold
+    for every point, except ``interrupt_after``: points here."""
     option = "--grid" if grid is None or not isinstance(grid, Mapping) else "grid"
-    _check_replications(replications)
-    check_workers(workers)
+    options = RunOptions(seed=seed, replications=replications, workers=workers, out=out, executor=executor,
+                         progress=progress, interrupt_after=interrupt_after, shards=shards, report=point_reports)
     if out is not None:
         check_output_folder(out, option="--out", hint="use --resume to continue")
     text, where = read_scenario_text(scenario)
     p = plan(text, where, grid, option=option, replications=replications, allow_outside_data=allow_outside_data)
-    p.check_shards(shards)
+    p.check_shards(options.shards)
     first = p.points[0].scenario
     seed = settle_seed(seed, first.spec.simulation.seed)
     reps = int(first.spec.simulation.replications)
@@ -502,8 +504,7 @@ def run_sweep(
             "inputs": {name: hashlib.sha256(data).hexdigest() for name, data in inputs.items()},
         }  # fmt: skip
         write_json(out_dir / SWEEP_JSON, record)
-    return _execute(out_dir, p, record, seed, reps, workers, executor, progress, interrupt_after, interrupt_within,
-                    made.lock, shards, point_reports)  # fmt: skip
+    return _execute(out_dir, p, record, seed, reps, options, interrupt_within, made.lock)
 
 
 def resume_sweep(
@@ -522,7 +523,8 @@ def resume_sweep(
     half-way is resumed (:func:`ldpsim.sim.resume_run`), the others are run; then the
     tables and the figure, the same bytes as an uninterrupted sweep's. Data files outside
     the sweep folder need ``allow_outside_data`` again (the folder does not grant it)."""
-    check_workers(workers)
+    options = RunOptions(workers=workers, executor=executor, progress=progress, interrupt_after=interrupt_after,
+                         shards=shards, report=point_reports)
     out_dir = Path(out_dir)
     bad = f"--resume: got {str(out_dir)!r}, expected"
     if not (out_dir / SWEEP_JSON).is_file():
@@ -549,7 +551,7 @@ def resume_sweep(
         p = plan(to_toml(base_raw), where, {k: v for k, v in grid}, option="--resume", replications=reps,
                  allow_outside_data=allow_outside_data)  # fmt: skip
         p = Plan(text, where, p.base, p.grid, p.points)
-        p.check_shards(shards)
+        p.check_shards(options.shards)
         if [pt.digest() for pt in p.points] != [r.get("scenario_sha256") for r in recorded]:
             raise LdpSimError(f"{bad} grid points that this version of ldpsim builds as the sweep did (their scenarios differ)")
         from ldpsim.sim.studies import study_of
@@ -562,8 +564,7 @@ def resume_sweep(
     except BaseException:
         lock.release()
         raise
-    return _execute(out_dir, p, record, seed, reps, workers, executor, progress, interrupt_after, interrupt_within, lock,
-                    shards, point_reports, allow_outside_data)  # fmt: skip
+    return _execute(out_dir, p, record, seed, reps, options, interrupt_within, lock, allow_outside_data)
 
 
 def _state(run_dir: Path, point: Point, seed: int, reps: int) -> str:
@@ -587,14 +588,22 @@ def _state(run_dir: Path, point: Point, seed: int, reps: int) -> str:
 
 
 def _execute(
-    out_dir: Path, p: Plan, record: dict[str, Any], seed: int, reps: int, workers: int, executor: Executor | None,
-    progress: bool, interrupt_after: int | None, interrupt_within: int | None, lock: DirectoryLock, shards: int = 1,
-    point_reports: bool = True, allow_outside_data: bool = False,
-) -> SweepResult:  # fmt: skip
+    out_dir: Path,
+    p: Plan,
+    record: dict[str, Any],
+    seed: int,
+    reps: int,
+    options: RunOptions,
+    interrupt_within: int | None,
+    lock: DirectoryLock,
+    allow_outside_data: bool = False,
+) -> SweepResult:
+    """Run the points not yet finished (``options.interrupt_after``: points), then the tables."""
     # matplotlib: imported only once the points are to run
     from ldpsim.report import sweep as report
     from ldpsim.sim import resume_run, run_scenario
 
+    workers, executor, interrupt_after = options.workers, options.executor, options.interrupt_after
     total = len(p.points)
     run_dirs = [out_dir / POINTS_DIR / pt.label for pt in p.points]
     own = executor is None and workers > 1
@@ -607,18 +616,17 @@ def _execute(
         if own:
             pool = start_pool(workers)
         run_with = pool if own else executor
-        with _progress.bar(total, f"{p.name} sweep", "point", show=progress, initial=done):
+        with _progress.bar(total, f"{p.name} sweep", "point", show=options.progress, initial=done):
             for pt, run_dir, state in zip(p.points, run_dirs, states):
                 if state == "done":
                     continue
                 cut = interrupt_within if interrupt_after is not None and finished_now >= interrupt_after else None
+                point = replace(options, seed=None, replications=None, out=None, executor=run_with, progress=False,
+                                interrupt_after=cut)  # a resume's: the run's own seed, count and folder
                 if state == "new":
-                    run_scenario(pt.scenario, seed=seed, replications=reps, workers=workers, out=run_dir,
-                                 executor=run_with, progress=False, interrupt_after=cut, shards=shards,
-                                 report=point_reports)  # fmt: skip
+                    run_scenario(pt.scenario, options=replace(point, seed=seed, replications=reps, out=run_dir))
                 else:
-                    resume_run(run_dir, workers=workers, executor=run_with, progress=False, interrupt_after=cut,
-                               shards=shards, report=point_reports, allow_outside_data=allow_outside_data)  # fmt: skip
+                    resume_run(run_dir, allow_outside_data=allow_outside_data, options=point)
                 done += 1
                 finished_now += 1
                 _progress.advance()

@@ -188,10 +188,10 @@ class Scenario:
         the function ``ldpsim run`` calls: the same files, seeds and report. ``seed`` and
         ``replications`` as ``--seed`` and ``--replications`` (default: the scenario's);
         ``workers`` > 1 or an ``executor`` run replications in parallel."""
-        result = _studies().run_scenario(
-            self._built, seed=seed, replications=replications, workers=workers, out=out, executor=executor,
-            progress=progress,
-        )  # fmt: skip
+        studies = _studies()
+        options = studies.RunOptions(seed=seed, replications=replications, workers=workers, out=out,
+                                     executor=executor, progress=progress)
+        result = studies.run_scenario(self._built, options=options)
         run = Run(result.run_dir)
         run.__dict__["results"] = result.results  # already read by the study's read_results
         return run

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ldpsim.errors import LdpSimError, show
-from ldpsim.runs import Outcome, Study, input_name, resume_study, run_study
+from ldpsim.runs import Outcome, RunOptions, Study, input_name, resume_study, run_study
 from ldpsim.sim import kinds
 from ldpsim.sim.multiparty_study import MultipartyScalingStudy, MultipartyStudyRun
 from ldpsim.sim.scenario import BuiltScenario, CollectionScenario, MultipartyScenario, Scenario, load_scenario, parse_scenario
@@ -453,6 +453,7 @@ def run_scenario(
     shards: int = 1,
     report: bool = True,
     allow_outside_data: bool = False,
+    options: RunOptions | None = None,
 ) -> RunResult:
     """Run a scenario (a built one, or a file of any kind) into a new run directory and write
     its report; a :class:`MultipartyRun` for multi-party scenarios.
@@ -466,15 +467,20 @@ def run_scenario(
     the files are the same byte for byte whatever the number of shards (docs/distributed.md).
     ``report=False`` writes results.csv and metadata.json but no report (``ldpsim report
     DIR`` makes it later) and returns a plain :class:`RunResult`. ``allow_outside_data``:
-    a file's data may lie outside its folder (as :func:`ldpsim.sim.load_scenario`).
+    a file's data may lie outside its folder (as :func:`ldpsim.sim.load_scenario`). The run's
+    keywords are those of :class:`ldpsim.runs.RunOptions`; or pass one as ``options``.
     """
+    options = RunOptions.of(options, seed=seed, replications=replications, workers=workers, out=out, executor=executor,
+                            progress=progress, interrupt_after=interrupt_after, shards=shards, report=report)
     if not isinstance(scenario, BuiltScenario):
         scenario = load_scenario(scenario, allow_outside_data=allow_outside_data)
     study = study_of(scenario)
-    o = run_study(study, seed=seed, replications=replications, workers=workers, out=out,
-                  executor=executor, progress=progress, interrupt_after=interrupt_after, shards=shards,
-                  report=report)  # fmt: skip
-    return study.result(o) if report else RunResult(o.run_dir, o.study.scenario, o.results, o.seed)  # type: ignore[no-any-return]
+    return _result(run_study(study, options=options), options.report)
+
+
+def _result(o: Outcome, report: bool) -> RunResult:
+    """What the run's caller gets: its kind's result, or a plain one where no report was made."""
+    return o.study.result(o) if report else RunResult(o.run_dir, o.study.scenario, o.results, o.seed)  # type: ignore[no-any-return]
 
 
 def _parsers(allow_outside_data: bool = False) -> dict[str, Any]:
@@ -500,11 +506,13 @@ def resume_run(
     shards: int = 1,
     report: bool = True,
     allow_outside_data: bool = False,
+    options: RunOptions | None = None,
 ) -> RunResult:
     """Finish an interrupted run of any kind: run only the replications whose files are
     missing, then write the report (``report=False``: as :func:`run_scenario`). The data
     files of ``run_dir/scenario.toml`` must lie in the run directory, unless
-    ``allow_outside_data`` (given again: the run directory does not grant it)."""
-    o = resume_study(run_dir, _parsers(allow_outside_data), workers=workers, executor=executor, progress=progress,
-                     interrupt_after=interrupt_after, shards=shards, report=report)  # fmt: skip
-    return o.study.result(o) if report else RunResult(o.run_dir, o.study.scenario, o.results, o.seed)  # type: ignore[no-any-return]
+    ``allow_outside_data`` (given again: the run directory does not grant it). The keywords
+    are those of :class:`ldpsim.runs.RunOptions` that a resume takes; or pass one as ``options``."""
+    options = RunOptions.of(options, workers=workers, executor=executor, progress=progress,
+                            interrupt_after=interrupt_after, shards=shards, report=report)
+    return _result(resume_study(run_dir, _parsers(allow_outside_data), options=options), options.report)

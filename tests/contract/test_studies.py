@@ -23,7 +23,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
-from ldpsim.runs import RunInterrupted  # noqa: E402
+from ldpsim.runs import RunInterrupted, RunOptions  # noqa: E402
 from ldpsim.sim import kinds, parse_scenario, resume_run, run_scenario  # noqa: E402
 from ldpsim.sim.scenario.common import BuiltScenario, SimulationSpec, read_toml  # noqa: E402
 from ldpsim.sim.studies import study_of  # noqa: E402
@@ -117,7 +117,7 @@ def test_the_scenario_is_of_its_kind(kind, runs):
 @pytest.mark.parametrize("kind", list(CASES))
 def test_same_results_with_one_and_two_workers(kind, runs, tmp_path):
     path, one = runs[kind]
-    two = run_scenario(path, out=tmp_path / "two", progress=False, workers=2)
+    two = run_scenario(path, options=RunOptions(out=tmp_path / "two", progress=False, workers=2))  # one value or keywords
     assert (two.run_dir / "results.csv").read_bytes() == (one.run_dir / "results.csv").read_bytes()
 
 
@@ -127,7 +127,7 @@ def test_interrupted_and_resumed_gives_the_same_results(kind, runs, tmp_path):
     with pytest.raises(RunInterrupted):
         run_scenario(path, out=tmp_path / "cut", progress=False, interrupt_after=1)
     assert not (tmp_path / "cut" / "results.csv").exists()
-    resumed = resume_run(tmp_path / "cut", progress=False)
+    resumed = resume_run(tmp_path / "cut", options=RunOptions(progress=False))
     assert (resumed.run_dir / "results.csv").read_bytes() == (one.run_dir / "results.csv").read_bytes()
 
 
@@ -247,7 +247,7 @@ def test_a_toy_kind_runs_through_the_registry(coin, tmp_path):
     assert (whole.run_dir / "summary.md").read_text().startswith("mean heads ")
     with pytest.raises(RunInterrupted):
         run_scenario(path, out=tmp_path / "cut", progress=False, interrupt_after=2)
-    resumed = resume_run(tmp_path / "cut", progress=False)
+    resumed = resume_run(tmp_path / "cut", options=RunOptions(progress=False))
     assert (resumed.run_dir / "results.csv").read_bytes() == (whole.run_dir / "results.csv").read_bytes()
     assert study_of(whole.scenario).console(whole) == [f"coin: mean heads {whole.results['heads'].mean():g}"]
 
