@@ -32,7 +32,7 @@ import pandas as pd
 from ldpsim._text import plural, sayer
 from ldpsim._text import table as text_table
 from ldpsim.analyst.estimation import z_value
-from ldpsim.report.figures import amount, period_label, plt, png_bytes, quiet_figures, short_label
+from ldpsim.report.figures import amount, log_axes, period_label, plt, png_bytes, quiet_figures, short_label
 from ldpsim.report.html import Section, run_html
 from ldpsim.report.html import table as md_table
 from ldpsim.report.tables import read_csv, rms
@@ -186,7 +186,7 @@ def _accuracy_figure(results: pd.DataFrame, confidence: float, period: str) -> b
         ax.plot(g["period"], g["rmse"], color=c, ls="none", marker="x" if shuffled else "o", ms=3, alpha=0.6)
     ax.set_xlabel(period)
     ax.set_ylabel("error of the period's estimates")
-    ax.set_yscale("log")
+    log_axes(ax, y=True)
     ax.set_title("analyst's accuracy over time: standard error (lines) and RMSE (marks)\n"
                  "by policy; dashed lines and crosses: behind the shuffler", fontsize=10)  # fmt: skip
     ax.grid(True, which="both", lw=0.4, alpha=0.5)

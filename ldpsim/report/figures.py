@@ -38,6 +38,17 @@ def quiet_figures() -> Iterator[None]:
             plt.close(number)
 
 
+def log_axes(ax, *, x: bool = False, y: bool = False) -> None:
+    """Log scale on the axes asked for, each only where what is drawn has a positive value
+    on it (errors of 0, at a confidence level near 0 or with no reports, stay on a linear
+    axis, where matplotlib would otherwise warn and fall back itself)."""
+    lim = ax.dataLim
+    if x and np.isfinite(lim.minposx):
+        ax.set_xscale("log")
+    if y and np.isfinite(lim.minposy):
+        ax.set_yscale("log")
+
+
 def short_label(text: object, limit: int = 40) -> str:
     """A label as figures show it: on one line, at most ``limit`` characters (the tables in
     summary.md keep the full text)."""

@@ -19,7 +19,7 @@ import pandas as pd
 from ldpsim._text import KEEP, plural, sayer
 from ldpsim._text import table as text_table
 from ldpsim.report import survey_tables as summary
-from ldpsim.report.figures import amount, in_unit, plt, png_bytes, quiet_figures, short_label
+from ldpsim.report.figures import amount, in_unit, log_axes, plt, png_bytes, quiet_figures, short_label
 from ldpsim.report.html import run_html
 from ldpsim.report.html import table as _md_table
 from ldpsim.report.tables import describe_section, figures_and_files, number_text
@@ -140,8 +140,7 @@ def _error_vs_n(results: pd.DataFrame) -> bytes:
             c = colors[i % 10]
             ax.plot(g["n_received"], g["rmse"], "o-", ms=3, color=c, label=f"{short_label(task)}: measured")
             ax.plot(g["n_received"], g["theory_rms_se"], "--", color=c, label=f"{short_label(task)}: exact")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    log_axes(ax, x=True, y=True)
     ax.set_xlabel("reports received")
     ax.set_ylabel("error of the frequency estimates")
     ax.set_title("Error against the number of reports")
