@@ -352,3 +352,18 @@ def test_aggregate_survey_run_estimates_within_exact_errors():
     err = np.abs(est["estimate"].to_numpy() - est["truth"].to_numpy())
     assert len(err) == 5 and np.all(err <= 6 * se), (err, se)
     assert int(end[end["quantity"] == "received"]["estimate"].iloc[0]) == 10**9
+
+
+@pytest.mark.parametrize("numpy_has_bitwise_count", [True, False])
+def test_odd_parity_matches_python_popcount(numpy_has_bitwise_count, monkeypatch):
+    """The sign of H[a, y], with numpy's bitwise_count and with the fold numpy 1.x uses,
+    against Python's own bit count, at indices up to 2^62."""
+    from ldpsim.mechanisms.oracles.hadamard import _odd_parity
+
+    if not numpy_has_bitwise_count:
+        monkeypatch.delattr(np, "bitwise_count", raising=False)
+    rng = np.random.default_rng(7)
+    a = np.concatenate([np.arange(300), rng.integers(0, 2**62, 2000)]).astype(np.int64)
+    y = rng.integers(0, 2**62, a.size).astype(np.int64)
+    expected = np.array([bin(int(p) & int(q)).count("1") % 2 == 1 for p, q in zip(a, y)])
+    np.testing.assert_array_equal(_odd_parity(a, y), expected)

@@ -121,8 +121,14 @@ def _parity_sums(vec: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray
 
 
 def _odd_parity(a: NDArray[np.int64], y: NDArray[np.int64]) -> NDArray[np.bool_]:
-    """Whether ``popcount(a & y)`` is odd (``H[a, y] = -1``)."""
-    return (np.bitwise_count(np.bitwise_and(a, y)) & 1).astype(bool)
+    """Whether ``popcount(a & y)`` is odd (``H[a, y] = -1``); on numpy < 2, which lacks
+    ``bitwise_count``, the parity by folding the word onto itself (indices are below 2^62)."""
+    w = np.bitwise_and(a, y)
+    if hasattr(np, "bitwise_count"):
+        return (np.bitwise_count(w) & 1).astype(bool)
+    for shift in (32, 16, 8, 4, 2, 1):  # pragma: no cover - numpy 1.x (the minimum-versions pass)
+        w = w ^ (w >> shift)
+    return (w & 1).astype(bool)  # pragma: no cover
 
 
 class HadamardResponse(FiniteMechanism):
