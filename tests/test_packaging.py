@@ -54,8 +54,37 @@ def test_the_licence_is_mit_and_pyproject_says_so():
 def test_the_build_requirement_and_the_dev_extra_agree():
     """The licence expression needs setuptools>=77; the dev extra installs it so this file's
     build runs without isolation."""
-    assert PYPROJECT["build-system"]["requires"] == ["setuptools>=77"]
-    assert "setuptools>=77" in [d.split("#")[0].strip() for d in PYPROJECT["project"]["optional-dependencies"]["dev"]]
+    assert PYPROJECT["build-system"]["requires"] == ["setuptools>=77.0.1"]
+    assert "setuptools>=77.0.1" in [d.split("#")[0].strip() for d in PYPROJECT["project"]["optional-dependencies"]["dev"]]
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[\[<>=!~ ;]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def test_the_minimum_versions_ci_installs_are_the_declared_lower_bounds():
+    """.ci/run's quick pass with the oldest versions allowed pins each dependency (runtime
+    and dev; dask's extras by their packages) to exactly the lower bound pyproject.toml
+    declares, so the bounds users rely on are the tested ones."""
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    pins = {}
+    for line in (ROOT / ".ci" / "minimum-versions.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            pins[_name(name)] = Version(version)
+    project = PYPROJECT["project"]
+    declared = project["dependencies"] + project["optional-dependencies"]["dev"]
+    for text in declared:
+        req = Requirement(text.split("#")[0].strip())
+        lower = [Version(s.version) for s in req.specifier if s.operator == ">="]
+        assert len(lower) == 1, f"{text}: one lower bound expected"
+        assert pins.get(_name(req.name)) == lower[0], f"{req.name}: declared >= {lower[0]}, pinned {pins.get(_name(req.name))}"
+        assert str(lower[0]).count(".") == 2, f"{text}: the bound as a full version (x.y.z), as published"
+    assert pins["distributed"] == pins["dask"]  # dask[distributed] at its own version
+    assert set(pins) == {_name(Requirement(t.split("#")[0]).name) for t in declared} | {"distributed"}
 
 
 def _third_party_imports(package: Path) -> dict[str, str]:
