@@ -69,9 +69,15 @@ def main() -> None:
                         rows[-2]["peak_extra_mib"] = peak_extra_mib(lambda: mech.privatize(x, rng))
                 else:
                     s, counts = timed(lambda: batched(mech, x, rng))
-                    rows.append(dict(base, step=f"privatize + statistic in batches of {BATCH}", seconds=s,
-                                     throughput_per_s=n / s,
-                                     peak_extra_mib=peak_extra_mib(lambda: mech.privatize(x[:BATCH], rng))))
+                    rows.append(
+                        dict(
+                            base,
+                            step=f"privatize + statistic in batches of {BATCH}",
+                            seconds=s,
+                            throughput_per_s=n / s,
+                            peak_extra_mib=peak_extra_mib(lambda: mech.privatize(x[:BATCH], rng)),
+                        )
+                    )
                 assert int(counts.sum()) == n * (width if width else 1)
                 del x
         if isinstance(mech, SubsetSelection):
@@ -79,8 +85,17 @@ def main() -> None:
             n_x = np.full(k, 10**12 // k, dtype=np.int64)
             hr.sample_statistic(n_x, rng)  # warm-up
             s, counts = timed(lambda: hr.sample_statistic(n_x, rng))
-            rows.append(dict(benchmark="oracles", case=repr(hr), n=int(n_x.sum()), k=k, m=hr.m,
-                             step="sample_statistic (exact aggregate)", seconds=s))
+            rows.append(
+                dict(
+                    benchmark="oracles",
+                    case=repr(hr),
+                    n=int(n_x.sum()),
+                    k=k,
+                    m=hr.m,
+                    step="sample_statistic (exact aggregate)",
+                    seconds=s,
+                )
+            )
     report("hadamard_subset", rows, args.out)
 
 

@@ -295,7 +295,12 @@ def _laplace_kfold_delta_mp(mu, k: int, eps: float) -> mp.mpf:
         for r in range(k + 1):
             for c in range(k - r + 1):
                 a = k - r - c
-                w = mp.factorial(k) / (mp.factorial(a) * mp.factorial(c) * mp.factorial(r)) / mp.mpf(2) ** k * mp.exp(-c * mu)
+                w = (
+                    mp.factorial(k)
+                    / (mp.factorial(a) * mp.factorial(c) * mp.factorial(r))
+                    / mp.mpf(2) ** k
+                    * mp.exp(-c * mu)
+                )
                 A = (a - c + r) * mu - eps
                 if r == 0:
                     total += w * (1 - mp.exp(-A)) if A > 0 else 0
@@ -306,8 +311,10 @@ def _laplace_kfold_delta_mp(mu, k: int, eps: float) -> mp.mpf:
                     if i * mu >= U:
                         break
                     X = U - i * mu
-                    acc += (-1) ** i * mp.binomial(r, i) * (
-                        mp.exp(-i * mu) * integral(r - 1, X, -1) - mp.exp(i * mu - A) * integral(r - 1, X, 1)
+                    acc += (
+                        (-1) ** i
+                        * mp.binomial(r, i)
+                        * (mp.exp(-i * mu) * integral(r - 1, X, -1) - mp.exp(i * mu - A) * integral(r - 1, X, 1))
                     )
                 total += w * acc / mp.factorial(r - 1)
         return total

@@ -16,7 +16,6 @@ import pytest
 from scipy import stats
 
 from ldpsim.errors import LdpSimError
-from ldpsim.stats import dkw  # half-width of the DKW band (closed form checked in tests/test_stats.py)
 from ldpsim.highdim import (
     NormPowerNoise,
     axis_direction,
@@ -24,6 +23,7 @@ from ldpsim.highdim import (
     gdp_distance,
     random_direction,
 )
+from ldpsim.stats import dkw  # half-width of the DKW band (closed form checked in tests/test_stats.py)
 from tests.stats_checks import FALSE_FAILURE, binomial_cells_ok
 
 INF = np.inf

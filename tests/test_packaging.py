@@ -102,7 +102,11 @@ def test_every_module_the_package_imports_is_a_declared_dependency():
         if declared & provided:
             continue
         extra, user = optional.get(module, (None, None))
-        if extra is not None and where == user and names(PYPROJECT["project"]["optional-dependencies"][extra]) & (provided | {"dask"}):
+        if (
+            extra is not None
+            and where == user
+            and names(PYPROJECT["project"]["optional-dependencies"][extra]) & (provided | {"dask"})
+        ):
             continue
         missing[module] = where
     assert not missing, f"imported but not in [project] dependencies: {missing}"
@@ -209,11 +213,17 @@ def test_copy_refuses_to_overwrite_and_then_writes_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["README.md", "data"]  # nothing else written
     assert (tmp_path / "data" / "README.md").read_text() == "mine"
     written = _shipped.copy("anes96", tmp_path, force=True)
-    assert len(written) == 3 and (tmp_path / "data" / "README.md").read_bytes() == (_shipped.FOLDER / "data" / "README.md").read_bytes()
+    assert (
+        len(written) == 3
+        and (tmp_path / "data" / "README.md").read_bytes() == (_shipped.FOLDER / "data" / "README.md").read_bytes()
+    )
 
 
 def test_copy_rejects_an_unknown_name_and_a_file_as_folder(tmp_path):
-    with pytest.raises(LdpSimError, match=r"^name: got 'anes', expected a shipped scenario name \(did you mean 'anes96'\?; ldpsim scenarios lists them\)$"):
+    with pytest.raises(
+        LdpSimError,
+        match=r"^name: got 'anes', expected a shipped scenario name \(did you mean 'anes96'\?; ldpsim scenarios lists them\)$",
+    ):
         _shipped.copy("anes", tmp_path)
     (tmp_path / "f").write_text("")
     with pytest.raises(LdpSimError, match=r"^--to: got '.*f', expected a folder \(or a path to create\)$"):
@@ -236,7 +246,9 @@ def _setuptools_version() -> tuple[int, ...]:
 
 def _run(cmd: list, cwd: Path, env: dict) -> subprocess.CompletedProcess:
     done = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, f"{' '.join(map(str, cmd))} exited {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, (
+        f"{' '.join(map(str, cmd))} exited {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    )
     return done
 
 
@@ -291,18 +303,28 @@ def test_the_wheel_installed_alone_runs_the_quick_start(tmp_path):
         shutil.copy2(ROOT / name, src / name)
     shutil.copytree(ROOT / "ldpsim", src / "ldpsim", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
     dist = tmp_path / "dist"
-    _run([sys.executable, "-m", "pip", "wheel", src, "--no-deps", "--no-build-isolation", "-q", "-w", dist], tmp_path, env)
+    _run(
+        [sys.executable, "-m", "pip", "wheel", src, "--no-deps", "--no-build-isolation", "-q", "-w", dist],
+        tmp_path,
+        env,
+    )
     (wheel,) = dist.glob("ldpsim-*.whl")
 
     files = zipfile.ZipFile(wheel).namelist()
     expected = {
-        "ldpsim/py.typed", "ldpsim/scenarios/README.md", "ldpsim/scenarios/data/anes96.csv",
-        "ldpsim/scenarios/data/README.md", "ldpsim/_shipped.py", "ldpsim/cli.py",
+        "ldpsim/py.typed",
+        "ldpsim/scenarios/README.md",
+        "ldpsim/scenarios/data/anes96.csv",
+        "ldpsim/scenarios/data/README.md",
+        "ldpsim/_shipped.py",
+        "ldpsim/cli.py",
         *(f"ldpsim/scenarios/{n}.toml" for n in _shipped.names()),
-    }  # fmt: skip
+    }
     assert expected <= set(files), sorted(expected - set(files))
     sources = {p.relative_to(src).as_posix() for p in (src / "ldpsim").rglob("*") if p.is_file()}
-    assert sources <= set(files), f"files under ldpsim/ missing from the wheel (package-data?): {sorted(sources - set(files))}"
+    assert sources <= set(files), (
+        f"files under ldpsim/ missing from the wheel (package-data?): {sorted(sources - set(files))}"
+    )
     assert not [f for f in files if not f.startswith(("ldpsim/", "ldpsim-"))], "only the package and its dist-info"
     assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc") or "/tests/" in f or f.endswith(".tmp")]
     info = next(f for f in files if f.endswith(".dist-info/METADATA"))
@@ -317,11 +339,15 @@ def test_the_wheel_installed_alone_runs_the_quick_start(tmp_path):
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    where = _run([python, "-c", "import ldpsim, sys; print(ldpsim.__file__); print(sys.prefix)"], empty, env).stdout.split()
+    where = _run(
+        [python, "-c", "import ldpsim, sys; print(ldpsim.__file__); print(sys.prefix)"], empty, env
+    ).stdout.split()
     assert Path(where[0]).resolve().is_relative_to(venv.resolve()), f"the venv imports {where[0]}, not its own wheel"
 
     # the quick start, by name, with nothing but the installed wheel
-    resolved = _run([python, "-c", "from ldpsim._shipped import resolve; print(resolve('survey'))"], empty, env).stdout.strip()
+    resolved = _run(
+        [python, "-c", "from ldpsim._shipped import resolve; print(resolve('survey'))"], empty, env
+    ).stdout.strip()
     assert Path(resolved).resolve().is_relative_to(venv.resolve())
     listing = _run([ldpsim, "scenarios"], empty, env).stdout.splitlines()
     assert [line.split()[0] for line in listing] == _shipped.names()

@@ -129,7 +129,9 @@ def audit_sequential(
             if kind == "finite":
                 _output_kind(batch, "finite")  # every batch must hold integer outputs, not only the first
             if _width(batch) != width:
-                raise invalid("sampler output", "outputs of another shape in a later batch", "the same shape in every batch")
+                raise invalid(
+                    "sampler output", "outputs of another shape in a later batch", "the same shape in every batch"
+                )
             cert, rows, _ = _encode(_cast(batch, kind), kind, rows, ld)
             got = _round(kind, pairs_, sel, cert, a, eps_d, ld_int, rows, ld, exact)
             if got.eps > best.eps:
@@ -164,6 +166,18 @@ def audit_sequential(
         f"{' (refuted)' if refuted else ''}; no cap on eps_LB"
     )
     return _finish(
-        best, kind, pairs_, sel, ld_int, n_per_input * len(sel), alpha_, method, eps_d, rows,
-        claimed_eps=c_eps, claimed_delta=c_delta, refuted=refuted, rounds=rounds,
-    )  # fmt: skip
+        best,
+        kind,
+        pairs_,
+        sel,
+        ld_int,
+        n_per_input * len(sel),
+        alpha_,
+        method,
+        eps_d,
+        rows,
+        claimed_eps=c_eps,
+        claimed_delta=c_delta,
+        refuted=refuted,
+        rounds=rounds,
+    )

@@ -521,7 +521,11 @@ def product_mechanism(first: FiniteMechanism, second: FiniteMechanism) -> Matrix
     inputs = [(a, b) for a in first.input_labels for b in second.input_labels]
     outputs = [(a, b) for a in first.output_labels for b in second.output_labels]
     return MatrixMechanism(
-        lm, name="product", params={"first": repr(first), "second": repr(second)}, input_labels=inputs, output_labels=outputs
+        lm,
+        name="product",
+        params={"first": repr(first), "second": repr(second)},
+        input_labels=inputs,
+        output_labels=outputs,
     )
 
 

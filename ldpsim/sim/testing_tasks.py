@@ -70,8 +70,9 @@ def _truth_indicator(truth: NDArray[np.float64], p0: list[float], p1: list[float
 
 
 def _row(quantity: str, estimate: float, truth: float = math.nan, theory: float = math.nan) -> dict[str, Any]:
-    return dict(quantity=quantity, category="", estimate=estimate, ci_low=math.nan, ci_high=math.nan,
-                truth=truth, theory=theory)  # fmt: skip
+    return dict(
+        quantity=quantity, category="", estimate=estimate, ci_low=math.nan, ci_high=math.nan, truth=truth, theory=theory
+    )
 
 
 class _HypothesisTask(Task):

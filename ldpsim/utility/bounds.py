@@ -166,8 +166,9 @@ def check_binary_kl_factor(P0: ArrayLike, P1: ArrayLike, eps: float, optimum: fl
     eps = v.epsilon(eps, "eps")
     if optimum is None:
         optimum = optimal_mechanism(KL(P0, P1), eps).value
-    return BinaryFactorCheck(eps=eps, binary=binary_kl(P0, P1, eps), optimum=float(optimum),
-                             factor=binary_kl_lower_bound_factor(eps))  # fmt: skip
+    return BinaryFactorCheck(
+        eps=eps, binary=binary_kl(P0, P1, eps), optimum=float(optimum), factor=binary_kl_lower_bound_factor(eps)
+    )
 
 
 def duchi_bound(P0: ArrayLike, P1: ArrayLike, eps: float) -> float:
@@ -195,7 +196,11 @@ def max_balanced_product(P: ArrayLike) -> float:
     if p.size < 2:
         raise invalid("P", P, "a probability vector of length >= 2")
     if p.size > MAX_ENUMERATED_K:
-        raise invalid("P", f"a vector of length {p.size}", f"length <= {MAX_ENUMERATED_K} (max_A P(A) P(A^c) is found by enumeration)")
+        raise invalid(
+            "P",
+            f"a vector of length {p.size}",
+            f"length <= {MAX_ENUMERATED_K} (max_A P(A) P(A^c) is found by enumeration)",
+        )
     mask = best_balanced_set(p)
     inside = math.fsum(p[mask].tolist())
     outside = math.fsum(p[~mask].tolist())
@@ -289,9 +294,17 @@ def regime_thresholds(
     (``evaluations``).
     """
     if not isinstance(utility, Utility):
-        raise invalid("utility", utility, "a Utility (KL, TotalVariation, ChiSquare, Hellinger, FDivergence, MutualInformation)")
+        raise invalid(
+            "utility", utility, "a Utility (KL, TotalVariation, ChiSquare, Hellinger, FDivergence, MutualInformation)"
+        )
     grid = DEFAULT_EPS_GRID if eps_grid is None else np.asarray(eps_grid, dtype=np.float64).reshape(-1)
-    if grid.size < 1 or not np.all(np.isfinite(grid)) or np.any(grid <= 0) or np.any(grid > 700) or np.any(np.diff(grid) <= 0):
+    if (
+        grid.size < 1
+        or not np.all(np.isfinite(grid))
+        or np.any(grid <= 0)
+        or np.any(grid > 700)
+        or np.any(np.diff(grid) <= 0)
+    ):
         raise invalid("eps_grid", eps_grid, "a non-empty increasing sequence of eps in (0, 700]")
     rtol = float(rtol)
     if not (0.0 <= rtol < 1.0):
@@ -355,5 +368,13 @@ def regime_thresholds(
             lo, hi = bisect(float(grid[last_fail]), float(grid[last_fail + 1]), False, 1)
             eps_rr, rr_bracket = hi, (lo, hi)
 
-    return RegimeThresholds(eps_bin=eps_bin, eps_rr=eps_rr, eps_bin_bracket=bin_bracket, eps_rr_bracket=rr_bracket,
-                            rtol=rtol, atol=atol, xtol=xtol, evaluations=count)  # fmt: skip
+    return RegimeThresholds(
+        eps_bin=eps_bin,
+        eps_rr=eps_rr,
+        eps_bin_bracket=bin_bracket,
+        eps_rr_bracket=rr_bracket,
+        rtol=rtol,
+        atol=atol,
+        xtol=xtol,
+        evaluations=count,
+    )

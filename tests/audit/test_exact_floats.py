@@ -52,7 +52,11 @@ FLOATS = [("laplace", {"eps": 0.5}), ("gaussian", {"eps": 1.0, "delta": 1e-5})]
 
 # the safe samplers of the catalog (docs/floating-point.md), where they exist: one audit each
 SAFE_NAMES = (
-    "discrete_laplace", "discrete_gaussian", "snapped_laplace", "discrete_laplace_bounded", "snapped_laplace_bounded"
+    "discrete_laplace",
+    "discrete_gaussian",
+    "snapped_laplace",
+    "discrete_laplace_bounded",
+    "snapped_laplace_bounded",
 )
 SAFE = [n for n in SAFE_NAMES if n in catalog.names()]
 

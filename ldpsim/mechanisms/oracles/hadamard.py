@@ -250,7 +250,9 @@ class HadamardResponse(FiniteMechanism):
         tau = self._tau()
         return _fwht(np.asarray(f, dtype=np.float64))[1 : self.k + 1] / tau
 
-    def _variance_from(self, inside: NDArray[np.float64], outside: NDArray[np.float64], total: float, n: float) -> NDArray[np.float64]:
+    def _variance_from(
+        self, inside: NDArray[np.float64], outside: NDArray[np.float64], total: float, n: float
+    ) -> NDArray[np.float64]:
         # Var = ((H M)[0] - (H M)[x+1]^2) / (n tau^2) with (H M)[0] = total = E + O and
         # (H M)[x+1] = E - O: total (1 - total) + 4 E O, free of cancellation when total = 1
         tau = self._tau()

@@ -125,8 +125,10 @@ class StudySpec(Model):
     @classmethod
     def _list_or_grid(cls, value: Any) -> Any:
         if not isinstance(value, (list, dict)):
-            raise ValueError(f"got {show(value)}, expected a list of numbers of parties (such as [2, 5, 10]) or a "
-                             "log-spaced grid { from = 2, to = 200, count = 14 }")  # fmt: skip
+            raise ValueError(
+                f"got {show(value)}, expected a list of numbers of parties (such as [2, 5, 10]) or a "
+                "log-spaced grid { from = 2, to = 200, count = 14 }"
+            )
         return value
 
     @model_validator(mode="after")
@@ -162,7 +164,9 @@ class MultipartyStudySpec(Model):
             for key, instead in NOT_IN_STUDY.items():
                 if key in raw:
                     what = "a table" if isinstance(raw[key], dict) else "a value"
-                    raise ValueError(f"{key}: got {what}, expected no '{key}' in a file with a [study] table (the study sets it: {instead})")
+                    raise ValueError(
+                        f"{key}: got {what}, expected no '{key}' in a file with a [study] table (the study sets it: {instead})"
+                    )
         return raw
 
 
@@ -194,7 +198,9 @@ def load_multiparty_study(path: Any) -> MultipartyStudyScenario:
 
 def parse_multiparty_study(text: str, where: str = "<scenario>") -> MultipartyStudyScenario:
     """Validate and build the text of a ``kind = "multiparty"`` file with a ``[study]`` table."""
-    return validate_and_build(read_toml(text, where), text, where, MultipartyStudySpec, build, frozenset({"PartiesGrid"}))
+    return validate_and_build(
+        read_toml(text, where), text, where, MultipartyStudySpec, build, frozenset({"PartiesGrid"})
+    )
 
 
 def build(spec: MultipartyStudySpec, source: str, where: str) -> MultipartyStudyScenario:
@@ -218,7 +224,9 @@ def build(spec: MultipartyStudySpec, source: str, where: str) -> MultipartyStudy
                     try:
                         protocol = build_protocol(pname, float(eps), float(st.delta), k)
                     except LdpSimError as exc:
-                        raise LdpSimError(f"study.protocols ({pname}, eps {eps:g}, delta {st.delta:g}): {' '.join(str(exc).split())}") from None
+                        raise LdpSimError(
+                            f"study.protocols ({pname}, eps {eps:g}, delta {st.delta:g}): {' '.join(str(exc).split())}"
+                        ) from None
                     task = build_task(tname, k)
                     for party in st.receiver_indices():
                         cost = point_cost(protocol, task, party, st.rounds)
@@ -234,14 +242,28 @@ def build(spec: MultipartyStudySpec, source: str, where: str) -> MultipartyStudy
                             exact_total += cost.exact_seconds
                         if mc:
                             mc_total += cost.mc_seconds
-                        rows.append({
-                            "protocol": pname, "task": tname, "k": k, "eps": float(eps), "delta": float(st.delta),
-                            "receiver": receiver_label(party), "party": party, "plan": cost.exact_path or "",
-                            "monte_carlo": mc, "exact_seconds": cost.exact_seconds, "mc_seconds": cost.mc_seconds,
-                        })  # fmt: skip
+                        rows.append(
+                            {
+                                "protocol": pname,
+                                "task": tname,
+                                "k": k,
+                                "eps": float(eps),
+                                "delta": float(st.delta),
+                                "receiver": receiver_label(party),
+                                "party": party,
+                                "plan": cost.exact_path or "",
+                                "monte_carlo": mc,
+                                "exact_seconds": cost.exact_seconds,
+                                "mc_seconds": cost.mc_seconds,
+                            }
+                        )
     total = exact_total + reps * mc_total
     if total > MAX_STUDY_SECONDS and not long_runs_allowed():
-        key, value = ("study.rounds", f"{st.rounds:,}") if reps * mc_total >= exact_total else ("study.parties", f"k up to {max(st.party_counts())}")
+        key, value = (
+            ("study.rounds", f"{st.rounds:,}")
+            if reps * mc_total >= exact_total
+            else ("study.parties", f"k up to {max(st.party_counts())}")
+        )
         raise LdpSimError(
             f"{key}: got {value}, expected a study of at most about {MAX_STUDY_SECONDS:g} s on one core: this one is "
             f"estimated at {total:,.0f} s ({exact_total:,.0f} s of exact values, {reps} x {mc_total:,.0f} s of Monte Carlo "
