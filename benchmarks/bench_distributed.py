@@ -85,7 +85,8 @@ def main() -> None:
     t0 = time.perf_counter()
     with cluster.connect("local:2") as where:
         print(
-            f"local cluster of {where.workers} workers started in {time.perf_counter() - t0:.2f} s; dashboard {where.dashboard}"
+            f"local cluster of {where.workers} workers started in {time.perf_counter() - t0:.2f} s; dashboard "
+            f"{where.dashboard}"
         )
         pool = start_pool(2)
         try:

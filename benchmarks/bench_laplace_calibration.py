@@ -96,8 +96,8 @@ def main() -> None:
                 )
             )
             print(
-                f"eps={eps:g} delta={delta:g} k={k} {name:13s} scale {scale:.10g} (excess {scale / new.scale - 1:+.3%}) "
-                f"delta {got:.6g} [{how}] {seconds:.2f} s",
+                f"eps={eps:g} delta={delta:g} k={k} {name:13s} scale {scale:.10g} (excess "
+                f"{scale / new.scale - 1:+.3%}) delta {got:.6g} [{how}] {seconds:.2f} s",
                 file=sys.stderr,
             )
     report("laplace_calibration", rows, args.out)

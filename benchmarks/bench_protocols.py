@@ -132,13 +132,13 @@ def main() -> None:
         add("worst-case LP, majority, observer", k, lambda: worst_case(p, Task.majority(k), OBSERVER)[0])
     # ---- with a lossy channel: largest k per path, then its time
     m = args.loss
-    hetero = lambda k: erasure_protocol(Protocol.universal(rng.uniform(0.2, 3, k), rng.uniform(0, 0.1, k)), m)  # noqa: E731
+    hetero = lambda k: erasure_protocol(Protocol.universal(rng.uniform(0.2, 3, k), rng.uniform(0, 0.1, k)), m)
     for party, label in ((0, "party 0"), (OBSERVER, "observer")):
         k = largest_k(hetero, lambda k: Task.random(k, 2, rng=1), party, 2, 14)
         pk, fk = hetero(k), Task.random(k, 2, rng=rng)
         add(f"loss {m:g}: general f, {label}", k, lambda: exact_accuracy(pk, fk, party), loss=m)
     for delta, label in ((0.0, "delta 0"), (0.05, "delta 0.05")):
-        one = lambda k, delta=delta: erasure_protocol(Protocol.universal(np.full(k, 0.5), delta), m)  # noqa: E731
+        one = lambda k, delta=delta: erasure_protocol(Protocol.universal(np.full(k, 0.5), delta), m)
         k = largest_k(one, Task.majority, 0, 2, 2000)
         pk = one(k)
         add(

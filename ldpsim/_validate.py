@@ -215,7 +215,8 @@ def stochastic_matrix(value: ArrayLike, name: str = "Q") -> NDArray[np.float64]:
     bad = np.flatnonzero(np.abs(sums - 1.0) > SUM_TOL)
     if bad.size:
         raise LdpSimError(
-            f"{name}: got row {bad[0]} summing to {float(sums[bad[0]])!r}, expected rows summing to 1 within {SUM_TOL:g}"
+            f"{name}: got row {bad[0]} summing to {float(sums[bad[0]])!r}, "
+            f"expected rows summing to 1 within {SUM_TOL:g}"
         )
     return q
 

@@ -281,9 +281,10 @@ def _build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser(
         "reproduce",
         help="regenerate a figure or table of the papers we implement (CSV + PNG under reports/reproduce/)",
-        description="Regenerate a figure or table of the papers we implement (Kairouz, Oh and Viswanath 2014 and 2015; Dong, Su and Zhang 2021; docs/references.md): writes its data (CSV), "
-        "figures (PNG), summary.csv, summary.md, report.html and metadata.json under reports/reproduce/NAME/ (or "
-        "--out), and prints our numbers beside the paper's. `ldpsim reproduce --list` names every reproduction.",
+        description="Regenerate a figure or table of the papers we implement (Kairouz, Oh and Viswanath 2014 and "
+        "2015; Dong, Su and Zhang 2021; docs/references.md): writes its data (CSV), figures (PNG), summary.csv, "
+        "summary.md, report.html and metadata.json under reports/reproduce/NAME/ (or --out), and prints our numbers "
+        "beside the paper's. `ldpsim reproduce --list` names every reproduction.",
     )
     rep.add_argument("name", nargs="?", metavar="NAME", help="the reproduction to run (see --list)")
     rep.add_argument("--list", action="store_true", help="name every reproduction with a one-line description")
@@ -442,7 +443,8 @@ def _check_where(args: argparse.Namespace) -> None:
 
         if args.workers != 1:
             raise LdpSimError(
-                f"--workers: got {args.workers} with --scheduler, expected one of them (the cluster's workers run the replications)"
+                f"--workers: got {args.workers} with --scheduler, expected one of them (the cluster's workers run "
+                "the replications)"
             )
         cluster.parse(args.scheduler)
         cluster.check_installed()
@@ -463,7 +465,8 @@ def _run(args: argparse.Namespace) -> int:
         if args.resume is not None:
             if args.file is not None or args.seed is not None or args.replications is not None or args.out is not None:
                 raise LdpSimError(
-                    "--resume: got other options too, expected only --workers, --scheduler, --shards or --allow-outside-data with --resume"
+                    "--resume: got other options too, expected only --workers, --scheduler, --shards or "
+                    "--allow-outside-data with --resume"
                 )
         elif args.file is None:
             raise LdpSimError("file: got nothing, expected a scenario file (or --resume DIR)")
@@ -544,7 +547,8 @@ def _sweep(args: argparse.Namespace) -> int:
             ]
             if given:
                 raise LdpSimError(
-                    f"--resume: got {given[0]} too, expected only --workers, --scheduler, --shards or --allow-outside-data with --resume"
+                    f"--resume: got {given[0]} too, expected only --workers, --scheduler, --shards or "
+                    "--allow-outside-data with --resume"
                 )
         elif args.file is None:
             raise LdpSimError("file: got nothing, expected a scenario file (or --resume DIR)")
@@ -594,8 +598,9 @@ def _sweep(args: argparse.Namespace) -> int:
         return 130
     grid = result.grid
     _say(
-        f"sweep of {len(result.run_dirs)} grid point(s) ({' x '.join(f'{k} ({len(v)})' for k, v in zip(grid.keys, grid.values))}), "
-        f"{result.replications} replication(s) each, seed {result.seed} (the same for every point)"
+        f"sweep of {len(result.run_dirs)} grid point(s) "
+        f"({' x '.join(f'{k} ({len(v)})' for k, v in zip(grid.keys, grid.values))}), {result.replications} "
+        f"replication(s) each, seed {result.seed} (the same for every point)"
     )
     if len(result.summary):
         shown = result.summary.assign(n_received=result.summary["n_received"].round().astype("int64"))  # a mean count
@@ -686,10 +691,12 @@ def _demo(args: argparse.Namespace) -> int:
     demo = run_demo(args.n, args.k, args.eps, args.seed)
     mech = demo.mechanism
     _say(
-        f"ldpsim demo: {demo.n:,} clients, k = {mech.k}, randomized response at eps = {mech.eps:g} (seed{KEEP}{demo.seed})"
+        f"ldpsim demo: {demo.n:,} clients, k = {mech.k}, randomized response at eps = {mech.eps:g} "
+        f"(seed{KEEP}{demo.seed})"
     )
     _say(
-        f"simulated in {demo.seconds:.3f} s; keep probability {mech.keep:.4f}, true-answer probability {mech.p_keep:.4f}"
+        f"simulated in {demo.seconds:.3f} s; keep probability {mech.keep:.4f}, true-answer probability "
+        f"{mech.p_keep:.4f}"
     )
     print(table(demo.table, float_format=lambda x: f"{x:.5f}"))
     _say("z = (estimated - true) / std_error; |z| > 3 should be rare.")
@@ -888,7 +895,8 @@ def _reproduce(args: argparse.Namespace) -> int:
 
         if args.workers != 1:
             raise LdpSimError(
-                f"--workers: got {args.workers} with --scheduler, expected one of them (the cluster's workers do the work)"
+                f"--workers: got {args.workers} with --scheduler, "
+                "expected one of them (the cluster's workers do the work)"
             )
         cluster.parse(args.scheduler)
         cluster.check_installed()
@@ -910,8 +918,8 @@ def _reproduce(args: argparse.Namespace) -> int:
         from ldpsim.reproduce._registry import format_spread, seed_spread
 
         _say(
-            f"{run.name}: {rp.get(run.name).source}; {plural(run.instances, 'instance')}, seeds {run.seeds[0]}..{run.seeds[-1]} "
-            f"({len(run.runs)} runs), {run.seconds:.1f} s"
+            f"{run.name}: {rp.get(run.name).source}; {plural(run.instances, 'instance')}, seeds "
+            f"{run.seeds[0]}..{run.seeds[-1]} ({len(run.runs)} runs), {run.seconds:.1f} s"
         )
         for one in run.runs:
             bad = one.disagreements
@@ -1029,7 +1037,8 @@ def _recommend(args: argparse.Namespace) -> int:
         _say(
             "regime boundaries (eps 0.1 to 8): "
             + "; ".join(
-                f"{'best: ' if r.kind == 'best' else ''}{r.better_below} below eps = {r.eps:.4g}, {r.better_above} above"
+                f"{'best: ' if r.kind == 'best' else ''}{r.better_below} "
+                f"below eps = {r.eps:.4g}, {r.better_above} above"
                 for r in crossings.itertuples()
             )
         )
@@ -1130,7 +1139,8 @@ def _audit(args: argparse.Namespace) -> int:
     if args.exact_floats:
         how += ", exact-floats mode"
     _say(
-        f"audit of {t.spec} ({how.replace(' ', KEEP)}); {plural(len(pairs), 'pair')}, alpha {res.alpha:g}, seed{KEEP}{seed.entropy}"
+        f"audit of {t.spec} ({how.replace(' ', KEEP)}); {plural(len(pairs), 'pair')}, alpha {res.alpha:g}, "
+        f"seed{KEEP}{seed.entropy}"
     )
     _say(f"eps_LB = {res.eps_lb:.6g}   claimed eps = {claim_eps:g}   exact eps = {t.true_eps:.6g}")
     if res.delta_lb is not None:
@@ -1143,7 +1153,8 @@ def _audit(args: argparse.Namespace) -> int:
     if res.counts:
         c = res.counts
         _say(
-            f"certification hits: {c['hits_x']:,} under x, {c['hits_x_prime']:,} under x' (of {c['n_per_input']:,} each)"
+            f"certification hits: {c['hits_x']:,} under x, "
+            f"{c['hits_x_prime']:,} under x' (of {c['n_per_input']:,} each)"
         )
     _say(f"samples used: {res.n_samples_used:,} ({per_input:,} per input)")
     _say(f"method: {res.method}")

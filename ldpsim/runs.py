@@ -972,8 +972,8 @@ def _finished(run_dir: Path, index: int, key: str) -> bool:
     name = f"{REP_DIR}/{_rep_path(run_dir, index).name}"
     if not isinstance(record, dict) or record.get("run_key") != key:
         raise LdpSimError(
-            f"--resume: got {str(run_dir)!r}, expected {REP_DIR}/{_record_path(run_dir, index).name} as this run wrote it; "
-            f"delete it and {name} to run replication {index} again"
+            f"--resume: got {str(run_dir)!r}, expected {REP_DIR}/{_record_path(run_dir, index).name} as this run "
+            f"wrote it; delete it and {name} to run replication {index} again"
         )
     why = None
     try:

@@ -162,7 +162,8 @@ class Study(ABC):
             return reps[0]
         if isinstance(replication, bool) or not isinstance(replication, int) or replication not in reps:
             raise LdpSimError(
-                f"replication: got {show(replication)}, expected one of the run's replications 0..{self.replications - 1}"
+                f"replication: got {show(replication)}, expected one of the run's replications "
+                f"0..{self.replications - 1}"
             )
         return replication
 

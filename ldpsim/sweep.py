@@ -253,12 +253,14 @@ def combine(
         clash = [k for k in entries if k != key and (k.startswith(key + ".") or key.startswith(k + "."))]
         if clash:
             raise LdpSimError(
-                f"{option}: got {key}, expected keys that do not contain one another ({key} and {clash[0]} of [{TABLE}])"
+                f"{option}: got {key}, expected keys that do not contain "
+                f"one another ({key} and {clash[0]} of [{TABLE}])"
             )
         entries[key] = values
     if not entries:
         raise LdpSimError(
-            f"{option}: got nothing, expected at least one {option} KEY=[v1, v2, ...] or a [{TABLE}] table in the scenario file"
+            f"{option}: got nothing, expected at least one {option} "
+            f"KEY=[v1, v2, ...] or a [{TABLE}] table in the scenario file"
         )
     grid = Grid(tuple(entries), tuple(tuple(v) for v in entries.values()))
     if grid.size() > MAX_POINTS:

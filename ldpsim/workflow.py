@@ -163,7 +163,8 @@ class Scenario:
                 close = difflib.get_close_matches(key, fields, n=1, cutoff=0.6)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 raise LdpSimError(
-                    f"simulation.{key}: no such key{hint}; [simulation] of a {self.kind} scenario has {', '.join(fields)}"
+                    f"simulation.{key}: no such key{hint}; [simulation] of a {self.kind} scenario has "
+                    f"{', '.join(fields)}"
                 )
         try:
             checked = model.model_validate({**current.model_dump(), **simulation})

@@ -7,10 +7,11 @@ must pass.
 
 :func:`guarded` accepts exactly: a value, or an :class:`~ldpsim.errors.LdpSimError` with a
 one-line message. Any other exception (OverflowError, MemoryError, ZeroDivisionError, a
-numpy error raised as one), a warning (numpy's floating-point warnings included), more than ``CALL_LIMIT`` seconds of CPU or ``WALL_LIMIT`` of wall
-time, or more than ``MEMORY_HEADROOM`` bytes of new address space fails. The checks of
-the values: never NaN; privacy parameters non-negative, deltas in [0, 1]; inf only where it
-is the right answer (no pure eps, a delta below the composition's floor).
+numpy error raised as one), a warning (numpy's floating-point warnings included), more than
+``CALL_LIMIT`` seconds of CPU or ``WALL_LIMIT`` of wall time, or more than ``MEMORY_HEADROOM``
+bytes of new address space fails. The checks of the values: never NaN; privacy parameters
+non-negative, deltas in [0, 1]; inf only where it is the right answer (no pure eps, a delta
+below the composition's floor).
 """
 
 from __future__ import annotations

@@ -336,5 +336,6 @@ def test_summary_of_the_edge_calls():
     """Runs last in this file: every call above returned a value or raised one LdpSimError."""
     assert TALLY.values + TALLY.errors > 0
     print(
-        f"\nedge calls: {TALLY.values} values, {TALLY.errors} LdpSimError; slowest {TALLY.slowest:.2f} s ({TALLY.slowest_call})"
+        f"\nedge calls: {TALLY.values} values, {TALLY.errors} LdpSimError; slowest {TALLY.slowest:.2f} s "
+        f"({TALLY.slowest_call})"
     )

@@ -126,7 +126,10 @@ def test_without_the_extra_the_option_names_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
     with pytest.raises(
         LdpSimError,
-        match=r'^--scheduler: Dask distributed is not installed, expected the optional extra: pip install "ldpsim\[distributed\]"$',
+        match=(
+            r"^--scheduler: Dask distributed is not installed, expected the optional extra: pip install "
+            r'"ldpsim\[distributed\]"$'
+        ),
     ):
         cluster.check_installed()
 

@@ -272,7 +272,7 @@ def _refuse_writes_under(ro: Path, monkeypatch) -> None:  # type: ignore[no-unty
     """Make ``ro`` read-only: by its mode where permissions are enforced, and for root (who
     bypasses them) by a file system that refuses to make anything under it."""
     ro.mkdir(mode=0o500)
-    real_mkdir, real_open = Path.mkdir, os.open
+    real_mkdir = Path.mkdir
 
     def refused(path: object) -> bool:
         p = Path(os.fspath(path)).resolve()  # type: ignore[arg-type]

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ldpsim.analyst import confidence_intervals, frequency_estimate
+from ldpsim.analyst import confidence_intervals
 from ldpsim.mechanisms import randomized_response
 from ldpsim.sim import parse_scenario, run_replication
 from tests.sim.helpers import SCENARIOS

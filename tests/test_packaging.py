@@ -208,7 +208,8 @@ def test_copy_refuses_to_overwrite_and_then_writes_nothing(tmp_path):
     with pytest.raises(LdpSimError) as info:
         _shipped.copy("anes96", tmp_path)
     assert str(info.value) == (
-        f"copy: got {str(tmp_path / 'data' / 'README.md')!r}, expected a file that does not exist yet (--force overwrites it)"
+        f"copy: got {str(tmp_path / 'data' / 'README.md')!r}, expected "
+        "a file that does not exist yet (--force overwrites it)"
     )
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["README.md", "data"]  # nothing else written
     assert (tmp_path / "data" / "README.md").read_text() == "mine"
@@ -222,7 +223,10 @@ def test_copy_refuses_to_overwrite_and_then_writes_nothing(tmp_path):
 def test_copy_rejects_an_unknown_name_and_a_file_as_folder(tmp_path):
     with pytest.raises(
         LdpSimError,
-        match=r"^name: got 'anes', expected a shipped scenario name \(did you mean 'anes96'\?; ldpsim scenarios lists them\)$",
+        match=(
+            r"^name: got 'anes', expected a shipped scenario name "
+            r"\(did you mean 'anes96'\?; ldpsim scenarios lists them\)$"
+        ),
     ):
         _shipped.copy("anes", tmp_path)
     (tmp_path / "f").write_text("")

@@ -61,7 +61,10 @@ def root(tmp_path_factory) -> Path:
     (base / "survey.toml").write_text(text)
     reports = base / "reports"
     run_scenario(base / "survey.toml", out=reports / "test" / "20260101T000000Z-seed7", progress=False)
-    pol = '[[policies]]\nname = "plain"\nkind = "plain"\n[[policies]]\nname = "memo"\nkind = "memoise"\neps_permanent = 2.0'
+    pol = (
+        '[[policies]]\nname = "plain"\nkind = "plain"\n[[policies]]\nname = "memo"\nkind = '
+        '"memoise"\neps_permanent = 2.0'
+    )
     (base / "c.toml").write_text(collection_text(size=800, periods=3, policies=pol, shuffler="[shuffler]\nbatch = 300"))
     run_scenario(base / "c.toml", out=reports / "collection_test" / "20260102T000000Z-seed17", progress=False)
     write_index(reports)

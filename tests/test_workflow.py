@@ -80,9 +80,9 @@ def test_scenarios_of_every_kind_from_files_and_text(tmp_path):
     survey = ldpsim.Scenario.from_file(SCENARIOS / "survey.toml")
     assert (survey.kind, survey.name, survey.spec.population.size) == ("survey", "survey", 1_000_000)
     assert isinstance(survey.built, ldpsim.sim.Scenario) and survey.source == (SCENARIOS / "survey.toml").read_text()
-    assert (
-        repr(survey)
-        == f"Scenario(kind='survey', name='survey', replications=1, seed=20261129, path={str(SCENARIOS / 'survey.toml')!r})"
+    assert repr(survey) == (
+        "Scenario(kind='survey', name='survey', replications=1, seed=20261129, "
+        f"path={str(SCENARIOS / 'survey.toml')!r})"
     )
     assert ldpsim.Scenario.from_file(SCENARIOS / "multiparty_xor.toml").kind == "multiparty"
     assert ldpsim.Scenario.from_text(COLLECTION).kind == "collection"
@@ -118,7 +118,10 @@ def test_overrides_return_a_new_scenario_and_name_a_bad_key():
         survey.with_overrides(seed=-1)
     with pytest.raises(
         LdpSimError,
-        match=r"^simulation\.mode: no such key; \[simulation\] of a multiparty scenario has seed, replications, time_unit, alpha$",
+        match=(
+            r"^simulation\.mode: no such key; \[simulation\] of a multiparty scenario has seed, replications, "
+            r"time_unit, alpha$"
+        ),
     ):
         ldpsim.Scenario.from_text(MULTIPARTY).with_overrides(mode="aggregate")
     with pytest.raises(LdpSimError, match=r"^simulation\.alpha: Input should be less than 1"):
@@ -295,7 +298,10 @@ def test_load_run_errors_name_run_dir(tmp_path):
     empty.mkdir()
     with pytest.raises(
         LdpSimError,
-        match=r"^run_dir: got '.*empty', expected a run directory made by ldpsim run \(with its metadata\.json and scenario\.toml\)$",
+        match=(
+            r"^run_dir: got '.*empty', expected a run directory made by ldpsim run \(with its metadata\.json and "
+            r"scenario\.toml\)$"
+        ),
     ):
         ldpsim.load_run(empty)
     (empty / "metadata.json").write_text("[1, 2]")
@@ -307,7 +313,10 @@ def test_load_run_errors_name_run_dir(tmp_path):
     )
     with pytest.raises(
         LdpSimError,
-        match=r"^run_dir: got '.*empty', expected a run of a known kind \(survey, multiparty, collection, multiparty_study\), not 'poll'$",
+        match=(
+            r"^run_dir: got '.*empty', expected a run of a known kind \(survey, multiparty, collection, "
+            r"multiparty_study\), not 'poll'$"
+        ),
     ):
         ldpsim.load_run(empty)
 

@@ -408,7 +408,8 @@ def type2_error_tilted(
     *,
     gamma: float = 0.0,
 ) -> TiltedEstimate:
-    """Estimate ``beta_n = P_1(L < t) + (1 - gamma) P_1(L = t)`` by exponential tilting (Kairouz et al. 2014, Sec. 1, 3).
+    """Estimate ``beta_n = P_1(L < t) + (1 - gamma) P_1(L = t)`` by exponential tilting
+    (Kairouz et al. 2014, Sec. 1, 3).
 
     The type II error of the test "reject when ``L > t``, and with probability ``gamma`` when
     ``L = t``" (``gamma = 0``: ``beta = P_1(L <= t)``). Counts are drawn from
@@ -469,7 +470,8 @@ def stein_exponent_curve(
     rng: RNGLike = None,
     samples: int = 20_000,
 ) -> pd.DataFrame:
-    """Measured Chernoff-Stein exponents ``-(1/n) log beta_n`` against ``D_kl(M0 || M1)`` (Kairouz et al. 2014, Sec. 1, 3).
+    """Measured Chernoff-Stein exponents ``-(1/n) log beta_n`` against ``D_kl(M0 || M1)``
+    (Kairouz et al. 2014, Sec. 1, 3).
 
     For each ``n``: the NP test at type I error ``alpha`` (exact, :func:`lrt_exact`, when the
     exact law has at most ``MAX_COMPOSITIONS`` count vectors; else the normal threshold of

@@ -537,7 +537,7 @@ def audit(
     method = (
         f"select-then-certify: per input, {n1} outputs select one witness event per ordered pair "
         f"({_events_text(kind, ld, exact)}; Wilson-score plug-in), {n2} fresh outputs certify it with exact "
-        f"Clopper-Pearson bounds; Bonferroni over {tests} tests (2 orders x {plural(len(pairs_), 'pair')}){fam}: each test "
-        f"at level {a:.3g}, {a / 2:.3g} per side; no cap on eps_LB"
+        f"Clopper-Pearson bounds; Bonferroni over {tests} tests (2 orders x {plural(len(pairs_), 'pair')}){fam}: "
+        f"each test at level {a:.3g}, {a / 2:.3g} per side; no cap on eps_LB"
     )
     return _finish(best, kind, pairs_, samples, ld_int, n_ * len(samples), alpha_, method, eps_d, rows)

@@ -158,12 +158,12 @@ def audit_sequential(
     n_per_input = rounds[-1]["n_per_input"]
     fam = "" if eps_d is None else f", alpha split equally between the eps and the delta (at eps={eps_d:g}) witnesses"
     method = (
-        f"sequential select-then-certify: selection batch {first_}, then up to {plural(looks, 'certification batch', 'certification batches')} "
-        f"(growth {growth_:g}, at most {n_max_} outputs per input); at each look witnesses ({_events_text(kind, ld, exact)}) "
-        f"are selected on all earlier outputs and certified on the fresh batch with exact Clopper-Pearson bounds; "
-        f"alpha spending: alpha/{looks} per look (equal spending, union bound over looks), Bonferroni over {tests} "
-        f"tests{fam}: each test at level {a:.3g}; stopped after {plural(len(rounds), 'look')}"
-        f"{' (refuted)' if refuted else ''}; no cap on eps_LB"
+        f"sequential select-then-certify: selection batch {first_}, then up to "
+        f"{plural(looks, 'certification batch', 'certification batches')} (growth {growth_:g}, at most {n_max_} "
+        f"outputs per input); at each look witnesses ({_events_text(kind, ld, exact)}) are selected on all earlier "
+        f"outputs and certified on the fresh batch with exact Clopper-Pearson bounds; alpha spending: alpha/{looks} "
+        f"per look (equal spending, union bound over looks), Bonferroni over {tests} tests{fam}: each test at level "
+        f"{a:.3g}; stopped after {plural(len(rounds), 'look')}{' (refuted)' if refuted else ''}; no cap on eps_LB"
     )
     return _finish(
         best,

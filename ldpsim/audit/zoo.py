@@ -774,7 +774,7 @@ class SVTReturnsValue(_SVT):
     def masses(self, x: Sequence[float]) -> tuple[float, float, float]:
         """``(P(out = -inf), P(out finite), P(out = +inf))``."""
         q = self._q(x)
-        Fm = lambda z: float(_lap_cdf(z + self.T - q[-1], self.b_nu))  # noqa: E731
+        Fm = lambda z: float(_lap_cdf(z + self.T - q[-1], self.b_nu))
         none = self._quad(q, np.inf, Fm)
         last = self._quad(q, np.inf, lambda z: 1.0 - Fm(z))
         return none, last, max(0.0, 1.0 - none - last)

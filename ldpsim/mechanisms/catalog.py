@@ -498,8 +498,9 @@ def _entries() -> list[Entry]:
         ),
         Entry(
             "subset_selection",
-            "subset selection (Wang et al. 2016; Ye and Barg 2018): a subset of omega of the k answers, e^eps times "
-            "likelier when it holds the input; exact eps = eps, delta(t) = p_in (k-omega)/(k-1) (1 - e^(t-eps)) below it",
+            "subset selection (Wang et al. 2016; Ye and Barg 2018): a subset of omega "
+            "of the k answers, e^eps times likelier when it holds the input; exact "
+            "eps = eps, delta(t) = p_in (k-omega)/(k-1) (1 - e^(t-eps)) below it",
             {
                 "k": Param(int, 4, "alphabet size (>= 2)", role="alphabet"),
                 "eps": _EPS,
@@ -539,9 +540,9 @@ def _entries() -> list[Entry]:
         ),
         Entry(
             "snapped_laplace_bounded",
-            "mean estimation through Mironov's (2012) snapping mechanism on (answer - lo)/(hi - lo) with a public dither "
-            "that removes the grid's bias: privacy holds for the doubles produced (pure eps <= eps, Mironov's bound); "
-            "unbiased to 1e-12 (hi - lo); variance (hi - lo)^2 (2 lambda^2 + Lambda^2/12)",
+            "mean estimation through Mironov's (2012) snapping mechanism on (answer - lo)/(hi - lo) with a public "
+            "dither that removes the grid's bias: privacy holds for the doubles produced (pure eps <= eps, "
+            "Mironov's bound); unbiased to 1e-12 (hi - lo); variance (hi - lo)^2 (2 lambda^2 + Lambda^2/12)",
             _numeric_params(),
             f"{_NUM}:SnappedLaplaceBounded",
             numeric,
@@ -581,11 +582,12 @@ def _entries() -> list[Entry]:
         # ---- memoisation (ldpsim/mechanisms/memo.py)
         Entry(
             "memoised_rr",
-            "memoised k-ary randomized response (Erlingsson et al. 2014's permanent and instantaneous randomisation, "
-            "k-ary randomized response in place of Bloom bits): a permanent k-RR at eps_permanent drawn once per value and "
-            "reused, each report a k-RR at eps_instantaneous of it; one report is k-RR with the product keep probability, "
-            "exact eps log((e^a e^b + k - 1)/(e^a + e^b + k - 2)) for a = eps_permanent, b = eps_instantaneous; "
-            "epsilon_longitudinal() = eps_permanent, epsilon_reports(c) exact for c reports of one value",
+            "memoised k-ary randomized response (Erlingsson et al. 2014's permanent and instantaneous "
+            "randomisation, k-ary randomized response in place of Bloom bits): a permanent k-RR at eps_permanent "
+            "drawn once per value and reused, each report a k-RR at eps_instantaneous of it; one report is k-RR "
+            "with the product keep probability, exact eps log((e^a e^b + k - 1)/(e^a + e^b + k - 2)) for a = "
+            "eps_permanent, b = eps_instantaneous; epsilon_longitudinal() = eps_permanent, epsilon_reports(c) exact "
+            "for c reports of one value",
             {
                 "k": _K,
                 "eps_permanent": Param(
@@ -624,7 +626,8 @@ def _entries() -> list[Entry]:
         ),
         Entry(
             "broken.histogram_wrong_scale",
-            "deliberately broken: A histogram over ``bins`` bins with ``Lap(eps)`` noise per bin instead of ``Lap(1/eps)``.",
+            "deliberately broken: A histogram over ``bins`` bins with ``Lap(eps)`` noise per bin instead of "
+            "``Lap(1/eps)``.",
             {
                 "eps": Param(float, 0.5, "claimed privacy level eps (> 0)"),
                 "bins": Param(int, 4, "number of bins"),
@@ -635,14 +638,16 @@ def _entries() -> list[Entry]:
         ),
         Entry(
             "broken.noisy_max_value",
-            "deliberately broken: Report-noisy-max over ``m`` counting queries that releases the noisy maximum *value*.",
+            "deliberately broken: Report-noisy-max over ``m`` "
+            "counting queries that releases the noisy maximum *value*.",
             {"eps": _EPS, "m": Param(int, 5, "number of queries")},
             f"{zoo}:NoisyMaxValue",
             broken,
         ),
         Entry(
             "broken.svt_no_query_noise",
-            "deliberately broken: Sparse vector without noise on the queries (Lyu-Su-Li 2017, Alg. 5, Stoddard et al.).",
+            "deliberately broken: Sparse vector without noise on "
+            "the queries (Lyu-Su-Li 2017, Alg. 5, Stoddard et al.).",
             {"eps": _EPS, "T": Param(float, 0.0, "threshold")},
             f"{zoo}:SVTNoQueryNoise",
             broken,
@@ -656,7 +661,8 @@ def _entries() -> list[Entry]:
         ),
         Entry(
             "broken.svt_returns_value",
-            "deliberately broken: Sparse vector that releases the noisy query value ``q_i + nu_i`` for its top (Lyu-Su-Li 2017, Alg. 3, after Roth's lecture notes), cutoff ``c = 1``.",
+            "deliberately broken: Sparse vector that releases the noisy query value ``q_i + nu_i`` for its top "
+            "(Lyu-Su-Li 2017, Alg. 3, after Roth's lecture notes), cutoff ``c = 1``.",
             {"eps": _EPS, "m": Param(int, 7, "number of queries"), "T": Param(float, 0.0, "threshold")},
             f"{zoo}:SVTReturnsValue",
             broken,

@@ -208,7 +208,7 @@ class NormLaplace(Mechanism):
             )
         # the closed form, then the smallest float whose computed delta meets d (the computed
         # profile is flat over many floats at small eps: bracket geometrically, then bisect)
-        ok = lambda t: bool(self._laplace_delta(t, mu) <= d)  # noqa: E731
+        ok = lambda t: bool(self._laplace_delta(t, mu) <= d)
         if ok(0.0):
             return 0.0
         hi = min(max(0.0, mu + 2.0 * math.log1p(-d)), mu)

@@ -26,12 +26,13 @@ convolution of theirs (Dong, Roth and Su 2022; Zhu, Dong and Wang 2022):
 
 Error of the pessimistic part. For one use, delta is exact at the lattice points and
 overstated between them by the chord gap of a convex function, about
-``a (a + 1) step^2 / 8`` relative with ``a = |d log delta / d eps|`` (docs/theory.md, 6.1). Composition accumulates the chords'
-excess; the error falls as ``step^2``. The default step is 1/100 of the smallest standard
-deviation of the privacy loss among the discretised guarantees (:func:`default_step`): the
-k-fold Gaussian mechanism against its exact ``sqrt(k) mu``-GDP then errs by at most 6.1e-4
-relative in delta at delta = 1e-6 for k <= 100 and sigma from 0.3 to 10 (measured; the tests
-hold it to 1e-3; docs/privacy-accounting.md has the table).
+``a (a + 1) step^2 / 8`` relative with ``a = |d log delta / d eps|`` (docs/theory.md, 6.1).
+Composition accumulates the chords' excess; the error falls as ``step^2``. The default step
+is 1/100 of the smallest standard deviation of the privacy loss among the discretised
+guarantees (:func:`default_step`): the k-fold Gaussian mechanism against its exact
+``sqrt(k) mu``-GDP then errs by at most 6.1e-4 relative in delta at delta = 1e-6 for k <= 100
+and sigma from 0.3 to 10 (measured; the tests hold it to 1e-3; docs/privacy-accounting.md has
+the table).
 :meth:`Accountant.delta_error` estimates the error of a given result by redoing it at twice the
 step (the difference is about three times the error at the step used).
 
@@ -528,8 +529,8 @@ class Accountant:
             lat = x if lat is None else _convolve(lat, x)
             if not on:
                 notes.append(
-                    f"the exact part ({exact_part.loss.size:,} loss atoms) has losses off the lattice eps = j * {step:.4g}: "
-                    "each was split between its two neighbours (pessimistic)"
+                    f"the exact part ({exact_part.loss.size:,} loss atoms) has losses off the lattice eps = j * "
+                    f"{step:.4g}: each was split between its two neighbours (pessimistic)"
                 )
         assert lat is not None
         if noise:

@@ -317,7 +317,7 @@ class _Homogeneous:
         g0 = self._gap(last, eps_t)
         log_ratio = math.log(last) + self.log_q - math.log(k - last + 1) - self.log_1mq if last > 0 else -math.inf
         width = self._width(log_ratio)
-        term = lambda l: self.pmf(l) - g0 - 2.0 * eps * (last - l)  # noqa: E731
+        term = lambda l: self.pmf(l) - g0 - 2.0 * eps * (last - l)
         if width <= _DIRECT_WIDTH:
             return self._window(term, last, width)
         log_f2 = self._log_cdf(last, flip=True)
@@ -368,7 +368,7 @@ class _Homogeneous:
         g0 = self._gap(last, eps_t)
         log_ratio = math.log(last) + self.log_1mq - math.log(k - last + 1) - self.log_q if last > 0 else -math.inf
         width = self._width(log_ratio)
-        term = lambda l: self.pmf(l) + log1mexp(g0 + 2.0 * eps * (last - l))  # noqa: E731
+        term = lambda l: self.pmf(l) + log1mexp(g0 + 2.0 * eps * (last - l))
         if width <= _DIRECT_WIDTH:  # far below the peak: few terms, summed exactly
             return self._window(term, last, width)
         tails = self._log_tails(last, eps_t)
@@ -407,7 +407,7 @@ class _Homogeneous:
         """log sum_{l <= last} b(l) (flip: b(l) e^{-(k - 2l) eps}, the R-masses)."""
         k, eps = self.compositions, self.eps
         if flip:
-            fn = lambda l: self.pmf(l) - (k - 2 * l) * eps  # noqa: E731
+            fn = lambda l: self.pmf(l) - (k - 2 * l) * eps
             center = k * (1 - np.exp(self.log_q))
         else:
             fn = self.pmf

@@ -405,7 +405,10 @@ class AdvancedFilter(_ChargedFilter):
         return float(out) if out.ndim == 0 else out
 
     def __repr__(self) -> str:
-        return f"AdvancedFilter(eps_budget={self.eps_budget!r}, delta_budget={self.delta_budget!r}, delta_slack={self.delta_slack!r})"
+        return (
+            f"AdvancedFilter(eps_budget={self.eps_budget!r}, delta_budget={self.delta_budget!r}, "
+            f"delta_slack={self.delta_slack!r})"
+        )
 
 
 # --------------------------------------------------------------------------- counting

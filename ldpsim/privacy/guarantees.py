@@ -466,7 +466,7 @@ class TradeOff(Guarantee):
         out = np.empty(flat.shape)
         for j, x in enumerate(flat):
             s = float(np.exp(x))
-            g = lambda a: -(1.0 - s * a - float(self.fn(np.array(a))))  # noqa: E731
+            g = lambda a: -(1.0 - s * a - float(self.fn(np.array(a))))
             res = optimize.minimize_scalar(
                 g, bounds=(0.0, min(1.0, 1.0 / s)), method="bounded", options={"xatol": 1e-13}
             )

@@ -130,7 +130,8 @@ def rule_gain(
     """The exact expected gain of the optimal average rule of ``nominal`` (the guesses of
     :func:`ldpsim.protocols.decide`, ties included) when the transcripts come from
     ``actual`` (same parties and alphabets) and party j's bit is 1 with probability
-    ``p_one[j]`` (1/2 by default; parties holding more than a bit: uniform inputs): ``sum_x prior(x) sum_tau P_actual[x, tau] w(f(x), rule(tau, x_i))``,
+    ``p_one[j]`` (1/2 by default; parties holding more than a bit: uniform inputs):
+    ``sum_x prior(x) sum_tau P_actual[x, tau] w(f(x), rule(tau, x_i))``,
     a contraction of the prior-weighted gain table with each of ``actual``'s matrices."""
     party = _check(nominal, task, party)
     _check(actual, task, party)

@@ -386,7 +386,8 @@ def _lp_parts(protocol: Protocol, task: Task, party: int):
         raise invalid(
             "parties",
             k,
-            f"a smaller problem for the worst-case linear program (it needs {rows * T * Y:,} coefficients, at most {MAX_LP_ENTRIES:,})",
+            f"a smaller problem for the worst-case linear program (it needs {rows * T * Y:,} coefficients, at most "
+            f"{MAX_LP_ENTRIES:,})",
         )
     F = task.full_table()
     return k, Y, others, P, T, own_vals, n_var, F

@@ -106,7 +106,8 @@ class Task:
                 raise invalid(
                     "values",
                     f"{size} values",
-                    f"prod(inputs) = {int(np.prod(sizes, dtype=np.float64)):,} values (at most 2^{MAX_TABLE_PARTIES}), one per input vector",
+                    f"prod(inputs) = {int(np.prod(sizes, dtype=np.float64)):,} values (at most "
+                    f"2^{MAX_TABLE_PARTIES}), one per input vector",
                 )
             if all(a == 2 for a in sizes):
                 sizes = None  # bits: the same task as without inputs

@@ -319,9 +319,9 @@ def _privacy_section(results: pd.DataFrame, delta: float) -> Section:
     return Section(
         "Privacy spent after every period",
         [
-            "Replication 0: pure eps spent by the most exposed (`max`), the median (`median`), the mean (`mean`) and the "
-            f"90th-percentile (`p90`) respondent; the exact and composed guarantees at delta = {delta:g} beside them where "
-            "the policy has them (see results.csv's `privacy` rows):",
+            "Replication 0: pure eps spent by the most exposed (`max`), the median (`median`), the mean (`mean`) "
+            f"and the 90th-percentile (`p90`) respondent; the exact and composed guarantees at delta = {delta:g} "
+            "beside them where the policy has them (see results.csv's `privacy` rows):",
             "",
             md_table(priv),
         ],
@@ -338,9 +338,9 @@ def _summary_lines(scenario: Any, results: pd.DataFrame, seed: int, figures: lis
     unit = spec.simulation.time_unit
     sched = "every period" if c.schedule.kind == "every_period" else f"each period with probability {c.schedule.rate:g}"
     lines += [
-        f"{scenario.size:,} respondents, {c.periods} periods of {amount(c.period, unit)}, reporting {sched}; "
-        f"answers change: {c.change.kind}. Mechanism of one report: {scenario.mechanism!r}. "
-        f"{spec.simulation.replications} replication(s), seed {seed}. Composed privacy is shown at delta = {c.delta:g}.",
+        f"{scenario.size:,} respondents, {c.periods} periods of {amount(c.period, unit)}, reporting {sched}; answers "
+        f"change: {c.change.kind}. Mechanism of one report: {scenario.mechanism!r}. {spec.simulation.replications} "
+        f"replication(s), seed {seed}. Composed privacy is shown at delta = {c.delta:g}.",
         "",
         *([_nothing_received(results), ""] if not has_estimates(results) else []),
         "## Policies at the last period",
@@ -348,13 +348,13 @@ def _summary_lines(scenario: Any, results: pd.DataFrame, seed: int, figures: lis
         md_table(final_summary(results, float(spec.analyst.confidence))),
         "",
         "eps_max / eps_median: pure eps spent by the most exposed and the median respondent; exact_at_delta: the "
-        "exact composition of the mechanism at delta for the respondent with the most reports; se_first / se_last: the "
-        "standard error of a share's estimate in the first and the last period (root mean square over answers); "
-        "rmse_all: the estimates' root-mean-square error against the realised shares over all periods; coverage: share of the "
-        "period intervals that cover the realised share; "
-        f"mean_delay: the mean time from sending to the server, in {unit}, including time in the shuffler; "
-        "central_eps: the central guarantee of the smallest shuffled batch; withheld: reports the shuffler still held, "
-        "short of a full batch, when the run ended (they never reach the server).",
+        "exact composition of the mechanism at delta for the respondent with the most reports; se_first / se_last: "
+        "the standard error of a share's estimate in the first and the last period (root mean square over answers); "
+        "rmse_all: the estimates' root-mean-square error against the realised shares over all periods; coverage: "
+        "share of the period intervals that cover the realised share; mean_delay: the mean time from sending to the "
+        f"server, in {unit}, including time in the shuffler; central_eps: the central guarantee of the smallest "
+        "shuffled batch; withheld: reports the shuffler still held, short of a full batch, when the run ended (they "
+        "never reach the server).",
         "",
         "## Interval coverage",
         "",
@@ -386,7 +386,8 @@ def console(run: Any) -> list[str]:
     from ldpsim.report.figures import amount
 
     say(
-        f"{sc.name}: {sc.size:,} respondents x {c.periods} periods of {amount(c.period, sc.spec.simulation.time_unit)}, {plural(len(sc.arms), 'arm')}, "
+        f"{sc.name}: {sc.size:,} respondents x {c.periods} periods of "
+        f"{amount(c.period, sc.spec.simulation.time_unit)}, {plural(len(sc.arms), 'arm')}, "
         f"{sc.spec.simulation.replications} replication(s), seed {run.seed}; composed eps at delta = {c.delta:g}"
     )
     from ldpsim.report.collection import has_estimates

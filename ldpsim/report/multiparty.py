@@ -254,9 +254,10 @@ def _setup(scenario: Any, seed: int) -> list[str]:
         "",
         _parties_line(spec, levels, spec.parties.p_one),
         task_line,
-        f"- protocols: {', '.join(p.name for p in scenario.protocols)} (common random numbers: the same bits, noise uniforms, "
-        "latencies and losses for all)",
-        f"- rounds: {spec.rounds.count:,} per replication, in batches of {spec.rounds.batch:,}, one every {amount(spec.rounds.interval, unit)}",
+        f"- protocols: {', '.join(p.name for p in scenario.protocols)} (common random numbers: the same bits, noise "
+        "uniforms, latencies and losses for all)",
+        f"- rounds: {spec.rounds.count:,} per replication, in batches of {spec.rounds.batch:,}, one every "
+        f"{amount(spec.rounds.interval, unit)}",
         f"- network: latency {describe_section(spec.network.latency)}, in {unit}",
         channel_line,
     ]
@@ -275,13 +276,13 @@ def _privacy(scenario: Any) -> list[str]:
     return [
         "## Privacy of each party",
         "",
-        "Each party's exact privacy per protocol (`Protocol.privacy_table()`): the claimed (eps, delta), the exact delta "
-        "of its mechanism at that eps, and whether the claim holds. The channel cannot lose privacy (a lost or late "
-        "message is a post-processing)."
+        "Each party's exact privacy per protocol (`Protocol.privacy_table()`): the claimed (eps, delta), the exact "
+        "delta of its mechanism at that eps, and whether the claim holds. The channel cannot lose privacy (a lost "
+        "or late message is a post-processing)."
         + (
-            " `eps_run`/`delta_run`: the exact privacy of what each party actually runs: a truthful party has eps = inf "
-            "(delta = the mass it reveals), a fixed party eps = 0; honest parties keep their announced privacy exactly "
-            "whatever the others do (the parties randomise independently), and their rows are unchanged."
+            " `eps_run`/`delta_run`: the exact privacy of what each party actually runs: a truthful party has eps = "
+            "inf (delta = the mass it reveals), a fixed party eps = 0; honest parties keep their announced privacy "
+            "exactly whatever the others do (the parties randomise independently), and their rows are unchanged."
             if _deviations(scenario)
             else ""
         ),
@@ -322,10 +323,10 @@ def _accuracy(scenario: Any, summary: pd.DataFrame) -> list[str]:
     out = [
         "## Accuracy: measured against exact",
         "",
-        f"Pooled over {spec.simulation.replications} replication(s). `exact` is {exact_text} (docs/theory.md sec. 7) computed "
-        "exactly; `tolerance` is a half-width such that all "
-        f"{len(summary)} rows of this section lie within it together with probability at least "
-        f"1 - {spec.simulation.alpha:g} when the simulation is correct (Bonferroni over the rows): "
+        f"Pooled over {spec.simulation.replications} replication(s). `exact` is {exact_text} (docs/theory.md sec. 7) "
+        f"computed exactly; `tolerance` is a half-width such that all {len(summary)} rows of this section lie within "
+        f"it together with probability at least 1 - {spec.simulation.alpha:g} when the simulation is correct "
+        "(Bonferroni over the rows): "
         + (
             "an exact binomial acceptance interval for accuracies"
             if binary_gain
@@ -366,8 +367,8 @@ def _worst_case(scenario: Any, results: pd.DataFrame) -> list[str]:
         "`worst_case_exact`: the accuracy min over the bit vectors x of the optimal randomised worst-case rule, the "
         "linear program of Kairouz, Oh and Viswanath (2015, eq. 12) solved by HiGHS"
         + (
-            " for the protocol seen through the channel (its alphabet has the extra symbol 'not heard', which makes the "
-            "program larger)"
+            " for the protocol seen through the channel (its alphabet has the extra symbol 'not heard', which makes "
+            "the program larger)"
             if _channel(scenario)[2] > 0
             else ""
         )
@@ -430,9 +431,9 @@ def _completion(scenario: Any, latency: pd.DataFrame) -> list[str]:
     return [
         "## Transcript completion (network)",
         "",
-        f"Completion delay = the time a receiver decides a round minus the round's start, in {scenario.spec.simulation.time_unit} "
-        "(the `_measured` and `_theory` columns); a party "
-        "waits for the k - 1 other messages, the observer for all k. "
+        "Completion delay = the time a receiver decides a round minus the round's start, in "
+        f"{scenario.spec.simulation.time_unit} (the `_measured` and `_theory` columns); a party waits for the k - 1 "
+        "other messages, the observer for all k. "
         + (
             "It decides when every message is heard, or at the deadline D if one is missing (lost or late): "
             "P(T <= t) = ((1 - loss) F(t))^n for t < D and 1 from D on; theory: the mean (numerical integral) and "
@@ -463,7 +464,8 @@ def _files(channel: pd.DataFrame | None) -> list[str]:
         [
             f"- `{FIGURE}`: measured and exact accuracy per receiver, completion delays"
             + (
-                f"; `{CHANNEL_FIGURE}`: the accuracy lost to the channel against the loss rate, exact, and measured at the scenario's rate"
+                f"; `{CHANNEL_FIGURE}`: the accuracy lost to the channel against the loss rate, exact, and measured "
+                "at the scenario's rate"
                 if has_channel
                 else ""
             ),
@@ -519,8 +521,8 @@ def console(run: Any) -> list[str]:
     if not run.latency.empty:
         lat = run.latency
         say(
-            f"completion delay ({spec.simulation.time_unit}): mean {lat['mean_measured'].mean():.4g} (theory {lat['mean_theory'].mean():.4g}), "
-            f"max {lat['max_measured'].max():.4g}; messages delivered {int(lat['messages'].sum()):,} of "
-            f"{int(lat['messages_expected'].sum()):,}"
+            f"completion delay ({spec.simulation.time_unit}): mean {lat['mean_measured'].mean():.4g} (theory "
+            f"{lat['mean_theory'].mean():.4g}), max {lat['max_measured'].max():.4g}; messages delivered "
+            f"{int(lat['messages'].sum()):,} of {int(lat['messages_expected'].sum()):,}"
         )
     return out

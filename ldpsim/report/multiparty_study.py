@@ -45,9 +45,10 @@ POINT_KEYS = ["protocol", "task", "eps", "k", "receiver"]
 #: What each task's large-k column is, for the summary.
 LARGE_K = {
     "xor": "`(1 + TV^n) / 2`, exact at every k",
-    "majority": "`1/2 + arcsin(rho) / pi` with `rho^2 = (4 n Var(E[x | y]) + k - n) / k` (the observer: `rho = tanh(eps/2)` "
-    "for binary randomized response)",
-    "sum": "`1 / sqrt(2 pi n E[Var(x | y)])` (local CLT; `cosh(eps/2) sqrt(2 / (pi n))` for binary randomized response)",
+    "majority": "`1/2 + arcsin(rho) / pi` with `rho^2 = (4 n Var(E[x | y]) + k - n) / k` (the observer: `rho = "
+    "tanh(eps/2)` for binary randomized response)",
+    "sum": "`1 / sqrt(2 pi n E[Var(x | y)])` (local CLT; `cosh(eps/2) "
+    "sqrt(2 / (pi n))` for binary randomized response)",
 }
 
 
@@ -228,7 +229,8 @@ def _summary_lines(scenario: Any, summary: pd.DataFrame, seed: int) -> list[str]
         f"- parties: k = {', '.join(str(k) for k in ks)}, every party at the same level",
         f"- eps = {', '.join(f'{e:g}' for e in st.eps)}; delta = {st.delta:g}",
         f"- tasks: {', '.join(st.tasks)} (indicator gain: the probability of being right)",
-        f"- protocols: {', '.join(st.protocols)}; receivers: {', '.join(st.receivers)} (a party knows its own bit; party 0)",
+        f"- protocols: {', '.join(st.protocols)}; receivers: "
+        f"{', '.join(st.receivers)} (a party knows its own bit; party 0)",
         f"- Monte Carlo: {st.rounds:,} rounds per point and replication, drawn by counts (no party is simulated: the "
         "number of ones, then the counts of each message symbol, then the optimal rule's guess for those counts)",
         f"- {reps} replication(s), seed {seed}; estimated time {scenario.estimated_seconds:.0f} s on one core",
@@ -299,9 +301,9 @@ def console(run: Any) -> list[str]:
     s = run.summary
     ks = sorted(set(int(k) for k in s["k"]))
     say(
-        f"{run.scenario.spec.name}: {len(s)} points (k = {ks[0]}..{ks[-1]}, eps = {', '.join(f'{e:g}' for e in st.eps)}, "
-        f"{', '.join(st.tasks)}), {st.rounds:,} Monte Carlo rounds per point x {run.scenario.spec.simulation.replications} "
-        f"replication(s), seed {run.seed}"
+        f"{run.scenario.spec.name}: {len(s)} points (k = {ks[0]}..{ks[-1]}, eps = "
+        f"{', '.join(f'{e:g}' for e in st.eps)}, {', '.join(st.tasks)}), {st.rounds:,} Monte Carlo rounds per point "
+        f"x {run.scenario.spec.simulation.replications} replication(s), seed {run.seed}"
     )
     last = s[s["k"] == ks[-1]]
     cols = [
@@ -314,6 +316,7 @@ def console(run: Any) -> list[str]:
     compared = int(s["within"].notna().sum())
     within = int(s["within"].fillna(False).sum())
     say(
-        f"within tolerance (false-failure <= {run.scenario.spec.simulation.alpha:g} for the table): {within} of {compared} measured points"
+        f"within tolerance (false-failure <= {run.scenario.spec.simulation.alpha:g} for the table): {within} of "
+        f"{compared} measured points"
     )
     return out

@@ -35,7 +35,8 @@ def figure(
         ax.set_xlabel("eps")
         ax.set_ylabel(AXIS[loss] if kind == "exact" else f"{AXIS[loss]} ({kind})")
         ax.set_title(
-            f"{'Exact' if kind == 'exact' else 'Expected'} loss of each frequency oracle: k = {k:,}, n = {n:,} (dotted: where two swap places)",
+            f"{'Exact' if kind == 'exact' else 'Expected'} loss of each frequency oracle: k = {k:,}, n = {n:,} "
+            "(dotted: where two swap places)",
             fontsize=9,
         )
         ax.legend(fontsize=7)

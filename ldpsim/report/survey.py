@@ -612,7 +612,8 @@ def console(result: Any) -> list[str]:
     spec = result.scenario.spec
     whole = result.run_dir / "summary.md"  # every table printed here, whole
     say(
-        f"{spec.name}: {result.scenario.size:,} clients, {spec.simulation.replications} replication(s), seed {result.seed}"
+        f"{spec.name}: {result.scenario.size:,} clients, "
+        f"{spec.simulation.replications} replication(s), seed {result.seed}"
     )
     qs = result.scenario.questions
     if qs is not None:
@@ -709,15 +710,18 @@ def questions_console(qs: Any, whole: Any = None) -> list[str]:
     out: list[str] = []
     say, show = sayer(out)
     say(
-        f"{qs.count} questions per respondent, budget eps {qs.total:g}, strategy {qs.strategy}; exact privacy per respondent:"
+        f"{qs.count} questions per respondent, budget eps {qs.total:g}, "
+        f"strategy {qs.strategy}; exact privacy per respondent:"
     )
     for row in qs.privacy.to_dict("records"):
         mark = f"  (this{KEEP}run)" if row["strategy"] == qs.strategy else ""
         say(
-            f"  {row['strategy']}: eps = {row['eps']:.6g}, delta = {row['delta']:.6g} (questions at eps {row['question_eps']}){mark}"
+            f"  {row['strategy']}: eps = {row['eps']:.6g}, delta = {row['delta']:.6g} (questions at eps "
+            f"{row['question_eps']}){mark}"
         )
     say(
-        f"exact variance summed over each question's answers at {qs.size:,} respondents (one_random: n / {qs.count} per question):"
+        f"exact variance summed over each question's answers at {qs.size:,} "
+        f"respondents (one_random: n / {qs.count} per question):"
     )
     show(text_table(summary.strategy_comparison(qs.variance), na_rep="", float_format=lambda x: f"{x:.4g}", full=whole))
     return out

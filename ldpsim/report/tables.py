@@ -162,7 +162,8 @@ def read_csv(path: str | Path, dtype: dict[str, Any], na: list[str]) -> pd.DataF
             return pd.read_csv(f, dtype=dtype, keep_default_na=False, na_values={c: [""] for c in na})
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
         raise LdpSimError(
-            f"{path}: got a results file pandas cannot read ({' '.join(str(exc).split())}), expected CSV as ldpsim wrote it"
+            f"{path}: got a results file pandas cannot read "
+            f"({' '.join(str(exc).split())}), expected CSV as ldpsim wrote it"
         ) from None
 
 

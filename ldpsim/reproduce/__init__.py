@@ -9,8 +9,6 @@ summary table with our numbers beside the paper's (columns ``paper``, ``ours``,
 >>> run = reproduce("kov-fig5", instances=5, out="/tmp/fig5")  # doctest: +SKIP
 """
 
-# Every public module of this package registers its reproductions when imported; a new
-# reproduction is a new module here, nothing else to edit.
 import importlib as _importlib
 import pkgutil as _pkgutil
 
@@ -27,6 +25,8 @@ from ldpsim.reproduce._registry import (
     reproduce,
 )
 
+# Every public module of this package registers its reproductions when imported; a new
+# reproduction is a new module here, nothing else to edit.
 for _module in sorted(m.name for m in _pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
     _importlib.import_module(f"{__name__}.{_module}")
 

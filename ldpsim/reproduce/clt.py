@@ -10,10 +10,10 @@ answering"), docs/theory.md sec. 8. Three parts:
    compared with those of 1-GDP (``gdp_distance``: ``ks``, the Kolmogorov-Smirnov distance of
    the loss under D, standardised by its sample mean and sd, from N(0, 1) -- is the loss
    Gaussian?; ``tradeoff_gap``, the largest vertical gap of the empirical trade-off curve
-   from ``G_1`` on a grid of alphas -- is it 1-GDP?). For a random direction ``v`` (uniform on the sphere) the distance shrinks with
-   n (the CLT); for the axis direction ``e_1`` it does not, unless the noise is rotation
-   invariant (p = 2: every direction is the axis direction) -- the paper's "o(1) fraction of
-   directions" that must be excluded. The isotropic Gaussian (p = alpha = 2) is exactly
+   from ``G_1`` on a grid of alphas -- is it 1-GDP?). For a random direction ``v`` (uniform on
+   the sphere) the distance shrinks with n (the CLT); for the axis direction ``e_1`` it does
+   not, unless the noise is rotation invariant (p = 2: every direction is the axis direction)
+   -- the paper's "o(1) fraction of directions" that must be excluded. The isotropic Gaussian (p = alpha = 2) is exactly
    1-GDP in every direction (control).
    Monte Carlo threshold: with m losses, the Dvoretzky-Kiefer-Wolfowitz inequality (Massart)
    puts the empirical CDF within ``tol = sqrt(log(2/GAMMA)/(2m))`` of the true one with
@@ -223,8 +223,8 @@ def _convergence_rows(conv: pd.DataFrame) -> list[dict]:
                 paper=0.0,
                 ours=r_ks,
                 agrees="yes" if r_ks <= tol else "no",
-                criterion=f"ours <= DKW tol (loss indistinguishable from Gaussian: the CLT); {base}; KS at n = {int(g['n'].min())}: "
-                f"{r0:.3g}; max |trade-off - G_1| {r_gap:.3g}",
+                criterion=f"ours <= DKW tol (loss indistinguishable from Gaussian: the CLT); {base}; KS at n = "
+                f"{int(g['n'].min())}: {r0:.3g}; max |trade-off - G_1| {r_gap:.3g}",
             )
         )
         mu_hat, mu_se = float(last.loc["random", "mu_hat"]), float(last.loc["random", "mu_se"])
@@ -267,8 +267,8 @@ def _convergence_rows(conv: pd.DataFrame) -> list[dict]:
                     paper=tol,
                     ours=a_ks,
                     agrees="yes" if a_ks > tol else "no",
-                    criterion=f"ours > paper = DKW tol (a certified non-Gaussian loss: the directions the CLT excludes); {base}; "
-                    f"max |trade-off - G_1| {a_gap:.3g}",
+                    criterion="ours > paper = DKW tol (a certified non-Gaussian loss: the directions the CLT "
+                    f"excludes); {base}; max |trade-off - G_1| {a_gap:.3g}",
                 )
             )
     return rows

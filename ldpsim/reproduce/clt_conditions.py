@@ -546,8 +546,9 @@ def _rows(
                 "paper": 0.0,
                 "ours": float(cv[nb]),
                 "agrees": "yes" if ok else "no",
-                "criterion": f"condition holds (cv -> 0): cv <= 0.01 and <= cv(n = {nb}) / 5 at n = {int(cv.index[-1]):.0e} "
-                f"(cv there {cv.iloc[-1]:.3g}; sqrt(n) cv at n = {nb}: {math.sqrt(nb) * cv[nb]:.3g})",
+                "criterion": f"condition holds (cv -> 0): cv <= 0.01 and <= cv(n = {nb}) / 5 at n = "
+                f"{int(cv.index[-1]):.0e} (cv there {cv.iloc[-1]:.3g}; sqrt(n) cv at n = {nb}: "
+                f"{math.sqrt(nb) * cv[nb]:.3g})",
             }
         )
     zc = float(
@@ -601,9 +602,9 @@ def _rows(
             "paper": 1.0,
             "ours": lim["mu_fit"],
             "agrees": "yes" if abs(lim["mu_fit"] - 1) <= 0.01 else "no",
-            "criterion": f"|ours - paper| <= 0.01; max |T - G_mu_fit| {lim['fit_gap']:.4f}, |T - G_1| {lim['gap_to_g1']:.4f}; "
-            f"sd {lim['sd']:.4f}, sqrt(2 mean) {lim['mu_from_mean']:.4f}; KS of the standardised law from N(0,1) "
-            f"{lim['ks_standardised']:.4f}; E e^-L = {lim['e_minus_l']:.7f}",
+            "criterion": f"|ours - paper| <= 0.01; max |T - G_mu_fit| {lim['fit_gap']:.4f}, |T - G_1| "
+            f"{lim['gap_to_g1']:.4f}; sd {lim['sd']:.4f}, sqrt(2 mean) {lim['mu_from_mean']:.4f}; KS of the "
+            f"standardised law from N(0,1) {lim['ks_standardised']:.4f}; E e^-L = {lim['e_minus_l']:.7f}",
         }
     )
     inf_mc = mc[(mc["p"] == INF) & (mc["alpha"] == 1.0)].set_index("n")
@@ -618,9 +619,9 @@ def _rows(
                 "paper": 1.0,
                 "ours": float(r.sd),
                 "agrees": "yes" if abs(r.sd - 1) <= 0.01 else "no",
-                "criterion": f"|ours - paper| <= 0.01 (CLT: sd -> mu = 1); accuracy {r.accuracy:.1g} (vs a grid twice as coarse); "
-                f"mean {r.mean:.4f} (CLT: 0.5), sqrt(2 mean) {r.mu_from_mean:.4f}, GDP fit mu {r.mu_fit:.4f}; "
-                f"D1 {r.d1:.4f}; E e^-L = {r.e_minus_l:.6f}",
+                "criterion": f"|ours - paper| <= 0.01 (CLT: sd -> mu = 1); accuracy {r.accuracy:.1g} (vs a grid "
+                f"twice as coarse); mean {r.mean:.4f} (CLT: 0.5), sqrt(2 mean) {r.mu_from_mean:.4f}, GDP fit mu "
+                f"{r.mu_fit:.4f}; D1 {r.d1:.4f}; E e^-L = {r.e_minus_l:.6f}",
             }
         )
         if n in inf_mc.index:
@@ -641,8 +642,8 @@ def _rows(
                 "paper": 0.0,
                 "ours": zmax,
                 "agrees": "yes" if zmax <= Z_TOL and d1r <= 1 else "no",
-                "criterion": f"ours <= {Z_TOL:g} se and |D1 Monte Carlo - D1 semi-exact| <= 2 DKW tol (ratio {d1r:.2f}); "
-                f"n in {sorted({n for _, n, _ in zs})}, same directions v",
+                "criterion": f"ours <= {Z_TOL:g} se and |D1 Monte Carlo - D1 semi-exact| <= 2 DKW tol (ratio "
+                f"{d1r:.2f}); n in {sorted({n for _, n, _ in zs})}, same directions v",
             }
         )
     # l_inf error (8)
@@ -815,7 +816,8 @@ def figure(ex, mc, lx, curves, lim, seed) -> Figure:
 # --------------------------------------------------------------------------- reproduction
 @register(
     NAME,
-    "Dong et al. 2021: CLT conditions D1, D2, isotropy per norm-power family vs n; p=inf fails D1 (limit mu 0.855); l_inf error",
+    "Dong et al. 2021: CLT conditions D1, D2, isotropy per norm-power "
+    "family vs n; p=inf fails D1 (limit mu 0.855); l_inf error",
     "Dong et al. 2021, Sec. 3 (Thm 3.1, conditions (D1), (D2), Cor 3.2), Sec. 4 (l_inf error, eq. (8))",
 )
 def clt_conditions(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame:

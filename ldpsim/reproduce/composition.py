@@ -234,7 +234,7 @@ def laplace_llr(eps0: float, compositions: int, n: int, rng: np.random.Generator
     b = 1.0 / eps0
     xp = rng.laplace(0.0, b, size=(n, compositions))
     xr = 1.0 + rng.laplace(0.0, b, size=(n, compositions))
-    llr = lambda x: eps0 * np.sum(np.abs(x - 1.0) - np.abs(x), axis=1)  # noqa: E731
+    llr = lambda x: eps0 * np.sum(np.abs(x - 1.0) - np.abs(x), axis=1)
     return llr(xp), llr(xr)
 
 
@@ -242,7 +242,7 @@ def gaussian_llr(sigma: float, compositions: int, n: int, rng: np.random.Generat
     """``compositions`` releases with ``N(0, sigma^2)`` noise: ``L = sum_i (1 - 2 x_i) / (2 sigma^2)``."""
     xp = rng.normal(0.0, sigma, size=(n, compositions))
     xr = 1.0 + rng.normal(0.0, sigma, size=(n, compositions))
-    llr = lambda x: np.sum(1.0 - 2.0 * x, axis=1) / (2.0 * sigma**2)  # noqa: E731
+    llr = lambda x: np.sum(1.0 - 2.0 * x, axis=1) / (2.0 * sigma**2)
     return llr(xp), llr(xr)
 
 
@@ -539,7 +539,8 @@ def figure(cases: list[Case], seed: int) -> Figure:
         ax.grid(True, alpha=0.25)
     axes[0].set_ylabel("type II error beta")
     fig.suptitle(
-        f"k-fold composition: empirical privacy regions inside the exact region of Kairouz et al. 2015 Thm 3.3 (seed {seed})",
+        "k-fold composition: empirical privacy regions inside the "
+        f"exact region of Kairouz et al. 2015 Thm 3.3 (seed {seed})",
         fontsize=10,
     )
     fig.tight_layout()
@@ -549,7 +550,8 @@ def figure(cases: list[Case], seed: int) -> Figure:
 # --------------------------------------------------------------------------- reproduction
 @register(
     NAME,
-    "Thm 3.3 from samples: empirical ROC of k-fold quaternary/Laplace/Gaussian inside the exact region (n = 2000 x instances)",
+    "Thm 3.3 from samples: empirical ROC of k-fold quaternary/Laplace/Gaussian "
+    "inside the exact region (n = 2000 x instances)",
     "Kairouz et al. 2015, Theorem 3.3: the exact region of k-fold composition, attained by the quaternary mechanism",
 )
 def composition_region(

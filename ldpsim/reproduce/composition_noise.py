@@ -218,7 +218,7 @@ def param_for_variance(family: str, variance: float) -> float:
     if family == "geometric":
         return 2.0 * math.asinh(1.0 / math.sqrt(2.0 * variance))
     guess = math.sqrt(2.0 / variance)
-    f = lambda x: math.log(variance_of(family, math.exp(x))) - math.log(variance)  # noqa: E731
+    f = lambda x: math.log(variance_of(family, math.exp(x))) - math.log(variance)
     return math.exp(optimize.brentq(f, math.log(guess) - 2.0, math.log(guess) + 2.0, xtol=1e-13))
 
 
@@ -228,7 +228,7 @@ def calibrate(family: str, k: int, eps: float, delta: float) -> float:
     sigma for the Gaussian (``sigma = sqrt(k)/mu``, mu the largest with ``G_mu`` meeting it)."""
     if family == "gaussian":
         return math.sqrt(k) / GDP.for_delta(eps, delta).mu
-    ok: Callable[[float], bool] = lambda e0: float(composed_delta(family, e0, k, eps)) <= delta  # noqa: E731
+    ok: Callable[[float], bool] = lambda e0: float(composed_delta(family, e0, k, eps)) <= delta
     lo, hi = eps / k, 2.0 * eps / k  # delta = 0 at eps0 <= eps/k
     while ok(hi):
         lo, hi = hi, 2.0 * hi
@@ -404,7 +404,7 @@ def crossover(eps: float, delta: float, frame: pd.DataFrame) -> int | None:
 def _largest_eps0(eps: float, delta: float, delta0: float, k: int) -> float:
     """The largest eps0 whose exact k-fold (eps0, delta0) composition meets (eps, delta)
     (nan if delta0 alone already exceeds it)."""
-    f = lambda e0: float(optimal_delta(e0, delta0, k, eps)) - delta  # noqa: E731
+    f = lambda e0: float(optimal_delta(e0, delta0, k, eps)) - delta
     lo = 1e-12
     if f(lo) > 0:
         return math.nan
@@ -449,7 +449,8 @@ def summary_of(rv: RegionView, vv: VarianceView) -> pd.DataFrame:
             rv.rel_diff("geometric"),
             0.0,
             rv.rel_diff("geometric") <= SAME,
-            f"ours <= {SAME:g}: attains the region of Thm 3.3 exactly ({rv.grid.size} eps_total in [0, k eps0]; Sec. 4.2 theorem)",
+            f"ours <= {SAME:g}: attains the region of Thm 3.3 exactly "
+            f"({rv.grid.size} eps_total in [0, k eps0]; Sec. 4.2 theorem)",
         ),
         _row(
             f"staircase gamma = 1/2 x {k}: max relative difference from the optimal region",
@@ -524,7 +525,8 @@ def summary_of(rv: RegionView, vv: VarianceView) -> pd.DataFrame:
         ratio = c.laplace_delta_at_paper_variance / vv.delta
         rows.append(
             _row(
-                f"Laplace, variance 8k log(e + eps/delta)/eps^2 = {c.paper_laplace_variance:.4g}, x {kk}: exact delta / target",
+                "Laplace, variance 8k log(e + eps/delta)/eps^2 = "
+                f"{c.paper_laplace_variance:.4g}, x {kk}: exact delta / target",
                 kk,
                 tgt,
                 ratio,
@@ -562,8 +564,8 @@ def summary_of(rv: RegionView, vv: VarianceView) -> pd.DataFrame:
             None,
             None,
             "Sec. 4.1 (Gaussian theorem, proof in the paper's Appendix B): variance O(k log(e + eps/delta)/eps^2) "
-            f"suffices; ours {const.max():.4g} at every k = {min(vv.ks)}..{max(vv.ks)} (k uses are exactly sqrt(k)/sigma-GDP, "
-            "so the least variance is exactly linear in k)",
+            f"suffices; ours {const.max():.4g} at every k = {min(vv.ks)}..{max(vv.ks)} (k uses are exactly "
+            "sqrt(k)/sigma-GDP, so the least variance is exactly linear in k)",
         )
     )
     cg = (cor.paper_gaussian_variance / cor.gaussian_needed_variance).to_numpy()
@@ -576,8 +578,8 @@ def summary_of(rv: RegionView, vv: VarianceView) -> pd.DataFrame:
             None,
             None,
             f"smallest over k (largest {cg.max():.3g}); the exact delta there is at most "
-            f"{float(cor.gaussian_delta_at_paper_variance.max()):.3g} (target {vv.delta:g}): the log(1/delta) factor the "
-            "paper's direct Gaussian analysis removes",
+            f"{float(cor.gaussian_delta_at_paper_variance.max()):.3g} (target {vv.delta:g}): the log(1/delta) factor "
+            "the paper's direct Gaussian analysis removes",
         )
     )
     t34 = float(cor.theorem34_delta.max()) / vv.delta
@@ -597,7 +599,8 @@ def summary_of(rv: RegionView, vv: VarianceView) -> pd.DataFrame:
         sub = fr[fr.k == kk].set_index("family")
         rows.append(
             _row(
-                f"equal variance (the Gaussian's least, {sub.variance['gaussian']:.4g}), x {kk}: delta / target of Laplace",
+                "equal variance (the Gaussian's least, "
+                f"{sub.variance['gaussian']:.4g}), x {kk}: delta / target of Laplace",
                 kk,
                 tgt,
                 sub.delta_at_gaussian_variance["laplace"] / vv.delta,
@@ -740,8 +743,10 @@ def figure(rv: RegionView, vv: VarianceView) -> Figure:
 # --------------------------------------------------------------------------- reproduction
 @register(
     NAME,
-    "Sec. 4: geometric/staircase/Laplace/Gaussian noise composed exactly k times vs the optimal region; least variance per target",
-    "Kairouz et al. 2015, Section 4 (Corollary 4.1 and its Laplace, staircase and Gaussian consequences; the geometric mechanism's optimality)",
+    "Sec. 4: geometric/staircase/Laplace/Gaussian noise composed exactly k times vs the optimal region; least "
+    "variance per target",
+    "Kairouz et al. 2015, Section 4 (Corollary 4.1 and its Laplace, staircase and Gaussian consequences; the "
+    "geometric mechanism's optimality)",
 )
 def composition_noise(
     seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1

@@ -133,7 +133,8 @@ def _ratio_scatter(ax, study: s.Study, mechanisms: Sequence[str]) -> None:
 # --------------------------------------------------------------------------- Figure 3
 @register(
     "kov-fig3",
-    "KL, k = 6: normalised divergence of binary, RR, geometric, optimal vs eps, and ratios to optimal (Kairouz et al. 2014, Fig. 3)",
+    "KL, k = 6: normalised divergence of binary, RR, geometric, optimal vs eps, and ratios to optimal (Kairouz et "
+    "al. 2014, Fig. 3)",
     "Kairouz et al. 2014, Sec. 5, Figure 3",
 )
 def kov_fig3(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame:
@@ -364,7 +365,8 @@ def duchi_bound(tv: np.ndarray, eps: float) -> np.ndarray:
 
 @register(
     "kov-fig5",
-    "KL, k = 6: D(M0||M1) vs TV at eps = 0.1 and vs D(P0||P1) at eps = 10, with the predicted scalings (Kairouz et al. 2014, Fig. 5)",
+    "KL, k = 6: D(M0||M1) vs TV at eps = 0.1 and vs D(P0||P1) at eps = 10, with the predicted scalings (Kairouz et "
+    "al. 2014, Fig. 5)",
     "Kairouz et al. 2014, Sec. 6, Figure 5",
 )
 def kov_fig5(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame:
@@ -514,7 +516,8 @@ MI_PAPER_MISMATCH = 0.35  # "worst when mechanism and regime are mismatched"; th
 
 @register(
     "kov-mi",
-    "Mutual information, k = 6 and 12: normalised I(X;Y)/H(X) vs eps, ratios to optimal, mixed strategy (Kairouz et al. 2014, Sec. 4)",
+    "Mutual information, k = 6 and 12: normalised I(X;Y)/H(X) vs eps, ratios to optimal, mixed strategy (Kairouz et "
+    "al. 2014, Sec. 4)",
     "Kairouz et al. 2014, Sec. 4 numerical experiments",
 )
 def kov_mi(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame:

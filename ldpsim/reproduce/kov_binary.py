@@ -264,7 +264,8 @@ def _uni_chunk(
 # --------------------------------------------------------------------------- universality
 @register(
     "kov-binary-universality",
-    "Binary optimal for KL, TV, Hellinger, chi^2, a random f up to the Blackwell threshold eps*, k = 6 (Kairouz et al. 2014, Thm 5)",
+    "Binary optimal for KL, TV, Hellinger, chi^2, a random f up to the Blackwell threshold eps*, k = 6 (Kairouz et "
+    "al. 2014, Thm 5)",
     "Kairouz et al. 2014, Sec. 3.2, Theorem 5",
 )
 def kov_binary_universality(
@@ -407,7 +408,8 @@ def kov_binary_universality(
             K,
             "1.01 eps*",
             int(np.sum(h[1.01] > POSITIVE)),
-            note=f"of {instances}; min OPT/TV {np.nanmin(np.r_[h[1.01], np.inf]):.3g}: no universal threshold above eps*",
+            note=f"of {instances}; min OPT/TV {np.nanmin(np.r_[h[1.01], np.inf]):.3g}: "
+            "no universal threshold above eps*",
         )
     )
     rows += _uni_anomalies(data, results, h)
@@ -610,7 +612,8 @@ def _adv_path(k: int, eps_list: list[float], starts: list[list[NDArray[np.float6
 
 @register(
     "kov-approximation-factor",
-    "KL: worst BIN/OPT over random and searched priors (k = 3, 6) vs the bound 1/(2(e^eps+1)^2) (Kairouz et al. 2014, Sec. 3.3)",
+    "KL: worst BIN/OPT over random and searched priors (k = 3, 6) vs the bound 1/(2(e^eps+1)^2) (Kairouz et al. "
+    "2014, Sec. 3.3)",
     "Kairouz et al. 2014, Sec. 3.3 (BIN >= OPT / (2 (e^eps + 1)^2))",
 )
 def kov_approximation_factor(

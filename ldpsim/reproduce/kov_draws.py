@@ -145,7 +145,8 @@ def _solve(
 # --------------------------------------------------------------------------- the reproduction
 @register(
     NAME,
-    "KL, Fig. 4's floor across draws: the mixed strategy's min ratio per draw of 100 instances, the paper's 0.70 as a quantile",
+    "KL, Fig. 4's floor across draws: the mixed strategy's min "
+    "ratio per draw of 100 instances, the paper's 0.70 as a quantile",
     "Kairouz et al. 2014, Sec. 5, Figure 4 (the 70% at k = 6 and 55% at k = 12), over many draws of its instances",
     options=("k", "seeds"),
 )

@@ -171,8 +171,10 @@ def _thresholds(st: s.Study) -> pd.DataFrame:
 
 @register(
     "kov-mi-small-eps",
-    "MI at small eps: OPT vs (eps^2/2) max_A P(A)P(A^c), binary and RR regime thresholds, k = 4, 6 (Kairouz et al. 2014, Sec. 4)",
-    "Kairouz, Oh and Viswanath 2014, Sec. 1 (information leakage bound) and Sec. 4 (binary and randomized response optimal for mutual information)",
+    "MI at small eps: OPT vs (eps^2/2) max_A P(A)P(A^c), binary and "
+    "RR regime thresholds, k = 4, 6 (Kairouz et al. 2014, Sec. 4)",
+    "Kairouz, Oh and Viswanath 2014, Sec. 1 (information leakage bound) and Sec. 4 (binary and randomized response "
+    "optimal for mutual information)",
 )
 def kov_mi_small_eps(
     seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1
@@ -654,8 +656,10 @@ def targets(seed: int, instances: int) -> NDArray[np.float64]:
 
 @register(
     "kov-approximate-ldp",
-    "(eps, delta)-LDP on a binary input: random mechanisms inside the quaternary region R(eps, delta) (Kairouz et al. 2014, Sec. 5)",
-    "Kairouz, Oh and Viswanath 2014, Sec. 5 (quaternary mechanism optimal for approximate LDP); Kairouz, Oh and Viswanath 2015, Sec. 2 (privacy region R(eps, delta))",
+    "(eps, delta)-LDP on a binary input: random mechanisms inside the quaternary region R(eps, delta) (Kairouz et "
+    "al. 2014, Sec. 5)",
+    "Kairouz, Oh and Viswanath 2014, Sec. 5 (quaternary mechanism optimal for approximate LDP); Kairouz, Oh and "
+    "Viswanath 2015, Sec. 2 (privacy region R(eps, delta))",
 )
 def kov_approximate_ldp(
     seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1
@@ -825,7 +829,8 @@ def _ldp_figure(data: pd.DataFrame, tg, seed: int, path: Path) -> None:
     for ax in (a, b):
         ax.grid(True, which="both", alpha=0.25)
     fig.suptitle(
-        f"Kairouz et al. 2014 / 2015: the quaternary mechanism's region R(eps, delta) contains every (eps, delta)-LDP mechanism (seed {seed})",
+        "Kairouz et al. 2014 / 2015: the quaternary mechanism's region R(eps, delta) contains every (eps, "
+        f"delta)-LDP mechanism (seed {seed})",
         fontsize=11,
     )
     fig.tight_layout()

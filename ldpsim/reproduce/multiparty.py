@@ -18,7 +18,8 @@ Here that is checked against alternative protocols *at the same privacy levels*:
 Every alternative passes ``Protocol.privacy_table()['private']`` at the RR's own
 (eps_i, delta_i) (a summary row counts it). Functions: XOR, sum, majority, AND (indicator
 gain) and two random general functions per draw (2 and 3 outputs) with random gains
-``w[true, guess] ~ U(0, 1)`` off the diagonal and ``U(1, 2)`` on it. For each party and the central observer (``OBSERVER``):
+``w[true, guess] ~ U(0, 1)`` off the diagonal and ``U(1, 2)`` on it. For each party and the
+central observer (``OBSERVER``):
 
 * the average accuracy (``exact_accuracy``, exact) at k = 3, 5, 8 (general path: tensor
   contraction) and, for XOR/sum/majority/AND, at k = 200 in two privacy classes via the
@@ -384,9 +385,9 @@ def check(data: pd.DataFrame) -> pd.DataFrame:
                     paper=0.0,
                     ours=low,
                     agrees="yes" if low >= -tol else "no",
-                    criterion=f"ours >= -{tol:g} over {len(sub)} comparisons ({sub['protocol'].nunique()} alternatives, "
-                    f"every party and the observer); max gap {sub['gap'].max():.3g}; min at {worst['protocol']}, "
-                    f"k = {worst['k']}, party {worst['party']}",
+                    criterion=f"ours >= -{tol:g} over {len(sub)} comparisons ({sub['protocol'].nunique()} "
+                    f"alternatives, every party and the observer); max gap {sub['gap'].max():.3g}; min at "
+                    f"{worst['protocol']}, k = {worst['k']}, party {worst['party']}",
                 )
             )
     rows.append(
@@ -473,8 +474,8 @@ def figure(data: pd.DataFrame, seed: int) -> Figure:
         ax.set_visible(False)
     axes[0].legend(fontsize=6.5, loc="upper left")
     fig.suptitle(
-        f"Kairouz et al. 2015, Sec. 5: no private protocol beats the (eps_i, delta_i) randomized response, every party and the "
-        f"observer (o average, x worst case; seed {seed})",
+        "Kairouz et al. 2015, Sec. 5: no private protocol beats the (eps_i, delta_i) randomized response, every "
+        f"party and the observer (o average, x worst case; seed {seed})",
         fontsize=10,
     )
     fig.tight_layout()
@@ -484,7 +485,8 @@ def figure(data: pd.DataFrame, seed: int) -> Figure:
 # --------------------------------------------------------------------------- reproduction
 @register(
     NAME,
-    "Multi-party (eps_i, delta_i) RR beats private alternatives for all parties/functions; min(instances, 20) level draws",
+    "Multi-party (eps_i, delta_i) RR beats private alternatives "
+    "for all parties/functions; min(instances, 20) level draws",
     "Kairouz et al. 2015, Sec. 5: multi-party randomized response is optimal for every party, function, "
     "gain and accuracy notion",
 )

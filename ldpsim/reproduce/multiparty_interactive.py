@@ -564,8 +564,9 @@ def summarise(data: pd.DataFrame, cx: dict[str, Fraction], lib_err: float) -> pd
                 paper=0.0,
                 ours=b,
                 agrees="yes" if b <= LP_TOL else "no",
-                criterion=f"ours <= {LP_TOL:g} (0 iff the protocol is a garbling of RR; certified bound where RR's law is "
-                f"invertible, LP otherwise) over {len(bw)} protocols; {len(pos)} above ({', '.join(f'{f} {n}' for f, n in pos['family'].value_counts().items()) or 'none'})",
+                criterion=f"ours <= {LP_TOL:g} (0 iff the protocol is a garbling of RR; certified bound where RR's "
+                f"law is invertible, LP otherwise) over {len(bw)} protocols; {len(pos)} above "
+                f"({', '.join(f'{f} {n}' for f, n in pos['family'].value_counts().items()) or 'none'})",
             )
         )
     post = adm[adm["family"].isin(["rr-post", "rr-relabelled", "tv-binary"])]
@@ -590,8 +591,8 @@ def summarise(data: pd.DataFrame, cx: dict[str, Fraction], lib_err: float) -> pd
             paper=0.0,
             ours=c,
             agrees="yes" if c <= 0 else "no",
-            criterion=f"ours <= 0; gain = {cx['gain']} exactly ({cx['protocol']} vs RR {cx['rr']}); exact deltas: party 2 "
-            f"{cx['delta2_given_x1=0']} (x1 = 0), {cx['delta2_given_x1=1']} (x1 = 1), party 1 {cx['delta1']}",
+            criterion=f"ours <= 0; gain = {cx['gain']} exactly ({cx['protocol']} vs RR {cx['rr']}); exact deltas: "
+            f"party 2 {cx['delta2_given_x1=0']} (x1 = 0), {cx['delta2_given_x1=1']} (x1 = 1), party 1 {cx['delta1']}",
         )
     )
     rel = adm[adm["family"] == "rr-relabelled"]
@@ -683,7 +684,8 @@ def figure(data: pd.DataFrame, seed: int) -> Figure:
     axes[2].set_title("> 0: not a garbling of RR (some gain beats RR)", fontsize=9)
     axes[2].grid(True, alpha=0.25)
     fig.suptitle(
-        f"Kairouz et al. 2015, Sec. 5: interactive protocols (k = 2, 3; 2 binary rounds) vs (eps_i, delta_i) RR (seed {seed})",
+        "Kairouz et al. 2015, Sec. 5: interactive protocols (k = 2, "
+        f"3; 2 binary rounds) vs (eps_i, delta_i) RR (seed {seed})",
         fontsize=10,
     )
     fig.tight_layout()
@@ -692,7 +694,8 @@ def figure(data: pd.DataFrame, seed: int) -> Figure:
 
 @register(
     NAME,
-    "Interactive 2-round protocols (k = 2, 3) vs (eps_i, delta_i) RR, exact; pure DP: RR optimal; approximate DP: counterexample",
+    "Interactive 2-round protocols (k = 2, 3) vs (eps_i, delta_i) "
+    "RR, exact; pure DP: RR optimal; approximate DP: counterexample",
     "Kairouz, Oh and Viswanath 2015, Sec. 5 (multi-party computation): RR optimal among interactive protocols",
 )
 def multiparty_interactive(

@@ -319,7 +319,8 @@ def _summary(data: pd.DataFrame, ess: pd.DataFrame, eps: NDArray[np.float64], in
             K,
             e0,
             pred.mean(),
-            note=f"mean {over}; -> 2 D(P0||P1)/TV^2 as eps -> 0 (an upper bound on the binary n_ratio eps^2, by Pinsker)",
+            note=f"mean {over}; -> 2 D(P0||P1)/TV^2 as eps -> 0 (an "
+            "upper bound on the binary n_ratio eps^2, by Pinsker)",
         )
     )
     return s.summary_frame(rows)
@@ -355,8 +356,8 @@ def _figure(data: pd.DataFrame, eps: NDArray[np.float64], seed: int, instances: 
     axes[0].set_ylabel("-(1/n) log beta_n / D(M0||M1)")
     axes[0].set_ylim(0, 1.05)
     fig.suptitle(
-        f"Chernoff-Stein exponents of the NP test, alpha = {ALPHA:g}, k = {K} (instance 0 bold, dashed: 1 - z sigma0/(sqrt(n) D); "
-        f"{instances} instance{'s' if instances > 1 else ''} faint, seed {seed})",
+        f"Chernoff-Stein exponents of the NP test, alpha = {ALPHA:g}, k = {K} (instance 0 bold, dashed: 1 - z "
+        f"sigma0/(sqrt(n) D); {instances} instance{'s' if instances > 1 else ''} faint, seed {seed})",
         fontsize=10,
     )
     fig.tight_layout()

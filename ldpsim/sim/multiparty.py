@@ -156,7 +156,7 @@ class _Tally:
 
     @classmethod
     def empty(cls, n_protocols: int, n_recv: int) -> "_Tally":
-        z = lambda: np.zeros((n_protocols, n_recv))  # noqa: E731
+        z = lambda: np.zeros((n_protocols, n_recv))
         return cls(
             z(),
             z(),

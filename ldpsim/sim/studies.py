@@ -355,7 +355,8 @@ class MultipartyStudy(Study):
             )
         if replication is not None:
             raise LdpSimError(
-                f"replication: got {show(replication)}, expected None (a multi-party run's accuracy is pooled over replications)"
+                f"replication: got {show(replication)}, expected None (a "
+                "multi-party run's accuracy is pooled over replications)"
             )
         accuracy = self.tables(results)["accuracy"]
         accuracy = accuracy[accuracy["quantity"] == "accuracy"]

@@ -224,8 +224,8 @@ class Table:
                     continue
                 if len(row) != len(header):
                     raise LdpSimError(
-                        f"{shown}, line {reader.line_num} (row {len(lines) + 1}): got {len(row)} fields, expected {len(header)} "
-                        f"(one per column of the header: {_show_names(header)})"
+                        f"{shown}, line {reader.line_num} (row {len(lines) + 1}): got {len(row)} fields, expected "
+                        f"{len(header)} (one per column of the header: {_show_names(header)})"
                     )
                 if len(lines) == MAX_TABLE_ROWS:
                     raise LdpSimError(f"{shown}: got more than {MAX_TABLE_ROWS:,} rows, expected at most that many")
@@ -354,7 +354,8 @@ def table_population(
             )
         if distinct.size > max_labels:
             raise LdpSimError(
-                f"{table.shown}, column {column!r}: got {distinct.size:,} distinct values, expected at most {max_labels:,}"
+                f"{table.shown}, column {column!r}: got {distinct.size:,} "
+                f"distinct values, expected at most {max_labels:,}"
             )
         order = _label_order([str(v) for v in distinct])
         labels = [str(distinct[i]) for i in order]

@@ -335,9 +335,9 @@ class CrosstabTask:
 
     - ``joint`` rows, one per cell (category ``"row / column"``): the unbiased estimate
       projected onto the simplex; an interval of the unbiased estimate (normal, plug-in
-      standard error), intersected with [0, 1] like the projected estimate; truth = the true joint table; theory = the exact
-      standard error at the number of reports (the product mechanism's covariance at the
-      truth);
+      standard error), intersected with [0, 1] like the projected estimate; truth = the true
+      joint table; theory = the exact standard error at the number of reports (the product
+      mechanism's covariance at the truth);
     - ``independence_statistic``, ``independence_df``, ``independence_p_value``,
       ``independence_reject`` (at ``alpha``; 1 or 0), each twice: category ``ldp`` (the Wald
       test on the privatised reports, :func:`ldpsim.analyst.independence_test`) and

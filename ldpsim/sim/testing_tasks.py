@@ -41,7 +41,10 @@ class HypothesisParams(TaskParams):
 def _check_hypotheses(params: Any, mechanism: FrequencyOracle) -> str | None:
     """Why P0/P1 cannot be tested with ``mechanism`` (None if they can)."""
     if mechanism.output_size is None:
-        return f"expected a mechanism with finitely many outputs ({mechanism!r} reports vectors; the test weighs each output)"
+        return (
+            "expected a mechanism with finitely many outputs "
+            f"({mechanism!r} reports vectors; the test weighs each output)"
+        )
     k = mechanism.k
     for key in ("P0", "P1"):
         vec = getattr(params, key)

@@ -119,7 +119,8 @@ def sum_problem(values: Iterable[Any], what: str = "entries", tolerance: float =
         return (
             None
             if exact == 1
-            else f"got {what} summing to {exact} exactly, expected a sum of exactly 1 (every entry is exact, so is the sum)"
+            else f"got {what} summing to {exact} exactly, expected a sum "
+            "of exactly 1 (every entry is exact, so is the sum)"
         )
     total = math.fsum(float(x) for x in values)
     if abs(total - 1.0) <= tolerance:

@@ -118,8 +118,9 @@ def binary_kl(P0: ArrayLike, P1: ArrayLike, eps: float) -> float:
 
 def binary_tv(P0: ArrayLike, P1: ArrayLike, eps: float) -> float:
     """``||M0 - M1||_TV`` of the binary mechanism: ``tanh(eps/2) ||P0 - P1||_TV``, i.e.
-    ``(e^eps - 1)/(e^eps + 1) ||P0 - P1||_TV`` (Kairouz et al. 2014, Sec. 3). By Kairouz et al. 2014, Sec. 3.2 / 8 this is the
-    largest total variation of any eps-LDP mechanism, for every eps."""
+    ``(e^eps - 1)/(e^eps + 1) ||P0 - P1||_TV`` (Kairouz et al. 2014, Sec. 3). By Kairouz et al.
+    2014, Sec. 3.2 / 8 this is the largest total variation of any eps-LDP mechanism, for every
+    eps."""
     p0, p1 = _priors(P0, P1)
     eps = v.epsilon(eps, "eps")
     return math.tanh(eps / 2.0) * 0.5 * math.fsum(np.abs(p0 - p1).tolist())
@@ -270,7 +271,8 @@ def regime_thresholds(
     the value of :func:`~ldpsim.utility.optimal.optimal_mechanism` (the staircase LP,
     relative accuracy about 1e-12; about 1e-9 where vertices differ by less than the LP
     solver's 1e-10 tolerances, as for total variation at eps > 20) and mech
-    :func:`~ldpsim.utility.optimal.binary_for` or :func:`~ldpsim.mechanisms.randomized_response`. Both are tested on ``eps_grid`` (default
+    :func:`~ldpsim.utility.optimal.binary_for` or
+    :func:`~ldpsim.mechanisms.randomized_response`. Both are tested on ``eps_grid`` (default
     :data:`DEFAULT_EPS_GRID`, 64 points from 1e-2 to 50 evenly spaced in log eps; any
     increasing positive values <= 700). ``eps_bin`` is bracketed by the last grid point
     before the first failure of binary and that failure, ``eps_rr`` by the last failure of

@@ -263,7 +263,7 @@ def test_low_bits_contains():
 
 
 def test_exact_likelihood_ratio_contains():
-    ld = lambda x, y: -np.abs(np.asarray(y) - x)  # noqa: E731
+    ld = lambda x, y: -np.abs(np.asarray(y) - x)
     y = np.array([-5.0, 0.5])  # log-ratios 1 and 0: the tolerance reads c = 1 + 1e-12 as 1
     assert Witness(0.0, 1.0, {"kind": "likelihood_ratio", "c": 1.0 + 1e-12}, ld).contains(y).tolist() == [True, False]
     exact = Witness(0.0, 1.0, {"kind": "likelihood_ratio", "c": 1.0 + 1e-12, "exact": True}, ld)

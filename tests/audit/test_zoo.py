@@ -107,7 +107,7 @@ def test_laplace_and_histogram_true_eps():
         ((x, xp),) = mech.inputs
         t = np.linspace(-2, 2.4, 2001) + 0.0123  # off the kinks, upper tails not cancelling
         h = 1e-4  # density ratio from the exact CDF (central differences)
-        dens = lambda z: (mech.cdf(z, t + h) - mech.cdf(z, t - h)) / (2 * h)  # noqa: E731
+        dens = lambda z: (mech.cdf(z, t + h) - mech.cdf(z, t - h)) / (2 * h)
         lr = np.log(dens(x)) - np.log(dens(xp))
         assert np.max(np.abs(lr)) == pytest.approx(mech.true_eps, rel=1e-5)
         assert np.max(np.abs(lr)) <= mech.true_eps * (1 + 1e-5)
@@ -124,7 +124,7 @@ def test_noisy_max_value_true_eps():
         ((x, xp),) = mech.inputs
         t = np.linspace(-6, 6, 1201) * mech.scale + 0.0123  # off the kinks
         h = 1e-5 * mech.scale
-        dens = lambda z: (mech.cdf(z, t + h) - mech.cdf(z, t - h)) / (2 * h)  # noqa: E731
+        dens = lambda z: (mech.cdf(z, t + h) - mech.cdf(z, t - h)) / (2 * h)
         lr = np.log(dens(x)) - np.log(dens(xp))
         assert np.max(np.abs(lr)) <= mech.true_eps * (1 + 1e-4)
         assert np.max(np.abs(lr)) == pytest.approx(mech.true_eps, rel=1e-4)  # attained for t <= 0
@@ -269,7 +269,7 @@ def _laplace_pair_delta_by_quadrature(scale: float, eps: float) -> float:
     """``int (p(y) - e^eps q(y))_+ dy`` for p = Lap(0, scale), q = Lap(1, scale), by quadrature
     split at the kinks 0 and 1 and where the integrand reaches 0 (``p = e^eps q`` at
     ``y = (1 - eps scale)/2``); independent of the closed form in the zoo."""
-    f = lambda y: max(0.0, stats.laplace.pdf(y, 0, scale) - math.exp(eps) * stats.laplace.pdf(y, 1, scale))  # noqa: E731
+    f = lambda y: max(0.0, stats.laplace.pdf(y, 0, scale) - math.exp(eps) * stats.laplace.pdf(y, 1, scale))
     cuts = sorted({0.0, 1.0, min(1.0, max(0.0, (1.0 - eps * scale) / 2.0))})
     pts = [-np.inf, *cuts, np.inf]
     return sum(

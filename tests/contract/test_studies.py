@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from pathlib import Path
 
 import matplotlib
 

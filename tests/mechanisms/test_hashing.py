@@ -125,7 +125,7 @@ class Enumerated:
 def bucket_sizes(P: int, g: int) -> list[int]:
     """``#{u in [0, P) : floor(u g / P) = j}`` = the number of integers in ``[j P / g, (j+1) P / g)``,
     from exact integer ceilings."""
-    ceil = lambda num: -((-num) // g)  # noqa: E731 - ceil(num / g)
+    ceil = lambda num: -((-num) // g)  # ceil(num / g)
     return [ceil((j + 1) * P) - ceil(j * P) for j in range(g)]
 
 

@@ -58,7 +58,7 @@ def _breakpoints(mech) -> list[float]:
 def test_continuous_density_integrates_to_one(key):
     mech = CONTINUOUS[key]()
     pts = _breakpoints(mech)
-    f = lambda y: math.exp(float(mech.log_pdf(y)))  # noqa: E731
+    f = lambda y: math.exp(float(mech.log_pdf(y)))
     total = 0.0
     for lo, hi in zip(pts[:-1], pts[1:]):
         if hi > lo:
@@ -211,7 +211,7 @@ def test_noisy_max_value_matches_cdf_derivative_and_integrates():
         h = 1e-5
         num = (mech.cdf(x, t + h) - mech.cdf(x, t - h)) / (2 * h)
         np.testing.assert_allclose(np.exp(mech.log_density(x, t)), num, rtol=1e-6, atol=_round_err(h))
-        f = lambda s, x=x: math.exp(float(mech.log_density(x, s)))  # noqa: E731
+        f = lambda s, x=x: math.exp(float(mech.log_density(x, s)))
         k = float(q[0])
         total = (
             integrate.quad(f, -np.inf, k, epsabs=1e-14, epsrel=1e-13, limit=200)[0]

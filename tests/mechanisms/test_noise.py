@@ -67,7 +67,7 @@ def hockey_mp(p, r, gamma, points, method="tanh-sinh"):
     """int (p - gamma r)_+ over the real line, split at ``points`` (kinks and crossings)."""
     gamma = mp.mpf(gamma)
     pts = sorted(set(mp.mpf(x) for x in points if mp.isfinite(x)))
-    f = lambda x: max(p(x) - gamma * r(x), mp.mpf(0))  # noqa: E731
+    f = lambda x: max(p(x) - gamma * r(x), mp.mpf(0))
     if method == "tanh-sinh":
         return mp.quad(f, [-mp.inf] + pts + [mp.inf])
     # compact support (truncated Laplace): Gauss-Legendre on the many short pieces; tanh-sinh
@@ -95,8 +95,8 @@ def ref_delta_tl(eps, delta, D, t, s):
     alone = mp.quad(pdf, pieces(-A, s - A), method="gauss-legendre")
     if mp.isinf(t) or t >= s / lam:
         return float(alone)
-    loss = lambda x: (abs(x - s) - abs(x)) / lam  # noqa: E731
-    f = lambda x: pdf(x) * max(0, -mp.expm1(t - loss(x)))  # noqa: E731
+    loss = lambda x: (abs(x - s) - abs(x)) / lam
+    f = lambda x: pdf(x) * max(0, -mp.expm1(t - loss(x)))
     over = mp.quad(f, pieces(s - A, A, [mp.mpf(0), s, (s - t * lam) / 2]), method="gauss-legendre")
     return float(alone + over)
 
@@ -116,14 +116,14 @@ def ref_delta_continuous(family, params, t, s):
         (sig,) = params
         sig, s_, t_ = mp.mpf(sig), mp.mpf(s), mp.mpf(t)
         xs = s_ / 2 - t_ * sig * sig / s_
-        g = lambda y: mp.exp(xs * y / sig**2 - y * y / (2 * sig * sig)) * -mp.expm1(-y * s_ / sig**2)  # noqa: E731
+        g = lambda y: mp.exp(xs * y / sig**2 - y * y / (2 * sig * sig)) * -mp.expm1(-y * s_ / sig**2)
         peak = max(xs, 0)
         pts = [0, peak] + [peak + j * sig for j in (1, 3, 10)] + [mp.inf]
         return float(gauss_pdf(sig)(xs) * mp.quad(g, pts))
     else:
         return ref_delta_tl(*params, t, s)
     P = pdf
-    R = lambda x: pdf(x - s)  # noqa: E731
+    R = lambda x: pdf(x - s)
     g = mp.exp(t)
     return float(max(hockey_mp(P, R, g, pts), hockey_mp(R, P, g, pts)))
 
@@ -285,7 +285,7 @@ def test_truncated_laplace_pair_is_symmetric(s):
     eps, delta, D = 1.0, 1e-2, 1.0
     pdf = tl_pdf(eps, delta, D)
     lam, A, _ = tl_params(eps, delta, D)
-    R = lambda x: pdf(x - s)  # noqa: E731
+    R = lambda x: pdf(x - s)
     m = TruncatedLaplace(eps, delta, D)
     for t in (0.0, 0.3, 0.8):
         w = t * lam
@@ -582,7 +582,7 @@ def test_staircase_variance_vs_quadrature(eps, D, gamma):
 def test_staircase_optimal_gamma(eps):
     m = Staircase(eps)
     # numerical minimisation of the variance over gamma, with the variance from its pieces
-    var = lambda g: Staircase(eps, 1.0, g).variance  # noqa: E731
+    var = lambda g: Staircase(eps, 1.0, g).variance
     res = optimize.minimize_scalar(var, bounds=(0, 1), method="bounded", options={"xatol": 1e-10})
     assert abs(m.gamma - res.x) < 1e-6
     assert m.variance <= res.fun * (1 + 1e-12)

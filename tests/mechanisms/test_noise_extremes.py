@@ -160,8 +160,8 @@ def tl_delta_mp(eps: float, delta: float, t: float, D: float = 1.0) -> mp.mpf:
     lam, K, C = tl_reference(eps, delta, D)
     with mp.workdps(60):
         A = lam * K
-        p = lambda x: C / lam * mp.exp(-abs(x) / lam) if abs(x) <= A else mp.mpf(0)  # noqa: E731
-        r = lambda x: p(x - D)  # noqa: E731
+        p = lambda x: C / lam * mp.exp(-abs(x) / lam) if abs(x) <= A else mp.mpf(0)
+        r = lambda x: p(x - D)
         g = mp.exp(t)
         pts = sorted({-A, D - A, mp.mpf(0), mp.mpf(D), A, D + A, min(max((D - t * lam) / 2, 0), D)})
         pts = [x for x in pts if -A <= x <= D + A]

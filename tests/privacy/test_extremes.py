@@ -4,11 +4,9 @@ the float arithmetic would under- or overflow) or one LdpSimError; never a warni
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import mpmath as mp
-import numpy as np
 import pytest
 
 from ldpsim.cli import main

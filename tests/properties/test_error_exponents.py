@@ -146,7 +146,10 @@ def test_exponent_follows_the_second_order_expansion(pp, eps, alpha):
         exponent = -test.log_beta / n
         lower, upper = exponent_bounds(D, V, B, n, alpha)
         second = D + math.sqrt(V / n) * float(stats.norm.ppf(alpha))
-        info = f"n={n} D={D:.6g} V={V:.6g} B={B:.3g}: exponent {exponent:.8g} not in [{lower:.8g}, {upper:.8g}] (second order {second:.8g})"
+        info = (
+            f"n={n} D={D:.6g} V={V:.6g} B={B:.3g}: exponent {exponent:.8g} not in [{lower:.8g}, {upper:.8g}] "
+            f"(second order {second:.8g})"
+        )
         assert lower - ROUND <= exponent <= upper + ROUND, info
     # the remainder is o(1/sqrt n): sqrt(n) |r_n| at the largest n, bounded by the band
     n = ns[-1]

@@ -167,7 +167,8 @@ def test_rule_gain_of_the_protocol_itself_is_its_exact_accuracy_under_any_prior(
     prior = np.prod(np.where(xs == 1, p_one, 1 - p_one), axis=1)
     task = Task.majority(4)
     lib_rule_on_brute = rule_gain(p, p, task, OBSERVER, p_one)
-    # the library's rule is optimal for uniform bits; under this prior it is just some rule: its gain is below the optimum
+    # the library's rule is optimal for uniform bits; under this prior it is just some rule:
+    # its gain is below the optimum
     best, _ = brute_rule(P, xs, prior, task, OBSERVER)
     assert lib_rule_on_brute <= brute_gain(P, xs, prior, task, OBSERVER, best) + 1e-12
 

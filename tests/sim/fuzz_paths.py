@@ -173,7 +173,10 @@ class TableCase:
     mode: str
 
     def __repr__(self) -> str:  # what hypothesis prints for a failing case
-        return f"TableCase({self.template!r}, {self.target!r}, size={self.size}, mode={self.mode!r}, content={self.content[:300]!r})"
+        return (
+            f"TableCase({self.template!r}, {self.target!r}, size={self.size}, mode={self.mode!r}, "
+            f"content={self.content[:300]!r})"
+        )
 
 
 @st.composite

@@ -63,7 +63,10 @@ seed = 3
 
 COLLECTION = """kind = "collection"
 name = "tamper_collection"
-policies = [{ name = "plain", kind = "plain" }, { name = "budget", kind = "filter", filter = "basic", budget_eps = 1.5 }]
+policies = [
+    { name = "plain", kind = "plain" },
+    { name = "budget", kind = "filter", filter = "basic", budget_eps = 1.5 },
+]
 [population]
 labels = ["a", "b", "c"]
 distribution = [0.5, 0.3, 0.2]

@@ -205,7 +205,10 @@ def test_an_interrupted_collection_run_resumes_to_the_same_files(tmp_path) -> No
     from ldpsim.runs import RunInterrupted
     from ldpsim.sim import resume_run, run_scenario
 
-    pol = '[[policies]]\nname = "plain"\nkind = "plain"\n[[policies]]\nname = "memo"\nkind = "memoise"\neps_permanent = 2.0'
+    pol = (
+        '[[policies]]\nname = "plain"\nkind = "plain"\n[[policies]]\nname = "memo"\nkind = '
+        '"memoise"\neps_permanent = 2.0'
+    )
     path = tmp_path / "c.toml"
     path.write_text(
         collection_text(size=1000, periods=3, policies=pol, shuffler="[shuffler]\nbatch = 300", replications=3)

@@ -68,7 +68,8 @@ def test_a_single_mechanism_run_is_unchanged_by_the_comparison_machinery():
     "extra, key",
     [
         (
-            '\n[[mechanisms]]\nkind = "randomized_response"\neps = 1.0\n[[mechanisms]]\nkind = "randomized_response"\neps = 2.0\n',
+            '\n[[mechanisms]]\nkind = "randomized_response"\neps = 1.0\n[[mechanisms]]\nkind = '
+            '"randomized_response"\neps = 2.0\n',
             "mechanisms[1].name",
         ),
         ('\n[[mechanisms]]\nname = 3\nkind = "randomized_response"\neps = 1.0\n', "mechanisms[0].name"),

@@ -149,7 +149,8 @@ def test_a_run_reports_the_crosstab_in_summary_and_metadata(tmp_path):
             {
                 "crosstabs": '[{ rows = "age", columns = "vote" }]',
                 "total": 6.0,
-                "extra_question": '[[questions]]\nname = "age"\ntype = "numeric"\nrange = [18, 100]\nmechanism = { kind = "piecewise" }',
+                "extra_question": '[[questions]]\nname = "age"\ntype = "numeric"\nrange = [18, 100]\nmechanism = { '
+                'kind = "piecewise" }',
             },
             "analyst.crosstabs[0].rows: got 'age', a numeric question",
         ),

@@ -30,7 +30,10 @@ def _run(task: str, **kw):
     "estimator, interval, simultaneous", list(itertools.product(ESTIMATORS, INTERVALS, [False, True]))
 )
 def test_every_choice_runs_and_is_recorded(estimator, interval, simultaneous):
-    task = f'{{ kind = "frequency", estimator = "{estimator}", interval = "{interval}", simultaneous = {str(simultaneous).lower()} }}'
+    task = (
+        f'{{ kind = "frequency", estimator = "{estimator}", interval = "{interval}", simultaneous = '
+        f"{str(simultaneous).lower()} }}"
+    )
     sc, rows = _run(task)
     final = rows[(rows["reason"] == "end") & (rows["quantity"] == "frequency")]
     method = f"{estimator}/{interval}" + ("+bonferroni" if simultaneous else "")

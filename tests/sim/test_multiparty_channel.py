@@ -390,7 +390,8 @@ def test_catalog_protocol_needs_no_levels_and_one_table_serves_every_party():
 kind = "multiparty"
 name = "catalog"
 protocols = [{ name = "rr", mechanisms = [{ kind = "randomized_response", eps = 2 }] },
-             { name = "q", mechanisms = [{ kind = "quaternary", eps = 1, delta = 0.1 }, { kind = "quaternary", eps = 1, delta = 0 },
+             { name = "q", mechanisms = [{ kind = "quaternary", eps = 1, delta = 0.1 },
+                                         { kind = "quaternary", eps = 1, delta = 0 },
                                          { kind = "matrix", matrix = [[0.5, 0.3, 0.2], [0.2, 0.3, 0.5]] }] }]
 [parties]
 k = 3

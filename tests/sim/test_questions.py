@@ -394,7 +394,8 @@ def test_a_missing_column_names_the_question():
         (lambda t: t.replace("range = [18, 100]\n", ""), r"questions\[1\]\.range: got nothing"),
         (
             lambda t: t.replace("[18, 100]", "[18, 90]"),
-            r"questions\[1\]\.column: data/anes96\.csv, line \d+ \(row \d+\), column 'age': got a number outside the range, expected a number in the range \[18, 90\]",
+            r"questions\[1\]\.column: data/anes96\.csv, line \d+ \(row \d+\), column 'age': got a number outside the "
+            r"range, expected a number in the range \[18, 90\]",
         ),
         (
             lambda t: t.replace('kind = "laplace_bounded"', 'kind = "randomized_response"'),
@@ -406,7 +407,8 @@ def test_a_missing_column_names_the_question():
         ),
         (
             lambda t: t.replace('kind = "laplace_bounded"', 'kind = "laplace_bounded", sampler = "exact"'),
-            r"questions\[1\]\.mechanism\.sampler: got 'exact', expected one of 'float', 'discrete', 'snapped' for laplace_bounded$",
+            r"questions\[1\]\.mechanism\.sampler: got 'exact', expected one of 'float', 'discrete', 'snapped' for "
+            r"laplace_bounded$",
         ),
         (
             lambda t: t.replace('kind = "laplace_bounded"', 'kind = "duchi", sampler = "discrete"'),
@@ -474,7 +476,10 @@ def test_the_discrete_sampler_names_the_first_answer_that_is_not_an_integer(tmp_
     text = _numeric_text().replace('kind = "laplace_bounded"', 'kind = "laplace_bounded", sampler = "discrete"')
     with pytest.raises(
         LdpSimError,
-        match=r"questions\[1\]\.column: data/anes96\.csv, line 3 .*got a number that is not an integer, expected an integer",
+        match=(
+            r"questions\[1\]\.column: data/anes96\.csv, line 3 .*"
+            r"got a number that is not an integer, expected an integer"
+        ),
     ) as info:
         parse_scenario(text, str(tmp_path / "t.toml"))
     assert "\n" not in str(info.value)

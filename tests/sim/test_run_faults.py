@@ -466,7 +466,7 @@ def test_expected_max_of_lognormal_latencies_against_mpmath(median, sigma, n):
 
     with mp.workdps(40):
         # 1 - Phi(z)^n as -expm1(n log1p(-Phi(-z))): no cancellation far in the upper tail
-        f = lambda z: -mp.expm1(n * mp.log1p(-mp.ncdf(-z))) * median * sigma * mp.e ** (sigma * z)  # noqa: E731
+        f = lambda z: -mp.expm1(n * mp.log1p(-mp.ncdf(-z))) * median * sigma * mp.e ** (sigma * z)
         cuts = [-mp.inf, -10, 0, sigma / 2, sigma, sigma + 5, sigma + 10, sigma + 20, mp.inf]
         ref = float(mp.quad(f, cuts, maxdegree=10))
     got = LognormalLatency(median, sigma).expected_max(n)
@@ -524,11 +524,13 @@ def test_a_real_full_disk(size, outcome, tmp_path):
     mnt.mkdir()
     script = f"""
 mount -t tmpfs -o size={size} tmpfs {mnt} || exit 99
-{sys.executable} -m ldpsim run {path} --out {mnt}/run --no-progress > /dev/null 2> {tmp_path}/err1; echo $? > {tmp_path}/rc1
+{sys.executable} -m ldpsim run {path} --out {mnt}/run --no-progress > /dev/null 2> {tmp_path}/err1
+echo $? > {tmp_path}/rc1
 ls -A {mnt} > {tmp_path}/left
 mount -o remount,size=50m {mnt}
 if [ -d {mnt}/run ]; then
-  {sys.executable} -m ldpsim run --resume {mnt}/run --no-progress > /dev/null 2> {tmp_path}/err2; echo $? > {tmp_path}/rc2
+  {sys.executable} -m ldpsim run --resume {mnt}/run --no-progress > /dev/null 2> {tmp_path}/err2
+  echo $? > {tmp_path}/rc2
   cp {mnt}/run/results.csv {mnt}/run/summary.md {tmp_path}/ 2>/dev/null
 fi
 """
@@ -556,7 +558,7 @@ def _signal_run(tmp_path: Path, sig: int, stage: str, workers: int) -> None:
     path = write(tmp_path, scenario_text(size=20_000, replications=reps, mode="individual"))
     ref = run_scenario(path, out=tmp_path / "ref", progress=False)
     out = tmp_path / "cut"
-    records = lambda: len(list((out / "replications").glob("*.json"))) if (out / "replications").is_dir() else -1  # noqa: E731
+    records = lambda: len(list((out / "replications").glob("*.json"))) if (out / "replications").is_dir() else -1
     ready = {
         "starting": lambda: out.exists(),
         "replicating": lambda: records() >= 2,

@@ -63,7 +63,7 @@ def test_batches_by_size_keep_every_report_and_only_reorder(counts: list[int], b
         return
     assert got is not None
     # the multiset of (report, period, send time) is unchanged
-    key = lambda p: Counter(zip(p.report.tolist(), p.period.tolist(), p.sent.tolist()))  # noqa: E731
+    key = lambda p: Counter(zip(p.report.tolist(), p.period.tolist(), p.sent.tolist()))
     assert key(got) == key(sent)
     assert all(p.sender is None for p in out)
     # every batch has exactly `batch` reports, taken in arrival order

@@ -141,7 +141,8 @@ class NoiseMechanism(Mechanism):
     that attains the privacy loss).
 
     Subclasses implement ``_log_delta(t, shift)`` (vectorised over ``t``), ``_tradeoff``,
-    ``variance``, ``_sample``, ``_log_pdf`` (vectorised log density of the noise) and ``_calibrate_single`` / ``_calibrate_corollary``.
+    ``variance``, ``_sample``, ``_log_pdf`` (vectorised log density of the noise) and
+    ``_calibrate_single`` / ``_calibrate_corollary``.
     Privacy quantities refer to the worst case, the full-sensitivity shift; ``shift=`` gives
     those of a smaller (or larger) shift.
     """
@@ -227,7 +228,7 @@ class NoiseMechanism(Mechanism):
 
     def _epsilon_scalar(self, target: float) -> float:
         s = self.sensitivity
-        ld = lambda t: float(self._log_delta(np.array(t), s))  # noqa: E731
+        ld = lambda t: float(self._log_delta(np.array(t), s))
         log_target = math.log(target) if target > 0 else -math.inf
         if ld(0.0) <= log_target and float(np.exp(ld(0.0))) <= target:
             return 0.0
@@ -241,7 +242,7 @@ class NoiseMechanism(Mechanism):
             while ld(hi) > log_target:
                 hi *= 2.0
         # both scales: delta() is exp(log_delta()), whose rounding may cross the target
-        ok = lambda t: (lambda l: l <= log_target and float(np.exp(l)) <= target)(ld(t))  # noqa: E731
+        ok = lambda t: (lambda l: l <= log_target and float(np.exp(l)) <= target)(ld(t))
         if not ok(hi):  # pragma: no cover - rounding at the top of the bracket
             hi = float(np.nextafter(hi, math.inf))
         return smallest_ok(ok, 0.0, hi)
@@ -382,8 +383,8 @@ class NoiseMechanism(Mechanism):
                 return cls._calibrate_corollary(eps0, delta0, sens)
             except LdpSimError as exc:
                 raise LdpSimError(
-                    f"{exc} (the per-query budget of Corollary 4.1 for eps = {eps:g}, delta = {delta:g}, compositions = {k}: "
-                    f"eps0 = {eps0:.6g}, delta0 = {delta0:.6g})"
+                    f"{exc} (the per-query budget of Corollary 4.1 for eps = {eps:g}, delta = {delta:g}, "
+                    f"compositions = {k}: eps0 = {eps0:.6g}, delta0 = {delta0:.6g})"
                 ) from None
         if method == "worst_case":
             if not cls.pure:
@@ -436,7 +437,7 @@ class NoiseMechanism(Mechanism):
             eps0 = eps / k  # at delta = 0 basic composition is exact
         else:
             log_target = math.log(delta)
-            ok = lambda e0: float(optimal_delta(e0, 0.0, k, eps)) <= delta  # noqa: E731
+            ok = lambda e0: float(optimal_delta(e0, 0.0, k, eps)) <= delta
 
             def g(log_e0: float) -> float:  # clipped below: log delta is -inf at eps0 <= eps/k
                 d = float(optimal_delta(math.exp(log_e0), 0.0, k, eps))
@@ -482,7 +483,8 @@ def _need_pure(delta: float, family: str) -> None:
         raise invalid(
             "delta",
             delta,
-            f"0 for a single {family} release (a pure eps-DP family; for delta > 0 use Gaussian or TruncatedLaplace, or compositions > 1)",
+            f"0 for a single {family} release (a pure eps-DP family; for delta > 0 use Gaussian or TruncatedLaplace, "
+            "or compositions > 1)",
         )
 
 

@@ -11,7 +11,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
-from ldpsim import _validate as v
 from ldpsim.errors import LdpSimError, invalid
 from ldpsim.mechanisms.noise.base import NoiseMechanism
 from ldpsim.mechanisms.noise.exact import ExactSampling, _as_fraction, discrete_gaussian

@@ -230,7 +230,7 @@ class SnappedLaplace(NoiseMechanism):
     @classmethod
     def _calibrate_lambda(cls, eps: float, b: float) -> float:
         """The smallest double ``lambda`` whose bound, rounded up to a float, is ``<= eps``."""
-        ok = lambda lam: _round_up(cls.bound_for(lam, b)) <= eps  # noqa: E731
+        ok = lambda lam: _round_up(cls.bound_for(lam, b)) <= eps
         lam = float((1 + 12 * Fraction(b) * ETA) / (Fraction(eps) - 2 * ETA))
         if not (math.isfinite(lam) and lam > 0):
             raise invalid("eps", eps, "an eps whose noise scale is a finite float")

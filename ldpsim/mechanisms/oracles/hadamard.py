@@ -76,15 +76,18 @@ from __future__ import annotations
 
 import math
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ldpsim import _validate as v
-from ldpsim._rng import RNGLike
 from ldpsim.errors import invalid
 from ldpsim.mechanisms.finite import FiniteMechanism, _smallest_eps, check_dense
+
+if TYPE_CHECKING:  # the return types; imported on first use at run time
+    from ldpsim.privacy.guarantees import PLDGuarantee
+    from ldpsim.privacy.pld import DiscretePLD
 
 
 def _fwht(vec: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -43,8 +43,9 @@ of probability ``P^-3 p`` if ``h(x) = y`` and ``P^-3 q`` otherwise.
 **Exact privacy.** For inputs ``x != x'`` the privacy loss of a report is ``+eps`` when
 ``y = h(x) != h(x')``, ``-eps`` when ``y = h(x') != h(x)`` and 0 otherwise; under ``x`` these
 have probabilities ``p (1 - gamma)``, ``q (1 - gamma)`` and ``gamma + (1 - gamma)(g - 2) q``,
-the same for every pair (so :meth:`LocalHashing.neighbours` names one). Hence the exact pure eps is ``eps`` (``g >= 2`` gives ``gamma < 1``),
-and ``delta(t) = p (1 - gamma)(1 - e^(t - eps))`` for ``0 <= t < eps`` (0 above), whose inverse
+the same for every pair (so :meth:`LocalHashing.neighbours` names one). Hence the exact pure
+eps is ``eps`` (``g >= 2`` gives ``gamma < 1``), and ``delta(t) = p (1 - gamma)(1 - e^(t - eps))``
+for ``0 <= t < eps`` (0 above), whose inverse
 ``epsilon(delta) = eps + log(1 - delta / (p (1 - gamma)))`` is polished to the smallest float.
 :meth:`LocalHashing.guarantee` is the exact privacy-loss law of that pair.
 
@@ -442,7 +443,7 @@ class LocalHashing(PureSupport):
             out[x0 : x0 + xs.size] = np.count_nonzero(cells < w, axis=0)
         return out
 
-    # ----------------------------------------------------------------- covariance (support matrix and inversion: PureSupport)
+    # ------------------------------------------------- covariance (support matrix and inversion: PureSupport)
     def _mu(self, prior: NDArray[np.float64]) -> NDArray[np.float64]:
         return self.q_star + self.scale * np.asarray(prior, dtype=np.float64)  # type: ignore[no-any-return]
 

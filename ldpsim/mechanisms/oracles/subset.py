@@ -80,7 +80,7 @@ from __future__ import annotations
 
 import math
 from itertools import combinations
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -90,6 +90,10 @@ from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import invalid
 from ldpsim.mechanisms.finite import ALL_PAIRS_MAX_K, _map_eps, _smallest_eps, check_dense
 from ldpsim.mechanisms.oracles._pure import PureSupport
+
+if TYPE_CHECKING:  # the return types; imported on first use at run time
+    from ldpsim.privacy.guarantees import PLDGuarantee
+    from ldpsim.privacy.pld import DiscretePLD
 
 #: :meth:`SubsetSelection.possible_reports` lists at most this many subsets.
 MAX_REPORTS = 1 << 16

@@ -74,7 +74,6 @@ from ldpsim.errors import LdpSimError, show
 from ldpsim.sim.network import Latency
 from ldpsim.sim.scenario.common import (
     BuiltScenario,
-    Eps,
     Model,
     PositiveTime,
     Probability,
@@ -85,12 +84,8 @@ from ldpsim.sim.scenario.common import (
     read_toml,
     validate_and_build,
 )
-from ldpsim.sim.scenario.common import (
-    NetworkSpec as _Network,
-)
-from ldpsim.sim.scenario.common import (
-    SimulationSpec as _Simulation,
-)
+from ldpsim.sim.scenario.common import NetworkSpec as _Network
+from ldpsim.sim.scenario.common import SimulationSpec as _Simulation
 from ldpsim.sim.weights import Weight
 
 KIND = "collection"
@@ -380,7 +375,8 @@ def _dynamics(c: CollectionSpec, start: np.ndarray, k: int) -> tuple[np.ndarray,
     if isinstance(ch, MarkovSpec):
         if len(ch.matrix) != k or any(len(row) != k for row in ch.matrix):
             raise LdpSimError(
-                f"collection.change.matrix: got {len(ch.matrix)} rows, expected a {k} x {k} matrix (one row and column per label)"
+                f"collection.change.matrix: got {len(ch.matrix)} rows, expected a {k} x {k} matrix (one row and "
+                "column per label)"
             )
         m = np.asarray(ch.matrix, dtype=np.float64)
         for i, row in enumerate(ch.matrix):

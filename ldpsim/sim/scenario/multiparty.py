@@ -99,12 +99,8 @@ from ldpsim.sim.scenario.common import (
     read_toml,
     validate_and_build,
 )
-from ldpsim.sim.scenario.common import (
-    NetworkSpec as _Network,
-)
-from ldpsim.sim.scenario.common import (
-    SimulationSpec as _Simulation,
-)
+from ldpsim.sim.scenario.common import NetworkSpec as _Network
+from ldpsim.sim.scenario.common import SimulationSpec as _Simulation
 
 KIND = "multiparty"
 MAX_PARTIES = 256
@@ -181,7 +177,8 @@ class TaskSpec(Model):
         for key in ("values", "outputs"):
             if self.kind != "table" and getattr(self, key) is not None:
                 raise ValueError(
-                    f"{key}: got {show(getattr(self, key))}, expected no {key!r} for kind = {self.kind!r} (only for 'table')"
+                    f"{key}: got {show(getattr(self, key))}, expected no "
+                    f"{key!r} for kind = {self.kind!r} (only for 'table')"
                 )
         return self
 
@@ -427,7 +424,8 @@ def _party_mechanism(table: Any, where: str, alphabet: int = 2, who: int | None 
     if getattr(mech, "output_size", None) is None or getattr(mech, "k", None) != alphabet:
         if alphabet == 2:
             raise LdpSimError(
-                f"{where}.kind: got {kind!r} with {getattr(mech, 'k', '?')} inputs, expected a mechanism on a bit (2 inputs)"
+                f"{where}.kind: got {kind!r} with {getattr(mech, 'k', '?')} "
+                "inputs, expected a mechanism on a bit (2 inputs)"
             )
         raise LdpSimError(
             f"{where}.kind: got {kind!r} with {getattr(mech, 'k', '?')} inputs, expected a mechanism on "
@@ -458,7 +456,8 @@ def _build_protocols(spec: MultipartySpec) -> list[Any]:
         if isinstance(item, str):
             if not eps:
                 raise LdpSimError(
-                    f"parties.eps: got nothing, expected the parties' privacy levels eps ({where} = {item!r} needs them)"
+                    "parties.eps: got nothing, expected the parties' "
+                    f"privacy levels eps ({where} = {item!r} needs them)"
                 )
             try:
                 protocols.append(Protocol.universal(eps, delta) if item == "universal" else Protocol.binary(eps, delta))
@@ -536,8 +535,8 @@ def _build_task(table: dict[str, Any], k: int, where: str, sizes: tuple[int, ...
         if outputs is not None:
             if len(set(outputs)) != len(outputs) or len(outputs) < n_out:
                 raise LdpSimError(
-                    f"{where}.outputs: got {show(outputs)}, expected {n_out} or more distinct names, one per output label "
-                    f"0..{len(outputs) - 1 if outputs else 0} (values go up to {n_out - 1})"
+                    f"{where}.outputs: got {show(outputs)}, expected {n_out} or more distinct names, one per output "
+                    f"label 0..{len(outputs) - 1 if outputs else 0} (values go up to {n_out - 1})"
                 )
             n_out = len(outputs)
     else:
@@ -690,10 +689,11 @@ def _check_exact(
                 entries = task.n_outputs * math.prod(sizes)
                 if k > MAX_TABLE_PARTIES or entries > MAX_TENSOR_ENTRIES:
                     raise LdpSimError(
-                        f"deviations: got {len(spec.deviations)} deviating part{'y' if len(spec.deviations) == 1 else 'ies'} "
-                        f"with k = {k}, expected a protocol small enough for the exact gain of the announced rule "
-                        f"(rule_gain: {entries:,} entries for receiver {receiver_key(who)} of {protocol.name}, at most "
-                        f"{MAX_TENSOR_ENTRIES:,}): fewer parties or smaller alphabets"
+                        f"deviations: got {len(spec.deviations)} deviating "
+                        f"part{'y' if len(spec.deviations) == 1 else 'ies'} with k = {k}, expected a protocol small "
+                        f"enough for the exact gain of the announced rule (rule_gain: {entries:,} entries for "
+                        f"receiver {receiver_key(who)} of {protocol.name}, at most {MAX_TENSOR_ENTRIES:,}): fewer "
+                        "parties or smaller alphabets"
                     )
 
 
@@ -776,9 +776,10 @@ def _check_workload(spec: MultipartySpec, latency: Latency) -> None:
         why = "every round starts at time 0 (interval = 0)" if r.interval == 0 else "latencies outlast many batches"
         raise LdpSimError(
             f"rounds.count: got {r.count:,}, expected rounds whose messages in flight fit in "
-            f"{MAX_IN_FLIGHT_BYTES / 2**30:g} GiB: about {at_once:,} batches of {min(r.batch, r.count):,} rounds would be in "
-            f"flight at once ({nbytes / 2**30:.3g} GiB; each round of a batch holds k (k + 1) = {k * (k + 1):,} latencies) "
-            f"because {why}; lower rounds.batch, raise rounds.interval or lower rounds.count"
+            f"{MAX_IN_FLIGHT_BYTES / 2**30:g} GiB: about {at_once:,} batches of "
+            f"{min(r.batch, r.count):,} rounds would be in flight at once ({nbytes / 2**30:.3g} "
+            f"GiB; each round of a batch holds k (k + 1) = {k * (k + 1):,} latencies) because "
+            f"{why}; lower rounds.batch, raise rounds.interval or lower rounds.count"
         )
     n_protocols = len(spec.protocols)
     grid = len(channel_grid(spec))

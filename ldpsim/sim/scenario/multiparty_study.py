@@ -165,7 +165,8 @@ class MultipartyStudySpec(Model):
                 if key in raw:
                     what = "a table" if isinstance(raw[key], dict) else "a value"
                     raise ValueError(
-                        f"{key}: got {what}, expected no '{key}' in a file with a [study] table (the study sets it: {instead})"
+                        f"{key}: got {what}, expected no '{key}' in a file "
+                        f"with a [study] table (the study sets it: {instead})"
                     )
         return raw
 
@@ -234,9 +235,10 @@ def build(spec: MultipartyStudySpec, source: str, where: str) -> MultipartyStudy
                         if cost.exact_path is None and not mc:
                             raise LdpSimError(
                                 f"study.parties: got k = {k} for {tname} ({pname}, eps {eps:g}, delta {st.delta:g}, "
-                                f"{receiver_label(party)}), expected a point within reach: no exact path and the Monte Carlo "
-                                f"would take about {cost.mc_seconds:,.0f} s ({cost.table_rows:,} count vectors to decide; at most "
-                                f"{MAX_POINT_SECONDS:g} s); lower k, study.delta (delta = 0 sends 2 symbols, not 4) or study.rounds"
+                                f"{receiver_label(party)}), expected a point within reach: no exact path and the "
+                                f"Monte Carlo would take about {cost.mc_seconds:,.0f} s ({cost.table_rows:,} count "
+                                f"vectors to decide; at most {MAX_POINT_SECONDS:g} s); lower k, study.delta (delta = "
+                                "0 sends 2 symbols, not 4) or study.rounds"
                             )
                         if cost.exact_path is not None:
                             exact_total += cost.exact_seconds
@@ -266,9 +268,9 @@ def build(spec: MultipartyStudySpec, source: str, where: str) -> MultipartyStudy
         )
         raise LdpSimError(
             f"{key}: got {value}, expected a study of at most about {MAX_STUDY_SECONDS:g} s on one core: this one is "
-            f"estimated at {total:,.0f} s ({exact_total:,.0f} s of exact values, {reps} x {mc_total:,.0f} s of Monte Carlo "
-            f"over {len(rows):,} points); lower study.rounds, simulation.replications, the largest k or study.delta, "
-            f"or run it anyway with ldpsim run {LONG_RUN_OPTION}"
+            f"estimated at {total:,.0f} s ({exact_total:,.0f} s of exact values, {reps} x {mc_total:,.0f} s of Monte "
+            f"Carlo over {len(rows):,} points); lower study.rounds, simulation.replications, the largest k or "
+            f"study.delta, or run it anyway with ldpsim run {LONG_RUN_OPTION}"
         )
     check_rows(len(rows), reps, f"study: got {len(rows):,} points, expected at most 250,000 rows per replication")
     points = pd.DataFrame(rows)

@@ -233,7 +233,8 @@ def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
             continue
         if q.range is not None:
             raise LdpSimError(
-                f"{at}.range: got {q.range!r}, expected no range for a categorical question (type = 'numeric' takes one)"
+                f"{at}.range: got {q.range!r}, expected no range for "
+                "a categorical question (type = 'numeric' takes one)"
             )
         if table is not None:
             column, labels, prior, codes, tp = _from_table(q, table, resample, at)

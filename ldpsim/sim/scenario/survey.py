@@ -441,9 +441,9 @@ def _check_workload(
         cells = split_cells(spec, tick, end, size) * m
         if cells > MAX_SPLIT_CELLS:
             raise LdpSimError(
-                f"simulation.tick: got {tick:.6g}, expected a coarser tick: aggregate mode splits each cohort's reports "
-                f"over the delivery ticks exactly, {cells:.3g} cells here against at most {MAX_SPLIT_CELLS:.0e} "
-                "(fewer ticks: a larger simulation.tick, or a shorter arrival period)"
+                f"simulation.tick: got {tick:.6g}, expected a coarser tick: aggregate mode splits each cohort's "
+                f"reports over the delivery ticks exactly, {cells:.3g} cells here against at most "
+                f"{MAX_SPLIT_CELLS:.0e} (fewer ticks: a larger simulation.tick, or a shorter arrival period)"
             )
 
 

@@ -28,12 +28,8 @@ from ldpsim.sim.scenario.common import (
     ScenarioName,
     Time,
 )
-from ldpsim.sim.scenario.common import (
-    NetworkSpec as _Network,
-)
-from ldpsim.sim.scenario.common import (
-    SimulationSpec as _Simulation,
-)
+from ldpsim.sim.scenario.common import NetworkSpec as _Network
+from ldpsim.sim.scenario.common import SimulationSpec as _Simulation
 from ldpsim.sim.weights import UnitWeight, Weight, sum_problem
 
 # --------------------------------------------------------------------- population
