@@ -21,8 +21,17 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "reports" / "benchmarks"
 
 COLUMNS = [
-    "benchmark", "case", "n", "k", "m", "seconds", "throughput_per_s",
-    "floor_seconds", "ratio_to_floor", "target", "meets_target",
+    "benchmark",
+    "case",
+    "n",
+    "k",
+    "m",
+    "seconds",
+    "throughput_per_s",
+    "floor_seconds",
+    "ratio_to_floor",
+    "target",
+    "meets_target",
 ]
 
 
@@ -56,7 +65,9 @@ def best_of(cases: dict[str, Callable[[], object]], repeats: int) -> dict[str, f
     return best
 
 
-def batched(mech, n: int, batch: int, inputs: np.random.Generator, noise: np.random.Generator) -> tuple[float, float, np.ndarray]:
+def batched(
+    mech, n: int, batch: int, inputs: np.random.Generator, noise: np.random.Generator
+) -> tuple[float, float, np.ndarray]:
     """Privatise n clients of a frequency oracle the way the engine does, in batches of
     ``batch`` (inputs uniform over ``mech.k``, drawn from ``inputs`` and not timed), adding
     each batch's statistic: (seconds in privatize, seconds in statistic, the statistic).

@@ -31,9 +31,9 @@ import sys
 import warnings
 from math import comb
 
-from _common import best_of, parser, report, timed
 from scipy.special import ndtr
 
+from _common import best_of, parser, report, timed
 from ldpsim.mechanisms import randomized_response
 from ldpsim.mechanisms.noise import Gaussian
 from ldpsim.privacy import Accountant
@@ -105,12 +105,25 @@ def main() -> None:
     rows = []
     for name, fn in cases.items():
         e_found, d_found, step = fn()
-        common = dict(benchmark="accountant", case=name, k=k_rr + k_g, seconds=best[name], ratio=best[name] / best["ours"],
-                      step=step, eps=eps, sigma=sigma)  # fmt: skip
+        common = dict(
+            benchmark="accountant",
+            case=name,
+            k=k_rr + k_g,
+            seconds=best[name],
+            ratio=best[name] / best["ours"],
+            step=step,
+            eps=eps,
+            sigma=sigma,
+        )
         rows.append(dict(common, query=f"epsilon({d:g})", value=e_found, exact=eps_t, rel_err=e_found / eps_t - 1))
-        rows.append(dict(common, query=f"delta({eps_t:.6g})", value=d_found, exact=d_exact, rel_err=d_found / d_exact - 1))
-        print(f"{name}: {best[name] * 1e3:.1f} ms, epsilon({d:g}) = {e_found:.8g} (exact {eps_t:.8g}), "
-              f"delta = {d_found:.8g} (exact {d_exact:.8g})", file=sys.stderr)  # fmt: skip
+        rows.append(
+            dict(common, query=f"delta({eps_t:.6g})", value=d_found, exact=d_exact, rel_err=d_found / d_exact - 1)
+        )
+        print(
+            f"{name}: {best[name] * 1e3:.1f} ms, epsilon({d:g}) = {e_found:.8g} (exact {eps_t:.8g}), "
+            f"delta = {d_found:.8g} (exact {d_exact:.8g})",
+            file=sys.stderr,
+        )
     report("accountant", rows, args.out)
     if "dp_accounting" in best:
         print(f"dp_accounting / ours = {best['dp_accounting'] / best['ours']:.3g} (time, default settings)")

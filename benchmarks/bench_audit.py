@@ -26,8 +26,8 @@ import math
 import time
 
 import numpy as np
-from _common import parser, report, timed
 
+from _common import parser, report, timed
 from ldpsim.audit import audit, audit_sequential, density_of, target
 from ldpsim.mechanisms.catalog import CATALOG as TARGETS
 
@@ -79,8 +79,14 @@ def false_alarms(ss: np.random.SeedSequence, runs: int, n: int) -> list[dict]:
             eps_lbs, delta_lbs, fa_eps, fa_delta, fa = [], [], 0, 0, 0
             t0 = time.perf_counter()
             for s in case_ss.spawn(runs):
-                res = audit(t.mechanism, t.pairs, n, ALPHA, eps_for_delta=t.claimed_eps if with_delta else None,
-                            rng=np.random.default_rng(s))  # fmt: skip
+                res = audit(
+                    t.mechanism,
+                    t.pairs,
+                    n,
+                    ALPHA,
+                    eps_for_delta=t.claimed_eps if with_delta else None,
+                    rng=np.random.default_rng(s),
+                )
                 bad_eps = res.eps_lb > t.true_eps
                 bad_delta = with_delta and true_delta is not None and res.delta_lb > true_delta
                 fa_eps += bad_eps
@@ -90,25 +96,54 @@ def false_alarms(ss: np.random.SeedSequence, runs: int, n: int) -> list[dict]:
                 if with_delta:
                     delta_lbs.append(res.delta_lb)
             seconds = time.perf_counter() - t0
-            rows.append(dict(
-                benchmark="audit", section="false_alarms", case=f"false alarms {t.spec}", mechanism=name, spec=t.spec,
-                n=n, mode="density", eps=eps, claimed_eps=t.claimed_eps, claimed_delta=t.claimed_delta,
-                true_eps=t.true_eps, true_delta=true_delta, runs=runs, false_alarms=fa, false_alarms_eps=fa_eps,
-                false_alarms_delta=fa_delta if with_delta else None, max_eps_lb=float(np.max(eps_lbs)),
-                mean_eps_lb=float(np.mean(eps_lbs)), max_delta_lb=float(np.max(delta_lbs)) if with_delta else None,
-                seconds=seconds,
-            ))  # fmt: skip
-            print(f"  {t.spec}: {fa}/{runs} false alarms, max eps_LB {np.max(eps_lbs):.4g}"
-                  + (f", max delta_LB {np.max(delta_lbs):.3g} (true {true_delta:.3g})" if with_delta else "")
-                  + f"  [{seconds:.1f} s]", flush=True)  # fmt: skip
+            rows.append(
+                dict(
+                    benchmark="audit",
+                    section="false_alarms",
+                    case=f"false alarms {t.spec}",
+                    mechanism=name,
+                    spec=t.spec,
+                    n=n,
+                    mode="density",
+                    eps=eps,
+                    claimed_eps=t.claimed_eps,
+                    claimed_delta=t.claimed_delta,
+                    true_eps=t.true_eps,
+                    true_delta=true_delta,
+                    runs=runs,
+                    false_alarms=fa,
+                    false_alarms_eps=fa_eps,
+                    false_alarms_delta=fa_delta if with_delta else None,
+                    max_eps_lb=float(np.max(eps_lbs)),
+                    mean_eps_lb=float(np.mean(eps_lbs)),
+                    max_delta_lb=float(np.max(delta_lbs)) if with_delta else None,
+                    seconds=seconds,
+                )
+            )
+            print(
+                f"  {t.spec}: {fa}/{runs} false alarms, max eps_LB {np.max(eps_lbs):.4g}"
+                + (f", max delta_LB {np.max(delta_lbs):.3g} (true {true_delta:.3g})" if with_delta else "")
+                + f"  [{seconds:.1f} s]",
+                flush=True,
+            )
     total_runs = sum(r["runs"] for r in rows)
     total_fa = sum(r["false_alarms"] for r in rows)
     rate = total_fa / total_runs
-    rows.append(dict(
-        benchmark="audit", section="false_alarms", case="false-alarm rate (all correct targets)", n=n,
-        mode="density", runs=total_runs, false_alarms=total_fa, false_alarm_rate=rate, target=ALPHA,
-        meets_target=bool(rate <= ALPHA), seconds=sum(r["seconds"] for r in rows),
-    ))  # fmt: skip
+    rows.append(
+        dict(
+            benchmark="audit",
+            section="false_alarms",
+            case="false-alarm rate (all correct targets)",
+            n=n,
+            mode="density",
+            runs=total_runs,
+            false_alarms=total_fa,
+            false_alarm_rate=rate,
+            target=ALPHA,
+            meets_target=bool(rate <= ALPHA),
+            seconds=sum(r["seconds"] for r in rows),
+        )
+    )
     return rows
 
 
@@ -123,24 +158,54 @@ def broken_zoo(ss: np.random.SeedSequence, budgets: list[int]) -> list[dict]:
         if density_of(t.mechanism) is not None:
             modes["density"] = t.mechanism
         seeds = iter(case_ss.spawn(len(modes) * (len(budgets) + 1)))
-        base = dict(benchmark="audit", mechanism=name, spec=t.spec, claimed_eps=t.claimed_eps,
-                    claimed_delta=t.claimed_delta, true_eps=t.true_eps)  # fmt: skip
+        base = dict(
+            benchmark="audit",
+            mechanism=name,
+            spec=t.spec,
+            claimed_eps=t.claimed_eps,
+            claimed_delta=t.claimed_delta,
+            true_eps=t.true_eps,
+        )
         for mode, subject in modes.items():
             for budget in budgets:
                 rng = np.random.default_rng(next(seeds))
                 s, res = timed(lambda: audit(subject, t.pairs, budget, ALPHA, rng=rng))
-                rows.append(dict(base, section="broken", case=f"broken {name} {mode}", n=budget, mode=mode,
-                                 eps_lb=res.eps_lb, refuted=bool(res.eps_lb > t.claimed_eps), seconds=s))  # fmt: skip
+                rows.append(
+                    dict(
+                        base,
+                        section="broken",
+                        case=f"broken {name} {mode}",
+                        n=budget,
+                        mode=mode,
+                        eps_lb=res.eps_lb,
+                        refuted=bool(res.eps_lb > t.claimed_eps),
+                        seconds=s,
+                    )
+                )
                 print(f"  {name} [{mode}] n={_n(budget)}: eps_LB {res.eps_lb:.4g}  [{s:.1f} s]", flush=True)
                 del res
             rng = np.random.default_rng(next(seeds))
             s, res = timed(lambda: audit_sequential(subject, t.pairs, n_max, t.claimed_eps, ALPHA, rng=rng))
             last = res.rounds[-1]
-            rows.append(dict(base, section="refute", case=f"samples to refute {name} {mode}", n=n_max, mode=mode,
-                             eps_lb=res.eps_lb, refuted=bool(res.refuted), n_per_input=last["n_per_input"],
-                             looks=len(res.rounds), seconds=s))  # fmt: skip
-            print(f"  {name} [{mode}] sequential: refuted={res.refuted} after {last['n_per_input']:,} per input "
-                  f"({len(res.rounds)} looks)  [{s:.1f} s]", flush=True)  # fmt: skip
+            rows.append(
+                dict(
+                    base,
+                    section="refute",
+                    case=f"samples to refute {name} {mode}",
+                    n=n_max,
+                    mode=mode,
+                    eps_lb=res.eps_lb,
+                    refuted=bool(res.refuted),
+                    n_per_input=last["n_per_input"],
+                    looks=len(res.rounds),
+                    seconds=s,
+                )
+            )
+            print(
+                f"  {name} [{mode}] sequential: refuted={res.refuted} after {last['n_per_input']:,} per input "
+                f"({len(res.rounds)} looks)  [{s:.1f} s]",
+                flush=True,
+            )
             del res
     return rows
 
@@ -153,12 +218,27 @@ def tightness(ss: np.random.SeedSequence, n: int) -> list[dict]:
         for (mode, subject), s_ in zip({"density": t.mechanism, "black-box": t.sampler}.items(), case_ss.spawn(2)):
             rng = np.random.default_rng(s_)
             s, res = timed(lambda: audit(subject, t.pairs, n, ALPHA, rng=rng))
-            rows.append(dict(benchmark="audit", section="tightness", case=f"tightness {t.spec} {mode}",
-                             mechanism="randomized_response", spec=t.spec, n=n, k=2, mode=mode, eps=eps,
-                             true_eps=t.true_eps, eps_lb=res.eps_lb, ratio=res.eps_lb / t.true_eps,
-                             seconds=s))  # fmt: skip
-            print(f"  {t.spec} [{mode}]: eps_LB {res.eps_lb:.4g} ratio {res.eps_lb / t.true_eps:.3f}  [{s:.1f} s]",
-                  flush=True)  # fmt: skip
+            rows.append(
+                dict(
+                    benchmark="audit",
+                    section="tightness",
+                    case=f"tightness {t.spec} {mode}",
+                    mechanism="randomized_response",
+                    spec=t.spec,
+                    n=n,
+                    k=2,
+                    mode=mode,
+                    eps=eps,
+                    true_eps=t.true_eps,
+                    eps_lb=res.eps_lb,
+                    ratio=res.eps_lb / t.true_eps,
+                    seconds=s,
+                )
+            )
+            print(
+                f"  {t.spec} [{mode}]: eps_LB {res.eps_lb:.4g} ratio {res.eps_lb / t.true_eps:.3f}  [{s:.1f} s]",
+                flush=True,
+            )
     return rows
 
 
@@ -170,19 +250,35 @@ def table_false_alarms(rows: list[dict]) -> str:
             total = r
             continue
         delta = r["true_delta"] is not None
-        body.append([
-            r["mechanism"], _g(r["eps"]), _g(r["true_eps"], 4),
-            f"{r['claimed_delta']:g}" if r["claimed_delta"] else "0",
-            f"{r['runs']}", f"{r['false_alarms']}", _g(r["max_eps_lb"], 4),
-            (_g(r["max_delta_lb"], 4) + " / " + _g(r["true_delta"], 4)) if delta else "-",
-        ])  # fmt: skip
-    head = ["mechanism", "eps", "true eps", "delta", "runs", "false alarms", "max eps_LB",
-            "max delta_LB / true delta(eps)"]  # fmt: skip
+        body.append(
+            [
+                r["mechanism"],
+                _g(r["eps"]),
+                _g(r["true_eps"], 4),
+                f"{r['claimed_delta']:g}" if r["claimed_delta"] else "0",
+                f"{r['runs']}",
+                f"{r['false_alarms']}",
+                _g(r["max_eps_lb"], 4),
+                (_g(r["max_delta_lb"], 4) + " / " + _g(r["true_delta"], 4)) if delta else "-",
+            ]
+        )
+    head = [
+        "mechanism",
+        "eps",
+        "true eps",
+        "delta",
+        "runs",
+        "false alarms",
+        "max eps_LB",
+        "max delta_LB / true delta(eps)",
+    ]
     assert total is not None
     verdict = "<=" if total["meets_target"] else "> (FAIL)"
-    foot = (f"\nOverall measured false-alarm rate: {total['false_alarms']}/{total['runs']} = "
-            f"{total['false_alarm_rate']:.4f} {verdict} alpha = {ALPHA} "
-            f"({_n(rows[0]['n'])} outputs per input, exact density)")  # fmt: skip
+    foot = (
+        f"\nOverall measured false-alarm rate: {total['false_alarms']}/{total['runs']} = "
+        f"{total['false_alarm_rate']:.4f} {verdict} alpha = {ALPHA} "
+        f"({_n(rows[0]['n'])} outputs per input, exact density)"
+    )
     return _markdown(head, body) + foot
 
 
@@ -213,18 +309,31 @@ def table_broken(rows: list[dict], budgets: list[int]) -> str:
         d["_keys"] = [("black-box", max(budgets)), ("density", max(budgets))]
         cells.append(pair(d, lambda r: f"{r['seconds']:.1f}"))
         body.append(cells)
-    head = (["mechanism", "claimed eps", "true eps"] + [f"eps_LB @{_n(b)}" for b in budgets]
-            + [f"samples/input to refute (n_max {_n(max(budgets))})", f"seconds @{_n(max(budgets))}"])  # fmt: skip
-    return (_markdown(head, body) + "\nCells: black box / with exact density ('-': density unknown). "
-            f"Samples to refute: audit_sequential(first=1000, growth=2) at alpha = {ALPHA}.")  # fmt: skip
+    head = (
+        ["mechanism", "claimed eps", "true eps"]
+        + [f"eps_LB @{_n(b)}" for b in budgets]
+        + [f"samples/input to refute (n_max {_n(max(budgets))})", f"seconds @{_n(max(budgets))}"]
+    )
+    return (
+        _markdown(head, body) + "\nCells: black box / with exact density ('-': density unknown). "
+        f"Samples to refute: audit_sequential(first=1000, growth=2) at alpha = {ALPHA}."
+    )
 
 
 def table_tightness(rows: list[dict]) -> str:
     by: dict[float, dict] = {}
     for r in rows:
         by.setdefault(r["eps"], {})[r["mode"]] = r
-    body = [[_g(eps), _g(d["density"]["eps_lb"], 4), f"{d['density']['ratio']:.3f}",
-             _g(d["black-box"]["eps_lb"], 4), f"{d['black-box']['ratio']:.3f}"] for eps, d in by.items()]  # fmt: skip
+    body = [
+        [
+            _g(eps),
+            _g(d["density"]["eps_lb"], 4),
+            f"{d['density']['ratio']:.3f}",
+            _g(d["black-box"]["eps_lb"], 4),
+            f"{d['black-box']['ratio']:.3f}",
+        ]
+        for eps, d in by.items()
+    ]
     head = ["eps", "eps_LB (density)", "eps_LB / eps (density)", "eps_LB (black box)", "eps_LB / eps (black box)"]
     return _markdown(head, body) + f"\nRandomized response k=2, {_n(rows[0]['n'])} outputs per input, alpha = {ALPHA}."
 
@@ -236,8 +345,11 @@ def main() -> None:
     p.add_argument("--n", type=_count, default=100_000, help="outputs per input for the false-alarm runs")
     p.add_argument("--budgets", type=_count, nargs="+", default=[10**6, 10**7], help="outputs per input, broken zoo")
     p.add_argument("--tight-n", type=_count, default=10**7, help="outputs per input for the tightness audits")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: --runs 3 --n 2e4 --budgets 1e4 1e5 --tight-n 1e5 (explicit options win)")  # fmt: skip
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: --runs 3 --n 2e4 --budgets 1e4 1e5 --tight-n 1e5 (explicit options win)",
+    )
     args = p.parse_args()
     if args.quick:
         p.set_defaults(**QUICK)

@@ -28,7 +28,6 @@ import sys
 import time
 
 from _common import best_of, parser, report, timed
-
 from ldpsim.privacy.composition import optimal_delta, optimal_epsilon
 
 DEFAULT_KS = [10**3, 10**4, 10**5, 10**6, 10**7]
@@ -54,11 +53,24 @@ def pld_rows(eps: float, delta: float, k: int, eps_t: float, d: float, ours_eps:
     common_cols = dict(benchmark="composition", k=k, eps=eps, delta=delta, eps_t=eps_t, pld_interval=interval)
     return [
         dict(common_cols, case="dp_accounting pld compose", seconds=build_s),
-        dict(common_cols, case="dp_accounting pld delta", seconds=q_delta_s, value=pld_delta, ours=d,
-             rel_excess=pld_delta / d - 1.0),
-        dict(common_cols, case="dp_accounting pld epsilon", seconds=q_eps_s, delta_total=d, value=pld_eps,
-             ours=ours_eps, rel_excess=pld_eps / ours_eps - 1.0),
-    ]  # fmt: skip
+        dict(
+            common_cols,
+            case="dp_accounting pld delta",
+            seconds=q_delta_s,
+            value=pld_delta,
+            ours=d,
+            rel_excess=pld_delta / d - 1.0,
+        ),
+        dict(
+            common_cols,
+            case="dp_accounting pld epsilon",
+            seconds=q_eps_s,
+            delta_total=d,
+            value=pld_eps,
+            ours=ours_eps,
+            rel_excess=pld_eps / ours_eps - 1.0,
+        ),
+    ]
 
 
 def main() -> None:
@@ -101,20 +113,35 @@ def main() -> None:
             ("optimal_delta", d, dict()),
             ("optimal_epsilon", e_back, dict(delta_total=d, roundtrip_rel_err=abs(e_back - eps_t) / eps_t)),
         ]:
-            row = dict(benchmark="composition", case=name, k=k, eps=eps, delta=delta, eps_t=eps_t,
-                       seconds=best[name], value=value, **extra)  # fmt: skip
+            row = dict(
+                benchmark="composition",
+                case=name,
+                k=k,
+                eps=eps,
+                delta=delta,
+                eps_t=eps_t,
+                seconds=best[name],
+                value=value,
+                **extra,
+            )
             tgt = TARGETS_S[name].get(k)
             if tgt is not None:
                 row.update(target=f"< {tgt * 1e3:g} ms", meets_target=best[name] < tgt)
             rows.append(row)
-        print(f"k={k}: eps_t={eps_t:.4g} delta={d:.6g} optimal_delta {best['optimal_delta'] * 1e3:.3g} ms, "
-              f"optimal_epsilon {best['optimal_epsilon'] * 1e3:.3g} ms", file=sys.stderr)  # fmt: skip
+        print(
+            f"k={k}: eps_t={eps_t:.4g} delta={d:.6g} optimal_delta {best['optimal_delta'] * 1e3:.3g} ms, "
+            f"optimal_epsilon {best['optimal_epsilon'] * 1e3:.3g} ms",
+            file=sys.stderr,
+        )
         if have_pld and not pld_stop and k <= args.pld_max_k:
             prow = pld_rows(eps, delta, k, eps_t, d, e_back, args.pld_interval)
             rows.extend(prow)
             took = prow[0]["seconds"] + prow[1]["seconds"] + prow[2]["seconds"]
-            print(f"k={k}: dp_accounting {took:.3g} s, delta {prow[1]['value']:.10g} (ours {d:.10g}), "
-                  f"eps {prow[2]['value']:.10g} (ours {e_back:.10g})", file=sys.stderr)  # fmt: skip
+            print(
+                f"k={k}: dp_accounting {took:.3g} s, delta {prow[1]['value']:.10g} (ours {d:.10g}), "
+                f"eps {prow[2]['value']:.10g} (ours {e_back:.10g})",
+                file=sys.stderr,
+            )
             if took > args.pld_max_seconds / 10:
                 pld_stop = True
     report("composition", rows, args.out)

@@ -31,7 +31,6 @@ import time
 from pathlib import Path
 
 from _common import REPO_ROOT, parser, report
-
 from ldpsim import cluster
 from ldpsim._pool import start_pool, stop_pool
 from ldpsim.sim import load_scenario, run_scenario
@@ -75,7 +74,9 @@ def main() -> None:
     p.add_argument("--tasks", type=int, default=2000, help="empty tasks for the overhead")
     p.add_argument("--replications", type=int, default=200, help="replications of the survey scenario")
     p.add_argument("--size", type=int, default=1_000_000, help="clients per replication (the scenario's: 10^6)")
-    p.add_argument("--sizes", type=int, nargs="*", default=[1_000, 10_000, 100_000], help="smaller sizes for the crossover")
+    p.add_argument(
+        "--sizes", type=int, nargs="*", default=[1_000, 10_000, 100_000], help="smaller sizes for the crossover"
+    )
     p.add_argument("--big", type=int, default=100_000_000, help="clients of the one sharded run (0: leave it out)")
     p.add_argument("--shards", type=int, default=16, help="shards of the big run")
     p.add_argument("--sweep-points", type=int, default=20, help="grid points of the sweep (0: leave it out)")
@@ -83,57 +84,104 @@ def main() -> None:
     rows = []
     t0 = time.perf_counter()
     with cluster.connect("local:2") as where:
-        print(f"local cluster of {where.workers} workers started in {time.perf_counter() - t0:.2f} s; dashboard {where.dashboard}")
+        print(
+            f"local cluster of {where.workers} workers started in {time.perf_counter() - t0:.2f} s; dashboard "
+            f"{where.dashboard}"
+        )
         pool = start_pool(2)
         try:
             pool.submit(_noop, 0).result()  # start the pool's processes outside the timing
             for name, ex in (("dask local:2", where.executor), ("process pool 2", pool)):
                 ms = overhead(ex, args.tasks)
-                rows.append(dict(benchmark="distributed", case=f"overhead per task, {name}", n=args.tasks,
-                                 seconds=ms * args.tasks / 1e3, ms_per_task=ms))  # fmt: skip
+                rows.append(
+                    dict(
+                        benchmark="distributed",
+                        case=f"overhead per task, {name}",
+                        n=args.tasks,
+                        seconds=ms * args.tasks / 1e3,
+                        ms_per_task=ms,
+                    )
+                )
         finally:
             stop_pool(pool)
         base = load_scenario(SURVEY)
         with tempfile.TemporaryDirectory() as tmp:
             for size in sorted(set(args.sizes + [args.size])):
-                sc = base.rebuild(base.spec.model_copy(update={"population": base.spec.population.model_copy(update={"size": size})}))
+                sc = base.rebuild(
+                    base.spec.model_copy(update={"population": base.spec.population.model_copy(update={"size": size})})
+                )
                 sc = sc.with_overrides(replications=args.replications)
                 seq, ref = timed_run(sc, Path(tmp) / f"seq-{size}")
                 pool_s, pool_b = timed_run(sc, Path(tmp) / f"pool-{size}", workers=2)
-                dask_s, dask_b = timed_run(sc, Path(tmp) / f"dask-{size}", executor=where.executor, workers=where.workers)
+                dask_s, dask_b = timed_run(
+                    sc, Path(tmp) / f"dask-{size}", executor=where.executor, workers=where.workers
+                )
                 same = pool_b == ref and dask_b == ref
                 for case, s in (("sequential", seq), ("process pool 2", pool_s), ("dask local:2", dask_s)):
-                    rows.append(dict(benchmark="distributed", case=f"survey x {args.replications}: {case}", n=size,
-                                     seconds=s, speedup=seq / s, per_replication_ms=s / args.replications * 1e3,
-                                     identical=same))  # fmt: skip
+                    rows.append(
+                        dict(
+                            benchmark="distributed",
+                            case=f"survey x {args.replications}: {case}",
+                            n=size,
+                            seconds=s,
+                            speedup=seq / s,
+                            per_replication_ms=s / args.replications * 1e3,
+                            identical=same,
+                        )
+                    )
                 # the same replications without the files and the report (a constant 1-3 s that
                 # hides the crossover at small sizes)
                 study = study_of(sc)
                 pool = start_pool(2)
                 try:
                     pool.submit(_noop, 0).result()
-                    alone = {"sequential": replications_only(study, None, 1),
-                             "process pool 2": replications_only(study, pool, 2),
-                             "dask local:2": replications_only(study, where.executor, where.workers)}  # fmt: skip
+                    alone = {
+                        "sequential": replications_only(study, None, 1),
+                        "process pool 2": replications_only(study, pool, 2),
+                        "dask local:2": replications_only(study, where.executor, where.workers),
+                    }
                 finally:
                     stop_pool(pool)
                 for case, s in alone.items():
-                    rows.append(dict(benchmark="distributed", case=f"replications only x {args.replications}: {case}",
-                                     n=size, seconds=s, speedup=alone["sequential"] / s,
-                                     per_replication_ms=s / args.replications * 1e3))  # fmt: skip
+                    rows.append(
+                        dict(
+                            benchmark="distributed",
+                            case=f"replications only x {args.replications}: {case}",
+                            n=size,
+                            seconds=s,
+                            speedup=alone["sequential"] / s,
+                            per_replication_ms=s / args.replications * 1e3,
+                        )
+                    )
             if args.big:
-                sc = base.rebuild(base.spec.model_copy(update={"population": base.spec.population.model_copy(update={"size": args.big})}))
+                sc = base.rebuild(
+                    base.spec.model_copy(
+                        update={"population": base.spec.population.model_copy(update={"size": args.big})}
+                    )
+                )
                 sc = sc.with_overrides(replications=1)
                 seq, ref = timed_run(sc, Path(tmp) / "big-seq")
                 pool_s, pool_b = timed_run(sc, Path(tmp) / "big-pool", workers=2, shards=args.shards)
-                dask_s, dask_b = timed_run(sc, Path(tmp) / "big-dask", executor=where.executor, workers=where.workers,
-                                           shards=args.shards)  # fmt: skip
+                dask_s, dask_b = timed_run(
+                    sc, Path(tmp) / "big-dask", executor=where.executor, workers=where.workers, shards=args.shards
+                )
                 same = pool_b == ref and dask_b == ref
-                for case, s, workers in (("sequential, unsharded", seq, 1), (f"process pool 2, {args.shards} shards", pool_s, 2),
-                                         (f"dask local:2, {args.shards} shards", dask_s, 2)):  # fmt: skip
-                    rows.append(dict(benchmark="distributed", case=f"one population: {case}", n=args.big, seconds=s,
-                                     speedup=seq / s, s_per_million_per_worker=s * workers / (args.big / 1e6),
-                                     identical=same))  # fmt: skip
+                for case, s, workers in (
+                    ("sequential, unsharded", seq, 1),
+                    (f"process pool 2, {args.shards} shards", pool_s, 2),
+                    (f"dask local:2, {args.shards} shards", dask_s, 2),
+                ):
+                    rows.append(
+                        dict(
+                            benchmark="distributed",
+                            case=f"one population: {case}",
+                            n=args.big,
+                            seconds=s,
+                            speedup=seq / s,
+                            s_per_million_per_worker=s * workers / (args.big / 1e6),
+                            identical=same,
+                        )
+                    )
             if args.sweep_points:
                 from ldpsim.sweep import run_sweep
 
@@ -142,16 +190,33 @@ def main() -> None:
                 eps = [round(0.5 + 0.1 * i, 2) for i in range(args.sweep_points)]
                 times = {}
                 dask = {"executor": where.executor, "workers": where.workers}
-                for case, kw in (("sequential", {}), ("dask local:2", dask),
-                                 ("sequential, no point reports", {"point_reports": False}),
-                                 ("dask local:2, no point reports", {**dask, "point_reports": False})):  # fmt: skip
+                for case, kw in (
+                    ("sequential", {}),
+                    ("dask local:2", dask),
+                    ("sequential, no point reports", {"point_reports": False}),
+                    ("dask local:2, no point reports", {**dask, "point_reports": False}),
+                ):
                     t0 = time.perf_counter()
-                    run_sweep(path, {"mechanism.eps": eps}, replications=10, out=Path(tmp) / f"sweep-{len(times)}", progress=False, **kw)
+                    run_sweep(
+                        path,
+                        {"mechanism.eps": eps},
+                        replications=10,
+                        out=Path(tmp) / f"sweep-{len(times)}",
+                        progress=False,
+                        **kw,
+                    )
                     times[case] = time.perf_counter() - t0
                 for case, s in times.items():
-                    rows.append(dict(benchmark="distributed", case=f"sweep of {args.sweep_points} points x 10: {case}",
-                                     n=10_000, seconds=s, speedup=times["sequential"] / s,
-                                     per_point_s=s / args.sweep_points))  # fmt: skip
+                    rows.append(
+                        dict(
+                            benchmark="distributed",
+                            case=f"sweep of {args.sweep_points} points x 10: {case}",
+                            n=10_000,
+                            seconds=s,
+                            speedup=times["sequential"] / s,
+                            per_point_s=s / args.sweep_points,
+                        )
+                    )
     report("distributed", rows, args.out)
 
 

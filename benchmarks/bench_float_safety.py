@@ -32,16 +32,21 @@ import math
 import time
 
 import numpy as np
-from _common import best_of, parser, report
 
+from _common import best_of, parser, report
 from ldpsim.audit import audit, audit_sequential, target
 
 ALPHA = 0.05
 EPS_GRID = (0.1, 1.0, 4.0)
 DELTA = 1e-5
 FLOAT = {"laplace": {}, "gaussian": {"delta": DELTA}}
-SAFE = {"discrete_laplace": {}, "discrete_gaussian": {"delta": DELTA}, "snapped_laplace": {},
-        "discrete_laplace_bounded": {}, "snapped_laplace_bounded": {}}
+SAFE = {
+    "discrete_laplace": {},
+    "discrete_gaussian": {"delta": DELTA},
+    "snapped_laplace": {},
+    "discrete_laplace_bounded": {},
+    "snapped_laplace_bounded": {},
+}
 SPEED = {  # case -> (catalog name, parameters)
     "laplace (float)": ("laplace", {"eps": 1.0}),
     "gaussian (float)": ("gaussian", {"eps": 1.0, "delta": DELTA}),
@@ -81,8 +86,17 @@ def speed(ss: np.random.SeedSequence, n: int, repeats: int) -> list[dict]:
         size = n // 10 if "os" in case else n
         rate = size / seconds
         ref = base["gaussian (float)"] if "gaussian" in case else base["laplace (float)"]
-        rows.append(dict(benchmark="float_safety", section="speed", case=case, n=size, seconds=seconds,
-                         throughput_per_s=rate, slowdown_vs_float=(seconds / size) / (ref / n)))  # fmt: skip
+        rows.append(
+            dict(
+                benchmark="float_safety",
+                section="speed",
+                case=case,
+                n=size,
+                seconds=seconds,
+                throughput_per_s=rate,
+                slowdown_vs_float=(seconds / size) / (ref / n),
+            )
+        )
         print(f"  {case}: {rate:,.0f} samples/s ({seconds:.3f} s for {size:,})", flush=True)
     return rows
 
@@ -98,16 +112,42 @@ def refute(ss: np.random.SeedSequence, n_max: int) -> list[dict]:
             for mode, subject in (("black-box", t.sampler), ("density", t.mechanism)):
                 rng = np.random.default_rng(next(seeds))
                 t0 = time.perf_counter()
-                res = audit_sequential(subject, t.pairs, n_max, t.claimed_eps, ALPHA, claimed_delta=t.claimed_delta,
-                                       exact_floats=exact, rng=rng)  # fmt: skip
+                res = audit_sequential(
+                    subject,
+                    t.pairs,
+                    n_max,
+                    t.claimed_eps,
+                    ALPHA,
+                    claimed_delta=t.claimed_delta,
+                    exact_floats=exact,
+                    rng=rng,
+                )
                 seconds = time.perf_counter() - t0
                 last = res.rounds[-1]
-                rows.append(dict(benchmark="float_safety", section="refute", case=f"refute {t.spec} {mode}",
-                                 mechanism=name, spec=t.spec, eps=eps, mode=mode, exact_floats=exact, n=n_max,
-                                 refuted=bool(res.refuted), n_per_input=last["n_per_input"], eps_lb=res.eps_lb,
-                                 delta_lb=res.delta_lb, looks=len(res.rounds), seconds=seconds))  # fmt: skip
-                print(f"  {t.spec} [{mode}, exact_floats={exact}]: refuted={res.refuted} after "
-                      f"{last['n_per_input']:,} per input, eps_LB {res.eps_lb:.4g}  [{seconds:.1f} s]", flush=True)  # fmt: skip
+                rows.append(
+                    dict(
+                        benchmark="float_safety",
+                        section="refute",
+                        case=f"refute {t.spec} {mode}",
+                        mechanism=name,
+                        spec=t.spec,
+                        eps=eps,
+                        mode=mode,
+                        exact_floats=exact,
+                        n=n_max,
+                        refuted=bool(res.refuted),
+                        n_per_input=last["n_per_input"],
+                        eps_lb=res.eps_lb,
+                        delta_lb=res.delta_lb,
+                        looks=len(res.rounds),
+                        seconds=seconds,
+                    )
+                )
+                print(
+                    f"  {t.spec} [{mode}, exact_floats={exact}]: refuted={res.refuted} after "
+                    f"{last['n_per_input']:,} per input, eps_LB {res.eps_lb:.4g}  [{seconds:.1f} s]",
+                    flush=True,
+                )
     return rows
 
 
@@ -122,26 +162,60 @@ def false_alarms(ss: np.random.SeedSequence, runs: int, n: int) -> list[dict]:
         fa, eps_lbs, delta_lbs = 0, [], []
         t0 = time.perf_counter()
         for s in case_ss.spawn(runs):
-            res = audit(t.mechanism, t.pairs, n, ALPHA, eps_for_delta=t.claimed_eps if with_delta else None,
-                        exact_floats=True, rng=np.random.default_rng(s))  # fmt: skip
+            res = audit(
+                t.mechanism,
+                t.pairs,
+                n,
+                ALPHA,
+                eps_for_delta=t.claimed_eps if with_delta else None,
+                exact_floats=True,
+                rng=np.random.default_rng(s),
+            )
             bad = res.eps_lb > t.true_eps or (true_delta is not None and res.delta_lb > true_delta)
             fa += bool(bad)
             eps_lbs.append(res.eps_lb)
             if with_delta:
                 delta_lbs.append(res.delta_lb)
         seconds = time.perf_counter() - t0
-        rows.append(dict(benchmark="float_safety", section="false_alarms", case=f"false alarms {t.spec}", mechanism=name,
-                         spec=t.spec, eps=eps, n=n, runs=runs, false_alarms=fa, true_eps=t.true_eps,
-                         true_delta=true_delta, max_eps_lb=float(np.max(eps_lbs)),
-                         max_delta_lb=float(np.max(delta_lbs)) if delta_lbs else None, seconds=seconds))  # fmt: skip
-        print(f"  {t.spec}: {fa}/{runs} false alarms, max eps_LB {np.max(eps_lbs):.4g} (eps {t.true_eps:.4g})"
-              + (f", max delta_LB {np.max(delta_lbs):.3g} (exact {true_delta:.3g})" if delta_lbs else "")
-              + f"  [{seconds:.1f} s]", flush=True)  # fmt: skip
+        rows.append(
+            dict(
+                benchmark="float_safety",
+                section="false_alarms",
+                case=f"false alarms {t.spec}",
+                mechanism=name,
+                spec=t.spec,
+                eps=eps,
+                n=n,
+                runs=runs,
+                false_alarms=fa,
+                true_eps=t.true_eps,
+                true_delta=true_delta,
+                max_eps_lb=float(np.max(eps_lbs)),
+                max_delta_lb=float(np.max(delta_lbs)) if delta_lbs else None,
+                seconds=seconds,
+            )
+        )
+        print(
+            f"  {t.spec}: {fa}/{runs} false alarms, max eps_LB {np.max(eps_lbs):.4g} (eps {t.true_eps:.4g})"
+            + (f", max delta_LB {np.max(delta_lbs):.3g} (exact {true_delta:.3g})" if delta_lbs else "")
+            + f"  [{seconds:.1f} s]",
+            flush=True,
+        )
     total = sum(r["false_alarms"] for r in rows)
     audits = sum(r["runs"] for r in rows)
-    rows.append(dict(benchmark="float_safety", section="false_alarms", case="false-alarm rate (safe samplers)", n=n,
-                     runs=audits, false_alarms=total, false_alarm_rate=total / audits, target=ALPHA,
-                     meets_target=bool(total / audits <= ALPHA)))  # fmt: skip
+    rows.append(
+        dict(
+            benchmark="float_safety",
+            section="false_alarms",
+            case="false-alarm rate (safe samplers)",
+            n=n,
+            runs=audits,
+            false_alarms=total,
+            false_alarm_rate=total / audits,
+            target=ALPHA,
+            meets_target=bool(total / audits <= ALPHA),
+        )
+    )
     return rows
 
 
@@ -149,24 +223,47 @@ def false_alarms(ss: np.random.SeedSequence, runs: int, n: int) -> list[dict]:
 def tables(rows: list[dict]) -> str:
     out = []
     sp = [r for r in rows if r["section"] == "speed"]
-    out.append(_markdown(["sampler", "draws", "samples/s", "seconds", "time per draw vs the float sampler"],
-                         [[r["case"], f"{r['n']:,}", f"{r['throughput_per_s']:,.0f}", f"{r['seconds']:.3f}",
-                           f"{r['slowdown_vs_float']:.1f}x"] for r in sp]))  # fmt: skip
+    out.append(
+        _markdown(
+            ["sampler", "draws", "samples/s", "seconds", "time per draw vs the float sampler"],
+            [
+                [
+                    r["case"],
+                    f"{r['n']:,}",
+                    f"{r['throughput_per_s']:,.0f}",
+                    f"{r['seconds']:.3f}",
+                    f"{r['slowdown_vs_float']:.1f}x",
+                ]
+                for r in sp
+            ],
+        )
+    )
     rf = [r for r in rows if r["section"] == "refute"]
     body = []
     for r in rf:
         n_text = f"{r['n_per_input']:,}" if r["refuted"] else f"not refuted at {r['n_per_input']:,}"
         lb = _g(r["eps_lb"], 4) + (f" ({_g(r['delta_lb'], 3)})" if r["delta_lb"] is not None else "")
         body.append([r["spec"], r["mode"], "yes" if r["exact_floats"] else "no", n_text, lb])
-    out.append(_markdown(["float sampler", "audit", "exact floats", "outputs per input to refute", "eps_LB (delta_LB)"], body))
+    out.append(
+        _markdown(["float sampler", "audit", "exact floats", "outputs per input to refute", "eps_LB (delta_LB)"], body)
+    )
     fa = [r for r in rows if r["section"] == "false_alarms" and r.get("mechanism")]
     total = [r for r in rows if r["section"] == "false_alarms" and not r.get("mechanism")][0]
-    body = [[r["spec"], f"{r['runs']}", f"{r['false_alarms']}", _g(r["max_eps_lb"], 4) + " / " + _g(r["true_eps"], 4),
-             (_g(r["max_delta_lb"], 3) + " / " + _g(r["true_delta"], 3)) if r["true_delta"] is not None else "-"]
-            for r in fa]  # fmt: skip
-    out.append(_markdown(["safe sampler", "audits", "false alarms", "max eps_LB / eps", "max delta_LB / exact delta"], body)
-               + f"\n\nOverall: {total['false_alarms']}/{total['runs']} false alarms (alpha = {ALPHA}), "
-               f"{total['n']:,} outputs per input, exact floats, with the exact density where there is one.")  # fmt: skip
+    body = [
+        [
+            r["spec"],
+            f"{r['runs']}",
+            f"{r['false_alarms']}",
+            _g(r["max_eps_lb"], 4) + " / " + _g(r["true_eps"], 4),
+            (_g(r["max_delta_lb"], 3) + " / " + _g(r["true_delta"], 3)) if r["true_delta"] is not None else "-",
+        ]
+        for r in fa
+    ]
+    out.append(
+        _markdown(["safe sampler", "audits", "false alarms", "max eps_LB / eps", "max delta_LB / exact delta"], body)
+        + f"\n\nOverall: {total['false_alarms']}/{total['runs']} false alarms (alpha = {ALPHA}), "
+        f"{total['n']:,} outputs per input, exact floats, with the exact density where there is one."
+    )
     return "\n\n".join(out)
 
 

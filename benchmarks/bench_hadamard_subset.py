@@ -60,18 +60,28 @@ def main() -> None:
                 x = rng.integers(0, k, size=n)
                 base = dict(benchmark="oracles", case=repr(mech), n=n, k=k, m=mech.statistic_size)
                 if n * width * itemsize <= HOLDABLE:
-                    s_priv, y = timed(lambda: mech.privatize(x, rng))
+                    s_priv, y = timed(lambda: mech.privatize(x, rng))  # noqa: F821 - runs before del x
                     s_stat, counts = timed(lambda: mech.statistic(y))
                     del y
                     rows.append(dict(base, step="privatize", seconds=s_priv, throughput_per_s=n / s_priv))
                     rows.append(dict(base, step="statistic", seconds=s_stat, throughput_per_s=n / s_stat))
                     if n == max(args.n):
-                        rows[-2]["peak_extra_mib"] = peak_extra_mib(lambda: mech.privatize(x, rng))
+                        rows[-2]["peak_extra_mib"] = peak_extra_mib(
+                            lambda: mech.privatize(x, rng)  # noqa: F821 - runs before del x
+                        )
                 else:
-                    s, counts = timed(lambda: batched(mech, x, rng))
-                    rows.append(dict(base, step=f"privatize + statistic in batches of {BATCH}", seconds=s,
-                                     throughput_per_s=n / s,
-                                     peak_extra_mib=peak_extra_mib(lambda: mech.privatize(x[:BATCH], rng))))
+                    s, counts = timed(lambda: batched(mech, x, rng))  # noqa: F821 - runs before del x
+                    rows.append(
+                        dict(
+                            base,
+                            step=f"privatize + statistic in batches of {BATCH}",
+                            seconds=s,
+                            throughput_per_s=n / s,
+                            peak_extra_mib=peak_extra_mib(
+                                lambda: mech.privatize(x[:BATCH], rng)  # noqa: F821 - runs before del x
+                            ),
+                        )
+                    )
                 assert int(counts.sum()) == n * (width if width else 1)
                 del x
         if isinstance(mech, SubsetSelection):
@@ -79,8 +89,17 @@ def main() -> None:
             n_x = np.full(k, 10**12 // k, dtype=np.int64)
             hr.sample_statistic(n_x, rng)  # warm-up
             s, counts = timed(lambda: hr.sample_statistic(n_x, rng))
-            rows.append(dict(benchmark="oracles", case=repr(hr), n=int(n_x.sum()), k=k, m=hr.m,
-                             step="sample_statistic (exact aggregate)", seconds=s))
+            rows.append(
+                dict(
+                    benchmark="oracles",
+                    case=repr(hr),
+                    n=int(n_x.sum()),
+                    k=k,
+                    m=hr.m,
+                    step="sample_statistic (exact aggregate)",
+                    seconds=s,
+                )
+            )
     report("hadamard_subset", rows, args.out)
 
 

@@ -26,7 +26,6 @@ import sys
 import warnings
 
 from _common import parser, report, timed
-
 from ldpsim.mechanisms.noise import Laplace
 from ldpsim.privacy import Accountant
 from ldpsim.reproduce.composition_noise import laplace_delta
@@ -55,7 +54,10 @@ def dp_accounting_scale(eps: float, delta: float, k: int, lo: float, hi: float) 
         dp_accounting.calibrate_dp_mechanism(
             pld_privacy_accountant.PLDAccountant,
             lambda b: dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(b), k),
-            eps, delta, dp_accounting.LowerEndpointAndGuess(lo, hi), tol=1e-12 * hi,
+            eps,
+            delta,
+            dp_accounting.LowerEndpointAndGuess(lo, hi),
+            tol=1e-12 * hi,
         )
     )
 
@@ -63,7 +65,9 @@ def dp_accounting_scale(eps: float, delta: float, k: int, lo: float, hi: float) 
 def main() -> None:
     p = parser(__doc__.splitlines()[0], repeats=1)
     p.add_argument("--cases", default=CASES, help="space-separated eps,delta,k triples")
-    p.add_argument("--exact-k", type=int, default=30, help="largest k whose achieved delta is computed exactly (mpmath)")
+    p.add_argument(
+        "--exact-k", type=int, default=30, help="largest k whose achieved delta is computed exactly (mpmath)"
+    )
     args = p.parse_args()
     rows = []
     for spec in args.cases.split():
@@ -77,10 +81,25 @@ def main() -> None:
             scales["dp_accounting"] = (dp, t_dp)
         for name, (scale, seconds) in scales.items():
             got, how = achieved(scale, eps, delta, k, args.exact_k)
-            rows.append(dict(benchmark="laplace_calibration", case=name, k=k, eps=eps, target=delta, scale=scale,
-                             achieved_delta=got, achieved_by=how, excess=scale / new.scale - 1, seconds=seconds))  # fmt: skip
-            print(f"eps={eps:g} delta={delta:g} k={k} {name:13s} scale {scale:.10g} (excess {scale / new.scale - 1:+.3%}) "
-                  f"delta {got:.6g} [{how}] {seconds:.2f} s", file=sys.stderr)  # fmt: skip
+            rows.append(
+                dict(
+                    benchmark="laplace_calibration",
+                    case=name,
+                    k=k,
+                    eps=eps,
+                    target=delta,
+                    scale=scale,
+                    achieved_delta=got,
+                    achieved_by=how,
+                    excess=scale / new.scale - 1,
+                    seconds=seconds,
+                )
+            )
+            print(
+                f"eps={eps:g} delta={delta:g} k={k} {name:13s} scale {scale:.10g} (excess "
+                f"{scale / new.scale - 1:+.3%}) delta {got:.6g} [{how}] {seconds:.2f} s",
+                file=sys.stderr,
+            )
     report("laplace_calibration", rows, args.out)
 
 

@@ -67,10 +67,16 @@ def child(spec: dict) -> dict:
             s, _ = timed(lambda: optimal_mechanism(utility, eps, method=method))
             seconds = min(seconds, s)
     return dict(
-        seconds=seconds, value=res.value, bound=res.bound, status=res.status, m=res.mechanism.m,
-        iterations=res.iterations, columns=res.columns, peak_rss_mb=peak,
+        seconds=seconds,
+        value=res.value,
+        bound=res.bound,
+        status=res.status,
+        m=res.mechanism.m,
+        iterations=res.iterations,
+        columns=res.columns,
+        peak_rss_mb=peak,
         private=bool(res.mechanism.epsilon() <= eps * (1 + 1e-9)),
-    )  # fmt: skip
+    )
 
 
 def run_child(spec: dict, timeout: float) -> dict | None:
@@ -110,37 +116,62 @@ def main() -> None:
                 pk, ps = last[eps]
                 predicted = ps * 2.0 ** (k - pk)
                 if ps >= args.stop_after or predicted > remaining:
-                    print(f"k={k} eps={eps}: skipped (previous k={pk} took {ps:.1f} s; predicted {predicted:.0f} s, "
-                          f"{remaining:.0f} s of the budget left)", file=sys.stderr)  # fmt: skip
+                    print(
+                        f"k={k} eps={eps}: skipped (previous k={pk} took {ps:.1f} s; predicted {predicted:.0f} s, "
+                        f"{remaining:.0f} s of the budget left)",
+                        file=sys.stderr,
+                    )
                     continue
             spec = dict(k=k, eps=eps, seed=args.seed, repeats=args.repeats, method="column_generation")
             cg = run_child(spec, remaining)
             if cg is None:
                 print(f"k={k} eps={eps}: column generation did not finish within the budget", file=sys.stderr)
-                rows.append(dict(benchmark="optimal_mechanism", case=f"kl eps={eps:g}", k=k, eps=eps,
-                                 status="timeout", seconds=math.nan))  # fmt: skip
+                rows.append(
+                    dict(
+                        benchmark="optimal_mechanism",
+                        case=f"kl eps={eps:g}",
+                        k=k,
+                        eps=eps,
+                        status="timeout",
+                        seconds=math.nan,
+                    )
+                )
                 stop = True
                 break
             last[eps] = (k, cg["seconds"])
             if cg["status"] == "optimal":
                 largest[eps] = k
             row = dict(
-                benchmark="optimal_mechanism", case=f"kl eps={eps:g}", k=k, m=cg["m"], eps=eps,
-                seconds=cg["seconds"], iterations=cg["iterations"], columns=cg["columns"],
-                peak_rss_mb=cg["peak_rss_mb"], rel_gap=(cg["bound"] - cg["value"]) / cg["value"],
-                status=cg["status"], private=cg["private"],
-            )  # fmt: skip
+                benchmark="optimal_mechanism",
+                case=f"kl eps={eps:g}",
+                k=k,
+                m=cg["m"],
+                eps=eps,
+                seconds=cg["seconds"],
+                iterations=cg["iterations"],
+                columns=cg["columns"],
+                peak_rss_mb=cg["peak_rss_mb"],
+                rel_gap=(cg["bound"] - cg["value"]) / cg["value"],
+                status=cg["status"],
+                private=cg["private"],
+            )
             if k in TARGETS_S:
                 row.update(target=f"< {TARGETS_S[k]:g} s", meets_target=cg["seconds"] < TARGETS_S[k])
             if k <= MAX_FULL_K:
                 remaining = args.max_seconds - (time.perf_counter() - started)
                 full = run_child(dict(spec, method="full"), remaining)
                 if full is not None:
-                    row.update(full_seconds=full["seconds"], full_peak_rss_mb=full["peak_rss_mb"],
-                               full_rel_diff=abs(full["value"] - cg["value"]) / full["value"])  # fmt: skip
+                    row.update(
+                        full_seconds=full["seconds"],
+                        full_peak_rss_mb=full["peak_rss_mb"],
+                        full_rel_diff=abs(full["value"] - cg["value"]) / full["value"],
+                    )
             rows.append(row)
-            print(f"k={k} eps={eps}: {cg['seconds']:.3f} s, {cg['iterations']} iterations, "
-                  f"elapsed {time.perf_counter() - started:.0f} s", file=sys.stderr)  # fmt: skip
+            print(
+                f"k={k} eps={eps}: {cg['seconds']:.3f} s, {cg['iterations']} iterations, "
+                f"elapsed {time.perf_counter() - started:.0f} s",
+                file=sys.stderr,
+            )
         if any(last[e][0] == k and last[e][1] >= args.stop_after for e in last):
             stop = True
     report("optimal_mechanism", rows, args.out)

@@ -256,15 +256,23 @@ def memory_child(spec: dict) -> None:
         peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if start_kib is None:
         start_kib = 0
-    result.update(rss_start_mib=start_kib / 1024, rss_peak_mib=peak_kib / 1024,
-                  run_extra_mib=(peak_kib - start_kib) / 1024, memory_method=method)
+    result.update(
+        rss_start_mib=start_kib / 1024,
+        rss_peak_mib=peak_kib / 1024,
+        run_extra_mib=(peak_kib - start_kib) / 1024,
+        memory_method=method,
+    )
     print(json.dumps(result))
 
 
 def run_memory_child(oracle: str, k: int, n: int, args: argparse.Namespace) -> dict:
     spec = dict(oracle=oracle, k=k, n=n, eps=args.eps, batch=args.batch, seed=args.seed)
-    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -319,38 +327,83 @@ def pure_ldp_cases(eps: float, flh_k: int) -> list[PeerCase]:
         def prepare(k):
             server = make_server(k)
             return make_client(k, server), server
+
         return prepare
 
     lh_note = "xxh32 of str(x) under a per-client seed; server q = 1/g (ldpsim: degree-2 polynomial hash, exact q*)"
     g_olh = int(round(math.exp(eps))) + 1  # pure-ldp's OLH g
     hr_variant = None if eps <= 1 else "eps > 1: pure-ldp's blocked general-privacy HR, not the same oracle"
     cases = [
-        PeerCase("pure-ldp", "randomized_response", "DEClient/DEServer",
-                 pair(lambda k: P.DEServer(eps, k, index_mapper=_identity),
-                      lambda k, s: P.DEClient(eps, k, index_mapper=_identity)),
-                 _pure_run, lambda k: catalog.build("randomized_response", k=k, eps=eps)),
-        PeerCase("pure-ldp", "sue", "UEClient/UEServer(use_oue=False)",
-                 pair(lambda k: P.UEServer(eps, k, use_oue=False, index_mapper=_identity),
-                      lambda k, s: P.UEClient(eps, k, use_oue=False, index_mapper=_identity)),
-                 _pure_run, lambda k: catalog.build("sue", k=k, eps=eps)),
-        PeerCase("pure-ldp", "oue", "UEClient/UEServer(use_oue=True)",
-                 pair(lambda k: P.UEServer(eps, k, use_oue=True, index_mapper=_identity),
-                      lambda k, s: P.UEClient(eps, k, use_oue=True, index_mapper=_identity)),
-                 _pure_run, lambda k: catalog.build("oue", k=k, eps=eps)),
-        PeerCase("pure-ldp", "olh", f"LHClient/LHServer(use_olh=True), g={g_olh}",
-                 pair(lambda k: P.LHServer(eps, k, use_olh=True, index_mapper=_identity),
-                      lambda k, s: P.LHClient(eps, k, use_olh=True, index_mapper=_identity)),
-                 _pure_run, lambda k: OptimizedLocalHashing(k, eps, g=g_olh), note=lh_note),
-        PeerCase("pure-ldp", "blh", "LHClient/LHServer(g=2)",
-                 pair(lambda k: P.LHServer(eps, k, g=2, index_mapper=_identity),
-                      lambda k, s: P.LHClient(eps, k, g=2, index_mapper=_identity)),
-                 _pure_run, lambda k: BinaryLocalHashing(k, eps), note=lh_note),
-        PeerCase("pure-ldp", "hadamard_response", "HadamardResponseClient/Server",
-                 pair(lambda k: P.HadamardResponseServer(eps, k, index_mapper=_identity),
-                      lambda k, s: P.HadamardResponseClient(eps, k, s.get_hash_funcs(), index_mapper=_identity)),
-                 _pure_run, None if hr_variant else (lambda k: HadamardResponse(k, eps)), variant=hr_variant,
-                 note="high-privacy HR (eps <= 1): flips the highest set bit of x+1 where ldpsim flips the "
-                      "lowest; same law"),
+        PeerCase(
+            "pure-ldp",
+            "randomized_response",
+            "DEClient/DEServer",
+            pair(
+                lambda k: P.DEServer(eps, k, index_mapper=_identity),
+                lambda k, s: P.DEClient(eps, k, index_mapper=_identity),
+            ),
+            _pure_run,
+            lambda k: catalog.build("randomized_response", k=k, eps=eps),
+        ),
+        PeerCase(
+            "pure-ldp",
+            "sue",
+            "UEClient/UEServer(use_oue=False)",
+            pair(
+                lambda k: P.UEServer(eps, k, use_oue=False, index_mapper=_identity),
+                lambda k, s: P.UEClient(eps, k, use_oue=False, index_mapper=_identity),
+            ),
+            _pure_run,
+            lambda k: catalog.build("sue", k=k, eps=eps),
+        ),
+        PeerCase(
+            "pure-ldp",
+            "oue",
+            "UEClient/UEServer(use_oue=True)",
+            pair(
+                lambda k: P.UEServer(eps, k, use_oue=True, index_mapper=_identity),
+                lambda k, s: P.UEClient(eps, k, use_oue=True, index_mapper=_identity),
+            ),
+            _pure_run,
+            lambda k: catalog.build("oue", k=k, eps=eps),
+        ),
+        PeerCase(
+            "pure-ldp",
+            "olh",
+            f"LHClient/LHServer(use_olh=True), g={g_olh}",
+            pair(
+                lambda k: P.LHServer(eps, k, use_olh=True, index_mapper=_identity),
+                lambda k, s: P.LHClient(eps, k, use_olh=True, index_mapper=_identity),
+            ),
+            _pure_run,
+            lambda k: OptimizedLocalHashing(k, eps, g=g_olh),
+            note=lh_note,
+        ),
+        PeerCase(
+            "pure-ldp",
+            "blh",
+            "LHClient/LHServer(g=2)",
+            pair(
+                lambda k: P.LHServer(eps, k, g=2, index_mapper=_identity),
+                lambda k, s: P.LHClient(eps, k, g=2, index_mapper=_identity),
+            ),
+            _pure_run,
+            lambda k: BinaryLocalHashing(k, eps),
+            note=lh_note,
+        ),
+        PeerCase(
+            "pure-ldp",
+            "hadamard_response",
+            "HadamardResponseClient/Server",
+            pair(
+                lambda k: P.HadamardResponseServer(eps, k, index_mapper=_identity),
+                lambda k, s: P.HadamardResponseClient(eps, k, s.get_hash_funcs(), index_mapper=_identity),
+            ),
+            _pure_run,
+            None if hr_variant else (lambda k: HadamardResponse(k, eps)),
+            variant=hr_variant,
+            note="high-privacy HR (eps <= 1): flips the highest set bit of x+1 where ldpsim flips the lowest; same law",
+        ),
     ]
 
     flh_cache: dict[int, Any] = {}
@@ -367,11 +420,18 @@ def pure_ldp_cases(eps: float, flh_k: int) -> list[PeerCase]:
         server.hash_counts[:] = 0
         return client, server
 
-    cases.append(PeerCase(
-        "pure-ldp", "olh", f"FastLHClient/Server(k'={flh_k}, use_olh=True)", flh_prepare, _pure_run, None,
-        variant=f"FastLH: every client uses one of {flh_k} public hash functions "
-                "(a heuristic, not OLH's law or estimator)",
-    ))
+    cases.append(
+        PeerCase(
+            "pure-ldp",
+            "olh",
+            f"FastLHClient/Server(k'={flh_k}, use_olh=True)",
+            flh_prepare,
+            _pure_run,
+            None,
+            variant=f"FastLH: every client uses one of {flh_k} public hash functions "
+            "(a heuristic, not OLH's law or estimator)",
+        )
+    )
 
     f_rappor = 2.0 / (1.0 + math.exp(eps / (2 * RAPPOR_HASHES)))
 
@@ -380,12 +440,19 @@ def pure_ldp_cases(eps: float, flh_k: int) -> list[PeerCase]:
         client = P.RAPPORClient(f_rappor, 2 * k, server.get_hash_funcs(), num_of_cohorts=8, index_mapper=_identity)
         return client, server
 
-    cases.append(PeerCase(
-        "pure-ldp", "rappor", f"RAPPORClient/Server(f={f_rappor:.4f}, m=2k, h=2, 8 cohorts)", rappor_prepare,
-        _pure_run, None, ks=(64,),
-        variant="8 cohorts, permanent randomised response only, non-negative ElasticNet estimate "
-                "(ldpsim: one cohort, exact least squares); at k=4096 its regression is not run",
-    ))
+    cases.append(
+        PeerCase(
+            "pure-ldp",
+            "rappor",
+            f"RAPPORClient/Server(f={f_rappor:.4f}, m=2k, h=2, 8 cohorts)",
+            rappor_prepare,
+            _pure_run,
+            None,
+            ks=(64,),
+            variant="8 cohorts, permanent randomised response only, non-negative ElasticNet estimate "
+            "(ldpsim: one cohort, exact least squares); at k=4096 its regression is not run",
+        )
+    )
     return cases
 
 
@@ -421,6 +488,7 @@ def multi_freq_cases(eps: float) -> list[PeerCase]:
         def run(k, xs):  # the state prepare() returns is k
             reports = [client(v, k) for v in xs]
             return np.asarray(aggregate(reports, k), dtype=np.float64)
+
         return run
 
     note = "shipped estimate clips at 0 and renormalises; MSE checked on its MI estimate before that step"
@@ -430,32 +498,77 @@ def multi_freq_cases(eps: float) -> list[PeerCase]:
         return SubsetSelection(k, eps, omega=int(max(1, np.rint(k / (np.exp(eps) + 1)))))
 
     specs = [
-        ("randomized_response", "GRR_Client/GRR_Aggregator_MI",
-         lambda v, k: GRR.GRR_Client(v, k, eps), lambda r, k: GRR.GRR_Aggregator_MI(r, k, eps),
-         lambda k: catalog.build("randomized_response", k=k, eps=eps), lambda k: 32, note),
-        ("sue", "UE_Client/UE_Aggregator_MI(optimal=False)",
-         lambda v, k: UE.UE_Client(v, k, eps, False), lambda r, k: UE.UE_Aggregator_MI(r, eps, False),
-         lambda k: catalog.build("sue", k=k, eps=eps), lambda k: 8 * k + 112, note),
-        ("oue", "UE_Client/UE_Aggregator_MI(optimal=True)",
-         lambda v, k: UE.UE_Client(v, k, eps, True), lambda r, k: UE.UE_Aggregator_MI(r, eps, True),
-         lambda k: catalog.build("oue", k=k, eps=eps), lambda k: 8 * k + 112, note),
-        ("olh", f"LH_Client/LH_Aggregator_MI(optimal=True), g={g_olh}",
-         lambda v, k: LH.LH_Client(v, k, eps, True), lambda r, k: LH.LH_Aggregator_MI(r, k, eps, True),
-         lambda k: OptimizedLocalHashing(k, eps, g=g_olh), lambda k: 150,
-         note + "; xxh32 of str(x), per-client seed, server q = 1/g"),
-        ("blh", "LH_Client/LH_Aggregator_MI(optimal=False)",
-         lambda v, k: LH.LH_Client(v, k, eps, False), lambda r, k: LH.LH_Aggregator_MI(r, k, eps, False),
-         lambda k: BinaryLocalHashing(k, eps), lambda k: 150,
-         note + "; xxh32 of str(x), per-client seed, server q = 1/g"),
-        ("subset_selection", "SS_Client/SS_Aggregator_MI, omega=rint(k/(e^eps+1))",
-         lambda v, k: SS.SS_Client(v, k, eps), lambda r, k: SS.SS_Aggregator_MI(r, k, eps),
-         ss_reference, lambda k: 8 * int(max(1, np.rint(k / (np.exp(eps) + 1)))) + 112, note),
+        (
+            "randomized_response",
+            "GRR_Client/GRR_Aggregator_MI",
+            lambda v, k: GRR.GRR_Client(v, k, eps),
+            lambda r, k: GRR.GRR_Aggregator_MI(r, k, eps),
+            lambda k: catalog.build("randomized_response", k=k, eps=eps),
+            lambda k: 32,
+            note,
+        ),
+        (
+            "sue",
+            "UE_Client/UE_Aggregator_MI(optimal=False)",
+            lambda v, k: UE.UE_Client(v, k, eps, False),
+            lambda r, k: UE.UE_Aggregator_MI(r, eps, False),
+            lambda k: catalog.build("sue", k=k, eps=eps),
+            lambda k: 8 * k + 112,
+            note,
+        ),
+        (
+            "oue",
+            "UE_Client/UE_Aggregator_MI(optimal=True)",
+            lambda v, k: UE.UE_Client(v, k, eps, True),
+            lambda r, k: UE.UE_Aggregator_MI(r, eps, True),
+            lambda k: catalog.build("oue", k=k, eps=eps),
+            lambda k: 8 * k + 112,
+            note,
+        ),
+        (
+            "olh",
+            f"LH_Client/LH_Aggregator_MI(optimal=True), g={g_olh}",
+            lambda v, k: LH.LH_Client(v, k, eps, True),
+            lambda r, k: LH.LH_Aggregator_MI(r, k, eps, True),
+            lambda k: OptimizedLocalHashing(k, eps, g=g_olh),
+            lambda k: 150,
+            note + "; xxh32 of str(x), per-client seed, server q = 1/g",
+        ),
+        (
+            "blh",
+            "LH_Client/LH_Aggregator_MI(optimal=False)",
+            lambda v, k: LH.LH_Client(v, k, eps, False),
+            lambda r, k: LH.LH_Aggregator_MI(r, k, eps, False),
+            lambda k: BinaryLocalHashing(k, eps),
+            lambda k: 150,
+            note + "; xxh32 of str(x), per-client seed, server q = 1/g",
+        ),
+        (
+            "subset_selection",
+            "SS_Client/SS_Aggregator_MI, omega=rint(k/(e^eps+1))",
+            lambda v, k: SS.SS_Client(v, k, eps),
+            lambda r, k: SS.SS_Aggregator_MI(r, k, eps),
+            ss_reference,
+            lambda k: 8 * int(max(1, np.rint(k / (np.exp(eps) + 1)))) + 112,
+            note,
+        ),
     ]
     cases = []
     for oracle, label, client, aggregate, ref, store, nt in specs:
         run = runner(client, aggregate)
-        cases.append(PeerCase("multi-freq-ldpy", oracle, label, prepare=lambda k: k,
-                              run=run, reference=ref, note=nt, store_bytes=store, capture=_mfl_capture))
+        cases.append(
+            PeerCase(
+                "multi-freq-ldpy",
+                oracle,
+                label,
+                prepare=lambda k: k,
+                run=run,
+                reference=ref,
+                note=nt,
+                store_bytes=store,
+                capture=_mfl_capture,
+            )
+        )
     return cases
 
 
@@ -495,8 +608,10 @@ def load_peers(args: argparse.Namespace) -> tuple[list[PeerCase], dict[str, str]
     versions = peer_versions()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for lib, loader in (("pure-ldp", lambda: pure_ldp_cases(args.eps, args.flh_k)),
-                            ("multi-freq-ldpy", lambda: multi_freq_cases(args.eps))):
+        for lib, loader in (
+            ("pure-ldp", lambda: pure_ldp_cases(args.eps, args.flh_k)),
+            ("multi-freq-ldpy", lambda: multi_freq_cases(args.eps)),
+        ):
             if versions[lib] == "not installed":
                 status[lib] = "not installed (pip install -e .[peers])"
                 continue
@@ -569,8 +684,9 @@ def mse_ldpsim(mech: FrequencyOracle, prior: np.ndarray, n: int, reps: int, sq: 
     return err
 
 
-def mse_peer(case: PeerCase, prior: np.ndarray, n: int, reps: int,
-             sq: np.random.SeedSequence) -> tuple[np.ndarray, np.ndarray | None]:
+def mse_peer(
+    case: PeerCase, prior: np.ndarray, n: int, reps: int, sq: np.random.SeedSequence
+) -> tuple[np.ndarray, np.ndarray | None]:
     """Total squared errors of the peer's unbiased estimate (and of its shipped one when
     that differs)."""
     g_in, g_peer = sq.spawn(2)
@@ -579,7 +695,7 @@ def mse_peer(case: PeerCase, prior: np.ndarray, n: int, reps: int,
     k = prior.size
     err = np.empty(reps)
     shipped = np.empty(reps) if case.capture is not None else None
-    with (case.capture() if case.capture is not None else contextlib.nullcontext()) as raw:
+    with case.capture() if case.capture is not None else contextlib.nullcontext() as raw:
         for r in range(reps):
             xs = gen.choice(k, size=n, p=prior).tolist()
             _, est = _peer_run(case, k, xs)
@@ -591,15 +707,37 @@ def mse_peer(case: PeerCase, prior: np.ndarray, n: int, reps: int,
     return err, shipped
 
 
-def mse_row(library: str, oracle: str, label: str, ref: FrequencyOracle, prior: np.ndarray, n: int,
-            err: np.ndarray, alpha: float, checked: bool = True) -> dict:
+def mse_row(
+    library: str,
+    oracle: str,
+    label: str,
+    ref: FrequencyOracle,
+    prior: np.ndarray,
+    n: int,
+    err: np.ndarray,
+    alpha: float,
+    checked: bool = True,
+) -> dict:
     cov = ref.estimate_covariance(prior, n)
     exact, lo, hi = tolerance(cov, err.size, alpha)
     mse = float(err.mean())
-    return dict(benchmark="oracles", case=f"{library} {oracle}", library=library, oracle=oracle, peer_api=label,
-                reference=repr(ref), n=n, k=prior.size, reps=err.size, exact_total_var=exact, empirical_mse=mse,
-                ratio=mse / exact, lower_ratio=lo / exact, upper_ratio=hi / exact,
-                verdict=("pass" if lo <= mse <= hi else "FAIL") if checked else "not checked (biased by design)")
+    return dict(
+        benchmark="oracles",
+        case=f"{library} {oracle}",
+        library=library,
+        oracle=oracle,
+        peer_api=label,
+        reference=repr(ref),
+        n=n,
+        k=prior.size,
+        reps=err.size,
+        exact_total_var=exact,
+        empirical_mse=mse,
+        ratio=mse / exact,
+        lower_ratio=lo / exact,
+        upper_ratio=hi / exact,
+        verdict=("pass" if lo <= mse <= hi else "FAIL") if checked else "not checked (biased by design)",
+    )
 
 
 # --------------------------------------------------------------------------- main
@@ -611,8 +749,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ks", default="64,4096", help="alphabet sizes of the timing (comma-separated)")
     p.add_argument("--sizes", default=None, help="ldpsim's numbers of reports (default 10^6,10^7; quick 10^4,10^5)")
     p.add_argument("--batch", type=int, default=1 << 16, help="clients per batch (the engine's batch_size)")
-    p.add_argument("--rappor-wide-n", type=int, default=None,
-                   help=f"at most this many reports for RAPPOR at k >= {WIDE_K} (m = 2k bits; default 10^5)")
+    p.add_argument(
+        "--rappor-wide-n",
+        type=int,
+        default=None,
+        help=f"at most this many reports for RAPPOR at k >= {WIDE_K} (m = 2k bits; default 10^5)",
+    )
     p.add_argument("--skip-peers", action="store_true", help="measure ldpsim only")
     p.add_argument("--peer-n", type=int, default=None, help="largest n of a peer's timing (default 10^5)")
     p.add_argument("--peer-min-n", type=int, default=None, help="smallest n of a peer's timing (default 1000)")
@@ -657,15 +799,21 @@ def main() -> None:
     names = catalog.names("oracle")
     cases, peer_status = load_peers(args)
     load_before = os.getloadavg()
-    print(f"bench_oracles: eps = {eps}, seed = {args.seed}, {'QUICK run' if args.quick else 'full run'}; "
-          f"{os.cpu_count()} CPUs, load average {load_before[0]:.2f} at the start (other processes share the CPU)")
-    print(f"python {platform.python_version()}, numpy {np.__version__}; peers: "
-          + "; ".join(f"{lib} {s}" for lib, s in peer_status.items())
-          + f"; versions {json.dumps(peer_versions())}")
+    print(
+        f"bench_oracles: eps = {eps}, seed = {args.seed}, {'QUICK run' if args.quick else 'full run'}; "
+        f"{os.cpu_count()} CPUs, load average {load_before[0]:.2f} at the start (other processes share the CPU)"
+    )
+    print(
+        f"python {platform.python_version()}, numpy {np.__version__}; peers: "
+        + "; ".join(f"{lib} {s}" for lib, s in peer_status.items())
+        + f"; versions {json.dumps(peer_versions())}"
+    )
     print(f"ldpsim oracles (catalog tag 'oracle'): {', '.join(names)}")
-    print(f"ldpsim timed at n = {args.sizes} (RAPPOR at k >= {WIDE_K}: at most {args.rappor_wide_n}); peers at the "
-          f"n in their rows (<= {args.peer_n}, chosen for a {args.peer_budget:g} s budget, >= {args.peer_min_n}); "
-          "figures are ns per report (privatise + statistic + estimate)")
+    print(
+        f"ldpsim timed at n = {args.sizes} (RAPPOR at k >= {WIDE_K}: at most {args.rappor_wide_n}); peers at the "
+        f"n in their rows (<= {args.peer_n}, chosen for a {args.peer_budget:g} s budget, >= {args.peer_min_n}); "
+        "figures are ns per report (privatise + statistic + estimate)"
+    )
 
     # ---------------------------------------------------------------- timing
     section("timing", t_start)
@@ -679,28 +827,66 @@ def main() -> None:
                 continue
             wide = name == "rappor" and k >= WIDE_K
             for n in sorted({min(n, args.rappor_wide_n) if wide else n for n in args.sizes}):
-                base = dict(benchmark="oracles", case=f"ldpsim {name}", library="ldpsim", oracle=name, k=k, n=n,
-                            m=mech.statistic_size, api=repr(mech))
+                base = dict(
+                    benchmark="oracles",
+                    case=f"ldpsim {name}",
+                    library="ldpsim",
+                    oracle=name,
+                    k=k,
+                    n=n,
+                    m=mech.statistic_size,
+                    api=repr(mech),
+                )
                 if name == "olh" and k == 4096 and n in args.memory_n:
                     res = run_memory_child(name, k, n, args)
-                    memory.append(dict(benchmark="oracles", case="ldpsim olh privatise + statistic + estimate",
-                                       n=n, k=k, batch=args.batch, seconds=res["seconds"],
-                                       rss_start_mib=res["rss_start_mib"], rss_peak_mib=res["rss_peak_mib"],
-                                       run_extra_mib=res["run_extra_mib"], method=res["memory_method"]))
+                    memory.append(
+                        dict(
+                            benchmark="oracles",
+                            case="ldpsim olh privatise + statistic + estimate",
+                            n=n,
+                            k=k,
+                            batch=args.batch,
+                            seconds=res["seconds"],
+                            rss_start_mib=res["rss_start_mib"],
+                            rss_peak_mib=res["rss_peak_mib"],
+                            run_extra_mib=res["run_extra_mib"],
+                            method=res["memory_method"],
+                        )
+                    )
                     remark = "fresh subprocess (memory run)"
                 else:
                     res = time_ldpsim(mech, n, args.batch, seq(args.seed, "timing", name, k, n))
                     remark = "n capped: m = 2k bits per report" if wide else ""
-                timing.append(dict(base, seconds=res["seconds"], throughput_per_s=n / res["seconds"],
-                                   ns_per_report=ns(res["seconds"], n), privatize_s=res["privatize_s"],
-                                   statistic_s=res["statistic_s"], estimate_s=res["estimate_s"], remark=remark))
-                print(f"  ldpsim {name:20s} k={k:5d} n={n:>9d}: {res['seconds']:8.2f} s, "
-                      f"{ns(res['seconds'], n):10.1f} ns/report", flush=True)
+                timing.append(
+                    dict(
+                        base,
+                        seconds=res["seconds"],
+                        throughput_per_s=n / res["seconds"],
+                        ns_per_report=ns(res["seconds"], n),
+                        privatize_s=res["privatize_s"],
+                        statistic_s=res["statistic_s"],
+                        estimate_s=res["estimate_s"],
+                        remark=remark,
+                    )
+                )
+                print(
+                    f"  ldpsim {name:20s} k={k:5d} n={n:>9d}: {res['seconds']:8.2f} s, "
+                    f"{ns(res['seconds'], n):10.1f} ns/report",
+                    flush=True,
+                )
         for case in cases:
             if case.ks is not None and k not in case.ks:
                 continue
-            base = dict(benchmark="oracles", case=f"{case.library} {case.oracle}", library=case.library,
-                        oracle=case.oracle, k=k, api=case.label, variant=case.variant or "", note=case.note)
+            base = dict(
+                benchmark="oracles",
+                case=f"{case.library} {case.oracle}",
+                library=case.library,
+                oracle=case.oracle,
+                k=k,
+                api=case.label,
+                variant=case.variant or "",
+                note=case.note,
+            )
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -712,18 +898,34 @@ def main() -> None:
                 timing.append(dict(base, status=f"error: {msg}"[:300]))
                 print(f"  {case.library} {case.oracle} k={k}: error {msg}", flush=True)
                 continue
-            timing.append(dict(base, n=res["n"], seconds=res["seconds"], throughput_per_s=res["n"] / res["seconds"],
-                               ns_per_report=ns(res["seconds"], res["n"]), n_limited_by=res["n_limited_by"],
-                               status="ok"))
-            print(f"  {case.library:15s} {case.oracle:20s} k={k:5d} n={res['n']:>9d}: {res['seconds']:8.2f} s, "
-                  f"{ns(res['seconds'], res['n']):10.1f} ns/report{'  [variant]' if case.variant else ''}", flush=True)
+            timing.append(
+                dict(
+                    base,
+                    n=res["n"],
+                    seconds=res["seconds"],
+                    throughput_per_s=res["n"] / res["seconds"],
+                    ns_per_report=ns(res["seconds"], res["n"]),
+                    n_limited_by=res["n_limited_by"],
+                    status="ok",
+                )
+            )
+            print(
+                f"  {case.library:15s} {case.oracle:20s} k={k:5d} n={res['n']:>9d}: {res['seconds']:8.2f} s, "
+                f"{ns(res['seconds'], res['n']):10.1f} ns/report{'  [variant]' if case.variant else ''}",
+                flush=True,
+            )
     for row in timing:
         row.setdefault("status", "ok")
     report("oracles_timing", compact(timing), args.out)
     print("legend (what each row ran):")
-    for line in dict.fromkeys(f"  {r['case']}" + (f" k={r['k']}" if r["library"] == "ldpsim" else "") + f": {r['api']}"
-                              + (f"; VARIANT: {r['variant']}" if r.get("variant") else "")
-                              + (f"; note: {r['note']}" if r.get("note") else "") for r in timing):
+    for line in dict.fromkeys(
+        f"  {r['case']}"
+        + (f" k={r['k']}" if r["library"] == "ldpsim" else "")
+        + f": {r['api']}"
+        + (f"; VARIANT: {r['variant']}" if r.get("variant") else "")
+        + (f"; note: {r['note']}" if r.get("note") else "")
+        for r in timing
+    ):
         print(line)
 
     # ---------------------------------------------------------------- speedup
@@ -732,26 +934,52 @@ def main() -> None:
     peer_ok = [r for r in timing if r["library"] != "ldpsim" and r["status"] == "ok"]
     for row in (r for r in timing if r["library"] == "ldpsim"):
         same = [r for r in peer_ok if r["oracle"] == row["oracle"] and r["k"] == row["k"] and not r["variant"]]
-        base = dict(benchmark="oracles", case=f"{row['oracle']}", oracle=row["oracle"], k=row["k"],
-                    ldpsim_n=row["n"], ldpsim_ns_per_report=row["ns_per_report"])
+        base = dict(
+            benchmark="oracles",
+            case=f"{row['oracle']}",
+            oracle=row["oracle"],
+            k=row["k"],
+            ldpsim_n=row["n"],
+            ldpsim_ns_per_report=row["ns_per_report"],
+        )
         if same:
             best = min(same, key=lambda r: r["ns_per_report"])
             ratio = best["ns_per_report"] / row["ns_per_report"]
-            speed.append(dict(base, peer=best["library"], peer_n=best["n"], peer_ns_per_report=best["ns_per_report"],
-                              speedup=ratio, target=f">= {GOAL_SPEEDUP:g}x", meets_target=ratio >= GOAL_SPEEDUP))
+            speed.append(
+                dict(
+                    base,
+                    peer=best["library"],
+                    peer_n=best["n"],
+                    peer_ns_per_report=best["ns_per_report"],
+                    speedup=ratio,
+                    target=f">= {GOAL_SPEEDUP:g}x",
+                    meets_target=ratio >= GOAL_SPEEDUP,
+                )
+            )
         else:
-            speed.append(dict(base, peer="no peer measured", peer_n="-", target=f">= {GOAL_SPEEDUP:g}x",
-                              meets_target="n/a"))
+            speed.append(
+                dict(base, peer="no peer measured", peer_n="-", target=f">= {GOAL_SPEEDUP:g}x", meets_target="n/a")
+            )
         for var in (r for r in peer_ok if r["oracle"] == row["oracle"] and r["k"] == row["k"] and r["variant"]):
-            speed.append(dict(base, peer=f"{var['library']} {var['api'].split('(')[0]} [variant]", peer_n=var["n"],
-                              peer_ns_per_report=var["ns_per_report"],
-                              speedup=var["ns_per_report"] / row["ns_per_report"], target="not counted (variant)",
-                              meets_target="n/a"))
+            speed.append(
+                dict(
+                    base,
+                    peer=f"{var['library']} {var['api'].split('(')[0]} [variant]",
+                    peer_n=var["n"],
+                    peer_ns_per_report=var["ns_per_report"],
+                    speedup=var["ns_per_report"] / row["ns_per_report"],
+                    target="not counted (variant)",
+                    meets_target="n/a",
+                )
+            )
     report("oracles_speedup", compact(speed), args.out)
 
     # ---------------------------------------------------------------- MSE
-    section(f"MSE over {args.mse_reps} replications against the exact variance (k = {args.mse_k}, Zipf(1.1) prior, "
-            f"false-failure probability <= {args.alpha:g} per check)", t_start)
+    section(
+        f"MSE over {args.mse_reps} replications against the exact variance (k = {args.mse_k}, Zipf(1.1) prior, "
+        f"false-failure probability <= {args.alpha:g} per check)",
+        t_start,
+    )
     prior = zipf(args.mse_k)
     mse: list[dict] = []
     for name in names:
@@ -760,20 +988,31 @@ def main() -> None:
             continue
         err = mse_ldpsim(mech, prior, args.mse_n, args.mse_reps, seq(args.seed, "mse", name))
         mse.append(mse_row("ldpsim", name, repr(mech), mech, prior, args.mse_n, err, args.alpha))
-        print(f"  ldpsim {name:20s} ratio {mse[-1]['ratio']:.4f} in [{mse[-1]['lower_ratio']:.4f}, "
-              f"{mse[-1]['upper_ratio']:.4f}]: {mse[-1]['verdict']}", flush=True)
+        print(
+            f"  ldpsim {name:20s} ratio {mse[-1]['ratio']:.4f} in [{mse[-1]['lower_ratio']:.4f}, "
+            f"{mse[-1]['upper_ratio']:.4f}]: {mse[-1]['verdict']}",
+            flush=True,
+        )
     for case in cases:
         if case.reference is None or (case.ks is not None and args.mse_k not in case.ks):
             continue
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                err, shipped = mse_peer(case, prior, args.mse_peer_n, args.mse_reps,
-                                        seq(args.seed, "mse", case.library, case.label))
+                err, shipped = mse_peer(
+                    case, prior, args.mse_peer_n, args.mse_reps, seq(args.seed, "mse", case.library, case.label)
+                )
         except Exception as exc:  # noqa: BLE001
-            mse.append(dict(benchmark="oracles", case=f"{case.library} {case.oracle}", library=case.library,
-                            oracle=case.oracle, peer_api=case.label,
-                            verdict=f"error: {type(exc).__name__}: {exc}"[:300]))
+            mse.append(
+                dict(
+                    benchmark="oracles",
+                    case=f"{case.library} {case.oracle}",
+                    library=case.library,
+                    oracle=case.oracle,
+                    peer_api=case.label,
+                    verdict=f"error: {type(exc).__name__}: {exc}"[:300],
+                )
+            )
             continue
         ref = case.reference(args.mse_k)
         default = build_ldpsim(case.oracle, args.mse_k, eps)
@@ -782,21 +1021,37 @@ def main() -> None:
         else:
             label = case.label
         mse.append(mse_row(case.library, case.oracle, label, ref, prior, args.mse_peer_n, err, args.alpha))
-        print(f"  {case.library:15s} {case.oracle:20s} ratio {mse[-1]['ratio']:.4f} in [{mse[-1]['lower_ratio']:.4f}, "
-              f"{mse[-1]['upper_ratio']:.4f}]: {mse[-1]['verdict']}", flush=True)
+        print(
+            f"  {case.library:15s} {case.oracle:20s} ratio {mse[-1]['ratio']:.4f} in [{mse[-1]['lower_ratio']:.4f}, "
+            f"{mse[-1]['upper_ratio']:.4f}]: {mse[-1]['verdict']}",
+            flush=True,
+        )
         if shipped is not None:
-            mse.append(mse_row(case.library, case.oracle, case.label + " shipped (clipped, renormalised)", ref, prior,
-                               args.mse_peer_n, shipped, args.alpha, checked=False))
+            mse.append(
+                mse_row(
+                    case.library,
+                    case.oracle,
+                    case.label + " shipped (clipped, renormalised)",
+                    ref,
+                    prior,
+                    args.mse_peer_n,
+                    shipped,
+                    args.alpha,
+                    checked=False,
+                )
+            )
             mse[-1]["case"] += " (shipped)"
     report("oracles_mse", compact(mse), args.out)
     print("legend (a peer's API -> the ldpsim oracle whose exact covariance is its reference; ldpsim rows: their own):")
-    for line in dict.fromkeys(f"  {r['case']}: {r.get('peer_api', '')} -> {r.get('reference', '')}"
-                              for r in mse if r["library"] != "ldpsim"):
+    for line in dict.fromkeys(
+        f"  {r['case']}: {r.get('peer_api', '')} -> {r.get('reference', '')}" for r in mse if r["library"] != "ldpsim"
+    ):
         print(line)
 
     # ---------------------------------------------------------------- aggregate mode
-    section(f"aggregate mode: {args.agg_n:.3g} respondents, k = {args.agg_k}, exact draw of the server's statistic",
-            t_start)
+    section(
+        f"aggregate mode: {args.agg_n:.3g} respondents, k = {args.agg_k}, exact draw of the server's statistic", t_start
+    )
     agg_sq = seq(args.seed, "aggregate")
     counts = np.random.default_rng(agg_sq.spawn(1)[0]).multinomial(args.agg_n, zipf(args.agg_k)).astype(np.int64)
     assert int(counts.sum()) == args.agg_n
@@ -807,8 +1062,16 @@ def main() -> None:
         if mech is None:
             continue
         if not mech.aggregate_exact:
-            agg.append(dict(benchmark="oracles", case=f"ldpsim {name}", oracle=name, n=args.agg_n, k=args.agg_k,
-                            remark="no exact aggregate law (aggregate_exact = False): individual mode only"))
+            agg.append(
+                dict(
+                    benchmark="oracles",
+                    case=f"ldpsim {name}",
+                    oracle=name,
+                    n=args.agg_n,
+                    k=args.agg_k,
+                    remark="no exact aggregate law (aggregate_exact = False): individual mode only",
+                )
+            )
             continue
         gen = np.random.default_rng(seq(args.seed, "aggregate", name))
         mech.sample_statistic(counts, gen)  # warm-up
@@ -818,9 +1081,21 @@ def main() -> None:
         mech = build_ldpsim(name, args.agg_k, eps)
         stat = draws[name]()
         s_est, _ = timed(lambda: mech.invert(stat / args.agg_n))
-        agg.append(dict(benchmark="oracles", case=f"ldpsim {name}", oracle=name, n=args.agg_n, k=args.agg_k,
-                        m=mech.statistic_size, seconds=s, estimate_s=s_est, target=f"< {AGG_TARGET_S:g} s",
-                        meets_target=s < AGG_TARGET_S, goal="named in the goal" if name in AGG_GOAL else "extra"))
+        agg.append(
+            dict(
+                benchmark="oracles",
+                case=f"ldpsim {name}",
+                oracle=name,
+                n=args.agg_n,
+                k=args.agg_k,
+                m=mech.statistic_size,
+                seconds=s,
+                estimate_s=s_est,
+                target=f"< {AGG_TARGET_S:g} s",
+                meets_target=s < AGG_TARGET_S,
+                goal="named in the goal" if name in AGG_GOAL else "extra",
+            )
+        )
     report("oracles_aggregate", compact(agg), args.out)
 
     # ---------------------------------------------------------------- memory
@@ -828,10 +1103,20 @@ def main() -> None:
     if not memory:  # k = 4096 not among --ks: run it here
         for n in args.memory_n:
             res = run_memory_child("olh", 4096, n, args)
-            memory.append(dict(benchmark="oracles", case="ldpsim olh privatise + statistic + estimate", n=n, k=4096,
-                               batch=args.batch, seconds=res["seconds"], rss_start_mib=res["rss_start_mib"],
-                               rss_peak_mib=res["rss_peak_mib"], run_extra_mib=res["run_extra_mib"],
-                               method=res["memory_method"]))
+            memory.append(
+                dict(
+                    benchmark="oracles",
+                    case="ldpsim olh privatise + statistic + estimate",
+                    n=n,
+                    k=4096,
+                    batch=args.batch,
+                    seconds=res["seconds"],
+                    rss_start_mib=res["rss_start_mib"],
+                    rss_peak_mib=res["rss_peak_mib"],
+                    run_extra_mib=res["run_extra_mib"],
+                    method=res["memory_method"],
+                )
+            )
     report("oracles_memory", memory, args.out)
 
     # ---------------------------------------------------------------- summary
@@ -842,22 +1127,40 @@ def main() -> None:
     fails = [r for r in mse if str(r.get("verdict", "")).startswith(("FAIL", "error"))]
     slow = [r for r in agg if r.get("meets_target") is False]
     errors = [r for r in timing if r.get("status", "ok") != "ok"]
-    print(f"speed goal (>= {GOAL_SPEEDUP:g}x the fastest same-definition peer): "
-          + ("not evaluated: no same-definition peer measured" if not compared else
-             f"met in all {len(compared)} compared cases" if not misses else
-             "MISSED for " + ", ".join(f"{r['oracle']} k={r['k']} n={r['ldpsim_n']} "
-                                       f"({r['speedup']:.2f}x vs {r['peer']})" for r in misses)))
+    print(
+        f"speed goal (>= {GOAL_SPEEDUP:g}x the fastest same-definition peer): "
+        + (
+            "not evaluated: no same-definition peer measured"
+            if not compared
+            else f"met in all {len(compared)} compared cases"
+            if not misses
+            else "MISSED for "
+            + ", ".join(
+                f"{r['oracle']} k={r['k']} n={r['ldpsim_n']} ({r['speedup']:.2f}x vs {r['peer']})" for r in misses
+            )
+        )
+    )
     if no_peer:
         print("  no same-definition peer measured for: " + ", ".join(f"{o} k={k}" for o, k in no_peer))
-    print("MSE within the exact-variance tolerance: "
-          + ("every check passed" if not fails
-             else "FAILED: " + ", ".join(f"{r['case']} ({r['verdict']})" for r in fails)))
-    print(f"aggregate draw under {AGG_TARGET_S:g} s: "
-          + ("all" if not slow else "SLOW: " + ", ".join(f"{r['oracle']} ({r['seconds']:.2f} s)" for r in slow))
-          + "; " + ", ".join(f"{r['oracle']} {r['seconds'] * 1e3:.1f} ms" for r in agg if "seconds" in r))
+    print(
+        "MSE within the exact-variance tolerance: "
+        + (
+            "every check passed"
+            if not fails
+            else "FAILED: " + ", ".join(f"{r['case']} ({r['verdict']})" for r in fails)
+        )
+    )
+    print(
+        f"aggregate draw under {AGG_TARGET_S:g} s: "
+        + ("all" if not slow else "SLOW: " + ", ".join(f"{r['oracle']} ({r['seconds']:.2f} s)" for r in slow))
+        + "; "
+        + ", ".join(f"{r['oracle']} {r['seconds'] * 1e3:.1f} ms" for r in agg if "seconds" in r)
+    )
     for r in memory:
-        print(f"OLH memory at n = {r['n']:.0e}, k = 4096: peak RSS {r['rss_peak_mib']:.0f} MiB, of which "
-              f"{r['run_extra_mib']:.0f} MiB above the {r['rss_start_mib']:.0f} MiB at the start ({r['method']})")
+        print(
+            f"OLH memory at n = {r['n']:.0e}, k = 4096: peak RSS {r['rss_peak_mib']:.0f} MiB, of which "
+            f"{r['run_extra_mib']:.0f} MiB above the {r['rss_start_mib']:.0f} MiB at the start ({r['method']})"
+        )
     for r in errors:
         print(f"peer error: {r['case']} k={r['k']}: {r['status']}")
     variants = sorted({(r["library"], r["api"], r["variant"]) for r in timing if r.get("variant")})
@@ -870,9 +1173,18 @@ def main() -> None:
     if args.json is not None:
         payload = dict(
             config={k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "child"},
-            python=platform.python_version(), numpy=np.__version__, peers=peer_status, versions=peer_versions(),
-            cpus=os.cpu_count(), load_average=dict(start=load_before, end=load_after), wall_seconds=wall,
-            timing=timing, speedup=speed, mse=mse, aggregate=agg, memory=memory,
+            python=platform.python_version(),
+            numpy=np.__version__,
+            peers=peer_status,
+            versions=peer_versions(),
+            cpus=os.cpu_count(),
+            load_average=dict(start=load_before, end=load_after),
+            wall_seconds=wall,
+            timing=timing,
+            speedup=speed,
+            mse=mse,
+            aggregate=agg,
+            memory=memory,
         )
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(payload, indent=1, default=_json_default))

@@ -62,17 +62,35 @@ def main() -> None:
     floor = best["floor"]
 
     base = dict(benchmark="privatize", n=n, k=K, m=K)
-    rows = [dict(base, case="floor: rng.random(n) + rng.integers(0, k, n)", seconds=floor,
-                 throughput_per_s=n / floor, floor_seconds=floor, ratio_to_floor=1.0)]
-    for key, label, mech in [("rr", "randomized_response(64, 1.0)", rr),
-                             ("generic", "from_matrix(Q 64x64 Dirichlet)", generic)]:
+    rows = [
+        dict(
+            base,
+            case="floor: rng.random(n) + rng.integers(0, k, n)",
+            seconds=floor,
+            throughput_per_s=n / floor,
+            floor_seconds=floor,
+            ratio_to_floor=1.0,
+        )
+    ]
+    for key, label, mech in [
+        ("rr", "randomized_response(64, 1.0)", rr),
+        ("generic", "from_matrix(Q 64x64 Dirichlet)", generic),
+    ]:
         s = best[key]
-        rows.append(dict(base, case=label, seconds=s, throughput_per_s=n / s, floor_seconds=floor,
-                         ratio_to_floor=s / floor, target=f"<= {TARGET:g}x floor",
-                         meets_target=s / floor <= TARGET,
-                         peak_extra_mib=peak_extra_mib(lambda: mech.privatize(x, 0))))
-    rows.append(dict(base, n=8, case="from_matrix: alias-table build (one-off, first call)",
-                     seconds=build_s))
+        rows.append(
+            dict(
+                base,
+                case=label,
+                seconds=s,
+                throughput_per_s=n / s,
+                floor_seconds=floor,
+                ratio_to_floor=s / floor,
+                target=f"<= {TARGET:g}x floor",
+                meets_target=s / floor <= TARGET,
+                peak_extra_mib=peak_extra_mib(lambda: mech.privatize(x, 0)),
+            )
+        )
+    rows.append(dict(base, n=8, case="from_matrix: alias-table build (one-off, first call)", seconds=build_s))
     report("privatize", rows, args.out)
 
 

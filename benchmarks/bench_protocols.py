@@ -28,8 +28,8 @@ Run from the repo root: ``python benchmarks/bench_protocols.py``. Writes
 from __future__ import annotations
 
 import numpy as np
-from _common import parser, report, timed
 
+from _common import parser, report, timed
 from ldpsim.errors import LdpSimError
 from ldpsim.protocols import (
     OBSERVER,
@@ -55,6 +55,7 @@ def best(fn, repeats):
 
 def largest_k(build, task_of, party, lo: int, hi: int) -> int:
     """The largest k in [lo, hi] whose exact path ``exact_plan`` accepts (monotone in k)."""
+
     def ok(k: int) -> bool:
         p = build(k)
         try:
@@ -78,7 +79,9 @@ def lp_fits(p: Protocol, k: int, outputs: int = 2) -> bool:
 def main() -> None:
     p = parser(__doc__.splitlines()[0], repeats=3)
     p.add_argument("--loss", type=float, default=0.05, help="probability that a message is not heard (the lossy cases)")
-    p.add_argument("--rounds-200", type=int, default=5_000, help="rounds simulated at k = 200 (the time is scaled to 10^5)")
+    p.add_argument(
+        "--rounds-200", type=int, default=5_000, help="rounds simulated at k = 200 (the time is scaled to 10^5)"
+    )
     args = p.parse_args()
     rng = np.random.default_rng(args.seed)
     rows = []
@@ -94,33 +97,57 @@ def main() -> None:
         add("general f, observer", k, lambda: exact_accuracy(p, f, OBSERVER))
     p1k = Protocol.universal(np.full(1000, 0.5), 0.0)
     for task in (Task.sum(1000), Task.majority(1000)):
-        add(f"{task.name}, 1 level, delta 0, party 0", 1000, lambda: exact_accuracy(p1k, task, 0), classes=transcript_classes(p1k, 0))
+        add(
+            f"{task.name}, 1 level, delta 0, party 0",
+            1000,
+            lambda: exact_accuracy(p1k, task, 0),
+            classes=transcript_classes(p1k, 0),
+        )
     p60 = Protocol.universal(np.full(60, 0.5), 0.05)
-    add("majority, 1 level, delta 0.05, party 0", 60, lambda: exact_accuracy(p60, Task.majority(60), 0), classes=transcript_classes(p60, 0))
+    add(
+        "majority, 1 level, delta 0.05, party 0",
+        60,
+        lambda: exact_accuracy(p60, Task.majority(60), 0),
+        classes=transcript_classes(p60, 0),
+    )
     p2 = Protocol.universal([0.5] * 100 + [2.0] * 100, 0.0)
-    add("majority, 2 levels, delta 0, party 0", 200, lambda: exact_accuracy(p2, Task.majority(200), 0), classes=transcript_classes(p2, 0))
+    add(
+        "majority, 2 levels, delta 0, party 0",
+        200,
+        lambda: exact_accuracy(p2, Task.majority(200), 0),
+        classes=transcript_classes(p2, 0),
+    )
     big = Protocol.universal(rng.uniform(0.1, 1, 100_000), rng.uniform(0, 0.01, 100_000))
     add("xor closed form, party 0", 100_000, lambda: exact_accuracy(big, Task.xor(100_000), 0))
     x = rng.integers(0, 2, (1000, 1000))
     tau = p1k.sample(x, rng)
-    add("decide 1000 rounds (DP), majority", 1000, lambda: float(np.mean(decide(p1k, Task.majority(1000), 0, tau, x[:, 0]) == Task.majority(1000).value(x))))
+    add(
+        "decide 1000 rounds (DP), majority",
+        1000,
+        lambda: float(np.mean(decide(p1k, Task.majority(1000), 0, tau, x[:, 0]) == Task.majority(1000).value(x))),
+    )
     for k in (3, 5, 7):
         p = Protocol.universal(rng.uniform(0.2, 3, k), rng.uniform(0, 0.1, k))
         add("worst-case LP, majority, party 0", k, lambda: worst_case(p, Task.majority(k), 0)[0])
         add("worst-case LP, majority, observer", k, lambda: worst_case(p, Task.majority(k), OBSERVER)[0])
     # ---- with a lossy channel: largest k per path, then its time
     m = args.loss
-    hetero = lambda k: erasure_protocol(Protocol.universal(rng.uniform(0.2, 3, k), rng.uniform(0, 0.1, k)), m)  # noqa: E731
+    hetero = lambda k: erasure_protocol(Protocol.universal(rng.uniform(0.2, 3, k), rng.uniform(0, 0.1, k)), m)
     for party, label in ((0, "party 0"), (OBSERVER, "observer")):
         k = largest_k(hetero, lambda k: Task.random(k, 2, rng=1), party, 2, 14)
         pk, fk = hetero(k), Task.random(k, 2, rng=rng)
         add(f"loss {m:g}: general f, {label}", k, lambda: exact_accuracy(pk, fk, party), loss=m)
     for delta, label in ((0.0, "delta 0"), (0.05, "delta 0.05")):
-        one = lambda k, delta=delta: erasure_protocol(Protocol.universal(np.full(k, 0.5), delta), m)  # noqa: E731
+        one = lambda k, delta=delta: erasure_protocol(Protocol.universal(np.full(k, 0.5), delta), m)
         k = largest_k(one, Task.majority, 0, 2, 2000)
         pk = one(k)
-        add(f"loss {m:g}: majority, 1 level, {label}, party 0", k, lambda: exact_accuracy(pk, Task.majority(k), 0),
-            classes=transcript_classes(pk, 0), loss=m)  # fmt: skip
+        add(
+            f"loss {m:g}: majority, 1 level, {label}, party 0",
+            k,
+            lambda: exact_accuracy(pk, Task.majority(k), 0),
+            classes=transcript_classes(pk, 0),
+            loss=m,
+        )
     bigl = erasure_protocol(big, m)
     add(f"loss {m:g}: xor closed form, party 0", 100_000, lambda: exact_accuracy(bigl, Task.xor(100_000), 0), loss=m)
     k = max(k for k in range(2, 12) if lp_fits(hetero(k), k))
@@ -136,14 +163,33 @@ def main() -> None:
         exact = exact_values([pk], task, missing=channel_missing(m, 0.3, latency)[1])  # beforehand, not timed
 
         def sim(pk=pk, task=task, rounds=rounds, batch=batch, exact=exact):
-            out = simulate_broadcast([pk], task, rounds, batch=batch, latency=latency, interval=0.05, seed=1,
-                                     loss=m, deadline=0.3, exact=exact)  # fmt: skip
+            out = simulate_broadcast(
+                [pk],
+                task,
+                rounds,
+                batch=batch,
+                latency=latency,
+                interval=0.05,
+                seed=1,
+                loss=m,
+                deadline=0.3,
+                exact=exact,
+            )
             acc = out.table[out.table["quantity"] == "accuracy"]
             return float(acc["within_tolerance"].mean())  # the share of receivers within tolerance
 
         s_, v = best(sim, 1)
-        rows.append(dict(benchmark="protocols", case=f"SimPy broadcast, loss {m:g}, deadline 0.3, majority: s per 1e5 rounds",
-                         k=k, seconds=s_ * 100_000 / rounds, value=v, rounds_run=rounds, loss=m))  # fmt: skip
+        rows.append(
+            dict(
+                benchmark="protocols",
+                case=f"SimPy broadcast, loss {m:g}, deadline 0.3, majority: s per 1e5 rounds",
+                k=k,
+                seconds=s_ * 100_000 / rounds,
+                value=v,
+                rounds_run=rounds,
+                loss=m,
+            )
+        )
     report("protocols", rows, args.out)
 
 

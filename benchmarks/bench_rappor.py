@@ -52,16 +52,32 @@ def main() -> None:
         base = dict(benchmark="rappor", k=k, m=args.m, eps=mech.epsilon(), q=q)
         for n in (10**6, 10**7):
             x = setup.integers(0, k, size=n)
-            best = best_of({"floor": lambda: floor(gen, n, args.m), "privatize": lambda: mech.privatize(x, gen)},
-                           args.repeats)
+            best = best_of(
+                {"floor": lambda: floor(gen, n, args.m), "privatize": lambda: mech.privatize(x, gen)}, args.repeats
+            )
             reports = mech.privatize(x, gen)
-            stat_s, _ = timed(lambda: mech.statistic(reports))
+            stat_s, _ = timed(lambda: mech.statistic(reports))  # noqa: F821 - runs before del reports
             del reports
-            rows.append(dict(base, case="floor: rng.random((n, m))", n=n, seconds=best["floor"],
-                             throughput_per_s=n / best["floor"]))
-            rows.append(dict(base, case="privatize", n=n, seconds=best["privatize"],
-                             throughput_per_s=n / best["privatize"], floor_seconds=best["floor"],
-                             ratio_to_floor=best["privatize"] / best["floor"]))
+            rows.append(
+                dict(
+                    base,
+                    case="floor: rng.random((n, m))",
+                    n=n,
+                    seconds=best["floor"],
+                    throughput_per_s=n / best["floor"],
+                )
+            )
+            rows.append(
+                dict(
+                    base,
+                    case="privatize",
+                    n=n,
+                    seconds=best["privatize"],
+                    throughput_per_s=n / best["privatize"],
+                    floor_seconds=best["floor"],
+                    ratio_to_floor=best["privatize"] / best["floor"],
+                )
+            )
             rows.append(dict(base, case="statistic", n=n, seconds=stat_s, throughput_per_s=n / stat_s))
             if n == 10**7 and k == 4096:
                 tracemalloc.start()

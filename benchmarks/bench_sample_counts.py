@@ -50,8 +50,10 @@ def main() -> None:
         "from_matrix(Q 64x64 Dirichlet)": ldpsim.from_matrix(setup.dirichlet(np.ones(64), size=64)),
     }
     counts = {name: split(n, mech.k, args.split, setup) for name, mech in mechs.items()}
-    cases = {name: (lambda mech=mech, c=counts[name], g=g: mech.sample_counts(c, g))
-             for (name, mech), g in zip(mechs.items(), gens)}
+    cases = {
+        name: (lambda mech=mech, c=counts[name], g=g: mech.sample_counts(c, g))
+        for (name, mech), g in zip(mechs.items(), gens)
+    }
     best = best_of(cases, args.repeats)
 
     rows = []
@@ -59,8 +61,17 @@ def main() -> None:
         total = int(cases[name]().sum())  # one extra, untimed call for the check
         print(f"check {name}: output counts sum to {total} == {n}: {total == n}")
         s = best[name]
-        row = dict(benchmark="sample_counts", case=name, n=n, k=mech.k, m=mech.m, seconds=s,
-                   throughput_per_s=n / s, split=args.split, output_sum_ok=total == n)
+        row = dict(
+            benchmark="sample_counts",
+            case=name,
+            n=n,
+            k=mech.k,
+            m=mech.m,
+            seconds=s,
+            throughput_per_s=n / s,
+            split=args.split,
+            output_sum_ok=total == n,
+        )
         if name.startswith("randomized_response(1024"):  # the case with a stated target
             row.update(target=f"< {TARGET_S:g} s", meets_target=s < TARGET_S)
         rows.append(row)

@@ -20,7 +20,6 @@ Run from the repo root: ``python benchmarks/bench_surveys.py [--repeats 3]``.
 
 from __future__ import annotations
 
-
 from _common import REPO_ROOT, best_of, full_run, parser, report
 from ldpsim.sim import load_scenario, run_replication
 
@@ -50,21 +49,57 @@ def main() -> None:
     best = best_of(cases, args.repeats)
     questions = anes.questions.count
     rows = [
-        dict(benchmark="surveys", case=f"anes96.toml: {questions} questions, individual mode, one replication", n=n,
-             k=questions, seconds=best["anes"], throughput_per_s=n / best["anes"], target="< 30 s",
-             meets_target=best["anes"] < 30),
-        dict(benchmark="surveys", case="ldpsim run scenarios/anes96.toml (replication + files + figures)", n=n,
-             k=questions, seconds=best["full"], throughput_per_s=n / best["full"]),
-        dict(benchmark="surveys", case="anes96_party.toml: one question, individual mode", n=party.size, k=1,
-             seconds=best["party"], throughput_per_s=party.size / best["party"]),
-        dict(benchmark="surveys", case="anes96_party.toml: one question, aggregate mode", n=party.size, k=1,
-             seconds=best["party_aggregate"], throughput_per_s=party.size / best["party_aggregate"]),
-        dict(benchmark="surveys", case="anes96_crosstab.toml: two questions and their crosstab, individual mode",
-             n=crosstab.size, k=2, seconds=best["crosstab"], throughput_per_s=crosstab.size / best["crosstab"]),
-        dict(benchmark="surveys", case="anes96_crosstab.toml: two questions and their crosstab, aggregate mode",
-             n=crosstab.size, k=2, seconds=best["crosstab_aggregate"],
-             throughput_per_s=crosstab.size / best["crosstab_aggregate"]),
-    ]  # fmt: skip
+        dict(
+            benchmark="surveys",
+            case=f"anes96.toml: {questions} questions, individual mode, one replication",
+            n=n,
+            k=questions,
+            seconds=best["anes"],
+            throughput_per_s=n / best["anes"],
+            target="< 30 s",
+            meets_target=best["anes"] < 30,
+        ),
+        dict(
+            benchmark="surveys",
+            case="ldpsim run scenarios/anes96.toml (replication + files + figures)",
+            n=n,
+            k=questions,
+            seconds=best["full"],
+            throughput_per_s=n / best["full"],
+        ),
+        dict(
+            benchmark="surveys",
+            case="anes96_party.toml: one question, individual mode",
+            n=party.size,
+            k=1,
+            seconds=best["party"],
+            throughput_per_s=party.size / best["party"],
+        ),
+        dict(
+            benchmark="surveys",
+            case="anes96_party.toml: one question, aggregate mode",
+            n=party.size,
+            k=1,
+            seconds=best["party_aggregate"],
+            throughput_per_s=party.size / best["party_aggregate"],
+        ),
+        dict(
+            benchmark="surveys",
+            case="anes96_crosstab.toml: two questions and their crosstab, individual mode",
+            n=crosstab.size,
+            k=2,
+            seconds=best["crosstab"],
+            throughput_per_s=crosstab.size / best["crosstab"],
+        ),
+        dict(
+            benchmark="surveys",
+            case="anes96_crosstab.toml: two questions and their crosstab, aggregate mode",
+            n=crosstab.size,
+            k=2,
+            seconds=best["crosstab_aggregate"],
+            throughput_per_s=crosstab.size / best["crosstab_aggregate"],
+        ),
+    ]
     report("surveys", rows, args.out)
 
 

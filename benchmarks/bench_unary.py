@@ -55,8 +55,16 @@ def main() -> None:
             args.repeats,
         )
         for case, s in best.items():
-            rows.append(dict(benchmark="unary", case=f"bits {label} q={q:.4f}: {case}", n=nb, seconds=s,
-                             throughput_per_s=nb / s, ns_per_bit=s / nb * 1e9))
+            rows.append(
+                dict(
+                    benchmark="unary",
+                    case=f"bits {label} q={q:.4f}: {case}",
+                    n=nb,
+                    seconds=s,
+                    throughput_per_s=nb / s,
+                    ns_per_bit=s / nb * 1e9,
+                )
+            )
 
     # -- privatize and statistic, engine-style batches
     for k in (64, 4096):
@@ -64,23 +72,59 @@ def main() -> None:
             mech = OptimizedUnaryEncoding(k, EPS)
             t_priv, t_stat, total = batched(mech, n, args.batch, rng, rng)
             assert int(total.sum()) > 0
-            rows.append(dict(benchmark="unary", case=f"oue privatize, batches of {args.batch}", n=n, k=k,
-                             seconds=t_priv, throughput_per_s=n / t_priv, ns_per_bit=t_priv / (n * k) * 1e9))
-            rows.append(dict(benchmark="unary", case=f"oue statistic, batches of {args.batch}", n=n, k=k,
-                             seconds=t_stat, throughput_per_s=n / t_stat, ns_per_bit=t_stat / (n * k) * 1e9))
+            rows.append(
+                dict(
+                    benchmark="unary",
+                    case=f"oue privatize, batches of {args.batch}",
+                    n=n,
+                    k=k,
+                    seconds=t_priv,
+                    throughput_per_s=n / t_priv,
+                    ns_per_bit=t_priv / (n * k) * 1e9,
+                )
+            )
+            rows.append(
+                dict(
+                    benchmark="unary",
+                    case=f"oue statistic, batches of {args.batch}",
+                    n=n,
+                    k=k,
+                    seconds=t_stat,
+                    throughput_per_s=n / t_stat,
+                    ns_per_bit=t_stat / (n * k) * 1e9,
+                )
+            )
             if k == 64:
                 x = rng.integers(0, k, size=n)
                 sue = SymmetricUnaryEncoding(k, EPS)
                 # best of 2: the first call of a process also pays the first touch of its n k bytes
                 best = best_of({"sue": lambda: sue.privatize(x, rng), "oue": lambda: mech.privatize(x, rng)}, 2)
                 y = mech.privatize(x, rng)
-                s2, _ = timed(lambda: mech.statistic(y))
+                s2, _ = timed(lambda: mech.statistic(y))  # noqa: F821 - runs before del y
                 del y
                 for label, s in best.items():
-                    rows.append(dict(benchmark="unary", case=f"{label} privatize, one call", n=n, k=k, seconds=s,
-                                     throughput_per_s=n / s, ns_per_bit=s / (n * k) * 1e9))
-                rows.append(dict(benchmark="unary", case="statistic, one call", n=n, k=k, seconds=s2,
-                                 throughput_per_s=n / s2, ns_per_bit=s2 / (n * k) * 1e9))
+                    rows.append(
+                        dict(
+                            benchmark="unary",
+                            case=f"{label} privatize, one call",
+                            n=n,
+                            k=k,
+                            seconds=s,
+                            throughput_per_s=n / s,
+                            ns_per_bit=s / (n * k) * 1e9,
+                        )
+                    )
+                rows.append(
+                    dict(
+                        benchmark="unary",
+                        case="statistic, one call",
+                        n=n,
+                        k=k,
+                        seconds=s2,
+                        throughput_per_s=n / s2,
+                        ns_per_bit=s2 / (n * k) * 1e9,
+                    )
+                )
 
     # -- memory at k = 4096
     mech = OptimizedUnaryEncoding(4096, EPS)
@@ -89,22 +133,42 @@ def main() -> None:
     batched(mech, n, args.batch, rng, rng)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    rows.append(dict(benchmark="unary", case=f"peak memory, privatize + statistic in batches of {args.batch}",
-                     n=n, k=4096, peak_mib=peak / 2**20))
+    rows.append(
+        dict(
+            benchmark="unary",
+            case=f"peak memory, privatize + statistic in batches of {args.batch}",
+            n=n,
+            k=4096,
+            peak_mib=peak / 2**20,
+        )
+    )
     x = rng.integers(0, 4096, size=1 << 16)
     tracemalloc.start()
     y = mech.privatize(x, rng)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    rows.append(dict(benchmark="unary", case="peak of one privatize call less its output", n=x.size, k=4096,
-                     peak_extra_mib=(peak - y.nbytes) / 2**20, output_mib=y.nbytes / 2**20))
+    rows.append(
+        dict(
+            benchmark="unary",
+            case="peak of one privatize call less its output",
+            n=x.size,
+            k=4096,
+            peak_extra_mib=(peak - y.nbytes) / 2**20,
+            output_mib=y.nbytes / 2**20,
+        )
+    )
     del y
 
     # -- aggregate mode
     counts = np.full(4096, 10**12 // 4096)
     counts[0] += 10**12 - int(counts.sum())
-    best = best_of({"oue": lambda: mech.sample_statistic(counts, rng),
-                    "sue": lambda: SymmetricUnaryEncoding(4096, EPS).sample_statistic(counts, rng)}, args.repeats)
+    best = best_of(
+        {
+            "oue": lambda: mech.sample_statistic(counts, rng),
+            "sue": lambda: SymmetricUnaryEncoding(4096, EPS).sample_statistic(counts, rng),
+        },
+        args.repeats,
+    )
     for label, s in best.items():
         rows.append(dict(benchmark="unary", case=f"{label} sample_statistic", n=10**12, k=4096, seconds=s))
     report("unary", rows, args.out)

@@ -18,8 +18,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from _common import REPO_ROOT, parser, report  # noqa: E402
 
+from _common import REPO_ROOT, parser, report  # noqa: E402
 from ldpsim.audit import audit, target  # noqa: E402
 
 ALPHA = 0.05
@@ -44,13 +44,23 @@ def main() -> None:
         t = target("randomized_response", k=2, eps=eps)
         for n, s in zip(ns, ss.spawn(len(ns))):
             r = audit(t.mechanism, t.pairs, n, ALPHA, rng=np.random.default_rng(s))
-            rows.append(dict(benchmark="audit_power", case=f"rr(2, {eps:g})", n=n, eps_lb=r.eps_lb, ratio=r.eps_lb / eps))
+            rows.append(
+                dict(benchmark="audit_power", case=f"rr(2, {eps:g})", n=n, eps_lb=r.eps_lb, ratio=r.eps_lb / eps)
+            )
     for key in BROKEN:
         t = target("broken." + key)
         for n, s in zip(ns, ss.spawn(len(ns))):
             r = audit(t.sampler, t.pairs, n, ALPHA, rng=np.random.default_rng(s))
-            rows.append(dict(benchmark="audit_power", case=key, n=n, eps_lb=r.eps_lb, ratio=r.eps_lb / t.claimed_eps,
-                             true_ratio=t.true_eps / t.claimed_eps))  # fmt: skip
+            rows.append(
+                dict(
+                    benchmark="audit_power",
+                    case=key,
+                    n=n,
+                    eps_lb=r.eps_lb,
+                    ratio=r.eps_lb / t.claimed_eps,
+                    true_ratio=t.true_eps / t.claimed_eps,
+                )
+            )
     report("audit_power", rows, args.out)
     plot(rows, ns)
 
@@ -61,8 +71,13 @@ def plot(rows: list[dict], ns: list[int]) -> None:
         sel = [r for r in rows if r["case"] == f"rr(2, {eps:g})"]
         ax1.plot([r["n"] for r in sel], [r["ratio"] for r in sel], marker="o", ms=3, label=f"eps = {eps:g}")
     ax1.axhline(1.0, color="k", lw=0.8)
-    ax1.set(xscale="log", ylim=(0, 1.05), xlabel="samples per input", ylabel="eps_LB / eps",
-            title="Tightness: binary randomized response")  # fmt: skip
+    ax1.set(
+        xscale="log",
+        ylim=(0, 1.05),
+        xlabel="samples per input",
+        ylabel="eps_LB / eps",
+        title="Tightness: binary randomized response",
+    )
     ax1.legend(fontsize=8)
     for i, key in enumerate(BROKEN):
         sel = [r for r in rows if r["case"] == key]
@@ -70,10 +85,17 @@ def plot(rows: list[dict], ns: list[int]) -> None:
         ax2.axhline(sel[0]["true_ratio"], color=line.get_color(), ls=":", lw=1)
     ax2.axhline(1.0, color="k", lw=0.8)
     ax2.text(ns[-1], 0.95, "claim refuted above this line", fontsize=8, va="top", ha="right")
-    ax2.set(xscale="log", ylim=(0, 4.3), xlabel="samples per input", ylabel="eps_LB / claimed eps",
-            title="Broken zoo, black box (dotted: true eps / claimed)")  # fmt: skip
+    ax2.set(
+        xscale="log",
+        ylim=(0, 4.3),
+        xlabel="samples per input",
+        ylabel="eps_LB / claimed eps",
+        title="Broken zoo, black box (dotted: true eps / claimed)",
+    )
     ax2.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, 0.85))
-    fig.suptitle(f"Empirical privacy audit at alpha = {ALPHA}: lower bounds valid with probability >= 0.95", fontsize=10)
+    fig.suptitle(
+        f"Empirical privacy audit at alpha = {ALPHA}: lower bounds valid with probability >= 0.95", fontsize=10
+    )
     fig.tight_layout()
     path = REPO_ROOT / "docs" / "img" / "audit-power.png"
     fig.savefig(path, dpi=110)

@@ -59,8 +59,9 @@ def joint_table() -> tuple[np.ndarray, list, list]:
 def rejections(table: np.ndarray, eps: float, n: int, reps: int, rng: np.random.Generator) -> tuple[int, int]:
     """Rejections at ALPHA of the private test and of Pearson's on the same respondents."""
     ka, kb = table.shape
-    both = product_mechanism(catalog.build("randomized_response", k=ka, eps=eps / 2),
-                             catalog.build("randomized_response", k=kb, eps=eps / 2))  # fmt: skip
+    both = product_mechanism(
+        catalog.build("randomized_response", k=ka, eps=eps / 2), catalog.build("randomized_response", k=kb, eps=eps / 2)
+    )
     private = pearson = 0
     for _ in range(reps):
         answers = rng.multinomial(n, table.ravel())
@@ -88,13 +89,32 @@ def main() -> None:
     for eps in args.eps:
         hits, base = rejections(null, eps, args.null_n, args.null_reps, rng)
         lo, hi = clopper_pearson(hits, args.null_reps, 0.05)
-        out.append({"case": f"type I error, eps {eps:g}", "n": args.null_n, "eps": eps, "reps": args.null_reps,
-                    "private": hits / args.null_reps, "private_ci_low": lo, "private_ci_high": hi,
-                    "pearson": base / args.null_reps, "kind": "null"})  # fmt: skip
+        out.append(
+            {
+                "case": f"type I error, eps {eps:g}",
+                "n": args.null_n,
+                "eps": eps,
+                "reps": args.null_reps,
+                "private": hits / args.null_reps,
+                "private_ci_low": lo,
+                "private_ci_high": hi,
+                "pearson": base / args.null_reps,
+                "kind": "null",
+            }
+        )
         for n in args.ns:
             hits, base = rejections(table, eps, n, args.reps, rng)
-            out.append({"case": f"power, eps {eps:g}", "n": n, "eps": eps, "reps": args.reps,
-                        "private": hits / args.reps, "pearson": base / args.reps, "kind": "power"})  # fmt: skip
+            out.append(
+                {
+                    "case": f"power, eps {eps:g}",
+                    "n": n,
+                    "eps": eps,
+                    "reps": args.reps,
+                    "private": hits / args.reps,
+                    "pearson": base / args.reps,
+                    "kind": "power",
+                }
+            )
     report("survey_tests", out, args.out)
     frame = pd.DataFrame(out)
     power = frame[frame["kind"] == "power"]
@@ -119,19 +139,29 @@ def main() -> None:
 def crosstab_figure(table: np.ndarray, rows: list, cols: list, rng: np.random.Generator, path: str) -> None:
     """The real joint table beside its privatised estimate (10^6 respondents, eps 1 + 1)."""
     ka, kb = table.shape
-    both = product_mechanism(catalog.build("randomized_response", k=ka, eps=1.0),
-                             catalog.build("randomized_response", k=kb, eps=1.0))  # fmt: skip
+    both = product_mechanism(
+        catalog.build("randomized_response", k=ka, eps=1.0), catalog.build("randomized_response", k=kb, eps=1.0)
+    )
     counts = both.sample_counts(rng.multinomial(1_000_000, table.ravel()), rng)
     est = crosstab_estimate(both, counts, (ka, kb)).projected
     fig, axes = plt.subplots(1, 2, figsize=(9, 4.2), sharey=True, layout="constrained")
     top = float(max(table.max(), est.max()))
-    for ax, data, title in ((axes[0], table, "the 944 real respondents"),
-                            (axes[1], est, "privatised, 10^6 respondents, eps 1 + 1")):  # fmt: skip
+    for ax, data, title in (
+        (axes[0], table, "the 944 real respondents"),
+        (axes[1], est, "privatised, 10^6 respondents, eps 1 + 1"),
+    ):
         im = ax.imshow(data, vmin=0, vmax=top, cmap="viridis", aspect="auto")
         for i in range(ka):
             for j in range(kb):
-                ax.text(j, i, f"{data[i, j]:.3f}", ha="center", va="center", fontsize=7,
-                        color="white" if data[i, j] < top / 2 else "black")  # fmt: skip
+                ax.text(
+                    j,
+                    i,
+                    f"{data[i, j]:.3f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if data[i, j] < top / 2 else "black",
+                )
         ax.set_xticks(range(kb), [str(c) for c in cols])
         ax.set_title(title, fontsize=9)
     axes[0].set_yticks(range(ka), [str(r) for r in rows])

@@ -73,7 +73,9 @@ def run_demo(n: int, k: int, eps: float, seed: int | None = None) -> Demo:
             "true": true_freq,
             "estimated": est.estimate,
             "std_error": est.std_error,
-            "z": np.divide(est.estimate - true_freq, est.std_error, out=np.full(mech.k, np.nan), where=est.std_error > 0),
+            "z": np.divide(
+                est.estimate - true_freq, est.std_error, out=np.full(mech.k, np.nan), where=est.std_error > 0
+            ),
         }
     )
     return Demo(n, mech, root.entropy, elapsed, frame)

@@ -74,7 +74,9 @@ def renamed(old: str, new: str, since: str, removed_in: str) -> Callable[[F], F]
                 value = kwargs.pop(old)
                 if new in kwargs or (positional and len(args) > position):
                     given = kwargs[new] if new in kwargs else args[position]
-                    raise invalid(new, {new: given, old: value}, f"one of {new}= and {old}= ({old}= is its deprecated spelling)")
+                    raise invalid(
+                        new, {new: given, old: value}, f"one of {new}= and {old}= ({old}= is its deprecated spelling)"
+                    )
                 warn(f"keyword {old}= of {where(args)} is deprecated; use {new}= ({old}= goes away in {removed_in})")
                 kwargs[new] = value
             return fn(*args, **kwargs)

@@ -160,8 +160,10 @@ class DirectoryLock:
         return fd
 
     def _not_plain(self, what: str) -> LdpSimError:
-        return LdpSimError(f"{self.option}: got {str(self.directory)!r}, expected a folder whose {LOCK_NAME} is a plain "
-                           f"file (it is {what}; remove it)")  # fmt: skip
+        return LdpSimError(
+            f"{self.option}: got {str(self.directory)!r}, expected a folder whose {LOCK_NAME} is a plain "
+            f"file (it is {what}; remove it)"
+        )
 
     def release(self) -> None:
         """Remove ``.lock`` (while still holding it, and only if it is still our file) and
@@ -212,11 +214,18 @@ def describe_os_error(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-
-
 # ----------------------------------------------------------------------------- output folders
 #: errno values of a write that mean "this place cannot take the files"; other OSErrors propagate.
-_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, errno.EIO, errno.ENOTDIR}
+_WRITE_ERRNOS = {
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.EROFS,
+    errno.EACCES,
+    errno.EPERM,
+    errno.EFBIG,
+    errno.EIO,
+    errno.ENOTDIR,
+}
 _TEMPORARY = re.compile(r"^\..*\.\d+\.[0-9a-f]{8}" + re.escape(TMP_SUFFIX) + r"$", re.S)
 #: Output folders put in place by this process: (how many, the last one). The command line
 #: reads it to say, after Ctrl-C, whether anything was written.
@@ -289,7 +298,9 @@ def _nearest_existing(path: Path) -> Path:
 FORCE_HINT = "use --force to replace its files"
 
 
-def check_output_folder(path: str | Path, force: bool = False, option: str = "--out", *, hint: str = FORCE_HINT) -> Path:
+def check_output_folder(
+    path: str | Path, force: bool = False, option: str = "--out", *, hint: str = FORCE_HINT
+) -> Path:
     """Refuse, before any work, an output folder that is a file, that is not new or empty
     (unless ``force``; ``hint`` says what to do instead) or that cannot be written: one line
     naming ``option``. Writing is tried for real (a temporary folder is made where the files
@@ -342,8 +353,15 @@ class OutputFolder:
     take that name meanwhile, the next free name is used instead.
     """
 
-    def __init__(self, path: str | Path, *, force: bool = False, option: str = "--out", fresh: bool = False,
-                 hint: str = FORCE_HINT) -> None:  # fmt: skip
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        force: bool = False,
+        option: str = "--out",
+        fresh: bool = False,
+        hint: str = FORCE_HINT,
+    ) -> None:
         self.path = Path(path)
         self.force, self.option, self.fresh, self.hint = force, option, fresh, hint
         self.work: Path | None = None
@@ -354,8 +372,15 @@ class OutputFolder:
         self._made: list[Path] = []  # parent folders made for the work folder, deepest first
 
     @classmethod
-    def of(cls, out: str | Path | None, default: str | Path, *, force: bool = False, suffix: str = "",
-           option: str = "--out") -> "OutputFolder":  # fmt: skip
+    def of(
+        cls,
+        out: str | Path | None,
+        default: str | Path,
+        *,
+        force: bool = False,
+        suffix: str = "",
+        option: str = "--out",
+    ) -> "OutputFolder":
         """``out`` as given, or when it is None a new folder ``default/<UTC time><suffix>``
         (:func:`new_folder`): the output folder of a command with an ``--out`` option."""
         if out is None:
@@ -413,8 +438,9 @@ class OutputFolder:
                 _put_in_place[1] = self.path
         except OSError as exc:
             self.discard()
-            raise LdpSimError(f"{self.option}: cannot write in {str(self.path)!r} ({describe_os_error(exc)}); "
-                              "nothing was written") from None  # fmt: skip
+            raise LdpSimError(
+                f"{self.option}: cannot write in {str(self.path)!r} ({describe_os_error(exc)}); nothing was written"
+            ) from None
         except BaseException:
             self.discard()
             raise
@@ -450,8 +476,9 @@ class OutputFolder:
         work = self.work
         self.discard()
         if isinstance(exc, OSError) and _writing_error(exc, work):
-            raise LdpSimError(f"{self.option}: cannot write in {str(self.path)!r} ({describe_os_error(exc)}); "
-                              "nothing was written") from None  # fmt: skip
+            raise LdpSimError(
+                f"{self.option}: cannot write in {str(self.path)!r} ({describe_os_error(exc)}); nothing was written"
+            ) from None
         return False
 
     # -- helpers ---------------------------------------------------------------------
@@ -471,8 +498,10 @@ class OutputFolder:
                     target = _free_name(target)
                     continue
                 if not self.force:
-                    raise LdpSimError(f"{self.option}: got {str(target)!r}, expected a new or empty folder "
-                                      f"(another process wrote into it meanwhile; {self.hint})") from None  # fmt: skip
+                    raise LdpSimError(
+                        f"{self.option}: got {str(target)!r}, expected a new or empty folder "
+                        f"(another process wrote into it meanwhile; {self.hint})"
+                    ) from None
                 self._replace_files(target, sorted(p.name for p in self.work.iterdir()))
                 break
         self.path = target

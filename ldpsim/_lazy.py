@@ -24,9 +24,7 @@ import sys
 from typing import Any, Callable, Mapping
 
 
-def lazy_exports(
-    package: str, exports: Mapping[str, str]
-) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for the package ``package``: ``exports`` maps each public
     name to the module defining it (absolute, or relative to ``package`` when it starts
     with a dot)."""

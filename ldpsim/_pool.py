@@ -77,7 +77,9 @@ def executor_scope(executor: Any) -> Iterator[None]:
         _SCOPED_EXECUTOR.reset(token)
 
 
-def pool_map(fn: Callable[..., Any], *iterables: Iterable[Any], workers: int, ticks: Sequence[float] | None = None) -> list[Any]:
+def pool_map(
+    fn: Callable[..., Any], *iterables: Iterable[Any], workers: int, ticks: Sequence[float] | None = None
+) -> list[Any]:
     """``list(map(fn, *iterables))`` over ``workers`` processes (in this process when 1), in
     order; Ctrl-C or an error in ``fn`` stops every worker at once. Inside
     :func:`executor_scope` the items go to that executor instead (a cluster), still in order.

@@ -98,7 +98,13 @@ def _bar_class() -> Any:
 
 @contextmanager
 def bar(
-    total: float, desc: str, unit: str = "it", *, show: bool = True, counts: bool = True, initial: float = 0,
+    total: float,
+    desc: str,
+    unit: str = "it",
+    *,
+    show: bool = True,
+    counts: bool = True,
+    initial: float = 0,
 ) -> Iterator[Any]:
     """Make a bar of ``total`` (a number > 0) the current one for the block; yields the tqdm
     bar, or None when it is not shown (:func:`shown`). ``desc`` names the work, ``unit``
@@ -122,11 +128,18 @@ def bar(
     sized = _sized(sys.stderr)  # else (a pseudo-terminal of no size) tqdm draws nothing: 80 x 24, or $COLUMNS x $LINES
     fallback = shutil.get_terminal_size()
     b = tqdm(
-        total=total, initial=initial, desc=desc, unit=unit, leave=False, file=sys.stderr, dynamic_ncols=sized,
-        ncols=None if sized else fallback.columns, nrows=None if sized else fallback.lines,
+        total=total,
+        initial=initial,
+        desc=desc,
+        unit=unit,
+        leave=False,
+        file=sys.stderr,
+        dynamic_ncols=sized,
+        ncols=None if sized else fallback.columns,
+        nrows=None if sized else fallback.lines,
         bar_format=None if counts else WEIGHTED_FORMAT,
         miniters=0,  # every tick may redraw (at most every 0.1 s), however the ticks are weighted
-    )  # fmt: skip
+    )
     token = _current.set(_Current(b, os.getpid()))
     try:
         yield b

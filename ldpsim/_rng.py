@@ -17,8 +17,10 @@ def as_generator(rng: RNGLike) -> np.random.Generator:
         from ldpsim.errors import invalid
 
         raise invalid(
-            "rng", rng, "a seed or a numpy Generator: this sampler draws floats through numpy; the discrete "
-            "and snapped samplers take rng='os' (docs/floating-point.md)"
+            "rng",
+            rng,
+            "a seed or a numpy Generator: this sampler draws floats through numpy; the discrete "
+            "and snapped samplers take rng='os' (docs/floating-point.md)",
         )
     return np.random.default_rng(rng)
 
@@ -51,7 +53,11 @@ class SystemRandom:
             low, high = 0, low
         lo = np.asarray(low, dtype=np.int64)
         hi = np.asarray(high, dtype=np.int64) + (1 if endpoint else 0)
-        shape = np.broadcast_shapes(lo.shape, hi.shape) if size is None else (size if isinstance(size, tuple) else (int(size),))
+        shape = (
+            np.broadcast_shapes(lo.shape, hi.shape)
+            if size is None
+            else (size if isinstance(size, tuple) else (int(size),))
+        )
         span = np.broadcast_to(hi - lo, shape).astype(np.uint64)
         if np.any(hi - lo <= 0):
             raise ValueError("high <= low")

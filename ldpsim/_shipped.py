@@ -101,7 +101,9 @@ def copy(name: str, dest: str | Path = ".", force: bool = False) -> list[Path]:
             except OSError:
                 pass
         if isinstance(exc, OSError):
-            raise LdpSimError(f"--to: got {str(dest)!r}, expected a folder we can write ({describe_os_error(exc)})") from None
+            raise LdpSimError(
+                f"--to: got {str(dest)!r}, expected a folder we can write ({describe_os_error(exc)})"
+            ) from None
         raise
     return targets
 

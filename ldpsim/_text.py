@@ -43,8 +43,9 @@ def wrap(text: str, width: int = WIDTH, hang: int = 2) -> str:
             out.append(line.replace(KEEP, " "))
             continue
         lead = len(line) - len(line.lstrip(" "))
-        pieces = textwrap.wrap(line, width=width, subsequent_indent=" " * (lead + hang), break_long_words=False,
-                               break_on_hyphens=False)  # fmt: skip
+        pieces = textwrap.wrap(
+            line, width=width, subsequent_indent=" " * (lead + hang), break_long_words=False, break_on_hyphens=False
+        )
         out.extend(p.replace(KEEP, " ") for p in pieces or [""])
     return "\n".join(out)
 
@@ -73,7 +74,9 @@ def plain(text: str) -> str:
     """``text`` (reStructuredText, as docstrings and catalog descriptions write it) as a
     terminal shows it: ````x```` and ``:role:`x``` become ``x``, ``*x*`` and ``**x**`` become
     ``x``."""
-    text = _ROLE.sub(lambda m: m.group(1)[1:].rpartition(".")[2] if m.group(1).startswith("~") else m.group(1), str(text))
+    text = _ROLE.sub(
+        lambda m: m.group(1)[1:].rpartition(".")[2] if m.group(1).startswith("~") else m.group(1), str(text)
+    )
     return _EMPHASIS.sub(r"\1", _LITERAL.sub(r"\1", text))
 
 
@@ -92,8 +95,15 @@ def did_you_mean(name: Any, known: Any) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def table(frame: Any, width: int = WIDTH, *, float_format: Callable[[float], str] | None = None,
-          na_rep: str = "NaN", keys: int = 1, full: Any = None) -> str:  # fmt: skip
+def table(
+    frame: Any,
+    width: int = WIDTH,
+    *,
+    float_format: Callable[[float], str] | None = None,
+    na_rep: str = "NaN",
+    keys: int = 1,
+    full: Any = None,
+) -> str:
     """``frame`` (a pandas DataFrame, printed without its index) within ``width`` columns.
 
     As ``frame.to_string(index=False, ...)`` when every line fits. Otherwise the columns are

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import numbers
 from typing import Any, Callable
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -29,7 +30,11 @@ def as_float(value: object, name: str, expected: str) -> float:
             arr = np.asarray(value)
         except Exception:  # pragma: no cover - defensive
             raise invalid(name, value, expected) from None
-        if arr.ndim != 0 or arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        if (
+            arr.ndim != 0
+            or arr.dtype == bool
+            or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating))
+        ):
             raise invalid(name, value, expected)
         value = arr.item()
     try:
@@ -148,7 +153,11 @@ MAX_SEED = 2**128 - 1
 
 def seed(value: object, name: str = "seed") -> int:
     """A root seed: an integer in ``[0, 2^128)``."""
-    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)) or not 0 <= int(value) <= MAX_SEED:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (numbers.Integral, np.integer))
+        or not 0 <= int(value) <= MAX_SEED
+    ):
         raise invalid(name, value, "an integer in [0, 2^128)")
     return int(value)
 
@@ -166,8 +175,10 @@ def alphabet_size(value: object, name: str = "k") -> int:
     k = integer(value, name, minimum=2)
     if k > MAX_ALPHABET:
         raise invalid(
-            name, value, f"an integer in 2..{MAX_ALPHABET:,} (2^22: a mechanism keeps its k labels and k-length arrays "
-            "in memory, about 0.7 GB at the bound)"
+            name,
+            value,
+            f"an integer in 2..{MAX_ALPHABET:,} (2^22: a mechanism keeps its k labels and k-length arrays "
+            "in memory, about 0.7 GB at the bound)",
         )
     return k
 
@@ -204,7 +215,8 @@ def stochastic_matrix(value: ArrayLike, name: str = "Q") -> NDArray[np.float64]:
     bad = np.flatnonzero(np.abs(sums - 1.0) > SUM_TOL)
     if bad.size:
         raise LdpSimError(
-            f"{name}: got row {bad[0]} summing to {float(sums[bad[0]])!r}, expected rows summing to 1 within {SUM_TOL:g}"
+            f"{name}: got row {bad[0]} summing to {float(sums[bad[0]])!r}, "
+            f"expected rows summing to 1 within {SUM_TOL:g}"
         )
     return q
 

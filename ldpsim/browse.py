@@ -45,7 +45,14 @@ def rebuild_run(run_dir: str | Path) -> list[Path]:
     scenario.toml (with the run's seed and replications); the files written, in order.
     Any problem is one LdpSimError naming the directory."""
     from ldpsim.report.html import is_run_dir
-    from ldpsim.runs import RESULTS_LIMIT, check_inputs, check_run_file, check_study_inputs, read_metadata, read_scenario_text
+    from ldpsim.runs import (
+        RESULTS_LIMIT,
+        check_inputs,
+        check_run_file,
+        check_study_inputs,
+        read_metadata,
+        read_scenario_text,
+    )
     from ldpsim.sim.studies import _parsers
 
     run_dir = Path(run_dir)
@@ -65,7 +72,9 @@ def rebuild_run(run_dir: str | Path) -> list[Path]:
             kind = meta.get("kind", next(iter(parsers)))  # the registry's default kind first
             total, seed, digest = int(meta["replications"]), int(meta["seed"]), meta["scenario_sha256"]
         except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError):
-            raise LdpSimError(f"{bad} a run directory made by ldpsim run (readable metadata.json and scenario.toml)") from None
+            raise LdpSimError(
+                f"{bad} a run directory made by ldpsim run (readable metadata.json and scenario.toml)"
+            ) from None
         if kind not in parsers:
             raise LdpSimError(f"{bad} a run of a kind this version knows ({', '.join(parsers)}), not {kind!r}")
         if not meta.get("finished"):
@@ -125,7 +134,9 @@ def write_index(root: str | Path) -> Path:
     try:
         write_bytes(path, index_html(root))
     except OSError as exc:
-        raise LdpSimError(f"{OPTION}: got {str(root)!r}, expected a folder that can be written ({describe_os_error(exc)})") from None
+        raise LdpSimError(
+            f"{OPTION}: got {str(root)!r}, expected a folder that can be written ({describe_os_error(exc)})"
+        ) from None
     return path
 
 
@@ -167,8 +178,10 @@ def rebuild(path: str | Path = "reports", open_browser: bool = False, *, quiet: 
                     print(f"skipped: {exc}", file=sys.stderr)
         out.index = out.page = write_index(path)
     else:
-        raise LdpSimError(f"{OPTION}: got {str(path)!r}, expected a run directory, a reproduction folder or a folder of "
-                          "them (default: reports)")  # fmt: skip
+        raise LdpSimError(
+            f"{OPTION}: got {str(path)!r}, expected a run directory, a reproduction folder or a folder of "
+            "them (default: reports)"
+        )
     if open_browser and out.page is not None:
         webbrowser.open(out.page.resolve().as_uri())
     return out

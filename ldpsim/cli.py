@@ -48,11 +48,15 @@ class _Version(argparse._VersionAction):
 
 
 #: ``--allow-outside-data`` of every command that loads a scenario file.
-_OUTSIDE_HELP = ("read data files the scenario names (population.file) from outside its folder too: absolute paths, "
-                 "'..', symlinks out of it (default: only regular files in the scenario's folder or below)")
+_OUTSIDE_HELP = (
+    "read data files the scenario names (population.file) from outside its folder too: absolute paths, "
+    "'..', symlinks out of it (default: only regular files in the scenario's folder or below)"
+)
 #: ``--allow-long-run`` of ``ldpsim run`` and ``ldpsim check`` (sim.scenario.common.MAX_RUN_SECONDS).
-_LONG_HELP = ("run (or check) a scenario estimated at more than an hour on one core, which is otherwise refused "
-              "when the file is loaded (a multi-party broadcast or study of many rounds)")
+_LONG_HELP = (
+    "run (or check) a scenario estimated at more than an hour on one core, which is otherwise refused "
+    "when the file is loaded (a multi-party broadcast or study of many rounds)"
+)
 #: ``--force`` of every command that writes a folder of files (``ldpsim run`` has none: use --resume).
 _FORCE_HELP = "write into a non-empty --out: its files of the same names are replaced at the end, others are kept"
 #: ``--no-progress`` of ``ldpsim run`` and ``ldpsim sweep``.
@@ -79,12 +83,25 @@ def _build_parser() -> argparse.ArgumentParser:
         "reports/<scenario>/<run-id>/ with results.csv, figures, summary.md, report.html, metadata.json and the "
         "scenario as run, and prints the final estimates.",
     )
-    run.add_argument("file", nargs="?", help="scenario file (TOML) or shipped scenario name (ldpsim scenarios lists them); not needed with --resume")
+    run.add_argument(
+        "file",
+        nargs="?",
+        help="scenario file (TOML) or shipped scenario name (ldpsim scenarios lists them); not needed with --resume",
+    )
     _add_seed(run, "root seed (default: the scenario's simulation.seed, else fresh entropy)")
     run.add_argument("--replications", type=int, default=None, help="number of replications (default: the scenario's)")
     _add_where_options(run, "the replications")
-    run.add_argument("--out", default=None, help="run directory to create, new or empty (default reports/<scenario>/<UTC time>-seed<seed>)")
-    run.add_argument("--resume", metavar="DIR", default=None, help="finish an interrupted run in DIR (same seed and scenario); a finished one is left as it is")
+    run.add_argument(
+        "--out",
+        default=None,
+        help="run directory to create, new or empty (default reports/<scenario>/<UTC time>-seed<seed>)",
+    )
+    run.add_argument(
+        "--resume",
+        metavar="DIR",
+        default=None,
+        help="finish an interrupted run in DIR (same seed and scenario); a finished one is left as it is",
+    )
     _add_no_progress(run)
     _add_data_options(run)
     run.set_defaults(func=_run)
@@ -98,21 +115,39 @@ def _build_parser() -> argparse.ArgumentParser:
         "Writes OUT/sweep.csv (the swept keys, then every point's results rows), summary.csv (measured error "
         "of the final estimates next to the exact one, per point and task), error.png and sweep.json.",
     )
-    sweep.add_argument("file", nargs="?", help="scenario file (TOML) or shipped scenario name; not needed with --resume")
-    sweep.add_argument("--grid", nargs="+", action="extend", default=None, metavar="KEY=[V,...]",
-                       help="a dotted scenario key and its values as a TOML or JSON list, e.g. 'mechanism.eps=[0.5, 1, 2]'; "
-                            "adds to (or replaces keys of) the file's [sweep] table")  # fmt: skip
+    sweep.add_argument(
+        "file", nargs="?", help="scenario file (TOML) or shipped scenario name; not needed with --resume"
+    )
+    sweep.add_argument(
+        "--grid",
+        nargs="+",
+        action="extend",
+        default=None,
+        metavar="KEY=[V,...]",
+        help="a dotted scenario key and its values as a TOML or JSON list, e.g. 'mechanism.eps=[0.5, 1, 2]'; "
+        "adds to (or replaces keys of) the file's [sweep] table",
+    )
     _add_seed(sweep, "root seed of every point (default: the scenario's simulation.seed, else fresh entropy)")
-    sweep.add_argument("--replications", type=int, default=None, help="replications of every point (default: the scenario's)")
+    sweep.add_argument(
+        "--replications", type=int, default=None, help="replications of every point (default: the scenario's)"
+    )
     _add_where_options(sweep, "every point's replications")
-    sweep.add_argument("--out", default=None, help="sweep folder to create, new or empty (default reports/<scenario>-sweep/<UTC time>-seed<seed>)")
+    sweep.add_argument(
+        "--out",
+        default=None,
+        help="sweep folder to create, new or empty (default reports/<scenario>-sweep/<UTC time>-seed<seed>)",
+    )
     sweep.add_argument("--resume", metavar="DIR", default=None, help="finish an interrupted sweep in DIR")
-    sweep.add_argument("--no-point-reports", action="store_true",
-                       help="no report of each point's own (a second or two of figures per point; `ldpsim report DIR` "
-                            "makes one later); the sweep's table, summary and figure are the same")  # fmt: skip
+    sweep.add_argument(
+        "--no-point-reports",
+        action="store_true",
+        help="no report of each point's own (a second or two of figures per point; `ldpsim report DIR` "
+        "makes one later); the sweep's table, summary and figure are the same",
+    )
     _add_no_progress(sweep)
-    _add_data_options(sweep, _OUTSIDE_HELP + "; an absolute path given for population.file in --grid is read anyway",
-                      long_run=False)  # fmt: skip
+    _add_data_options(
+        sweep, _OUTSIDE_HELP + "; an absolute path given for population.file in --grid is read anyway", long_run=False
+    )
     sweep.set_defaults(func=_sweep)
 
     scenarios = sub.add_parser(
@@ -132,7 +167,12 @@ def _build_parser() -> argparse.ArgumentParser:
         "is). Existing files are left alone unless --force; then `ldpsim run DIR/NAME.toml`.",
     )
     copy.add_argument("name", metavar="NAME", help="a shipped scenario (`ldpsim scenarios` lists them)")
-    copy.add_argument("--to", default=".", metavar="DIR", help="folder to write into, created if need be (default: the current folder)")
+    copy.add_argument(
+        "--to",
+        default=".",
+        metavar="DIR",
+        help="folder to write into, created if need be (default: the current folder)",
+    )
     copy.add_argument("--force", action="store_true", help="overwrite files that exist already")
 
     check = sub.add_parser(
@@ -155,9 +195,15 @@ def _build_parser() -> argparse.ArgumentParser:
         "directory or one reproduction folder (then only its report is rebuilt). Folders that cannot be re-rendered "
         "are skipped with a line on stderr.",
     )
-    report.add_argument("dir", nargs="?", default="reports",
-                        help="a folder of runs and reproductions, or one of them (default: reports)")  # fmt: skip
-    report.add_argument("--open", action="store_true", help="open the index (or the run's report.html) in the default browser")
+    report.add_argument(
+        "dir",
+        nargs="?",
+        default="reports",
+        help="a folder of runs and reproductions, or one of them (default: reports)",
+    )
+    report.add_argument(
+        "--open", action="store_true", help="open the index (or the run's report.html) in the default browser"
+    )
     report.set_defaults(func=_report)
 
     demo = sub.add_parser(
@@ -187,41 +233,94 @@ def _build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--delta", type=float, default=None, help="delta of each mechanism (default 0)")
     count = comp.add_mutually_exclusive_group()
     count.add_argument("--compositions", type=int, metavar="K", help="number of mechanisms composed")
-    count.add_argument("-k", type=int, dest="k_deprecated", metavar="K", help="deprecated spelling of --compositions (goes away in 0.2)")
-    comp.add_argument("--pairs", nargs="+", default=None, metavar="EPS,DELTA[xN]",
-                      help='(eps, delta) pairs, e.g. "1,1e-6 0.5,0x10" (xN: N of them); instead of --eps/--compositions')  # fmt: skip
-    comp.add_argument("--mechanism", action="append", default=None, metavar="SPEC[xN]",
-                      help="a library mechanism, NAME:param=value,... as in ldpsim audit (xN: N uses); repeatable")  # fmt: skip
-    comp.add_argument("--eps-total", type=float, nargs="+", default=None, metavar="E", help="eps_total values (default: 12 points up to where the exact delta meets its floor)")
-    comp.add_argument("--target-delta", type=float, nargs="+", default=None, metavar="D", help="print eps_total for these total deltas instead")
-    _add_output_folder(comp, "reports/compose/eps<eps>-delta<delta>-k<K>/<UTC time>, or under "
-                             "reports/compose/mixed-<n>-<hash>/ with --pairs/--mechanism")  # fmt: skip
+    count.add_argument(
+        "-k",
+        type=int,
+        dest="k_deprecated",
+        metavar="K",
+        help="deprecated spelling of --compositions (goes away in 0.2)",
+    )
+    comp.add_argument(
+        "--pairs",
+        nargs="+",
+        default=None,
+        metavar="EPS,DELTA[xN]",
+        help='(eps, delta) pairs, e.g. "1,1e-6 0.5,0x10" (xN: N of them); instead of --eps/--compositions',
+    )
+    comp.add_argument(
+        "--mechanism",
+        action="append",
+        default=None,
+        metavar="SPEC[xN]",
+        help="a library mechanism, NAME:param=value,... as in ldpsim audit (xN: N uses); repeatable",
+    )
+    comp.add_argument(
+        "--eps-total",
+        type=float,
+        nargs="+",
+        default=None,
+        metavar="E",
+        help="eps_total values (default: 12 points up to where the exact delta meets its floor)",
+    )
+    comp.add_argument(
+        "--target-delta",
+        type=float,
+        nargs="+",
+        default=None,
+        metavar="D",
+        help="print eps_total for these total deltas instead",
+    )
+    _add_output_folder(
+        comp,
+        "reports/compose/eps<eps>-delta<delta>-k<K>/<UTC time>, or under "
+        "reports/compose/mixed-<n>-<hash>/ with --pairs/--mechanism",
+    )
     comp.add_argument("--no-figure", action="store_true", help="skip region.png")
     comp.set_defaults(func=_compose)
 
     rep = sub.add_parser(
         "reproduce",
         help="regenerate a figure or table of the papers we implement (CSV + PNG under reports/reproduce/)",
-        description="Regenerate a figure or table of the papers we implement (Kairouz, Oh and Viswanath 2014 and 2015; Dong, Su and Zhang 2021; docs/references.md): writes its data (CSV), "
-        "figures (PNG), summary.csv, summary.md, report.html and metadata.json under reports/reproduce/NAME/ (or "
-        "--out), and prints our numbers beside the paper's. `ldpsim reproduce --list` names every reproduction.",
+        description="Regenerate a figure or table of the papers we implement (Kairouz, Oh and Viswanath 2014 and "
+        "2015; Dong, Su and Zhang 2021; docs/references.md): writes its data (CSV), figures (PNG), summary.csv, "
+        "summary.md, report.html and metadata.json under reports/reproduce/NAME/ (or --out), and prints our numbers "
+        "beside the paper's. `ldpsim reproduce --list` names every reproduction.",
     )
     rep.add_argument("name", nargs="?", metavar="NAME", help="the reproduction to run (see --list)")
     rep.add_argument("--list", action="store_true", help="name every reproduction with a one-line description")
     _add_seed(rep, "seed of the random instances (default 2014)")
-    rep.add_argument("--instances", type=int, default=None, help="number of random instances (default 100, the papers' setting)")
+    rep.add_argument(
+        "--instances", type=int, default=None, help="number of random instances (default 100, the papers' setting)"
+    )
     _add_output_folder(rep, "reports/reproduce/NAME/<UTC time>-seed<seed>")
     rep.add_argument("--workers", type=int, default=1, help="worker processes for the linear programs (default 1)")
-    rep.add_argument("--scheduler", default=None, metavar="SPEC",
-                     help='run the pieces of work on a Dask cluster: local:N or a scheduler address (tcp://host:8786); '
-                          'needs pip install "ldpsim[distributed]"')  # fmt: skip
-    rep.add_argument("--eps-grid", nargs="+", default=None, metavar="E",
-                     help="the privacy levels to use instead of the reproduction's own, e.g. 0.1,1,10 or 0.1 1 10")  # fmt: skip
-    rep.add_argument("--k", default=None, metavar="K[,K...]",
-                     help="alphabet sizes, for a reproduction that takes them (kov-fig4-draws); others refuse --k")  # fmt: skip
-    rep.add_argument("--seeds", default=None, metavar="A..B",
-                     help="run for every seed from A to B: each into its own subfolder seed<S> of the output folder "
-                     "(kov-fig4-draws: the seeds of its draws); not with --seed")  # fmt: skip
+    rep.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="SPEC",
+        help="run the pieces of work on a Dask cluster: local:N or a scheduler address (tcp://host:8786); "
+        'needs pip install "ldpsim[distributed]"',
+    )
+    rep.add_argument(
+        "--eps-grid",
+        nargs="+",
+        default=None,
+        metavar="E",
+        help="the privacy levels to use instead of the reproduction's own, e.g. 0.1,1,10 or 0.1 1 10",
+    )
+    rep.add_argument(
+        "--k",
+        default=None,
+        metavar="K[,K...]",
+        help="alphabet sizes, for a reproduction that takes them (kov-fig4-draws); others refuse --k",
+    )
+    rep.add_argument(
+        "--seeds",
+        default=None,
+        metavar="A..B",
+        help="run for every seed from A to B: each into its own subfolder seed<S> of the output folder "
+        "(kov-fig4-draws: the seeds of its draws); not with --seed",
+    )
     rep.set_defaults(func=_reproduce)
 
     rec = sub.add_parser(
@@ -236,10 +335,17 @@ def _build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--k", type=int, required=True, help="number of answers (2 .. 10^7)")
     rec.add_argument("--eps", type=float, required=True, help="privacy level of one report, in (0, 50]")
     rec.add_argument("--n", type=float, required=True, help="number of respondents, e.g. 1e6")
-    rec.add_argument("--utility", default="mse",
-                     help="mse (exact, default), l1 (normal approximation) or kl (E KL(p || estimate), second order)")
-    rec.add_argument("--prior", default="uniform", help="true distribution: uniform (default), zipf:S, or k comma-separated weights")
-    rec.add_argument("--bits", type=float, default=None, metavar="B", help="only oracles whose reports take at most B bits")
+    rec.add_argument(
+        "--utility",
+        default="mse",
+        help="mse (exact, default), l1 (normal approximation) or kl (E KL(p || estimate), second order)",
+    )
+    rec.add_argument(
+        "--prior", default="uniform", help="true distribution: uniform (default), zipf:S, or k comma-separated weights"
+    )
+    rec.add_argument(
+        "--bits", type=float, default=None, metavar="B", help="only oracles whose reports take at most B bits"
+    )
     _add_output_folder(rec, "reports/recommend/k<K>-eps<E>-n<N>/<UTC time>")
     rec.add_argument("--no-figure", action="store_true", help="skip recommend.png (and the eps sweep behind it)")
     rec.set_defaults(func=_recommend)
@@ -255,16 +361,29 @@ def _build_parser() -> argparse.ArgumentParser:
     aud.add_argument("spec", nargs="?", metavar="SPEC", help="e.g. randomized_response:k=4,eps=1 or broken.doubled_rr")
     aud.add_argument("--list", action="store_true", help="name every auditable mechanism with its parameters")
     aud.add_argument("--n", type=int, default=1_000_000, help="outputs per input (the budget; default 1,000,000)")
-    aud.add_argument("--alpha", type=float, default=0.05, help="the bound fails with probability <= alpha (default 0.05)")
+    aud.add_argument(
+        "--alpha", type=float, default=0.05, help="the bound fails with probability <= alpha (default 0.05)"
+    )
     _add_seed(aud)
     aud.add_argument("--sequential", action="store_true", help="sample in rounds, stop as soon as the claim is refuted")
-    aud.add_argument("--first", type=int, default=1000, help="with --sequential: size of the first batch (default 1000)")
+    aud.add_argument(
+        "--first", type=int, default=1000, help="with --sequential: size of the first batch (default 1000)"
+    )
     aud.add_argument("--black-box", action="store_true", help="use samples only, not the mechanism's exact density")
-    aud.add_argument("--exact-floats", action="store_true",
-                     help="also search events on the outputs' exact float bits (low-order mantissa bits; Mironov 2012)")  # fmt: skip
-    aud.add_argument("--claim-eps", type=float, default=None, help="audit this eps claim instead of the mechanism's own")
-    aud.add_argument("--claim-delta", type=float, default=None, help="audit this delta claim instead of the mechanism's own")
-    aud.add_argument("--pairs", default=None, help='candidate input pairs as JSON, e.g. "[[0, 1], [1, 2]]" (default: the catalog\'s)')
+    aud.add_argument(
+        "--exact-floats",
+        action="store_true",
+        help="also search events on the outputs' exact float bits (low-order mantissa bits; Mironov 2012)",
+    )
+    aud.add_argument(
+        "--claim-eps", type=float, default=None, help="audit this eps claim instead of the mechanism's own"
+    )
+    aud.add_argument(
+        "--claim-delta", type=float, default=None, help="audit this delta claim instead of the mechanism's own"
+    )
+    aud.add_argument(
+        "--pairs", default=None, help='candidate input pairs as JSON, e.g. "[[0, 1], [1, 2]]" (default: the catalog\'s)'
+    )
     aud.add_argument("--json", action="store_true", help="print the result as one JSON object")
     aud.set_defaults(func=_audit)
     return parser
@@ -299,13 +418,22 @@ def _add_data_options(p: argparse.ArgumentParser, outside_help: str = _OUTSIDE_H
 def _add_where_options(p: argparse.ArgumentParser, what: str) -> None:
     """--workers, --scheduler and --shards: where ``what`` run (ldpsim run and sweep)."""
     p.add_argument("--workers", type=int, default=1, help=f"worker processes for {what} (default 1: in-process)")
-    p.add_argument("--scheduler", default=None, metavar="SPEC",
-                   help=f'run {what} on a Dask cluster: local:N (N local worker processes) or a scheduler address '
-                        '(tcp://host:8786); needs pip install "ldpsim[distributed]"')  # fmt: skip
-    p.add_argument("--shards", type=int, default=1, metavar="N",
-                   help="cut each replication's population into N pieces run as separate tasks (individual-mode "
-                        "surveys; the files are the same whatever N; with --scheduler, one replication spreads over "
-                        "the cluster)")  # fmt: skip
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="SPEC",
+        help=f"run {what} on a Dask cluster: local:N (N local worker processes) or a scheduler address "
+        '(tcp://host:8786); needs pip install "ldpsim[distributed]"',
+    )
+    p.add_argument(
+        "--shards",
+        type=int,
+        default=1,
+        metavar="N",
+        help="cut each replication's population into N pieces run as separate tasks (individual-mode "
+        "surveys; the files are the same whatever N; with --scheduler, one replication spreads over "
+        "the cluster)",
+    )
 
 
 def _check_where(args: argparse.Namespace) -> None:
@@ -314,7 +442,10 @@ def _check_where(args: argparse.Namespace) -> None:
         from ldpsim import cluster
 
         if args.workers != 1:
-            raise LdpSimError(f"--workers: got {args.workers} with --scheduler, expected one of them (the cluster's workers run the replications)")
+            raise LdpSimError(
+                f"--workers: got {args.workers} with --scheduler, expected one of them (the cluster's workers run "
+                "the replications)"
+            )
         cluster.parse(args.scheduler)
         cluster.check_installed()
     if args.out is not None:  # the same check as every command's --out
@@ -322,7 +453,9 @@ def _check_where(args: argparse.Namespace) -> None:
         from ldpsim.runs import stopped_while_starting
 
         # a run killed while starting left nothing worth keeping there: a new run takes it
-        check_output_folder(args.out, force=stopped_while_starting(args.out), option="--out", hint="use --resume to continue")
+        check_output_folder(
+            args.out, force=stopped_while_starting(args.out), option="--out", hint="use --resume to continue"
+        )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -331,7 +464,10 @@ def _run(args: argparse.Namespace) -> int:
     try:
         if args.resume is not None:
             if args.file is not None or args.seed is not None or args.replications is not None or args.out is not None:
-                raise LdpSimError("--resume: got other options too, expected only --workers, --scheduler, --shards or --allow-outside-data with --resume")
+                raise LdpSimError(
+                    "--resume: got other options too, expected only --workers, --scheduler, --shards or "
+                    "--allow-outside-data with --resume"
+                )
         elif args.file is None:
             raise LdpSimError("file: got nothing, expected a scenario file (or --resume DIR)")
         _check_where(args)
@@ -342,9 +478,11 @@ def _run(args: argparse.Namespace) -> int:
             if done is not None:  # nothing to run: the report stays as it is (ldpsim report redoes it)
                 import shlex
 
-                _say(f"{args.resume}: already complete ({done} replication{'s' if done != 1 else ''}); nothing to "
-                     f"resume; its report is {os.path.join(args.resume, 'summary.md')} (ldpsim{KEEP}report{KEEP}"
-                     f"{shlex.quote(args.resume)} rebuilds it)")  # fmt: skip
+                _say(
+                    f"{args.resume}: already complete ({done} replication{'s' if done != 1 else ''}); nothing to "
+                    f"resume; its report is {os.path.join(args.resume, 'summary.md')} (ldpsim{KEEP}report{KEEP}"
+                    f"{shlex.quote(args.resume)} rebuilds it)"
+                )
                 return 0
         from ldpsim.sim import resume_run, run_scenario
 
@@ -396,10 +534,22 @@ def _sweep(args: argparse.Namespace) -> int:
         args.file = args.grid.pop()  # `--grid K=[..] FILE`: the file came after the grid's entries
     try:
         if args.resume is not None:
-            given = [o for o, v in (("FILE", args.file), ("--grid", args.grid), ("--seed", args.seed),
-                                    ("--replications", args.replications), ("--out", args.out)) if v is not None]  # fmt: skip
+            given = [
+                o
+                for o, v in (
+                    ("FILE", args.file),
+                    ("--grid", args.grid),
+                    ("--seed", args.seed),
+                    ("--replications", args.replications),
+                    ("--out", args.out),
+                )
+                if v is not None
+            ]
             if given:
-                raise LdpSimError(f"--resume: got {given[0]} too, expected only --workers, --scheduler, --shards or --allow-outside-data with --resume")
+                raise LdpSimError(
+                    f"--resume: got {given[0]} too, expected only --workers, --scheduler, --shards or "
+                    "--allow-outside-data with --resume"
+                )
         elif args.file is None:
             raise LdpSimError("file: got nothing, expected a scenario file (or --resume DIR)")
         _check_where(args)
@@ -413,35 +563,57 @@ def _sweep(args: argparse.Namespace) -> int:
 
             path = resolve(args.file)
             text, where = read_scenario_text(path)
-            sw.plan(text, where, args.grid, replications=args.replications,
-                    allow_outside_data=args.allow_outside_data).check_shards(args.shards)  # every point
+            sw.plan(
+                text, where, args.grid, replications=args.replications, allow_outside_data=args.allow_outside_data
+            ).check_shards(args.shards)  # every point
             # checked before a cluster starts
         with _cluster(args.scheduler) as where_:
             executor, workers = (where_.executor, where_.workers) if where_ is not None else (None, args.workers)
             if args.resume is not None:
-                result = sw.resume_sweep(args.resume, workers=workers, executor=executor, progress=progress,
-                                         shards=args.shards, point_reports=not args.no_point_reports,
-                                         allow_outside_data=args.allow_outside_data)  # fmt: skip
+                result = sw.resume_sweep(
+                    args.resume,
+                    workers=workers,
+                    executor=executor,
+                    progress=progress,
+                    shards=args.shards,
+                    point_reports=not args.no_point_reports,
+                    allow_outside_data=args.allow_outside_data,
+                )
             else:
-                result = sw.run_sweep(path, args.grid, seed=args.seed, replications=args.replications, workers=workers,
-                                      out=args.out, executor=executor, progress=progress, shards=args.shards,
-                                      point_reports=not args.no_point_reports,
-                                      allow_outside_data=args.allow_outside_data)  # fmt: skip
+                result = sw.run_sweep(
+                    path,
+                    args.grid,
+                    seed=args.seed,
+                    replications=args.replications,
+                    workers=workers,
+                    out=args.out,
+                    executor=executor,
+                    progress=progress,
+                    shards=args.shards,
+                    point_reports=not args.no_point_reports,
+                    allow_outside_data=args.allow_outside_data,
+                )
     except SweepInterrupted as exc:
         print(f"ldpsim: {exc}", file=sys.stderr)
         return 130
     grid = result.grid
-    _say(f"sweep of {len(result.run_dirs)} grid point(s) ({' x '.join(f'{k} ({len(v)})' for k, v in zip(grid.keys, grid.values))}), "
-         f"{result.replications} replication(s) each, seed {result.seed} (the same for every point)")  # fmt: skip
+    _say(
+        f"sweep of {len(result.run_dirs)} grid point(s) "
+        f"({' x '.join(f'{k} ({len(v)})' for k, v in zip(grid.keys, grid.values))}), {result.replications} "
+        f"replication(s) each, seed {result.seed} (the same for every point)"
+    )
     if len(result.summary):
         shown = result.summary.assign(n_received=result.summary["n_received"].round().astype("int64"))  # a mean count
-        print(table(shown, float_format=lambda x: f"{x:.5g}", na_rep="", keys=len(grid.keys),
-                    full=result.summary_path))  # fmt: skip
-        _say("rmse: measured root mean squared error of the final frequency estimates over replications and "
-             "categories; theory_rmse: the same mean of their exact standard errors; ratio = rmse / theory_rmse")
+        print(table(shown, float_format=lambda x: f"{x:.5g}", na_rep="", keys=len(grid.keys), full=result.summary_path))
+        _say(
+            "rmse: measured root mean squared error of the final frequency estimates over replications and "
+            "categories; theory_rmse: the same mean of their exact standard errors; ratio = rmse / theory_rmse"
+        )
     else:
-        _say("no summary: it measures the error of a survey's frequency estimates, and these points have none "
-             "(sweep.csv holds every point's results)")
+        _say(
+            "no summary: it measures the error of a survey's frequency estimates, and these points have none "
+            "(sweep.csv holds every point's results)"
+        )
     _say(f"table: {result.table_path}")
     if result.figure_path is not None:
         _say(f"figure: {result.figure_path}")
@@ -459,7 +631,9 @@ def _cluster(spec: str | None):  # type: ignore[no-untyped-def]
     from ldpsim import cluster
 
     with cluster.connect(spec) as where:
-        _say(f"dask: {where.workers} worker(s) at {spec}" + (f"; dashboard {where.dashboard}" if where.dashboard else ""))
+        _say(
+            f"dask: {where.workers} worker(s) at {spec}" + (f"; dashboard {where.dashboard}" if where.dashboard else "")
+        )
         yield where
 
 
@@ -490,8 +664,10 @@ def _check(args: argparse.Namespace) -> int:
     size = getattr(sc, "size", None)
     who = f", {size:,} respondents" if isinstance(size, int) else ""
     valid = f"a valid {sc.kind} scenario '{sc.name}'".replace(" ", KEEP)
-    _say(f"{path}: {valid}{who}, {spec.simulation.replications} replication(s), "
-         f"seed {spec.simulation.seed if spec.simulation.seed is not None else 'fresh entropy'}")  # fmt: skip
+    _say(
+        f"{path}: {valid}{who}, {spec.simulation.replications} replication(s), "
+        f"seed {spec.simulation.seed if spec.simulation.seed is not None else 'fresh entropy'}"
+    )
     _say(f"run it: ldpsim{KEEP}run{KEEP}{args.file}")  # the command on one line, to copy
     return 0
 
@@ -501,8 +677,10 @@ def _report(args: argparse.Namespace) -> int:
 
     done = rebuild(args.dir, open_browser=args.open)
     runs = len(done.runs) - len(done.reproductions)
-    _say(f"rebuilt the reports of {runs} run(s) and {len(done.reproductions)} reproduction(s)"
-         + (f", skipped {len(done.skipped)}" if done.skipped else ""))  # fmt: skip
+    _say(
+        f"rebuilt the reports of {runs} run(s) and {len(done.reproductions)} reproduction(s)"
+        + (f", skipped {len(done.skipped)}" if done.skipped else "")
+    )
     _say(f"open: {done.page}")
     return 0
 
@@ -512,8 +690,14 @@ def _demo(args: argparse.Namespace) -> int:
 
     demo = run_demo(args.n, args.k, args.eps, args.seed)
     mech = demo.mechanism
-    _say(f"ldpsim demo: {demo.n:,} clients, k = {mech.k}, randomized response at eps = {mech.eps:g} (seed{KEEP}{demo.seed})")
-    _say(f"simulated in {demo.seconds:.3f} s; keep probability {mech.keep:.4f}, true-answer probability {mech.p_keep:.4f}")
+    _say(
+        f"ldpsim demo: {demo.n:,} clients, k = {mech.k}, randomized response at eps = {mech.eps:g} "
+        f"(seed{KEEP}{demo.seed})"
+    )
+    _say(
+        f"simulated in {demo.seconds:.3f} s; keep probability {mech.keep:.4f}, true-answer probability "
+        f"{mech.p_keep:.4f}"
+    )
     print(table(demo.table, float_format=lambda x: f"{x:.5f}"))
     _say("z = (estimated - true) / std_error; |z| > 3 should be rare.")
     return 0
@@ -525,8 +709,8 @@ def _compose_items(pairs: Sequence[str] | None, mechanisms: Sequence[str] | None
     import math
     import re
 
-    from ldpsim.report import compose as cr
     from ldpsim.privacy.guarantees import EpsDelta
+    from ldpsim.report import compose as cr
 
     count = re.compile(r"^(.*?)\s*[x*]\s*(\d+)\s*$", re.S)
     items = []
@@ -540,8 +724,10 @@ def _compose_items(pairs: Sequence[str] | None, mechanisms: Sequence[str] | None
         except ValueError:
             ok = False
         if not ok:
-            raise LdpSimError(f"--pairs: got {token!r}, expected EPS,DELTA with eps >= 0 and delta in [0, 1], "
-                              "optionally xN with N >= 1 (e.g. 0.5,1e-6x10)")  # fmt: skip
+            raise LdpSimError(
+                f"--pairs: got {token!r}, expected EPS,DELTA with eps >= 0 and delta in [0, 1], "
+                "optionally xN with N >= 1 (e.g. 0.5,1e-6x10)"
+            )
         items.append(cr.Item(EpsDelta(eps, delta), n, f"({eps:g}, {delta:g})", eps, delta))
     if mechanisms:
         from ldpsim.mechanisms import catalog
@@ -567,23 +753,39 @@ def _compose_items(pairs: Sequence[str] | None, mechanisms: Sequence[str] | None
 def _compose_mixed(args: argparse.Namespace) -> int:
     from ldpsim.report import compose as cr
 
-    given = [name for name, v in (("--eps", args.eps), ("--delta", args.delta), ("--compositions", args.compositions),
-                                  ("-k", args.k_deprecated)) if v is not None]  # fmt: skip
+    given = [
+        name
+        for name, v in (
+            ("--eps", args.eps),
+            ("--delta", args.delta),
+            ("--compositions", args.compositions),
+            ("-k", args.k_deprecated),
+        )
+        if v is not None
+    ]
     if given:
-        raise LdpSimError(f"--pairs/--mechanism: got {given[0]} too, expected either --pairs/--mechanism or --eps with --compositions")
+        raise LdpSimError(
+            f"--pairs/--mechanism: got {given[0]} too, expected either --pairs/--mechanism or --eps with --compositions"
+        )
     items = _compose_items(args.pairs, args.mechanism)
     deltas, files, notes, label = cr.run_mixed(
-        items, eps_totals=args.eps_total, delta_totals=args.target_delta, out=args.out, figure=not args.no_figure,
+        items,
+        eps_totals=args.eps_total,
+        delta_totals=args.target_delta,
+        out=args.out,
+        figure=not args.no_figure,
         force=args.force,
-    )  # fmt: skip
+    )
     what = "eps_total at each target delta_total" if args.target_delta is not None else "delta_total at each eps_total"
     listed = ", ".join((f"{it.label}" + (f" x{it.count}" if it.count > 1 else "")).replace(" ", KEEP) for it in items)
     _say(f"composition of {sum(it.count for it in items)} mechanisms ({listed}): {what}")
     labels = {"exact": label, **{m: cr.MIXED_LABELS[m] for m in ("basic", "kov_heterogeneous")}}
     print(table(deltas.rename(columns=labels), float_format=lambda x: f"{x:.6g}", full=_named(files, "table.csv")))
     if label.startswith("pessimistic"):
-        _say("pessimistic = an upper bound (noise mechanisms discretised on a lattice); its largest relative "
-             "error here, estimated by redoing the composition at twice the lattice step, is in the header")  # fmt: skip
+        _say(
+            "pessimistic = an upper bound (noise mechanisms discretised on a lattice); its largest relative "
+            "error here, estimated by redoing the composition at twice the lattice step, is in the header"
+        )
     else:
         _say("exact = the optimal composition of these guarantees (no mechanisms meeting them compose worse)")
     if "basic" in deltas.columns:
@@ -602,8 +804,11 @@ def _named(files: Sequence[object], name: str) -> object:
 #: Headers of ``ldpsim compose``'s table shorter than the report's labels (so that the table
 #: fits 100 columns; table.csv names the methods), and what the short ones stand for.
 _COMPOSE_HEADERS = {"basic": "basic", "drv": "DRV", "kov_small_eps": "Thm 3.4 (eps<=0.9)"}
-_COMPOSE_LEGEND = {"basic": "k eps, k delta", "drv": "Dwork-Rothblum-Vadhan",
-                   "kov_small_eps": f"Thm 3.4's form for eps{KEEP}<={KEEP}0.9"}  # fmt: skip
+_COMPOSE_LEGEND = {
+    "basic": "k eps, k delta",
+    "drv": "Dwork-Rothblum-Vadhan",
+    "kov_small_eps": f"Thm 3.4's form for eps{KEEP}<={KEEP}0.9",
+}
 
 
 def _compose(args: argparse.Namespace) -> int:
@@ -616,7 +821,9 @@ def _compose(args: argparse.Namespace) -> int:
     if args.eps is None:
         raise LdpSimError("--eps: got nothing, expected the eps of each mechanism (or --pairs / --mechanism)")
     if args.compositions is None and args.k_deprecated is None:
-        raise LdpSimError("--compositions: got nothing, expected the number of mechanisms composed (or --pairs / --mechanism)")
+        raise LdpSimError(
+            "--compositions: got nothing, expected the number of mechanisms composed (or --pairs / --mechanism)"
+        )
     if args.delta is None:
         args.delta = 0.0
     compositions = args.compositions
@@ -629,9 +836,15 @@ def _compose(args: argparse.Namespace) -> int:
     v.delta(args.delta, "--delta")
     v.integer(compositions, "--compositions" if args.k_deprecated is None else "-k", minimum=1)
     deltas, files, notes = cr.run(
-        args.eps, args.delta, compositions, eps_totals=args.eps_total, delta_totals=args.target_delta, out=args.out,
-        figure=not args.no_figure, force=args.force,
-    )  # fmt: skip
+        args.eps,
+        args.delta,
+        compositions,
+        eps_totals=args.eps_total,
+        delta_totals=args.target_delta,
+        out=args.out,
+        figure=not args.no_figure,
+        force=args.force,
+    )
     what = "eps_total at each target delta_total" if args.target_delta is not None else "delta_total at each eps_total"
     _say(f"{compositions}-fold composition of ({args.eps:g}, {args.delta:g})-DP mechanisms: {what}")
     methods = cr.methods(args.eps)
@@ -655,8 +868,16 @@ def _reproduce(args: argparse.Namespace) -> int:
 
         width = max(len(n) for n in rp.names())
         for name in rp.names():  # the description wrapped in its column, whole
-            print(textwrap.fill(rp.get(name).description, WIDTH, initial_indent=f"{name:<{width}}  ",
-                                subsequent_indent=" " * (width + 2), break_long_words=False, break_on_hyphens=False))  # fmt: skip
+            print(
+                textwrap.fill(
+                    rp.get(name).description,
+                    WIDTH,
+                    initial_indent=f"{name:<{width}}  ",
+                    subsequent_indent=" " * (width + 2),
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                )
+            )
         return 0
     if args.name is None:
         raise LdpSimError(f"NAME: got nothing, expected one of {', '.join(rp.names())} (or --list)")
@@ -665,29 +886,52 @@ def _reproduce(args: argparse.Namespace) -> int:
 
     seed = None if args.seed is None else v.seed(args.seed, "--seed")
     instances = rp.DEFAULT_INSTANCES if args.instances is None else args.instances
-    eps_grid = None if args.eps_grid is None else _number_list(args.eps_grid, "--eps-grid", float, "numbers in (0, 700]")
+    eps_grid = (
+        None if args.eps_grid is None else _number_list(args.eps_grid, "--eps-grid", float, "numbers in (0, 700]")
+    )
     k = None if args.k is None else _number_list([args.k], "--k", int, "alphabet sizes, integers >= 2")
     if args.scheduler is not None:
         from ldpsim import cluster
 
         if args.workers != 1:
-            raise LdpSimError(f"--workers: got {args.workers} with --scheduler, expected one of them (the cluster's workers do the work)")
+            raise LdpSimError(
+                f"--workers: got {args.workers} with --scheduler, "
+                "expected one of them (the cluster's workers do the work)"
+            )
         cluster.parse(args.scheduler)
         cluster.check_installed()
     from ldpsim._pool import executor_scope
 
     with _cluster(args.scheduler) as where, executor_scope(None if where is None else where.executor):
-        run = rp.reproduce(args.name, seed=seed, instances=instances, out=args.out, workers=args.workers, force=args.force,
-                           eps_grid=eps_grid, k=k, seeds=args.seeds)  # fmt: skip
+        run = rp.reproduce(
+            args.name,
+            seed=seed,
+            instances=instances,
+            out=args.out,
+            workers=args.workers,
+            force=args.force,
+            eps_grid=eps_grid,
+            k=k,
+            seeds=args.seeds,
+        )
     if run.runs:  # --seeds, one run per seed
         from ldpsim.reproduce._registry import format_spread, seed_spread
 
-        _say(f"{run.name}: {rp.get(run.name).source}; {plural(run.instances, 'instance')}, seeds {run.seeds[0]}..{run.seeds[-1]} "
-             f"({len(run.runs)} runs), {run.seconds:.1f} s")  # fmt: skip
+        _say(
+            f"{run.name}: {rp.get(run.name).source}; {plural(run.instances, 'instance')}, seeds "
+            f"{run.seeds[0]}..{run.seeds[-1]} ({len(run.runs)} runs), {run.seconds:.1f} s"
+        )
         for one in run.runs:
             bad = one.disagreements
-            _say(f"seed {one.seed}: {one.seconds:.1f} s, " + (f"disagrees ({len(bad)}): " + "; ".join(bad["quantity"])
-                 if len(bad) else "agrees with every number the paper gives") + f" ({one.out_dir})")  # fmt: skip
+            _say(
+                f"seed {one.seed}: {one.seconds:.1f} s, "
+                + (
+                    f"disagrees ({len(bad)}): " + "; ".join(bad["quantity"])
+                    if len(bad)
+                    else "agrees with every number the paper gives"
+                )
+                + f" ({one.out_dir})"
+            )
         _say("each quantity over the seeds (agrees: in how many of the seeds where the paper gives a number):")
         spread = seed_spread(run.summary)
         shown = format_spread(spread)  # long quantities wrapped at their words
@@ -701,7 +945,10 @@ def _reproduce(args: argparse.Namespace) -> int:
     print(rp.format_summary(run.summary))  # within 100 columns already
     bad = run.disagreements
     if len(bad):
-        _say(f"disagrees with the paper ({len(bad)}): " + "; ".join(bad["quantity"] + " (k=" + bad["k"].astype(str) + ")"))
+        _say(
+            f"disagrees with the paper ({len(bad)}): "
+            + "; ".join(bad["quantity"] + " (k=" + bad["k"].astype(str) + ")")
+        )
     else:
         _say("every number the paper gives agrees within the stated criterion")
     _say(f"files in {run.out_dir}: {', '.join(p.name for p in run.files)}")
@@ -719,7 +966,9 @@ def _number_list(tokens: Sequence[str], option: str, kind: type, expected: str) 
             try:
                 values.append(kind(part))
             except ValueError:
-                raise LdpSimError(f"{option}: got {' '.join(tokens)!r}, expected {expected}, comma- or space-separated") from None
+                raise LdpSimError(
+                    f"{option}: got {' '.join(tokens)!r}, expected {expected}, comma- or space-separated"
+                ) from None
     if not values:
         raise LdpSimError(f"{option}: got {' '.join(tokens)!r}, expected {expected}, comma- or space-separated")
     return values
@@ -748,31 +997,51 @@ def _recommend(args: argparse.Namespace) -> int:
             crossings = rc.boundaries(curves, args.k, args.n, args.prior, args.utility)
         import pandas as pd
 
-        files = report.files(scores, curves if curves is not None else pd.DataFrame(), crossings if crossings is not None else
-                             pd.DataFrame(columns=["better_below", "better_above", "eps", "kind"]),
-                             {"k": args.k, "eps": args.eps, "n": n, "utility": args.utility, "prior": args.prior,
-                              "loss_kind": rc.LOSS_KIND[args.utility]},
-                             with_figure=not args.no_figure)  # fmt: skip
+        files = report.files(
+            scores,
+            curves if curves is not None else pd.DataFrame(),
+            crossings
+            if crossings is not None
+            else pd.DataFrame(columns=["better_below", "better_above", "eps", "kind"]),
+            {
+                "k": args.k,
+                "eps": args.eps,
+                "n": n,
+                "utility": args.utility,
+                "prior": args.prior,
+                "loss_kind": rc.LOSS_KIND[args.utility],
+            },
+            with_figure=not args.no_figure,
+        )
         assert folder.work is not None
         for name, data in files.items():
             (folder.work / name).write_bytes(data)
     written = [folder.path / name for name in files]
     exact = rc.LOSS_KIND[args.utility]
-    _say(f"frequency oracles for k = {args.k:,} answers, eps = {args.eps:g}, n = {n:,} respondents, prior {args.prior}; "
-         f"loss{KEEP}{args.utility}{KEEP}({exact}), best first:")  # fmt: skip
+    _say(
+        f"frequency oracles for k = {args.k:,} answers, eps = {args.eps:g}, n = {n:,} respondents, prior {args.prior}; "
+        f"loss{KEEP}{args.utility}{KEEP}({exact}), best first:"
+    )
     shown = scores.rename(columns={"server_operations": "server_ops", "max_std_error": "max_se"})
     cols = ["mechanism", "mse", "l1", "kl", "max_se", "report_bits", "server_ops", "exact_eps"]
     print(table(shown[cols], float_format=lambda x: f"{x:.4g}", na_rep="-", full=folder.path / "recommend.csv"))
     if args.utility == "kl" and scores["max_relative_error"].max() > rc.KL_RELIABLE:
         worst = scores.loc[scores["max_relative_error"].idxmax()]
-        _say(f"  kl is a second-order approximation, poor here: {worst['mechanism']}'s standard error reaches "
-             f"{worst['max_relative_error']:.3g} times its answer's probability (reliable below {rc.KL_RELIABLE:g})")
+        _say(
+            f"  kl is a second-order approximation, poor here: {worst['mechanism']}'s standard error reaches "
+            f"{worst['max_relative_error']:.3g} times its answer's probability (reliable below {rc.KL_RELIABLE:g})"
+        )
     for _, row in scores[scores["note"].fillna("") != ""].iterrows():
         _say(f"  {row['mechanism']}: {row['note']}")
     if crossings is not None and len(crossings):
-        _say("regime boundaries (eps 0.1 to 8): " + "; ".join(
-            f"{'best: ' if r.kind == 'best' else ''}{r.better_below} below eps = {r.eps:.4g}, {r.better_above} above"
-            for r in crossings.itertuples()))  # fmt: skip
+        _say(
+            "regime boundaries (eps 0.1 to 8): "
+            + "; ".join(
+                f"{'best: ' if r.kind == 'best' else ''}{r.better_below} "
+                f"below eps = {r.eps:.4g}, {r.better_above} above"
+                for r in crossings.itertuples()
+            )
+        )
     _say(f"files: {', '.join(str(p) for p in written)}")
     return 0
 
@@ -815,15 +1084,29 @@ def _audit(args: argparse.Namespace) -> int:
     ld = None if args.black_box else au.density_of(t.mechanism)
     if args.sequential:
         res = au.audit_sequential(
-            t.sampler, pairs, args.n, claim_eps, args.alpha, claimed_delta=claim_delta, first=args.first,
-            log_density=ld, rng=rng, exact_floats=args.exact_floats,
-        )  # fmt: skip
+            t.sampler,
+            pairs,
+            args.n,
+            claim_eps,
+            args.alpha,
+            claimed_delta=claim_delta,
+            first=args.first,
+            log_density=ld,
+            rng=rng,
+            exact_floats=args.exact_floats,
+        )
     else:
         eps_d = claim_eps if claim_delta > 0 else None
         res = au.audit(
-            t.sampler, pairs, args.n, args.alpha, eps_for_delta=eps_d, log_density=ld, rng=rng,
+            t.sampler,
+            pairs,
+            args.n,
+            args.alpha,
+            eps_for_delta=eps_d,
+            log_density=ld,
+            rng=rng,
             exact_floats=args.exact_floats,
-        )  # fmt: skip
+        )
     refuted = res.refuted
     if refuted is None:
         refuted = res.eps_lb > claim_eps if claim_delta == 0 else (res.delta_lb or 0.0) > claim_delta
@@ -831,21 +1114,34 @@ def _audit(args: argparse.Namespace) -> int:
     per_input = res.n_samples_used // max(1, len({input_key(x) for pair in pairs for x in pair}))
     if args.json:
         out = {
-            "spec": t.spec, "seed": seed.entropy, "alpha": res.alpha, "eps_lb": _json_float(res.eps_lb),
-            "delta_lb": _json_float(res.delta_lb), "claimed_eps": _json_float(claim_eps),
-            "claimed_delta": _json_float(claim_delta), "exact_eps": _json_float(t.true_eps),
-            "exact_delta": _json_float(exact_delta), "refuted": bool(refuted),
+            "spec": t.spec,
+            "seed": seed.entropy,
+            "alpha": res.alpha,
+            "eps_lb": _json_float(res.eps_lb),
+            "delta_lb": _json_float(res.delta_lb),
+            "claimed_eps": _json_float(claim_eps),
+            "claimed_delta": _json_float(claim_delta),
+            "exact_eps": _json_float(t.true_eps),
+            "exact_delta": _json_float(exact_delta),
+            "refuted": bool(refuted),
             "witness": None if res.witness is None else res.witness.to_dict(),
             "delta_witness": None if res.delta_witness is None else res.delta_witness.to_dict(),
-            "counts": res.counts, "samples_used": res.n_samples_used, "samples_per_input": per_input,
-            "density": ld is not None, "exact_floats": bool(args.exact_floats), "method": res.method,
-        }  # fmt: skip
+            "counts": res.counts,
+            "samples_used": res.n_samples_used,
+            "samples_per_input": per_input,
+            "density": ld is not None,
+            "exact_floats": bool(args.exact_floats),
+            "method": res.method,
+        }
         print(json.dumps(out, sort_keys=True, allow_nan=False))
         return 0
     how = "exact density used" if ld is not None else "black box: samples only"
     if args.exact_floats:
         how += ", exact-floats mode"
-    _say(f"audit of {t.spec} ({how.replace(' ', KEEP)}); {plural(len(pairs), 'pair')}, alpha {res.alpha:g}, seed{KEEP}{seed.entropy}")
+    _say(
+        f"audit of {t.spec} ({how.replace(' ', KEEP)}); {plural(len(pairs), 'pair')}, alpha {res.alpha:g}, "
+        f"seed{KEEP}{seed.entropy}"
+    )
     _say(f"eps_LB = {res.eps_lb:.6g}   claimed eps = {claim_eps:g}   exact eps = {t.true_eps:.6g}")
     if res.delta_lb is not None:
         extra = f"   exact delta = {exact_delta:.6g}" if exact_delta is not None else ""
@@ -856,7 +1152,10 @@ def _audit(args: argparse.Namespace) -> int:
     _say("witness: " + (res.witness.to_json() if res.witness is not None else "none (nothing certified)"))
     if res.counts:
         c = res.counts
-        _say(f"certification hits: {c['hits_x']:,} under x, {c['hits_x_prime']:,} under x' (of {c['n_per_input']:,} each)")
+        _say(
+            f"certification hits: {c['hits_x']:,} under x, "
+            f"{c['hits_x_prime']:,} under x' (of {c['n_per_input']:,} each)"
+        )
     _say(f"samples used: {res.n_samples_used:,} ({per_input:,} per input)")
     _say(f"method: {res.method}")
     return 0
@@ -888,7 +1187,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:  # Ctrl-C outside a run's own handling (which says how to resume)
         done = put_in_place_since(mark)  # an output folder is put in place whole, or not at all
-        print("ldpsim: interrupted; " + (f"the files in {done} are complete" if done else "nothing was written"), file=sys.stderr)
+        print(
+            "ldpsim: interrupted; " + (f"the files in {done} are complete" if done else "nothing was written"),
+            file=sys.stderr,
+        )
         return 130
     except BrokenPipeError:  # output piped into e.g. `head`: stop quietly, no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -70,7 +70,9 @@ def _distributed() -> Any:
     try:
         import distributed
     except ImportError:
-        raise LdpSimError(f"--scheduler: Dask distributed is not installed, expected the optional extra: {EXTRA}") from None
+        raise LdpSimError(
+            f"--scheduler: Dask distributed is not installed, expected the optional extra: {EXTRA}"
+        ) from None
     return distributed
 
 
@@ -88,8 +90,13 @@ def connect(spec: str) -> Iterator[Cluster]:
     cluster = None
     try:
         if kind == "local":
-            cluster = distributed.LocalCluster(n_workers=int(value), threads_per_worker=1, processes=True,
-                                               dashboard_address=":0", silence_logs=logging.ERROR)  # fmt: skip
+            cluster = distributed.LocalCluster(
+                n_workers=int(value),
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",
+                silence_logs=logging.ERROR,
+            )
             client = distributed.Client(cluster, set_as_default=False)
         else:
             client = distributed.Client(str(value), timeout=CONNECT_TIMEOUT, set_as_default=False)
@@ -98,7 +105,9 @@ def connect(spec: str) -> Iterator[Cluster]:
     except (OSError, TimeoutError) as exc:
         if cluster is not None:
             cluster.close()
-        raise LdpSimError(f"--scheduler: got {spec!r}, expected a scheduler that answers ({' '.join(str(exc).split())[:160]})") from None
+        raise LdpSimError(
+            f"--scheduler: got {spec!r}, expected a scheduler that answers ({' '.join(str(exc).split())[:160]})"
+        ) from None
     try:
         workers = max(1, len(client.scheduler_info().get("workers", {})))
         link = getattr(client, "dashboard_link", None)

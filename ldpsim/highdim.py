@@ -135,7 +135,10 @@ class NormPowerNoise:
         if math.isinf(p):
             return math.exp(log_r2) * (n + 2.0) / 3.0
         log_u2 = math.log(n) + float(
-            special.gammaln(3.0 / p) - special.gammaln(1.0 / p) - special.gammaln((n + 2.0) / p) + special.gammaln(n / p)
+            special.gammaln(3.0 / p)
+            - special.gammaln(1.0 / p)
+            - special.gammaln((n + 2.0) / p)
+            + special.gammaln(n / p)
         )
         return math.exp(log_r2 + log_u2)
 

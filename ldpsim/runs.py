@@ -58,11 +58,18 @@ import pandas as pd
 
 from ldpsim import _progress
 from ldpsim import _validate as v
-from ldpsim._files import (
-    DirectoryLock, LOCK_NAME, atomic_writer, describe_os_error, is_temporary, remove_stale_temporaries, shell_word,
-    sigint_held, write_bytes,
-)  # fmt: skip
 from ldpsim._deprecate import moved
+from ldpsim._files import (
+    LOCK_NAME,
+    DirectoryLock,
+    atomic_writer,
+    describe_os_error,
+    is_temporary,
+    remove_stale_temporaries,
+    shell_word,
+    sigint_held,
+    write_bytes,
+)
 from ldpsim._meta import now, versions, write_json
 from ldpsim._pool import start_pool, stop_pool
 from ldpsim.errors import LdpSimError
@@ -133,8 +140,9 @@ def read_metadata(run_dir: str | Path) -> Any:
 def _integer_field(meta: dict[str, Any], name: str, minimum: int, bad: str) -> int:
     value = meta.get(name)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise LdpSimError(f"{bad} metadata.json as the run wrote it (its {name!r}: got {value!r}, expected an "
-                          f"integer >= {minimum})")  # fmt: skip
+        raise LdpSimError(
+            f"{bad} metadata.json as the run wrote it (its {name!r}: got {value!r}, expected an integer >= {minimum})"
+        )
     return value
 
 
@@ -145,9 +153,15 @@ def metadata_fields(meta: Any, bad: str, default_kind: str = "") -> tuple[str, i
     if not isinstance(meta, dict):
         raise LdpSimError(f"{bad} metadata.json as the run wrote it (a JSON object, not {type(meta).__name__})")
     kind = meta.get("kind", default_kind)
-    for name, value in (("kind", kind), ("scenario_sha256", meta.get("scenario_sha256")), ("run_key", meta.get("run_key"))):
+    for name, value in (
+        ("kind", kind),
+        ("scenario_sha256", meta.get("scenario_sha256")),
+        ("run_key", meta.get("run_key")),
+    ):
         if not isinstance(value, str):
-            raise LdpSimError(f"{bad} metadata.json as the run wrote it (its {name!r}: got {value!r}, expected a string)")
+            raise LdpSimError(
+                f"{bad} metadata.json as the run wrote it (its {name!r}: got {value!r}, expected a string)"
+            )
     total = _integer_field(meta, "replications", 1, bad)
     seed = _integer_field(meta, "seed", 0, bad)
     layout = _integer_field(meta, "layout", 0, bad)
@@ -189,7 +203,11 @@ class RunInterrupted(Exception):
     """The run stopped before it finished; the run directory can be resumed."""
 
     def __init__(self, run_dir: Path, done: int, total: int) -> None:
-        where = f"after {done} of {total} replications" if done < total else f"while writing the report ({total} of {total} replications done)"
+        where = (
+            f"after {done} of {total} replications"
+            if done < total
+            else f"while writing the report ({total} of {total} replications done)"
+        )
         super().__init__(f"interrupted {where}; resume with: ldpsim run --resume {shell_word(run_dir)}")
         self.run_dir, self.done, self.total = run_dir, done, total
 
@@ -221,7 +239,9 @@ def default_run_dir(name: str, seed: int, base: Path = Path("reports")) -> Path:
         path = base / name / f"{stamp}-seed{seed}-{suffix}"
         suffix += 1
     root = base.resolve()
-    if not path.resolve().is_relative_to(root) or path.resolve() == root:  # pragma: no cover - names are checked at load
+    if (
+        not path.resolve().is_relative_to(root) or path.resolve() == root
+    ):  # pragma: no cover - names are checked at load
         raise LdpSimError(f"name: got {name!r}, expected a name that keeps the run directory inside {str(base)!r}")
     return path
 
@@ -237,7 +257,9 @@ def settle_seed(seed: int | None, scenario_seed: int | None) -> int:
 
 def run_key(kind: str, digest: str, seed: int, replications: int) -> str:
     """What a run's results depend on besides the code, hashed: resuming checks it."""
-    text = json.dumps({"kind": kind, "scenario_sha256": digest, "seed": seed, "replications": replications}, sort_keys=True)
+    text = json.dumps(
+        {"kind": kind, "scenario_sha256": digest, "seed": seed, "replications": replications}, sort_keys=True
+    )
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -309,8 +331,18 @@ def run_study(
     allows it), run as separate tasks and merged; the files are the same byte for byte.
     Everything is checked before anything is written; if the start fails (a full disk,
     Ctrl-C), the directory made for the run is removed again."""
-    o = RunOptions.of(options, seed=seed, replications=replications, workers=workers, out=out, executor=executor,
-                      progress=progress, interrupt_after=interrupt_after, shards=shards, report=report)
+    o = RunOptions.of(
+        options,
+        seed=seed,
+        replications=replications,
+        workers=workers,
+        out=out,
+        executor=executor,
+        progress=progress,
+        interrupt_after=interrupt_after,
+        shards=shards,
+        report=report,
+    )
     if o.replications is not None:
         study = study.with_replications(o.replications)
     seed = settle_seed(o.seed, study.scenario.spec.simulation.seed)
@@ -364,8 +396,15 @@ def resume_study(
     ``shards`` pieces each, whatever the first part of the run used: the bytes are the same).
     The keywords are those of :class:`RunOptions` that a resume takes; or pass one as
     ``options`` (its seed, replications and folder must be left unset: the run's own count)."""
-    o = RunOptions.of(options, workers=workers, executor=executor, progress=progress,
-                      interrupt_after=interrupt_after, shards=shards, report=report)
+    o = RunOptions.of(
+        options,
+        workers=workers,
+        executor=executor,
+        progress=progress,
+        interrupt_after=interrupt_after,
+        shards=shards,
+        report=report,
+    )
     for name in ("seed", "replications", "out"):
         if getattr(o, name) is not None:
             raise LdpSimError(f"options: got {name}={getattr(o, name)!r}, expected None on a resume (the run's own)")
@@ -421,14 +460,20 @@ def open_resume(
             source = read_scenario_text(path)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             refuse_unstarted(run_dir, bad)
-            raise LdpSimError(f"{bad} a run directory made by this version of ldpsim run (metadata.json and scenario.toml)") from None
+            raise LdpSimError(
+                f"{bad} a run directory made by this version of ldpsim run (metadata.json and scenario.toml)"
+            ) from None
         kind, total, seed, digest, key, layout = metadata_fields(meta, bad, next(iter(parsers), ""))
         if layout != LAYOUT or kind not in parsers:
-            raise LdpSimError(f"{bad} a run directory made by this version of ldpsim run (layout {layout}, kind {kind!r})")
+            raise LdpSimError(
+                f"{bad} a run directory made by this version of ldpsim run (layout {layout}, kind {kind!r})"
+            )
         if hashlib.sha256(source.encode()).hexdigest() != digest:
             raise LdpSimError(f"{bad} its scenario.toml unchanged since the run started")
         if run_key(kind, digest, seed, total) != key:
-            raise LdpSimError(f"{bad} metadata.json as the run wrote it (its seed, replications or scenario digest were changed)")
+            raise LdpSimError(
+                f"{bad} metadata.json as the run wrote it (its seed, replications or scenario digest were changed)"
+            )
         check_inputs(run_dir, meta, bad)
         check_written_folders(run_dir, bad)
         study = parsers[kind](source, str(path))
@@ -450,7 +495,9 @@ def open_resume(
 # ----------------------------------------------------------------------------- input files
 #: Names a run directory's own files take at its top (and a report's figures: any ``*.png``):
 #: a copy of an input file may not take one.
-RUN_FILES = frozenset({"scenario.toml", "metadata.json", "results.csv", "summary.md", "report.html", REP_DIR, LOCK_NAME})
+RUN_FILES = frozenset(
+    {"scenario.toml", "metadata.json", "results.csv", "summary.md", "report.html", REP_DIR, LOCK_NAME}
+)
 
 
 def input_name(name: str) -> str | None:
@@ -483,8 +530,10 @@ def check_input_names(inputs: Iterable[str], key: str, own: Iterable[str]) -> No
     for name in inputs:
         top = _top(name)
         if top in own or top.endswith(".png") or top.startswith(".") or is_temporary(top):
-            raise LdpSimError(f"{key}: got {name!r}, expected a file named otherwise than the run directory's own "
-                              f"{top!r} (the run keeps a copy of it under the same path): rename it")  # fmt: skip
+            raise LdpSimError(
+                f"{key}: got {name!r}, expected a file named otherwise than the run directory's own "
+                f"{top!r} (the run keeps a copy of it under the same path): rename it"
+            )
 
 
 def write_input(run_dir: Path, name: str, data: bytes) -> None:
@@ -520,23 +569,31 @@ def check_inputs(run_dir: Path, meta: dict[str, Any], bad: str, what: str = "run
     ``what``) copied it into ``run_dir``: one line (``bad`` ...) naming the first that is
     missing, changed, or now a symbolic link."""
     recorded = meta.get("inputs", {})
-    if not isinstance(recorded, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in recorded.items()):
+    if not isinstance(recorded, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in recorded.items()
+    ):
         raise LdpSimError(f"{bad} metadata.json as the {what} wrote it (its list of inputs)")
     for name, digest in sorted(recorded.items()):
         if input_name(name) != name:
-            raise LdpSimError(f"{bad} metadata.json as the {what} wrote it (it lists an input {name!r} outside the folder)")
+            raise LdpSimError(
+                f"{bad} metadata.json as the {what} wrote it (it lists an input {name!r} outside the folder)"
+            )
         if (run_dir / name).is_symlink():
             raise LdpSimError(f"{bad} {name} as the {what} copied it (it is a symbolic link now)")
         try:
             got = file_digest(run_dir / name)
         except OSError as exc:
-            raise LdpSimError(f"{bad} {name} as the {what} copied it (it cannot be read: {describe_os_error(exc)})") from None
+            raise LdpSimError(
+                f"{bad} {name} as the {what} copied it (it cannot be read: {describe_os_error(exc)})"
+            ) from None
         if got is None:
             refuse_unstarted(run_dir, bad)
             raise LdpSimError(f"{bad} {name} as the {what} copied it (it is missing)")
         if got != digest:
-            raise LdpSimError(f"{bad} {name} as the {what} copied it (it changed since the {what} started: its SHA-256 "
-                              "is not the one recorded)")  # fmt: skip
+            raise LdpSimError(
+                f"{bad} {name} as the {what} copied it (it changed since the {what} started: its SHA-256 "
+                "is not the one recorded)"
+            )
 
 
 def check_study_inputs(study: Study, meta: dict[str, Any], bad: str, what: str = "run") -> None:
@@ -546,8 +603,10 @@ def check_study_inputs(study: Study, meta: dict[str, Any], bad: str, what: str =
     recorded = study.recorded_inputs(meta)
     for name, digest in study.input_digests().items():
         if name in recorded and recorded[name] != digest:
-            raise LdpSimError(f"{bad} {name} as the {what} read it (it changed since the {what} started: its SHA-256 "
-                              "is not the one recorded)")  # fmt: skip
+            raise LdpSimError(
+                f"{bad} {name} as the {what} read it (it changed since the {what} started: its SHA-256 "
+                "is not the one recorded)"
+            )
 
 
 # ----------------------------------------------------------------------------- killed while starting
@@ -620,8 +679,10 @@ def refuse_unstarted(run_dir: Path, bad: str) -> None:
     except (OSError, ValueError, AttributeError):
         scenario = None
     file = shell_word(scenario) if isinstance(scenario, str) and scenario else "FILE"
-    raise LdpSimError(f"{bad} a run directory whose start finished (it stopped while starting, before any replication: "
-                      f"start it again with: ldpsim run {file} --out {shell_word(run_dir)})")  # fmt: skip
+    raise LdpSimError(
+        f"{bad} a run directory whose start finished (it stopped while starting, before any replication: "
+        f"start it again with: ldpsim run {file} --out {shell_word(run_dir)})"
+    )
 
 
 def check_workers(workers: int) -> None:
@@ -645,7 +706,9 @@ def check_shards(study: Study | None, shards: int) -> None:
 
 def refuse_used(run_dir: Path, option: str, ignore: tuple[str, ...] = ()) -> None:
     if run_dir.exists() and (not run_dir.is_dir() or any(p.name not in ignore for p in run_dir.iterdir())):
-        raise LdpSimError(f"{option}: got {str(run_dir)!r}, expected a new or empty directory (use --resume to continue)")
+        raise LdpSimError(
+            f"{option}: got {str(run_dir)!r}, expected a new or empty directory (use --resume to continue)"
+        )
 
 
 class Creation:
@@ -729,7 +792,12 @@ def _execute(
     replication finished, so that bad input leaves no half-made folder."""
     total = study.replications
     key = meta["run_key"]
-    workers, executor, shards, interrupt_after = options.workers, options.executor, options.shards, options.interrupt_after
+    workers, executor, shards, interrupt_after = (
+        options.workers,
+        options.executor,
+        options.shards,
+        options.interrupt_after,
+    )
     progress, report = options.progress, options.report
     own = executor is None
     done = 0
@@ -835,8 +903,11 @@ def _completed_shards(
             yield r, study.merge_shards(r, seed, shared, results)
         return
     with sigint_held():
-        futures = {executor.submit(study.run_shard, r, seed, shared, piece): (r, i)
-                   for r, pieces in plans.items() for i, piece in enumerate(pieces)}  # fmt: skip
+        futures = {
+            executor.submit(study.run_shard, r, seed, shared, piece): (r, i)
+            for r, pieces in plans.items()
+            for i, piece in enumerate(pieces)
+        }
     got: dict[int, list[Any]] = {r: [None] * len(pieces) for r, pieces in plans.items()}
     left = {r: len(pieces) for r, pieces in plans.items()}
     try:
@@ -878,7 +949,13 @@ def _write_rep(run_dir: Path, index: int, frame: pd.DataFrame, key: str) -> None
     """The replication's CSV, then its record: a replication is done only once both exist."""
     data = frame.to_csv(index=False).encode()
     write_bytes(_rep_path(run_dir, index), data)
-    record = {"replication": index, "rows": len(frame), "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "run_key": key}
+    record = {
+        "replication": index,
+        "rows": len(frame),
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "run_key": key,
+    }
     write_bytes(_record_path(run_dir, index), (json.dumps(record, sort_keys=True) + "\n").encode())
 
 
@@ -895,8 +972,8 @@ def _finished(run_dir: Path, index: int, key: str) -> bool:
     name = f"{REP_DIR}/{_rep_path(run_dir, index).name}"
     if not isinstance(record, dict) or record.get("run_key") != key:
         raise LdpSimError(
-            f"--resume: got {str(run_dir)!r}, expected {REP_DIR}/{_record_path(run_dir, index).name} as this run wrote it; "
-            f"delete it and {name} to run replication {index} again"
+            f"--resume: got {str(run_dir)!r}, expected {REP_DIR}/{_record_path(run_dir, index).name} as this run "
+            f"wrote it; delete it and {name} to run replication {index} again"
         )
     why = None
     try:
@@ -943,7 +1020,9 @@ def _metadata(study: Study, seed: int, workers: int, executor: Executor | None) 
         "run_key": run_key(study.kind, scenario.digest(), seed, study.replications),
         **study.metadata(),
         "workers": workers,
-        "executor": type(executor).__name__ if executor is not None else ("sequential" if workers == 1 else "process_pool"),
+        "executor": type(executor).__name__
+        if executor is not None
+        else ("sequential" if workers == 1 else "process_pool"),
         "ldpsim_version": packages["ldpsim"],
         "python": packages["python"],
         "packages": packages,

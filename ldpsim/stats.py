@@ -91,8 +91,10 @@ def _alpha(alpha: object, name: str = "alpha") -> float:
 
 
 def _count(n: object, name: str = "n", minimum: int = 1) -> int:
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) and not (
-        isinstance(n, (float, np.floating)) and float(n).is_integer()
+    if (
+        isinstance(n, bool)
+        or not isinstance(n, (int, np.integer))
+        and not (isinstance(n, (float, np.floating)) and float(n).is_integer())
     ):
         raise invalid(name, n, f"an integer >= {minimum}")
     out = int(n)
@@ -144,7 +146,9 @@ def clopper_pearson_upper(k: ArrayLike, n: int, alpha: float) -> float | NDArray
     return _out(np.where(kk < n_, out, 1.0), k)
 
 
-def clopper_pearson(k: ArrayLike, n: int, alpha: float) -> tuple[float | NDArray[np.float64], float | NDArray[np.float64]]:
+def clopper_pearson(
+    k: ArrayLike, n: int, alpha: float
+) -> tuple[float | NDArray[np.float64], float | NDArray[np.float64]]:
     """Exact two-sided interval ``(lower, upper)`` for a binomial proportion at confidence
     ``1 - alpha``: each one-sided bound at ``alpha / 2``, so the interval misses ``p`` with
     probability at most ``alpha``."""

@@ -161,7 +161,10 @@ class Study(ABC):
         if replication is None:
             return reps[0]
         if isinstance(replication, bool) or not isinstance(replication, int) or replication not in reps:
-            raise LdpSimError(f"replication: got {show(replication)}, expected one of the run's replications 0..{self.replications - 1}")
+            raise LdpSimError(
+                f"replication: got {show(replication)}, expected one of the run's replications "
+                f"0..{self.replications - 1}"
+            )
         return replication
 
     # ------------------------------------------------------------- running
@@ -189,8 +192,9 @@ class Study(ABC):
         """The report's summary tables by name (:meth:`ldpsim.workflow.Run.tables`)."""
 
     @abstractmethod
-    def plot(self, ax: Any, results: pd.DataFrame, *, replication: int | None = None, quantity: str | None = None,
-             **kw: Any) -> None:
+    def plot(
+        self, ax: Any, results: pd.DataFrame, *, replication: int | None = None, quantity: str | None = None, **kw: Any
+    ) -> None:
         """Draw the run's main figure onto ``ax`` (:meth:`ldpsim.workflow.Run.plot`)."""
 
     @abstractmethod

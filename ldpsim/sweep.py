@@ -55,14 +55,25 @@ from ldpsim._files import (
     remove_stale_temporaries,
     shell_word,
     write_bytes,
-)  # fmt: skip
+)
 from ldpsim._meta import now, versions, write_json
 from ldpsim._pool import start_pool, stop_pool
 from ldpsim.errors import LdpSimError, invalid, show
 from ldpsim.runs import (
-    RUN_FILES, Creation, RunInterrupted, RunOptions, check_input_names, check_inputs, check_shards, check_study_inputs,
-    default_run_dir, refuse_used, settle_seed, stopped_while_starting, write_input,
-)  # fmt: skip
+    RUN_FILES,
+    Creation,
+    RunInterrupted,
+    RunOptions,
+    check_input_names,
+    check_inputs,
+    check_shards,
+    check_study_inputs,
+    default_run_dir,
+    refuse_used,
+    settle_seed,
+    stopped_while_starting,
+    write_input,
+)
 from ldpsim.sim.scenario import parse_scenario
 from ldpsim.sim.scenario.common import read_scenario_text, read_toml
 from ldpsim.sim.table import DataAccess, data_access
@@ -71,8 +82,13 @@ from ldpsim.sim.table import DataAccess, data_access
 TABLE = "sweep"
 #: Files of a sweep folder.
 SWEEP_JSON, TABLE_CSV, SUMMARY_CSV, FIGURE_PNG, BASE_TOML, POINTS_DIR = (
-    "sweep.json", "sweep.csv", "summary.csv", "error.png", "scenario.toml", "points",
-)  # fmt: skip
+    "sweep.json",
+    "sweep.csv",
+    "summary.csv",
+    "error.png",
+    "scenario.toml",
+    "points",
+)
 #: Names a sweep folder's own files take (a copy of an input file may not take one).
 SWEEP_FILES = RUN_FILES | {SWEEP_JSON, TABLE_CSV, SUMMARY_CSV, FIGURE_PNG, BASE_TOML, POINTS_DIR}
 #: Version of the sweep folder's layout that :func:`resume_sweep` understands.
@@ -93,7 +109,9 @@ class SweepInterrupted(Exception):
     """The sweep stopped before it finished; its folder can be resumed."""
 
     def __init__(self, out_dir: Path, done: int, total: int) -> None:
-        super().__init__(f"interrupted after {done} of {total} grid points; resume with: ldpsim sweep --resume {shell_word(out_dir)}")
+        super().__init__(
+            f"interrupted after {done} of {total} grid points; resume with: ldpsim sweep --resume {shell_word(out_dir)}"
+        )
         self.out_dir, self.done, self.total = out_dir, done, total
 
 
@@ -139,7 +157,9 @@ def _parse_list(text: str) -> Any:
 
 def _check_entry(key: Any, values: Any, option: str, shown: str) -> tuple[str, list[Any]]:
     if not isinstance(key, str) or not _KEY.fullmatch(key):
-        raise LdpSimError(f"{option}: got {shown}, expected {_EXPECTED} (KEY: letters, digits, '_' and '-', joined by dots)")
+        raise LdpSimError(
+            f"{option}: got {shown}, expected {_EXPECTED} (KEY: letters, digits, '_' and '-', joined by dots)"
+        )
     if not isinstance(values, list):
         why = "the values are not a list"
         if isinstance(values, str) and values.strip().startswith("[") and values.strip().endswith("]"):
@@ -148,8 +168,10 @@ def _check_entry(key: Any, values: Any, option: str, shown: str) -> tuple[str, l
     if not values:
         raise LdpSimError(f"{option}: got {shown}, expected {_EXPECTED} (the list is empty)")
     if key in RESERVED:
-        raise LdpSimError(f"{option}: got {shown}, expected a key other than {key} (use {RESERVED[key]}: "
-                          "every point uses the same seed and replications)")  # fmt: skip
+        raise LdpSimError(
+            f"{option}: got {shown}, expected a key other than {key} (use {RESERVED[key]}: "
+            "every point uses the same seed and replications)"
+        )
     values = _integral(values)
     seen = []
     for v in values:
@@ -159,7 +181,9 @@ def _check_entry(key: Any, values: Any, option: str, shown: str) -> tuple[str, l
     return key, values
 
 
-def parse_grid(entries: Sequence[str] | Mapping[str, Any] | None, option: str = "--grid") -> list[tuple[str, list[Any]]]:
+def parse_grid(
+    entries: Sequence[str] | Mapping[str, Any] | None, option: str = "--grid"
+) -> list[tuple[str, list[Any]]]:
     """``KEY=[v1, v2, ...]`` strings (the list as TOML or JSON), or a mapping key -> list:
     the entries, checked one by one (one line naming ``option`` and the entry otherwise)."""
     if entries is None:
@@ -191,7 +215,9 @@ def _no_clash(key: str, keys: Sequence[str], option: str, shown: str) -> None:
         if other == key:
             raise LdpSimError(f"{option}: got {shown}, expected each key once ({key} is given twice)")
         if key.startswith(other + ".") or other.startswith(key + "."):
-            raise LdpSimError(f"{option}: got {shown}, expected keys that do not contain one another ({key} and {other})")
+            raise LdpSimError(
+                f"{option}: got {shown}, expected keys that do not contain one another ({key} and {other})"
+            )
 
 
 def _flatten(table: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
@@ -217,17 +243,25 @@ def table_grid(raw: dict[str, Any], where: str) -> list[tuple[str, list[Any]]]:
     return parse_grid(dict(_flatten(table)), option)
 
 
-def combine(from_table: list[tuple[str, list[Any]]], from_option: list[tuple[str, list[Any]]], option: str = "--grid") -> Grid:
+def combine(
+    from_table: list[tuple[str, list[Any]]], from_option: list[tuple[str, list[Any]]], option: str = "--grid"
+) -> Grid:
     """The ``[sweep]`` entries with the option's: an option's key replaces the table's (in its
     place), new keys follow. At least one key, at most :data:`MAX_POINTS` points."""
     entries = dict(from_table)
     for key, values in from_option:
         clash = [k for k in entries if k != key and (k.startswith(key + ".") or key.startswith(k + "."))]
         if clash:
-            raise LdpSimError(f"{option}: got {key}, expected keys that do not contain one another ({key} and {clash[0]} of [{TABLE}])")
+            raise LdpSimError(
+                f"{option}: got {key}, expected keys that do not contain "
+                f"one another ({key} and {clash[0]} of [{TABLE}])"
+            )
         entries[key] = values
     if not entries:
-        raise LdpSimError(f"{option}: got nothing, expected at least one {option} KEY=[v1, v2, ...] or a [{TABLE}] table in the scenario file")
+        raise LdpSimError(
+            f"{option}: got nothing, expected at least one {option} "
+            f"KEY=[v1, v2, ...] or a [{TABLE}] table in the scenario file"
+        )
     grid = Grid(tuple(entries), tuple(tuple(v) for v in entries.values()))
     if grid.size() > MAX_POINTS:
         raise LdpSimError(f"{option}: got {grid.size():,} grid points, expected at most {MAX_POINTS:,}")
@@ -359,8 +393,15 @@ def _describe(values: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={show(v)}" for k, v in values.items())
 
 
-def plan(base_text: str, where: str, grid: Sequence[str] | Mapping[str, Any] | None = None, *,
-         option: str = "--grid", replications: int | None = None, allow_outside_data: bool = False) -> Plan:  # fmt: skip
+def plan(
+    base_text: str,
+    where: str,
+    grid: Sequence[str] | Mapping[str, Any] | None = None,
+    *,
+    option: str = "--grid",
+    replications: int | None = None,
+    allow_outside_data: bool = False,
+) -> Plan:
     """Read the base scenario text, take its ``[sweep]`` table, add ``grid`` and build and
     validate the scenario of every point (with ``replications`` if given): any problem is
     one LdpSimError, before anything runs. Data files lie where the scenario's own may
@@ -382,7 +423,9 @@ def _plan(base_text: str, where: str, raw: dict[str, Any], g: Grid, option: str,
         present, blocked = _lookup(base, key)
         shown = f"{key}={show(list(values))}"
         if blocked is not None:
-            raise LdpSimError(f"{option}: got {shown!r}, expected a key inside a table ({blocked} is a value, not a table)")
+            raise LdpSimError(
+                f"{option}: got {shown!r}, expected a key inside a table ({blocked} is a value, not a table)"
+            )
         if present:
             continue
         try:  # a key the file does not set: is it a key of this kind of scenario at all?
@@ -391,7 +434,9 @@ def _plan(base_text: str, where: str, raw: dict[str, Any], g: Grid, option: str,
             if "no such key" in str(exc) or str(exc).endswith("expected no such key"):
                 close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise LdpSimError(f"{option}: got {shown!r}, expected a key of the scenario ({key}: no such key{hint})") from None
+                raise LdpSimError(
+                    f"{option}: got {shown!r}, expected a key of the scenario ({key}: no such key{hint})"
+                ) from None
     points = []
     combos = g.points()
     width = max(3, len(str(len(combos) - 1)))
@@ -430,7 +475,9 @@ class SweepResult:
 
 
 def _check_replications(replications: Any) -> None:
-    if replications is not None and (isinstance(replications, bool) or not isinstance(replications, int) or replications < 1):
+    if replications is not None and (
+        isinstance(replications, bool) or not isinstance(replications, int) or replications < 1
+    ):
         raise invalid("--replications", replications, "an integer >= 1")
 
 
@@ -468,8 +515,17 @@ def run_sweep(
     are those of :class:`ldpsim.runs.RunOptions` (``report`` is ``point_reports``), which hold
     for every point, except ``interrupt_after``: points here."""
     option = "--grid" if grid is None or not isinstance(grid, Mapping) else "grid"
-    options = RunOptions(seed=seed, replications=replications, workers=workers, out=out, executor=executor,
-                         progress=progress, interrupt_after=interrupt_after, shards=shards, report=point_reports)
+    options = RunOptions(
+        seed=seed,
+        replications=replications,
+        workers=workers,
+        out=out,
+        executor=executor,
+        progress=progress,
+        interrupt_after=interrupt_after,
+        shards=shards,
+        report=point_reports,
+    )
     if out is not None:
         check_output_folder(out, option="--out", hint="use --resume to continue")
     text, where = read_scenario_text(scenario)
@@ -495,14 +551,21 @@ def run_sweep(
         for name, data in inputs.items():
             write_input(out_dir, name, data)
         record = {
-            "layout": LAYOUT, "kind": "sweep", "scenario": p.name, "scenario_path": where,
-            "base_sha256": hashlib.sha256(text.encode()).hexdigest(), "grid": p.grid.as_json(),
+            "layout": LAYOUT,
+            "kind": "sweep",
+            "scenario": p.name,
+            "scenario_path": where,
+            "base_sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "grid": p.grid.as_json(),
             "order": "cartesian product in the order of the keys, the last key varying fastest",
-            "seed": seed, "replications": reps,
+            "seed": seed,
+            "replications": reps,
             "points": [{"label": pt.label, "values": pt.values, "scenario_sha256": pt.digest()} for pt in p.points],
-            "ldpsim_version": versions()["ldpsim"], "command_line": sys.argv, "started": now(),
+            "ldpsim_version": versions()["ldpsim"],
+            "command_line": sys.argv,
+            "started": now(),
             "inputs": {name: hashlib.sha256(data).hexdigest() for name, data in inputs.items()},
-        }  # fmt: skip
+        }
         write_json(out_dir / SWEEP_JSON, record)
     return _execute(out_dir, p, record, seed, reps, options, interrupt_within, made.lock)
 
@@ -523,8 +586,14 @@ def resume_sweep(
     half-way is resumed (:func:`ldpsim.sim.resume_run`), the others are run; then the
     tables and the figure, the same bytes as an uninterrupted sweep's. Data files outside
     the sweep folder need ``allow_outside_data`` again (the folder does not grant it)."""
-    options = RunOptions(workers=workers, executor=executor, progress=progress, interrupt_after=interrupt_after,
-                         shards=shards, report=point_reports)
+    options = RunOptions(
+        workers=workers,
+        executor=executor,
+        progress=progress,
+        interrupt_after=interrupt_after,
+        shards=shards,
+        report=point_reports,
+    )
     out_dir = Path(out_dir)
     bad = f"--resume: got {str(out_dir)!r}, expected"
     if not (out_dir / SWEEP_JSON).is_file():
@@ -540,7 +609,9 @@ def resume_sweep(
             layout, seed, reps = int(record["layout"]), int(record["seed"]), int(record["replications"])
             grid, digest, recorded = record["grid"], record["base_sha256"], record["points"]
         except (OSError, ValueError, KeyError, TypeError):
-            raise LdpSimError(f"{bad} a sweep folder made by this version of ldpsim sweep ({SWEEP_JSON} and {BASE_TOML})") from None
+            raise LdpSimError(
+                f"{bad} a sweep folder made by this version of ldpsim sweep ({SWEEP_JSON} and {BASE_TOML})"
+            ) from None
         if layout != LAYOUT:
             raise LdpSimError(f"{bad} a sweep folder of layout {LAYOUT} (it has {layout})")
         if hashlib.sha256(text.encode()).hexdigest() != digest:
@@ -548,12 +619,20 @@ def resume_sweep(
         check_inputs(out_dir, record, bad, what="sweep")  # the points not yet run read these copies
         where = str(out_dir / BASE_TOML)
         base_raw = {k: v for k, v in read_toml(text, where).items() if k != TABLE}
-        p = plan(to_toml(base_raw), where, {k: v for k, v in grid}, option="--resume", replications=reps,
-                 allow_outside_data=allow_outside_data)  # fmt: skip
+        p = plan(
+            to_toml(base_raw),
+            where,
+            {k: v for k, v in grid},
+            option="--resume",
+            replications=reps,
+            allow_outside_data=allow_outside_data,
+        )
         p = Plan(text, where, p.base, p.grid, p.points)
         p.check_shards(options.shards)
         if [pt.digest() for pt in p.points] != [r.get("scenario_sha256") for r in recorded]:
-            raise LdpSimError(f"{bad} grid points that this version of ldpsim builds as the sweep did (their scenarios differ)")
+            raise LdpSimError(
+                f"{bad} grid points that this version of ldpsim builds as the sweep did (their scenarios differ)"
+            )
         from ldpsim.sim.studies import study_of
 
         for pt in p.points:
@@ -581,9 +660,13 @@ def _state(run_dir: Path, point: Point, seed: int, reps: int) -> str:
         meta = json.loads((run_dir / "metadata.json").read_text())
         text = (run_dir / "scenario.toml").read_text()
     except (OSError, ValueError):
-        raise LdpSimError(f"{bad} the run directory of grid point {point.index} (delete it to run that point again)") from None
+        raise LdpSimError(
+            f"{bad} the run directory of grid point {point.index} (delete it to run that point again)"
+        ) from None
     if text != point.text or meta.get("seed") != seed or meta.get("replications") != reps:
-        raise LdpSimError(f"{bad} the run of grid point {point.index} with this sweep's scenario, seed and replications")
+        raise LdpSimError(
+            f"{bad} the run of grid point {point.index} with this sweep's scenario, seed and replications"
+        )
     return "done" if meta.get("finished") and (run_dir / "results.csv").is_file() else "partial"
 
 
@@ -621,8 +704,15 @@ def _execute(
                 if state == "done":
                     continue
                 cut = interrupt_within if interrupt_after is not None and finished_now >= interrupt_after else None
-                point = replace(options, seed=None, replications=None, out=None, executor=run_with, progress=False,
-                                interrupt_after=cut)  # a resume's: the run's own seed, count and folder
+                point = replace(
+                    options,
+                    seed=None,
+                    replications=None,
+                    out=None,
+                    executor=run_with,
+                    progress=False,
+                    interrupt_after=cut,
+                )  # a resume's: the run's own seed, count and folder
                 if state == "new":
                     run_scenario(pt.scenario, options=replace(point, seed=seed, replications=reps, out=run_dir))
                 else:
@@ -630,15 +720,21 @@ def _execute(
                 done += 1
                 finished_now += 1
                 _progress.advance()
-                if interrupt_after is not None and interrupt_within is None and finished_now >= interrupt_after and done < total:
+                if (
+                    interrupt_after is not None
+                    and interrupt_within is None
+                    and finished_now >= interrupt_after
+                    and done < total
+                ):
                     raise KeyboardInterrupt  # (with interrupt_within, the next point's run stops itself)
         table_bytes = tidy_csv(p.grid.keys, run_dirs, [pt.values for pt in p.points])
         write_bytes(out_dir / TABLE_CSV, table_bytes)
         table = read_table(out_dir / TABLE_CSV)
         summary = report.error_summary(table, p.grid.keys)
         write_bytes(out_dir / SUMMARY_CSV, summary.to_csv(index=False).encode())
-        figure = report.error_figure(summary, p.grid.keys, title=f"{p.name}: error of the final estimates, "
-                                     f"{reps} replication(s), seed {seed}")  # fmt: skip
+        figure = report.error_figure(
+            summary, p.grid.keys, title=f"{p.name}: error of the final estimates, {reps} replication(s), seed {seed}"
+        )
         figure_path = None
         if figure is not None:
             figure_path = out_dir / FIGURE_PNG
@@ -651,14 +747,17 @@ def _execute(
             pool = None
         raise SweepInterrupted(out_dir, done, total) from None
     except OSError as exc:
-        raise LdpSimError(f"--out: cannot write in {str(out_dir)!r} ({describe_os_error(exc)}); finished points are "
-                          f"kept: free some space, then resume with: ldpsim sweep --resume {shell_word(out_dir)}") from None  # fmt: skip
+        raise LdpSimError(
+            f"--out: cannot write in {str(out_dir)!r} ({describe_os_error(exc)}); finished points are "
+            f"kept: free some space, then resume with: ldpsim sweep --resume {shell_word(out_dir)}"
+        ) from None
     finally:
         if pool is not None:
             pool.shutdown(wait=True)
         lock.release()
-    return SweepResult(out_dir, p.grid, table, summary, out_dir / TABLE_CSV, out_dir / SUMMARY_CSV, figure_path, seed,
-                       reps, run_dirs)  # fmt: skip
+    return SweepResult(
+        out_dir, p.grid, table, summary, out_dir / TABLE_CSV, out_dir / SUMMARY_CSV, figure_path, seed, reps, run_dirs
+    )
 
 
 def _cell(value: Any) -> str:
@@ -704,8 +803,12 @@ def read_table(path: str | Path) -> pd.DataFrame:
         columns = list(pd.read_csv(f, nrows=0).columns)
     text = [c for c in columns if c in TEXT_COLUMNS]
     with open_input(path) as f:
-        return pd.read_csv(f, dtype=dict.fromkeys(text, str), keep_default_na=False,
-                           na_values={c: [""] for c in columns if c not in text})  # fmt: skip
+        return pd.read_csv(
+            f,
+            dtype=dict.fromkeys(text, str),
+            keep_default_na=False,
+            na_values={c: [""] for c in columns if c not in text},
+        )
 
 
 def read_sweep(out_dir: str | Path) -> SweepResult:
@@ -720,6 +823,15 @@ def read_sweep(out_dir: str | Path) -> SweepResult:
     except (OSError, ValueError, KeyError, TypeError):
         raise invalid("out_dir", str(out_dir), "a finished sweep folder (sweep.json, sweep.csv, summary.csv)") from None
     figure = out_dir / FIGURE_PNG
-    return SweepResult(out_dir, grid, table, summary, out_dir / TABLE_CSV, out_dir / SUMMARY_CSV,
-                       figure if figure.is_file() else None, int(record["seed"]), int(record["replications"]),
-                       [out_dir / POINTS_DIR / r["label"] for r in record["points"]])  # fmt: skip
+    return SweepResult(
+        out_dir,
+        grid,
+        table,
+        summary,
+        out_dir / TABLE_CSV,
+        out_dir / SUMMARY_CSV,
+        figure if figure.is_file() else None,
+        int(record["seed"]),
+        int(record["replications"]),
+        [out_dir / POINTS_DIR / r["label"] for r in record["points"]],
+    )

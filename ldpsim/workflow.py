@@ -135,8 +135,10 @@ class Scenario:
 
     def __repr__(self) -> str:
         sim = self.spec.simulation
-        return (f"Scenario(kind={self.kind!r}, name={self.name!r}, replications={sim.replications}, "
-                f"seed={sim.seed!r}, path={self.path!r})")  # fmt: skip
+        return (
+            f"Scenario(kind={self.kind!r}, name={self.name!r}, replications={sim.replications}, "
+            f"seed={sim.seed!r}, path={self.path!r})"
+        )
 
     # ----------------------------------------------------------------- changing and running
     def with_overrides(self, **simulation: Any) -> Scenario:
@@ -161,7 +163,8 @@ class Scenario:
                 close = difflib.get_close_matches(key, fields, n=1, cutoff=0.6)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 raise LdpSimError(
-                    f"simulation.{key}: no such key{hint}; [simulation] of a {self.kind} scenario has {', '.join(fields)}"
+                    f"simulation.{key}: no such key{hint}; [simulation] of a {self.kind} scenario has "
+                    f"{', '.join(fields)}"
                 )
         try:
             checked = model.model_validate({**current.model_dump(), **simulation})
@@ -189,8 +192,9 @@ class Scenario:
         ``replications`` as ``--seed`` and ``--replications`` (default: the scenario's);
         ``workers`` > 1 or an ``executor`` run replications in parallel."""
         studies = _studies()
-        options = studies.RunOptions(seed=seed, replications=replications, workers=workers, out=out,
-                                     executor=executor, progress=progress)
+        options = studies.RunOptions(
+            seed=seed, replications=replications, workers=workers, out=out, executor=executor, progress=progress
+        )
         result = studies.run_scenario(self._built, options=options)
         run = Run(result.run_dir)
         run.__dict__["results"] = result.results  # already read by the study's read_results
@@ -245,8 +249,10 @@ class Run:
 
     def __repr__(self) -> str:
         state = "" if self.finished else ", finished=False"
-        return (f"Run({str(self.dir)!r}, kind={self.kind!r}, name={self.name!r}, seed={self.seed}, "
-                f"replications={self.replications}{state})")  # fmt: skip
+        return (
+            f"Run({str(self.dir)!r}, kind={self.kind!r}, name={self.name!r}, seed={self.seed}, "
+            f"replications={self.replications}{state})"
+        )
 
     @property
     def name(self) -> str:
@@ -303,7 +309,9 @@ class Run:
             scenario = Scenario(parse_scenario(source, str(path)))
         check_study_inputs(_studies().study_of(scenario.built), self.metadata, bad)
         current = scenario.spec.simulation
-        recorded = self.metadata.get("spec", {}).get("simulation", {}) if isinstance(self.metadata.get("spec"), dict) else {}
+        recorded = (
+            self.metadata.get("spec", {}).get("simulation", {}) if isinstance(self.metadata.get("spec"), dict) else {}
+        )
         fields = type(current).model_fields
         overrides = {k: v for k, v in recorded.items() if k in fields and getattr(current, k) != v}
         overrides.update(seed=self.seed, replications=self.replications)
@@ -326,9 +334,11 @@ class Run:
         """The report files present (figures and summary.md), name -> path."""
         inputs = self.metadata.get("inputs")
         copies = {str(n).split("/")[0] for n in inputs} if isinstance(inputs, dict) else set()  # the data's copies
-        return {p.name: p for p in sorted(self.dir.iterdir())
-                if p.is_file() and p.name not in _RECORD and p.name not in copies
-                and not p.name.startswith(".")}  # fmt: skip
+        return {
+            p.name: p
+            for p in sorted(self.dir.iterdir())
+            if p.is_file() and p.name not in _RECORD and p.name not in copies and not p.name.startswith(".")
+        }
 
     # ----------------------------------------------------------------- tables and figure
     @cached_property
@@ -343,8 +353,9 @@ class Run:
         ``error_by_n``, ``error_norms``, ``other_tasks``, ``engine``)."""
         return self.study.tables(self.results)  # type: ignore[no-any-return]
 
-    def plot(self, ax: Axes | None = None, *, replication: int | None = None, quantity: str | None = None,
-             **kw: Any) -> Axes:
+    def plot(
+        self, ax: Axes | None = None, *, replication: int | None = None, quantity: str | None = None, **kw: Any
+    ) -> Axes:
         """Draw the run's main figure onto ``ax`` (a new figure when None) and return it: the
         study's ``plot`` (its docstring says what it draws: a survey's estimates over time, a
         multi-party run's accuracy per receiver, a study's accuracy against k, a collection's

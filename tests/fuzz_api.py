@@ -7,10 +7,11 @@ must pass.
 
 :func:`guarded` accepts exactly: a value, or an :class:`~ldpsim.errors.LdpSimError` with a
 one-line message. Any other exception (OverflowError, MemoryError, ZeroDivisionError, a
-numpy error raised as one), a warning (numpy's floating-point warnings included), more than ``CALL_LIMIT`` seconds of CPU or ``WALL_LIMIT`` of wall
-time, or more than ``MEMORY_HEADROOM`` bytes of new address space fails. The checks of
-the values: never NaN; privacy parameters non-negative, deltas in [0, 1]; inf only where it
-is the right answer (no pure eps, a delta below the composition's floor).
+numpy error raised as one), a warning (numpy's floating-point warnings included), more than
+``CALL_LIMIT`` seconds of CPU or ``WALL_LIMIT`` of wall time, or more than ``MEMORY_HEADROOM``
+bytes of new address space fails. The checks of the values: never NaN; privacy parameters
+non-negative, deltas in [0, 1]; inf only where it is the right answer (no pure eps, a delta
+below the composition's floor).
 """
 
 from __future__ import annotations
@@ -149,7 +150,9 @@ def check_catalog_case(case: tuple[str, dict[str, Any]], work: Any = None) -> st
     if not isinstance(e6, LdpSimError):
         e6 = _number(f"{lab}.epsilon(1e-6)", e6)
         if not isinstance(e0, LdpSimError):
-            assert e6 <= float(e0) * (1 + 1e-9) or math.isinf(float(e0)), f"{lab}: epsilon(1e-6) = {e6} > epsilon(0) = {e0}"
+            assert e6 <= float(e0) * (1 + 1e-9) or math.isinf(float(e0)), (
+                f"{lab}: epsilon(1e-6) = {e6} > epsilon(0) = {e0}"
+            )
     eps = params.get("eps", 1.0)
     points = [0.0, 1.0] + ([eps] if isinstance(eps, float) and math.isfinite(eps) else [])
     for t in points:
@@ -177,11 +180,14 @@ def privacy_cases(draw) -> Call:
     from ldpsim.privacy import EpsDelta, optimal_delta
     from ldpsim.privacy.shuffle import shuffle_delta, shuffle_epsilon
 
-    kind = draw(st.sampled_from(["compose", "optimal_delta", "shuffle_epsilon", "shuffle_delta", "mean_standard_error"]))
+    kind = draw(
+        st.sampled_from(["compose", "optimal_delta", "shuffle_epsilon", "shuffle_delta", "mean_standard_error"])
+    )
     eps, delta = draw(st.sampled_from(EPS)), draw(st.sampled_from(DELTA))
     k = draw(st.sampled_from(COMPOSITIONS))
     t = draw(st.sampled_from(DELTA))
     if kind == "compose":
+
         def fn() -> Any:
             g = guarded(f"EpsDelta({eps}, {delta})", lambda: EpsDelta(eps, delta))
             if isinstance(g, LdpSimError):
@@ -214,6 +220,7 @@ def privacy_cases(draw) -> Call:
         return Call(f"optimal_delta({eps!r}, {delta!r}, {k}, {total!r})", fn)
     n = draw(st.sampled_from([1, 2, 10, 10**6, 10**9, 10**12, 2**63]))
     if kind == "shuffle_epsilon":
+
         def fn() -> Any:
             e = guarded(f"shuffle_epsilon({eps}, {n}, {t})", lambda: shuffle_epsilon(eps, n, t))
             if not isinstance(e, LdpSimError):

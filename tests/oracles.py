@@ -217,6 +217,7 @@ def density_window(
 def hockey_stick_integral(logp, logq, eps: float, edges: np.ndarray) -> tuple[float, float]:
     """``int (p - e^eps q)_+`` over ``edges`` for log densities ``logp``, ``logq`` (vectorised
     callables), by :func:`adaptive_integral`; ``(value, error bound)``."""
+
     def f(y):
         lp, lq = logp(y), logq(y)
         with np.errstate(over="ignore", invalid="ignore"):

@@ -26,9 +26,14 @@ import numpy as np
 import pytest
 
 from ldpsim.audit import target
-from ldpsim.mechanisms.catalog import CATALOG as TARGETS
 from ldpsim.errors import LdpSimError
-from ldpsim.mechanisms import binary_mechanism_for_priors, quaternary_mechanism, randomized_response, truncated_geometric
+from ldpsim.mechanisms import (
+    binary_mechanism_for_priors,
+    quaternary_mechanism,
+    randomized_response,
+    truncated_geometric,
+)
+from ldpsim.mechanisms.catalog import CATALOG as TARGETS
 from ldpsim.mechanisms.noise import Gaussian, Geometric, Laplace, NoiseMechanism, Staircase, TruncatedLaplace
 from ldpsim.privacy import composition as C
 from tests.contract.cases import CASES
@@ -45,8 +50,22 @@ CALL_LIMIT = 5.0  # seconds of CPU per call
 WALL_LIMIT = 60.0
 NOISE = [Laplace, Gaussian, TruncatedLaplace, Staircase, Geometric]
 #: catalog families whose exact eps is the eps parameter ("exact eps = eps" in the catalog)
-PURE_AT_EPS = {"randomized_response", "binary", "truncated_geometric", "staircase", "laplace", "staircase_noise", "geometric",
-               "norm_laplace", "olh", "blh", "hadamard_response", "subset_selection", "sue", "oue"}
+PURE_AT_EPS = {
+    "randomized_response",
+    "binary",
+    "truncated_geometric",
+    "staircase",
+    "laplace",
+    "staircase_noise",
+    "geometric",
+    "norm_laplace",
+    "olh",
+    "blh",
+    "hadamard_response",
+    "subset_selection",
+    "sue",
+    "oue",
+}
 #: catalog families with no pure guarantee (delta(eps) > 0 for every eps)
 NO_PURE = {"gaussian", "gaussian_classical", "truncated_laplace", "quaternary", "discrete_gaussian"}
 MESSAGE = re.compile(r"^[A-Za-z_][\w.\[\], ]*: got ")
@@ -179,7 +198,9 @@ def _calibration_cases():
                         yield cls, eps, delta, k, method
 
 
-@pytest.mark.parametrize("cls, eps, delta, k, method", list(_calibration_cases()), ids=lambda x: getattr(x, "__name__", str(x)))
+@pytest.mark.parametrize(
+    "cls, eps, delta, k, method", list(_calibration_cases()), ids=lambda x: getattr(x, "__name__", str(x))
+)
 def test_calibration_at_edge_values(cls, eps, delta, k, method):
     lab = f"{cls.__name__}.calibrate({eps}, {delta}, compositions={k}, {method})"
     m = call(lab, lambda: cls.calibrate(eps, delta, 1.0, k, method), ("eps", "delta", "compositions", "method"))
@@ -248,7 +269,11 @@ def test_composition_at_edge_values(eps, delta, k):
         assert 0 <= e <= k * eps * (1 + 1e-12), (lab, t, e)
         assert C.optimal_delta(eps, delta, k, e) <= t * (1 + 1e-9), (lab, t, e)
     m = min(k, 200)
-    het = call("optimal_delta_heterogeneous" + lab, lambda: C.optimal_delta_heterogeneous([eps] * m, [delta], [0.0, eps]), names)
+    het = call(
+        "optimal_delta_heterogeneous" + lab,
+        lambda: C.optimal_delta_heterogeneous([eps] * m, [delta], [0.0, eps]),
+        names,
+    )
     if not is_err(het):
         hom = C.optimal_delta(eps, delta, m, [0.0, eps])
         np.testing.assert_allclose(np.asarray(het, dtype=float), hom, rtol=1e-9, atol=1e-300, err_msg=lab)
@@ -268,7 +293,11 @@ def test_composition_at_edge_values(eps, delta, k):
             continue
         bd = np.asarray(bd, dtype=float)
         assert not np.any(np.isnan(bd)) and np.all(bd >= exact * (1 - 1e-9)), (lab, name, bd, exact)
-        be = call(f"bound_epsilon {name}" + lab, lambda name=name: C.bound_epsilon(name, eps, delta, k, [1e-300, 0.5, 1.0]), names)
+        be = call(
+            f"bound_epsilon {name}" + lab,
+            lambda name=name: C.bound_epsilon(name, eps, delta, k, [1e-300, 0.5, 1.0]),
+            names,
+        )
         be = np.asarray(be, dtype=float)
         assert not np.any(np.isnan(be)) and np.all(be[:-1] >= be[1:]), (lab, name, be)  # non-increasing in delta
     q = call("per_query_budget" + lab, lambda: C.per_query_budget(eps, delta, k), names)
@@ -306,4 +335,7 @@ def test_finite_constructors_at_edge_values(eps):
 def test_summary_of_the_edge_calls():
     """Runs last in this file: every call above returned a value or raised one LdpSimError."""
     assert TALLY.values + TALLY.errors > 0
-    print(f"\nedge calls: {TALLY.values} values, {TALLY.errors} LdpSimError; slowest {TALLY.slowest:.2f} s ({TALLY.slowest_call})")
+    print(
+        f"\nedge calls: {TALLY.values} values, {TALLY.errors} LdpSimError; slowest {TALLY.slowest:.2f} s "
+        f"({TALLY.slowest_call})"
+    )

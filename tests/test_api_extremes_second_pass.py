@@ -113,7 +113,7 @@ def _geometric_delta_mp(eps: float, D: int, t: float) -> mp.mpf:
     delta = F(m) - e^t F(m - D)."""
     with mp.workdps(50):
         a = mp.exp(-mp.mpf(eps) / D)
-        F = lambda n: a ** (-n) / (1 + a) if n < 0 else 1 - a ** (n + 1) / (1 + a)  # noqa: E731
+        F = lambda n: a ** (-n) / (1 + a) if n < 0 else 1 - a ** (n + 1) / (1 + a)
         # loss at z: eps for z <= 0, eps (D - 2z)/D for 0 < z < D; largest z with loss > t
         if t >= eps:
             return mp.mpf(0)
@@ -189,13 +189,13 @@ def _log_binom_cdf_mp(l: int, k: int, q: mp.mpf) -> mp.mpf:
     written as e^{g(x)} int_0^x e^{g(x - u) - g(x)} du around its end x = 1 - q."""
     a, b = mp.mpf(k - l), mp.mpf(l + 1)
     x = 1 - q
-    g = lambda t: (a - 1) * mp.log(t) + (b - 1) * mp.log1p(-t)  # noqa: E731
+    g = lambda t: (a - 1) * mp.log(t) + (b - 1) * mp.log1p(-t)
     gx = g(x)
     slope = (a - 1) / x - (b - 1) / (1 - x)
     assert slope > 0
     L = 1 / slope
     pts = [mp.mpf(0)] + [L * c for c in (1, 4, 16, 64, 256) if L * c < x] + [x]
-    f = lambda u: mp.exp(g(x - u) - gx)  # noqa: E731
+    f = lambda u: mp.exp(g(x - u) - gx)
     total = mp.fsum(mp.quad(f, [pts[i], pts[i + 1]]) for i in range(len(pts) - 1))
     return gx + mp.log(total) - (mp.loggamma(a) + mp.loggamma(b) - mp.loggamma(a + b))
 
@@ -295,7 +295,12 @@ def _laplace_kfold_delta_mp(mu, k: int, eps: float) -> mp.mpf:
         for r in range(k + 1):
             for c in range(k - r + 1):
                 a = k - r - c
-                w = mp.factorial(k) / (mp.factorial(a) * mp.factorial(c) * mp.factorial(r)) / mp.mpf(2) ** k * mp.exp(-c * mu)
+                w = (
+                    mp.factorial(k)
+                    / (mp.factorial(a) * mp.factorial(c) * mp.factorial(r))
+                    / mp.mpf(2) ** k
+                    * mp.exp(-c * mu)
+                )
                 A = (a - c + r) * mu - eps
                 if r == 0:
                     total += w * (1 - mp.exp(-A)) if A > 0 else 0
@@ -306,8 +311,10 @@ def _laplace_kfold_delta_mp(mu, k: int, eps: float) -> mp.mpf:
                     if i * mu >= U:
                         break
                     X = U - i * mu
-                    acc += (-1) ** i * mp.binomial(r, i) * (
-                        mp.exp(-i * mu) * integral(r - 1, X, -1) - mp.exp(i * mu - A) * integral(r - 1, X, 1)
+                    acc += (
+                        (-1) ** i
+                        * mp.binomial(r, i)
+                        * (mp.exp(-i * mu) * integral(r - 1, X, -1) - mp.exp(i * mu - A) * integral(r - 1, X, 1))
                     )
                 total += w * acc / mp.factorial(r - 1)
         return total
@@ -317,14 +324,14 @@ def test_laplace_reference_matches_two_releases_by_quadrature():
     with mp.workdps(30):
         mu, eps = mp.mpf("0.7"), mp.mpf("0.5")
         atoms = [(mu, mp.mpf(1) / 2), (-mu, mp.exp(-mu) / 2)]
-        f = lambda l: mp.exp((l - mu) / 2) / 4  # noqa: E731  (the middle part's loss density)
-        g = lambda s: max(0, 1 - mp.exp(eps - s))  # noqa: E731
+        f = lambda l: mp.exp((l - mu) / 2) / 4  # the middle part's loss density
+        g = lambda s: max(0, 1 - mp.exp(eps - s))
         tot = mp.fsum(w1 * w2 * g(l1 + l2) for l1, w1 in atoms for l2, w2 in atoms)
         for l1, w1 in atoms:
             cut = eps - l1
             pts = [-mu, cut, mu] if -mu < cut < mu else [-mu, mu]
             tot += 2 * w1 * mp.quad(lambda l: f(l) * g(l1 + l), pts)
-        inner = lambda x: mp.quad(lambda y: f(y) * g(x + y), sorted({-mu, min(max(eps - x, -mu), mu), mu}))  # noqa: E731
+        inner = lambda x: mp.quad(lambda y: f(y) * g(x + y), sorted({-mu, min(max(eps - x, -mu), mu), mu}))
         tot += mp.quad(lambda x: f(x) * inner(x), [-mu, eps - mu, mu])
         assert abs(tot - _laplace_kfold_delta_mp(mu, 2, eps)) < 1e-25
 

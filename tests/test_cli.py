@@ -56,15 +56,23 @@ def test_installed_entry_point_runs_end_to_end():
     if exe is None:  # pragma: no cover - package not installed, only on the path
         pytest.skip("no ldpsim entry point installed")
     bad = subprocess.run([exe, "demo", "--k", "1"], capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.strip() == "ldpsim: error: --k: got 1, expected an integer >= 2 and <= 10000"
+    assert (
+        bad.returncode == 2
+        and bad.stdout == ""
+        and bad.stderr.strip() == "ldpsim: error: --k: got 1, expected an integer >= 2 and <= 10000"
+    )
     version = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=120)
     assert version.returncode == 0 and version.stdout.startswith("ldpsim ")
 
 
 def test_output_piped_into_a_closed_reader_ends_quietly():
     # a real pipe whose reader (head) closes early: needs a true subprocess
-    proc = subprocess.run(f"{sys.executable} -m ldpsim demo --n 1000 --k 200 --seed 1 | head -1",
-                          shell=True, capture_output=True, text=True)  # fmt: skip
+    proc = subprocess.run(
+        f"{sys.executable} -m ldpsim demo --n 1000 --k 200 --seed 1 | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+    )
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
     assert proc.stdout.startswith("ldpsim demo")
 
@@ -82,7 +90,9 @@ def test_scenarios_lists_the_shipped_files_and_copies_one(cli, tmp_path) -> None
     assert listed.returncode == 0 and [line.split()[0] for line in listed.stdout.splitlines()] == _shipped.names()
     done = cli("scenarios", "copy", "anes96_party", "--to", tmp_path / "mine")
     assert done.returncode == 0 and (tmp_path / "mine" / "anes96_party.toml").is_file()
-    assert (tmp_path / "mine" / "data" / "anes96.csv").is_file() and (tmp_path / "mine" / "data" / "README.md").is_file()
+    assert (tmp_path / "mine" / "data" / "anes96.csv").is_file() and (
+        tmp_path / "mine" / "data" / "README.md"
+    ).is_file()
     again = cli("scenarios", "copy", "anes96_party", "--to", tmp_path / "mine")
     assert again.returncode == 2 and "--force" in again.stderr and len(again.stderr.strip().splitlines()) == 1
     assert cli("scenarios", "copy", "anes96_party", "--to", tmp_path / "mine", "--force").returncode == 0
@@ -96,7 +106,9 @@ def test_check_validates_without_running_and_names_a_misspelled_key(cli, tmp_pat
     good = tmp_path / "good.toml"
     good.write_text(scenario_text(size=1000))
     r = cli("check", good, cwd=tmp_path)
-    assert r.returncode == 0 and "1,000 respondents" in " ".join(r.stdout.split()) and not (tmp_path / "reports").exists()
+    assert (
+        r.returncode == 0 and "1,000 respondents" in " ".join(r.stdout.split()) and not (tmp_path / "reports").exists()
+    )
     bad = tmp_path / "bad.toml"
     bad.write_text(scenario_text(size=1000).replace("[network]", "[netwrok]"))
     r = cli("check", bad)

@@ -48,21 +48,41 @@ class Command:
 
 
 COMMANDS = {
-    "compose": Command(("compose", "--eps", "0.5", "--compositions", "5", "--no-figure"), frozenset({"table.csv", "metadata.json"}),
-                       "ldpsim.report.compose.delta_table", "ldpsim.report.compose.write_json"),
-    "compose-mixed": Command(("compose", "--pairs", "1,0x3", "0.5,1e-6", "--no-figure"), frozenset({"table.csv", "metadata.json"}),
-                             "ldpsim.report.compose.mixed_eps_grid", "ldpsim.report.compose.write_json"),
-    "reproduce": Command(("reproduce", "kov-fig5", "--instances", "1"),
-                         frozenset({"data.csv", "priors.csv", "summary.csv", "kov-fig5.png", "metadata.json", "summary.md",
-                                    "report.html"}),
-                         "ldpsim.reproduce._study.solve", "ldpsim.reproduce._registry.write_json"),
-    "recommend": Command(("recommend", "--k", "5", "--eps", "1", "--n", "1e4", "--no-figure"),
-                         frozenset({"recommend.csv", "curves.csv", "crossings.csv", "summary.md"}),
-                         "ldpsim.utility.recommend.evaluate", "ldpsim.report.recommend.files",
-                         skip_work=lambda *a, **k: k.get("lp") is False),  # the first call only checks the arguments
-    "run": Command(("run", "s.toml", "--no-progress"), frozenset({"results.csv", "summary.md", "metadata.json", "scenario.toml"}),
-                   "ldpsim.runs._execute", force=False, scenario=True),
-}  # fmt: skip
+    "compose": Command(
+        ("compose", "--eps", "0.5", "--compositions", "5", "--no-figure"),
+        frozenset({"table.csv", "metadata.json"}),
+        "ldpsim.report.compose.delta_table",
+        "ldpsim.report.compose.write_json",
+    ),
+    "compose-mixed": Command(
+        ("compose", "--pairs", "1,0x3", "0.5,1e-6", "--no-figure"),
+        frozenset({"table.csv", "metadata.json"}),
+        "ldpsim.report.compose.mixed_eps_grid",
+        "ldpsim.report.compose.write_json",
+    ),
+    "reproduce": Command(
+        ("reproduce", "kov-fig5", "--instances", "1"),
+        frozenset(
+            {"data.csv", "priors.csv", "summary.csv", "kov-fig5.png", "metadata.json", "summary.md", "report.html"}
+        ),
+        "ldpsim.reproduce._study.solve",
+        "ldpsim.reproduce._registry.write_json",
+    ),
+    "recommend": Command(
+        ("recommend", "--k", "5", "--eps", "1", "--n", "1e4", "--no-figure"),
+        frozenset({"recommend.csv", "curves.csv", "crossings.csv", "summary.md"}),
+        "ldpsim.utility.recommend.evaluate",
+        "ldpsim.report.recommend.files",
+        skip_work=lambda *a, **k: k.get("lp") is False,
+    ),  # the first call only checks the arguments
+    "run": Command(
+        ("run", "s.toml", "--no-progress"),
+        frozenset({"results.csv", "summary.md", "metadata.json", "scenario.toml"}),
+        "ldpsim.runs._execute",
+        force=False,
+        scenario=True,
+    ),
+}
 WRITERS = sorted(COMMANDS)
 FOLDERS = sorted(c for c in COMMANDS if COMMANDS[c].force)  # made whole or not at all
 
@@ -172,7 +192,9 @@ def test_an_unwritable_default_folder_of_run_names_the_default_and_the_way_out(t
     must_not_run(monkeypatch, COMMANDS["run"].work)
     line = one_line(run_cli(*argv, cwd=tmp_path), 2)
     assert line.startswith("ldpsim: error: --out: got 'reports/"), line
-    assert line.endswith("(the default; choose another with --out), expected a folder we can write (Not a directory)"), line
+    assert line.endswith(
+        "(the default; choose another with --out), expected a folder we can write (Not a directory)"
+    ), line
     assert tree(tmp_path) == before
 
 
@@ -191,7 +213,9 @@ def test_a_non_empty_out_is_refused_without_force(name, tmp_path, monkeypatch):
     assert one_line(r, 2) == f"ldpsim: error: --out: got 'out', expected a new or empty folder ({hint})"
     assert tree(tmp_path) == before
     if not COMMANDS[name].force:
-        assert one_line(run_cli(*argv, "--out", "out", "--force", cwd=tmp_path), 2).endswith("unrecognized arguments: --force")
+        assert one_line(run_cli(*argv, "--out", "out", "--force", cwd=tmp_path), 2).endswith(
+            "unrecognized arguments: --force"
+        )
         return
     r = run_cli(*argv, "--out", "out", "--force", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -273,7 +297,9 @@ def test_a_full_disk_while_writing_is_one_line_and_leaves_nothing(name, tmp_path
 
     monkeypatch.setattr(COMMANDS[name].late, full)
     r = run_cli(*argv, "--out", "a/b", cwd=tmp_path)
-    assert one_line(r, 2) == "ldpsim: error: --out: cannot write in 'a/b' (No space left on device); nothing was written"
+    assert (
+        one_line(r, 2) == "ldpsim: error: --out: cannot write in 'a/b' (No space left on device); nothing was written"
+    )
     assert tree(tmp_path) == before
 
 
@@ -284,11 +310,17 @@ def test_ctrl_c_after_the_files_are_in_place_says_so(tmp_path, monkeypatch):
     assert {p.name for p in (tmp_path / "r").iterdir()} == COMMANDS["reproduce"].outputs
 
 
-@pytest.mark.parametrize("argv, target", [
-    (("audit", "randomized_response:k=4,eps=1", "--sequential", "--n", "100000", "--seed", "1"), "ldpsim.audit.audit_sequential"),
-    (("audit", "randomized_response:k=4,eps=1", "--n", "1000", "--seed", "1"), "ldpsim.audit.audit"),
-    (("demo", "--n", "1000", "--seed", "1"), "ldpsim.analyst.frequency_estimate"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv, target",
+    [
+        (
+            ("audit", "randomized_response:k=4,eps=1", "--sequential", "--n", "100000", "--seed", "1"),
+            "ldpsim.audit.audit_sequential",
+        ),
+        (("audit", "randomized_response:k=4,eps=1", "--n", "1000", "--seed", "1"), "ldpsim.audit.audit"),
+        (("demo", "--n", "1000", "--seed", "1"), "ldpsim.analyst.frequency_estimate"),
+    ],
+)
 def test_commands_that_write_nothing_write_nothing_and_ctrl_c_is_one_line(argv, target, tmp_path, monkeypatch):
     assert run_cli(*argv, cwd=tmp_path).returncode == 0
     assert list(tmp_path.iterdir()) == []  # no files at all
@@ -321,23 +353,32 @@ def test_ctrl_c_in_a_reproduction_with_workers_stops_them_at_once():
 
 
 # --------------------------------------------------------------------------- bad arguments
-@pytest.mark.parametrize("argv, needle", [
-    (("run", "s.toml", "--workers", "0"), "--workers: got 0"),
-    (("run",), "file: got nothing"),
-    (("run", "s.toml", "--out", "s.toml"), "--out: got 's.toml', expected a folder (it is a file)"),
-    (("demo", "--k", "1"), "--k: got 1"),
-    (("compose", "--eps", "-1", "--compositions", "3"), "--eps: got -1.0"),
-    (("compose", "--eps", "1", "--compositions", "0"), "--compositions: got 0"),
-    (("compose", "--eps", "1", "--compositions", "3", "--out", "s.toml"), "--out: got 's.toml', expected a folder (it is a file)"),
-    (("compose", "--pairs", "1,2"), "--pairs: got '1,2'"),
-    (("reproduce", "kov-fig5", "--instances", "0"), "--instances: got 0"),
-    (("reproduce", "kov-fig5", "--out", "s.toml"), "--out: got 's.toml', expected a folder (it is a file)"),
-    (("recommend", "--k", "1", "--eps", "1", "--n", "100"), "--k: got 1"),
-    (("recommend", "--k", "5", "--eps", "1", "--n", "100", "--out", "s.toml"), "--out: got 's.toml', expected a folder (it is a file)"),
-    (("audit", "randomized_response:k=3,eps=1", "--alpha", "2"), "alpha: got 2.0"),
-    (("audit", "randomized_response:k=3,eps=1", "--n", "x"), "invalid int value: 'x'"),
-    (("compose", "--eps", "1", "--compositions", "3", "--nonsense"), "unrecognized arguments: --nonsense"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (("run", "s.toml", "--workers", "0"), "--workers: got 0"),
+        (("run",), "file: got nothing"),
+        (("run", "s.toml", "--out", "s.toml"), "--out: got 's.toml', expected a folder (it is a file)"),
+        (("demo", "--k", "1"), "--k: got 1"),
+        (("compose", "--eps", "-1", "--compositions", "3"), "--eps: got -1.0"),
+        (("compose", "--eps", "1", "--compositions", "0"), "--compositions: got 0"),
+        (
+            ("compose", "--eps", "1", "--compositions", "3", "--out", "s.toml"),
+            "--out: got 's.toml', expected a folder (it is a file)",
+        ),
+        (("compose", "--pairs", "1,2"), "--pairs: got '1,2'"),
+        (("reproduce", "kov-fig5", "--instances", "0"), "--instances: got 0"),
+        (("reproduce", "kov-fig5", "--out", "s.toml"), "--out: got 's.toml', expected a folder (it is a file)"),
+        (("recommend", "--k", "1", "--eps", "1", "--n", "100"), "--k: got 1"),
+        (
+            ("recommend", "--k", "5", "--eps", "1", "--n", "100", "--out", "s.toml"),
+            "--out: got 's.toml', expected a folder (it is a file)",
+        ),
+        (("audit", "randomized_response:k=3,eps=1", "--alpha", "2"), "alpha: got 2.0"),
+        (("audit", "randomized_response:k=3,eps=1", "--n", "x"), "invalid int value: 'x'"),
+        (("compose", "--eps", "1", "--compositions", "3", "--nonsense"), "unrecognized arguments: --nonsense"),
+    ],
+)
 def test_bad_arguments_are_one_line_exit_2_and_write_nothing(argv, needle, tmp_path):
     (tmp_path / "s.toml").write_text(scenario_text(size=100))
     before = tree(tmp_path)
@@ -354,15 +395,24 @@ def test_a_real_ctrl_c_stops_run_and_its_two_workers_within_2_s(tmp_path):
     while both workers are in the middle of replications of about 5 s: the command ends
     within 2 s with one line saying how to resume, and no worker outlives it."""
     path = tmp_path / "slow.toml"
-    path.write_text(scenario_text(size=250_000, replications=6, checkpoints="{ every = 0.002 }",
-                                  arrivals='{ kind = "poisson", duration = 1.0 }',
-                                  latency='{ kind = "exponential", mean = 0.01 }'))  # fmt: skip
+    path.write_text(
+        scenario_text(
+            size=250_000,
+            replications=6,
+            checkpoints="{ every = 0.002 }",
+            arrivals='{ kind = "poisson", duration = 1.0 }',
+            latency='{ kind = "exponential", mean = 0.01 }',
+        )
+    )
     out = tmp_path / "cut"
     proc = subprocess.Popen(
         [sys.executable, "-m", "ldpsim", "run", str(path), "--out", str(out), "--workers", "2", "--no-progress"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # even if this process ignores Ctrl-C
-    )  # fmt: skip
+    )
     deadline = time.monotonic() + 60
     while proc.poll() is None and not (out / "metadata.json").exists() and time.monotonic() < deadline:
         time.sleep(0.01)

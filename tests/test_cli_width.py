@@ -69,7 +69,9 @@ def test_a_wide_frame_is_split_into_blocks_that_fit_with_every_cell():
 
 def test_a_table_that_fits_is_printed_as_pandas_prints_it():
     frame = pd.DataFrame({"category": ["a", "b"], "estimate": [0.25, 0.75]})
-    assert table(frame, float_format=lambda x: f"{x:.5f}") == frame.to_string(index=False, float_format=lambda x: f"{x:.5f}")
+    assert table(frame, float_format=lambda x: f"{x:.5f}") == frame.to_string(
+        index=False, float_format=lambda x: f"{x:.5f}"
+    )
 
 
 def test_keys_repeat_and_text_too_wide_for_any_block_is_shortened():
@@ -101,11 +103,18 @@ def test_run_prints_every_kind_of_scenario_within_the_width(tmp_path):
     (tmp_path / "mp.toml").write_text(MULTIPARTY)
     out = fits("run", "mp.toml", "--out", "mp", "--no-progress", cwd=tmp_path)
     assert "paired differences" in out and "completion delay (time units): mean" in out
-    (tmp_path / "tiers.toml").write_text(scenario_text(size=2000, mechanism='kind = "randomized_response"\n'
-                                                      "tiers = [{ eps = 0.5, share = 0.5 }, { eps = 2.0, share = 0.5 }]"))  # fmt: skip
+    (tmp_path / "tiers.toml").write_text(
+        scenario_text(
+            size=2000,
+            mechanism='kind = "randomized_response"\ntiers = [{ eps = 0.5, share = 0.5 }, { eps = 2.0, share = 0.5 }]',
+        )
+    )
     assert "privacy tiers" in fits("run", "tiers.toml", "--out", "tiers", "--no-progress", cwd=tmp_path)
-    (tmp_path / "nr.toml").write_text(scenario_text(size=2000, loss="{ by_answer = { a = 0.8 }, default = 0.1 }",
-                                                   checkpoints="{ every = 1.0 }\nreweight = true"))  # fmt: skip
+    (tmp_path / "nr.toml").write_text(
+        scenario_text(
+            size=2000, loss="{ by_answer = { a = 0.8 }, default = 0.1 }", checkpoints="{ every = 1.0 }\nreweight = true"
+        )
+    )
     assert "answer-dependent loss" in fits("run", "nr.toml", "--out", "nr", "--no-progress", cwd=tmp_path)
     # several questions, a mean, a cross-tabulation: the shipped ANES survey, at 3,000 respondents
     fits("scenarios", "copy", "anes96", "--to", "anes", cwd=tmp_path)
@@ -118,13 +127,17 @@ def test_run_prints_every_kind_of_scenario_within_the_width(tmp_path):
 
 def test_the_collection_table_is_split_and_every_value_of_summary_md_is_printed(tmp_path):
     shuffler = "[shuffler]\nbatch = 300\ncompare = true"
-    (tmp_path / "c.toml").write_text(collection_text(size=2000, periods=6, policies=PLAIN_MEMOISED_AND_BUDGET, shuffler=shuffler))
+    (tmp_path / "c.toml").write_text(
+        collection_text(size=2000, periods=6, policies=PLAIN_MEMOISED_AND_BUDGET, shuffler=shuffler)
+    )
     out = fits("run", "c.toml", "--out", "c", "--no-progress", cwd=tmp_path)
     assert "full table: c/summary.md" in out
     md = (tmp_path / "c" / "summary.md").read_text().splitlines()
     at = next(i for i, line in enumerate(md) if line.startswith("| arm |"))
     header = [c.strip() for c in md[at].strip("|").split("|")]
-    rows = [[c.strip() for c in line.strip("|").split("|")] for line in takewhile(lambda x: x.startswith("|"), md[at + 2 :])]
+    rows = [
+        [c.strip() for c in line.strip("|").split("|")] for line in takewhile(lambda x: x.startswith("|"), md[at + 2 :])
+    ]
     found = blocks(out, "arm", len(rows))
     assert len(found) >= 2  # 11 columns do not fit in 100
     assert [c for b in found for c in b[0][1:]] == header[1:]

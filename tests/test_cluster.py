@@ -72,8 +72,13 @@ def test_a_population_sharded_over_the_cluster_gives_the_bytes_of_a_sequential_r
     spread over the two workers) and merged: the files of the unsharded sequential run."""
     from ldpsim.sim import parse_scenario, run_scenario
 
-    text = scenario_text(size=6000, replications=2, arrivals='{ kind = "poisson", duration = 2.0 }',
-                         latency='{ kind = "exponential", mean = 0.5 }', loss=0.1)  # fmt: skip
+    text = scenario_text(
+        size=6000,
+        replications=2,
+        arrivals='{ kind = "poisson", duration = 2.0 }',
+        latency='{ kind = "exponential", mean = 0.5 }',
+        loss=0.1,
+    )
     sc = parse_scenario(text, "s.toml").with_overrides(batch_size=500)
     run_scenario(sc, out=tmp_path / "seq", progress=False)
     for shards in (2, 3, 7):
@@ -95,13 +100,16 @@ def test_resuming_on_the_cluster_finishes_with_the_same_bytes(tmp_path, local2):
     assert _files(tmp_path / "seq") == _files(tmp_path / "cut")
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("", "expected local:N"),
-    ("local", "expected local:N with N a number of workers"),
-    ("local:0", "expected local:N with N from 1 to 256"),
-    ("local:two", "expected local:N with N a number of workers"),
-    ("not an address", "expected local:N"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("", "expected local:N"),
+        ("local", "expected local:N with N a number of workers"),
+        ("local:0", "expected local:N with N from 1 to 256"),
+        ("local:two", "expected local:N with N a number of workers"),
+        ("not an address", "expected local:N"),
+    ],
+)
 def test_bad_specifications_are_one_line_naming_the_option(spec, message):
     with pytest.raises(LdpSimError, match=r"^--scheduler: got ") as info:
         cluster.parse(spec)
@@ -116,7 +124,13 @@ def test_addresses_are_accepted_as_written():
 
 def test_without_the_extra_the_option_names_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
-    with pytest.raises(LdpSimError, match=r'^--scheduler: Dask distributed is not installed, expected the optional extra: pip install "ldpsim\[distributed\]"$'):
+    with pytest.raises(
+        LdpSimError,
+        match=(
+            r"^--scheduler: Dask distributed is not installed, expected the optional extra: pip install "
+            r'"ldpsim\[distributed\]"$'
+        ),
+    ):
         cluster.check_installed()
 
 
@@ -156,8 +170,14 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path, shards):
 
         def go() -> None:
             try:
-                run_scenario(path, out=tmp_path / "dask", progress=False, executor=where.executor, workers=where.workers,
-                             shards=shards)  # fmt: skip
+                run_scenario(
+                    path,
+                    out=tmp_path / "dask",
+                    progress=False,
+                    executor=where.executor,
+                    workers=where.workers,
+                    shards=shards,
+                )
             except BaseException as exc:  # noqa: BLE001 - reported below
                 failures.append(exc)
 

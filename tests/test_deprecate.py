@@ -53,8 +53,10 @@ def test_renamed_keyword_warns_with_both_spellings_and_the_release():
 def test_the_warning_points_at_the_caller():
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        scaled(1.0, k=2); line = _line()  # noqa: E702  (the call and the line it is on)
-        Box(3).k; attr_line = _line()  # noqa: E702, B018
+        line = _line() + 1  # the line of the call below
+        scaled(1.0, k=2)
+        attr_line = _line() + 1
+        Box(3).k  # noqa: B018
     assert [(str(Path(r.filename).resolve()), r.lineno) for r in rec] == [(HERE, line), (HERE, attr_line)]
 
 
@@ -79,7 +81,9 @@ def test_new_spelling_and_positional_calls_do_not_warn():
     ids=["both-keywords", "positional-and-keyword", "classmethod"],
 )
 def test_both_spellings_is_an_error_naming_the_parameter(call):
-    with pytest.raises(LdpSimError, match=r"^compositions: got \{'compositions': \d, 'k': \d\}, expected one of compositions= and k="):
+    with pytest.raises(
+        LdpSimError, match=r"^compositions: got \{'compositions': \d, 'k': \d\}, expected one of compositions= and k="
+    ):
         call()
 
 
@@ -118,7 +122,10 @@ def test_calibrate_k_is_compositions(family):
     cls = getattr(noise, family)
     delta = 1e-5
     new = cls.calibrate(1.0, delta, 1.0, compositions=10)
-    with pytest.warns(DeprecationWarning, match=rf"^ldpsim: keyword k= of {family}\.calibrate is deprecated; use compositions= \(k= goes away in 0\.2\)$"):
+    with pytest.warns(
+        DeprecationWarning,
+        match=rf"^ldpsim: keyword k= of {family}\.calibrate is deprecated; use compositions= \(k= goes away in 0\.2\)$",
+    ):
         old = cls.calibrate(1.0, delta, 1.0, k=10)
     assert old == new and old.params == new.params
     assert cls.calibrate(1.0, delta, 1.0, 10) == new  # positional: unchanged, no warning
@@ -139,7 +146,10 @@ def test_protocol_k_is_parties():
 
     p = Protocol.universal(1.0, 0.0, parties=6)
     assert p.parties == 6 and repr(p) == "Protocol('universal', parties=6)"
-    with pytest.warns(DeprecationWarning, match=r"^ldpsim: attribute k of Protocol is deprecated; use parties \(k goes away in 0\.2\)$"):
+    with pytest.warns(
+        DeprecationWarning,
+        match=r"^ldpsim: attribute k of Protocol is deprecated; use parties \(k goes away in 0\.2\)$",
+    ):
         assert p.k == 6
 
 

@@ -16,7 +16,6 @@ import pytest
 from scipy import stats
 
 from ldpsim.errors import LdpSimError
-from ldpsim.stats import dkw  # half-width of the DKW band (closed form checked in tests/test_stats.py)
 from ldpsim.highdim import (
     NormPowerNoise,
     axis_direction,
@@ -24,6 +23,7 @@ from ldpsim.highdim import (
     gdp_distance,
     random_direction,
 )
+from ldpsim.stats import dkw  # half-width of the DKW band (closed form checked in tests/test_stats.py)
 from tests.stats_checks import FALSE_FAILURE, binomial_cells_ok
 
 INF = np.inf
@@ -274,7 +274,8 @@ def _sup_shift(d: float, r: float) -> float:
 
 def test_gaussian_mechanism_is_exactly_gdp():
     """Gaussian noise: L ~ N(mu^2/2, mu^2) under D and N(-mu^2/2, mu^2) under D', so the pair is
-    exactly mu-GDP. Budget FALSE_FAILURE: DKW on each sample (FALSE_FAILURE/4 each), sample mean and sd (FALSE_FAILURE/4 each)."""
+    exactly mu-GDP. Budget FALSE_FAILURE: DKW on each sample (FALSE_FAILURE/4 each), sample
+    mean and sd (FALSE_FAILURE/4 each)."""
     n, mu, m = 30, 1.3, 100000
     rng = np.random.default_rng(41)
     noise = NormPowerNoise(n, 2, 2)
@@ -392,9 +393,9 @@ def test_norm_laplace_contract(n, p):
             # hockey-stick divergence of Lap(0, 1/eps) vs Lap(1, 1/eps) at 30 digits
             with mpmath.workdps(30):
                 e, tt = mpmath.mpf(eps), mpmath.mpf(t)
-                f0 = lambda y: e / 2 * mpmath.exp(-e * abs(y))  # noqa: E731
-                f1 = lambda y: e / 2 * mpmath.exp(-e * abs(y - 1))  # noqa: E731
-                g = lambda y: max(f0(y) - mpmath.exp(tt) * f1(y), 0)  # noqa: E731
+                f0 = lambda y: e / 2 * mpmath.exp(-e * abs(y))
+                f1 = lambda y: e / 2 * mpmath.exp(-e * abs(y - 1))
+                g = lambda y: max(f0(y) - mpmath.exp(tt) * f1(y), 0)
                 # the integrand is positive left of y* = (1 - t/eps)/2, where the loss crosses t
                 ref = mpmath.quad(g, [-mpmath.inf, 0, (1 - tt / e) / 2])
             assert m.delta(t) == pytest.approx(float(ref), rel=1e-12)

@@ -102,5 +102,8 @@ def test_a_name_shared_with_a_submodule_stays_the_function():
 
 
 def test_submodules_stay_reachable_as_attributes():
-    code = "import ldpsim, types; print(isinstance(ldpsim.mechanisms.noise, types.ModuleType), ldpsim.errors.LdpSimError.__name__)"
+    code = (
+        "import ldpsim, types; print(isinstance(ldpsim.mechanisms.noise, types.ModuleType), "
+        "ldpsim.errors.LdpSimError.__name__)"
+    )
     assert _python("-c", code).stdout.split() == ["True", "LdpSimError"]

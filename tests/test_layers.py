@@ -113,7 +113,9 @@ def resolve(node: ast.ImportFrom | ast.Import, module: tuple[str, ...], is_packa
     return [base + (alias.name,) for alias in node.names]
 
 
-def edges_of_source(source: str, file: str, module: tuple[str, ...], is_package: bool, unit: str, units: set[str]) -> list[Edge]:
+def edges_of_source(
+    source: str, file: str, module: tuple[str, ...], is_package: bool, unit: str, units: set[str]
+) -> list[Edge]:
     """Edges from one module's source text to other units of ``ldpsim``."""
     out = []
     for node in ast.walk(ast.parse(source, filename=file)):
@@ -141,8 +143,12 @@ def collect_edges(package: Path = PACKAGE) -> list[Edge]:
     for path in sorted(package.rglob("*.py")):
         rel = path.relative_to(root).as_posix()
         edges += edges_of_source(
-            path.read_text(encoding="utf-8"), rel, module_name(path, root), path.name == "__init__.py",
-            unit_of_file(path, package), units,
+            path.read_text(encoding="utf-8"),
+            rel,
+            module_name(path, root),
+            path.name == "__init__.py",
+            unit_of_file(path, package),
+            units,
         )
     return edges
 
@@ -221,8 +227,9 @@ def _imports_with_context(tree: ast.AST) -> list[tuple[ast.Import | ast.ImportFr
     return out
 
 
-def module_edges_of_source(source: str, file: str, module: tuple[str, ...], is_package: bool,
-                           modules: set[str]) -> list[tuple[Edge, bool]]:  # fmt: skip
+def module_edges_of_source(
+    source: str, file: str, module: tuple[str, ...], is_package: bool, modules: set[str]
+) -> list[tuple[Edge, bool]]:
     """Edges from one module to the other modules of ``ldpsim`` its import statements name
     (the longest dotted prefix of each imported path that is a module), each with whether
     the statement is deferred (inside a function)."""
@@ -245,8 +252,13 @@ def collect_module_edges(package: Path = PACKAGE) -> list[tuple[Edge, bool]]:
     modules = modules_on_disk(package)
     edges: list[tuple[Edge, bool]] = []
     for name, path in modules.items():
-        edges += module_edges_of_source(path.read_text(encoding="utf-8"), path.relative_to(root).as_posix(),
-                                        tuple(name.split(".")), path.name == "__init__.py", set(modules))  # fmt: skip
+        edges += module_edges_of_source(
+            path.read_text(encoding="utf-8"),
+            path.relative_to(root).as_posix(),
+            tuple(name.split(".")),
+            path.name == "__init__.py",
+            set(modules),
+        )
     return edges
 
 
@@ -268,11 +280,37 @@ def module_cycles(edges: list[tuple[Edge, bool]], allowed: dict[tuple[str, str],
 NO_FILES_IMPORTS = ("matplotlib", "jinja2", "shutil", "tempfile", "ldpsim._files", "ldpsim._meta", "ldpsim.report")
 
 #: Calls that write, make or remove files, by the name called (``f(...)`` or ``x.f(...)``).
-WRITING_CALLS = frozenset({
-    "write", "writelines", "write_text", "write_bytes", "dump", "to_csv", "to_json", "to_parquet", "to_pickle",
-    "to_excel", "to_hdf", "to_feather", "savefig", "imsave", "save", "savez", "savez_compressed", "savetxt",
-    "tofile", "mkdir", "makedirs", "touch", "unlink", "rmdir", "rmtree", "symlink_to", "hardlink_to",
-})  # fmt: skip
+WRITING_CALLS = frozenset(
+    {
+        "write",
+        "writelines",
+        "write_text",
+        "write_bytes",
+        "dump",
+        "to_csv",
+        "to_json",
+        "to_parquet",
+        "to_pickle",
+        "to_excel",
+        "to_hdf",
+        "to_feather",
+        "savefig",
+        "imsave",
+        "save",
+        "savez",
+        "savez_compressed",
+        "savetxt",
+        "tofile",
+        "mkdir",
+        "makedirs",
+        "touch",
+        "unlink",
+        "rmdir",
+        "rmtree",
+        "symlink_to",
+        "hardlink_to",
+    }
+)
 
 #: Modules whose ``open(file, mode)`` takes the mode second (``Path.open(mode)`` takes it first).
 _OPEN_FILE_FIRST = {"io", "gzip", "bz2", "lzma", "codecs", "builtins"}
@@ -320,11 +358,17 @@ def privacy_file_problems(package: Path = PACKAGE) -> list[str]:
     for path in sorted((package / "privacy").rglob("*.py")):
         rel = path.relative_to(root).as_posix()
         source = path.read_text(encoding="utf-8")
-        found = [(line, mod) for line, mod in imported_modules(source, rel, module_name(path, root), path.name == "__init__.py")
-                 if any(mod == bad or mod.startswith(bad + ".") for bad in NO_FILES_IMPORTS)]  # fmt: skip
+        found = [
+            (line, mod)
+            for line, mod in imported_modules(source, rel, module_name(path, root), path.name == "__init__.py")
+            if any(mod == bad or mod.startswith(bad + ".") for bad in NO_FILES_IMPORTS)
+        ]
         # ``from M import a`` names M and M.a: the statement once, by M
-        problems += [f"{rel}:{line}: imports {mod}" for line, mod in found
-                     if not any(other != mod and mod.startswith(other + ".") and at == line for at, other in found)]  # fmt: skip
+        problems += [
+            f"{rel}:{line}: imports {mod}"
+            for line, mod in found
+            if not any(other != mod and mod.startswith(other + ".") and at == line for at, other in found)
+        ]
         problems += [f"{rel}:{line}: calls {what}" for line, what in file_writes(source, rel)]
     return problems
 
@@ -358,7 +402,9 @@ def test_no_import_runs_upward(table, edges):
 
 def test_no_import_cycle_between_units(edges, module_edges):
     # the statements DEFERRED_CYCLE_BREAKERS lists are left out here too
-    listed = {(e.file, e.line) for e, deferred in module_edges if deferred and (e.source, e.target) in DEFERRED_CYCLE_BREAKERS}
+    listed = {
+        (e.file, e.line) for e, deferred in module_edges if deferred and (e.source, e.target) in DEFERRED_CYCLE_BREAKERS
+    }
     edges = [e for e in edges if (e.file, e.line) not in listed]
     found = cycles(edges)
     lines = []
@@ -377,11 +423,15 @@ def test_no_import_cycle_between_modules(module_edges):
     found = module_cycles(module_edges, DEFERRED_CYCLE_BREAKERS)
     lines = []
     for comp in found:
-        inside = [f"{e}{' (deferred)' if deferred else ''}" for e, deferred in module_edges
-                  if e.source in comp and e.target in comp]  # fmt: skip
+        inside = [
+            f"{e}{' (deferred)' if deferred else ''}"
+            for e, deferred in module_edges
+            if e.source in comp and e.target in comp
+        ]
         lines.append(f"cycle among {', '.join(comp)}:\n  " + "\n  ".join(inside))
-    assert not found, ("modules import each other back (move what both need to a module of its own):\n"
-                       + "\n".join(lines))  # fmt: skip
+    assert not found, "modules import each other back (move what both need to a module of its own):\n" + "\n".join(
+        lines
+    )
 
 
 def test_every_listed_cycle_breaker_is_a_deferred_import_still_needed(module_edges):
@@ -390,25 +440,30 @@ def test_every_listed_cycle_breaker_is_a_deferred_import_still_needed(module_edg
         assert reason.strip(), f"{pair}: give the reason"
         assert pair in deferred, f"{pair}: no such deferred import any more; remove it from DEFERRED_CYCLE_BREAKERS"
         rest = {k: v for k, v in DEFERRED_CYCLE_BREAKERS.items() if k != pair}
-        assert module_cycles(module_edges, rest), f"{pair}: breaks no cycle; import it at the top, and remove it from the list"
+        assert module_cycles(module_edges, rest), (
+            f"{pair}: breaks no cycle; import it at the top, and remove it from the list"
+        )
 
 
 def test_privacy_writes_no_files_and_draws_nothing():
     assert len(list((PACKAGE / "privacy").glob("*.py"))) >= 7  # the package itself, not an empty glob
     problems = privacy_file_problems()
-    assert not problems, ("privacy writes no files and draws nothing (docs/design.md); move these to report/:\n"
-                          + "\n".join(problems))  # fmt: skip
+    assert not problems, (
+        "privacy writes no files and draws nothing (docs/design.md); move these to report/:\n" + "\n".join(problems)
+    )
 
 
 # --------------------------------------------------------------------------- the checker itself
 def test_table_parser_reads_rows_with_an_integer_first_cell():
-    text = "\n".join([
-        "| layer | units | owns |",
-        "|---|---|---|",
-        "| 0 | `errors`, `_rng` | foundation, see `x` |",
-        "| two | `ignored` | not a layer row |",
-        "| 11 | `cli`, `__init__` | front |",
-    ])
+    text = "\n".join(
+        [
+            "| layer | units | owns |",
+            "|---|---|---|",
+            "| 0 | `errors`, `_rng` | foundation, see `x` |",
+            "| two | `ignored` | not a layer row |",
+            "| 11 | `cli`, `__init__` | front |",
+        ]
+    )
     assert parse_layer_table(text) == {"errors": 0, "_rng": 0, "cli": 11, "__init__": 11}
     with pytest.raises(AssertionError, match="listed in layers"):
         parse_layer_table("| 1 | `a` | x |\n| 2 | `a` | y |")
@@ -421,26 +476,41 @@ def test_the_design_table_lists_the_target_layers(table):
 
 
 def test_resolution_of_absolute_relative_and_nested_imports():
-    src = "\n".join([
-        "import numpy",
-        "import ldpsim.privacy.pld as pld",
-        "from ldpsim import _validate as v, FiniteMechanism",
-        "from . import finite",
-        "from ..utility.optimal import lp",
-        "def f():",
-        "    from ldpsim.sim import engine",
-        "    if True:",
-        "        import ldpsim",
-        "from .base import Mechanism",
-    ])
+    src = "\n".join(
+        [
+            "import numpy",
+            "import ldpsim.privacy.pld as pld",
+            "from ldpsim import _validate as v, FiniteMechanism",
+            "from . import finite",
+            "from ..utility.optimal import lp",
+            "def f():",
+            "    from ldpsim.sim import engine",
+            "    if True:",
+            "        import ldpsim",
+            "from .base import Mechanism",
+        ]
+    )
     units = {"privacy", "_validate", "mechanisms", "utility", "sim"}
-    got = edges_of_source(src, "ldpsim/mechanisms/noise.py", ("ldpsim", "mechanisms", "noise"), False, "mechanisms", units)
+    got = edges_of_source(
+        src, "ldpsim/mechanisms/noise.py", ("ldpsim", "mechanisms", "noise"), False, "mechanisms", units
+    )
     assert [(e.target, e.line) for e in got] == [
-        ("privacy", 2), ("_validate", 3), ("__init__", 3), ("utility", 5), ("sim", 7), ("__init__", 9),
+        ("privacy", 2),
+        ("_validate", 3),
+        ("__init__", 3),
+        ("utility", 5),
+        ("sim", 7),
+        ("__init__", 9),
     ]
     # in a package's __init__ a single dot is the package itself
-    got = edges_of_source("from .optimal import x\nfrom .. import errors", "ldpsim/utility/__init__.py",
-                          ("ldpsim", "utility"), True, "utility", {"utility", "errors"})
+    got = edges_of_source(
+        "from .optimal import x\nfrom .. import errors",
+        "ldpsim/utility/__init__.py",
+        ("ldpsim", "utility"),
+        True,
+        "utility",
+        {"utility", "errors"},
+    )
     assert [(e.source, e.target) for e in got] == [("utility", "errors")]
 
 
@@ -462,24 +532,27 @@ def test_cycle_finder():
 
 def test_the_file_rule_sees_what_compose_report_did_in_privacy():
     # the imports and calls of the old ldpsim/privacy/compose_report.py and plot.py
-    src = "\n".join([
-        "from matplotlib.figure import Figure",
-        "from .._files import OutputFolder",
-        "from .._meta import write_json",
-        "def run(table, fig, folder, path):",
-        "    table.to_csv(folder / 'table.csv', index=False)",
-        "    fig.savefig(path, dpi=110)",
-        "    import ldpsim.report.figures",
-        "    with open(path, 'w') as f, open(path) as g, path.open('rb') as h, path.open(mode) as i:",
-        "        pass",
-        "    from ldpsim.report import regions",
-    ])
+    src = "\n".join(
+        [
+            "from matplotlib.figure import Figure",
+            "from .._files import OutputFolder",
+            "from .._meta import write_json",
+            "def run(table, fig, folder, path):",
+            "    table.to_csv(folder / 'table.csv', index=False)",
+            "    fig.savefig(path, dpi=110)",
+            "    import ldpsim.report.figures",
+            "    with open(path, 'w') as f, open(path) as g, path.open('rb') as h, path.open(mode) as i:",
+            "        pass",
+            "    from ldpsim.report import regions",
+        ]
+    )
     mods = imported_modules(src, "ldpsim/privacy/x.py", ("ldpsim", "privacy", "x"), False)
     bad = [(line, m) for line, m in mods if any(m == b or m.startswith(b + ".") for b in NO_FILES_IMPORTS)]
     assert [line for line, _ in bad] == [1, 1, 2, 2, 3, 3, 7, 10, 10]
     assert file_writes(src, "x.py") == [(5, "to_csv(...)"), (6, "savefig(...)"), (8, "open(...)"), (8, "open(...)")]
     assert file_writes("open(p)\nopen(p, 'rb')\nopen(p, mode='r')\nio.open(p, 'r')\nos.open(p, 0)", "x.py") == [
-        (5, "open(...)")]
+        (5, "open(...)")
+    ]
 
 
 def test_the_file_rule_fails_on_the_old_layout(tmp_path):
@@ -487,8 +560,8 @@ def test_the_file_rule_fails_on_the_old_layout(tmp_path):
     (package / "privacy").mkdir(parents=True)
     (package / "privacy" / "__init__.py").write_text("")
     (package / "privacy" / "compose_report.py").write_text(
-        "from .._files import OutputFolder\nfrom .plot import plot_regions\n"
-        "def f(fig, p):\n    fig.savefig(p)\n")
+        "from .._files import OutputFolder\nfrom .plot import plot_regions\ndef f(fig, p):\n    fig.savefig(p)\n"
+    )
     (package / "privacy" / "plot.py").write_text("from matplotlib.figure import Figure\n")
     assert privacy_file_problems(package) == [
         "ldpsim/privacy/compose_report.py:1: imports ldpsim._files",
@@ -498,22 +571,35 @@ def test_the_file_rule_fails_on_the_old_layout(tmp_path):
 
 
 def test_module_edges_name_modules_and_see_deferred_imports():
-    modules = {"ldpsim", "ldpsim.analyst", "ldpsim.sim.scenario", "ldpsim.sim.scenario.survey",
-               "ldpsim.sim.scenario.common", "ldpsim.sim.scenario.questions", "ldpsim.errors"}  # fmt: skip
-    src = "\n".join([
-        "from ldpsim.errors import LdpSimError",
-        "from ldpsim.sim.scenario import common, load_scenario",
-        "from .survey import ScenarioSpec",
-        "def f():",
-        "    from ldpsim.analyst import bucket",
-        "    import ldpsim.sim.scenario.survey",
-        "from ldpsim import LdpSimError",
-        "import numpy",
-    ])
+    modules = {
+        "ldpsim",
+        "ldpsim.analyst",
+        "ldpsim.sim.scenario",
+        "ldpsim.sim.scenario.survey",
+        "ldpsim.sim.scenario.common",
+        "ldpsim.sim.scenario.questions",
+        "ldpsim.errors",
+    }
+    src = "\n".join(
+        [
+            "from ldpsim.errors import LdpSimError",
+            "from ldpsim.sim.scenario import common, load_scenario",
+            "from .survey import ScenarioSpec",
+            "def f():",
+            "    from ldpsim.analyst import bucket",
+            "    import ldpsim.sim.scenario.survey",
+            "from ldpsim import LdpSimError",
+            "import numpy",
+        ]
+    )
     got = module_edges_of_source(src, "q.py", ("ldpsim", "sim", "scenario", "questions"), False, modules)
     assert [(e.target, e.line, d) for e, d in got] == [
-        ("ldpsim.errors", 1, False), ("ldpsim.sim.scenario.common", 2, False), ("ldpsim.sim.scenario", 2, False),
-        ("ldpsim.sim.scenario.survey", 3, False), ("ldpsim.analyst", 5, True), ("ldpsim.sim.scenario.survey", 6, True),
+        ("ldpsim.errors", 1, False),
+        ("ldpsim.sim.scenario.common", 2, False),
+        ("ldpsim.sim.scenario", 2, False),
+        ("ldpsim.sim.scenario.survey", 3, False),
+        ("ldpsim.analyst", 5, True),
+        ("ldpsim.sim.scenario.survey", 6, True),
         ("ldpsim", 7, False),
     ]
 
@@ -526,11 +612,15 @@ def test_the_module_cycle_check_finds_the_old_survey_questions_circle(tmp_path):
     (scenario / "__init__.py").write_text("from ldpsim.sim.scenario.survey import Scenario, parse_survey\n")
     (scenario / "common.py").write_text("")
     # as they were: questions imported survey's specs, survey imported questions inside functions
-    (scenario / "questions.py").write_text("from ldpsim.sim.scenario.common import Model\n"
-                                           "from ldpsim.sim.scenario.survey import ScenarioSpec, _build_mechanism\n")
-    (scenario / "survey.py").write_text("from ldpsim.sim.scenario.common import Model\n"
-                                        "def parse_survey():\n"
-                                        "    from ldpsim.sim.scenario.questions import QuestionsScenarioSpec\n")
+    (scenario / "questions.py").write_text(
+        "from ldpsim.sim.scenario.common import Model\n"
+        "from ldpsim.sim.scenario.survey import ScenarioSpec, _build_mechanism\n"
+    )
+    (scenario / "survey.py").write_text(
+        "from ldpsim.sim.scenario.common import Model\n"
+        "def parse_survey():\n"
+        "    from ldpsim.sim.scenario.questions import QuestionsScenarioSpec\n"
+    )
     edges = collect_module_edges(tmp_path / "ldpsim")
     assert module_cycles(edges, {}) == [["ldpsim.sim.scenario.questions", "ldpsim.sim.scenario.survey"]]
     # a listed deferred import breaks it; a top-level one cannot be listed away

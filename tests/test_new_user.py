@@ -131,7 +131,11 @@ def _small_run(tmp_path: Path, cli, name: str = "done", replications: int = 2) -
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
-    return {str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.read_bytes())
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_resume_of_a_finished_run_says_already_complete_and_rewrites_nothing(tmp_path, cli):
@@ -139,8 +143,10 @@ def test_resume_of_a_finished_run_says_already_complete_and_rewrites_nothing(tmp
     before = _snapshot(out)
     r = cli("run", "--resume", out, cwd=tmp_path)
     assert r.returncode == 0 and r.stderr == "", r.stderr
-    assert " ".join(r.stdout.split()) == (f"{out}: already complete (2 replications); nothing to resume; its report is "
-                                          f"{out / 'summary.md'} (ldpsim report {out} rebuilds it)")  # fmt: skip
+    assert " ".join(r.stdout.split()) == (
+        f"{out}: already complete (2 replications); nothing to resume; its report is "
+        f"{out / 'summary.md'} (ldpsim report {out} rebuilds it)"
+    )
     assert max(map(len, r.stdout.splitlines())) <= 100  # one line, wrapped within 100 columns
     assert _snapshot(out) == before  # no report redone, no resume recorded in metadata.json
     rebuilt = cli("report", out, cwd=tmp_path)  # the way the line points to
@@ -213,8 +219,17 @@ def test_no_progress_bar_is_left_on_the_terminal_at_the_end(tmp_path, cli, termi
     path = tmp_path / "small.toml"
     path.write_text(scenario_text(size=500, replications=3))
     if command == "sweep":
-        argv = ("sweep", path, "--grid", "mechanism.eps=[0.5, 1]", "--replications", "1", "--out", tmp_path / "out",
-                "--no-point-reports")  # fmt: skip
+        argv = (
+            "sweep",
+            path,
+            "--grid",
+            "mechanism.eps=[0.5, 1]",
+            "--replications",
+            "1",
+            "--out",
+            tmp_path / "out",
+            "--no-point-reports",
+        )
     elif command == "run":
         argv = ("run", path, "--out", tmp_path / "out")
     else:  # a run interrupted after one replication, resumed on a terminal
@@ -244,7 +259,9 @@ def _tree(root: Path) -> list[str]:
 def test_scenarios_copy_into_a_missing_folder_creates_it(tmp_path, cli):
     r = cli("scenarios", "copy", "anes96", "--to", Path("new") / "deep", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert (tmp_path / "new" / "deep" / "anes96.toml").is_file() and (tmp_path / "new" / "deep" / "data" / "anes96.csv").is_file()
+    assert (tmp_path / "new" / "deep" / "anes96.toml").is_file() and (
+        tmp_path / "new" / "deep" / "data" / "anes96.csv"
+    ).is_file()
 
 
 def test_scenarios_copy_under_a_file_is_one_line_and_exit_2(tmp_path, cli):
@@ -260,7 +277,7 @@ def _refuse_writes_under(ro: Path, monkeypatch) -> None:  # type: ignore[no-unty
     """Make ``ro`` read-only: by its mode where permissions are enforced, and for root (who
     bypasses them) by a file system that refuses to make anything under it."""
     ro.mkdir(mode=0o500)
-    real_mkdir, real_open = Path.mkdir, os.open
+    real_mkdir = Path.mkdir
 
     def refused(path: object) -> bool:
         p = Path(os.fspath(path)).resolve()  # type: ignore[arg-type]
@@ -310,5 +327,7 @@ def test_scenarios_copy_that_fails_while_writing_leaves_nothing_it_made(tmp_path
 
     monkeypatch.setattr(_shipped, "write_bytes", full_disk)
     r = cli("scenarios", "copy", "anes96", "--to", Path("new") / "copy", cwd=tmp_path)
-    assert _one_line(r) == "ldpsim: error: --to: got 'new/copy', expected a folder we can write (No space left on device)"
+    assert (
+        _one_line(r) == "ldpsim: error: --to: got 'new/copy', expected a folder we can write (No space left on device)"
+    )
     assert len(calls) == 2 and _tree(tmp_path) == []

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ldpsim.analyst import confidence_intervals, frequency_estimate
+from ldpsim.analyst import confidence_intervals
 from ldpsim.mechanisms import randomized_response
 from ldpsim.sim import parse_scenario, run_replication
 from tests.sim.helpers import SCENARIOS
@@ -39,7 +39,8 @@ def _oracle_comparison(size: int, replications: int = 1) -> str:
     text = (SCENARIOS / "oracle_comparison.toml").read_text()
     assert "size = 200_000" in text and "seed = 20261202" in text
     return text.replace("size = 200_000", f"size = {size}").replace(
-        "seed = 20261202", f"seed = 20261202\nreplications = {replications}")
+        "seed = 20261202", f"seed = 20261202\nreplications = {replications}"
+    )
 
 
 # ----------------------------------------------------------------------------- item 14
@@ -56,8 +57,10 @@ def test_oracle_comparison_lists_each_oracles_own_20_largest_estimates(tmp_path,
     end = results[(results["quantity"] == "frequency") & (results["reason"] == "end") & (results["replication"] == 0)]
     tasks = list(dict.fromkeys(end["task"]))
     assert len(tasks) == 5
-    top = {t: set(g.sort_values("estimate", ascending=False, kind="stable")["category"].head(20))
-           for t, g in end.groupby("task")}  # fmt: skip
+    top = {
+        t: set(g.sort_values("estimate", ascending=False, kind="stable")["category"].head(20))
+        for t, g in end.groupby("task")
+    }
     printed: dict[str, list[str]] = {}
     for line in r.stdout.splitlines():
         m = re.match(r"\s*(frequency@\w+)\s+(answer \d+)\s", line)
@@ -138,11 +141,17 @@ def _rows_with_intervals(text: str, reps: int = 20) -> pd.DataFrame:
     return rows[rows["ci_low"].notna() & rows["estimate"].notna()]
 
 
-@pytest.mark.parametrize("text, quantities", [
-    (_single('tiers = [{ eps = 0.5, share = 0.3 }, { eps = 2.0, share = 0.7 }]'), {"frequency", "naive_frequency"}),
-    (_single(network='[network]\nloss = { by_answer = { e = 0.5 }, default = 0.1 }', analyst="reweight = true"),
-     {"reweighted"}),
-], ids=["tiers", "reweighted"])  # fmt: skip
+@pytest.mark.parametrize(
+    "text, quantities",
+    [
+        (_single("tiers = [{ eps = 0.5, share = 0.3 }, { eps = 2.0, share = 0.7 }]"), {"frequency", "naive_frequency"}),
+        (
+            _single(network="[network]\nloss = { by_answer = { e = 0.5 }, default = 0.1 }", analyst="reweight = true"),
+            {"reweighted"},
+        ),
+    ],
+    ids=["tiers", "reweighted"],
+)
 def test_unbiased_estimates_of_tiers_and_reweighting_lie_in_their_intervals(text, quantities):
     """Privacy tiers (combined and naive estimates) and answer-dependent loss (the
     reweighted estimate): unbiased estimates, some negative, each inside its interval."""
@@ -171,23 +180,77 @@ def test_estimators_on_the_simplex_get_the_unbiased_interval_clipped_to_0_1(esti
 #: code -> label, as the codebook gives them (faraway's nes96 levels, in order; the ANES
 #: seven-category summary of education: 5 is a junior or community college degree, 6 a BA
 #: level degree, 7 an advanced degree). PID and vote are coded from 0, the others from 1.
-LEFT_RIGHT = ["Extremely liberal", "Liberal", "Slightly liberal", "Moderate", "Slightly conservative", "Conservative",
-              "Extremely conservative"]  # fmt: skip
+LEFT_RIGHT = [
+    "Extremely liberal",
+    "Liberal",
+    "Slightly liberal",
+    "Moderate",
+    "Slightly conservative",
+    "Conservative",
+    "Extremely conservative",
+]
 CODEBOOK = {
-    "party_id": dict(enumerate(["Strong Democrat", "Weak Democrat", "Independent-Democrat", "Independent-Independent",
-                                "Independent-Republican", "Weak Republican", "Strong Republican"])),  # fmt: skip
+    "party_id": dict(
+        enumerate(
+            [
+                "Strong Democrat",
+                "Weak Democrat",
+                "Independent-Democrat",
+                "Independent-Independent",
+                "Independent-Republican",
+                "Weak Republican",
+                "Strong Republican",
+            ]
+        )
+    ),
     "self_lr": dict(enumerate(LEFT_RIGHT, start=1)),
     "clinton_lr": dict(enumerate(LEFT_RIGHT, start=1)),
     "dole_lr": dict(enumerate(LEFT_RIGHT, start=1)),
-    "education": dict(enumerate(["8 grades or less", "Some high school", "High school graduate", "Some college",
-                                 "Associate degree", "Bachelor's degree", "Advanced degree"], start=1)),  # fmt: skip
-    "income": dict(enumerate(["None or less than $2,999", "$3,000-$4,999", "$5,000-$6,999", "$7,000-$8,999",
-                              "$9,000-$9,999", "$10,000-$10,999", "$11,000-$11,999", "$12,000-$12,999",
-                              "$13,000-$13,999", "$14,000-$14,999", "$15,000-$16,999", "$17,000-$19,999",
-                              "$20,000-$21,999", "$22,000-$24,999", "$25,000-$29,999", "$30,000-$34,999",
-                              "$35,000-$39,999", "$40,000-$44,999", "$45,000-$49,999", "$50,000-$59,999",
-                              "$60,000-$74,999", "$75,000-$89,999", "$90,000-$104,999", "$105,000 and over"],
-                             start=1)),  # fmt: skip
+    "education": dict(
+        enumerate(
+            [
+                "8 grades or less",
+                "Some high school",
+                "High school graduate",
+                "Some college",
+                "Associate degree",
+                "Bachelor's degree",
+                "Advanced degree",
+            ],
+            start=1,
+        )
+    ),
+    "income": dict(
+        enumerate(
+            [
+                "None or less than $2,999",
+                "$3,000-$4,999",
+                "$5,000-$6,999",
+                "$7,000-$8,999",
+                "$9,000-$9,999",
+                "$10,000-$10,999",
+                "$11,000-$11,999",
+                "$12,000-$12,999",
+                "$13,000-$13,999",
+                "$14,000-$14,999",
+                "$15,000-$16,999",
+                "$17,000-$19,999",
+                "$20,000-$21,999",
+                "$22,000-$24,999",
+                "$25,000-$29,999",
+                "$30,000-$34,999",
+                "$35,000-$39,999",
+                "$40,000-$44,999",
+                "$45,000-$49,999",
+                "$50,000-$59,999",
+                "$60,000-$74,999",
+                "$75,000-$89,999",
+                "$90,000-$104,999",
+                "$105,000 and over",
+            ],
+            start=1,
+        )
+    ),
     "vote": dict(enumerate(["Clinton", "Dole"])),
 }
 #: respondents per code in statsmodels' anes96.csv (PID, selfLR, ClinLR, DoleLR, educ, income, vote)
@@ -197,8 +260,32 @@ SOURCE_COUNTS = {
     "clinton_lr": {1: 109, 2: 317, 3: 236, 4: 160, 5: 67, 6: 36, 7: 19},
     "dole_lr": {1: 13, 2: 31, 3: 43, 4: 87, 5: 195, 6: 460, 7: 115},
     "education": {1: 13, 2: 52, 3: 248, 4: 187, 5: 90, 6: 227, 7: 127},
-    "income": {1: 19, 2: 12, 3: 17, 4: 19, 5: 18, 6: 13, 7: 11, 8: 17, 9: 10, 10: 15, 11: 23, 12: 35, 13: 26,
-               14: 39, 15: 68, 16: 70, 17: 62, 18: 48, 19: 51, 20: 100, 21: 103, 22: 53, 23: 47, 24: 68},
+    "income": {
+        1: 19,
+        2: 12,
+        3: 17,
+        4: 19,
+        5: 18,
+        6: 13,
+        7: 11,
+        8: 17,
+        9: 10,
+        10: 15,
+        11: 23,
+        12: 35,
+        13: 26,
+        14: 39,
+        15: 68,
+        16: 70,
+        17: 62,
+        18: 48,
+        19: 51,
+        20: 100,
+        21: 103,
+        22: 53,
+        23: 47,
+        24: 68,
+    },
     "vote": {0: 551, 1: 393},
 }
 
@@ -220,8 +307,13 @@ def test_anes_labels_are_the_codebooks_labels_of_the_source_codes(column):
 
 def test_the_converter_scenarios_and_readme_name_the_education_levels_as_the_codebook():
     tree = ast.parse((SCENARIOS / "data" / "convert_anes96.py").read_text())
-    lists = {t.id: ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
-             for t in node.targets if isinstance(t, ast.Name) and isinstance(node.value, ast.List)}  # fmt: skip
+    lists = {
+        t.id: ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Name) and isinstance(node.value, ast.List)
+    }
     levels = list(CODEBOOK["education"].values())
     assert lists["EDUCATION"] == levels
     for name in ("anes96.toml", "anes96_crosstab.toml"):

@@ -55,7 +55,9 @@ def test_the_build_requirement_and_the_dev_extra_agree():
     """The licence expression needs setuptools>=77; the dev extra installs it so this file's
     build runs without isolation."""
     assert PYPROJECT["build-system"]["requires"] == ["setuptools>=77.0.1"]
-    assert "setuptools>=77.0.1" in [d.split("#")[0].strip() for d in PYPROJECT["project"]["optional-dependencies"]["dev"]]
+    assert "setuptools>=77.0.1" in [
+        d.split("#")[0].strip() for d in PYPROJECT["project"]["optional-dependencies"]["dev"]
+    ]
 
 
 def _name(requirement: str) -> str:
@@ -81,7 +83,9 @@ def test_the_minimum_versions_ci_installs_are_the_declared_lower_bounds():
         req = Requirement(text.split("#")[0].strip())
         lower = [Version(s.version) for s in req.specifier if s.operator == ">="]
         assert len(lower) == 1, f"{text}: one lower bound expected"
-        assert pins.get(_name(req.name)) == lower[0], f"{req.name}: declared >= {lower[0]}, pinned {pins.get(_name(req.name))}"
+        assert pins.get(_name(req.name)) == lower[0], (
+            f"{req.name}: declared >= {lower[0]}, pinned {pins.get(_name(req.name))}"
+        )
         assert str(lower[0]).count(".") == 2, f"{text}: the bound as a full version (x.y.z), as published"
     assert pins["distributed"] == pins["dask"]  # dask[distributed] at its own version
     assert set(pins) == {_name(Requirement(t.split("#")[0]).name) for t in declared} | {"distributed"}
@@ -131,7 +135,11 @@ def test_every_module_the_package_imports_is_a_declared_dependency():
         if declared & provided:
             continue
         extra, user = optional.get(module, (None, None))
-        if extra is not None and where == user and names(PYPROJECT["project"]["optional-dependencies"][extra]) & (provided | {"dask"}):
+        if (
+            extra is not None
+            and where == user
+            and names(PYPROJECT["project"]["optional-dependencies"][extra]) & (provided | {"dask"})
+        ):
             continue
         missing[module] = where
     assert not missing, f"imported but not in [project] dependencies: {missing}"
@@ -233,16 +241,26 @@ def test_copy_refuses_to_overwrite_and_then_writes_nothing(tmp_path):
     with pytest.raises(LdpSimError) as info:
         _shipped.copy("anes96", tmp_path)
     assert str(info.value) == (
-        f"copy: got {str(tmp_path / 'data' / 'README.md')!r}, expected a file that does not exist yet (--force overwrites it)"
+        f"copy: got {str(tmp_path / 'data' / 'README.md')!r}, expected "
+        "a file that does not exist yet (--force overwrites it)"
     )
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["README.md", "data"]  # nothing else written
     assert (tmp_path / "data" / "README.md").read_text() == "mine"
     written = _shipped.copy("anes96", tmp_path, force=True)
-    assert len(written) == 3 and (tmp_path / "data" / "README.md").read_bytes() == (_shipped.FOLDER / "data" / "README.md").read_bytes()
+    assert (
+        len(written) == 3
+        and (tmp_path / "data" / "README.md").read_bytes() == (_shipped.FOLDER / "data" / "README.md").read_bytes()
+    )
 
 
 def test_copy_rejects_an_unknown_name_and_a_file_as_folder(tmp_path):
-    with pytest.raises(LdpSimError, match=r"^name: got 'anes', expected a shipped scenario name \(did you mean 'anes96'\?; ldpsim scenarios lists them\)$"):
+    with pytest.raises(
+        LdpSimError,
+        match=(
+            r"^name: got 'anes', expected a shipped scenario name "
+            r"\(did you mean 'anes96'\?; ldpsim scenarios lists them\)$"
+        ),
+    ):
         _shipped.copy("anes", tmp_path)
     (tmp_path / "f").write_text("")
     with pytest.raises(LdpSimError, match=r"^--to: got '.*f', expected a folder \(or a path to create\)$"):
@@ -265,7 +283,9 @@ def _setuptools_version() -> tuple[int, ...]:
 
 def _run(cmd: list, cwd: Path, env: dict) -> subprocess.CompletedProcess:
     done = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, f"{' '.join(map(str, cmd))} exited {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, (
+        f"{' '.join(map(str, cmd))} exited {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    )
     return done
 
 
@@ -320,18 +340,28 @@ def test_the_wheel_installed_alone_runs_the_quick_start(tmp_path):
         shutil.copy2(ROOT / name, src / name)
     shutil.copytree(ROOT / "ldpsim", src / "ldpsim", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
     dist = tmp_path / "dist"
-    _run([sys.executable, "-m", "pip", "wheel", src, "--no-deps", "--no-build-isolation", "-q", "-w", dist], tmp_path, env)
+    _run(
+        [sys.executable, "-m", "pip", "wheel", src, "--no-deps", "--no-build-isolation", "-q", "-w", dist],
+        tmp_path,
+        env,
+    )
     (wheel,) = dist.glob("ldpsim-*.whl")
 
     files = zipfile.ZipFile(wheel).namelist()
     expected = {
-        "ldpsim/py.typed", "ldpsim/scenarios/README.md", "ldpsim/scenarios/data/anes96.csv",
-        "ldpsim/scenarios/data/README.md", "ldpsim/_shipped.py", "ldpsim/cli.py",
+        "ldpsim/py.typed",
+        "ldpsim/scenarios/README.md",
+        "ldpsim/scenarios/data/anes96.csv",
+        "ldpsim/scenarios/data/README.md",
+        "ldpsim/_shipped.py",
+        "ldpsim/cli.py",
         *(f"ldpsim/scenarios/{n}.toml" for n in _shipped.names()),
-    }  # fmt: skip
+    }
     assert expected <= set(files), sorted(expected - set(files))
     sources = {p.relative_to(src).as_posix() for p in (src / "ldpsim").rglob("*") if p.is_file()}
-    assert sources <= set(files), f"files under ldpsim/ missing from the wheel (package-data?): {sorted(sources - set(files))}"
+    assert sources <= set(files), (
+        f"files under ldpsim/ missing from the wheel (package-data?): {sorted(sources - set(files))}"
+    )
     assert not [f for f in files if not f.startswith(("ldpsim/", "ldpsim-"))], "only the package and its dist-info"
     assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc") or "/tests/" in f or f.endswith(".tmp")]
     info = next(f for f in files if f.endswith(".dist-info/METADATA"))
@@ -346,11 +376,15 @@ def test_the_wheel_installed_alone_runs_the_quick_start(tmp_path):
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    where = _run([python, "-c", "import ldpsim, sys; print(ldpsim.__file__); print(sys.prefix)"], empty, env).stdout.split()
+    where = _run(
+        [python, "-c", "import ldpsim, sys; print(ldpsim.__file__); print(sys.prefix)"], empty, env
+    ).stdout.split()
     assert Path(where[0]).resolve().is_relative_to(venv.resolve()), f"the venv imports {where[0]}, not its own wheel"
 
     # the quick start, by name, with nothing but the installed wheel
-    resolved = _run([python, "-c", "from ldpsim._shipped import resolve; print(resolve('survey'))"], empty, env).stdout.strip()
+    resolved = _run(
+        [python, "-c", "from ldpsim._shipped import resolve; print(resolve('survey'))"], empty, env
+    ).stdout.strip()
     assert Path(resolved).resolve().is_relative_to(venv.resolve())
     listing = _run([ldpsim, "scenarios"], empty, env).stdout.splitlines()
     assert [line.split()[0] for line in listing] == _shipped.names()

@@ -53,8 +53,14 @@ def run_on_terminal(args: tuple[str, ...], cwd: Path, **env: str) -> tuple[int, 
     (exit code, stdout, what the terminal showed)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-    proc = subprocess.Popen([sys.executable, "-m", "ldpsim", *args], cwd=cwd, env=_env(**env), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=slave)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ldpsim", *args],
+        cwd=cwd,
+        env=_env(**env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+    )
     os.close(slave)
     out_fd = proc.stdout.fileno()
     got = {master: bytearray(), out_fd: bytearray()}
@@ -82,8 +88,15 @@ def run_on_terminal(args: tuple[str, ...], cwd: Path, **env: str) -> tuple[int, 
 
 
 def run_piped(args: tuple[str, ...], cwd: Path, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ldpsim", *args], cwd=cwd, env=_env(**env), capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "ldpsim", *args],
+        cwd=cwd,
+        env=_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _same_stdout(text: str, out: Path) -> str:

@@ -24,6 +24,7 @@ _FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", flags=re.S | re.M)
 #: Inline and reference-style targets of markdown links and images: ``[text](target)``.
 _LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 
+
 def _rel(path: Path) -> str:
     return path.relative_to(ROOT).as_posix()
 

@@ -139,8 +139,24 @@ seed = 5
 
 # the columns of the survey's summary.md tables by kind (one format each)
 COUNT_COLUMNS = {"n_received", "mean", "min", "max"}  # mean/min/max: of the clients-and-reports table
-NUMBER_COLUMNS = {"truth", "estimate", "ci_low", "ci_high", "mean_estimate", "rmse", "std_error", "theory_se",
-                  "coverage", "l1", "linf", "theory_rms_se", "time", "a", "b", "c"}  # fmt: skip
+NUMBER_COLUMNS = {
+    "truth",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "mean_estimate",
+    "rmse",
+    "std_error",
+    "theory_se",
+    "coverage",
+    "l1",
+    "linf",
+    "theory_rms_se",
+    "time",
+    "a",
+    "b",
+    "c",
+}
 DIGITS = 4
 
 
@@ -236,10 +252,13 @@ def test_audit_list_shows_no_rst_markup(cli):
     assert "probabilities use 2 eps" in " ".join(proc.stdout.split())
 
 
-@pytest.mark.parametrize("spec, extra, word", [
-    ("randomized_response:k=2,eps=1", (), "1 pair,"),
-    ("broken.doubled_rr", ("--sequential", "--first", "1000"), "after 1 look"),  # refuted at the first look
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "spec, extra, word",
+    [
+        ("randomized_response:k=2,eps=1", (), "1 pair,"),
+        ("broken.doubled_rr", ("--sequential", "--first", "1000"), "after 1 look"),  # refuted at the first look
+    ],
+)
 def test_audits_say_one_pair_and_one_look(cli, spec, extra, word):
     proc = cli("audit", spec, "--n", "10000", "--seed", "1", *extra)
     assert proc.returncode == 0, proc.stderr
@@ -253,8 +272,9 @@ def test_unknown_mechanism_names_suggest_the_closest(cli, tmp_path):
     proc = cli("audit", "randomised_response:k=2")
     assert proc.returncode == 2 and "did you mean 'randomized_response'?" in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
-    (tmp_path / "s.toml").write_text(_survey_toml(["a", "b", "c", "d"]).replace('"randomized_response"', '"randomised_response"'),
-                                     encoding="utf-8")  # fmt: skip
+    (tmp_path / "s.toml").write_text(
+        _survey_toml(["a", "b", "c", "d"]).replace('"randomized_response"', '"randomised_response"'), encoding="utf-8"
+    )
     proc = cli("check", "s.toml", cwd=tmp_path)
     assert proc.returncode == 2 and "did you mean 'randomized_response'?" in proc.stderr, proc.stderr
     far = cli("audit", "zzzz")
@@ -270,18 +290,29 @@ def test_unknown_mechanism_parameter_suggests_the_closest(cli):
 def test_reproduce_table_wraps_long_quantities_at_words():
     from ldpsim.reproduce import format_summary
 
-    long = ("Cor 4.1 budget (eps0 0.1234, delta0 1e-06) composed exactly: delta of the composition over "
-            "the target delta, at the largest eps0 allowed")
-    summary = pd.DataFrame({"quantity": [long, "short one"], "k": ["10", "2"], "eps": ["1", "0.5"],
-                            "paper": [0.5, float("nan")], "ours": [0.49, 1.0], "agrees": ["yes", ""],
-                            "criterion": ["within 5%", ""]})  # fmt: skip
+    long = (
+        "Cor 4.1 budget (eps0 0.1234, delta0 1e-06) composed exactly: delta of the composition over "
+        "the target delta, at the largest eps0 allowed"
+    )
+    summary = pd.DataFrame(
+        {
+            "quantity": [long, "short one"],
+            "k": ["10", "2"],
+            "eps": ["1", "0.5"],
+            "paper": [0.5, float("nan")],
+            "ours": [0.49, 1.0],
+            "agrees": ["yes", ""],
+            "criterion": ["within 5%", ""],
+        }
+    )
     text = format_summary(summary, width=80)
     lines = text.splitlines()
     assert max(map(len, lines)) <= 80
     assert "..." not in text
     table = "\n".join(lines[:-1])  # the last line: the criterion's note
-    assert " ".join(long.split()) in " ".join(w for line in table.splitlines()[1:] for w in line.split()
-                                              if w not in ("10", "1", "0.5", "0.49", "yes", "[1]"))  # fmt: skip
+    assert " ".join(long.split()) in " ".join(
+        w for line in table.splitlines()[1:] for w in line.split() if w not in ("10", "1", "0.5", "0.49", "yes", "[1]")
+    )
     first = next(line for line in lines if line.startswith("Cor 4.1"))
     assert first.rstrip().endswith("[1]")  # the row's cells stay on its first line
 
@@ -302,8 +333,9 @@ def _capture(monkeypatch):  # type: ignore[no-untyped-def]
             if not ax.get_visible():
                 continue
             ys = [np.asarray(line.get_ydata(), dtype=float) for line in ax.get_lines()]
-            panels.append({"title": ax.get_title(), "ys": ys, "texts": [t.get_text() for t in ax.texts],
-                           "xlim": ax.get_xlim()})  # fmt: skip
+            panels.append(
+                {"title": ax.get_title(), "ys": ys, "texts": [t.get_text() for t in ax.texts], "xlim": ax.get_xlim()}
+            )
         sup = fig._suptitle.get_text() if fig._suptitle is not None else ""
         got.append({"suptitle": sup, "panels": panels})
         plt.close(fig)

@@ -50,13 +50,21 @@ def root(tmp_path_factory) -> Path:
     """A folder of runs: a survey (2 replications, 3 checkpoints) and a collection with a
     shuffler, as ``ldpsim run`` lays them out under reports/, and its index.html."""
     base = tmp_path_factory.mktemp("html")
-    text = scenario_text(size=3000, replications=2, arrivals='{ kind = "poisson", duration = 3.0 }',
-                         checkpoints="{ every = 1.0 }", labels=f'["a", "b", "c", "{NASTY}"]')  # fmt: skip
+    text = scenario_text(
+        size=3000,
+        replications=2,
+        arrivals='{ kind = "poisson", duration = 3.0 }',
+        checkpoints="{ every = 1.0 }",
+        labels=f'["a", "b", "c", "{NASTY}"]',
+    )
     text = text.replace('name = "test"', f'name = "test"\ndescription = "{NASTY}"')
     (base / "survey.toml").write_text(text)
     reports = base / "reports"
     run_scenario(base / "survey.toml", out=reports / "test" / "20260101T000000Z-seed7", progress=False)
-    pol = '[[policies]]\nname = "plain"\nkind = "plain"\n[[policies]]\nname = "memo"\nkind = "memoise"\neps_permanent = 2.0'
+    pol = (
+        '[[policies]]\nname = "plain"\nkind = "plain"\n[[policies]]\nname = "memo"\nkind = '
+        '"memoise"\neps_permanent = 2.0'
+    )
     (base / "c.toml").write_text(collection_text(size=800, periods=3, policies=pol, shuffler="[shuffler]\nbatch = 300"))
     run_scenario(base / "c.toml", out=reports / "collection_test" / "20260102T000000Z-seed17", progress=False)
     write_index(reports)
@@ -143,7 +151,11 @@ def check_final_estimates(tables: list[list[list[str]]], run_dir: Path) -> None:
     assert len(final) == 4 and set(final["category"]) == set(shown.index)
     for row in final.itertuples():
         for col in ("estimate", "ci_low", "ci_high", "truth"):
-            assert shows(shown.loc[row.category, col], getattr(row, col)), (row.category, col, shown.loc[row.category, col])
+            assert shows(shown.loc[row.category, col], getattr(row, col)), (
+                row.category,
+                col,
+                shown.loc[row.category, col],
+            )
 
 
 def check_collection_privacy(tables: list[list[list[str]]], run_dir: Path) -> None:
@@ -196,14 +208,19 @@ def test_run_pages_show_the_numbers_of_results_csv(root):
     text = (survey_dir(root) / "report.html").read_text(encoding="utf-8")
     assert "size = 3000" in text and "[simulation]" in text
     assert any(row[:2] == ["seed", "7"] for t in survey.tables for row in t)
-    check_collection_privacy(Page((collection_dir(root) / "report.html").read_text(encoding="utf-8")).tables, collection_dir(root))
+    check_collection_privacy(
+        Page((collection_dir(root) / "report.html").read_text(encoding="utf-8")).tables, collection_dir(root)
+    )
 
 
 def test_index_lists_every_run_with_relative_links_and_falls_back_to_summary_md(root, tmp_path):
     index = root / "index.html"
     page = Page(index.read_text(encoding="utf-8"))
     hrefs = [url for tag, attr, url in page.urls if tag == "a"]
-    assert sorted(hrefs) == ["collection_test/20260102T000000Z-seed17/report.html", "test/20260101T000000Z-seed7/report.html"]
+    assert sorted(hrefs) == [
+        "collection_test/20260102T000000Z-seed17/report.html",
+        "test/20260101T000000Z-seed7/report.html",
+    ]
     rows = table_with(page.tables, "scenario", "kind", "seed")
     assert list(rows["kind"]) == ["collection", "survey"]  # newest first
     assert "interval coverage" in rows.iloc[1]["key numbers"]
@@ -294,7 +311,11 @@ def test_a_reproduction_writes_a_self_contained_page_with_the_numbers_of_summary
     check_summary_table(page.tables, folder)
     meta = table_with(page.tables, "kind", "reproduction")  # the metadata: a table of name, value
     rows = dict(zip(meta.iloc[:, 0], meta.iloc[:, 1])) | {meta.columns[0]: meta.columns[1]}
-    assert rows["seed"] == "2014" and rows["instances"] == "3" and rows["source"] == "Kairouz et al. 2014, Sec. 6, Figure 5"
+    assert (
+        rows["seed"] == "2014"
+        and rows["instances"] == "3"
+        and rows["source"] == "Kairouz et al. 2014, Sec. 6, Figure 5"
+    )
     summary = pd.read_csv(folder / "summary.csv", keep_default_na=False)
     compared = summary[summary["agrees"].isin(["yes", "no"])]
     agree = f"{(compared['agrees'] == 'yes').sum()} of {len(compared)}"
@@ -369,16 +390,28 @@ def test_reproduce_under_reports_refreshes_the_index(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def browser():
     if not CHROMIUM.exists():
-        pytest.skip("/usr/bin/chromium is absent (Debian: apt-get install chromium chromium-driver; .ci/run installs them)")
+        pytest.skip(
+            "/usr/bin/chromium is absent (Debian: apt-get install chromium chromium-driver; .ci/run installs them)"
+        )
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install selenium)")
     from selenium.webdriver.chrome.service import Service
 
     profile = tempfile.mkdtemp(prefix="ldpsim-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1000,1400"):  # fmt: skip
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={profile}",
+        "--window-size=1000,1400",
+    ):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(executable_path=str(CHROMEDRIVER)))
@@ -398,7 +431,8 @@ def load(driver, path: Path) -> None:
 
 def check_images_and_links(driver, path: Path) -> int:
     images = driver.execute_script(
-        "return Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.naturalHeight, i.alt])")
+        "return Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.naturalHeight, i.alt])"
+    )
     for complete, width, height, alt in images:
         assert complete and width > 0 and height > 0, alt
     links = driver.execute_script("return Array.from(document.links).map(a => a.getAttribute('href'))")
@@ -415,7 +449,8 @@ def check_images_and_links(driver, path: Path) -> int:
 def browser_tables(driver) -> list[list[list[str]]]:
     return driver.execute_script(
         "return Array.from(document.querySelectorAll('table')).map(t => Array.from(t.rows).map("
-        "r => Array.from(r.cells).map(c => c.textContent.trim())))")
+        "r => Array.from(r.cells).map(c => c.textContent.trim())))"
+    )
 
 
 def test_pages_render_in_headless_chromium(browser, root):

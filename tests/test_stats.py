@@ -48,8 +48,12 @@ def test_clopper_pearson_against_the_definition_and_scipy(k, n, alpha):
     lo, hi = S.clopper_pearson(k, n, alpha)
     assert lo == pytest.approx(_cp_reference(k, n, alpha / 2, "lower"), rel=1e-11, abs=1e-300)
     assert hi == pytest.approx(_cp_reference(k, n, alpha / 2, "upper"), rel=1e-11, abs=1e-300)
-    assert S.clopper_pearson_lower(k, n, alpha) == pytest.approx(_cp_reference(k, n, alpha, "lower"), rel=1e-11, abs=1e-300)
-    assert S.clopper_pearson_upper(k, n, alpha) == pytest.approx(_cp_reference(k, n, alpha, "upper"), rel=1e-11, abs=1e-300)
+    assert S.clopper_pearson_lower(k, n, alpha) == pytest.approx(
+        _cp_reference(k, n, alpha, "lower"), rel=1e-11, abs=1e-300
+    )
+    assert S.clopper_pearson_upper(k, n, alpha) == pytest.approx(
+        _cp_reference(k, n, alpha, "upper"), rel=1e-11, abs=1e-300
+    )
     # scipy's binomtest finds the same roots numerically (to its root-finding tolerance, ~1e-7 relative)
     two = sst.binomtest(k, n).proportion_ci(1 - alpha, method="exact")
     assert lo == pytest.approx(two.low, rel=1e-6, abs=1e-15) and hi == pytest.approx(two.high, rel=1e-6, abs=1e-15)
@@ -161,7 +165,9 @@ def test_hoeffding_coverage_for_bernoulli_means_is_exact(n, alpha):
 
 
 # --------------------------------------------------------------------------- binomial acceptance
-@pytest.mark.parametrize("n, p, alpha", [(50, 0.3, 0.05), (880, 0.5, 1e-6), (10_000, 0.01, 1e-9), (1, 0.5, 0.2), (200, 0.0, 0.01)])
+@pytest.mark.parametrize(
+    "n, p, alpha", [(50, 0.3, 0.05), (880, 0.5, 1e-6), (10_000, 0.01, 1e-9), (1, 0.5, 0.2), (200, 0.0, 0.01)]
+)
 def test_binomial_acceptance_is_exact_and_valid(n, p, alpha):
     """The half-width t covers the binomial law with probability >= 1 - alpha, summed exactly
     from the pmf, and it is the half-width of the quantile interval computed independently
@@ -186,7 +192,9 @@ def test_binomial_acceptance_at_an_extreme_alpha_falls_back_to_the_whole_range()
 
 
 # --------------------------------------------------------------------------- empirical Bernstein
-@pytest.mark.parametrize("spread, variance, n, alpha", [(1.0, 0.25, 100, 0.05), (2.0, 1e-4, 10**6, 1e-8), (0.5, 0.0, 2, 0.5)])
+@pytest.mark.parametrize(
+    "spread, variance, n, alpha", [(1.0, 0.25, 100, 0.05), (2.0, 1e-4, 10**6, 1e-8), (0.5, 0.0, 2, 0.5)]
+)
 def test_empirical_bernstein_closed_form(spread, variance, n, alpha):
     """Maurer and Pontil (2009), Theorem 4, at alpha/2 per side: sqrt(2 V log(2/(alpha/2)) / n)
     + 7 R log(2/(alpha/2)) / (3 (n - 1)), in mpmath."""
@@ -220,7 +228,9 @@ def test_paired_tolerance_is_the_smaller_bound_at_half_alpha():
     hoeff = S.hoeffding(2.0, 10_000, 0.5e-6)
     bern = S.empirical_bernstein(2.0, 1e-4, 10_000, 0.5e-6)
     assert bern < hoeff and S.paired_tolerance(2.0, 1e-4, 10_000, 1e-6) == bern
-    assert S.paired_tolerance(2.0, 1.0, 10_000, 1e-6) == pytest.approx(min(hoeff, S.empirical_bernstein(2.0, 1.0, 10_000, 0.5e-6)))
+    assert S.paired_tolerance(2.0, 1.0, 10_000, 1e-6) == pytest.approx(
+        min(hoeff, S.empirical_bernstein(2.0, 1.0, 10_000, 0.5e-6))
+    )
     assert S.paired_tolerance(2.0, 0.0, 1, 1e-6) == pytest.approx(S.hoeffding(2.0, 1, 1e-6))  # one pair: Hoeffding only
 
 

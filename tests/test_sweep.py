@@ -75,8 +75,12 @@ def test_the_table_holds_each_points_results_behind_its_values(base, tmp_path):
     table = pd.read_csv(out / "sweep.csv", dtype=str, keep_default_na=False)
     assert list(table.columns[:2]) == ["mechanism.eps", "population.size"]
     points = sorted((out / "points").iterdir())
-    assert [p.name for p in points] == ["p000-eps0.5-size1000", "p001-eps0.5-size4000", "p002-eps2-size1000",
-                                        "p003-eps2-size4000"]  # fmt: skip
+    assert [p.name for p in points] == [
+        "p000-eps0.5-size1000",
+        "p001-eps0.5-size4000",
+        "p002-eps2-size1000",
+        "p003-eps2-size4000",
+    ]
     expected = [("0.5", "1000"), ("0.5", "4000"), ("2", "1000"), ("2", "4000")]  # the last key fastest
     seen = []
     for point, (eps, size) in zip(points, expected):
@@ -90,7 +94,9 @@ def test_the_table_holds_each_points_results_behind_its_values(base, tmp_path):
     assert len(summary) == 4 and (summary["replications"] == 2).all()
     assert (summary["theory_rmse"] > 0).all() and summary["rmse"].notna().all()
     record = json.loads((out / "sweep.json").read_text())
-    assert record["seed"] == 5 and record["replications"] == 2 and record["grid"][1] == ["population.size", [1000, 4000]]
+    assert (
+        record["seed"] == 5 and record["replications"] == 2 and record["grid"][1] == ["population.size", [1000, 4000]]
+    )
     assert record["finished"]
 
 
@@ -98,7 +104,9 @@ def test_the_theory_column_is_the_exact_standard_error(base, tmp_path):
     from ldpsim.analyst import frequency_standard_error
     from ldpsim.mechanisms import randomized_response
 
-    res = sw.run_sweep(base, {"mechanism.eps": [2.0]}, replications=1, out=tmp_path / "o", progress=False, point_reports=False)
+    res = sw.run_sweep(
+        base, {"mechanism.eps": [2.0]}, replications=1, out=tmp_path / "o", progress=False, point_reports=False
+    )
     row = res.summary.iloc[0]
     n = int(row["n_received"])
     se = frequency_standard_error(randomized_response(k=3, eps=2.0), [0.5, 0.3, 0.2], n)
@@ -130,18 +138,26 @@ def test_common_random_numbers_across_points(base, tmp_path):
     tasks = 'analyst.tasks=[[{kind="frequency", confidence=0.9}], [{kind="frequency", confidence=0.5}]]'
     res = sw.run_sweep(base, [tasks], replications=3, out=tmp_path / "o", progress=False, point_reports=False)
     t = res.table
-    per = [g.drop(columns=["analyst.tasks", "ci_low", "ci_high"]).reset_index(drop=True)
-           for _, g in t.groupby("analyst.tasks", sort=False)]  # fmt: skip
+    per = [
+        g.drop(columns=["analyst.tasks", "ci_low", "ci_high"]).reset_index(drop=True)
+        for _, g in t.groupby("analyst.tasks", sort=False)
+    ]
     assert len(per) == 2 and per[0].equals(per[1])
     assert not t[t["quantity"] == "frequency"].groupby("analyst.tasks")["ci_low"].sum().duplicated().any()
     # individual mode: a report is lost when its uniform draw falls below network.loss, the same
     # draws at every point, so the reports lost at loss 0.1 are among those lost at 0.3
     ind = tmp_path / "individual.toml"
     ind.write_text(BASE.replace('"aggregate"', '"individual"'))
-    res = sw.run_sweep(ind, {"network.loss": [0.1, 0.3]}, replications=3, out=tmp_path / "i", progress=False, point_reports=False)
-    lost = res.table[res.table["quantity"] == "lost"].pivot(index="replication", columns="network.loss", values="estimate")
+    res = sw.run_sweep(
+        ind, {"network.loss": [0.1, 0.3]}, replications=3, out=tmp_path / "i", progress=False, point_reports=False
+    )
+    lost = res.table[res.table["quantity"] == "lost"].pivot(
+        index="replication", columns="network.loss", values="estimate"
+    )
     assert (lost[0.1] < lost[0.3]).all()
-    clients = res.table[res.table["quantity"] == "clients"].pivot(index="replication", columns="network.loss", values="estimate")
+    clients = res.table[res.table["quantity"] == "clients"].pivot(
+        index="replication", columns="network.loss", values="estimate"
+    )
     assert (clients[0.1] == clients[0.3]).all()
 
 
@@ -174,10 +190,12 @@ def test_a_bad_grid_is_one_line_before_any_work(base, tmp_path, grid, words):
 def test_other_bad_specifications(base, tmp_path):
     one_error(run_cli("sweep", base), "--grid", "[sweep]")
     bad_table = tmp_path / "bad.toml"
-    bad_table.write_text(BASE + "\n[sweep]\n\"mechanism.eps\" = 2\n")
+    bad_table.write_text(BASE + '\n[sweep]\n"mechanism.eps" = 2\n')
     one_error(run_cli("sweep", bad_table), "sweep", "not a list")
     one_error(run_cli("sweep", base, "--grid", "mechanism.eps=[1]", "--replications", "0"), "--replications")
-    one_error(run_cli("sweep", base, "--grid", "mechanism.eps=[1]", "--workers", "2", "--scheduler", "local:2"), "--workers")
+    one_error(
+        run_cli("sweep", base, "--grid", "mechanism.eps=[1]", "--workers", "2", "--scheduler", "local:2"), "--workers"
+    )
     one_error(run_cli("sweep", "--resume", tmp_path, "--seed", "3"), "--resume")
     one_error(run_cli("sweep", "--resume", tmp_path), "--resume", "sweep folder")
     assert sorted(tmp_path.iterdir()) == sorted([base, bad_table])
@@ -195,12 +213,23 @@ def test_resume_after_an_interruption_gives_the_same_files(base, tmp_path):
     whole, cut = tmp_path / "whole", tmp_path / "cut"
     sw.run_sweep(base, GRID, replications=3, out=whole, progress=False, point_reports=False)
     with pytest.raises(sw.SweepInterrupted, match=f"ldpsim sweep --resume {cut}"):
-        sw.run_sweep(base, GRID, replications=3, out=cut, progress=False, point_reports=False, interrupt_after=1, interrupt_within=1)
+        sw.run_sweep(
+            base,
+            GRID,
+            replications=3,
+            out=cut,
+            progress=False,
+            point_reports=False,
+            interrupt_after=1,
+            interrupt_within=1,
+        )
     assert not (cut / "sweep.csv").exists()
     points = sorted(p.name for p in (cut / "points").iterdir())
     assert len(points) == 2  # one finished, one with one replication of three
     assert not (cut / "points" / points[1] / "results.csv").exists()
-    r = run_cli("sweep", "--resume", cut, "--no-progress", "--no-point-reports", "--workers", "2")  # a process pool for the rest
+    r = run_cli(
+        "sweep", "--resume", cut, "--no-progress", "--no-point-reports", "--workers", "2"
+    )  # a process pool for the rest
     assert r.returncode == 0, r.stderr
     for name in ("sweep.csv", "summary.csv", "error.png"):
         assert (whole / name).read_bytes() == (cut / name).read_bytes(), name
@@ -225,15 +254,21 @@ def test_ctrl_c_is_one_line_with_the_resume_command(base, tmp_path, monkeypatch)
     out = tmp_path / "out"
     r = run_cli("sweep", base, "--grid", *GRID, "--out", out)
     assert r.returncode == 130
-    assert r.stderr.strip().splitlines() == [f"ldpsim: interrupted after 1 of 4 grid points; resume with: ldpsim sweep --resume {out}"]
+    assert r.stderr.strip().splitlines() == [
+        f"ldpsim: interrupted after 1 of 4 grid points; resume with: ldpsim sweep --resume {out}"
+    ]
     monkeypatch.setattr(ldpsim.sim, "run_scenario", real, raising=False)
     assert run_cli("sweep", "--resume", out, "--no-progress").returncode == 0
     assert len(list((out / "points").iterdir())) == 4
 
 
 def test_toml_of_a_point_reads_back():
-    raw = {"name": "x", "a": {"b": [1, 2.5, "s"], "c": {"kind": "lognormal", "median": 1e-3}, "my key": True},
-           "tasks": [{"kind": "frequency"}], "inf": float("inf")}  # fmt: skip
+    raw = {
+        "name": "x",
+        "a": {"b": [1, 2.5, "s"], "c": {"kind": "lognormal", "median": 1e-3}, "my key": True},
+        "tasks": [{"kind": "frequency"}],
+        "inf": float("inf"),
+    }
     import tomllib
 
     assert tomllib.loads(sw.to_toml(raw)) == raw
@@ -252,7 +287,9 @@ def test_a_multiparty_sweep_writes_the_table_without_summary_or_figure(tmp_path)
 
     path = tmp_path / "mp.toml"
     path.write_text(MULTIPARTY)
-    res = sw.run_sweep(path, ["rounds.count=[1000, 2000]"], replications=1, out=tmp_path / "o", progress=False, point_reports=False)
+    res = sw.run_sweep(
+        path, ["rounds.count=[1000, 2000]"], replications=1, out=tmp_path / "o", progress=False, point_reports=False
+    )
     assert res.figure_path is None and res.summary.empty
     assert sorted(res.table["rounds.count"].unique()) == [1000, 2000]
     for run_dir, count in zip(res.run_dirs, (1000, 2000)):

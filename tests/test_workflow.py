@@ -27,10 +27,16 @@ NOTEBOOK = ROOT / "docs" / "examples" / "notebook.py"
 
 SURVEY = (SCENARIOS / "survey.toml").read_text().replace("size = 1_000_000", "size = 5_000")
 
-MULTIPARTY = helpers.MULTIPARTY.replace('name = "small"', 'name = "small_xor"').replace("replications = 3", "replications = 2")
+MULTIPARTY = helpers.MULTIPARTY.replace('name = "small"', 'name = "small_xor"').replace(
+    "replications = 3", "replications = 2"
+)
 
 COLLECTION = helpers.collection_text(
-    labels='["a", "1", "01"]', distribution="[0.5, 0.3, 0.2]", size=2_000, periods=4, replications=2,
+    labels='["a", "1", "01"]',
+    distribution="[0.5, 0.3, 0.2]",
+    size=2_000,
+    periods=4,
+    replications=2,
     policies=helpers.PLAIN_AND_MEMOISED,
 ).replace('name = "collection_test"', 'name = "small_collection"')
 
@@ -64,14 +70,20 @@ def test_the_names_are_the_package_fronts_and_lazy():
     assert ldpsim.load_run is ldpsim.workflow.load_run and ldpsim.Run is ldpsim.workflow.Run
     assert {"Scenario", "Run", "load_run"} <= set(ldpsim.__all__)
     code = "import sys, ldpsim; print('ldpsim.workflow' in sys.modules, 'pandas' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() == ["False", "False"]
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() == [
+        "False",
+        "False",
+    ]
 
 
 def test_scenarios_of_every_kind_from_files_and_text(tmp_path):
     survey = ldpsim.Scenario.from_file(SCENARIOS / "survey.toml")
     assert (survey.kind, survey.name, survey.spec.population.size) == ("survey", "survey", 1_000_000)
     assert isinstance(survey.built, ldpsim.sim.Scenario) and survey.source == (SCENARIOS / "survey.toml").read_text()
-    assert repr(survey) == f"Scenario(kind='survey', name='survey', replications=1, seed=20261129, path={str(SCENARIOS / 'survey.toml')!r})"
+    assert repr(survey) == (
+        "Scenario(kind='survey', name='survey', replications=1, seed=20261129, "
+        f"path={str(SCENARIOS / 'survey.toml')!r})"
+    )
     assert ldpsim.Scenario.from_file(SCENARIOS / "multiparty_xor.toml").kind == "multiparty"
     assert ldpsim.Scenario.from_text(COLLECTION).kind == "collection"
     assert ldpsim.Scenario(survey.built).built is survey.built  # a built scenario, wrapped
@@ -90,29 +102,45 @@ def test_overrides_return_a_new_scenario_and_name_a_bad_key():
     assert (sim.replications, sim.seed, sim.mode) == (3, 5, "aggregate")
     assert survey.spec.simulation.replications == 1 and survey.spec.simulation.mode == "individual"
     assert three.source == survey.source and survey.with_overrides() is survey
-    with pytest.raises(LdpSimError, match=r"^simulation\.replicatons: no such key \(did you mean 'replications'\?\); "
-                                          r"\[simulation\] of a survey scenario has seed, replications, time_unit, mode"):
+    with pytest.raises(
+        LdpSimError,
+        match=r"^simulation\.replicatons: no such key \(did you mean 'replications'\?\); "
+        r"\[simulation\] of a survey scenario has seed, replications, time_unit, mode",
+    ):
         survey.with_overrides(replicatons=3)
-    with pytest.raises(LdpSimError, match=r"^simulation\.replications: Input should be greater than or equal to 1 \(got 0\)$"):
+    with pytest.raises(
+        LdpSimError, match=r"^simulation\.replications: Input should be greater than or equal to 1 \(got 0\)$"
+    ):
         survey.with_overrides(replications=0)
     with pytest.raises(LdpSimError, match=r"^simulation\.replications: Input should be a valid integer \(got True\)$"):
         survey.with_overrides(replications=True)
     with pytest.raises(LdpSimError, match=r"^simulation\.seed: "):
         survey.with_overrides(seed=-1)
-    with pytest.raises(LdpSimError, match=r"^simulation\.mode: no such key; \[simulation\] of a multiparty scenario has seed, replications, time_unit, alpha$"):
+    with pytest.raises(
+        LdpSimError,
+        match=(
+            r"^simulation\.mode: no such key; \[simulation\] of a multiparty scenario has seed, replications, "
+            r"time_unit, alpha$"
+        ),
+    ):
         ldpsim.Scenario.from_text(MULTIPARTY).with_overrides(mode="aggregate")
     with pytest.raises(LdpSimError, match=r"^simulation\.alpha: Input should be less than 1"):
         ldpsim.Scenario.from_text(MULTIPARTY).with_overrides(alpha=2.0)
     # checks made when the scenario is built (the row budgets) name the file
-    with pytest.raises(LdpSimError, match=r"^<scenario>: simulation\.replications: got 100000, expected at most [0-9,]+ \(results"):
+    with pytest.raises(
+        LdpSimError, match=r"^<scenario>: simulation\.replications: got 100000, expected at most [0-9,]+ \(results"
+    ):
         ldpsim.Scenario.from_text(MULTIPARTY).with_overrides(replications=100_000)
 
 
 # --------------------------------------------------------------------------- same files as ldpsim run
 def _tree(run_dir: Path) -> dict[str, bytes]:
     """Every file of a run directory but metadata.json and the lock, by relative path."""
-    return {p.relative_to(run_dir).as_posix(): p.read_bytes() for p in sorted(run_dir.rglob("*"))
-            if p.is_file() and p.name not in ("metadata.json", ".lock")}  # fmt: skip
+    return {
+        p.relative_to(run_dir).as_posix(): p.read_bytes()
+        for p in sorted(run_dir.rglob("*"))
+        if p.is_file() and p.name not in ("metadata.json", ".lock")
+    }
 
 
 def _meta(run_dir: Path) -> dict:
@@ -227,7 +255,9 @@ def test_a_survey_without_frequency_estimates_plots_a_task_quantity(tmp_path):
     assert set(run.tables()) == {"other_tasks", "engine"}
     ax = run.plot(quantity="llr")
     assert "sprt: llr" in ax.get_title() and ax.lines[0].get_label() == "measured"
-    with pytest.raises(LdpSimError, match=r"^quantity: got 'x', expected one of the run's quantities 'sprt_decision', "):
+    with pytest.raises(
+        LdpSimError, match=r"^quantity: got 'x', expected one of the run's quantities 'sprt_decision', "
+    ):
         run.plot(quantity="x")
 
 
@@ -257,21 +287,37 @@ def test_a_run_reading_a_table_loads_from_its_own_copy(tmp_path):
 
 # --------------------------------------------------------------------------- errors
 def test_load_run_errors_name_run_dir(tmp_path):
-    with pytest.raises(LdpSimError, match=r"^run_dir: got '.*missing', expected a run directory made by ldpsim run \(no such folder\)$"):
+    with pytest.raises(
+        LdpSimError, match=r"^run_dir: got '.*missing', expected a run directory made by ldpsim run \(no such folder\)$"
+    ):
         ldpsim.load_run(tmp_path / "missing")
     (tmp_path / "file").write_text("x")
     with pytest.raises(LdpSimError, match=r"^run_dir: got '.*file', expected a run directory"):
         ldpsim.load_run(tmp_path / "file")
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(LdpSimError, match=r"^run_dir: got '.*empty', expected a run directory made by ldpsim run \(with its metadata\.json and scenario\.toml\)$"):
+    with pytest.raises(
+        LdpSimError,
+        match=(
+            r"^run_dir: got '.*empty', expected a run directory made by ldpsim run \(with its metadata\.json and "
+            r"scenario\.toml\)$"
+        ),
+    ):
         ldpsim.load_run(empty)
     (empty / "metadata.json").write_text("[1, 2]")
     (empty / "scenario.toml").write_text("")
     with pytest.raises(LdpSimError, match=r"^run_dir: got '.*empty', expected a run directory made by ldpsim run"):
         ldpsim.load_run(empty)
-    (empty / "metadata.json").write_text(json.dumps({"kind": "poll", "seed": 1, "replications": 1, "scenario_sha256": "x"}))
-    with pytest.raises(LdpSimError, match=r"^run_dir: got '.*empty', expected a run of a known kind \(survey, multiparty, collection, multiparty_study\), not 'poll'$"):
+    (empty / "metadata.json").write_text(
+        json.dumps({"kind": "poll", "seed": 1, "replications": 1, "scenario_sha256": "x"})
+    )
+    with pytest.raises(
+        LdpSimError,
+        match=(
+            r"^run_dir: got '.*empty', expected a run of a known kind \(survey, multiparty, collection, "
+            r"multiparty_study\), not 'poll'$"
+        ),
+    ):
         ldpsim.load_run(empty)
 
 
@@ -281,7 +327,9 @@ def test_an_edited_scenario_toml_is_refused(runs, tmp_path):
     (copy / "scenario.toml").write_text(MULTIPARTY.replace("count = 4000", "count = 8000"))
     run = ldpsim.load_run(copy)
     assert len(run.results) == len(runs["multiparty"][1].results)  # the results still read
-    with pytest.raises(LdpSimError, match=r"^run_dir: got '.*copy', expected its scenario\.toml unchanged since the run started$"):
+    with pytest.raises(
+        LdpSimError, match=r"^run_dir: got '.*copy', expected its scenario\.toml unchanged since the run started$"
+    ):
         _ = run.scenario
 
 
@@ -295,18 +343,28 @@ def test_an_interrupted_run_opens_but_has_no_results_yet(tmp_path):
     run = ldpsim.load_run(tmp_path / "r")
     assert not run.finished and "finished=False" in repr(run)
     for member in ("results", "summary"):
-        with pytest.raises(LdpSimError, match=r"^run_dir: got '.*r', expected a finished run \(resume it with: ldpsim run --resume .*r\)$"):
+        with pytest.raises(
+            LdpSimError,
+            match=r"^run_dir: got '.*r', expected a finished run \(resume it with: ldpsim run --resume .*r\)$",
+        ):
             getattr(run, member)
     resume_run(tmp_path / "r", progress=False)
     assert ldpsim.load_run(tmp_path / "r").finished
 
 
 def test_a_chosen_matplotlib_backend_is_kept(runs):
-    code = ("import matplotlib, sys, ldpsim; run = ldpsim.load_run(sys.argv[1]); run.results; run.plot(); "
-            "print(matplotlib.get_backend())")  # fmt: skip
+    code = (
+        "import matplotlib, sys, ldpsim; run = ldpsim.load_run(sys.argv[1]); run.results; run.plot(); "
+        "print(matplotlib.get_backend())"
+    )
     env = {**os.environ, "MPLBACKEND": "pdf"}
-    out = subprocess.run([sys.executable, "-c", code, str(runs["multiparty"][1].dir)], capture_output=True, text=True,
-                         env=env, check=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(runs["multiparty"][1].dir)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     assert out.stdout.strip() == "pdf"
 
 
@@ -317,7 +375,11 @@ def test_the_notebook_example_runs(tmp_path, monkeypatch, capsys):
     names = runpy.run_path(str(NOTEBOOK), run_name="__main__")
     work = names["work"]
     assert work.parent == tmp_path
-    assert sorted(p.name for p in work.glob("*.png")) == ["compare_mechanisms.png", "other_kinds.png", "survey_estimates.png"]
+    assert sorted(p.name for p in work.glob("*.png")) == [
+        "compare_mechanisms.png",
+        "other_kinds.png",
+        "survey_estimates.png",
+    ]
     for name in ("survey", "survey_oue", "xor", "mood"):
         assert ldpsim.load_run(work / name).finished
     comparison = names["comparison"]

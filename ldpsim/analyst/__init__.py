@@ -1,9 +1,13 @@
 """The analyst: functions of privatised reports or counts (never of how they were made)."""
 
 from ldpsim.analyst.consistency import base_cut, base_cut_threshold, norm_sub
-from ldpsim.analyst.crosstab import CrossTab, IndependenceTest, crosstab_estimate, independence_test, joint_output_counts
-from ldpsim.analyst.sequences import confidence_sequence_halfwidth, rho_for
-
+from ldpsim.analyst.crosstab import (
+    CrossTab,
+    IndependenceTest,
+    crosstab_estimate,
+    independence_test,
+    joint_output_counts,
+)
 from ldpsim.analyst.estimation import (
     EMResult,
     InversionEstimate,
@@ -16,7 +20,7 @@ from ldpsim.analyst.estimation import (
 from ldpsim.analyst.frequency import FrequencyEstimate, frequency_estimate, frequency_standard_error
 from ldpsim.analyst.means import MeanEstimate, bucket, mean_estimate, mean_standard_error
 from ldpsim.analyst.nonresponse import ReweightedEstimate, nonresponse_bias, reweight_for_response
-from ldpsim.analyst.tiers import TierDesign, TierEstimate, combine_tiers, inverse_variance_weights, tier_design
+from ldpsim.analyst.sequences import confidence_sequence_halfwidth, rho_for
 from ldpsim.analyst.testing import (
     ChernoffInformation,
     LikelihoodRatioTest,
@@ -31,7 +35,7 @@ from ldpsim.analyst.testing import (
     stein_exponent_curve,
     type2_error_tilted,
 )
-
+from ldpsim.analyst.tiers import TierDesign, TierEstimate, combine_tiers, inverse_variance_weights, tier_design
 
 __all__ = [
     "CrossTab",

@@ -5,5 +5,18 @@ the analyst, which works on reports only). The names below keep working for one 
 from ldpsim._deprecate import moved
 
 __getattr__ = moved(
-    "ldpsim.analyst.audit", "ldpsim.audit", ["audit", "audit_sequential", "AuditResult", "Witness", "density_of", "sampler_of", "MIN_HALF", "MAX_AXES", "GRID_SIZE"], removed_in="0.2"
+    "ldpsim.analyst.audit",
+    "ldpsim.audit",
+    [
+        "audit",
+        "audit_sequential",
+        "AuditResult",
+        "Witness",
+        "density_of",
+        "sampler_of",
+        "MIN_HALF",
+        "MAX_AXES",
+        "GRID_SIZE",
+    ],
+    removed_in="0.2",
 )

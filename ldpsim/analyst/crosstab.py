@@ -50,7 +50,9 @@ def joint_output_counts(first: ArrayLike, second: ArrayLike, m_first: int, m_sec
         raise invalid("second", f"shape {b.shape}", f"the shape of first, {a.shape} (one code per respondent)")
     for name, arr, m in (("first", a, m1), ("second", b, m2)):
         if arr.size and (not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0 or arr.max() >= m):
-            raise invalid(name, f"codes from {arr.min()} to {arr.max()} ({arr.dtype})", f"integer output codes in 0..{m - 1}")
+            raise invalid(
+                name, f"codes from {arr.min()} to {arr.max()} ({arr.dtype})", f"integer output codes in 0..{m - 1}"
+            )
     return np.bincount(a.astype(np.int64) * m2 + b.astype(np.int64), minlength=m1 * m2).astype(np.int64)
 
 
@@ -107,8 +109,9 @@ def crosstab_estimate(mechanism: FrequencyOracle, counts: ArrayLike, shape: Any)
     labels = mechanism.input_labels
     rows = tuple(lab[0] if isinstance(lab, tuple) else i for i, lab in enumerate(labels[::kb]))
     cols = tuple(lab[1] if isinstance(lab, tuple) else j for j, lab in enumerate(labels[:kb]))
-    return CrossTab(rows, cols, est.reshape(ka, kb), project_to_simplex(est).reshape(ka, kb), se.reshape(ka, kb), f, n,
-                    mechanism)  # fmt: skip
+    return CrossTab(
+        rows, cols, est.reshape(ka, kb), project_to_simplex(est).reshape(ka, kb), se.reshape(ka, kb), f, n, mechanism
+    )
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,9 @@ class IndependenceTest:
 def _deviation_jacobian(r: NDArray[np.float64], c: NDArray[np.float64]) -> NDArray[np.float64]:
     """``d vec(P - (P 1)(1^T P)) / d vec P`` at marginals ``r``, ``c`` (row-major vec)."""
     ka, kb = r.size, c.size
-    return np.eye(ka * kb) - np.kron(np.eye(ka), np.outer(c, np.ones(kb))) - np.kron(np.outer(r, np.ones(ka)), np.eye(kb))
+    return (
+        np.eye(ka * kb) - np.kron(np.eye(ka), np.outer(c, np.ones(kb))) - np.kron(np.outer(r, np.ones(ka)), np.eye(kb))
+    )
 
 
 def independence_test(mechanism: FrequencyOracle, counts: ArrayLike, shape: Any) -> IndependenceTest:
@@ -155,7 +160,10 @@ def independence_test(mechanism: FrequencyOracle, counts: ArrayLike, shape: Any)
     try:
         w = float(d @ np.linalg.solve(cov, d))
     except np.linalg.LinAlgError:
-        raise invalid("counts", "a table whose null covariance is singular", "reports in which every answer of both "
-                      "questions has positive estimated probability") from None  # fmt: skip
+        raise invalid(
+            "counts",
+            "a table whose null covariance is singular",
+            "reports in which every answer of both questions has positive estimated probability",
+        ) from None
     df = (ka - 1) * (kb - 1)
     return IndependenceTest(w, df, float(stats.chi2.sf(w, df)), tab)

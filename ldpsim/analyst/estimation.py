@@ -34,10 +34,10 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from ldpsim import _validate as v
+from ldpsim.analyst.sequences import confidence_sequence_halfwidth, rho_for
 from ldpsim.errors import invalid
 from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.mechanisms.finite import check_dense
-from ldpsim.analyst.sequences import confidence_sequence_halfwidth, rho_for
 from ldpsim.stats import hoeffding
 
 #: Weight of the uniform distribution in the EM starting point (keeps it in the interior,

@@ -31,7 +31,14 @@ from ldpsim.analyst.estimation import z_value
 from ldpsim.errors import invalid
 from ldpsim.mechanisms.base import FrequencyOracle
 
-__all__ = ["z_value", "PeriodEstimates", "report_estimators", "period_estimates", "paired_covariance", "change_estimates"]
+__all__ = [
+    "z_value",
+    "PeriodEstimates",
+    "report_estimators",
+    "period_estimates",
+    "paired_covariance",
+    "change_estimates",
+]
 
 
 def report_estimators(mechanism: FrequencyOracle) -> NDArray[np.float64]:
@@ -102,8 +109,9 @@ def paired_covariance(estimators: ArrayLike, reports: ArrayLike) -> NDArray[np.f
     return out
 
 
-def change_estimates(periods: PeriodEstimates, covariance: ArrayLike | None = None
-                     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:  # fmt: skip
+def change_estimates(
+    periods: PeriodEstimates, covariance: ArrayLike | None = None
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(T - 1) x k`` estimates of ``p_t - p_{t-1}`` and their variances
     ``V_t + V_{t-1} - 2 C`` (``C`` = ``covariance``, :func:`paired_covariance`, or 0 for
     anonymous reports)."""

@@ -80,9 +80,7 @@ def _reports(reports: ArrayLike) -> NDArray[np.float64]:
     return y
 
 
-def mean_standard_error(
-    mechanism: Any, answers: ArrayLike, n: int | None = None
-) -> float:
+def mean_standard_error(mechanism: Any, answers: ArrayLike, n: int | None = None) -> float:
     """Exact standard error of the mean of reports when the respondents' answers are
     ``answers``: ``sqrt(mean_i variance(x_i) / n)`` (``n`` = the number of answers unless
     given, so ``answers`` may also be a sample standing for the answer distribution). It is
@@ -162,9 +160,7 @@ def mean_estimate(
     return MeanEstimate(mean, se, mean - half, mean + half, method, conf, n, exact)
 
 
-def bucket(
-    values: ArrayLike, edges: ArrayLike, clip: bool = False
-) -> NDArray[np.int64]:
+def bucket(values: ArrayLike, edges: ArrayLike, clip: bool = False) -> NDArray[np.int64]:
     """Bucket indices of numeric ``values`` for ``edges`` ``e_0 < e_1 < ... < e_B``: index
     ``i`` for ``e_i <= x < e_{i+1}``, the last bucket closed (``x = e_B`` is in bucket
     ``B - 1``). Values outside ``[e_0, e_B]`` are refused, or with ``clip=True`` put in the

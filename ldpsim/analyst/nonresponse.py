@@ -34,19 +34,12 @@ __all__ = ["ReweightedEstimate", "nonresponse_bias", "reweight_for_response"]
 def _rates(response_rates: ArrayLike, k: int, positive: bool) -> NDArray[np.float64]:
     expected = f"{k} response probabilities in {'(0, 1]' if positive else '[0, 1]'}, one per answer"
     r = v.finite_array(response_rates, "response_rates", expected)
-    if (
-        r.shape != (k,)
-        or np.any(r < 0)
-        or np.any(r > 1)
-        or (positive and np.any(r == 0))
-    ):
+    if r.shape != (k,) or np.any(r < 0) or np.any(r > 1) or (positive and np.any(r == 0)):
         raise invalid("response_rates", response_rates, expected)
     return r
 
 
-def nonresponse_bias(
-    prior: ArrayLike, response_rates: ArrayLike
-) -> NDArray[np.float64]:
+def nonresponse_bias(prior: ArrayLike, response_rates: ArrayLike) -> NDArray[np.float64]:
     """``q - p``: the bias of any unbiased estimate made from the received reports alone, when
     answers follow ``prior`` ``p`` and answer ``x`` responds with probability ``r_x``
     (``q = p r / (p . r)``)."""
@@ -82,25 +75,19 @@ def reweight_for_response(
     q_hat_y / r_y``, with the delta-method covariance ``J covariance J^T`` when the covariance
     of ``q_hat`` is given (e.g. an inversion estimate's ``covariance``). Every rate must be
     positive (an answer that never responds cannot be recovered)."""
-    q = v.finite_array(
-        estimate, "estimate", "a one-dimensional array of finite numbers"
-    )
+    q = v.finite_array(estimate, "estimate", "a one-dimensional array of finite numbers")
     if q.ndim != 1 or q.size < 1:
         raise invalid("estimate", estimate, "a one-dimensional array of finite numbers")
     r = _rates(response_rates, q.size, positive=True)
     u = q / r
     s = float(u.sum())
     if not s > 0:
-        raise invalid(
-            "estimate", estimate, "an estimate with sum(estimate / response_rates) > 0"
-        )
+        raise invalid("estimate", estimate, "an estimate with sum(estimate / response_rates) > 0")
     g = u / s
     jac = (np.eye(q.size) - np.outer(g, np.ones(q.size))) / (r[None, :] * s)
     cov = se = None
     if covariance is not None:
-        sigma = v.finite_array(
-            covariance, "covariance", f"a {q.size} x {q.size} covariance matrix"
-        )
+        sigma = v.finite_array(covariance, "covariance", f"a {q.size} x {q.size} covariance matrix")
         if sigma.shape != (q.size, q.size):
             raise invalid(
                 "covariance",

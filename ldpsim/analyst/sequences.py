@@ -22,8 +22,8 @@ least ``1 - alpha``, for every ``t`` at once,
 
 (the two-sided normal-mixture boundary; Robbins 1970; Howard, Ramdas, McAuliffe and Sekhon
 2021). ``rho`` sets where the sequence is tightest: :func:`rho_for` picks the ``rho`` that
-minimises the half-width at a planned number of reports. Bonferroni over the ``k`` answers (``alpha / k`` each) makes the
-sequences simultaneous over answers too.
+minimises the half-width at a planned number of reports. Bonferroni over the ``k`` answers
+(``alpha / k`` each) makes the sequences simultaneous over answers too.
 """
 
 from __future__ import annotations

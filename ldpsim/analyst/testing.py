@@ -61,9 +61,11 @@ def _pair(M0: ArrayLike, M1: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np
     m0, m1 = m0 / m0.sum(), m1 / m1.sum()
     if not np.array_equal(m0 > 0, m1 > 0):
         raise invalid(
-            "M1", M1, "a distribution positive exactly where M0 is (an output possible under one hypothesis only "
-            "decides the test by itself: the error exponents are infinite)"
-        )  # fmt: skip
+            "M1",
+            M1,
+            "a distribution positive exactly where M0 is (an output possible under one hypothesis only "
+            "decides the test by itself: the error exponents are infinite)",
+        )
     if np.allclose(m0, m1, rtol=0, atol=1e-15):
         raise invalid("M1", M1, "a distribution different from M0 (identical hypotheses cannot be told apart)")
     return m0, m1
@@ -172,9 +174,14 @@ class LLRLaw:
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame(
-            {"L": self.values, "pmf0": np.exp(self.log_pmf0), "pmf1": np.exp(self.log_pmf1),
-             "log_pmf0": self.log_pmf0, "log_pmf1": self.log_pmf1}
-        )  # fmt: skip
+            {
+                "L": self.values,
+                "pmf0": np.exp(self.log_pmf0),
+                "pmf1": np.exp(self.log_pmf1),
+                "log_pmf0": self.log_pmf0,
+                "log_pmf1": self.log_pmf1,
+            }
+        )
 
 
 def n_compositions(n: int, parts: int) -> int:
@@ -227,9 +234,11 @@ def llr_exact_law(M0: ArrayLike, M1: ArrayLike, n: int) -> LLRLaw:
     size = n_compositions(n, groups.size)
     if size > MAX_COMPOSITIONS:
         raise invalid(
-            "n", n, f"at most {MAX_COMPOSITIONS} count vectors to enumerate (got {size} over {groups.size} "
-            "distinct likelihood ratios); use lrt_normal and type2_error_tilted for large n"
-        )  # fmt: skip
+            "n",
+            n,
+            f"at most {MAX_COMPOSITIONS} count vectors to enumerate (got {size} over {groups.size} "
+            "distinct likelihood ratios); use lrt_normal and type2_error_tilted for large n",
+        )
     return _law(n, groups)
 
 
@@ -259,7 +268,11 @@ class LikelihoodRatioTest:
         """``L(c) = sum_y c_y w_y`` for a count vector (length m) or a stack of them (rows)."""
         c = np.asarray(counts)
         if c.shape[-1:] != self.weights.shape or not np.issubdtype(c.dtype, np.integer):
-            raise invalid("counts", f"an array of shape {c.shape} and dtype {c.dtype}", f"integer counts with last axis {self.weights.size}")
+            raise invalid(
+                "counts",
+                f"an array of shape {c.shape} and dtype {c.dtype}",
+                f"integer counts with last axis {self.weights.size}",
+            )
         out = c @ self.weights
         return float(out) if np.ndim(out) == 0 else out
 
@@ -299,9 +312,17 @@ def lrt_exact(M0: ArrayLike, M1: ArrayLike, n: int, alpha: float) -> LikelihoodR
         parts.append(math.log1p(-gamma) + law.log_pmf1[i])
     log_beta = float(special.logsumexp(parts)) if parts else -math.inf
     return LikelihoodRatioTest(
-        law.n, a, float(law.values[i]), gamma, type1, math.exp(log_beta), log_beta, "exact", groups.w,
+        law.n,
+        a,
+        float(law.values[i]),
+        gamma,
+        type1,
+        math.exp(log_beta),
+        log_beta,
+        "exact",
+        groups.w,
         _tie_tol(law.n, groups),
-    )  # fmt: skip
+    )
 
 
 def _moments(m: NDArray[np.float64], w: NDArray[np.float64]) -> tuple[float, float]:
@@ -331,7 +352,9 @@ def lrt_normal(M0: ArrayLike, M1: ArrayLike, n: int, alpha: float) -> Likelihood
     e0, v0 = _moments(np.exp(groups.log_g0), groups.gw)
     e1, v1 = _moments(np.exp(groups.log_g1), groups.gw)
     t = n * e0 + math.sqrt(n * v0) * float(stats.norm.isf(a))
-    log_beta = float(stats.norm.logcdf((t - n * e1) / math.sqrt(n * v1))) if v1 > 0 else (0.0 if t >= n * e1 else -math.inf)
+    log_beta = (
+        float(stats.norm.logcdf((t - n * e1) / math.sqrt(n * v1))) if v1 > 0 else (0.0 if t >= n * e1 else -math.inf)
+    )
     return LikelihoodRatioTest(n, a, t, 0.0, a, math.exp(log_beta), log_beta, "normal", groups.w, _tie_tol(n, groups))
 
 
@@ -385,7 +408,8 @@ def type2_error_tilted(
     *,
     gamma: float = 0.0,
 ) -> TiltedEstimate:
-    """Estimate ``beta_n = P_1(L < t) + (1 - gamma) P_1(L = t)`` by exponential tilting (Kairouz et al. 2014, Sec. 1, 3).
+    """Estimate ``beta_n = P_1(L < t) + (1 - gamma) P_1(L = t)`` by exponential tilting
+    (Kairouz et al. 2014, Sec. 1, 3).
 
     The type II error of the test "reject when ``L > t``, and with probability ``gamma`` when
     ``L = t``" (``gamma = 0``: ``beta = P_1(L <= t)``). Counts are drawn from
@@ -446,7 +470,8 @@ def stein_exponent_curve(
     rng: RNGLike = None,
     samples: int = 20_000,
 ) -> pd.DataFrame:
-    """Measured Chernoff-Stein exponents ``-(1/n) log beta_n`` against ``D_kl(M0 || M1)`` (Kairouz et al. 2014, Sec. 1, 3).
+    """Measured Chernoff-Stein exponents ``-(1/n) log beta_n`` against ``D_kl(M0 || M1)``
+    (Kairouz et al. 2014, Sec. 1, 3).
 
     For each ``n``: the NP test at type I error ``alpha`` (exact, :func:`lrt_exact`, when the
     exact law has at most ``MAX_COMPOSITIONS`` count vectors; else the normal threshold of
@@ -471,9 +496,18 @@ def stein_exponent_curve(
         test = lrt_exact(m0, m1, n, a) if exact else lrt_normal(m0, m1, n, a)
         est = type2_error_tilted(m0, m1, n, test.threshold, gen, samples, gamma=test.gamma)
         rows.append(
-            {"n": n, "method": test.method, "threshold": test.threshold, "gamma": test.gamma, "beta": est.beta,
-             "log_beta": est.log_beta, "rel_error": est.rel_error, "exponent": -est.log_beta / n,
-             "theory": theory, "beta_exact": test.beta if exact else math.nan,
-             "log_beta_exact": test.log_beta if exact else math.nan}
-        )  # fmt: skip
+            {
+                "n": n,
+                "method": test.method,
+                "threshold": test.threshold,
+                "gamma": test.gamma,
+                "beta": est.beta,
+                "log_beta": est.log_beta,
+                "rel_error": est.rel_error,
+                "exponent": -est.log_beta / n,
+                "theory": theory,
+                "beta_exact": test.beta if exact else math.nan,
+                "log_beta_exact": test.log_beta if exact else math.nan,
+            }
+        )
     return pd.DataFrame(rows)

@@ -57,9 +57,7 @@ def _mechanisms(mechanisms: Any) -> list[FrequencyOracle]:
     try:
         mechs = list(mechanisms)
     except TypeError:
-        raise invalid(
-            "mechanisms", mechanisms, "a sequence of frequency oracles, one per tier"
-        ) from None
+        raise invalid("mechanisms", mechanisms, "a sequence of frequency oracles, one per tier") from None
     if not mechs:
         raise invalid("mechanisms", mechanisms, "at least one frequency oracle")
     for t, m in enumerate(mechs):
@@ -144,9 +142,7 @@ def _naive(
     return est, var
 
 
-def tier_design(
-    mechanisms: Sequence[FrequencyOracle], prior: ArrayLike, n: float, shares: ArrayLike
-) -> TierDesign:
+def tier_design(mechanisms: Sequence[FrequencyOracle], prior: ArrayLike, n: float, shares: ArrayLike) -> TierDesign:
     """The exact weights and variances when ``n`` respondents split into the tiers with
     ``shares`` (``n_t = n shares_t``) and answer from ``prior``: per tier ``V_t =
     estimate_variance(prior, n_t)``, then :func:`inverse_variance_weights`."""
@@ -161,9 +157,7 @@ def tier_design(
         if sizes[t] > 0:
             var[t] = m.estimate_variance(p, float(sizes[t]))
     weights, combined = inverse_variance_weights(var)
-    _, naive_var = _naive(
-        sizes, np.zeros((len(mechs), k)), np.where(np.isinf(var), 0.0, var)
-    )
+    _, naive_var = _naive(sizes, np.zeros((len(mechs), k)), np.where(np.isinf(var), 0.0, var))
     return TierDesign(weights, combined, var, naive_var, sizes)
 
 
@@ -231,9 +225,7 @@ def combine_tiers(
     try:
         cts = list(counts)  # type: ignore[arg-type]
     except TypeError:
-        raise invalid(
-            "counts", counts, "a sequence of count arrays, one per tier"
-        ) from None
+        raise invalid("counts", counts, "a sequence of count arrays, one per tier") from None
     if len(cts) != t_count:
         raise invalid("counts", f"{len(cts)} count arrays", f"one per tier ({t_count})")
     ns = [None] * t_count if n is None else list(n)
@@ -250,22 +242,23 @@ def combine_tiers(
         f, nt = _frequencies(m, c, ns[t], name=f"counts[{t}]")
         sizes[t] = nt
         est[t] = m.invert(f)
-        var[t] = (
-            m.plugin_variance(f, float(nt))
-            if p0 is None
-            else m.estimate_variance(p0, float(nt))
-        )
+        var[t] = m.plugin_variance(f, float(nt)) if p0 is None else m.estimate_variance(p0, float(nt))
     if not sizes.any():
-        raise invalid(
-            "counts", "no reports in any tier", "at least one tier with reports"
-        )
+        raise invalid("counts", "no reports in any tier", "at least one tier with reports")
     weights, combined = inverse_variance_weights(var)
     combined_est = np.where(weights > 0, weights * np.nan_to_num(est), 0.0).sum(axis=0)
-    naive_est, naive_var = _naive(
-        sizes, np.nan_to_num(est), np.where(np.isinf(var), 0.0, var)
-    )
+    naive_est, naive_var = _naive(sizes, np.nan_to_num(est), np.where(np.isinf(var), 0.0, var))
     same = len({m.name for m in mechs}) == 1
     return TierEstimate(
-        mechs[0].input_labels, combined_est, np.sqrt(combined), weights, est, var, naive_est, np.sqrt(naive_var),
-        tuple(int(s) for s in sizes), same, p0 is None,
-    )  # fmt: skip
+        mechs[0].input_labels,
+        combined_est,
+        np.sqrt(combined),
+        weights,
+        est,
+        var,
+        naive_est,
+        np.sqrt(naive_var),
+        tuple(int(s) for s in sizes),
+        same,
+        p0 is None,
+    )

@@ -147,8 +147,6 @@ class AuditResult:
         return "\n".join(lines)
 
 
-
-
 # --------------------------------------------------------------------------- samplers
 def sampler_of(mechanism: Any) -> Sampler:
     """The sampler ``(x, n, rng) -> n outputs`` of a mechanism: its contract method
@@ -157,7 +155,9 @@ def sampler_of(mechanism: Any) -> Sampler:
     sample = getattr(mechanism, "sample", None)
     if callable(sample):
         return sample  # type: ignore[no-any-return]
-    raise invalid("mechanism", mechanism, "a mechanism with sample(x, n, rng) (the mechanism contract) or a sampler function")
+    raise invalid(
+        "mechanism", mechanism, "a mechanism with sample(x, n, rng) (the mechanism contract) or a sampler function"
+    )
 
 
 def density_of(mechanism: Any) -> LogDensity | None:
@@ -188,9 +188,10 @@ def _draw(sampler: Sampler, x: Any, n: int, rng: np.random.Generator) -> np.ndar
         )
     if not (out.shape == (n,) or (out.ndim == 2 and out.shape[0] == n and out.shape[1] >= 1)):
         raise invalid(
-            "sampler output", f"an array of shape {out.shape}",
+            "sampler output",
+            f"an array of shape {out.shape}",
             f"shape ({n},) or ({n}, d): one output (or vector) per draw (input x={show(x)})",
-        )  # fmt: skip
+        )
     if out.ndim == 2 and out.shape[1] == 1:
         out = out[:, 0]
     if np.issubdtype(out.dtype, np.floating) and np.isnan(out).any():
@@ -249,7 +250,9 @@ def _setup(
     return sampler, pairs_, alpha_, eps_d, ld
 
 
-def _draw_all(sampler: Sampler, pairs: list[tuple[Any, Any]], n: int, gen: np.random.Generator) -> dict[str, np.ndarray]:
+def _draw_all(
+    sampler: Sampler, pairs: list[tuple[Any, Any]], n: int, gen: np.random.Generator
+) -> dict[str, np.ndarray]:
     """One batch of ``n`` outputs per distinct input, shared by all the pairs it appears in."""
     samples: dict[str, np.ndarray] = {}
     for pair in pairs:
@@ -268,7 +271,9 @@ def _output_kind(samples: dict[str, np.ndarray], outputs: str) -> str:
             if not np.issubdtype(s.dtype, np.integer) and not (
                 np.all(np.abs(s) <= 2.0**53) and np.all(s == np.floor(s))
             ):
-                raise invalid("sampler output", f"non-integer outputs for input x={key}", 'integer outputs (outputs="finite")')
+                raise invalid(
+                    "sampler output", f"non-integer outputs for input x={key}", 'integer outputs (outputs="finite")'
+                )
     return kind
 
 
@@ -281,7 +286,9 @@ def _width(samples: dict[str, np.ndarray]) -> int:
     """0 for scalar outputs, else the common length ``d`` of the output vectors."""
     widths = {s.shape[1] if s.ndim == 2 else 0 for s in samples.values()}
     if len(widths) != 1:
-        raise invalid("sampler output", f"outputs of widths {sorted(widths)}", "the same shape for every input and batch")
+        raise invalid(
+            "sampler output", f"outputs of widths {sorted(widths)}", "the same shape for every input and batch"
+        )
     return widths.pop()
 
 
@@ -530,7 +537,7 @@ def audit(
     method = (
         f"select-then-certify: per input, {n1} outputs select one witness event per ordered pair "
         f"({_events_text(kind, ld, exact)}; Wilson-score plug-in), {n2} fresh outputs certify it with exact "
-        f"Clopper-Pearson bounds; Bonferroni over {tests} tests (2 orders x {plural(len(pairs_), 'pair')}){fam}: each test "
-        f"at level {a:.3g}, {a / 2:.3g} per side; no cap on eps_LB"
+        f"Clopper-Pearson bounds; Bonferroni over {tests} tests (2 orders x {plural(len(pairs_), 'pair')}){fam}: "
+        f"each test at level {a:.3g}, {a / 2:.3g} per side; no cap on eps_LB"
     )
     return _finish(best, kind, pairs_, samples, ld_int, n_ * len(samples), alpha_, method, eps_d, rows)

@@ -77,7 +77,14 @@ def _best(score: NDArray, lo_p: NDArray) -> int:
 
 
 def _finite_select(
-    x: Any, xp: Any, sp: np.ndarray, sq: np.ndarray, score: Callable, z: float, ld: LogDensity | None, exact_floats: bool = False
+    x: Any,
+    xp: Any,
+    sp: np.ndarray,
+    sq: np.ndarray,
+    score: Callable,
+    z: float,
+    ld: LogDensity | None,
+    exact_floats: bool = False,
 ) -> tuple[dict[str, Any], bool] | None:
     """Prefixes of the observed outputs sorted by ratio (exact when ``ld`` is known, else the
     smoothed observed ratio); returns the best event and whether ``ld`` proves it has zero
@@ -190,7 +197,14 @@ def _directions(sp: np.ndarray, sq: np.ndarray) -> list[NDArray[np.float64]]:
 
 
 def _real_select(
-    x: Any, xp: Any, sp: np.ndarray, sq: np.ndarray, score: Callable, z: float, ld: LogDensity | None, exact_floats: bool = False
+    x: Any,
+    xp: Any,
+    sp: np.ndarray,
+    sq: np.ndarray,
+    score: Callable,
+    z: float,
+    ld: LogDensity | None,
+    exact_floats: bool = False,
 ) -> tuple[dict[str, Any], bool] | None:
     """Thresholds ``y <= t``, ``y > t`` and intervals ``lo < y <= hi`` on a quantile grid (for
     vector outputs, of the projections ``w . y`` on :func:`_directions`), and with a density
@@ -232,7 +246,9 @@ def _real_select(
                 hp_parts.append(n_p - np.searchsorted(lp_s, cgrid, side="left"))
                 hq_parts.append(n_q - np.searchsorted(lq_s, cgrid, side="left"))
                 zero_parts.append(cgrid == np.inf)
-                decoders.append(lambda b, cgrid=cgrid: {"kind": "likelihood_ratio", "c": float(cgrid[b]), "exact": True})
+                decoders.append(
+                    lambda b, cgrid=cgrid: {"kind": "likelihood_ratio", "c": float(cgrid[b]), "exact": True}
+                )
     sizes = np.cumsum([0] + [h.size for h in hp_parts])
     hp, hq, zero = np.concatenate(hp_parts), np.concatenate(hq_parts), np.concatenate(zero_parts)
     z = _selection_z(z, hp.size)
@@ -243,9 +259,7 @@ def _real_select(
     return decoders[fam](best - int(sizes[fam])), bool(zero[best])
 
 
-def _per_output(
-    x: Any, xp: Any, full_p: np.ndarray, full_q: np.ndarray, ld: LogDensity | None
-) -> pd.DataFrame:
+def _per_output(x: Any, xp: Any, full_p: np.ndarray, full_q: np.ndarray, ld: LogDensity | None) -> pd.DataFrame:
     vals, inv = np.unique(np.concatenate([full_p, full_q]), return_inverse=True)
     cp = np.bincount(inv[: full_p.size], minlength=vals.size)
     cq = np.bincount(inv[full_p.size :], minlength=vals.size)
@@ -255,5 +269,3 @@ def _per_output(
     return pd.DataFrame(
         {"output": vals, "count_x": cp, "count_x_prime": cq, "log_ratio_observed": emp, "log_ratio_exact": exact}
     )
-
-

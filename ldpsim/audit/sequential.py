@@ -129,7 +129,9 @@ def audit_sequential(
             if kind == "finite":
                 _output_kind(batch, "finite")  # every batch must hold integer outputs, not only the first
             if _width(batch) != width:
-                raise invalid("sampler output", "outputs of another shape in a later batch", "the same shape in every batch")
+                raise invalid(
+                    "sampler output", "outputs of another shape in a later batch", "the same shape in every batch"
+                )
             cert, rows, _ = _encode(_cast(batch, kind), kind, rows, ld)
             got = _round(kind, pairs_, sel, cert, a, eps_d, ld_int, rows, ld, exact)
             if got.eps > best.eps:
@@ -156,14 +158,26 @@ def audit_sequential(
     n_per_input = rounds[-1]["n_per_input"]
     fam = "" if eps_d is None else f", alpha split equally between the eps and the delta (at eps={eps_d:g}) witnesses"
     method = (
-        f"sequential select-then-certify: selection batch {first_}, then up to {plural(looks, 'certification batch', 'certification batches')} "
-        f"(growth {growth_:g}, at most {n_max_} outputs per input); at each look witnesses ({_events_text(kind, ld, exact)}) "
-        f"are selected on all earlier outputs and certified on the fresh batch with exact Clopper-Pearson bounds; "
-        f"alpha spending: alpha/{looks} per look (equal spending, union bound over looks), Bonferroni over {tests} "
-        f"tests{fam}: each test at level {a:.3g}; stopped after {plural(len(rounds), 'look')}"
-        f"{' (refuted)' if refuted else ''}; no cap on eps_LB"
+        f"sequential select-then-certify: selection batch {first_}, then up to "
+        f"{plural(looks, 'certification batch', 'certification batches')} (growth {growth_:g}, at most {n_max_} "
+        f"outputs per input); at each look witnesses ({_events_text(kind, ld, exact)}) are selected on all earlier "
+        f"outputs and certified on the fresh batch with exact Clopper-Pearson bounds; alpha spending: alpha/{looks} "
+        f"per look (equal spending, union bound over looks), Bonferroni over {tests} tests{fam}: each test at level "
+        f"{a:.3g}; stopped after {plural(len(rounds), 'look')}{' (refuted)' if refuted else ''}; no cap on eps_LB"
     )
     return _finish(
-        best, kind, pairs_, sel, ld_int, n_per_input * len(sel), alpha_, method, eps_d, rows,
-        claimed_eps=c_eps, claimed_delta=c_delta, refuted=refuted, rounds=rounds,
-    )  # fmt: skip
+        best,
+        kind,
+        pairs_,
+        sel,
+        ld_int,
+        n_per_input * len(sel),
+        alpha_,
+        method,
+        eps_d,
+        rows,
+        claimed_eps=c_eps,
+        claimed_delta=c_delta,
+        refuted=refuted,
+        rounds=rounds,
+    )

@@ -82,7 +82,9 @@ def _target(e: Entry, params: dict[str, Any], mech: Any) -> Target:
         true_delta=true_delta if getattr(mech, "exact_delta", True) else None,
         broken="broken" in e.tags,
         # a frequency oracle (it has a statistic) sends integer reports, symbols or vectors
-        outputs="finite" if getattr(mech, "output_size", None) is not None or hasattr(mech, "statistic_size") else "real",
+        outputs="finite"
+        if getattr(mech, "output_size", None) is not None or hasattr(mech, "statistic_size")
+        else "real",
         description=e.description,
     )
 

@@ -123,7 +123,11 @@ def _check_event(event: Any) -> dict[str, Any]:
         if arr.ndim not in (1, 2):
             raise invalid("event", event, expected)
         for val in arr.ravel():
-            if isinstance(val, bool) or not isinstance(val, (numbers.Integral, np.integer)) or not -(2**63) <= val < 2**63:
+            if (
+                isinstance(val, bool)
+                or not isinstance(val, (numbers.Integral, np.integer))
+                or not -(2**63) <= val < 2**63
+            ):
                 raise invalid("event values", val, "integer outputs (or vectors of integers) within int64")
         if arr.ndim == 1:
             return {"kind": "outputs", "values": sorted({int(v) for v in arr})}
@@ -163,7 +167,9 @@ def _check_event(event: Any) -> dict[str, Any]:
     zeros, side = event["zeros"], event["side"]
     integral = isinstance(zeros, (numbers.Integral, np.integer)) and not isinstance(zeros, (bool, np.bool_))
     if not (integral and 1 <= zeros <= MANTISSA_BITS):
-        raise invalid("event zeros", zeros, f"an integer from 1 to {MANTISSA_BITS} (trailing zero bits of the mantissa)")
+        raise invalid(
+            "event zeros", zeros, f"an integer from 1 to {MANTISSA_BITS} (trailing zero bits of the mantissa)"
+        )
     if side not in ("fewer", "at_least"):
         raise invalid("event side", side, '"fewer" or "at_least" (than zeros trailing zero bits)')
     return {"kind": "low_bits", "lo": lo, "hi": hi, "zeros": int(zeros), "side": side, **extra}
@@ -178,7 +184,9 @@ def _row_members(y: np.ndarray, rows: list[list[int]]) -> NDArray[np.bool_]:
         return np.zeros(y.shape[0], dtype=bool)
     vals = np.asarray(rows, dtype=np.int64)
     if y.shape[1] != vals.shape[1]:
-        raise invalid("outputs", f"an array of shape {y.shape}", f"vectors of length {vals.shape[1]} (n x {vals.shape[1]})")
+        raise invalid(
+            "outputs", f"an array of shape {y.shape}", f"vectors of length {vals.shape[1]} (n x {vals.shape[1]})"
+        )
     if np.issubdtype(y.dtype, np.floating):
         ok = np.all((y == np.floor(y)) & (np.abs(y) < 2.0**63), axis=1)
     elif np.issubdtype(y.dtype, np.unsignedinteger):
@@ -205,7 +213,9 @@ def _log_ratio(log_density: LogDensity, x: Any, xp: Any, y: np.ndarray) -> NDArr
     lp = np.asarray(log_density(x, y), dtype=np.float64)
     lq = np.asarray(log_density(xp, y), dtype=np.float64)
     if lp.shape != y.shape[:1] or lq.shape != y.shape[:1]:
-        raise invalid("log_density output", f"an array of shape {lp.shape}", f"shape {y.shape[:1]}, one value per output")
+        raise invalid(
+            "log_density output", f"an array of shape {lp.shape}", f"shape {y.shape[:1]}, one value per output"
+        )
     with np.errstate(invalid="ignore"):
         out = lp - lq
     return np.where(np.isnan(out), -np.inf, out)
@@ -303,7 +313,9 @@ class Witness:
         if ev["kind"] == "likelihood_ratio":
             ld = log_density if log_density is not None else self.log_density
             if ld is None:
-                raise invalid("log_density", None, "the log density log_density(x, y) to replay a likelihood-ratio witness")
+                raise invalid(
+                    "log_density", None, "the log density log_density(x, y) to replay a likelihood-ratio witness"
+                )
             lr = _log_ratio(ld, self.x, self.x_prime, y)
             return lr >= ev["c"] if ev.get("exact", False) else lr >= _lr_floor(ev["c"])
         inside = (y > ev["lo"]) & (y <= ev["hi"])
@@ -330,5 +342,3 @@ class Witness:
         if not isinstance(data, dict) or set(data) != {"x", "x_prime", "event"}:
             raise invalid("witness JSON", text, 'an object with keys "x", "x_prime", "event"')
         return cls(data["x"], data["x_prime"], data["event"], log_density)
-
-

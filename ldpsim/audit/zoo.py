@@ -61,8 +61,11 @@ def _count(value: object, name: str) -> int:
     arrays of that length: 2^31 was a MemoryError, 2^63 an OverflowError)."""
     out = v.integer(value, name, minimum=1)
     if out > v.MAX_ALPHABET:
-        raise invalid(name, value, f"an integer in 1..{v.MAX_ALPHABET:,} (2^22: the datasets and outputs hold this many "
-                      "entries in memory)")  # fmt: skip
+        raise invalid(
+            name,
+            value,
+            f"an integer in 1..{v.MAX_ALPHABET:,} (2^22: the datasets and outputs hold this many entries in memory)",
+        )
     return out
 
 
@@ -651,14 +654,18 @@ class SVTNoCutoff(_FiniteLogDensity, _SVT):
     def __init__(self, eps: float = 1.0, m: int = 3, T: float = 0.0) -> None:
         if not v.epsilon(eps, "eps") <= self.MAX_EPS:  # before the noise scales 2/eps, 4/eps (subnormal at 1e308)
             raise invalid(
-                "eps", eps, f"eps <= {self.MAX_EPS:g} for svt_no_cutoff (its exact eps on the pair comes from its "
-                "output probabilities, which underflow the doubles beyond that)"
+                "eps",
+                eps,
+                f"eps <= {self.MAX_EPS:g} for svt_no_cutoff (its exact eps on the pair comes from its "
+                "output probabilities, which underflow the doubles beyond that)",
             )
         self._setup(eps, T)
         if self.claimed_eps < self.MIN_EPS:
             raise invalid(
-                "eps", eps, f"eps >= {self.MIN_EPS:g} for svt_no_cutoff (its exact eps on the pair comes from quadrature, "
-                "which cannot resolve likelihood ratios 1 + O(eps) below that)"
+                "eps",
+                eps,
+                f"eps >= {self.MIN_EPS:g} for svt_no_cutoff (its exact eps on the pair comes from quadrature, "
+                "which cannot resolve likelihood ratios 1 + O(eps) below that)",
             )
         self.m = v.integer(m, "m", minimum=1, maximum=8)
         self.n_queries = 2 * self.m
@@ -673,8 +680,10 @@ class SVTNoCutoff(_FiniteLogDensity, _SVT):
         if not np.all(self.matrix() > 0):  # every output has probability > 0 (Laplace noise): an
             # underflowed 0 made true_eps inf (at eps = 1000, m = 3; the bounds say <= 3500)
             raise invalid(
-                "eps", eps, f"a smaller eps for svt_no_cutoff at m = {self.m} (some output probabilities of the pair "
-                "underflow the doubles, so its exact eps cannot be computed)"
+                "eps",
+                eps,
+                f"a smaller eps for svt_no_cutoff at m = {self.m} (some output probabilities of the pair "
+                "underflow the doubles, so its exact eps cannot be computed)",
             )
         self.true_eps = from_matrix(self.matrix()).epsilon()
 
@@ -691,8 +700,9 @@ class SVTNoCutoff(_FiniteLogDensity, _SVT):
 
                 kinks = np.unique(np.concatenate([[0.0], q - self.T]))
                 pts = np.concatenate([[-np.inf], kinks, [np.inf]])
-                row = sum(integrate.quad_vec(g, lo, hi, epsabs=1e-15, epsrel=1e-12)[0]
-                          for lo, hi in zip(pts[:-1], pts[1:]))
+                row = sum(
+                    integrate.quad_vec(g, lo, hi, epsabs=1e-15, epsrel=1e-12)[0] for lo, hi in zip(pts[:-1], pts[1:])
+                )
                 rows.append(np.asarray(row))
             self._matrix = np.array(rows)
         return self._matrix
@@ -755,13 +765,16 @@ class SVTReturnsValue(_SVT):
             F = _lap_cdf(z + self.T - q[:-1], self.b_nu)
             return float(_lap_pdf(z, self.b_rho)) * float(np.prod(F)) * last(z)
 
-        return sum(integrate.quad(g, lo, b, epsabs=1e-14, epsrel=1e-11, limit=200)[0]
-                   for lo, b in zip(pts[:-1], pts[1:]) if b > lo)
+        return sum(
+            integrate.quad(g, lo, b, epsabs=1e-14, epsrel=1e-11, limit=200)[0]
+            for lo, b in zip(pts[:-1], pts[1:])
+            if b > lo
+        )
 
     def masses(self, x: Sequence[float]) -> tuple[float, float, float]:
         """``(P(out = -inf), P(out finite), P(out = +inf))``."""
         q = self._q(x)
-        Fm = lambda z: float(_lap_cdf(z + self.T - q[-1], self.b_nu))  # noqa: E731
+        Fm = lambda z: float(_lap_cdf(z + self.T - q[-1], self.b_nu))
         none = self._quad(q, np.inf, Fm)
         last = self._quad(q, np.inf, lambda z: 1.0 - Fm(z))
         return none, last, max(0.0, 1.0 - none - last)

@@ -44,12 +44,29 @@ if TYPE_CHECKING:
         StaircaseBounded,
     )
 
-_NOISE = ("Gaussian", "Geometric", "Laplace", "NoiseMechanism", "Staircase", "TruncatedLaplace", "DiscreteLaplace",
-          "DiscreteGaussian", "SnappedLaplace")
-_NUMERIC = ("LaplaceBounded", "StaircaseBounded", "Duchi", "Piecewise", "Hybrid", "DiscreteLaplaceBounded",
-            "SnappedLaplaceBounded")
+_NOISE = (
+    "Gaussian",
+    "Geometric",
+    "Laplace",
+    "NoiseMechanism",
+    "Staircase",
+    "TruncatedLaplace",
+    "DiscreteLaplace",
+    "DiscreteGaussian",
+    "SnappedLaplace",
+)
+_NUMERIC = (
+    "LaplaceBounded",
+    "StaircaseBounded",
+    "Duchi",
+    "Piecewise",
+    "Hybrid",
+    "DiscreteLaplaceBounded",
+    "SnappedLaplaceBounded",
+)
 __getattr__, __dir__ = lazy_exports(
-    __name__, {**dict.fromkeys(_NOISE, "ldpsim.mechanisms.noise"), **dict.fromkeys(_NUMERIC, "ldpsim.mechanisms.numeric")}
+    __name__,
+    {**dict.fromkeys(_NOISE, "ldpsim.mechanisms.noise"), **dict.fromkeys(_NUMERIC, "ldpsim.mechanisms.numeric")},
 )
 
 __all__ = [

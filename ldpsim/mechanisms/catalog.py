@@ -98,7 +98,9 @@ class Entry:
         out: dict[str, Any] = {}
         for key, value in params.items():
             if key not in self.params:
-                raise invalid("parameter", key, f"a parameter of {self.name}: one of {', '.join(self.params) or '(none)'}")
+                raise invalid(
+                    "parameter", key, f"a parameter of {self.name}: one of {', '.join(self.params) or '(none)'}"
+                )
             out[key] = _coerce(key, value, self.params[key].type, strict)
         resolved: dict[str, Any] = {}
         for key, p in self.params.items():
@@ -229,7 +231,9 @@ def _utility_params() -> dict[str, Param]:
     return {
         "eps": _EPS,
         "utility": Param(str, "kl", "kl, tv, chi_square, hellinger (divergences of P0 and P1) or mutual_information"),
-        "k": Param(int, None, "alphabet size (>= 2; implied by P0, P1 or prior when given)", optional=True, role="alphabet"),
+        "k": Param(
+            int, None, "alphabet size (>= 2; implied by P0, P1 or prior when given)", optional=True, role="alphabet"
+        ),
         "P0": _distribution("P0"),
         "P1": _distribution("P1"),
         "prior": _distribution("prior"),
@@ -254,8 +258,13 @@ def _entries() -> list[Entry]:
             "binary",
             "binary mechanism (two outputs: in T or not): T as given, else T = {x : P0(x) >= P1(x)} for "
             "a prior pair, else the first ceil(k/2) symbols; exact eps = eps",
-            {"eps": _EPS, "k": _K, "T": Param(object, None, ROLES["inputs"], optional=True, role="inputs"),
-             "P0": _distribution("P0"), "P1": _distribution("P1")},
+            {
+                "eps": _EPS,
+                "k": _K,
+                "T": Param(object, None, ROLES["inputs"], optional=True, role="inputs"),
+                "P0": _distribution("P0"),
+                "P1": _distribution("P1"),
+            },
             f"{_B}:binary",
             fin,
         ),
@@ -294,9 +303,13 @@ def _entries() -> list[Entry]:
             "matrix",
             "any finite mechanism from its k x m row-stochastic matrix Q[x, y] = P(y | x); exact eps "
             "from the matrix (max over columns of the log ratio of entries)",
-            {"matrix": Param(object, None, "the k x m matrix, rows summing to 1 (rows: inputs, columns: outputs)"),
-             "k": Param(int, None, "number of inputs, the rows (implied by the matrix)", optional=True, role="alphabet"),
-             "output_labels": Param(object, None, "names of the m outputs", optional=True)},
+            {
+                "matrix": Param(object, None, "the k x m matrix, rows summing to 1 (rows: inputs, columns: outputs)"),
+                "k": Param(
+                    int, None, "number of inputs, the rows (implied by the matrix)", optional=True, role="alphabet"
+                ),
+                "output_labels": Param(object, None, "names of the m outputs", optional=True),
+            },
             f"{_B}:matrix",
             fin,
         ),
@@ -368,8 +381,11 @@ def _entries() -> list[Entry]:
             "discrete_gaussian",
             "discrete Gaussian noise N_Z(0, sigma2), exact integer-only sampler (Canonne-Kamath-Steinke 2020, "
             "Alg. 3; rng='os' allowed); the least sigma2 in (1/1024)Z with exact delta(eps) <= delta; pure eps inf",
-            {"eps": _EPS, "delta": Param(float, 1e-5, "delta in (0, 1)"),
-             "sensitivity": Param(int, 1, "integer sensitivity (>= 1)")},
+            {
+                "eps": _EPS,
+                "delta": Param(float, 1e-5, "delta in (0, 1)"),
+                "sensitivity": Param(int, 1, "integer sensitivity (>= 1)"),
+            },
             f"{_B}:discrete_gaussian_calibrated",
             noise,
         ),
@@ -379,9 +395,15 @@ def _entries() -> list[Entry]:
             "snapping mechanism (Mironov 2012): clamp to [-bound, bound], Laplace noise from the log of a uniform "
             "double, rounding to a power-of-two grid, clamp; proven eps bound (1 + 12 b eta)/lambda + 2 eta <= eps "
             "(b = bound/sensitivity, eta = 2^-52) for the floats produced",
-            {"eps": _EPS,
-             "bound": Param(float, 16.0, "clamping bound B in query units (above sensitivity/eps, within the noise's reach)"),
-             "sensitivity": Param(float, 1.0, "sensitivity of the query, a power of two (the pair is (0, sensitivity))")},
+            {
+                "eps": _EPS,
+                "bound": Param(
+                    float, 16.0, "clamping bound B in query units (above sensitivity/eps, within the noise's reach)"
+                ),
+                "sensitivity": Param(
+                    float, 1.0, "sensitivity of the query, a power of two (the pair is (0, sensitivity))"
+                ),
+            },
             "ldpsim.mechanisms.noise.snapping:SnappedLaplace",
             noise,
         ),
@@ -389,7 +411,11 @@ def _entries() -> list[Entry]:
             "norm_laplace",
             "l_p Laplace noise on R^d (density prop. to exp(-eps ||y - x||_p)), vector outputs; exact eps = eps "
             "for inputs at l_p distance 1 (the pair 0, e_1)",
-            {"d": Param(int, 4, "dimension (>= 1)"), "p": Param(float, 2.0, "the norm, >= 1 (inf allowed)"), "eps": _EPS},
+            {
+                "d": Param(int, 4, "dimension (>= 1)"),
+                "p": Param(float, 2.0, "the norm, >= 1 (inf allowed)"),
+                "eps": _EPS,
+            },
             f"{_B}:norm_laplace",
             frozenset({"vector"}),
         ),
@@ -417,13 +443,21 @@ def _entries() -> list[Entry]:
             "permanent randomized response f, instantaneous p and q; no eps parameter: exact eps of one report "
             "from the exact privacy-loss law of the worst pair of candidates (claimed exactly); "
             "epsilon_longitudinal() for memoised reports",
-            {"k": Param(int, 2, "number of candidate strings (>= 2); inputs are their indices", role="alphabet"),
-             "m": Param(int, 32, "Bloom filter bits (1..2^24; estimating k frequencies needs m >= k and patterns of full rank)"),
-             "h": Param(int, 2, "hash functions (1..64)"),
-             "f": Param(float, 0.5, "permanent randomized response: a bit becomes a fair coin with probability f, in [0, 1]"),
-             "p": Param(float, 0.5, "P(report 1 | permanent bit 0), in [0, 1]"),
-             "q": Param(float, 0.75, "P(report 1 | permanent bit 1), in [0, 1]"),
-             "cohort": Param(int, 0, "which fixed set of h hash functions (an integer >= 0)")},
+            {
+                "k": Param(int, 2, "number of candidate strings (>= 2); inputs are their indices", role="alphabet"),
+                "m": Param(
+                    int,
+                    32,
+                    "Bloom filter bits (1..2^24; estimating k frequencies needs m >= k and patterns of full rank)",
+                ),
+                "h": Param(int, 2, "hash functions (1..64)"),
+                "f": Param(
+                    float, 0.5, "permanent randomized response: a bit becomes a fair coin with probability f, in [0, 1]"
+                ),
+                "p": Param(float, 0.5, "P(report 1 | permanent bit 0), in [0, 1]"),
+                "q": Param(float, 0.75, "P(report 1 | permanent bit 1), in [0, 1]"),
+                "cohort": Param(int, 0, "which fixed set of h hash functions (an integer >= 0)"),
+            },
             "ldpsim.mechanisms.oracles.rappor:Rappor",
             frozenset({"oracle", "scenario"}),
         ),
@@ -432,8 +466,16 @@ def _entries() -> list[Entry]:
             "optimised local hashing (Wang et al. 2017): each client hashes its answer with its own seed of a "
             "degree-2 polynomial family mod 2^31-1 into g = max(2, round(e^eps+1)) buckets and reports the seed and "
             "the bucket by g-ary randomized response; exact eps = eps, delta(t) = p(1-gamma)(1-e^(t-eps)) below it",
-            {"k": _K, "eps": _EPS,
-             "g": Param(int, None, "hash range g in 2..2^31-1 (not given: the optimal max(2, round(e^eps + 1)))", optional=True)},
+            {
+                "k": _K,
+                "eps": _EPS,
+                "g": Param(
+                    int,
+                    None,
+                    "hash range g in 2..2^31-1 (not given: the optimal max(2, round(e^eps + 1)))",
+                    optional=True,
+                ),
+            },
             "ldpsim.mechanisms.oracles.hashing:OptimizedLocalHashing",
             frozenset({"oracle", "scenario"}),
         ),
@@ -456,11 +498,20 @@ def _entries() -> list[Entry]:
         ),
         Entry(
             "subset_selection",
-            "subset selection (Wang et al. 2016; Ye and Barg 2018): a subset of omega of the k answers, e^eps times "
-            "likelier when it holds the input; exact eps = eps, delta(t) = p_in (k-omega)/(k-1) (1 - e^(t-eps)) below it",
-            {"k": Param(int, 4, "alphabet size (>= 2)", role="alphabet"), "eps": _EPS,
-             "omega": Param(int, None, "subset size in 1..k-1 (default: floor or ceil of k/(e^eps+1), whichever has "
-                            "the smaller exact worst-case l2 risk)", optional=True)},
+            "subset selection (Wang et al. 2016; Ye and Barg 2018): a subset of omega "
+            "of the k answers, e^eps times likelier when it holds the input; exact "
+            "eps = eps, delta(t) = p_in (k-omega)/(k-1) (1 - e^(t-eps)) below it",
+            {
+                "k": Param(int, 4, "alphabet size (>= 2)", role="alphabet"),
+                "eps": _EPS,
+                "omega": Param(
+                    int,
+                    None,
+                    "subset size in 1..k-1 (default: floor or ceil of k/(e^eps+1), whichever has "
+                    "the smaller exact worst-case l2 risk)",
+                    optional=True,
+                ),
+            },
             "ldpsim.mechanisms.oracles.subset:SubsetSelection",
             frozenset({"oracle", "scenario"}),
         ),
@@ -479,16 +530,19 @@ def _entries() -> list[Entry]:
             "mean estimation of integer answers: the answer clipped to [lo, hi] (integers) plus discrete Laplace noise "
             "P(z) ~ exp(-eps |z|/(hi - lo)) from the exact sampler of Canonne, Kamath and Steinke (2020); integer "
             "reports, unbiased; exact eps = eps",
-            {"eps": _EPS, "lo": Param(float, -1.0, "lower end of the answers' range (an integer)"),
-             "hi": Param(float, 1.0, "upper end of the answers' range (an integer > lo)")},
+            {
+                "eps": _EPS,
+                "lo": Param(float, -1.0, "lower end of the answers' range (an integer)"),
+                "hi": Param(float, 1.0, "upper end of the answers' range (an integer > lo)"),
+            },
             f"{_NUM}:DiscreteLaplaceBounded",
             numeric,
         ),
         Entry(
             "snapped_laplace_bounded",
-            "mean estimation through Mironov's (2012) snapping mechanism on (answer - lo)/(hi - lo) with a public dither "
-            "that removes the grid's bias: privacy holds for the doubles produced (pure eps <= eps, Mironov's bound); "
-            "unbiased to 1e-12 (hi - lo); variance (hi - lo)^2 (2 lambda^2 + Lambda^2/12)",
+            "mean estimation through Mironov's (2012) snapping mechanism on (answer - lo)/(hi - lo) with a public "
+            "dither that removes the grid's bias: privacy holds for the doubles produced (pure eps <= eps, "
+            "Mironov's bound); unbiased to 1e-12 (hi - lo); variance (hi - lo)^2 (2 lambda^2 + Lambda^2/12)",
             _numeric_params(),
             f"{_NUM}:SnappedLaplaceBounded",
             numeric,
@@ -528,43 +582,52 @@ def _entries() -> list[Entry]:
         # ---- memoisation (ldpsim/mechanisms/memo.py)
         Entry(
             "memoised_rr",
-            "memoised k-ary randomized response (Erlingsson et al. 2014's permanent and instantaneous randomisation, "
-            "k-ary randomized response in place of Bloom bits): a permanent k-RR at eps_permanent drawn once per value and "
-            "reused, each report a k-RR at eps_instantaneous of it; one report is k-RR with the product keep probability, "
-            "exact eps log((e^a e^b + k - 1)/(e^a + e^b + k - 2)) for a = eps_permanent, b = eps_instantaneous; "
-            "epsilon_longitudinal() = eps_permanent, epsilon_reports(c) exact for c reports of one value",
-            {"k": _K,
-             "eps_permanent": Param(float, 2.0, "eps of the permanent randomized response, drawn once per value (>= 0): "
-                                    "the bound for any number of reports of one value"),
-             "eps_instantaneous": Param(float, 1.0, "eps of the instantaneous randomized response of the memo, "
-                                        "drawn per report (>= 0)")},
+            "memoised k-ary randomized response (Erlingsson et al. 2014's permanent and instantaneous "
+            "randomisation, k-ary randomized response in place of Bloom bits): a permanent k-RR at eps_permanent "
+            "drawn once per value and reused, each report a k-RR at eps_instantaneous of it; one report is k-RR "
+            "with the product keep probability, exact eps log((e^a e^b + k - 1)/(e^a + e^b + k - 2)) for a = "
+            "eps_permanent, b = eps_instantaneous; epsilon_longitudinal() = eps_permanent, epsilon_reports(c) exact "
+            "for c reports of one value",
+            {
+                "k": _K,
+                "eps_permanent": Param(
+                    float,
+                    2.0,
+                    "eps of the permanent randomized response, drawn once per value (>= 0): "
+                    "the bound for any number of reports of one value",
+                ),
+                "eps_instantaneous": Param(
+                    float, 1.0, "eps of the instantaneous randomized response of the memo, drawn per report (>= 0)"
+                ),
+            },
             "ldpsim.mechanisms.memo:memoised_rr",
             fin,
         ),
         Entry(
             "broken.doubled_rr",
-            'deliberately broken: k-ary randomized response whose probabilities use ``2 eps``.',
+            "deliberately broken: k-ary randomized response whose probabilities use ``2 eps``.",
             {"k": _K, "eps": _EPS},
             f"{zoo}:DoubledRR",
             broken,
         ),
         Entry(
             "broken.unary_no_reset",
-            'deliberately broken: Symmetric unary encoding (RAPPOR-like) whose client never randomises its true bit.',
+            "deliberately broken: Symmetric unary encoding (RAPPOR-like) whose client never randomises its true bit.",
             {"k": Param(int, 4, "alphabet size (>= 2)"), "eps": _EPS},
             f"{zoo}:UnaryNoReset",
             broken,
         ),
         Entry(
             "broken.laplace_wrong_scale",
-            'deliberately broken: Laplace noise with scale ``eps`` instead of ``1/eps`` on a sensitivity-1 query.',
+            "deliberately broken: Laplace noise with scale ``eps`` instead of ``1/eps`` on a sensitivity-1 query.",
             {"eps": Param(float, 0.5, "claimed privacy level eps (> 0)")},
             f"{zoo}:LaplaceWrongScale",
             broken,
         ),
         Entry(
             "broken.histogram_wrong_scale",
-            'deliberately broken: A histogram over ``bins`` bins with ``Lap(eps)`` noise per bin instead of ``Lap(1/eps)``.',
+            "deliberately broken: A histogram over ``bins`` bins with ``Lap(eps)`` noise per bin instead of "
+            "``Lap(1/eps)``.",
             {
                 "eps": Param(float, 0.5, "claimed privacy level eps (> 0)"),
                 "bins": Param(int, 4, "number of bins"),
@@ -575,28 +638,31 @@ def _entries() -> list[Entry]:
         ),
         Entry(
             "broken.noisy_max_value",
-            'deliberately broken: Report-noisy-max over ``m`` counting queries that releases the noisy maximum *value*.',
+            "deliberately broken: Report-noisy-max over ``m`` "
+            "counting queries that releases the noisy maximum *value*.",
             {"eps": _EPS, "m": Param(int, 5, "number of queries")},
             f"{zoo}:NoisyMaxValue",
             broken,
         ),
         Entry(
             "broken.svt_no_query_noise",
-            'deliberately broken: Sparse vector without noise on the queries (Lyu-Su-Li 2017, Alg. 5, Stoddard et al.).',
+            "deliberately broken: Sparse vector without noise on "
+            "the queries (Lyu-Su-Li 2017, Alg. 5, Stoddard et al.).",
             {"eps": _EPS, "T": Param(float, 0.0, "threshold")},
             f"{zoo}:SVTNoQueryNoise",
             broken,
         ),
         Entry(
             "broken.svt_no_cutoff",
-            'deliberately broken: Sparse vector that never stops (Lyu-Su-Li 2017, Alg. 6, Chen et al. 2015).',
+            "deliberately broken: Sparse vector that never stops (Lyu-Su-Li 2017, Alg. 6, Chen et al. 2015).",
             {"eps": _EPS, "m": Param(int, 3, "number of queries"), "T": Param(float, 0.0, "threshold")},
             f"{zoo}:SVTNoCutoff",
             broken,
         ),
         Entry(
             "broken.svt_returns_value",
-            "deliberately broken: Sparse vector that releases the noisy query value ``q_i + nu_i`` for its top (Lyu-Su-Li 2017, Alg. 3, after Roth's lecture notes), cutoff ``c = 1``.",
+            "deliberately broken: Sparse vector that releases the noisy query value ``q_i + nu_i`` for its top "
+            "(Lyu-Su-Li 2017, Alg. 3, after Roth's lecture notes), cutoff ``c = 1``.",
             {"eps": _EPS, "m": Param(int, 7, "number of queries"), "T": Param(float, 0.0, "threshold")},
             f"{zoo}:SVTReturnsValue",
             broken,
@@ -650,8 +716,11 @@ def parse(spec: str) -> Built:
             if key in given:
                 raise invalid("parameter", key, "each parameter at most once")
             if key not in e.params:
-                raise invalid("parameter", key, f"a parameter of {name}: one of {', '.join(e.params) or '(none)'}"
-                                                f"{did_you_mean(key, e.params)}")
+                raise invalid(
+                    "parameter",
+                    key,
+                    f"a parameter of {name}: one of {', '.join(e.params) or '(none)'}{did_you_mean(key, e.params)}",
+                )
             given[key] = value
     params = e.resolve(**given)
     return Built(e, params, e.builder_fn()(**params))
@@ -693,4 +762,6 @@ def check_catalog() -> None:
         try:
             e.builder_fn()
         except (ImportError, AttributeError) as exc:  # pragma: no cover - caught by the tests
-            raise LdpSimError(f"catalog: entry {e.name!r} names builder {e.builder!r}, which does not resolve ({exc})") from None
+            raise LdpSimError(
+                f"catalog: entry {e.name!r} names builder {e.builder!r}, which does not resolve ({exc})"
+            ) from None

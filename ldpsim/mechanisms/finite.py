@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import struct
 from functools import cached_property
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -26,6 +26,10 @@ from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import LdpSimError, invalid
 from ldpsim.mechanisms._alias import alias_tables
 from ldpsim.mechanisms.base import FrequencyOracle, _hashable, _same
+
+if TYPE_CHECKING:  # the return types; imported on first use at run time
+    from ldpsim.privacy.guarantees import PLDGuarantee
+    from ldpsim.privacy.pld import DiscretePLD
 
 #: Default number of clients privatised per chunk: bounds the sampler's temporary memory
 #: (a few arrays of this length) whatever the number of clients. 2^16 keeps those arrays in
@@ -521,7 +525,11 @@ def product_mechanism(first: FiniteMechanism, second: FiniteMechanism) -> Matrix
     inputs = [(a, b) for a in first.input_labels for b in second.input_labels]
     outputs = [(a, b) for a in first.output_labels for b in second.output_labels]
     return MatrixMechanism(
-        lm, name="product", params={"first": repr(first), "second": repr(second)}, input_labels=inputs, output_labels=outputs
+        lm,
+        name="product",
+        params={"first": repr(first), "second": repr(second)},
+        input_labels=inputs,
+        output_labels=outputs,
     )
 
 

@@ -89,8 +89,11 @@ def _rr_chain(first: RandomizedResponse, second: RandomizedResponse) -> Randomiz
     ``1 - q = k (o1 + q1 o2)`` (``o_i`` the probability of each other symbol), in logs."""
     k = first.k
     log_q = math.log(first.keep) + math.log(second.keep) if first.keep > 0 and second.keep > 0 else -math.inf
-    log_rest = math.log(k) + float(np.logaddexp(first.log_p_other, math.log(first.keep) + second.log_p_other)
-                                   if first.keep > 0 else first.log_p_other)  # fmt: skip
+    log_rest = math.log(k) + float(
+        np.logaddexp(first.log_p_other, math.log(first.keep) + second.log_p_other)
+        if first.keep > 0
+        else first.log_p_other
+    )
     eps = float(np.logaddexp(0.0, math.log(k) + log_q - log_rest)) if log_q > -math.inf else 0.0
     return RandomizedResponse(k, eps)
 
@@ -108,8 +111,13 @@ def chain_mechanism(first: FiniteMechanism, second: FiniteMechanism) -> FiniteMe
         return _rr_chain(first, second)
     check_dense(first.k, second.m, "chained")
     lm = _log_matmul(first.log_matrix, second.log_matrix)
-    return MatrixMechanism(lm, name="chain", params={"first": repr(first), "second": repr(second)},
-                           input_labels=first.input_labels, output_labels=second.output_labels)  # fmt: skip
+    return MatrixMechanism(
+        lm,
+        name="chain",
+        params={"first": repr(first), "second": repr(second)},
+        input_labels=first.input_labels,
+        output_labels=second.output_labels,
+    )
 
 
 def _count_vectors(c: int, m: int) -> NDArray[np.int64]:
@@ -119,8 +127,9 @@ def _count_vectors(c: int, m: int) -> NDArray[np.int64]:
         return np.full((1, 1), c, dtype=np.int64)
     slots = c + m - 1
     n = math.comb(slots, m - 1)
-    bars = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(slots), m - 1)),
-                       dtype=np.int64, count=n * (m - 1)).reshape(n, m - 1)  # fmt: skip
+    bars = np.fromiter(
+        itertools.chain.from_iterable(itertools.combinations(range(slots), m - 1)), dtype=np.int64, count=n * (m - 1)
+    ).reshape(n, m - 1)
     edges = np.hstack([np.full((n, 1), -1, dtype=np.int64), bars, np.full((n, 1), slots, dtype=np.int64)])
     return np.diff(edges, axis=1) - 1
 
@@ -397,7 +406,11 @@ class Memoised(FiniteMechanism):
         if arr.ndim == 0 or arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
             raise invalid("counts", counts, "an integer array of reports per value (n x k, or one row of k)")
         if arr.shape[-1] != self.k or (arr.size and int(arr.min()) < 0):
-            raise invalid("counts", f"an array of shape {arr.shape}", f"non-negative counts, last axis of length {self.k} (one per value)")
+            raise invalid(
+                "counts",
+                f"an array of shape {arr.shape}",
+                f"non-negative counts, last axis of length {self.k} (one per value)",
+            )
         values, where = np.unique(arr.reshape(-1), return_inverse=True)
         table = np.array([self.epsilon_reports(int(c)) for c in values.tolist()], dtype=np.float64)
         out = table[where].reshape(arr.shape).sum(axis=-1)

@@ -42,8 +42,11 @@ def dimension(value: object, name: str) -> int:
     """A dimension: an integer in ``1..MAX_DIMENSION``."""
     d = v.integer(value, name, minimum=1)
     if d > MAX_DIMENSION:
-        raise invalid(name, value, f"an integer in 1..{MAX_DIMENSION:,} (2^22: the inputs and outputs are vectors of "
-                      "this length in memory)")  # fmt: skip
+        raise invalid(
+            name,
+            value,
+            f"an integer in 1..{MAX_DIMENSION:,} (2^22: the inputs and outputs are vectors of this length in memory)",
+        )
     return d
 
 
@@ -134,8 +137,11 @@ class NormLaplace(Mechanism):
         reach = (self.n + 40.0 * math.sqrt(self.n) + 700.0) / self.eps
         if not reach <= _FLOAT_MAX / 4.0:
             least = 4.0 * (self.n + 40.0 * math.sqrt(self.n) + 700.0) / _FLOAT_MAX
-            raise invalid("eps", eps, f"eps >= {least:.4g} at n = {self.n} (the noise, of norm about n/eps, must stay "
-                          "within the doubles)")  # fmt: skip
+            raise invalid(
+                "eps",
+                eps,
+                f"eps >= {least:.4g} at n = {self.n} (the noise, of norm about n/eps, must stay within the doubles)",
+            )
         if self.n == 1:
             self.exact_delta = True  # type: ignore[misc]  # the Laplace mechanism: delta(eps) in closed form
         gam = 0.0 if math.isinf(self.p) else special.gammaln(1.0 + 1.0 / self.p)
@@ -202,7 +208,7 @@ class NormLaplace(Mechanism):
             )
         # the closed form, then the smallest float whose computed delta meets d (the computed
         # profile is flat over many floats at small eps: bracket geometrically, then bisect)
-        ok = lambda t: bool(self._laplace_delta(t, mu) <= d)  # noqa: E731
+        ok = lambda t: bool(self._laplace_delta(t, mu) <= d)
         if ok(0.0):
             return 0.0
         hi = min(max(0.0, mu + 2.0 * math.log1p(-d)), mu)

@@ -58,8 +58,19 @@ from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import LdpSimError, invalid
 from ldpsim.mechanisms.base import Mechanism
 
-__all__ = ["HYBRID_THRESHOLD", "BoundedNumeric", "DiscreteLaplaceBounded", "Duchi", "Hybrid", "LaplaceBounded", "NoiseBounded", "Piecewise", "SnappedLaplaceBounded", "StaircaseBounded",
-           "hybrid_threshold"]
+__all__ = [
+    "HYBRID_THRESHOLD",
+    "BoundedNumeric",
+    "DiscreteLaplaceBounded",
+    "Duchi",
+    "Hybrid",
+    "LaplaceBounded",
+    "NoiseBounded",
+    "Piecewise",
+    "SnappedLaplaceBounded",
+    "StaircaseBounded",
+    "hybrid_threshold",
+]
 
 _FLOAT_MAX = float(np.finfo(np.float64).max)
 #: Largest half-width ``half * C`` of the reports: draws and their squares' sums stay finite floats.
@@ -119,8 +130,12 @@ class BoundedNumeric(Mechanism):
         if not (hi_f - lo_f) / 2.0 >= _MIN_HALF:
             # a subnormal half-width loses its digits (5e-324 / 2 is 0): the answers could not
             # be mapped to [-1, 1] and back, and every variance was 0/0
-            raise invalid("hi", hi, f"a number with hi - lo >= {2.0 * _MIN_HALF:.6g} (lo = {lo_f!r}; a range of subnormal "
-                          "width cannot be scaled safely)")
+            raise invalid(
+                "hi",
+                hi,
+                f"a number with hi - lo >= {2.0 * _MIN_HALF:.6g} (lo = {lo_f!r}; a range of subnormal "
+                "width cannot be scaled safely)",
+            )
         self.lo, self.hi = lo_f, hi_f
         self._half = (hi_f - lo_f) / 2.0
         self._mid = lo_f + self._half
@@ -138,8 +153,10 @@ class BoundedNumeric(Mechanism):
         """Refuse eps where the reports ``mid +- half * bound`` leave the float range."""
         if not (self._half * bound <= _MAX_REPORT):
             raise invalid(
-                "eps", self.eps, f"a larger eps for the range [{self.lo!r}, {self.hi!r}] (the reports reach "
-                f"{self._half * bound:.4g} times beyond its centre, past the float range)"
+                "eps",
+                self.eps,
+                f"a larger eps for the range [{self.lo!r}, {self.hi!r}] (the reports reach "
+                f"{self._half * bound:.4g} times beyond its centre, past the float range)",
             )
 
     # ------------------------------------------------------------------ inputs
@@ -187,7 +204,9 @@ class BoundedNumeric(Mechanism):
         ``log_density`` there is the log of that probability (see the module docstring)."""
         return np.empty(0)
 
-    def _unit_log_density(self, u: NDArray[np.float64], z: NDArray[np.float64]) -> NDArray[np.float64]:  # pragma: no cover
+    def _unit_log_density(
+        self, u: NDArray[np.float64], z: NDArray[np.float64]
+    ) -> NDArray[np.float64]:  # pragma: no cover
         """log density (unit coordinates) of the continuous part, ``-inf`` off its support."""
         raise NotImplementedError
 
@@ -393,8 +412,11 @@ class StaircaseBounded(NoiseBounded):
         except LdpSimError as exc:  # its sensitivity is the width of the range: name the range
             if not str(exc).startswith("sensitivity:"):
                 raise
-            raise invalid("hi", self.hi, f"a wider range [lo, hi] for the staircase at eps = {self.eps:g} "
-                          f"(lo = {self.lo!r}; {exc})") from None  # fmt: skip
+            raise invalid(
+                "hi",
+                self.hi,
+                f"a wider range [lo, hi] for the staircase at eps = {self.eps:g} (lo = {self.lo!r}; {exc})",
+            ) from None
 
 
 class DiscreteLaplaceBounded(NoiseBounded):
@@ -414,7 +436,11 @@ class DiscreteLaplaceBounded(NoiseBounded):
         for key, value in (("lo", lo), ("hi", hi)):
             f = v.real(value, key, "an integer")
             if not (math.isfinite(f) and f.is_integer() and abs(f) <= 2.0**52):
-                raise invalid(key, value, "an integer of magnitude <= 2^52 (the discrete sampler adds integer noise to integer answers)")
+                raise invalid(
+                    key,
+                    value,
+                    "an integer of magnitude <= 2^52 (the discrete sampler adds integer noise to integer answers)",
+                )
         super().__init__(eps, lo, hi)
 
     def _make_noise(self) -> Any:
@@ -432,7 +458,9 @@ class DiscreteLaplaceBounded(NoiseBounded):
         bad = np.flatnonzero(~self.valid_answers(arr).ravel())
         if bad.size:
             i = int(bad[0])
-            raise invalid(f"values[{i}]", float(arr.ravel()[i]), "an integer answer (the discrete sampler reports integers)")
+            raise invalid(
+                f"values[{i}]", float(arr.ravel()[i]), "an integer answer (the discrete sampler reports integers)"
+            )
         clipped = np.clip(arr, self.lo, self.hi)
         return clipped + np.asarray(self.noise.sample_noise(clipped.shape, rng), dtype=np.float64)
 
@@ -489,8 +517,12 @@ class SnappedLaplaceBounded(BoundedNumeric):
 
         # the snapping mechanism's floor, checked before 1/eps (inf at 5e-324) sizes its bound
         if not 2.0 * float(ETA) < self.eps:
-            raise invalid("eps", eps, "an eps the snapping mechanism supports on [lo, hi] (eps > 2 eta = 2^-51, the "
-                          "additive term of the snapping bound)")  # fmt: skip
+            raise invalid(
+                "eps",
+                eps,
+                "an eps the snapping mechanism supports on [lo, hi] (eps > 2 eta = 2^-51, the "
+                "additive term of the snapping bound)",
+            )
         lam0 = 1.0 / self.eps
         grid0 = 2.0 ** math.ceil(math.log2(lam0)) if lam0 > 0 else 1.0
         bound = 1.0 + 2.0 * grid0 + 40.0 * lam0
@@ -537,8 +569,10 @@ class SnappedLaplaceBounded(BoundedNumeric):
     def log_density(self, x: ArrayLike, y: ArrayLike) -> Any:
         from ldpsim.mechanisms.base import NoDensity
 
-        raise NoDensity(f"log_density: got a call on {self!r}, expected a mechanism with a density (the dithered snapped "
-                        "report is a mixture over 2^G dithers: audit it from samples)")  # fmt: skip
+        raise NoDensity(
+            f"log_density: got a call on {self!r}, expected a mechanism with a density (the dithered snapped "
+            "report is a mixture over 2^G dithers: audit it from samples)"
+        )
 
     def _reach(self) -> float:
         return 2.0 * (self.snap.bound + self.snap.grid_step)  # unit coordinates of [-1, 1]: half-widths

@@ -143,7 +143,11 @@ def pattern_matrix(k: int, eps: float) -> NDArray[np.float64]:
     k = v.integer(k, "k", minimum=2, maximum=MAX_PATTERN_K)
     eps = v.epsilon(eps, "eps")
     if eps > MAX_LINEAR_EPS:
-        raise invalid("eps", eps, f"eps <= {MAX_LINEAR_EPS} so that e^eps is a finite double (staircase_mechanism works in log space)")
+        raise invalid(
+            "eps",
+            eps,
+            f"eps <= {MAX_LINEAR_EPS} so that e^eps is a finite double (staircase_mechanism works in log space)",
+        )
     bits = pattern_bits(np.arange(1 << k), k)
     return np.exp(eps * bits.T.astype(np.float64))
 
@@ -199,7 +203,12 @@ def staircase_mechanism(
             if k > 62:
                 raise invalid("k", k, "k <= 62 for integer pattern codes (use an (m, k) 0/1 array)")
             codes = np.asarray(pat)
-            if codes.ndim != 1 or not np.issubdtype(codes.dtype, np.integer) or codes.min() < 0 or codes.max() >= (1 << k):
+            if (
+                codes.ndim != 1
+                or not np.issubdtype(codes.dtype, np.integer)
+                or codes.min() < 0
+                or codes.max() >= (1 << k)
+            ):
                 raise invalid("patterns", patterns, f"integer codes in 0..2^{k}-1")
             bits = pattern_bits(codes, k)
         if bits.shape[0] != th.size:

@@ -23,6 +23,7 @@ from ldpsim.privacy.composition import (
     optimal_log_delta,
     per_query_budget,
 )
+from ldpsim.privacy.filters import AdvancedFilter, BasicFilter, FilterState, PrivacyFilter, allowed_reports
 from ldpsim.privacy.gdp import gdp_delta, gdp_log_delta
 from ldpsim.privacy.guarantees import (
     GDP,
@@ -35,7 +36,6 @@ from ldpsim.privacy.guarantees import (
     TradeOff,
 )
 from ldpsim.privacy.pld import DiscretePLD
-from ldpsim.privacy.filters import AdvancedFilter, BasicFilter, FilterState, PrivacyFilter, allowed_reports
 
 __all__ = [
     "Accountant",

@@ -26,12 +26,13 @@ convolution of theirs (Dong, Roth and Su 2022; Zhu, Dong and Wang 2022):
 
 Error of the pessimistic part. For one use, delta is exact at the lattice points and
 overstated between them by the chord gap of a convex function, about
-``a (a + 1) step^2 / 8`` relative with ``a = |d log delta / d eps|`` (docs/theory.md, 6.1). Composition accumulates the chords'
-excess; the error falls as ``step^2``. The default step is 1/100 of the smallest standard
-deviation of the privacy loss among the discretised guarantees (:func:`default_step`): the
-k-fold Gaussian mechanism against its exact ``sqrt(k) mu``-GDP then errs by at most 6.1e-4
-relative in delta at delta = 1e-6 for k <= 100 and sigma from 0.3 to 10 (measured; the tests
-hold it to 1e-3; docs/privacy-accounting.md has the table).
+``a (a + 1) step^2 / 8`` relative with ``a = |d log delta / d eps|`` (docs/theory.md, 6.1).
+Composition accumulates the chords' excess; the error falls as ``step^2``. The default step
+is 1/100 of the smallest standard deviation of the privacy loss among the discretised
+guarantees (:func:`default_step`): the k-fold Gaussian mechanism against its exact
+``sqrt(k) mu``-GDP then errs by at most 6.1e-4 relative in delta at delta = 1e-6 for k <= 100
+and sigma from 0.3 to 10 (measured; the tests hold it to 1e-3; docs/privacy-accounting.md has
+the table).
 :meth:`Accountant.delta_error` estimates the error of a given result by redoing it at twice the
 step (the difference is about three times the error at the step used).
 
@@ -193,7 +194,9 @@ def _convolve(a: _Lattice, b: _Lattice) -> _Lattice:
     lo = a.lo + b.lo
     size = n + m - 1
     if size > MAX_LATTICE:
-        raise invalid("step", h, f"a step giving at most {MAX_LATTICE:,} lattice points in a composition (here {size:,})")
+        raise invalid(
+            "step", h, f"a step giving at most {MAX_LATTICE:,} lattice points in a composition (here {size:,})"
+        )
     ga = a.lo + np.arange(n, dtype=np.float64)
     gb = b.lo + np.arange(m, dtype=np.float64)
     gk = lo + np.arange(size, dtype=np.float64)
@@ -201,6 +204,7 @@ def _convolve(a: _Lattice, b: _Lattice) -> _Lattice:
     best = np.full(size, np.inf)
     theta = -0.5 * h
     top = lo + size - 1
+
     def tilt(th: float) -> tuple[Any, Any, float, float]:
         ta = _tilted(a.log_p, ga, th)
         tb = ta if same else _tilted(b.log_p, gb, th)
@@ -244,7 +248,11 @@ def _convolve(a: _Lattice, b: _Lattice) -> _Lattice:
             step_th = (target - st[2]) / max(st[3] ** 2, 1e-300)
             nxt = th + step_th if st[2] < target else th - abs(step_th)
             if not lo_th < nxt < hi_th:  # Newton left the bracket: bisect
-                nxt = 0.5 * (lo_th + hi_th) if math.isfinite(hi_th) else lo_th + 2.0 * (nxt - lo_th if nxt > lo_th else 1.0)
+                nxt = (
+                    0.5 * (lo_th + hi_th)
+                    if math.isfinite(hi_th)
+                    else lo_th + 2.0 * (nxt - lo_th if nxt > lo_th else 1.0)
+                )
             th, st = nxt, tilt(nxt)
             if abs(st[2] - target) <= 0.5 * sd:
                 break
@@ -365,7 +373,11 @@ def _as_guarantee(item: Any) -> Guarantee:
         if isinstance(g, Guarantee):
             return g
         raise invalid("item", item, "an object whose guarantee() returns a ldpsim.privacy.Guarantee")
-    if isinstance(item, (tuple, list)) and len(item) == 2 and all(isinstance(x, (int, float, np.integer, np.floating)) for x in item):
+    if (
+        isinstance(item, (tuple, list))
+        and len(item) == 2
+        and all(isinstance(x, (int, float, np.integer, np.floating)) for x in item)
+    ):
         return EpsDelta(float(item[0]), float(item[1]))
     raise invalid("item", item, "a Guarantee, an (eps, delta) pair, or a mechanism (an object with guarantee())")
 
@@ -402,7 +414,11 @@ class Accountant:
         self._index: dict[Any, int] = {}
         self._result: tuple[DiscretePLD, bool, float | None, list[str]] | None = None
         for item in items:
-            if isinstance(item, (tuple, list)) and len(item) == 2 and not isinstance(item[0], (int, float, np.integer, np.floating)):
+            if (
+                isinstance(item, (tuple, list))
+                and len(item) == 2
+                and not isinstance(item[0], (int, float, np.integer, np.floating))
+            ):
                 self.add(item[0], times=item[1])
             else:
                 self.add(item)
@@ -504,7 +520,8 @@ class Accountant:
         if overflow:
             notes.append(
                 f"the exact product would exceed max_atoms = {self._max_atoms:,} atoms: the exact items were put on "
-                f"the lattice eps = j * {step:.4g}" + (" (their losses are on it: still exact)" if exact else " (pessimistic)")
+                f"the lattice eps = j * {step:.4g}"
+                + (" (their losses are on it: still exact)" if exact else " (pessimistic)")
             )
         if exact_part is not None:
             x, on = _Lattice.from_pld(exact_part, step)
@@ -512,8 +529,8 @@ class Accountant:
             lat = x if lat is None else _convolve(lat, x)
             if not on:
                 notes.append(
-                    f"the exact part ({exact_part.loss.size:,} loss atoms) has losses off the lattice eps = j * {step:.4g}: "
-                    "each was split between its two neighbours (pessimistic)"
+                    f"the exact part ({exact_part.loss.size:,} loss atoms) has losses off the lattice eps = j * "
+                    f"{step:.4g}: each was split between its two neighbours (pessimistic)"
                 )
         assert lat is not None
         if noise:

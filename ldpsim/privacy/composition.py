@@ -70,8 +70,10 @@ def exact_compositions(value: object) -> int:
     k = V.integer(value, "compositions", minimum=1)
     if k > MAX_COMPOSITIONS:
         raise invalid(
-            "compositions", value, "an integer in 1..2^53 for the exact composition (its binomial indices 0..k must be "
-            "exact doubles); the closed-form bounds (bound_delta, bound_epsilon) take any k"
+            "compositions",
+            value,
+            "an integer in 1..2^53 for the exact composition (its binomial indices 0..k must be "
+            "exact doubles); the closed-form bounds (bound_delta, bound_epsilon) take any k",
         )
     return k
 
@@ -82,8 +84,10 @@ def _params(eps: object, delta: object, compositions: object) -> tuple[float, fl
 
 def _too_wide(k: int, eps: float, terms: float) -> Exception:
     return invalid(
-        "compositions", k, f"a smaller k at eps = {eps:g}: this value of the exact composition needs a sum of about "
-        f"{terms:.3g} terms (at most {MAX_WINDOW:,})"
+        "compositions",
+        k,
+        f"a smaller k at eps = {eps:g}: this value of the exact composition needs a sum of about "
+        f"{terms:.3g} terms (at most {MAX_WINDOW:,})",
     )
 
 
@@ -313,7 +317,7 @@ class _Homogeneous:
         g0 = self._gap(last, eps_t)
         log_ratio = math.log(last) + self.log_q - math.log(k - last + 1) - self.log_1mq if last > 0 else -math.inf
         width = self._width(log_ratio)
-        term = lambda l: self.pmf(l) - g0 - 2.0 * eps * (last - l)  # noqa: E731
+        term = lambda l: self.pmf(l) - g0 - 2.0 * eps * (last - l)
         if width <= _DIRECT_WIDTH:
             return self._window(term, last, width)
         log_f2 = self._log_cdf(last, flip=True)
@@ -364,7 +368,7 @@ class _Homogeneous:
         g0 = self._gap(last, eps_t)
         log_ratio = math.log(last) + self.log_1mq - math.log(k - last + 1) - self.log_q if last > 0 else -math.inf
         width = self._width(log_ratio)
-        term = lambda l: self.pmf(l) + log1mexp(g0 + 2.0 * eps * (last - l))  # noqa: E731
+        term = lambda l: self.pmf(l) + log1mexp(g0 + 2.0 * eps * (last - l))
         if width <= _DIRECT_WIDTH:  # far below the peak: few terms, summed exactly
             return self._window(term, last, width)
         tails = self._log_tails(last, eps_t)
@@ -403,7 +407,7 @@ class _Homogeneous:
         """log sum_{l <= last} b(l) (flip: b(l) e^{-(k - 2l) eps}, the R-masses)."""
         k, eps = self.compositions, self.eps
         if flip:
-            fn = lambda l: self.pmf(l) - (k - 2 * l) * eps  # noqa: E731
+            fn = lambda l: self.pmf(l) - (k - 2 * l) * eps
             center = k * (1 - np.exp(self.log_q))
         else:
             fn = self.pmf
@@ -462,7 +466,10 @@ def _optimal_epsilon_one(h: _Homogeneous, target: float) -> float:
     if target <= a:
         log_mstar = -np.inf
     else:
-        log_mstar = log_target + float(log1mexp(np.array(log_target - h.log_a))) - h.log_1ma if h.delta > 0 else log_target
+        log_mstar = (
+            log_target + float(log1mexp(np.array(log_target - h.log_a))) - h.log_1ma if h.delta > 0 else log_target
+        )
+
     # lattice point i is eps_t = (k - 2i) eps, whose middle sum uses l = 0..i-1; it grows with i.
     # m at i = 0 is 0 <= m*; find the largest i with m_i <= m*
     def log_m_at(j: int) -> float:
@@ -518,7 +525,9 @@ def lattice_region(eps: float, delta: float, compositions: int) -> tuple[NDArray
     i = 0..floor(k/2). The exact region is the intersection of these (eps, delta) regions."""
     eps, delta, k = _params(eps, delta, compositions)
     if k // 2 + 1 > MAX_ATOMS:
-        raise invalid("compositions", k, f"at most {2 * MAX_ATOMS - 1:,} for the lattice region (k // 2 + 1 corner points)")
+        raise invalid(
+            "compositions", k, f"at most {2 * MAX_ATOMS - 1:,} for the lattice region (k // 2 + 1 corner points)"
+        )
     i = np.arange(k // 2 + 1)
     with np.errstate(over="ignore"):  # a corner beyond the doubles (eps ~ 1e308) is at inf
         eps_i = (k - 2 * i) * np.float64(eps)
@@ -587,7 +596,9 @@ def optimal_epsilon_heterogeneous(
     out = np.empty(flat.shape)
     for j, t in enumerate(flat):
         if t < pld.p_inf and not np.isclose(t, pld.p_inf, rtol=1e-15, atol=0):
-            raise _unreachable(float(t), pld.p_inf, "1 - prod(1 - delta_l) (with any mass at losses beyond the doubles)")
+            raise _unreachable(
+                float(t), pld.p_inf, "1 - prod(1 - delta_l) (with any mass at losses beyond the doubles)"
+            )
         out[j] = pld.epsilon(max(float(t), pld.p_inf))
     out = out.reshape(arr.shape)
     return float(out) if scalar else out
@@ -638,7 +649,9 @@ def _kov_eps(sum_eps: float, center: float, sum_sq: float, ds: float, scale: flo
     return float(min(sum_eps, a, b))
 
 
-def kov_bound(eps: float, delta: float, compositions: int, delta_slack: float, form: str = "general") -> tuple[float, float]:
+def kov_bound(
+    eps: float, delta: float, compositions: int, delta_slack: float, form: str = "general"
+) -> tuple[float, float]:
     """Theorem 3.4 of Kairouz et al. 2015: ``(eps_t, 1 - (1 - delta)^k (1 - delta_slack))`` with
     ``eps_t = min{k eps, c + eps sqrt(2k log(e + sqrt(k eps^2)/delta_slack)), c + eps sqrt(2k log(1/delta_slack))}``,
     ``c = k eps (e^eps - 1)/(e^eps + 1)`` (form "general") or ``k eps^2`` (form "small_eps",
@@ -683,7 +696,9 @@ def _check_bound(name: str) -> str:
     return name
 
 
-def bound_epsilon(name: str, eps: float, delta: float, compositions: int, delta_total: ArrayLike) -> NDArray[np.float64] | float:
+def bound_epsilon(
+    name: str, eps: float, delta: float, compositions: int, delta_total: ArrayLike
+) -> NDArray[np.float64] | float:
     """Smallest eps_total the named bound certifies with total ``delta_total`` (inf if none)."""
     name = _check_bound(name)
     eps, delta, k = _params(eps, delta, compositions)
@@ -713,7 +728,9 @@ def bound_epsilon(name: str, eps: float, delta: float, compositions: int, delta_
     return float(out) if scalar else out
 
 
-def bound_delta(name: str, eps: float, delta: float, compositions: int, eps_total: ArrayLike) -> NDArray[np.float64] | float:
+def bound_delta(
+    name: str, eps: float, delta: float, compositions: int, eps_total: ArrayLike
+) -> NDArray[np.float64] | float:
     """Smallest total delta the named bound certifies at ``eps_total`` (1.0 if none).
 
     Each bound's eps is non-increasing in its slack delta_slack, so the smallest slack that

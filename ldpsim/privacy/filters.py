@@ -227,7 +227,9 @@ class PrivacyFilter:
     def admits(self, state: FilterState, eps: ArrayLike, delta: ArrayLike = 0.0) -> NDArray[np.bool_]:
         raise NotImplementedError
 
-    def spend(self, state: FilterState, eps: ArrayLike, delta: ArrayLike = 0.0, mask: ArrayLike | None = None) -> FilterState:
+    def spend(
+        self, state: FilterState, eps: ArrayLike, delta: ArrayLike = 0.0, mask: ArrayLike | None = None
+    ) -> FilterState:
         raise NotImplementedError
 
     def _closed_form_count(self, eps: float, delta: float) -> int | None:
@@ -253,8 +255,10 @@ class _ChargedFilter(PrivacyFilter):
         )
 
     def _check_state(self, state: object) -> FilterState:
-        if not isinstance(state, FilterState) or set(state.charges) != set(self._budgets) or any(
-            state.units[q] != b.unit for q, b in self._budgets.items()
+        if (
+            not isinstance(state, FilterState)
+            or set(state.charges) != set(self._budgets)
+            or any(state.units[q] != b.unit for q, b in self._budgets.items())
         ):
             raise invalid("state", type(state).__name__, f"a FilterState from this filter's start(n) ({self!r})")
         return state
@@ -276,7 +280,9 @@ class _ChargedFilter(PrivacyFilter):
             ok &= state.charges[q] + charges[q] <= b.cap
         return ok
 
-    def spend(self, state: FilterState, eps: ArrayLike, delta: ArrayLike = 0.0, mask: ArrayLike | None = None) -> FilterState:
+    def spend(
+        self, state: FilterState, eps: ArrayLike, delta: ArrayLike = 0.0, mask: ArrayLike | None = None
+    ) -> FilterState:
         """A new state with the report ``(eps, delta)`` recorded for each respondent where
         ``mask`` is True (every respondent when ``mask`` is None). Raises
         :class:`~ldpsim.errors.LdpSimError` if one of them is not admitted: spend only where
@@ -290,7 +296,11 @@ class _ChargedFilter(PrivacyFilter):
             over |= new[q] > b.cap
         if np.any(over):
             i = int(np.flatnonzero(over)[0])
-            raise invalid("mask", f"respondent {i} selected", f"only respondents {self!r} admits (call admits first; a report past the budget is never recorded)")
+            raise invalid(
+                "mask",
+                f"respondent {i} selected",
+                f"only respondents {self!r} admits (call admits first; a report past the budget is never recorded)",
+            )
         return FilterState(count=state.count + m.astype(np.int64), charges=new, units=dict(state.units))
 
     def _closed_form_count(self, eps: float, delta: float) -> int | None:
@@ -395,7 +405,10 @@ class AdvancedFilter(_ChargedFilter):
         return float(out) if out.ndim == 0 else out
 
     def __repr__(self) -> str:
-        return f"AdvancedFilter(eps_budget={self.eps_budget!r}, delta_budget={self.delta_budget!r}, delta_slack={self.delta_slack!r})"
+        return (
+            f"AdvancedFilter(eps_budget={self.eps_budget!r}, delta_budget={self.delta_budget!r}, "
+            f"delta_slack={self.delta_slack!r})"
+        )
 
 
 # --------------------------------------------------------------------------- counting
@@ -420,4 +433,3 @@ def allowed_reports(filter: PrivacyFilter, eps: float, delta: float = 0.0) -> in
         state = filter.spend(state, e, d)
         count += 1
     return count
-

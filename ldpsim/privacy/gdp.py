@@ -165,7 +165,7 @@ def largest_mu(eps: float, delta: float) -> float:
     meets the target with the rounding-error margin of :func:`gdp_meets` (bracketing and
     bisection, bounded). The true profile, not only the computed one, meets the target."""
     log_target = math.log(delta)
-    g = lambda lm: float(gdp_log_delta(eps, math.exp(lm))) - log_target  # noqa: E731
+    g = lambda lm: float(gdp_log_delta(eps, math.exp(lm))) - log_target
     lo, hi = -1.0, 1.0
     while g(lo) > 0:
         lo -= 2.0

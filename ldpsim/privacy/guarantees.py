@@ -261,8 +261,16 @@ class OptimalComposition(Guarantee):
     compositions: int
     label: str = field(default="", compare=False)
 
-    def __init__(self, eps: float, delta: float | None = None, compositions: int | None = None, label: str = "", *,
-                 delta_: float | None = None, k: int | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        eps: float,
+        delta: float | None = None,
+        compositions: int | None = None,
+        label: str = "",
+        *,
+        delta_: float | None = None,
+        k: int | None = None,
+    ) -> None:
         d = _one_delta(delta, delta_)
         if k is not None:
             if compositions is not None:
@@ -458,8 +466,10 @@ class TradeOff(Guarantee):
         out = np.empty(flat.shape)
         for j, x in enumerate(flat):
             s = float(np.exp(x))
-            g = lambda a: -(1.0 - s * a - float(self.fn(np.array(a))))  # noqa: E731
-            res = optimize.minimize_scalar(g, bounds=(0.0, min(1.0, 1.0 / s)), method="bounded", options={"xatol": 1e-13})
+            g = lambda a: -(1.0 - s * a - float(self.fn(np.array(a))))
+            res = optimize.minimize_scalar(
+                g, bounds=(0.0, min(1.0, 1.0 / s)), method="bounded", options={"xatol": 1e-13}
+            )
             best = max(-res.fun, -g(0.0), 0.0)
             out[j] = np.log(best) if best > 0 else -np.inf
         return _out(out.reshape(e.shape), scalar)
@@ -531,7 +541,11 @@ def _symmetric(loss: Array, log_p: Array, p_inf: float, what: str, zero: float |
     if zero is None or 1.0 - used < -1e-9:
         zero = 1.0 - used
     if zero < -1e-9:
-        raise invalid(what, f"positive losses carrying mass {used:.12g}", "at most 1: this is no privacy profile of a pair of distributions")
+        raise invalid(
+            what,
+            f"positive losses carrying mass {used:.12g}",
+            "at most 1: this is no privacy profile of a pair of distributions",
+        )
     log_zero = np.log(zero) if zero > 0 else -np.inf
     return DiscretePLD.from_atoms(
         np.concatenate([-loss[::-1], [0.0], loss]),
@@ -577,7 +591,9 @@ def grid_pld(log_delta: Callable[[Array], Any], step: float, eps_max: float) -> 
     eps = np.arange(m + 1, dtype=np.float64) * h
     ld = np.asarray(log_delta(eps), dtype=np.float64).reshape(-1)
     if ld.shape != eps.shape or np.any(np.isnan(ld)):
-        raise invalid("delta", "NaN or a wrong shape", "a delta(eps) curve with a value in [0, 1] at every eps of the grid")
+        raise invalid(
+            "delta", "NaN or a wrong shape", "a delta(eps) curve with a value in [0, 1] at every eps of the grid"
+        )
     ld = np.minimum.accumulate(np.minimum(ld, 0.0))
     flat = int(np.argmax(ld == ld[-1]))  # delta is constant (= d_m) from here on
     eps, ld = eps[: flat + 1], ld[: flat + 1]

@@ -136,7 +136,9 @@ class DiscretePLD:
         else:
             lo, hi = 0, k
         if hi - lo + 1 > MAX_ATOMS:
-            raise invalid("compositions", k, f"a loss law with at most max_atoms = {MAX_ATOMS} atoms (here {hi - lo + 1:,})")
+            raise invalid(
+                "compositions", k, f"a loss law with at most max_atoms = {MAX_ATOMS} atoms (here {hi - lo + 1:,})"
+            )
         l = np.arange(lo, hi + 1, dtype=np.float64)
         log_keep = k * np.log1p(-delta) if delta < 1 else -np.inf
         with np.errstate(over="ignore"):  # eps ~ 1e308: l log q and (k - 2l) eps beyond the doubles

@@ -53,8 +53,12 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         **dict.fromkeys(_DECISIONS, "ldpsim.protocols.decisions"),
-        **dict.fromkeys(("bit_probabilities", "enumerated_gain", "exact_gain", "exact_gains"), "ldpsim.protocols.gains"),
-        **dict.fromkeys(("deviate", "erasure_protocol", "missing_probability", "rule_gain"), "ldpsim.protocols.channel"),
+        **dict.fromkeys(
+            ("bit_probabilities", "enumerated_gain", "exact_gain", "exact_gains"), "ldpsim.protocols.gains"
+        ),
+        **dict.fromkeys(
+            ("deviate", "erasure_protocol", "missing_probability", "rule_gain"), "ldpsim.protocols.channel"
+        ),
         "Protocol": "ldpsim.protocols.protocol",
         "Task": "ldpsim.protocols.tasks",
     },

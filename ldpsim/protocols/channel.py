@@ -54,7 +54,11 @@ def missing_probability(loss: float, late: float = 0.0) -> float:
     """P(a message is not heard in time) = ``loss + (1 - loss) late``: lost with
     probability ``loss``, else later than the deadline with probability ``late``."""
     for name, value in (("loss", loss), ("late", late)):
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not 0.0 <= float(value) <= 1.0:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float, np.floating))
+            or not 0.0 <= float(value) <= 1.0
+        ):
             raise invalid(name, value, "a probability in [0, 1]")
     return float(loss) + (1.0 - float(loss)) * float(late)
 
@@ -120,31 +124,54 @@ def deviate(protocol: Protocol, deviations: Mapping[int, str | tuple[str, int]])
     return Protocol(mats, eps, delta, name=f"{protocol.name} (deviating)")
 
 
-def rule_gain(nominal: Protocol, actual: Protocol, task: Task, party: int = OBSERVER, p_one: ArrayLike | None = None) -> float:
+def rule_gain(
+    nominal: Protocol, actual: Protocol, task: Task, party: int = OBSERVER, p_one: ArrayLike | None = None
+) -> float:
     """The exact expected gain of the optimal average rule of ``nominal`` (the guesses of
     :func:`ldpsim.protocols.decide`, ties included) when the transcripts come from
     ``actual`` (same parties and alphabets) and party j's bit is 1 with probability
-    ``p_one[j]`` (1/2 by default; parties holding more than a bit: uniform inputs): ``sum_x prior(x) sum_tau P_actual[x, tau] w(f(x), rule(tau, x_i))``,
+    ``p_one[j]`` (1/2 by default; parties holding more than a bit: uniform inputs):
+    ``sum_x prior(x) sum_tau P_actual[x, tau] w(f(x), rule(tau, x_i))``,
     a contraction of the prior-weighted gain table with each of ``actual``'s matrices."""
     party = _check(nominal, task, party)
     _check(actual, task, party)
     if nominal.sizes != actual.sizes or nominal.inputs != actual.inputs:
-        raise invalid("actual", f"alphabets {actual.inputs} -> {actual.sizes}", f"the nominal protocol's alphabets {nominal.inputs} -> {nominal.sizes}")
+        raise invalid(
+            "actual",
+            f"alphabets {actual.inputs} -> {actual.sizes}",
+            f"the nominal protocol's alphabets {nominal.inputs} -> {nominal.sizes}",
+        )
     k = nominal.parties
     if not nominal.binary_inputs and p_one is not None:
-        raise invalid("p_one", p_one, "no bit probabilities when parties hold more than a bit (their inputs are uniform)")
+        raise invalid(
+            "p_one", p_one, "no bit probabilities when parties hold more than a bit (their inputs are uniform)"
+        )
     inputs = nominal.inputs
-    laws = [np.full(a, 1.0 / a) for a in inputs] if not nominal.binary_inputs else [np.array([1 - p, p]) for p in bit_probabilities(p_one, k)]
+    laws = (
+        [np.full(a, 1.0 / a) for a in inputs]
+        if not nominal.binary_inputs
+        else [np.array([1 - p, p]) for p in bit_probabilities(p_one, k)]
+    )
     # messages neither protocol ever sends add nothing: each other party's alphabet shrinks to
     # the symbols in use (the quaternary mechanism at delta = 0 uses 2 of its 4)
-    used = [np.flatnonzero((nominal.matrices[j].sum(axis=0) > 0) | (actual.matrices[j].sum(axis=0) > 0)) for j in range(k)]
+    used = [
+        np.flatnonzero((nominal.matrices[j].sum(axis=0) > 0) | (actual.matrices[j].sum(axis=0) > 0)) for j in range(k)
+    ]
     sizes = [inputs[j] if j == party else len(used[j]) for j in range(k)]
     entries = task.n_outputs * math.prod(sizes)
     if entries > MAX_TENSOR_ENTRIES:
-        raise invalid("parties", k, f"a smaller protocol for the exact gain of a rule ({entries:,} entries, at most {MAX_TENSOR_ENTRIES:,})")
+        raise invalid(
+            "parties",
+            k,
+            f"a smaller protocol for the exact gain of a rule ({entries:,} entries, at most {MAX_TENSOR_ENTRIES:,})",
+        )
     if task.is_symmetric and math.prod(sizes) > MAX_RULE_TRANSCRIPTS:  # each decided by an O(k^2) posterior
-        raise invalid("parties", k, f"a smaller protocol for the exact gain of a rule ({math.prod(sizes):,} transcripts to decide, "
-                                    f"at most {MAX_RULE_TRANSCRIPTS:,} for a symmetric function)")
+        raise invalid(
+            "parties",
+            k,
+            f"a smaller protocol for the exact gain of a rule ({math.prod(sizes):,} transcripts to decide, "
+            f"at most {MAX_RULE_TRANSCRIPTS:,} for a symmetric function)",
+        )
     # T[x_1..x_k, y] = prior(x) w(f(x), y), then each other party's input axis -> its message axis
     prior = np.ones((1,))
     for law in laws:
@@ -168,4 +195,12 @@ def rule_gain(nominal: Protocol, actual: Protocol, task: Task, party: int = OBSE
     return float(np.take_along_axis(T.reshape(-1, task.n_outputs), guess[:, None], axis=1).sum())
 
 
-__all__ = ["DEVIATIONS", "deviate", "erasure_protocol", "fixed_matrix", "missing_probability", "rule_gain", "truthful_matrix"]
+__all__ = [
+    "DEVIATIONS",
+    "deviate",
+    "erasure_protocol",
+    "fixed_matrix",
+    "missing_probability",
+    "rule_gain",
+    "truthful_matrix",
+]

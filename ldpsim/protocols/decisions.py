@@ -56,9 +56,17 @@ MAX_CLASS_COMBOS = 400_000
 
 def _check(protocol: Protocol, task: Task, party: int) -> int:
     if protocol.parties != task.parties:
-        raise invalid("task", f"a function of {task.parties} bits", f"a function of {protocol.parties} bits, one per party of the protocol")
+        raise invalid(
+            "task",
+            f"a function of {task.parties} bits",
+            f"a function of {protocol.parties} bits, one per party of the protocol",
+        )
     if protocol.inputs != task.sizes:
-        raise invalid("task", f"a function of inputs of sizes {task.sizes}", f"the protocol's input sizes {protocol.inputs}, one per party")
+        raise invalid(
+            "task",
+            f"a function of inputs of sizes {task.sizes}",
+            f"the protocol's input sizes {protocol.inputs}, one per party",
+        )
     p = V.integer(party, "party", minimum=OBSERVER, maximum=protocol.parties - 1)
     return p
 
@@ -128,7 +136,9 @@ def _shifted_gain(task: Task, own: int, size: int) -> NDArray[np.float64]:
     return task.gain[task.counts[own + np.arange(size)]]
 
 
-def _symmetric_decide(protocol: Protocol, task: Task, party: int, tau: NDArray[np.int64], own: NDArray[np.int64] | None) -> NDArray[np.int64]:
+def _symmetric_decide(
+    protocol: Protocol, task: Task, party: int, tau: NDArray[np.int64], own: NDArray[np.int64] | None
+) -> NDArray[np.int64]:
     post = count_posterior(protocol, tau, party)
     if party == OBSERVER:
         return np.argmax(post @ _shifted_gain(task, 0, post.shape[1]), axis=1)
@@ -177,7 +187,11 @@ def _class_table(q: NDArray[np.float64], n: int) -> tuple[NDArray[np.float64], l
     full = np.zeros((comps.shape[0], m), dtype=np.int64)
     full[:, live] = comps
     with np.errstate(divide="ignore"):
-        logw = gammaln(n + 1) - gammaln(full + 1).sum(axis=1) + (full * np.where(live, np.log(np.where(live, marg, 1.0)), 0.0)).sum(axis=1)
+        logw = (
+            gammaln(n + 1)
+            - gammaln(full + 1).sum(axis=1)
+            + (full * np.where(live, np.log(np.where(live, marg, 1.0)), 0.0)).sum(axis=1)
+        )
     p_one = np.where(live, q[1] / np.where(live, 2 * marg, 1.0), 0.0)
     pmf_tables = {o: [binom.pmf(np.arange(c + 1), c, p_one[o]) for c in range(n + 1)] for o in range(m) if live[o]}
     posts = []
@@ -229,7 +243,11 @@ def _symmetric_average(protocol: Protocol, task: Task, party: int, max_classes: 
 
 # --------------------------------------------------------------------------- XOR
 def _is_xor(task: Task) -> bool:
-    return task.counts is not None and np.array_equal(task.counts, np.arange(task.parties + 1) % 2) and np.array_equal(task.gain, np.eye(2))
+    return (
+        task.counts is not None
+        and np.array_equal(task.counts, np.arange(task.parties + 1) % 2)
+        and np.array_equal(task.gain, np.eye(2))
+    )
 
 
 def xor_accuracy(protocol: Protocol, party: int = OBSERVER) -> float:
@@ -282,7 +300,12 @@ def exact_plan(protocol: Protocol, task: Task, party: int = OBSERVER, max_classe
 
 
 def exact_accuracy(
-    protocol: Protocol, task: Task, party: int = OBSERVER, notion: str = "average", *, max_classes: int = MAX_CLASS_COMBOS
+    protocol: Protocol,
+    task: Task,
+    party: int = OBSERVER,
+    notion: str = "average",
+    *,
+    max_classes: int = MAX_CLASS_COMBOS,
 ) -> float:
     """Exact accuracy of the optimal rule of ``party`` (or the observer).
 
@@ -302,7 +325,9 @@ def exact_accuracy(
     return _general_average(protocol, task, party)[0]
 
 
-def decide(protocol: Protocol, task: Task, party: int, tau: ArrayLike, own_bits: ArrayLike | None = None) -> NDArray[np.int64]:
+def decide(
+    protocol: Protocol, task: Task, party: int, tau: ArrayLike, own_bits: ArrayLike | None = None
+) -> NDArray[np.int64]:
     """The optimal average-accuracy guesses of ``party`` for transcript rows ``tau`` and its
     own bits (ignored for the observer)."""
     party = _check(protocol, task, party)
@@ -358,7 +383,12 @@ def _lp_parts(protocol: Protocol, task: Task, party: int):
     n_var = T * len(own_vals) * Y
     rows = math.prod(protocol.inputs)
     if rows * T * Y > MAX_LP_ENTRIES:
-        raise invalid("parties", k, f"a smaller problem for the worst-case linear program (it needs {rows * T * Y:,} coefficients, at most {MAX_LP_ENTRIES:,})")
+        raise invalid(
+            "parties",
+            k,
+            f"a smaller problem for the worst-case linear program (it needs {rows * T * Y:,} coefficients, at most "
+            f"{MAX_LP_ENTRIES:,})",
+        )
     F = task.full_table()
     return k, Y, others, P, T, own_vals, n_var, F
 
@@ -368,7 +398,11 @@ def _input_rows(protocol: Protocol, party: int, others: list[int]) -> tuple[NDAr
     and the party's own input (0 for the observer)."""
     sizes = protocol.inputs
     xs = np.stack(np.unravel_index(np.arange(math.prod(sizes)), sizes), axis=1)
-    xo = np.ravel_multi_index(tuple(xs[:, others].T), [sizes[j] for j in others]) if others else np.zeros(len(xs), np.int64)
+    xo = (
+        np.ravel_multi_index(tuple(xs[:, others].T), [sizes[j] for j in others])
+        if others
+        else np.zeros(len(xs), np.int64)
+    )
     own = np.zeros(len(xs), np.int64) if party == OBSERVER else xs[:, party]
     return xo, own
 
@@ -408,7 +442,15 @@ def worst_case(protocol: Protocol, task: Task, party: int = OBSERVER) -> tuple[f
     c[-1] = -1.0
     gmin, gmax = float(task.gain.min()), float(task.gain.max())
     bounds = [(0, 1)] * n_var + [(gmin - 1, gmax + 1)]
-    res = linprog(c, A_ub=sparse.csr_matrix(A), b_ub=np.zeros(n_x), A_eq=eq, b_eq=np.ones(eq.shape[0]), bounds=bounds, method="highs")
+    res = linprog(
+        c,
+        A_ub=sparse.csr_matrix(A),
+        b_ub=np.zeros(n_x),
+        A_eq=eq,
+        b_eq=np.ones(eq.shape[0]),
+        bounds=bounds,
+        method="highs",
+    )
     if res.status != 0:  # pragma: no cover - HiGHS solves these small feasible LPs
         raise LdpSimError(f"worst-case linear program: {res.message}")
     phi = res.x[:n_var].reshape((T, len(own_vals), Y))

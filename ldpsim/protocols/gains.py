@@ -20,10 +20,14 @@ from ldpsim.protocols.tasks import Task
 MAX_ENUMERATION = 1 << 22
 
 
-def exact_gains(protocols: Sequence[Protocol], task: Task, p_one: ArrayLike | None = None) -> dict[tuple[str, int], float]:
+def exact_gains(
+    protocols: Sequence[Protocol], task: Task, p_one: ArrayLike | None = None
+) -> dict[tuple[str, int], float]:
     """Exact expected gain per round for every (protocol name, receiver): parties 0..parties-1
     and the observer (:data:`OBSERVER`)."""
-    return {(p.name, who): exact_gain(p, task, who, p_one) for p in protocols for who in [*range(task.parties), OBSERVER]}
+    return {
+        (p.name, who): exact_gain(p, task, who, p_one) for p in protocols for who in [*range(task.parties), OBSERVER]
+    }
 
 
 def exact_gain(protocol: Protocol, task: Task, party: int, p_one: ArrayLike | None = None) -> float:
@@ -32,7 +36,9 @@ def exact_gain(protocol: Protocol, task: Task, party: int, p_one: ArrayLike | No
     enumeration of all inputs and transcripts (NaN when larger than MAX_ENUMERATION)."""
     if not protocol.binary_inputs:  # parties holding more than a bit: uniform inputs only
         if p_one is not None:
-            raise invalid("p_one", p_one, "no bit probabilities when parties hold more than a bit (their inputs are uniform)")
+            raise invalid(
+                "p_one", p_one, "no bit probabilities when parties hold more than a bit (their inputs are uniform)"
+            )
         return float(exact_accuracy(protocol, task, party, notion="average"))
     probs = bit_probabilities(p_one, task.parties)
     if np.all(probs == 0.5):
@@ -45,7 +51,11 @@ def enumerated_gain(protocol: Protocol, task: Task, party: int, p_one: ArrayLike
     with the rule's guesses taken from :func:`decide` itself (NaN when too large)."""
     k = task.parties
     if not protocol.binary_inputs:
-        raise invalid("protocol", f"input sizes {protocol.inputs}", "parties holding bits (enumerated_gain; use exact_accuracy or rule_gain)")
+        raise invalid(
+            "protocol",
+            f"input sizes {protocol.inputs}",
+            "parties holding bits (enumerated_gain; use exact_accuracy or rule_gain)",
+        )
     probs = bit_probabilities(p_one, k)
     sizes = [q.shape[1] for q in protocol.matrices]
     n_tau = math.prod(sizes)

@@ -38,7 +38,9 @@ def _levels(values: ArrayLike | float, parties: int | None, name: str, check) ->
     return arr
 
 
-def _pair_levels(eps: ArrayLike, delta: ArrayLike, parties: int | None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _pair_levels(
+    eps: ArrayLike, delta: ArrayLike, parties: int | None
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Per-party eps and delta; a single value is repeated for every party."""
     if parties is None:
         parties = max(np.size(eps), np.size(delta))
@@ -68,7 +70,9 @@ class Protocol:
         for j, q in enumerate(matrices):
             q = V.stochastic_matrix(q, f"matrices[{j}]")
             if q.shape[0] < 2:
-                raise invalid(f"matrices[{j}]", f"shape {q.shape}", "at least 2 rows (one per input value: 0 and 1 for a bit)")
+                raise invalid(
+                    f"matrices[{j}]", f"shape {q.shape}", "at least 2 rows (one per input value: 0 and 1 for a bit)"
+                )
             mats.append(q)
         self.matrices: list[NDArray[np.float64]] = mats
         #: party j's mechanism on its bit (inputs 0 and 1), on the mechanism contract
@@ -97,13 +101,19 @@ class Protocol:
         return cls(mats, e, d, name="binary")
 
     @classmethod
-    def from_matrices(cls, matrices: Sequence[ArrayLike], eps: ArrayLike, delta: ArrayLike = 0.0, name: str = "custom") -> "Protocol":
+    def from_matrices(
+        cls, matrices: Sequence[ArrayLike], eps: ArrayLike, delta: ArrayLike = 0.0, name: str = "custom"
+    ) -> "Protocol":
         """Any per-party matrices; each must pass the exact (eps_j, delta_j) check."""
         return cls(matrices, eps, delta, name=name)
 
     @classmethod
     def from_mechanisms(
-        cls, mechanisms: Sequence[FiniteMechanism], eps: ArrayLike | None = None, delta: ArrayLike = 0.0, name: str = "custom"
+        cls,
+        mechanisms: Sequence[FiniteMechanism],
+        eps: ArrayLike | None = None,
+        delta: ArrayLike = 0.0,
+        name: str = "custom",
     ) -> "Protocol":
         """Any finite mechanisms, one per party, on a bit (two inputs) or on a small
         alphabet, e.g. built by the catalog. ``delta`` and ``eps`` are the levels each must meet, checked exactly;
@@ -115,7 +125,9 @@ class Protocol:
             raise invalid("mechanisms", f"{len(mechs)} parties", f"between 1 and {MAX_PARTIES} per-party mechanisms")
         for j, m in enumerate(mechs):
             if getattr(m, "output_size", None) is None or not isinstance(getattr(m, "k", None), int) or m.k < 2:
-                raise invalid(f"mechanisms[{j}]", repr(m), "a finite mechanism on a bit or a small alphabet (>= 2 inputs)")
+                raise invalid(
+                    f"mechanisms[{j}]", repr(m), "a finite mechanism on a bit or a small alphabet (>= 2 inputs)"
+                )
         d = _levels(delta, len(mechs), "delta", V.delta)
         if eps is None:
             eps = [float(m.epsilon(min(1.0, float(dj) * (1.0 + PRIVACY_RTOL)))) for m, dj in zip(mechs, d)]
@@ -161,13 +173,23 @@ class Protocol:
         rows = []
         for j, mech in enumerate(self.mechanisms):
             e, d = float(self.eps[j]), float(self.delta[j])
-            rows.append({"party": j, "eps": e, "delta": d, "exact_delta_at_eps": float(mech.delta(e)), "private": mech.is_private(e, d)})
+            rows.append(
+                {
+                    "party": j,
+                    "eps": e,
+                    "delta": d,
+                    "exact_delta_at_eps": float(mech.delta(e)),
+                    "private": mech.is_private(e, d),
+                }
+            )
         return pd.DataFrame(rows)
 
     def total_variation(self) -> NDArray[np.float64]:
         """Per party ``TV(Q_j[0], Q_j[1])`` (what a party's message says about its bit); for
         a party with more inputs, the largest TV between two of its rows."""
-        return np.array([max(0.5 * np.abs(q[a] - q[b]).sum() for a in range(len(q)) for b in range(a)) for q in self.matrices])
+        return np.array(
+            [max(0.5 * np.abs(q[a] - q[b]).sum() for a in range(len(q)) for b in range(a)) for q in self.matrices]
+        )
 
     # ----------------------------------------------------------------- sampling
     def sample(self, x: ArrayLike, rng: RNGLike = None) -> NDArray[np.int64]:
@@ -175,9 +197,17 @@ class Protocol:
         below each party's alphabet size): one vectorised draw per party over all rounds."""
         bits = np.asarray(x)
         bits = bits.astype(np.int64) if bits.dtype == bool else bits
-        if bits.ndim != 2 or bits.shape[1] != self.parties or not np.issubdtype(bits.dtype, np.integer) \
-                or (bits.size and (bits.min() < 0 or not np.all(bits.max(axis=0) < np.asarray(self.inputs)))):  # fmt: skip
-            raise invalid("x", f"shape {bits.shape}", f"an (n, {self.parties}) array of inputs (bits 0/1, or below each party's alphabet size)")
+        if (
+            bits.ndim != 2
+            or bits.shape[1] != self.parties
+            or not np.issubdtype(bits.dtype, np.integer)
+            or (bits.size and (bits.min() < 0 or not np.all(bits.max(axis=0) < np.asarray(self.inputs))))
+        ):
+            raise invalid(
+                "x",
+                f"shape {bits.shape}",
+                f"an (n, {self.parties}) array of inputs (bits 0/1, or below each party's alphabet size)",
+            )
         gen = as_generator(rng)
         n = bits.shape[0]
         out = np.empty((n, self.parties), dtype=np.int64)

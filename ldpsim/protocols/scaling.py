@@ -104,7 +104,7 @@ __all__ = [
     "point_cost",
     "receiver_label",
     "study_points",
-]  # fmt: skip
+]
 
 
 # --------------------------------------------------------------------------- building blocks
@@ -204,11 +204,20 @@ def study_points(
                             plan = ""
                         if plan and exact:
                             value = float(exact_accuracy(protocol, task, who, max_classes=max_classes))
-                        rows.append({
-                            "protocol": pname, "task": tname, "k": int(k), "eps": float(e), "delta": float(delta),
-                            "receiver": receiver_label(who), "party": int(who), "plan": plan, "exact": value,
-                            "large_k": large_k_accuracy(tname, protocol.matrices[0], int(k), who),
-                        })  # fmt: skip
+                        rows.append(
+                            {
+                                "protocol": pname,
+                                "task": tname,
+                                "k": int(k),
+                                "eps": float(e),
+                                "delta": float(delta),
+                                "receiver": receiver_label(who),
+                                "party": int(who),
+                                "plan": plan,
+                                "exact": value,
+                                "large_k": large_k_accuracy(tname, protocol.matrices[0], int(k), who),
+                            }
+                        )
     return pd.DataFrame(rows)
 
 
@@ -255,7 +264,9 @@ def _identical(protocol: Protocol) -> NDArray[np.float64]:
     q = protocol.matrices[0]
     for j, other in enumerate(protocol.matrices[1:], start=1):
         if other.shape != q.shape or not np.array_equal(other, q):
-            raise invalid("protocol", f"party {j} with a matrix unlike party 0's", "identical parties (one matrix for all)")
+            raise invalid(
+                "protocol", f"party {j} with a matrix unlike party 0's", "identical parties (one matrix for all)"
+            )
     return q
 
 
@@ -275,8 +286,14 @@ def _canonical_transcripts(counts: NDArray[np.int64], live: NDArray[np.int64], k
     return tau
 
 
-def _decisions(protocol: Protocol, task: Task, party: int, counts: NDArray[np.int64], own: NDArray[np.int64] | None,
-               live: NDArray[np.int64]) -> NDArray[np.int64]:  # fmt: skip
+def _decisions(
+    protocol: Protocol,
+    task: Task,
+    party: int,
+    counts: NDArray[np.int64],
+    own: NDArray[np.int64] | None,
+    live: NDArray[np.int64],
+) -> NDArray[np.int64]:
     """:func:`decide` on one representative transcript per row, in blocks of rows."""
     k = protocol.parties
     out = np.empty(counts.shape[0], dtype=np.int64)
@@ -288,12 +305,16 @@ def _decisions(protocol: Protocol, task: Task, party: int, counts: NDArray[np.in
     return out
 
 
-def aggregate_gains(protocol: Protocol, task: Task, party: int = OBSERVER, rounds: int = 10_000, rng: RNGLike = None) -> NDArray[np.float64]:
+def aggregate_gains(
+    protocol: Protocol, task: Task, party: int = OBSERVER, rounds: int = 10_000, rng: RNGLike = None
+) -> NDArray[np.float64]:
     """The gain of the optimal average rule of ``party`` in each of ``rounds`` rounds, drawn
     by counts (module docstring): identical parties, a symmetric task, uniform bits."""
     k = protocol.parties
     if task.parties != k:
-        raise invalid("task", f"a function of {task.parties} bits", f"a function of {k} bits, one per party of the protocol")
+        raise invalid(
+            "task", f"a function of {task.parties} bits", f"a function of {k} bits, one per party of the protocol"
+        )
     if not task.is_symmetric:
         raise invalid("task", task.name, "a symmetric function (xor, sum, majority, threshold, and)")
     party = V.integer(party, "party", minimum=OBSERVER, maximum=k - 1)
@@ -307,7 +328,9 @@ def aggregate_gains(protocol: Protocol, task: Task, party: int = OBSERVER, round
     n = _unknown(k, party)
     base = n + 1
     if live.size * math.log2(base) + 2 > 62:
-        raise invalid("protocol", f"{live.size} message symbols for {n} parties", "fewer symbols (count vectors must fit 62 bits)")
+        raise invalid(
+            "protocol", f"{live.size} message symbols for {n} parties", "fewer symbols (count vectors must fit 62 bits)"
+        )
     weights = (base ** np.arange(live.size, dtype=np.int64)).astype(np.int64)
     assert task.counts is not None
     known_keys = np.empty(0, dtype=np.int64)
@@ -342,7 +365,9 @@ def aggregate_gains(protocol: Protocol, task: Task, party: int = OBSERVER, round
     return out
 
 
-def aggregate_accuracy(protocol: Protocol, task: Task, party: int = OBSERVER, rounds: int = 10_000, rng: RNGLike = None) -> tuple[float, float]:
+def aggregate_accuracy(
+    protocol: Protocol, task: Task, party: int = OBSERVER, rounds: int = 10_000, rng: RNGLike = None
+) -> tuple[float, float]:
     """Monte Carlo accuracy of the optimal average rule by aggregate sampling
     (:func:`aggregate_gains`): (mean gain, standard error). Costs O(rounds x symbols) plus
     :func:`decide` on each distinct count vector drawn, whatever the number of parties."""

@@ -43,7 +43,11 @@ class Task:
         parties = V.integer(parties, "parties", minimum=1)
         g = np.asarray(g)
         if g.shape != (parties + 1,) or not np.issubdtype(g.dtype, np.integer) or g.min() < 0:
-            raise invalid("g", f"shape {g.shape}", f"parties + 1 = {parties + 1} non-negative integer labels, one per count of ones")
+            raise invalid(
+                "g",
+                f"shape {g.shape}",
+                f"parties + 1 = {parties + 1} non-negative integer labels, one per count of ones",
+            )
         n_out = int(g.max()) + 1
         return cls(name, parties, n_out, _gain(gain, n_out), counts=g.astype(np.int64))
 
@@ -73,7 +77,11 @@ class Task:
 
     @classmethod
     def from_table(
-        cls, values: ArrayLike, n_outputs: int | None = None, gain: ArrayLike | None = None, name: str = "f",
+        cls,
+        values: ArrayLike,
+        n_outputs: int | None = None,
+        gain: ArrayLike | None = None,
+        name: str = "f",
         inputs: ArrayLike | None = None,
     ) -> "Task":
         """A general function from its values, one per input vector, in C order (x_1 the
@@ -84,7 +92,9 @@ class Task:
         if inputs is None:
             parties = int(np.log2(size)) if size > 0 else 0
             if vals.ndim != 1 or size < 2 or 2**parties != size or parties > MAX_TABLE_PARTIES:
-                raise invalid("values", f"{size} values", f"2^parties values for some number of parties in 1..{MAX_TABLE_PARTIES}")
+                raise invalid(
+                    "values", f"{size} values", f"2^parties values for some number of parties in 1..{MAX_TABLE_PARTIES}"
+                )
             sizes = None
         else:
             arr = np.atleast_1d(np.asarray(inputs))
@@ -93,7 +103,12 @@ class Task:
             sizes = tuple(int(a) for a in arr)
             parties = len(sizes)
             if vals.ndim != 1 or size != int(np.prod(sizes, dtype=np.float64)) or size > 2**MAX_TABLE_PARTIES:
-                raise invalid("values", f"{size} values", f"prod(inputs) = {int(np.prod(sizes, dtype=np.float64)):,} values (at most 2^{MAX_TABLE_PARTIES}), one per input vector")
+                raise invalid(
+                    "values",
+                    f"{size} values",
+                    f"prod(inputs) = {int(np.prod(sizes, dtype=np.float64)):,} values (at most "
+                    f"2^{MAX_TABLE_PARTIES}), one per input vector",
+                )
             if all(a == 2 for a in sizes):
                 sizes = None  # bits: the same task as without inputs
         if not np.issubdtype(vals.dtype, np.integer) or vals.min() < 0:
@@ -104,7 +119,9 @@ class Task:
         return cls(name, parties, n_out, _gain(gain, n_out), table=vals.astype(np.int64), inputs=sizes)
 
     @classmethod
-    def random(cls, parties: int, n_outputs: int, rng=None, gain: ArrayLike | None = None, inputs: ArrayLike | None = None) -> "Task":
+    def random(
+        cls, parties: int, n_outputs: int, rng=None, gain: ArrayLike | None = None, inputs: ArrayLike | None = None
+    ) -> "Task":
         """A uniformly random general function (for tests and demonstrations)."""
         gen = np.random.default_rng(rng)
         if inputs is None:
@@ -152,5 +169,9 @@ def _gain(gain: ArrayLike | None, n_out: int) -> NDArray[np.float64]:
         return np.eye(n_out)
     g = np.asarray(gain, dtype=np.float64)
     if g.shape != (n_out, n_out) or not np.all(np.isfinite(g)):
-        raise invalid("gain", f"shape {g.shape}", f"a finite {n_out} x {n_out} matrix w[true, guess] matching the function's {n_out} outputs")
+        raise invalid(
+            "gain",
+            f"shape {g.shape}",
+            f"a finite {n_out} x {n_out} matrix w[true, guess] matching the function's {n_out} outputs",
+        )
     return g

@@ -38,9 +38,20 @@ from ldpsim.report.html import table as md_table
 from ldpsim.report.tables import read_csv, rms
 
 COLUMNS = [
-    "replication", "policy", "shuffled", "period", "time", "quantity", "category",
-    "estimate", "ci_low", "ci_high", "truth", "theory", "n",
-]  # fmt: skip
+    "replication",
+    "policy",
+    "shuffled",
+    "period",
+    "time",
+    "quantity",
+    "category",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "truth",
+    "theory",
+    "n",
+]
 
 
 def read_results(path: str | Path) -> pd.DataFrame:
@@ -71,8 +82,13 @@ def accuracy_over_time(results: pd.DataFrame, confidence: float = 0.95) -> pd.Da
         f["se"] = (f["ci_high"] - f["ci_low"]) / (2 * z)
     f["covered"] = (f["ci_low"] <= f["truth"]) & (f["truth"] <= f["ci_high"])
     g = f.groupby(["policy", "shuffled", "period"], sort=False)
-    out = g.agg(rmse=("err", rms), std_error=("se", rms),
-                coverage=("covered", "mean"), reports=("n", "mean"), estimates=("estimate", "count"))  # fmt: skip
+    out = g.agg(
+        rmse=("err", rms),
+        std_error=("se", rms),
+        coverage=("covered", "mean"),
+        reports=("n", "mean"),
+        estimates=("estimate", "count"),
+    )
     out.loc[out["estimates"] == 0, "coverage"] = np.nan  # no interval at all (no report reached the server)
     return out.drop(columns="estimates").reset_index()
 
@@ -101,7 +117,11 @@ def coverage(results: pd.DataFrame, quantity: str) -> pd.DataFrame:
     realised value, and how many intervals there were."""
     f = results[(results["quantity"] == quantity) & results["estimate"].notna()]
     cov = (f["ci_low"] <= f["truth"]) & (f["truth"] <= f["ci_high"])
-    out = f.assign(covered=cov).groupby(["policy", "shuffled"], sort=False).agg(coverage=("covered", "mean"), intervals=("covered", "size"))
+    out = (
+        f.assign(covered=cov)
+        .groupby(["policy", "shuffled"], sort=False)
+        .agg(coverage=("covered", "mean"), intervals=("covered", "size"))
+    )
     return out.reset_index()
 
 
@@ -118,10 +138,12 @@ def final_summary(results: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
     """One row per arm: what a designer compares (at the last period)."""
     acc = accuracy_over_time(results, confidence)
     priv = privacy_series(results)
-    lat = results[results["quantity"] == "latency"].pivot_table(index=["policy", "shuffled"], columns="category",
-                                                               values="estimate", aggfunc="mean", sort=False)  # fmt: skip
-    cen = results[results["quantity"] == "central"].pivot_table(index=["policy", "shuffled"], columns="category",
-                                                               values="estimate", aggfunc="max", sort=False)  # fmt: skip
+    lat = results[results["quantity"] == "latency"].pivot_table(
+        index=["policy", "shuffled"], columns="category", values="estimate", aggfunc="mean", sort=False
+    )
+    cen = results[results["quantity"] == "central"].pivot_table(
+        index=["policy", "shuffled"], columns="category", values="estimate", aggfunc="max", sort=False
+    )
     rows = []
     for policy, shuffled in _arms(results):
         a = acc[(acc["policy"] == policy) & (acc["shuffled"] == shuffled)]
@@ -139,7 +161,9 @@ def final_summary(results: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
         }
         key = (policy, shuffled)
         # pivot_table drops a category without a value (no report reached the server)
-        row["mean_delay"] = float(lat.loc[key, "mean_delay"]) if key in lat.index and "mean_delay" in lat.columns else np.nan
+        row["mean_delay"] = (
+            float(lat.loc[key, "mean_delay"]) if key in lat.index and "mean_delay" in lat.columns else np.nan
+        )
         for name in ("central_eps", "withheld"):
             row[name] = float(cen.loc[key, name]) if key in cen.index and name in cen.columns else np.nan
         rows.append(row)
@@ -162,7 +186,13 @@ def _privacy_figure(results: pd.DataFrame, delta: float, period: str) -> bytes:
             ax.plot(x, g["exact_at_delta"], color="C2", lw=1.6, label=f"exact composition at delta = {delta:g}")
             ax.plot(x, g["advanced"], color="C3", lw=1, ls="--", label=f"advanced composition at delta = {delta:g}")
         if "longitudinal" in g and g["longitudinal"].notna().any():
-            ax.axhline(float(g["longitudinal"].iloc[0]), color="C1", lw=1.2, ls="--", label="eps_inf: one unchanged answer, any number of reports")
+            ax.axhline(
+                float(g["longitudinal"].iloc[0]),
+                color="C1",
+                lw=1.2,
+                ls="--",
+                label="eps_inf: one unchanged answer, any number of reports",
+            )
             ax.axhline(float(g["per_report"].iloc[0]), color="C4", lw=1.2, ls="-.", label="eps of one report")
         if "budget" in g and g["budget"].notna().any():
             ax.axhline(float(g["budget"].iloc[0]), color="k", lw=1, ls="--", label="budget")
@@ -181,14 +211,23 @@ def _accuracy_figure(results: pd.DataFrame, confidence: float, period: str) -> b
     policies = list(dict.fromkeys(acc["policy"]))
     for (policy, shuffled), g in acc.groupby(["policy", "shuffled"], sort=False):
         c = f"C{policies.index(policy) % 10}"
-        ax.plot(g["period"], g["std_error"], color=c, ls="--" if shuffled else "-", lw=1.5,
-                label=short_label(arm_name(policy, bool(shuffled))))  # fmt: skip
+        ax.plot(
+            g["period"],
+            g["std_error"],
+            color=c,
+            ls="--" if shuffled else "-",
+            lw=1.5,
+            label=short_label(arm_name(policy, bool(shuffled))),
+        )
         ax.plot(g["period"], g["rmse"], color=c, ls="none", marker="x" if shuffled else "o", ms=3, alpha=0.6)
     ax.set_xlabel(period)
     ax.set_ylabel("error of the period's estimates")
     log_axes(ax, y=True)
-    ax.set_title("analyst's accuracy over time: standard error (lines) and RMSE (marks)\n"
-                 "by policy; dashed lines and crosses: behind the shuffler", fontsize=10)  # fmt: skip
+    ax.set_title(
+        "analyst's accuracy over time: standard error (lines) and RMSE (marks)\n"
+        "by policy; dashed lines and crosses: behind the shuffler",
+        fontsize=10,
+    )
     ax.grid(True, which="both", lw=0.4, alpha=0.5)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -212,8 +251,13 @@ def _central_figure(results: pd.DataFrame, delta: float) -> bytes:
     for i, (eps0, policies) in enumerate(groups.items()):
         c = f"C{i}"
         names = ", ".join(short_label(p, 24) for p in policies)
-        ax.loglog(ns, [shuffle_epsilon(eps0, int(n), delta) for n in ns], color=c, lw=1.6,
-                  label=f"local eps {eps0:.3g} ({names})")  # fmt: skip
+        ax.loglog(
+            ns,
+            [shuffle_epsilon(eps0, int(n), delta) for n in ns],
+            color=c,
+            lw=1.6,
+            label=f"local eps {eps0:.3g} ({names})",
+        )
         closed = [shuffle_epsilon_closed_form(eps0, int(n), delta) for n in ns]
         ax.loglog(ns, closed, color=c, lw=1.0, ls="--")
         for p in policies:
@@ -240,8 +284,15 @@ def render_report(scenario: Any, results: pd.DataFrame, seed: int) -> dict[str, 
         if (results["quantity"] == "central").any():
             files["central.png"] = _central_figure(results, delta)
         lines = _summary_lines(scenario, results, seed, list(files))
-        files["report.html"] = run_html(kind="collection", scenario=scenario, seed=seed, lines=lines, files=files,
-                                        key=_key_numbers(results), sections=[_privacy_section(results, delta)])  # fmt: skip
+        files["report.html"] = run_html(
+            kind="collection",
+            scenario=scenario,
+            seed=seed,
+            lines=lines,
+            files=files,
+            key=_key_numbers(results),
+            sections=[_privacy_section(results, delta)],
+        )
         files["summary.md"] = ("\n".join(lines) + "\n").encode("utf-8")
         return files
 
@@ -265,13 +316,16 @@ def _privacy_section(results: pd.DataFrame, delta: float) -> Section:
     priv.insert(0, "arm", [arm_name(p, bool(s)) for p, s in zip(priv["policy"], priv["shuffled"])])
     priv = priv.drop(columns=["policy", "shuffled"])
     priv.columns = [str(c) for c in priv.columns]
-    return Section("Privacy spent after every period", [
-        "Replication 0: pure eps spent by the most exposed (`max`), the median (`median`), the mean (`mean`) and the "
-        f"90th-percentile (`p90`) respondent; the exact and composed guarantees at delta = {delta:g} beside them where "
-        "the policy has them (see results.csv's `privacy` rows):",
-        "",
-        md_table(priv),
-    ])
+    return Section(
+        "Privacy spent after every period",
+        [
+            "Replication 0: pure eps spent by the most exposed (`max`), the median (`median`), the mean (`mean`) "
+            f"and the 90th-percentile (`p90`) respondent; the exact and composed guarantees at delta = {delta:g} "
+            "beside them where the policy has them (see results.csv's `privacy` rows):",
+            "",
+            md_table(priv),
+        ],
+    )
 
 
 def _summary_lines(scenario: Any, results: pd.DataFrame, seed: int, figures: list[str]) -> list[str]:
@@ -284,9 +338,9 @@ def _summary_lines(scenario: Any, results: pd.DataFrame, seed: int, figures: lis
     unit = spec.simulation.time_unit
     sched = "every period" if c.schedule.kind == "every_period" else f"each period with probability {c.schedule.rate:g}"
     lines += [
-        f"{scenario.size:,} respondents, {c.periods} periods of {amount(c.period, unit)}, reporting {sched}; "
-        f"answers change: {c.change.kind}. Mechanism of one report: {scenario.mechanism!r}. "
-        f"{spec.simulation.replications} replication(s), seed {seed}. Composed privacy is shown at delta = {c.delta:g}.",
+        f"{scenario.size:,} respondents, {c.periods} periods of {amount(c.period, unit)}, reporting {sched}; answers "
+        f"change: {c.change.kind}. Mechanism of one report: {scenario.mechanism!r}. {spec.simulation.replications} "
+        f"replication(s), seed {seed}. Composed privacy is shown at delta = {c.delta:g}.",
         "",
         *([_nothing_received(results), ""] if not has_estimates(results) else []),
         "## Policies at the last period",
@@ -294,23 +348,29 @@ def _summary_lines(scenario: Any, results: pd.DataFrame, seed: int, figures: lis
         md_table(final_summary(results, float(spec.analyst.confidence))),
         "",
         "eps_max / eps_median: pure eps spent by the most exposed and the median respondent; exact_at_delta: the "
-        "exact composition of the mechanism at delta for the respondent with the most reports; se_first / se_last: the "
-        "standard error of a share's estimate in the first and the last period (root mean square over answers); "
-        "rmse_all: the estimates' root-mean-square error against the realised shares over all periods; coverage: share of the "
-        "period intervals that cover the realised share; "
-        f"mean_delay: the mean time from sending to the server, in {unit}, including time in the shuffler; "
-        "central_eps: the central guarantee of the smallest shuffled batch; withheld: reports the shuffler still held, "
-        "short of a full batch, when the run ended (they never reach the server).",
+        "exact composition of the mechanism at delta for the respondent with the most reports; se_first / se_last: "
+        "the standard error of a share's estimate in the first and the last period (root mean square over answers); "
+        "rmse_all: the estimates' root-mean-square error against the realised shares over all periods; coverage: "
+        "share of the period intervals that cover the realised share; mean_delay: the mean time from sending to the "
+        f"server, in {unit}, including time in the shuffler; central_eps: the central guarantee of the smallest "
+        "shuffled batch; withheld: reports the shuffler still held, short of a full batch, when the run ended (they "
+        "never reach the server).",
         "",
         "## Interval coverage",
         "",
     ]
-    cov = coverage(results, "frequency").rename(columns={"coverage": "period_coverage", "intervals": "period_intervals"})
+    cov = coverage(results, "frequency").rename(
+        columns={"coverage": "period_coverage", "intervals": "period_intervals"}
+    )
     chg = coverage(results, "change").rename(columns={"coverage": "change_coverage", "intervals": "change_intervals"})
     both = cov.merge(chg, on=["policy", "shuffled"], how="left")
     both.insert(0, "arm", [arm_name(p, s) for p, s in zip(both["policy"], both["shuffled"])])
-    lines += [md_table(both.drop(columns=["policy", "shuffled"])) if has_estimates(results)
-              else "No intervals: no report reached the server.", ""]  # fmt: skip
+    lines += [
+        md_table(both.drop(columns=["policy", "shuffled"]))
+        if has_estimates(results)
+        else "No intervals: no report reached the server.",
+        "",
+    ]
     lines += [f"![{name}]({name})" for name in figures if name.endswith(".png")]
     return lines
 
@@ -325,8 +385,11 @@ def console(run: Any) -> list[str]:
     c = sc.spec.collection
     from ldpsim.report.figures import amount
 
-    say(f"{sc.name}: {sc.size:,} respondents x {c.periods} periods of {amount(c.period, sc.spec.simulation.time_unit)}, {plural(len(sc.arms), 'arm')}, "
-        f"{sc.spec.simulation.replications} replication(s), seed {run.seed}; composed eps at delta = {c.delta:g}")  # fmt: skip
+    say(
+        f"{sc.name}: {sc.size:,} respondents x {c.periods} periods of "
+        f"{amount(c.period, sc.spec.simulation.time_unit)}, {plural(len(sc.arms), 'arm')}, "
+        f"{sc.spec.simulation.replications} replication(s), seed {run.seed}; composed eps at delta = {c.delta:g}"
+    )
     from ldpsim.report.collection import has_estimates
 
     if not has_estimates(run.results):

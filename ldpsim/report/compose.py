@@ -71,7 +71,9 @@ def delta_table(eps: float, delta: float, compositions: int, eps_totals: Sequenc
     table = {"eps_total": grid}
     for m in methods(eps):
         table[m] = (
-            C.optimal_delta(eps, delta, compositions, grid) if m == "exact" else C.bound_delta(m, eps, delta, compositions, grid)
+            C.optimal_delta(eps, delta, compositions, grid)
+            if m == "exact"
+            else C.bound_delta(m, eps, delta, compositions, grid)
         )
     return pd.DataFrame(table)
 
@@ -123,8 +125,9 @@ def region_figure(eps: float, delta: float, compositions: int, path: Path) -> Pa
     k = compositions
     gs = guarantees(eps, delta, k)
     floor = float(gs[0].delta(k * eps)) if delta > 0 else 0.0
-    return _regions_and_deltas(gs, f"{k}-fold composition of ({eps:g}, {delta:g})-DP",
-                               np.linspace(0.0, 1.05 * k * eps, 400), floor, path)  # fmt: skip
+    return _regions_and_deltas(
+        gs, f"{k}-fold composition of ({eps:g}, {delta:g})-DP", np.linspace(0.0, 1.05 * k * eps, 400), floor, path
+    )
 
 
 #: Parent of the default output folders (one per command line, then one per run).
@@ -357,8 +360,14 @@ def _run_mixed(
         for t in targets.ravel():
             V.delta(float(t), "delta_total")
         table = {"delta_total": targets, "exact": np.array([acc.epsilon(float(t)) for t in targets])}
-        error = max((acc.epsilon_error(float(t)) / max(acc.epsilon(float(t)), 1e-300) for t in targets
-                     if np.isfinite(acc.epsilon(float(t)))), default=0.0)  # fmt: skip
+        error = max(
+            (
+                acc.epsilon_error(float(t)) / max(acc.epsilon(float(t)), 1e-300)
+                for t in targets
+                if np.isfinite(acc.epsilon(float(t)))
+            ),
+            default=0.0,
+        )
         if lists is not None:
             table["basic"] = basic_epsilon(*lists, targets)
             table["kov_heterogeneous"] = kov_heterogeneous_epsilon(*lists, targets)

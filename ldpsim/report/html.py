@@ -91,9 +91,15 @@ def _cells(df: pd.DataFrame, kinds: dict[Any, str] | None = None) -> list[list[d
     cols, kinds = list(df.columns), kinds or {}
     rows = []
     for row in df.itertuples(index=False, name=None):  # plain tuples: labels are never field names
-        rows.append([{"text": cell_text(c, v, kinds.get(c)),
-                      "num": isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))}
-                     for c, v in zip(cols, row)])  # fmt: skip
+        rows.append(
+            [
+                {
+                    "text": cell_text(c, v, kinds.get(c)),
+                    "num": isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)),
+                }
+                for c, v in zip(cols, row)
+            ]
+        )
     return rows
 
 
@@ -142,7 +148,15 @@ def blocks(lines: Iterable[str], figures: dict[str, bytes], links: Iterable[str]
             if (m := _HEADING.match(line)) is not None:
                 flush()
                 slug = _slug(m.group(2), slugs)
-                out.append({"kind": "h", "level": len(m.group(1)), "parts": _inline(m.group(2), links), "text": m.group(2).replace("`", ""), "id": slug})
+                out.append(
+                    {
+                        "kind": "h",
+                        "level": len(m.group(1)),
+                        "parts": _inline(m.group(2), links),
+                        "text": m.group(2).replace("`", ""),
+                        "id": slug,
+                    }
+                )
             elif (m := _IMAGE.match(line.strip())) is not None:
                 flush()
                 name = m.group(2)
@@ -220,25 +234,39 @@ def page_html(
     rest = [name for name in figures if name not in shown]
     extra = []
     for s in sections:
-        extra.append({"title": s.title, "id": _slug(s.title, {b["id"] for b in body if b["kind"] == "h"}),
-                      "blocks": blocks(s.lines, figures, links)})  # fmt: skip
+        extra.append(
+            {
+                "title": s.title,
+                "id": _slug(s.title, {b["id"] for b in body if b["kind"] == "h"}),
+                "blocks": blocks(s.lines, figures, links),
+            }
+        )
     if rest:
-        extra.append({"title": "More figures", "id": "more-figures",
-                      "blocks": [{"kind": "figure", "name": n, "alt": n, "src": _data_uri(figures[n])} for n in rest]})  # fmt: skip
+        extra.append(
+            {
+                "title": "More figures",
+                "id": "more-figures",
+                "blocks": [{"kind": "figure", "name": n, "alt": n, "src": _data_uri(figures[n])} for n in rest],
+            }
+        )
     toc = [(b["id"], b["text"]) for b in body if b["kind"] == "h" and b["level"] == 2]
     toc += [(s["id"], s["title"]) for s in extra]
-    page = _environment().get_template("run.html.j2").render(
-        title=title,
-        badge=badge,
-        noun=noun,
-        key=list((key or {}).items()),
-        key_prefix=KEY_PREFIX,
-        blocks=body,
-        extra=extra,
-        toc=toc,
-        source=source,
-        metadata=[*metadata, ("rendered by", f"ldpsim {package_version('ldpsim')}")],
-        files=[f for f in links if not f.endswith("/")],
+    page = (
+        _environment()
+        .get_template("run.html.j2")
+        .render(
+            title=title,
+            badge=badge,
+            noun=noun,
+            key=list((key or {}).items()),
+            key_prefix=KEY_PREFIX,
+            blocks=body,
+            extra=extra,
+            toc=toc,
+            source=source,
+            metadata=[*metadata, ("rendered by", f"ldpsim {package_version('ldpsim')}")],
+            files=[f for f in links if not f.endswith("/")],
+        )
     )
     return page.encode("utf-8")
 
@@ -265,8 +293,18 @@ def run_html(
         ("replications", str(spec.simulation.replications)),
         ("scenario SHA-256", scenario.digest()),
     ]
-    return page_html(title=title, badge=f"{kind} run", noun="run", lines=lines, files=files, links=RUN_FILES,
-                     metadata=metadata, key=key, sections=sections, source=scenario.source)  # fmt: skip
+    return page_html(
+        title=title,
+        badge=f"{kind} run",
+        noun="run",
+        lines=lines,
+        files=files,
+        links=RUN_FILES,
+        metadata=metadata,
+        key=key,
+        sections=sections,
+        source=scenario.source,
+    )
 
 
 # ------------------------------------------------------------------------ the index
@@ -325,7 +363,7 @@ class _KeyReader(html.parser.HTMLParser):
         a = dict(attrs)
         name = a.get("name") or ""
         if tag == "meta" and name.startswith(KEY_PREFIX):
-            self.key[name[len(KEY_PREFIX):]] = a.get("content") or ""
+            self.key[name[len(KEY_PREFIX) :]] = a.get("content") or ""
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "head":
@@ -370,7 +408,12 @@ def index_entry(run_dir: Path, root: Path) -> dict[str, Any]:
     if reproduction:
         name, kind, count, unit = meta.get("reproduction"), "reproduction", meta.get("instances", ""), "instances"
     else:
-        name, kind, count, unit = meta.get("scenario", run_dir.parent.name), meta.get("kind", "survey"), meta.get("replications", ""), ""
+        name, kind, count, unit = (
+            meta.get("scenario", run_dir.parent.name),
+            meta.get("kind", "survey"),
+            meta.get("replications", ""),
+            "",
+        )
     return {
         "href": _href(page, root),
         "link": link,
@@ -405,7 +448,9 @@ def index_html(root: str | Path) -> bytes:
     count = _plural(len(entries) - reproductions, "run")
     if reproductions:
         count += f" and {_plural(reproductions, 'reproduction')}"
-    page = _environment().get_template("index.html.j2").render(
-        title=f"ldpsim runs in {root.resolve().name or root}", entries=entries, count=count
+    page = (
+        _environment()
+        .get_template("index.html.j2")
+        .render(title=f"ldpsim runs in {root.resolve().name or root}", entries=entries, count=count)
     )
     return page.encode("utf-8")

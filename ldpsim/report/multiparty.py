@@ -37,7 +37,9 @@ CHANNEL_FIGURE = "channel.png"
 CHANNEL_LINES = 10
 
 
-def render_report(scenario: Any, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], tuple[pd.DataFrame, pd.DataFrame]]:
+def render_report(
+    scenario: Any, results: pd.DataFrame, seed: int
+) -> tuple[dict[str, bytes], tuple[pd.DataFrame, pd.DataFrame]]:
     """The report files (the figure, report.html, then summary.md) and the two summary
     tables (accuracy, latency) of :func:`summarise`."""
     summary, latency = summarise(results, scenario)
@@ -68,8 +70,16 @@ def _figure(scenario, summary: pd.DataFrame, latency: pd.DataFrame) -> bytes:
     for q, name in enumerate(protocols):
         g = summary[summary["protocol"] == name].set_index("party").loc[receivers]
         x = x0 - 0.4 + width * (q + 0.5)
-        ax.errorbar(x - width * 0.15, g["measured"], yerr=g["tolerance"], fmt="o", ms=4, capsize=3,
-                    color=colors[q % 10], label=f"{name}: measured ± tolerance")  # fmt: skip
+        ax.errorbar(
+            x - width * 0.15,
+            g["measured"],
+            yerr=g["tolerance"],
+            fmt="o",
+            ms=4,
+            capsize=3,
+            color=colors[q % 10],
+            label=f"{name}: measured ± tolerance",
+        )
         ax.plot(x + width * 0.15, g["exact"], "D", ms=5, mfc="none", color=colors[q % 10], label=f"{name}: exact")
     labels = []
     for r in receivers:
@@ -91,7 +101,9 @@ def _figure(scenario, summary: pd.DataFrame, latency: pd.DataFrame) -> bytes:
         ax2.set_xticks(lx)
         ax2.set_xticklabels(["obs" if p == "observer" else p for p in latency["party"]], fontsize=8)
         ax2.set_xlabel("receiver")
-        ax2.set_ylabel(in_unit("completion delay", scenario.spec.simulation.time_unit) + "\nlast message in - round start")
+        ax2.set_ylabel(
+            in_unit("completion delay", scenario.spec.simulation.time_unit) + "\nlast message in - round start"
+        )
         ax2.set_title("Transcript completion delay", fontsize=9)
         ax2.legend(fontsize=7)
     fig.tight_layout()
@@ -121,16 +133,23 @@ def _channel_figure(scenario, results: pd.DataFrame, summary: pd.DataFrame) -> b
             best = float(perfect.loc[(name, party)])
             ax.plot(line["loss"], best - line["theory"], "-", lw=1.3, color=colors[n % 10], label=f"{label}: exact")
             s = acc.loc[(name, "observer" if party < 0 else str(int(party)))]
-            ax.errorbar([loss], [best - s["measured"]], yerr=[s["tolerance"]], fmt="o", ms=4, capsize=3, color=colors[n % 10])
+            ax.errorbar(
+                [loss], [best - s["measured"]], yerr=[s["tolerance"]], fmt="o", ms=4, capsize=3, color=colors[n % 10]
+            )
         ax.axvline(loss, color="0.6", lw=0.8, ls=":")
         ax.axhline(0.0, color="0.3", lw=0.6)
         ax.set_xlabel("loss rate (per message and receiver)")
-        ax.set_title(f"{name}" + (f" (deadline {scenario.spec.network.deadline:g})" if scenario.spec.network.deadline else ""), fontsize=9)
+        ax.set_title(
+            f"{name}" + (f" (deadline {scenario.spec.network.deadline:g})" if scenario.spec.network.deadline else ""),
+            fontsize=9,
+        )
         ax.grid(True, lw=0.4, alpha=0.5)
     axes[0][0].set_ylabel("accuracy lost to the channel\n(perfect channel - lossy, expected gain)")
     axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.suptitle(f"Accuracy lost to the channel against the loss rate: exact lines; dots: measured at loss {loss:g} ± tolerance",
-                 fontsize=9)  # fmt: skip
+    fig.suptitle(
+        f"Accuracy lost to the channel against the loss rate: exact lines; dots: measured at loss {loss:g} ± tolerance",
+        fontsize=9,
+    )
     fig.tight_layout()
     return png_bytes(fig)
 
@@ -146,16 +165,24 @@ def _parties_line(spec: Any, levels: str, p_one: Any) -> str:
     if _bits(spec):
         return f"- parties: k = {spec.parties.k}{levels}, P(bit = 1) = {p_one}"
     sizes = list(spec.parties.sizes())
-    return (f"- parties: k = {spec.parties.k}{levels}; each holds one value, uniform on {{0, ..., a_j - 1}}, "
-            f"alphabet sizes a = {sizes}")
+    return (
+        f"- parties: k = {spec.parties.k}{levels}; each holds one value, uniform on {{0, ..., a_j - 1}}, "
+        f"alphabet sizes a = {sizes}"
+    )
 
 
 def _md_table(df: pd.DataFrame) -> TableText:
     return table(df)
 
 
-def _summary_lines(scenario: Any, summary: pd.DataFrame, latency: pd.DataFrame, seed: int,
-                   results: pd.DataFrame | None = None, channel: pd.DataFrame | None = None) -> list[str]:
+def _summary_lines(
+    scenario: Any,
+    summary: pd.DataFrame,
+    latency: pd.DataFrame,
+    seed: int,
+    results: pd.DataFrame | None = None,
+    channel: pd.DataFrame | None = None,
+) -> list[str]:
     """summary.md as a list of lines (its tables remember their frames for report.html): one
     function per section, in this order."""
     results = results if results is not None else pd.DataFrame(columns=["quantity"])
@@ -203,13 +230,22 @@ def _setup(scenario: Any, seed: int) -> list[str]:
     spec = scenario.spec
     unit = spec.simulation.time_unit
     loss, deadline, missing = _channel(scenario)
-    levels = f", eps = {spec.parties.levels('eps')}, delta = {spec.parties.levels('delta')}" if spec.parties.eps is not None else ""
-    task_line = (f"- task: {scenario.task.name} ({scenario.task.n_outputs} outputs), gain {gain_text(scenario.task)}" if _one_task(scenario)
-                 else f"- tasks: one per receiver (table below); default {scenario.task.name}, gain {gain_text(scenario.task)}")  # fmt: skip
+    levels = (
+        f", eps = {spec.parties.levels('eps')}, delta = {spec.parties.levels('delta')}"
+        if spec.parties.eps is not None
+        else ""
+    )
+    task_line = (
+        f"- task: {scenario.task.name} ({scenario.task.n_outputs} outputs), gain {gain_text(scenario.task)}"
+        if _one_task(scenario)
+        else f"- tasks: one per receiver (table below); default {scenario.task.name}, gain {gain_text(scenario.task)}"
+    )
     channel_line = f"- channel: loss {loss:g} per message and receiver"
     if deadline is not None:
-        channel_line += (f", deadline {amount(deadline, unit)} after the round's start (P(latency > deadline) = "
-                         f"{float(getattr(scenario, 'late', 0.0)):.4g})")  # fmt: skip
+        channel_line += (
+            f", deadline {amount(deadline, unit)} after the round's start (P(latency > deadline) = "
+            f"{float(getattr(scenario, 'late', 0.0)):.4g})"
+        )
     else:
         channel_line += ", no deadline"
     channel_line += f": a message is not heard with probability m = {missing:.4g}"
@@ -218,16 +254,19 @@ def _setup(scenario: Any, seed: int) -> list[str]:
         "",
         _parties_line(spec, levels, spec.parties.p_one),
         task_line,
-        f"- protocols: {', '.join(p.name for p in scenario.protocols)} (common random numbers: the same bits, noise uniforms, "
-        "latencies and losses for all)",
-        f"- rounds: {spec.rounds.count:,} per replication, in batches of {spec.rounds.batch:,}, one every {amount(spec.rounds.interval, unit)}",
+        f"- protocols: {', '.join(p.name for p in scenario.protocols)} (common random numbers: the same bits, noise "
+        "uniforms, latencies and losses for all)",
+        f"- rounds: {spec.rounds.count:,} per replication, in batches of {spec.rounds.batch:,}, one every "
+        f"{amount(spec.rounds.interval, unit)}",
         f"- network: latency {describe_section(spec.network.latency)}, in {unit}",
         channel_line,
     ]
     deviations = _deviations(scenario)
     if deviations:
         fixed = "fixed bit" if _bits(spec) else "fixed value"
-        what = ", ".join(f"party {j} {how}" if isinstance(how, str) else f"party {j} {fixed} {how[1]}" for j, how in deviations)
+        what = ", ".join(
+            f"party {j} {how}" if isinstance(how, str) else f"party {j} {fixed} {how[1]}" for j, how in deviations
+        )
         out.append(f"- deviating parties: {what} (receivers keep the announced protocol's rule)")
     return out + [f"- {spec.simulation.replications} replication(s), seed {seed}", ""]
 
@@ -237,13 +276,16 @@ def _privacy(scenario: Any) -> list[str]:
     return [
         "## Privacy of each party",
         "",
-        "Each party's exact privacy per protocol (`Protocol.privacy_table()`): the claimed (eps, delta), the exact delta "
-        "of its mechanism at that eps, and whether the claim holds. The channel cannot lose privacy (a lost or late "
-        "message is a post-processing)."
-        + (" `eps_run`/`delta_run`: the exact privacy of what each party actually runs: a truthful party has eps = inf "
-           "(delta = the mass it reveals), a fixed party eps = 0; honest parties keep their announced privacy exactly "
-           "whatever the others do (the parties randomise independently), and their rows are unchanged."
-           if _deviations(scenario) else ""),
+        "Each party's exact privacy per protocol (`Protocol.privacy_table()`): the claimed (eps, delta), the exact "
+        "delta of its mechanism at that eps, and whether the claim holds. The channel cannot lose privacy (a lost "
+        "or late message is a post-processing)."
+        + (
+            " `eps_run`/`delta_run`: the exact privacy of what each party actually runs: a truthful party has eps = "
+            "inf (delta = the mass it reveals), a fixed party eps = 0; honest parties keep their announced privacy "
+            "exactly whatever the others do (the parties randomise independently), and their rows are unchanged."
+            if _deviations(scenario)
+            else ""
+        ),
         "",
         _md_table(privacy_tables(scenario)),
         "",
@@ -254,8 +296,14 @@ def _receivers(scenario: Any) -> list[str]:
     """## Receivers: what each computes, when they do not all compute the same."""
     if _one_task(scenario):
         return []
-    return ["## Receivers", "", "What each receiver computes and the gain w[true, guess] of its guesses.", "",
-            _md_table(receivers_table(scenario)), ""]  # fmt: skip
+    return [
+        "## Receivers",
+        "",
+        "What each receiver computes and the gain w[true, guess] of its guesses.",
+        "",
+        _md_table(receivers_table(scenario)),
+        "",
+    ]
 
 
 def _accuracy(scenario: Any, summary: pd.DataFrame) -> list[str]:
@@ -267,18 +315,24 @@ def _accuracy(scenario: Any, summary: pd.DataFrame) -> list[str]:
     differences = summary[summary["quantity"] == "accuracy_difference"]
     exact_text = "the exact expected gain of the receiver's optimal average rule"
     if _channel(scenario)[2] > 0:
-        exact_text += " through the channel (the rule of the erasure protocol, where a missing message is the symbol 'not heard')"
+        exact_text += (
+            " through the channel (the rule of the erasure protocol, where a missing message is the symbol 'not heard')"
+        )
     if _deviations(scenario):
         exact_text += ", applied by every receiver to the transcripts of the deviating parties (`rule_gain`)"
     out = [
         "## Accuracy: measured against exact",
         "",
-        f"Pooled over {spec.simulation.replications} replication(s). `exact` is {exact_text} (docs/theory.md sec. 7) computed "
-        "exactly; `tolerance` is a half-width such that all "
-        f"{len(summary)} rows of this section lie within it together with probability at least "
-        f"1 - {spec.simulation.alpha:g} when the simulation is correct (Bonferroni over the rows): "
-        + ("an exact binomial acceptance interval for accuracies" if binary_gain else "for accuracies, an exact binomial "
-           "acceptance interval where the gain is 0/1 and Hoeffding's inequality over the gain's range otherwise")
+        f"Pooled over {spec.simulation.replications} replication(s). `exact` is {exact_text} (docs/theory.md sec. 7) "
+        f"computed exactly; `tolerance` is a half-width such that all {len(summary)} rows of this section lie within "
+        f"it together with probability at least 1 - {spec.simulation.alpha:g} when the simulation is correct "
+        "(Bonferroni over the rows): "
+        + (
+            "an exact binomial acceptance interval for accuracies"
+            if binary_gain
+            else "for accuracies, an exact binomial "
+            "acceptance interval where the gain is 0/1 and Hoeffding's inequality over the gain's range otherwise"
+        )
         + "; the smaller of Hoeffding's and the empirical Bernstein bound (Maurer-Pontil) for paired "
         "differences. `z` = (measured - exact) / std_error.",
         "",
@@ -312,8 +366,12 @@ def _worst_case(scenario: Any, results: pd.DataFrame) -> list[str]:
         "",
         "`worst_case_exact`: the accuracy min over the bit vectors x of the optimal randomised worst-case rule, the "
         "linear program of Kairouz, Oh and Viswanath (2015, eq. 12) solved by HiGHS"
-        + (" for the protocol seen through the channel (its alphabet has the extra symbol 'not heard', which makes the "
-           "program larger)" if _channel(scenario)[2] > 0 else "")
+        + (
+            " for the protocol seen through the channel (its alphabet has the extra symbol 'not heard', which makes "
+            "the program larger)"
+            if _channel(scenario)[2] > 0
+            else ""
+        )
         + "; `average_exact`: the optimal average accuracy with every party honest, for comparison. Both are exact "
         "only: the simulation measures the average rule, not the worst-case one. Where the linear program has too "
         "many coefficients (`ldpsim.protocols.decisions.MAX_LP_ENTRIES`) the note says so.",
@@ -349,7 +407,11 @@ def _channel_loss(scenario: Any, channel: pd.DataFrame | None) -> list[str]:
         "",
         "Exact expected gain per protocol and receiver with a perfect channel (`perfect`: no loss, no deadline) and "
         "at each loss rate of the grid (`loss=r`"
-        + (f", with the deadline's P(late) = {float(getattr(scenario, 'late', 0.0)):.4g} at every rate" if deadline is not None else "")
+        + (
+            f", with the deadline's P(late) = {float(getattr(scenario, 'late', 0.0)):.4g} at every rate"
+            if deadline is not None
+            else ""
+        )
         + f"), from `exact_accuracy` of the erasure protocol; `lost_exact` = perfect - exact at the scenario's rate "
         f"{loss:g}; `measured@{loss:g}` is the simulation at that rate and `lost_measured` = perfect - measured, "
         "within `tolerance` (the accuracy table's) of `lost_exact`.",
@@ -369,17 +431,24 @@ def _completion(scenario: Any, latency: pd.DataFrame) -> list[str]:
     return [
         "## Transcript completion (network)",
         "",
-        f"Completion delay = the time a receiver decides a round minus the round's start, in {scenario.spec.simulation.time_unit} "
-        "(the `_measured` and `_theory` columns); a party "
-        "waits for the k - 1 other messages, the observer for all k. "
-        + ("It decides when every message is heard, or at the deadline D if one is missing (lost or late): "
-           "P(T <= t) = ((1 - loss) F(t))^n for t < D and 1 from D on; theory: the mean (numerical integral) and "
-           "quantiles of that law. " if deadline is not None else
-           "Theory: the mean and quantiles of the maximum of that many i.i.d. latencies"
-           + (" (a lost message is notified when it would have arrived). " if loss > 0 else ". "))
+        "Completion delay = the time a receiver decides a round minus the round's start, in "
+        f"{scenario.spec.simulation.time_unit} (the `_measured` and `_theory` columns); a party waits for the k - 1 "
+        "other messages, the observer for all k. "
+        + (
+            "It decides when every message is heard, or at the deadline D if one is missing (lost or late): "
+            "P(T <= t) = ((1 - loss) F(t))^n for t < D and 1 from D on; theory: the mean (numerical integral) and "
+            "quantiles of that law. "
+            if deadline is not None
+            else "Theory: the mean and quantiles of the maximum of that many i.i.d. latencies"
+            + (" (a lost message is notified when it would have arrived). " if loss > 0 else ". ")
+        )
         + "`messages` = messages each receiver took from its inbox"
-        + ("; `heard` = messages heard in time, against its expectation (the own message, and each other with "
-           "probability 1 - m)." if "heard" in latency.columns else "."),
+        + (
+            "; `heard` = messages heard in time, against its expectation (the own message, and each other with "
+            "probability 1 - m)."
+            if "heard" in latency.columns
+            else "."
+        ),
         "",
         _md_table(latency),
         "",
@@ -389,11 +458,19 @@ def _completion(scenario: Any, latency: pd.DataFrame) -> list[str]:
 def _files(channel: pd.DataFrame | None) -> list[str]:
     """## Figures and ## Files."""
     has_channel = channel is not None and not channel.empty
-    return figures_and_files([FIGURE], "replication x protocol x receiver x quantity (party -1 is the observer)", [
-        f"- `{FIGURE}`: measured and exact accuracy per receiver, completion delays"
-        + (f"; `{CHANNEL_FIGURE}`: the accuracy lost to the channel against the loss rate, exact, and measured at the scenario's rate"
-           if has_channel else ""),
-    ])  # fmt: skip
+    return figures_and_files(
+        [FIGURE],
+        "replication x protocol x receiver x quantity (party -1 is the observer)",
+        [
+            f"- `{FIGURE}`: measured and exact accuracy per receiver, completion delays"
+            + (
+                f"; `{CHANNEL_FIGURE}`: the accuracy lost to the channel against the loss rate, exact, and measured "
+                "at the scenario's rate"
+                if has_channel
+                else ""
+            ),
+        ],
+    )
 
 
 # ----------------------------------------------------------------------------- what ldpsim run prints
@@ -413,8 +490,10 @@ def console(run: Any) -> list[str]:
     spec = sc.spec
     names = [t.name for t in getattr(sc, "tasks", ()) or [sc.task]]
     tasks = f"task {names[0]}" if len(set(names)) == 1 else f"tasks per receiver ({', '.join(dict.fromkeys(names))})"
-    say(f"{spec.name}: k = {spec.parties.k} parties, {tasks}, {spec.rounds.count:,} rounds x "
-        f"{spec.simulation.replications} replication(s), seed {run.seed}")  # fmt: skip
+    say(
+        f"{spec.name}: k = {spec.parties.k} parties, {tasks}, {spec.rounds.count:,} rounds x "
+        f"{spec.simulation.replications} replication(s), seed {run.seed}"
+    )
 
     def accuracy(quantity: str) -> str:
         rows = run.summary[run.summary["quantity"] == quantity][_MULTIPARTY_COLUMNS]
@@ -428,16 +507,22 @@ def console(run: Any) -> list[str]:
     say(f"within tolerance (false-failure <= {spec.simulation.alpha:g} for the table): {within} of {len(run.summary)}")
     if (run.results["quantity"] == "perfect_channel_accuracy").any():
         ch = mt.channel_table(run.results, run.summary, sc)
-        say(f"channel: a message is not heard with probability {float(sc.missing):.4g}; accuracy lost to it, exact "
+        say(
+            f"channel: a message is not heard with probability {float(sc.missing):.4g}; accuracy lost to it, exact "
             f"{ch['lost_exact'].min():.4g} to {ch['lost_exact'].max():.4g} per receiver, measured "
-            f"{ch['lost_measured'].min():.4g} to {ch['lost_measured'].max():.4g} (loss table in summary.md)")  # fmt: skip
+            f"{ch['lost_measured'].min():.4g} to {ch['lost_measured'].max():.4g} (loss table in summary.md)"
+        )
     if getattr(sc, "deviations", ()):
         dev = mt.deviation_table(run.results, run.summary)
-        say(f"deviating parties {', '.join(str(j) for j, _ in sc.deviations)}: exact accuracy change per receiver "
-            f"{dev['change'].min():+.4g} to {dev['change'].max():+.4g}; honest parties' privacy unchanged (summary.md)")  # fmt: skip
+        say(
+            f"deviating parties {', '.join(str(j) for j, _ in sc.deviations)}: exact accuracy change per receiver "
+            f"{dev['change'].min():+.4g} to {dev['change'].max():+.4g}; honest parties' privacy unchanged (summary.md)"
+        )
     if not run.latency.empty:
         lat = run.latency
-        say(f"completion delay ({spec.simulation.time_unit}): mean {lat['mean_measured'].mean():.4g} (theory {lat['mean_theory'].mean():.4g}), "
-            f"max {lat['max_measured'].max():.4g}; messages delivered {int(lat['messages'].sum()):,} of "
-            f"{int(lat['messages_expected'].sum()):,}")  # fmt: skip
+        say(
+            f"completion delay ({spec.simulation.time_unit}): mean {lat['mean_measured'].mean():.4g} (theory "
+            f"{lat['mean_theory'].mean():.4g}), max {lat['max_measured'].max():.4g}; messages delivered "
+            f"{int(lat['messages'].sum()):,} of {int(lat['messages_expected'].sum()):,}"
+        )
     return out

@@ -27,14 +27,28 @@ FIGURE = "scaling.png"
 #: Text columns of a study's results.csv (every other column is numeric, empty cells NaN).
 TEXT_COLUMNS = ("protocol", "task", "receiver", "plan")
 #: The numeric columns (empty cells are NaN).
-NUMERIC_COLUMNS = ["replication", "k", "eps", "delta", "party", "exact", "large_k", "measured", "std_error", "rounds", "tolerance", "alpha"]
+NUMERIC_COLUMNS = [
+    "replication",
+    "k",
+    "eps",
+    "delta",
+    "party",
+    "exact",
+    "large_k",
+    "measured",
+    "std_error",
+    "rounds",
+    "tolerance",
+    "alpha",
+]
 POINT_KEYS = ["protocol", "task", "eps", "k", "receiver"]
 #: What each task's large-k column is, for the summary.
 LARGE_K = {
     "xor": "`(1 + TV^n) / 2`, exact at every k",
-    "majority": "`1/2 + arcsin(rho) / pi` with `rho^2 = (4 n Var(E[x | y]) + k - n) / k` (the observer: `rho = tanh(eps/2)` "
-    "for binary randomized response)",
-    "sum": "`1 / sqrt(2 pi n E[Var(x | y)])` (local CLT; `cosh(eps/2) sqrt(2 / (pi n))` for binary randomized response)",
+    "majority": "`1/2 + arcsin(rho) / pi` with `rho^2 = (4 n Var(E[x | y]) + k - n) / k` (the observer: `rho = "
+    "tanh(eps/2)` for binary randomized response)",
+    "sum": "`1 / sqrt(2 pi n E[Var(x | y)])` (local CLT; `cosh(eps/2) "
+    "sqrt(2 / (pi n))` for binary randomized response)",
 }
 
 
@@ -43,8 +57,10 @@ def read_study_results(path: str | Path) -> pd.DataFrame:
     ``within`` as a nullable boolean)."""
     frame = read_csv(path, dtype={c: str for c in (*TEXT_COLUMNS, "within")}, na=NUMERIC_COLUMNS)
     frame["plan"] = frame["plan"].fillna("")
-    frame["within"] = pd.array([None if v in ("", None) or (isinstance(v, float) and math.isnan(v)) else v == "True"
-                                for v in frame["within"]], dtype="boolean")  # fmt: skip
+    frame["within"] = pd.array(
+        [None if v in ("", None) or (isinstance(v, float) and math.isnan(v)) else v == "True" for v in frame["within"]],
+        dtype="boolean",
+    )
     return frame
 
 
@@ -68,20 +84,36 @@ def summarise_study(results: pd.DataFrame, scenario: Any) -> pd.DataFrame:
         else:
             mean = se = math.nan
         first = g.iloc[0]
-        rows.append({**dict(zip(POINT_KEYS, key)), "delta": float(first["delta"]), "plan": first["plan"],
-                     "exact": float(first["exact"]), "large_k": float(first["large_k"]), "measured": mean,
-                     "std_error": se, "rounds": int(total)})  # fmt: skip
+        rows.append(
+            {
+                **dict(zip(POINT_KEYS, key)),
+                "delta": float(first["delta"]),
+                "plan": first["plan"],
+                "exact": float(first["exact"]),
+                "large_k": float(first["large_k"]),
+                "measured": mean,
+                "std_error": se,
+                "rounds": int(total),
+            }
+        )
     summary = pd.DataFrame(rows)
     if summary.empty:
         return summary
     compared = np.isfinite(summary["exact"]) & np.isfinite(summary["measured"])
     n_table = max(int(compared.sum()), 1)
     indicator = np.array([0.0, 1.0])
-    summary["tolerance"] = [mean_tolerance(indicator, e, r, alpha / n_table) if c else math.nan
-                            for e, r, c in zip(summary["exact"], summary["rounds"], compared)]  # fmt: skip
+    summary["tolerance"] = [
+        mean_tolerance(indicator, e, r, alpha / n_table) if c else math.nan
+        for e, r, c in zip(summary["exact"], summary["rounds"], compared)
+    ]
     summary["z"] = (summary["measured"] - summary["exact"]) / summary["std_error"].where(summary["std_error"] > 0)
-    summary["within"] = pd.array([bool(abs(m - e) <= t) if c else None for m, e, t, c in
-                                  zip(summary["measured"], summary["exact"], summary["tolerance"], compared)], dtype="boolean")  # fmt: skip
+    summary["within"] = pd.array(
+        [
+            bool(abs(m - e) <= t) if c else None
+            for m, e, t, c in zip(summary["measured"], summary["exact"], summary["tolerance"], compared)
+        ],
+        dtype="boolean",
+    )
     summary["approx_error"] = summary["large_k"] - summary["exact"]
     return summary
 
@@ -97,7 +129,9 @@ def render_study_report(scenario: Any, results: pd.DataFrame, seed: int) -> tupl
     compared = int(summary["within"].notna().sum()) if not summary.empty else 0
     within = int(summary["within"].fillna(False).sum()) if not summary.empty else 0
     key = {"points": f"{len(summary)}", "within tolerance": f"{within} of {compared} compared"}
-    files["report.html"] = run_html(kind="multiparty study", scenario=scenario, seed=seed, lines=lines, files=files, key=key)
+    files["report.html"] = run_html(
+        kind="multiparty study", scenario=scenario, seed=seed, lines=lines, files=files, key=key
+    )
     files["summary.md"] = "\n".join(lines).encode("utf-8")
     return files, summary
 
@@ -131,16 +165,29 @@ def _figure(scenario: Any, summary: pd.DataFrame) -> bytes:
         for j, task in enumerate(tasks):
             ax = axes[i][j]
             for c, eps in enumerate(st.eps):
-                g = summary[(summary["protocol"] == protocol) & (summary["receiver"] == receiver) & (summary["task"] == task)
-                            & (summary["eps"] == float(eps))].sort_values("k")  # fmt: skip
+                g = summary[
+                    (summary["protocol"] == protocol)
+                    & (summary["receiver"] == receiver)
+                    & (summary["task"] == task)
+                    & (summary["eps"] == float(eps))
+                ].sort_values("k")
                 if g.empty:
                     continue
                 k = g["k"].to_numpy(dtype=float)
                 ax.plot(k, g["exact"], "-", color=colors[c], lw=1.6, label=f"ε = {eps:g}: exact")
                 ax.plot(k, g["large_k"], "--", color=colors[c], lw=1.0, label=f"ε = {eps:g}: large k")
                 bars = np.where(np.isfinite(g["tolerance"]), g["tolerance"], 3 * g["std_error"])
-                ax.errorbar(k, g["measured"], yerr=bars, fmt="o", ms=3, capsize=2, color=colors[c], lw=0.8,
-                            label=f"ε = {eps:g}: measured")  # fmt: skip
+                ax.errorbar(
+                    k,
+                    g["measured"],
+                    yerr=bars,
+                    fmt="o",
+                    ms=3,
+                    capsize=2,
+                    color=colors[c],
+                    lw=0.8,
+                    label=f"ε = {eps:g}: measured",
+                )
             _log_k_axis(ax, summary["k"] if not summary.empty else [2])
             if task == "sum":
                 ax.set_yscale("log")
@@ -153,8 +200,11 @@ def _figure(scenario: Any, summary: pd.DataFrame) -> bytes:
             ax.grid(True, which="both", alpha=0.2)
             if i == 0 and j == 0:
                 ax.legend(fontsize=6, ncol=1)
-    fig.suptitle(f"Accuracy of the optimal rule against k (δ = {st.delta:g}); bars: tolerance at false-failure "
-                 f"≤ {scenario.spec.simulation.alpha:g} over the table", fontsize=9)  # fmt: skip
+    fig.suptitle(
+        f"Accuracy of the optimal rule against k (δ = {st.delta:g}); bars: tolerance at false-failure "
+        f"≤ {scenario.spec.simulation.alpha:g} over the table",
+        fontsize=9,
+    )
     fig.tight_layout()
     return png_bytes(fig)
 
@@ -179,7 +229,8 @@ def _summary_lines(scenario: Any, summary: pd.DataFrame, seed: int) -> list[str]
         f"- parties: k = {', '.join(str(k) for k in ks)}, every party at the same level",
         f"- eps = {', '.join(f'{e:g}' for e in st.eps)}; delta = {st.delta:g}",
         f"- tasks: {', '.join(st.tasks)} (indicator gain: the probability of being right)",
-        f"- protocols: {', '.join(st.protocols)}; receivers: {', '.join(st.receivers)} (a party knows its own bit; party 0)",
+        f"- protocols: {', '.join(st.protocols)}; receivers: "
+        f"{', '.join(st.receivers)} (a party knows its own bit; party 0)",
         f"- Monte Carlo: {st.rounds:,} rounds per point and replication, drawn by counts (no party is simulated: the "
         "number of ones, then the counts of each message symbol, then the optimal rule's guess for those counts)",
         f"- {reps} replication(s), seed {seed}; estimated time {scenario.estimated_seconds:.0f} s on one core",
@@ -194,7 +245,21 @@ def _summary_lines(scenario: Any, summary: pd.DataFrame, seed: int) -> list[str]
         "`z` = (measured - exact) / std_error; `approx_error` = large_k - exact.",
         "",
     ]
-    cols = ["protocol", "receiver", "eps", "k", "plan", "exact", "large_k", "approx_error", "measured", "std_error", "tolerance", "z", "within"]
+    cols = [
+        "protocol",
+        "receiver",
+        "eps",
+        "k",
+        "plan",
+        "exact",
+        "large_k",
+        "approx_error",
+        "measured",
+        "std_error",
+        "tolerance",
+        "z",
+        "within",
+    ]
     for task in st.tasks:
         g = summary[summary["task"] == task] if not summary.empty else summary
         out += [f"### {task}", "", f"Large k: {LARGE_K[task]}; n = k (observer) or k - 1 (a party) unknown bits.", ""]
@@ -202,15 +267,26 @@ def _summary_lines(scenario: Any, summary: pd.DataFrame, seed: int) -> list[str]
             out += [_md_table(g[cols].reset_index(drop=True)), ""]
     if not summary.empty:
         compared = int(summary["within"].notna().sum())
-        out += [f"Within tolerance: {int(summary['within'].fillna(False).sum())} of {compared} compared rows "
-                f"({len(summary) - compared} without an exact value or a measurement).", ""]  # fmt: skip
+        out += [
+            f"Within tolerance: {int(summary['within'].fillna(False).sum())} of {compared} compared rows "
+            f"({len(summary) - compared} without an exact value or a measurement).",
+            "",
+        ]
         big = summary[summary["k"] == max(ks)]
         big = big[np.isfinite(big["exact"])]
         if not big.empty:
-            worst = big.assign(abs_error=big["approx_error"].abs(), rel_error=(big["approx_error"] / big["exact"]).abs())
+            worst = big.assign(
+                abs_error=big["approx_error"].abs(), rel_error=(big["approx_error"] / big["exact"]).abs()
+            )
             worst = worst.groupby("task", sort=False)[["abs_error", "rel_error"]].max().reset_index()
-            out += [f"### Large-k approximation at k = {max(ks)}", "", "Largest error over protocols, eps and receivers:", "",
-                    _md_table(worst), ""]  # fmt: skip
+            out += [
+                f"### Large-k approximation at k = {max(ks)}",
+                "",
+                "Largest error over protocols, eps and receivers:",
+                "",
+                _md_table(worst),
+                "",
+            ]
     out += figures_and_files([FIGURE], "replication x point (party -1 is the observer)")
     return out
 
@@ -224,14 +300,23 @@ def console(run: Any) -> list[str]:
     st = run.scenario.spec.study
     s = run.summary
     ks = sorted(set(int(k) for k in s["k"]))
-    say(f"{run.scenario.spec.name}: {len(s)} points (k = {ks[0]}..{ks[-1]}, eps = {', '.join(f'{e:g}' for e in st.eps)}, "
-        f"{', '.join(st.tasks)}), {st.rounds:,} Monte Carlo rounds per point x {run.scenario.spec.simulation.replications} "
-        f"replication(s), seed {run.seed}")  # fmt: skip
+    say(
+        f"{run.scenario.spec.name}: {len(s)} points (k = {ks[0]}..{ks[-1]}, eps = "
+        f"{', '.join(f'{e:g}' for e in st.eps)}, {', '.join(st.tasks)}), {st.rounds:,} Monte Carlo rounds per point "
+        f"x {run.scenario.spec.simulation.replications} replication(s), seed {run.seed}"
+    )
     last = s[s["k"] == ks[-1]]
-    cols = [c for c in ("protocol", "task", "receiver", "eps", "k", "exact", "measured", "tolerance", "large_k") if c in last.columns]
+    cols = [
+        c
+        for c in ("protocol", "task", "receiver", "eps", "k", "exact", "measured", "tolerance", "large_k")
+        if c in last.columns
+    ]
     say(f"at the largest k ({ks[-1]}): exact, measured and the large-k approximation")
     show(text_table(last[cols], float_format=lambda x: f"{x:.5f}", keys=3, full=run.run_dir / "summary.md"))
     compared = int(s["within"].notna().sum())
     within = int(s["within"].fillna(False).sum())
-    say(f"within tolerance (false-failure <= {run.scenario.spec.simulation.alpha:g} for the table): {within} of {compared} measured points")
+    say(
+        f"within tolerance (false-failure <= {run.scenario.spec.simulation.alpha:g} for the table): {within} of "
+        f"{compared} measured points"
+    )
     return out

@@ -24,17 +24,33 @@ from ldpsim.stats import mean_tolerance, paired_tolerance
 #: receiver x quantity (party -1 is the observer); ``loss`` is the channel's loss rate the
 #: row is about.
 RESULT_COLUMNS = [
-    "replication", "protocol", "party", "role", "eps", "delta", "quantity", "estimate", "std_error",
-    "tolerance", "alpha", "theory", "rounds", "within_tolerance", "loss",
-]  # fmt: skip
+    "replication",
+    "protocol",
+    "party",
+    "role",
+    "eps",
+    "delta",
+    "quantity",
+    "estimate",
+    "std_error",
+    "tolerance",
+    "alpha",
+    "theory",
+    "rounds",
+    "within_tolerance",
+    "loss",
+]
 
 LATENCY_QUANTITIES = ("completion_delay_mean", "completion_delay_p50", "completion_delay_p99", "completion_delay_max")
 
 
 def read_results(path: str | Path) -> pd.DataFrame:
     """A multi-party results.csv as written (text columns kept as text, empty cells NaN)."""
-    df = read_csv(path, dtype={"protocol": str, "role": str, "quantity": str},
-                  na=[c for c in RESULT_COLUMNS if c not in ("protocol", "role", "quantity")])  # fmt: skip
+    df = read_csv(
+        path,
+        dtype={"protocol": str, "role": str, "quantity": str},
+        na=[c for c in RESULT_COLUMNS if c not in ("protocol", "role", "quantity")],
+    )
     if "loss" not in df.columns:  # runs written before the channel had losses
         df["loss"] = 0.0
     return df
@@ -65,32 +81,56 @@ def summarise(results: pd.DataFrame, scenario: Any) -> tuple[pd.DataFrame, pd.Da
             tol = mean_tolerance(gain, exact, int(total), alpha / n_rows)
         else:
             tol = paired_tolerance(2 * float(gain.max() - gain.min()), pooled_var, int(total), alpha / n_rows)
-        rows.append({
-            "quantity": quantity, "protocol": protocol, "party": "observer" if party == OBSERVER else str(int(party)),
-            "eps": g["eps"].iloc[0], "delta": g["delta"].iloc[0], "measured": mean, "exact": exact,
-            "std_error": se, "z": (mean - exact) / se if se > 0 else math.nan, "tolerance": tol,
-            "within": bool(abs(mean - exact) <= tol) if math.isfinite(tol) and math.isfinite(exact) else None, "rounds": int(total),
-        })  # fmt: skip
+        rows.append(
+            {
+                "quantity": quantity,
+                "protocol": protocol,
+                "party": "observer" if party == OBSERVER else str(int(party)),
+                "eps": g["eps"].iloc[0],
+                "delta": g["delta"].iloc[0],
+                "measured": mean,
+                "exact": exact,
+                "std_error": se,
+                "z": (mean - exact) / se if se > 0 else math.nan,
+                "tolerance": tol,
+                "within": bool(abs(mean - exact) <= tol) if math.isfinite(tol) and math.isfinite(exact) else None,
+                "rounds": int(total),
+            }
+        )
     summary = pd.DataFrame(rows)
     lat = results[results["quantity"].isin(LATENCY_QUANTITIES)]
     agg = {"completion_delay_max": "max"}
     lrows = []
     for (party, quantity), g in lat.groupby(["party", "quantity"], sort=False):
         how = agg.get(quantity, "mean")
-        lrows.append({"party": "observer" if party == OBSERVER else str(int(party)), "quantity": quantity,
-                      "measured": float(getattr(g["estimate"], how)()), "theory": float(g["theory"].iloc[0])})  # fmt: skip
+        lrows.append(
+            {
+                "party": "observer" if party == OBSERVER else str(int(party)),
+                "quantity": quantity,
+                "measured": float(getattr(g["estimate"], how)()),
+                "theory": float(g["theory"].iloc[0]),
+            }
+        )
     latency = pd.DataFrame(lrows)
     if not latency.empty:
-        latency = latency.pivot_table(index="party", columns="quantity", values=["measured", "theory"], sort=False, dropna=False)
+        latency = latency.pivot_table(
+            index="party", columns="quantity", values=["measured", "theory"], sort=False, dropna=False
+        )
         latency.columns = [f"{q.removeprefix('completion_delay_')}_{kind}" for kind, q in latency.columns]
-        order = [f"{q.removeprefix('completion_delay_')}_{kind}" for q in LATENCY_QUANTITIES for kind in ("measured", "theory")]
+        order = [
+            f"{q.removeprefix('completion_delay_')}_{kind}"
+            for q in LATENCY_QUANTITIES
+            for kind in ("measured", "theory")
+        ]
         latency = latency[[c for c in order if c in latency.columns]].dropna(axis=1, how="all").reset_index()
     delivered = results[results["quantity"] == "messages_delivered"]
     if not latency.empty:
         counts = delivered.groupby("party", sort=False)["estimate"].sum()
         expected = delivered.groupby("party", sort=False)["theory"].sum()
         latency["messages"] = [int(counts[OBSERVER if p == "observer" else int(p)]) for p in latency["party"]]
-        latency["messages_expected"] = [int(expected[OBSERVER if p == "observer" else int(p)]) for p in latency["party"]]
+        latency["messages_expected"] = [
+            int(expected[OBSERVER if p == "observer" else int(p)]) for p in latency["party"]
+        ]
         heard = results[results["quantity"] == "messages_heard"]
         if not heard.empty:  # a lossy channel or a deadline: messages heard in time
             got = heard.groupby("party", sort=False)["estimate"].sum()
@@ -148,14 +188,26 @@ def privacy_tables(scenario: Any) -> pd.DataFrame:
     for p, a in zip(scenario.protocols, actual):
         ann = p.privacy_table()
         run = a.privacy_table()
-        df = pd.DataFrame({
-            "protocol": p.name, "party": ann["party"], "eps": ann["eps"], "delta": ann["delta"],
-            "exact_delta_at_eps": ann["exact_delta_at_eps"], "private": ann["private"],
-        })  # fmt: skip
+        df = pd.DataFrame(
+            {
+                "protocol": p.name,
+                "party": ann["party"],
+                "eps": ann["eps"],
+                "delta": ann["delta"],
+                "exact_delta_at_eps": ann["exact_delta_at_eps"],
+                "private": ann["private"],
+            }
+        )
         if deviating:
             fixed = "fixed bit" if p.binary_inputs else "fixed value"
-            df["run_as"] = ["truthful" if deviating.get(j) == "truthful" else f"{fixed} {deviating[j][1]}" if j in deviating else "honest"
-                            for j in ann["party"]]  # fmt: skip
+            df["run_as"] = [
+                "truthful"
+                if deviating.get(j) == "truthful"
+                else f"{fixed} {deviating[j][1]}"
+                if j in deviating
+                else "honest"
+                for j in ann["party"]
+            ]
             df["eps_run"] = run["eps"]
             df["delta_run"] = run["delta"]
         frames.append(df)
@@ -176,14 +228,25 @@ def worst_case_table(results: pd.DataFrame, scenario: Any) -> pd.DataFrame:
     rows = []
     for _, r in avg.iterrows():
         party = int(r["party"])
-        value = float(worst.loc[(r["protocol"], r["party"]), "theory"]) if (r["protocol"], r["party"]) in worst.index else math.nan
+        value = (
+            float(worst.loc[(r["protocol"], r["party"]), "theory"])
+            if (r["protocol"], r["party"]) in worst.index
+            else math.nan
+        )
         why = ""
         if not math.isfinite(value) and r["protocol"] in by_name:
             faced = erasure_protocol(by_name[r["protocol"]], missing) if missing > 0 else by_name[r["protocol"]]
             why = worst_case_reach(faced, receiver_task(scenario, party), party) or ""
-        rows.append({"protocol": r["protocol"], "receiver": _receiver(party), "function": receiver_task(scenario, party).name,
-                     "average_exact": float(r["theory"]), "worst_case_exact": value,
-                     "note": f"out of reach: {why}" if why else ""})  # fmt: skip
+        rows.append(
+            {
+                "protocol": r["protocol"],
+                "receiver": _receiver(party),
+                "function": receiver_task(scenario, party).name,
+                "average_exact": float(r["theory"]),
+                "worst_case_exact": value,
+                "note": f"out of reach: {why}" if why else "",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -196,10 +259,18 @@ def deviation_table(results: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFram
     for _, r in honest.iterrows():
         key = (r["protocol"], _receiver(r["party"]))
         s = acc.loc[key]
-        rows.append({"protocol": key[0], "receiver": key[1], "exact_honest": float(r["theory"]),
-                     "exact_deviating": float(s["exact"]), "measured": float(s["measured"]),
-                     "change": float(s["exact"]) - float(r["theory"]), "tolerance": float(s["tolerance"]),
-                     "within": s["within"]})  # fmt: skip
+        rows.append(
+            {
+                "protocol": key[0],
+                "receiver": key[1],
+                "exact_honest": float(r["theory"]),
+                "exact_deviating": float(s["exact"]),
+                "measured": float(s["measured"]),
+                "change": float(s["exact"]) - float(r["theory"]),
+                "tolerance": float(s["tolerance"]),
+                "within": s["within"],
+            }
+        )
     return pd.DataFrame(rows)
 
 

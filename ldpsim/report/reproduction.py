@@ -45,14 +45,18 @@ def render(folder: str | Path) -> dict[str, bytes]:
     folder = Path(folder)
     meta = read_metadata(folder)
     if "reproduction" not in meta:
-        raise LdpSimError(f"{folder / 'metadata.json'}: got no readable metadata of a reproduction, "
-                          'expected a JSON object with a "reproduction" key, as ldpsim reproduce writes it')  # fmt: skip
+        raise LdpSimError(
+            f"{folder / 'metadata.json'}: got no readable metadata of a reproduction, "
+            'expected a JSON object with a "reproduction" key, as ldpsim reproduce writes it'
+        )
     summary = read_summary(folder / "summary.csv")
     names = file_names(folder, meta)
     missing = [n for n in names if n not in RENDERED and not (folder / n).is_file()]
     if missing:
-        raise LdpSimError(f"{folder}: got a reproduction folder without {', '.join(missing)}, expected every file "
-                          "its metadata.json lists")  # fmt: skip
+        raise LdpSimError(
+            f"{folder}: got a reproduction folder without {', '.join(missing)}, expected every file "
+            "its metadata.json lists"
+        )
     figures = {n: (folder / n).read_bytes() for n in names if n.endswith(".png")}
     lines = summary_lines(meta, summary, names)
     page = page_html(
@@ -72,12 +76,18 @@ def read_summary(path: Path) -> pd.DataFrame:
     """summary.csv as written: ``k``, ``eps``, ``agrees`` and ``criterion`` as their text,
     ``paper`` and ``ours`` as numbers (an empty ``paper``: the paper gives no number)."""
     try:
-        df = read_csv(path, dtype={c: str for c in ("quantity", "k", "eps", "agrees", "criterion")}, na=["paper", "ours"])
+        df = read_csv(
+            path, dtype={c: str for c in ("quantity", "k", "eps", "agrees", "criterion")}, na=["paper", "ours"]
+        )
     except OSError as exc:
-        raise LdpSimError(f"{path}: got a file that cannot be read ({exc.strerror or exc}), expected the summary table "
-                          "ldpsim reproduce writes") from None  # fmt: skip
+        raise LdpSimError(
+            f"{path}: got a file that cannot be read ({exc.strerror or exc}), expected the summary table "
+            "ldpsim reproduce writes"
+        ) from None
     if tuple(df.columns) != SUMMARY_COLUMNS:
-        raise LdpSimError(f"{path}: got columns {', '.join(map(str, df.columns))}, expected {', '.join(SUMMARY_COLUMNS)}")
+        raise LdpSimError(
+            f"{path}: got columns {', '.join(map(str, df.columns))}, expected {', '.join(SUMMARY_COLUMNS)}"
+        )
     for c in ("paper", "ours"):
         if not pd.api.types.is_float_dtype(df[c]):
             df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
@@ -158,9 +168,11 @@ def summary_lines(meta: dict[str, Any], summary: pd.DataFrame, names: list[str])
         "",
         "## Our numbers beside the paper's",
         "",
-        ("`paper` holds a number only where the paper states one (blank otherwise); `agrees` then says whether "
-         "`ours` meets the `criterion`. `eps` is the privacy level (of each mechanism compared) at which the "
-         "number is measured."),
+        (
+            "`paper` holds a number only where the paper states one (blank otherwise); `agrees` then says whether "
+            "`ours` meets the `criterion`. `eps` is the privacy level (of each mechanism compared) at which the "
+            "number is measured."
+        ),
         "",
         _markdown_table(summary),
         "",

@@ -9,9 +9,8 @@ nothing to show are left out.
 
 from __future__ import annotations
 
-from typing import Any
-
 import textwrap
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -60,8 +59,9 @@ def _render_report(scenario, results: pd.DataFrame, seed: int) -> dict[str, byte
     if not other.empty:
         files["tasks_over_time.png"] = _other_tasks_over_time(other, unit)
     lines = _summary_lines(scenario, results, seed, list(files))
-    files["report.html"] = run_html(kind="survey", scenario=scenario, seed=seed, lines=lines, files=files,
-                                    key=_key_numbers(results))  # fmt: skip
+    files["report.html"] = run_html(
+        kind="survey", scenario=scenario, seed=seed, lines=lines, files=files, key=_key_numbers(results)
+    )
     files["summary.md"] = "\n".join(lines).encode("utf-8")
     return files
 
@@ -85,8 +85,9 @@ def _mechanism_words(scenario, task: str) -> str:
     if scenario is None:
         return ""
     if scenario.tiers is not None:
-        return "privacy tiers " + ", ".join(f"{name} ({_mechanism_name(m)}, eps = {m.epsilon():.4g})"
-                                            for name, m in scenario.mechanisms)  # fmt: skip
+        return "privacy tiers " + ", ".join(
+            f"{name} ({_mechanism_name(m)}, eps = {m.epsilon():.4g})" for name, m in scenario.mechanisms
+        )
     m = dict(scenario.mechanisms).get(task, scenario.mechanism)
     return f"{_mechanism_name(m)}, eps = {m.epsilon():.4g}"
 
@@ -111,14 +112,25 @@ def _estimates_over_time(results: pd.DataFrame, unit: str, scenario=None) -> byt
         # an interval clipped to [0, 1] may end short of a negative estimate: draw what is left
         below = np.clip(g["estimate"] - g["ci_low"], 0.0, None)
         above = np.clip(g["ci_high"] - g["estimate"], 0.0, None)
-        ax.errorbar(g["time"], g["estimate"], yerr=[below, above],
-                    color=c, marker="o", ms=3, capsize=3, lw=1.2, label=short_label(cat))  # fmt: skip
+        ax.errorbar(
+            g["time"],
+            g["estimate"],
+            yerr=[below, above],
+            color=c,
+            marker="o",
+            ms=3,
+            capsize=3,
+            lw=1.2,
+            label=short_label(cat),
+        )
         ax.axhline(g["truth"].iloc[0], color=c, ls="--", lw=0.8, alpha=0.7)
     ax.set_xlabel(in_unit("time", unit))
     ax.set_ylabel("estimated frequency")
     which = "the 10 most frequent answers, " if many else ""
     words = _mechanism_words(scenario, str(f["task"].iloc[0]))
-    title = f"Estimates with confidence intervals{': ' + words if words else ''} ({which}replication {rep}); dashed: truth"
+    title = (
+        f"Estimates with confidence intervals{': ' + words if words else ''} ({which}replication {rep}); dashed: truth"
+    )
     ax.set_title("\n".join(textwrap.wrap(title, 100)), fontsize=9 if len(title) > 80 else None)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
@@ -165,8 +177,11 @@ def _other_tasks_over_time(rows: pd.DataFrame, unit: str) -> bytes:
     series = {key: rows[(rows["task"] == key[0]) & (rows["quantity"] == key[1])] for key in keys}
     moving = [key for key in keys if any(_changes(series[key][c]) for c in ("estimate", "theory", "truth"))]
     still = [key for key in keys if key not in moving]
-    stops = {task: float(g["estimate"].dropna().iloc[-1]) for (task, quantity), g in series.items()
-             if quantity == "sprt_decision_time" and g["estimate"].notna().any()}  # fmt: skip
+    stops = {
+        task: float(g["estimate"].dropna().iloc[-1])
+        for (task, quantity), g in series.items()
+        if quantity == "sprt_decision_time" and g["estimate"].notna().any()
+    }
     right = max([float(rows["time"].max()), *stops.values()])
     n = len(moving) + (1 if still else 0)
     cols = min(3, n)
@@ -174,8 +189,11 @@ def _other_tasks_over_time(rows: pd.DataFrame, unit: str) -> bytes:
     fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows), squeeze=False)
     for ax, (task, quantity) in zip(axes.ravel(), moving):
         g = series[(task, quantity)]
-        for col, style, color, label in (("estimate", "o-", None, "measured"), ("theory", "--", "tab:red", "theory"),
-                                         ("truth", ":", "black", "truth")):  # fmt: skip
+        for col, style, color, label in (
+            ("estimate", "o-", None, "measured"),
+            ("theory", "--", "tab:red", "theory"),
+            ("truth", ":", "black", "truth"),
+        ):
             if g[col].notna().any():  # a series with no value is left out, legend and all
                 ax.plot(g["time"], g[col], style, ms=3, color=color, label=label)
         if task in stops:
@@ -191,14 +209,20 @@ def _other_tasks_over_time(rows: pd.DataFrame, unit: str) -> bytes:
         ax = axes.ravel()[len(moving)]
         ax.axis("off")
         first, last = float(rows["time"].min()), float(rows["time"].max())
-        lines = [f"the same at every checkpoint ({first:g} to {last:g} {unit}):" if last > first
-                 else f"at the only checkpoint ({amount(first, unit)}):"]  # fmt: skip
+        lines = [
+            f"the same at every checkpoint ({first:g} to {last:g} {unit}):"
+            if last > first
+            else f"at the only checkpoint ({amount(first, unit)}):"
+        ]
         for task, quantity in still:
             g = series[(task, quantity)]
             words = [f"{task}: {quantity} = {_value(g['estimate'], quantity, unit)}"]
             words += [f"{c} {_value(g[c], quantity, unit)}" for c in ("theory", "truth") if g[c].notna().any()]
-            lines.append(textwrap.fill(f"{words[0]}" + (f" ({', '.join(words[1:])})" if words[1:] else ""), 48,
-                                       subsequent_indent="    "))  # fmt: skip
+            lines.append(
+                textwrap.fill(
+                    f"{words[0]}" + (f" ({', '.join(words[1:])})" if words[1:] else ""), 48, subsequent_indent="    "
+                )
+            )
         ax.text(0.0, 1.0, "\n".join(lines), transform=ax.transAxes, va="top", ha="left", fontsize=8, family="monospace")
     for ax in axes.ravel()[n:]:
         ax.set_visible(False)
@@ -256,8 +280,7 @@ def _setup(scenario, seed: int) -> list[str]:
     questions = scenario.questions
     unit = spec.simulation.time_unit
     run_lines = [
-        f"- time unit: {unit} (every time in this report: arrivals, latency, tick, end and the tables' `time` "
-        "columns)",
+        f"- time unit: {unit} (every time in this report: arrivals, latency, tick, end and the tables' `time` columns)",
         f"- arrivals: {describe_section(spec.arrivals)}",
         f"- network: latency {describe_section(spec.network.latency)}, loss {spec.network.loss_text()}",
         f"- simulation: {spec.simulation.mode} mode, tick {scenario.tick:.6g}, end {scenario.end:.6g}, "
@@ -269,13 +292,25 @@ def _setup(scenario, seed: int) -> list[str]:
         "## Set-up",
         "",
         f"- population: {scenario.size:,} clients over {len(scenario.labels)} categories",
-        *([f"- answers from {scenario.table.describe()}; the truth is the column's distribution"]
-          if scenario.table is not None else []),
-        *(f"- mechanism{' ' + name if scenario.compared else ''}: {m!r}, exact eps = {m.epsilon():.6g}"
-          for name, m in scenario.mechanisms if scenario.tiers is None),
+        *(
+            [f"- answers from {scenario.table.describe()}; the truth is the column's distribution"]
+            if scenario.table is not None
+            else []
+        ),
+        *(
+            f"- mechanism{' ' + name if scenario.compared else ''}: {m!r}, exact eps = {m.epsilon():.6g}"
+            for name, m in scenario.mechanisms
+            if scenario.tiers is None
+        ),
         *_tiers_setup(scenario),
-        *(["- the mechanisms privatise the same respondents, who arrive at the same times over the same network "
-           "(common random numbers)"] if scenario.compared else []),
+        *(
+            [
+                "- the mechanisms privatise the same respondents, who arrive at the same times over the same network "
+                "(common random numbers)"
+            ]
+            if scenario.compared
+            else []
+        ),
         *run_lines,
         "",
     ]
@@ -299,18 +334,28 @@ def _final_estimates(scenario, results: pd.DataFrame) -> list[str]:
     final = summary.final_frequencies(results)
     k = summary.answer_count(results)
     tasks = ["task"] if final["task"].nunique() > 1 or questions is not None else []
-    heard = (f"{int(final['n_received'].iloc[0]):,} reports" if questions is None
-             else "each question's reports in `n_received`")  # fmt: skip
+    heard = (
+        f"{int(final['n_received'].iloc[0]):,} reports"
+        if questions is None
+        else "each question's reports in `n_received`"
+    )
     out = ["## Final estimates", "", f"Replication 0 at the end ({heard}):", ""]
     if int(final["n_received"].iloc[0]) == 0:
         out += ["No report reached the server in replication 0: its estimates are empty.", ""]
     if k > summary.MANY_ANSWERS:
         top = summary.top_answers(results)
-        what = (f"of each task, of {k:,} answers{' at most' if questions is not None else ''}" if tasks
-                else f"of the {k:,} answers")  # several tasks: each its own, not the union of all tasks'
-        out += [f"The {summary.MANY_ANSWERS} largest estimates {what} (all of them are in "
-                "results.csv), with each answer's true rank:", "",
-                _md_table(top if tasks else top.drop(columns=["task"])), ""]  # fmt: skip
+        what = (
+            f"of each task, of {k:,} answers{' at most' if questions is not None else ''}"
+            if tasks
+            else f"of the {k:,} answers"
+        )  # several tasks: each its own, not the union of all tasks'
+        out += [
+            f"The {summary.MANY_ANSWERS} largest estimates {what} (all of them are in "
+            "results.csv), with each answer's true rank:",
+            "",
+            _md_table(top if tasks else top.drop(columns=["task"])),
+            "",
+        ]
     else:
         shown = tasks + ["category", "truth", "estimate", "ci_low", "ci_high", "covered"]
         out += [_md_table(final[shown + (["n_received"] if questions is not None else [])]), ""]
@@ -331,8 +376,11 @@ def _errors(scenario, results: pd.DataFrame) -> list[str]:
     """The estimates at each checkpoint (when the answers are few), and the error of the
     estimated distribution at each checkpoint and against the number of reports."""
     return [
-        *(["## Estimates at each checkpoint (replication 0)", "", *_series(results, scenario.questions is not None)]
-          if summary.answer_count(results) <= summary.MANY_ANSWERS else []),
+        *(
+            ["## Estimates at each checkpoint (replication 0)", "", *_series(results, scenario.questions is not None)]
+            if summary.answer_count(results) <= summary.MANY_ANSWERS
+            else []
+        ),
         "## Error of the estimated distribution at each checkpoint",
         "",
         "L1 = sum over answers of |estimate - truth|, Linf = the largest |estimate - truth| (mean over replications):",
@@ -355,10 +403,15 @@ def _means(scenario, results: pd.DataFrame) -> list[str]:
     means = summary.final_means(results) if scenario.questions is not None else pd.DataFrame()
     if means.empty:
         return []
-    return ["## Means of the numeric questions", "",
-            "At the end (estimate, interval, covered, n_received: replication 0; the interval's standard error "
-            f"is exact; mean_estimate, rmse, coverage: over {scenario.spec.simulation.replications} replication(s)):", "",
-            _md_table(means), ""]  # fmt: skip
+    return [
+        "## Means of the numeric questions",
+        "",
+        "At the end (estimate, interval, covered, n_received: replication 0; the interval's standard error "
+        f"is exact; mean_estimate, rmse, coverage: over {scenario.spec.simulation.replications} replication(s)):",
+        "",
+        _md_table(means),
+        "",
+    ]
 
 
 def _other_tasks(scenario, results: pd.DataFrame) -> list[str]:
@@ -370,9 +423,18 @@ def _other_tasks(scenario, results: pd.DataFrame) -> list[str]:
         return []
     reps = scenario.spec.simulation.replications
     series = summary.other_task_series(rest)
-    return ["## Other analyst tasks", "", f"At the end, over {reps} replication(s):", "", _md_table(totals), "",
-            "Replication 0 at every checkpoint (estimate, theory, truth side by side):", "",
-            _md_table(series.drop(columns=["category"])), ""]  # fmt: skip
+    return [
+        "## Other analyst tasks",
+        "",
+        f"At the end, over {reps} replication(s):",
+        "",
+        _md_table(totals),
+        "",
+        "Replication 0 at every checkpoint (estimate, theory, truth side by side):",
+        "",
+        _md_table(series.drop(columns=["category"])),
+        "",
+    ]
 
 
 def _nonresponse(results: pd.DataFrame) -> list[str]:
@@ -381,13 +443,23 @@ def _nonresponse(results: pd.DataFrame) -> list[str]:
     if nonresponse.empty:
         return []
     reweighted = "reweighted" in nonresponse.columns
-    return ["## Answer-dependent non-response", "",
-            "Each report is lost with a probability that depends on its respondent's true answer, so the reports "
-            "received follow q = p r / (p . r) (r: the response rates) and the raw estimate targets q, not p: "
-            "exact_bias = q - p, raw_target = q, raw_error = raw estimate - p (replication 0, at the end)"
-            + ("; the analyst, told the response rates, reweights the unbiased estimate (p = (q / r) / sum(q / r)) "
-               "and gives a normal interval from its delta-method standard error" if reweighted else "")
-            + ":", "", _md_table(nonresponse), ""]  # fmt: skip
+    return [
+        "## Answer-dependent non-response",
+        "",
+        "Each report is lost with a probability that depends on its respondent's true answer, so the reports "
+        "received follow q = p r / (p . r) (r: the response rates) and the raw estimate targets q, not p: "
+        "exact_bias = q - p, raw_target = q, raw_error = raw estimate - p (replication 0, at the end)"
+        + (
+            "; the analyst, told the response rates, reweights the unbiased estimate (p = (q / r) / sum(q / r)) "
+            "and gives a normal interval from its delta-method standard error"
+            if reweighted
+            else ""
+        )
+        + ":",
+        "",
+        _md_table(nonresponse),
+        "",
+    ]
 
 
 def _tiers(results: pd.DataFrame) -> list[str]:
@@ -396,12 +468,18 @@ def _tiers(results: pd.DataFrame) -> list[str]:
     if tiers.empty:
         return []
     sizes = ", ".join(f"{name}: {n:,}" for name, n in summary.tier_sizes(results))
-    return ["## Privacy tiers", "",
-            "Each tier's reports estimate the distribution alone; the analyst combines them answer by answer with "
-            "inverse-variance weights (plug-in variances; `combined`, the `tiers` task's frequency rows) and shows "
-            "the naive pooling beside it (the tiers' estimates weighted by their numbers of reports, `naive`). "
-            "Exact standard errors at the truth and at each tier's reports received (" + sizes + "), replication "
-            "0 at the end:", "", _md_table(tiers), ""]  # fmt: skip
+    return [
+        "## Privacy tiers",
+        "",
+        "Each tier's reports estimate the distribution alone; the analyst combines them answer by answer with "
+        "inverse-variance weights (plug-in variances; `combined`, the `tiers` task's frequency rows) and shows "
+        "the naive pooling beside it (the tiers' estimates weighted by their numbers of reports, `naive`). "
+        "Exact standard errors at the truth and at each tier's reports received (" + sizes + "), replication "
+        "0 at the end:",
+        "",
+        _md_table(tiers),
+        "",
+    ]
 
 
 def _crosstabs(scenario, results: pd.DataFrame) -> list[str]:
@@ -410,21 +488,33 @@ def _crosstabs(scenario, results: pd.DataFrame) -> list[str]:
     if tests.empty:
         return []
     reps = scenario.spec.simulation.replications
-    return ["## Cross-tabulations", "",
-            "Two questions answered by the same respondents (`split`): the joint table estimated from the pairs "
-            "of reports through the product of the two mechanisms (projected onto the simplex; the interval is "
-            "that of the unbiased estimate; exact_se: the exact standard error at the truth). Tests of "
-            "independence at the end of replication 0: `ldp`, the Wald chi-square test on the privatised reports; "
-            "`pearson`, Pearson's chi-square test (no continuity correction) on the true answers of the same "
-            f"respondents, the non-private test (rejection_rate: over {reps} replication(s)):", "",
-            _md_table(tests), "",
-            "The joint tables at the end (replication 0):", "",
-            _md_table(summary.crosstab_cells(results)), ""]  # fmt: skip
+    return [
+        "## Cross-tabulations",
+        "",
+        "Two questions answered by the same respondents (`split`): the joint table estimated from the pairs "
+        "of reports through the product of the two mechanisms (projected onto the simplex; the interval is "
+        "that of the unbiased estimate; exact_se: the exact standard error at the truth). Tests of "
+        "independence at the end of replication 0: `ldp`, the Wald chi-square test on the privatised reports; "
+        "`pearson`, Pearson's chi-square test (no continuity correction) on the true answers of the same "
+        f"respondents, the non-private test (rejection_rate: over {reps} replication(s)):",
+        "",
+        _md_table(tests),
+        "",
+        "The joint tables at the end (replication 0):",
+        "",
+        _md_table(summary.crosstab_cells(results)),
+        "",
+    ]
 
 
 def _clients(results: pd.DataFrame) -> list[str]:
     """## Clients and reports: the engine's counts, mean over replications."""
-    return ["## Clients and reports (mean over replications)", "", _md_table(summary.engine_totals(results), COUNTS), ""]
+    return [
+        "## Clients and reports (mean over replications)",
+        "",
+        _md_table(summary.engine_totals(results), COUNTS),
+        "",
+    ]
 
 
 def _series(results: pd.DataFrame, by_task: bool) -> list[str]:
@@ -458,14 +548,19 @@ def _questions_setup(scenario) -> list[str]:
     """Set-up lines of a scenario whose respondents answer several questions."""
     qs = scenario.questions
     own = qs.privacy.set_index("strategy").loc[qs.strategy]
-    how = ("every respondent answers every question, each at its share of the budget" if qs.strategy == "split"
-           else "every respondent answers one question chosen uniformly at random, with the whole budget")  # fmt: skip
+    how = (
+        "every respondent answers every question, each at its share of the budget"
+        if qs.strategy == "split"
+        else "every respondent answers one question chosen uniformly at random, with the whole budget"
+    )
     out = [f"- respondents: {scenario.size:,}, each asked {qs.count} questions"]
     if qs.table is not None:
         how_rows = "resampled with replacement" if qs.resample else "one respondent per row, as is"
-        out.append(f"- answers from {qs.table.shown} ({qs.rows:,} rows, {how_rows}); each respondent is one row for "
-                   "every question, so answers stay correlated across questions; the truth of each question is its "
-                   "column's distribution (its mean, for a numeric question)")  # fmt: skip
+        out.append(
+            f"- answers from {qs.table.shown} ({qs.rows:,} rows, {how_rows}); each respondent is one row for "
+            "every question, so answers stay correlated across questions; the truth of each question is its "
+            "column's distribution (its mean, for a numeric question)"
+        )
     for j, q in enumerate(qs.questions):
         source = f"column {q.column!r}, " if q.column is not None else ""
         what = "numeric, the mean of the reports" if q.numeric else f"{q.k} answers"
@@ -480,8 +575,9 @@ def _questions_setup(scenario) -> list[str]:
 def _strategies(qs) -> list[str]:
     """Both budget strategies side by side: exact privacy, exact variances."""
     n = qs.size
-    per_answer = qs.variance.assign(se_split=np.sqrt(qs.variance["var_split"]),
-                                    se_one_random=np.sqrt(qs.variance["var_one_random"]))  # fmt: skip
+    per_answer = qs.variance.assign(
+        se_split=np.sqrt(qs.variance["var_split"]), se_one_random=np.sqrt(qs.variance["var_one_random"])
+    )
     return [
         "## Budget strategies: split or one random question",
         "",
@@ -514,7 +610,10 @@ def console(result: Any) -> list[str]:
     say, show = sayer(out)
     spec = result.scenario.spec
     whole = result.run_dir / "summary.md"  # every table printed here, whole
-    say(f"{spec.name}: {result.scenario.size:,} clients, {spec.simulation.replications} replication(s), seed {result.seed}")
+    say(
+        f"{spec.name}: {result.scenario.size:,} clients, "
+        f"{spec.simulation.replications} replication(s), seed {result.seed}"
+    )
     qs = result.scenario.questions
     if qs is not None:
         out.extend(questions_console(qs, whole))
@@ -532,12 +631,17 @@ def console(result: Any) -> list[str]:
         if k > summary.MANY_ANSWERS:  # each task's own largest estimates (replication 0), by decreasing truth
             final = summary.of_top_answers(final, result.results)
             order = {t: i for i, t in enumerate(dict.fromkeys(final["task"]))}
-            final = final.assign(_order=final["task"].map(order)).sort_values(
-                ["_order", "truth"], ascending=[True, False], kind="stable").drop(columns="_order")
+            final = (
+                final.assign(_order=final["task"].map(order))
+                .sort_values(["_order", "truth"], ascending=[True, False], kind="stable")
+                .drop(columns="_order")
+            )
             which = " of each task" if len(order) > 1 else ""
             when = " in replication 0" if spec.simulation.replications > 1 else ""
-            say(f"the {summary.MANY_ANSWERS} answers with the largest estimates{which}{when}, of {k:,} "
-                "(all in results.csv):")
+            say(
+                f"the {summary.MANY_ANSWERS} answers with the largest estimates{which}{when}, of {k:,} "
+                "(all in results.csv):"
+            )
         show(text_table(final[cols], na_rep="", float_format=lambda x: f"{x:.5f}", keys=_keys(final[cols]), full=whole))
         norms = summary.error_norms(result.results)
         last = norms[norms["reason"] == "end"]
@@ -545,8 +649,11 @@ def console(result: Any) -> list[str]:
             say(f"{row['task']}: L1 error {row['l1']:.5f}, Linf error {row['linf']:.5f} at the end")
     means = summary.final_means(result.results) if qs is not None else None
     if means is not None and not means.empty:
-        cols = ["task", "truth", "estimate", "ci_low", "ci_high", "covered"] if spec.simulation.replications == 1 \
-            else ["task", "truth", "mean_estimate", "rmse", "theory_se", "coverage"]  # fmt: skip
+        cols = (
+            ["task", "truth", "estimate", "ci_low", "ci_high", "covered"]
+            if spec.simulation.replications == 1
+            else ["task", "truth", "mean_estimate", "rmse", "theory_se", "coverage"]
+        )
         show(text_table(means[cols], na_rep="", float_format=lambda x: f"{x:.5g}", full=whole))
     others = summary.other_task_totals(result.results)
     if qs is not None:  # the means are shown above
@@ -555,23 +662,32 @@ def console(result: Any) -> list[str]:
         show(text_table(others, na_rep="", float_format=lambda x: f"{x:.6g}", keys=_keys(others), full=whole))
     nonresponse = summary.nonresponse_table(result.results)
     if not nonresponse.empty:
-        say("answer-dependent loss (replication 0 at the end): the raw estimate's exact bias"
-            + (" and the reweighted estimate" if "reweighted" in nonresponse.columns else "") + ":")
+        say(
+            "answer-dependent loss (replication 0 at the end): the raw estimate's exact bias"
+            + (" and the reweighted estimate" if "reweighted" in nonresponse.columns else "")
+            + ":"
+        )
         show(text_table(nonresponse, na_rep="", float_format=lambda x: f"{x:.5f}", keys=_keys(nonresponse), full=whole))
     tiers = summary.tiers_table(result.results)
     if not tiers.empty:
-        say("privacy tiers (replication 0 at the end): the combined estimate, the naive pooling, exact standard errors:")
+        say(
+            "privacy tiers (replication 0 at the end): the combined estimate, the naive pooling, exact standard errors:"
+        )
         show(text_table(tiers, na_rep="", float_format=lambda x: f"{x:.5f}", keys=_keys(tiers), full=whole))
     tests = summary.crosstab_tests(result.results) if qs is not None else None
     if tests is not None and not tests.empty:
         for task, g in tests.groupby("task", sort=False):
             shown = {row["test"]: row for _, row in g.iterrows()}
-            parts = [f"{label} chi2 {r['statistic']:.4g} (df {r['df']:.0f}), p {r['p_value']:.3g}, "
-                     f"{'rejects' if r['reject'] == 'yes' else 'does not reject'} independence"
-                     for label, r in (("LDP Wald", shown.get("ldp")), ("Pearson on the true answers", shown.get("pearson")))
-                     if r is not None]  # fmt: skip
-            say(f"{task}: {plural(int(g['n_received'].iloc[0]), 'pair')}, max |estimate - truth| "
-                f"{g['max_abs_error'].iloc[0]:.5f}; " + "; ".join(parts))  # fmt: skip
+            parts = [
+                f"{label} chi2 {r['statistic']:.4g} (df {r['df']:.0f}), p {r['p_value']:.3g}, "
+                f"{'rejects' if r['reject'] == 'yes' else 'does not reject'} independence"
+                for label, r in (("LDP Wald", shown.get("ldp")), ("Pearson on the true answers", shown.get("pearson")))
+                if r is not None
+            ]
+            say(
+                f"{task}: {plural(int(g['n_received'].iloc[0]), 'pair')}, max |estimate - truth| "
+                f"{g['max_abs_error'].iloc[0]:.5f}; " + "; ".join(parts)
+            )
     totals = summary.engine_totals(result.results).set_index("quantity")["mean"]
     say(
         f"reports received {totals.get('received', 0):,.0f}, lost {totals.get('lost', 0):,.0f}, "
@@ -592,10 +708,19 @@ def questions_console(qs: Any, whole: Any = None) -> list[str]:
     privacy and the exact variances side by side (``whole``: the file that holds the table whole)."""
     out: list[str] = []
     say, show = sayer(out)
-    say(f"{qs.count} questions per respondent, budget eps {qs.total:g}, strategy {qs.strategy}; exact privacy per respondent:")
+    say(
+        f"{qs.count} questions per respondent, budget eps {qs.total:g}, "
+        f"strategy {qs.strategy}; exact privacy per respondent:"
+    )
     for row in qs.privacy.to_dict("records"):
         mark = f"  (this{KEEP}run)" if row["strategy"] == qs.strategy else ""
-        say(f"  {row['strategy']}: eps = {row['eps']:.6g}, delta = {row['delta']:.6g} (questions at eps {row['question_eps']}){mark}")
-    say(f"exact variance summed over each question's answers at {qs.size:,} respondents (one_random: n / {qs.count} per question):")
+        say(
+            f"  {row['strategy']}: eps = {row['eps']:.6g}, delta = {row['delta']:.6g} (questions at eps "
+            f"{row['question_eps']}){mark}"
+        )
+    say(
+        f"exact variance summed over each question's answers at {qs.size:,} "
+        f"respondents (one_random: n / {qs.count} per question):"
+    )
     show(text_table(summary.strategy_comparison(qs.variance), na_rep="", float_format=lambda x: f"{x:.4g}", full=whole))
     return out

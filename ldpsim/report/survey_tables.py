@@ -14,22 +14,38 @@ from ldpsim.report.tables import read_csv, rms
 #: quantity x category; ``method`` says how a frequency row was estimated (estimator and
 #: interval, e.g. ``inversion/normal``; empty elsewhere).
 RESULT_COLUMNS = [
-    "replication", "checkpoint", "reason", "time", "n_received", "task", "quantity", "category",
-    "estimate", "ci_low", "ci_high", "truth", "theory", "method",
-]  # fmt: skip
+    "replication",
+    "checkpoint",
+    "reason",
+    "time",
+    "n_received",
+    "task",
+    "quantity",
+    "category",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "truth",
+    "theory",
+    "method",
+]
 
 
 def read_results(path: str | Path) -> pd.DataFrame:
     """A survey results.csv with labels kept as text ("1", "01" and "" stay distinct) and
     empty numeric cells as NaN."""
     numeric = ["time", "n_received", "estimate", "ci_low", "ci_high", "truth", "theory"]
-    return read_csv(path, dtype={"category": str, "task": str, "quantity": str, "reason": str, "method": str}, na=numeric)
+    return read_csv(
+        path, dtype={"category": str, "task": str, "quantity": str, "reason": str, "method": str}, na=numeric
+    )
 
 
 def frequency_rows(results: pd.DataFrame) -> pd.DataFrame:
     """Frequency rows with their plug-in and exact standard errors side by side."""
     freq = results[results["quantity"] == "frequency"]
-    se = results[results["quantity"] == "std_error"][["replication", "checkpoint", "task", "category", "estimate", "theory"]]
+    se = results[results["quantity"] == "std_error"][
+        ["replication", "checkpoint", "task", "category", "estimate", "theory"]
+    ]
     se = se.rename(columns={"estimate": "std_error", "theory": "theory_se"})
     out = freq.merge(se, on=["replication", "checkpoint", "task", "category"], how="left")
     covered = (out["ci_low"] <= out["truth"]) & (out["truth"] <= out["ci_high"])
@@ -48,8 +64,6 @@ def has_estimates(results: pd.DataFrame) -> bool:
     """Whether any frequency estimate exists (some report reached the server)."""
     f = results[results["quantity"] == "frequency"]
     return bool(f["estimate"].notna().any())
-
-
 
 
 def final_frequencies(results: pd.DataFrame) -> pd.DataFrame:
@@ -91,7 +105,15 @@ def error_by_n(results: pd.DataFrame) -> pd.DataFrame:
     f = frequency_rows(results)
     f = f[(f["n_received"] > 0) & f["estimate"].notna()]
     several = f["task"].nunique() > 1
-    columns = (["task"] if several else []) + ["reason", "ordinal", "time", "n_received", "rmse", "theory_rms_se", "coverage"]
+    columns = (["task"] if several else []) + [
+        "reason",
+        "ordinal",
+        "time",
+        "n_received",
+        "rmse",
+        "theory_rms_se",
+        "coverage",
+    ]
     if f.empty:
         return pd.DataFrame(columns=columns)
     g = f.groupby((["task"] if several else []) + ["reason", "ordinal"], sort=False)
@@ -130,14 +152,21 @@ def other_task_series(results: pd.DataFrame, replication: int | None = None) -> 
 def other_task_totals(results: pd.DataFrame) -> pd.DataFrame:
     """At the end, per task and quantity: mean estimate over replications, mean theory, mean
     truth (e.g. the rate of correct decisions is the share of estimate == truth)."""
-    rows = results[(results["reason"] == "end") & ~results["task"].isin(["engine"])
-                   & ~results["quantity"].isin(["frequency", "std_error"])]  # fmt: skip
+    rows = results[
+        (results["reason"] == "end")
+        & ~results["task"].isin(["engine"])
+        & ~results["quantity"].isin(["frequency", "std_error"])
+    ]
     rows = rows[~_own_table(rows)]
     if rows.empty:
         return rows
     g = rows.groupby(["task", "quantity"], sort=False)
-    out = g.agg(mean_estimate=("estimate", "mean"), theory=("theory", "mean"), truth=("truth", "mean"),
-                replications=("estimate", "size"))  # fmt: skip
+    out = g.agg(
+        mean_estimate=("estimate", "mean"),
+        theory=("theory", "mean"),
+        truth=("truth", "mean"),
+        replications=("estimate", "size"),
+    )
     # the share of replications whose estimate equals the truth, only where there is a
     # truth (a blank cell, not 0, for quantities without one)
     has_truth = rows["truth"].notna()
@@ -189,8 +218,15 @@ def error_norms(results: pd.DataFrame) -> pd.DataFrame:
     cols = ["task", "reason", "ordinal", "time", "n_received", "l1", "linf"]
     if f.empty:
         return pd.DataFrame(columns=cols)
-    per = f.assign(abs_error=f["error"].abs()).groupby(["task", "reason", "ordinal", "replication"], sort=False).agg(
-        time=("time", "first"), n_received=("n_received", "first"), l1=("abs_error", "sum"), linf=("abs_error", "max")
+    per = (
+        f.assign(abs_error=f["error"].abs())
+        .groupby(["task", "reason", "ordinal", "replication"], sort=False)
+        .agg(
+            time=("time", "first"),
+            n_received=("n_received", "first"),
+            l1=("abs_error", "sum"),
+            linf=("abs_error", "max"),
+        )
     )
     out = per.groupby(["task", "reason", "ordinal"], sort=False).mean().reset_index()
     return out.sort_values(["task", "n_received", "time"], kind="stable").reset_index(drop=True)[cols]
@@ -203,8 +239,11 @@ def strategy_comparison(variance: pd.DataFrame) -> pd.DataFrame:
     ``var_one_random``), their ratio and the smaller one."""
     g = variance.groupby("question", sort=False)[["var_split", "var_one_random"]].sum().reset_index()
     g["ratio_one_random_to_split"] = g["var_one_random"] / g["var_split"]
-    g["better"] = np.where(g["var_split"] < g["var_one_random"], "split",
-                           np.where(g["var_one_random"] < g["var_split"], "one_random", "equal"))  # fmt: skip
+    g["better"] = np.where(
+        g["var_split"] < g["var_one_random"],
+        "split",
+        np.where(g["var_one_random"] < g["var_split"], "one_random", "equal"),
+    )
     return g
 
 
@@ -213,17 +252,31 @@ def final_means(results: pd.DataFrame) -> pd.DataFrame:
     interval and reports, and over replications the mean estimate, RMSE against the truth,
     the exact standard error and the coverage of the intervals."""
     m = results[(results["quantity"] == "mean") & (results["reason"] == "end")]
-    cols = ["task", "truth", "estimate", "ci_low", "ci_high", "covered", "n_received", "mean_estimate", "rmse",
-            "theory_se", "coverage"]  # fmt: skip
+    cols = [
+        "task",
+        "truth",
+        "estimate",
+        "ci_low",
+        "ci_high",
+        "covered",
+        "n_received",
+        "mean_estimate",
+        "rmse",
+        "theory_se",
+        "coverage",
+    ]
     if m.empty:
         return pd.DataFrame(columns=cols)
     se = results[(results["quantity"] == "std_error") & (results["reason"] == "end")][["replication", "task", "theory"]]
     m = m.merge(se.rename(columns={"theory": "theory_se"}), on=["replication", "task"], how="left")
     m = m.assign(covered=(m["ci_low"] <= m["truth"]) & (m["truth"] <= m["ci_high"]), error=m["estimate"] - m["truth"])
     first = m[m["replication"] == m["replication"].min()].set_index("task")
-    agg = m.groupby("task", sort=False).agg(mean_estimate=("estimate", "mean"), rmse=("error", rms),
-                                            coverage=("covered", "mean"))  # fmt: skip
-    out = first[["truth", "estimate", "ci_low", "ci_high", "covered", "n_received", "theory_se"]].join(agg).reset_index()
+    agg = m.groupby("task", sort=False).agg(
+        mean_estimate=("estimate", "mean"), rmse=("error", rms), coverage=("covered", "mean")
+    )
+    out = (
+        first[["truth", "estimate", "ci_low", "ci_high", "covered", "n_received", "theory_se"]].join(agg).reset_index()
+    )
     return out[cols]
 
 
@@ -257,7 +310,9 @@ def tiers_table(results: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     end = end[end["replication"] == end["replication"].min()]
     comb = end[end["quantity"] == "frequency"].set_index("category")
-    out = pd.DataFrame({"category": comb.index, "truth": comb["truth"].to_numpy(), "combined": comb["estimate"].to_numpy()})
+    out = pd.DataFrame(
+        {"category": comb.index, "truth": comb["truth"].to_numpy(), "combined": comb["estimate"].to_numpy()}
+    )
     se = end[end["quantity"] == "std_error"].set_index("category")["theory"]
     naive = end[end["quantity"] == "naive_frequency"].set_index("category")
     out["combined_exact_se"] = out["category"].map(se)
@@ -271,7 +326,9 @@ def tiers_table(results: pd.DataFrame) -> pd.DataFrame:
 
 def tier_sizes(results: pd.DataFrame) -> list[tuple[str, int]]:
     """(tier, reports received) at the end of replication 0."""
-    end = results[(results["reason"] == "end") & (results["task"] == "tiers") & (results["quantity"] == "tier_frequency")]
+    end = results[
+        (results["reason"] == "end") & (results["task"] == "tiers") & (results["quantity"] == "tier_frequency")
+    ]
     if end.empty:
         return []
     end = end[end["replication"] == end["replication"].min()]
@@ -296,11 +353,17 @@ def nonresponse_table(results: pd.DataFrame) -> pd.DataFrame:
         if task.endswith(":nonresponse"):  # a question's item non-response: "question:nonresponse"
             mine = names.str.startswith(task[: -len("nonresponse")])
         else:
-            mine = names.str.endswith(task[len("nonresponse"):])  # "" or "@mechanism"
+            mine = names.str.endswith(task[len("nonresponse") :])  # "" or "@mechanism"
         freq = end[(end["quantity"] == "frequency") & mine]
         raw = freq[freq["task"] == freq["task"].iloc[0]].set_index("category") if len(freq) else None
-        t = pd.DataFrame({"task": task, "category": g["category"].to_numpy(), "exact_bias": g["estimate"].to_numpy(),
-                          "raw_target": g["truth"].to_numpy()})  # fmt: skip
+        t = pd.DataFrame(
+            {
+                "task": task,
+                "category": g["category"].to_numpy(),
+                "exact_bias": g["estimate"].to_numpy(),
+                "raw_target": g["truth"].to_numpy(),
+            }
+        )
         t["truth"] = t["raw_target"] - t["exact_bias"]
         t["raw_estimate"] = t["category"].map(raw["estimate"]) if raw is not None else np.nan
         t["raw_error"] = t["raw_estimate"] - t["truth"]
@@ -327,9 +390,11 @@ def crosstab_tests(results: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     rep = x["replication"].min()
     tests = x[x["quantity"].str.startswith("independence_")].assign(
-        what=lambda d: d["quantity"].str.removeprefix("independence_"))
-    wide = tests[tests["replication"] == rep].pivot_table(index=["task", "category"], columns="what", values="estimate",
-                                                         sort=False, dropna=False)
+        what=lambda d: d["quantity"].str.removeprefix("independence_")
+    )
+    wide = tests[tests["replication"] == rep].pivot_table(
+        index=["task", "category"], columns="what", values="estimate", sort=False, dropna=False
+    )
     rate = tests[tests["what"] == "reject"].groupby(["task", "category"], sort=False)["estimate"].mean()
     cells = x[(x["quantity"] == "joint") & (x["replication"] == rep)]
     err = (cells["estimate"] - cells["truth"]).abs().groupby(cells["task"], sort=False).max()
@@ -346,5 +411,8 @@ def crosstab_cells(results: pd.DataFrame) -> pd.DataFrame:
     (projected onto the simplex), its interval, the truth and the exact standard error."""
     x = results[_is_crosstab(results) & (results["reason"] == "end") & (results["quantity"] == "joint")]
     x = x[x["replication"] == x["replication"].min()] if len(x) else x
-    return x[["task", "category", "truth", "estimate", "ci_low", "ci_high", "theory"]].rename(
-        columns={"category": "cell", "theory": "exact_se"}).reset_index(drop=True)
+    return (
+        x[["task", "category", "truth", "estimate", "ci_low", "ci_high", "theory"]]
+        .rename(columns={"category": "cell", "theory": "exact_se"})
+        .reset_index(drop=True)
+    )

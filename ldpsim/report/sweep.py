@@ -26,8 +26,18 @@ from ldpsim.report.tables import rms
 #: The columns of :func:`error_summary` after the swept keys.
 SUMMARY_COLUMNS = ["task", "replications", "n_received", "rmse", "theory_rmse", "ratio"]
 #: The columns of a survey's results that the summary reads (other kinds get no summary).
-SURVEY_COLUMNS = {"replication", "checkpoint", "reason", "n_received", "task", "quantity", "category", "estimate",
-                  "truth", "theory"}  # fmt: skip
+SURVEY_COLUMNS = {
+    "replication",
+    "checkpoint",
+    "reason",
+    "n_received",
+    "task",
+    "quantity",
+    "category",
+    "estimate",
+    "truth",
+    "theory",
+}
 #: Most lines a panel draws one per combination of the other keys' values (and task); beyond
 #: that a panel draws the root mean square over the other keys instead.
 MAX_LINES = 6
@@ -54,17 +64,26 @@ def error_summary(table: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     se = final[final["quantity"] == "std_error"][on + ["theory"]].rename(columns={"theory": "theory_se"})
     f = freq.merge(se, on=on, how="left")
     f = f[f["estimate"].notna()]
-    f = f.assign(_sq=(f["estimate"].astype(float) - f["truth"].astype(float)) ** 2,
-                 _tsq=f["theory_se"].astype(float) ** 2)  # fmt: skip
+    f = f.assign(
+        _sq=(f["estimate"].astype(float) - f["truth"].astype(float)) ** 2, _tsq=f["theory_se"].astype(float) ** 2
+    )
     rows = []
     for (pid, task), g in f.groupby(["_point", "task"], sort=False):
         first = g.iloc[0]
         rmse = math.sqrt(float(g["_sq"].mean()))
         theory = math.sqrt(float(g["_tsq"].mean())) if g["_tsq"].notna().all() else float("nan")
-        rows.append({**{k: first[k] for k in keys}, "task": task, "replications": int(g["replication"].nunique()),
-                     "n_received": float(g.drop_duplicates("replication")["n_received"].mean()), "rmse": rmse,
-                     "theory_rmse": theory, "ratio": rmse / theory if theory > 0 else float("nan"),
-                     "_point": pid})  # fmt: skip
+        rows.append(
+            {
+                **{k: first[k] for k in keys},
+                "task": task,
+                "replications": int(g["replication"].nunique()),
+                "n_received": float(g.drop_duplicates("replication")["n_received"].mean()),
+                "rmse": rmse,
+                "theory_rmse": theory,
+                "ratio": rmse / theory if theory > 0 else float("nan"),
+                "_point": pid,
+            }
+        )
     out = pd.DataFrame(rows)
     out = out.sort_values("_point", kind="stable").drop(columns="_point").reset_index(drop=True)
     return out[columns]
@@ -146,5 +165,3 @@ def _panel(ax: Any, summary: pd.DataFrame, key: str, others: list[str]) -> None:
     ax.set_ylabel("RMS error of the final frequency estimates")
     ax.set_title(f"error against {key}" + (f"\n({note})" if note else ""), fontsize=9)
     ax.legend(fontsize=7)
-
-

@@ -10,25 +10,42 @@ import pandas as pd
 
 from ldpsim.errors import LdpSimError
 
-
 #: significant digits of every number a report table shows that is neither a count nor a
 #: parameter as the scenario gives it (probabilities, frequencies, estimates, errors, times)
 DIGITS = 4
 
 #: columns that count things (clients, reports, rounds, intervals): integers with thousands
 #: separators, never scientific notation; a mean of counts over replications keeps one decimal
-COUNT_COLUMNS = frozenset({
-    "n", "n_received", "clients", "lost", "in_flight", "received", "stored_reports", "storage_truncated", "rounds",
-    "messages", "messages_expected", "withheld", "replications", "intervals", "period_intervals",
-    "change_intervals", "reports", "true_rank",
-})  # fmt: skip
+COUNT_COLUMNS = frozenset(
+    {
+        "n",
+        "n_received",
+        "clients",
+        "lost",
+        "in_flight",
+        "received",
+        "stored_reports",
+        "storage_truncated",
+        "rounds",
+        "messages",
+        "messages_expected",
+        "withheld",
+        "replications",
+        "intervals",
+        "period_intervals",
+        "change_intervals",
+        "reports",
+        "true_rank",
+    }
+)
 
 #: columns of parameters as the scenario or the command states them (eps, delta): shortest form
 PARAMETER_COLUMNS = frozenset({"eps", "delta"})
 
 #: columns of integers that name rather than count (seeds, replications, checkpoints): no separators
-ID_COLUMNS = frozenset({"seed", "replication", "checkpoint", "ordinal", "period", "party", "instance", "index", "k",
-                        "df"})  # fmt: skip
+ID_COLUMNS = frozenset(
+    {"seed", "replication", "checkpoint", "ordinal", "period", "party", "instance", "index", "k", "df"}
+)
 
 #: the kinds a column can have: what :func:`cell_text` does with its numbers
 KINDS = ("count", "number", "parameter", "id")
@@ -144,7 +161,10 @@ def read_csv(path: str | Path, dtype: dict[str, Any], na: list[str]) -> pd.DataF
         with open_input(path) as f:  # a file object: pandas would expand a leading "~" of a path
             return pd.read_csv(f, dtype=dtype, keep_default_na=False, na_values={c: [""] for c in na})
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
-        raise LdpSimError(f"{path}: got a results file pandas cannot read ({' '.join(str(exc).split())}), expected CSV as ldpsim wrote it") from None
+        raise LdpSimError(
+            f"{path}: got a results file pandas cannot read "
+            f"({' '.join(str(exc).split())}), expected CSV as ldpsim wrote it"
+        ) from None
 
 
 def describe_section(section: Any) -> str:

@@ -9,6 +9,9 @@ summary table with our numbers beside the paper's (columns ``paper``, ``ours``,
 >>> run = reproduce("kov-fig5", instances=5, out="/tmp/fig5")  # doctest: +SKIP
 """
 
+import importlib as _importlib
+import pkgutil as _pkgutil
+
 from ldpsim.reproduce._registry import (
     DEFAULT_INSTANCES,
     DEFAULT_SEED,
@@ -21,11 +24,9 @@ from ldpsim.reproduce._registry import (
     register,
     reproduce,
 )
+
 # Every public module of this package registers its reproductions when imported; a new
 # reproduction is a new module here, nothing else to edit.
-import importlib as _importlib
-import pkgutil as _pkgutil
-
 for _module in sorted(m.name for m in _pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
     _importlib.import_module(f"{__name__}.{_module}")
 

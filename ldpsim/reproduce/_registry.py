@@ -38,7 +38,9 @@ MAX_SEEDS = 10_000
 
 
 class ReproductionFunction(Protocol):
-    def __call__(self, seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame: ...
+    def __call__(
+        self, seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1
+    ) -> pd.DataFrame: ...
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,9 @@ class ReproductionRun:
 REPRODUCTIONS: dict[str, Reproduction] = {}
 
 
-def register(name: str, description: str, source: str, *, options: tuple[str, ...] = ()) -> Callable[[ReproductionFunction], ReproductionFunction]:
+def register(
+    name: str, description: str, source: str, *, options: tuple[str, ...] = ()
+) -> Callable[[ReproductionFunction], ReproductionFunction]:
     """Decorator: register ``func`` as ``ldpsim reproduce NAME``. ``options`` names what it
     takes beyond the common arguments (of :data:`OPTIONS`), passed as keyword arguments:
     ``k=`` a tuple of alphabet sizes or None (its default), ``seeds=`` a tuple of seeds or
@@ -115,7 +119,9 @@ def check_k(rep: Reproduction, k: Any, option: str = "--k") -> tuple[int, ...] |
         return None
     if not rep.takes("k"):
         takers = [n for n in names() if REPRODUCTIONS[n].takes("k")]
-        raise LdpSimError(f"{option}: {rep.name} takes no alphabet size (reproductions that do: {', '.join(takers) or 'none'})")
+        raise LdpSimError(
+            f"{option}: {rep.name} takes no alphabet size (reproductions that do: {', '.join(takers) or 'none'})"
+        )
     values = [k] if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else k
     try:
         values = list(values)
@@ -233,8 +239,16 @@ def reproduce(
     return ReproductionRun(name, summary, folder.path, files, seconds, first, instances, index, seed_list or ())
 
 
-def _run_into(rep: Reproduction, work: Path, seed: int, instances: int, eps_grid: list[float] | None, workers: int,
-              ks: tuple[int, ...] | None, seeds: tuple[int, ...] | None) -> tuple[pd.DataFrame, float]:  # fmt: skip
+def _run_into(
+    rep: Reproduction,
+    work: Path,
+    seed: int,
+    instances: int,
+    eps_grid: list[float] | None,
+    workers: int,
+    ks: tuple[int, ...] | None,
+    seeds: tuple[int, ...] | None,
+) -> tuple[pd.DataFrame, float]:
     """Run ``rep`` into the folder ``work`` and write its metadata.json, summary.md and
     report.html there; returns the summary and the seconds the reproduction took."""
     extra: dict[str, Any] = {}
@@ -276,8 +290,16 @@ def _seed_text(seeds: tuple[int, ...]) -> str | list[int]:
     return f"{seeds[0]}..{seeds[-1]}" if seeds == tuple(range(seeds[0], seeds[-1] + 1)) else list(seeds)
 
 
-def _reproduce_each(rep: Reproduction, seeds: tuple[int, ...], instances: int, out: Any, eps_grid: list[float] | None,
-                    workers: int, force: bool, ks: tuple[int, ...] | None) -> ReproductionRun:  # fmt: skip
+def _reproduce_each(
+    rep: Reproduction,
+    seeds: tuple[int, ...],
+    instances: int,
+    out: Any,
+    eps_grid: list[float] | None,
+    workers: int,
+    force: bool,
+    ks: tuple[int, ...] | None,
+) -> ReproductionRun:
     """``reproduce(name, seeds=...)`` of a reproduction without ``seeds``: one run per seed,
     into ``seed<S>/`` of one output folder, put in place whole at the end."""
     suffix = f"-seeds{seeds[0]}-{seeds[-1]}"
@@ -293,23 +315,39 @@ def _reproduce_each(rep: Reproduction, seeds: tuple[int, ...], instances: int, o
         combined = pd.concat([p[1].assign(seed=p[0]) for p in parts], ignore_index=True)
         combined = combined[["seed", *[c for c in combined.columns if c != "seed"]]]
         combined.to_csv(folder.work / "seeds.csv", index=False, float_format="%.10g")
-        write_json(folder.work / "metadata.json", {
-            "reproduction_per_seed": rep.name, "source": rep.source, "seeds": _seed_text(seeds), "instances": instances,
-            "eps_grid": eps_grid, **({"k": None if ks is None else list(ks)} if rep.takes("k") else {}),
-            "workers": workers, "ldpsim_version": package_version("ldpsim"), "command_line": sys.argv,
-            "started": started, "finished": now(), "seconds": round(time.perf_counter() - t0, 3),
-            "folders": [f"seed{sd}" for sd in seeds],
-        })  # fmt: skip
+        write_json(
+            folder.work / "metadata.json",
+            {
+                "reproduction_per_seed": rep.name,
+                "source": rep.source,
+                "seeds": _seed_text(seeds),
+                "instances": instances,
+                "eps_grid": eps_grid,
+                **({"k": None if ks is None else list(ks)} if rep.takes("k") else {}),
+                "workers": workers,
+                "ldpsim_version": package_version("ldpsim"),
+                "command_line": sys.argv,
+                "started": started,
+                "finished": now(),
+                "seconds": round(time.perf_counter() - t0, 3),
+                "folders": [f"seed{sd}" for sd in seeds],
+            },
+        )
     from ldpsim.browse import refresh_index
 
     runs = []
     for sd, summary, seconds in parts:
         sub = folder.path / f"seed{sd}"
-        runs.append(ReproductionRun(rep.name, summary, sub, sorted(p for p in sub.iterdir() if p.is_file()), seconds, sd, instances))
+        runs.append(
+            ReproductionRun(
+                rep.name, summary, sub, sorted(p for p in sub.iterdir() if p.is_file()), seconds, sd, instances
+            )
+        )
     files = sorted(p for p in folder.path.iterdir() if p.is_file() and p.name in ("seeds.csv", "metadata.json"))
     index = refresh_index(folder.path, DEFAULT_BASE.parent)
-    return ReproductionRun(rep.name, combined, folder.path, files, sum(p[2] for p in parts), seeds[0], instances, index,
-                           seeds, tuple(runs))  # fmt: skip
+    return ReproductionRun(
+        rep.name, combined, folder.path, files, sum(p[2] for p in parts), seeds[0], instances, index, seeds, tuple(runs)
+    )
 
 
 def seed_spread(summary: pd.DataFrame) -> pd.DataFrame:
@@ -318,9 +356,18 @@ def seed_spread(summary: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (quantity, k, eps), g in summary.groupby(["quantity", "k", "eps"], sort=False):
         judged = g["agrees"].isin(["yes", "no"])
-        rows.append({"quantity": quantity, "k": k, "eps": eps, "paper": g["paper"].iloc[0], "min": g["ours"].min(),
-                     "median": g["ours"].median(), "max": g["ours"].max(),
-                     "agrees": f"{int((g['agrees'] == 'yes').sum())}/{int(judged.sum())}" if judged.any() else ""})  # fmt: skip
+        rows.append(
+            {
+                "quantity": quantity,
+                "k": k,
+                "eps": eps,
+                "paper": g["paper"].iloc[0],
+                "min": g["ours"].min(),
+                "median": g["ours"].median(),
+                "max": g["ours"].max(),
+                "agrees": f"{int((g['agrees'] == 'yes').sum())}/{int(judged.sum())}" if judged.any() else "",
+            }
+        )
     return pd.DataFrame(rows, columns=["quantity", "k", "eps", "paper", "min", "median", "max", "agrees"])
 
 
@@ -352,11 +399,14 @@ def format_summary(summary: pd.DataFrame, width: int = 100) -> str:
 def format_spread(spread: pd.DataFrame, width: int = 100) -> str:
     """:func:`seed_spread`'s table within ``width`` columns, as :func:`format_summary` lays
     out a summary: long quantities wrapped at their words."""
+
     def num(x: Any) -> str:
         return "" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{float(x):.5g}"
 
-    cells = {c: [num(x) for x in spread[c]] if c in ("paper", "min", "median", "max") else [str(x) for x in spread[c]]
-             for c in spread.columns}  # fmt: skip
+    cells = {
+        c: [num(x) for x in spread[c]] if c in ("paper", "min", "median", "max") else [str(x) for x in spread[c]]
+        for c in spread.columns
+    }
     return aligned(cells, right={"k", "paper", "min", "median", "max"}, width=width)
 
 
@@ -380,8 +430,9 @@ def aligned(cells: dict[str, list[str]], right: set[str], width: int = 100, wrap
     for i in range(rows):
         parts = [""]
         if wrap in cells:
-            parts = textwrap.wrap(cells[wrap][i], width=size[wrap], subsequent_indent="  ", break_long_words=True,
-                                  break_on_hyphens=False) or [""]  # fmt: skip
+            parts = textwrap.wrap(
+                cells[wrap][i], width=size[wrap], subsequent_indent="  ", break_long_words=True, break_on_hyphens=False
+            ) or [""]
         lines.append("  ".join(fmt(c, parts[0] if c == wrap else cells[c][i]) for c in cells).rstrip())
         lines += [" " * indent + part for part in parts[1:]]
     return "\n".join(lines)

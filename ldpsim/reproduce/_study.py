@@ -173,14 +173,18 @@ class Study:
         for mech in MECHANISMS[:-1]:
             over = self.value(mech) > opt * (1 + 1e-9) + 1e-15
             if over.any():
-                out.append(f"k={self.k}: {mech} beats the 'optimal' mechanism in {int(over.sum())} (instance, eps) cells")
+                out.append(
+                    f"k={self.k}: {mech} beats the 'optimal' mechanism in {int(over.sum())} (instance, eps) cells"
+                )
         if (~self.status_ok).any():
             out.append(f"k={self.k}: {int((~self.status_ok).sum())} linear programs did not report 'optimal'")
         if (~self.private).any():
             out.append(f"k={self.k}: {int((~self.private).sum())} 'optimal' mechanisms are not eps-LDP")
         gap = self.bound - opt
         if np.any(np.abs(gap) > 1e-7 * np.maximum(opt, 1e-300)):
-            out.append(f"k={self.k}: LP duality gap above 1e-7 (relative) in {int((np.abs(gap) > 1e-7 * opt).sum())} cells")
+            out.append(
+                f"k={self.k}: LP duality gap above 1e-7 (relative) in {int((np.abs(gap) > 1e-7 * opt).sum())} cells"
+            )
         return out
 
 
@@ -229,8 +233,9 @@ def lp_cost(k: int) -> float:
     return 1.0 + 2.0**k / 200.0
 
 
-def solve(kind: str, all_priors: NDArray[np.float64], eps: NDArray[np.float64], workers: int = 1, *,
-          tick: float = 1) -> Study:  # fmt: skip
+def solve(
+    kind: str, all_priors: NDArray[np.float64], eps: NDArray[np.float64], workers: int = 1, *, tick: float = 1
+) -> Study:
     """Utilities of binary, RR, geometric and optimal mechanisms for every prior and eps.
 
     ``workers > 1`` spreads blocks of instances over a process pool (8 per worker, so that
@@ -245,9 +250,13 @@ def solve(kind: str, all_priors: NDArray[np.float64], eps: NDArray[np.float64], 
     else:
         blocks = np.array_split(np.arange(n), min(n, 8 * workers))
     parts = pool_map(
-        _solve_chunk, [kind] * len(blocks), [all_priors[b] for b in blocks], [eps] * len(blocks), workers=workers,
+        _solve_chunk,
+        [kind] * len(blocks),
+        [all_priors[b] for b in blocks],
+        [eps] * len(blocks),
+        workers=workers,
         ticks=[tick * len(b) for b in blocks],
-    )  # fmt: skip
+    )
     joined = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
     return Study(
         kind=kind,
@@ -284,7 +293,15 @@ CRITERIA = {
 SUMMARY_COLUMNS = ["quantity", "k", "eps", "paper", "ours", "agrees", "criterion"]
 
 
-def row(quantity: str, k: int, eps: str | float, ours: float, paper: float | None = None, how: str | None = None, note: str = "") -> dict:
+def row(
+    quantity: str,
+    k: int,
+    eps: str | float,
+    ours: float,
+    paper: float | None = None,
+    how: str | None = None,
+    note: str = "",
+) -> dict:
     """One summary row; ``agrees`` is "yes"/"no" when the paper gives a number, else ""."""
     eps_text = eps if isinstance(eps, str) else f"{eps:g}"
     if paper is None:
@@ -292,9 +309,14 @@ def row(quantity: str, k: int, eps: str | float, ours: float, paper: float | Non
     test, text = CRITERIA[how]
     ok = bool(test(float(ours), float(paper)))
     return dict(
-        quantity=quantity, k=k, eps=eps_text, paper=float(paper), ours=float(ours), agrees="yes" if ok else "no",
+        quantity=quantity,
+        k=k,
+        eps=eps_text,
+        paper=float(paper),
+        ours=float(ours),
+        agrees="yes" if ok else "no",
         criterion=text + (f"; {note}" if note else ""),
-    )  # fmt: skip
+    )
 
 
 def summary_frame(rows: list[dict]) -> pd.DataFrame:

@@ -10,10 +10,10 @@ answering"), docs/theory.md sec. 8. Three parts:
    compared with those of 1-GDP (``gdp_distance``: ``ks``, the Kolmogorov-Smirnov distance of
    the loss under D, standardised by its sample mean and sd, from N(0, 1) -- is the loss
    Gaussian?; ``tradeoff_gap``, the largest vertical gap of the empirical trade-off curve
-   from ``G_1`` on a grid of alphas -- is it 1-GDP?). For a random direction ``v`` (uniform on the sphere) the distance shrinks with
-   n (the CLT); for the axis direction ``e_1`` it does not, unless the noise is rotation
-   invariant (p = 2: every direction is the axis direction) -- the paper's "o(1) fraction of
-   directions" that must be excluded. The isotropic Gaussian (p = alpha = 2) is exactly
+   from ``G_1`` on a grid of alphas -- is it 1-GDP?). For a random direction ``v`` (uniform on
+   the sphere) the distance shrinks with n (the CLT); for the axis direction ``e_1`` it does
+   not, unless the noise is rotation invariant (p = 2: every direction is the axis direction)
+   -- the paper's "o(1) fraction of directions" that must be excluded. The isotropic Gaussian (p = alpha = 2) is exactly
    1-GDP in every direction (control).
    Monte Carlo threshold: with m losses, the Dvoretzky-Kiefer-Wolfowitz inequality (Massart)
    puts the empirical CDF within ``tol = sqrt(log(2/GAMMA)/(2m))`` of the true one with
@@ -87,8 +87,16 @@ SAMPLES_PER_INSTANCE = 200
 COORDS_PER_INSTANCE = 200_000
 #: (p, alpha) of the uncertainty-principle panel and its grid of n.
 UP_CONFIGS: tuple[tuple[float, float], ...] = (
-    (1.0, 1.0), (1.0, 2.0), (2.0, 1.0), (2.0, 2.0), (2.0, 4.0), (math.inf, 1.0), (math.inf, 2.0), (1.5, 1.0), (4.0, 3.0),
-)  # fmt: skip
+    (1.0, 1.0),
+    (1.0, 2.0),
+    (2.0, 1.0),
+    (2.0, 2.0),
+    (2.0, 4.0),
+    (math.inf, 1.0),
+    (math.inf, 2.0),
+    (1.5, 1.0),
+    (4.0, 3.0),
+)
 UP_GRID = np.unique(np.round(np.logspace(0, 4, 33)).astype(int))
 #: n at which E||X||^2 is checked by Monte Carlo.
 UP_MC_N: tuple[int, ...] = (1, 100, 10000)
@@ -149,8 +157,9 @@ def _cost(part: str, draws: int) -> float:
     return SECONDS_PER_DRAW[part] * draws
 
 
-def expected_seconds(instances: int, eps_values, configs=CONFIGS, n_grid=N_GRID, up_configs=UP_CONFIGS,
-                     up_grid=UP_GRID, mc_n=UP_MC_N) -> float:  # fmt: skip
+def expected_seconds(
+    instances: int, eps_values, configs=CONFIGS, n_grid=N_GRID, up_configs=UP_CONFIGS, up_grid=UP_GRID, mc_n=UP_MC_N
+) -> float:
     """The sum of the progress ticks of the three parts (the total of the bar)."""
     conv = len(configs) * sum(_cost("convergence", 2 * samples_for(int(n), instances) * int(n)) for n in n_grid)
     mc = [int(n) for n in up_grid if int(n) in mc_n]
@@ -172,9 +181,23 @@ def convergence(seed: int, instances: int, configs=CONFIGS, n_grid=N_GRID) -> pd
                 lp, lr = noise.privacy_loss(vec, t, m, rng)
                 d = gdp_distance(lp, lr, MU)
                 mu_hat, mu_se = effective_mu(lp, lr)
-                rows.append(dict(p=p, alpha=alpha, config=_label(p, alpha), n=n, samples=m, direction=direction,
-                                 ks=float(d["ks"]), tradeoff_gap=float(d["tradeoff_gap"]), tol=ecdf_tolerance(m),
-                                 mean_p=float(np.mean(lp)), mean_r=float(np.mean(lr)), mu_hat=mu_hat, mu_se=mu_se))  # fmt: skip
+                rows.append(
+                    dict(
+                        p=p,
+                        alpha=alpha,
+                        config=_label(p, alpha),
+                        n=n,
+                        samples=m,
+                        direction=direction,
+                        ks=float(d["ks"]),
+                        tradeoff_gap=float(d["tradeoff_gap"]),
+                        tol=ecdf_tolerance(m),
+                        mean_p=float(np.mean(lp)),
+                        mean_r=float(np.mean(lr)),
+                        mu_hat=mu_hat,
+                        mu_se=mu_se,
+                    )
+                )
             progress.advance(_cost("convergence", 2 * m * n))
     return pd.DataFrame(rows)
 
@@ -192,34 +215,62 @@ def _convergence_rows(conv: pd.DataFrame) -> list[dict]:
         r_gap, a_gap = float(last.loc["random", "tradeoff_gap"]), float(last.loc["axis", "tradeoff_gap"])
         r0 = float(first.loc["random", "ks"])
         base = f"n = {nmax}, m = {m} losses per hypothesis, DKW tol {tol:.3g} (false failure <= {GAMMA:g})"
-        rows.append(dict(
-            quantity=f"CLT {lab}: KS of the loss from Gaussian, random direction, largest n", k=nmax, eps="mu=1", paper=0.0, ours=r_ks,
-            agrees="yes" if r_ks <= tol else "no",
-            criterion=f"ours <= DKW tol (loss indistinguishable from Gaussian: the CLT); {base}; KS at n = {int(g['n'].min())}: "
-                      f"{r0:.3g}; max |trade-off - G_1| {r_gap:.3g}",
-        ))  # fmt: skip
+        rows.append(
+            dict(
+                quantity=f"CLT {lab}: KS of the loss from Gaussian, random direction, largest n",
+                k=nmax,
+                eps="mu=1",
+                paper=0.0,
+                ours=r_ks,
+                agrees="yes" if r_ks <= tol else "no",
+                criterion=f"ours <= DKW tol (loss indistinguishable from Gaussian: the CLT); {base}; KS at n = "
+                f"{int(g['n'].min())}: {r0:.3g}; max |trade-off - G_1| {r_gap:.3g}",
+            )
+        )
         mu_hat, mu_se = float(last.loc["random", "mu_hat"]), float(last.loc["random", "mu_se"])
-        rows.append(dict(
-            quantity=f"CLT {lab}: effective mu (sd of the loss), random direction, largest n", k=nmax, eps="mu=1",
-            paper=MU, ours=mu_hat, agrees="yes" if abs(mu_hat - MU) <= Z_TOL * mu_se else "no",
-            criterion=f"|ours - paper| <= {Z_TOL:g} se = {Z_TOL * mu_se:.3g} (1-GDP: the loss is N(+-1/2, 1)); "
-                      f"means of the loss under D, D': {float(last.loc['random', 'mean_p']):.3f}, "
-                      f"{float(last.loc['random', 'mean_r']):.3f}; n = {nmax}, m = {m}",
-        ))  # fmt: skip
+        rows.append(
+            dict(
+                quantity=f"CLT {lab}: effective mu (sd of the loss), random direction, largest n",
+                k=nmax,
+                eps="mu=1",
+                paper=MU,
+                ours=mu_hat,
+                agrees="yes" if abs(mu_hat - MU) <= Z_TOL * mu_se else "no",
+                criterion=f"|ours - paper| <= {Z_TOL:g} se = {Z_TOL * mu_se:.3g} (1-GDP: the loss is N(+-1/2, 1)); "
+                f"means of the loss under D, D': {float(last.loc['random', 'mean_p']):.3f}, "
+                f"{float(last.loc['random', 'mean_r']):.3f}; n = {nmax}, m = {m}",
+            )
+        )
         if _is_gaussian(p, alpha) or _rotation_invariant(p):
-            why = "isotropic Gaussian: exactly 1-GDP" if _is_gaussian(p, alpha) else "rotation invariant: e_1 is as good as a random direction"
-            rows.append(dict(
-                quantity=f"CLT {lab}: KS of the loss from Gaussian, axis direction, largest n", k=nmax, eps="mu=1", paper=0.0, ours=a_ks,
-                agrees="yes" if a_ks <= tol else "no",
-                criterion=f"ours <= DKW tol ({why}); {base}; max |trade-off - G_1| {a_gap:.3g}",
-            ))  # fmt: skip
+            why = (
+                "isotropic Gaussian: exactly 1-GDP"
+                if _is_gaussian(p, alpha)
+                else "rotation invariant: e_1 is as good as a random direction"
+            )
+            rows.append(
+                dict(
+                    quantity=f"CLT {lab}: KS of the loss from Gaussian, axis direction, largest n",
+                    k=nmax,
+                    eps="mu=1",
+                    paper=0.0,
+                    ours=a_ks,
+                    agrees="yes" if a_ks <= tol else "no",
+                    criterion=f"ours <= DKW tol ({why}); {base}; max |trade-off - G_1| {a_gap:.3g}",
+                )
+            )
         else:
-            rows.append(dict(
-                quantity=f"CLT {lab}: KS of the loss from Gaussian, axis direction, largest n", k=nmax, eps="mu=1", paper=tol, ours=a_ks,
-                agrees="yes" if a_ks > tol else "no",
-                criterion=f"ours > paper = DKW tol (a certified non-Gaussian loss: the directions the CLT excludes); {base}; "
-                          f"max |trade-off - G_1| {a_gap:.3g}",
-            ))  # fmt: skip
+            rows.append(
+                dict(
+                    quantity=f"CLT {lab}: KS of the loss from Gaussian, axis direction, largest n",
+                    k=nmax,
+                    eps="mu=1",
+                    paper=tol,
+                    ours=a_ks,
+                    agrees="yes" if a_ks > tol else "no",
+                    criterion="ours > paper = DKW tol (a certified non-Gaussian loss: the directions the CLT "
+                    f"excludes); {base}; max |trade-off - G_1| {a_gap:.3g}",
+                )
+            )
     return rows
 
 
@@ -230,9 +281,19 @@ def uncertainty(seed: int, instances: int, configs=UP_CONFIGS, n_grid=UP_GRID, m
         for n in (int(x) for x in n_grid):
             noise = NormPowerNoise(n, p, alpha)
             exact = float(noise.mean_sq_norm())
-            row = dict(p=p, alpha=alpha, config=_label(p, alpha), n=n, fisher_norm=float(noise.fisher_norm()),
-                       mean_sq_norm=exact, err_mu2=float(noise.error_times_mu2()), mc_samples=0,
-                       mc_mean_sq_norm=np.nan, mc_se=np.nan, mc_ok=np.nan)  # fmt: skip
+            row = dict(
+                p=p,
+                alpha=alpha,
+                config=_label(p, alpha),
+                n=n,
+                fisher_norm=float(noise.fisher_norm()),
+                mean_sq_norm=exact,
+                err_mu2=float(noise.error_times_mu2()),
+                mc_samples=0,
+                mc_mean_sq_norm=np.nan,
+                mc_se=np.nan,
+                mc_ok=np.nan,
+            )
             row["ratio"] = row["err_mu2"] / n
             if n in mc_n:
                 m = samples_for(n, instances)
@@ -249,10 +310,18 @@ def _uncertainty_rows(up: pd.DataFrame) -> list[dict]:
     rows = []
     i = int(up["ratio"].idxmin())
     rmin = float(up["ratio"].min())
-    rows.append(dict(quantity="uncertainty principle: min err mu^2 / n over all (p, alpha, n)", k=int(up.loc[i, "n"]),
-                     eps="mu=1", paper=1.0, ours=rmin, agrees="yes" if rmin >= 1.0 - 1e-9 else "no",
-                     criterion=f"ours >= 1 - 1e-9 (Thm 4.1); attained at {up.loc[i, 'config']}, n = {int(up.loc[i, 'n'])}; "
-                               f"{len(up)} exact values"))  # fmt: skip
+    rows.append(
+        dict(
+            quantity="uncertainty principle: min err mu^2 / n over all (p, alpha, n)",
+            k=int(up.loc[i, "n"]),
+            eps="mu=1",
+            paper=1.0,
+            ours=rmin,
+            agrees="yes" if rmin >= 1.0 - 1e-9 else "no",
+            criterion=f"ours >= 1 - 1e-9 (Thm 4.1); attained at {up.loc[i, 'config']}, n = {int(up.loc[i, 'n'])}; "
+            f"{len(up)} exact values",
+        )
+    )
 
     def exact_row(name: str, sel: pd.Series, ref: Any, how: str) -> None:
         g = up[sel]
@@ -261,20 +330,48 @@ def _uncertainty_rows(up: pd.DataFrame) -> list[dict]:
         refv = ref(g["n"].to_numpy(dtype=float))
         err = float(np.max(np.abs(g["ratio"].to_numpy() - refv) / refv))
         last = g.iloc[-1]
-        rows.append(dict(quantity=f"uncertainty principle: err mu^2 / n, {name}, largest n", k=int(last["n"]), eps="mu=1",
-                         paper=float(refv[-1]), ours=float(last["ratio"]), agrees="yes" if err <= 1e-9 else "no",
-                         criterion=f"|ours - paper| / paper <= 1e-9 at every n of the grid (max {err:.2g}); {how}"))  # fmt: skip
+        rows.append(
+            dict(
+                quantity=f"uncertainty principle: err mu^2 / n, {name}, largest n",
+                k=int(last["n"]),
+                eps="mu=1",
+                paper=float(refv[-1]),
+                ours=float(last["ratio"]),
+                agrees="yes" if err <= 1e-9 else "no",
+                criterion=f"|ours - paper| / paper <= 1e-9 at every n of the grid (max {err:.2g}); {how}",
+            )
+        )
 
-    exact_row("Gaussian (p=2, alpha=2)", (up["p"] == 2) & (up["alpha"] == 2), lambda n: np.ones_like(n), "equality case of Thm 4.1")
-    exact_row("i.i.d. Laplace (p=1, alpha=1)", (up["p"] == 1) & (up["alpha"] == 1), lambda n: 2.0 * np.ones_like(n), "seed: 2n")
-    exact_row("phi = ||x||_2 (p=2, alpha=1)", (up["p"] == 2) & (up["alpha"] == 1), lambda n: (n + 1.0) / n, "seed: n + 1")
+    exact_row(
+        "Gaussian (p=2, alpha=2)",
+        (up["p"] == 2) & (up["alpha"] == 2),
+        lambda n: np.ones_like(n),
+        "equality case of Thm 4.1",
+    )
+    exact_row(
+        "i.i.d. Laplace (p=1, alpha=1)",
+        (up["p"] == 1) & (up["alpha"] == 1),
+        lambda n: 2.0 * np.ones_like(n),
+        "seed: 2n",
+    )
+    exact_row(
+        "phi = ||x||_2 (p=2, alpha=1)", (up["p"] == 2) & (up["alpha"] == 1), lambda n: (n + 1.0) / n, "seed: n + 1"
+    )
     mc = up[up["mc_samples"] > 0]
     if len(mc):
         z = float(np.max(np.abs(mc["mc_mean_sq_norm"] - mc["mean_sq_norm"]) / mc["mc_se"]))
-        rows.append(dict(quantity="uncertainty principle: Monte Carlo E||X||^2 vs exact, max |z|", k=int(mc["n"].max()),
-                         eps="mu=1", paper=0.0, ours=z, agrees="yes" if bool(mc["mc_ok"].all()) else "no",
-                         criterion=f"ours <= {Z_TOL:g} standard errors at each of {len(mc)} (p, alpha, n) checks "
-                                   f"(n in {sorted(set(mc['n'].astype(int)))})"))  # fmt: skip
+        rows.append(
+            dict(
+                quantity="uncertainty principle: Monte Carlo E||X||^2 vs exact, max |z|",
+                k=int(mc["n"].max()),
+                eps="mu=1",
+                paper=0.0,
+                ours=z,
+                agrees="yes" if bool(mc["mc_ok"].all()) else "no",
+                criterion=f"ours <= {Z_TOL:g} standard errors at each of {len(mc)} (p, alpha, n) checks "
+                f"(n in {sorted(set(mc['n'].astype(int)))})",
+            )
+        )
     return rows
 
 
@@ -321,10 +418,23 @@ def table_1d(seed: int, instances: int, eps_values, delta: float = DELTA_1D) -> 
             mse = float(mech.mse)
             target = 0.0 if mech.pure else delta
             d = float(mech.delta(float(eps)))
-            rows.append(dict(eps=float(eps), delta=target, mechanism=name, repr=repr(mech), mse=mse,
-                             paper_mse=paper_mse(name, float(eps), delta), simulated_mse=sim, se=se, draws=draws,
-                             sim_ok=abs(sim - mse) <= Z_TOL * se, delta_at_eps=d, meets=d <= target,
-                             ratio_to_laplace=mse / (2.0 / float(eps) ** 2)))  # fmt: skip
+            rows.append(
+                dict(
+                    eps=float(eps),
+                    delta=target,
+                    mechanism=name,
+                    repr=repr(mech),
+                    mse=mse,
+                    paper_mse=paper_mse(name, float(eps), delta),
+                    simulated_mse=sim,
+                    se=se,
+                    draws=draws,
+                    sim_ok=abs(sim - mse) <= Z_TOL * se,
+                    delta_at_eps=d,
+                    meets=d <= target,
+                    ratio_to_laplace=mse / (2.0 / float(eps) ** 2),
+                )
+            )
             progress.advance(_cost("table", draws))
     return pd.DataFrame(rows)
 
@@ -336,26 +446,43 @@ def _table_rows(tab: pd.DataFrame) -> list[dict]:
         src = "seed formula" if np.isfinite(r["paper_mse"]) else "closed form .mse"
         formula_ok = (not np.isfinite(r["paper_mse"])) or abs(r["mse"] - r["paper_mse"]) <= 1e-9 * r["paper_mse"]
         exact = r["mechanism"] == "truncated Laplace"
-        meets_text = (f"delta(eps) = {r['delta_at_eps']:.6g} (target {r['delta']:g}, met exactly: "
-                      f"|delta(eps) - target| / target = {abs(r['delta_at_eps'] - r['delta']) / r['delta']:.1g})"
-                      if exact else f"delta(eps) = {r['delta_at_eps']:.3g} <= {r['delta']:g}")  # fmt: skip
+        meets_text = (
+            f"delta(eps) = {r['delta_at_eps']:.6g} (target {r['delta']:g}, met exactly: "
+            f"|delta(eps) - target| / target = {abs(r['delta_at_eps'] - r['delta']) / r['delta']:.1g})"
+            if exact
+            else f"delta(eps) = {r['delta_at_eps']:.3g} <= {r['delta']:g}"
+        )
         exact_ok = (not exact) or abs(r["delta_at_eps"] - r["delta"]) <= 1e-6 * r["delta"]
         ok = bool(r["sim_ok"]) and bool(r["meets"]) and formula_ok and exact_ok
-        rows.append(dict(
-            quantity=f"MSE {r['mechanism']} at eps={r['eps']:g}", k=1, eps=f"{r['eps']:g}", paper=float(paper),
-            ours=float(r["simulated_mse"]), agrees="yes" if ok else "no",
-            criterion=f"paper = {src} ({r['mse']:.6g} from .mse); |simulated - .mse| <= {Z_TOL:g} se = "
-                      f"{Z_TOL * r['se']:.3g} ({r['draws']:,} draws); {meets_text}",
-        ))  # fmt: skip
+        rows.append(
+            dict(
+                quantity=f"MSE {r['mechanism']} at eps={r['eps']:g}",
+                k=1,
+                eps=f"{r['eps']:g}",
+                paper=float(paper),
+                ours=float(r["simulated_mse"]),
+                agrees="yes" if ok else "no",
+                criterion=f"paper = {src} ({r['mse']:.6g} from .mse); |simulated - .mse| <= {Z_TOL:g} se = "
+                f"{Z_TOL * r['se']:.3g} ({r['draws']:,} draws); {meets_text}",
+            )
+        )
     # the paper's comparison: truncated Laplace < Laplace < every Gaussian calibration
     for eps, g in tab.groupby("eps"):
         mse = g.set_index("mechanism")["mse"]
         gauss = min(mse[[k for k in mse.index if "Gaussian" in k]])
         ok = mse["truncated Laplace"] < mse["Laplace"] < gauss
-        rows.append(dict(quantity=f"1-D ordering at eps={eps:g}: MSE Gaussian / MSE Laplace", k=1, eps=f"{eps:g}",
-                         paper=1.0, ours=float(gauss / mse["Laplace"]), agrees="yes" if ok else "no",
-                         criterion=f"ours > paper (the best Gaussian is worse than Laplace) and truncated Laplace "
-                                   f"({mse['truncated Laplace']:.4g}) < Laplace ({mse['Laplace']:.4g}); delta = {DELTA_1D:g}"))  # fmt: skip
+        rows.append(
+            dict(
+                quantity=f"1-D ordering at eps={eps:g}: MSE Gaussian / MSE Laplace",
+                k=1,
+                eps=f"{eps:g}",
+                paper=1.0,
+                ours=float(gauss / mse["Laplace"]),
+                agrees="yes" if ok else "no",
+                criterion=f"ours > paper (the best Gaussian is worse than Laplace) and truncated Laplace "
+                f"({mse['truncated Laplace']:.4g}) < Laplace ({mse['Laplace']:.4g}); delta = {DELTA_1D:g}",
+            )
+        )
     return rows
 
 
@@ -367,8 +494,15 @@ def figure(conv: pd.DataFrame, up: pd.DataFrame, tab: pd.DataFrame, seed: int) -
     for cfg, g in conv.groupby("config", sort=False):
         for direction, ls, mk in (("random", "-", "o"), ("axis", ":", "x")):
             h = g[g["direction"] == direction]
-            ax1.loglog(h["n"], np.maximum(h["ks"], 1e-4), ls=ls, marker=mk, ms=4, color=colors[cfg],
-                       label=f"{cfg}, {direction}")  # fmt: skip
+            ax1.loglog(
+                h["n"],
+                np.maximum(h["ks"], 1e-4),
+                ls=ls,
+                marker=mk,
+                ms=4,
+                color=colors[cfg],
+                label=f"{cfg}, {direction}",
+            )
     tol = conv.groupby("n")["tol"].first()
     ax1.loglog(tol.index, tol.values, color="gray", lw=1, ls="--", label=f"DKW tol (gamma {GAMMA:g})")
     ax1.set_xlabel("dimension n")
@@ -380,8 +514,15 @@ def figure(conv: pd.DataFrame, up: pd.DataFrame, tab: pd.DataFrame, seed: int) -
     for cfg, g in up.groupby("config", sort=False):
         ax2.loglog(g["n"], g["ratio"], "-", lw=1.2, label=cfg)
         mc = g[g["mc_samples"] > 0]
-        ax2.errorbar(mc["n"], mc["fisher_norm"] * mc["mc_mean_sq_norm"] / mc["n"], yerr=Z_TOL * mc["fisher_norm"] * mc["mc_se"] / mc["n"],
-                     fmt="o", ms=3, color="gray", lw=0.8)  # fmt: skip
+        ax2.errorbar(
+            mc["n"],
+            mc["fisher_norm"] * mc["mc_mean_sq_norm"] / mc["n"],
+            yerr=Z_TOL * mc["fisher_norm"] * mc["mc_se"] / mc["n"],
+            fmt="o",
+            ms=3,
+            color="gray",
+            lw=0.8,
+        )
     ax2.axhline(1.0, color="black", lw=1.5, ls="--", label="bound 1 (Thm 4.1)")
     ax2.set_xlabel("dimension n")
     ax2.set_ylabel("err mu^2 / n = ||I|| E||X||^2 / n")
@@ -406,7 +547,10 @@ def figure(conv: pd.DataFrame, up: pd.DataFrame, tab: pd.DataFrame, seed: int) -
     ax3.axhline(1.0, color="gray", lw=0.8)
     ax3.legend(fontsize=7)
     ax3.grid(True, axis="y", which="both", alpha=0.25)
-    fig.suptitle(f"Dong et al. 2021: the CLT for noise addition, the uncertainty principle and the 1-D comparison (seed {seed})", fontsize=11)
+    fig.suptitle(
+        f"Dong et al. 2021: the CLT for noise addition, the uncertainty principle and the 1-D comparison (seed {seed})",
+        fontsize=11,
+    )
     fig.tight_layout()
     return fig
 

@@ -188,7 +188,9 @@ def check_inside(alpha: Array, beta: Array, f: Callable[[Array], Any], n: int, g
     return Inside(dist, raw, adjusted, tol, int(alpha.size))
 
 
-def certified_gap(alpha: Array, beta: Array, f: Callable[[Array], Any], n: int, gamma: float = GAMMA) -> tuple[float, float, float]:
+def certified_gap(
+    alpha: Array, beta: Array, f: Callable[[Array], Any], n: int, gamma: float = GAMMA
+) -> tuple[float, float, float]:
     """How far inside the region ``beta >= f(alpha)`` the points reach: (the largest distance
     above f in the DKW metric, ``max distance_above``; the vertical ``max beta_hat - f(alpha_hat)``;
     a lower confidence bound on the largest true vertical gap ``beta - f(alpha)`` over the
@@ -232,7 +234,7 @@ def laplace_llr(eps0: float, compositions: int, n: int, rng: np.random.Generator
     b = 1.0 / eps0
     xp = rng.laplace(0.0, b, size=(n, compositions))
     xr = 1.0 + rng.laplace(0.0, b, size=(n, compositions))
-    llr = lambda x: eps0 * np.sum(np.abs(x - 1.0) - np.abs(x), axis=1)  # noqa: E731
+    llr = lambda x: eps0 * np.sum(np.abs(x - 1.0) - np.abs(x), axis=1)
     return llr(xp), llr(xr)
 
 
@@ -240,7 +242,7 @@ def gaussian_llr(sigma: float, compositions: int, n: int, rng: np.random.Generat
     """``compositions`` releases with ``N(0, sigma^2)`` noise: ``L = sum_i (1 - 2 x_i) / (2 sigma^2)``."""
     xp = rng.normal(0.0, sigma, size=(n, compositions))
     xr = 1.0 + rng.normal(0.0, sigma, size=(n, compositions))
-    llr = lambda x: np.sum(1.0 - 2.0 * x, axis=1) / (2.0 * sigma**2)  # noqa: E731
+    llr = lambda x: np.sum(1.0 - 2.0 * x, axis=1) / (2.0 * sigma**2)
     return llr(xp), llr(xr)
 
 
@@ -259,7 +261,9 @@ class Corners:
         return float(np.max(np.maximum(np.abs(self.alpha_hat - self.alpha), np.abs(self.beta_hat - self.beta))))
 
 
-def check_corners(eps: float, delta: float, compositions: int, llr_p: Array, llr_r: Array, gamma: float = GAMMA) -> Corners:
+def check_corners(
+    eps: float, delta: float, compositions: int, llr_p: Array, llr_r: Array, gamma: float = GAMMA
+) -> Corners:
     """Compare every vertex of the exact polygon with the empirical point of its LR test.
 
     The vertices of ``DiscretePLD.binomial(eps, delta, compositions).tradeoff_vertices()`` are,
@@ -338,7 +342,10 @@ def run_case(index: int, kind: str, params: tuple, n: int, seed: int, *, sample_
         g = GDP(math.sqrt(compositions) / sigma)
         tol = roc_tolerance(n)
         dist = float(max(np.max(distance_below(a, b, g.tradeoff)), np.max(distance_above(a, b, g.tradeoff))))
-        ok = bool(np.all(g.tradeoff(np.minimum(1.0, a + tol)) - tol <= b) and np.all(b <= g.tradeoff(np.maximum(0.0, a - tol)) + tol))
+        ok = bool(
+            np.all(g.tradeoff(np.minimum(1.0, a + tol)) - tol <= b)
+            and np.all(b <= g.tradeoff(np.maximum(0.0, a - tol)) + tol)
+        )
         case.gdp, case.on_gdp = g, (dist, float(np.max(np.abs(b - g.tradeoff(a)))), ok)
     return case
 
@@ -362,44 +369,75 @@ def _rows(c: Case) -> list[dict]:
     ins = c.inside
     region = f"OptimalComposition({c.eps:g}, {c.delta:.4g}, {c.compositions})"
     rows = [
-        dict(quantity=f"{c.key}: inside the exact region (Thm 3.3), max distance outside", k=c.compositions, eps=eps,
-             paper=0.0, ours=ins.distance, agrees=_yes(ins.ok),
-             criterion=f"ours <= DKW tol {ins.tol:.4g}: all {ins.points} ROC points of {region} have beta_hat + tol >= "
-                       f"f(alpha_hat + tol) (distance: smallest s with beta_hat + s >= f(alpha_hat + s); vertical "
-                       f"max f(alpha_hat) - beta_hat = {ins.raw:.3g}), n = {c.n}; {fail}"),
-    ]  # fmt: skip
+        dict(
+            quantity=f"{c.key}: inside the exact region (Thm 3.3), max distance outside",
+            k=c.compositions,
+            eps=eps,
+            paper=0.0,
+            ours=ins.distance,
+            agrees=_yes(ins.ok),
+            criterion=f"ours <= DKW tol {ins.tol:.4g}: all {ins.points} ROC points of {region} have beta_hat + tol >= "
+            f"f(alpha_hat + tol) (distance: smallest s with beta_hat + s >= f(alpha_hat + s); vertical "
+            f"max f(alpha_hat) - beta_hat = {ins.raw:.3g}), n = {c.n}; {fail}",
+        ),
+    ]
     if c.corners is not None:
         cr = c.corners
         rows.append(
-            dict(quantity=f"{c.key}: touches the corners, max |empirical - vertex|", k=c.compositions, eps=eps, paper=0.0,
-                 ours=cr.distance, agrees=_yes(bool(cr.ok.all())),
-                 criterion=f"each of {cr.alpha.size} vertices inside the Clopper-Pearson intervals of its LR test's "
-                           f"counts ({int(cr.ok.sum())}/{cr.ok.size}; half-width <= {cr.halfwidth:.3g}), n = {c.n}; {fail}")
-        )  # fmt: skip
+            dict(
+                quantity=f"{c.key}: touches the corners, max |empirical - vertex|",
+                k=c.compositions,
+                eps=eps,
+                paper=0.0,
+                ours=cr.distance,
+                agrees=_yes(bool(cr.ok.all())),
+                criterion=f"each of {cr.alpha.size} vertices inside the Clopper-Pearson intervals of its LR test's "
+                f"counts ({int(cr.ok.sum())}/{cr.ok.size}; half-width <= {cr.halfwidth:.3g}), n = {c.n}; {fail}",
+            )
+        )
     if c.gap is not None:
         dist, raw, lower = c.gap
         tol = roc_tolerance(c.n)
         need = dkw_samples(dist, GAMMA / 2.0) if dist > 0 else 0
         if c.n < STRICT_MIN_N:  # too few samples for the check to have power: no verdict
-            rows.append(s.row(f"{c.key}: strictly inside, max distance inside the region", c.compositions, eps, dist,
-                              note=f"not checked: n = {c.n} < {STRICT_MIN_N} (needs about n >= {need} to certify)"))
+            rows.append(
+                s.row(
+                    f"{c.key}: strictly inside, max distance inside the region",
+                    c.compositions,
+                    eps,
+                    dist,
+                    note=f"not checked: n = {c.n} < {STRICT_MIN_N} (needs about n >= {need} to certify)",
+                )
+            )
             return rows
         rows.append(
-            dict(quantity=f"{c.key}: strictly inside, max distance inside the region", k=c.compositions, eps=eps, paper=0.0,
-                 ours=dist, agrees=_yes(lower > 0),
-                 criterion=f"ours > DKW tol {tol:.4g}, i.e. a certified gap beta - f(alpha) >= {lower:.3g} > 0 for "
-                           f"some test (vertical max beta_hat - f(alpha_hat) = {raw:.3g}); n = {c.n} (needs about "
-                           f"n >= {need} to certify); {fail}")
-        )  # fmt: skip
+            dict(
+                quantity=f"{c.key}: strictly inside, max distance inside the region",
+                k=c.compositions,
+                eps=eps,
+                paper=0.0,
+                ours=dist,
+                agrees=_yes(lower > 0),
+                criterion=f"ours > DKW tol {tol:.4g}, i.e. a certified gap beta - f(alpha) >= {lower:.3g} > 0 for "
+                f"some test (vertical max beta_hat - f(alpha_hat) = {raw:.3g}); n = {c.n} (needs about "
+                f"n >= {need} to certify); {fail}",
+            )
+        )
     if c.on_gdp is not None and c.gdp is not None:
         dist, raw, ok = c.on_gdp
         rows.append(
-            dict(quantity=f"{c.key}: on the GDP curve G_mu (mu = {c.gdp.mu:.4g}), max distance off it", k=c.compositions,
-                 eps=eps, paper=0.0, ours=dist, agrees=_yes(ok),
-                 criterion=f"ours <= DKW tol {ins.tol:.4g} on both sides for all {ins.points} points (vertical max "
-                           f"|beta_hat - G(alpha_hat)| = {raw:.3g}), n = {c.n}; {fail} (Dong et al. 2021: sigma-noise is "
-                           f"1/sigma-GDP, mu's compose as sqrt(k))")
-        )  # fmt: skip
+            dict(
+                quantity=f"{c.key}: on the GDP curve G_mu (mu = {c.gdp.mu:.4g}), max distance off it",
+                k=c.compositions,
+                eps=eps,
+                paper=0.0,
+                ours=dist,
+                agrees=_yes(ok),
+                criterion=f"ours <= DKW tol {ins.tol:.4g} on both sides for all {ins.points} points (vertical max "
+                f"|beta_hat - G(alpha_hat)| = {raw:.3g}), n = {c.n}; {fail} (Dong et al. 2021: sigma-noise is "
+                f"1/sigma-GDP, mu's compose as sqrt(k))",
+            )
+        )
     return rows
 
 
@@ -422,9 +460,22 @@ def data_of(cases: list[Case]) -> pd.DataFrame:
     parts = []
 
     def add(c: Case, curve: str, alpha: Array, beta: Array, threshold: Array | None = None) -> None:
-        parts.append(pd.DataFrame({"case": c.key, "mechanism": c.mechanism, "k": c.compositions, "eps": c.eps, "delta": c.delta,
-                                   "n": c.n, "curve": curve, "alpha": alpha, "beta": beta,
-                                   "threshold": np.nan if threshold is None else threshold}))  # fmt: skip
+        parts.append(
+            pd.DataFrame(
+                {
+                    "case": c.key,
+                    "mechanism": c.mechanism,
+                    "k": c.compositions,
+                    "eps": c.eps,
+                    "delta": c.delta,
+                    "n": c.n,
+                    "curve": curve,
+                    "alpha": alpha,
+                    "beta": beta,
+                    "threshold": np.nan if threshold is None else threshold,
+                }
+            )
+        )
 
     for c in cases:
         idx = _decimate(c.alpha.size)
@@ -445,15 +496,39 @@ def figure(cases: list[Case], seed: int) -> Figure:
     axes = np.atleast_1d(fig.subplots(1, m))
     for ax, c in zip(axes, cases):
         a, lower, upper = c.region.region(801)
-        ax.fill_between(a, lower, upper, color="tab:blue", alpha=0.18, lw=0, label=f"exact region (Thm 3.3), ({c.eps:g}, {c.delta:.3g}) x {c.compositions}")
+        ax.fill_between(
+            a,
+            lower,
+            upper,
+            color="tab:blue",
+            alpha=0.18,
+            lw=0,
+            label=f"exact region (Thm 3.3), ({c.eps:g}, {c.delta:.3g}) x {c.compositions}",
+        )
         ax.plot(a, lower, color="tab:blue", lw=1)
         idx = _decimate(c.alpha.size)
-        ax.plot(c.alpha[idx], c.beta[idx], ".-", ms=2.5 if c.mechanism != "quaternary" else 6, lw=0.6, color="tab:red",
-                label=f"empirical ROC of the LR tests (n = {c.n:,}; lines: randomised tests)")  # fmt: skip
+        ax.plot(
+            c.alpha[idx],
+            c.beta[idx],
+            ".-",
+            ms=2.5 if c.mechanism != "quaternary" else 6,
+            lw=0.6,
+            color="tab:red",
+            label=f"empirical ROC of the LR tests (n = {c.n:,}; lines: randomised tests)",
+        )
         if c.corners is not None:
-            ax.plot(c.corners.alpha, c.corners.beta, "o", mfc="none", mec="black", ms=8, mew=0.8, label="exact vertices")
+            ax.plot(
+                c.corners.alpha, c.corners.beta, "o", mfc="none", mec="black", ms=8, mew=0.8, label="exact vertices"
+            )
         if c.gdp is not None:
-            ax.plot(a, c.gdp.tradeoff(a), color="black", lw=1, ls="--", label=f"GDP curve, mu = sqrt(k)/sigma = {c.gdp.mu:.3g}")
+            ax.plot(
+                a,
+                c.gdp.tradeoff(a),
+                color="black",
+                lw=1,
+                ls="--",
+                label=f"GDP curve, mu = sqrt(k)/sigma = {c.gdp.mu:.3g}",
+            )
         ax.plot([0, 1], [1, 0], color="gray", lw=0.6, ls=":")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
@@ -463,7 +538,11 @@ def figure(cases: list[Case], seed: int) -> Figure:
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13))
         ax.grid(True, alpha=0.25)
     axes[0].set_ylabel("type II error beta")
-    fig.suptitle(f"k-fold composition: empirical privacy regions inside the exact region of Kairouz et al. 2015 Thm 3.3 (seed {seed})", fontsize=10)
+    fig.suptitle(
+        "k-fold composition: empirical privacy regions inside the "
+        f"exact region of Kairouz et al. 2015 Thm 3.3 (seed {seed})",
+        fontsize=10,
+    )
     fig.tight_layout()
     return fig
 
@@ -471,10 +550,13 @@ def figure(cases: list[Case], seed: int) -> Figure:
 # --------------------------------------------------------------------------- reproduction
 @register(
     NAME,
-    "Thm 3.3 from samples: empirical ROC of k-fold quaternary/Laplace/Gaussian inside the exact region (n = 2000 x instances)",
+    "Thm 3.3 from samples: empirical ROC of k-fold quaternary/Laplace/Gaussian "
+    "inside the exact region (n = 2000 x instances)",
     "Kairouz et al. 2015, Theorem 3.3: the exact region of k-fold composition, attained by the quaternary mechanism",
 )
-def composition_region(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame:
+def composition_region(
+    seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1
+) -> pd.DataFrame:
     """Sample the compositions and check them against the exact region (module docstring).
 
     ``instances`` is the sample size in units of 2,000 outputs per hypothesis; ``workers`` is

@@ -94,9 +94,15 @@ LABELS = {
     "paper_gaussian": "Gaussian at the Cor. 4.1 variance",
 }
 COLORS = {
-    "region": "black", "geometric": "tab:green", "staircase_half": "tab:olive", "staircase": "tab:orange",
-    "laplace": "tab:blue", "gaussian": "tab:red", "paper_laplace": "tab:blue", "paper_gaussian": "tab:red",
-}  # fmt: skip
+    "region": "black",
+    "geometric": "tab:green",
+    "staircase_half": "tab:olive",
+    "staircase": "tab:orange",
+    "laplace": "tab:blue",
+    "gaussian": "tab:red",
+    "paper_laplace": "tab:blue",
+    "paper_gaussian": "tab:red",
+}
 MARKERS = {"laplace": "o-", "staircase": "^-", "geometric": "x-"}
 DPI = 110
 PNG_META = {"Software": None}
@@ -116,7 +122,9 @@ def _spline_tail(j: int, t: Any, lam: Any, e0: Any) -> Any:
     fact = [mpmath.factorial(n) / mpmath.factorial(n - i) for i in range(n + 1)]
 
     def anti(u: Any) -> Any:  # an antiderivative of u^n e^{lam u}
-        return mpmath.exp(lam * u) * mpmath.fsum((-1) ** i * fact[i] * u ** (n - i) / lam ** (i + 1) for i in range(n + 1))
+        return mpmath.exp(lam * u) * mpmath.fsum(
+            (-1) ** i * fact[i] * u ** (n - i) / lam ** (i + 1) for i in range(n + 1)
+        )
 
     total = mpmath.mpf(0)
     for m in range(j):
@@ -146,7 +154,13 @@ def laplace_delta(scale: float, compositions: int, eps: float) -> float:
         for a in range(k + 1):
             for b in range(k + 1 - a):
                 j = k - a - b
-                w = mpmath.factorial(k) / (mpmath.factorial(a) * mpmath.factorial(b) * mpmath.factorial(j)) * pa**a * pb**b * pc**j
+                w = (
+                    mpmath.factorial(k)
+                    / (mpmath.factorial(a) * mpmath.factorial(b) * mpmath.factorial(j))
+                    * pa**a
+                    * pb**b
+                    * pc**j
+                )
                 t = t_tot - (a - b) * e0
                 out += w * (_spline_tail(j, t, half, e0) - mpmath.exp(t) * _spline_tail(j, t, -half, e0))
         return float(max(out, 0))
@@ -204,7 +218,7 @@ def param_for_variance(family: str, variance: float) -> float:
     if family == "geometric":
         return 2.0 * math.asinh(1.0 / math.sqrt(2.0 * variance))
     guess = math.sqrt(2.0 / variance)
-    f = lambda x: math.log(variance_of(family, math.exp(x))) - math.log(variance)  # noqa: E731
+    f = lambda x: math.log(variance_of(family, math.exp(x))) - math.log(variance)
     return math.exp(optimize.brentq(f, math.log(guess) - 2.0, math.log(guess) + 2.0, xtol=1e-13))
 
 
@@ -214,7 +228,7 @@ def calibrate(family: str, k: int, eps: float, delta: float) -> float:
     sigma for the Gaussian (``sigma = sqrt(k)/mu``, mu the largest with ``G_mu`` meeting it)."""
     if family == "gaussian":
         return math.sqrt(k) / GDP.for_delta(eps, delta).mu
-    ok: Callable[[float], bool] = lambda e0: float(composed_delta(family, e0, k, eps)) <= delta  # noqa: E731
+    ok: Callable[[float], bool] = lambda e0: float(composed_delta(family, e0, k, eps)) <= delta
     lo, hi = eps / k, 2.0 * eps / k  # delta = 0 at eps0 <= eps/k
     while ok(hi):
         lo, hi = hi, 2.0 * hi
@@ -259,7 +273,9 @@ class RegionView:
     def at(self, fam: str, eps: float = REGION_AT) -> tuple[float, float]:
         """(delta of the family, delta of its region) at total eps."""
         if fam == "gaussian":
-            return float(GDP(math.sqrt(self.k) / self.gauss_sigma).delta(eps)), float(optimal_delta(self.eps0, self.delta0, self.k, eps))
+            return float(GDP(math.sqrt(self.k) / self.gauss_sigma).delta(eps)), float(
+                optimal_delta(self.eps0, self.delta0, self.k, eps)
+            )
         return float(composed_delta(fam, self.eps0, self.k, eps)), float(optimal_delta(self.eps0, 0.0, self.k, eps))
 
 
@@ -276,8 +292,19 @@ def region_view(eps0: float = REGION_EPS0, k: int = REGION_K, delta0: float = RE
     gauss = np.asarray(GDP(math.sqrt(k) / sigma).delta(grid), dtype=float)
     greg = np.asarray(optimal_delta(eps0, delta0, k, grid), dtype=float)
     acc = _laplace_accountant(eps0, k)
-    return RegionView(eps0, k, delta0, grid, curves, sigma, gauss, greg, laplace_delta(1.0 / eps0, k, REGION_AT),
-                      float(acc.delta(REGION_AT)), float(acc.delta_error(REGION_AT)))  # fmt: skip
+    return RegionView(
+        eps0,
+        k,
+        delta0,
+        grid,
+        curves,
+        sigma,
+        gauss,
+        greg,
+        laplace_delta(1.0 / eps0, k, REGION_AT),
+        float(acc.delta(REGION_AT)),
+        float(acc.delta_error(REGION_AT)),
+    )
 
 
 # --------------------------------------------------------------------------- view 2: variance for a target
@@ -294,7 +321,9 @@ class VarianceView:
     crossover: int | None = None  # smallest k with Laplace's least variance above the Gaussian's
 
 
-def variance_view(eps: float, delta: float, ks: tuple[int, ...], tick: Callable[[float], None] = lambda n: None) -> VarianceView:
+def variance_view(
+    eps: float, delta: float, ks: tuple[int, ...], tick: Callable[[float], None] = lambda n: None
+) -> VarianceView:
     rows, cor = [], []
     for k in ks:
         need = {}
@@ -305,34 +334,48 @@ def variance_view(eps: float, delta: float, ks: tuple[int, ...], tick: Callable[
         gvar = need["gaussian"][1]
         for fam, (p, var) in need.items():
             same = param_for_variance(fam, gvar)
-            rows.append(dict(k=k, family=fam, param=p, variance=var, ratio_to_gaussian=var / gvar,
-                             delta_at_param=float(composed_delta(fam, p, k, eps)),
-                             param_at_gaussian_variance=same,
-                             delta_at_gaussian_variance=float(composed_delta(fam, same, k, eps))))  # fmt: skip
+            rows.append(
+                dict(
+                    k=k,
+                    family=fam,
+                    param=p,
+                    variance=var,
+                    ratio_to_gaussian=var / gvar,
+                    delta_at_param=float(composed_delta(fam, p, k, eps)),
+                    param_at_gaussian_variance=same,
+                    delta_at_gaussian_variance=float(composed_delta(fam, same, k, eps)),
+                )
+            )
         eps0, delta0 = per_query_budget(eps, delta, k)
         lap_var = 2.0 / eps0**2  # = 8 k log(e + eps/delta) / eps^2
         sig_cor = math.sqrt(2.0 * math.log(2.0 / delta0)) / eps0  # classical Gaussian for (eps0, delta0)
-        cor.append(dict(
-            k=k, eps0=eps0, delta0=delta0,
-            exact_delta_at_budget=float(optimal_delta(eps0, delta0, k, eps)),
-            theorem34_delta=1.0 - (1.0 - delta0) ** k * (1.0 - delta / math.sqrt(2.0)),
-            largest_eps0_same_delta0=_largest_eps0(eps, delta, delta0, k),
-            paper_laplace_variance=lap_var,
-            paper_laplace_variance_formula=8.0 * k * math.log(math.e + eps / delta) / eps**2,
-            laplace_delta_at_paper_variance=float(composed_delta("laplace", eps0, k, eps)),
-            staircase_delta_at_paper_eps0=float(composed_delta("staircase", eps0, k, eps)),
-            paper_gaussian_variance=sig_cor**2,
-            gaussian_delta_at_paper_variance=float(GDP(math.sqrt(k) / sig_cor).delta(eps)),
-            laplace_needed_variance=need["laplace"][1],
-            gaussian_needed_variance=need["gaussian"][1],
-        ))  # fmt: skip
+        cor.append(
+            dict(
+                k=k,
+                eps0=eps0,
+                delta0=delta0,
+                exact_delta_at_budget=float(optimal_delta(eps0, delta0, k, eps)),
+                theorem34_delta=1.0 - (1.0 - delta0) ** k * (1.0 - delta / math.sqrt(2.0)),
+                largest_eps0_same_delta0=_largest_eps0(eps, delta, delta0, k),
+                paper_laplace_variance=lap_var,
+                paper_laplace_variance_formula=8.0 * k * math.log(math.e + eps / delta) / eps**2,
+                laplace_delta_at_paper_variance=float(composed_delta("laplace", eps0, k, eps)),
+                staircase_delta_at_paper_eps0=float(composed_delta("staircase", eps0, k, eps)),
+                paper_gaussian_variance=sig_cor**2,
+                gaussian_delta_at_paper_variance=float(GDP(math.sqrt(k) / sig_cor).delta(eps)),
+                laplace_needed_variance=need["laplace"][1],
+                gaussian_needed_variance=need["gaussian"][1],
+            )
+        )
     frame = pd.DataFrame(rows)
     return VarianceView(eps, delta, tuple(ks), frame, pd.DataFrame(cor), crossover(eps, delta, frame))
 
 
 def laplace_over_gaussian(k: int, eps: float, delta: float) -> float:
     """Least variance of Laplace over the Gaussian's for k compositions and target (eps, delta)."""
-    return variance_of("laplace", calibrate("laplace", k, eps, delta)) / variance_of("gaussian", calibrate("gaussian", k, eps, delta))
+    return variance_of("laplace", calibrate("laplace", k, eps, delta)) / variance_of(
+        "gaussian", calibrate("gaussian", k, eps, delta)
+    )
 
 
 def crossover(eps: float, delta: float, frame: pd.DataFrame) -> int | None:
@@ -361,7 +404,7 @@ def crossover(eps: float, delta: float, frame: pd.DataFrame) -> int | None:
 def _largest_eps0(eps: float, delta: float, delta0: float, k: int) -> float:
     """The largest eps0 whose exact k-fold (eps0, delta0) composition meets (eps, delta)
     (nan if delta0 alone already exceeds it)."""
-    f = lambda e0: float(optimal_delta(e0, delta0, k, eps)) - delta  # noqa: E731
+    f = lambda e0: float(optimal_delta(e0, delta0, k, eps)) - delta
     lo = 1e-12
     if f(lo) > 0:
         return math.nan
@@ -381,100 +424,238 @@ def _cost(fam: str, k: int) -> float:
 
 
 # --------------------------------------------------------------------------- summary
-def _row(quantity: str, k: int | str, eps: Any, ours: float, paper: float | None, ok: bool | None, criterion: str) -> dict:
-    return dict(quantity=quantity, k=k, eps=eps if isinstance(eps, str) else f"{eps:g}",
-                paper=np.nan if paper is None else float(paper), ours=float(ours),
-                agrees="" if ok is None else ("yes" if ok else "no"), criterion=criterion)  # fmt: skip
+def _row(
+    quantity: str, k: int | str, eps: Any, ours: float, paper: float | None, ok: bool | None, criterion: str
+) -> dict:
+    return dict(
+        quantity=quantity,
+        k=k,
+        eps=eps if isinstance(eps, str) else f"{eps:g}",
+        paper=np.nan if paper is None else float(paper),
+        ours=float(ours),
+        agrees="" if ok is None else ("yes" if ok else "no"),
+        criterion=criterion,
+    )
 
 
 def summary_of(rv: RegionView, vv: VarianceView) -> pd.DataFrame:
     e0, k = rv.eps0, rv.k
     per = f"{e0:g}"
     rows = [
-        _row(f"geometric eps0-DP x {k}: k-fold delta(eps) vs the optimal region, max relative difference", k, per,
-             rv.rel_diff("geometric"), 0.0, rv.rel_diff("geometric") <= SAME,
-             f"ours <= {SAME:g}: attains the region of Thm 3.3 exactly ({rv.grid.size} eps_total in [0, k eps0]; Sec. 4.2 theorem)"),
-        _row(f"staircase gamma = 1/2 x {k}: max relative difference from the optimal region", k, per,
-             rv.rel_diff("staircase_half"), None, None,
-             "no claim in the paper: with gamma = 1/2 the loss's atom at 0 vanishes, so it attains the region too"),
-    ]  # fmt: skip
+        _row(
+            f"geometric eps0-DP x {k}: k-fold delta(eps) vs the optimal region, max relative difference",
+            k,
+            per,
+            rv.rel_diff("geometric"),
+            0.0,
+            rv.rel_diff("geometric") <= SAME,
+            f"ours <= {SAME:g}: attains the region of Thm 3.3 exactly "
+            f"({rv.grid.size} eps_total in [0, k eps0]; Sec. 4.2 theorem)",
+        ),
+        _row(
+            f"staircase gamma = 1/2 x {k}: max relative difference from the optimal region",
+            k,
+            per,
+            rv.rel_diff("staircase_half"),
+            None,
+            None,
+            "no claim in the paper: with gamma = 1/2 the loss's atom at 0 vanishes, so it attains the region too",
+        ),
+    ]
     for fam in ("staircase", "laplace", "gaussian"):
         lab = LABELS[fam] + (f" ({e0:g}, {rv.delta0:g}) analytic" if fam == "gaussian" else "")
         ex = rv.excess(fam)
         region = f"({e0:g}, {rv.delta0:g})" if fam == "gaussian" else f"({e0:g}, 0)"
-        rows.append(_row(f"{lab} x {k}: inside the {region} region, max relative excess", k, per, max(ex, 0.0), 0.0,
-                         ex <= INSIDE_TOL, f"ours <= {INSIDE_TOL:g} (no mechanism beats the region; Thm 3.3)"))
+        rows.append(
+            _row(
+                f"{lab} x {k}: inside the {region} region, max relative excess",
+                k,
+                per,
+                max(ex, 0.0),
+                0.0,
+                ex <= INSIDE_TOL,
+                f"ours <= {INSIDE_TOL:g} (no mechanism beats the region; Thm 3.3)",
+            )
+        )
         d, r = rv.at(fam)
-        rows.append(_row(f"{lab} x {k}: delta / region's delta at eps_total = {REGION_AT:g} (how much it misses)", k, per,
-                         d / r, None, None, f"delta {d:.5g} vs region {r:.5g}"))
+        rows.append(
+            _row(
+                f"{lab} x {k}: delta / region's delta at eps_total = {REGION_AT:g} (how much it misses)",
+                k,
+                per,
+                d / r,
+                None,
+                None,
+                f"delta {d:.5g} vs region {r:.5g}",
+            )
+        )
     rel = abs(rv.laplace_acc_at - rv.laplace_exact_at) / rv.laplace_exact_at
-    rows.append(_row(f"Laplace x {k}: Accountant vs exact closed form at eps_total = {REGION_AT:g}, relative difference", k, per,
-                     rel, None, rel <= 1e-4 and rv.laplace_acc_at >= rv.laplace_exact_at * (1 - 1e-12),
-                     f"check: exact {rv.laplace_exact_at:.10g}, Accountant {rv.laplace_acc_at:.10g} (an upper bound; its "
-                     f"own error estimate {rv.laplace_acc_err:.2g}); ours <= 1e-4 and Accountant >= exact"))  # fmt: skip
+    rows.append(
+        _row(
+            f"Laplace x {k}: Accountant vs exact closed form at eps_total = {REGION_AT:g}, relative difference",
+            k,
+            per,
+            rel,
+            None,
+            rel <= 1e-4 and rv.laplace_acc_at >= rv.laplace_exact_at * (1 - 1e-12),
+            f"check: exact {rv.laplace_exact_at:.10g}, Accountant {rv.laplace_acc_at:.10g} (an upper bound; its "
+            f"own error estimate {rv.laplace_acc_err:.2g}); ours <= 1e-4 and Accountant >= exact",
+        )
+    )
     tgt = f"{vv.eps:g}"
     fr, cor = vv.frame, vv.corollary
     for _, c in cor.iterrows():
         kk = int(c.k)
         ratio = c.exact_delta_at_budget / vv.delta
-        rows.append(_row(f"Cor 4.1 budget (eps0 {c.eps0:.4g}, delta0 {c.delta0:.3g}) x {kk}: exact delta / target delta", kk, tgt,
-                         ratio, 1.0, ratio <= 1.0,
-                         f"ours <= 1: the per-query budget meets (eps, delta) = ({vv.eps:g}, {vv.delta:g}) under exact "
-                         f"composition (Thm 3.4's own delta there is {c.theorem34_delta / vv.delta:.3g} x target); exact "
-                         f"composition allows eps0 up to {c.largest_eps0_same_delta0:.4g}"))  # fmt: skip
+        rows.append(
+            _row(
+                f"Cor 4.1 budget (eps0 {c.eps0:.4g}, delta0 {c.delta0:.3g}) x {kk}: exact delta / target delta",
+                kk,
+                tgt,
+                ratio,
+                1.0,
+                ratio <= 1.0,
+                f"ours <= 1: the per-query budget meets (eps, delta) = ({vv.eps:g}, {vv.delta:g}) under exact "
+                f"composition (Thm 3.4's own delta there is {c.theorem34_delta / vv.delta:.3g} x target); exact "
+                f"composition allows eps0 up to {c.largest_eps0_same_delta0:.4g}",
+            )
+        )
     for _, c in cor.iterrows():
         kk = int(c.k)
         ratio = c.laplace_delta_at_paper_variance / vv.delta
-        rows.append(_row(f"Laplace, variance 8k log(e + eps/delta)/eps^2 = {c.paper_laplace_variance:.4g}, x {kk}: exact delta / target", kk, tgt,
-                         ratio, 1.0, ratio <= 1.0,
-                         f"ours <= 1 (Sec. 4.1 Laplace corollary); the least variance Laplace needs is "
-                         f"{c.laplace_needed_variance:.4g} ({c.paper_laplace_variance / c.laplace_needed_variance:.3g}x less)"))  # fmt: skip
+        rows.append(
+            _row(
+                "Laplace, variance 8k log(e + eps/delta)/eps^2 = "
+                f"{c.paper_laplace_variance:.4g}, x {kk}: exact delta / target",
+                kk,
+                tgt,
+                ratio,
+                1.0,
+                ratio <= 1.0,
+                f"ours <= 1 (Sec. 4.1 Laplace corollary); the least variance Laplace needs is "
+                f"{c.laplace_needed_variance:.4g} ({c.paper_laplace_variance / c.laplace_needed_variance:.3g}x less)",
+            )
+        )
     for fam in ("laplace", "staircase", "geometric"):
         sub = fr[fr.family == fam]
         worst = float(sub.ratio_to_gaussian.max())
         lo = float(sub.ratio_to_gaussian.min())
-        rows.append(_row(f"{LABELS[fam]}: least variance / Gaussian's, largest over k = {min(vv.ks)}..{max(vv.ks)}", "all", tgt,
-                         worst, None, None,
-                         f"'the same variance up to a constant' (Sec. 4.1): ratio from {lo:.3g} to {worst:.3g}; "
-                         + ", ".join(f"k={int(r.k)}: {r.ratio_to_gaussian:.3g}" for r in sub.itertuples())))  # fmt: skip
+        rows.append(
+            _row(
+                f"{LABELS[fam]}: least variance / Gaussian's, largest over k = {min(vv.ks)}..{max(vv.ks)}",
+                "all",
+                tgt,
+                worst,
+                None,
+                None,
+                f"'the same variance up to a constant' (Sec. 4.1): ratio from {lo:.3g} to {worst:.3g}; "
+                + ", ".join(f"k={int(r.k)}: {r.ratio_to_gaussian:.3g}" for r in sub.itertuples()),
+            )
+        )
     gv = fr[fr.family == "gaussian"].set_index("k").variance
     unit = np.array([kk * math.log(math.e + vv.eps / vv.delta) / vv.eps**2 for kk in gv.index])
     const = gv.to_numpy() / unit
-    rows.append(_row("Gaussian: least variance / (k log(e + eps/delta)/eps^2), largest over k", "all", tgt, float(const.max()), None, None,
-                     "Sec. 4.1 (Gaussian theorem, proof in the paper's Appendix B): variance O(k log(e + eps/delta)/eps^2) "
-                     f"suffices; ours {const.max():.4g} at every k = {min(vv.ks)}..{max(vv.ks)} (k uses are exactly sqrt(k)/sigma-GDP, "
-                     "so the least variance is exactly linear in k)"))  # fmt: skip
+    rows.append(
+        _row(
+            "Gaussian: least variance / (k log(e + eps/delta)/eps^2), largest over k",
+            "all",
+            tgt,
+            float(const.max()),
+            None,
+            None,
+            "Sec. 4.1 (Gaussian theorem, proof in the paper's Appendix B): variance O(k log(e + eps/delta)/eps^2) "
+            f"suffices; ours {const.max():.4g} at every k = {min(vv.ks)}..{max(vv.ks)} (k uses are exactly "
+            "sqrt(k)/sigma-GDP, so the least variance is exactly linear in k)",
+        )
+    )
     cg = (cor.paper_gaussian_variance / cor.gaussian_needed_variance).to_numpy()
-    rows.append(_row("Gaussian at Cor 4.1's classical variance 2 log(2/delta0)/eps0^2: variance / least variance", "all", tgt,
-                     float(cg.min()), None, None,
-                     f"smallest over k (largest {cg.max():.3g}); the exact delta there is at most "
-                     f"{float(cor.gaussian_delta_at_paper_variance.max()):.3g} (target {vv.delta:g}): the log(1/delta) factor the "
-                     "paper's direct Gaussian analysis removes"))  # fmt: skip
+    rows.append(
+        _row(
+            "Gaussian at Cor 4.1's classical variance 2 log(2/delta0)/eps0^2: variance / least variance",
+            "all",
+            tgt,
+            float(cg.min()),
+            None,
+            None,
+            f"smallest over k (largest {cg.max():.3g}); the exact delta there is at most "
+            f"{float(cor.gaussian_delta_at_paper_variance.max()):.3g} (target {vv.delta:g}): the log(1/delta) factor "
+            "the paper's direct Gaussian analysis removes",
+        )
+    )
     t34 = float(cor.theorem34_delta.max()) / vv.delta
-    rows.append(_row("Thm 3.4's delta 1 - (1 - delta0)^k (1 - delta/sqrt 2) at the Cor 4.1 budget / target", "all", tgt, t34, None, None,
-                     "the corollary's slack delta/sqrt(2) plus k delta0 = delta/2 add up to 1.21 delta; the corollary itself "
-                     "still holds (rows above: exact composition gives about delta/2)"))  # fmt: skip
+    rows.append(
+        _row(
+            "Thm 3.4's delta 1 - (1 - delta0)^k (1 - delta/sqrt 2) at the Cor 4.1 budget / target",
+            "all",
+            tgt,
+            t34,
+            None,
+            None,
+            "the corollary's slack delta/sqrt(2) plus k delta0 = delta/2 add up to 1.21 delta; the corollary itself "
+            "still holds (rows above: exact composition gives about delta/2)",
+        )
+    )
     for kk in (min(vv.ks), max(vv.ks)):
         sub = fr[fr.k == kk].set_index("family")
-        rows.append(_row(f"equal variance (the Gaussian's least, {sub.variance['gaussian']:.4g}), x {kk}: delta / target of Laplace", kk, tgt,
-                         sub.delta_at_gaussian_variance["laplace"] / vv.delta, None, None,
-                         "second view: every family at the same variance; staircase "
-                         f"{sub.delta_at_gaussian_variance['staircase'] / vv.delta:.3g}, geometric "
-                         f"{sub.delta_at_gaussian_variance['geometric'] / vv.delta:.3g}, Gaussian 1"))  # fmt: skip
-    rows.append(_row("smallest k at which the Gaussian needs less variance than Laplace", "all", tgt,
-                     vv.crossover if vv.crossover is not None else math.nan, None, None,
-                     "integer bisection between the k of the grid; the ratio then tends to 2 (both compositions tend to "
-                     "GDP; Laplace's per-query mu^2 is about 1/scale^2 at variance 2 scale^2)"))  # fmt: skip
+        rows.append(
+            _row(
+                "equal variance (the Gaussian's least, "
+                f"{sub.variance['gaussian']:.4g}), x {kk}: delta / target of Laplace",
+                kk,
+                tgt,
+                sub.delta_at_gaussian_variance["laplace"] / vv.delta,
+                None,
+                None,
+                "second view: every family at the same variance; staircase "
+                f"{sub.delta_at_gaussian_variance['staircase'] / vv.delta:.3g}, geometric "
+                f"{sub.delta_at_gaussian_variance['geometric'] / vv.delta:.3g}, Gaussian 1",
+            )
+        )
+    rows.append(
+        _row(
+            "smallest k at which the Gaussian needs less variance than Laplace",
+            "all",
+            tgt,
+            vv.crossover if vv.crossover is not None else math.nan,
+            None,
+            None,
+            "integer bisection between the k of the grid; the ratio then tends to 2 (both compositions tend to "
+            "GDP; Laplace's per-query mu^2 is about 1/scale^2 at variance 2 scale^2)",
+        )
+    )
     return s.summary_frame(rows)
 
 
 # --------------------------------------------------------------------------- data and figure
 def region_frame(rv: RegionView) -> pd.DataFrame:
-    parts = [pd.DataFrame({"curve": fam, "eps0": rv.eps0, "delta0": 0.0, "k": rv.k, "eps_total": rv.grid, "delta": d})
-             for fam, d in rv.curves.items()]
-    parts.append(pd.DataFrame({"curve": "gaussian", "eps0": rv.eps0, "delta0": rv.delta0, "k": rv.k, "eps_total": rv.grid, "delta": rv.gauss}))
-    parts.append(pd.DataFrame({"curve": "region_delta0", "eps0": rv.eps0, "delta0": rv.delta0, "k": rv.k, "eps_total": rv.grid,
-                               "delta": rv.gauss_region}))  # fmt: skip
+    parts = [
+        pd.DataFrame({"curve": fam, "eps0": rv.eps0, "delta0": 0.0, "k": rv.k, "eps_total": rv.grid, "delta": d})
+        for fam, d in rv.curves.items()
+    ]
+    parts.append(
+        pd.DataFrame(
+            {
+                "curve": "gaussian",
+                "eps0": rv.eps0,
+                "delta0": rv.delta0,
+                "k": rv.k,
+                "eps_total": rv.grid,
+                "delta": rv.gauss,
+            }
+        )
+    )
+    parts.append(
+        pd.DataFrame(
+            {
+                "curve": "region_delta0",
+                "eps0": rv.eps0,
+                "delta0": rv.delta0,
+                "k": rv.k,
+                "eps_total": rv.grid,
+                "delta": rv.gauss_region,
+            }
+        )
+    )
     return pd.concat(parts, ignore_index=True)
 
 
@@ -496,11 +677,22 @@ def figure(rv: RegionView, vv: VarianceView) -> Figure:
     reg = rv.curves["region"]
     pos = reg > 1e-12
     for fam in PURE:
-        a2.plot(g[pos], rv.curves[fam][pos] / reg[pos], color=COLORS[fam], lw=1.1, ls="--" if fam == "staircase_half" else "-",
-                label=LABELS[fam])  # fmt: skip
+        a2.plot(
+            g[pos],
+            rv.curves[fam][pos] / reg[pos],
+            color=COLORS[fam],
+            lw=1.1,
+            ls="--" if fam == "staircase_half" else "-",
+            label=LABELS[fam],
+        )
     gp = rv.gauss_region > 1e-12
-    a2.plot(g[gp], rv.gauss[gp] / rv.gauss_region[gp], color=COLORS["gaussian"], lw=1.1,
-            label=f"Gaussian ({rv.eps0:g}, {rv.delta0:g}) vs its region")  # fmt: skip
+    a2.plot(
+        g[gp],
+        rv.gauss[gp] / rv.gauss_region[gp],
+        color=COLORS["gaussian"],
+        lw=1.1,
+        label=f"Gaussian ({rv.eps0:g}, {rv.delta0:g}) vs its region",
+    )
     a2.axhline(1.0, color="black", lw=0.8)
     a2.set_xlabel("total eps")
     a2.set_ylabel("delta(eps) / delta(eps) of the region")
@@ -510,13 +702,27 @@ def figure(rv: RegionView, vv: VarianceView) -> Figure:
     fr = vv.frame
     for fam in ("laplace", "staircase", "geometric"):
         sub = fr[fr.family == fam]
-        a3.plot(sub.k, sub.ratio_to_gaussian, MARKERS[fam], ms=5, mfc="none", color=COLORS[fam], lw=1.1, label=LABELS[fam])
+        a3.plot(
+            sub.k, sub.ratio_to_gaussian, MARKERS[fam], ms=5, mfc="none", color=COLORS[fam], lw=1.1, label=LABELS[fam]
+        )
     cor = vv.corollary
     gv = fr[fr.family == "gaussian"].set_index("k").variance
-    a3.plot(cor.k, cor.paper_laplace_variance / gv.loc[cor.k].to_numpy(), "s:", ms=4, color="tab:blue",
-            label="Cor. 4.1 Laplace variance 8k log(e+eps/delta)/eps^2")  # fmt: skip
-    a3.plot(cor.k, cor.paper_gaussian_variance / gv.loc[cor.k].to_numpy(), "s:", ms=4, color="tab:red",
-            label="Cor. 4.1 classical Gaussian variance")  # fmt: skip
+    a3.plot(
+        cor.k,
+        cor.paper_laplace_variance / gv.loc[cor.k].to_numpy(),
+        "s:",
+        ms=4,
+        color="tab:blue",
+        label="Cor. 4.1 Laplace variance 8k log(e+eps/delta)/eps^2",
+    )
+    a3.plot(
+        cor.k,
+        cor.paper_gaussian_variance / gv.loc[cor.k].to_numpy(),
+        "s:",
+        ms=4,
+        color="tab:red",
+        label="Cor. 4.1 classical Gaussian variance",
+    )
     a3.axhline(1.0, color=COLORS["gaussian"], lw=1.0, label="Gaussian (exact GDP calibration)")
     a3.axhline(2.0, color="gray", lw=0.6, ls="--")
     a3.set_xscale("log")
@@ -527,7 +733,9 @@ def figure(rv: RegionView, vv: VarianceView) -> Figure:
     a3.legend(fontsize=7)
     for ax in (a1, a2, a3):
         ax.grid(True, alpha=0.25, which="both")
-    fig.suptitle("Noise under k-fold composition, exact privacy-loss laws (Kairouz, Oh and Viswanath 2015, Sec. 4)", fontsize=11)
+    fig.suptitle(
+        "Noise under k-fold composition, exact privacy-loss laws (Kairouz, Oh and Viswanath 2015, Sec. 4)", fontsize=11
+    )
     fig.tight_layout()
     return fig
 
@@ -535,10 +743,14 @@ def figure(rv: RegionView, vv: VarianceView) -> Figure:
 # --------------------------------------------------------------------------- reproduction
 @register(
     NAME,
-    "Sec. 4: geometric/staircase/Laplace/Gaussian noise composed exactly k times vs the optimal region; least variance per target",
-    "Kairouz et al. 2015, Section 4 (Corollary 4.1 and its Laplace, staircase and Gaussian consequences; the geometric mechanism's optimality)",
+    "Sec. 4: geometric/staircase/Laplace/Gaussian noise composed exactly k times vs the optimal region; least "
+    "variance per target",
+    "Kairouz et al. 2015, Section 4 (Corollary 4.1 and its Laplace, staircase and Gaussian consequences; the "
+    "geometric mechanism's optimality)",
 )
-def composition_noise(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame:
+def composition_noise(
+    seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1
+) -> pd.DataFrame:
     """Both views (module docstring). Deterministic: ``seed``, ``instances`` and ``workers``
     are validated and unused; ``eps_grid``, if given, replaces the total eps of view 2 (each
     in (0, 0.9], Corollary 4.1's range; the first is used)."""

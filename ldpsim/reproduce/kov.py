@@ -56,7 +56,9 @@ def _mean_rows(study: s.Study, label: str, mechanisms: Sequence[str]) -> list[di
     rows = []
     for j in s.table_eps(study.eps):
         for mech in mechanisms:
-            rows.append(s.row(f"mean {label}, {s.LABELS[mech]}", study.k, study.eps[j], study.normalised(mech)[:, j].mean()))
+            rows.append(
+                s.row(f"mean {label}, {s.LABELS[mech]}", study.k, study.eps[j], study.normalised(mech)[:, j].mean())
+            )
     return rows
 
 
@@ -69,8 +71,17 @@ def _mixed_rows(st, paper: float | None) -> list[dict]:
     """The mixed strategy's worst ratio to optimal, next to the paper's "at least" figure,
     and how many instances fall below that figure."""
     value, where = _min_ratio(st, s.MIXED)
-    rows = [s.row("mixed (better of binary, RR): min ratio to optimal", st.k, "all", value, paper,
-                  "at_least" if paper else None, where)]  # fmt: skip
+    rows = [
+        s.row(
+            "mixed (better of binary, RR): min ratio to optimal",
+            st.k,
+            "all",
+            value,
+            paper,
+            "at_least" if paper else None,
+            where,
+        )
+    ]
     if paper:
         rows.append(_below_row(st, paper))
     return rows
@@ -78,11 +89,18 @@ def _mixed_rows(st, paper: float | None) -> list[dict]:
 
 def _below_row(study: s.Study, bound: float) -> dict:
     below = int(np.sum(study.ratio(s.MIXED).min(axis=1) < bound))
-    return s.row(f"mixed: instances below the paper's {bound:.2f} (at some eps)", study.k, "all", below, note=f"out of {study.instances}")
+    return s.row(
+        f"mixed: instances below the paper's {bound:.2f} (at some eps)",
+        study.k,
+        "all",
+        below,
+        note=f"out of {study.instances}",
+    )
 
 
-def _solve_each(name: str, kind: str, draw, seed: int, instances: int, ks: Sequence[int], eps: np.ndarray,
-                workers: int) -> list[s.Study]:  # fmt: skip
+def _solve_each(
+    name: str, kind: str, draw, seed: int, instances: int, ks: Sequence[int], eps: np.ndarray, workers: int
+) -> list[s.Study]:
     """One study per k, under one progress bar whose ticks are weighted by the expected
     time of an instance at each k (:func:`ldpsim.reproduce._study.lp_cost`: at k = 12 an
     instance takes 11 to 17 times as long as at k = 6)."""
@@ -107,13 +125,16 @@ def _ratio_scatter(ax, study: s.Study, mechanisms: Sequence[str]) -> None:
     for mech in mechanisms:
         ratio = study.ratio(mech)
         ax.scatter((study.eps[None, :] * jitter).ravel(), ratio.ravel(), s=5, alpha=0.3, color=s.COLORS[mech], lw=0)
-        ax.plot(study.eps, ratio.min(axis=0), color=s.COLORS[mech], lw=1.8, label=f"{s.LABELS[mech]}: min over instances")
+        ax.plot(
+            study.eps, ratio.min(axis=0), color=s.COLORS[mech], lw=1.8, label=f"{s.LABELS[mech]}: min over instances"
+        )
 
 
 # --------------------------------------------------------------------------- Figure 3
 @register(
     "kov-fig3",
-    "KL, k = 6: normalised divergence of binary, RR, geometric, optimal vs eps, and ratios to optimal (Kairouz et al. 2014, Fig. 3)",
+    "KL, k = 6: normalised divergence of binary, RR, geometric, optimal vs eps, and ratios to optimal (Kairouz et "
+    "al. 2014, Fig. 3)",
     "Kairouz et al. 2014, Sec. 5, Figure 3",
 )
 def kov_fig3(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame:
@@ -131,25 +152,92 @@ def kov_fig3(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, 
     rows = _mean_rows(st, KL_LABEL, s.MECHANISMS)
     for j in s.table_eps(eps):
         for mech in ("randomized_response", "binary"):
-            rows.append(s.row(f"min ratio to optimal, {s.LABELS[mech]}", k, eps[j], st.ratio(mech)[:, j].min(), note="min over instances"))
+            rows.append(
+                s.row(
+                    f"min ratio to optimal, {s.LABELS[mech]}",
+                    k,
+                    eps[j],
+                    st.ratio(mech)[:, j].min(),
+                    note="min over instances",
+                )
+            )
     rr, rr_where = _min_ratio(st, "randomized_response")
     rows.append(s.row("RR as bad as (min ratio to optimal)", k, "all", rr, 0.10, "approx", rr_where))
     b, b_where = _min_ratio(st, "binary")
     rows.append(s.row("binary as bad as (min ratio to optimal)", k, "all", b, 0.25, "approx", b_where))
-    rows.append(s.row("fraction of instances where binary is optimal", k, eps[0], st.same_as_optimal("binary")[:, 0].mean(), 1.0, "all", "smallest eps of the grid"))
-    rows.append(s.row("fraction of instances where RR is optimal", k, eps[-1], st.same_as_optimal("randomized_response")[:, -1].mean(), 1.0, "all", "largest eps of the grid"))
-    rows.append(s.row("min ratio to optimal of RR at the largest eps", k, eps[-1], st.ratio("randomized_response")[:, -1].min(), 1.0, "at_least_visible",
-                      "what the figure can show: RR on the optimal curve"))  # fmt: skip
+    rows.append(
+        s.row(
+            "fraction of instances where binary is optimal",
+            k,
+            eps[0],
+            st.same_as_optimal("binary")[:, 0].mean(),
+            1.0,
+            "all",
+            "smallest eps of the grid",
+        )
+    )
+    rows.append(
+        s.row(
+            "fraction of instances where RR is optimal",
+            k,
+            eps[-1],
+            st.same_as_optimal("randomized_response")[:, -1].mean(),
+            1.0,
+            "all",
+            "largest eps of the grid",
+        )
+    )
+    rows.append(
+        s.row(
+            "min ratio to optimal of RR at the largest eps",
+            k,
+            eps[-1],
+            st.ratio("randomized_response")[:, -1].min(),
+            1.0,
+            "at_least_visible",
+            "what the figure can show: RR on the optimal curve",
+        )
+    )
     if eps.size >= 2:
         mb = st.normalised("binary").mean(axis=0)
         slope = math.log(mb[1] / mb[0]) / math.log(eps[1] / eps[0])
-        rows.append(s.row("binary -> 0 as eps^a at small eps: a", k, f"{eps[0]:.3g}-{eps[1]:.3g}", slope, 2.0, "exponent", "slope of log mean vs log eps"))
+        rows.append(
+            s.row(
+                "binary -> 0 as eps^a at small eps: a",
+                k,
+                f"{eps[0]:.3g}-{eps[1]:.3g}",
+                slope,
+                2.0,
+                "exponent",
+                "slope of log mean vs log eps",
+            )
+        )
         gap = 1.0 - st.normalised("randomized_response").mean(axis=0)
         rate = math.log(gap[-1] / gap[-2]) / (eps[-1] - eps[-2])
-        rows.append(s.row("RR -> 1 as e^(a eps) at large eps: a", k, f"{eps[-2]:.3g}-{eps[-1]:g}", rate, -1.0, "exponent", "slope of log(1 - mean) vs eps"))
+        rows.append(
+            s.row(
+                "RR -> 1 as e^(a eps) at large eps: a",
+                k,
+                f"{eps[-2]:.3g}-{eps[-1]:g}",
+                rate,
+                -1.0,
+                "exponent",
+                "slope of log(1 - mean) vs eps",
+            )
+        )
     means = {m: st.normalised(m).mean(axis=0) for m in s.MECHANISMS}
     gain = np.maximum(means["binary"], means["randomized_response"]) / means["truncated_geometric"]
-    rows.append(s.row("gain over geometric: max(binary, RR) / geometric, means", k, "all", gain.min(), 1.0, "above", f"min over eps, at eps={eps[int(np.argmin(gain))]:.3g}"))
+    rows.append(
+        s.row(
+            "gain over geometric: max(binary, RR) / geometric, means",
+            k,
+            "all",
+            gain.min(),
+            1.0,
+            "above",
+            f"min over eps, at eps={eps[int(np.argmin(gain))]:.3g}",
+        )
+    )
     rows += _anomaly_rows([st])
     summary = s.summary_frame(rows)
     write_summary(summary, out_dir)
@@ -198,8 +286,23 @@ def kov_fig4(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, 
     for st in studies:
         rows += _mixed_rows(st, FIG4_PAPER.get(st.k))
     for st in studies:
-        rows.append(s.row("mixed: mean ratio to optimal", st.k, "all", st.ratio(s.MIXED).mean(), note="mean over instances and eps"))
-        rows.append(s.row("mixed: fraction of (instance, eps) where it is optimal", st.k, "all", st.same_as_optimal(s.MIXED).mean()))
+        rows.append(
+            s.row(
+                "mixed: mean ratio to optimal",
+                st.k,
+                "all",
+                st.ratio(s.MIXED).mean(),
+                note="mean over instances and eps",
+            )
+        )
+        rows.append(
+            s.row(
+                "mixed: fraction of (instance, eps) where it is optimal",
+                st.k,
+                "all",
+                st.same_as_optimal(s.MIXED).mean(),
+            )
+        )
     rows += _anomaly_rows(studies)
     summary = s.summary_frame(rows)
     write_summary(summary, out_dir)
@@ -212,7 +315,9 @@ def kov_fig4(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, 
         n = ratio.shape[0]
         x = st.eps[None, :] * np.exp(np.linspace(-0.02, 0.02, n))[:, None]
         for mask, mech in ((picks_binary, "binary"), (~picks_binary, "randomized_response")):
-            ax.scatter(x[mask], ratio[mask], s=6, alpha=0.35, lw=0, color=s.COLORS[mech], label=f"mixed uses {s.LABELS[mech]}")
+            ax.scatter(
+                x[mask], ratio[mask], s=6, alpha=0.35, lw=0, color=s.COLORS[mech], label=f"mixed uses {s.LABELS[mech]}"
+            )
         ax.axhline(ratio.min(), color=s.COLORS["mixed"], lw=1.2, label=f"ours: min {ratio.min():.3f}")
         if st.k in FIG4_PAPER:
             ax.axhline(FIG4_PAPER[st.k], color="black", ls="--", lw=1, label=f"paper: at least {FIG4_PAPER[st.k]:.2f}")
@@ -221,7 +326,10 @@ def kov_fig4(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, 
         ax.set_ylabel("max(BIN, RR) / OPT")
         ax.set_title(f"k = {st.k}: {n} instances x {st.eps.size} eps")
         ax.legend(loc="lower left", fontsize=8)
-    fig.suptitle(f"Kairouz et al. 2014, Figure 4 reproduced: the better of binary and randomized response (KL, seed {seed})", fontsize=11)
+    fig.suptitle(
+        f"Kairouz et al. 2014, Figure 4 reproduced: the better of binary and randomized response (KL, seed {seed})",
+        fontsize=11,
+    )
     fig.tight_layout()
     _save(fig, out_dir / "kov-fig4.png")
     return summary
@@ -257,7 +365,8 @@ def duchi_bound(tv: np.ndarray, eps: float) -> np.ndarray:
 
 @register(
     "kov-fig5",
-    "KL, k = 6: D(M0||M1) vs TV at eps = 0.1 and vs D(P0||P1) at eps = 10, with the predicted scalings (Kairouz et al. 2014, Fig. 5)",
+    "KL, k = 6: D(M0||M1) vs TV at eps = 0.1 and vs D(P0||P1) at eps = 10, with the predicted scalings (Kairouz et "
+    "al. 2014, Fig. 5)",
     "Kairouz et al. 2014, Sec. 6, Figure 5",
 )
 def kov_fig5(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame:
@@ -282,26 +391,65 @@ def kov_fig5(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, 
     duchi = duchi_bound(tv, e_lo)
     over = sum(int(np.sum(st.values[m][:, lo] > duchi)) for m in s.MECHANISMS)
     rows = [
-        s.row("binary: log-log slope of D(M0||M1) vs TV", k, e_lo, _slope(tv, st.values["binary"][:, lo]), 2.0, "exponent",
-              "eq. (22): D ~ TV^2; least squares over instances"),
-        s.row("binary D / (2 tanh(eps/2)^2 TV^2): min", k, e_lo, ratio_bin.min(), note="prediction derived here; >= 1 by Pinsker"),
+        s.row(
+            "binary: log-log slope of D(M0||M1) vs TV",
+            k,
+            e_lo,
+            _slope(tv, st.values["binary"][:, lo]),
+            2.0,
+            "exponent",
+            "eq. (22): D ~ TV^2; least squares over instances",
+        ),
+        s.row(
+            "binary D / (2 tanh(eps/2)^2 TV^2): min",
+            k,
+            e_lo,
+            ratio_bin.min(),
+            note="prediction derived here; >= 1 by Pinsker",
+        ),
         s.row("binary D / (2 tanh(eps/2)^2 TV^2): max", k, e_lo, ratio_bin.max(), note="-> 1 as eps -> 0"),
         s.row("optimal D / (2 tanh(eps/2)^2 TV^2): max", k, e_lo, ratio_opt.max()),
         s.row("fraction of instances where binary is optimal", k, e_lo, st.same_as_optimal("binary")[:, lo].mean()),
-        s.row("mechanisms above Duchi et al.'s 4(e^eps-1)^2 TV^2", k, e_lo, over, 0.0, "equal", "count of instance x mechanism"),
+        s.row(
+            "mechanisms above Duchi et al.'s 4(e^eps-1)^2 TV^2",
+            k,
+            e_lo,
+            over,
+            0.0,
+            "equal",
+            "count of instance x mechanism",
+        ),
         s.row("geometric / optimal: mean", k, e_lo, st.ratio("truncated_geometric")[:, lo].mean()),
-    ]  # fmt: skip
+    ]
     prior_kl = st.scale
     rr = st.values["randomized_response"][:, hi]
     deficit = (prior_kl - rr) / prior_kl
     rows += [
-        s.row("RR: log-log slope of D(M0||M1) vs D(P0||P1)", k, e_hi, _slope(prior_kl, rr), 1.0, "exponent",
-              "eq. (23): D(P0||P1) - O(e^-eps), the line y = x"),
+        s.row(
+            "RR: log-log slope of D(M0||M1) vs D(P0||P1)",
+            k,
+            e_hi,
+            _slope(prior_kl, rr),
+            1.0,
+            "exponent",
+            "eq. (23): D(P0||P1) - O(e^-eps), the line y = x",
+        ),
         s.row("RR D / D(P0||P1): min", k, e_hi, (rr / prior_kl).min(), note="eq. (23): 1 - O(e^-eps)"),
-        s.row("RR (1 - D/D(P0||P1)) e^eps: max", k, e_hi, (deficit * math.exp(e_hi)).max(), note="the O(e^-eps) constant G/D; large when P1 has small entries"),
-        s.row("fraction of instances where RR is optimal", k, e_hi, st.same_as_optimal("randomized_response")[:, hi].mean()),
+        s.row(
+            "RR (1 - D/D(P0||P1)) e^eps: max",
+            k,
+            e_hi,
+            (deficit * math.exp(e_hi)).max(),
+            note="the O(e^-eps) constant G/D; large when P1 has small entries",
+        ),
+        s.row(
+            "fraction of instances where RR is optimal",
+            k,
+            e_hi,
+            st.same_as_optimal("randomized_response")[:, hi].mean(),
+        ),
         s.row("geometric / optimal: mean", k, e_hi, st.ratio("truncated_geometric")[:, hi].mean()),
-    ]  # fmt: skip
+    ]
     rows += _anomaly_rows([st])
     summary = s.summary_frame(rows)
     write_summary(summary, out_dir)
@@ -314,8 +462,21 @@ def kov_fig5(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, 
         left.scatter(tv, st.values[mech][:, lo], s=22, marker=marker[mech], label=s.LABELS[mech], lw=0.8, **face)
         right.scatter(prior_kl, st.values[mech][:, hi], s=22, marker=marker[mech], label=s.LABELS[mech], lw=0.8, **face)
     grid = np.geomspace(tv.min() / 1.2, tv.max() * 1.2, 100)
-    left.plot(grid, binary_small_eps(grid, e_lo), color=s.COLORS["binary"], lw=1.2, label="2 tanh(eps/2)^2 TV^2 (binary, predicted)")
-    left.plot(grid, duchi_bound(grid, e_lo), color="gray", ls="--", lw=1, label="4 (e^eps-1)^2 TV^2 (Duchi et al., upper bound)")
+    left.plot(
+        grid,
+        binary_small_eps(grid, e_lo),
+        color=s.COLORS["binary"],
+        lw=1.2,
+        label="2 tanh(eps/2)^2 TV^2 (binary, predicted)",
+    )
+    left.plot(
+        grid,
+        duchi_bound(grid, e_lo),
+        color="gray",
+        ls="--",
+        lw=1,
+        label="4 (e^eps-1)^2 TV^2 (Duchi et al., upper bound)",
+    )
     left.set_xscale("log")
     left.set_yscale("log")
     left.set_xlabel("||P0 - P1||_TV (log scale)")
@@ -323,7 +484,13 @@ def kov_fig5(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, 
     left.set_title(f"eps = {e_lo:g}")
     left.legend(fontsize=8, loc="upper left")
     kl_grid = np.geomspace(prior_kl.min() / 1.2, prior_kl.max() * 1.2, 100)
-    right.plot(kl_grid, kl_grid, color=s.COLORS["randomized_response"], lw=1.2, label="y = x (RR, predicted: D(P0||P1) - O(e^-eps))")
+    right.plot(
+        kl_grid,
+        kl_grid,
+        color=s.COLORS["randomized_response"],
+        lw=1.2,
+        label="y = x (RR, predicted: D(P0||P1) - O(e^-eps))",
+    )
     right.set_xscale("log")
     right.set_yscale("log")
     right.set_xlabel("D(P0||P1) (log scale)")
@@ -332,7 +499,10 @@ def kov_fig5(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, 
     right.legend(fontsize=8, loc="upper left")
     for ax in (left, right):
         ax.grid(True, which="both", alpha=0.25)
-    fig.suptitle(f"Kairouz et al. 2014, Figure 5 reproduced: KL, k = {k}, {instances} random prior pairs (seed {seed})", fontsize=11)
+    fig.suptitle(
+        f"Kairouz et al. 2014, Figure 5 reproduced: KL, k = {k}, {instances} random prior pairs (seed {seed})",
+        fontsize=11,
+    )
     fig.tight_layout()
     _save(fig, out_dir / "kov-fig5.png")
     return summary
@@ -346,7 +516,8 @@ MI_PAPER_MISMATCH = 0.35  # "worst when mechanism and regime are mismatched"; th
 
 @register(
     "kov-mi",
-    "Mutual information, k = 6 and 12: normalised I(X;Y)/H(X) vs eps, ratios to optimal, mixed strategy (Kairouz et al. 2014, Sec. 4)",
+    "Mutual information, k = 6 and 12: normalised I(X;Y)/H(X) vs eps, ratios to optimal, mixed strategy (Kairouz et "
+    "al. 2014, Sec. 4)",
     "Kairouz et al. 2014, Sec. 4 numerical experiments",
 )
 def kov_mi(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame:
@@ -369,8 +540,17 @@ def kov_mi(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, wo
         rows.append(s.row("binary: min ratio to optimal", st.k, "all", b, note=b_where))
         rows.append(s.row("RR: min ratio to optimal", st.k, "all", r, note=r_where))
         paper = MI_PAPER_MISMATCH if st.k == 6 else None
-        rows.append(s.row("worst mismatch: min of the two", st.k, "all", min(b, r), paper, "approx" if paper else None,
-                          "" if paper else "the paper's 0.35 is not given for this k"))  # fmt: skip
+        rows.append(
+            s.row(
+                "worst mismatch: min of the two",
+                st.k,
+                "all",
+                min(b, r),
+                paper,
+                "approx" if paper else None,
+                "" if paper else "the paper's 0.35 is not given for this k",
+            )
+        )
     rows += _anomaly_rows(studies)
     summary = s.summary_frame(rows)
     write_summary(summary, out_dir)
@@ -380,14 +560,28 @@ def kov_mi(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, wo
     for col, st in enumerate(studies):
         top, bottom = axes[0, col], axes[1, col]
         for mech in s.MECHANISMS:
-            top.plot(st.eps, st.normalised(mech).mean(axis=0), marker="o", ms=3, color=s.COLORS[mech], label=s.LABELS[mech])
+            top.plot(
+                st.eps, st.normalised(mech).mean(axis=0), marker="o", ms=3, color=s.COLORS[mech], label=s.LABELS[mech]
+            )
         _eps_axis(top, st.eps)
         top.set_ylabel(f"mean {MI_LABEL} (nats / nats)")
         top.set_title(f"mutual information, k = {st.k}: mean over {st.instances} random priors")
         top.legend(loc="upper left", fontsize=9)
         _ratio_scatter(bottom, st, ("binary", "randomized_response"))
-        bottom.plot(st.eps, st.ratio(s.MIXED).min(axis=0), color=s.COLORS["mixed"], lw=1.8, label="better of the two: min over instances")
-        bottom.axhline(MI_PAPER_MIXED[st.k], color="black", ls="--", lw=1, label=f"paper: mixed at least {MI_PAPER_MIXED[st.k]:.2f}")
+        bottom.plot(
+            st.eps,
+            st.ratio(s.MIXED).min(axis=0),
+            color=s.COLORS["mixed"],
+            lw=1.8,
+            label="better of the two: min over instances",
+        )
+        bottom.axhline(
+            MI_PAPER_MIXED[st.k],
+            color="black",
+            ls="--",
+            lw=1,
+            label=f"paper: mixed at least {MI_PAPER_MIXED[st.k]:.2f}",
+        )
         if st.k == 6:
             bottom.axhline(MI_PAPER_MISMATCH, color="gray", ls=":", lw=1, label="paper: mismatch as low as 0.35")
         _eps_axis(bottom, st.eps)
@@ -395,7 +589,10 @@ def kov_mi(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, wo
         bottom.set_ylabel("I(X;Y) / I(X;Y) of the optimal mechanism")
         bottom.set_title(f"k = {st.k}: each instance's ratio to the optimum (dots)")
         bottom.legend(loc="lower center", fontsize=8)
-    fig.suptitle(f"Kairouz et al. 2014 mutual-information experiments reproduced (seed {seed}); I(X;Y) normalised by H(X)", fontsize=11)
+    fig.suptitle(
+        f"Kairouz et al. 2014 mutual-information experiments reproduced (seed {seed}); I(X;Y) normalised by H(X)",
+        fontsize=11,
+    )
     fig.tight_layout()
     _save(fig, out_dir / "kov-mi.png")
     return summary

@@ -70,8 +70,13 @@ REL = (0.25, 0.5, 0.75, 0.9, 0.99, 1.0, 1.01, 1.1, 1.5, 2.0)
 XTOL = 1e-3
 #: Utilities of the universality study, in table order.
 UTILS = ("kl", "tv", "hellinger", "chi_square", "random_f")
-UTIL_LABELS = {"kl": "KL", "tv": "total variation", "hellinger": "squared Hellinger", "chi_square": "chi-square",
-               "random_f": "random convex f"}  # fmt: skip
+UTIL_LABELS = {
+    "kl": "KL",
+    "tv": "total variation",
+    "hellinger": "squared Hellinger",
+    "chi_square": "chi-square",
+    "random_f": "random convex f",
+}
 UTIL_COLORS = {
     "kl": "tab:blue",
     "tv": "tab:gray",
@@ -90,9 +95,7 @@ def _subset_sums(p: NDArray[np.float64]) -> NDArray[np.float64]:
     return bits @ p
 
 
-def blackwell_threshold(
-    P0: NDArray[np.float64], P1: NDArray[np.float64]
-) -> tuple[float, str]:
+def blackwell_threshold(P0: NDArray[np.float64], P1: NDArray[np.float64]) -> tuple[float, str]:
     """The largest eps* such that the binary mechanism's output pair dominates (in Blackwell's
     sense) that of every eps-LDP mechanism for all eps <= eps*, and the side that binds
     ("upper" or "lower" likelihood ratio); ``(inf, "")`` when it dominates for every eps.
@@ -123,9 +126,7 @@ def blackwell_threshold(
     return (math.log1p(best) if math.isfinite(best) else math.inf), side
 
 
-def hockey_stick(
-    P0: NDArray[np.float64], P1: NDArray[np.float64], eps: float, side: str
-) -> FDivergence:
+def hockey_stick(P0: NDArray[np.float64], P1: NDArray[np.float64], eps: float, side: str) -> FDivergence:
     """The hockey-stick divergence whose kink is the binary mechanism's extreme likelihood
     ratio at eps: ``f(t) = (t - a0/a1)_+`` ("upper") or ``((1-a0)/(1-a1) - t)_+`` ("lower").
     The binary mechanism's value is exactly 0; any eps-LDP mechanism with an output whose
@@ -133,13 +134,9 @@ def hockey_stick(
     c = math.expm1(eps)
     t = P0 >= P1
     inside = t if side == "upper" else ~t
-    g = (1.0 + c * math.fsum(P0[inside].tolist())) / (
-        1.0 + c * math.fsum(P1[inside].tolist())
-    )
+    g = (1.0 + c * math.fsum(P0[inside].tolist())) / (1.0 + c * math.fsum(P1[inside].tolist()))
     if side == "upper":
-        return FDivergence(
-            P0, P1, lambda x: np.maximum(np.asarray(x) - g, 0.0), f_inf=1.0
-        )
+        return FDivergence(P0, P1, lambda x: np.maximum(np.asarray(x) - g, 0.0), f_inf=1.0)
     return FDivergence(P0, P1, lambda x: np.maximum(g - np.asarray(x), 0.0), f_inf=0.0)
 
 
@@ -190,13 +187,16 @@ def _check(U: Utility, eps: float) -> dict:
     res = optimal_mechanism(U, eps)
     b = U.value(binary_for(U, eps))
     opt = res.value
-    return {"optimal": opt, "binary": b, "bound": res.bound, "ok": res.status == "optimal",
-                "same": abs(b - opt) <= s.SAME * opt}  # fmt: skip
+    return {
+        "optimal": opt,
+        "binary": b,
+        "bound": res.bound,
+        "ok": res.status == "optimal",
+        "same": abs(b - opt) <= s.SAME * opt,
+    }
 
 
-def _universality_instance(
-    i: int, prior: NDArray[np.float64], f: _RandomF, grid: NDArray[np.float64]
-) -> dict:
+def _universality_instance(i: int, prior: NDArray[np.float64], f: _RandomF, grid: NDArray[np.float64]) -> dict:
     P0, P1 = prior
     e_star, side = blackwell_threshold(P0, P1)
     rel = [e_star * r for r in REL] if math.isfinite(e_star) else []
@@ -226,9 +226,7 @@ def _universality_instance(
                 measured = lo
         thresholds[name] = measured
         for e, r in sorted(tested.items()):
-            rows.append(
-                dict(instance=i, utility=name, eps=e, eps_over_eps_star=e / e_star, **r)
-            )
+            rows.append(dict(instance=i, utility=name, eps=e, eps_over_eps_star=e / e_star, **r))
     # the hockey-stick divergence at the binding side, just below, at, and just above eps*
     hockey = {}
     for r in (0.99, 1.0, 1.01):
@@ -238,9 +236,7 @@ def _universality_instance(
             continue
         H = hockey_stick(P0, P1, e, side)
         res = optimal_mechanism(H, e)
-        scale = TotalVariation(P0, P1).value(
-            binary_for(H, e)
-        )  # the binary mechanism's TV, > 0
+        scale = TotalVariation(P0, P1).value(binary_for(H, e))  # the binary mechanism's TV, > 0
         hockey[r] = {
             "optimal": res.value / scale,
             "binary": H.value(binary_for(H, e)) / scale,
@@ -262,15 +258,14 @@ def _uni_chunk(
     fs: list[_RandomF],
     grid: NDArray[np.float64],
 ) -> list[dict]:
-    return [
-        _universality_instance(int(i), p, f, grid) for i, p, f in zip(idx, priors, fs)
-    ]
+    return [_universality_instance(int(i), p, f, grid) for i, p, f in zip(idx, priors, fs)]
 
 
 # --------------------------------------------------------------------------- universality
 @register(
     "kov-binary-universality",
-    "Binary optimal for KL, TV, Hellinger, chi^2, a random f up to the Blackwell threshold eps*, k = 6 (Kairouz et al. 2014, Thm 5)",
+    "Binary optimal for KL, TV, Hellinger, chi^2, a random f up to the Blackwell threshold eps*, k = 6 (Kairouz et "
+    "al. 2014, Thm 5)",
     "Kairouz et al. 2014, Sec. 3.2, Theorem 5",
 )
 def kov_binary_universality(
@@ -292,8 +287,15 @@ def kov_binary_universality(
         else np.array_split(np.arange(instances), min(instances, 8 * workers))
     )
     with progress.bar(instances, "kov-binary-universality", unit="instance"):
-        parts = pool_map(_uni_chunk, blocks, [pairs[b] for b in blocks], [[fs[i] for i in b] for b in blocks],
-                         [grid] * len(blocks), workers=workers, ticks=[len(b) for b in blocks])  # fmt: skip
+        parts = pool_map(
+            _uni_chunk,
+            blocks,
+            [pairs[b] for b in blocks],
+            [[fs[i] for i in b] for b in blocks],
+            [grid] * len(blocks),
+            workers=workers,
+            ticks=[len(b) for b in blocks],
+        )
     results = [r for part in parts for r in part]
 
     data = pd.DataFrame([row for r in results for row in r["rows"]])
@@ -301,15 +303,17 @@ def kov_binary_universality(
     data.to_csv(out_dir / "universality.csv", index=False, float_format="%.12g")
     e_star = np.array([r["eps_star"] for r in results])
     thr = pd.DataFrame(
-        {"instance": np.arange(instances), "eps_star": e_star, "binding_side": [r["side"] for r in results],
-         **{f"threshold_{u}": [r["thresholds"][u] for r in results] for u in UTILS},
-         **{f"hockey_opt_over_tv_{r}": [x["hockey"][r]["optimal"] for x in results] for r in (0.99, 1.0, 1.01)},
-         "random_f": [f.describe() for f in fs]}
-    )  # fmt: skip
-    thr.to_csv(out_dir / "thresholds.csv", index=False, float_format="%.12g")
-    _prior_frame(pairs).to_csv(
-        out_dir / "priors.csv", index=False, float_format="%.15g"
+        {
+            "instance": np.arange(instances),
+            "eps_star": e_star,
+            "binding_side": [r["side"] for r in results],
+            **{f"threshold_{u}": [r["thresholds"][u] for r in results] for u in UTILS},
+            **{f"hockey_opt_over_tv_{r}": [x["hockey"][r]["optimal"] for x in results] for r in (0.99, 1.0, 1.01)},
+            "random_f": [f.describe() for f in fs],
+        }
     )
+    thr.to_csv(out_dir / "thresholds.csv", index=False, float_format="%.12g")
+    _prior_frame(pairs).to_csv(out_dir / "priors.csv", index=False, float_format="%.15g")
 
     rows = [
         s.row(
@@ -326,27 +330,39 @@ def kov_binary_universality(
             note=f"max {e_star.max():.4g}",
         ),
     ]
-    below = data[
-        data["eps"].to_numpy() <= e_star[data["instance"].to_numpy()] * (1 + 1e-12)
-    ]
+    below = data[data["eps"].to_numpy() <= e_star[data["instance"].to_numpy()] * (1 + 1e-12)]
     for u in UTILS:
         sub = below[below["utility"] == u]
-        rows.append(s.row(f"{UTIL_LABELS[u]}: (instance, eps <= eps*) where binary != OPT", K, "<= eps*", int((~sub["same"]).sum()), 0, "equal",
-                          f"relative 1e-7; {len(sub)} LPs over {instances} instances"))  # fmt: skip
+        rows.append(
+            s.row(
+                f"{UTIL_LABELS[u]}: (instance, eps <= eps*) where binary != OPT",
+                K,
+                "<= eps*",
+                int((~sub["same"]).sum()),
+                0,
+                "equal",
+                f"relative 1e-7; {len(sub)} LPs over {instances} instances",
+            )
+        )
     ratios_all = []
     for u in UTILS:
         m = thr[f"threshold_{u}"].to_numpy()
         ratio = m / e_star
         ratios_all.append(ratio)
-        rows.append(s.row(f"{UTIL_LABELS[u]}: fraction of instances with measured threshold >= eps*", K, "-",
-                          float(np.mean(ratio >= 1.0 - 1e-9)), 1.0, "all", "Theorem 5: optimal for all eps <= eps*"))  # fmt: skip
+        rows.append(
+            s.row(
+                f"{UTIL_LABELS[u]}: fraction of instances with measured threshold >= eps*",
+                K,
+                "-",
+                float(np.mean(ratio >= 1.0 - 1e-9)),
+                1.0,
+                "all",
+                "Theorem 5: optimal for all eps <= eps*",
+            )
+        )
         finite = np.isfinite(ratio)
         larger = int(np.sum(ratio > 1.01))
-        note = (
-            f"{int((~finite).sum())} never stop up to eps = {grid.max():g}"
-            if (~finite).any()
-            else ""
-        )
+        note = f"{int((~finite).sum())} never stop up to eps = {grid.max():g}" if (~finite).any() else ""
         rows.append(
             s.row(
                 f"{UTIL_LABELS[u]}: instances with measured threshold > 1.01 eps*",
@@ -357,47 +373,73 @@ def kov_binary_universality(
             )
         )
         if finite.any():
-            rows.append(s.row(f"{UTIL_LABELS[u]}: measured / eps*, median (finite)", K, "-", float(np.median(ratio[finite])),
-                              note=f"min {ratio[finite].min():.4g}, max {ratio[finite].max():.4g}"))  # fmt: skip
+            rows.append(
+                s.row(
+                    f"{UTIL_LABELS[u]}: measured / eps*, median (finite)",
+                    K,
+                    "-",
+                    float(np.median(ratio[finite])),
+                    note=f"min {ratio[finite].min():.4g}, max {ratio[finite].max():.4g}",
+                )
+            )
     first = np.min(np.vstack(ratios_all), axis=0)
-    rows.append(s.row("min over the five utilities of measured / eps*: median", K, "-", float(np.median(first)),
-                      note=f"min {first.min():.4g}; {int(np.sum(first > 1.01))} of {instances} instances above 1.01"))  # fmt: skip
-    h = {
-        r: np.array([x["hockey"][r]["optimal"] for x in results])
-        for r in (0.99, 1.0, 1.01)
-    }
-    rows.append(s.row("hockey-stick f at eps*: max OPT / TV(binary) at 0.99 eps* and eps*", K, "0.99-1 eps*", float(np.nanmax(np.r_[h[0.99], h[1.0], 0.0])),
-                      note=f"binary's value is 0: binary optimal iff OPT = 0 (<= {ZERO:g})"))  # fmt: skip
-    rows.append(s.row("hockey-stick f at 1.01 eps*: instances where OPT > 0 = binary", K, "1.01 eps*", int(np.sum(h[1.01] > POSITIVE)),
-                      note=f"of {instances}; min OPT/TV {np.nanmin(np.r_[h[1.01], np.inf]):.3g}: no universal threshold above eps*"))  # fmt: skip
+    rows.append(
+        s.row(
+            "min over the five utilities of measured / eps*: median",
+            K,
+            "-",
+            float(np.median(first)),
+            note=f"min {first.min():.4g}; {int(np.sum(first > 1.01))} of {instances} instances above 1.01",
+        )
+    )
+    h = {r: np.array([x["hockey"][r]["optimal"] for x in results]) for r in (0.99, 1.0, 1.01)}
+    rows.append(
+        s.row(
+            "hockey-stick f at eps*: max OPT / TV(binary) at 0.99 eps* and eps*",
+            K,
+            "0.99-1 eps*",
+            float(np.nanmax(np.r_[h[0.99], h[1.0], 0.0])),
+            note=f"binary's value is 0: binary optimal iff OPT = 0 (<= {ZERO:g})",
+        )
+    )
+    rows.append(
+        s.row(
+            "hockey-stick f at 1.01 eps*: instances where OPT > 0 = binary",
+            K,
+            "1.01 eps*",
+            int(np.sum(h[1.01] > POSITIVE)),
+            note=f"of {instances}; min OPT/TV {np.nanmin(np.r_[h[1.01], np.inf]):.3g}: "
+            "no universal threshold above eps*",
+        )
+    )
     rows += _uni_anomalies(data, results, h)
     summary = s.summary_frame(rows)
     write_summary(summary, out_dir)
-    _uni_figure(
-        thr, e_star, grid, h, seed, instances, out_dir / "kov-binary-universality.png"
-    )
+    _uni_figure(thr, e_star, grid, h, seed, instances, out_dir / "kov-binary-universality.png")
     return summary
 
 
 def _prior_frame(pairs: NDArray[np.float64]) -> pd.DataFrame:
     n, r, k = pairs.shape
-    return pd.DataFrame({"k": k, "instance": np.repeat(np.arange(n), r * k), "prior": np.tile(np.repeat(np.array(["P0", "P1"]), k), n),
-                         "symbol": np.tile(np.arange(k), n * r), "probability": pairs.ravel()})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "k": k,
+            "instance": np.repeat(np.arange(n), r * k),
+            "prior": np.tile(np.repeat(np.array(["P0", "P1"]), k), n),
+            "symbol": np.tile(np.arange(k), n * r),
+            "probability": pairs.ravel(),
+        }
+    )
 
 
 def _uni_anomalies(data: pd.DataFrame, results: list[dict], h: dict) -> list[dict]:
     out = []
     if (~data["ok"]).any():
-        out.append(
-            f"{int((~data['ok']).sum())} linear programs did not report 'optimal'"
-        )
+        out.append(f"{int((~data['ok']).sum())} linear programs did not report 'optimal'")
     over = data["binary"] > data["optimal"] * (1 + 1e-9) + 1e-15
     if over.any():
         out.append(f"binary beats the 'optimal' mechanism in {int(over.sum())} cells")
-    gap = (
-        np.abs(data["bound"] - data["optimal"])
-        > 1e-7 * np.maximum(data["optimal"], 1e-300) + 1e-15
-    )
+    gap = np.abs(data["bound"] - data["optimal"]) > 1e-7 * np.maximum(data["optimal"], 1e-300) + 1e-15
     if gap.any():
         out.append(f"LP duality gap above 1e-7 (relative) in {int(gap.sum())} cells")
     if np.nanmax(np.r_[h[0.99], h[1.0], 0.0]) > ZERO:
@@ -452,9 +494,7 @@ def _uni_figure(
     left.set_ylim(*lim)
     left.set_xlabel("eps* (Blackwell threshold, log scale)")
     left.set_ylabel("measured threshold: binary = OPT up to here")
-    left.set_title(
-        f"k = {K}, {instances} random prior pairs: every dot on or above the line"
-    )
+    left.set_title(f"k = {K}, {instances} random prior pairs: every dot on or above the line")
     left.legend(fontsize=8, loc="lower right")
     left.grid(True, which="both", alpha=0.25)
     r = np.geomspace(0.5, 50.0, 400)
@@ -467,16 +507,20 @@ def _uni_figure(
             lw=1.6,
             label=UTIL_LABELS[u],
         )
-    right.scatter([0.99, 1.0, 1.01], [(h[x] <= ZERO).mean() for x in (0.99, 1.0, 1.01)], color="black", marker="x", zorder=5,
-                  label="hockey-stick f at eps*: fraction binary optimal")  # fmt: skip
+    right.scatter(
+        [0.99, 1.0, 1.01],
+        [(h[x] <= ZERO).mean() for x in (0.99, 1.0, 1.01)],
+        color="black",
+        marker="x",
+        zorder=5,
+        label="hockey-stick f at eps*: fraction binary optimal",
+    )
     right.axvline(1.0, color="black", ls="--", lw=1)
     right.set_xscale("log")
     right.set_ylim(-0.03, 1.05)
     right.set_xlabel("eps / eps* (log scale)")
     right.set_ylabel("fraction of instances where binary is optimal up to eps")
-    right.set_title(
-        "binary optimal for all f up to eps*; beyond it, utility by utility"
-    )
+    right.set_title("binary optimal for all f up to eps*; beyond it, utility by utility")
     right.legend(fontsize=8, loc="center right")
     right.grid(True, which="both", alpha=0.25)
     fig.suptitle(
@@ -503,9 +547,7 @@ def _softmax(z: NDArray[np.float64]) -> NDArray[np.float64]:
     return e / e.sum()
 
 
-def kl_ratio(
-    P0: NDArray[np.float64], P1: NDArray[np.float64], eps: float
-) -> tuple[float, float, float]:
+def kl_ratio(P0: NDArray[np.float64], P1: NDArray[np.float64], eps: float) -> tuple[float, float, float]:
     """(BIN / OPT, BIN, OPT) for KL at eps (OPT from the LP)."""
     U = KL(P0, P1)
     opt = optimal_mechanism(U, eps).value
@@ -527,8 +569,12 @@ def _search(k: int, eps: float, starts: list[NDArray[np.float64]]) -> dict:
     for start in starts:
         z0 = np.log(np.clip(start, 1e-300, None)).ravel()
         z0 = np.clip(z0 - z0.reshape(2, k).max(axis=1).repeat(k), -LOGIT, LOGIT)
-        res = optimize.minimize(objective, z0, method="Nelder-Mead",
-                                options={"maxfev": ADV_MAXFEV, "xatol": 1e-6, "fatol": 1e-10, "adaptive": True})  # fmt: skip
+        res = optimize.minimize(
+            objective,
+            z0,
+            method="Nelder-Mead",
+            options={"maxfev": ADV_MAXFEV, "xatol": 1e-6, "fatol": 1e-10, "adaptive": True},
+        )
         if best is None or res.fun < best.fun:
             best = res
     assert best is not None
@@ -536,13 +582,21 @@ def _search(k: int, eps: float, starts: list[NDArray[np.float64]]) -> dict:
     U = KL(P0, P1)
     lp = optimal_mechanism(U, eps)
     b = U.value(binary_for(U, eps))
-    return {"k": k, "eps": eps, "ratio": b / lp.value, "binary": b, "optimal": lp.value, "bound": lp.bound, "ok": lp.status == "optimal",
-                "P0": " ".join(f"{x:.15g}" for x in P0), "P1": " ".join(f"{x:.15g}" for x in P1), "_best": np.array([P0, P1])}  # fmt: skip
+    return {
+        "k": k,
+        "eps": eps,
+        "ratio": b / lp.value,
+        "binary": b,
+        "optimal": lp.value,
+        "bound": lp.bound,
+        "ok": lp.status == "optimal",
+        "P0": " ".join(f"{x:.15g}" for x in P0),
+        "P1": " ".join(f"{x:.15g}" for x in P1),
+        "_best": np.array([P0, P1]),
+    }
 
 
-def _adv_path(
-    k: int, eps_list: list[float], starts: list[list[NDArray[np.float64]]]
-) -> list[dict]:
+def _adv_path(k: int, eps_list: list[float], starts: list[list[NDArray[np.float64]]]) -> list[dict]:
     """The search at increasing eps, each also started from the best priors found at the
     previous eps (a continuation: the worst case moves gradually with eps)."""
     out: list[dict] = []
@@ -558,7 +612,8 @@ def _adv_path(
 
 @register(
     "kov-approximation-factor",
-    "KL: worst BIN/OPT over random and searched priors (k = 3, 6) vs the bound 1/(2(e^eps+1)^2) (Kairouz et al. 2014, Sec. 3.3)",
+    "KL: worst BIN/OPT over random and searched priors (k = 3, 6) vs the bound 1/(2(e^eps+1)^2) (Kairouz et al. "
+    "2014, Sec. 3.3)",
     "Kairouz et al. 2014, Sec. 3.3 (BIN >= OPT / (2 (e^eps + 1)^2))",
 )
 def kov_approximation_factor(
@@ -584,17 +639,12 @@ def kov_approximation_factor(
             st = s.solve("kl", s.prior_pairs(seed, instances, k), eps, workers)
             studies.append(st)
             ratio = st.ratio("binary")
-            starts = [
-                [
-                    st.priors[i]
-                    for i in np.argsort(ratio[:, j], kind="stable")[:ADV_STARTS]
-                ]
-                for j in adv_idx
-            ]
+            starts = [[st.priors[i] for i in np.argsort(ratio[:, j], kind="stable")[:ADV_STARTS]] for j in adv_idx]
             paths.append((k, [float(eps[j]) for j in adv_idx], starts))
         progress.note("search")
-        found = pool_map(_adv_path, *zip(*paths), workers=workers,
-                         ticks=[0 if workers == 1 else 10 * len(adv_idx)] * len(paths))  # fmt: skip
+        found = pool_map(
+            _adv_path, *zip(*paths), workers=workers, ticks=[0 if workers == 1 else 10 * len(adv_idx)] * len(paths)
+        )
         adv_rows = [row for part in found for row in part]
     adv = pd.DataFrame(adv_rows)
     adv["factor"] = [binary_kl_lower_bound_factor(e) for e in adv["eps"]]
@@ -612,11 +662,18 @@ def kov_approximation_factor(
     for st in studies:
         ratio = st.ratio("binary")
         a = adv[adv["k"] == st.k]
-        below = int(np.sum(ratio < factor[None, :] * (1 - 1e-9))) + int(
-            np.sum(a["ratio"] < a["factor"] * (1 - 1e-9))
+        below = int(np.sum(ratio < factor[None, :] * (1 - 1e-9))) + int(np.sum(a["ratio"] < a["factor"] * (1 - 1e-9)))
+        rows.append(
+            s.row(
+                "(prior pair, eps) with BIN/OPT below 1/(2(e^eps+1)^2)",
+                st.k,
+                "all",
+                below,
+                0,
+                "equal",
+                f"{ratio.size} random cells + {len(a)} searched optima",
+            )
         )
-        rows.append(s.row("(prior pair, eps) with BIN/OPT below 1/(2(e^eps+1)^2)", st.k, "all", below, 0, "equal",
-                          f"{ratio.size} random cells + {len(a)} searched optima"))  # fmt: skip
         for j in s.table_eps(eps):
             rnd = float(ratio[:, j].min())
             sa = a[np.isclose(a["eps"], eps[j])]
@@ -631,9 +688,7 @@ def kov_approximation_factor(
                 )
             )
             if len(sa):
-                rows.append(
-                    s.row("worst BIN/OPT, random + search", st.k, eps[j], worst)
-                )
+                rows.append(s.row("worst BIN/OPT, random + search", st.k, eps[j], worst))
             rows.append(
                 s.row(
                     "tightness: worst BIN/OPT / bound",
@@ -646,14 +701,19 @@ def kov_approximation_factor(
         worst_all = np.minimum(ratio.min(axis=0), _adv_min(a, eps))
         tight = worst_all / factor
         jt = int(np.argmin(tight))
-        rows.append(s.row("tightness over the grid: min of worst BIN/OPT / bound", st.k, "all", float(tight.min()),
-                          note=f"at eps={eps[jt]:.3g}; max {tight.max():.3g} at eps={eps[int(np.argmax(tight))]:.3g}"))  # fmt: skip
+        rows.append(
+            s.row(
+                "tightness over the grid: min of worst BIN/OPT / bound",
+                st.k,
+                "all",
+                float(tight.min()),
+                note=f"at eps={eps[jt]:.3g}; max {tight.max():.3g} at eps={eps[int(np.argmax(tight))]:.3g}",
+            )
+        )
     rows += _factor_anomalies(studies, adv)
     summary = s.summary_frame(rows)
     write_summary(summary, out_dir)
-    _factor_figure(
-        studies, adv, eps, factor, seed, out_dir / "kov-approximation-factor.png"
-    )
+    _factor_figure(studies, adv, eps, factor, seed, out_dir / "kov-approximation-factor.png")
     return summary
 
 
@@ -666,15 +726,9 @@ def _adv_min(a: pd.DataFrame, eps: NDArray) -> NDArray:
 
 
 def _factor_anomalies(studies: list[s.Study], adv: pd.DataFrame) -> list[dict]:
-    rows = [
-        s.row(f"CHECK FAILED: {msg}", st.k, "all", 1.0)
-        for st in studies
-        for msg in st.anomalies()
-    ]
+    rows = [s.row(f"CHECK FAILED: {msg}", st.k, "all", 1.0) for st in studies for msg in st.anomalies()]
     if not adv["ok"].all():
-        rows.append(
-            s.row("CHECK FAILED: a searched LP did not report 'optimal'", 0, "all", 1.0)
-        )
+        rows.append(s.row("CHECK FAILED: a searched LP did not report 'optimal'", 0, "all", 1.0))
     gap = np.abs(adv["bound"] - adv["optimal"]) > 1e-7 * adv["optimal"]
     if gap.any():
         rows.append(
@@ -686,11 +740,7 @@ def _factor_anomalies(studies: list[s.Study], adv: pd.DataFrame) -> list[dict]:
             )
         )
     if (adv["ratio"] > 1 + 1e-9).any():
-        rows.append(
-            s.row(
-                "CHECK FAILED: binary beats the LP at a searched point", 0, "all", 1.0
-            )
-        )
+        rows.append(s.row("CHECK FAILED: binary beats the LP at a searched point", 0, "all", 1.0))
     return rows
 
 

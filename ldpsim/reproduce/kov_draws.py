@@ -128,7 +128,9 @@ def _floors(study: s.Study, draws: int) -> dict[str, NDArray]:
     }
 
 
-def _solve(seeds: Sequence[int], instances: int, ks: Sequence[int], eps: NDArray[np.float64], workers: int) -> list[s.Study]:
+def _solve(
+    seeds: Sequence[int], instances: int, ks: Sequence[int], eps: NDArray[np.float64], workers: int
+) -> list[s.Study]:
     """One study per k: the draws' instances one after the other (draw d = instances
     ``d N .. (d+1) N - 1``), under one progress bar weighted by the cost per instance."""
     studies = []
@@ -143,12 +145,21 @@ def _solve(seeds: Sequence[int], instances: int, ks: Sequence[int], eps: NDArray
 # --------------------------------------------------------------------------- the reproduction
 @register(
     NAME,
-    "KL, Fig. 4's floor across draws: the mixed strategy's min ratio per draw of 100 instances, the paper's 0.70 as a quantile",
+    "KL, Fig. 4's floor across draws: the mixed strategy's min "
+    "ratio per draw of 100 instances, the paper's 0.70 as a quantile",
     "Kairouz et al. 2014, Sec. 5, Figure 4 (the 70% at k = 6 and 55% at k = 12), over many draws of its instances",
     options=("k", "seeds"),
 )
-def kov_fig4_draws(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1,
-                   k: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> pd.DataFrame:  # fmt: skip
+def kov_fig4_draws(
+    seed: int,
+    instances: int,
+    out_dir: Path,
+    *,
+    eps_grid: Any = None,
+    workers: int = 1,
+    k: Sequence[int] | None = None,
+    seeds: Sequence[int] | None = None,
+) -> pd.DataFrame:
     """For each k (default 6) and each seed S (default ``seed .. seed + 15``), the instances
     of ``kov-fig4 --seed S`` at that k; every instance's floor (min over eps of
     ``max(BIN, RR) / OPT``), every draw's floor, and where the paper's floor falls in their
@@ -165,10 +176,30 @@ def kov_fig4_draws(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = 
         f = _floors(st, draws)
         for d, sd in enumerate(seeds):
             at = int(np.argmin(f["floor"][d]))
-            draw_rows.append({"k": st.k, "seed": sd, "instances": instances, "floor": f["floor"][d, at],
-                              "instance": at, "eps": f["eps"][d, at], "uses": f["uses"][d, at]})  # fmt: skip
-            inst_rows.append(pd.DataFrame({"k": st.k, "seed": sd, "instance": np.arange(instances), "floor": f["floor"][d],
-                                           "eps": f["eps"][d], "uses": f["uses"][d], "optimal": f["optimal"][d]}))  # fmt: skip
+            draw_rows.append(
+                {
+                    "k": st.k,
+                    "seed": sd,
+                    "instances": instances,
+                    "floor": f["floor"][d, at],
+                    "instance": at,
+                    "eps": f["eps"][d, at],
+                    "uses": f["uses"][d, at],
+                }
+            )
+            inst_rows.append(
+                pd.DataFrame(
+                    {
+                        "k": st.k,
+                        "seed": sd,
+                        "instance": np.arange(instances),
+                        "floor": f["floor"][d],
+                        "eps": f["eps"][d],
+                        "uses": f["uses"][d],
+                        "optimal": f["optimal"][d],
+                    }
+                )
+            )
         pool = f["floor"].ravel()
         per_draw = f["floor"].min(axis=1)
         curves.append((st.k, pool, per_draw))
@@ -193,33 +224,58 @@ def _rows(k: int, pool: NDArray, per_draw: NDArray, n: int, seeds: Sequence[int]
         _, lo_i, hi_i = plug_in_interval(int(np.sum(pool <= paper)), m, n)
         lo_c, hi_c = (1 - CENTRAL) / 2, 1 - (1 - CENTRAL) / 2
         verdict = "yes" if hi_i >= lo_c and lo_i <= hi_c else "no"
-        median = s.row(f"mixed: min ratio over {n} instances, median over draws", k, "all", float(np.median(per_draw)),
-                       note=where)  # fmt: skip
-        median.update(paper=paper, agrees=verdict,
-                      criterion=f"the paper's value may lie in the central {CENTRAL:.0%} of the distribution of the min "
-                      f"over {n} instances: the {LEVEL:.0%} interval of P(min <= paper) meets [{lo_c:g}, {hi_c:g}] "
-                      f"(here {at:.3g}, [{lo_i:.3g}, {hi_i:.3g}]); {where}")  # fmt: skip
+        median = s.row(
+            f"mixed: min ratio over {n} instances, median over draws", k, "all", float(np.median(per_draw)), note=where
+        )
+        median.update(
+            paper=paper,
+            agrees=verdict,
+            criterion=f"the paper's value may lie in the central {CENTRAL:.0%} of the distribution of the min "
+            f"over {n} instances: the {LEVEL:.0%} interval of P(min <= paper) meets [{lo_c:g}, {hi_c:g}] "
+            f"(here {at:.3g}, [{lo_i:.3g}, {hi_i:.3g}]); {where}",
+        )
         rows.append(median)
     rows.append(s.row(f"mixed: min ratio over {n} instances, smallest draw", k, "all", per_draw.min(), note=where))
     rows.append(s.row(f"mixed: min ratio over {n} instances, largest draw", k, "all", per_draw.max(), note=where))
     for q in QUANTILES:
-        rows.append(s.row(f"pooled {q:.0%} quantile of the min over {n} instances", k, "all", pooled_quantile(pool, n, q),
-                          note=f"from all {m} instances"))  # fmt: skip
+        rows.append(
+            s.row(
+                f"pooled {q:.0%} quantile of the min over {n} instances",
+                k,
+                "all",
+                pooled_quantile(pool, n, q),
+                note=f"from all {m} instances",
+            )
+        )
     if paper is not None:
         below = int(np.sum(per_draw <= paper))
         lo, hi = clopper_pearson(below, d)
-        rows.append(s.row(f"paper's {paper:.2f} as a quantile: fraction of draws with min <= {paper:.2f}", k, "all", below / d,
-                          note=f"{below} of {d} draws; Clopper-Pearson {LEVEL:.0%} [{lo:.3g}, {hi:.3g}]"))  # fmt: skip
+        rows.append(
+            s.row(
+                f"paper's {paper:.2f} as a quantile: fraction of draws with min <= {paper:.2f}",
+                k,
+                "all",
+                below / d,
+                note=f"{below} of {d} draws; Clopper-Pearson {LEVEL:.0%} [{lo:.3g}, {hi:.3g}]",
+            )
+        )
         c = int(np.sum(pool <= paper))
         est, plo, phi = plug_in_interval(c, m, n)
-        rows.append(s.row(f"paper's {paper:.2f} as a quantile: pooled P(min over {n} <= {paper:.2f})", k, "all",
-                          pooled_cdf(pool, paper, n),
-                          note=f"U-statistic over all {m} instances; plug-in 1-(1-F)^{n} = {est:.3g}, "
-                          f"{LEVEL:.0%} [{plo:.3g}, {phi:.3g}]"))  # fmt: skip
+        rows.append(
+            s.row(
+                f"paper's {paper:.2f} as a quantile: pooled P(min over {n} <= {paper:.2f})",
+                k,
+                "all",
+                pooled_cdf(pool, paper, n),
+                note=f"U-statistic over all {m} instances; plug-in 1-(1-F)^{n} = {est:.3g}, "
+                f"{LEVEL:.0%} [{plo:.3g}, {phi:.3g}]",
+            )
+        )
         rows.append(s.row(f"instances with min ratio <= {paper:.2f}", k, "all", c, note=f"of {m}"))
         meets = int(np.sum(per_draw >= paper - 0.03))
-        rows.append(s.row(f"draws meeting kov-fig4's criterion (min >= {paper:.2f} - 0.03)", k, "all", meets,
-                          note=f"of {d}"))  # fmt: skip
+        rows.append(
+            s.row(f"draws meeting kov-fig4's criterion (min >= {paper:.2f} - 0.03)", k, "all", meets, note=f"of {d}")
+        )
     return rows
 
 
@@ -230,8 +286,14 @@ def _figure(curves: list[tuple[int, NDArray, NDArray]], n: int, seeds: Sequence[
         x, p = pooled_curve(pool, n)
         ax.step(x, p, where="post", color=s.COLORS["mixed"], lw=1.6, label=f"pooled: all {pool.size} instances")
         dx = np.sort(per_draw)
-        ax.step(np.r_[dx[0], dx], np.r_[0, np.arange(1, dx.size + 1) / dx.size], where="post", color="black", lw=1.1,
-                label=f"direct: {dx.size} draws")  # fmt: skip
+        ax.step(
+            np.r_[dx[0], dx],
+            np.r_[0, np.arange(1, dx.size + 1) / dx.size],
+            where="post",
+            color="black",
+            lw=1.1,
+            label=f"direct: {dx.size} draws",
+        )
         ax.plot(dx, np.zeros_like(dx) - 0.02, "|", color="black", ms=10)
         lo = min(float(dx.min()), float(x[np.searchsorted(p, 0.005)]))
         paper = FIG4_PAPER.get(k)

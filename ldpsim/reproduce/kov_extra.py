@@ -93,7 +93,6 @@ def binary_mi(p: float, eps: Any) -> NDArray[np.float64]:
     return out
 
 
-
 def small_eps_expansion(c: float, eps: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Leading term ``eps^2 c / 2`` (the paper's) and the fourth-order correction
     ``eps^4 (c/24 + c^2/12)`` (derived here) of the binary mechanism's ``I(X;Y)``."""
@@ -154,19 +153,32 @@ def _thresholds(st: s.Study) -> pd.DataFrame:
         first_false = int(np.argmin(b)) if not b.all() else b.size
         last_false = int(np.flatnonzero(~r)[-1]) if not r.all() else -1
         rows.append(
-            {"k": st.k, "instance": i, "P_T": p, "c": c, "entropy": st.scale[i], "eps_bin": e_bin, "eps_rr": e_rr,
-             "binary_interval": bool(not b[first_false:].any()), "rr_interval": bool(r[last_false + 1:].all())}
-        )  # fmt: skip
+            {
+                "k": st.k,
+                "instance": i,
+                "P_T": p,
+                "c": c,
+                "entropy": st.scale[i],
+                "eps_bin": e_bin,
+                "eps_rr": e_rr,
+                "binary_interval": bool(not b[first_false:].any()),
+                "rr_interval": bool(r[last_false + 1 :].all()),
+            }
+        )
         progress.advance(1)
     return pd.DataFrame(rows)
 
 
 @register(
     "kov-mi-small-eps",
-    "MI at small eps: OPT vs (eps^2/2) max_A P(A)P(A^c), binary and RR regime thresholds, k = 4, 6 (Kairouz et al. 2014, Sec. 4)",
-    "Kairouz, Oh and Viswanath 2014, Sec. 1 (information leakage bound) and Sec. 4 (binary and randomized response optimal for mutual information)",
+    "MI at small eps: OPT vs (eps^2/2) max_A P(A)P(A^c), binary and "
+    "RR regime thresholds, k = 4, 6 (Kairouz et al. 2014, Sec. 4)",
+    "Kairouz, Oh and Viswanath 2014, Sec. 1 (information leakage bound) and Sec. 4 (binary and randomized response "
+    "optimal for mutual information)",
 )
-def kov_mi_small_eps(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame:
+def kov_mi_small_eps(
+    seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1
+) -> pd.DataFrame:
     """For Dirichlet(1) priors on k = 4 and 6 symbols: the optimal ``I(X;Y)`` over an eps
     grid from 0.001 to 20, against the paper's ``eps^2/2 max_A P(A)P(A^c)`` and the binary
     closed form; per prior, the eps below which binary and above which randomized response
@@ -189,7 +201,9 @@ def kov_mi_small_eps(seed: int, instances: int, out_dir: Path, *, eps_grid: Any 
     data["ratio_to_eps2_bound"] = data["utility"] / lead
     data.to_csv(out_dir / "data.csv", index=False, float_format="%.12g")
     thr.to_csv(out_dir / "thresholds.csv", index=False, float_format="%.10g")
-    pd.concat([st.prior_frame() for st in studies], ignore_index=True).to_csv(out_dir / "priors.csv", index=False, float_format="%.15g")
+    pd.concat([st.prior_frame() for st in studies], ignore_index=True).to_csv(
+        out_dir / "priors.csv", index=False, float_format="%.15g"
+    )
 
     rows: list[dict] = []
     lo = 0
@@ -199,41 +213,141 @@ def kov_mi_small_eps(seed: int, instances: int, out_dir: Path, *, eps_grid: Any 
         opt = st.values["optimal"]
         lead, fourth = small_eps_expansion(c[:, None], eps[None, :])
         ratio = opt[:, lo] / lead[:, lo]
-        rows.append(s.row("OPT / (eps^2/2 max_A P(A)P(A^c)): min over priors", k, eps[lo], ratio.min(), 1.0, "approx", "smallest eps of the grid"))
-        rows.append(s.row("OPT / (eps^2/2 max_A P(A)P(A^c)): max over priors", k, eps[lo], ratio.max(), 1.0, "approx", "smallest eps of the grid"))
+        rows.append(
+            s.row(
+                "OPT / (eps^2/2 max_A P(A)P(A^c)): min over priors",
+                k,
+                eps[lo],
+                ratio.min(),
+                1.0,
+                "approx",
+                "smallest eps of the grid",
+            )
+        )
+        rows.append(
+            s.row(
+                "OPT / (eps^2/2 max_A P(A)P(A^c)): max over priors",
+                k,
+                eps[lo],
+                ratio.max(),
+                1.0,
+                "approx",
+                "smallest eps of the grid",
+            )
+        )
         if eps.size >= 2:
             mo = opt.mean(axis=0)
             slope = math.log(mo[1] / mo[0]) / math.log(eps[1] / eps[0])
-            rows.append(s.row("OPT -> 0 as eps^a: a", k, f"{eps[0]:.3g}-{eps[1]:.3g}", slope, 2.0, "exponent", "slope of log mean OPT vs log eps"))
+            rows.append(
+                s.row(
+                    "OPT -> 0 as eps^a: a",
+                    k,
+                    f"{eps[0]:.3g}-{eps[1]:.3g}",
+                    slope,
+                    2.0,
+                    "exponent",
+                    "slope of log mean OPT vs log eps",
+                )
+            )
         small = eps <= 1.0
         if small.any():
             rem = ((opt - lead) / eps[None, :] ** 3)[:, small]
-            rows.append(s.row("(OPT - eps^2 c/2) / eps^3: max over priors and eps <= 1", k, "<=1", rem.max(),
-                              note="the paper's O(eps^3) remainder; <= 0: the eps^2 term alone is an upper bound"))  # fmt: skip
+            rows.append(
+                s.row(
+                    "(OPT - eps^2 c/2) / eps^3: max over priors and eps <= 1",
+                    k,
+                    "<=1",
+                    rem.max(),
+                    note="the paper's O(eps^3) remainder; <= 0: the eps^2 term alone is an upper bound",
+                )
+            )
         above = opt > lead * (1 + 1e-12)
-        rows.append(s.row("(prior, eps) cells with OPT > eps^2 c/2", k, "all", int(above.sum()),
-                          note=f"out of {opt.size}" + (f"; smallest such eps {eps[np.argmax(above.any(axis=0))]:.3g}" if above.any() else "")))  # fmt: skip
+        rows.append(
+            s.row(
+                "(prior, eps) cells with OPT > eps^2 c/2",
+                k,
+                "all",
+                int(above.sum()),
+                note=f"out of {opt.size}"
+                + (f"; smallest such eps {eps[np.argmax(above.any(axis=0))]:.3g}" if above.any() else ""),
+            )
+        )
         corr = (lead[:, lo] - opt[:, lo]) / fourth[:, lo]
-        rows.append(s.row("(eps^2 c/2 - OPT) / (eps^4 (c/24 + c^2/12)): min..max", k, eps[lo], corr.min(),
-                          note=f"max {corr.max():.6g}; fourth-order term derived here, -> 1"))  # fmt: skip
+        rows.append(
+            s.row(
+                "(eps^2 c/2 - OPT) / (eps^4 (c/24 + c^2/12)): min..max",
+                k,
+                eps[lo],
+                corr.min(),
+                note=f"max {corr.max():.6g}; fourth-order term derived here, -> 1",
+            )
+        )
         closed = np.array([binary_mi(p, eps) for p in th["P_T"]])
         rel = np.abs(st.values["binary"] - closed) / closed
-        rows.append(s.row("binary I(X;Y) vs closed form h(1/2+(p-1/2)t) - h(1/2+t/2): max rel. diff", k, "all", rel.max(),
-                          note="T maximising P(T)P(T^c); t = tanh(eps/2)"))  # fmt: skip
-        rows.append(s.row("fraction of priors where binary is optimal", k, eps[lo], st.same_as_optimal("binary")[:, lo].mean(), 1.0, "all",
-                          "smallest eps; optimal = within 1e-7 (relative) of the LP"))  # fmt: skip
-        rows.append(s.row("fraction of priors where RR is optimal", k, eps[-1], st.same_as_optimal("randomized_response")[:, -1].mean(), 1.0, "all",
-                          "largest eps of the grid"))  # fmt: skip
+        rows.append(
+            s.row(
+                "binary I(X;Y) vs closed form h(1/2+(p-1/2)t) - h(1/2+t/2): max rel. diff",
+                k,
+                "all",
+                rel.max(),
+                note="T maximising P(T)P(T^c); t = tanh(eps/2)",
+            )
+        )
+        rows.append(
+            s.row(
+                "fraction of priors where binary is optimal",
+                k,
+                eps[lo],
+                st.same_as_optimal("binary")[:, lo].mean(),
+                1.0,
+                "all",
+                "smallest eps; optimal = within 1e-7 (relative) of the LP",
+            )
+        )
+        rows.append(
+            s.row(
+                "fraction of priors where RR is optimal",
+                k,
+                eps[-1],
+                st.same_as_optimal("randomized_response")[:, -1].mean(),
+                1.0,
+                "all",
+                "largest eps of the grid",
+            )
+        )
         eb, er = th["eps_bin"].to_numpy(), th["eps_rr"].to_numpy()
         fin_b, fin_r = np.isfinite(eb) & (eb > 0), np.isfinite(er) & (er > 0)
         if fin_b.any():
-            rows.append(s.row("eps*_bin (binary optimal below): min", k, "all", eb[fin_b].min(), note=f"median {np.median(eb[fin_b]):.4g}, max {eb[fin_b].max():.4g}; bisection with the LP"))
+            rows.append(
+                s.row(
+                    "eps*_bin (binary optimal below): min",
+                    k,
+                    "all",
+                    eb[fin_b].min(),
+                    note=f"median {np.median(eb[fin_b]):.4g}, max {eb[fin_b].max():.4g}; bisection with the LP",
+                )
+            )
         if fin_r.any():
-            rows.append(s.row("eps*_RR (RR optimal above): max", k, "all", er[fin_r].max(), note=f"min {er[fin_r].min():.4g}, median {np.median(er[fin_r]):.4g}"))
+            rows.append(
+                s.row(
+                    "eps*_RR (RR optimal above): max",
+                    k,
+                    "all",
+                    er[fin_r].max(),
+                    note=f"min {er[fin_r].min():.4g}, median {np.median(er[fin_r]):.4g}",
+                )
+            )
         both = fin_b & fin_r
         if both.any():
-            rows.append(s.row("eps*_RR / eps*_bin: min", k, "all", (er[both] / eb[both]).min(),
-                              note="> 1: an intermediate regime where neither is optimal"))  # fmt: skip
+            rows.append(
+                s.row(
+                    "eps*_RR / eps*_bin: min",
+                    k,
+                    "all",
+                    (er[both] / eb[both]).min(),
+                    note="> 1: an intermediate regime where neither is optimal",
+                )
+            )
         cross = []
         for i in range(min(CROSS_CHECK, st.instances)):
             ref = regime_thresholds(MutualInformation(st.priors[i, 0]))
@@ -241,12 +355,32 @@ def kov_mi_small_eps(seed: int, instances: int, out_dir: Path, *, eps_grid: Any 
                 if math.isfinite(ours) and math.isfinite(theirs) and ours > 0:
                     cross.append(abs(ours / theirs - 1.0))
         if cross:
-            rows.append(s.row("thresholds vs ldpsim.utility.regime_thresholds: max rel. diff", k, "all", max(cross),
-                              note=f"first {min(CROSS_CHECK, st.instances)} priors; its own grid, criterion 1e-9, bracket 1e-4"))  # fmt: skip
-        rows.append(s.row("priors whose binary / RR regime is not an interval on the grid", k, "all",
-                          int((~th["binary_interval"]).sum() + (~th["rr_interval"]).sum())))  # fmt: skip
-        rows.append(s.row("max over priors of (OPT - BIN)/OPT, largest eps", k, eps[-1], (1.0 - st.ratio("binary")[:, -1]).max(),
-                          note="the binary mechanism's loss in the low-privacy regime"))  # fmt: skip
+            rows.append(
+                s.row(
+                    "thresholds vs ldpsim.utility.regime_thresholds: max rel. diff",
+                    k,
+                    "all",
+                    max(cross),
+                    note=f"first {min(CROSS_CHECK, st.instances)} priors; its own grid, criterion 1e-9, bracket 1e-4",
+                )
+            )
+        rows.append(
+            s.row(
+                "priors whose binary / RR regime is not an interval on the grid",
+                k,
+                "all",
+                int((~th["binary_interval"]).sum() + (~th["rr_interval"]).sum()),
+            )
+        )
+        rows.append(
+            s.row(
+                "max over priors of (OPT - BIN)/OPT, largest eps",
+                k,
+                eps[-1],
+                (1.0 - st.ratio("binary")[:, -1]).max(),
+                note="the binary mechanism's loss in the low-privacy regime",
+            )
+        )
     rows += [s.row(f"CHECK FAILED: {msg}", st.k, "all", 1.0) for st in studies for msg in st.anomalies()]
     summary = s.summary_frame(rows)
     write_summary(summary, out_dir)
@@ -264,11 +398,20 @@ def _mi_figure(studies, thresholds, eps, seed, path) -> None:
         ratio = st.values["optimal"] / lead
         for i in range(st.instances):
             a.plot(eps, ratio[i], color=colors.get(st.k, "gray"), lw=0.5, alpha=0.3)
-            b.plot(eps, (lead[i] - st.values["optimal"][i]) / fourth[i], color=colors.get(st.k, "gray"), lw=0.5, alpha=0.3)
+            b.plot(
+                eps, (lead[i] - st.values["optimal"][i]) / fourth[i], color=colors.get(st.k, "gray"), lw=0.5, alpha=0.3
+            )
         a.plot([], [], color=colors.get(st.k, "gray"), label=f"k = {st.k}: optimal (LP), one line per prior")
         b.plot([], [], color=colors.get(st.k, "gray"), label=f"k = {st.k}")
     for cval, ls in ((0.25, "--"), (0.16, ":")):
-        a.plot(eps, 1 - eps**2 * (1 / 12 + cval / 6), color="black", ls=ls, lw=1, label=f"binary, 1 - eps^2 (1/12 + c/6), c = {cval}")
+        a.plot(
+            eps,
+            1 - eps**2 * (1 / 12 + cval / 6),
+            color="black",
+            ls=ls,
+            lw=1,
+            label=f"binary, 1 - eps^2 (1/12 + c/6), c = {cval}",
+        )
     a.axhline(1.0, color="gray", lw=0.8)
     a.set_xscale("log")
     a.set_ylim(0, 1.1)
@@ -298,7 +441,9 @@ def _mi_figure(studies, thresholds, eps, seed, path) -> None:
     c3.legend(fontsize=8, loc="lower right")
     for ax in (a, b, c3):
         ax.grid(True, which="both", alpha=0.25)
-    fig.suptitle(f"Kairouz et al. 2014, mutual information at small eps and the regime thresholds (seed {seed})", fontsize=11)
+    fig.suptitle(
+        f"Kairouz et al. 2014, mutual information at small eps and the regime thresholds (seed {seed})", fontsize=11
+    )
     fig.tight_layout()
     _save(fig, path)
 
@@ -319,13 +464,17 @@ def quaternary_delta(eps: float, delta: float, eps_prime: NDArray[np.float64]) -
     s_ = np.exp(np.asarray(eps_prime, dtype=np.float64))
     a = (1.0 - delta) / (1.0 + math.exp(eps))
     with np.errstate(invalid="ignore"):
-        vals = np.stack([np.full_like(s_, delta), 1.0 - a - s_ * a, np.where(np.isinf(s_), -np.inf, 1.0 - s_ * (1.0 - delta))])
+        vals = np.stack(
+            [np.full_like(s_, delta), 1.0 - a - s_ * a, np.where(np.isinf(s_), -np.inf, 1.0 - s_ * (1.0 - delta))]
+        )
     return vals.max(axis=0)
 
 
 def region_tradeoff(eps: float, delta: float, alpha: NDArray[np.float64]) -> NDArray[np.float64]:
     """``f_{eps,delta}(alpha) = max(0, 1 - delta - e^eps alpha, e^-eps (1 - delta - alpha))``."""
-    return np.maximum.reduce([np.zeros_like(alpha), 1 - delta - math.exp(eps) * alpha, math.exp(-eps) * (1 - delta - alpha)])
+    return np.maximum.reduce(
+        [np.zeros_like(alpha), 1 - delta - math.exp(eps) * alpha, math.exp(-eps) * (1 - delta - alpha)]
+    )
 
 
 def hockey(M: NDArray[np.float64], eps_prime: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -340,7 +489,9 @@ def hockey(M: NDArray[np.float64], eps_prime: NDArray[np.float64]) -> NDArray[np
     return np.maximum(out[0], out[1])
 
 
-def project(M: NDArray[np.float64], u: NDArray[np.float64], eps: float, delta: float) -> tuple[NDArray[np.float64], float]:
+def project(
+    M: NDArray[np.float64], u: NDArray[np.float64], eps: float, delta: float
+) -> tuple[NDArray[np.float64], float]:
     """The smallest mixing weight ``lam`` with ``(1 - lam) M + lam [u; u]`` (eps, delta)-LDP
     and the mixed matrix; ``lam = 0`` when ``M`` already is. For one direction
     ``g(lam) = sum_y ((1-lam) d_y + lam w_y)_+`` with ``d = M_x - e^eps M_x'`` and
@@ -369,7 +520,9 @@ def project(M: NDArray[np.float64], u: NDArray[np.float64], eps: float, delta: f
     return (1 - lam) * M + lam * np.vstack([u, u]), lam
 
 
-def _draw(rng: np.random.Generator, family: str, eps: float, delta: float, Q: NDArray[np.float64]) -> NDArray[np.float64]:
+def _draw(
+    rng: np.random.Generator, family: str, eps: float, delta: float, Q: NDArray[np.float64]
+) -> NDArray[np.float64]:
     """One random (eps, delta)-LDP mechanism on a binary input (2 x m)."""
     m = int(rng.integers(2, 9))
     if family == "postprocessed":  # inside by construction: Q W, W random row-stochastic 4 x m
@@ -413,7 +566,7 @@ def blackwell(Q: NDArray[np.float64], M: NDArray[np.float64]) -> tuple[bool, flo
         for y in range(m):
             A[x * m + y, np.arange(nq) * m + y] = Q[x]
     for i in range(nq):
-        A[2 * m + i, i * m:(i + 1) * m] = 1.0
+        A[2 * m + i, i * m : (i + 1) * m] = 1.0
     b = np.concatenate([M.ravel(), np.ones(nq)])
     res = linprog(np.zeros(nq * m), A_eq=A, b_eq=b, bounds=(0, None), method="highs")
     if res.status != 0:
@@ -435,9 +588,14 @@ def _check_target(rng: np.random.Generator, eps: float, delta: float, i: int) ->
     dq_closed = quaternary_delta(eps, delta, np.append(grid, np.inf))
     alpha = np.linspace(0, 1, 101)
     tq = np.asarray(Qm.tradeoff(alpha))
-    target = {"instance": i, "eps": eps, "delta": delta, "Q_delta_at_eps": float(Qm.delta(eps)),
-              "Q_lib_vs_region": float(np.abs(dq_lib - dq_closed).max()),
-              "Q_tradeoff_vs_region": float(np.abs(tq - region_tradeoff(eps, delta, alpha)).max())}  # fmt: skip
+    target = {
+        "instance": i,
+        "eps": eps,
+        "delta": delta,
+        "Q_delta_at_eps": float(Qm.delta(eps)),
+        "Q_lib_vs_region": float(np.abs(dq_lib - dq_closed).max()),
+        "Q_tradeoff_vs_region": float(np.abs(tq - region_tradeoff(eps, delta, alpha)).max()),
+    }
     rows = []
     for fam in FAMILIES:
         for r in range(PER_FAMILY):
@@ -455,21 +613,34 @@ def _check_target(rng: np.random.Generator, eps: float, delta: float, i: int) ->
             ok_bw, resid = blackwell(Q, Mm)
             p = float(rng.uniform(0.05, 0.95))
             rows.append(
-                {"instance": i, "eps": eps, "delta": delta, "family": fam, "m": Mm.shape[1],
-                 "delta_at_eps": float(dm[grid.size + np.flatnonzero(bps == eps)[0]]),
-                 "max_violation": float(viol.max()),
-                 "max_violation_breakpoints": float(viol[grid.size:].max()),
-                 "distance": float(np.min(-viol[dq > TOL])) if np.any(dq > TOL) else math.inf,
-                 "argmax_eps_prime": float(pts[int(np.argmax(viol))]),
-                 # touching where delta_Q = 0 is trivial (the test that never rejects): not counted
-                 "touches": bool(np.any((viol >= -TOL) & (dq > TOL))),
-                 "touches_at_eps": bool(delta > TOL and dm[grid.size + np.flatnonzero(bps == eps)[0]] >= delta - TOL),
-                 "tv": float(dm[grid.size]), "tv_bound": (math.exp(eps) - 1 + 2 * delta) / (math.exp(eps) + 1),
-                 "own_vs_library": float(np.abs(hockey(Mm, pts) - dm).max()),
-                 "blackwell": ok_bw, "blackwell_residual": resid,
-                 "prior": p, "mi": _mi_binary(Mm, p), "mi_quaternary": _mi_binary(Q, p),
-                 "tv_M": 0.5 * float(np.abs(Mm[0] - Mm[1]).sum()), "tv_Q": 0.5 * float(np.abs(Q[0] - Q[1]).sum())}
-            )  # fmt: skip
+                {
+                    "instance": i,
+                    "eps": eps,
+                    "delta": delta,
+                    "family": fam,
+                    "m": Mm.shape[1],
+                    "delta_at_eps": float(dm[grid.size + np.flatnonzero(bps == eps)[0]]),
+                    "max_violation": float(viol.max()),
+                    "max_violation_breakpoints": float(viol[grid.size :].max()),
+                    "distance": float(np.min(-viol[dq > TOL])) if np.any(dq > TOL) else math.inf,
+                    "argmax_eps_prime": float(pts[int(np.argmax(viol))]),
+                    # touching where delta_Q = 0 is trivial (the test that never rejects): not counted
+                    "touches": bool(np.any((viol >= -TOL) & (dq > TOL))),
+                    "touches_at_eps": bool(
+                        delta > TOL and dm[grid.size + np.flatnonzero(bps == eps)[0]] >= delta - TOL
+                    ),
+                    "tv": float(dm[grid.size]),
+                    "tv_bound": (math.exp(eps) - 1 + 2 * delta) / (math.exp(eps) + 1),
+                    "own_vs_library": float(np.abs(hockey(Mm, pts) - dm).max()),
+                    "blackwell": ok_bw,
+                    "blackwell_residual": resid,
+                    "prior": p,
+                    "mi": _mi_binary(Mm, p),
+                    "mi_quaternary": _mi_binary(Q, p),
+                    "tv_M": 0.5 * float(np.abs(Mm[0] - Mm[1]).sum()),
+                    "tv_Q": 0.5 * float(np.abs(Q[0] - Q[1]).sum()),
+                }
+            )
     return rows, target
 
 
@@ -485,10 +656,14 @@ def targets(seed: int, instances: int) -> NDArray[np.float64]:
 
 @register(
     "kov-approximate-ldp",
-    "(eps, delta)-LDP on a binary input: random mechanisms inside the quaternary region R(eps, delta) (Kairouz et al. 2014, Sec. 5)",
-    "Kairouz, Oh and Viswanath 2014, Sec. 5 (quaternary mechanism optimal for approximate LDP); Kairouz, Oh and Viswanath 2015, Sec. 2 (privacy region R(eps, delta))",
+    "(eps, delta)-LDP on a binary input: random mechanisms inside the quaternary region R(eps, delta) (Kairouz et "
+    "al. 2014, Sec. 5)",
+    "Kairouz, Oh and Viswanath 2014, Sec. 5 (quaternary mechanism optimal for approximate LDP); Kairouz, Oh and "
+    "Viswanath 2015, Sec. 2 (privacy region R(eps, delta))",
 )
-def kov_approximate_ldp(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame:
+def kov_approximate_ldp(
+    seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1
+) -> pd.DataFrame:
     """For ``instances`` random targets (eps, delta) (``eps_grid``, when given, replaces the
     random eps), 12 random (eps, delta)-LDP mechanisms each (four families): exact delta
     curves against the quaternary mechanism's, Blackwell post-processing, utilities."""
@@ -513,29 +688,104 @@ def kov_approximate_ldp(seed: int, instances: int, out_dir: Path, *, eps_grid: A
 
     n = len(data)
     out = [
-        s.row("mechanisms tried", 2, "all", n, note=f"{instances} targets (eps, delta) x {len(FAMILIES)} families x {PER_FAMILY}"),
-        s.row("mechanisms outside the quaternary region: delta_M(eps') > delta_Q(eps') + 1e-12", 2, "all",
-              int((data["max_violation"] > TOL).sum()), 0.0, "equal", f"{GRID} eps' in [0, 2 eps + 3] plus every breakpoint"),
-        s.row("max violation max_eps' (delta_M - delta_Q)", 2, "all", data["max_violation"].max(),
-              note="must be <= 1e-12; 0 where a mechanism touches the boundary"),
-        s.row("mechanisms touching the boundary (delta_M = delta_Q > 0 at some eps')", 2, "all", int(data["touches"].sum()),
-              note="within 1e-12; " + ", ".join(f"{f}: {int(g['touches'].sum())}/{len(g)}" for f, g in data.groupby("family", sort=False))),
-        s.row("... touching at eps' = eps (delta_M(eps) = delta > 0)", 2, "all", int(data["touches_at_eps"].sum()),
-              note=f"out of {int((data['delta'] > 0).sum())} with delta > 0"),
-        s.row("... touching with delta = 0 (pure eps-LDP: at some eps' < eps)", 2, "all", int(data.loc[data["delta"] == 0, "touches"].sum()),
-              note=f"out of {int((data['delta'] == 0).sum())}"),
-        s.row("mechanisms with TV = (e^eps - 1 + 2 delta)/(e^eps + 1), the bound at eps' = 0", 2, "all",
-              int((data["tv"] >= data["tv_bound"] - TOL).sum())),
+        s.row(
+            "mechanisms tried",
+            2,
+            "all",
+            n,
+            note=f"{instances} targets (eps, delta) x {len(FAMILIES)} families x {PER_FAMILY}",
+        ),
+        s.row(
+            "mechanisms outside the quaternary region: delta_M(eps') > delta_Q(eps') + 1e-12",
+            2,
+            "all",
+            int((data["max_violation"] > TOL).sum()),
+            0.0,
+            "equal",
+            f"{GRID} eps' in [0, 2 eps + 3] plus every breakpoint",
+        ),
+        s.row(
+            "max violation max_eps' (delta_M - delta_Q)",
+            2,
+            "all",
+            data["max_violation"].max(),
+            note="must be <= 1e-12; 0 where a mechanism touches the boundary",
+        ),
+        s.row(
+            "mechanisms touching the boundary (delta_M = delta_Q > 0 at some eps')",
+            2,
+            "all",
+            int(data["touches"].sum()),
+            note="within 1e-12; "
+            + ", ".join(f"{f}: {int(g['touches'].sum())}/{len(g)}" for f, g in data.groupby("family", sort=False)),
+        ),
+        s.row(
+            "... touching at eps' = eps (delta_M(eps) = delta > 0)",
+            2,
+            "all",
+            int(data["touches_at_eps"].sum()),
+            note=f"out of {int((data['delta'] > 0).sum())} with delta > 0",
+        ),
+        s.row(
+            "... touching with delta = 0 (pure eps-LDP: at some eps' < eps)",
+            2,
+            "all",
+            int(data.loc[data["delta"] == 0, "touches"].sum()),
+            note=f"out of {int((data['delta'] == 0).sum())}",
+        ),
+        s.row(
+            "mechanisms with TV = (e^eps - 1 + 2 delta)/(e^eps + 1), the bound at eps' = 0",
+            2,
+            "all",
+            int((data["tv"] >= data["tv_bound"] - TOL).sum()),
+        ),
         s.row("own hockey-stick vs library delta: max abs diff", 2, "all", data["own_vs_library"].max()),
-        s.row("mechanisms that are a post-processing Q W of the quaternary mechanism", 2, "all", int(data["blackwell"].sum()), float(n), "equal",
-              f"Blackwell; feasibility LP, max residual {data['blackwell_residual'].max():.2g}"),
-        s.row("mechanisms with I(X;Y) above the quaternary's", 2, "all", int((data["mi"] > data["mi_quaternary"] * (1 + 1e-12) + 1e-15).sum()), 0.0, "equal",
-              f"random binary prior per mechanism; max I_M/I_Q {np.max(data['mi'] / data['mi_quaternary']):.12g}"),
-        s.row("mechanisms with TV(M0, M1) above the quaternary's", 2, "all", int((data["tv_M"] > data["tv_Q"] + TOL).sum()), 0.0, "equal"),
-        s.row("quaternary: |delta_Q(eps) - delta|, max over targets", 2, "all", float(np.abs(tdf["Q_delta_at_eps"] - tdf["delta"]).max()),
-              note="attains the (eps, delta) boundary"),
-        s.row("quaternary: library delta(eps') vs R(eps, delta) from its vertices, max abs diff", 2, "all", tdf["Q_lib_vs_region"].max()),
-        s.row("quaternary: trade-off function vs f_(eps,delta), max abs diff", 2, "all", tdf["Q_tradeoff_vs_region"].max(), note="101 alphas"),
+        s.row(
+            "mechanisms that are a post-processing Q W of the quaternary mechanism",
+            2,
+            "all",
+            int(data["blackwell"].sum()),
+            float(n),
+            "equal",
+            f"Blackwell; feasibility LP, max residual {data['blackwell_residual'].max():.2g}",
+        ),
+        s.row(
+            "mechanisms with I(X;Y) above the quaternary's",
+            2,
+            "all",
+            int((data["mi"] > data["mi_quaternary"] * (1 + 1e-12) + 1e-15).sum()),
+            0.0,
+            "equal",
+            f"random binary prior per mechanism; max I_M/I_Q {np.max(data['mi'] / data['mi_quaternary']):.12g}",
+        ),
+        s.row(
+            "mechanisms with TV(M0, M1) above the quaternary's",
+            2,
+            "all",
+            int((data["tv_M"] > data["tv_Q"] + TOL).sum()),
+            0.0,
+            "equal",
+        ),
+        s.row(
+            "quaternary: |delta_Q(eps) - delta|, max over targets",
+            2,
+            "all",
+            float(np.abs(tdf["Q_delta_at_eps"] - tdf["delta"]).max()),
+            note="attains the (eps, delta) boundary",
+        ),
+        s.row(
+            "quaternary: library delta(eps') vs R(eps, delta) from its vertices, max abs diff",
+            2,
+            "all",
+            tdf["Q_lib_vs_region"].max(),
+        ),
+        s.row(
+            "quaternary: trade-off function vs f_(eps,delta), max abs diff",
+            2,
+            "all",
+            tdf["Q_tradeoff_vs_region"].max(),
+            note="101 alphas",
+        ),
     ]
     summary = s.summary_frame(out)
     write_summary(summary, out_dir)
@@ -578,6 +828,10 @@ def _ldp_figure(data: pd.DataFrame, tg, seed: int, path: Path) -> None:
     b.legend(fontsize=8)
     for ax in (a, b):
         ax.grid(True, which="both", alpha=0.25)
-    fig.suptitle(f"Kairouz et al. 2014 / 2015: the quaternary mechanism's region R(eps, delta) contains every (eps, delta)-LDP mechanism (seed {seed})", fontsize=11)
+    fig.suptitle(
+        "Kairouz et al. 2014 / 2015: the quaternary mechanism's region R(eps, delta) contains every (eps, "
+        f"delta)-LDP mechanism (seed {seed})",
+        fontsize=11,
+    )
     fig.tight_layout()
     _save(fig, path)

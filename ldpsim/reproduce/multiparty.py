@@ -18,7 +18,8 @@ Here that is checked against alternative protocols *at the same privacy levels*:
 Every alternative passes ``Protocol.privacy_table()['private']`` at the RR's own
 (eps_i, delta_i) (a summary row counts it). Functions: XOR, sum, majority, AND (indicator
 gain) and two random general functions per draw (2 and 3 outputs) with random gains
-``w[true, guess] ~ U(0, 1)`` off the diagonal and ``U(1, 2)`` on it. For each party and the central observer (``OBSERVER``):
+``w[true, guess] ~ U(0, 1)`` off the diagonal and ``U(1, 2)`` on it. For each party and the
+central observer (``OBSERVER``):
 
 * the average accuracy (``exact_accuracy``, exact) at k = 3, 5, 8 (general path: tensor
   contraction) and, for XOR/sum/majority/AND, at k = 200 in two privacy classes via the
@@ -103,8 +104,18 @@ NOTIONS = ("average", "worst")
 DPI = 110
 PNG_META = {"Software": None}
 DATA_COLUMNS = [
-    "instance", "function", "k", "party", "role", "protocol", "notion", "accuracy", "rr_accuracy", "gap", "private",
-]  # fmt: skip
+    "instance",
+    "function",
+    "k",
+    "party",
+    "role",
+    "protocol",
+    "notion",
+    "accuracy",
+    "rr_accuracy",
+    "gap",
+    "private",
+]
 
 
 # --------------------------------------------------------------------------- privacy levels
@@ -218,7 +229,12 @@ def private_at(protocol: Protocol, eps: Array, delta: Array) -> bool:
 def tasks_for(parties: int, rng: np.random.Generator | None) -> dict[str, Task]:
     """XOR, sum, majority, AND (indicator gain) of ``parties`` bits and, when ``rng`` is
     given, two random general functions (2 and 3 outputs) with random gains."""
-    out = {"xor": Task.xor(parties), "sum": Task.sum(parties), "majority": Task.majority(parties), "and": Task.and_(parties)}
+    out = {
+        "xor": Task.xor(parties),
+        "sum": Task.sum(parties),
+        "majority": Task.majority(parties),
+        "and": Task.and_(parties),
+    }
     if rng is not None:
         for y in (2, 3):
             gain = rng.uniform(0.0, 1.0, (y, y)) + np.eye(y)  # a right answer is worth more than a wrong one
@@ -251,9 +267,21 @@ def compare(
             ref = exact_accuracy(rr, task, party, notion, **kw)
             for alt in alts:
                 acc = exact_accuracy(alt, task, party, notion, **kw)
-                rows.append(dict(instance=instance, function=function, k=rr.parties, party=int(party),
-                                 role="observer" if party == OBSERVER else "party", protocol=alt.name, notion=notion,
-                                 accuracy=acc, rr_accuracy=ref, gap=ref - acc, private=private[alt.name]))  # fmt: skip
+                rows.append(
+                    dict(
+                        instance=instance,
+                        function=function,
+                        k=rr.parties,
+                        party=int(party),
+                        role="observer" if party == OBSERVER else "party",
+                        protocol=alt.name,
+                        notion=notion,
+                        accuracy=acc,
+                        rr_accuracy=ref,
+                        gap=ref - acc,
+                        private=private[alt.name],
+                    )
+                )
     return rows
 
 
@@ -268,8 +296,16 @@ def run_draw(seed: int, instance: int, levels: dict) -> list[dict]:
         private = privacy_of(rr, alts)
         notions = NOTIONS if k == K_WORST else ("average",)
         for fname, task in tasks_for(k, rng).items():
-            rows += compare(rr, alts, task, fname, receivers=[OBSERVER, *range(k)], notions=notions, instance=instance,
-                            private=private)
+            rows += compare(
+                rr,
+                alts,
+                task,
+                fname,
+                receivers=[OBSERVER, *range(k)],
+                notions=notions,
+                instance=instance,
+                private=private,
+            )
     if "large" in levels:
         eps, delta = large_levels(*levels["large"])
         rng = np.random.default_rng([seed, instance, K_LARGE])
@@ -277,8 +313,16 @@ def run_draw(seed: int, instance: int, levels: dict) -> list[dict]:
         alts = class_alternatives(eps, delta, rng)
         private = privacy_of(rr, alts)
         for fname, task in tasks_for(K_LARGE, None).items():
-            rows += compare(rr, alts, task, fname, receivers=[OBSERVER, 0, K_LARGE - 1], instance=instance, general=False,
-                            private=private)
+            rows += compare(
+                rr,
+                alts,
+                task,
+                fname,
+                receivers=[OBSERVER, 0, K_LARGE - 1],
+                instance=instance,
+                general=False,
+                private=private,
+            )
     return rows
 
 
@@ -333,24 +377,42 @@ def check(data: pd.DataFrame) -> pd.DataFrame:
             tol = TOL[notion]
             low = float(sub["gap"].min())
             worst = sub.loc[sub["gap"].idxmin()]
-            rows.append(dict(
-                quantity=f"{fname}: RR never worse ({notion} accuracy), min gap RR - alternative", k=_ks(sub),
-                eps="heterogeneous", paper=0.0, ours=low, agrees="yes" if low >= -tol else "no",
-                criterion=f"ours >= -{tol:g} over {len(sub)} comparisons ({sub['protocol'].nunique()} alternatives, "
-                          f"every party and the observer); max gap {sub['gap'].max():.3g}; min at {worst['protocol']}, "
-                          f"k = {worst['k']}, party {worst['party']}",
-            ))  # fmt: skip
-    rows.append(s.row("comparisons (draw x function x k x party/observer x alternative x notion)", _ks(data),
-                      "heterogeneous", float(len(data)),
-                      note=f"{data['instance'].nunique()} draws; {int((data['notion'] == 'worst').sum())} of them worst-case "
-                           "(linear programs, k = 3)"))  # fmt: skip
+            rows.append(
+                dict(
+                    quantity=f"{fname}: RR never worse ({notion} accuracy), min gap RR - alternative",
+                    k=_ks(sub),
+                    eps="heterogeneous",
+                    paper=0.0,
+                    ours=low,
+                    agrees="yes" if low >= -tol else "no",
+                    criterion=f"ours >= -{tol:g} over {len(sub)} comparisons ({sub['protocol'].nunique()} "
+                    f"alternatives, every party and the observer); max gap {sub['gap'].max():.3g}; min at "
+                    f"{worst['protocol']}, k = {worst['k']}, party {worst['party']}",
+                )
+            )
+    rows.append(
+        s.row(
+            "comparisons (draw x function x k x party/observer x alternative x notion)",
+            _ks(data),
+            "heterogeneous",
+            float(len(data)),
+            note=f"{data['instance'].nunique()} draws; {int((data['notion'] == 'worst').sum())} of them worst-case "
+            "(linear programs, k = 3)",
+        )
+    )
     per_protocol = data.drop_duplicates(["instance", "k", "protocol"])
-    rows.append(dict(
-        quantity="alternatives exactly private at the RR's (eps_i, delta_i), fraction", k=_ks(data), eps="heterogeneous",
-        paper=1.0, ours=float(data["private"].mean()), agrees="yes" if bool(data["private"].all()) else "no",
-        criterion=f"ours == 1: Protocol.privacy_table()['private'] for every party of every alternative "
-                  f"({len(per_protocol)} protocol instances)",
-    ))  # fmt: skip
+    rows.append(
+        dict(
+            quantity="alternatives exactly private at the RR's (eps_i, delta_i), fraction",
+            k=_ks(data),
+            eps="heterogeneous",
+            paper=1.0,
+            ours=float(data["private"].mean()),
+            agrees="yes" if bool(data["private"].all()) else "no",
+            criterion=f"ours == 1: Protocol.privacy_table()['private'] for every party of every alternative "
+            f"({len(per_protocol)} protocol instances)",
+        )
+    )
     return s.summary_frame(rows)
 
 
@@ -358,10 +420,13 @@ def xor_row(data: pd.DataFrame, levels: list[dict]) -> dict:
     err = xor_errors(data, levels)
     return dict(
         quantity="xor: RR average accuracy vs closed form (1 + prod_{j!=i}(d_j + (1-d_j) tanh(e_j/2)))/2, max error",
-        k=_ks(data[data["function"] == "xor"]), eps="heterogeneous", paper=0.0, ours=float(err.max()),
+        k=_ks(data[data["function"] == "xor"]),
+        eps="heterogeneous",
+        paper=0.0,
+        ours=float(err.max()),
         agrees="yes" if float(err.max()) <= XOR_TOL else "no",
         criterion=f"ours <= {XOR_TOL:g} over {err.size} (draw, k, party/observer) cases (docs/theory.md sec. 7)",
-    )  # fmt: skip
+    )
 
 
 # --------------------------------------------------------------------------- figure
@@ -383,8 +448,16 @@ def figure(data: pd.DataFrame, seed: int) -> Figure:
                 if not m.any():
                     continue
                 style = dict(facecolors="none", edgecolors=color) if marker == "o" else dict(color=color)
-                ax.scatter(data.loc[m, "rr_accuracy"], data.loc[m, "accuracy"], s=9 if marker == "o" else 14, marker=marker,
-                           lw=0.6, alpha=0.6, label=f"{fam} ({notion})", **style)
+                ax.scatter(
+                    data.loc[m, "rr_accuracy"],
+                    data.loc[m, "accuracy"],
+                    s=9 if marker == "o" else 14,
+                    marker=marker,
+                    lw=0.6,
+                    alpha=0.6,
+                    label=f"{fam} ({notion})",
+                    **style,
+                )
         lo = float(min(data.loc[sel, "accuracy"].min(), data.loc[sel, "rr_accuracy"].min()))
         hi = float(max(data.loc[sel, "accuracy"].max(), data.loc[sel, "rr_accuracy"].max()))
         pad = 0.03 * (hi - lo + 1e-9)
@@ -397,11 +470,14 @@ def figure(data: pd.DataFrame, seed: int) -> Figure:
         ax.set_xlabel("RR (quaternary) accuracy")
         ax.set_ylabel("alternative accuracy")
         ax.grid(True, alpha=0.25)
-    for ax in axes[len(functions):]:
+    for ax in axes[len(functions) :]:
         ax.set_visible(False)
     axes[0].legend(fontsize=6.5, loc="upper left")
-    fig.suptitle(f"Kairouz et al. 2015, Sec. 5: no private protocol beats the (eps_i, delta_i) randomized response, every party and the "
-                 f"observer (o average, x worst case; seed {seed})", fontsize=10)  # fmt: skip
+    fig.suptitle(
+        "Kairouz et al. 2015, Sec. 5: no private protocol beats the (eps_i, delta_i) randomized response, every "
+        f"party and the observer (o average, x worst case; seed {seed})",
+        fontsize=10,
+    )
     fig.tight_layout()
     return fig
 
@@ -409,11 +485,14 @@ def figure(data: pd.DataFrame, seed: int) -> Figure:
 # --------------------------------------------------------------------------- reproduction
 @register(
     NAME,
-    "Multi-party (eps_i, delta_i) RR beats private alternatives for all parties/functions; min(instances, 20) level draws",
+    "Multi-party (eps_i, delta_i) RR beats private alternatives "
+    "for all parties/functions; min(instances, 20) level draws",
     "Kairouz et al. 2015, Sec. 5: multi-party randomized response is optimal for every party, function, "
     "gain and accuracy notion",
 )
-def multiparty_optimality(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1) -> pd.DataFrame:
+def multiparty_optimality(
+    seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, workers: int = 1
+) -> pd.DataFrame:
     """Compare the universal RR with private alternatives (see the module docstring).
 
     ``instances`` -> ``min(instances, MAX_DRAWS)`` draws of privacy levels (and

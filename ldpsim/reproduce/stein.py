@@ -111,11 +111,20 @@ def _curve(m0, m1, ns, alpha, rng, samples) -> list[dict]:
         est = type2_error_tilted(m0, m1, n, test.threshold, rng, samples, gamma=test.gamma)
         exponent = -est.log_beta / n
         rows.append(
-            {"n": n, "nD": n * D, "method": test.method, "log_beta": est.log_beta,
-             "log10_beta": est.log_beta / math.log(10), "rel_error": est.rel_error, "exponent": exponent,
-             "theory": D, "ratio": exponent / D, "ratio_error": est.rel_error / (n * D),
-             "second_order": 1.0 - z * sigma0 / (math.sqrt(n) * D)}
-        )  # fmt: skip
+            {
+                "n": n,
+                "nD": n * D,
+                "method": test.method,
+                "log_beta": est.log_beta,
+                "log10_beta": est.log_beta / math.log(10),
+                "rel_error": est.rel_error,
+                "exponent": exponent,
+                "theory": D,
+                "ratio": exponent / D,
+                "ratio_error": est.rel_error / (n * D),
+                "second_order": 1.0 - z * sigma0 / (math.sqrt(n) * D),
+            }
+        )
     return rows
 
 
@@ -135,19 +144,35 @@ def _instance(args) -> tuple[list[dict], list[dict]]:
             m0, m1 = hypothesis_marginals(mech, P0, P1)
             D = chernoff_stein_exponent(m0, m1)
             util = U.value(mech)  # the same number by the utility's own formula
-            head = {"k": K, "instance": i, "eps": float(e), "mechanism": name, "utility": util,
-                    "normalised": util / d_raw, "ratio_to_optimal": util / d_opt,
-                    "optimal_bound": bound if name == "optimal" else math.nan}  # fmt: skip
+            head = {
+                "k": K,
+                "instance": i,
+                "eps": float(e),
+                "mechanism": name,
+                "utility": util,
+                "normalised": util / d_raw,
+                "ratio_to_optimal": util / d_opt,
+                "optimal_bound": bound if name == "optimal" else math.nan,
+            }
             rng = np.random.default_rng([seed, i, j, mi])
             curves[name] = [{**head, **r} for r in _curve(m0, m1, n_grid(D, nd_range, points), ALPHA, rng, samples)]
             rows += curves[name]
             n_raw = math.log(1 / TARGET_BETA) / d_raw
             n_priv = math.log(1 / TARGET_BETA) / D
             ess.append(
-                {"instance": i, "eps": float(e), "mechanism": name, "D_private": D, "D_raw": d_raw, "tv": tv,
-                 "n_raw": n_raw, "n_private": n_priv, "n_ratio": n_priv / n_raw,
-                 "n_ratio_eps2": n_priv / n_raw * float(e) ** 2}
-            )  # fmt: skip
+                {
+                    "instance": i,
+                    "eps": float(e),
+                    "mechanism": name,
+                    "D_private": D,
+                    "D_raw": d_raw,
+                    "tv": tv,
+                    "n_raw": n_raw,
+                    "n_private": n_priv,
+                    "n_ratio": n_priv / n_raw,
+                    "n_ratio_eps2": n_priv / n_raw * float(e) ** 2,
+                }
+            )
         # Kairouz et al. 2014's mixed strategy is one of binary and RR: its rows are copies, not a fifth measurement
         better = max(("binary", "randomized_response"), key=lambda m: curves[m][0]["utility"])
         rows += [{**r, "mechanism": s.MIXED, "ratio_to_optimal": r["utility"] / d_opt} for r in curves[better]]
@@ -179,9 +204,14 @@ def measure(
 def _check_row(quantity: str, eps: str, ours: float, note: str) -> dict:
     ok = ours >= CHECK_RATIO * 1.0
     return dict(
-        quantity=quantity, k=K, eps=eps, paper=1.0, ours=float(ours), agrees="yes" if ok else "no",
+        quantity=quantity,
+        k=K,
+        eps=eps,
+        paper=1.0,
+        ours=float(ours),
+        agrees="yes" if ok else "no",
         criterion=f"ours >= {CHECK_RATIO:g} paper at the largest n; {note}",
-    )  # fmt: skip
+    )
 
 
 def _summary(data: pd.DataFrame, ess: pd.DataFrame, eps: NDArray[np.float64], instances: int) -> pd.DataFrame:
@@ -196,39 +226,103 @@ def _summary(data: pd.DataFrame, ess: pd.DataFrame, eps: NDArray[np.float64], in
             lab = s.LABELS[mech]
             nd = end["nD"].mean()
             rows += [
-                s.row(f"D(M0||M1), the Stein exponent (theory): {lab}", K, e, end["theory"].mean(), note=f"mean {over}"),
-                s.row(f"measured -(1/n) log beta_n at the largest n: {lab}", K, e, end["exponent"].mean(), note=f"mean {over}; n D = {nd:.0f}"),
-                s.row(f"measured / theory at the largest n: {lab}", K, e, end["ratio"].min(),
-                      note=f"min {over}; second-order prediction {end['second_order'].min():.3f}"),
-                s.row(f"tilted estimate of beta: max relative error: {lab}", K, e, cur["rel_error"].max(),
-                      note=f"max over n and instances; on the exponent <= {cur['ratio_error'].max():.1e}"),
+                s.row(
+                    f"D(M0||M1), the Stein exponent (theory): {lab}", K, e, end["theory"].mean(), note=f"mean {over}"
+                ),
+                s.row(
+                    f"measured -(1/n) log beta_n at the largest n: {lab}",
+                    K,
+                    e,
+                    end["exponent"].mean(),
+                    note=f"mean {over}; n D = {nd:.0f}",
+                ),
+                s.row(
+                    f"measured / theory at the largest n: {lab}",
+                    K,
+                    e,
+                    end["ratio"].min(),
+                    note=f"min {over}; second-order prediction {end['second_order'].min():.3f}",
+                ),
+                s.row(
+                    f"tilted estimate of beta: max relative error: {lab}",
+                    K,
+                    e,
+                    cur["rel_error"].max(),
+                    note=f"max over n and instances; on the exponent <= {cur['ratio_error'].max():.1e}",
+                ),
                 s.row(f"smallest beta reached (log10): {lab}", K, e, cur["log10_beta"].min()),
-            ]  # fmt: skip
+            ]
     for e in eps:
         end = last[last["eps"] == e]
-        rows.append(_check_row("the exponent tends to D(M0||M1): min measured/theory", f"{e:g}", end["ratio"].min(),
-                               "min over mechanisms and instances (Kairouz et al. 2014, Sec. 1, Chernoff-Stein)"))  # fmt: skip
-    grew = data.sort_values("n").groupby(["instance", "eps", "mechanism"])["ratio"].apply(lambda r: bool(np.all(np.diff(r.to_numpy()) > 0)))
-    rows.append(s.row("curves whose measured/theory increases with n", K, "all", grew.mean(), note=f"fraction of {grew.size} curves"))
-    rows.append(s.row("measured above theory (beyond 3 standard errors)", K, "all",
-                      int(np.sum(data["ratio"] - 3 * data["ratio_error"] > 1.0)),
-                      note="count of (instance, eps, mechanism, n); converse bound: ratio <= (1 + log 2/(n D))/(1 - alpha)"))  # fmt: skip
+        rows.append(
+            _check_row(
+                "the exponent tends to D(M0||M1): min measured/theory",
+                f"{e:g}",
+                end["ratio"].min(),
+                "min over mechanisms and instances (Kairouz et al. 2014, Sec. 1, Chernoff-Stein)",
+            )
+        )
+    grew = (
+        data.sort_values("n")
+        .groupby(["instance", "eps", "mechanism"])["ratio"]
+        .apply(lambda r: bool(np.all(np.diff(r.to_numpy()) > 0)))
+    )
+    rows.append(
+        s.row(
+            "curves whose measured/theory increases with n",
+            K,
+            "all",
+            grew.mean(),
+            note=f"fraction of {grew.size} curves",
+        )
+    )
+    rows.append(
+        s.row(
+            "measured above theory (beyond 3 standard errors)",
+            K,
+            "all",
+            int(np.sum(data["ratio"] - 3 * data["ratio_error"] > 1.0)),
+            note="count of (instance, eps, mechanism, n); converse bound: ratio <= (1 + log 2/(n D))/(1 - alpha)",
+        )
+    )
     # effective sample size
     first = "first order: n ~ log(1/beta)/D, alpha only at second order"
     for e in eps:
         for mech in s.MECHANISMS:
             sub = ess[(ess["eps"] == e) & (ess["mechanism"] == mech)]
-            rows.append(s.row(f"n_private/n_raw for beta = 1e-6 (= D(P0||P1)/D(M0||M1)): {s.LABELS[mech]}", K, e,
-                              sub["n_ratio"].mean(), note=f"mean {over}; {first}"))  # fmt: skip
+            rows.append(
+                s.row(
+                    f"n_private/n_raw for beta = 1e-6 (= D(P0||P1)/D(M0||M1)): {s.LABELS[mech]}",
+                    K,
+                    e,
+                    sub["n_ratio"].mean(),
+                    note=f"mean {over}; {first}",
+                )
+            )
     e0 = float(eps.min())
     for mech in s.MECHANISMS:
         sub = ess[(ess["eps"] == e0) & (ess["mechanism"] == mech)]
-        rows.append(s.row(f"n_ratio * eps^2 at the smallest eps: {s.LABELS[mech]}", K, e0, sub["n_ratio_eps2"].mean(),
-                          note=f"mean {over}; range {sub['n_ratio_eps2'].min():.3g}-{sub['n_ratio_eps2'].max():.3g}"))  # fmt: skip
+        rows.append(
+            s.row(
+                f"n_ratio * eps^2 at the smallest eps: {s.LABELS[mech]}",
+                K,
+                e0,
+                sub["n_ratio_eps2"].mean(),
+                note=f"mean {over}; range {sub['n_ratio_eps2'].min():.3g}-{sub['n_ratio_eps2'].max():.3g}",
+            )
+        )
     sub = ess[(ess["eps"] == e0) & (ess["mechanism"] == "binary")]
     pred = 2 * sub["D_raw"] / sub["tv"] ** 2 * (e0 / 2) ** 2 / math.tanh(e0 / 2) ** 2
-    rows.append(s.row("binary predicted: D(P0||P1) eps^2 / (2 tanh(eps/2)^2 TV^2)", K, e0, pred.mean(),
-                      note=f"mean {over}; -> 2 D(P0||P1)/TV^2 as eps -> 0 (an upper bound on the binary n_ratio eps^2, by Pinsker)"))  # fmt: skip
+    rows.append(
+        s.row(
+            "binary predicted: D(P0||P1) eps^2 / (2 tanh(eps/2)^2 TV^2)",
+            K,
+            e0,
+            pred.mean(),
+            note=f"mean {over}; -> 2 D(P0||P1)/TV^2 as eps -> 0 (an "
+            "upper bound on the binary n_ratio eps^2, by Pinsker)",
+        )
+    )
     return s.summary_frame(rows)
 
 
@@ -241,8 +335,15 @@ def _figure(data: pd.DataFrame, eps: NDArray[np.float64], seed: int, instances: 
             cur = data[(data["eps"] == e) & (data["mechanism"] == mech)]
             for i, g in cur.groupby("instance"):
                 if i == 0:
-                    ax.plot(g["nD"], g["ratio"], marker="o", ms=3, color=s.COLORS[mech], lw=1.5,
-                            label=f"{s.LABELS[mech]} (D = {g['theory'].iloc[0]:.3g})")  # fmt: skip
+                    ax.plot(
+                        g["nD"],
+                        g["ratio"],
+                        marker="o",
+                        ms=3,
+                        color=s.COLORS[mech],
+                        lw=1.5,
+                        label=f"{s.LABELS[mech]} (D = {g['theory'].iloc[0]:.3g})",
+                    )
                     ax.plot(g["nD"], g["second_order"], color=s.COLORS[mech], lw=0.8, ls="--")
                 else:
                     ax.plot(g["nD"], g["ratio"], color=s.COLORS[mech], lw=0.6, alpha=0.25)
@@ -255,8 +356,8 @@ def _figure(data: pd.DataFrame, eps: NDArray[np.float64], seed: int, instances: 
     axes[0].set_ylabel("-(1/n) log beta_n / D(M0||M1)")
     axes[0].set_ylim(0, 1.05)
     fig.suptitle(
-        f"Chernoff-Stein exponents of the NP test, alpha = {ALPHA:g}, k = {K} (instance 0 bold, dashed: 1 - z sigma0/(sqrt(n) D); "
-        f"{instances} instance{'s' if instances > 1 else ''} faint, seed {seed})",
+        f"Chernoff-Stein exponents of the NP test, alpha = {ALPHA:g}, k = {K} (instance 0 bold, dashed: 1 - z "
+        f"sigma0/(sqrt(n) D); {instances} instance{'s' if instances > 1 else ''} faint, seed {seed})",
         fontsize=10,
     )
     fig.tight_layout()
@@ -296,9 +397,14 @@ def stein_exponent(
     data.to_csv(out_dir / "data.csv", index=False, float_format="%.12g")
     ess.to_csv(out_dir / "ess.csv", index=False, float_format="%.12g")
     pd.DataFrame(
-        {"k": K, "instance": np.repeat(np.arange(instances), 2 * K), "prior": np.tile(np.repeat(["P0", "P1"], K), instances),
-         "symbol": np.tile(np.arange(K), 2 * instances), "probability": pairs.ravel()}
-    ).to_csv(out_dir / "priors.csv", index=False, float_format="%.15g")  # fmt: skip
+        {
+            "k": K,
+            "instance": np.repeat(np.arange(instances), 2 * K),
+            "prior": np.tile(np.repeat(["P0", "P1"], K), instances),
+            "symbol": np.tile(np.arange(K), 2 * instances),
+            "probability": pairs.ravel(),
+        }
+    ).to_csv(out_dir / "priors.csv", index=False, float_format="%.15g")
     summary = _summary(data, ess, eps, instances)
     write_summary(summary, out_dir)
     fig = _figure(data, eps, seed, instances)

@@ -7,10 +7,10 @@ they bring in the report, and so matplotlib.
 """
 
 from ldpsim._lazy import lazy_exports
+from ldpsim.sim import testing_tasks as _testing_tasks  # noqa: F401  (registers the hypothesis-testing tasks)
 from ldpsim.sim.engine import run_replication
 from ldpsim.sim.scenario import MultipartyScenario, Scenario, load_scenario, parse_scenario
 from ldpsim.sim.tasks import Checkpoint, Task, TaskContext, register_task
-from ldpsim.sim import testing_tasks as _testing_tasks  # noqa: F401  (registers the hypothesis-testing tasks)
 
 __getattr__, __dir__ = lazy_exports(
     __name__,

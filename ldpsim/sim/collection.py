@@ -98,7 +98,9 @@ def draw_schedule(sc: CollectionScenario, rng: np.random.Generator) -> NDArray[n
     return np.ones((sc.periods, sc.size), dtype=bool)
 
 
-def sends(policy: Policy, schedule: NDArray[np.bool_], rng: np.random.Generator) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+def sends(
+    policy: Policy, schedule: NDArray[np.bool_], rng: np.random.Generator
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
     """Who sends in each period under the policy, and which of those reports is the one
     lowered last report: the schedule, thinned by the policy's ``rate``, cut by the filter
     after the reports it admits (plus the lowered one, with ``exhausted = "lower"``)."""
@@ -154,8 +156,9 @@ def privacy_tables(sc: CollectionScenario) -> dict[str, PrivacyTable]:
         g = p.mechanism.guarantee()
         for c in range(1, T + 1):  # one group of c reports each: the mechanism's loss law is built once per count,
             # not once per report (c separate additions made T periods cost T^2 / 2 loss laws)
-            exact[c] = _composed(lambda c=c: Accountant().add(g, times=c).epsilon(delta), "collection.periods", T,
-                                 f"{c} report(s)")
+            exact[c] = _composed(
+                lambda c=c: Accountant().add(g, times=c).epsilon(delta), "collection.periods", T, f"{c} report(s)"
+            )
         advanced = np.array([0.0] + [float(bound_epsilon("drv", eps1, 0.0, c, delta)) for c in range(1, T + 1)])
         budget = float(p.spec.budget_eps) if p.spec.budget_eps is not None else math.nan
         low: dict[str, float] = {}
@@ -163,12 +166,25 @@ def privacy_tables(sc: CollectionScenario) -> dict[str, PrivacyTable]:
             a = int(p.allowed)  # type: ignore[arg-type]
             low["lowered"] = float(p.lowered.epsilon())
             full = a * eps1 + low["lowered"]
-            composed = _composed(lambda: Accountant().add(g, times=a).add(p.lowered.guarantee()).epsilon(delta),
-                                 f"policies[{index}].budget_eps", p.spec.budget_eps, f"{a} reports and the lowered one")
+            composed = _composed(
+                lambda: Accountant().add(g, times=a).add(p.lowered.guarantee()).epsilon(delta),
+                f"policies[{index}].budget_eps",
+                p.spec.budget_eps,
+                f"{a} reports and the lowered one",
+            )
             low["exact_lowered"] = min(full, composed)
-            low["advanced_lowered"] = min(full, kov_bound_heterogeneous([eps1] * a + [low["lowered"]], [0.0] * (a + 1), delta)[0])
-        out[p.name] = PrivacyTable(eps1, pure=k * eps1, exact=np.minimum(exact, k * eps1), basic=k * eps1,
-                                   advanced=advanced, budget=budget, **low)  # fmt: skip
+            low["advanced_lowered"] = min(
+                full, kov_bound_heterogeneous([eps1] * a + [low["lowered"]], [0.0] * (a + 1), delta)[0]
+            )
+        out[p.name] = PrivacyTable(
+            eps1,
+            pure=k * eps1,
+            exact=np.minimum(exact, k * eps1),
+            basic=k * eps1,
+            advanced=advanced,
+            budget=budget,
+            **low,
+        )
     return out
 
 
@@ -182,9 +198,11 @@ def _composed(compute: Any, key: str, value: Any, what: str) -> float:
     except LdpSimError as exc:
         if not str(exc).startswith("step:"):
             raise
-        raise LdpSimError(f"{key}: got {value!r}, expected a collection whose exact composition at collection.delta "
-                          f"the accountant can compute ({what} of the mechanism need more lattice points than it "
-                          f"holds: {str(exc).partition('expected ')[2]}); fewer periods or another mechanism") from None
+        raise LdpSimError(
+            f"{key}: got {value!r}, expected a collection whose exact composition at collection.delta "
+            f"the accountant can compute ({what} of the mechanism need more lattice points than it "
+            f"holds: {str(exc).partition('expected ')[2]}); fewer periods or another mechanism"
+        ) from None
 
 
 def central_epsilon(eps0: float, batch: int, delta: float) -> float:
@@ -217,8 +235,15 @@ class _Server:
         self.period.append(parcel.period)
 
 
-def run_arm(sc: CollectionScenario, policy: Policy, shuffled: bool, answers: NDArray[Any], sent: NDArray[np.bool_],
-            seed: np.random.SeedSequence, low: NDArray[np.bool_] | None = None) -> tuple[_Server, Any]:  # fmt: skip
+def run_arm(
+    sc: CollectionScenario,
+    policy: Policy,
+    shuffled: bool,
+    answers: NDArray[Any],
+    sent: NDArray[np.bool_],
+    seed: np.random.SeedSequence,
+    low: NDArray[np.bool_] | None = None,
+) -> tuple[_Server, Any]:
     """Simulate one arm in which ``sent`` (periods x n) say who sends when (``low``: which of
     those reports go through the policy's lowered mechanism; they are coded ``m + y``);
     returns the server and the shuffler's log."""
@@ -281,7 +306,9 @@ def run_arm(sc: CollectionScenario, policy: Policy, shuffled: bool, answers: NDA
 
 
 # --------------------------------------------------------------------- one replication
-def run_replication(sc: CollectionScenario, index: int, seed: int, shared: dict[str, PrivacyTable] | None = None) -> pd.DataFrame:
+def run_replication(
+    sc: CollectionScenario, index: int, seed: int, shared: dict[str, PrivacyTable] | None = None
+) -> pd.DataFrame:
     """Every arm of one replication, as result rows (answers and schedule shared by the arms)."""
     tables = shared if shared is not None else privacy_tables(sc)
     root = np.random.SeedSequence(seed, spawn_key=(index,))
@@ -289,7 +316,10 @@ def run_replication(sc: CollectionScenario, index: int, seed: int, shared: dict[
     answers = draw_answers(sc, np.random.default_rng(answer_seed))
     schedule = draw_schedule(sc, np.random.default_rng(schedule_seed))
     # who sends under each policy: the same with and without the shuffler
-    sent_by = {p.name: sends(p, schedule, np.random.default_rng(s)) for p, s in zip(sc.policies, policy_seed.spawn(len(sc.policies)))}  # fmt: skip
+    sent_by = {
+        p.name: sends(p, schedule, np.random.default_rng(s))
+        for p, s in zip(sc.policies, policy_seed.spawn(len(sc.policies)))
+    }
     k = len(sc.labels)
     truth = np.stack([np.bincount(answers[t], minlength=k) for t in range(sc.periods)]) / sc.size
     rows: list[dict[str, Any]] = []
@@ -309,12 +339,23 @@ def run_replication(sc: CollectionScenario, index: int, seed: int, shared: dict[
     return frame[COLUMNS]
 
 
-def _row(base: dict[str, Any], period: int, time: float, quantity: str, category: str, estimate: float, **more: Any) -> dict[str, Any]:
-    return {**base, "period": period, "time": time, "quantity": quantity, "category": category, "estimate": estimate, **more}
+def _row(
+    base: dict[str, Any], period: int, time: float, quantity: str, category: str, estimate: float, **more: Any
+) -> dict[str, Any]:
+    return {
+        **base,
+        "period": period,
+        "time": time,
+        "quantity": quantity,
+        "category": category,
+        "estimate": estimate,
+        **more,
+    }
 
 
-def _estimate_rows(sc: CollectionScenario, policy: Policy, server: _Server, truth: NDArray[np.float64],
-                   base: dict[str, Any]) -> list[dict[str, Any]]:  # fmt: skip
+def _estimate_rows(
+    sc: CollectionScenario, policy: Policy, server: _Server, truth: NDArray[np.float64], base: dict[str, Any]
+) -> list[dict[str, Any]]:
     w = report_estimators(policy.mechanism)
     if policy.lowered is not None:  # a lowered report y is coded m + y: its own rows
         w = np.vstack([w, report_estimators(policy.lowered)])
@@ -328,20 +369,53 @@ def _estimate_rows(sc: CollectionScenario, policy: Policy, server: _Server, trut
     rows = []
     for t in range(sc.periods):
         for j, label in enumerate(sc.labels):
-            rows.append(_row(base, t + 1, (t + 1) * L, "frequency", label, est.estimate[t, j], ci_low=lo[t, j],
-                             ci_high=hi[t, j], truth=truth[t, j], theory=sc.path_expected[t, j], n=est.n[t]))  # fmt: skip
+            rows.append(
+                _row(
+                    base,
+                    t + 1,
+                    (t + 1) * L,
+                    "frequency",
+                    label,
+                    est.estimate[t, j],
+                    ci_low=lo[t, j],
+                    ci_high=hi[t, j],
+                    truth=truth[t, j],
+                    theory=sc.path_expected[t, j],
+                    n=est.n[t],
+                )
+            )
             if t >= 1:
-                half = math.nan if math.isnan(chg_var[t - 1, j]) else z * math.sqrt(chg_var[t - 1, j])  # inf past the doubles
+                half = (
+                    math.nan if math.isnan(chg_var[t - 1, j]) else z * math.sqrt(chg_var[t - 1, j])
+                )  # inf past the doubles
                 c = float(chg[t - 1, j])  # a Python float: inf - inf past the doubles is NaN, not a warning
-                rows.append(_row(base, t + 1, (t + 1) * L, "change", label, c, ci_low=c - half, ci_high=c + half,
-                                 truth=truth[t, j] - truth[t - 1, j],
-                                 theory=sc.path_expected[t, j] - sc.path_expected[t - 1, j],
-                                 n=min(est.n[t], est.n[t - 1])))  # fmt: skip
+                rows.append(
+                    _row(
+                        base,
+                        t + 1,
+                        (t + 1) * L,
+                        "change",
+                        label,
+                        c,
+                        ci_low=c - half,
+                        ci_high=c + half,
+                        truth=truth[t, j] - truth[t - 1, j],
+                        theory=sc.path_expected[t, j] - sc.path_expected[t - 1, j],
+                        n=min(est.n[t], est.n[t - 1]),
+                    )
+                )
     return rows
 
 
-def _privacy_rows(sc: CollectionScenario, policy: Policy, table: PrivacyTable, answers: NDArray[Any],
-                  sent: NDArray[np.bool_], low: NDArray[np.bool_], base: dict[str, Any]) -> list[dict[str, Any]]:  # fmt: skip
+def _privacy_rows(
+    sc: CollectionScenario,
+    policy: Policy,
+    table: PrivacyTable,
+    answers: NDArray[Any],
+    sent: NDArray[np.bool_],
+    low: NDArray[np.bool_],
+    base: dict[str, Any],
+) -> list[dict[str, Any]]:
     L = float(sc.spec.collection.period)
     n, k = sc.size, len(sc.labels)
     rows = []
@@ -361,14 +435,27 @@ def _privacy_rows(sc: CollectionScenario, policy: Policy, table: PrivacyTable, a
         time = (t + 1) * L
         top = int(reports.max())
         last = bool(lowered.any())  # the most exposed respondent also sent the lowered report
-        stats = {"max": float(values[-1]), "mean": float(eps.mean()), "median": float(np.median(eps)),
-                 "p90": float(np.quantile(eps, 0.9)), "per_report": table.per_report}  # fmt: skip
+        stats = {
+            "max": float(values[-1]),
+            "mean": float(eps.mean()),
+            "median": float(np.median(eps)),
+            "p90": float(np.quantile(eps, 0.9)),
+            "per_report": table.per_report,
+        }
         if table.exact is not None and last:
-            stats.update(exact_at_delta=table.exact_lowered, basic=float(table.basic[top]) + table.lowered,  # type: ignore[index]
-                         advanced=table.advanced_lowered, reports_max=float(top + 1))
+            stats.update(
+                exact_at_delta=table.exact_lowered,
+                basic=float(table.basic[top]) + table.lowered,  # type: ignore[index]
+                advanced=table.advanced_lowered,
+                reports_max=float(top + 1),
+            )
         elif table.exact is not None:
-            stats.update(exact_at_delta=float(table.exact[top]), basic=float(table.basic[top]),  # type: ignore[index]
-                         advanced=float(table.advanced[top]), reports_max=float(top))  # type: ignore[index]
+            stats.update(
+                exact_at_delta=float(table.exact[top]),
+                basic=float(table.basic[top]),  # type: ignore[index]
+                advanced=float(table.advanced[top]),
+                reports_max=float(top),
+            )  # type: ignore[index]
         if per_value is not None:
             stats.update(longitudinal=table.longitudinal, distinct_max=float((per_value > 0).sum(axis=1).max()))
         if policy.allowed is not None:
@@ -378,11 +465,16 @@ def _privacy_rows(sc: CollectionScenario, policy: Policy, table: PrivacyTable, a
                 stats.update(lowered_eps=table.lowered)
         rows += [_row(base, t + 1, time, "privacy", name, value, n=n) for name, value in stats.items()]
         if values.size <= MAX_CLASS_ROWS:
-            rows += [_row(base, t + 1, time, "privacy_class", f"{v:.12g}", float(v), n=int(c)) for v, c in zip(values, counts)]
+            rows += [
+                _row(base, t + 1, time, "privacy_class", f"{v:.12g}", float(v), n=int(c))
+                for v, c in zip(values, counts)
+            ]
     return rows
 
 
-def _latency_rows(sc: CollectionScenario, server: _Server, sent: NDArray[np.bool_], base: dict[str, Any]) -> list[dict[str, Any]]:
+def _latency_rows(
+    sc: CollectionScenario, server: _Server, sent: NDArray[np.bool_], base: dict[str, Any]
+) -> list[dict[str, Any]]:
     L = float(sc.spec.collection.period)
     if server.delay:
         delay, waited, period = (np.concatenate(a) for a in (server.delay, server.waited, server.period))
@@ -394,7 +486,7 @@ def _latency_rows(sc: CollectionScenario, server: _Server, sent: NDArray[np.bool
     delay, waited, period = delay[order], waited[order], period[order]
     cuts = np.searchsorted(period, np.arange(sc.periods + 1))
     for t in range(sc.periods):
-        d, w = delay[cuts[t]:cuts[t + 1]], waited[cuts[t]:cuts[t + 1]]
+        d, w = delay[cuts[t] : cuts[t + 1]], waited[cuts[t] : cuts[t + 1]]
         n_sent = int(sent[t].sum())
         stats = {
             "mean_delay": float(d.mean()) if d.size else math.nan,
@@ -412,7 +504,15 @@ def _central_rows(sc: CollectionScenario, table: PrivacyTable, log: Any, base: d
     if not sizes.size:
         return []
     smallest = int(sizes.min())
-    stats = {"local_eps": table.per_report, "central_eps": central_epsilon(table.per_report, smallest, delta),
-             "batch_min": float(smallest), "batch_mean": float(sizes.mean()), "batches": float(sizes.size),
-             "withheld": float(log.withheld)}  # fmt: skip
-    return [_row(base, sc.periods, float(log.times[-1]), "central", name, value, n=int(sizes.sum())) for name, value in stats.items()]
+    stats = {
+        "local_eps": table.per_report,
+        "central_eps": central_epsilon(table.per_report, smallest, delta),
+        "batch_min": float(smallest),
+        "batch_mean": float(sizes.mean()),
+        "batches": float(sizes.size),
+        "withheld": float(log.withheld),
+    }
+    return [
+        _row(base, sc.periods, float(log.times[-1]), "central", name, value, n=int(sizes.sum()))
+        for name, value in stats.items()
+    ]

@@ -60,8 +60,15 @@ from ldpsim.report.survey_tables import RESULT_COLUMNS
 from ldpsim.sim.scenario.survey import HYPERGEOMETRIC_LIMIT, Scenario, arrival_horizon
 from ldpsim.sim.scenario.survey_specs import AllAtOnceSpec, PoissonSpec, WavesSpec
 from ldpsim.sim.tasks import (
-    Checkpoint, CrosstabTask, MeanTask, NonresponseTask, Task, TaskContext, TierTask, make_tasks,
-)  # fmt: skip
+    Checkpoint,
+    CrosstabTask,
+    MeanTask,
+    NonresponseTask,
+    Task,
+    TaskContext,
+    TierTask,
+    make_tasks,
+)
 
 
 class Timeline:
@@ -77,7 +84,9 @@ class Timeline:
         self.end = end
 
     def edge(self, j: int | NDArray) -> Any:
-        return np.minimum(np.asarray(j) * self.dt, self.end) if isinstance(j, np.ndarray) else min(j * self.dt, self.end)
+        return (
+            np.minimum(np.asarray(j) * self.dt, self.end) if isinstance(j, np.ndarray) else min(j * self.dt, self.end)
+        )
 
     def index(self, t: NDArray[np.float64]) -> NDArray[np.int64]:
         """Tick of each time; ``n`` (past the last tick) for times after the end."""
@@ -234,20 +243,29 @@ class Replication:
         self.mech = self.mechs[0]
         self.questions = scenario.questions
         numeric = [False] * len(self.mechs) if self.questions is None else [q.numeric for q in self.questions.questions]
-        self.servers = [NumericServer() if num else Server(m, spec.server.keep_reports, spec.server.max_reports)
-                        for m, num in zip(self.mechs, numeric)]  # fmt: skip
+        self.servers = [
+            NumericServer() if num else Server(m, spec.server.keep_reports, spec.server.max_reports)
+            for m, num in zip(self.mechs, numeric)
+        ]
         self.server = self.servers[0]
         self.tasks: list[tuple[int, Task]] = []
         # privacy tiers: one server per tier, and one task combining them (no per-tier tasks)
         self.tiers = scenario.tiers
-        self.tier_task = None if self.tiers is None else TierTask(
-            self.tiers.mechanisms, self.tiers.eps, scenario.labels, scenario.prior, self.tiers.confidence)
+        self.tier_task = (
+            None
+            if self.tiers is None
+            else TierTask(self.tiers.mechanisms, self.tiers.eps, scenario.labels, scenario.prior, self.tiers.confidence)
+        )
         # several questions: one server per question, its tasks named "question:task"
         for j, (name, mech) in enumerate(() if self.tiers is not None else scenario.mechanisms):
             if numeric[j]:  # a numeric question: the mean of its reports
                 q = self.questions.questions[j]  # type: ignore[union-attr]
-                mean = MeanTask(f"{name}:mean", float(q.prior[0]), q.report_variance[self.questions.strategy],  # type: ignore[union-attr, index]
-                                _confidence(spec.analyst.tasks))  # fmt: skip
+                mean = MeanTask(
+                    f"{name}:mean",
+                    float(q.prior[0]),
+                    q.report_variance[self.questions.strategy],  # type: ignore[union-attr, index]
+                    _confidence(spec.analyst.tasks),
+                )
                 self.tasks.append((j, mean))
                 continue
             if self.questions is None:
@@ -262,7 +280,9 @@ class Replication:
                     task.name = f"{name}:{task.name}"
                 self.tasks.append((j, task))
             if scenario.loss is not None:  # answer-dependent loss: its exact bias, and the reweighting
-                nr = NonresponseTask(context, 1.0 - scenario.loss, spec.analyst.reweight, _confidence(spec.analyst.tasks))
+                nr = NonresponseTask(
+                    context, 1.0 - scenario.loss, spec.analyst.reweight, _confidence(spec.analyst.tasks)
+                )
                 if scenario.compared:
                     nr.name = f"{nr.name}@{name}"
                 self.tasks.append((j, nr))
@@ -278,12 +298,15 @@ class Replication:
         self.crosstabs: list[tuple[Any, CrosstabTask, NDArray[np.int64], NDArray[np.int64]]] = []
         for xt in self.questions.crosstabs if self.questions is not None else ():
             qa, qb = self.questions.questions[xt.first], self.questions.questions[xt.second]
-            task = CrosstabTask(xt.name, xt.mechanism, xt.truth, qa.labels, qb.labels, xt.alpha, _confidence(spec.analyst.tasks))
+            task = CrosstabTask(
+                xt.name, xt.mechanism, xt.truth, qa.labels, qb.labels, xt.alpha, _confidence(spec.analyst.tasks)
+            )
             m = (self.mechs[xt.first].output_size, self.mechs[xt.second].output_size)
             self.crosstabs.append((xt, task, np.zeros(m[0] * m[1], np.int64), np.zeros(qa.k * qb.k, np.int64)))
         # questions with item non-response (questions[i].loss): their indices, in order
-        self._item_loss = [] if self.questions is None else [j for j, q in enumerate(self.questions.questions)
-                                                             if q.loss is not None]  # fmt: skip
+        self._item_loss = (
+            [] if self.questions is None else [j for j, q in enumerate(self.questions.questions) if q.loss is not None]
+        )
         self.rows: list[dict[str, Any]] = []
         self.sent = self.lost = self.in_flight = 0
         self.messages = 0  # reports received (a respondent's answers to several questions travel as one)
@@ -369,7 +392,9 @@ class Replication:
         starts = self._block_starts()
         sizes = np.full(int(starts[-1]), batch, np.int64)
         last = starts[1:] - 1  # each cohort's last block holds what is left
-        sizes[last[np.diff(starts) > 0]] = [c.size - (-(-c.size // batch) - 1) * batch for c in self.cohorts if c.size > 0]
+        sizes[last[np.diff(starts) > 0]] = [
+            c.size - (-(-c.size // batch) - 1) * batch for c in self.cohorts if c.size > 0
+        ]
         return sizes
 
     def counts_suffice(self) -> bool:
@@ -378,9 +403,15 @@ class Replication:
         no tiers, no stored reports, no checkpoints every m reports, no task reading reports
         one by one."""
         spec = self.scenario.spec
-        return (self.questions is None and self.tiers is None and not self.scenario.compared and not spec.server.keep_reports
-                and not self._every_reports and not self.crosstabs
-                and all(type(task).observe is Task.observe for _, task in self.tasks))  # fmt: skip
+        return (
+            self.questions is None
+            and self.tiers is None
+            and not self.scenario.compared
+            and not spec.server.keep_reports
+            and not self._every_reports
+            and not self.crosstabs
+            and all(type(task).observe is Task.observe for _, task in self.tasks)
+        )
 
     def send_blocks(self, lo: int, hi: int) -> "Shard":
         """Blocks ``lo .. hi - 1`` sent through the network, without the SimPy clock: what
@@ -393,8 +424,9 @@ class Replication:
         for c, b in self.blocks(lo, hi):
             cohort = self.cohorts[c]
             first = b * batch
-            rng, privacy, tier_rng = _block_streams(seqs[c], b, len(self.mechs) if self.scenario.compared else 0,
-                                                    self.tiers is not None)  # fmt: skip
+            rng, privacy, tier_rng = _block_streams(
+                seqs[c], b, len(self.mechs) if self.scenario.compared else 0, self.tiers is not None
+            )
             self.sent += min(batch, cohort.size - first)
             self._send_individual(cohort, cohort.first + first, min(batch, cohort.size - first), rng, privacy, tier_rng)
             for tick, parts in self._buckets.items():
@@ -451,10 +483,19 @@ class Replication:
                 streams = _block_streams(seq, b, compared, self.tiers is not None, rng)
                 self._send_individual(cohort, cohort.first + first, min(batch, cohort.size - first), *streams)
         else:
-            self._send_aggregate(cohort, rng, np.random.default_rng(seq.spawn(1)[0]) if self.tiers is not None else None)
+            self._send_aggregate(
+                cohort, rng, np.random.default_rng(seq.spawn(1)[0]) if self.tiers is not None else None
+            )
 
-    def _send_individual(self, cohort: Cohort, first: int, size: int, rng: np.random.Generator, privacy: list | None,
-                         tier_rng: np.random.Generator | None = None) -> None:
+    def _send_individual(
+        self,
+        cohort: Cohort,
+        first: int,
+        size: int,
+        rng: np.random.Generator,
+        privacy: list | None,
+        tier_rng: np.random.Generator | None = None,
+    ) -> None:
         """Clients ``first .. first + size - 1`` (of the cohort); ``tier_rng``: the stream of
         their privacy tiers (None without tiers)."""
         scenario = self.scenario
@@ -498,7 +539,9 @@ class Replication:
         for tick, a, b in zip(ticks.tolist(), starts.tolist(), list(starts[1:]) + [j.size]):
             self._buckets[tick].append((t[a:b], [yy[a:b] for yy in ys], None if picks is None else picks[a:b]))
 
-    def _answer(self, first: int, size: int, rng: np.random.Generator) -> tuple[list[NDArray], NDArray[np.int64] | None]:
+    def _answer(
+        self, first: int, size: int, rng: np.random.Generator
+    ) -> tuple[list[NDArray], NDArray[np.int64] | None]:
         """Respondents ``first .. first + size - 1`` answer the questions: their answers (one
         table row each for all questions, or each question's law), the question each one
         answers under ``one_random`` (uniform, from the cohort's stream; None under
@@ -541,7 +584,9 @@ class Replication:
         out.append(tier)
         return out
 
-    def _send_aggregate(self, cohort: Cohort, rng: np.random.Generator, tier_rng: np.random.Generator | None = None) -> None:
+    def _send_aggregate(
+        self, cohort: Cohort, rng: np.random.Generator, tier_rng: np.random.Generator | None = None
+    ) -> None:
         scenario = self.scenario
         if self.questions is not None:  # respondents by type: they travel, their reports are drawn on delivery
             groups = self.questions.type_counts(cohort.first, cohort.size, rng)
@@ -560,8 +605,12 @@ class Replication:
             survivors = self.mech.sample_counts(heard, rng) if self._split_outputs else heard
         elif tier_rng is not None:  # privacy tiers: each answer's clients split over the tiers (multinomial)
             by_tier = tier_rng.multinomial(inputs, np.broadcast_to(self.tiers.shares, (inputs.size, len(self.mechs))))  # type: ignore[union-attr]
-            outputs = np.concatenate([m.sample_counts(by_tier[:, t], rng) if self._split_outputs else by_tier[:, t]
-                                      for t, m in enumerate(self.mechs)])  # fmt: skip
+            outputs = np.concatenate(
+                [
+                    m.sample_counts(by_tier[:, t], rng) if self._split_outputs else by_tier[:, t]
+                    for t, m in enumerate(self.mechs)
+                ]
+            )
             survivors = rng.binomial(outputs, 1.0 - scenario.spec.network.loss)
             self.lost += int(outputs.sum() - survivors.sum())
         else:
@@ -605,7 +654,9 @@ class Replication:
             self._receive_counts(np.sum(parts, axis=0), self.timeline.edge(j + 1))
 
     # ----------------------------------------------------------------- server side
-    def _receive_individual(self, t: NDArray[np.float64], ys: list[NDArray[np.int64]], picks: NDArray[np.int64] | None = None) -> None:
+    def _receive_individual(
+        self, t: NDArray[np.float64], ys: list[NDArray[np.int64]], picks: NDArray[np.int64] | None = None
+    ) -> None:
         """Reports delivered in time order: one array per mechanism (or question), the same
         clients; ``picks``: the question each one answered (one_random), else None."""
         while self._every_reports and self.messages + len(t) >= self._next_report_cp:
@@ -616,7 +667,9 @@ class Replication:
             self._next_report_cp += self._every_reports
         self._take(t, ys, picks)
 
-    def _take(self, t: NDArray[np.float64], ys: list[NDArray[np.int64]], picks: NDArray[np.int64] | None = None) -> None:
+    def _take(
+        self, t: NDArray[np.float64], ys: list[NDArray[np.int64]], picks: NDArray[np.int64] | None = None
+    ) -> None:
         if not len(t):
             return
         self.messages += len(t)
@@ -731,7 +784,7 @@ class Replication:
         if self.tiers is not None:  # each tier's part of the groups goes to its own server
             off = self._tier_offsets
             for t, (server, mech, rng) in enumerate(zip(self.servers, self.mechs, self._statistic_rngs)):
-                part = counts[off[t]:off[t + 1]]
+                part = counts[off[t] : off[t + 1]]
                 stat = part if self._split_outputs else mech.sample_statistic(part, rng)
                 server.add_counts(stat, int(part.sum()))
             return
@@ -747,7 +800,9 @@ class Replication:
         cps = []
         for server in self.servers:
             reports, times = server.stored_reports()
-            cps.append(Checkpoint(self._checkpoints, t, reason, server.n_received, server.counts.copy(), reports, times))
+            cps.append(
+                Checkpoint(self._checkpoints, t, reason, server.n_received, server.counts.copy(), reports, times)
+            )
         heard = cps[0].n_received if self.tiers is None else sum(cp.n_received for cp in cps)
         base = dict(replication=self.index, checkpoint=self._checkpoints, reason=reason, time=t, n_received=heard)
         self._checkpoints += 1
@@ -766,14 +821,29 @@ class Replication:
 
     def _engine_rows(self) -> None:
         """Book-keeping at the end: clients sent, reports lost, in flight, received, stored."""
-        base = dict(replication=self.index, checkpoint=self._checkpoints - 1, reason="end", time=self.timeline.end,
-                    n_received=self._received(), task="engine", category="", ci_low=np.nan, ci_high=np.nan,
-                    truth=np.nan, theory=np.nan)  # fmt: skip
+        base = dict(
+            replication=self.index,
+            checkpoint=self._checkpoints - 1,
+            reason="end",
+            time=self.timeline.end,
+            n_received=self._received(),
+            task="engine",
+            category="",
+            ci_low=np.nan,
+            ci_high=np.nan,
+            truth=np.nan,
+            theory=np.nan,
+        )
         values = {
-            "clients": self.sent, "lost": self.lost, "in_flight": self.in_flight,
-            "received": self._received(), "stored_reports": sum(s.stored for s in self.servers) if self.questions or self.tiers else self.server.stored,
+            "clients": self.sent,
+            "lost": self.lost,
+            "in_flight": self.in_flight,
+            "received": self._received(),
+            "stored_reports": sum(s.stored for s in self.servers)
+            if self.questions or self.tiers
+            else self.server.stored,
             "storage_truncated": float(self.server.truncated),
-        }  # fmt: skip
+        }
         for quantity, value in values.items():
             self.rows.append({**base, "quantity": quantity, "estimate": float(value)})
 
@@ -789,8 +859,9 @@ class Replication:
 BLOCK_KEY = 1 << 40
 
 
-def _block_streams(seq: np.random.SeedSequence, b: int, compared: int, tiers: bool,
-                   rng: np.random.Generator | None = None) -> tuple[Any, Any, Any]:  # fmt: skip
+def _block_streams(
+    seq: np.random.SeedSequence, b: int, compared: int, tiers: bool, rng: np.random.Generator | None = None
+) -> tuple[Any, Any, Any]:
     """The random streams of batch ``b`` of the cohort whose stream is ``seq``: its generator
     (``rng``, when the caller already made it for batch 0), each compared mechanism's
     privacy stream (None without), its privacy tiers' stream (None without). Batch 0 draws
@@ -800,8 +871,10 @@ def _block_streams(seq: np.random.SeedSequence, b: int, compared: int, tiers: bo
     if b > 0:
         seq = np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, BLOCK_KEY, b), pool_size=seq.pool_size)
         rng = None
-    children = [np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, i), pool_size=seq.pool_size)
-                for i in range(compared + tiers)]  # fmt: skip
+    children = [
+        np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, i), pool_size=seq.pool_size)
+        for i in range(compared + tiers)
+    ]
     privacy = [np.random.default_rng(c) for c in children[:compared]] if compared else None
     tier_rng = np.random.default_rng(children[compared]) if tiers else None
     return (np.random.default_rng(seq) if rng is None else rng), privacy, tier_rng
@@ -894,7 +967,6 @@ def _hypergeometric_head(counts: NDArray[np.int64], r: int, rng: np.random.Gener
     return rng.multivariate_hypergeometric(counts, r, method="marginals").astype(np.int64)
 
 
-
 @renamed(old="entropy", new="seed", since="0.1", removed_in="0.2")
 def run_replication(scenario: Scenario, index: int, seed: int) -> pd.DataFrame:
     """Results of replication ``index`` of the run with root seed ``seed`` (seeded by
@@ -905,8 +977,10 @@ def run_replication(scenario: Scenario, index: int, seed: int) -> pd.DataFrame:
 def plan_shards(scenario: Scenario, index: int, seed: int, shards: int) -> list[tuple[int, int]]:
     """The shards of replication ``index``: contiguous runs of its blocks (individual mode)."""
     if scenario.spec.simulation.mode != "individual":
-        raise LdpSimError(f"--shards: got {shards} for a scenario in {scenario.spec.simulation.mode} mode, expected 1 "
-                          "(shards cut an individual-mode population; aggregate mode draws counts, not clients)")  # fmt: skip
+        raise LdpSimError(
+            f"--shards: got {shards} for a scenario in {scenario.spec.simulation.mode} mode, expected 1 "
+            "(shards cut an individual-mode population; aggregate mode draws counts, not clients)"
+        )
     return shard_bounds(Replication(scenario, index, seed).block_sizes(), shards)
 
 

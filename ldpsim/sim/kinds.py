@@ -25,7 +25,18 @@ from typing import Any, Callable
 
 from ldpsim.errors import LdpSimError
 
-__all__ = ["Kind", "register", "unregister", "kinds", "file_kinds", "default", "study_class", "study_of", "parser", "parsers"]
+__all__ = [
+    "Kind",
+    "register",
+    "unregister",
+    "kinds",
+    "file_kinds",
+    "default",
+    "study_class",
+    "study_of",
+    "parser",
+    "parsers",
+]
 
 
 @dataclass(frozen=True)

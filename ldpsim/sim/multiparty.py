@@ -156,11 +156,19 @@ class _Tally:
 
     @classmethod
     def empty(cls, n_protocols: int, n_recv: int) -> "_Tally":
-        z = lambda: np.zeros((n_protocols, n_recv))  # noqa: E731
-        return cls(z(), z(), z(), keep=max(10_000, QUANTILE_SAMPLE // n_recv), delay_sum=np.zeros(n_recv),
-                   delay_count=np.zeros(n_recv, np.int64), delay_max=np.full(n_recv, -np.inf),
-                   delay_sample=[[] for _ in range(n_recv)], sampled=np.zeros(n_recv, np.int64),
-                   heard=np.zeros(n_recv, np.int64))  # fmt: skip
+        z = lambda: np.zeros((n_protocols, n_recv))
+        return cls(
+            z(),
+            z(),
+            z(),
+            keep=max(10_000, QUANTILE_SAMPLE // n_recv),
+            delay_sum=np.zeros(n_recv),
+            delay_count=np.zeros(n_recv, np.int64),
+            delay_max=np.full(n_recv, -np.inf),
+            delay_sample=[[] for _ in range(n_recv)],
+            sampled=np.zeros(n_recv, np.int64),
+            heard=np.zeros(n_recv, np.int64),
+        )
 
     def add_delays(self, i: int, delay: NDArray[np.float64]) -> None:
         self.delay_sum[i] += float(delay.sum())
@@ -181,7 +189,11 @@ def _per_receiver(task: Task | Sequence[Task], k: int | None = None) -> list[Tas
         raise invalid("task", task, "a Task, or one Task per receiver (the k parties, then the observer)")
     parties = tasks[0].parties
     if len(tasks) != parties + 1 or any(t.parties != parties for t in tasks):
-        raise invalid("task", f"{len(tasks)} tasks", f"one Task of {parties} bits per receiver: {parties + 1} (the parties, then the observer)")
+        raise invalid(
+            "task",
+            f"{len(tasks)} tasks",
+            f"one Task of {parties} bits per receiver: {parties + 1} (the parties, then the observer)",
+        )
     return tasks
 
 
@@ -189,12 +201,19 @@ def _who(i: int, k: int) -> int:
     return OBSERVER if i == k else i
 
 
-def channel_missing(loss: float = 0.0, deadline: float | None = None, latency: Latency | None = None) -> tuple[float, float]:
+def channel_missing(
+    loss: float = 0.0, deadline: float | None = None, latency: Latency | None = None
+) -> tuple[float, float]:
     """``(late, m)``: P(latency > deadline) (0 without a deadline) and P(a message is not
     heard in time) = ``missing_probability(loss, late)``."""
     late = 0.0
     if deadline is not None:
-        if not (isinstance(deadline, (int, float)) and not isinstance(deadline, bool) and deadline > 0 and math.isfinite(deadline)):
+        if not (
+            isinstance(deadline, (int, float))
+            and not isinstance(deadline, bool)
+            and deadline > 0
+            and math.isfinite(deadline)
+        ):
             raise invalid("deadline", deadline, "a finite time > 0, or None")
         lat = latency if latency is not None else ConstantLatency(0.0)
         late = min(max(float(1.0 - lat.cdf(float(deadline))), 0.0), 1.0)
@@ -207,7 +226,9 @@ def faced_protocol(protocol: Protocol, missing: float) -> Protocol:
     return erasure_protocol(protocol, missing) if missing > 0 else protocol
 
 
-def exact_value(nominal: Protocol, actual: Protocol, task: Task, who: int, p_one: ArrayLike | None, missing: float) -> float:
+def exact_value(
+    nominal: Protocol, actual: Protocol, task: Task, who: int, p_one: ArrayLike | None, missing: float
+) -> float:
     """The exact expected gain per round of receiver ``who``'s rule (the announced
     protocol's, through the channel) when the parties run ``actual`` (NaN when the
     enumeration for non-uniform bits is out of reach). Parties holding more than a bit:
@@ -227,7 +248,10 @@ def exact_value(nominal: Protocol, actual: Protocol, task: Task, who: int, p_one
 
 
 def exact_values(
-    protocols: Sequence[Protocol], task: Task | Sequence[Task], p_one: ArrayLike | None = None, missing: float = 0.0,
+    protocols: Sequence[Protocol],
+    task: Task | Sequence[Task],
+    p_one: ArrayLike | None = None,
+    missing: float = 0.0,
     actual: Sequence[Protocol] | None = None,
 ) -> dict[tuple[str, int], float]:
     """Exact expected gain per round for every (protocol name, receiver): each receiver's
@@ -238,11 +262,16 @@ def exact_values(
     actual = list(protocols) if actual is None else list(actual)
     probs = bit_probabilities(p_one, k)
     memo: dict = {}
-    return {(p.name, _who(i, k)): _exact_memo(memo, q, p, a, tasks[i], i, probs, missing)
-            for q, (p, a) in enumerate(zip(protocols, actual)) for i in range(k + 1)}  # fmt: skip
+    return {
+        (p.name, _who(i, k)): _exact_memo(memo, q, p, a, tasks[i], i, probs, missing)
+        for q, (p, a) in enumerate(zip(protocols, actual))
+        for i in range(k + 1)
+    }
 
 
-def _exact_memo(memo: dict, q: int, p: Protocol, a: Protocol, task: Task, i: int, probs: NDArray, missing: float) -> float:
+def _exact_memo(
+    memo: dict, q: int, p: Protocol, a: Protocol, task: Task, i: int, probs: NDArray, missing: float
+) -> float:
     """:func:`exact_value` of receiver i, computed once per class of exchangeable receivers:
     for a symmetric function, parties with the same announced and actual matrices and bit
     probability face the same others, so they have the same exact value."""
@@ -250,8 +279,16 @@ def _exact_memo(memo: dict, q: int, p: Protocol, a: Protocol, task: Task, i: int
     who = _who(i, k)
     if not task.is_symmetric or who == OBSERVER:
         return exact_value(p, a, task, who, probs, missing)
-    key = (q, id(task), missing, p.matrices[i].tobytes(), bytes(p.matrices[i].shape), a.matrices[i].tobytes(),
-           bytes(a.matrices[i].shape), float(probs[i]))  # fmt: skip
+    key = (
+        q,
+        id(task),
+        missing,
+        p.matrices[i].tobytes(),
+        bytes(p.matrices[i].shape),
+        a.matrices[i].tobytes(),
+        bytes(a.matrices[i].shape),
+        float(probs[i]),
+    )
     if key not in memo:
         memo[key] = (task, exact_value(p, a, task, who, probs, missing))  # the task is kept: its id stays its own
     return memo[key][1]
@@ -332,8 +369,13 @@ class Broadcast:
         self._setup_seconds = time.perf_counter() - started
 
     # ------------------------------------------------------------------ parameters
-    def _check(self, protocols: Sequence[Protocol], task: Task | Sequence[Task], actual: Sequence[Protocol] | None,
-               p_one: ArrayLike | None) -> None:  # fmt: skip
+    def _check(
+        self,
+        protocols: Sequence[Protocol],
+        task: Task | Sequence[Task],
+        actual: Sequence[Protocol] | None,
+        p_one: ArrayLike | None,
+    ) -> None:
         """Protocols, tasks and the protocols actually run: the same parties, alphabets and
         inputs (sets ``protocols``, ``tasks``, ``k``, ``actual``, ``inputs``, ``binary``)."""
         self.protocols = protocols = list(protocols)
@@ -348,26 +390,42 @@ class Broadcast:
         if len(set(names)) != len(names):
             raise invalid("protocols", names, "protocols with distinct names")
         self.actual = actual = protocols if actual is None else list(actual)
-        if len(actual) != len(protocols) or any(a.sizes != p.sizes or a.inputs != p.inputs for a, p in zip(actual, protocols)):
-            raise invalid("actual", [a.name for a in actual], "one protocol per announced protocol, with the same alphabets")
+        if len(actual) != len(protocols) or any(
+            a.sizes != p.sizes or a.inputs != p.inputs for a, p in zip(actual, protocols)
+        ):
+            raise invalid(
+                "actual", [a.name for a in actual], "one protocol per announced protocol, with the same alphabets"
+            )
         self.inputs = inputs = protocols[0].inputs  # each party's number of values (2: a bit)
         for p in protocols:
             if p.inputs != inputs:
-                raise invalid("protocols", f"{p.name} with input sizes {p.inputs}", f"the same input sizes for every protocol ({inputs})")
+                raise invalid(
+                    "protocols",
+                    f"{p.name} with input sizes {p.inputs}",
+                    f"the same input sizes for every protocol ({inputs})",
+                )
         for t in tasks:
             if t.sizes != inputs:
-                raise invalid("task", f"{t.name} on input sizes {t.sizes}", f"a function of the parties' inputs, of sizes {inputs}")
+                raise invalid(
+                    "task",
+                    f"{t.name} on input sizes {t.sizes}",
+                    f"a function of the parties' inputs, of sizes {inputs}",
+                )
         self.binary = all(a == 2 for a in inputs)
         if not self.binary and p_one is not None:
-            raise invalid("p_one", p_one, "no bit probabilities when parties hold more than a bit (their inputs are uniform)")
+            raise invalid(
+                "p_one", p_one, "no bit probabilities when parties hold more than a bit (their inputs are uniform)"
+            )
 
     def _prepare_rules(self) -> None:
         """Each party's sampler and each receiver's rule, shared by every round."""
         k, protocols, tasks = self.k, self.protocols, self.tasks
         # each party privatises with its own one-party protocol (the same sampler, Protocol.sample),
         # from the matrices it actually runs
-        self.solo = [[Protocol.from_matrices([a.matrices[j]], [a.eps[j]], [a.delta[j]], name=f"{a.name}[{j}]") for j in range(k)]
-                     for a in self.actual]  # fmt: skip
+        self.solo = [
+            [Protocol.from_matrices([a.matrices[j]], [a.eps[j]], [a.delta[j]], name=f"{a.name}[{j}]") for j in range(k)]
+            for a in self.actual
+        ]
         self.n_recv = k + 1  # parties 0..k-1, observer k
         self.faced = [faced_protocol(p, self.missing) for p in protocols]  # the receivers' rules are these protocols'
         self.not_heard = [np.asarray(p.sizes, dtype=np.int64) for p in protocols]
@@ -377,8 +435,10 @@ class Broadcast:
         # transcript even where two answers tie (any answer to a tie is optimal only for the
         # announced protocol and uniform bits)
         uniform = bool(np.all(self.probs == 0.5))
-        self.counted = [None if r is not None or a is not p or not uniform else _CountRule.build(f, tasks)
-                        for f, r, a, p in zip(self.faced, self.rules, self.actual, protocols)]  # fmt: skip
+        self.counted = [
+            None if r is not None or a is not p or not uniform else _CountRule.build(f, tasks)
+            for f, r, a, p in zip(self.faced, self.rules, self.actual, protocols)
+        ]
         self.n_batches = -(-self.rounds // self.batch)
 
     # ------------------------------------------------------------------ the run
@@ -392,7 +452,9 @@ class Broadcast:
             self.env.process(self._receiver(i))
         self.env.run()
         if int(self.delivered.sum()) != self.rounds * self.k * self.n_recv:  # pragma: no cover - a broken model
-            raise AssertionError(f"delivered {self.delivered.tolist()}, expected {self.rounds * self.k} messages per receiver")
+            raise AssertionError(
+                f"delivered {self.delivered.tolist()}, expected {self.rounds * self.k} messages per receiver"
+            )
         table = self._table()
         return BroadcastResult(table, self._setup_seconds + time.perf_counter() - started, self.events, self.trace)
 
@@ -410,21 +472,29 @@ class Broadcast:
         # sampling): each protocol keeps its exact law, and their outcomes are coupled, which
         # makes the paired differences between protocols far more precise.
         self.noise_rng = [[self._stream(2, j) for j in range(k)] for _ in self.protocols]
-        self.loss_rng = [self._stream(3, j) for j in range(k)]  # losses: their own streams (the same for every protocol)
+        self.loss_rng = [
+            self._stream(3, j) for j in range(k)
+        ]  # losses: their own streams (the same for every protocol)
         self.env = simpy.Environment()
         self.inbox = [simpy.Store(self.env) for _ in range(n_recv)]
         self.ledger: dict[tuple[int, int], NDArray[np.int8]] = {}  # (batch, party) -> bits: the referee's record
-        self.decided: dict[int, int] = {}  # batch -> receivers that have decided it (the ledger entry goes with the last)
+        self.decided: dict[
+            int, int
+        ] = {}  # batch -> receivers that have decided it (the ledger entry goes with the last)
         self.tally = _Tally.empty(len(self.protocols), n_recv)
         self.delivered = np.zeros(n_recv, dtype=np.int64)
         self.trace: Trace | None = None
         if self.keep_trace:
             self.trace = Trace(
-                start=np.arange(rounds) * self.interval, bits=np.zeros((rounds, k), np.int8),
-                arrival=np.full((rounds, k, n_recv), np.nan), completion=np.full((rounds, n_recv), np.nan),
-                decided_at=np.full((rounds, n_recv), np.nan), delivered=self.delivered,
-                gains=np.full((len(self.protocols), rounds, n_recv), np.nan), heard=np.zeros((rounds, k, n_recv), bool),
-            )  # fmt: skip
+                start=np.arange(rounds) * self.interval,
+                bits=np.zeros((rounds, k), np.int8),
+                arrival=np.full((rounds, k, n_recv), np.nan),
+                completion=np.full((rounds, n_recv), np.nan),
+                decided_at=np.full((rounds, n_recv), np.nan),
+                delivered=self.delivered,
+                gains=np.full((len(self.protocols), rounds, n_recv), np.nan),
+                heard=np.zeros((rounds, k, n_recv), bool),
+            )
         self.events = 0
 
     def _bounds(self, b: int) -> tuple[int, int]:
@@ -449,7 +519,9 @@ class Broadcast:
                 yield env.timeout(wait)
             bits = self._draw_bits(j, hi - lo)
             self.ledger[(b, j)] = bits
-            taus = [self.solo[q][j].sample(bits[:, None], self.noise_rng[q][j])[:, 0] for q in range(len(self.protocols))]
+            taus = [
+                self.solo[q][j].sample(bits[:, None], self.noise_rng[q][j])[:, 0] for q in range(len(self.protocols))
+            ]
             send = np.arange(lo, hi) * self.interval
             arrival, heard = self._channel(j, send)
             # resolved: when heard, on arrival; when missing, at the deadline (without one, a
@@ -552,10 +624,21 @@ class Broadcast:
         """The results table: measured against exact gains, and the channel's statistics."""
         exact = self.exact
         if exact is None:
-            exact = exact_values(self.protocols, self.tasks, self.probs if self.binary else None, self.missing, self.actual)
+            exact = exact_values(
+                self.protocols, self.tasks, self.probs if self.binary else None, self.missing, self.actual
+            )
         channel = Channel(self.latency, self.loss, self.deadline, self.missing)
-        return _table(self.protocols, self.tasks, self.tally, self.delivered, self.rounds, channel, self.alpha,
-                      self.replication, exact)  # fmt: skip
+        return _table(
+            self.protocols,
+            self.tasks,
+            self.tally,
+            self.delivered,
+            self.rounds,
+            channel,
+            self.alpha,
+            self.replication,
+            exact,
+        )
 
 
 def simulate_broadcast(
@@ -673,7 +756,9 @@ class _CountRule:
         new = ~np.isin(uniq, known) if known.size else np.ones(uniq.size, dtype=bool)
         if new.any():
             rows = first[new]
-            got = np.asarray(decide(self.protocol, task, who, tau[rows], None if own is None else own[rows]), dtype=np.int64)
+            got = np.asarray(
+                decide(self.protocol, task, who, tau[rows], None if own is None else own[rows]), dtype=np.int64
+            )
             known = np.concatenate([known, uniq[new]])
             answers = np.concatenate([answers, got])
             order = np.argsort(known, kind="stable")
@@ -695,13 +780,22 @@ def _table(protocols, tasks, tally, delivered, rounds, channel, alpha, replicati
             mean = tally.total[q, i] / rounds
             var = max(tally.squares[q, i] / rounds - mean**2, 0.0) * rounds / max(rounds - 1, 1)
             theory = float(exact[(p.name, who)])
-            rows.append({
-                **common, "protocol": p.name, "party": who, "role": _role(who),
-                "eps": float(p.eps[i]) if i < k else math.nan, "delta": float(p.delta[i]) if i < k else math.nan,
-                "quantity": "accuracy", "estimate": mean, "std_error": math.sqrt(var / rounds),
-                "tolerance": mean_tolerance(tasks[i].gain, theory, rounds, alpha_row), "alpha": alpha_row,
-                "theory": theory,
-            })  # fmt: skip
+            rows.append(
+                {
+                    **common,
+                    "protocol": p.name,
+                    "party": who,
+                    "role": _role(who),
+                    "eps": float(p.eps[i]) if i < k else math.nan,
+                    "delta": float(p.delta[i]) if i < k else math.nan,
+                    "quantity": "accuracy",
+                    "estimate": mean,
+                    "std_error": math.sqrt(var / rounds),
+                    "tolerance": mean_tolerance(tasks[i].gain, theory, rounds, alpha_row),
+                    "alpha": alpha_row,
+                    "theory": theory,
+                }
+            )
     # paired comparisons (common random numbers): gain of protocol q minus gain of protocol 0, same rounds
     for q, p in enumerate(protocols[1:], start=1):
         base = protocols[0]
@@ -712,32 +806,60 @@ def _table(protocols, tasks, tally, delivered, rounds, channel, alpha, replicati
             second = (tally.squares[q, i] + tally.squares[0, i] - 2 * tally.cross[q, i]) / rounds
             var = max(second - mean**2, 0.0) * rounds / max(rounds - 1, 1)
             theory = float(exact[(p.name, who)] - exact[(base.name, who)])
-            rows.append({
-                **common, "protocol": f"{p.name} - {base.name}", "party": who, "role": _role(who),
-                "eps": float(p.eps[i]) if i < k else math.nan, "delta": float(p.delta[i]) if i < k else math.nan,
-                "quantity": "accuracy_difference", "estimate": mean, "std_error": math.sqrt(var / rounds),
-                "tolerance": paired_tolerance(2 * spread, var, rounds, alpha_row), "alpha": alpha_row, "theory": theory,
-            })  # fmt: skip
+            rows.append(
+                {
+                    **common,
+                    "protocol": f"{p.name} - {base.name}",
+                    "party": who,
+                    "role": _role(who),
+                    "eps": float(p.eps[i]) if i < k else math.nan,
+                    "delta": float(p.delta[i]) if i < k else math.nan,
+                    "quantity": "accuracy_difference",
+                    "estimate": mean,
+                    "std_error": math.sqrt(var / rounds),
+                    "tolerance": paired_tolerance(2 * spread, var, rounds, alpha_row),
+                    "alpha": alpha_row,
+                    "theory": theory,
+                }
+            )
     lat, loss, deadline, m = channel.latency, channel.loss, channel.deadline, channel.missing
     for i in range(n_recv):
         who = _who(i, k)
         sample = np.concatenate(tally.delay_sample[i])
         others = k if i == k else k - 1  # a party waits for the k - 1 other messages
-        measured = {"completion_delay_mean": tally.delay_sum[i] / tally.delay_count[i],
-                    "completion_delay_p50": np.quantile(sample, 0.5), "completion_delay_p99": np.quantile(sample, 0.99),
-                    "completion_delay_max": tally.delay_max[i]}  # fmt: skip
-        theory = {"completion_delay_mean": completion_mean(lat, others, loss, deadline),
-                  "completion_delay_p50": completion_quantile(lat, others, 0.5, loss, deadline),
-                  "completion_delay_p99": completion_quantile(lat, others, 0.99, loss, deadline),
-                  "completion_delay_max": math.nan}  # fmt: skip
-        base = {**common, "protocol": "network", "party": who, "role": _role(who),
-                "eps": math.nan, "delta": math.nan, "std_error": math.nan, "tolerance": math.nan, "alpha": math.nan}  # fmt: skip
+        measured = {
+            "completion_delay_mean": tally.delay_sum[i] / tally.delay_count[i],
+            "completion_delay_p50": np.quantile(sample, 0.5),
+            "completion_delay_p99": np.quantile(sample, 0.99),
+            "completion_delay_max": tally.delay_max[i],
+        }
+        theory = {
+            "completion_delay_mean": completion_mean(lat, others, loss, deadline),
+            "completion_delay_p50": completion_quantile(lat, others, 0.5, loss, deadline),
+            "completion_delay_p99": completion_quantile(lat, others, 0.99, loss, deadline),
+            "completion_delay_max": math.nan,
+        }
+        base = {
+            **common,
+            "protocol": "network",
+            "party": who,
+            "role": _role(who),
+            "eps": math.nan,
+            "delta": math.nan,
+            "std_error": math.nan,
+            "tolerance": math.nan,
+            "alpha": math.nan,
+        }
         for name in LATENCY_QUANTITIES:
             rows.append({**base, "quantity": name, "estimate": float(measured[name]), "theory": theory[name]})
-        rows.append({**base, "quantity": "messages_delivered", "estimate": float(delivered[i]), "theory": float(rounds * k)})
+        rows.append(
+            {**base, "quantity": "messages_delivered", "estimate": float(delivered[i]), "theory": float(rounds * k)}
+        )
         if m > 0:  # messages heard in time: the own one always, the others with probability 1 - m
             expect = rounds * ((1 if i < k else 0) + others * (1.0 - m))
-            rows.append({**base, "quantity": "messages_heard", "estimate": float(tally.heard[i]), "theory": float(expect)})
+            rows.append(
+                {**base, "quantity": "messages_heard", "estimate": float(tally.heard[i]), "theory": float(expect)}
+            )
     df = pd.DataFrame(rows)
     df["within_tolerance"] = np.where(
         df["tolerance"].notna() & df["theory"].notna(), (df["estimate"] - df["theory"]).abs() <= df["tolerance"], pd.NA
@@ -762,7 +884,9 @@ def max_latency_quantile(latency: Latency, n: int, p: float) -> float:
     return float(latency.quantile(p ** (1.0 / n)))
 
 
-def completion_cdf(latency: Latency, n: int, t: ArrayLike, loss: float = 0.0, deadline: float | None = None) -> NDArray[np.float64]:
+def completion_cdf(
+    latency: Latency, n: int, t: ArrayLike, loss: float = 0.0, deadline: float | None = None
+) -> NDArray[np.float64]:
     """``P(T <= t)`` for the completion delay T of a receiver awaiting ``n`` messages:
     ``F(t)^n`` without a deadline; with a deadline D, ``((1 - loss) F(t))^n`` for t < D and
     1 from D on (T = D as soon as one message is missing)."""
@@ -856,9 +980,19 @@ def exact_tables(scenario) -> ExactTables:  # type: ignore[no-untyped-def]
             def value(actual: Protocol, missing: float, q=q, p=p, a=a, t=t, i=i, honest_key=honest_key) -> float:
                 return _exact_memo(memo, q if actual is a else honest_key, p, actual, t, i, probs, missing)
 
-            base = {"protocol": p.name, "party": who, "role": _role(who), "eps": float(p.eps[i]) if i < k else math.nan,
-                    "delta": float(p.delta[i]) if i < k else math.nan, "estimate": math.nan, "std_error": math.nan,
-                    "tolerance": math.nan, "alpha": math.nan, "rounds": math.nan, "within_tolerance": pd.NA}  # fmt: skip
+            base = {
+                "protocol": p.name,
+                "party": who,
+                "role": _role(who),
+                "eps": float(p.eps[i]) if i < k else math.nan,
+                "delta": float(p.delta[i]) if i < k else math.nan,
+                "estimate": math.nan,
+                "std_error": math.nan,
+                "tolerance": math.nan,
+                "alpha": math.nan,
+                "rounds": math.nan,
+                "within_tolerance": pd.NA,
+            }
             exact[(p.name, who)] = own = value(a, m)
             honest = own if a is p else value(p, m)
             rows.append({**base, "quantity": "honest_accuracy", "theory": honest, "loss": sc.loss})
@@ -893,6 +1027,21 @@ def _positive_int(value: object, name: str) -> int:
 
 
 __all__ = [
-    "EXACT_QUANTITIES", "Broadcast", "BroadcastResult", "Channel", "ExactTables", "exact_tables", "Trace", "channel_missing", "completion_cdf", "completion_mean", "completion_quantile",
-    "exact_value", "exact_values", "expected_max_latency", "faced_protocol", "max_latency_quantile", "simulate_broadcast",
-]  # fmt: skip
+    "EXACT_QUANTITIES",
+    "Broadcast",
+    "BroadcastResult",
+    "Channel",
+    "ExactTables",
+    "exact_tables",
+    "Trace",
+    "channel_missing",
+    "completion_cdf",
+    "completion_mean",
+    "completion_quantile",
+    "exact_value",
+    "exact_values",
+    "expected_max_latency",
+    "faced_protocol",
+    "max_latency_quantile",
+    "simulate_broadcast",
+]

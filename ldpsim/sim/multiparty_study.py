@@ -24,9 +24,24 @@ from ldpsim.runs import Outcome, Study
 #: observer). ``tolerance`` holds at ``alpha`` over the replication's table (Bonferroni over
 #: the rows with an exact value); ``within`` is empty where there is nothing to compare.
 STUDY_COLUMNS = [
-    "replication", "protocol", "task", "k", "eps", "delta", "receiver", "party", "plan", "exact", "large_k",
-    "measured", "std_error", "rounds", "tolerance", "alpha", "within",
-]  # fmt: skip
+    "replication",
+    "protocol",
+    "task",
+    "k",
+    "eps",
+    "delta",
+    "receiver",
+    "party",
+    "plan",
+    "exact",
+    "large_k",
+    "measured",
+    "std_error",
+    "rounds",
+    "tolerance",
+    "alpha",
+    "within",
+]
 
 EXACT_COLUMNS = ["protocol", "task", "k", "eps", "delta", "receiver", "party", "plan", "exact", "large_k"]
 
@@ -46,9 +61,20 @@ def exact_table(scenario: Any) -> pd.DataFrame:
         protocol = built[key]
         task = build_task(p.task, p.k)
         exact = float(exact_accuracy(protocol, task, p.party)) if p.plan else math.nan
-        rows.append({"protocol": p.protocol, "task": p.task, "k": p.k, "eps": p.eps, "delta": p.delta, "receiver": p.receiver,
-                     "party": p.party, "plan": p.plan, "exact": exact,
-                     "large_k": large_k_accuracy(p.task, protocol.matrices[0], p.k, p.party)})  # fmt: skip
+        rows.append(
+            {
+                "protocol": p.protocol,
+                "task": p.task,
+                "k": p.k,
+                "eps": p.eps,
+                "delta": p.delta,
+                "receiver": p.receiver,
+                "party": p.party,
+                "plan": p.plan,
+                "exact": exact,
+                "large_k": large_k_accuracy(p.task, protocol.matrices[0], p.k, p.party),
+            }
+        )
     return pd.DataFrame(rows, columns=EXACT_COLUMNS)
 
 
@@ -74,13 +100,19 @@ def run_study_replication(scenario: Any, index: int, seed: int, exact: pd.DataFr
         key = (p.protocol, p.eps, p.k)
         if key not in built:
             built[key] = build_protocol(p.protocol, p.eps, p.delta, p.k)
-        measured[i], se[i] = aggregate_accuracy(built[key], build_task(p.task, p.k), p.party, rounds, np.random.default_rng(children[i]))
+        measured[i], se[i] = aggregate_accuracy(
+            built[key], build_task(p.task, p.k), p.party, rounds, np.random.default_rng(children[i])
+        )
     values = exact["exact"].to_numpy(dtype=float)
     compared = np.isfinite(values) & np.isfinite(measured)
     n_table = max(int(compared.sum()), 1)
     indicator = np.array([0.0, 1.0])  # the gain of every task here: right or wrong
-    tol = np.array([mean_tolerance(indicator, float(values[i]), rounds, alpha / n_table) if compared[i] else math.nan
-                    for i in range(len(points))])  # fmt: skip
+    tol = np.array(
+        [
+            mean_tolerance(indicator, float(values[i]), rounds, alpha / n_table) if compared[i] else math.nan
+            for i in range(len(points))
+        ]
+    )
     within = [bool(abs(measured[i] - values[i]) <= tol[i]) if compared[i] else None for i in range(len(points))]
     out = exact.copy()
     out.insert(0, "replication", index)
@@ -141,19 +173,24 @@ class MultipartyScalingStudy(Study):
 
         return {"points": summarise_study(results, self.scenario)}
 
-    def plot(self, ax: Any, results: pd.DataFrame, *, replication: int | None = None, quantity: str | None = None,
-             **kw: Any) -> None:
+    def plot(
+        self, ax: Any, results: pd.DataFrame, *, replication: int | None = None, quantity: str | None = None, **kw: Any
+    ) -> None:
         """The observer's accuracy against k, one curve per eps (exact line, measured points,
         large-k approximation dashed) for the task ``quantity`` (default the first)."""
         from ldpsim.errors import LdpSimError, show
 
         if replication is not None:
-            raise LdpSimError(f"replication: got {show(replication)}, expected None (a study's points are pooled over replications)")
+            raise LdpSimError(
+                f"replication: got {show(replication)}, expected None (a study's points are pooled over replications)"
+            )
         points = self.tables(results)["points"]
         tasks = list(dict.fromkeys(points["task"]))
         task = tasks[0] if quantity is None else quantity
         if task not in tasks:
-            raise LdpSimError(f"quantity: got {show(task)}, expected one of the study's tasks {', '.join(map(repr, tasks))}")
+            raise LdpSimError(
+                f"quantity: got {show(task)}, expected one of the study's tasks {', '.join(map(repr, tasks))}"
+            )
         g = points[(points["task"] == task) & (points["receiver"] == "observer")]
         if g.empty:
             g = points[points["task"] == task]
@@ -178,8 +215,13 @@ class MultipartyScalingStudy(Study):
 
     def metadata(self) -> dict[str, Any]:
         sc = self.scenario
-        return {"points": len(sc.points), "rounds_per_point": sc.rounds, "estimated_seconds": round(sc.estimated_seconds, 1),
-                "exact_points": int((sc.points["plan"] != "").sum()), "monte_carlo_points": int(sc.points["monte_carlo"].sum())}  # fmt: skip
+        return {
+            "points": len(sc.points),
+            "rounds_per_point": sc.rounds,
+            "estimated_seconds": round(sc.estimated_seconds, 1),
+            "exact_points": int((sc.points["plan"] != "").sum()),
+            "monte_carlo_points": int(sc.points["monte_carlo"].sum()),
+        }
 
     def result(self, o: Outcome) -> MultipartyStudyRun:
         return MultipartyStudyRun(o.run_dir, o.study.scenario, o.results, o.seed, o.extra)

@@ -127,7 +127,12 @@ class LognormalLatency(Latency):
         sigma = self.sigma
 
         def f(u: float) -> float:
-            return n * math.exp((n - 1) * float(special.log_ndtr(u + sigma))) * math.exp(-u * u / 2) / math.sqrt(2 * math.pi)
+            return (
+                n
+                * math.exp((n - 1) * float(special.log_ndtr(u + sigma)))
+                * math.exp(-u * u / 2)
+                / math.sqrt(2 * math.pi)
+            )
 
         val, _ = integrate.quad(f, -np.inf, np.inf, limit=200)
         return float(self.median * math.exp(sigma**2 / 2) * val)

@@ -57,16 +57,24 @@ class Parcel:
     def join(parcels: list["Parcel"]) -> "Parcel":
         senders = [p.sender for p in parcels]
         return Parcel(
-            np.concatenate([p.report for p in parcels]), np.concatenate([p.period for p in parcels]),
+            np.concatenate([p.report for p in parcels]),
+            np.concatenate([p.period for p in parcels]),
             None if any(s is None for s in senders) else np.concatenate(senders),  # type: ignore[arg-type]
-            np.concatenate([p.sent for p in parcels]), np.concatenate([p.arrived for p in parcels]),
+            np.concatenate([p.sent for p in parcels]),
+            np.concatenate([p.arrived for p in parcels]),
             np.concatenate([p.waited if p.waited.size else np.zeros(len(p)) for p in parcels]),
-        )  # fmt: skip
+        )
 
     def take(self, index: NDArray[np.int64] | slice) -> "Parcel":
         w = self.waited if self.waited.size else np.zeros(len(self))
-        return Parcel(self.report[index], self.period[index], None if self.sender is None else self.sender[index],
-                      self.sent[index], self.arrived[index], w[index])  # fmt: skip
+        return Parcel(
+            self.report[index],
+            self.period[index],
+            None if self.sender is None else self.sender[index],
+            self.sent[index],
+            self.arrived[index],
+            w[index],
+        )
 
 
 @dataclass
@@ -85,8 +93,15 @@ class Shuffler:
     time and ``waited`` to the time each report spent here. Call :meth:`flush` at the end.
     """
 
-    def __init__(self, env: simpy.Environment, forward: Callable[[Parcel], None], rng: np.random.Generator,
-                 *, batch: int | None = None, window: float | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        env: simpy.Environment,
+        forward: Callable[[Parcel], None],
+        rng: np.random.Generator,
+        *,
+        batch: int | None = None,
+        window: float | None = None,
+    ) -> None:
         if (batch is None) == (window is None):
             raise invalid("batch", batch, "exactly one of batch (reports per batch) and window (time per batch)")
         if batch is not None and batch < 1:
@@ -156,8 +171,9 @@ class Shuffler:
     def _send(self, part: Parcel, leaves: float) -> None:
         perm = self.rng.permutation(len(part))
         waited = (part.waited if part.waited.size else np.zeros(len(part))) + (leaves - part.arrived)
-        out = Parcel(part.report[perm], part.period[perm], None, part.sent[perm], np.full(len(part), leaves), waited[perm])
+        out = Parcel(
+            part.report[perm], part.period[perm], None, part.sent[perm], np.full(len(part), leaves), waited[perm]
+        )
         self.log.sizes.append(len(part))
         self.log.times.append(leaves)
         self.forward(out)
-

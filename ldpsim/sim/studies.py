@@ -23,10 +23,28 @@ from ldpsim.errors import LdpSimError, show
 from ldpsim.runs import Outcome, RunOptions, Study, input_name, resume_study, run_study
 from ldpsim.sim import kinds
 from ldpsim.sim.multiparty_study import MultipartyScalingStudy, MultipartyStudyRun
-from ldpsim.sim.scenario import BuiltScenario, CollectionScenario, MultipartyScenario, Scenario, load_scenario, parse_scenario
+from ldpsim.sim.scenario import (
+    BuiltScenario,
+    CollectionScenario,
+    MultipartyScenario,
+    Scenario,
+    load_scenario,
+    parse_scenario,
+)
 
-__all__ = ["RunResult", "MultipartyRun", "MultipartyStudyRun", "CollectionRun", "CollectionStudy", "SurveyStudy", "MultipartyStudy",
-           "MultipartyScalingStudy", "STUDIES", "run_scenario", "resume_run"]
+__all__ = [
+    "RunResult",
+    "MultipartyRun",
+    "MultipartyStudyRun",
+    "CollectionRun",
+    "CollectionStudy",
+    "SurveyStudy",
+    "MultipartyStudy",
+    "MultipartyScalingStudy",
+    "STUDIES",
+    "run_scenario",
+    "resume_run",
+]
 
 
 @dataclass(frozen=True)
@@ -117,16 +135,20 @@ class SurveyStudy(Study):
 
         out: dict[str, pd.DataFrame] = {}
         if st.has_estimates(results):
-            out.update(final=st.final_frequencies(results), error_by_n=st.error_by_n(results),
-                       error_norms=st.error_norms(results))  # fmt: skip
+            out.update(
+                final=st.final_frequencies(results),
+                error_by_n=st.error_by_n(results),
+                error_norms=st.error_norms(results),
+            )
         other = st.other_task_totals(results)
         if not other.empty:
             out["other_tasks"] = other
         out["engine"] = st.engine_totals(results)
         return out
 
-    def plot(self, ax: Any, results: pd.DataFrame, *, replication: int | None = None, quantity: str | None = None,
-             **kw: Any) -> None:
+    def plot(
+        self, ax: Any, results: pd.DataFrame, *, replication: int | None = None, quantity: str | None = None, **kw: Any
+    ) -> None:
         """The frequency estimates of one replication (the first by default) over time with
         their intervals, the truth dashed (the ten most frequent answers when there are many;
         of the first frequency task when there are several); a survey without frequency
@@ -141,10 +163,14 @@ class SurveyStudy(Study):
             series = st.other_task_series(results, rep)
             names = list(dict.fromkeys(series["quantity"]))
             if not names:
-                raise LdpSimError(f"run: got {name!r}, expected a run with estimates to draw (no report reached the server)")
+                raise LdpSimError(
+                    f"run: got {name!r}, expected a run with estimates to draw (no report reached the server)"
+                )
             shown = names[0] if quantity is None else quantity
             if shown not in names:
-                raise LdpSimError(f"quantity: got {show(shown)}, expected one of the run's quantities {', '.join(map(repr, names))}")
+                raise LdpSimError(
+                    f"quantity: got {show(shown)}, expected one of the run's quantities {', '.join(map(repr, names))}"
+                )
             g = series[series["quantity"] == shown]
             task = g["task"].iloc[0]
             ax.plot(g["time"], g["estimate"], "o-", ms=3, label="measured", **kw)
@@ -156,7 +182,9 @@ class SurveyStudy(Study):
             ax.set_title(f"{name}: {short_label(f'{task}: {shown}', 60)} over time (replication {rep})", fontsize=10)
         else:
             if quantity is not None:
-                raise LdpSimError(f"quantity: got {show(quantity)}, expected None (a survey with frequency estimates draws them)")
+                raise LdpSimError(
+                    f"quantity: got {show(quantity)}, expected None (a survey with frequency estimates draws them)"
+                )
             f = st.frequency_rows(results)
             f = f[f["estimate"].notna()]
             rep = self.pick_replication(f["replication"], replication)
@@ -169,8 +197,17 @@ class SurveyStudy(Study):
                 color = f"C{i % 10}"
                 below = np.clip(g["estimate"] - g["ci_low"], 0.0, None)
                 above = np.clip(g["ci_high"] - g["estimate"], 0.0, None)
-                ax.errorbar(g["time"], g["estimate"], yerr=[below, above], color=color, marker="o", ms=3, capsize=3,
-                            label=short_label(category), **{"lw": 1.2, **kw})  # fmt: skip
+                ax.errorbar(
+                    g["time"],
+                    g["estimate"],
+                    yerr=[below, above],
+                    color=color,
+                    marker="o",
+                    ms=3,
+                    capsize=3,
+                    label=short_label(category),
+                    **{"lw": 1.2, **kw},
+                )
                 ax.axhline(float(g["truth"].iloc[0]), color=color, ls="--", lw=0.8, alpha=0.7)
             which = ("the 10 most frequent answers, " if many else "") + (f"task {task!r}, " if several else "")
             ax.set_ylabel("estimated frequency")
@@ -190,13 +227,26 @@ class SurveyStudy(Study):
             out["questions"] = sc.questions.summary()
         if sc.table is not None and sc.questions is not None:
             t, qs = sc.table, sc.questions
-            out["population_table"] = {"file": t.shown, "read_from": t.path, "sha256": t.sha256, "rows": qs.rows,
-                                       "columns": [q.column for q in qs.questions], "resampled": qs.resample,
-                                       "clients": sc.size}  # fmt: skip
+            out["population_table"] = {
+                "file": t.shown,
+                "read_from": t.path,
+                "sha256": t.sha256,
+                "rows": qs.rows,
+                "columns": [q.column for q in qs.questions],
+                "resampled": qs.resample,
+                "clients": sc.size,
+            }
         elif sc.table is not None:
             t = sc.table
-            out["population_table"] = {"file": t.shown, "read_from": t.path, "sha256": t.sha256, "rows": t.rows,
-                                       "column": t.column, "resampled": t.resample, "clients": sc.size}  # fmt: skip
+            out["population_table"] = {
+                "file": t.shown,
+                "read_from": t.path,
+                "sha256": t.sha256,
+                "rows": t.rows,
+                "column": t.column,
+                "resampled": t.resample,
+                "clients": sc.size,
+            }
         return out
 
     input_key = "population.file"
@@ -261,11 +311,21 @@ class MultipartyStudy(Study):
         sc = self.scenario
         spec = sc.spec
         result = simulate_broadcast(
-            sc.protocols, list(sc.tasks), spec.rounds.count, batch=spec.rounds.batch, latency=sc.latency,
-            interval=spec.rounds.interval, p_one=sc.p_one, seed=np.random.SeedSequence(seed, spawn_key=(index,)),
-            alpha=spec.simulation.alpha, replication=index, exact=shared.exact, loss=sc.loss,
-            deadline=sc.deadline, actual=list(sc.actual),
-        )  # fmt: skip
+            sc.protocols,
+            list(sc.tasks),
+            spec.rounds.count,
+            batch=spec.rounds.batch,
+            latency=sc.latency,
+            interval=spec.rounds.interval,
+            p_one=sc.p_one,
+            seed=np.random.SeedSequence(seed, spawn_key=(index,)),
+            alpha=spec.simulation.alpha,
+            replication=index,
+            exact=shared.exact,
+            loss=sc.loss,
+            deadline=sc.deadline,
+            actual=list(sc.actual),
+        )
         return pd.concat([result.table, shared.frame(index)], ignore_index=True)
 
     def read_results(self, path: Path) -> pd.DataFrame:
@@ -285,13 +345,19 @@ class MultipartyStudy(Study):
         accuracy, latency = summarise(results, self.scenario)
         return {"accuracy": accuracy, "latency": latency}
 
-    def plot(self, ax: Any, results: pd.DataFrame, *, replication: int | None = None, quantity: str | None = None,
-             **kw: Any) -> None:
+    def plot(
+        self, ax: Any, results: pd.DataFrame, *, replication: int | None = None, quantity: str | None = None, **kw: Any
+    ) -> None:
         """Each receiver's accuracy, measured (with its tolerance) and exact, per protocol."""
         if quantity is not None:
-            raise LdpSimError(f"quantity: got {show(quantity)}, expected None (only a survey's or a study's plot takes a quantity)")
+            raise LdpSimError(
+                f"quantity: got {show(quantity)}, expected None (only a survey's or a study's plot takes a quantity)"
+            )
         if replication is not None:
-            raise LdpSimError(f"replication: got {show(replication)}, expected None (a multi-party run's accuracy is pooled over replications)")
+            raise LdpSimError(
+                f"replication: got {show(replication)}, expected None (a "
+                "multi-party run's accuracy is pooled over replications)"
+            )
         accuracy = self.tables(results)["accuracy"]
         accuracy = accuracy[accuracy["quantity"] == "accuracy"]
         receivers = list(dict.fromkeys(accuracy["party"]))
@@ -302,8 +368,17 @@ class MultipartyStudy(Study):
             g = accuracy[accuracy["protocol"] == protocol].set_index("party").loc[receivers]
             x = x0 - 0.4 + width * (q + 0.5)
             color = f"C{q % 10}"
-            ax.errorbar(x - width * 0.15, g["measured"], yerr=g["tolerance"], fmt="o", ms=4, capsize=3, color=color,
-                        label=f"{protocol}: measured ± tolerance", **kw)  # fmt: skip
+            ax.errorbar(
+                x - width * 0.15,
+                g["measured"],
+                yerr=g["tolerance"],
+                fmt="o",
+                ms=4,
+                capsize=3,
+                color=color,
+                label=f"{protocol}: measured ± tolerance",
+                **kw,
+            )
             ax.plot(x + width * 0.15, g["exact"], "D", ms=5, mfc="none", color=color, label=f"{protocol}: exact")
         ax.set_xticks(x0)
         ax.set_xticklabels([r if r == "observer" else f"party {r}" for r in receivers], fontsize=8)
@@ -320,9 +395,14 @@ class MultipartyStudy(Study):
 
     def metadata(self) -> dict[str, Any]:
         sc = self.scenario
-        return {"parties": sc.spec.parties.k, "protocols": [p.name for p in sc.protocols],
-                "loss": sc.loss, "deadline": sc.deadline, "missing": sc.missing,
-                "deviations": {str(j): how if isinstance(how, str) else list(how) for j, how in sc.deviations}}  # fmt: skip
+        return {
+            "parties": sc.spec.parties.k,
+            "protocols": [p.name for p in sc.protocols],
+            "loss": sc.loss,
+            "deadline": sc.deadline,
+            "missing": sc.missing,
+            "deviations": {str(j): how if isinstance(how, str) else list(how) for j, how in sc.deviations},
+        }
 
     def result(self, o: Outcome) -> MultipartyRun:
         summary, latency = o.extra
@@ -376,19 +456,24 @@ class CollectionStudy(Study):
         from ldpsim.report import collection
 
         confidence = float(self.scenario.spec.analyst.confidence)
-        return {"final": collection.final_summary(results, confidence),
-                "accuracy": collection.accuracy_over_time(results, confidence),
-                "privacy": collection.privacy_series(results)}  # fmt: skip
+        return {
+            "final": collection.final_summary(results, confidence),
+            "accuracy": collection.accuracy_over_time(results, confidence),
+            "privacy": collection.privacy_series(results),
+        }
 
-    def plot(self, ax: Any, results: pd.DataFrame, *, replication: int | None = None, quantity: str | None = None,
-             **kw: Any) -> None:
+    def plot(
+        self, ax: Any, results: pd.DataFrame, *, replication: int | None = None, quantity: str | None = None, **kw: Any
+    ) -> None:
         """The privacy spent by the most exposed respondent (solid) and the median one
         (dotted) per policy over the periods (``replication``: default the first)."""
         from ldpsim.report.collection import privacy_series
         from ldpsim.report.figures import period_label, short_label
 
         if quantity is not None:
-            raise LdpSimError(f"quantity: got {show(quantity)}, expected None (only a survey's or a study's plot takes a quantity)")
+            raise LdpSimError(
+                f"quantity: got {show(quantity)}, expected None (only a survey's or a study's plot takes a quantity)"
+            )
         sc = self.scenario
         rep = self.pick_replication(results["replication"], replication)
         privacy = privacy_series(results, rep)
@@ -396,7 +481,9 @@ class CollectionStudy(Study):
         privacy = privacy[local] if local.any() else privacy  # the shuffler changes no local eps
         for i, (policy, g) in enumerate(privacy.groupby("policy", sort=False)):
             color = f"C{i % 10}"
-            ax.plot(g["period"], g["max"], color=color, label=f"{short_label(policy)}: most exposed", **{"lw": 1.8, **kw})
+            ax.plot(
+                g["period"], g["max"], color=color, label=f"{short_label(policy)}: most exposed", **{"lw": 1.8, **kw}
+            )
             ax.plot(g["period"], g["median"], color=color, ls=":", lw=1.2, label=f"{short_label(policy)}: median")
         ax.set_xlabel(period_label(sc.spec.collection.period, sc.spec.simulation.time_unit))
         ax.set_ylabel("privacy spent per respondent (pure eps)")
@@ -411,8 +498,13 @@ class CollectionStudy(Study):
 
     def metadata(self) -> dict[str, Any]:
         sc = self.scenario
-        return {"respondents": sc.size, "periods": sc.periods, "arms": [
-            {"policy": p.name, "kind": p.kind, "shuffled": s, "reports_allowed": p.allowed} for p, s in sc.arms]}
+        return {
+            "respondents": sc.size,
+            "periods": sc.periods,
+            "arms": [
+                {"policy": p.name, "kind": p.kind, "shuffled": s, "reports_allowed": p.allowed} for p, s in sc.arms
+            ],
+        }
 
     def result(self, o: Outcome) -> "CollectionRun":
         return CollectionRun(o.run_dir, o.study.scenario, o.results, o.seed, o.extra)
@@ -470,8 +562,18 @@ def run_scenario(
     a file's data may lie outside its folder (as :func:`ldpsim.sim.load_scenario`). The run's
     keywords are those of :class:`ldpsim.runs.RunOptions`; or pass one as ``options``.
     """
-    options = RunOptions.of(options, seed=seed, replications=replications, workers=workers, out=out, executor=executor,
-                            progress=progress, interrupt_after=interrupt_after, shards=shards, report=report)
+    options = RunOptions.of(
+        options,
+        seed=seed,
+        replications=replications,
+        workers=workers,
+        out=out,
+        executor=executor,
+        progress=progress,
+        interrupt_after=interrupt_after,
+        shards=shards,
+        report=report,
+    )
     if not isinstance(scenario, BuiltScenario):
         scenario = load_scenario(scenario, allow_outside_data=allow_outside_data)
     study = study_of(scenario)
@@ -513,6 +615,13 @@ def resume_run(
     files of ``run_dir/scenario.toml`` must lie in the run directory, unless
     ``allow_outside_data`` (given again: the run directory does not grant it). The keywords
     are those of :class:`ldpsim.runs.RunOptions` that a resume takes; or pass one as ``options``."""
-    options = RunOptions.of(options, workers=workers, executor=executor, progress=progress,
-                            interrupt_after=interrupt_after, shards=shards, report=report)
+    options = RunOptions.of(
+        options,
+        workers=workers,
+        executor=executor,
+        progress=progress,
+        interrupt_after=interrupt_after,
+        shards=shards,
+        report=report,
+    )
     return _result(resume_study(run_dir, _parsers(allow_outside_data), options=options), options.report)

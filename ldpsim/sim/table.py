@@ -111,8 +111,13 @@ def data_path(name: str, where: str, key: str, access: DataAccess | None = None)
     return real
 
 
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def _not_regular(mode: int) -> str:
@@ -196,8 +201,10 @@ class Table:
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:  # where, never the bytes themselves
-            raise LdpSimError(f"cannot read {shown}: got bytes that are not utf-8 text (at byte {exc.start:,}), "
-                              "expected a UTF-8 CSV file") from None  # fmt: skip
+            raise LdpSimError(
+                f"cannot read {shown}: got bytes that are not utf-8 text (at byte {exc.start:,}), "
+                "expected a UTF-8 CSV file"
+            ) from None
         table = cls._parse(csv.reader(io.StringIO(text, newline=""), strict=True), str(path), shown)
         return dataclasses.replace(table, sha256=hashlib.sha256(data).hexdigest())
 
@@ -217,8 +224,8 @@ class Table:
                     continue
                 if len(row) != len(header):
                     raise LdpSimError(
-                        f"{shown}, line {reader.line_num} (row {len(lines) + 1}): got {len(row)} fields, expected {len(header)} "
-                        f"(one per column of the header: {_show_names(header)})"
+                        f"{shown}, line {reader.line_num} (row {len(lines) + 1}): got {len(row)} fields, expected "
+                        f"{len(header)} (one per column of the header: {_show_names(header)})"
                     )
                 if len(lines) == MAX_TABLE_ROWS:
                     raise LdpSimError(f"{shown}: got more than {MAX_TABLE_ROWS:,} rows, expected at most that many")
@@ -234,7 +241,9 @@ class Table:
     def column(self, name: str) -> tuple[str, ...]:
         """The values of column ``name`` (one line naming the columns there are otherwise)."""
         if name not in self.header:
-            raise LdpSimError(f"got column {name!r}, expected a column of {self.shown} (one of: {_show_names(self.header)})")
+            raise LdpSimError(
+                f"got column {name!r}, expected a column of {self.shown} (one of: {_show_names(self.header)})"
+            )
         return self.columns[self.header.index(name)]
 
     def where(self, row: int, name: str) -> str:
@@ -245,9 +254,13 @@ class Table:
 def _check_header(header: list[str], shown: str) -> None:
     for i, name in enumerate(header):
         if not name:
-            raise LdpSimError(f"{shown}, line 1: column {i + 1} of the header has no name, expected a name for every column")
+            raise LdpSimError(
+                f"{shown}, line 1: column {i + 1} of the header has no name, expected a name for every column"
+            )
         if name in header[:i]:
-            raise LdpSimError(f"{shown}, line 1: column {_show_name(name)!r} appears twice in the header, expected distinct names")
+            raise LdpSimError(
+                f"{shown}, line 1: column {_show_name(name)!r} appears twice in the header, expected distinct names"
+            )
 
 
 @dataclass(frozen=True)
@@ -302,7 +315,9 @@ class TablePopulation:
         except LdpSimError as exc:
             raise LdpSimError(f"population.file: {exc} (reading it again)") from None
         if hashlib.sha256(data).hexdigest() != self.sha256:
-            raise LdpSimError(f"population.file: {self.shown} changed since the scenario was loaded, expected it unchanged")
+            raise LdpSimError(
+                f"population.file: {self.shown} changed since the scenario was loaded, expected it unchanged"
+            )
         return data
 
     def describe(self) -> str:
@@ -338,7 +353,10 @@ def table_population(
                 "(or list the possible answers in population.labels)"
             )
         if distinct.size > max_labels:
-            raise LdpSimError(f"{table.shown}, column {column!r}: got {distinct.size:,} distinct values, expected at most {max_labels:,}")
+            raise LdpSimError(
+                f"{table.shown}, column {column!r}: got {distinct.size:,} "
+                f"distinct values, expected at most {max_labels:,}"
+            )
         order = _label_order([str(v) for v in distinct])
         labels = [str(distinct[i]) for i in order]
         position = np.empty(distinct.size, dtype=np.int64)
@@ -355,7 +373,9 @@ def table_population(
             )
     codes = position[inverse].astype(np.int64)
     codes.setflags(write=False)  # the engine hands out slices of it
-    return TablePopulation(table.path, table.shown, table.sha256, column, list(labels), codes, resample, int(blank.sum()))
+    return TablePopulation(
+        table.path, table.shown, table.sha256, column, list(labels), codes, resample, int(blank.sum())
+    )
 
 
 def _show_name(name: str) -> str:

@@ -21,7 +21,13 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ldpsim.analyst import confidence_intervals, em_estimate, frequency_estimate, frequency_standard_error, project_to_simplex
+from ldpsim.analyst import (
+    confidence_intervals,
+    em_estimate,
+    frequency_estimate,
+    frequency_standard_error,
+    project_to_simplex,
+)
 from ldpsim.analyst.consistency import base_cut, base_cut_threshold, norm_sub
 from ldpsim.analyst.estimation import z_value
 from ldpsim.errors import LdpSimError, show
@@ -209,26 +215,48 @@ class FrequencyTask(Task):
             est = _point_estimate(p, ctx.mechanism, checkpoint.counts, n, fe.estimate)
             theory_se = frequency_standard_error(ctx.mechanism, ctx.truth, n)
             ci = confidence_intervals(
-                ctx.mechanism, checkpoint.counts, p.confidence, _INTERVAL_METHOD[p.interval], p.simultaneous, n=n,
+                ctx.mechanism,
+                checkpoint.counts,
+                p.confidence,
+                _INTERVAL_METHOD[p.interval],
+                p.simultaneous,
+                n=n,
                 n_plan=max(ctx.planned_reports, n),
-            )  # fmt: skip
+            )
             lo, hi = ci["ci_low"].to_numpy(), ci["ci_high"].to_numpy()
             if p.estimator != "inversion":  # an estimate on the simplex: its interval within [0, 1] too
                 lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
         rows = []
         for i, label in enumerate(labels):
             rows.append(
-                dict(quantity="frequency", category=label, estimate=est[i], ci_low=lo[i],
-                     ci_high=hi[i], truth=ctx.truth[i], theory=np.nan, method=self.method)
-            )  # fmt: skip
+                dict(
+                    quantity="frequency",
+                    category=label,
+                    estimate=est[i],
+                    ci_low=lo[i],
+                    ci_high=hi[i],
+                    truth=ctx.truth[i],
+                    theory=np.nan,
+                    method=self.method,
+                )
+            )
             rows.append(
-                dict(quantity="std_error", category=label, estimate=se[i], ci_low=np.nan, ci_high=np.nan,
-                     truth=np.nan, theory=theory_se[i])
-            )  # fmt: skip
+                dict(
+                    quantity="std_error",
+                    category=label,
+                    estimate=se[i],
+                    ci_low=np.nan,
+                    ci_high=np.nan,
+                    truth=np.nan,
+                    theory=theory_se[i],
+                )
+            )
         return rows
 
 
-def _point_estimate(p: Any, mechanism: FrequencyOracle, counts: NDArray[np.int64], n: int, unbiased: NDArray[np.float64]) -> NDArray[np.float64]:
+def _point_estimate(
+    p: Any, mechanism: FrequencyOracle, counts: NDArray[np.int64], n: int, unbiased: NDArray[np.float64]
+) -> NDArray[np.float64]:
     """The task's point estimate from the unbiased one (or from the counts, for EM)."""
     if p.estimator == "inversion":
         return unbiased
@@ -273,11 +301,26 @@ class MeanTask(Task):
             exact = float(np.sqrt(self.report_variance / n))
             lo, hi = est - self.z * exact, est + self.z * exact
         return [
-            dict(quantity="mean", category="", estimate=est, ci_low=lo, ci_high=hi, truth=self.truth, theory=np.nan,
-                 method="mean/normal"),
-            dict(quantity="std_error", category="", estimate=plug, ci_low=np.nan, ci_high=np.nan, truth=np.nan,
-                 theory=exact),
-        ]  # fmt: skip
+            dict(
+                quantity="mean",
+                category="",
+                estimate=est,
+                ci_low=lo,
+                ci_high=hi,
+                truth=self.truth,
+                theory=np.nan,
+                method="mean/normal",
+            ),
+            dict(
+                quantity="std_error",
+                category="",
+                estimate=plug,
+                ci_low=np.nan,
+                ci_high=np.nan,
+                truth=np.nan,
+                theory=exact,
+            ),
+        ]
 
 
 # --------------------------------------------------------------------- cross-tabulations
@@ -292,9 +335,9 @@ class CrosstabTask:
 
     - ``joint`` rows, one per cell (category ``"row / column"``): the unbiased estimate
       projected onto the simplex; an interval of the unbiased estimate (normal, plug-in
-      standard error), intersected with [0, 1] like the projected estimate; truth = the true joint table; theory = the exact
-      standard error at the number of reports (the product mechanism's covariance at the
-      truth);
+      standard error), intersected with [0, 1] like the projected estimate; truth = the true
+      joint table; theory = the exact standard error at the number of reports (the product
+      mechanism's covariance at the truth);
     - ``independence_statistic``, ``independence_df``, ``independence_p_value``,
       ``independence_reject`` (at ``alpha``; 1 or 0), each twice: category ``ldp`` (the Wald
       test on the privatised reports, :func:`ldpsim.analyst.independence_test`) and
@@ -306,8 +349,16 @@ class CrosstabTask:
 
     kind = "crosstab"
 
-    def __init__(self, name: str, mechanism: FrequencyOracle, truth: NDArray[np.float64], rows: list[str],
-                 columns: list[str], alpha: float, confidence: float) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        mechanism: FrequencyOracle,
+        truth: NDArray[np.float64],
+        rows: list[str],
+        columns: list[str],
+        alpha: float,
+        confidence: float,
+    ) -> None:
         self.name = name
         self.mechanism = mechanism
         self.truth = truth
@@ -328,7 +379,9 @@ class CrosstabTask:
             unbiased, se = tab.estimate.ravel(), tab.std_error.ravel()
             est = tab.projected.ravel()
             lo, hi = np.clip(unbiased - self.z * se, 0.0, 1.0), np.clip(unbiased + self.z * se, 0.0, 1.0)
-            theory = np.sqrt(np.clip(np.diag(self.mechanism.estimate_covariance(self.truth.ravel(), float(n))), 0.0, None))
+            theory = np.sqrt(
+                np.clip(np.diag(self.mechanism.estimate_covariance(self.truth.ravel(), float(n))), 0.0, None)
+            )
             try:
                 test = independence_test(self.mechanism, joint, (ka, kb))
                 ldp = (test.statistic, float(test.df), test.p_value)
@@ -336,15 +389,32 @@ class CrosstabTask:
                 pass
         pearson = _pearson(true_joint.reshape(ka, kb))
         out = [
-            dict(quantity="joint", category=f"{self.rows[i // kb]} / {self.columns[i % kb]}", estimate=est[i],
-                 ci_low=lo[i], ci_high=hi[i], truth=float(self.truth.flat[i]), theory=theory[i], method="projected/normal")
+            dict(
+                quantity="joint",
+                category=f"{self.rows[i // kb]} / {self.columns[i % kb]}",
+                estimate=est[i],
+                ci_low=lo[i],
+                ci_high=hi[i],
+                truth=float(self.truth.flat[i]),
+                theory=theory[i],
+                method="projected/normal",
+            )
             for i in range(cells)
-        ]  # fmt: skip
+        ]
         for which, (stat, df, p) in (("ldp", ldp), ("pearson", pearson)):
             reject = float(p <= self.alpha) if not np.isnan(p) else np.nan
             for quantity, value in (("statistic", stat), ("df", df), ("p_value", p), ("reject", reject)):
-                out.append(dict(quantity=f"independence_{quantity}", category=which, estimate=value, ci_low=np.nan,
-                                ci_high=np.nan, truth=np.nan, theory=np.nan))  # fmt: skip
+                out.append(
+                    dict(
+                        quantity=f"independence_{quantity}",
+                        category=which,
+                        estimate=value,
+                        ci_low=np.nan,
+                        ci_high=np.nan,
+                        truth=np.nan,
+                        theory=np.nan,
+                    )
+                )
         return out
 
 
@@ -394,8 +464,18 @@ class NonresponseTask(Task):
 
         ctx = self.context
         k = len(ctx.labels)
-        rows = [dict(quantity="nonresponse_bias", category=label, estimate=self.bias[i], ci_low=np.nan, ci_high=np.nan,
-                     truth=self.target[i], theory=self.bias[i]) for i, label in enumerate(ctx.labels)]  # fmt: skip
+        rows = [
+            dict(
+                quantity="nonresponse_bias",
+                category=label,
+                estimate=self.bias[i],
+                ci_low=np.nan,
+                ci_high=np.nan,
+                truth=self.target[i],
+                theory=self.bias[i],
+            )
+            for i, label in enumerate(ctx.labels)
+        ]
         if not self.reweight:
             return rows
         n = checkpoint.n_received
@@ -406,11 +486,23 @@ class NonresponseTask(Task):
             rw = reweight_for_response(fe.estimate, self.rates, ctx.mechanism.plugin_covariance(f, float(n)))
             est = rw.estimate
             lo, hi = est - self.z * rw.std_error, est + self.z * rw.std_error  # not clipped, like the estimate
-            exact = reweight_for_response(self.target, self.rates, ctx.mechanism.estimate_covariance(self.target, float(n)))
+            exact = reweight_for_response(
+                self.target, self.rates, ctx.mechanism.estimate_covariance(self.target, float(n))
+            )
             theory = exact.std_error
         for i, label in enumerate(ctx.labels):
-            rows.append(dict(quantity="reweighted", category=label, estimate=est[i], ci_low=lo[i], ci_high=hi[i],
-                             truth=ctx.truth[i], theory=theory[i], method="reweighted/normal"))  # fmt: skip
+            rows.append(
+                dict(
+                    quantity="reweighted",
+                    category=label,
+                    estimate=est[i],
+                    ci_low=lo[i],
+                    ci_high=hi[i],
+                    truth=ctx.truth[i],
+                    theory=theory[i],
+                    method="reweighted/normal",
+                )
+            )
         return rows
 
 
@@ -438,8 +530,14 @@ class TierTask:
 
     kind = "tiers"
 
-    def __init__(self, mechanisms: list[FrequencyOracle], eps: tuple[float, ...], labels: list[str],
-                 truth: NDArray[np.float64], confidence: float) -> None:  # fmt: skip
+    def __init__(
+        self,
+        mechanisms: list[FrequencyOracle],
+        eps: tuple[float, ...],
+        labels: list[str],
+        truth: NDArray[np.float64],
+        confidence: float,
+    ) -> None:
         self.name = self.kind
         self.mechanisms = list(mechanisms)
         self.eps = eps
@@ -456,23 +554,54 @@ class TierTask:
         est = se = naive = naive_se = exact = naive_exact = nan
         tier_est = tier_exact = np.full((count, k), np.nan)
         if sizes.sum() > 0:
-            comb = combine_tiers(self.mechanisms, [cp.counts for cp in checkpoints], n=[cp.n_received for cp in checkpoints])
+            comb = combine_tiers(
+                self.mechanisms, [cp.counts for cp in checkpoints], n=[cp.n_received for cp in checkpoints]
+            )
             est, se, naive, naive_se = comb.estimate, comb.std_error, comb.naive_estimate, comb.naive_std_error
             design = tier_design(self.mechanisms, self.truth, float(sizes.sum()), sizes / sizes.sum())
             exact, naive_exact = np.sqrt(design.variance), np.sqrt(design.naive_variance)
             tier_est, tier_exact = comb.tier_estimates, np.sqrt(design.tier_variances)
         rows = []
         for i, label in enumerate(self.labels):
-            for quantity, e, s, theory, method in (("frequency", est, se, nan, "tiers/normal"),
-                                                   ("naive_frequency", naive, naive_se, naive_exact, "naive/normal")):
-                rows.append(dict(quantity=quantity, category=label, estimate=e[i],
-                                 ci_low=float(e[i] - self.z * s[i]), ci_high=float(e[i] + self.z * s[i]),
-                                 truth=self.truth[i],
-                                 theory=theory[i], method=method))  # fmt: skip
-            rows.append(dict(quantity="std_error", category=label, estimate=se[i], ci_low=np.nan, ci_high=np.nan,
-                             truth=np.nan, theory=exact[i]))  # fmt: skip
+            for quantity, e, s, theory, method in (
+                ("frequency", est, se, nan, "tiers/normal"),
+                ("naive_frequency", naive, naive_se, naive_exact, "naive/normal"),
+            ):
+                rows.append(
+                    dict(
+                        quantity=quantity,
+                        category=label,
+                        estimate=e[i],
+                        ci_low=float(e[i] - self.z * s[i]),
+                        ci_high=float(e[i] + self.z * s[i]),
+                        truth=self.truth[i],
+                        theory=theory[i],
+                        method=method,
+                    )
+                )
+            rows.append(
+                dict(
+                    quantity="std_error",
+                    category=label,
+                    estimate=se[i],
+                    ci_low=np.nan,
+                    ci_high=np.nan,
+                    truth=np.nan,
+                    theory=exact[i],
+                )
+            )
             for t in range(count):
-                rows.append(dict(quantity="tier_frequency", category=label, estimate=tier_est[t, i], ci_low=np.nan,
-                                 ci_high=np.nan, truth=self.truth[i], theory=tier_exact[t, i],
-                                 method=f"tier {t} (eps = {self.eps[t]:g})", n_received=int(sizes[t])))  # fmt: skip
+                rows.append(
+                    dict(
+                        quantity="tier_frequency",
+                        category=label,
+                        estimate=tier_est[t, i],
+                        ci_low=np.nan,
+                        ci_high=np.nan,
+                        truth=self.truth[i],
+                        theory=tier_exact[t, i],
+                        method=f"tier {t} (eps = {self.eps[t]:g})",
+                        n_received=int(sizes[t]),
+                    )
+                )
         return rows

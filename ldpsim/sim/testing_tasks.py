@@ -41,7 +41,10 @@ class HypothesisParams(TaskParams):
 def _check_hypotheses(params: Any, mechanism: FrequencyOracle) -> str | None:
     """Why P0/P1 cannot be tested with ``mechanism`` (None if they can)."""
     if mechanism.output_size is None:
-        return f"expected a mechanism with finitely many outputs ({mechanism!r} reports vectors; the test weighs each output)"
+        return (
+            "expected a mechanism with finitely many outputs "
+            f"({mechanism!r} reports vectors; the test weighs each output)"
+        )
     k = mechanism.k
     for key in ("P0", "P1"):
         vec = getattr(params, key)
@@ -70,8 +73,9 @@ def _truth_indicator(truth: NDArray[np.float64], p0: list[float], p1: list[float
 
 
 def _row(quantity: str, estimate: float, truth: float = math.nan, theory: float = math.nan) -> dict[str, Any]:
-    return dict(quantity=quantity, category="", estimate=estimate, ci_low=math.nan, ci_high=math.nan,
-                truth=truth, theory=theory)  # fmt: skip
+    return dict(
+        quantity=quantity, category="", estimate=estimate, ci_low=math.nan, ci_high=math.nan, truth=truth, theory=theory
+    )
 
 
 class _HypothesisTask(Task):

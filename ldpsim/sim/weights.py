@@ -58,7 +58,9 @@ def parse_weight(value: Any, at_most_one: bool = False) -> float:
         exact: Fraction | None = Fraction(value)
     elif isinstance(value, float):
         if not math.isfinite(value) or value < 0 or (at_most_one and value > 1):
-            raise ValueError(f"got {value!r}, expected a finite number >= 0{upper} (or an exact fraction such as \"1/3\")")
+            raise ValueError(
+                f'got {value!r}, expected a finite number >= 0{upper} (or an exact fraction such as "1/3")'
+            )
         return float(value)
     elif isinstance(value, str):
         m = _FRACTION.fullmatch(value)
@@ -66,7 +68,9 @@ def parse_weight(value: Any, at_most_one: bool = False) -> float:
             raise ValueError(f"got {value[:40]!r}, {_EXPECTED}")
         p, q = m.group(1), m.group(2) or "1"
         if len(p) > MAX_DIGITS or len(q) > MAX_DIGITS:
-            raise ValueError(f"got a fraction of more than {MAX_DIGITS} digits, expected at most {MAX_DIGITS} digits above and below")
+            raise ValueError(
+                f"got a fraction of more than {MAX_DIGITS} digits, expected at most {MAX_DIGITS} digits above and below"
+            )
         if int(q) == 0:
             raise ValueError(f"got {value!r}, expected a fraction whose denominator is not 0")
         exact = Fraction(int(p), int(q))
@@ -96,8 +100,10 @@ def exact_sum(values: Iterable[Any]) -> Fraction | None:
     for q in by_denominator:
         common = common * q // math.gcd(common, q)
         if common > limit:
-            raise ValueError(f"got fractions whose common denominator has more than {MAX_COMMON_DIGITS} digits, "
-                             "expected fewer different denominators")  # fmt: skip
+            raise ValueError(
+                f"got fractions whose common denominator has more than {MAX_COMMON_DIGITS} digits, "
+                "expected fewer different denominators"
+            )
     return Fraction(sum(p * (common // q) for q, p in by_denominator.items()), common)
 
 
@@ -110,9 +116,16 @@ def sum_problem(values: Iterable[Any], what: str = "entries", tolerance: float =
     except ValueError as exc:
         return str(exc)
     if exact is not None:
-        return None if exact == 1 else f"got {what} summing to {exact} exactly, expected a sum of exactly 1 (every entry is exact, so is the sum)"
+        return (
+            None
+            if exact == 1
+            else f"got {what} summing to {exact} exactly, expected a sum "
+            "of exactly 1 (every entry is exact, so is the sum)"
+        )
     total = math.fsum(float(x) for x in values)
     if abs(total - 1.0) <= tolerance:
         return None
-    return (f"got {what} summing to {total!r}, expected a sum of 1 (within {tolerance:g}); or write each as an exact "
-            'fraction such as "1/3", summed exactly')  # fmt: skip
+    return (
+        f"got {what} summing to {total!r}, expected a sum of 1 (within {tolerance:g}); or write each as an exact "
+        'fraction such as "1/3", summed exactly'
+    )

@@ -30,9 +30,25 @@ if TYPE_CHECKING:
         Utility,
     )
 
-_DIVERGENCES = ("chi_square_divergence", "f_divergence", "hellinger_squared", "kl_divergence", "mutual_information", "tv_distance")
+_DIVERGENCES = (
+    "chi_square_divergence",
+    "f_divergence",
+    "hellinger_squared",
+    "kl_divergence",
+    "mutual_information",
+    "tv_distance",
+)
 _OPTIMAL = ("OptimalResult", "better_of_binary_and_rr", "binary_for", "optimal_mechanism")
-_UTILITIES = ("KL", "UTILITIES", "ChiSquare", "FDivergence", "Hellinger", "MutualInformation", "TotalVariation", "Utility")
+_UTILITIES = (
+    "KL",
+    "UTILITIES",
+    "ChiSquare",
+    "FDivergence",
+    "Hellinger",
+    "MutualInformation",
+    "TotalVariation",
+    "Utility",
+)
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {

@@ -118,8 +118,9 @@ def binary_kl(P0: ArrayLike, P1: ArrayLike, eps: float) -> float:
 
 def binary_tv(P0: ArrayLike, P1: ArrayLike, eps: float) -> float:
     """``||M0 - M1||_TV`` of the binary mechanism: ``tanh(eps/2) ||P0 - P1||_TV``, i.e.
-    ``(e^eps - 1)/(e^eps + 1) ||P0 - P1||_TV`` (Kairouz et al. 2014, Sec. 3). By Kairouz et al. 2014, Sec. 3.2 / 8 this is the
-    largest total variation of any eps-LDP mechanism, for every eps."""
+    ``(e^eps - 1)/(e^eps + 1) ||P0 - P1||_TV`` (Kairouz et al. 2014, Sec. 3). By Kairouz et al.
+    2014, Sec. 3.2 / 8 this is the largest total variation of any eps-LDP mechanism, for every
+    eps."""
     p0, p1 = _priors(P0, P1)
     eps = v.epsilon(eps, "eps")
     return math.tanh(eps / 2.0) * 0.5 * math.fsum(np.abs(p0 - p1).tolist())
@@ -166,8 +167,9 @@ def check_binary_kl_factor(P0: ArrayLike, P1: ArrayLike, eps: float, optimum: fl
     eps = v.epsilon(eps, "eps")
     if optimum is None:
         optimum = optimal_mechanism(KL(P0, P1), eps).value
-    return BinaryFactorCheck(eps=eps, binary=binary_kl(P0, P1, eps), optimum=float(optimum),
-                             factor=binary_kl_lower_bound_factor(eps))  # fmt: skip
+    return BinaryFactorCheck(
+        eps=eps, binary=binary_kl(P0, P1, eps), optimum=float(optimum), factor=binary_kl_lower_bound_factor(eps)
+    )
 
 
 def duchi_bound(P0: ArrayLike, P1: ArrayLike, eps: float) -> float:
@@ -195,7 +197,11 @@ def max_balanced_product(P: ArrayLike) -> float:
     if p.size < 2:
         raise invalid("P", P, "a probability vector of length >= 2")
     if p.size > MAX_ENUMERATED_K:
-        raise invalid("P", f"a vector of length {p.size}", f"length <= {MAX_ENUMERATED_K} (max_A P(A) P(A^c) is found by enumeration)")
+        raise invalid(
+            "P",
+            f"a vector of length {p.size}",
+            f"length <= {MAX_ENUMERATED_K} (max_A P(A) P(A^c) is found by enumeration)",
+        )
     mask = best_balanced_set(p)
     inside = math.fsum(p[mask].tolist())
     outside = math.fsum(p[~mask].tolist())
@@ -265,7 +271,8 @@ def regime_thresholds(
     the value of :func:`~ldpsim.utility.optimal.optimal_mechanism` (the staircase LP,
     relative accuracy about 1e-12; about 1e-9 where vertices differ by less than the LP
     solver's 1e-10 tolerances, as for total variation at eps > 20) and mech
-    :func:`~ldpsim.utility.optimal.binary_for` or :func:`~ldpsim.mechanisms.randomized_response`. Both are tested on ``eps_grid`` (default
+    :func:`~ldpsim.utility.optimal.binary_for` or
+    :func:`~ldpsim.mechanisms.randomized_response`. Both are tested on ``eps_grid`` (default
     :data:`DEFAULT_EPS_GRID`, 64 points from 1e-2 to 50 evenly spaced in log eps; any
     increasing positive values <= 700). ``eps_bin`` is bracketed by the last grid point
     before the first failure of binary and that failure, ``eps_rr`` by the last failure of
@@ -289,9 +296,17 @@ def regime_thresholds(
     (``evaluations``).
     """
     if not isinstance(utility, Utility):
-        raise invalid("utility", utility, "a Utility (KL, TotalVariation, ChiSquare, Hellinger, FDivergence, MutualInformation)")
+        raise invalid(
+            "utility", utility, "a Utility (KL, TotalVariation, ChiSquare, Hellinger, FDivergence, MutualInformation)"
+        )
     grid = DEFAULT_EPS_GRID if eps_grid is None else np.asarray(eps_grid, dtype=np.float64).reshape(-1)
-    if grid.size < 1 or not np.all(np.isfinite(grid)) or np.any(grid <= 0) or np.any(grid > 700) or np.any(np.diff(grid) <= 0):
+    if (
+        grid.size < 1
+        or not np.all(np.isfinite(grid))
+        or np.any(grid <= 0)
+        or np.any(grid > 700)
+        or np.any(np.diff(grid) <= 0)
+    ):
         raise invalid("eps_grid", eps_grid, "a non-empty increasing sequence of eps in (0, 700]")
     rtol = float(rtol)
     if not (0.0 <= rtol < 1.0):
@@ -355,5 +370,13 @@ def regime_thresholds(
             lo, hi = bisect(float(grid[last_fail]), float(grid[last_fail + 1]), False, 1)
             eps_rr, rr_bracket = hi, (lo, hi)
 
-    return RegimeThresholds(eps_bin=eps_bin, eps_rr=eps_rr, eps_bin_bracket=bin_bracket, eps_rr_bracket=rr_bracket,
-                            rtol=rtol, atol=atol, xtol=xtol, evaluations=count)  # fmt: skip
+    return RegimeThresholds(
+        eps_bin=eps_bin,
+        eps_rr=eps_rr,
+        eps_bin_bracket=bin_bracket,
+        eps_rr_bracket=rr_bracket,
+        rtol=rtol,
+        atol=atol,
+        xtol=xtol,
+        evaluations=count,
+    )

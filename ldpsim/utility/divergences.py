@@ -74,7 +74,9 @@ def hellinger_squared(p: ArrayLike, q: ArrayLike) -> float:
     return float(np.sum((np.sqrt(a) - np.sqrt(b)) ** 2))
 
 
-def f_divergence(p: ArrayLike, q: ArrayLike, f: Callable[[NDArray[np.float64]], NDArray[np.float64]], f_inf: float | None = None) -> float:
+def f_divergence(
+    p: ArrayLike, q: ArrayLike, f: Callable[[NDArray[np.float64]], NDArray[np.float64]], f_inf: float | None = None
+) -> float:
     """``D_f(p || q) = sum_y q(y) f(p(y)/q(y))`` for a convex ``f`` with ``f(1) = 0``.
 
     Cells with ``q = 0 < p`` contribute ``p * f'(inf)`` where ``f'(inf) = lim f(t)/t``:

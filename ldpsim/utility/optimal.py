@@ -191,7 +191,9 @@ def optimal_mechanism(
     tolerance at which column generation stops.
     """
     if not isinstance(utility, Utility):
-        raise invalid("utility", utility, "a Utility (KL, TotalVariation, ChiSquare, Hellinger, FDivergence, MutualInformation)")
+        raise invalid(
+            "utility", utility, "a Utility (KL, TotalVariation, ChiSquare, Hellinger, FDivergence, MutualInformation)"
+        )
     eps = v.epsilon(eps, "eps")
     if eps > 700:
         raise invalid("eps", eps, "eps <= 700")
@@ -203,9 +205,10 @@ def optimal_mechanism(
     limit = MAX_FULL_K if method == "full" else MAX_CG_K
     if k > limit:
         hint = (
-            "method='column_generation'" if method == "full" and k <= MAX_CG_K else
-            "better_of_binary_and_rr(utility, eps), within a constant factor of optimal, or fewer categories"
-        )  # fmt: skip
+            "method='column_generation'"
+            if method == "full" and k <= MAX_CG_K
+            else "better_of_binary_and_rr(utility, eps), within a constant factor of optimal, or fewer categories"
+        )
         raise LdpSimError(
             f"k: got {k}, expected k <= {limit} for method={method!r} (2^{k} patterns); use {hint} instead"
         )
@@ -249,7 +252,9 @@ def optimal_mechanism(
             new_codes = np.setdiff1d(new_codes, codes)
             if new_codes.size:
                 # keep only columns that improve the master (reduced cost at w > 0)
-                r = utility.pattern_mu(_sums_for(utility.weights, new_codes), eps) - w @ _scaled_columns(new_codes, k, eps)
+                r = utility.pattern_mu(_sums_for(utility.weights, new_codes), eps) - w @ _scaled_columns(
+                    new_codes, k, eps
+                )
                 new_codes = new_codes[r > threshold]
             if new_codes.size or w_price is w:
                 break
@@ -281,7 +286,9 @@ def _sums_for(weights: NDArray[np.float64], codes: NDArray[np.int64]) -> NDArray
     return weights @ bits.T
 
 
-def _finish(utility, eps, codes, theta, w, method, iterations, started, worst, history, status="optimal") -> OptimalResult:
+def _finish(
+    utility, eps, codes, theta, w, method, iterations, started, worst, history, status="optimal"
+) -> OptimalResult:
     """Polish the basic solution (solve its <= k columns exactly) and build the mechanism."""
     k = utility.k
     support = theta > 1e-12 * max(1.0, float(theta.max()))
@@ -299,10 +306,20 @@ def _finish(utility, eps, codes, theta, w, method, iterations, started, worst, h
     )
     value = utility.value(mech)
     return OptimalResult(
-        mechanism=mech, value=value, bound=float(w.sum()), dual=w, patterns=sc, weights=th, status=status,
-        method=method, iterations=iterations, columns=int(codes.size), seconds=time.perf_counter() - started,
-        max_reduced_cost=float(worst), history=history,
-    )  # fmt: skip
+        mechanism=mech,
+        value=value,
+        bound=float(w.sum()),
+        dual=w,
+        patterns=sc,
+        weights=th,
+        status=status,
+        method=method,
+        iterations=iterations,
+        columns=int(codes.size),
+        seconds=time.perf_counter() - started,
+        max_reduced_cost=float(worst),
+        history=history,
+    )
 
 
 # --------------------------------------------------------------------- simple mechanisms
@@ -364,16 +381,22 @@ def utility_named(name: str, k: int | None = None, P0=None, P1=None, prior=None)
     if name == "mutual_information":
         if prior is None:
             if k is None:
-                raise invalid("prior", None, "a distribution over the inputs, or k (a uniform prior) for mutual_information")
+                raise invalid(
+                    "prior", None, "a distribution over the inputs, or k (a uniform prior) for mutual_information"
+                )
             prior = np.full(v.alphabet_size(k, "k"), 1.0 / k)
         utility: Utility = MutualInformation(prior)
     else:
         for key, value in (("P0", P0), ("P1", P1)):
             if value is None:
-                raise invalid(key, None, f"a distribution over the inputs for utility {name!r} (a divergence of P0 and P1)")
+                raise invalid(
+                    key, None, f"a distribution over the inputs for utility {name!r} (a divergence of P0 and P1)"
+                )
         utility = UTILITIES[name](P0, P1)
     if k is not None and utility.k != k:
-        raise invalid("P0" if name != "mutual_information" else "prior", f"{utility.k} entries", f"one per input symbol (k = {k})")
+        raise invalid(
+            "P0" if name != "mutual_information" else "prior", f"{utility.k} entries", f"one per input symbol (k = {k})"
+        )
     return utility
 
 
@@ -383,7 +406,9 @@ def optimal_for(eps: float, utility: str = "kl", k: int | None = None, P0=None, 
     return optimal_mechanism(utility_named(utility, k, P0, P1, prior), eps).mechanism
 
 
-def better_of_binary_and_rr_for(eps: float, utility: str = "kl", k: int | None = None, P0=None, P1=None, prior=None) -> FiniteMechanism:
+def better_of_binary_and_rr_for(
+    eps: float, utility: str = "kl", k: int | None = None, P0=None, P1=None, prior=None
+) -> FiniteMechanism:
     """:func:`better_of_binary_and_rr` for the utility ``utility`` (:func:`utility_named`;
     the catalog's ``better_of_binary_and_rr`` entry)."""
     return better_of_binary_and_rr(utility_named(utility, k, P0, P1, prior), eps)

@@ -90,16 +90,24 @@ def parse_prior(text: str | Sequence[float] | None, k: int) -> NDArray[np.float6
 def _losses(var: NDArray[np.float64], prior: NDArray[np.float64]) -> dict[str, float]:
     var = np.clip(var, 0.0, None)
     seen = prior > 0
-    return {"mse": float(var.sum()), "l1": float(np.sqrt(2.0 * var / math.pi).sum()),
-            "kl": float(np.sum(var[seen] / (2.0 * prior[seen]))),
-            "max_relative_error": float(np.max(np.sqrt(var[seen]) / prior[seen]))}  # fmt: skip
+    return {
+        "mse": float(var.sum()),
+        "l1": float(np.sqrt(2.0 * var / math.pi).sum()),
+        "kl": float(np.sum(var[seen] / (2.0 * prior[seen]))),
+        "max_relative_error": float(np.max(np.sqrt(var[seen]) / prior[seen])),
+    }
 
 
 def _score(name: str, mech: Any, prior: NDArray[np.float64], n: int) -> dict[str, Any]:
     var = np.asarray(mech.estimate_variance(prior, float(n)), dtype=np.float64)
-    return {"mechanism": name, **_losses(var, prior), "max_std_error": float(np.sqrt(var.max())),
-            "report_bits": float(mech.report_bits), "server_operations": float(mech.server_operations(n)),
-            "exact_eps": float(mech.epsilon(0.0))}  # fmt: skip
+    return {
+        "mechanism": name,
+        **_losses(var, prior),
+        "max_std_error": float(np.sqrt(var.max())),
+        "report_bits": float(mech.report_bits),
+        "server_operations": float(mech.server_operations(n)),
+        "exact_eps": float(mech.epsilon(0.0)),
+    }
 
 
 def _checked(k: int, eps: float, n: float, loss: str) -> tuple[int, float, int, str]:
@@ -137,15 +145,34 @@ def evaluate(k: int, eps: float, n: float, prior: Any = None, loss: str = "mse",
         if mech.identifiable:
             rows.append({**_score(label, mech, p, n), "note": "optimal for mutual information, not for this loss"})
         else:
-            rows.append({"mechanism": label, "report_bits": float(mech.report_bits), "exact_eps": float(mech.epsilon(0.0)),
-                         "note": f"its {mech.m} outputs cannot estimate {k} frequencies"})  # fmt: skip
+            rows.append(
+                {
+                    "mechanism": label,
+                    "report_bits": float(mech.report_bits),
+                    "exact_eps": float(mech.epsilon(0.0)),
+                    "note": f"its {mech.m} outputs cannot estimate {k} frequencies",
+                }
+            )
     table = pd.DataFrame(rows)
     table = table.sort_values(loss, kind="stable", na_position="last").reset_index(drop=True)
-    cols = ["mechanism", "mse", "l1", "kl", "max_std_error", "max_relative_error", "report_bits", "server_operations", "exact_eps", "note"]
+    cols = [
+        "mechanism",
+        "mse",
+        "l1",
+        "kl",
+        "max_std_error",
+        "max_relative_error",
+        "report_bits",
+        "server_operations",
+        "exact_eps",
+        "note",
+    ]
     return table.reindex(columns=cols)
 
 
-def curves(k: int, n: float, prior: Any = None, eps_grid: Sequence[float] | None = None, loss: str = "mse") -> pd.DataFrame:
+def curves(
+    k: int, n: float, prior: Any = None, eps_grid: Sequence[float] | None = None, loss: str = "mse"
+) -> pd.DataFrame:
     """The loss of every oracle at each eps of ``eps_grid`` (default: 40 points from 0.1 to
     8, log-spaced): columns ``eps`` and one per oracle."""
     grid = np.geomspace(0.1, 8.0, 40) if eps_grid is None else np.asarray(eps_grid, dtype=np.float64)
@@ -206,13 +233,26 @@ def boundaries(table: pd.DataFrame, k: int, n: float, prior: Any = None, loss: s
     for j in range(len(eps) - 1):
         a, b = leaders[j], leaders[j + 1]
         if a is not None and b is not None and a != b:
-            rows.append({"better_below": a, "better_above": b, "eps": crossing(a, b, float(eps[j]), float(eps[j + 1])), "kind": "best"})
+            rows.append(
+                {
+                    "better_below": a,
+                    "better_above": b,
+                    "eps": crossing(a, b, float(eps[j]), float(eps[j + 1])),
+                    "kind": "best",
+                }
+            )
     if "randomized_response" in names and "oue" in names:
         d = table["randomized_response"].to_numpy() - table["oue"].to_numpy()
         for j in range(len(eps) - 1):
             if np.isfinite(d[j]) and np.isfinite(d[j + 1]) and np.sign(d[j]) != np.sign(d[j + 1]) and d[j] != 0:
                 below, above = ("randomized_response", "oue") if d[j] < 0 else ("oue", "randomized_response")
-                rows.append({"better_below": below, "better_above": above,
-                             "eps": crossing(below, above, float(eps[j]), float(eps[j + 1])), "kind": "pair"})  # fmt: skip
+                rows.append(
+                    {
+                        "better_below": below,
+                        "better_above": above,
+                        "eps": crossing(below, above, float(eps[j]), float(eps[j + 1])),
+                        "kind": "pair",
+                    }
+                )
     out = pd.DataFrame(rows, columns=["better_below", "better_above", "eps", "kind"])
     return out.sort_values("eps", kind="stable").reset_index(drop=True)

@@ -32,9 +32,11 @@ def _positive_prior(value: ArrayLike, name: str, size: int | None = None) -> NDA
     p = v.probability_vector(value, name, size=size)
     if np.any(p <= 0):
         raise invalid(
-            name, value, "entries > 0 (merge or drop categories that have probability zero: a staircase "
-            "mechanism's utility depends only on the categories that can occur)"
-        )  # fmt: skip
+            name,
+            value,
+            "entries > 0 (merge or drop categories that have probability zero: a staircase "
+            "mechanism's utility depends only on the categories that can occur)",
+        )
     if p.size < 2:
         raise invalid(name, value, "at least 2 categories")
     return p
@@ -166,7 +168,13 @@ class FDivergence(PairUtility):
 
     name = "f_divergence"
 
-    def __init__(self, P0: ArrayLike, P1: ArrayLike, f: Callable[[NDArray[np.float64]], NDArray[np.float64]], f_inf: float | None = None) -> None:
+    def __init__(
+        self,
+        P0: ArrayLike,
+        P1: ArrayLike,
+        f: Callable[[NDArray[np.float64]], NDArray[np.float64]],
+        f_inf: float | None = None,
+    ) -> None:
         super().__init__(P0, P1)
         if not callable(f):
             raise invalid("f", f, "a callable convex function with f(1) = 0")

@@ -55,16 +55,19 @@ def test_base_cut_threshold_is_the_quantile_times_the_base_standard_error():
     np.testing.assert_array_equal(base_cut(est, t), [0.5, 0.0, 0.0, 0.3, 0.21])
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: norm_sub([]), r"^estimate: got "),
-    (lambda: norm_sub([0.5, float("nan")]), r"^estimate: got "),
-    (lambda: base_cut([0.5, 0.5], float("inf")), r"^threshold: got inf"),
-    (lambda: base_cut_threshold(randomized_response(3, 1.0), 0), r"^n: got 0"),
-    (lambda: base_cut_threshold(randomized_response(3, 1.0), 10, 1.5), r"^alpha: got 1.5"),
-    (lambda: confidence_sequence_halfwidth([1.0], 0, 0.05, [1.0]), r"^t: got 0"),
-    (lambda: confidence_sequence_halfwidth([1.0], 10, 0.05, [0.0]), r"^rho: got "),
-    (lambda: rho_for([1.0], 0.5, 0.05), r"^n_plan: got 0.5"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: norm_sub([]), r"^estimate: got "),
+        (lambda: norm_sub([0.5, float("nan")]), r"^estimate: got "),
+        (lambda: base_cut([0.5, 0.5], float("inf")), r"^threshold: got inf"),
+        (lambda: base_cut_threshold(randomized_response(3, 1.0), 0), r"^n: got 0"),
+        (lambda: base_cut_threshold(randomized_response(3, 1.0), 10, 1.5), r"^alpha: got 1.5"),
+        (lambda: confidence_sequence_halfwidth([1.0], 0, 0.05, [1.0]), r"^t: got 0"),
+        (lambda: confidence_sequence_halfwidth([1.0], 10, 0.05, [0.0]), r"^rho: got "),
+        (lambda: rho_for([1.0], 0.5, 0.05), r"^n_plan: got 0.5"),
+    ],
+)
 def test_bad_arguments_are_one_line(call, match):
     with pytest.raises(LdpSimError, match=match) as info:
         call()
@@ -72,7 +75,9 @@ def test_bad_arguments_are_one_line(call, match):
 
 
 # --------------------------------------------------------------------------- sequences
-@pytest.mark.parametrize("spread, t, alpha, rho", [(2.0, 100, 0.05, 10.0), (5.5, 10**7, 1e-6, 3e4), (0.5, 1, 0.5, 1e-3)])
+@pytest.mark.parametrize(
+    "spread, t, alpha, rho", [(2.0, 100, 0.05, 10.0), (5.5, 10**7, 1e-6, 3e4), (0.5, 1, 0.5, 1e-3)]
+)
 def test_halfwidth_is_the_normal_mixture_boundary(spread, t, alpha, rho):
     s2 = mpmath.mpf(spread) ** 2 / 4
     v = s2 * t + rho

@@ -18,7 +18,6 @@ from ldpsim.mechanisms import product_mechanism, randomized_response, truncated_
 from ldpsim.stats import clopper_pearson
 from tests.stats_checks import FALSE_FAILURE
 
-
 # A real-looking association: 3 x 4 with rows and columns dependent.
 DEPENDENT = np.array([[0.12, 0.08, 0.05, 0.03], [0.06, 0.10, 0.09, 0.06], [0.02, 0.05, 0.12, 0.22]])
 

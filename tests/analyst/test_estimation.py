@@ -285,7 +285,9 @@ def _assert_kkt(vec, w, tol=1e-12):
 
 def test_projection_kkt_idempotent_and_batched():
     rng = np.random.default_rng(600)
-    batch = np.concatenate([rng.normal(size=(200, 6)) * 3, rng.dirichlet(np.ones(6), size=20), rng.normal(size=(20, 6)) * 1e-3])
+    batch = np.concatenate(
+        [rng.normal(size=(200, 6)) * 3, rng.dirichlet(np.ones(6), size=20), rng.normal(size=(20, 6)) * 1e-3]
+    )
     w = project_to_simplex(batch)
     assert w.shape == batch.shape
     for vec, row in zip(batch, w):
@@ -328,7 +330,9 @@ def test_trillion_reports_no_overflow(name):
         est = inversion_estimate(mech, counts)
         np.testing.assert_allclose(est.estimate, prior, atol=1e-9)
         assert np.all(np.isfinite(est.covariance)) and np.all(np.isfinite(est.std_error))
-        np.testing.assert_allclose(est.covariance, exact_covariance(mech, prior, int(counts.sum())), rtol=1e-6, atol=1e-30)
+        np.testing.assert_allclose(
+            est.covariance, exact_covariance(mech, prior, int(counts.sum())), rtol=1e-6, atol=1e-30
+        )
         em = em_estimate(mech, counts)
         assert np.isfinite(em.log_likelihood) and np.all(np.isfinite(em.estimate))
         np.testing.assert_allclose(em.estimate, prior, atol=1e-6)
@@ -384,7 +388,11 @@ def test_estimators_never_ask_which_mechanism_they_hold():
     def class_checks(path: Path) -> set[str]:
         names: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass"):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("isinstance", "issubclass")
+            ):
                 for sub in ast.walk(node.args[1]):
                     if isinstance(sub, ast.Name):
                         names.add(sub.id)

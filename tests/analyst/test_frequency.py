@@ -80,7 +80,9 @@ def test_randomized_response_inversion_methods_equal_the_generic_ones(k, eps):
     p = rng.dirichlet(np.ones(k))
     g = rng.random(k)
     np.testing.assert_allclose(rr.invert(f), generic.invert(f), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(rr.inversion_covariance(f, 1000.0), generic.inversion_covariance(f, 1000.0), rtol=1e-8, atol=1e-15)
+    np.testing.assert_allclose(
+        rr.inversion_covariance(f, 1000.0), generic.inversion_covariance(f, 1000.0), rtol=1e-8, atol=1e-15
+    )
     np.testing.assert_allclose(rr.inversion_variance(f, 1000.0), generic.inversion_variance(f, 1000.0), rtol=1e-8)
     np.testing.assert_allclose(rr.inversion_std_error(f, 1000), generic.inversion_std_error(f, 1000), rtol=1e-8)
     np.testing.assert_allclose(rr.inversion_variance(f, 1000.0), rr.inversion_std_error(f, 1000) ** 2, rtol=1e-12)

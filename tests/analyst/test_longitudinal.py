@@ -12,8 +12,12 @@ import pytest
 from scipy import stats
 
 from ldpsim.analyst.longitudinal import (
-    change_estimates, paired_covariance, period_estimates, report_estimators, z_value,
-)  # fmt: skip
+    change_estimates,
+    paired_covariance,
+    period_estimates,
+    report_estimators,
+    z_value,
+)
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms import randomized_response
 from tests.stats_checks import FALSE_FAILURE
@@ -55,7 +59,9 @@ def test_paired_covariance_is_the_sample_covariance_over_respondents_in_both_per
             assert cov[t - 1, j] == pytest.approx(both.sum() * c / (nt * ns), rel=1e-10)
 
 
-def _simulate_changes(memo: bool, paired: bool, R: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _simulate_changes(
+    memo: bool, paired: bool, R: int, n: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """R replications of two periods for n respondents (answers fixed across replications:
     the population is what is estimated). k-RR at eps = 1 per report; memoised: a permanent
     k-RR at eps 1.5 per answer, each report a k-RR at eps 1 of it."""

@@ -42,9 +42,7 @@ def _unit_variance(name, u, eps):
     duchi = 1.0 / math.tanh(eps / 2) ** 2 - u * u
     pw = u * u / (s - 1) + (s + 3) / (3 * (s - 1) ** 2)
     if name == "LaplaceBounded":
-        return np.full_like(
-            u, 2.0 * (2.0 / eps) ** 2
-        )  # scale (hi - lo)/eps = 2/eps in unit coordinates
+        return np.full_like(u, 2.0 * (2.0 / eps) ** 2)  # scale (hi - lo)/eps = 2/eps in unit coordinates
     if name == "Duchi":
         return duchi
     if name == "Piecewise":
@@ -59,9 +57,7 @@ def test_exact_standard_error_is_the_mean_variance_over_n(mech_cls):
     x = _answers()
     half = (HI - LO) / 2
     u = (x - (LO + half)) / half
-    ref = math.sqrt(
-        float(np.mean(_unit_variance(mech_cls.__name__, u, EPS))) * half**2 / N
-    )
+    ref = math.sqrt(float(np.mean(_unit_variance(mech_cls.__name__, u, EPS))) * half**2 / N)
     assert mean_standard_error(mech, x) == pytest.approx(ref, rel=1e-9)
     assert mean_standard_error(mech, x, n=4 * N) == pytest.approx(ref / 2, rel=1e-9)
 
@@ -86,10 +82,7 @@ def test_interval_coverage_by_simulation(mech_cls):
         miss_normal += not (est.ci_low <= truth <= est.ci_high)
         if conservative:
             c = mean_estimate(row, mech, 0.95, "conservative")
-            assert (
-                c.estimate == est.estimate
-                and c.ci_high - c.ci_low > est.ci_high - est.ci_low
-            )
+            assert c.estimate == est.estimate and c.ci_high - c.ci_low > est.ci_high - est.ci_low
             miss_cons += not (c.ci_low <= truth <= c.ci_high)
     lo, hi = clopper_pearson(miss_normal, REPS, FALSE_FAILURE)
     assert lo <= 0.05 + NORMAL_SLACK and hi >= 0.05 - NORMAL_SLACK, miss_normal / REPS
@@ -105,29 +98,18 @@ def test_interval_coverage_by_simulation(mech_cls):
     exact = mean_standard_error(mech, x)
     ratio = float(np.var(means, ddof=1)) / exact**2
     df = REPS - 1
-    assert (
-        stats.chi2.ppf(FALSE_FAILURE / 2, df) / df <= ratio <= stats.chi2.isf(FALSE_FAILURE / 2, df) / df
-    )
-    assert mean_estimate(reports[0], mech, answers=x).exact_std_error == pytest.approx(
-        exact
-    )
+    assert stats.chi2.ppf(FALSE_FAILURE / 2, df) / df <= ratio <= stats.chi2.isf(FALSE_FAILURE / 2, df) / df
+    assert mean_estimate(reports[0], mech, answers=x).exact_std_error == pytest.approx(exact)
 
 
 def test_mean_estimate_fields_and_errors():
     y = np.array([1.0, 2.0, 4.0, 5.0])
     est = mean_estimate(y)
-    assert (
-        est.estimate == 3.0
-        and est.n == 4
-        and est.method == "normal"
-        and est.exact_std_error is None
-    )
+    assert est.estimate == 3.0 and est.n == 4 and est.method == "normal" and est.exact_std_error is None
     assert est.std_error == pytest.approx(math.sqrt(10.0 / 3.0 / 4.0))
     assert est.ci_high - 3.0 == pytest.approx(1.959963984540054 * est.std_error)
     duchi = Duchi(1.0, LO, HI)
-    with pytest.raises(
-        LdpSimError, match=r"^mechanism: got None, expected .*method='conservative'"
-    ):
+    with pytest.raises(LdpSimError, match=r"^mechanism: got None, expected .*method='conservative'"):
         mean_estimate(y, method="conservative")
     with pytest.raises(LdpSimError, match=r"^reports: got .*expected reports of Duchi"):
         mean_estimate([100.0, 1.0], duchi)
@@ -143,14 +125,10 @@ def test_mean_estimate_fields_and_errors():
 
 def test_bucket_maps_values_like_numpy_histogram():
     edges = [0.0, 1.0, 2.5, 3.0]
-    np.testing.assert_array_equal(
-        bucket([0.0, 0.5, 1.0, 2.4999, 2.5, 3.0], edges), [0, 0, 1, 1, 2, 2]
-    )
+    np.testing.assert_array_equal(bucket([0.0, 0.5, 1.0, 2.4999, 2.5, 3.0], edges), [0, 0, 1, 1, 2, 2])
     rng = np.random.default_rng(4)
     x = rng.uniform(0, 3, 10_000)
-    np.testing.assert_array_equal(
-        np.bincount(bucket(x, edges), minlength=3), np.histogram(x, edges)[0]
-    )
+    np.testing.assert_array_equal(np.bincount(bucket(x, edges), minlength=3), np.histogram(x, edges)[0])
     np.testing.assert_array_equal(bucket([-1.0, 5.0], edges, clip=True), [0, 2])
     assert bucket(np.array([[0.2, 2.9]]), edges).shape == (1, 2)
     with pytest.raises(
@@ -177,7 +155,5 @@ def test_bucketed_histogram_through_a_categorical_oracle():
     truth = np.bincount(idx, minlength=4) / x.size
     rr = randomized_response(4, 2.0)
     counts = rr.sample_counts(np.bincount(idx, minlength=4), rng)
-    ci = confidence_intervals(
-        rr, counts, 1 - FALSE_FAILURE, method="conservative", simultaneous=True
-    )
+    ci = confidence_intervals(rr, counts, 1 - FALSE_FAILURE, method="conservative", simultaneous=True)
     assert np.all((ci.ci_low <= truth) & (truth <= ci.ci_high))

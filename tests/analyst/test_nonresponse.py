@@ -30,9 +30,7 @@ def test_bias_is_q_minus_p_exactly():
     assert rate == Fraction(67, 100)
     ref = [float(a * b / rate - a) for a, b in zip(p, r)]
     np.testing.assert_allclose(nonresponse_bias(P, R), ref, rtol=1e-14, atol=1e-16)
-    np.testing.assert_allclose(
-        nonresponse_bias(P, np.full(4, 0.3)), 0.0, atol=1e-15
-    )  # equal rates: no bias
+    np.testing.assert_allclose(nonresponse_bias(P, np.full(4, 0.3)), 0.0, atol=1e-15)  # equal rates: no bias
     np.testing.assert_allclose(nonresponse_bias([0.5, 0.5], [1.0, 0.0]), [0.5, -0.5])
 
 
@@ -40,9 +38,7 @@ def test_reweighting_inverts_the_response_map_and_its_jacobian():
     q = P + nonresponse_bias(P, R)
     out = reweight_for_response(q, R)
     np.testing.assert_allclose(out.estimate, P, rtol=1e-14)
-    np.testing.assert_allclose(
-        reweight_for_response(q, 7 * R / 10).estimate, P, rtol=1e-14
-    )  # only ratios matter
+    np.testing.assert_allclose(reweight_for_response(q, 7 * R / 10).estimate, P, rtol=1e-14)  # only ratios matter
     assert out.covariance is None and out.std_error is None
 
     def g(x):
@@ -84,9 +80,7 @@ def test_reweighted_estimate_is_unbiased_to_first_order_and_its_covariance_match
     # second-order bias of u/s: (u (1^T D S D 1)/s - D S D 1) / s^2, D = diag(1/r)
     dsd = sigma / np.outer(R, R)
     bias2 = ((q / R) * dsd.sum() / s - dsd.sum(axis=1)) / s**2
-    z = stats.norm.isf(
-        FALSE_FAILURE / 40 / 2
-    )  # 8 bias checks, 8 variance sides, 16 covariances (< 40 checks)
+    z = stats.norm.isf(FALSE_FAILURE / 40 / 2)  # 8 bias checks, 8 variance sides, 16 covariances (< 40 checks)
     se_mean = fixed.std(axis=0, ddof=1) / math.sqrt(reps)
     assert np.all(np.abs(fixed.mean(axis=0) - P) <= z * se_mean + np.abs(bias2)), (
         fixed.mean(axis=0) - P,
@@ -105,10 +99,7 @@ def test_reweighted_estimate_is_unbiased_to_first_order_and_its_covariance_match
     np.testing.assert_allclose(plug_cov, cov, rtol=0.01, atol=1e-3 * np.abs(cov).max())
     emp = np.cov(fixed.T)
     # each sample covariance has standard deviation <= sqrt(2 / reps) sigma_i sigma_j (normal law)
-    assert np.all(
-        np.abs(emp - cov)
-        <= z * np.sqrt(2.0 / reps) * np.sqrt(np.outer(np.diag(cov), np.diag(cov)))
-    )
+    assert np.all(np.abs(emp - cov) <= z * np.sqrt(2.0 / reps) * np.sqrt(np.outer(np.diag(cov), np.diag(cov))))
 
 
 def test_errors_are_one_line_and_name_the_parameter():

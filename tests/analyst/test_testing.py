@@ -93,7 +93,9 @@ def test_exact_test_error_rates_by_monte_carlo():
     rejected0 = int(test.reject(rng.multinomial(n, M0, size=draws), rng).sum())
     accepted1 = int((~test.reject(rng.multinomial(n, M1, size=draws), rng)).sum())
     # each count is exactly Binomial(draws, rate); two cells checked at level FALSE_FAILURE together
-    bad = binomial_cells_ok(np.array([rejected0, accepted1]), np.full(2, draws), np.array([alpha, test.beta]), FALSE_FAILURE)
+    bad = binomial_cells_ok(
+        np.array([rejected0, accepted1]), np.full(2, draws), np.array([alpha, test.beta]), FALSE_FAILURE
+    )
     assert not bad, bad
     assert test.type1 == pytest.approx(alpha, rel=1e-12)
 

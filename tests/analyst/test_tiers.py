@@ -62,9 +62,7 @@ def test_design_variance_is_the_exact_minimum_variance_formula():
     # naive pooling: the n_t-weighted average
     naive = (SHARES[:, None] ** 2 * tv).sum(axis=0)
     np.testing.assert_allclose(design.naive_variance, naive, rtol=1e-12)
-    assert np.all(design.variance <= design.naive_variance) and np.all(
-        design.variance < 0.9 * naive
-    )
+    assert np.all(design.variance <= design.naive_variance) and np.all(design.variance < 0.9 * naive)
     assert np.all(design.variance <= design.best_single_variance)
 
 
@@ -72,13 +70,9 @@ def test_design_mixes_families_with_their_own_variances():
     n = 50_000
     mechs = [randomized_response(4, 1.0), OptimizedUnaryEncoding(4, 3.0)]
     design = tier_design(mechs, PRIOR, n, [0.6, 0.4])
-    tv = np.array(
-        [_rr_variance(PRIOR, 1.0, 0.6 * n), _oue_variance(PRIOR, 3.0, 0.4 * n)]
-    )
+    tv = np.array([_rr_variance(PRIOR, 1.0, 0.6 * n), _oue_variance(PRIOR, 3.0, 0.4 * n)])
     np.testing.assert_allclose(design.tier_variances, tv, rtol=1e-10)
-    np.testing.assert_allclose(
-        design.variance, 1.0 / (1.0 / tv).sum(axis=0), rtol=1e-10
-    )
+    np.testing.assert_allclose(design.variance, 1.0 / (1.0 / tv).sum(axis=0), rtol=1e-10)
     assert np.all(design.variance <= design.best_single_variance)
 
 
@@ -86,30 +80,20 @@ def test_plugin_weights_use_each_tier_s_variance_at_its_own_estimate():
     rng = np.random.default_rng(11)
     mechs = _rr_tiers()
     sizes = [30_000, 20_000, 10_000]
-    counts = [
-        m.sample_counts(rng.multinomial(s, PRIOR), rng) for m, s in zip(mechs, sizes)
-    ]
+    counts = [m.sample_counts(rng.multinomial(s, PRIOR), rng) for m, s in zip(mechs, sizes)]
     res = combine_tiers(mechs, counts)
     tv = []
     for m, c, s, e in zip(mechs, counts, sizes, EPS):
         k, ee = 4, math.exp(e)
-        est = (
-            (c / s - 1.0 / (ee + k - 1)) * (ee + k - 1) / (ee - 1)
-        )  # RR inversion by hand
+        est = (c / s - 1.0 / (ee + k - 1)) * (ee + k - 1) / (ee - 1)  # RR inversion by hand
         p = np.clip(est, 0, None)
         tv.append(_rr_variance(p / p.sum(), e, s))
     tv = np.array(tv)
     np.testing.assert_allclose(res.tier_variances, tv, rtol=1e-10)
-    np.testing.assert_allclose(
-        res.std_error, np.sqrt(1.0 / (1.0 / tv).sum(axis=0)), rtol=1e-10
-    )
-    np.testing.assert_allclose(
-        res.estimate, (res.weights * res.tier_estimates).sum(axis=0), rtol=1e-12
-    )
+    np.testing.assert_allclose(res.std_error, np.sqrt(1.0 / (1.0 / tv).sum(axis=0)), rtol=1e-10)
+    np.testing.assert_allclose(res.estimate, (res.weights * res.tier_estimates).sum(axis=0), rtol=1e-12)
     share = np.array(sizes) / sum(sizes)
-    np.testing.assert_allclose(
-        res.naive_estimate, share @ res.tier_estimates, rtol=1e-12
-    )
+    np.testing.assert_allclose(res.naive_estimate, share @ res.tier_estimates, rtol=1e-12)
     np.testing.assert_allclose(res.naive_std_error, np.sqrt(share**2 @ tv), rtol=1e-10)
     assert res.same_family and res.plugin and res.n == tuple(sizes)
     assert np.all(res.std_error <= res.naive_std_error)
@@ -129,10 +113,7 @@ def test_fixed_weight_combination_is_unbiased():
     design = tier_design(mechs, PRIOR, n, SHARES)
     total = np.zeros(4)
     for _ in range(reps):
-        counts = [
-            m.sample_counts(rng.multinomial(s, PRIOR), rng)
-            for m, s in zip(mechs, sizes)
-        ]
+        counts = [m.sample_counts(rng.multinomial(s, PRIOR), rng) for m, s in zip(mechs, sizes)]
         res = combine_tiers(mechs, counts, prior=PRIOR)
         np.testing.assert_allclose(res.weights, design.weights, rtol=1e-12)
         total += res.estimate
@@ -152,10 +133,7 @@ def test_plugin_combination_tracks_the_fixed_weight_one():
     mechs = _rr_tiers()
     sizes = (100_000 * SHARES).astype(int)
     for _ in range(20):
-        counts = [
-            m.sample_counts(rng.multinomial(s, PRIOR), rng)
-            for m, s in zip(mechs, sizes)
-        ]
+        counts = [m.sample_counts(rng.multinomial(s, PRIOR), rng) for m, s in zip(mechs, sizes)]
         plug = combine_tiers(mechs, counts)
         fixed = combine_tiers(mechs, counts, prior=PRIOR)
         assert np.all(np.abs(plug.estimate - fixed.estimate) <= 0.1 * fixed.std_error)
@@ -164,8 +142,11 @@ def test_plugin_combination_tracks_the_fixed_weight_one():
 def test_empty_tier_and_zero_variance():
     mechs = _rr_tiers()
     rng = np.random.default_rng(1)
-    counts = [mechs[0].sample_counts(rng.multinomial(1000, PRIOR), rng), np.zeros(4, int),
-              mechs[2].sample_counts(rng.multinomial(500, PRIOR), rng)]  # fmt: skip
+    counts = [
+        mechs[0].sample_counts(rng.multinomial(1000, PRIOR), rng),
+        np.zeros(4, int),
+        mechs[2].sample_counts(rng.multinomial(500, PRIOR), rng),
+    ]
     res = combine_tiers(mechs, counts)
     assert np.all(res.weights[1] == 0) and res.n == (1000, 0, 500)
     assert np.all(np.isnan(res.tier_estimates[1])) and np.all(np.isfinite(res.estimate))
@@ -177,12 +158,8 @@ def test_empty_tier_and_zero_variance():
 def test_errors_are_one_line_and_name_the_parameter():
     mechs = _rr_tiers()
     with pytest.raises(LdpSimError, match=r"^mechanisms\[1\]: .*same k = 4"):
-        combine_tiers(
-            [mechs[0], randomized_response(3, 1.0)], [[1, 2, 3, 4], [1, 2, 3]]
-        )
-    with pytest.raises(
-        LdpSimError, match=r"^counts: got '2 count arrays', expected one per tier \(3\)"
-    ):
+        combine_tiers([mechs[0], randomized_response(3, 1.0)], [[1, 2, 3, 4], [1, 2, 3]])
+    with pytest.raises(LdpSimError, match=r"^counts: got '2 count arrays', expected one per tier \(3\)"):
         combine_tiers(mechs, [[1, 2, 3, 4]] * 2)
     with pytest.raises(LdpSimError, match=r"^counts\[0\]: "):
         combine_tiers(mechs, [[1, 2, 3]] * 3)

@@ -180,13 +180,33 @@ def test_witness_json_round_trip(event):
 def test_witness_contains():
     y = np.array([-2.0, 0.0, 0.25, 1.0, 3.0])
     assert Witness(0, 1, {"kind": "threshold", "t": 0.25, "side": "above"}).contains(y).tolist() == [
-        False, False, False, True, True]
+        False,
+        False,
+        False,
+        True,
+        True,
+    ]
     assert Witness(0, 1, {"kind": "threshold", "t": 0.25, "side": "below"}).contains(y).tolist() == [
-        True, True, True, False, False]
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]
     assert Witness(0, 1, {"kind": "interval", "lo": 0.0, "hi": 1.0}).contains(y).tolist() == [
-        False, False, True, True, False]
+        False,
+        False,
+        True,
+        True,
+        False,
+    ]
     assert Witness(0, 1, {"kind": "outputs", "values": [1, 3]}).contains(np.arange(5)).tolist() == [
-        False, True, False, True, False]
+        False,
+        True,
+        False,
+        True,
+        False,
+    ]
 
 
 @pytest.mark.parametrize(
@@ -367,7 +387,9 @@ def test_infinite_interval_ends_are_strict_json():
     assert '"-inf"' in text
     back = Witness.from_json(text)
     assert back.event["lo"] == -math.inf
-    np.testing.assert_array_equal(back.contains(np.array([-np.inf, -3.0, 0.5, 0.6, np.inf])), [False, True, True, False, False])
+    np.testing.assert_array_equal(
+        back.contains(np.array([-np.inf, -3.0, 0.5, 0.6, np.inf])), [False, True, True, False, False]
+    )
 
 
 def test_atoms_at_infinity_are_events():
@@ -561,6 +583,7 @@ def test_real_vector_outputs_projected():
     eps = 1.0
     over = 0
     for seed in range(RUNS):
+
         def hist(x, n, rng):
             return np.asarray(x, dtype=float) + rng.laplace(0.0, 1.0 / eps, size=(n, 3))
 
@@ -594,13 +617,16 @@ def test_review_vector_edge_cases():
     np.testing.assert_array_equal(w.contains(np.array([[0.7, 1.2], [0.0, 1.0]])), [False, True])
     np.testing.assert_array_equal(w.contains(np.array([[2**64 - 1, 1]], dtype=np.uint64)), [False])
     with pytest.raises(LdpSimError, match="int64"):
-        Witness.from_json('{"x": 0, "x_prime": 1, "event": {"kind": "outputs", "values": [[1180591620717411303424, 1]]}}')
+        Witness.from_json(
+            '{"x": 0, "x_prime": 1, "event": {"kind": "outputs", "values": [[1180591620717411303424, 1]]}}'
+        )
     # empty events, scalar events on vectors, n x 1 outputs
     assert Witness(0, 1, {"kind": "outputs", "values": []}).contains(np.zeros((4, 3), dtype=int)).shape == (4,)
     with pytest.raises(LdpSimError, match="scalar outputs"):
         Witness(0, 1, {"kind": "outputs", "values": [1]}).contains(np.zeros((4, 3), dtype=int))
     np.testing.assert_array_equal(
-        Witness(0, 1, {"kind": "threshold", "t": 0.5, "side": "above"}).contains(np.array([[0.0], [1.0]])), [False, True]
+        Witness(0, 1, {"kind": "threshold", "t": 0.5, "side": "above"}).contains(np.array([[0.0], [1.0]])),
+        [False, True],
     )
     # bits as booleans are finite outputs 0 / 1
     res = audit(lambda x, n, rng: rng.random(n) < (0.75 if x == 0 else 0.25), [(0, 1)], 10**4, rng=1)

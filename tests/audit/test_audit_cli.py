@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from ldpsim.audit import Witness, target
-from ldpsim.mechanisms import catalog
 from ldpsim.cli import main
+from ldpsim.mechanisms import catalog
 
 
 def run(capsys, *argv):
@@ -128,8 +128,9 @@ def test_end_to_end_in_a_subprocess():
     stdout, a one-line error with exit code 2 on stderr."""
     ok = subprocess.run(
         [sys.executable, "-m", "ldpsim", "audit", "broken.doubled_rr", "--n", "20000", "--seed", "3"],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+    )
     assert ok.returncode == 0 and ok.stderr == "", ok.stderr
     assert ok.stdout.startswith("audit of broken.doubled_rr:k=2,eps=1.0 (exact density used)")
     assert "REFUTED at alpha 0.05" in ok.stdout

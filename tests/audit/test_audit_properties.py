@@ -55,8 +55,13 @@ def _distribution(data: st.DataObject, k: int, label: str) -> list[float]:
 
 
 #: RAPPOR: Bloom filter bits, hashes, permanent f, instantaneous p < q (p and q away from 0 and 1)
-RAPPOR_DRAWS = {"m": st.integers(4, 16), "h": st.integers(1, 3), "f": st.floats(0.1, 0.9),
-                "p": st.floats(0.1, 0.45), "q": st.floats(0.55, 0.9)}
+RAPPOR_DRAWS = {
+    "m": st.integers(4, 16),
+    "h": st.integers(1, 3),
+    "f": st.floats(0.1, 0.9),
+    "p": st.floats(0.1, 0.45),
+    "q": st.floats(0.55, 0.9),
+}
 
 
 def draw_params(data: st.DataObject, name: str) -> dict[str, object]:
@@ -88,11 +93,17 @@ def draw_params(data: st.DataObject, name: str) -> dict[str, object]:
             if data.draw(st.booleans(), label="explicit T"):
                 out[pname] = data.draw(st.lists(st.integers(0, k - 1), unique=True, max_size=k), label=pname)
         elif pname == "utility":
-            out[pname] = data.draw(st.sampled_from(["kl", "tv", "chi_square", "hellinger", "mutual_information"]), label=pname)
+            out[pname] = data.draw(
+                st.sampled_from(["kl", "tv", "chi_square", "hellinger", "mutual_information"]), label=pname
+            )
         elif pname == "matrix":
             m = data.draw(st.integers(2, 4), label="m")
-            rows = [data.draw(st.lists(st.floats(0.0, 1.0), min_size=m, max_size=m).filter(lambda r: sum(r) > 0.01), label="row")
-                    for _ in range(k)]
+            rows = [
+                data.draw(
+                    st.lists(st.floats(0.0, 1.0), min_size=m, max_size=m).filter(lambda r: sum(r) > 0.01), label="row"
+                )
+                for _ in range(k)
+            ]
             out[pname] = [[x / sum(r) for x in r] for r in rows]
         elif pname == "delta":
             out[pname] = data.draw(st.floats(1e-3, 0.2), label="delta")
@@ -113,7 +124,9 @@ def draw_params(data: st.DataObject, name: str) -> dict[str, object]:
             choices = [1, 3] if typ is int else ([0.5, 1.0, 2.0] if name == "snapped_laplace" else [1.0, 2.5])
             out[pname] = data.draw(st.sampled_from(choices), label="sensitivity")
     if name == "snapped_laplace":  # the clamp B: between 1.5 and 30 noise scales (Mironov needs lambda < B)
-        out["bound"] = float(out["sensitivity"]) * data.draw(st.floats(1.5, 30.0), label="bound / scale") / float(out["eps"])
+        out["bound"] = (
+            float(out["sensitivity"]) * data.draw(st.floats(1.5, 30.0), label="bound / scale") / float(out["eps"])
+        )
     assume(out.get("P0") is None or out["P0"] != out.get("P1"))  # equal priors: every utility is 0
     return out
 

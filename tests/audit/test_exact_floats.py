@@ -52,7 +52,11 @@ FLOATS = [("laplace", {"eps": 0.5}), ("gaussian", {"eps": 1.0, "delta": 1e-5})]
 
 # the safe samplers of the catalog (docs/floating-point.md), where they exist: one audit each
 SAFE_NAMES = (
-    "discrete_laplace", "discrete_gaussian", "snapped_laplace", "discrete_laplace_bounded", "snapped_laplace_bounded"
+    "discrete_laplace",
+    "discrete_gaussian",
+    "snapped_laplace",
+    "discrete_laplace_bounded",
+    "snapped_laplace_bounded",
 )
 SAFE = [n for n in SAFE_NAMES if n in catalog.names()]
 
@@ -259,7 +263,7 @@ def test_low_bits_contains():
 
 
 def test_exact_likelihood_ratio_contains():
-    ld = lambda x, y: -np.abs(np.asarray(y) - x)  # noqa: E731
+    ld = lambda x, y: -np.abs(np.asarray(y) - x)
     y = np.array([-5.0, 0.5])  # log-ratios 1 and 0: the tolerance reads c = 1 + 1e-12 as 1
     assert Witness(0.0, 1.0, {"kind": "likelihood_ratio", "c": 1.0 + 1e-12}, ld).contains(y).tolist() == [True, False]
     exact = Witness(0.0, 1.0, {"kind": "likelihood_ratio", "c": 1.0 + 1e-12, "exact": True}, ld)

@@ -52,9 +52,15 @@ LIBRARY = [
 
 
 BROKEN = [
-    "doubled_rr", "unary_no_reset", "laplace_wrong_scale", "histogram_wrong_scale", "noisy_max_value",
-    "svt_no_query_noise", "svt_no_cutoff", "svt_returns_value",
-]  # fmt: skip
+    "doubled_rr",
+    "unary_no_reset",
+    "laplace_wrong_scale",
+    "histogram_wrong_scale",
+    "noisy_max_value",
+    "svt_no_query_noise",
+    "svt_no_cutoff",
+    "svt_returns_value",
+]
 #: entries whose defaults do not describe the inputs: built from their first contract case,
 #: and with their defaults alone a one-line error naming what is missing
 NEEDS = {"optimal": "P0", "better_of_binary_and_rr": "P0", "matrix": "matrix"}
@@ -125,7 +131,10 @@ def test_broken_targets_read_their_mechanisms():
         assert t.true_eps == obj.true_eps
         assert t.pairs == list(obj.inputs)
         assert t.outputs == ("finite" if obj.finite else "real")
-    assert (TARGETS["broken.svt_returns_value"].params["m"].type, TARGETS["broken.svt_returns_value"].params["m"].default) == (int, 7)
+    assert (
+        TARGETS["broken.svt_returns_value"].params["m"].type,
+        TARGETS["broken.svt_returns_value"].params["m"].default,
+    ) == (int, 7)
     assert TARGETS["broken.histogram_wrong_scale"].params["bins"].default == 4
     from ldpsim.audit.zoo import SVTReturnsValue
 
@@ -243,7 +252,10 @@ def test_parse_spec_values_and_types():
         ("randomized_response:k", r"^spec: .*bad item 'k'"),
         ("randomized_response:=3", r"^spec: .*bad item '=3'"),
         ("randomized_response:k=", r"^k: got '', expected a value"),
-        ("randomized_response:zz=3", r"^parameter: got 'zz', expected a parameter of randomized_response: one of k, eps"),
+        (
+            "randomized_response:zz=3",
+            r"^parameter: got 'zz', expected a parameter of randomized_response: one of k, eps",
+        ),
         ("randomized_response:k=2,k=3", r"^parameter: got 'k', expected each parameter at most once"),
         ("randomized_response:k=two", r"^k: got 'two', expected an integer"),
         ("randomized_response:k=2.5", r"^k: got '2.5', expected an integer"),

@@ -10,12 +10,11 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from ldpsim.errors import LdpSimError
-from ldpsim.stats import dkw
-from ldpsim.mechanisms import from_matrix
 from ldpsim.audit import zoo as b
-from ldpsim.mechanisms import catalog
+from ldpsim.errors import LdpSimError
+from ldpsim.mechanisms import catalog, from_matrix
 from ldpsim.mechanisms.base import Mechanism, NoDensity, NotAvailable
+from ldpsim.stats import dkw
 from tests.oracles import brute_force_delta
 from tests.stats_checks import FALSE_FAILURE, assert_sample_law
 
@@ -105,10 +104,10 @@ def test_svt_returns_value_atoms():
 def test_laplace_and_histogram_true_eps():
     for mech in (b.LaplaceWrongScale(0.25), b.HistogramWrongScale(0.25, bins=5, affected=2)):
         assert mech.true_eps == pytest.approx(4.0)
-        (x, xp), = mech.inputs
+        ((x, xp),) = mech.inputs
         t = np.linspace(-2, 2.4, 2001) + 0.0123  # off the kinks, upper tails not cancelling
         h = 1e-4  # density ratio from the exact CDF (central differences)
-        dens = lambda z: (mech.cdf(z, t + h) - mech.cdf(z, t - h)) / (2 * h)  # noqa: E731
+        dens = lambda z: (mech.cdf(z, t + h) - mech.cdf(z, t - h)) / (2 * h)
         lr = np.log(dens(x)) - np.log(dens(xp))
         assert np.max(np.abs(lr)) == pytest.approx(mech.true_eps, rel=1e-5)
         assert np.max(np.abs(lr)) <= mech.true_eps * (1 + 1e-5)
@@ -122,10 +121,10 @@ def test_noisy_max_value_true_eps():
     for eps, m in ((1.0, 5), (0.5, 3), (2.0, 1)):
         mech = b.NoisyMaxValue(eps, m)
         assert mech.true_eps == pytest.approx(m * eps / 2)
-        (x, xp), = mech.inputs
+        ((x, xp),) = mech.inputs
         t = np.linspace(-6, 6, 1201) * mech.scale + 0.0123  # off the kinks
         h = 1e-5 * mech.scale
-        dens = lambda z: (mech.cdf(z, t + h) - mech.cdf(z, t - h)) / (2 * h)  # noqa: E731
+        dens = lambda z: (mech.cdf(z, t + h) - mech.cdf(z, t - h)) / (2 * h)
         lr = np.log(dens(x)) - np.log(dens(xp))
         assert np.max(np.abs(lr)) <= mech.true_eps * (1 + 1e-4)
         assert np.max(np.abs(lr)) == pytest.approx(mech.true_eps, rel=1e-4)  # attained for t <= 0
@@ -134,7 +133,7 @@ def test_noisy_max_value_true_eps():
 def test_svt_returns_value_true_eps():
     mech = b.SVTReturnsValue(1.0, 7)
     assert mech.true_eps == pytest.approx(2.0)
-    (x, xp), = mech.inputs
+    ((x, xp),) = mech.inputs
     neg = np.array([-12.0, -3.0, -0.5, 0.0])
     pos = np.array([0.3, 1.0, 2.0, 6.0, 20.0])
     lr_neg = np.log(mech.density(x, neg)) - np.log(mech.density(xp, neg))
@@ -208,7 +207,9 @@ def test_params_rebuild_the_mechanism_and_match_the_catalog():
         assert catalog.build(name, **mech.params) == mech
         assert e.claimed(mech.params) == (mech.claimed_eps, 0.0)
         assert mech.neighbours() == list(mech.inputs)
-        assert repr(mech).startswith(type(mech).__name__ + "(eps=" if list(mech.params)[0] == "eps" else type(mech).__name__ + "(k=")
+        assert repr(mech).startswith(
+            type(mech).__name__ + "(eps=" if list(mech.params)[0] == "eps" else type(mech).__name__ + "(k="
+        )
         assert (mech.output_size is not None) == mech.finite
         if mech.finite:
             assert mech.output_size == mech.matrix().shape[1]
@@ -220,8 +221,15 @@ def test_density_flags():
     assert not svt.has_density
     with pytest.raises(NoDensity):
         svt.log_density((0, 0, 0, 0), np.array([0.0]))
-    for key in ("doubled_rr", "unary_no_reset", "laplace_wrong_scale", "histogram_wrong_scale", "noisy_max_value",
-                "svt_no_query_noise", "svt_no_cutoff"):
+    for key in (
+        "doubled_rr",
+        "unary_no_reset",
+        "laplace_wrong_scale",
+        "histogram_wrong_scale",
+        "noisy_max_value",
+        "svt_no_query_noise",
+        "svt_no_cutoff",
+    ):
         assert catalog.build("broken." + key).has_density, key
 
 
@@ -261,15 +269,19 @@ def _laplace_pair_delta_by_quadrature(scale: float, eps: float) -> float:
     """``int (p(y) - e^eps q(y))_+ dy`` for p = Lap(0, scale), q = Lap(1, scale), by quadrature
     split at the kinks 0 and 1 and where the integrand reaches 0 (``p = e^eps q`` at
     ``y = (1 - eps scale)/2``); independent of the closed form in the zoo."""
-    f = lambda y: max(0.0, stats.laplace.pdf(y, 0, scale) - math.exp(eps) * stats.laplace.pdf(y, 1, scale))  # noqa: E731
+    f = lambda y: max(0.0, stats.laplace.pdf(y, 0, scale) - math.exp(eps) * stats.laplace.pdf(y, 1, scale))
     cuts = sorted({0.0, 1.0, min(1.0, max(0.0, (1.0 - eps * scale) / 2.0))})
     pts = [-np.inf, *cuts, np.inf]
-    return sum(integrate.quad(f, a, c, epsabs=1e-15, epsrel=1e-12, limit=200)[0]
-               for a, c in zip(pts[:-1], pts[1:]) if c > a)
+    return sum(
+        integrate.quad(f, a, c, epsabs=1e-15, epsrel=1e-12, limit=200)[0] for a, c in zip(pts[:-1], pts[1:]) if c > a
+    )
 
 
-@pytest.mark.parametrize("mech", [b.LaplaceWrongScale(0.5), b.LaplaceWrongScale(0.25),
-                                  b.HistogramWrongScale(0.5, bins=3, affected=1)], ids=repr)
+@pytest.mark.parametrize(
+    "mech",
+    [b.LaplaceWrongScale(0.5), b.LaplaceWrongScale(0.25), b.HistogramWrongScale(0.5, bins=3, affected=1)],
+    ids=repr,
+)
 def test_laplace_pairs_delta_curve_against_quadrature(mech):
     assert mech.exact_delta
     for eps in (0.0, 0.3, 1.0, 0.9 * mech.true_eps, mech.true_eps, 5.0):

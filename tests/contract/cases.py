@@ -29,10 +29,10 @@ from ldpsim.mechanisms import (
     binary_mechanism,
     binary_mechanism_for_prior,
     binary_mechanism_for_priors,
+    catalog,
     from_matrix,
     staircase_mechanism,
 )
-from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.base import Mechanism
 from ldpsim.mechanisms.oracles.hashing import BinaryLocalHashing, OptimizedLocalHashing
 
@@ -76,8 +76,16 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "discrete_laplace": [{"eps": 1.0}, {"eps": 0.3, "sensitivity": 3}],
     "discrete_gaussian": [{"eps": 1.0, "delta": 1e-5}, {"eps": 0.5, "delta": 1e-3, "sensitivity": 2}],
     # -- snapping: here
-    "snapped_laplace": [{"eps": 1.0, "bound": 8.0}, {"eps": 0.5, "bound": 20.0, "sensitivity": 2.0}, {"eps": 3.0, "bound": 3.0}],
-    "norm_laplace": [{"d": 4, "p": 2.0, "eps": 1.0}, {"d": 1, "p": 1.0, "eps": 0.5}, {"d": 3, "p": math.inf, "eps": 2.0}],
+    "snapped_laplace": [
+        {"eps": 1.0, "bound": 8.0},
+        {"eps": 0.5, "bound": 20.0, "sensitivity": 2.0},
+        {"eps": 3.0, "bound": 3.0},
+    ],
+    "norm_laplace": [
+        {"d": 4, "p": 2.0, "eps": 1.0},
+        {"d": 1, "p": 1.0, "eps": 0.5},
+        {"d": 3, "p": math.inf, "eps": 2.0},
+    ],
     "broken.doubled_rr": [{"k": 2, "eps": 1.0}, {"k": 4, "eps": 0.5}],
     "broken.unary_no_reset": [{"k": 4, "eps": 1.0}, {"k": 3, "eps": 2.0}],
     "broken.laplace_wrong_scale": [{"eps": 0.5}, {"eps": 0.8}],
@@ -98,14 +106,22 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "olh": [{"k": 4, "eps": 1.0}, {"k": 6, "eps": 2.0, "g": 3}, {"k": 10, "eps": 0.5}, {"k": 3, "eps": 0.0}],
     "blh": [{"k": 4, "eps": 1.0}, {"k": 7, "eps": 0.3}],
     "hadamard_response": [{"k": 3, "eps": 1.0}, {"k": 5, "eps": 2.0}, {"k": 2, "eps": 0.0}, {"k": 7, "eps": 0.4}],
-    "subset_selection": [{"k": 5, "eps": 1.0, "omega": 2}, {"k": 4, "eps": 0.5}, {"k": 6, "eps": 2.0, "omega": 4},
-                         {"k": 3, "eps": 0.0, "omega": 1}],
+    "subset_selection": [
+        {"k": 5, "eps": 1.0, "omega": 2},
+        {"k": 4, "eps": 0.5},
+        {"k": 6, "eps": 2.0, "omega": 4},
+        {"k": 3, "eps": 0.0, "omega": 1},
+    ],
     # unary encoding: small k, so that possible_reports() enumerates every report
     "sue": [{"k": 4, "eps": 1.0}, {"k": 2, "eps": 0.3}, {"k": 5, "eps": 3.0}],
     "oue": [{"k": 4, "eps": 1.0}, {"k": 3, "eps": 2.5}, {"k": 2, "eps": 0.2}],
     # mean estimation of a bounded numeric answer (hybrid: below and above its threshold 0.6094)
     "laplace_bounded": [{"eps": 1.0}, {"eps": 0.5, "lo": 0.0, "hi": 10.0}],
-    "discrete_laplace_bounded": [{"eps": 1.0}, {"eps": 0.5, "lo": 0.0, "hi": 10.0}, {"eps": 3.0, "lo": -5.0, "hi": 2.0}],
+    "discrete_laplace_bounded": [
+        {"eps": 1.0},
+        {"eps": 0.5, "lo": 0.0, "hi": 10.0},
+        {"eps": 3.0, "lo": -5.0, "hi": 2.0},
+    ],
     "snapped_laplace_bounded": [{"eps": 1.0}, {"eps": 0.3, "lo": 2.0, "hi": 5.0}, {"eps": 4.0, "lo": 0.0, "hi": 100.0}],
     "staircase_bounded": [{"eps": 1.0}, {"eps": 3.0, "lo": 0.0, "hi": 10.0}],
     "duchi": [{"eps": 1.0}, {"eps": 0.3, "lo": 2.0, "hi": 5.0}, {"eps": 4.0}],
@@ -151,32 +167,61 @@ REFERENCE: dict[str, str | None] = {
 NAN = float("nan")
 BAD: dict[str, list[tuple[dict[str, Any], str]]] = {
     "randomized_response": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"eps": NAN}, "eps")],
-    "binary": [({"k": 1}, "k"), ({"eps": -0.5}, "eps"), ({"T": [0, 7], "k": 4}, "T"),
-               ({"P0": [0.5, 0.5]}, "P1"), ({"P0": [0.5, 0.5], "P1": [0.2, 0.8], "k": 3}, "P0")],
-    "optimal": [({"utility": "entropy"}, "utility"), ({"utility": "kl"}, "P0"), ({"utility": "mutual_information"}, "prior"),
-                ({"eps": -1.0, "utility": "mutual_information", "k": 3}, "eps")],
+    "binary": [
+        ({"k": 1}, "k"),
+        ({"eps": -0.5}, "eps"),
+        ({"T": [0, 7], "k": 4}, "T"),
+        ({"P0": [0.5, 0.5]}, "P1"),
+        ({"P0": [0.5, 0.5], "P1": [0.2, 0.8], "k": 3}, "P0"),
+    ],
+    "optimal": [
+        ({"utility": "entropy"}, "utility"),
+        ({"utility": "kl"}, "P0"),
+        ({"utility": "mutual_information"}, "prior"),
+        ({"eps": -1.0, "utility": "mutual_information", "k": 3}, "eps"),
+    ],
     "better_of_binary_and_rr": [({"utility": "tv", "P0": [0.5, 0.5]}, "P1")],
-    "matrix": [({"matrix": [[0.5, 0.6], [0.5, 0.5]]}, "matrix"), ({"matrix": [[1.0, 0.0]]}, "matrix"),
-               ({"matrix": [[0.5, 0.5], [0.5, 0.5]], "k": 3}, "matrix"),
-               ({"matrix": [[0.5, 0.5], [0.5, 0.5]], "output_labels": ["x"]}, "output_labels")],
+    "matrix": [
+        ({"matrix": [[0.5, 0.6], [0.5, 0.5]]}, "matrix"),
+        ({"matrix": [[1.0, 0.0]]}, "matrix"),
+        ({"matrix": [[0.5, 0.5], [0.5, 0.5]], "k": 3}, "matrix"),
+        ({"matrix": [[0.5, 0.5], [0.5, 0.5]], "output_labels": ["x"]}, "output_labels"),
+    ],
     "truncated_geometric": [({"k": 1}, "k"), ({"eps": -1.0}, "eps")],
     "staircase": [({"k": 1}, "k"), ({"eps": -1.0}, "eps")],
     "quaternary": [({"delta": 1.5}, "delta"), ({"delta": -0.1}, "delta"), ({"eps": -1.0}, "eps")],
     "laplace": [({"eps": 0.0}, "eps"), ({"eps": math.inf}, "eps"), ({"sensitivity": 0.0}, "sensitivity")],
-    "gaussian": [({"delta": 0.0}, "delta"), ({"delta": 1.0}, "delta"), ({"eps": -1.0}, "eps"),
-                 ({"sensitivity": -1.0}, "sensitivity")],
+    "gaussian": [
+        ({"delta": 0.0}, "delta"),
+        ({"delta": 1.0}, "delta"),
+        ({"eps": -1.0}, "eps"),
+        ({"sensitivity": -1.0}, "sensitivity"),
+    ],
     "gaussian_classical": [({"eps": 1.5}, "eps"), ({"delta": 0.0}, "delta")],
     "truncated_laplace": [({"delta": 0.6}, "delta"), ({"eps": 0.0}, "eps")],
     "staircase_noise": [({"eps": 0.0}, "eps"), ({"sensitivity": -1.0}, "sensitivity")],
     "geometric": [({"sensitivity": 0}, "sensitivity"), ({"eps": -1.0}, "eps")],
     # -- discrete samplers: here
-    "discrete_laplace": [({"sensitivity": 0}, "sensitivity"), ({"eps": -1.0}, "eps"), ({"eps": 1e-15}, "eps"),
-                         ({"eps": NAN}, "eps")],
-    "discrete_gaussian": [({"delta": 0.0}, "delta"), ({"delta": 1.0}, "delta"), ({"eps": 0.0}, "eps"),
-                          ({"sensitivity": 0}, "sensitivity"), ({"eps": 1e-9, "delta": 1e-12}, "delta")],
+    "discrete_laplace": [
+        ({"sensitivity": 0}, "sensitivity"),
+        ({"eps": -1.0}, "eps"),
+        ({"eps": 1e-15}, "eps"),
+        ({"eps": NAN}, "eps"),
+    ],
+    "discrete_gaussian": [
+        ({"delta": 0.0}, "delta"),
+        ({"delta": 1.0}, "delta"),
+        ({"eps": 0.0}, "eps"),
+        ({"sensitivity": 0}, "sensitivity"),
+        ({"eps": 1e-9, "delta": 1e-12}, "delta"),
+    ],
     # -- snapping: here
-    "snapped_laplace": [({"sensitivity": 3.0}, "sensitivity"), ({"bound": 0.5}, "bound"), ({"bound": 1000.0}, "bound"),
-                        ({"eps": 0.0}, "eps")],
+    "snapped_laplace": [
+        ({"sensitivity": 3.0}, "sensitivity"),
+        ({"bound": 0.5}, "bound"),
+        ({"bound": 1000.0}, "bound"),
+        ({"eps": 0.0}, "eps"),
+    ],
     "norm_laplace": [({"d": 0}, "d"), ({"p": 0.5}, "p"), ({"eps": 0.0}, "eps")],
     "broken.doubled_rr": [({"eps": 0.0}, "eps"), ({"k": 1}, "k")],
     "broken.unary_no_reset": [({"k": 1}, "k"), ({"k": 17}, "k")],
@@ -186,31 +231,80 @@ BAD: dict[str, list[tuple[dict[str, Any], str]]] = {
     "broken.svt_no_query_noise": [({"eps": 0.0}, "eps"), ({"T": NAN}, "T")],
     "broken.svt_no_cutoff": [({"m": 9}, "m"), ({"eps": 1e-7}, "eps"), ({"T": NAN}, "T")],
     "broken.svt_returns_value": [({"m": 0}, "m"), ({"m": 65}, "m"), ({"T": NAN}, "T")],
-    "rappor": [({"k": 1}, "k"), ({"m": 0}, "m"), ({"h": 0}, "h"), ({"h": 65}, "h"), ({"f": 1.5}, "f"),
-               ({"p": -0.1}, "p"), ({"q": NAN}, "q"), ({"cohort": -1}, "cohort")],
-    "olh": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"eps": NAN}, "eps"), ({"g": 1}, "g"), ({"g": 2**31}, "g"),
-            ({"k": 2**31 - 1}, "k")],
+    "rappor": [
+        ({"k": 1}, "k"),
+        ({"m": 0}, "m"),
+        ({"h": 0}, "h"),
+        ({"h": 65}, "h"),
+        ({"f": 1.5}, "f"),
+        ({"p": -0.1}, "p"),
+        ({"q": NAN}, "q"),
+        ({"cohort": -1}, "cohort"),
+    ],
+    "olh": [
+        ({"k": 1}, "k"),
+        ({"eps": -1.0}, "eps"),
+        ({"eps": NAN}, "eps"),
+        ({"g": 1}, "g"),
+        ({"g": 2**31}, "g"),
+        ({"k": 2**31 - 1}, "k"),
+    ],
     "blh": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"k": 2**31}, "k")],
     "hadamard_response": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"eps": NAN}, "eps"), ({"eps": math.inf}, "eps")],
-    "subset_selection": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"eps": NAN}, "eps"), ({"omega": 0}, "omega"),
-                         ({"k": 4, "omega": 4}, "omega"), ({"omega": 1.5}, "omega")],
+    "subset_selection": [
+        ({"k": 1}, "k"),
+        ({"eps": -1.0}, "eps"),
+        ({"eps": NAN}, "eps"),
+        ({"omega": 0}, "omega"),
+        ({"k": 4, "omega": 4}, "omega"),
+        ({"omega": 1.5}, "omega"),
+    ],
     # unary encoding
     "sue": [({"k": 1}, "k"), ({"eps": -1.0}, "eps"), ({"eps": NAN}, "eps"), ({"eps": math.inf}, "eps")],
     "oue": [({"k": 1}, "k"), ({"eps": -0.5}, "eps"), ({"eps": NAN}, "eps"), ({"eps": math.inf}, "eps")],
     # mean estimation
-    "discrete_laplace_bounded": [({"eps": 0.0}, "eps"), ({"lo": 0.5}, "lo"), ({"hi": 2.5}, "hi"), ({"lo": 1.0}, "hi"),
-                                 ({"hi": 2.0**60}, "hi")],
-    "snapped_laplace_bounded": [({"eps": 0.0}, "eps"), ({"eps": math.inf}, "eps"), ({"lo": 1.0}, "hi"), ({"hi": NAN}, "hi")],
-    "laplace_bounded": [({"eps": 0.0}, "eps"), ({"eps": math.inf}, "eps"), ({"lo": 1.0}, "hi"), ({"hi": NAN}, "hi"),
-                        ({"lo": -math.inf}, "lo")],
+    "discrete_laplace_bounded": [
+        ({"eps": 0.0}, "eps"),
+        ({"lo": 0.5}, "lo"),
+        ({"hi": 2.5}, "hi"),
+        ({"lo": 1.0}, "hi"),
+        ({"hi": 2.0**60}, "hi"),
+    ],
+    "snapped_laplace_bounded": [
+        ({"eps": 0.0}, "eps"),
+        ({"eps": math.inf}, "eps"),
+        ({"lo": 1.0}, "hi"),
+        ({"hi": NAN}, "hi"),
+    ],
+    "laplace_bounded": [
+        ({"eps": 0.0}, "eps"),
+        ({"eps": math.inf}, "eps"),
+        ({"lo": 1.0}, "hi"),
+        ({"hi": NAN}, "hi"),
+        ({"lo": -math.inf}, "lo"),
+    ],
     "staircase_bounded": [({"eps": 0.0}, "eps"), ({"eps": math.inf}, "eps"), ({"lo": 1.0}, "hi"), ({"hi": NAN}, "hi")],
-    "duchi": [({"eps": 0.0}, "eps"), ({"eps": NAN}, "eps"), ({"lo": 2.0, "hi": 2.0}, "hi"), ({"lo": NAN}, "lo"),
-              ({"eps": 1e-310}, "eps")],
-    "piecewise": [({"eps": -1.0}, "eps"), ({"eps": math.inf}, "eps"), ({"hi": -1.0}, "hi"), ({"hi": math.inf}, "hi"),
-                  ({"lo": -1e308, "hi": 1e308}, "hi")],
+    "duchi": [
+        ({"eps": 0.0}, "eps"),
+        ({"eps": NAN}, "eps"),
+        ({"lo": 2.0, "hi": 2.0}, "hi"),
+        ({"lo": NAN}, "lo"),
+        ({"eps": 1e-310}, "eps"),
+    ],
+    "piecewise": [
+        ({"eps": -1.0}, "eps"),
+        ({"eps": math.inf}, "eps"),
+        ({"hi": -1.0}, "hi"),
+        ({"hi": math.inf}, "hi"),
+        ({"lo": -1e308, "hi": 1e308}, "hi"),
+    ],
     "hybrid": [({"eps": 0.0}, "eps"), ({"eps": NAN}, "eps"), ({"lo": 3.0}, "hi"), ({"lo": math.inf}, "lo")],
-    "memoised_rr": [({"k": 1}, "k"), ({"eps_permanent": -1.0}, "eps_permanent"),
-                    ({"eps_instantaneous": NAN}, "eps_instantaneous"), ({"eps_permanent": math.inf}, "eps_permanent")],
+    "memoised_rr": [
+        ({"k": 1}, "k"),
+        ({"eps_permanent": -1.0}, "eps_permanent"),
+        ({"eps_instantaneous": NAN}, "eps_instantaneous"),
+        ({"eps_permanent": math.inf}, "eps_permanent"),
+    ],
 }
 
 
@@ -247,7 +341,17 @@ EXTRA: dict[str, Callable[[], Any]] = {
 
 # --------------------------------------------------------------------------- pending conversions
 #: The methods and attributes of the contract (ldpsim/mechanisms/base.py).
-CONTRACT = ("params", "sample", "log_density", "neighbours", "epsilon", "delta", "is_private", "guarantee", "output_size")
+CONTRACT = (
+    "params",
+    "sample",
+    "log_density",
+    "neighbours",
+    "epsilon",
+    "delta",
+    "is_private",
+    "guarantee",
+    "output_size",
+)
 
 _PENDING: dict[str, str | None] = {}
 

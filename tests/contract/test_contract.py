@@ -188,7 +188,9 @@ class RealLaws:
             for x, lp, am in zip(self.inputs, self.logpdf, self.atom_mass):
                 cells, err = adaptive_integral(lambda y, lp=lp: np.exp(lp(y)), self.edges)
                 total = math.fsum(cells) + math.fsum(am)
-                assert abs(total - 1.0) <= 1e-9 and err <= 1e-11, f"law at input {x!r} has total mass {total!r} (error {err:g})"
+                assert abs(total - 1.0) <= 1e-9 and err <= 1e-11, (
+                    f"law at input {x!r} has total mass {total!r} (error {err:g})"
+                )
                 below = np.array([math.fsum(am[self.atoms <= e]) for e in self.edges])
                 self.cdf.append(np.concatenate([[0.0], np.cumsum(cells)]) + below)
 
@@ -281,7 +283,9 @@ class GridLaws:
         self.mech = mech
         self.inputs = inputs_of(mech)
         self.support = np.asarray(mech.support(), dtype=float)
-        assert self.support.ndim == 1 and self.support.size >= 1 and np.all(np.diff(self.support) > 0), "support() must be sorted"
+        assert self.support.ndim == 1 and self.support.size >= 1 and np.all(np.diff(self.support) > 0), (
+            "support() must be sorted"
+        )
         self.pmf = [np.exp(np.asarray(mech.log_density(x, self.support), dtype=float)) for x in self.inputs]
         for x, p in zip(self.inputs, self.pmf):
             assert p.shape == self.support.shape
@@ -634,7 +638,9 @@ class TestContract:
                 assert np.all(z == np.round(z)), "integer outputs expected"
                 lo = laws.support[0]
                 assert z.min() >= lo and z.max() <= laws.support[-1], "a draw outside the window of mass 1 - 1e-20"
-                assert_sample_law((z - lo).astype(np.int64), laws.pmf[laws.index(x)] / laws.pmf[laws.index(x)].sum(), alpha)
+                assert_sample_law(
+                    (z - lo).astype(np.int64), laws.pmf[laws.index(x)] / laws.pmf[laws.index(x)].sum(), alpha
+                )
         elif kind == "grid":
             laws = real_laws(key)
             for x in inputs:

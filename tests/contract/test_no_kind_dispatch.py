@@ -45,7 +45,11 @@ def test_no_isinstance_over_mechanism_kinds_in_audit_or_analyst():
     found = []
     for path in CLIENTS:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass"):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("isinstance", "issubclass")
+            ):
                 if len(node.args) == 2 and _names_in(node.args[1]) & kinds:
                     found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {ast.unparse(node)}")
     assert not found, "dispatch over mechanism kinds:\n" + "\n".join(found)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from pathlib import Path
 
 import matplotlib
 
@@ -117,7 +116,9 @@ def test_the_scenario_is_of_its_kind(kind, runs):
 @pytest.mark.parametrize("kind", list(CASES))
 def test_same_results_with_one_and_two_workers(kind, runs, tmp_path):
     path, one = runs[kind]
-    two = run_scenario(path, options=RunOptions(out=tmp_path / "two", progress=False, workers=2))  # one value or keywords
+    two = run_scenario(
+        path, options=RunOptions(out=tmp_path / "two", progress=False, workers=2)
+    )  # one value or keywords
     assert (two.run_dir / "results.csv").read_bytes() == (one.run_dir / "results.csv").read_bytes()
 
 

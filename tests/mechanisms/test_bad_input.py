@@ -46,7 +46,11 @@ CASES = {
     # priors
     "priors negative entry": (lambda: binary_mechanism_for_priors([1.2, -0.2], [0.5, 0.5], 1.0), "P0", "-0.2"),
     "priors not summing to one": (lambda: binary_mechanism_for_priors([0.5, 0.5], [0.6, 0.5], 1.0), "P1", "0.6"),
-    "priors sum off by 1e-6": (lambda: binary_mechanism_for_priors([0.5, 0.5 + 1e-6], [0.5, 0.5], 1.0), "P0", "0.500001"),
+    "priors sum off by 1e-6": (
+        lambda: binary_mechanism_for_priors([0.5, 0.5 + 1e-6], [0.5, 0.5], 1.0),
+        "P0",
+        "0.500001",
+    ),
     "priors length mismatch": (lambda: binary_mechanism_for_priors([0.5, 0.5], [0.2, 0.3, 0.5], 1.0), "P1", "0.3"),
     "prior nan": (lambda: binary_mechanism_for_prior([0.5, math.nan], 1.0), "P", "nan"),
     "marginal prior negative": (lambda: RR.marginal([0.5, 0.6, -0.1, 0.0]), "prior", "-0.1"),
@@ -84,12 +88,28 @@ CASES = {
     "binary T int": (lambda: binary_mechanism(1.0, 3, 5), "T", "3"),
     "binary T none": (lambda: binary_mechanism(1.0, None, 5), "T", "None"),
     "staircase theta string": (lambda: staircase_mechanism(1.0, "ab"), "theta", "'ab'"),
-    "staircase empty patterns": (lambda: staircase_mechanism(1.0, [0.5], patterns=np.array([], int), k=2), "patterns", "array"),
-    "staircase 3-d patterns": (lambda: staircase_mechanism(1.0, [0.5], patterns=np.zeros((1, 1, 2))), "patterns", "array"),
+    "staircase empty patterns": (
+        lambda: staircase_mechanism(1.0, [0.5], patterns=np.array([], int), k=2),
+        "patterns",
+        "array",
+    ),
+    "staircase 3-d patterns": (
+        lambda: staircase_mechanism(1.0, [0.5], patterns=np.zeros((1, 1, 2))),
+        "patterns",
+        "array",
+    ),
     "pattern k one": (lambda: pattern_matrix(1, 1.0), "k", "1"),
     "pattern eps overflow": (lambda: pattern_matrix(2, 710.0), "eps", "710.0"),
-    "sample_counts overflow": (lambda: RR.sample_counts([2**62, 2**62, 0, 0], 0), "input_counts", "9223372036854775808"),
-    "labels unhashable": (lambda: from_matrix([[1.0, 0.0], [0.0, 1.0]], input_labels=[[1], [2]]), "input_labels", "[[1], [2]]"),
+    "sample_counts overflow": (
+        lambda: RR.sample_counts([2**62, 2**62, 0, 0], 0),
+        "input_counts",
+        "9223372036854775808",
+    ),
+    "labels unhashable": (
+        lambda: from_matrix([[1.0, 0.0], [0.0, 1.0]], input_labels=[[1], [2]]),
+        "input_labels",
+        "[[1], [2]]",
+    ),
     "estimator rr eps 0": (lambda: frequency_estimate(randomized_response(3, 0.0), [1, 2, 3]), "mechanism", "eps=0.0"),
 }
 

@@ -30,7 +30,7 @@ def _mpf(f: Fraction):
 
 def remainder_bound(h: int, s2) -> mp.mpf:
     """Bound on sum_{|z| > h} exp(-z^2/(2 s2)) (both sides), h >= 1."""
-    return 2 * mp.exp(-mp.mpf(h) ** 2 / (2 * s2)) / mp.expm1(mp.mpf(h) / s2)
+    return 2 * mp.exp(-(mp.mpf(h) ** 2) / (2 * s2)) / mp.expm1(mp.mpf(h) / s2)
 
 
 def brute_delta(sigma2: Fraction, shift: int, eps: float) -> tuple[float, float]:
@@ -39,7 +39,7 @@ def brute_delta(sigma2: Fraction, shift: int, eps: float) -> tuple[float, float]
     sig = math.sqrt(float(sigma2))
     k = eps * float(sigma2) / shift  # the terms that count sit above eps sigma2/D - D/2
     m = int(abs(k)) + shift + int(math.sqrt(2 * 800) * sig) + 10
-    w = [mp.exp(-mp.mpf(z) ** 2 / (2 * s2)) for z in range(-m - shift, m + shift + 1)]
+    w = [mp.exp(-(mp.mpf(z) ** 2) / (2 * s2)) for z in range(-m - shift, m + shift + 1)]
     off = m + shift
     c = mp.fsum(w)
     e = mp.exp(mp.mpf(eps))
@@ -100,8 +100,8 @@ def test_zcdp_rho_is_the_renyi_bound():
         s2 = _mpf(sigma2)
         m = int(60 * math.sqrt(float(sigma2))) + 60
         zs = range(-m, m + 1)
-        logp = [-mp.mpf(z) ** 2 / (2 * s2) for z in zs]
-        logr = [-mp.mpf(z - d) ** 2 / (2 * s2) for z in zs]
+        logp = [-(mp.mpf(z) ** 2) / (2 * s2) for z in zs]
+        logr = [-(mp.mpf(z - d) ** 2) / (2 * s2) for z in zs]
         lc = mp.log(mp.fsum(mp.exp(x) for x in logp))
         for alpha in (1.25, 1.5, 2.0, 3.0, 4.5, 10.0):
             a = mp.mpf(alpha)
@@ -125,14 +125,16 @@ def test_gdp_is_not_claimed():
     assert not hasattr(mech, "gdp_mu")
 
 
-@pytest.mark.parametrize("sigma2", [Fraction(1, 1024), Fraction(1, 3), Fraction(1), Fraction(1369, 100), Fraction(10**6)])
+@pytest.mark.parametrize(
+    "sigma2", [Fraction(1, 1024), Fraction(1, 3), Fraction(1), Fraction(1369, 100), Fraction(10**6)]
+)
 def test_variance_and_normaliser(sigma2):
     mech = DiscreteGaussian(sigma2)
     s2 = _mpf(sigma2)
     sig = math.sqrt(float(sigma2))
     if sig < 100:
         m = int(45 * sig) + 15
-        w = [(z, mp.exp(-mp.mpf(z) ** 2 / (2 * s2))) for z in range(-m, m + 1)]
+        w = [(z, mp.exp(-(mp.mpf(z) ** 2) / (2 * s2))) for z in range(-m, m + 1)]
         c = mp.fsum(x for _, x in w)
         var = float(mp.fsum(z * z * x for z, x in w) / c)
         z = np.arange(-m, m + 1, dtype=float)

@@ -53,7 +53,7 @@ def gauss_law(sigma2: Fraction, m: int) -> dict[int, float]:
         w = np.exp(-(z * z) / (2 * s2f))
         c = math.fsum(w)
         return {int(k): float(x) / c for k, x in zip(z, w) if abs(k) <= m}
-    w = {z: mp.exp(-mp.mpf(z) ** 2 / (2 * s2)) for z in range(-top, top + 1)}
+    w = {z: mp.exp(-(mp.mpf(z) ** 2) / (2 * s2)) for z in range(-top, top + 1)}
     c = mp.fsum(w.values())
     return {z: float(w[z] / c) for z in range(-m, m + 1)}
 
@@ -69,8 +69,8 @@ def gauss_tail(sigma2: Fraction, m: int) -> float:
         w = np.exp(-(z * z) / (2 * s2f))
         c = w[0] + 2 * math.fsum(w[1:])
         return 2 * math.fsum(w[m:]) / c
-    full = mp.fsum(mp.exp(-mp.mpf(z) ** 2 / (2 * s2)) for z in range(-top, top + 1))
-    part = 2 * mp.fsum(mp.exp(-mp.mpf(z) ** 2 / (2 * s2)) for z in range(m, top + 1))
+    full = mp.fsum(mp.exp(-(mp.mpf(z) ** 2) / (2 * s2)) for z in range(-top, top + 1))
+    part = 2 * mp.fsum(mp.exp(-(mp.mpf(z) ** 2) / (2 * s2)) for z in range(m, top + 1))
     return float(part / full)
 
 

@@ -21,11 +21,11 @@ from scipy.linalg import hadamard
 from ldpsim.analyst import frequency_estimate
 from ldpsim.analyst.estimation import confidence_intervals, em_estimate
 from ldpsim.errors import LdpSimError
-from ldpsim.stats import hoeffding
 from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.oracles.hadamard import HadamardResponse
 from ldpsim.sim import parse_scenario
 from ldpsim.sim.engine import run_replication
+from ldpsim.stats import hoeffding
 from tests.oracles import brute_force_delta, sum_of_binomials_pmf
 from tests.sim.helpers import scenario_text
 from tests.stats_checks import assert_sample_law, binomial_cells_ok
@@ -88,7 +88,9 @@ def test_law_is_the_definition(k, eps):
 def test_exact_eps_and_delta_against_brute_force(k, eps):
     mech = HadamardResponse(k, eps)
     law = ref_law(k, eps)
-    ref_eps = max(mp.log(max(law[a][y] / law[b][y] for y in range(len(law[0])))) for a in range(k) for b in range(k) if a != b)
+    ref_eps = max(
+        mp.log(max(law[a][y] / law[b][y] for y in range(len(law[0])))) for a in range(k) for b in range(k) if a != b
+    )
     assert mech.epsilon(0.0) == pytest.approx(float(ref_eps), rel=1e-14)
     for t in [0.0, eps / 3, eps / 2, 0.9 * eps, eps, 2 * eps]:
         assert mech.delta(t) == pytest.approx(float(ref_delta(law, t)), rel=1e-12, abs=1e-30), t  # 50-digit reference

@@ -125,7 +125,7 @@ class Enumerated:
 def bucket_sizes(P: int, g: int) -> list[int]:
     """``#{u in [0, P) : floor(u g / P) = j}`` = the number of integers in ``[j P / g, (j+1) P / g)``,
     from exact integer ceilings."""
-    ceil = lambda num: -((-num) // g)  # noqa: E731 - ceil(num / g)
+    ceil = lambda num: -((-num) // g)  # ceil(num / g)
     return [ceil((j + 1) * P) - ceil(j * P) for j in range(g)]
 
 
@@ -170,8 +170,10 @@ def test_log_density_is_the_law_of_every_report(mech):
         got = np.exp(mech.log_density(z, en.rows))
         np.testing.assert_allclose(got, expected, rtol=1e-13, atol=0)
         assert math.fsum(got) == pytest.approx(1.0, abs=1e-13)
-    assert np.array_equal(np.sort(mech.possible_reports().view("i8,i8,i8,i8"), axis=0).view(np.int64).reshape(-1, 4),
-                          np.sort(en.rows.view("i8,i8,i8,i8"), axis=0).view(np.int64).reshape(-1, 4))  # fmt: skip
+    assert np.array_equal(
+        np.sort(mech.possible_reports().view("i8,i8,i8,i8"), axis=0).view(np.int64).reshape(-1, 4),
+        np.sort(en.rows.view("i8,i8,i8,i8"), axis=0).view(np.int64).reshape(-1, 4),
+    )
 
 
 @pytest.mark.parametrize("g", [2, 3, 4, 7, 21, 1000, MERSENNE_31])
@@ -223,8 +225,9 @@ def test_support_matrix_against_enumeration(mech):
         np.testing.assert_allclose(mech.support_matrix[z], row, rtol=1e-13)
 
 
-@pytest.mark.parametrize("mech", [OptimizedLocalHashing(6, 1.0), BinaryLocalHashing(5, 0.5), OptimizedLocalHashing(5, 3.0, g=7)],
-                         ids=repr)  # fmt: skip
+@pytest.mark.parametrize(
+    "mech", [OptimizedLocalHashing(6, 1.0), BinaryLocalHashing(5, 0.5), OptimizedLocalHashing(5, 3.0, g=7)], ids=repr
+)
 def test_support_frequencies_of_sampled_reports(mech):
     """Reports from one input z: each x's support count is Binomial(n, S[z, x]) exactly
     (independent reports); exact two-sided binomial tails, Bonferroni over the k cells:
@@ -264,7 +267,7 @@ def test_privatize_law_and_chunks():
     mech = OptimizedLocalHashing(50, 1.5)
     x = np.random.default_rng(3).integers(0, 50, size=150_000)
     for chunk in (1, 1000, 1 << 16):
-        rep = mech.privatize(x[: 20_000] if chunk == 1 else x, rng=5, chunk_size=chunk)
+        rep = mech.privatize(x[:20_000] if chunk == 1 else x, rng=5, chunk_size=chunk)
         hit = direct_hash(mech.prime, mech.g, rep[:, 0], rep[:, 1], rep[:, 2], x[: rep.shape[0]]) == rep[:, 3]
         assert not binomial_cells_ok(np.array([hit.sum()]), rep.shape[0], np.array([mech.p]), PER_CHECK / 3)
     a = mech.privatize(x.reshape(300, 500), rng=9)
@@ -301,11 +304,14 @@ def test_unbiasedness_and_exact_covariance_against_enumeration(mech):
     np.testing.assert_allclose(mech.estimate_variance(prior, 250), np.diag(cov_b) / d**2 / 250, rtol=1e-10)
     np.testing.assert_allclose(mech.estimate_std_error(prior, 250), np.sqrt(np.diag(cov_b) / d**2 / 250), rtol=1e-10)
     # the generic linear algebra of the base class on the same support matrix agrees
-    np.testing.assert_allclose(mech.backward(np.arange(mech.k, dtype=float)), mech.support_matrix @ np.arange(mech.k), rtol=1e-13)
+    np.testing.assert_allclose(
+        mech.backward(np.arange(mech.k, dtype=float)), mech.support_matrix @ np.arange(mech.k), rtol=1e-13
+    )
 
 
-@pytest.mark.parametrize("mech", [OptimizedLocalHashing(5, 1.0), BinaryLocalHashing(4, 2.0), OptimizedLocalHashing(3, 0.5, g=5)],
-                         ids=repr)  # fmt: skip
+@pytest.mark.parametrize(
+    "mech", [OptimizedLocalHashing(5, 1.0), BinaryLocalHashing(4, 2.0), OptimizedLocalHashing(3, 0.5, g=5)], ids=repr
+)
 def test_moments_of_the_support_against_simulation(mech):
     """n reports with inputs i.i.d. from the prior: for every pair (x, x'), including x = x',
     the number of reports whose support holds both is Binomial(n, E[B_x B_x']) exactly, with
@@ -366,7 +372,9 @@ def test_a_survey_refuses_aggregate_mode_and_runs_in_individual_mode():
     labels = [f"s{i}" for i in range(64)]
     prior = np.linspace(1.0, 3.0, 64)
     prior = (prior / prior.sum()).tolist()
-    kw = dict(mechanism='kind = "olh"\neps = 1.5', labels=str(labels).replace("'", '"'), distribution=str(prior), size=20_000)
+    kw = dict(
+        mechanism='kind = "olh"\neps = 1.5', labels=str(labels).replace("'", '"'), distribution=str(prior), size=20_000
+    )
     with pytest.raises(LdpSimError) as exc:
         parse_scenario(scenario_text(mode="aggregate", **kw), "case.toml")
     assert str(exc.value).startswith("case.toml: simulation.mode: got 'aggregate'") and "\n" not in str(exc.value)
@@ -489,7 +497,11 @@ def test_extreme_eps_without_overflow_or_nan(cls, eps):
         est = mech.invert(stat / 1000)
         se = mech.plugin_std_error(stat / 1000, 1000)
         prior = np.full(8, 1 / 8)
-        assert np.all(np.isfinite(est)) and np.all(np.isfinite(se)) and np.all(np.isfinite(mech.estimate_std_error(prior, 1000)))
+        assert (
+            np.all(np.isfinite(est))
+            and np.all(np.isfinite(se))
+            and np.all(np.isfinite(mech.estimate_std_error(prior, 1000)))
+        )
         var, cov = mech.estimate_variance(prior, 1000), mech.estimate_covariance(prior, 1000)
         assert not np.any(np.isnan(var)) and not np.any(np.isnan(cov))
         # variances beyond the largest double are inf (eps = 1e-300: about 1e599), else finite

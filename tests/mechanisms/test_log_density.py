@@ -58,7 +58,7 @@ def _breakpoints(mech) -> list[float]:
 def test_continuous_density_integrates_to_one(key):
     mech = CONTINUOUS[key]()
     pts = _breakpoints(mech)
-    f = lambda y: math.exp(float(mech.log_pdf(y)))  # noqa: E731
+    f = lambda y: math.exp(float(mech.log_pdf(y)))
     total = 0.0
     for lo, hi in zip(pts[:-1], pts[1:]):
         if hi > lo:
@@ -93,7 +93,9 @@ def test_gaussian_matches_scipy():
         np.testing.assert_allclose(mech.log_pdf(y), stats.norm.logpdf(y, scale=sigma), rtol=1e-13, atol=1e-13)
 
 
-@pytest.mark.parametrize("mech", [TruncatedLaplace(1.0, 1e-3), TruncatedLaplace(0.5, 0.2, 3.0), TruncatedLaplace(4.0, 1e-8)])
+@pytest.mark.parametrize(
+    "mech", [TruncatedLaplace(1.0, 1e-3), TruncatedLaplace(0.5, 0.2, 3.0), TruncatedLaplace(4.0, 1e-8)]
+)
 def test_truncated_laplace_matches_cdf_derivative(mech):
     # central difference of the exact CDF: truncation error h^2/6 |f'''| <= h^2 f / (6 lam^3)
     # (f'' = f/lam^2 between kinks) and rounding ~1e-16/h; relative tolerance 1e-6 covers both
@@ -158,9 +160,13 @@ def test_far_tails_finite_and_analytic():
     gau = Gaussian(1.5)
     expect = -0.5 * (1e4 / 1.5) ** 2 - math.log(1.5) - 0.5 * math.log(2 * math.pi)
     assert float(gau.log_pdf(1e4)) == pytest.approx(expect, rel=1e-15)
-    assert float(gau.log_pdf(1e6)) == pytest.approx(-0.5 * (1e6 / 1.5) ** 2 - math.log(1.5) - 0.5 * math.log(2 * math.pi), rel=1e-15)
+    assert float(gau.log_pdf(1e6)) == pytest.approx(
+        -0.5 * (1e6 / 1.5) ** 2 - math.log(1.5) - 0.5 * math.log(2 * math.pi), rel=1e-15
+    )
     geo = Geometric(300.0)
-    assert float(geo.log_pdf(1e6)) == pytest.approx(-300.0 * 1e6 + math.log(-math.expm1(-300.0)) - math.log1p(math.exp(-300.0)), rel=1e-15)
+    assert float(geo.log_pdf(1e6)) == pytest.approx(
+        -300.0 * 1e6 + math.log(-math.expm1(-300.0)) - math.log1p(math.exp(-300.0)), rel=1e-15
+    )
     # staircase with eps in the hundreds and gamma = 0: a = (1-b)/(2 D b) overflows, its log does not
     # (eps = 700: the constructor's linear-scale ``a`` itself divides by zero past eps ~ 745)
     st = Staircase(700.0, 1.0, gamma=0.0)
@@ -171,7 +177,9 @@ def test_far_tails_finite_and_analytic():
     assert np.all(np.isfinite(v))
     tl = TruncatedLaplace(500.0, 1e-6, 1.0)
     y = 0.9 * tl.bound
-    assert float(tl.log_pdf(y)) == pytest.approx(-y / tl.lam - math.log(2 * tl.lam) - math.log(-math.expm1(-tl.K)), rel=1e-13)
+    assert float(tl.log_pdf(y)) == pytest.approx(
+        -y / tl.lam - math.log(2 * tl.lam) - math.log(-math.expm1(-tl.K)), rel=1e-13
+    )
 
 
 def test_shapes_scalars_and_log_density_shift():
@@ -203,11 +211,12 @@ def test_noisy_max_value_matches_cdf_derivative_and_integrates():
         h = 1e-5
         num = (mech.cdf(x, t + h) - mech.cdf(x, t - h)) / (2 * h)
         np.testing.assert_allclose(np.exp(mech.log_density(x, t)), num, rtol=1e-6, atol=_round_err(h))
-        f = lambda s, x=x: math.exp(float(mech.log_density(x, s)))  # noqa: E731
+        f = lambda s, x=x: math.exp(float(mech.log_density(x, s)))
         k = float(q[0])
-        total = integrate.quad(f, -np.inf, k, epsabs=1e-14, epsrel=1e-13, limit=200)[0] + integrate.quad(
-            f, k, np.inf, epsabs=1e-14, epsrel=1e-13, limit=200
-        )[0]
+        total = (
+            integrate.quad(f, -np.inf, k, epsabs=1e-14, epsrel=1e-13, limit=200)[0]
+            + integrate.quad(f, k, np.inf, epsabs=1e-14, epsrel=1e-13, limit=200)[0]
+        )
         assert abs(total - 1.0) <= 1e-9
 
 

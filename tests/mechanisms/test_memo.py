@@ -81,7 +81,9 @@ def brute_force_delta(c: int, m1, m2, eps: float) -> float:
             if x != xp:
                 total = 0.0
                 for y in itertools.product(range(len(m2[0])), repeat=c):
-                    total += max(0.0, float(history_law((x,) * c, y, m1, m2)) - w * float(history_law((xp,) * c, y, m1, m2)))
+                    total += max(
+                        0.0, float(history_law((x,) * c, y, m1, m2)) - w * float(history_law((xp,) * c, y, m1, m2))
+                    )
                 out = max(out, total)
     return out
 
@@ -106,7 +108,9 @@ def generic(m1, m2) -> Memoised:
 
 
 # --------------------------------------------------------------------------- one report
-@pytest.mark.parametrize("k, a, b", [(2, math.log(3), math.log(3)), (3, 1.0, 0.5), (4, 2.0, 1.0), (7, 0.3, 4.0), (5, 0.0, 2.0)])
+@pytest.mark.parametrize(
+    "k, a, b", [(2, math.log(3), math.log(3)), (3, 1.0, 0.5), (4, 2.0, 1.0), (7, 0.3, 4.0), (5, 0.0, 2.0)]
+)
 def test_one_report_is_rr_with_the_product_keep_probability(k, a, b):
     mech = memoised_rr(k, a, b)
     assert mech.epsilon_report() == pytest.approx(chain_keep_eps(k, a, b), rel=1e-12, abs=1e-15)
@@ -127,7 +131,9 @@ def test_the_chain_is_the_contract_of_one_report():
     plain = from_matrix(mech.matrix)
     prior = np.array([0.4, 0.3, 0.2, 0.1])
     np.testing.assert_allclose(mech.invert(mech.forward(prior)), prior, rtol=0, atol=1e-13)
-    np.testing.assert_allclose(mech.estimate_covariance(prior, 1000), plain.estimate_covariance(prior, 1000), rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(
+        mech.estimate_covariance(prior, 1000), plain.estimate_covariance(prior, 1000), rtol=1e-10, atol=1e-15
+    )
     np.testing.assert_allclose(mech.marginal(prior), prior @ mech.matrix, rtol=1e-13)
     assert mech.epsilon(1e-3) == pytest.approx(plain.epsilon(1e-3), rel=1e-9)
     assert np.allclose(mech.log_density(2, np.arange(4)), np.log(mech.matrix[2]), rtol=1e-13)
@@ -180,10 +186,16 @@ def test_epsilon_reports_with_delta_against_brute_force():
     assert brute_force_delta(3, M1_GENERIC, M2_GENERIC, e * (1 - 1e-6)) > 0.05
 
 
-@pytest.mark.parametrize("mech, revealed", [(memoised_rr(4, 2.0, 1.0), True), (memoised_rr(10, 5.0, 0.1), False),
-                                            (generic(M1_GENERIC, M2_GENERIC), True),
-                                            (generic(rr_fractions(3, 2), rr_fractions(3, 6)), True)],
-                         ids=["rr4", "rr10-slow", "generic", "rr3-enumerated"])  # fmt: skip
+@pytest.mark.parametrize(
+    "mech, revealed",
+    [
+        (memoised_rr(4, 2.0, 1.0), True),
+        (memoised_rr(10, 5.0, 0.1), False),
+        (generic(M1_GENERIC, M2_GENERIC), True),
+        (generic(rr_fractions(3, 2), rr_fractions(3, 6)), True),
+    ],
+    ids=["rr4", "rr10-slow", "generic", "rr3-enumerated"],
+)
 def test_epsilon_reports_grows_to_eps_inf(mech, revealed):
     """0 at c = 0, one report's eps at c = 1, nondecreasing, at most eps_inf, and (when the
     reports reveal the memo by c = 79: instantaneous eps not tiny) equal to it in floats."""
@@ -319,7 +331,9 @@ def test_reports_of_one_memo_are_correlated_as_predicted():
     same = float(m1[x] @ (m2**2).sum(axis=1))
     independent = float(mech.matrix[x] @ mech.matrix[x])
     assert same > independent + 0.05  # the memo makes agreement likelier than two fresh reports
-    assert not binomial_cells_ok(np.array([np.count_nonzero(y[:, 0] == y[:, 1])]), np.array([n]), np.array([same]), FALSE_FAILURE / 3)
+    assert not binomial_cells_ok(
+        np.array([np.count_nonzero(y[:, 0] == y[:, 1])]), np.array([n]), np.array([same]), FALSE_FAILURE / 3
+    )
     joint = _joint_same_memo(m1, m2, x)
     assert_sample_law(y[:, 0] * 3 + y[:, 1], joint.ravel(), FALSE_FAILURE / 3)
     # a, b, a: the return to a reuses a's memo
@@ -369,7 +383,9 @@ def test_construction_errors_and_equality():
     assert a == generic(M1_GENERIC, M2_GENERIC) and hash(a) == hash(generic(M1_GENERIC, M2_GENERIC))
     assert memoised_rr(3, 1.0, 2.0) == catalog.build("memoised_rr", k=3, eps_permanent=1.0, eps_instantaneous=2.0)
     assert memoised_rr(3, 1.0, 2.0) != memoised_rr(3, 2.0, 1.0)
-    labelled = Memoised(from_matrix(as_float(M1_GENERIC)).with_labels(["x", "y", "z"]), from_matrix(as_float(M2_GENERIC)))
+    labelled = Memoised(
+        from_matrix(as_float(M1_GENERIC)).with_labels(["x", "y", "z"]), from_matrix(as_float(M2_GENERIC))
+    )
     assert labelled.input_labels == ("x", "y", "z")
     assert labelled.log_density("z", 0) == pytest.approx(math.log(5 / 12), rel=1e-13)  # 3/4 * 1/2 + 1/4 * 1/6
     chained = chain_mechanism(from_matrix(as_float(M1_GENERIC)), from_matrix(as_float(M2_GENERIC)))
@@ -382,7 +398,11 @@ def test_catalog_entry():
     built = catalog.parse("memoised_rr:k=4,eps_permanent=2,eps_instantaneous=1")
     assert built.mechanism.epsilon_longitudinal() == 2.0
     assert catalog.parse(built.spec).mechanism == built.mechanism
-    for bad, name in [({"k": 1}, "k"), ({"eps_permanent": -1.0}, "eps_permanent"), ({"eps_instantaneous": float("nan")}, "eps_instantaneous")]:
+    for bad, name in [
+        ({"k": 1}, "k"),
+        ({"eps_permanent": -1.0}, "eps_permanent"),
+        ({"eps_instantaneous": float("nan")}, "eps_instantaneous"),
+    ]:
         with pytest.raises(LdpSimError, match=f"^{name}: got"):
             catalog.build("memoised_rr", **bad)
 

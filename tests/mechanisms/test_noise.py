@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 from scipy import integrate, optimize, stats
 
 from ldpsim.errors import LdpSimError
-from ldpsim.stats import dkw
 from ldpsim.mechanisms.noise import (
     Gaussian,
     Geometric,
@@ -31,6 +30,7 @@ from ldpsim.mechanisms.noise import (
     Staircase,
     TruncatedLaplace,
 )
+from ldpsim.stats import dkw
 from tests.stats_checks import FALSE_FAILURE, assert_sample_law, binomial_cells_ok
 
 
@@ -67,7 +67,7 @@ def hockey_mp(p, r, gamma, points, method="tanh-sinh"):
     """int (p - gamma r)_+ over the real line, split at ``points`` (kinks and crossings)."""
     gamma = mp.mpf(gamma)
     pts = sorted(set(mp.mpf(x) for x in points if mp.isfinite(x)))
-    f = lambda x: max(p(x) - gamma * r(x), mp.mpf(0))  # noqa: E731
+    f = lambda x: max(p(x) - gamma * r(x), mp.mpf(0))
     if method == "tanh-sinh":
         return mp.quad(f, [-mp.inf] + pts + [mp.inf])
     # compact support (truncated Laplace): Gauss-Legendre on the many short pieces; tanh-sinh
@@ -86,15 +86,17 @@ def ref_delta_tl(eps, delta, D, t, s):
     s, t = mp.mpf(s), mp.mpf(t)
     if s >= 2 * A:
         return 1.0
+
     def pieces(lo, hi, extra=()):
         n = int(min(400, max(2, float((hi - lo) / (2 * lam)))))
         pts = set(mp.linspace(lo, hi, n)) | {x for x in extra if lo < x < hi}
         return sorted(pts)
+
     alone = mp.quad(pdf, pieces(-A, s - A), method="gauss-legendre")
     if mp.isinf(t) or t >= s / lam:
         return float(alone)
-    loss = lambda x: (abs(x - s) - abs(x)) / lam  # noqa: E731
-    f = lambda x: pdf(x) * max(0, -mp.expm1(t - loss(x)))  # noqa: E731
+    loss = lambda x: (abs(x - s) - abs(x)) / lam
+    f = lambda x: pdf(x) * max(0, -mp.expm1(t - loss(x)))
     over = mp.quad(f, pieces(s - A, A, [mp.mpf(0), s, (s - t * lam) / 2]), method="gauss-legendre")
     return float(alone + over)
 
@@ -114,14 +116,14 @@ def ref_delta_continuous(family, params, t, s):
         (sig,) = params
         sig, s_, t_ = mp.mpf(sig), mp.mpf(s), mp.mpf(t)
         xs = s_ / 2 - t_ * sig * sig / s_
-        g = lambda y: mp.exp(xs * y / sig**2 - y * y / (2 * sig * sig)) * -mp.expm1(-y * s_ / sig**2)  # noqa: E731
+        g = lambda y: mp.exp(xs * y / sig**2 - y * y / (2 * sig * sig)) * -mp.expm1(-y * s_ / sig**2)
         peak = max(xs, 0)
         pts = [0, peak] + [peak + j * sig for j in (1, 3, 10)] + [mp.inf]
         return float(gauss_pdf(sig)(xs) * mp.quad(g, pts))
     else:
         return ref_delta_tl(*params, t, s)
     P = pdf
-    R = lambda x: pdf(x - s)  # noqa: E731
+    R = lambda x: pdf(x - s)
     g = mp.exp(t)
     return float(max(hockey_mp(P, R, g, pts), hockey_mp(R, P, g, pts)))
 
@@ -247,9 +249,18 @@ def test_gaussian_log_delta_covers_delta_below_double_range():
     assert abs(m.log_delta(50.0) - float(mp.log(ref))) < 1e-8 * abs(float(mp.log(ref)))
 
 
-@pytest.mark.parametrize("eps,delta,D,s", [(1.0, 1e-3, 1.0, 1.0), (0.3, 0.05, 2.0, 2.0), (2.0, 1e-6, 1.0, 1.0),
-                                           (1.0, 1e-3, 1.0, 0.4), (0.5, 0.2, 1.0, 1.0), (50.0, 1e-300, 1.0, 1.0),
-                                           (20.0, 1e-100, 3.0, 1.7)])
+@pytest.mark.parametrize(
+    "eps,delta,D,s",
+    [
+        (1.0, 1e-3, 1.0, 1.0),
+        (0.3, 0.05, 2.0, 2.0),
+        (2.0, 1e-6, 1.0, 1.0),
+        (1.0, 1e-3, 1.0, 0.4),
+        (0.5, 0.2, 1.0, 1.0),
+        (50.0, 1e-300, 1.0, 1.0),
+        (20.0, 1e-100, 3.0, 1.7),
+    ],
+)
 def test_truncated_laplace_delta_vs_quadrature(eps, delta, D, s):
     m = TruncatedLaplace(eps, delta, D)
     lam, A, _ = tl_params(eps, delta, D)
@@ -274,7 +285,7 @@ def test_truncated_laplace_pair_is_symmetric(s):
     eps, delta, D = 1.0, 1e-2, 1.0
     pdf = tl_pdf(eps, delta, D)
     lam, A, _ = tl_params(eps, delta, D)
-    R = lambda x: pdf(x - s)  # noqa: E731
+    R = lambda x: pdf(x - s)
     m = TruncatedLaplace(eps, delta, D)
     for t in (0.0, 0.3, 0.8):
         w = t * lam
@@ -284,9 +295,19 @@ def test_truncated_laplace_pair_is_symmetric(s):
         assert _rel_close(m.delta(t, shift=s), float(e1), 1e-9)
 
 
-@pytest.mark.parametrize("eps,D,gamma,s", [(1.0, 1.0, None, 1.0), (0.5, 2.0, 0.3, 2.0), (2.0, 1.0, 0.8, 1.0),
-                                           (1.0, 1.0, 0.5, 1.0), (1.5, 1.0, 0.25, 0.6), (1.0, 1.0, 0.0, 1.0),
-                                           (1.0, 1.0, 1.0, 1.0), (0.7, 1.0, 0.6, 2.3)])
+@pytest.mark.parametrize(
+    "eps,D,gamma,s",
+    [
+        (1.0, 1.0, None, 1.0),
+        (0.5, 2.0, 0.3, 2.0),
+        (2.0, 1.0, 0.8, 1.0),
+        (1.0, 1.0, 0.5, 1.0),
+        (1.5, 1.0, 0.25, 0.6),
+        (1.0, 1.0, 0.0, 1.0),
+        (1.0, 1.0, 1.0, 1.0),
+        (0.7, 1.0, 0.6, 2.3),
+    ],
+)
 def test_staircase_delta_vs_quadrature(eps, D, gamma, s):
     m = Staircase(eps, D, gamma)
     P, R = sc_pieces(eps, D, m.gamma, s)
@@ -388,10 +409,17 @@ def _check_tradeoff_shape(m, n=2001):
     return a, f
 
 
-@pytest.mark.parametrize("family,params,s", [
-    ("laplace", (1.0,), 1.0), ("laplace", (0.3,), 1.0), ("gaussian", (1.0,), 1.0), ("gaussian", (0.5,), 2.0),
-    ("tl", (1.0, 1e-2, 1.0), 1.0), ("tl", (0.5, 0.1, 2.0), 2.0),
-])
+@pytest.mark.parametrize(
+    "family,params,s",
+    [
+        ("laplace", (1.0,), 1.0),
+        ("laplace", (0.3,), 1.0),
+        ("gaussian", (1.0,), 1.0),
+        ("gaussian", (0.5,), 2.0),
+        ("tl", (1.0, 1e-2, 1.0), 1.0),
+        ("tl", (0.5, 0.1, 2.0), 2.0),
+    ],
+)
 def test_tradeoff_continuous_vs_threshold_tests(family, params, s):
     """Log-concave noise: the likelihood ratio is monotone, so the Neyman-Pearson tests are
     thresholds ``reject P iff x > c``; (alpha, beta) of each threshold by quadrature must lie on
@@ -453,8 +481,11 @@ def _ref_atoms_staircase(eps, D, gamma, s):
         R = integrate.quad(lambda x: sc_pdf_scalar(x - s, eps, D, gamma), lo, hi)[0]
         rows.append((L, P, R))
     Ls = sorted(set(r[0] for r in rows))
-    return (np.array(Ls), np.array([math.fsum(r[1] for r in rows if r[0] == L) for L in Ls]),
-            np.array([math.fsum(r[2] for r in rows if r[0] == L) for L in Ls]))
+    return (
+        np.array(Ls),
+        np.array([math.fsum(r[1] for r in rows if r[0] == L) for L in Ls]),
+        np.array([math.fsum(r[2] for r in rows if r[0] == L) for L in Ls]),
+    )
 
 
 def _check_vertices(m, L, P, R):
@@ -506,8 +537,17 @@ def test_tradeoff_geometric_vs_likelihood_ratio_tests(eps, D):
 
 
 # =========================================================================== variance
-@pytest.mark.parametrize("m", [Laplace(0.7, 2.0), Gaussian(1.3), TruncatedLaplace(1.0, 1e-3, 1.0),
-                               TruncatedLaplace(0.3, 0.1, 2.0), TruncatedLaplace(5.0, 1e-8, 1.0)], ids=repr)
+@pytest.mark.parametrize(
+    "m",
+    [
+        Laplace(0.7, 2.0),
+        Gaussian(1.3),
+        TruncatedLaplace(1.0, 1e-3, 1.0),
+        TruncatedLaplace(0.3, 0.1, 2.0),
+        TruncatedLaplace(5.0, 1e-8, 1.0),
+    ],
+    ids=repr,
+)
 def test_variance_continuous_vs_quadrature(m):
     mp.mp.dps = 25
     if isinstance(m, Laplace):
@@ -523,13 +563,18 @@ def test_variance_continuous_vs_quadrature(m):
     assert m.mse == m.variance and math.isclose(m.std**2, ref, rel_tol=1e-10)
 
 
-@pytest.mark.parametrize("eps,D,gamma", [(1.0, 1.0, None), (0.3, 2.0, 0.2), (3.0, 1.0, 0.9), (1.0, 1.0, 0.0), (1.0, 1.0, 1.0)])
+@pytest.mark.parametrize(
+    "eps,D,gamma", [(1.0, 1.0, None), (0.3, 2.0, 0.2), (3.0, 1.0, 0.9), (1.0, 1.0, 0.0), (1.0, 1.0, 1.0)]
+)
 def test_staircase_variance_vs_quadrature(eps, D, gamma):
     m = Staircase(eps, D, gamma)
     pts = sc_breaks(eps, D, m.gamma, 0.0, tail=1e-25)
     pts = pts[pts >= 0]
-    ref = 2 * math.fsum(integrate.quad(lambda x: x * x * sc_pdf_scalar(x, eps, D, m.gamma), lo, hi)[0]
-                        for lo, hi in zip(pts[:-1], pts[1:]) if hi - lo > 1e-9)
+    ref = 2 * math.fsum(
+        integrate.quad(lambda x: x * x * sc_pdf_scalar(x, eps, D, m.gamma), lo, hi)[0]
+        for lo, hi in zip(pts[:-1], pts[1:])
+        if hi - lo > 1e-9
+    )
     assert math.isclose(m.variance, ref, rel_tol=1e-9)
 
 
@@ -537,7 +582,7 @@ def test_staircase_variance_vs_quadrature(eps, D, gamma):
 def test_staircase_optimal_gamma(eps):
     m = Staircase(eps)
     # numerical minimisation of the variance over gamma, with the variance from its pieces
-    var = lambda g: Staircase(eps, 1.0, g).variance  # noqa: E731
+    var = lambda g: Staircase(eps, 1.0, g).variance
     res = optimize.minimize_scalar(var, bounds=(0, 1), method="bounded", options={"xatol": 1e-10})
     assert abs(m.gamma - res.x) < 1e-6
     assert m.variance <= res.fun * (1 + 1e-12)
@@ -589,11 +634,13 @@ def tl_cdf_ref(eps, delta, D):
     lam, A, _ = tl_params(eps, delta, D)
     lam, A = float(lam), float(A)
     q = math.exp(-A / lam)
+
     def cdf(x):
         x = np.clip(x, -A, A)
         left = (np.exp(np.minimum(x, 0) / lam) - q) / (2 * (1 - q))
         right = 1 - (np.exp(-np.maximum(x, 0) / lam) - q) / (2 * (1 - q))
         return np.where(x <= 0, left, right)
+
     return cdf
 
 
@@ -601,10 +648,12 @@ def sc_cdf_ref(eps, D, gamma):
     """Staircase CDF: whole periods carry (1/2)(1-b)b^j, then the partial period."""
     b = math.exp(-eps)
     a = (1 - b) / (2 * D * (gamma + (1 - gamma) * b))
+
     def upper(y):  # P(0 <= X <= y), y >= 0
         j = np.floor(y / D)
         r = y - j * D
         return 0.5 * (1 - b**j) + b**j * a * (np.minimum(r, gamma * D) + b * np.maximum(r - gamma * D, 0))
+
     return lambda x: np.where(x >= 0, 0.5 + upper(np.abs(x)), 0.5 - upper(np.abs(x)))
 
 
@@ -612,7 +661,9 @@ def test_reference_cdfs_match_quadrature():
     cdf = sc_cdf_ref(0.8, 1.5, 0.3)
     for x in (-4.1, -0.2, 0.0, 0.3, 1.0, 2.9, 7.4):
         pts = [p for p in sc_breaks(0.8, 1.5, 0.3, 0.0, tail=1e-25) if p < x] + [x]
-        ref = math.fsum(integrate.quad(lambda y: sc_pdf_scalar(y, 0.8, 1.5, 0.3), lo, hi)[0] for lo, hi in zip(pts[:-1], pts[1:]))
+        ref = math.fsum(
+            integrate.quad(lambda y: sc_pdf_scalar(y, 0.8, 1.5, 0.3), lo, hi)[0] for lo, hi in zip(pts[:-1], pts[1:])
+        )
         assert abs(cdf(np.array(x)) - ref) < 1e-10
     cdf = tl_cdf_ref(1.0, 1e-3, 2.0)
     A = tl_params(1.0, 1e-3, 2.0)[1]
@@ -623,15 +674,19 @@ def test_reference_cdfs_match_quadrature():
         assert abs(cdf(np.array(x)) - ref) < 1e-12
 
 
-@pytest.mark.parametrize("m,cdf", [
-    (Laplace(0.7, 1.0), lambda x: stats.laplace.cdf(x, scale=0.7)),
-    (Gaussian(2.0), lambda x: stats.norm.cdf(x, scale=2.0)),
-    (TruncatedLaplace(1.0, 1e-3, 2.0), tl_cdf_ref(1.0, 1e-3, 2.0)),
-    (TruncatedLaplace(0.2, 0.3, 1.0), tl_cdf_ref(0.2, 0.3, 1.0)),
-    (Staircase(1.0, 1.5), None),
-    (Staircase(0.4, 1.0, 0.8), None),
-    (Staircase(3.0, 1.0, 0.1), None),
-], ids=lambda o: repr(o) if isinstance(o, NoiseMechanism) else "")
+@pytest.mark.parametrize(
+    "m,cdf",
+    [
+        (Laplace(0.7, 1.0), lambda x: stats.laplace.cdf(x, scale=0.7)),
+        (Gaussian(2.0), lambda x: stats.norm.cdf(x, scale=2.0)),
+        (TruncatedLaplace(1.0, 1e-3, 2.0), tl_cdf_ref(1.0, 1e-3, 2.0)),
+        (TruncatedLaplace(0.2, 0.3, 1.0), tl_cdf_ref(0.2, 0.3, 1.0)),
+        (Staircase(1.0, 1.5), None),
+        (Staircase(0.4, 1.0, 0.8), None),
+        (Staircase(3.0, 1.0, 0.1), None),
+    ],
+    ids=lambda o: repr(o) if isinstance(o, NoiseMechanism) else "",
+)
 def test_continuous_samplers(m, cdf):
     if cdf is None:
         cdf = sc_cdf_ref(m.eps, m.sensitivity, m.gamma)
@@ -664,7 +719,9 @@ def test_geometric_sampler(eps, D):
     _second_moment(z, m.variance)
 
 
-@pytest.mark.parametrize("m", [Laplace(1.0), Gaussian(1.0), TruncatedLaplace(1.0, 0.01), Staircase(1.0), Geometric(1.0)], ids=repr)
+@pytest.mark.parametrize(
+    "m", [Laplace(1.0), Gaussian(1.0), TruncatedLaplace(1.0, 0.01), Staircase(1.0), Geometric(1.0)], ids=repr
+)
 def test_privatize_adds_the_same_noise(m):
     x = np.arange(12, dtype=np.float64).reshape(3, 4)
     y = m.privatize(x, rng=99)
@@ -678,7 +735,9 @@ def test_privatize_adds_the_same_noise(m):
 
 
 # =========================================================================== calibration
-@pytest.mark.parametrize("eps,delta", [(0.5, 1e-5), (1.0, 1e-3), (0.05, 1e-8), (5.0, 1e-12), (100.0, 1e-300), (20.0, 1e-100)])
+@pytest.mark.parametrize(
+    "eps,delta", [(0.5, 1e-5), (1.0, 1e-3), (0.05, 1e-8), (5.0, 1e-12), (100.0, 1e-300), (20.0, 1e-100)]
+)
 def test_analytic_gaussian_is_tight(eps, delta):
     m = Gaussian.analytic(eps, delta, sensitivity=2.0)
     ref = gdp_delta_mp(eps, 2.0 / m.sigma)
@@ -946,9 +1005,18 @@ def test_staircase_large_eps():
 #: split (its private helpers live on in noise/base.py, noise/staircase.py and privacy/gdp.py and
 #: are imported from there; only _optimal_gamma, which tests import, is still re-exported)
 OLD_MODULE_NAMES = [
-    "MAX_NOISE_SCALE", "gdp_log_delta", "gdp_delta", "NoiseMechanism", "Laplace", "Gaussian",
-    "TruncatedLaplace", "STAIRCASE_MAX_EPS", "_optimal_gamma", "Staircase", "Geometric",
-]  # fmt: skip
+    "MAX_NOISE_SCALE",
+    "gdp_log_delta",
+    "gdp_delta",
+    "NoiseMechanism",
+    "Laplace",
+    "Gaussian",
+    "TruncatedLaplace",
+    "STAIRCASE_MAX_EPS",
+    "_optimal_gamma",
+    "Staircase",
+    "Geometric",
+]
 
 
 def test_every_name_of_the_old_module_still_imports():

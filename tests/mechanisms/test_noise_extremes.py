@@ -160,8 +160,8 @@ def tl_delta_mp(eps: float, delta: float, t: float, D: float = 1.0) -> mp.mpf:
     lam, K, C = tl_reference(eps, delta, D)
     with mp.workdps(60):
         A = lam * K
-        p = lambda x: C / lam * mp.exp(-abs(x) / lam) if abs(x) <= A else mp.mpf(0)  # noqa: E731
-        r = lambda x: p(x - D)  # noqa: E731
+        p = lambda x: C / lam * mp.exp(-abs(x) / lam) if abs(x) <= A else mp.mpf(0)
+        r = lambda x: p(x - D)
         g = mp.exp(t)
         pts = sorted({-A, D - A, mp.mpf(0), mp.mpf(D), A, D + A, min(max((D - t * lam) / 2, 0), D)})
         pts = [x for x in pts if -A <= x <= D + A]
@@ -173,7 +173,9 @@ def tl_delta_mp(eps: float, delta: float, t: float, D: float = 1.0) -> mp.mpf:
         return total
 
 
-@pytest.mark.parametrize("eps, delta", [(709.0, 1e-5), (710.0, 1e-5), (800.0, 1e-300), (1e-12, 1e-300), (1e-300, 0.25), (0.01, 0.4)])
+@pytest.mark.parametrize(
+    "eps, delta", [(709.0, 1e-5), (710.0, 1e-5), (800.0, 1e-300), (1e-12, 1e-300), (1e-300, 0.25), (0.01, 0.4)]
+)
 def test_truncated_laplace_at_extreme_eps(eps, delta):
     """Defect 9: TruncatedLaplace(710, 1e-5).delta raised OverflowError (expm1(710) in the mass
     without counterpart); tiny eps lost the overlap terms to cancellation (1 - e^-w with w ~
@@ -228,7 +230,10 @@ def test_laplace_tradeoff_past_e_to_the_700(mu):
     with mp.workdps(40):
         M = mp.mpf(1) / mp.mpf(m.scale)  # the mechanism's exact mu
         em = mp.exp(-M)
-        ref = [max(0, 1 - mp.exp(M) * a) if a < em / 2 else (em / (4 * a) if a <= 0.5 else em * (1 - a)) for a in map(mp.mpf, alphas)]
+        ref = [
+            max(0, 1 - mp.exp(M) * a) if a < em / 2 else (em / (4 * a) if a <= 0.5 else em * (1 - a))
+            for a in map(mp.mpf, alphas)
+        ]
     assert np.allclose(got, [float(r) for r in ref], rtol=1e-12, atol=0)
 
 

@@ -166,7 +166,9 @@ def test_laplace_bounded_reuses_laplace():
     assert mech.delta(0.7) == 0.0
     np.testing.assert_allclose(mech.variance([2.0, 3.5, 9.0]), 2 * (3.0 / 0.7) ** 2, rtol=1e-14)
     y = np.array([-3.0, 2.5, 7.0])
-    np.testing.assert_allclose(mech.log_density(4.0, y), -np.abs(y - 4.0) / mech.scale - math.log(2 * mech.scale), rtol=1e-14)
+    np.testing.assert_allclose(
+        mech.log_density(4.0, y), -np.abs(y - 4.0) / mech.scale - math.log(2 * mech.scale), rtol=1e-14
+    )
 
 
 def test_hybrid_threshold():
@@ -241,7 +243,12 @@ def test_sampler_laws():
     rng = np.random.default_rng(20261202)
     n = 100_000
     # piecewise (continuous) and hybrid (continuous part and atoms) against the reference CDF
-    for name, eps, x in [("piecewise", 1.0, 0.3), ("piecewise", 3.0, -1.0), ("hybrid", 2.0, 0.5), ("hybrid", 0.8, -0.9)]:
+    for name, eps, x in [
+        ("piecewise", 1.0, 0.3),
+        ("piecewise", 3.0, -1.0),
+        ("hybrid", 2.0, 0.5),
+        ("hybrid", 0.8, -0.9),
+    ]:
         mech = CLASSES[name](eps)
         z = mech.sample(x, n, rng)
         atoms, pieces = ref_law(name, eps, x)
@@ -255,8 +262,14 @@ def test_sampler_laws():
 
         assert_cdf_dkw(z, pts, np.array([float(cdf(t)) for t in pts]), a)
     # atoms: exact binomial (Clopper-Pearson) intervals for P(+C)
-    for name, eps, x in [("duchi", 1.0, 0.4), ("duchi", 0.1, -1.0), ("duchi", 6.0, -0.7), ("hybrid", 2.0, 0.5),
-                         ("hybrid", 0.5, 1.0), ("hybrid", 4.0, -0.2)]:
+    for name, eps, x in [
+        ("duchi", 1.0, 0.4),
+        ("duchi", 0.1, -1.0),
+        ("duchi", 6.0, -0.7),
+        ("hybrid", 2.0, 0.5),
+        ("hybrid", 0.5, 1.0),
+        ("hybrid", 4.0, -0.2),
+    ]:
         mech = CLASSES[name](eps)
         z = mech.sample(x, n, rng)
         atoms, _ = ref_law(name, eps, x)
@@ -312,20 +325,36 @@ def _one_line(exc, word):
 
 @pytest.mark.parametrize("cls", [LaplaceBounded, Duchi, Piecewise, Hybrid])
 def test_bad_inputs(cls):
-    for kwargs, word in [({"eps": 0.0}, "eps"), ({"eps": -1.0}, "eps"), ({"eps": math.nan}, "eps"),
-                         ({"eps": math.inf}, "eps"), ({"eps": "x"}, "eps"), ({"eps": 1.0, "lo": 1.0, "hi": 1.0}, "hi"),
-                         ({"eps": 1.0, "lo": math.nan}, "lo"), ({"eps": 1.0, "hi": math.inf}, "hi"),
-                         ({"eps": 1e-310}, "eps"), ({"eps": 1.0, "lo": -1e308, "hi": 1e308}, "hi")]:
+    for kwargs, word in [
+        ({"eps": 0.0}, "eps"),
+        ({"eps": -1.0}, "eps"),
+        ({"eps": math.nan}, "eps"),
+        ({"eps": math.inf}, "eps"),
+        ({"eps": "x"}, "eps"),
+        ({"eps": 1.0, "lo": 1.0, "hi": 1.0}, "hi"),
+        ({"eps": 1.0, "lo": math.nan}, "lo"),
+        ({"eps": 1.0, "hi": math.inf}, "hi"),
+        ({"eps": 1e-310}, "eps"),
+        ({"eps": 1.0, "lo": -1e308, "hi": 1e308}, "hi"),
+    ]:
         with pytest.raises(LdpSimError) as exc:
             cls(**kwargs)
         _one_line(exc, word)
     mech = cls(1.0)
-    for call, word in [(lambda: mech.sample(math.nan, 3), "x"), (lambda: mech.sample([0.1, 0.2], 3), "x"),
-                       (lambda: mech.sample(0.0, -1), "n"), (lambda: mech.privatize(["a"]), "values"),
-                       (lambda: mech.privatize([0.0, math.inf]), "values"), (lambda: mech.variance(math.nan), "x"),
-                       (lambda: mech.log_density(math.inf, 0.0), "x"), (lambda: mech.log_density(0.0, "y"), "y"),
-                       (lambda: mech.delta(-1.0), "eps"), (lambda: mech.delta([0.5, -1.0]), "eps[1]"),
-                       (lambda: mech.epsilon(1.5), "delta"), (lambda: mech.epsilon([0.1, -0.1]), "delta[1]")]:
+    for call, word in [
+        (lambda: mech.sample(math.nan, 3), "x"),
+        (lambda: mech.sample([0.1, 0.2], 3), "x"),
+        (lambda: mech.sample(0.0, -1), "n"),
+        (lambda: mech.privatize(["a"]), "values"),
+        (lambda: mech.privatize([0.0, math.inf]), "values"),
+        (lambda: mech.variance(math.nan), "x"),
+        (lambda: mech.log_density(math.inf, 0.0), "x"),
+        (lambda: mech.log_density(0.0, "y"), "y"),
+        (lambda: mech.delta(-1.0), "eps"),
+        (lambda: mech.delta([0.5, -1.0]), "eps[1]"),
+        (lambda: mech.epsilon(1.5), "delta"),
+        (lambda: mech.epsilon([0.1, -0.1]), "delta[1]"),
+    ]:
         with pytest.raises(LdpSimError) as exc:
             call()
         _one_line(exc, word)
@@ -372,7 +401,12 @@ def check_extreme_eps(eps):
 
 
 def test_catalog_entries():
-    for name, cls in [("laplace_bounded", LaplaceBounded), ("duchi", Duchi), ("piecewise", Piecewise), ("hybrid", Hybrid)]:
+    for name, cls in [
+        ("laplace_bounded", LaplaceBounded),
+        ("duchi", Duchi),
+        ("piecewise", Piecewise),
+        ("hybrid", Hybrid),
+    ]:
         e = catalog.entry(name)
         assert "numeric" in e.tags and set(e.params) == {"eps", "lo", "hi"}
         mech = catalog.parse(f"{name}:eps=2,lo=0,hi=10").mechanism

@@ -94,7 +94,9 @@ def test_truncated_geometric_exact_epsilon(k, eps):
 
 @given(k=st.integers(2, 12), eps=st.floats(min_value=0.05, max_value=20.0))
 def test_truncated_geometric_matches_clipped_noise(k, eps):
-    np.testing.assert_allclose(truncated_geometric(k, eps).matrix, truncated_geometric_matrix(k, eps), rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(
+        truncated_geometric(k, eps).matrix, truncated_geometric_matrix(k, eps), rtol=1e-9, atol=1e-15
+    )
 
 
 @st.composite

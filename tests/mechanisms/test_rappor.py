@@ -194,7 +194,7 @@ def test_longitudinal_closed_form_for_disjoint_patterns():
     # eps_1 = h ln(q*(1 - p*)/(p*(1 - q*)))
     for h, f, p, q in [(2, 0.5, 0.5, 0.75), (4, 0.25, 0.35, 0.65), (1, 0.9, 0.1, 0.9)]:
         mech = Rappor(30, m=256, h=h, f=f, p=p, q=q)
-        (a, b), = mech.worst_pairs().keys()
+        ((a, b),) = mech.worst_pairs().keys()
         assert (a, b) == (h, h)
         assert mech.epsilon_longitudinal() == pytest.approx(2 * h * math.log((1 - f / 2) / (f / 2)), rel=1e-13)
         qs, ps = (1 - f / 2) * q + f / 2 * p, f / 2 * q + (1 - f / 2) * p
@@ -294,7 +294,9 @@ def test_exact_mean_and_covariance_against_enumeration():
     np.testing.assert_allclose(mech.estimate_variance(prior, 1000), np.diag(cov), rtol=1e-11)
     np.testing.assert_allclose(mech.estimate_std_error(prior, 1000), np.sqrt(np.diag(cov)), rtol=1e-11)
     contrib = (all_reports(8) - ps) @ pinv.T / gap  # each report's contribution, every input
-    np.testing.assert_allclose(mech.inversion_coefficient_range(), contrib.max(axis=0) - contrib.min(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(
+        mech.inversion_coefficient_range(), contrib.max(axis=0) - contrib.min(axis=0), rtol=1e-12
+    )
     np.testing.assert_allclose(mech.backward(np.arange(8.0)), mech.support_matrix @ np.arange(8.0), rtol=1e-14)
 
 
@@ -373,28 +375,41 @@ def _one_line(exc, word):
     assert "\n" not in msg and msg.startswith(f"{word}: got "), msg
 
 
-@pytest.mark.parametrize("call, word", [
-    (lambda: Rappor(1), "k"), (lambda: Rappor(4, m=0), "m"), (lambda: Rappor(4, m=2**24 + 1), "m"),
-    (lambda: Rappor(4, h=0), "h"), (lambda: Rappor(4, h=65), "h"), (lambda: Rappor(4, f=1.5), "f"),
-    (lambda: Rappor(4, p=-0.1), "p"), (lambda: Rappor(4, q=math.nan), "q"), (lambda: Rappor(4, q="x"), "q"),
-    (lambda: Rappor(4, cohort=-1), "cohort"), (lambda: Rappor(4, cohort=1.5), "cohort"),
-    (lambda: Rappor(4).privatize([0, 4]), "x"), (lambda: Rappor(4).privatize([0.5]), "x"),
-    (lambda: Rappor(4).sample(7, 3), "x"), (lambda: Rappor(4).sample(0, -1), "n"),
-    (lambda: Rappor(4, m=8).statistic(np.zeros((3, 7), dtype=int)), "reports"),
-    (lambda: Rappor(4, m=8).statistic(np.full((3, 8), 2)), "reports"),
-    (lambda: Rappor(4, m=8).statistic(np.zeros((3, 8))), "reports"),
-    (lambda: Rappor(4, m=8).log_density(0, np.zeros(7)), "y"),
-    (lambda: Rappor(4, m=11).possible_reports(), "m"),
-    (lambda: Rappor(4, m=8).sample_statistic([1, 2, 3]), "input_counts"),
-    (lambda: Rappor(4, m=8).sample_statistic([1, -2, 3, 4]), "input_counts"),
-    (lambda: Rappor(64, m=32).invert(np.zeros(32)), "m"),  # k > m: not identifiable
-    (lambda: Rappor(4, m=32, f=1.0).invert(np.zeros(32)), "f"),
-    (lambda: Rappor(4, m=32, p=0.6, q=0.6).invert(np.zeros(32)), "q"),
-    (lambda: Rappor(5, m=3).estimate_variance(np.full(5, 0.2), 10), "m"),  # patterns of rank 3 < 5
-    (lambda: Rappor(4).delta(-1.0), "eps"), (lambda: Rappor(4).epsilon(2.0), "delta"),
-    (lambda: Rappor(4).epsilon_longitudinal(-0.5), "delta"),
-    (lambda: catalog.build("rappor", m="abc"), "m"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "call, word",
+    [
+        (lambda: Rappor(1), "k"),
+        (lambda: Rappor(4, m=0), "m"),
+        (lambda: Rappor(4, m=2**24 + 1), "m"),
+        (lambda: Rappor(4, h=0), "h"),
+        (lambda: Rappor(4, h=65), "h"),
+        (lambda: Rappor(4, f=1.5), "f"),
+        (lambda: Rappor(4, p=-0.1), "p"),
+        (lambda: Rappor(4, q=math.nan), "q"),
+        (lambda: Rappor(4, q="x"), "q"),
+        (lambda: Rappor(4, cohort=-1), "cohort"),
+        (lambda: Rappor(4, cohort=1.5), "cohort"),
+        (lambda: Rappor(4).privatize([0, 4]), "x"),
+        (lambda: Rappor(4).privatize([0.5]), "x"),
+        (lambda: Rappor(4).sample(7, 3), "x"),
+        (lambda: Rappor(4).sample(0, -1), "n"),
+        (lambda: Rappor(4, m=8).statistic(np.zeros((3, 7), dtype=int)), "reports"),
+        (lambda: Rappor(4, m=8).statistic(np.full((3, 8), 2)), "reports"),
+        (lambda: Rappor(4, m=8).statistic(np.zeros((3, 8))), "reports"),
+        (lambda: Rappor(4, m=8).log_density(0, np.zeros(7)), "y"),
+        (lambda: Rappor(4, m=11).possible_reports(), "m"),
+        (lambda: Rappor(4, m=8).sample_statistic([1, 2, 3]), "input_counts"),
+        (lambda: Rappor(4, m=8).sample_statistic([1, -2, 3, 4]), "input_counts"),
+        (lambda: Rappor(64, m=32).invert(np.zeros(32)), "m"),  # k > m: not identifiable
+        (lambda: Rappor(4, m=32, f=1.0).invert(np.zeros(32)), "f"),
+        (lambda: Rappor(4, m=32, p=0.6, q=0.6).invert(np.zeros(32)), "q"),
+        (lambda: Rappor(5, m=3).estimate_variance(np.full(5, 0.2), 10), "m"),  # patterns of rank 3 < 5
+        (lambda: Rappor(4).delta(-1.0), "eps"),
+        (lambda: Rappor(4).epsilon(2.0), "delta"),
+        (lambda: Rappor(4).epsilon_longitudinal(-0.5), "delta"),
+        (lambda: catalog.build("rappor", m="abc"), "m"),
+    ],
+)
 def test_bad_inputs_give_one_line_errors(call, word):
     with pytest.raises(LdpSimError) as exc:
         call()

@@ -20,9 +20,18 @@ from ldpsim.mechanisms.base import NotAvailable
 from ldpsim.mechanisms.noise.snapping import _P_LO, _P_ONE, ETA, SnappedLaplace, _cum
 from tests.stats_checks import FALSE_FAILURE, assert_sample_law
 
-
 #: (eps, bound) with small grids: every report of the grid is checked
-CONFIGS = [(0.1, 12.0), (0.1, 64.0), (0.1, 200.0), (1.0, 3.0), (1.0, 8.0), (1.0, 40.0), (4.0, 1.0), (4.0, 4.0), (4.0, 20.0)]
+CONFIGS = [
+    (0.1, 12.0),
+    (0.1, 64.0),
+    (0.1, 200.0),
+    (1.0, 3.0),
+    (1.0, 8.0),
+    (1.0, 40.0),
+    (4.0, 1.0),
+    (4.0, 4.0),
+    (4.0, 20.0),
+]
 
 
 def pairs_for(B: float) -> list[tuple[float, float]]:
@@ -114,7 +123,9 @@ def _ideal(m: SnappedLaplace, x: float) -> list[mpmath.mpf]:
     return first + [cdf(y + g / 2) - cdf(y - g / 2) for y in sup[1:-1]] + last
 
 
-@pytest.mark.parametrize("eps,B,x", [(1.0, 8.0, 0.0), (1.0, 9.0, 0.3), (4.0, 4.1, 2.2), (0.1, 64.0, -7.0), (0.7, 20.0, 19.6)])
+@pytest.mark.parametrize(
+    "eps,B,x", [(1.0, 8.0, 0.0), (1.0, 9.0, 0.3), (4.0, 4.1, 2.2), (0.1, 64.0, -7.0), (0.7, 20.0, 19.6)]
+)
 def test_exact_law_against_the_ideal_law(eps, B, x):
     """The floating-point law differs from the real-number law only by rounding: relatively
     by less than 1e-12 on every report (an independent computation of the whole pmf)."""
@@ -277,8 +288,16 @@ def test_catalog_and_calibration():
 
 @pytest.mark.parametrize(
     "args,name",
-    [((1.0, 8.0, 3.0), "sensitivity"), ((1.0, 8.0, -2.0), "sensitivity"), ((1.0, 0.9), "bound"), ((1.0, 400.0), "bound"),
-     ((0.0, 8.0), "eps"), ((math.nan, 8.0), "eps"), ((1e-17, 8.0), "eps"), ((1.0, math.inf), "bound")],
+    [
+        ((1.0, 8.0, 3.0), "sensitivity"),
+        ((1.0, 8.0, -2.0), "sensitivity"),
+        ((1.0, 0.9), "bound"),
+        ((1.0, 400.0), "bound"),
+        ((0.0, 8.0), "eps"),
+        ((math.nan, 8.0), "eps"),
+        ((1e-17, 8.0), "eps"),
+        ((1.0, math.inf), "bound"),
+    ],
 )
 def test_bad_parameters(args, name):
     with pytest.raises(LdpSimError) as exc:

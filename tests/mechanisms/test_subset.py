@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 
 from ldpsim.errors import LdpSimError
-from ldpsim.stats import hoeffding
 from ldpsim.mechanisms import catalog, randomized_response
 from ldpsim.mechanisms.base import NotAvailable
 from ldpsim.mechanisms.oracles.subset import SubsetSelection, optimal_omega
 from ldpsim.sim import parse_scenario
+from ldpsim.stats import hoeffding
 from tests.sim.helpers import scenario_text
 from tests.stats_checks import assert_codes_law, binomial_cells_ok
 
@@ -158,7 +158,11 @@ def ref_worst_risk(k: int, omega: int, eps: float) -> mp.mpf:
     e = mp.e ** mp.mpf(eps)
     z = mp.binomial(k - 1, omega - 1) * e + mp.binomial(k - 1, omega)
     p_in = mp.binomial(k - 1, omega - 1) * e / z
-    q_in = (mp.binomial(k - 2, omega - 2) * e + mp.binomial(k - 2, omega - 1)) / z if omega >= 2 else mp.binomial(k - 2, omega - 1) / z
+    q_in = (
+        (mp.binomial(k - 2, omega - 2) * e + mp.binomial(k - 2, omega - 1)) / z
+        if omega >= 2
+        else mp.binomial(k - 2, omega - 1) / z
+    )
     mu = (p_in + (k - 1) * q_in) / k
     return k * mu * (1 - mu) / (p_in - q_in) ** 2
 
@@ -298,8 +302,12 @@ def test_estimator_mean_and_covariance_against_simulation():
 
 
 def test_estimate_in_a_survey_run_and_no_aggregate_mode():
-    text = scenario_text(mechanism='kind = "subset_selection"\neps = 1.0\nomega = 2', size=20_000,
-                         labels='["a", "b", "c", "d", "e"]', distribution="[0.4, 0.3, 0.15, 0.1, 0.05]")
+    text = scenario_text(
+        mechanism='kind = "subset_selection"\neps = 1.0\nomega = 2',
+        size=20_000,
+        labels='["a", "b", "c", "d", "e"]',
+        distribution="[0.4, 0.3, 0.15, 0.1, 0.05]",
+    )
     sc = parse_scenario(text, "ss.toml")
     assert sc.mechanism == SubsetSelection(5, 1.0, 2).with_labels(["a", "b", "c", "d", "e"])
     assert sc.mechanism.sample("c", 4, rng=1).shape == (4, 2)
@@ -317,8 +325,12 @@ def test_large_alphabet_without_dense_matrices():
     k = 10**5
     mech = SubsetSelection(k, 10.0)  # omega = ceil or floor of k / (e^10 + 1) = 4.5
     assert mech.omega in (4, 5) and mech.report_dtype == np.uint32
-    for call in (lambda: mech.support_matrix, lambda: mech.estimate_covariance(np.full(k, 1 / k), 10),
-                 lambda: mech.statistic_covariance(np.full(k, 1 / k)), lambda: mech.possible_reports()):
+    for call in (
+        lambda: mech.support_matrix,
+        lambda: mech.estimate_covariance(np.full(k, 1 / k), 10),
+        lambda: mech.statistic_covariance(np.full(k, 1 / k)),
+        lambda: mech.possible_reports(),
+    ):
         with pytest.raises(LdpSimError) as exc:
             call()
         assert "\n" not in str(exc.value) and str(exc.value).startswith("k: got")

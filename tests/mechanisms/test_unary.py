@@ -358,7 +358,9 @@ def test_plugin_variance(name):
     np.testing.assert_allclose(mech.plugin_std_error(f, 1000), np.sqrt(want), rtol=1e-13)
     # at the expected frequencies the plug-in is the exact variance
     prior = np.array([0.4, 0.3, 0.2, 0.1])
-    np.testing.assert_allclose(mech.plugin_variance(mech.forward(prior), 1000), mech.estimate_variance(prior, 1000), rtol=1e-12)
+    np.testing.assert_allclose(
+        mech.plugin_variance(mech.forward(prior), 1000), mech.estimate_variance(prior, 1000), rtol=1e-12
+    )
 
 
 # --------------------------------------------------------------------------- aggregate law
@@ -416,7 +418,9 @@ def test_aggregate_and_individual_survey_runs():
     labels = '["a", "b", "c", "d", "e"]'
     dist = "[0.4, 0.25, 0.15, 0.12, 0.08]"
     for kind, mode, size in (("oue", "aggregate", 10**9), ("sue", "aggregate", 10**7), ("sue", "individual", 30_000)):
-        text = scenario_text(mechanism=f'kind = "{kind}"\neps = 1.0', mode=mode, size=size, labels=labels, distribution=dist)
+        text = scenario_text(
+            mechanism=f'kind = "{kind}"\neps = 1.0', mode=mode, size=size, labels=labels, distribution=dist
+        )
         sc = parse_scenario(text, "ue.toml")
         assert sc.mechanism == catalog.build(kind, k=5, eps=1.0).with_labels(list("abcde"))
         rows = run_replication(sc, 0, 20261207)
@@ -457,7 +461,11 @@ def test_large_alphabet_without_k_by_k_matrices():
     assert np.all(np.isfinite(lp)) and 0 < eps_d < 2.0 and delta_half == pytest.approx(g, rel=1e-12)
     assert peak < 200e6, peak  # a k x k float matrix would be 80 GB
     assert elapsed < 30, elapsed
-    for call in (lambda: mech.support_matrix, lambda: mech.estimate_covariance(prior, 10), lambda: mech.statistic_covariance(prior)):
+    for call in (
+        lambda: mech.support_matrix,
+        lambda: mech.estimate_covariance(prior, 10),
+        lambda: mech.statistic_covariance(prior),
+    ):
         with pytest.raises(LdpSimError, match=r"^k: got 100000, expected") as exc:
             call()
         assert "\n" not in str(exc.value)

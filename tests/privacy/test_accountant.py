@@ -185,7 +185,11 @@ def test_hull_pair_of_a_mechanism_without_a_dominating_pair():
     pairs = [(a, b) for a in range(4) for b in range(4) if a != b]
     twice = [hockey_stick(np.outer(P, P).ravel(), np.outer(R, R).ravel(), e) for e in grid]
     best = np.max(
-        [[hockey_stick(np.outer(Q[a], Q[c]).ravel(), np.outer(Q[b], Q[d]).ravel(), e) for e in grid] for a, b in pairs for c, d in pairs],
+        [
+            [hockey_stick(np.outer(Q[a], Q[c]).ravel(), np.outer(Q[b], Q[d]).ravel(), e) for e in grid]
+            for a, b in pairs
+            for c, d in pairs
+        ],
         axis=0,
     )
     assert np.all(np.asarray(twice) >= best - 1e-14) and np.max(np.asarray(twice) / np.maximum(best, 1e-300)) > 1.2
@@ -202,7 +206,12 @@ def test_eps_delta_and_optimal_composition_pairs_are_exact():
 
 @pytest.mark.parametrize(
     "g, step, eps_max",
-    [(GDP(1.0), 0.01, 40.0), (GDP(0.1), 0.001, 4.5), (Laplace(1.0).guarantee(), 0.01, 1.0), (Gaussian(0.2).guarantee(), 0.05, 200.0)],
+    [
+        (GDP(1.0), 0.01, 40.0),
+        (GDP(0.1), 0.001, 4.5),
+        (Laplace(1.0).guarantee(), 0.01, 1.0),
+        (Gaussian(0.2).guarantee(), 0.05, 200.0),
+    ],
     ids=["gdp1", "gdp0.1", "laplace", "gaussian-mu5"],
 )
 def test_grid_pld_is_exact_on_the_grid_and_pessimistic_between(g, step, eps_max):
@@ -284,7 +293,9 @@ def test_random_pair_lists_equal_the_heterogeneous_optimum(items):
     assert np.all(rel(acc.delta(grid), want) <= 1e-10)
     floor = 1 - np.prod(1 - np.array(delta_list))
     for t in (floor + 1e-4, floor + 0.05):
-        assert acc.epsilon(t) == pytest.approx(optimal_epsilon_heterogeneous(eps_list, delta_list, t), rel=1e-10, abs=1e-12)
+        assert acc.epsilon(t) == pytest.approx(
+            optimal_epsilon_heterogeneous(eps_list, delta_list, t), rel=1e-10, abs=1e-12
+        )
 
 
 @pytest.mark.parametrize("k_rr, eps, times", [(3, 1.0, 4), (2, 0.5, 6), (5, 2.0, 3)])

@@ -32,7 +32,27 @@ def test_compose_prints_exact_and_bounds_and_writes_the_region_figure(tmp_path, 
 
 def test_compose_small_k_matches_brute_force(tmp_path, capsys):
     out = tmp_path / "c"
-    assert main(["compose", "--eps", "0.7", "--delta", "0.02", "--compositions", "4", "--eps-total", "0", "0.5", "1.4", "--out", str(out), "--no-figure"]) == 0
+    assert (
+        main(
+            [
+                "compose",
+                "--eps",
+                "0.7",
+                "--delta",
+                "0.02",
+                "--compositions",
+                "4",
+                "--eps-total",
+                "0",
+                "0.5",
+                "1.4",
+                "--out",
+                str(out),
+                "--no-figure",
+            ]
+        )
+        == 0
+    )
     table = pd.read_csv(out / "table.csv")
     p, r = quaternary_rows(0.7, 0.02)
     P, R = product(p, 4), product(r, 4)
@@ -43,7 +63,26 @@ def test_compose_small_k_matches_brute_force(tmp_path, capsys):
 
 def test_compose_target_delta(tmp_path, capsys):
     out = tmp_path / "c"
-    assert main(["compose", "--eps", "0.1", "--delta", "0.001", "--compositions", "30", "--target-delta", "0.05", "0.1", "--out", str(out), "--no-figure"]) == 0
+    assert (
+        main(
+            [
+                "compose",
+                "--eps",
+                "0.1",
+                "--delta",
+                "0.001",
+                "--compositions",
+                "30",
+                "--target-delta",
+                "0.05",
+                "0.1",
+                "--out",
+                str(out),
+                "--no-figure",
+            ]
+        )
+        == 0
+    )
     table = pd.read_csv(out / "table.csv")
     p, r = quaternary_rows(0.1, 0.001)
     # brute force over the 30-fold product is too large; use the binomial sufficient statistic
@@ -67,8 +106,14 @@ def test_compose_target_delta(tmp_path, capsys):
         (["compose", "--eps", "0.1", "--compositions", "0"], "compositions: got 0"),
         (["compose", "--eps", "0.1", "--delta", "1.5", "--compositions", "3"], "delta: got 1.5"),
         (["compose", "--eps", "0.1", "--compositions", "3", "--eps-total", "-1"], "eps_total: got -1"),
-        (["compose", "--eps", "0.1", "--delta", "0.01", "--compositions", "30", "--target-delta", "0.01"], "delta_total: got 0.01"),
-        (["compose", "--eps", "0.1", "--compositions", "3", "--eps-total", "1", "--target-delta", "0.1"], "--target-delta"),
+        (
+            ["compose", "--eps", "0.1", "--delta", "0.01", "--compositions", "30", "--target-delta", "0.01"],
+            "delta_total: got 0.01",
+        ),
+        (
+            ["compose", "--eps", "0.1", "--compositions", "3", "--eps-total", "1", "--target-delta", "0.1"],
+            "--target-delta",
+        ),
     ],
 )
 def test_compose_errors_are_one_line_exit_2(argv, needle, capsys, tmp_path):
@@ -90,7 +135,10 @@ def _rr_rows(k: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
 def test_compose_pairs_match_brute_force_and_bounds(tmp_path, capsys):
     out = tmp_path / "c"
     grid = ["0", "0.5", "1.4", "2"]
-    assert main(["compose", "--pairs", "1,1e-6 0.5,0", "0.5,0", "--eps-total", *grid, "--out", str(out), "--no-figure"]) == 0
+    assert (
+        main(["compose", "--pairs", "1,1e-6 0.5,0", "0.5,0", "--eps-total", *grid, "--out", str(out), "--no-figure"])
+        == 0
+    )
     text = capsys.readouterr().out
     assert "exact (accountant)" in text and "Thm 3.5" in text and "basic" in text
     table = pd.read_csv(out / "table.csv")
@@ -124,8 +172,25 @@ def test_compose_pairs_repetition_and_target_delta(tmp_path, capsys):
 
 def test_compose_finite_mechanisms_are_exact(tmp_path, capsys):
     out = tmp_path / "m"
-    assert main(["compose", "--mechanism", "randomized_response:k=3,eps=1x3", "--mechanism", "randomized_response:k=2,eps=0.5",
-                 "--eps-total", "0", "1", "2.5", "--out", str(out), "--no-figure"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "compose",
+                "--mechanism",
+                "randomized_response:k=3,eps=1x3",
+                "--mechanism",
+                "randomized_response:k=2,eps=0.5",
+                "--eps-total",
+                "0",
+                "1",
+                "2.5",
+                "--out",
+                str(out),
+                "--no-figure",
+            ]
+        )
+        == 0
+    )
     table = pd.read_csv(out / "table.csv")
     p3, r3 = _rr_rows(3, 1.0)
     p2, r2 = _rr_rows(2, 0.5)
@@ -193,8 +258,8 @@ def test_compose_mixed_errors_are_one_line_exit_2(argv, needle, capsys, tmp_path
 
 
 def test_theorem_3_5_inversions_match_the_bound():
-    from ldpsim.report import compose as cr
     from ldpsim.privacy import kov_bound_heterogeneous
+    from ldpsim.report import compose as cr
 
     eps = np.array([1.0, 0.5, 0.5, 0.2, 0.2, 0.2, 0.1])
     delta = np.array([1e-6, 0, 0, 1e-5, 1e-5, 1e-5, 0.0])

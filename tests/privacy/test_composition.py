@@ -285,7 +285,9 @@ def assert_log_close(got_log, ref, mass, eps, k, t, what=""):
             assert got_log <= float(mpmath.log(ref + slack)), what
             return
         tol = 1e-10 + 1e-14 * abs(ref_log) + float(slack / ref)
-    assert abs(got_log - ref_log) <= tol, f"{what}: log got {got_log!r}, reference {ref_log!r} (diff {got_log - ref_log:.3g})"
+    assert abs(got_log - ref_log) <= tol, (
+        f"{what}: log got {got_log!r}, reference {ref_log!r} (diff {got_log - ref_log:.3g})"
+    )
 
 
 EPS = st.floats(0.01, 5.0)
@@ -332,7 +334,9 @@ def test_brute_force_small_k(case):
     [(0.1, 0.001, 7), (1.0, 0.0, 6), (3.0, 0.05, 5), (0.01, 0.0, 7), (5.0, 0.2, 4), (0.7, 1e-6, 1), (2.0, 0.0, 2)],
 )
 def test_brute_force_fixed_grid(eps, delta, k):
-    ts = sorted({float(x) for x in np.linspace(0.0, k * eps + 0.5, 23)} | {(k - 2 * i) * eps for i in range(k // 2 + 1)})
+    ts = sorted(
+        {float(x) for x in np.linspace(0.0, k * eps + 0.5, 23)} | {(k - 2 * i) * eps for i in range(k // 2 + 1)}
+    )
     refs = brute_force([(eps, delta)] * k, ts)
     got = comp.optimal_delta(eps, delta, k, np.array(ts))
     for t, (ref, mass), g in zip(ts, refs, got):
@@ -359,7 +363,10 @@ def test_beyond_k_eps_and_edges():
     assert comp.optimal_delta(eps, delta, 1, t) == pytest.approx(ref, rel=1e-13)
 
 
-@pytest.mark.parametrize("eps, delta, k", [(1.0, 0.0, 447), (2.7595935541462078, 0.0, 89), (5.0, 0.0, 1000), (0.5, 0.01, 2000), (3.0, 0.0, 10**6)])
+@pytest.mark.parametrize(
+    "eps, delta, k",
+    [(1.0, 0.0, 447), (2.7595935541462078, 0.0, 89), (5.0, 0.0, 1000), (0.5, 0.01, 2000), (3.0, 0.0, 10**6)],
+)
 def test_delta_is_a_probability(eps, delta, k):
     """Near-total leakage (delta -> 1) must stay a probability: at most 1, log at most 0."""
     ts = np.array([0.0, 0.1, 1.0, 10.0])
@@ -427,7 +434,16 @@ def test_large_k_direct_sum(eps, delta, k, ts):
             assert 0.0 <= g <= 1e-280, where
 
 
-@pytest.mark.parametrize("eps, delta, k, t", [(0.05, 0.0, 1000, 5.0), (0.5, 1e-3, 1000, 100.0), (0.01, 0.0, 10**4, 3.0), (0.01, 0.0, 10**5, 8.0), (0.01, 0.0, 10**5, 300.0)])
+@pytest.mark.parametrize(
+    "eps, delta, k, t",
+    [
+        (0.05, 0.0, 1000, 5.0),
+        (0.5, 1e-3, 1000, 100.0),
+        (0.01, 0.0, 10**4, 3.0),
+        (0.01, 0.0, 10**5, 8.0),
+        (0.01, 0.0, 10**5, 300.0),
+    ],
+)
 def test_windowed_oracle_matches_full_sum(eps, delta, k, t):
     """The fast oracle used for k >= 10^6 equals the full sum (checks the oracle, not ldpsim)."""
     full, _ = direct_sum(eps, delta, k, t)
@@ -437,7 +453,10 @@ def test_windowed_oracle_matches_full_sum(eps, delta, k, t):
 
 @pytest.mark.parametrize(
     "k, ts",
-    [(10**6, [0.0, 50.0, 80.0, 100.0, 420.0, 3000.0]), pytest.param(10**7, [0.0, 500.0, 600.0, 700.0, 2000.0], marks=pytest.mark.slow)],
+    [
+        (10**6, [0.0, 50.0, 80.0, 100.0, 420.0, 3000.0]),
+        pytest.param(10**7, [0.0, 500.0, 600.0, 700.0, 2000.0], marks=pytest.mark.slow),
+    ],
 )
 def test_huge_k_windowed(k, ts):
     eps = 0.01
@@ -548,7 +567,13 @@ BOUND_NAMES = ["basic", "drv", "kov", "kov_small_eps"]
 
 
 def test_bound_formulas():
-    for eps, delta, k, ds in [(0.1, 0.001, 30, 1e-5), (0.5, 0.0, 100, 1e-3), (0.01, 1e-8, 10**5, 1e-6), (0.9, 1e-4, 10, 0.5), (2.0, 0.0, 1000, 1e-9)]:
+    for eps, delta, k, ds in [
+        (0.1, 0.001, 30, 1e-5),
+        (0.5, 0.0, 100, 1e-3),
+        (0.01, 1e-8, 10**5, 1e-6),
+        (0.9, 1e-4, 10, 0.5),
+        (2.0, 0.0, 1000, 1e-9),
+    ]:
         assert comp.basic_bound(eps, delta, k) == pytest.approx(my_basic(eps, delta, k), rel=1e-13)
         assert comp.drv_bound(eps, delta, k, ds) == pytest.approx(my_drv(eps, delta, k, ds), rel=1e-12)
         assert comp.kov_bound(eps, delta, k, ds) == pytest.approx(my_kov(eps, delta, k, ds), rel=1e-12)
@@ -564,8 +589,12 @@ def test_bound_formulas():
     assert comp.kov_bound(1.0, 0.0, 3, 1e-3)[0] == pytest.approx(3.0)  # k eps
     e = math.exp(0.01)
     drift = 100 * 0.01 * (e - 1) / (e + 1)  # k = 100, eps = 0.01: k eps^2 = 0.01
-    assert comp.kov_bound(0.01, 0.0, 100, 1e-3)[0] == pytest.approx(drift + math.sqrt(2 * 0.01 * math.log(math.e + 0.1 / 1e-3)), rel=1e-12)
-    assert comp.kov_bound(0.01, 0.0, 100, 0.5)[0] == pytest.approx(drift + math.sqrt(2 * 0.01 * math.log(2.0)), rel=1e-12)
+    assert comp.kov_bound(0.01, 0.0, 100, 1e-3)[0] == pytest.approx(
+        drift + math.sqrt(2 * 0.01 * math.log(math.e + 0.1 / 1e-3)), rel=1e-12
+    )
+    assert comp.kov_bound(0.01, 0.0, 100, 0.5)[0] == pytest.approx(
+        drift + math.sqrt(2 * 0.01 * math.log(2.0)), rel=1e-12
+    )
 
 
 @pytest.mark.parametrize("name", BOUND_NAMES)
@@ -624,10 +653,14 @@ def test_bound_epsilon_values():
     assert comp.bound_epsilon("basic", eps, delta, k, 0.02) == math.inf
     # drv / kov at a target: the bound evaluated at the slack left over
     d = 0.05
-    assert comp.bound_epsilon("drv", eps, delta, k, d) == pytest.approx(my_drv(eps, delta, k, d - k * delta)[0], rel=1e-10)
+    assert comp.bound_epsilon("drv", eps, delta, k, d) == pytest.approx(
+        my_drv(eps, delta, k, d - k * delta)[0], rel=1e-10
+    )
     ds = 1 - (1 - d) / (1 - delta) ** k
     assert comp.bound_epsilon("kov", eps, delta, k, d) == pytest.approx(my_kov(eps, delta, k, ds)[0], rel=1e-10)
-    assert comp.bound_epsilon("kov_small_eps", eps, delta, k, d) == pytest.approx(my_kov(eps, delta, k, ds, "small_eps")[0], rel=1e-10)
+    assert comp.bound_epsilon("kov_small_eps", eps, delta, k, d) == pytest.approx(
+        my_kov(eps, delta, k, ds, "small_eps")[0], rel=1e-10
+    )
     assert comp.bound_epsilon("kov", eps, delta, k, 0.02) == math.inf  # below 1 - (1-delta)^k
     with pytest.raises(LdpSimError):
         comp.bound_delta("nonsense", eps, delta, k, 1.0)
@@ -641,7 +674,10 @@ def test_bound_epsilon_values():
 @st.composite
 def het_case(draw):
     n_classes = draw(st.integers(2, 3))
-    classes = [(draw(st.floats(0.05, 3.0)), draw(st.one_of(st.just(0.0), st.floats(0.0, 0.1), st.floats(1e-18, 1e-6)))) for _ in range(n_classes)]
+    classes = [
+        (draw(st.floats(0.05, 3.0)), draw(st.one_of(st.just(0.0), st.floats(0.0, 0.1), st.floats(1e-18, 1e-6))))
+        for _ in range(n_classes)
+    ]
     counts = [draw(st.integers(1, 3)) for _ in range(n_classes)]
     while sum(counts) > 6:
         counts[counts.index(max(counts))] -= 1
@@ -667,7 +703,9 @@ def test_heterogeneous_brute_force(case):
     k = len(mechs)
     for t, (ref, mass) in zip(ts, refs):
         got = comp.optimal_delta_heterogeneous(eps_list, delta_list, t)
-        assert_close(got, ref, mass, max(eps_list), k, t, what=f"optimal_delta_heterogeneous({eps_list}, {delta_list}, {t!r})")
+        assert_close(
+            got, ref, mass, max(eps_list), k, t, what=f"optimal_delta_heterogeneous({eps_list}, {delta_list}, {t!r})"
+        )
     got_arr = comp.optimal_delta_heterogeneous(eps_list, delta_list, np.array(ts))
     for t, (ref, mass), g in zip(ts, refs, got_arr):
         assert_close(g, ref, mass, max(eps_list), k, t, what="array")
@@ -685,9 +723,17 @@ def test_heterogeneous_brute_force(case):
 )
 def test_heterogeneous_small_deltas(eps_list, delta_list, t):
     """Small per-mechanism deltas must not be lost to 1 - (1 - a)(1 - b) in doubles."""
-    (ref, mass), = brute_force(list(zip(eps_list, delta_list)), [t])
+    ((ref, mass),) = brute_force(list(zip(eps_list, delta_list)), [t])
     got = comp.optimal_delta_heterogeneous(eps_list, delta_list, t)
-    assert_close(got, ref, mass, max(eps_list), len(eps_list), t, what=f"optimal_delta_heterogeneous({eps_list}, {delta_list}, {t})")
+    assert_close(
+        got,
+        ref,
+        mass,
+        max(eps_list),
+        len(eps_list),
+        t,
+        what=f"optimal_delta_heterogeneous({eps_list}, {delta_list}, {t})",
+    )
 
 
 def test_heterogeneous_equal_classes_is_homogeneous():
@@ -716,7 +762,9 @@ def test_heterogeneous_inverse_and_kov():
         assert got == pytest.approx(ref, rel=1e-12)
         assert comp.optimal_delta_heterogeneous(eps_list, delta_list, got[0]) <= got[1] + 1e-12
     # equal classes: Theorem 3.5 reduces to Theorem 3.4
-    assert comp.kov_bound_heterogeneous([0.1] * 30, [0.001] * 30, 1e-5) == pytest.approx(comp.kov_bound(0.1, 0.001, 30, 1e-5), rel=1e-12)
+    assert comp.kov_bound_heterogeneous([0.1] * 30, [0.001] * 30, 1e-5) == pytest.approx(
+        comp.kov_bound(0.1, 0.001, 30, 1e-5), rel=1e-12
+    )
 
 
 def test_heterogeneous_too_large():
@@ -734,10 +782,16 @@ def test_heterogeneous_too_large():
 # ---------------------------------------------------------------------------------------
 
 BAD_HOMOGENEOUS = [
-    dict(compositions=0), dict(compositions=-3), dict(compositions=2.5), dict(compositions=math.nan),
-    dict(eps=-0.1), dict(eps=math.nan),
-    dict(delta=-1e-3), dict(delta=1.5), dict(delta=math.nan),
-]  # fmt: skip
+    dict(compositions=0),
+    dict(compositions=-3),
+    dict(compositions=2.5),
+    dict(compositions=math.nan),
+    dict(eps=-0.1),
+    dict(eps=math.nan),
+    dict(delta=-1e-3),
+    dict(delta=1.5),
+    dict(delta=math.nan),
+]
 
 
 @pytest.mark.parametrize("bad", BAD_HOMOGENEOUS, ids=lambda b: ",".join(f"{k}={v}" for k, v in b.items()))
@@ -756,7 +810,11 @@ def test_bad_input(bad):
         comp.basic_bound(args["eps"], args["delta"], args["compositions"])
 
 
-@pytest.mark.parametrize("t", [-0.1, math.nan, np.array([0.1, -1.0]), np.array([0.1, math.nan])], ids=["neg", "nan", "neg-in-array", "nan-in-array"])
+@pytest.mark.parametrize(
+    "t",
+    [-0.1, math.nan, np.array([0.1, -1.0]), np.array([0.1, math.nan])],
+    ids=["neg", "nan", "neg-in-array", "nan-in-array"],
+)
 def test_bad_eps_total(t):
     with pytest.raises(LdpSimError):
         comp.optimal_delta(0.1, 1e-3, 10, t)
@@ -778,7 +836,13 @@ def test_bad_slack(ds):
 
 
 def test_bad_heterogeneous_lists():
-    for eps_list, delta_list in [([0.1, 0.2, 0.3], [0.0, 0.0]), ([], []), ([0.1, -0.2], [0.0, 0.0]), ([0.1, 0.2], [0.0, 1.2]), ([0.1, math.nan], [0.0, 0.0])]:
+    for eps_list, delta_list in [
+        ([0.1, 0.2, 0.3], [0.0, 0.0]),
+        ([], []),
+        ([0.1, -0.2], [0.0, 0.0]),
+        ([0.1, 0.2], [0.0, 1.2]),
+        ([0.1, math.nan], [0.0, 0.0]),
+    ]:
         with pytest.raises(LdpSimError):
             comp.optimal_delta_heterogeneous(eps_list, delta_list, 0.1)
         with pytest.raises(LdpSimError):

@@ -4,11 +4,9 @@ the float arithmetic would under- or overflow) or one LdpSimError; never a warni
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import mpmath as mp
-import numpy as np
 import pytest
 
 from ldpsim.cli import main
@@ -79,7 +77,11 @@ def test_per_query_budget_when_eps_over_delta_overflows():
         s2 = mp.mpf(10**9) * mp.mpf(1e-3) ** 2
         c = 10**9 * mp.mpf(1e-3) * mp.tanh(mp.mpf(1e-3) / 2)
         ds = mp.mpf(5e-324)
-        ref = min(10**9 * mp.mpf(1e-3), c + mp.sqrt(2 * s2 * mp.log(mp.e + mp.sqrt(s2) / ds)), c + mp.sqrt(2 * s2 * mp.log(1 / ds)))
+        ref = min(
+            10**9 * mp.mpf(1e-3),
+            c + mp.sqrt(2 * s2 * mp.log(mp.e + mp.sqrt(s2) / ds)),
+            c + mp.sqrt(2 * s2 * mp.log(1 / ds)),
+        )
     assert e_t == pytest.approx(float(ref), rel=1e-12)
 
 
@@ -93,7 +95,9 @@ def test_kov_bound_at_tiny_eps_is_not_zero(k):
     with mp.workdps(40):
         e, s2 = mp.mpf(eps), k * mp.mpf(eps) ** 2
         c = k * e * mp.tanh(e / 2)
-        ref = min(k * e, c + mp.sqrt(2 * s2 * mp.log(mp.e + mp.sqrt(s2) / ds)), c + mp.sqrt(2 * s2 * mp.log(1 / mp.mpf(ds))))
+        ref = min(
+            k * e, c + mp.sqrt(2 * s2 * mp.log(mp.e + mp.sqrt(s2) / ds)), c + mp.sqrt(2 * s2 * mp.log(1 / mp.mpf(ds)))
+        )
     assert e_t == pytest.approx(float(ref), rel=1e-12) and d_t == ds
     assert C.optimal_delta(eps, 0.0, k, e_t) <= d_t  # a valid bound
     e_h, d_h = C.kov_bound_heterogeneous([eps, 2 * eps], [0.0, 0.0], ds)
@@ -101,7 +105,9 @@ def test_kov_bound_at_tiny_eps_is_not_zero(k):
         es = [mp.mpf(eps), 2 * mp.mpf(eps)]
         s2 = sum(x**2 for x in es)
         c = sum(x * mp.tanh(x / 2) for x in es)
-        ref_h = min(sum(es), c + mp.sqrt(2 * s2 * mp.log(mp.e + mp.sqrt(s2) / ds)), c + mp.sqrt(2 * s2 * mp.log(1 / mp.mpf(ds))))
+        ref_h = min(
+            sum(es), c + mp.sqrt(2 * s2 * mp.log(mp.e + mp.sqrt(s2) / ds)), c + mp.sqrt(2 * s2 * mp.log(1 / mp.mpf(ds)))
+        )
     assert e_h == pytest.approx(float(ref_h), rel=1e-12) and d_h == pytest.approx(ds, rel=1e-12)
 
 

@@ -77,8 +77,12 @@ def run(filt: PrivacyFilter, n: int, steps: int, choose):
 
 
 # moves: how the next report's parameters are chosen from what was admitted so far
-MOVE = st.tuples(st.sampled_from(["absolute", "remaining", "last", "remaining_sq"]), st.floats(0.0, 1.5),
-                 st.sampled_from(["zero", "absolute", "remaining"]), st.floats(0.0, 1.5))  # fmt: skip
+MOVE = st.tuples(
+    st.sampled_from(["absolute", "remaining", "last", "remaining_sq"]),
+    st.floats(0.0, 1.5),
+    st.sampled_from(["zero", "absolute", "remaining"]),
+    st.floats(0.0, 1.5),
+)
 
 
 def chooser(moves: list[list[tuple]], eps_g: float, delta_g: float, sq_budget: float):
@@ -142,7 +146,11 @@ def test_basic_filter_never_lets_a_respondent_past_its_budget(eps_g, delta_g, mo
         # the state's charged sums are upper bounds, within one unit per report
         k = len(admitted[j])
         charged = int(state.charges["eps"][j]) * Fraction(unit_e)
-        assert exact_sum(e for e, _ in admitted[j]) <= charged <= exact_sum(e for e, _ in admitted[j]) + k * Fraction(unit_e)
+        assert (
+            exact_sum(e for e, _ in admitted[j])
+            <= charged
+            <= exact_sum(e for e, _ in admitted[j]) + k * Fraction(unit_e)
+        )
         assert float(state.sum_eps[j]) == float(charged)
     for j, e, d, hist in refused:  # refused only at (within rounding units of) the budget
         k = len(hist) + 1
@@ -151,8 +159,12 @@ def test_basic_filter_never_lets_a_respondent_past_its_budget(eps_g, delta_g, mo
         assert over_e or over_d
 
 
-@given(eps_g=EPS_BUDGETS, delta_g=st.one_of(st.sampled_from([1e-9, 1e-6, 1e-3]), st.floats(1e-12, 0.1)),
-       slack=st.one_of(st.just(None), st.just(1.0), st.floats(0.01, 1.0)), moves=sequences())  # fmt: skip
+@given(
+    eps_g=EPS_BUDGETS,
+    delta_g=st.one_of(st.sampled_from([1e-9, 1e-6, 1e-3]), st.floats(1e-12, 0.1)),
+    slack=st.one_of(st.just(None), st.just(1.0), st.floats(0.01, 1.0)),
+    moves=sequences(),
+)
 def test_advanced_filter_admits_only_sequences_meeting_the_theorems_condition(eps_g, delta_g, slack, moves):
     filt = AdvancedFilter(eps_g, delta_g, None if slack is None else slack * delta_g)
     d1, d2 = filt.delta_slack, filt.delta_reports
@@ -269,7 +281,9 @@ def test_homogeneous_reports_the_filters_admit_compose_within_the_budget(eps_g, 
     assert advanced_lhs([eps] * adv, delta_g) <= eps_g < advanced_lhs([eps] * (adv + 1), delta_g)
 
 
-@pytest.mark.parametrize("eps, delta, eps_g, delta_g", [(0.01, 1e-8, 1.0, 1e-5), (0.05, 1e-7, 3.0, 1e-5), (0.2, 1e-9, 2.0, 1e-6)])
+@pytest.mark.parametrize(
+    "eps, delta, eps_g, delta_g", [(0.01, 1e-8, 1.0, 1e-5), (0.05, 1e-7, 3.0, 1e-5), (0.2, 1e-9, 2.0, 1e-6)]
+)
 def test_homogeneous_approximate_reports_compose_within_the_budget(eps, delta, eps_g, delta_g):
     for filt in (BasicFilter(eps_g, delta_g), AdvancedFilter(eps_g, delta_g)):
         k = allowed_reports(filt, eps, delta)
@@ -278,9 +292,14 @@ def test_homogeneous_approximate_reports_compose_within_the_budget(eps, delta, e
 
 
 @settings(max_examples=60)
-@given(eps_g=st.sampled_from([0.5, 1.0, 2.0, 5.0]), delta_g=st.sampled_from([1e-6, 1e-4]),
-       offers=st.lists(st.tuples(st.sampled_from([0.02, 0.05, 0.1, 0.3]), st.sampled_from([0.0, 1e-8])), min_size=1, max_size=40),
-       advanced=st.booleans())  # fmt: skip
+@given(
+    eps_g=st.sampled_from([0.5, 1.0, 2.0, 5.0]),
+    delta_g=st.sampled_from([1e-6, 1e-4]),
+    offers=st.lists(
+        st.tuples(st.sampled_from([0.02, 0.05, 0.1, 0.3]), st.sampled_from([0.0, 1e-8])), min_size=1, max_size=40
+    ),
+    advanced=st.booleans(),
+)
 def test_heterogeneous_sequences_fixed_in_advance_compose_within_the_budget(eps_g, delta_g, offers, advanced):
     filt = AdvancedFilter(eps_g, delta_g) if advanced else BasicFilter(eps_g, delta_g)
     eps = np.array([e for e, _ in offers])
@@ -312,9 +331,12 @@ def count_by_spending(filt: PrivacyFilter, eps: np.ndarray, delta: np.ndarray, c
 
 
 @settings(max_examples=40)
-@given(eps_g=EPS_BUDGETS, delta_g=st.sampled_from([1e-9, 1e-6, 1e-3]),
-       ratios=st.lists(st.floats(0.002, 1.5), min_size=1, max_size=8),
-       dratios=st.lists(st.sampled_from([0.0, 0.01, 0.1, 0.3, 1.0, 2.0]), min_size=8, max_size=8))  # fmt: skip
+@given(
+    eps_g=EPS_BUDGETS,
+    delta_g=st.sampled_from([1e-9, 1e-6, 1e-3]),
+    ratios=st.lists(st.floats(0.002, 1.5), min_size=1, max_size=8),
+    dratios=st.lists(st.sampled_from([0.0, 0.01, 0.1, 0.3, 1.0, 2.0]), min_size=8, max_size=8),
+)
 def test_allowed_reports_equals_counting_with_admits_and_spend(eps_g, delta_g, ratios, dratios):
     eps = np.array(ratios) * eps_g
     delta = np.array(dratios[: eps.size]) * delta_g

@@ -75,7 +75,10 @@ def test_gdp_delta_matches_mpmath_even_far_below_doubles(mu, eps):
 
 def test_gdp_tradeoff_and_composition():
     mu = 1.3
-    ref = [float(mp.ncdf(mp.sqrt(2) * mp.erfinv(1 - 2 * a) - mu)) if 0 < a < 1 else (1.0 if a == 0 else 0.0) for a in ALPHAS]
+    ref = [
+        float(mp.ncdf(mp.sqrt(2) * mp.erfinv(1 - 2 * a) - mu)) if 0 < a < 1 else (1.0 if a == 0 else 0.0)
+        for a in ALPHAS
+    ]
     assert np.allclose(GDP(mu).tradeoff(ALPHAS), ref, atol=1e-12)
     assert GDP(0.5).compose(9).mu == pytest.approx(1.5)
     assert GDP.composition([0.3, 0.4]).mu == pytest.approx(0.5)
@@ -108,7 +111,10 @@ def test_mechanism_guarantee_matches_all_pairs_brute_force(mech):
         pair = tradeoff_lp(Q[0], Q[1], a)
         assert mech.tradeoff(a, mech.input_labels[0], mech.input_labels[1]) == pytest.approx(pair, abs=1e-9)
         # the symmetric trade-off is below every pair's
-        assert g.tradeoff(a) <= min(tradeoff_lp(Q[i], Q[j], a) for i in range(mech.k) for j in range(mech.k) if i != j) + 1e-9
+        assert (
+            g.tradeoff(a)
+            <= min(tradeoff_lp(Q[i], Q[j], a) for i in range(mech.k) for j in range(mech.k) if i != j) + 1e-9
+        )
 
 
 def test_pair_guarantee_tradeoff_is_conjugate_to_its_delta():

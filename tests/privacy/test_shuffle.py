@@ -39,8 +39,9 @@ def brute_force_delta(eps0: float, n: int, eps: float) -> mp.mpf:
         return mp.fsum(max(mp.mpf(0), P.get(k, 0) - ee * Q.get(k, 0)) for k in set(P) | set(Q))
 
 
-@pytest.mark.parametrize("eps0, n, eps", [(1.0, 1, 0.3), (1.0, 5, 0.2), (2.0, 12, 0.7), (0.5, 30, 0.1),
-                                          (3.0, 25, 1.5), (1.5, 40, 0.0)])  # fmt: skip
+@pytest.mark.parametrize(
+    "eps0, n, eps", [(1.0, 1, 0.3), (1.0, 5, 0.2), (2.0, 12, 0.7), (0.5, 30, 0.1), (3.0, 25, 1.5), (1.5, 40, 0.0)]
+)
 def test_the_linear_time_divergence_equals_the_brute_force_sum(eps0, n, eps):
     got = shuffle_delta(eps0, n, eps)
     want = float(brute_force_delta(eps0, n, eps))
@@ -65,8 +66,9 @@ def test_more_respondents_or_less_local_noise_move_eps_the_right_way():
     assert all(a < b for a, b in zip(by_eps0, by_eps0[1:])), by_eps0
 
 
-@pytest.mark.parametrize("eps0, n, delta", [(1.0, 10_000, 1e-6), (2.0, 100_000, 1e-8), (0.5, 1_000_000, 1e-6),
-                                            (3.0, 1_000_000, 1e-9)])  # fmt: skip
+@pytest.mark.parametrize(
+    "eps0, n, delta", [(1.0, 10_000, 1e-6), (2.0, 100_000, 1e-8), (0.5, 1_000_000, 1e-6), (3.0, 1_000_000, 1e-9)]
+)
 def test_the_numerical_bound_is_never_above_the_closed_form(eps0, n, delta):
     closed = shuffle_epsilon_closed_form(eps0, n, delta)
     assert closed < eps0  # inside the theorem's range
@@ -83,8 +85,10 @@ def test_the_closed_form_by_hand():
     assert shuffle_epsilon_closed_form(5.0, 100, 1e-6) == 5.0  # outside the theorem's range
 
 
-@pytest.mark.parametrize("args, name", [((0.0, 10, 0.1), "eps0"), ((1.0, 0, 0.1), "n"), ((1.0, 10, -1.0), "eps"),
-                                        ((float("nan"), 10, 0.1), "eps0")])  # fmt: skip
+@pytest.mark.parametrize(
+    "args, name",
+    [((0.0, 10, 0.1), "eps0"), ((1.0, 0, 0.1), "n"), ((1.0, 10, -1.0), "eps"), ((float("nan"), 10, 0.1), "eps0")],
+)
 def test_bad_arguments_are_one_line(args, name):
     with pytest.raises(LdpSimError, match=name) as err:
         shuffle_delta(*args)

@@ -78,9 +78,7 @@ def priors(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
     return P0, P1
 
 
-def binary_marginals(
-    P0: np.ndarray, P1: np.ndarray, eps: float
-) -> tuple[np.ndarray, np.ndarray, float]:
+def binary_marginals(P0: np.ndarray, P1: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray, float]:
     """``M0, M1`` of the binary mechanism straight from its definition (not the library),
     and the total variation ``P0(T) - P1(T)``."""
     T = P0 >= P1
@@ -104,9 +102,7 @@ def exact_log_beta(M0: np.ndarray, M1: np.ndarray, n: int, alpha: float) -> floa
         c += 1
     while c > 0 and stats.binom.cdf(c - 1, n, a0) >= alpha:
         c -= 1
-    below = (
-        stats.binom.cdf(c - 1, n, a0) if c > 0 else 0.0
-    )  # P0(reject for sure) < alpha
+    below = stats.binom.cdf(c - 1, n, a0) if c > 0 else 0.0  # P0(reject for sure) < alpha
     gamma = (alpha - below) / stats.binom.pmf(c, n, a0)
     cs = np.arange(c + 1, n + 1)
     terms = stats.binom.logpmf(cs, n, a1)
@@ -124,17 +120,11 @@ def strassen_terms(M0: np.ndarray, M1: np.ndarray) -> tuple[float, float, float]
     return D, V, C_BE * rho / V**1.5
 
 
-def exponent_bounds(
-    D: float, V: float, B: float, n: int, alpha: float
-) -> tuple[float, float]:
+def exponent_bounds(D: float, V: float, B: float, n: int, alpha: float) -> tuple[float, float]:
     """(lower, upper) bounds on ``-(1/n) log beta_n`` (module docstring)."""
     s = math.sqrt(V / n)
     lower = D + s * float(stats.norm.ppf(alpha - B / math.sqrt(n)))
-    upper = (
-        D
-        + s * float(stats.norm.ppf(alpha + 2 * B / math.sqrt(n)))
-        + math.log(math.sqrt(n) / B) / n
-    )
+    upper = D + s * float(stats.norm.ppf(alpha + 2 * B / math.sqrt(n))) + math.log(math.sqrt(n) / B) / n
     return lower, upper
 
 
@@ -144,18 +134,10 @@ def test_exponent_follows_the_second_order_expansion(pp, eps, alpha):
     P0, P1 = pp
     M0, M1, _ = binary_marginals(P0, P1, eps)
     mech = binary_mechanism_for_priors(P0, P1, eps)
-    assert np.allclose(mech.marginal(P0), M0, rtol=1e-12) and np.allclose(
-        mech.marginal(P1), M1, rtol=1e-12
-    )
+    assert np.allclose(mech.marginal(P0), M0, rtol=1e-12) and np.allclose(mech.marginal(P1), M1, rtol=1e-12)
     D, V, B = strassen_terms(M0, M1)
-    ns = [
-        n
-        for n in N_GRID
-        if B / math.sqrt(n) < alpha and alpha + 2 * B / math.sqrt(n) < 1
-    ]
-    assert ns and ns[-1] == N_GRID[-1], (
-        f"test design: B = {B:.3g} too large for alpha = {alpha:.3g}"
-    )
+    ns = [n for n in N_GRID if B / math.sqrt(n) < alpha and alpha + 2 * B / math.sqrt(n) < 1]
+    assert ns and ns[-1] == N_GRID[-1], f"test design: B = {B:.3g} too large for alpha = {alpha:.3g}"
     for n in ns:
         test = lrt_exact(M0, M1, n, alpha)
         ours = exact_log_beta(M0, M1, n, alpha)
@@ -164,15 +146,15 @@ def test_exponent_follows_the_second_order_expansion(pp, eps, alpha):
         exponent = -test.log_beta / n
         lower, upper = exponent_bounds(D, V, B, n, alpha)
         second = D + math.sqrt(V / n) * float(stats.norm.ppf(alpha))
-        info = f"n={n} D={D:.6g} V={V:.6g} B={B:.3g}: exponent {exponent:.8g} not in [{lower:.8g}, {upper:.8g}] (second order {second:.8g})"
+        info = (
+            f"n={n} D={D:.6g} V={V:.6g} B={B:.3g}: exponent {exponent:.8g} not in [{lower:.8g}, {upper:.8g}] "
+            f"(second order {second:.8g})"
+        )
         assert lower - ROUND <= exponent <= upper + ROUND, info
     # the remainder is o(1/sqrt n): sqrt(n) |r_n| at the largest n, bounded by the band
     n = ns[-1]
     r = exponent - second
-    assert (
-        math.sqrt(n) * abs(r)
-        <= math.sqrt(n) * max(upper - second, second - lower) + ROUND
-    )
+    assert math.sqrt(n) * abs(r) <= math.sqrt(n) * max(upper - second, second - lower) + ROUND
 
 
 def test_remainder_band_is_o_of_one_over_sqrt_n():

@@ -60,11 +60,8 @@ from ldpsim.stats import clopper_pearson_lower, clopper_pearson_upper, wilson
 from tests.properties import examples, seed_of
 from tests.stats_checks import FALSE_FAILURE
 
-
 #: entries the auditor cannot sample cheaply, with the reason
-SKIPPED = {
-    "rappor": "Bloom-filter vector outputs: about 1 s per audit at n = 20,000 (covered in tests/audit)"
-}
+SKIPPED = {"rappor": "Bloom-filter vector outputs: about 1 s per audit at n = 20,000 (covered in tests/audit)"}
 
 SOUND_EXAMPLES = examples(3)
 SOUND_N = 20_000
@@ -83,9 +80,7 @@ def _distribution(draw: st.DrawFn, k: int) -> list[float]:
 @st.composite
 def _utility(draw: st.DrawFn) -> dict:
     k = draw(st.integers(2, 4))
-    utility = draw(
-        st.sampled_from(["kl", "tv", "chi_square", "hellinger", "mutual_information"])
-    )
+    utility = draw(st.sampled_from(["kl", "tv", "chi_square", "hellinger", "mutual_information"]))
     out: dict = {"eps": draw(EPS), "utility": utility}
     if utility == "mutual_information":
         out["prior"] = draw(_distribution(k))
@@ -101,9 +96,7 @@ def _binary(draw: st.DrawFn) -> dict:
     out: dict = {"eps": draw(EPS), "k": k}
     how = draw(st.sampled_from(["default", "T", "priors"]))
     if how == "T":
-        out["T"] = draw(
-            st.lists(st.integers(0, k - 1), unique=True, min_size=1, max_size=k - 1)
-        )
+        out["T"] = draw(st.lists(st.integers(0, k - 1), unique=True, min_size=1, max_size=k - 1))
     elif how == "priors":
         out["P0"], out["P1"] = draw(_distribution(k)), draw(_distribution(k))
     return out
@@ -113,12 +106,7 @@ def _binary(draw: st.DrawFn) -> dict:
 def _matrix(draw: st.DrawFn) -> dict:
     k, m = draw(st.integers(2, 4)), draw(st.integers(2, 4))
     rows = [
-        draw(
-            st.lists(st.floats(0.0, 1.0), min_size=m, max_size=m).filter(
-                lambda r: sum(r) > 0.05
-            )
-        )
-        for _ in range(k)
+        draw(st.lists(st.floats(0.0, 1.0), min_size=m, max_size=m).filter(lambda r: sum(r) > 0.05)) for _ in range(k)
     ]
     return {"matrix": [[x / sum(r) for x in r] for r in rows]}
 
@@ -157,9 +145,7 @@ def _fixed(**kw: st.SearchStrategy) -> st.SearchStrategy:
     return st.fixed_dictionaries(kw)
 
 
-def _optional(
-    key: str, strategy: st.SearchStrategy, **kw: st.SearchStrategy
-) -> st.SearchStrategy:
+def _optional(key: str, strategy: st.SearchStrategy, **kw: st.SearchStrategy) -> st.SearchStrategy:
     """``kw``, plus ``key`` drawn from ``strategy`` or left out (the entry's default)."""
     return _fixed(**kw, **{key: strategy}) | _fixed(**kw)
 
@@ -195,17 +181,13 @@ STRATEGIES: dict[str, st.SearchStrategy] = {
     "discrete_laplace": _fixed(eps=EPS, sensitivity=st.integers(1, 3)),
     "discrete_gaussian": _fixed(eps=EPS, delta=st.floats(1e-4, 0.2), sensitivity=st.integers(1, 3)),
     "snapped_laplace": _snapped(),
-    "norm_laplace": _fixed(
-        d=st.integers(1, 4), p=st.sampled_from([1.0, 2.0, 3.0, math.inf]), eps=EPS
-    ),
+    "norm_laplace": _fixed(d=st.integers(1, 4), p=st.sampled_from([1.0, 2.0, 3.0, math.inf]), eps=EPS),
     "sue": _fixed(k=st.integers(2, 6), eps=EPS),
     "oue": _fixed(k=st.integers(2, 6), eps=EPS),
     "olh": _optional("g", st.integers(2, 8), k=K, eps=EPS),
     "blh": _fixed(k=K, eps=EPS),
     "hadamard_response": _fixed(k=st.integers(2, 7), eps=EPS),
-    "subset_selection": K.flatmap(
-        lambda k: _optional("omega", st.integers(1, k - 1), k=st.just(k), eps=EPS)
-    ),
+    "subset_selection": K.flatmap(lambda k: _optional("omega", st.integers(1, k - 1), k=st.just(k), eps=EPS)),
     "laplace_bounded": _bounded(),
     "discrete_laplace_bounded": _integer_range(),
     "snapped_laplace_bounded": _bounded(),
@@ -213,21 +195,15 @@ STRATEGIES: dict[str, st.SearchStrategy] = {
     "duchi": _bounded(),
     "piecewise": _bounded(),
     "hybrid": _bounded(),
-    "memoised_rr": _fixed(
-        k=K, eps_permanent=st.floats(0.1, 3.0), eps_instantaneous=st.floats(0.1, 3.0)
-    ),
+    "memoised_rr": _fixed(k=K, eps_permanent=st.floats(0.1, 3.0), eps_instantaneous=st.floats(0.1, 3.0)),
     "broken.doubled_rr": _fixed(k=K, eps=st.floats(0.2, 1.5)),
     "broken.unary_no_reset": _fixed(k=st.integers(2, 6), eps=EPS),
     "broken.laplace_wrong_scale": _fixed(eps=st.floats(0.2, 1.5)),
     "broken.histogram_wrong_scale": _histogram(),
     "broken.noisy_max_value": _fixed(eps=EPS, m=st.integers(2, 6)),
     "broken.svt_no_query_noise": _fixed(eps=EPS, T=st.floats(-1.0, 1.0)),
-    "broken.svt_no_cutoff": _fixed(
-        eps=EPS, m=st.integers(2, 4), T=st.floats(-1.0, 1.0)
-    ),
-    "broken.svt_returns_value": _fixed(
-        eps=EPS, m=st.integers(2, 8), T=st.floats(-1.0, 1.0)
-    ),
+    "broken.svt_no_cutoff": _fixed(eps=EPS, m=st.integers(2, 4), T=st.floats(-1.0, 1.0)),
+    "broken.svt_returns_value": _fixed(eps=EPS, m=st.integers(2, 8), T=st.floats(-1.0, 1.0)),
 }
 
 SOUND_NAMES = sorted(STRATEGIES)
@@ -249,19 +225,13 @@ def test_lower_bound_never_exceeds_exact_eps(name, data):
     t = target(name, **params)
     eps_d = t.claimed_eps if t.claimed_delta > 0 else None
     seed = seed_of(name, params)
-    res = audit(
-        t.sampler, t.pairs, SOUND_N, alpha=SOUND_ALPHA, rng=seed, eps_for_delta=eps_d
-    )
+    res = audit(t.sampler, t.pairs, SOUND_N, alpha=SOUND_ALPHA, rng=seed, eps_for_delta=eps_d)
     info = f"{t.spec} seed={seed}: eps_LB={res.eps_lb!r}, delta_LB={res.delta_lb!r}, witness {res.witness}"
     assert res.eps_lb >= 0.0, info
-    assert res.eps_lb <= t.true_eps + 1e-12, (
-        f"eps_LB above the exact eps {t.true_eps!r}: {info}"
-    )
+    assert res.eps_lb <= t.true_eps + 1e-12, f"eps_LB above the exact eps {t.true_eps!r}: {info}"
     if eps_d is not None and t.true_delta is not None:
         exact = t.true_delta(eps_d)
-        assert res.delta_lb <= exact + 1e-12, (
-            f"delta_LB above the exact delta {exact!r}: {info}"
-        )
+        assert res.delta_lb <= exact + 1e-12, f"delta_LB above the exact delta {exact!r}: {info}"
 
 
 # --------------------------------------------------------------------------- power
@@ -281,27 +251,19 @@ POWER_STRATEGIES: dict[str, st.SearchStrategy] = {
     "hadamard_response": _fixed(k=st.integers(2, 3), eps=st.floats(0.8, 2.5)),
     "broken.doubled_rr": _fixed(k=st.integers(2, 3), eps=st.floats(0.4, 1.2)),
     "matrix": _fixed(
-        matrix=st.floats(0.55, 0.85).flatmap(
-            lambda a: st.floats(0.15, a - 0.3).map(lambda b: [[a, 1 - a], [b, 1 - b]])
-        )
+        matrix=st.floats(0.55, 0.85).flatmap(lambda a: st.floats(0.15, a - 0.3).map(lambda b: [[a, 1 - a], [b, 1 - b]]))
     ),
 }
 POWER_NAMES = sorted(POWER_STRATEGIES)
 POWER_AUDITS = POWER_EXAMPLES * len(POWER_NAMES)
-POWER_ALPHA = (
-    FALSE_FAILURE / 2 / POWER_AUDITS
-)  # the audits' own level (soundness, checked too)
-POWER_FAILURE = (
-    FALSE_FAILURE / 2 / POWER_AUDITS
-)  # per example: P(eps_LB < FACTOR eps) <= this
+POWER_ALPHA = FALSE_FAILURE / 2 / POWER_AUDITS  # the audits' own level (soundness, checked too)
+POWER_FAILURE = FALSE_FAILURE / 2 / POWER_AUDITS  # per example: P(eps_LB < FACTOR eps) <= this
 N_GRID = [int(2000 * 1.25**i) for i in range(40)]
 N_MAX = 600_000
 
 
 def _matrix_of(mech) -> np.ndarray:
-    return np.asarray(
-        mech.matrix() if callable(mech.matrix) else mech.matrix, dtype=float
-    )
+    return np.asarray(mech.matrix() if callable(mech.matrix) else mech.matrix, dtype=float)
 
 
 def _row(mech, x) -> int:
@@ -323,9 +285,7 @@ def _first(pred, lo: int, hi: int) -> int:
 
 def _bound_at(p, q, n1, n2, a, z_sel, eps, g) -> float:
     """The power bound of the module docstring with good events ``log ratio >= g``."""
-    subsets = np.array(
-        [s for s in itertools.product([0, 1], repeat=p.size) if any(s)], dtype=float
-    )
+    subsets = np.array([s for s in itertools.product([0, 1], repeat=p.size) if any(s)], dtype=float)
     ps, qs = (
         np.minimum(subsets @ p, 1.0),
         np.minimum(subsets @ q, 1.0),
@@ -333,9 +293,7 @@ def _bound_at(p, q, n1, n2, a, z_sel, eps, g) -> float:
     lr = np.log(ps) - np.log(qs)
     good = lr >= g
     bad = ~good
-    c = (
-        (eps + float(lr[bad].max())) / 2 if bad.any() else -math.inf
-    )  # score threshold between the levels
+    c = (eps + float(lr[bad].max())) / 2 if bad.any() else -math.inf  # score threshold between the levels
     fail = 0.0
     if bad.any():
         # the top event (every output of the largest ratio) scores below c ...
@@ -346,43 +304,30 @@ def _bound_at(p, q, n1, n2, a, z_sel, eps, g) -> float:
         y_hi = _first(lambda y: wilson(y, n1, z=z_sel)[1] > u * math.exp(-c), 0, n1)
         fail += stats.binom.cdf(x_lo - 1, n1, P) + stats.binom.sf(y_hi - 1, n1, Q)
         # ... or a bad event's plug-in score reaches c (Wilson bounds bracket the frequency)
-        ub = ps[bad] * np.exp(
-            (c - lr[bad]) / 2
-        )  # u for S; u e^-c = Q(S) e^((lr - c)/2)
+        ub = ps[bad] * np.exp((c - lr[bad]) / 2)  # u for S; u e^-c = Q(S) e^((lr - c)/2)
         vb = qs[bad] * np.exp((lr[bad] - c) / 2)
         fail += float(
-            np.sum(
-                stats.binom.sf(np.ceil(ub * n1) - 1, n1, ps[bad])
-                + stats.binom.cdf(np.floor(vb * n1), n1, qs[bad])
-            )
+            np.sum(stats.binom.sf(np.ceil(ub * n1) - 1, n1, ps[bad]) + stats.binom.cdf(np.floor(vb * n1), n1, qs[bad]))
         )
     # certification of the worst good event on fresh outputs
     worst = 0.0
     for P_s, Q_s, l_s in zip(ps[good], qs[good], lr[good]):
         h = (l_s - FACTOR * eps) / 2
         x2 = _first(
-            lambda x, P_s=P_s, h=h: (
-                clopper_pearson_lower(x, n2, a / 2) >= P_s * math.exp(-h)
-            ),
+            lambda x, P_s=P_s, h=h: clopper_pearson_lower(x, n2, a / 2) >= P_s * math.exp(-h),
             0,
             n2,
         )
         y2 = _first(
-            lambda y, Q_s=Q_s, h=h: (
-                clopper_pearson_upper(y, n2, a / 2) > Q_s * math.exp(h)
-            ),
+            lambda y, Q_s=Q_s, h=h: clopper_pearson_upper(y, n2, a / 2) > Q_s * math.exp(h),
             0,
             n2,
         )
-        worst = max(
-            worst, stats.binom.cdf(x2 - 1, n2, P_s) + stats.binom.sf(y2 - 1, n2, Q_s)
-        )
+        worst = max(worst, stats.binom.cdf(x2 - 1, n2, P_s) + stats.binom.sf(y2 - 1, n2, Q_s))
     return float(fail + worst)
 
 
-def power_failure_bound(
-    p: np.ndarray, q: np.ndarray, n: int, pairs: int, alpha: float, split: float = 0.5
-) -> float:
+def power_failure_bound(p: np.ndarray, q: np.ndarray, n: int, pairs: int, alpha: float, split: float = 0.5) -> float:
     """Upper bound on P(certified bound of the ordered pair with rows ``p``, ``q`` < FACTOR eps)
     for an audit at ``n`` outputs per input over ``pairs`` pairs at level ``alpha`` (module
     docstring); the best over the choices of the good threshold ``g`` (the ratio levels of
@@ -391,17 +336,11 @@ def power_failure_bound(
     n2 = n - n1
     eps = float(np.max(np.log(p) - np.log(q)))
     a = alpha / (2 * pairs)  # per certified test; each side of the ratio at a / 2
-    z_sel = float(
-        stats.norm.isf(a / 2 / p.size)
-    )  # selection level, at most m candidates
-    subsets = np.array(
-        [s for s in itertools.product([0, 1], repeat=p.size) if any(s)], dtype=float
-    )
+    z_sel = float(stats.norm.isf(a / 2 / p.size))  # selection level, at most m candidates
+    subsets = np.array([s for s in itertools.product([0, 1], repeat=p.size) if any(s)], dtype=float)
     levels = np.unique(np.log(subsets @ p) - np.log(subsets @ q))
     levels = levels[(levels > FACTOR * eps) & (levels <= eps)]
-    levels = np.unique(
-        np.concatenate([levels[-3:], [eps - 1e-12]])
-    )  # the top few levels suffice
+    levels = np.unique(np.concatenate([levels[-3:], [eps - 1e-12]]))  # the top few levels suffice
     bound = min(_bound_at(p, q, n1, n2, a, z_sel, eps, g) for g in levels)
     assert not math.isnan(bound)
     return bound
@@ -429,21 +368,11 @@ def test_lower_bound_reaches_exact_eps(name, data):
     params = data.draw(POWER_STRATEGIES[name], label="params")
     t = target(name, **params)
     p, q, eps = _eps_pair(t.mechanism, t.pairs)
-    assert np.all(_matrix_of(t.mechanism) > 0), (
-        "the power argument needs every output possible"
-    )
-    assert eps == pytest.approx(t.true_eps, rel=1e-9), (
-        "the exact eps is a ratio of two output probabilities"
-    )
-    assume(
-        eps >= 0.3
-    )  # e.g. a binary mechanism whose T holds every input has eps 0: nothing to reach
+    assert np.all(_matrix_of(t.mechanism) > 0), "the power argument needs every output possible"
+    assert eps == pytest.approx(t.true_eps, rel=1e-9), "the exact eps is a ratio of two output probabilities"
+    assume(eps >= 0.3)  # e.g. a binary mechanism whose T holds every input has eps 0: nothing to reach
     n = next(
-        (
-            n
-            for n in N_GRID
-            if power_failure_bound(p, q, n, len(t.pairs), POWER_ALPHA) <= POWER_FAILURE
-        ),
+        (n for n in N_GRID if power_failure_bound(p, q, n, len(t.pairs), POWER_ALPHA) <= POWER_FAILURE),
         None,
     )
     assert n is not None and n <= N_MAX, f"test design: {t.spec} needs n > {N_MAX}"
@@ -457,8 +386,6 @@ def test_lower_bound_reaches_exact_eps(name, data):
 def test_power_bound_is_a_probability_bound():
     # the power bound shrinks with n, and at a tiny n it does not claim power
     p, q = np.array([0.7, 0.3]), np.array([0.3, 0.7])
-    bounds = [
-        power_failure_bound(p, q, n, 1, 1e-7) for n in (200, 2000, 20_000, 200_000)
-    ]
+    bounds = [power_failure_bound(p, q, n, 1, 1e-7) for n in (200, 2000, 20_000, 200_000)]
     assert bounds[0] >= 0.5 and bounds[-1] < 1e-7
     assert all(b1 <= b0 for b0, b1 in itertools.pairwise(bounds))

@@ -98,7 +98,9 @@ def test_xor_under_loss_is_the_closed_form_with_shrunk_total_variation():
     tv = delta + (1 - delta) * np.tanh(eps / 2)  # the quaternary mechanism's TV (docs/theory.md sec. 7)
     lossy = erasure_protocol(Protocol.universal(eps, delta), m)
     assert exact_accuracy(lossy, Task.xor(4), OBSERVER) == pytest.approx((1 + np.prod((1 - m) * tv)) / 2, rel=1e-13)
-    assert exact_accuracy(lossy, Task.xor(4), 1) == pytest.approx((1 + np.prod(np.delete((1 - m) * tv, 1))) / 2, rel=1e-13)
+    assert exact_accuracy(lossy, Task.xor(4), 1) == pytest.approx(
+        (1 + np.prod(np.delete((1 - m) * tv, 1))) / 2, rel=1e-13
+    )
 
 
 def test_worst_case_under_loss_is_at_most_the_lossless_one_and_at_most_the_average():
@@ -165,7 +167,8 @@ def test_rule_gain_of_the_protocol_itself_is_its_exact_accuracy_under_any_prior(
     prior = np.prod(np.where(xs == 1, p_one, 1 - p_one), axis=1)
     task = Task.majority(4)
     lib_rule_on_brute = rule_gain(p, p, task, OBSERVER, p_one)
-    # the library's rule is optimal for uniform bits; under this prior it is just some rule: its gain is below the optimum
+    # the library's rule is optimal for uniform bits; under this prior it is just some rule:
+    # its gain is below the optimum
     best, _ = brute_rule(P, xs, prior, task, OBSERVER)
     assert lib_rule_on_brute <= brute_gain(P, xs, prior, task, OBSERVER, best) + 1e-12
 
@@ -217,8 +220,11 @@ def test_parties_holding_more_than_a_bit_match_brute_force():
     from ldpsim.protocols import average_rule_table, estimate_accuracy, rule_accuracy
 
     rng = np.random.default_rng(21)
-    mechs = [catalog.build("randomized_response", k=3, eps=1.2), catalog.build("randomized_response", k=2, eps=0.7),
-             catalog.build("matrix", matrix=rng.dirichlet(np.ones(3), 4).tolist())]  # fmt: skip
+    mechs = [
+        catalog.build("randomized_response", k=3, eps=1.2),
+        catalog.build("randomized_response", k=2, eps=0.7),
+        catalog.build("matrix", matrix=rng.dirichlet(np.ones(3), 4).tolist()),
+    ]
     p = Protocol.from_mechanisms(mechs)
     assert p.inputs == (3, 2, 4)
     task = Task.random(3, 3, rng=5, gain=np.array([[1.0, 0.0, 0.3], [0.2, 1.0, 0.0], [0.0, 0.5, 2.0]]), inputs=p.inputs)
@@ -254,7 +260,9 @@ def test_parties_holding_more_than_a_bit_match_brute_force():
 
 
 def test_sampling_and_bad_inputs_with_alphabets():
-    p = Protocol.from_matrices([np.eye(3) * 0.4 + 0.2, np.array([[0.75, 0.25], [0.25, 0.75]])], [math.log(3), math.log(3)])
+    p = Protocol.from_matrices(
+        [np.eye(3) * 0.4 + 0.2, np.array([[0.75, 0.25], [0.25, 0.75]])], [math.log(3), math.log(3)]
+    )
     x = np.array([[0, 1], [2, 0], [1, 1]])
     assert p.sample(x, rng=1).shape == (3, 2)
     with pytest.raises(LdpSimError, match="^x: got"):

@@ -68,7 +68,15 @@ def brute_worst(protocol: Protocol, task: Task, party: int) -> float:
         Aeq[r, r * Y : (r + 1) * Y] = 1
     c = np.zeros(n + 1)
     c[-1] = -1
-    res = linprog(c, A_ub=A, b_ub=np.zeros(2**k), A_eq=Aeq, b_eq=np.ones(T * len(own)), bounds=[(0, 1)] * n + [(None, None)], method="highs")
+    res = linprog(
+        c,
+        A_ub=A,
+        b_ub=np.zeros(2**k),
+        A_eq=Aeq,
+        b_eq=np.ones(T * len(own)),
+        bounds=[(0, 1)] * n + [(None, None)],
+        method="highs",
+    )
     return float(-res.fun)
 
 

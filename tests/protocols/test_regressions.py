@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from ldpsim.errors import LdpSimError
-from ldpsim.stats import hoeffding
 from ldpsim.protocols import Protocol, Task, decide, exact_accuracy
 from ldpsim.protocols.decisions import exact_plan
 from ldpsim.sim.multiparty import expected_max_latency
 from ldpsim.sim.network import ExponentialLatency
+from ldpsim.stats import hoeffding
 
 
 def test_a_single_eps_is_repeated_for_a_list_of_deltas():

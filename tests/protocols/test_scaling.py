@@ -78,11 +78,15 @@ def rr_accuracy(task: str, eps: float, k: int, receiver: int) -> float:
 def test_independent_oracle_matches_brute_force_and_the_library(task, receiver):
     for k in (2, 4):  # brute force over every input and transcript
         p = Protocol.binary(1.0, parties=k)
-        assert rr_accuracy(task, 1.0, k, receiver) == pytest.approx(enumerated_gain(p, build_task(task, k), receiver), rel=1e-12)
+        assert rr_accuracy(task, 1.0, k, receiver) == pytest.approx(
+            enumerated_gain(p, build_task(task, k), receiver), rel=1e-12
+        )
     for k in (7, 60):  # the library's exact paths (tensor or classes; XOR closed form)
         for eps in EPS:
             p = Protocol.binary(eps, parties=k)
-            assert exact_accuracy(p, build_task(task, k), receiver) == pytest.approx(rr_accuracy(task, eps, k, receiver), rel=1e-10)
+            assert exact_accuracy(p, build_task(task, k), receiver) == pytest.approx(
+                rr_accuracy(task, eps, k, receiver), rel=1e-10
+            )
 
 
 # --------------------------------------------------------------------------- large-k formulas
@@ -105,8 +109,12 @@ def test_large_k_formulas_against_independent_exact_values(k, receiver):
         total = rr_accuracy("sum", eps, k, receiver)
         assert abs(large_k_accuracy("sum", q, k, receiver) / total - 1.0) <= 1.0 / k, (eps, k, receiver)
         if receiver == OBSERVER:  # the closed forms of the docstring
-            assert large_k_accuracy("majority", q, k) == pytest.approx(0.5 + math.asin(math.tanh(eps / 2)) / math.pi, rel=1e-12)
-            assert large_k_accuracy("sum", q, k) == pytest.approx(math.cosh(eps / 2) * math.sqrt(2 / (math.pi * k)), rel=1e-12)
+            assert large_k_accuracy("majority", q, k) == pytest.approx(
+                0.5 + math.asin(math.tanh(eps / 2)) / math.pi, rel=1e-12
+            )
+            assert large_k_accuracy("sum", q, k) == pytest.approx(
+                math.cosh(eps / 2) * math.sqrt(2 / (math.pi * k)), rel=1e-12
+            )
 
 
 def test_large_k_errors_shrink_like_one_over_k():

@@ -15,8 +15,7 @@ import pandas as pd
 import pytest
 from scipy import integrate, stats
 
-from ldpsim.reproduce import names, reproduce
-from ldpsim.reproduce import clt
+from ldpsim.reproduce import clt, names, reproduce
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SEED = 2014

@@ -49,20 +49,11 @@ def _moments_2d(p: float, alpha: float) -> tuple[float, float]:
 
     def g2(x, y):
         r = norm(x, y)
-        return (
-            alpha**2
-            * r ** (2 * alpha - 2)
-            * ((x / r) ** (2 * p - 2) + (y / r) ** (2 * p - 2))
-        )
+        return alpha**2 * r ** (2 * alpha - 2) * ((x / r) ** (2 * p - 2) + (y / r) ** (2 * p - 2))
 
     dens = lambda y, x: math.exp(-(norm(x, y) ** alpha))
     z = integrate.dblquad(dens, 0, 40, 0, 40, epsabs=1e-12, epsrel=1e-10)[0]
-    m1 = (
-        integrate.dblquad(
-            lambda y, x: g2(x, y) * dens(y, x), 0, 40, 0, 40, epsabs=1e-12, epsrel=1e-10
-        )[0]
-        / z
-    )
+    m1 = integrate.dblquad(lambda y, x: g2(x, y) * dens(y, x), 0, 40, 0, 40, epsabs=1e-12, epsrel=1e-10)[0] / z
     m2 = (
         integrate.dblquad(
             lambda y, x: g2(x, y) ** 2 * dens(y, x),
@@ -82,9 +73,7 @@ def _moments_2d(p: float, alpha: float) -> tuple[float, float]:
 @pytest.mark.parametrize("p,alpha", [(3.0, 1.0), (1.5, 1.5)])
 def test_d2_cv_against_quadrature_n2(p, alpha):
     m1, m2 = _moments_2d(p, alpha)
-    assert m1 == pytest.approx(
-        2 * NormPowerNoise(2, p, alpha).fisher_norm(), rel=1e-6
-    )  # tr I = n c
+    assert m1 == pytest.approx(2 * NormPowerNoise(2, p, alpha).fisher_norm(), rel=1e-6)  # tr I = n c
     assert cc.d2_cv(2, p, alpha) == pytest.approx(math.sqrt(m2 / m1**2 - 1), rel=1e-5)
 
 
@@ -93,16 +82,12 @@ def test_d2_cv_against_quadrature_n2(p, alpha):
 def test_g_max_sq_laplace_order_statistics(n):
     # |G| ~ Exp(1): max = sum_k E_k / k, E max^2 = sum 1/k^2 + (sum 1/k)^2
     k = np.arange(1, n + 1)
-    assert cc.g_max_sq(n, 1.0) == pytest.approx(
-        float(np.sum(1 / k**2) + np.sum(1 / k) ** 2), rel=1e-9
-    )
+    assert cc.g_max_sq(n, 1.0) == pytest.approx(float(np.sum(1 / k**2) + np.sum(1 / k) ** 2), rel=1e-9)
 
 
 def test_g_max_sq_gaussian_and_uniform():
     assert cc.g_max_sq(1, 2.0) == pytest.approx(0.5, rel=1e-9)  # G ~ N(0, 1/2)
-    assert cc.g_max_sq(2, 2.0) == pytest.approx(
-        0.5 * (1 + 2 / math.pi), rel=1e-9
-    )  # E max(Z1^2, Z2^2) = 1 + 2/pi
+    assert cc.g_max_sq(2, 2.0) == pytest.approx(0.5 * (1 + 2 / math.pi), rel=1e-9)  # E max(Z1^2, Z2^2) = 1 + 2/pi
     assert cc.g_max_sq(5, math.inf) == pytest.approx(5 / 7, rel=1e-15)
 
 
@@ -126,9 +111,7 @@ def test_limit_law_is_a_privacy_loss_law():
     assert np.trapezoid(np.exp(-y) * f, y) == pytest.approx(1.0, abs=1e-6)  # E e^-L = 1
     i = np.searchsorted(y, [0.3, 1.0, 2.0])
     j = np.searchsorted(y, [-0.3, -1.0, -2.0])
-    np.testing.assert_allclose(
-        f[j], np.exp(-y[i]) * f[i], rtol=1e-4
-    )  # f(-y) = e^-y f(y)
+    np.testing.assert_allclose(f[j], np.exp(-y[i]) * f[i], rtol=1e-4)  # f(-y) = e^-y f(y)
 
 
 def test_limit_law_matches_poisson_simulation():
@@ -136,9 +119,7 @@ def test_limit_law_matches_poisson_simulation():
     m = 200_000
     out = rng.standard_normal(m)  # Z_0: the top coordinate
     gam = np.zeros(m)
-    for _ in range(
-        60
-    ):  # Poisson points Gamma_j of rate 1 (their displaced values beyond 60 never win)
+    for _ in range(60):  # Poisson points Gamma_j of rate 1 (their displaced values beyond 60 never win)
         gam += rng.exponential(size=m)
         out = np.maximum(out, rng.standard_normal(m) - gam)
     ks = stats.kstest(out, cc.limit_cdf).statistic
@@ -172,15 +153,9 @@ def _naive_cdf(w: np.ndarray, yv: float) -> float:
 
     def given_r(r):
         g = np.clip(1 - a / (2 * r), 0, 1)
-        return (
-            sum(h[k] * np.prod(np.delete(g, k)) for k in range(n))
-            / n
-            * stats.gamma.pdf(r, n)
-        )
+        return sum(h[k] * np.prod(np.delete(g, k)) for k in range(n)) / n * stats.gamma.pdf(r, n)
 
-    return integrate.quad(
-        given_r, 0, n + 40 * math.sqrt(n), points=[n], limit=200, epsabs=1e-12
-    )[0]
+    return integrate.quad(given_r, 0, n + 40 * math.sqrt(n), points=[n], limit=200, epsabs=1e-12)[0]
 
 
 def test_linf_loss_cdf_against_naive_product():

@@ -16,8 +16,8 @@ import pytest
 from scipy import stats
 
 from ldpsim.privacy import OptimalComposition, lattice_region
-from ldpsim.reproduce import names, reproduce
 from ldpsim.reproduce import composition as cr
+from ldpsim.reproduce import names, reproduce
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SEED = 2014
@@ -85,7 +85,9 @@ def test_region_is_theorem_3_3s_intersection_of_lattice_regions(data):
         assert np.allclose(low["beta"], ref, rtol=1e-9, atol=1e-12), case
         vert = g[g["curve"] == "vertex"].iloc[1:]  # after (0, 1), the "reject nothing" test
         if len(vert):
-            assert np.allclose(vert["beta"], _thm33_tradeoff(eps, delta, int(k), vert["alpha"].to_numpy()), atol=1e-9), case
+            assert np.allclose(
+                vert["beta"], _thm33_tradeoff(eps, delta, int(k), vert["alpha"].to_numpy()), atol=1e-9
+            ), case
 
 
 def test_empirical_points_at_the_vertices_are_close(data):

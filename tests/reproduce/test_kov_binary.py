@@ -44,9 +44,7 @@ def _dominates(P0, P1, eps) -> bool:
     g = _ratios(P0, P1, eps)
     star = tuple(int(x) for x in (P0 >= P1))
     comp = tuple(1 - x for x in star)
-    return max(g.values()) <= g[star] * (1 + 1e-12) and min(g.values()) >= g[comp] * (
-        1 - 1e-12
-    )
+    return max(g.values()) <= g[star] * (1 + 1e-12) and min(g.values()) >= g[comp] * (1 - 1e-12)
 
 
 def test_both_registered():
@@ -108,9 +106,7 @@ def test_random_f_is_convex_and_zero_at_one():
         # convex: every chord lies above the graph (second differences on a log grid, mid-points)
         mid = f(np.sqrt(t[:-1] * t[1:]))
         lam = (np.sqrt(t[:-1] * t[1:]) - t[:-1]) / (t[1:] - t[:-1])
-        assert np.all(
-            mid <= (1 - lam) * y[:-1] + lam * y[1:] + 1e-9 * (1 + np.abs(y[1:]))
-        )
+        assert np.all(mid <= (1 - lam) * y[:-1] + lam * y[1:] + 1e-9 * (1 + np.abs(y[1:])))
 
 
 def test_factor_closed_form_and_its_ingredients():
@@ -118,16 +114,10 @@ def test_factor_closed_form_and_its_ingredients():
     tv = 0.5 * np.abs(P0 - P1).sum()
     for eps in (0.1, 1.0, 4.0):
         e = math.exp(eps)
-        assert kb.binary_kl_lower_bound_factor(eps) == pytest.approx(
-            1 / (2 * (e + 1) ** 2), rel=1e-13
-        )
+        assert kb.binary_kl_lower_bound_factor(eps) == pytest.approx(1 / (2 * (e + 1) ** 2), rel=1e-13)
         ratio, b, opt = kb.kl_ratio(P0, P1, eps)
-        assert (
-            b >= 2 * ((e - 1) / (e + 1)) ** 2 * tv**2
-        )  # Pinsker on the binary mechanism's two outputs
-        assert (
-            opt <= 4 * (e - 1) ** 2 * tv**2
-        )  # Duchi et al. (its KL is one half of the symmetrised sum)
+        assert b >= 2 * ((e - 1) / (e + 1)) ** 2 * tv**2  # Pinsker on the binary mechanism's two outputs
+        assert opt <= 4 * (e - 1) ** 2 * tv**2  # Duchi et al. (its KL is one half of the symmetrised sum)
         assert ratio >= 1 / (2 * (e + 1) ** 2)
 
 
@@ -194,7 +184,5 @@ def test_approximation_run(tmp_path, monkeypatch):
     assert (run.summary.loc[run.summary["agrees"] != "", "agrees"] == "yes").all()
     adv = pd.read_csv(tmp_path / "adversarial.csv")
     for _, r in adv.iterrows():
-        assert r["factor"] == pytest.approx(
-            1 / (2 * (math.exp(r["eps"]) + 1) ** 2), rel=1e-12
-        )
+        assert r["factor"] == pytest.approx(1 / (2 * (math.exp(r["eps"]) + 1) ** 2), rel=1e-12)
         assert r["ratio"] >= r["factor"]

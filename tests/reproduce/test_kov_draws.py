@@ -45,7 +45,9 @@ def _optimal_kl(p0: np.ndarray, p1: np.ndarray, eps: float) -> float:
 def _binary_kl(p0: np.ndarray, p1: np.ndarray, eps: float) -> float:
     t = p0 >= p1
     e = math.exp(eps)
-    m = [np.array([(e * p[t].sum() + p[~t].sum()) / (1 + e), (p[t].sum() + e * p[~t].sum()) / (1 + e)]) for p in (p0, p1)]
+    m = [
+        np.array([(e * p[t].sum() + p[~t].sum()) / (1 + e), (p[t].sum() + e * p[~t].sum()) / (1 + e)]) for p in (p0, p1)
+    ]
     return _kl(*m)
 
 
@@ -75,15 +77,23 @@ def test_clopper_pearson_matches_scipy(count, trials):
     # scipy finds the ends by root-finding (tolerance about 1e-12); ours are beta quantiles
     assert kd.clopper_pearson(count, trials) == pytest.approx((ci.low, ci.high), rel=1e-9, abs=1e-12)
     est, lo, hi = kd.plug_in_interval(count, trials, 100)
-    assert (est, lo, hi) == pytest.approx([1 - (1 - p) ** 100 for p in (count / trials, ci.low, ci.high)], rel=1e-9, abs=1e-12)
+    assert (est, lo, hi) == pytest.approx(
+        [1 - (1 - p) ** 100 for p in (count / trials, ci.low, ci.high)], rel=1e-9, abs=1e-12
+    )
 
 
 # --------------------------------------------------------------------------- the reproduction, tiny
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """k = 3 and 4, three draws (seeds 11..13) of two instances, three eps."""
-    return reproduce("kov-fig4-draws", instances=2, seeds="11..13", k=(3, 4), eps_grid=[0.3, 2, 8],
-                     out=tmp_path_factory.mktemp("draws") / "out")  # fmt: skip
+    return reproduce(
+        "kov-fig4-draws",
+        instances=2,
+        seeds="11..13",
+        k=(3, 4),
+        eps_grid=[0.3, 2, 8],
+        out=tmp_path_factory.mktemp("draws") / "out",
+    )
 
 
 def test_draw_floors_equal_an_independent_computation(tiny):
@@ -93,23 +103,33 @@ def test_draw_floors_equal_an_independent_computation(tiny):
     for k in (3, 4):
         for sd in (11, 12, 13):
             pairs = np.random.default_rng(sd).dirichlet(np.ones(k), size=(2, 2))  # kov-fig4 --seed sd at this k
-            floors = [min(max(_binary_kl(p0, p1, e), _rr_kl(p0, p1, e)) / _optimal_kl(p0, p1, e) for e in (0.3, 2, 8))
-                      for p0, p1 in pairs]  # fmt: skip
+            floors = [
+                min(max(_binary_kl(p0, p1, e), _rr_kl(p0, p1, e)) / _optimal_kl(p0, p1, e) for e in (0.3, 2, 8))
+                for p0, p1 in pairs
+            ]
             got = insts[(insts["k"] == k) & (insts["seed"] == sd)].sort_values("instance")["floor"].to_numpy()
             assert got == pytest.approx(floors, rel=1e-7)
-            assert draws[(draws["k"] == k) & (draws["seed"] == sd)]["floor"].item() == pytest.approx(min(floors), rel=1e-7)
+            assert draws[(draws["k"] == k) & (draws["seed"] == sd)]["floor"].item() == pytest.approx(
+                min(floors), rel=1e-7
+            )
 
 
 def test_summary_rows_and_files(tiny):
-    assert {"draws.csv", "instances.csv", "summary.csv", "metadata.json", "kov-fig4-draws.png"} <= {p.name for p in tiny.files}
+    assert {"draws.csv", "instances.csv", "summary.csv", "metadata.json", "kov-fig4-draws.png"} <= {
+        p.name for p in tiny.files
+    }
     summ = tiny.summary
     assert not summ["quantity"].str.startswith("CHECK FAILED").any()
     assert set(summ["k"]) == {3, 4} and summ["paper"].isna().all()  # the paper gives floors at k = 6 and 12 only
     draws = pd.read_csv(tiny.out_dir / "draws.csv")
     for k in (3, 4):
         rows = summ[summ["k"] == k].set_index("quantity")["ours"]
-        assert rows["mixed: min ratio over 2 instances, smallest draw"] == pytest.approx(draws[draws["k"] == k]["floor"].min())
-        assert rows["mixed: min ratio over 2 instances, largest draw"] == pytest.approx(draws[draws["k"] == k]["floor"].max())
+        assert rows["mixed: min ratio over 2 instances, smallest draw"] == pytest.approx(
+            draws[draws["k"] == k]["floor"].min()
+        )
+        assert rows["mixed: min ratio over 2 instances, largest draw"] == pytest.approx(
+            draws[draws["k"] == k]["floor"].max()
+        )
     assert tiny.seeds == (11, 12, 13)
 
 
@@ -129,18 +149,21 @@ def test_paper_rows_at_k6(tmp_path):
 
 
 # --------------------------------------------------------------------------- options of ldpsim reproduce
-@pytest.mark.parametrize("argv, needle", [
-    (("kov-fig5", "--seeds", "5..3"), "--seeds: got '5..3'"),
-    (("kov-fig5", "--seeds", "x"), "--seeds: got 'x'"),
-    (("kov-fig5", "--seeds", "1..2", "--seed", "1"), "--seeds: got '1..2', expected either --seed or --seeds"),
-    (("kov-fig4-draws", "--k", "1"), "--k: got 1"),
-    (("kov-fig4-draws", "--k", "6,x"), "--k: got '6,x'"),
-    (("kov-fig4-draws", "--k", "6,6"), "--k: got"),
-    (("kov-fig5", "--k", "6"), "--k: kov-fig5 takes no alphabet size (reproductions that do: kov-fig4-draws)"),
-    (("kov-fig5", "--eps-grid", "-1"), "--eps-grid: got [-1.0]"),
-    (("kov-fig5", "--eps-grid", "0.1,x"), "--eps-grid: got '0.1,x'"),
-    (("kov-fig5", "--eps-grid", "1", "800"), "--eps-grid: got [1.0, 800.0]"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (("kov-fig5", "--seeds", "5..3"), "--seeds: got '5..3'"),
+        (("kov-fig5", "--seeds", "x"), "--seeds: got 'x'"),
+        (("kov-fig5", "--seeds", "1..2", "--seed", "1"), "--seeds: got '1..2', expected either --seed or --seeds"),
+        (("kov-fig4-draws", "--k", "1"), "--k: got 1"),
+        (("kov-fig4-draws", "--k", "6,x"), "--k: got '6,x'"),
+        (("kov-fig4-draws", "--k", "6,6"), "--k: got"),
+        (("kov-fig5", "--k", "6"), "--k: kov-fig5 takes no alphabet size (reproductions that do: kov-fig4-draws)"),
+        (("kov-fig5", "--eps-grid", "-1"), "--eps-grid: got [-1.0]"),
+        (("kov-fig5", "--eps-grid", "0.1,x"), "--eps-grid: got '0.1,x'"),
+        (("kov-fig5", "--eps-grid", "1", "800"), "--eps-grid: got [1.0, 800.0]"),
+    ],
+)
 def test_bad_options_are_one_line_exit_2_before_any_work(cli, tmp_path, monkeypatch, argv, needle):
     from ldpsim.reproduce import _study
 
@@ -164,7 +187,19 @@ def test_registry_options():
 
 
 def test_seeds_runs_equal_the_single_seed_runs_byte_for_byte(cli, tmp_path):
-    r = cli("reproduce", "kov-fig5", "--instances", "1", "--seeds", "3..4", "--eps-grid", "0.5", "4", "--out", tmp_path / "many")
+    r = cli(
+        "reproduce",
+        "kov-fig5",
+        "--instances",
+        "1",
+        "--seeds",
+        "3..4",
+        "--eps-grid",
+        "0.5",
+        "4",
+        "--out",
+        tmp_path / "many",
+    )
     assert r.returncode == 0, r.stderr
     assert "each quantity over the seeds" in r.stdout
     many = tmp_path / "many"

@@ -52,7 +52,7 @@ def brute_force_opt(P: np.ndarray, eps: float) -> float:
 def binary_mi_mp(p: float, eps: float) -> float:
     """The binary mechanism with P(T) = p: I = H(Y) - H(Y|X), 50 digits."""
     with mpmath.workdps(50):
-        a = mpmath.e ** eps / (1 + mpmath.e ** eps)
+        a = mpmath.e**eps / (1 + mpmath.e**eps)
         b = 1 - a
         y0 = p * a + (1 - p) * b
         h = lambda x: -(x * mpmath.log(x) + (1 - x) * mpmath.log(1 - x))
@@ -68,8 +68,12 @@ def hockey_ref(M: np.ndarray, eps: float) -> float:
 
 def quaternary_ref(eps: float, delta: float) -> np.ndarray:
     e = math.exp(eps)
-    return np.array([[delta, (1 - delta) * e / (1 + e), (1 - delta) / (1 + e), 0.0],
-                     [0.0, (1 - delta) / (1 + e), (1 - delta) * e / (1 + e), delta]])  # fmt: skip
+    return np.array(
+        [
+            [delta, (1 - delta) * e / (1 + e), (1 - delta) / (1 + e), 0.0],
+            [0.0, (1 - delta) / (1 + e), (1 - delta) * e / (1 + e), delta],
+        ]
+    )
 
 
 # --------------------------------------------------------------------------- kov-mi-small-eps
@@ -112,7 +116,9 @@ def test_optimal_matches_brute_force_and_the_eps2_bound(mi_run):
     P = pri[(pri["k"] == 4) & (pri["instance"] == 0)].sort_values("symbol")["probability"].to_numpy()
     masses = [P[list(A)].sum() for r in range(5) for A in itertools.combinations(range(4), r)]
     c = max(m * (1 - m) for m in masses)
-    opt = data[(data["k"] == 4) & (data["instance"] == 0) & (data["mechanism"] == "optimal")].set_index("eps")["utility"]
+    opt = data[(data["k"] == 4) & (data["instance"] == 0) & (data["mechanism"] == "optimal")].set_index("eps")[
+        "utility"
+    ]
     for eps in (0.01, 1.0, 10.0):
         assert opt[eps] == pytest.approx(brute_force_opt(P, eps), rel=1e-9)
     assert opt[0.001] / (0.001**2 * c / 2) == pytest.approx(1.0, abs=1e-6)

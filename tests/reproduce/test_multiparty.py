@@ -15,8 +15,8 @@ import pytest
 
 from ldpsim.mechanisms import from_matrix
 from ldpsim.protocols import OBSERVER, Protocol, Task
-from ldpsim.reproduce import names, reproduce
 from ldpsim.reproduce import multiparty as mp
+from ldpsim.reproduce import names, reproduce
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SEED = 2014
@@ -51,7 +51,9 @@ def _party_levels(levels: pd.DataFrame, instance: int, k: int) -> tuple[np.ndarr
     # two classes: parties 0..k-LARGE_B-1 like party 0, the last LARGE_B like party k-1
     a, b = rows.iloc[0], rows.iloc[-1]
     n_a = k - mp.LARGE_B
-    return np.r_[np.full(n_a, a["eps"]), np.full(mp.LARGE_B, b["eps"])], np.r_[np.full(n_a, a["delta"]), np.full(mp.LARGE_B, b["delta"])]
+    return np.r_[np.full(n_a, a["eps"]), np.full(mp.LARGE_B, b["eps"])], np.r_[
+        np.full(n_a, a["delta"]), np.full(mp.LARGE_B, b["delta"])
+    ]
 
 
 # ----------------------------------------------------------------------------- the run
@@ -166,8 +168,22 @@ def test_a_non_private_alternative_is_caught():
 
 
 def test_a_better_than_rr_number_is_caught_by_the_tolerance():
-    rows = [dict(instance=0, function="sum", k=3, party=0, role="party", protocol="x", notion=n, accuracy=0.5 + t,
-                 rr_accuracy=0.5, gap=-t, private=True) for n, t in (("average", 1e-8), ("worst", 1e-8))]  # fmt: skip
+    rows = [
+        dict(
+            instance=0,
+            function="sum",
+            k=3,
+            party=0,
+            role="party",
+            protocol="x",
+            notion=n,
+            accuracy=0.5 + t,
+            rr_accuracy=0.5,
+            gap=-t,
+            private=True,
+        )
+        for n, t in (("average", 1e-8), ("worst", 1e-8))
+    ]
     summary = mp.check(pd.DataFrame(rows, columns=mp.DATA_COLUMNS)).set_index("quantity")["agrees"]
     assert summary.filter(like="(average accuracy)").item() == "no"  # 1e-8 > average tolerance 1e-9
     assert summary.filter(like="(worst accuracy)").item() == "yes"  # within the LP tolerance 1e-7

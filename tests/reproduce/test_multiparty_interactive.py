@@ -19,7 +19,12 @@ from ldpsim.reproduce import multiparty_interactive as mi
 
 def quat(eps, delta):
     e = math.exp(eps)
-    return np.array([[delta, (1 - delta) * e / (1 + e), (1 - delta) / (1 + e), 0.0], [0.0, (1 - delta) / (1 + e), (1 - delta) * e / (1 + e), delta]])
+    return np.array(
+        [
+            [delta, (1 - delta) * e / (1 + e), (1 - delta) / (1 + e), 0.0],
+            [0.0, (1 - delta) / (1 + e), (1 - delta) * e / (1 + e), delta],
+        ]
+    )
 
 
 def test_rr_in_two_rounds_is_the_kronecker_product_of_quaternary_mechanisms():
@@ -83,7 +88,7 @@ def test_exact_counterexample_in_fractions():
     for x1, x2 in itertools.product((0, 1), repeat=2):
         for m in (0, 1):
             pm = 2 / 3 if m == x1 else 1 / 3
-            P[2 * x1 + x2, 4 * m: 4 * m + 4] = pm * quat(math.log(3), 0.3 if m == 0 else 0.0)[x2]
+            P[2 * x1 + x2, 4 * m : 4 * m + 4] = pm * quat(math.log(3), 0.3 if m == 0 else 0.0)[x2]
 
     def obs(M):
         return sum(max(M[f == y, t].sum() for y in range(3)) for t in range(M.shape[1])) / 4
@@ -97,7 +102,9 @@ def test_gated_protocol_is_admissible_and_beats_rr_in_the_float_model():
     P = mi.gated(eps, delta)
     assert mi.admissible(P, eps, delta)
     f, g = mi.functions(2, np.random.default_rng(0))["gated"]
-    gain = mi.average_accuracy(P, mi.gain_rows(f, g), mi.OBSERVER, 2) - mi.average_accuracy(mi.rr_law(eps, delta), mi.gain_rows(f, g), mi.OBSERVER, 2)
+    gain = mi.average_accuracy(P, mi.gain_rows(f, g), mi.OBSERVER, 2) - mi.average_accuracy(
+        mi.rr_law(eps, delta), mi.gain_rows(f, g), mi.OBSERVER, 2
+    )
     assert abs(gain - 1 / 120) <= 1e-12
 
 
@@ -144,7 +151,10 @@ def test_tv_matched_binary_ties_xor_but_is_not_equivalent():
     assert np.allclose(mi.privacy_deltas(B, eps), delta, atol=1e-15)  # exactly (eps_j, delta_j)
     fx, gx = mi.functions(2, np.random.default_rng(0))["xor"]
     for i in (mi.OBSERVER, 0, 1):
-        assert abs(mi.average_accuracy(B, mi.gain_rows(fx, gx), i, 2) - mi.average_accuracy(R, mi.gain_rows(fx, gx), i, 2)) <= 1e-12
+        assert (
+            abs(mi.average_accuracy(B, mi.gain_rows(fx, gx), i, 2) - mi.average_accuracy(R, mi.gain_rows(fx, gx), i, 2))
+            <= 1e-12
+        )
     # RR is not a garbling of it: some gain on (x, guess) favours RR strictly (B is a garbling of RR: gap 0)
     assert mi.blackwell_gap(B, R) > 1e-3
     assert mi.blackwell_gap(R, B) <= 1e-8

@@ -20,8 +20,7 @@ import pytest
 
 from ldpsim.cli import main
 from ldpsim.mechanisms import binary_mechanism_for_priors, randomized_response, truncated_geometric
-from ldpsim.reproduce import REPRODUCTIONS, format_summary, get, names, reproduce
-from ldpsim.reproduce import _study
+from ldpsim.reproduce import REPRODUCTIONS, _study, format_summary, get, names, reproduce
 from ldpsim.utility import (
     KL,
     MutualInformation,
@@ -35,9 +34,18 @@ from ldpsim.utility import (
 COARSE = [0.1, 1.0, 10.0]
 EXPECTED = {"kov-fig3", "kov-fig4", "kov-fig5", "kov-mi", "stein-exponent"}  # the mechanism studies
 ALL = EXPECTED | {  # tested in their own files
-    "composition-region", "multiparty-optimality", "clt", "clt-conditions", "composition-noise", "kov-binary-universality",
-    "kov-approximation-factor", "kov-mi-small-eps", "kov-approximate-ldp", "kov-fig4-draws", "multiparty-interactive",
-}  # fmt: skip
+    "composition-region",
+    "multiparty-optimality",
+    "clt",
+    "clt-conditions",
+    "composition-noise",
+    "kov-binary-universality",
+    "kov-approximation-factor",
+    "kov-mi-small-eps",
+    "kov-approximate-ldp",
+    "kov-fig4-draws",
+    "multiparty-interactive",
+}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -137,8 +145,12 @@ def test_fixed_columns_are_the_library_mechanisms():
     # built through the catalog: bit for bit the matrices of the factories
     eps = _study.EPS_GRID[::6]
     cols = _study._fixed_columns(6, eps)
-    assert np.array_equal(cols["randomized_response"], np.concatenate([randomized_response(6, e).matrix for e in eps], axis=1))
-    assert np.array_equal(cols["truncated_geometric"], np.concatenate([truncated_geometric(6, e).matrix for e in eps], axis=1))
+    assert np.array_equal(
+        cols["randomized_response"], np.concatenate([randomized_response(6, e).matrix for e in eps], axis=1)
+    )
+    assert np.array_equal(
+        cols["truncated_geometric"], np.concatenate([truncated_geometric(6, e).matrix for e in eps], axis=1)
+    )
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -177,7 +189,9 @@ def test_mi_values_agree_with_mutual_information_of_the_joint(runs):
         rows = data[(data["k"] == k) & (data["instance"] == 0)]
         for _, r in rows.iterrows():
             if r["mechanism"] == "randomized_response":
-                assert math.isclose(mutual_information(P, randomized_response(k, r["eps"]).matrix), r["utility"], rel_tol=1e-9)
+                assert math.isclose(
+                    mutual_information(P, randomized_response(k, r["eps"]).matrix), r["utility"], rel_tol=1e-9
+                )
             if r["mechanism"] == "optimal":
                 fresh = optimal_mechanism(MutualInformation(P), r["eps"])
                 assert fresh.mechanism.is_private(r["eps"])

@@ -13,8 +13,7 @@ import pandas as pd
 import pytest
 
 from ldpsim.mechanisms import binary_mechanism_for_priors, randomized_response, truncated_geometric
-from ldpsim.reproduce import names, reproduce
-from ldpsim.reproduce import stein
+from ldpsim.reproduce import names, reproduce, stein
 from ldpsim.utility import KL, kl_divergence, optimal_mechanism, tv_distance
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -81,7 +80,9 @@ def test_theory_is_the_kl_utility_of_each_mechanism(run, data):
 def test_mixed_rows_copy_the_better_of_binary_and_rr(data):
     cols = ["n", "theory", "exponent", "log_beta"]
     for (inst, eps), g in data.groupby(["instance", "eps"]):
-        b, r, m = (g[g["mechanism"] == x][cols].reset_index(drop=True) for x in ("binary", "randomized_response", "mixed"))
+        b, r, m = (
+            g[g["mechanism"] == x][cols].reset_index(drop=True) for x in ("binary", "randomized_response", "mixed")
+        )
         best = b if b["theory"].iloc[0] >= r["theory"].iloc[0] else r
         pd.testing.assert_frame_equal(m, best)
         opt = g.loc[g["mechanism"] == "optimal", "utility"].iloc[0]

@@ -44,9 +44,44 @@ OUTCOMES: Counter = Counter()
 REFUSALS: Counter = Counter()
 
 NAN, INF = float("nan"), float("inf")
-ODD = [0, -1, 1, 2, 3, 10**15, 10**16, 2**63 - 1, 2**64, -(2**63), 0.0, -0.0, 1e-300, 5e-324, 1e300, 1.7976931348623157e308,
-       NAN, INF, -INF, 0.5, 1.0000000001, -0.5, "", "x", "1", "nan", "🙂", "a" * 300, True, False, [], [1], [0.5, 0.5],
-       [[1]], {}, {"kind": "x"}]  # fmt: skip
+ODD = [
+    0,
+    -1,
+    1,
+    2,
+    3,
+    10**15,
+    10**16,
+    2**63 - 1,
+    2**64,
+    -(2**63),
+    0.0,
+    -0.0,
+    1e-300,
+    5e-324,
+    1e300,
+    1.7976931348623157e308,
+    NAN,
+    INF,
+    -INF,
+    0.5,
+    1.0000000001,
+    -0.5,
+    "",
+    "x",
+    "1",
+    "nan",
+    "🙂",
+    "a" * 300,
+    True,
+    False,
+    [],
+    [1],
+    [0.5, 0.5],
+    [[1]],
+    {},
+    {"kind": "x"},
+]
 
 
 EXTREME_INTS = [0, 1, 2, 7, 1000, 10**6, 10**9, 10**15, 2**62, 2**128 - 1]
@@ -112,7 +147,25 @@ def _distribution(draw, k: int) -> list[float]:
     return [x / sum(w) for x in w]
 
 
-LABELS = ["a", "b", "yes", "no", "", "1", "01", "1.0", " ", "a,b", 'say "hi"', "é", "line\nbreak", "NaN", "None", "-", "x" * 60]
+LABELS = [
+    "a",
+    "b",
+    "yes",
+    "no",
+    "",
+    "1",
+    "01",
+    "1.0",
+    " ",
+    "a,b",
+    'say "hi"',
+    "é",
+    "line\nbreak",
+    "NaN",
+    "None",
+    "-",
+    "x" * 60,
+]
 #: Distinct strings that are equal after Unicode normalisation (NFC, NFD or NFKC): the
 #: ligature "\ufb01" and "fi", "caf\u00e9" composed and decomposed, the angstrom sign and
 #: the letter, a fullwidth letter and its ASCII twin.
@@ -144,8 +197,18 @@ def survey_docs(draw) -> dict[str, Any]:
     else:
         population["distribution"] = _odd(draw, _distribution(draw, k))
     eps = _odd(draw, _pick(draw, EPS))
-    kind = _pick(draw, ["randomized_response", "binary", "truncated_geometric", "quaternary", "matrix", "optimal",
-                        "better_of_binary_and_rr"])  # fmt: skip
+    kind = _pick(
+        draw,
+        [
+            "randomized_response",
+            "binary",
+            "truncated_geometric",
+            "quaternary",
+            "matrix",
+            "optimal",
+            "better_of_binary_and_rr",
+        ],
+    )
     mechanism: dict[str, Any] = {"kind": kind}
     if kind == "matrix":
         m = draw(st.integers(1, 5))
@@ -162,12 +225,18 @@ def survey_docs(draw) -> dict[str, Any]:
     if arrivals == "all_at_once":
         arr: dict[str, Any] = {"kind": arrivals, "at": _pick(draw, TIMES)}
     elif arrivals == "poisson":
-        arr = {"kind": arrivals, "duration": _pick(draw, POSITIVE)} if draw(st.booleans()) else \
-            {"kind": arrivals, "rate": _pick(draw, [1e-300, 1e-6, 1.0, 1e3, 1e300])}  # fmt: skip
+        arr = (
+            {"kind": arrivals, "duration": _pick(draw, POSITIVE)}
+            if draw(st.booleans())
+            else {"kind": arrivals, "rate": _pick(draw, [1e-300, 1e-6, 1.0, 1e3, 1e300])}
+        )
     else:
         n = draw(st.integers(1, 4))
-        arr = {"kind": arrivals, "times": sorted(draw(st.lists(st.sampled_from(TIMES), min_size=n, max_size=n))),
-               "fractions": _distribution(draw, n)}  # fmt: skip
+        arr = {
+            "kind": arrivals,
+            "times": sorted(draw(st.lists(st.sampled_from(TIMES), min_size=n, max_size=n))),
+            "fractions": _distribution(draw, n),
+        }
     lat = _pick(draw, ["constant", "exponential", "lognormal"])
     latency: dict[str, Any] = {"kind": lat}
     if lat == "constant":
@@ -193,17 +262,26 @@ def survey_docs(draw) -> dict[str, Any]:
             tasks.append(entry)
     if any(a in labels and b in labels for a, b in TWINS) and not any(t["kind"] == "frequency" for t in tasks):
         tasks.append({"kind": "frequency", "confidence": 0.95})  # twins matter where estimates are tabled by label
-    simulation: dict[str, Any] = {"mode": mode, "replications": draw(st.integers(1, 3)),
-                                  "seed": _pick(draw, [0, 1, 2**128 - 1])}  # fmt: skip
+    simulation: dict[str, Any] = {
+        "mode": mode,
+        "replications": draw(st.integers(1, 3)),
+        "seed": _pick(draw, [0, 1, 2**128 - 1]),
+    }
     if draw(st.booleans()):
         simulation["tick"] = _pick(draw, [1e-300, 1e-4, 0.01, 1.0, 1e12])
     if draw(st.booleans()):
         simulation["end"] = _pick(draw, [1e-300, 1e-9, 0.5, 3.0, 1e12])
     if draw(st.booleans()):
         simulation["batch_size"] = _pick(draw, [1, 7, 65536, 10**15])
-    doc: dict[str, Any] = {"name": _odd(draw, "fuzz"), "population": population, "mechanism": mechanism, "arrivals": arr,
-                           "network": network, "analyst": {"checkpoints": checkpoints, "tasks": tasks},
-                           "simulation": simulation}  # fmt: skip
+    doc: dict[str, Any] = {
+        "name": _odd(draw, "fuzz"),
+        "population": population,
+        "mechanism": mechanism,
+        "arrivals": arr,
+        "network": network,
+        "analyst": {"checkpoints": checkpoints, "tasks": tasks},
+        "simulation": simulation,
+    }
     if mode == "individual" and draw(st.booleans()):
         doc["server"] = {"keep_reports": True, "max_reports": _pick(draw, [0, 1, 10, 10**7])}
     return doc
@@ -215,7 +293,11 @@ def multiparty_docs(draw) -> dict[str, Any]:
     levels = [0.0, 1e-300, 1e-12, 0.5, 1.0, 5.0, 700.0, 710.0]
 
     def per_party(values: list) -> Any:
-        return _pick(draw, values) if draw(st.booleans()) else draw(st.lists(st.sampled_from(values), min_size=k, max_size=k))
+        return (
+            _pick(draw, values)
+            if draw(st.booleans())
+            else draw(st.lists(st.sampled_from(values), min_size=k, max_size=k))
+        )
 
     task = _pick(draw, ["xor", "sum", "majority", "threshold", "and"])
     task_doc: dict[str, Any] = {"kind": task}
@@ -241,15 +323,21 @@ def multiparty_docs(draw) -> dict[str, Any]:
         "kind": "multiparty",
         "name": _odd(draw, "fuzz_mp"),
         "protocols": draw(st.lists(st.sampled_from(["universal", "binary"]), min_size=1, max_size=2, unique=True)),
-        "parties": {"k": _odd(draw, k), "eps": _odd(draw, per_party(levels)),
-                    "delta": per_party([0.0, 1e-300, 0.01, 0.5, 1.0]), "p_one": per_party([0.0, 1e-300, 0.5, 1.0])},
+        "parties": {
+            "k": _odd(draw, k),
+            "eps": _odd(draw, per_party(levels)),
+            "delta": per_party([0.0, 1e-300, 0.01, 0.5, 1.0]),
+            "p_one": per_party([0.0, 1e-300, 0.5, 1.0]),
+        },
         "task": task_doc,
-        "rounds": {"count": _odd(draw, rounds), "batch": batch,
-                   "interval": _pick(draw, [0.0, 1e-300, 0.1, 1e9])},
+        "rounds": {"count": _odd(draw, rounds), "batch": batch, "interval": _pick(draw, [0.0, 1e-300, 0.1, 1e9])},
         "network": {"latency": latency},
-        "simulation": {"seed": _pick(draw, [0, 2**128 - 1]), "replications": draw(st.integers(1, 2)),
-                       "alpha": _pick(draw, [1e-300, 1e-6, 0.5, 1 - 1e-16])},
-    }  # fmt: skip
+        "simulation": {
+            "seed": _pick(draw, [0, 2**128 - 1]),
+            "replications": draw(st.integers(1, 2)),
+            "alpha": _pick(draw, [1e-300, 1e-6, 0.5, 1 - 1e-16]),
+        },
+    }
     if huge:  # otherwise valid (rounds one every 0.1 s, no latency): only the work is wrong
         doc["rounds"]["interval"], doc["network"] = 0.1, {"latency": {"kind": "constant", "value": 0.0}}
     return doc
@@ -265,7 +353,14 @@ def _latency(draw, times: list = TIMES) -> dict[str, Any]:
 
 
 #: One-symbol catalog mechanisms a collection or a question may use, with their extra keys.
-REPORT_MECHANISMS = ["randomized_response", "truncated_geometric", "staircase", "hadamard_response", "quaternary", "binary"]
+REPORT_MECHANISMS = [
+    "randomized_response",
+    "truncated_geometric",
+    "staircase",
+    "hadamard_response",
+    "quaternary",
+    "binary",
+]
 
 
 @st.composite
@@ -276,7 +371,9 @@ def collection_docs(draw) -> dict[str, Any]:
     privacy filter, labels and policy names that are normalisation twins."""
     labels = _labels(draw, LABELS)
     k = len(labels)
-    size = draw(st.integers(1, 2000)) if not draw(st.sampled_from(_ODD_DRAW)) else _pick(draw, [10**6, 10**7, 10**7 + 1])
+    size = (
+        draw(st.integers(1, 2000)) if not draw(st.sampled_from(_ODD_DRAW)) else _pick(draw, [10**6, 10**7, 10**7 + 1])
+    )
     periods = draw(st.integers(1, 6)) if not draw(st.sampled_from(_ODD_DRAW)) else _pick(draw, [30, 1000, 1001])
     change_kind = _pick(draw, ["none", "markov", "drift"])
     change: dict[str, Any] = {"kind": change_kind}
@@ -284,10 +381,18 @@ def collection_docs(draw) -> dict[str, Any]:
         change["matrix"] = [_distribution(draw, k) for _ in range(k)]
     elif change_kind == "drift":
         change.update(final=_distribution(draw, k), stay=_pick(draw, [0.0, 1e-300, 0.5, 0.9, 1 - 1e-16]))
-    schedule = {"kind": "every_period"} if draw(st.booleans()) else \
-        {"kind": "random", "rate": _pick(draw, [1e-300, 1e-6, 0.3, 1.0])}  # fmt: skip
-    collection = {"periods": _odd(draw, periods), "period": _pick(draw, POSITIVE), "schedule": schedule, "change": change,
-                  "delta": _odd(draw, _pick(draw, [1e-300, 1e-12, 1e-6, 0.5, 1 - 1e-16]))}  # fmt: skip
+    schedule = (
+        {"kind": "every_period"}
+        if draw(st.booleans())
+        else {"kind": "random", "rate": _pick(draw, [1e-300, 1e-6, 0.3, 1.0])}
+    )
+    collection = {
+        "periods": _odd(draw, periods),
+        "period": _pick(draw, POSITIVE),
+        "schedule": schedule,
+        "change": change,
+        "delta": _odd(draw, _pick(draw, [1e-300, 1e-12, 1e-6, 0.5, 1 - 1e-16])),
+    }
     eps = _odd(draw, _pick(draw, [1e-300, 1e-6, 0.1, 1.0, 5.0, 50.0, 700.0, 710.0, 800.0]))
     kind = _pick(draw, REPORT_MECHANISMS)
     mechanism: dict[str, Any] = {"kind": kind, "eps": eps}
@@ -296,7 +401,10 @@ def collection_docs(draw) -> dict[str, Any]:
     policies: list[dict[str, Any]] = []
     names = ["every report", "memoised", "budget", "\ufb01", "fi", "caf\u00e9", "cafe\u0301", "x" * 50]
     for i, policy in enumerate(draw(st.lists(st.sampled_from(["plain", "memoise", "filter"]), min_size=1, max_size=3))):
-        entry: dict[str, Any] = {"name": names[draw(st.integers(0, len(names) - 1))] + ("" if i == 0 else f" {i}"), "kind": policy}
+        entry: dict[str, Any] = {
+            "name": names[draw(st.integers(0, len(names) - 1))] + ("" if i == 0 else f" {i}"),
+            "kind": policy,
+        }
         if i > 0 and draw(st.sampled_from([False] * 3 + [True])):  # names that are twins of the first
             a, b = _pick(draw, TWINS)
             policies[0]["name"], entry["name"] = a, b
@@ -319,13 +427,17 @@ def collection_docs(draw) -> dict[str, Any]:
         "collection": collection,
         "mechanism": mechanism,
         "policies": policies,
-        "network": {"latency": _latency(draw, TIMES + [1e6, 1e12]), "loss": _odd(draw, _pick(draw, [0.0, 0.02, 0.5, 1.0]))},
+        "network": {
+            "latency": _latency(draw, TIMES + [1e6, 1e12]),
+            "loss": _odd(draw, _pick(draw, [0.0, 0.02, 0.5, 1.0])),
+        },
         "analyst": {"confidence": _pick(draw, [1e-300, 0.5, 0.95, 1 - 1e-16])},
         "simulation": {"seed": _pick(draw, [0, 1, 2**128 - 1]), "replications": draw(st.integers(1, 2))},
-    }  # fmt: skip
+    }
     if draw(st.booleans()):
-        shuffler: dict[str, Any] = {"batch": _pick(draw, [2, 10, 1000, 10**8])} if draw(st.booleans()) else \
-            {"window": _pick(draw, POSITIVE)}  # fmt: skip
+        shuffler: dict[str, Any] = (
+            {"batch": _pick(draw, [2, 10, 1000, 10**8])} if draw(st.booleans()) else {"window": _pick(draw, POSITIVE)}
+        )
         shuffler["compare"] = draw(st.booleans())
         doc["shuffler"] = shuffler
     return doc  # policies: an array of inline tables (to_toml writes lists inline)
@@ -339,10 +451,14 @@ def questions_docs(draw) -> dict[str, Any]:
     questions: list[dict[str, Any]] = []
     for i in range(draw(st.integers(1, 4))):
         labels = _labels(draw, LABELS, max_size=5)
-        q: dict[str, Any] = {"name": _pick(draw, ["q", "party", "vote", "a.b", "Q"]) + str(i), "labels": labels,
-                             "distribution": _distribution(draw, len(labels)),
-                             "mechanism": {"kind": _pick(draw, ["randomized_response", "truncated_geometric",
-                                                                 "hadamard_response", "staircase"])}}  # fmt: skip
+        q: dict[str, Any] = {
+            "name": _pick(draw, ["q", "party", "vote", "a.b", "Q"]) + str(i),
+            "labels": labels,
+            "distribution": _distribution(draw, len(labels)),
+            "mechanism": {
+                "kind": _pick(draw, ["randomized_response", "truncated_geometric", "hadamard_response", "staircase"])
+            },
+        }
         questions.append(q)
     strategy = _pick(draw, ["split", "one_random"])
     total = _odd(draw, _pick(draw, [1e-300, 1e-6, 0.5, 2.0, 700.0, 800.0]))
@@ -350,8 +466,10 @@ def questions_docs(draw) -> dict[str, Any]:
         for q in questions:
             q["eps"] = total / len(questions)
     mode = _pick(draw, ["individual", "aggregate"])
-    analyst: dict[str, Any] = {"checkpoints": {"every": _pick(draw, [0.25, 1.0])},
-                               "tasks": [{"kind": "frequency", "confidence": _pick(draw, [1e-300, 0.95, 1 - 1e-16])}]}  # fmt: skip
+    analyst: dict[str, Any] = {
+        "checkpoints": {"every": _pick(draw, [0.25, 1.0])},
+        "tasks": [{"kind": "frequency", "confidence": _pick(draw, [1e-300, 0.95, 1 - 1e-16])}],
+    }
     if len(questions) >= 2 and strategy == "split" and draw(st.booleans()):
         analyst["crosstabs"] = [{"rows": questions[0]["name"], "columns": questions[1]["name"]}]
     return {
@@ -363,7 +481,7 @@ def questions_docs(draw) -> dict[str, Any]:
         "network": {"latency": _latency(draw), "loss": _pick(draw, [0.0, 0.05, 1.0])},
         "analyst": analyst,
         "simulation": {"mode": mode, "replications": draw(st.integers(1, 2)), "seed": _pick(draw, [0, 2**128 - 1])},
-    }  # fmt: skip
+    }
 
 
 # ----------------------------------------------------------------------------- mutations
@@ -373,8 +491,11 @@ def shipped_docs() -> list[dict[str, Any]]:
     for path in sorted(SCENARIOS.glob("*.toml")):
         doc = tomllib.loads(path.read_text())
         if "population" in doc:
-            doc["population"]["size"] = 2_000 if doc.get("simulation", {}).get("mode", "individual") == "individual" \
-                else doc["population"]["size"]  # fmt: skip
+            doc["population"]["size"] = (
+                2_000
+                if doc.get("simulation", {}).get("mode", "individual") == "individual"
+                else doc["population"]["size"]
+            )
         if "rounds" in doc:
             doc["rounds"]["count"] = 2_000
         docs.append(doc)
@@ -434,8 +555,13 @@ def mutated_texts(draw) -> str:
 
 def scenario_texts() -> st.SearchStrategy[str]:
     """Every kind of generated file."""
-    return st.one_of(survey_docs().map(to_toml), multiparty_docs().map(to_toml), mutated_texts(),
-                     collection_docs().map(to_toml), questions_docs().map(to_toml))  # fmt: skip
+    return st.one_of(
+        survey_docs().map(to_toml),
+        multiparty_docs().map(to_toml),
+        mutated_texts(),
+        collection_docs().map(to_toml),
+        questions_docs().map(to_toml),
+    )
 
 
 # ----------------------------------------------------------------------------- the check
@@ -475,7 +601,9 @@ def estimated_seconds(text: str, where: str = "case.toml") -> float:
     reps = spec.simulation.replications
     if sc.kind == "multiparty_study":  # a [study]: its own estimate of the exact values and the Monte Carlo
         return float(sc.estimated_seconds)
-    if sc.kind == "collection":  # respondent-periods per policy, with and without a shuffler (8 s for the shipped 1.8e7)
+    if (
+        sc.kind == "collection"
+    ):  # respondent-periods per policy, with and without a shuffler (8 s for the shipped 1.8e7)
         arms = len(spec.policies) * (2 if spec.shuffler is not None and spec.shuffler.compare else 1)
         return reps * spec.collection.periods * spec.population.size * arms * 1e-6
     if sc.kind == "multiparty":
@@ -530,7 +658,9 @@ def check_complete_run(out: Path) -> None:
     assert "finished" in json.loads((out / "metadata.json").read_text())
     summary = (out / "summary.md").read_text()
     for figure in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", summary):
-        assert (out / figure).is_file() and (out / figure).stat().st_size > 0, f"summary.md shows {figure}, which is missing or empty"
+        assert (out / figure).is_file() and (out / figure).stat().st_size > 0, (
+            f"summary.md shows {figure}, which is missing or empty"
+        )
     assert not list(out.rglob("*.tmp")), "temporary files left"
 
 
@@ -552,8 +682,9 @@ def check_run(text: str, work: Path) -> str:
     path.write_text(text, encoding="utf-8")
     out = work / "run"
     what = f"a run of about {estimate / 86400:.3g} days (estimated) was accepted and is" if absurd else ""
-    code, _, err, seconds = invoke(["run", str(path), "--out", str(out), "--no-progress"],
-                                   REFUSAL_BOUND if absurd else TIME_BOUND, what)  # fmt: skip
+    code, _, err, seconds = invoke(
+        ["run", str(path), "--out", str(out), "--no-progress"], REFUSAL_BOUND if absurd else TIME_BOUND, what
+    )
     if code == 2:
         line = one_line_refusal(err)
         assert not out.exists() or not any(p.name != ".lock" for p in out.iterdir()), "a refused run left files"

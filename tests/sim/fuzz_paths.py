@@ -57,18 +57,56 @@ def _csv_line(cells: list[str]) -> str:
 
 @st.composite
 def odd_values(draw) -> str:
-    return draw(st.sampled_from(
-        LABELS * 4 + ["", " ", "a ", " b", "NaN", "nan", "inf", "-0", "1e309", "9" * 400, '"a"', '"a,b"', '"open',
-                      "\ufeffa", "a\x00", "\u00e9", *[t for pair in TWINS for t in pair], "x" * 5000]
-    ))  # fmt: skip
+    return draw(
+        st.sampled_from(
+            LABELS * 4
+            + [
+                "",
+                " ",
+                "a ",
+                " b",
+                "NaN",
+                "nan",
+                "inf",
+                "-0",
+                "1e309",
+                "9" * 400,
+                '"a"',
+                '"a,b"',
+                '"open',
+                "\ufeffa",
+                "a\x00",
+                "\u00e9",
+                *[t for pair in TWINS for t in pair],
+                "x" * 5000,
+            ]
+        )
+    )
 
 
 @st.composite
 def table_bytes(draw) -> bytes:
     """The bytes of a population table: odd CSV in many shapes, or junk."""
-    shape = draw(st.sampled_from(["rows"] * 6 + ["empty", "header only", "blank lines", "junk", "not utf-8", "nul",
-                                                  "cr only", "one huge line", "bom", "duplicate columns",
-                                                  "blank column name", "ragged", "twins"]))  # fmt: skip
+    shape = draw(
+        st.sampled_from(
+            ["rows"] * 6
+            + [
+                "empty",
+                "header only",
+                "blank lines",
+                "junk",
+                "not utf-8",
+                "nul",
+                "cr only",
+                "one huge line",
+                "bom",
+                "duplicate columns",
+                "blank column name",
+                "ragged",
+                "twins",
+            ]
+        )
+    )
     secret_row = _csv_line(["a", SECRET])
     header = _csv_line([COLUMN, OTHER])
     rows = [_csv_line([draw(odd_values()), SECRET]) for _ in range(draw(st.integers(0, 12)))]
@@ -107,9 +145,23 @@ def table_bytes(draw) -> bytes:
 
 # ----------------------------------------------------------------------------- targets
 #: How population.file is given: the table inside the scenario's folder, or something else.
-TARGETS = ["inside"] * 8 + ["absolute", "dotdot", "symlink out", "symlinked folder", "dev/zero", "dev/urandom",
-                             "symlink to dev/zero", "symlink to dev/urandom", "fifo", "directory", "missing", "nul in name",
-                             "empty name", "the scenario itself", "folder itself"]  # fmt: skip
+TARGETS = ["inside"] * 8 + [
+    "absolute",
+    "dotdot",
+    "symlink out",
+    "symlinked folder",
+    "dev/zero",
+    "dev/urandom",
+    "symlink to dev/zero",
+    "symlink to dev/urandom",
+    "fifo",
+    "directory",
+    "missing",
+    "nul in name",
+    "empty name",
+    "the scenario itself",
+    "folder itself",
+]
 
 
 @dataclass(frozen=True)
@@ -121,7 +173,10 @@ class TableCase:
     mode: str
 
     def __repr__(self) -> str:  # what hypothesis prints for a failing case
-        return f"TableCase({self.template!r}, {self.target!r}, size={self.size}, mode={self.mode!r}, content={self.content[:300]!r})"
+        return (
+            f"TableCase({self.template!r}, {self.target!r}, size={self.size}, mode={self.mode!r}, "
+            f"content={self.content[:300]!r})"
+        )
 
 
 @st.composite
@@ -157,7 +212,8 @@ replications = 1
 seed = 3
 """
     if case.template == "questions":
-        return f"""name = "tables"
+        return (
+            f"""name = "tables"
 [population]
 file = {_toml_string(file)}
 {size}[budget]
@@ -167,16 +223,21 @@ strategy = "split"
 name = "{COLUMN}"
 labels = {json.dumps(LABELS)}
 mechanism = {{ kind = "randomized_response" }}
-""" + common
+"""
+            + common
+        )
     labels = f"labels = {json.dumps(LABELS)}\n" if case.template == "labels" else ""
-    return f"""name = "tables"
+    return (
+        f"""name = "tables"
 [population]
 file = {_toml_string(file)}
 column = "{COLUMN}"
 {labels}{size}[mechanism]
 kind = "randomized_response"
 eps = 1.0
-""" + common
+"""
+        + common
+    )
 
 
 def materialise(case: TableCase, work: Path) -> tuple[Path, Path, bytes | None]:
@@ -274,8 +335,9 @@ def check_table_case(case: TableCase, work: Path) -> str:
     before = _snapshot(outside)
     out = work / "run"
     with memory_guard():
-        code, stdout, err, _ = invoke(["run", str(path), "--out", str(out), "--no-progress"], TIME_BOUND,
-                                      f"a run reading {case.target!r}")  # fmt: skip
+        code, stdout, err, _ = invoke(
+            ["run", str(path), "--out", str(out), "--no-progress"], TIME_BOUND, f"a run reading {case.target!r}"
+        )
     assert SECRET not in stdout and SECRET not in err, f"the table's contents were printed (exit {code}): {err[:500]!r}"
     assert _snapshot(outside) == before, "a file outside the scenario's folder and the run folder changed"
     if code == 2:
@@ -288,6 +350,8 @@ def check_table_case(case: TableCase, work: Path) -> str:
     check_complete_run(out)
     for p in out.rglob("*"):
         if p.is_file() and not p.is_symlink() and SECRET.encode() in p.read_bytes():
-            assert table is not None and p.read_bytes() == table, f"{p.relative_to(out)} holds the table's secret column"
+            assert table is not None and p.read_bytes() == table, (
+                f"{p.relative_to(out)} holds the table's secret column"
+            )
     OUTCOMES["success"] += 1
     return "success"

@@ -63,7 +63,10 @@ seed = 3
 
 COLLECTION = """kind = "collection"
 name = "tamper_collection"
-policies = [{ name = "plain", kind = "plain" }, { name = "budget", kind = "filter", filter = "basic", budget_eps = 1.5 }]
+policies = [
+    { name = "plain", kind = "plain" },
+    { name = "budget", kind = "filter", filter = "basic", budget_eps = 1.5 },
+]
 [population]
 labels = ["a", "b", "c"]
 distribution = [0.5, 0.3, 0.2]
@@ -145,19 +148,40 @@ def base_run(name: str) -> Path:
 # ----------------------------------------------------------------------------- tampering
 #: op -> whether the commands must refuse the folder afterwards
 OPS = {
-    "lock -> symlink out": False, "lock -> folder": False, "lock deleted": False,
-    "scenario edited": True, "scenario value changed": True, "scenario junk": True, "scenario deleted": True,
+    "lock -> symlink out": False,
+    "lock -> folder": False,
+    "lock deleted": False,
+    "scenario edited": True,
+    "scenario value changed": True,
+    "scenario junk": True,
+    "scenario deleted": True,
     "scenario -> symlink out": True,
-    "table edited": True, "table value changed": True, "table deleted": True, "table -> symlink out": True,
+    "table edited": True,
+    "table value changed": True,
+    "table deleted": True,
+    "table -> symlink out": True,
     "table -> folder": True,
-    "results truncated": False, "results junk": False, "results emptied": False, "results deleted": False,
-    "metadata junk": False, "metadata not an object": False, "metadata key deleted": False,
-    "metadata value changed": False, "metadata -> symlink out": False,
-    "replication file deleted": False, "replication file junk": False, "replication record junk": False,
-    "replications -> symlink out": False, "replications deleted": False,
-    "summary deleted": False, "report.html -> folder": False, "figure deleted": False,
-    "results -> fifo": False, "metadata -> /dev/zero": False, "results -> /dev/zero": False,
-}  # fmt: skip
+    "results truncated": False,
+    "results junk": False,
+    "results emptied": False,
+    "results deleted": False,
+    "metadata junk": False,
+    "metadata not an object": False,
+    "metadata key deleted": False,
+    "metadata value changed": False,
+    "metadata -> symlink out": False,
+    "replication file deleted": False,
+    "replication file junk": False,
+    "replication record junk": False,
+    "replications -> symlink out": False,
+    "replications deleted": False,
+    "summary deleted": False,
+    "report.html -> folder": False,
+    "figure deleted": False,
+    "results -> fifo": False,
+    "metadata -> /dev/zero": False,
+    "results -> /dev/zero": False,
+}
 META_KEYS = ["kind", "layout", "seed", "replications", "scenario_sha256", "run_key", "finished", "spec", "resumes"]
 
 
@@ -180,8 +204,14 @@ def tamper_cases(draw) -> TamperCase:
             arg: Any = draw(st.sampled_from(META_KEYS))
         elif op == "metadata value changed":
             arg = (draw(st.sampled_from(META_KEYS)), draw(st.sampled_from(ODD)))
-        elif op in ("results truncated", "scenario junk", "results junk", "metadata junk", "replication file junk",
-                    "replication record junk"):  # fmt: skip
+        elif op in (
+            "results truncated",
+            "scenario junk",
+            "results junk",
+            "metadata junk",
+            "replication file junk",
+            "replication record junk",
+        ):
             arg = draw(st.binary(max_size=64)) if "junk" in op else draw(st.floats(0, 1))
         else:
             arg = None
@@ -200,9 +230,16 @@ def tamper(run: Path, outside: Path, op: str, arg: Any) -> bool:
     """Apply ``op`` to the run folder ``run``; whether it changed anything (a file the op
     needs may be gone already)."""
     reps = sorted((run / "replications").glob("rep-*.csv")) if (run / "replications").is_dir() else []
-    target = {"lock": run / ".lock", "scenario": run / "scenario.toml", "table": run / "data" / "table.csv",
-              "results": run / "results.csv", "metadata": run / "metadata.json", "summary": run / "summary.md",
-              "report.html": run / "report.html", "replications": run / "replications"}.get(op.split()[0])  # fmt: skip
+    target = {
+        "lock": run / ".lock",
+        "scenario": run / "scenario.toml",
+        "table": run / "data" / "table.csv",
+        "results": run / "results.csv",
+        "metadata": run / "metadata.json",
+        "summary": run / "summary.md",
+        "report.html": run / "report.html",
+        "replications": run / "replications",
+    }.get(op.split()[0])
     if target is not None and not target.exists() and not target.is_symlink() and not op.startswith("lock"):
         return False
     reads = not (op.startswith("lock") or op.endswith((" deleted", "-> folder", "-> fifo", "-> /dev/zero", " emptied")))

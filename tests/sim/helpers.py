@@ -91,8 +91,15 @@ def same_bytes_with_one_and_two_workers(scenario, tmp_path: Path) -> str:
 
 
 #: The ANES extract's education levels in order, and the vote (scenarios/data/README.md).
-EDUCATION = ["8 grades or less", "Some high school", "High school graduate", "Some college", "Associate degree",
-             "Bachelor's degree", "Advanced degree"]  # fmt: skip
+EDUCATION = [
+    "8 grades or less",
+    "Some high school",
+    "High school graduate",
+    "Some college",
+    "Associate degree",
+    "Bachelor's degree",
+    "Advanced degree",
+]
 VOTE = ["Clinton", "Dole"]
 
 
@@ -136,21 +143,34 @@ eps_permanent = 2.0
 """
 
 #: The two above and a budget of eps 4 (a basic filter) on half the periods.
-PLAIN_MEMOISED_AND_BUDGET = PLAIN_AND_MEMOISED + """[[policies]]
+PLAIN_MEMOISED_AND_BUDGET = (
+    PLAIN_AND_MEMOISED
+    + """[[policies]]
 name = "budget eps 4"
 kind = "filter"
 rate = 0.5
 filter = "basic"
 budget_eps = 4.0
 """
+)
 
 
 def collection_text(
-    *, labels: str = '["a", "b"]', distribution: str = "[0.6, 0.4]", size: int = 4000, periods: int = 5,
-    schedule: str = '{ kind = "every_period" }', change: str = '{ kind = "none" }', eps: float = 1.0,
-    policies: str = '[[policies]]\nname = "plain"\nkind = "plain"', shuffler: str = "", loss: float = 0.0,
-    replications: int = 1, delta: float = 1e-6, mechanism: str | None = None,
-) -> str:  # fmt: skip
+    *,
+    labels: str = '["a", "b"]',
+    distribution: str = "[0.6, 0.4]",
+    size: int = 4000,
+    periods: int = 5,
+    schedule: str = '{ kind = "every_period" }',
+    change: str = '{ kind = "none" }',
+    eps: float = 1.0,
+    policies: str = '[[policies]]\nname = "plain"\nkind = "plain"',
+    shuffler: str = "",
+    loss: float = 0.0,
+    replications: int = 1,
+    delta: float = 1e-6,
+    mechanism: str | None = None,
+) -> str:
     mech = mechanism if mechanism is not None else f'kind = "randomized_response"\neps = {eps}'
     return f"""
 kind = "collection"

@@ -45,11 +45,13 @@ def _scenario(name: str, params: dict):
             value = [labels[i] for i in value]
         lines.append(f"{key} = {_toml(value)}")
     prior = params.get("prior") or [1.0 / k] * k
-    text = scenario_text(mechanism="\n".join(lines), labels=json.dumps(labels), distribution=json.dumps(prior), size=20_000)
+    text = scenario_text(
+        mechanism="\n".join(lines), labels=json.dumps(labels), distribution=json.dumps(prior), size=20_000
+    )
     if not mech.identifiable:  # too few outputs (patterns of too low rank, or eps = 0) to estimate k frequencies
         text = text.replace("checkpoints = { every = 1.0 }", "checkpoints = { every = 1.0 }\ntasks = []")
     if "P0" in params:
-        pair = f"P0 = {json.dumps(params['P0'])}\nP1 = {json.dumps(params['P1'])}\ntruth = \"P0\"\n"
+        pair = f'P0 = {json.dumps(params["P0"])}\nP1 = {json.dumps(params["P1"])}\ntruth = "P0"\n'
         text = text.replace(f"distribution = {json.dumps(prior)}\n", pair)
     return text, mech, labels
 

@@ -62,7 +62,9 @@ def test_memoised_reports_of_an_unchanged_answer_never_pass_eps_inf() -> None:
     of 8 memoised reports, which is at most eps_inf = eps_permanent (closed form for a
     permanent k-RR) and at least one report's eps."""
     pol = '[[policies]]\nname = "memo"\nkind = "memoise"\neps_permanent = 1.5'
-    sc = parse_scenario(collection_text(labels='["a", "b", "c"]', distribution="[0.5, 0.3, 0.2]", periods=8, policies=pol))
+    sc = parse_scenario(
+        collection_text(labels='["a", "b", "c"]', distribution="[0.5, 0.3, 0.2]", periods=8, policies=pol)
+    )
     df = run_replication(sc, 0, 3)
     inf = _rows(df, "privacy", "longitudinal")["estimate"].to_numpy()
     assert np.allclose(inf, 1.5, rtol=1e-12)
@@ -82,8 +84,13 @@ def test_memoisation_spends_again_for_each_new_answer() -> None:
     """With changing answers a respondent's memoised reports of d distinct answers spend up
     to d eps_inf: the most exposed respondent passes eps_inf, and never d_max eps_inf."""
     pol = '[[policies]]\nname = "memo"\nkind = "memoise"\neps_permanent = 1.0'
-    text = collection_text(labels='["a", "b", "c"]', distribution="[0.4, 0.3, 0.3]", periods=10, policies=pol,
-                           change='{ kind = "markov", matrix = [[0.7, 0.2, 0.1], [0.1, 0.7, 0.2], [0.2, 0.1, 0.7]] }')  # fmt: skip
+    text = collection_text(
+        labels='["a", "b", "c"]',
+        distribution="[0.4, 0.3, 0.3]",
+        periods=10,
+        policies=pol,
+        change='{ kind = "markov", matrix = [[0.7, 0.2, 0.1], [0.1, 0.7, 0.2], [0.2, 0.1, 0.7]] }',
+    )
     df = run_replication(parse_scenario(text), 0, 4)
     last = _rows(df, "privacy")
     last = last[last["period"] == 10].set_index("category")["estimate"]
@@ -118,7 +125,9 @@ def test_a_lowered_last_report_spends_exactly_what_is_left_of_the_budget() -> No
     spent = _rows(df, "privacy", "max")["estimate"].to_numpy()
     assert np.all(spent <= 3.5) and spent[-1] == pytest.approx(3.5, rel=1e-9)
     exact = _rows(df, "privacy", "exact_at_delta")["estimate"].to_numpy()[-1]
-    want = float(optimal_epsilon_heterogeneous([1.0, 1.0, 1.0, float(sc.policies[0].lowered.epsilon())], [0.0] * 4, 1e-3))
+    want = float(
+        optimal_epsilon_heterogeneous([1.0, 1.0, 1.0, float(sc.policies[0].lowered.epsilon())], [0.0] * 4, 1e-3)
+    )
     assert exact == pytest.approx(want, rel=1e-9)
     assert _rows(df, "privacy", "reports_max")["estimate"].to_numpy()[-1] == 4
     f = _rows(df, "frequency")
@@ -139,8 +148,15 @@ def test_the_advanced_filter_admits_what_its_condition_allows() -> None:
 
 def test_estimates_track_the_drift_and_the_shuffler_adds_its_wait() -> None:
     shuffler = "[shuffler]\nbatch = 1000\ncompare = true"
-    text = collection_text(labels='["a", "b", "c"]', distribution="[0.5, 0.3, 0.2]", size=20_000, periods=6,
-                           change='{ kind = "drift", final = [0.2, 0.3, 0.5], stay = 0.7 }', shuffler=shuffler, loss=0.1)  # fmt: skip
+    text = collection_text(
+        labels='["a", "b", "c"]',
+        distribution="[0.5, 0.3, 0.2]",
+        size=20_000,
+        periods=6,
+        change='{ kind = "drift", final = [0.2, 0.3, 0.5], stay = 0.7 }',
+        shuffler=shuffler,
+        loss=0.1,
+    )
     df = run_replication(parse_scenario(text), 0, 6)
     for shuffled in (False, True):
         f = _rows(df, "frequency", shuffled=shuffled)
@@ -167,10 +183,18 @@ def test_estimates_track_the_drift_and_the_shuffler_adds_its_wait() -> None:
 
 
 def test_same_seed_same_bytes_with_one_and_two_workers(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    pol = ('[[policies]]\nname = "plain"\nkind = "plain"\n[[policies]]\nname = "memo"\nkind = "memoise"\n'
-           'eps_permanent = 2.0\n[[policies]]\nname = "budget"\nkind = "filter"\nbudget_eps = 2.0')  # fmt: skip
-    text = collection_text(size=2000, periods=4, policies=pol, shuffler="[shuffler]\nwindow = 0.5", replications=2,
-                           change='{ kind = "drift", final = [0.4, 0.6], stay = 0.5 }')  # fmt: skip
+    pol = (
+        '[[policies]]\nname = "plain"\nkind = "plain"\n[[policies]]\nname = "memo"\nkind = "memoise"\n'
+        'eps_permanent = 2.0\n[[policies]]\nname = "budget"\nkind = "filter"\nbudget_eps = 2.0'
+    )
+    text = collection_text(
+        size=2000,
+        periods=4,
+        policies=pol,
+        shuffler="[shuffler]\nwindow = 0.5",
+        replications=2,
+        change='{ kind = "drift", final = [0.4, 0.6], stay = 0.5 }',
+    )
     path = tmp_path / "c.toml"
     path.write_text(text)
     summary = same_bytes_with_one_and_two_workers(path, tmp_path)
@@ -181,9 +205,14 @@ def test_an_interrupted_collection_run_resumes_to_the_same_files(tmp_path) -> No
     from ldpsim.runs import RunInterrupted
     from ldpsim.sim import resume_run, run_scenario
 
-    pol = '[[policies]]\nname = "plain"\nkind = "plain"\n[[policies]]\nname = "memo"\nkind = "memoise"\neps_permanent = 2.0'
+    pol = (
+        '[[policies]]\nname = "plain"\nkind = "plain"\n[[policies]]\nname = "memo"\nkind = '
+        '"memoise"\neps_permanent = 2.0'
+    )
     path = tmp_path / "c.toml"
-    path.write_text(collection_text(size=1000, periods=3, policies=pol, shuffler="[shuffler]\nbatch = 300", replications=3))
+    path.write_text(
+        collection_text(size=1000, periods=3, policies=pol, shuffler="[shuffler]\nbatch = 300", replications=3)
+    )
     full = run_scenario(path, out=tmp_path / "full", progress=False)
     with pytest.raises(RunInterrupted):
         run_scenario(path, out=tmp_path / "cut", progress=False, interrupt_after=1)
@@ -198,27 +227,54 @@ def test_the_telemetry_scenario_loads_with_its_three_policies_and_six_arms() -> 
     sc = load_scenario(SCENARIOS / "telemetry_daily.toml")
     assert sc.size == 100_000 and sc.periods == 30
     assert [(p.name, s) for p, s in sc.arms] == [
-        ("every report", False), ("every report", True), ("memoised", False), ("memoised", True),
-        ("budget eps 8", False), ("budget eps 8", True),
-    ]  # fmt: skip
+        ("every report", False),
+        ("every report", True),
+        ("memoised", False),
+        ("memoised", True),
+        ("budget eps 8", False),
+        ("budget eps 8", True),
+    ]
     assert sc.policies[2].allowed == 8
 
 
-@pytest.mark.parametrize("change, policies, mechanism, key", [
-    ('{ kind = "drift", final = [0.0, 1.0], stay = 0.99 }', None, None, "collection.change.stay"),
-    ('{ kind = "markov", matrix = [[0.5, 0.4], [0.5, 0.5]] }', None, None, "collection.change.matrix[0]"),
-    ('{ kind = "markov", matrix = [[1.0]] }', None, None, "collection.change.matrix"),
-    ('{ kind = "drift", final = [0.5, 0.5, 0.0] }', None, None, "collection.change.final"),
-    ('{ kind = "none" }', '[[policies]]\nname = "m"\nkind = "memoise"', None, "eps_permanent"),
-    ('{ kind = "none" }', '[[policies]]\nname = "p"\nkind = "plain"\nbudget_eps = 1.0', None, "budget_eps"),
-    ('{ kind = "none" }', '[[policies]]\nname = "f"\nkind = "filter"\nbudget_eps = 0.5', None, "policies[0].budget_eps"),
-    ('{ kind = "none" }', '[[policies]]\nname = "p"\nkind = "plain"\n[[policies]]\nname = "p"\nkind = "plain"', None, "policies[1].name"),
-    ('{ kind = "none" }', None, 'kind = "unary_encoding"\neps = 1.0', "mechanism.kind"),
-    ('{ kind = "none" }', '[[policies]]\nname = "f"\nkind = "filter"\nbudget_eps = 3.0\nexhausted = "lower"', None, "policies[0].exhausted"),
-    ('{ kind = "none" }', '[[policies]]\nname = "p"\nkind = "plain"\nexhausted = "lower"', None, "exhausted"),
-    ('{ kind = "none" }', '[[policies]]\nname = "f"\nkind = "filter"\nfilter = "advanced"\nbudget_eps = 9.0', None, "policies[0].budget_delta"),
-    ('{ kind = "sideways" }', None, None, "collection.change"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "change, policies, mechanism, key",
+    [
+        ('{ kind = "drift", final = [0.0, 1.0], stay = 0.99 }', None, None, "collection.change.stay"),
+        ('{ kind = "markov", matrix = [[0.5, 0.4], [0.5, 0.5]] }', None, None, "collection.change.matrix[0]"),
+        ('{ kind = "markov", matrix = [[1.0]] }', None, None, "collection.change.matrix"),
+        ('{ kind = "drift", final = [0.5, 0.5, 0.0] }', None, None, "collection.change.final"),
+        ('{ kind = "none" }', '[[policies]]\nname = "m"\nkind = "memoise"', None, "eps_permanent"),
+        ('{ kind = "none" }', '[[policies]]\nname = "p"\nkind = "plain"\nbudget_eps = 1.0', None, "budget_eps"),
+        (
+            '{ kind = "none" }',
+            '[[policies]]\nname = "f"\nkind = "filter"\nbudget_eps = 0.5',
+            None,
+            "policies[0].budget_eps",
+        ),
+        (
+            '{ kind = "none" }',
+            '[[policies]]\nname = "p"\nkind = "plain"\n[[policies]]\nname = "p"\nkind = "plain"',
+            None,
+            "policies[1].name",
+        ),
+        ('{ kind = "none" }', None, 'kind = "unary_encoding"\neps = 1.0', "mechanism.kind"),
+        (
+            '{ kind = "none" }',
+            '[[policies]]\nname = "f"\nkind = "filter"\nbudget_eps = 3.0\nexhausted = "lower"',
+            None,
+            "policies[0].exhausted",
+        ),
+        ('{ kind = "none" }', '[[policies]]\nname = "p"\nkind = "plain"\nexhausted = "lower"', None, "exhausted"),
+        (
+            '{ kind = "none" }',
+            '[[policies]]\nname = "f"\nkind = "filter"\nfilter = "advanced"\nbudget_eps = 9.0',
+            None,
+            "policies[0].budget_delta",
+        ),
+        ('{ kind = "sideways" }', None, None, "collection.change"),
+    ],
+)
 def test_bad_files_give_one_line_naming_the_key(change, policies, mechanism, key) -> None:  # type: ignore[no-untyped-def]
     kw = {"change": change}
     if policies is not None:
@@ -240,7 +296,9 @@ def test_the_telemetry_scenario_end_to_end(tmp_path) -> None:  # type: ignore[no
 
     run = run_scenario(SCENARIOS / "telemetry_daily.toml", out=tmp_path / "run", progress=False)
     df = run.results
-    last = df[(df["quantity"] == "privacy") & (df["period"] == 30) & ~df["shuffled"]].set_index(["policy", "category"])["estimate"]
+    last = df[(df["quantity"] == "privacy") & (df["period"] == 30) & ~df["shuffled"]].set_index(["policy", "category"])[
+        "estimate"
+    ]
     assert last[("every report", "max")] == 30 and last[("every report", "median")] == 30
     assert last[("budget eps 8", "max")] == 8
     assert last[("memoised", "longitudinal")] == pytest.approx(2.0)

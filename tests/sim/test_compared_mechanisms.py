@@ -27,8 +27,13 @@ eps = 2.0
 
 
 def _text(mode: str = "individual", loss: float = 0.1) -> str:
-    text = scenario_text(size=40_000, mode=mode, loss=loss, arrivals='{ kind = "poisson", duration = 3.0 }',
-                         latency='{ kind = "exponential", mean = 0.3 }')  # fmt: skip
+    text = scenario_text(
+        size=40_000,
+        mode=mode,
+        loss=loss,
+        arrivals='{ kind = "poisson", duration = 3.0 }',
+        latency='{ kind = "exponential", mean = 0.3 }',
+    )
     return text.replace('[mechanism]\nkind = "randomized_response"\neps = 1.0\n', "") + MECHS
 
 
@@ -59,12 +64,21 @@ def test_a_single_mechanism_run_is_unchanged_by_the_comparison_machinery():
     assert a.equals(b) and set(a["task"]) == {"frequency", "engine"}
 
 
-@pytest.mark.parametrize("extra, key", [
-    ('\n[[mechanisms]]\nkind = "randomized_response"\neps = 1.0\n[[mechanisms]]\nkind = "randomized_response"\neps = 2.0\n', "mechanisms[1].name"),
-    ('\n[[mechanisms]]\nname = 3\nkind = "randomized_response"\neps = 1.0\n', "mechanisms[0].name"),
-    ('\n[[mechanisms]]\nkind = "randomized_response"\nepsilon = 1.0\n', "mechanisms[0].epsilon"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "extra, key",
+    [
+        (
+            '\n[[mechanisms]]\nkind = "randomized_response"\neps = 1.0\n[[mechanisms]]\nkind = '
+            '"randomized_response"\neps = 2.0\n',
+            "mechanisms[1].name",
+        ),
+        ('\n[[mechanisms]]\nname = 3\nkind = "randomized_response"\neps = 1.0\n', "mechanisms[0].name"),
+        ('\n[[mechanisms]]\nkind = "randomized_response"\nepsilon = 1.0\n', "mechanisms[0].epsilon"),
+    ],
+)
 def test_bad_comparisons_name_the_mechanism(extra, key):
     text = scenario_text().replace('[mechanism]\nkind = "randomized_response"\neps = 1.0\n', "") + extra
-    with pytest.raises(LdpSimError, match=r"^c\.toml: " + key.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")):
+    with pytest.raises(
+        LdpSimError, match=r"^c\.toml: " + key.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")
+    ):
         parse_scenario(text, "c.toml")

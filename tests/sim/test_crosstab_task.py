@@ -29,8 +29,14 @@ from ldpsim.sim.engine import Replication
 from tests.sim.helpers import EDUCATION, SCENARIOS, VOTE
 
 
-def _text(size: str = "size = 20000", strategy: str = "split", crosstabs: str = '[{ rows = "education", columns = "vote" }]',
-          loss: float = 0.05, total: float = 4.0, extra_question: str = "") -> str:  # fmt: skip
+def _text(
+    size: str = "size = 20000",
+    strategy: str = "split",
+    crosstabs: str = '[{ rows = "education", columns = "vote" }]',
+    loss: float = 0.05,
+    total: float = 4.0,
+    extra_question: str = "",
+) -> str:
     return f"""
 name = "xt"
 [population]
@@ -134,15 +140,32 @@ def test_a_run_reports_the_crosstab_in_summary_and_metadata(tmp_path):
 @pytest.mark.parametrize(
     ("change", "key"),
     [
-        ({"strategy": "one_random"}, "analyst.crosstabs: got 1 cross-tabulation(s) with budget.strategy = 'one_random'"),
+        (
+            {"strategy": "one_random"},
+            "analyst.crosstabs: got 1 cross-tabulation(s) with budget.strategy = 'one_random'",
+        ),
         ({"crosstabs": '[{ rows = "education", columns = "votes" }]'}, "analyst.crosstabs[0].columns: got 'votes'"),
-        ({"crosstabs": '[{ rows = "age", columns = "vote" }]', "total": 6.0,
-          "extra_question": '[[questions]]\nname = "age"\ntype = "numeric"\nrange = [18, 100]\nmechanism = { kind = "piecewise" }'},
-         "analyst.crosstabs[0].rows: got 'age', a numeric question"),
-        ({"crosstabs": '[{ rows = "party_id", columns = "vote" }]', "total": 6.0,
-          "extra_question": '[[questions]]\nname = "party_id"\nmechanism = { kind = "oue" }'},
-         "analyst.crosstabs[0].rows: got 'party_id', whose mechanism"),
-        ({"crosstabs": '[{ rows = "vote", columns = "vote" }]'}, "analyst.crosstabs[0].columns: got 'vote', expected a question other"),
+        (
+            {
+                "crosstabs": '[{ rows = "age", columns = "vote" }]',
+                "total": 6.0,
+                "extra_question": '[[questions]]\nname = "age"\ntype = "numeric"\nrange = [18, 100]\nmechanism = { '
+                'kind = "piecewise" }',
+            },
+            "analyst.crosstabs[0].rows: got 'age', a numeric question",
+        ),
+        (
+            {
+                "crosstabs": '[{ rows = "party_id", columns = "vote" }]',
+                "total": 6.0,
+                "extra_question": '[[questions]]\nname = "party_id"\nmechanism = { kind = "oue" }',
+            },
+            "analyst.crosstabs[0].rows: got 'party_id', whose mechanism",
+        ),
+        (
+            {"crosstabs": '[{ rows = "vote", columns = "vote" }]'},
+            "analyst.crosstabs[0].columns: got 'vote', expected a question other",
+        ),
         ({"crosstabs": '[{ rows = "vote" }]'}, "analyst.crosstabs[0].columns:"),
     ],
 )
@@ -154,7 +177,11 @@ def test_errors_are_one_line_naming_file_and_key(change, key):
 
 
 def test_a_single_question_scenario_refuses_crosstabs():
-    text = (SCENARIOS / "anes96_party.toml").read_text().replace("[analyst]", '[analyst]\ncrosstabs = [{ rows = "a", columns = "b" }]')
+    text = (
+        (SCENARIOS / "anes96_party.toml")
+        .read_text()
+        .replace("[analyst]", '[analyst]\ncrosstabs = [{ rows = "a", columns = "b" }]')
+    )
     with pytest.raises(LdpSimError, match=r"anes96_party\.toml: analyst\.crosstabs") as info:
         parse_scenario(text, str(SCENARIOS / "anes96_party.toml"))
     assert "\n" not in str(info.value)

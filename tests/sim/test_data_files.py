@@ -30,8 +30,13 @@ from tests.sim.helpers import collection_text
 CSV = "id,answer\n1,yes\n2,no\n3,yes\n"
 
 
-def _survey(population: str, *, extra: str = "", arrivals: str = 'kind = "all_at_once"',
-            mechanism: str = 'kind = "randomized_response"\neps = 1.0') -> str:  # fmt: skip
+def _survey(
+    population: str,
+    *,
+    extra: str = "",
+    arrivals: str = 'kind = "all_at_once"',
+    mechanism: str = 'kind = "randomized_response"\neps = 1.0',
+) -> str:
     return f"""
 name = "data_files"
 {extra}
@@ -166,8 +171,9 @@ def test_reading_a_table_from_python_is_bounded_and_refuses_devices(tmp_path, mo
 SECRET = "SECRET-7f3a"
 
 
-@pytest.mark.parametrize("case", ["outside the labels", "one distinct value", "numeric not a number", "bucket not a number",
-                                  "not utf-8"])  # fmt: skip
+@pytest.mark.parametrize(
+    "case", ["outside the labels", "one distinct value", "numeric not a number", "bucket not a number", "not utf-8"]
+)
 def test_messages_never_quote_the_file_beyond_a_column_name(case, tmp_path):
     folder = tmp_path / "sc"
     folder.mkdir()
@@ -279,10 +285,20 @@ def test_sweep_allows_an_absolute_path_typed_on_the_command_line_only(cli, tmp_p
     assert refused.returncode == 2 and "--allow-outside-data" in refused.stderr, refused.stderr
     # and a relative path out of the folder typed on the command line is still the file's business
     grid_up = f"population.file=[{_toml_string('../other.csv')}]"
-    up = cli("sweep", _table_scenario(tmp_path / "sc3", "t.csv"), "--grid", grid_up, "--out", tmp_path / "sw3",
-             "--no-point-reports", "--no-progress")  # fmt: skip
+    up = cli(
+        "sweep",
+        _table_scenario(tmp_path / "sc3", "t.csv"),
+        "--grid",
+        grid_up,
+        "--out",
+        tmp_path / "sw3",
+        "--no-point-reports",
+        "--no-progress",
+    )
     assert up.returncode == 2 and "--allow-outside-data" in up.stderr, up.stderr
-    allowed = cli("sweep", scenario, "--allow-outside-data", "--out", tmp_path / "sw4", "--no-point-reports", "--no-progress")
+    allowed = cli(
+        "sweep", scenario, "--allow-outside-data", "--out", tmp_path / "sw4", "--no-point-reports", "--no-progress"
+    )
     assert allowed.returncode == 0, allowed.stderr
 
 
@@ -320,10 +336,18 @@ def test_decimals_keep_the_tolerance_and_the_message_points_to_fractions():
     assert "population.distribution" in message and '"1/3"' in message, message
 
 
-@pytest.mark.parametrize("value, expected", [
-    ('"1/0"', "denominator"), ('"x"', '"1/3"'), ('"-1/3"', '"1/3"'), ('"0.5"', '"1/3"'), ("true", '"1/3"'),
-    ('"1/3/3"', '"1/3"'), ('"' + "1" * 40 + '/3"', "digits"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ('"1/0"', "denominator"),
+        ('"x"', '"1/3"'),
+        ('"-1/3"', '"1/3"'),
+        ('"0.5"', '"1/3"'),
+        ("true", '"1/3"'),
+        ('"1/3/3"', '"1/3"'),
+        ('"' + "1" * 40 + '/3"', "digits"),
+    ],
+)
 def test_bad_fraction_strings_are_one_line_naming_the_entry(value, expected):
     with pytest.raises(LdpSimError) as info:
         parse_scenario(_survey(_pop(f'["1/3", {value}, "1/3"]')), "s.toml")
@@ -335,17 +359,26 @@ def test_every_list_that_sums_to_one_takes_fractions():
     # P0, P1 of the population and of the hypothesis tests
     p0, p1 = '["1/3", "1/3", "1/3"]', '["1/6", "1/3", "1/2"]'
     tasks = f'tasks = [{{ kind = "sprt", P0 = {p0}, P1 = {p1} }}, {{ kind = "lrt", P0 = {p0}, P1 = {p1} }}]'
-    sc = parse_scenario(_survey(f'labels = ["a", "b", "c"]\nP0 = {p0}\nP1 = {p1}\ntruth = "P1"\nsize = 300',
-                                mechanism='kind = "randomized_response"\neps = 1.0').replace(
-        "checkpoints = { every = 1.0 }", "checkpoints = { every = 1.0 }\n" + tasks))  # fmt: skip
+    sc = parse_scenario(
+        _survey(
+            f'labels = ["a", "b", "c"]\nP0 = {p0}\nP1 = {p1}\ntruth = "P1"\nsize = 300',
+            mechanism='kind = "randomized_response"\neps = 1.0',
+        ).replace("checkpoints = { every = 1.0 }", "checkpoints = { every = 1.0 }\n" + tasks)
+    )
     np.testing.assert_allclose(sc.prior, [1 / 6, 1 / 3, 1 / 2], rtol=1e-15)
     # privacy tiers' shares
-    tiers = parse_scenario(_survey(_pop(THIRDS), mechanism='kind = "randomized_response"\n'
-                                   'tiers = [{ eps = 0.5, share = "1/3" }, { eps = 1.0, share = "2/3" }]'))  # fmt: skip
+    tiers = parse_scenario(
+        _survey(
+            _pop(THIRDS),
+            mechanism='kind = "randomized_response"\n'
+            'tiers = [{ eps = 0.5, share = "1/3" }, { eps = 1.0, share = "2/3" }]',
+        )
+    )
     np.testing.assert_allclose(tiers.tiers.shares, [1 / 3, 2 / 3], rtol=1e-15)
     # arrival waves
-    waves = parse_scenario(_survey(_pop(THIRDS), arrivals='kind = "waves"\ntimes = [0.0, 0.5, 1.0]\n'
-                                   'fractions = ["1/3", "1/3", "1/3"]'))  # fmt: skip
+    waves = parse_scenario(
+        _survey(_pop(THIRDS), arrivals='kind = "waves"\ntimes = [0.0, 0.5, 1.0]\nfractions = ["1/3", "1/3", "1/3"]')
+    )
     assert waves.size == 300
     # a question's distribution
     q = parse_scenario(f"""
@@ -377,18 +410,24 @@ tick = 1.0
     parse_scenario(collection_text(labels=labels, distribution=THIRDS, periods=2, size=300, change=drift))
 
 
-@pytest.mark.parametrize("where, text", [
-    ("arrivals", 'kind = "waves"\ntimes = [0.0, 1.0]\nfractions = ["1/3", "1/2"]'),
-    ("tiers", 'tiers = [{ eps = 0.5, share = "1/3" }, { eps = 1.0, share = "1/2" }]'),
-    ("matrix", '{ kind = "markov", matrix = [["1/3", "1/3", "1/4"], [0, 1, 0], [0, 0, 1]] }'),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "where, text",
+    [
+        ("arrivals", 'kind = "waves"\ntimes = [0.0, 1.0]\nfractions = ["1/3", "1/2"]'),
+        ("tiers", 'tiers = [{ eps = 0.5, share = "1/3" }, { eps = 1.0, share = "1/2" }]'),
+        ("matrix", '{ kind = "markov", matrix = [["1/3", "1/3", "1/4"], [0, 1, 0], [0, 0, 1]] }'),
+    ],
+)
 def test_fractions_off_by_a_little_are_refused_everywhere(where, text):
     if where == "arrivals":
         source, key = _survey(_pop(THIRDS), arrivals=text), "arrivals"
     elif where == "tiers":
         source, key = _survey(_pop(THIRDS), mechanism='kind = "randomized_response"\n' + text), "mechanism.tiers"
     else:
-        source, key = collection_text(labels='["a", "b", "c"]', distribution=THIRDS, size=30, change=text), "collection.change.matrix"
+        source, key = (
+            collection_text(labels='["a", "b", "c"]', distribution=THIRDS, size=30, change=text),
+            "collection.change.matrix",
+        )
     with pytest.raises(LdpSimError) as info:
         parse_scenario(source, "s.toml")
     assert key in str(info.value), str(info.value)

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from ldpsim import LdpSimError
-from ldpsim.sim import run_scenario
-from ldpsim.sim import parse_scenario, run_replication
+from ldpsim.sim import parse_scenario, run_replication, run_scenario
 from tests.sim.helpers import SCENARIOS, make, scenario_text
 
 
@@ -22,8 +21,14 @@ def end_counts(sc, seed=1):
 @pytest.mark.parametrize("mode", ["individual", "aggregate"])
 def test_reports_after_the_end_are_in_flight(mode):
     """Second wave arrives at 2.4 + 0.2 = 2.6 > end = 2.5 (the tick does not divide the end)."""
-    sc = make(size=1000, mode=mode, arrivals='{ kind = "waves", times = [0.0, 2.4], fractions = [0.5, 0.5] }',
-              latency='{ kind = "constant", value = 0.2 }', end=2.5, tick=0.4)  # fmt: skip
+    sc = make(
+        size=1000,
+        mode=mode,
+        arrivals='{ kind = "waves", times = [0.0, 2.4], fractions = [0.5, 0.5] }',
+        latency='{ kind = "constant", value = 0.2 }',
+        end=2.5,
+        tick=0.4,
+    )
     e, received = end_counts(sc)
     assert received.iloc[-1] == 500 and e["in_flight"] == 500 and e["received"] == 500
 
@@ -34,8 +39,14 @@ def test_deliveries_on_a_tick_edge_agree_between_modes(at, latency, every):
     counted at that checkpoint in both modes."""
     counts = {}
     for mode in ("individual", "aggregate"):
-        sc = make(size=100, mode=mode, arrivals=f'{{ kind = "all_at_once", at = {at} }}',
-                  latency=f'{{ kind = "constant", value = {latency} }}', checkpoints=f"{{ every = {every} }}", end=3.0)  # fmt: skip
+        sc = make(
+            size=100,
+            mode=mode,
+            arrivals=f'{{ kind = "all_at_once", at = {at} }}',
+            latency=f'{{ kind = "constant", value = {latency} }}',
+            checkpoints=f"{{ every = {every} }}",
+            end=3.0,
+        )
         counts[mode] = end_counts(sc)[1]
     assert counts["individual"].equals(counts["aggregate"])
     t = round(at + latency, 10)
@@ -71,5 +82,7 @@ def test_every_reports_beyond_numpy_limits_is_a_clear_error():
     text = (SCENARIOS / "survey_large.toml").read_text().replace("size = 10_000_000_000", "size = 1_000_000_000_000")
     text = text.replace("checkpoints = { every = 1.0 }", "checkpoints = { every = 1.0, every_reports = 1_000_000_000 }")
     # refused when the file is loaded, before any run directory exists
-    with pytest.raises(LdpSimError, match="^big.toml: analyst.checkpoints.every_reports: got 1000000000, expected no report-count"):
+    with pytest.raises(
+        LdpSimError, match="^big.toml: analyst.checkpoints.every_reports: got 1000000000, expected no report-count"
+    ):
         parse_scenario(text, "big.toml")

@@ -19,14 +19,21 @@ INTERVALS = ["normal", "hoeffding", "sequence"]
 
 
 def _run(task: str, **kw):
-    text = scenario_text(size=20_000, **kw).replace("checkpoints = { every = 1.0 }", f"checkpoints = {{ every = 1.0 }}\ntasks = [{task}]")
+    text = scenario_text(size=20_000, **kw).replace(
+        "checkpoints = { every = 1.0 }", f"checkpoints = {{ every = 1.0 }}\ntasks = [{task}]"
+    )
     sc = parse_scenario(text, "t.toml")
     return sc, run_replication(sc, 0, 11)
 
 
-@pytest.mark.parametrize("estimator, interval, simultaneous", list(itertools.product(ESTIMATORS, INTERVALS, [False, True])))
+@pytest.mark.parametrize(
+    "estimator, interval, simultaneous", list(itertools.product(ESTIMATORS, INTERVALS, [False, True]))
+)
 def test_every_choice_runs_and_is_recorded(estimator, interval, simultaneous):
-    task = f'{{ kind = "frequency", estimator = "{estimator}", interval = "{interval}", simultaneous = {str(simultaneous).lower()} }}'
+    task = (
+        f'{{ kind = "frequency", estimator = "{estimator}", interval = "{interval}", simultaneous = '
+        f"{str(simultaneous).lower()} }}"
+    )
     sc, rows = _run(task)
     final = rows[(rows["reason"] == "end") & (rows["quantity"] == "frequency")]
     method = f"{estimator}/{interval}" + ("+bonferroni" if simultaneous else "")
@@ -53,9 +60,13 @@ def test_the_rows_are_the_analyst_functions_of_the_server_counts():
     """With the server's counts kept (every report stored), each task's rows are exactly the
     analyst's functions of them: the point estimate of its estimator, the interval of the
     unbiased estimate."""
-    tasks = ('{ kind = "frequency", name = "em", estimator = "em" }, '
-             '{ kind = "frequency", name = "proj", estimator = "projected", interval = "sequence" }')  # fmt: skip
-    text = scenario_text(size=20_000).replace("checkpoints = { every = 1.0 }", f"checkpoints = {{ every = 1.0 }}\ntasks = [{tasks}]")
+    tasks = (
+        '{ kind = "frequency", name = "em", estimator = "em" }, '
+        '{ kind = "frequency", name = "proj", estimator = "projected", interval = "sequence" }'
+    )
+    text = scenario_text(size=20_000).replace(
+        "checkpoints = { every = 1.0 }", f"checkpoints = {{ every = 1.0 }}\ntasks = [{tasks}]"
+    )
     sc = parse_scenario(text.replace("[server]\n", "[server]\nkeep_reports = true\n"), "t.toml")
     from ldpsim.sim.engine import Replication
 
@@ -67,21 +78,31 @@ def test_the_rows_are_the_analyst_functions_of_the_server_counts():
     em = end[end["task"] == "em"]
     np.testing.assert_allclose(em["estimate"], em_estimate(sc.mechanism, counts).estimate, rtol=0, atol=1e-15)
     proj = end[end["task"] == "proj"]
-    np.testing.assert_allclose(proj["estimate"], project_to_simplex(frequency_estimate(sc.mechanism, counts).estimate), atol=1e-15)
+    np.testing.assert_allclose(
+        proj["estimate"], project_to_simplex(frequency_estimate(sc.mechanism, counts).estimate), atol=1e-15
+    )
     ci = confidence_intervals(sc.mechanism, counts, method="sequence", n_plan=20_000)
     # beside a projected estimate the unbiased interval is intersected with [0, 1] (docs/analyst.md)
     np.testing.assert_allclose(proj["ci_low"], np.clip(ci["ci_low"], 0, 1), atol=1e-15)
     np.testing.assert_allclose(proj["ci_high"], np.clip(ci["ci_high"], 0, 1), atol=1e-15)
 
 
-@pytest.mark.parametrize("task, key", [
-    ('{ kind = "frequency", estimator = "mle" }', "analyst.tasks[0].estimator"),
-    ('{ kind = "frequency", interval = "wald" }', "analyst.tasks[0].interval"),
-    ('{ kind = "frequency", simultaneous = 1 }', "analyst.tasks[0].simultaneous"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "task, key",
+    [
+        ('{ kind = "frequency", estimator = "mle" }', "analyst.tasks[0].estimator"),
+        ('{ kind = "frequency", interval = "wald" }', "analyst.tasks[0].interval"),
+        ('{ kind = "frequency", simultaneous = 1 }', "analyst.tasks[0].simultaneous"),
+    ],
+)
 def test_bad_choices_are_one_line_errors(task, key):
     with pytest.raises(LdpSimError, match="^t.toml: " + re.escape(key)) as info:
-        parse_scenario(scenario_text().replace("checkpoints = { every = 1.0 }", f"checkpoints = {{ every = 1.0 }}\ntasks = [{task}]"), "t.toml")
+        parse_scenario(
+            scenario_text().replace(
+                "checkpoints = { every = 1.0 }", f"checkpoints = {{ every = 1.0 }}\ntasks = [{task}]"
+            ),
+            "t.toml",
+        )
     assert "\n" not in str(info.value)
 
 

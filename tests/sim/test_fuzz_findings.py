@@ -173,16 +173,62 @@ def test_bonferroni_z_is_the_quantile_of_the_level_per_interval(confidence, k):
 #: one line, through the harness's own check (its wall-time limit included: the last one, a
 #: thousand periods, took 45 s when each period's composition re-added every report)
 FOUND = [
-    'kind = "collection"\nname = "fuzz_collection"\npolicies = [{ name = "every report", kind = "plain" }]\n\n[population]\nlabels = ["a", "b"]\ndistribution = [0.0, 1.0]\nsize = 1\n\n[collection]\nperiods = 1\nperiod = 1e-300\nschedule = { kind = "random", rate = 1e-300 }\nchange = { kind = "none" }\ndelta = 1e-300\n\n[mechanism]\nkind = "randomized_response"\neps = 1e-300\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\nconfidence = 1e-300\n\n[simulation]\nseed = 0\nreplications = 1\n',
-    'name = "fuzz_questions"\nquestions = [{ name = "q0", labels = ["a", "b"], distribution = [0.0, 1.0], mechanism = { kind = "randomized_response" } }]\n\n[population]\nsize = 1\n\n[budget]\ntotal = 1e-300\nstrategy = "split"\n\n[arrivals]\nkind = "poisson"\nduration = 1e-09\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\ncheckpoints = { every = 0.25 }\ntasks = [{ kind = "frequency", confidence = 1e-300 }]\n\n[simulation]\nmode = "individual"\nreplications = 1\nseed = 0\n',
-    'name = "fuzz_questions"\nquestions = [{ name = "q0", labels = ["a", "b"], distribution = [0.0, 1.0], mechanism = { kind = "hadamard_response" } }]\n\n[population]\nsize = 1\n\n[budget]\ntotal = 1e-300\nstrategy = "split"\n\n[arrivals]\nkind = "poisson"\nduration = 1e-300\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\ncheckpoints = { every = 0.25 }\ntasks = [{ kind = "frequency", confidence = 1e-300 }]\n\n[simulation]\nmode = "individual"\nreplications = 1\nseed = 0\n',
-    'name = "fuzz_questions"\nquestions = [{ name = "q0", labels = ["a", "b"], distribution = [0.0, 1.0], mechanism = { kind = "randomized_response" } }, { name = "q1", labels = ["a", "b"], distribution = [0.0, 1.0], mechanism = { kind = "randomized_response" } }]\n\n[population]\nsize = 2\n\n[budget]\ntotal = 1e-300\nstrategy = "split"\n\n[arrivals]\nkind = "poisson"\nduration = 1e-09\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\ncheckpoints = { every = 0.25 }\ntasks = [{ kind = "frequency", confidence = 1e-300 }]\n\n[simulation]\nmode = "individual"\nreplications = 1\nseed = 0\n',
-    'kind = "collection"\nname = "fuzz_collection"\npolicies = [{ name = "every report", kind = "memoise", eps_permanent = 1e-300 }]\n\n[population]\nlabels = ["a", "b", "yes"]\ndistribution = [0.0, 0.0, 1.0]\nsize = 64\n\n[collection]\nperiods = 4\nperiod = 1e-300\nschedule = { kind = "every_period" }\nchange = { kind = "markov", matrix = [[0.0, 0.0, 1.0], [0.0, 0.0, 1.0], [0.0, 0.0, 1.0]] }\ndelta = 1e-300\n\n[mechanism]\nkind = "randomized_response"\neps = 1e-06\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\nconfidence = 1e-300\n\n[simulation]\nseed = 0\nreplications = 1\n',
-    'name = "fuzz_questions"\nquestions = [{ name = "q0", labels = ["a", "b"], distribution = [0.0, 1.0], mechanism = { kind = "randomized_response" } }, { name = "q1", labels = ["a", "b"], distribution = [0.0, 1.0], mechanism = { kind = "randomized_response" } }]\n\n[population]\nsize = 2\n\n[budget]\ntotal = 1e-300\nstrategy = "split"\n\n[arrivals]\nkind = "poisson"\nduration = 1e-09\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\ncheckpoints = { every = 0.25 }\ntasks = [{ kind = "frequency", confidence = 1e-300 }]\n\n[simulation]\nmode = "individual"\nreplications = 1\nseed = 0\n',
-    'name = "fuzz_questions"\nquestions = [{ name = "q0", labels = ["a", "b"], distribution = [0.0, 1.0], mechanism = { kind = "randomized_response" } }, { name = "q1", labels = ["a", "b"], distribution = [0.0, 1.0], mechanism = { kind = "randomized_response" } }]\n\n[population]\nsize = 1\n\n[budget]\ntotal = 1e-300\nstrategy = "split"\n\n[arrivals]\nkind = "poisson"\nduration = 1e-300\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\ncheckpoints = { every = 0.25 }\ntasks = [{ kind = "frequency", confidence = 0.9999999999999999 }]\ncrosstabs = [{ rows = "q0", columns = "q1" }]\n\n[simulation]\nmode = "individual"\nreplications = 1\nseed = 0\n',
-    'kind = "collection"\nname = "fuzz_collection"\npolicies = [{ name = "every report", kind = "plain" }]\n\n[population]\nlabels = ["NaN", "a"]\ndistribution = [1.0, 0.0]\nsize = 18\n\n[collection]\nperiods = 1000\nperiod = 1000000000000.0\nschedule = { kind = "random", rate = 1e-300 }\nchange = { kind = "none" }\ndelta = 1e-300\n\n[mechanism]\nkind = "quaternary"\neps = 1e-300\ndelta = 0.0\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\nconfidence = 0.95\n\n[simulation]\nseed = 1\nreplications = 2\n',
+    'kind = "collection"\nname = "fuzz_collection"\npolicies = [{ name = "every report", kind = "plain" '
+    '}]\n\n[population]\nlabels = ["a", "b"]\ndistribution = [0.0, 1.0]\nsize = 1\n\n[collection]\nperiods = '
+    '1\nperiod = 1e-300\nschedule = { kind = "random", rate = 1e-300 }\nchange = { kind = "none" }\ndelta = '
+    '1e-300\n\n[mechanism]\nkind = "randomized_response"\neps = 1e-300\n\n[network]\nlatency = { kind = '
+    '"constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\nconfidence = 1e-300\n\n[simulation]\nseed = '
+    "0\nreplications = 1\n",
+    'name = "fuzz_questions"\nquestions = [{ name = "q0", labels = ["a", "b"], distribution = [0.0, 1.0], '
+    'mechanism = { kind = "randomized_response" } }]\n\n[population]\nsize = 1\n\n[budget]\ntotal = '
+    '1e-300\nstrategy = "split"\n\n[arrivals]\nkind = "poisson"\nduration = 1e-09\n\n[network]\nlatency = { kind = '
+    '"constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\ncheckpoints = { every = 0.25 }\ntasks = [{ kind = '
+    '"frequency", confidence = 1e-300 }]\n\n[simulation]\nmode = "individual"\nreplications = 1\nseed = 0\n',
+    'name = "fuzz_questions"\nquestions = [{ name = "q0", labels = ["a", "b"], distribution = [0.0, 1.0], '
+    'mechanism = { kind = "hadamard_response" } }]\n\n[population]\nsize = 1\n\n[budget]\ntotal = '
+    '1e-300\nstrategy = "split"\n\n[arrivals]\nkind = "poisson"\nduration = 1e-300\n\n[network]\nlatency = { kind '
+    '= "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\ncheckpoints = { every = 0.25 }\ntasks = [{ kind = '
+    '"frequency", confidence = 1e-300 }]\n\n[simulation]\nmode = "individual"\nreplications = 1\nseed = 0\n',
+    'name = "fuzz_questions"\nquestions = [{ name = "q0", labels = ["a", "b"], distribution = [0.0, 1.0], '
+    'mechanism = { kind = "randomized_response" } }, { name = "q1", labels = ["a", "b"], distribution = [0.0, '
+    '1.0], mechanism = { kind = "randomized_response" } }]\n\n[population]\nsize = 2\n\n[budget]\ntotal = '
+    '1e-300\nstrategy = "split"\n\n[arrivals]\nkind = "poisson"\nduration = 1e-09\n\n[network]\nlatency = { kind = '
+    '"constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\ncheckpoints = { every = 0.25 }\ntasks = [{ kind = '
+    '"frequency", confidence = 1e-300 }]\n\n[simulation]\nmode = "individual"\nreplications = 1\nseed = 0\n',
+    'kind = "collection"\nname = "fuzz_collection"\npolicies = [{ name = "every report", kind = "memoise", '
+    'eps_permanent = 1e-300 }]\n\n[population]\nlabels = ["a", "b", "yes"]\ndistribution = [0.0, 0.0, 1.0]\nsize = '
+    '64\n\n[collection]\nperiods = 4\nperiod = 1e-300\nschedule = { kind = "every_period" }\nchange = { kind = '
+    '"markov", matrix = [[0.0, 0.0, 1.0], [0.0, 0.0, 1.0], [0.0, 0.0, 1.0]] }\ndelta = 1e-300\n\n[mechanism]\nkind '
+    '= "randomized_response"\neps = 1e-06\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = '
+    "0.0\n\n[analyst]\nconfidence = 1e-300\n\n[simulation]\nseed = 0\nreplications = 1\n",
+    'name = "fuzz_questions"\nquestions = [{ name = "q0", labels = ["a", "b"], distribution = [0.0, 1.0], '
+    'mechanism = { kind = "randomized_response" } }, { name = "q1", labels = ["a", "b"], distribution = [0.0, '
+    '1.0], mechanism = { kind = "randomized_response" } }]\n\n[population]\nsize = 2\n\n[budget]\ntotal = '
+    '1e-300\nstrategy = "split"\n\n[arrivals]\nkind = "poisson"\nduration = 1e-09\n\n[network]\nlatency = { kind = '
+    '"constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\ncheckpoints = { every = 0.25 }\ntasks = [{ kind = '
+    '"frequency", confidence = 1e-300 }]\n\n[simulation]\nmode = "individual"\nreplications = 1\nseed = 0\n',
+    'name = "fuzz_questions"\nquestions = [{ name = "q0", labels = ["a", "b"], distribution = [0.0, 1.0], '
+    'mechanism = { kind = "randomized_response" } }, { name = "q1", labels = ["a", "b"], distribution = [0.0, '
+    '1.0], mechanism = { kind = "randomized_response" } }]\n\n[population]\nsize = 1\n\n[budget]\ntotal = '
+    '1e-300\nstrategy = "split"\n\n[arrivals]\nkind = "poisson"\nduration = 1e-300\n\n[network]\nlatency = { kind '
+    '= "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\ncheckpoints = { every = 0.25 }\ntasks = [{ kind = '
+    '"frequency", confidence = 0.9999999999999999 }]\ncrosstabs = [{ rows = "q0", columns = "q1" '
+    '}]\n\n[simulation]\nmode = "individual"\nreplications = 1\nseed = 0\n',
+    'kind = "collection"\nname = "fuzz_collection"\npolicies = [{ name = "every report", kind = "plain" '
+    '}]\n\n[population]\nlabels = ["NaN", "a"]\ndistribution = [1.0, 0.0]\nsize = 18\n\n[collection]\nperiods = '
+    '1000\nperiod = 1000000000000.0\nschedule = { kind = "random", rate = 1e-300 }\nchange = { kind = "none" '
+    '}\ndelta = 1e-300\n\n[mechanism]\nkind = "quaternary"\neps = 1e-300\ndelta = 0.0\n\n[network]\nlatency = { '
+    'kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\nconfidence = 0.95\n\n[simulation]\nseed = '
+    "1\nreplications = 2\n",
     # errors of exactly 0 at confidence 1e-300: the accuracy figure's log axis had no positive value
-    'kind = "collection"\nname = "fuzz_collection"\npolicies = [{ name = "every report", kind = "plain" }]\n\n[population]\nlabels = ["a", "b"]\ndistribution = [0.5, 0.5]\nsize = 32\n\n[collection]\nperiods = 1\nperiod = 1e-300\nschedule = { kind = "every_period" }\nchange = { kind = "none" }\ndelta = 1e-300\n\n[mechanism]\nkind = "randomized_response"\neps = 5.0\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\nconfidence = 1e-300\n\n[simulation]\nseed = 0\nreplications = 1\n',
+    'kind = "collection"\nname = "fuzz_collection"\npolicies = [{ name = "every report", kind = "plain" }]\n\n'
+    '[population]\nlabels = ["a", "b"]\ndistribution = [0.5, 0.5]\nsize = 32\n\n'
+    '[collection]\nperiods = 1\nperiod = 1e-300\nschedule = { kind = "every_period" }\n'
+    'change = { kind = "none" }\ndelta = 1e-300\n\n'
+    '[mechanism]\nkind = "randomized_response"\neps = 5.0\n\n'
+    '[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n'
+    "[analyst]\nconfidence = 1e-300\n\n"
+    "[simulation]\nseed = 0\nreplications = 1\n",
 ]
 
 

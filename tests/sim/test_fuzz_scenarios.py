@@ -14,7 +14,15 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.sim.fuzz import OUTCOMES, check_run, collection_docs, multiparty_docs, questions_docs, scenario_texts, to_toml
+from tests.sim.fuzz import (
+    OUTCOMES,
+    check_run,
+    collection_docs,
+    multiparty_docs,
+    questions_docs,
+    scenario_texts,
+    to_toml,
+)
 
 FUZZ = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 

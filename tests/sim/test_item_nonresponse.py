@@ -26,8 +26,15 @@ R = np.array([0.2, 0.9, 0.9])  # response rates of question a's answers
 EPS = 2.0  # each question's under split (total 4)
 
 
-def _text(*, mode: str = "individual", strategy: str = "split", reweight: bool = True, size: int = 200_000,
-          loss: str = "{ by_answer = { x = 0.8 }, default = 0.1 }", extra: str = "") -> str:  # fmt: skip
+def _text(
+    *,
+    mode: str = "individual",
+    strategy: str = "split",
+    reweight: bool = True,
+    size: int = 200_000,
+    loss: str = "{ by_answer = { x = 0.8 }, default = 0.1 }",
+    extra: str = "",
+) -> str:
     total = 2 * EPS if strategy == "split" else EPS
     return f"""
 name = "item"
@@ -70,7 +77,9 @@ def _covariance(q: np.ndarray, eps: float, n: float) -> np.ndarray:
     return inverse @ ((np.diag(f) - np.outer(f, f)) / n) @ inverse.T
 
 
-@pytest.mark.parametrize(("mode", "strategy"), [("individual", "split"), ("aggregate", "split"), ("aggregate", "one_random")])
+@pytest.mark.parametrize(
+    ("mode", "strategy"), [("individual", "split"), ("aggregate", "split"), ("aggregate", "one_random")]
+)
 def test_the_raw_estimate_is_off_by_the_exact_bias_and_the_reweighted_one_is_not(mode, strategy):
     rep = Replication(parse_scenario(_text(mode=mode, strategy=strategy), "item.toml"), 0, 5)
     rows = rep.run()
@@ -115,9 +124,11 @@ def test_same_seed_same_bytes_whatever_the_workers(tmp_path):
         (_text(loss="{ by_answer = { x = 1.0 }, default = 1.0 }"), "questions[0].loss: got probability 1"),
         (_text(loss="{ by_answer = { x = 1.0 } }"), "questions[0].loss.by_answer: got 1 for 'x'"),
         (_text(extra='crosstabs = [{ rows = "a", columns = "b" }]'), "analyst.crosstabs[0].rows: got 'a', a question"),
-        (_text(loss="{ by_answer = { x = 0.5 } }").replace("loss = 0.05", "loss = { by_answer = { x = 0.5 } }"),
-         "network.loss: got a loss by answer with [[questions]]"),
-        (_text().replace('loss = { by_answer = { x = 0.8 }, default = 0.1 }\n', ""), "analyst.reweight: got true"),
+        (
+            _text(loss="{ by_answer = { x = 0.5 } }").replace("loss = 0.05", "loss = { by_answer = { x = 0.5 } }"),
+            "network.loss: got a loss by answer with [[questions]]",
+        ),
+        (_text().replace("loss = { by_answer = { x = 0.8 }, default = 0.1 }\n", ""), "analyst.reweight: got true"),
     ],
 )
 def test_errors_are_one_line(text, key):
@@ -128,7 +139,7 @@ def test_errors_are_one_line(text, key):
 
 
 def test_a_numeric_question_takes_no_loss():
-    text = f"""
+    text = """
 name = "num"
 [population]
 file = "data/anes96.csv"
@@ -139,11 +150,11 @@ strategy = "split"
 name = "age"
 type = "numeric"
 range = [17, 91]
-mechanism = {{ kind = "duchi" }}
-loss = {{ by_answer = {{ x = 0.5 }} }}
+mechanism = { kind = "duchi" }
+loss = { by_answer = { x = 0.5 } }
 [[questions]]
 name = "vote"
-mechanism = {{ kind = "randomized_response" }}
+mechanism = { kind = "randomized_response" }
 [arrivals]
 kind = "all_at_once"
 """

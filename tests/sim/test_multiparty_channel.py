@@ -67,8 +67,18 @@ def test_loss_and_deadline_accuracy_covers_the_erasure_protocol():
     latency, loss, deadline = LognormalLatency(0.05, 0.8), 0.1, 0.12
     protocols = [Protocol.universal(EPS, DELTA), Protocol.binary(EPS, DELTA)]
     tasks = [Task.majority(5)] * 3 + [Task.xor(5), Task.threshold(5, 2), Task.sum(5)]
-    result = simulate_broadcast(protocols, tasks, 60_000, batch=10_000, latency=latency, interval=0.01, seed=31,
-                                alpha=FALSE_FAILURE, loss=loss, deadline=deadline)  # fmt: skip
+    result = simulate_broadcast(
+        protocols,
+        tasks,
+        60_000,
+        batch=10_000,
+        latency=latency,
+        interval=0.01,
+        seed=31,
+        alpha=FALSE_FAILURE,
+        loss=loss,
+        deadline=deadline,
+    )
     assert_covered(result.table)
     late, m = channel_missing(loss, deadline, latency)
     assert late == pytest.approx(1 - float(latency.cdf(deadline)), abs=1e-15) and late > 0.01
@@ -91,8 +101,18 @@ def test_messages_heard_and_decision_times_follow_the_rule():
     heard, and the decision at the deadline exactly when one message is missing."""
     k, loss, deadline = 4, 0.2, 0.1
     latency = ExponentialLatency(0.05)
-    result = simulate_broadcast([Protocol.binary([1.0] * k)], Task.sum(k), 20_000, batch=2_500, latency=latency,
-                                interval=0.01, seed=7, keep_trace=True, loss=loss, deadline=deadline)  # fmt: skip
+    result = simulate_broadcast(
+        [Protocol.binary([1.0] * k)],
+        Task.sum(k),
+        20_000,
+        batch=2_500,
+        latency=latency,
+        interval=0.01,
+        seed=7,
+        keep_trace=True,
+        loss=loss,
+        deadline=deadline,
+    )
     tr = result.trace
     start = tr.start[:, None, None]
     for j in range(k):
@@ -128,8 +148,17 @@ def test_completion_delay_law_with_a_deadline():
     k, loss, deadline = 5, 0.05, 0.2
     latency = LognormalLatency(0.06, 0.7)
     rounds = 20_000
-    tr = simulate_broadcast([Protocol.binary([1.0] * k)], Task.xor(k), rounds, batch=5_000, latency=latency, seed=4,
-                            keep_trace=True, loss=loss, deadline=deadline).trace  # fmt: skip
+    tr = simulate_broadcast(
+        [Protocol.binary([1.0] * k)],
+        Task.xor(k),
+        rounds,
+        batch=5_000,
+        latency=latency,
+        seed=4,
+        keep_trace=True,
+        loss=loss,
+        deadline=deadline,
+    ).trace
     delay = tr.completion[:, k] - tr.start
     atom = float(1.0 - completion_cdf(latency, k, deadline - 1e-12, loss, deadline))
     assert atom == pytest.approx(1 - ((1 - loss) * float(latency.cdf(deadline))) ** k, rel=1e-9)
@@ -150,8 +179,16 @@ def test_completion_delay_law_with_a_deadline():
     assert float(completion_cdf(latency, k, q50, loss, deadline)) == pytest.approx(0.5, abs=1e-9)
     assert completion_quantile(latency, k, 0.99, loss, deadline) == deadline
     # the table's theory columns are these functions
-    table = simulate_broadcast([Protocol.binary([1.0] * k)], Task.xor(k), 2_000, batch=1_000, latency=latency, seed=4,
-                               loss=loss, deadline=deadline).table  # fmt: skip
+    table = simulate_broadcast(
+        [Protocol.binary([1.0] * k)],
+        Task.xor(k),
+        2_000,
+        batch=1_000,
+        latency=latency,
+        seed=4,
+        loss=loss,
+        deadline=deadline,
+    ).table
     obs = table[(table["party"] == OBSERVER)].set_index("quantity")["theory"]
     assert obs["completion_delay_mean"] == pytest.approx(mean, rel=1e-12)
     assert obs["completion_delay_p50"] == pytest.approx(q50, rel=1e-12)
@@ -160,13 +197,20 @@ def test_completion_delay_law_with_a_deadline():
 def test_without_deadline_a_loss_leaves_the_completion_law_alone():
     lat = ExponentialLatency(0.3)
     assert completion_mean(lat, 4, 0.2, None) == pytest.approx(lat.expected_max(4))
-    assert completion_quantile(lat, 4, 0.9, 0.2, None) == pytest.approx(float(lat.quantile(0.9 ** 0.25)))
+    assert completion_quantile(lat, 4, 0.9, 0.2, None) == pytest.approx(float(lat.quantile(0.9**0.25)))
 
 
 def test_losses_are_common_random_numbers_and_seeded():
     """The same losses for every protocol compared, and the same numbers for the same seed."""
-    kw = {"batch": 1_000, "latency": ExponentialLatency(0.05), "interval": 0.01, "seed": 3, "keep_trace": True, "loss": 0.3,
-          "deadline": 0.1}
+    kw = {
+        "batch": 1_000,
+        "latency": ExponentialLatency(0.05),
+        "interval": 0.01,
+        "seed": 3,
+        "keep_trace": True,
+        "loss": 0.3,
+        "deadline": 0.1,
+    }
     one = simulate_broadcast([Protocol.universal(EPS, DELTA)], Task.xor(5), 3_000, **kw)
     two = simulate_broadcast([Protocol.universal(EPS, DELTA), Protocol.binary(EPS)], Task.xor(5), 3_000, **kw)
     np.testing.assert_array_equal(one.trace.heard, two.trace.heard)
@@ -183,12 +227,24 @@ def test_custom_gains_per_receiver_cover_exact():
     k = 4
     w_sum = np.eye(k + 1) * np.array([3.0, 1.0, 1.0, 1.0, 3.0])[:, None]  # the extremes are worth more
     w_sum[2, 1] = w_sum[2, 3] = 0.5  # a near miss on 2 is worth half
-    table = Task.from_table(np.array([0, 0, 1, 2, 0, 1, 2, 2, 1, 1, 2, 2, 0, 2, 1, 0]), 3,
-                            gain=[[2.0, -1.0, 0.0], [0.0, 1.0, 0.5], [-1.0, 0.0, 3.0]], name="table")  # fmt: skip
+    table = Task.from_table(
+        np.array([0, 0, 1, 2, 0, 1, 2, 2, 1, 1, 2, 2, 0, 2, 1, 0]),
+        3,
+        gain=[[2.0, -1.0, 0.0], [0.0, 1.0, 0.5], [-1.0, 0.0, 3.0]],
+        name="table",
+    )
     tasks = [Task.majority(k), table, Task.majority(k), Task.xor(k), Task.sum(k, gain=w_sum)]
     protocols = [Protocol.universal(EPS[:k], DELTA[:k])]
-    result = simulate_broadcast(protocols, tasks, 50_000, batch=10_000, latency=ExponentialLatency(0.02), seed=12,
-                                alpha=FALSE_FAILURE, loss=0.15)  # fmt: skip
+    result = simulate_broadcast(
+        protocols,
+        tasks,
+        50_000,
+        batch=10_000,
+        latency=ExponentialLatency(0.02),
+        seed=12,
+        alpha=FALSE_FAILURE,
+        loss=0.15,
+    )
     assert_covered(result.table)
     rows = accuracy_rows(result.table).set_index("party")
     m = missing_probability(0.15)
@@ -252,7 +308,9 @@ def test_deviating_parties_measured_against_rule_gain_and_privacy(tmp_path):
         assert a is not p and a.sizes == p.sizes
         for who in [*range(5), OBSERVER]:
             task = sc.tasks[-1] if who == OBSERVER else sc.tasks[who]
-            row = acc[(acc["protocol"] == p.name) & (acc["party"] == ("observer" if who == OBSERVER else str(who)))].iloc[0]
+            row = acc[
+                (acc["protocol"] == p.name) & (acc["party"] == ("observer" if who == OBSERVER else str(who)))
+            ].iloc[0]
             want = rule_gain(erasure_protocol(p, m), erasure_protocol(a, m), task, who)
             assert row["exact"] == pytest.approx(want, abs=1e-12)
     # privacy: honest parties unchanged, deviating parties their own exact privacy
@@ -264,7 +322,10 @@ def test_deviating_parties_measured_against_rule_gain_and_privacy(tmp_path):
         announced = p.privacy_table().set_index("party")
         for j in (0, 2, 4):
             assert rows.loc[j, "run_as"] == "honest"
-            assert rows.loc[j, "eps_run"] == announced.loc[j, "eps"] and rows.loc[j, "delta_run"] == announced.loc[j, "delta"]
+            assert (
+                rows.loc[j, "eps_run"] == announced.loc[j, "eps"]
+                and rows.loc[j, "delta_run"] == announced.loc[j, "delta"]
+            )
         assert math.isinf(rows.loc[1, "eps_run"]) and rows.loc[1, "run_as"] == "truthful"
         assert rows.loc[3, "eps_run"] == 0.0 and rows.loc[3, "run_as"] == "fixed bit 1"
         # honest parties' mechanisms are untouched: the same matrices and exact privacy
@@ -285,7 +346,9 @@ def test_worst_case_rows_are_the_linear_program(tmp_path):
     assert len(worst) == 2 * 6 and worst["theory"].notna().all()
     p = sc.protocols[0]
     row = worst[(worst["protocol"] == p.name) & (worst["party"] == OBSERVER)].iloc[0]
-    assert row["theory"] == pytest.approx(worst_case(erasure_protocol(p, sc.missing), sc.tasks[-1], OBSERVER)[0], abs=1e-9)
+    assert row["theory"] == pytest.approx(
+        worst_case(erasure_protocol(p, sc.missing), sc.tasks[-1], OBSERVER)[0], abs=1e-9
+    )
     honest = run.results[(run.results["quantity"] == "honest_accuracy") & (run.results["replication"] == 0)]
     merged = worst.merge(honest, on=["protocol", "party"], suffixes=("_w", "_a"))
     assert (merged["theory_w"] <= merged["theory_a"] + 1e-9).all()
@@ -327,7 +390,8 @@ def test_catalog_protocol_needs_no_levels_and_one_table_serves_every_party():
 kind = "multiparty"
 name = "catalog"
 protocols = [{ name = "rr", mechanisms = [{ kind = "randomized_response", eps = 2 }] },
-             { name = "q", mechanisms = [{ kind = "quaternary", eps = 1, delta = 0.1 }, { kind = "quaternary", eps = 1, delta = 0 },
+             { name = "q", mechanisms = [{ kind = "quaternary", eps = 1, delta = 0.1 },
+                                         { kind = "quaternary", eps = 1, delta = 0 },
                                          { kind = "matrix", matrix = [[0.5, 0.3, 0.2], [0.2, 0.3, 0.5]] }] }]
 [parties]
 k = 3
@@ -346,35 +410,117 @@ count = 100
 
 
 # --------------------------------------------------------------------- bad values
-BASE = DEVIATING.replace("[[deviations]]\nparty = 1\nkind = \"truthful\"\n\n[[deviations]]\nparty = 3\nkind = \"fixed\"\nbit = 1\n\n", "")
+BASE = DEVIATING.replace(
+    '[[deviations]]\nparty = 1\nkind = "truthful"\n\n[[deviations]]\nparty = 3\nkind = "fixed"\nbit = 1\n\n', ""
+)
 
 BAD = {
     "unknown function": ('kind = "majority"', 'kind = "median"', "task.kind", "'median'"),
     "receiver unknown function": ('kind = "sum"', 'kind = "mode"', "receivers.observer.kind", "'mode'"),
-    "gain of the wrong shape": ('kind = "sum"', 'kind = "sum"\ngain = [[1, 0], [0, 1]]', "receivers.observer.gain", "6 x 6"),
-    "default gain wrong shape": ('kind = "majority"', 'kind = "majority"\ngain = [[1, 0, 0], [0, 1, 0]]', "task.gain", "2 x 2"),
+    "gain of the wrong shape": (
+        'kind = "sum"',
+        'kind = "sum"\ngain = [[1, 0], [0, 1]]',
+        "receivers.observer.gain",
+        "6 x 6",
+    ),
+    "default gain wrong shape": (
+        'kind = "majority"',
+        'kind = "majority"\ngain = [[1, 0, 0], [0, 1, 0]]',
+        "task.gain",
+        "2 x 2",
+    ),
     "loss above one": ("loss = 0.1", "loss = 1.5", "network.loss", "less than or equal to 1"),
     "loss below zero": ("loss = 0.1", "loss = -0.1", "network.loss", "greater than or equal to 0"),
-    "table of the wrong length": ('kind = "majority"', 'kind = "table"\nvalues = [0, 1, 1, 0]', "task.values", "2^k = 32"),
+    "table of the wrong length": (
+        'kind = "majority"',
+        'kind = "table"\nvalues = [0, 1, 1, 0]',
+        "task.values",
+        "2^k = 32",
+    ),
     "receiver out of range": ("[receivers.observer]", "[receivers.7]", "receivers", "party index 0..4"),
     "receiver not a name": ("[receivers.observer]", "[receivers.king]", "receivers", "'observer'"),
-    "deviation of an unknown party": ("[rounds]", "[[deviations]]\nparty = 9\nkind = \"truthful\"\n\n[rounds]", "deviations[0].party", "0..4"),
-    "deviation kind": ("[rounds]", "[[deviations]]\nparty = 1\nkind = \"lying\"\n\n[rounds]", "deviations[0].kind", "'lying'"),
-    "fixed without bit": ("[rounds]", "[[deviations]]\nparty = 1\nkind = \"fixed\"\n\n[rounds]", "deviations[0].bit", "the bit"),
-    "unknown catalog mechanism": ('kind = "randomized_response", eps = 1', 'kind = "gamma", eps = 1', "protocols[1].mechanisms[0].kind", "'gamma'"),
-    "noise mechanism": ('kind = "randomized_response", eps = 1', 'kind = "laplace", eps = 1', "protocols[1].mechanisms[0].kind", "finitely many"),
-    "mechanism bad eps": ('kind = "randomized_response", eps = 1', 'kind = "randomized_response", eps = -1', "protocols[1].mechanisms[0].eps", "-1"),
-    "mechanism eps missing": ('kind = "randomized_response", eps = 1', 'kind = "randomized_response"', "protocols[1].mechanisms[0].eps", "privacy parameter"),
-    "mechanism alphabet": ('kind = "randomized_response", eps = 1', 'kind = "randomized_response", eps = 1, k = 3', "protocols[1].mechanisms[0].k", "bit"),
-    "mechanism unknown key": ('kind = "randomized_response", eps = 1', 'kind = "randomized_response", eps = 1, colour = 2', "protocols[1].mechanisms[0].colour", "no such key"),
-    "mechanisms count": ('[{ kind = "randomized_response", eps = 1 }]', '[{ kind = "randomized_response", eps = 1 }, { kind = "randomized_response", eps = 2 }]', "protocols[1].mechanisms", "one per party"),
-    "matrix on three inputs": ('kind = "randomized_response", eps = 1', 'kind = "matrix", matrix = [[1, 0], [0, 1], [0.5, 0.5]]', "protocols[1].mechanisms[0].matrix", "one per input symbol (2)"),
+    "deviation of an unknown party": (
+        "[rounds]",
+        '[[deviations]]\nparty = 9\nkind = "truthful"\n\n[rounds]',
+        "deviations[0].party",
+        "0..4",
+    ),
+    "deviation kind": (
+        "[rounds]",
+        '[[deviations]]\nparty = 1\nkind = "lying"\n\n[rounds]',
+        "deviations[0].kind",
+        "'lying'",
+    ),
+    "fixed without bit": (
+        "[rounds]",
+        '[[deviations]]\nparty = 1\nkind = "fixed"\n\n[rounds]',
+        "deviations[0].bit",
+        "the bit",
+    ),
+    "unknown catalog mechanism": (
+        'kind = "randomized_response", eps = 1',
+        'kind = "gamma", eps = 1',
+        "protocols[1].mechanisms[0].kind",
+        "'gamma'",
+    ),
+    "noise mechanism": (
+        'kind = "randomized_response", eps = 1',
+        'kind = "laplace", eps = 1',
+        "protocols[1].mechanisms[0].kind",
+        "finitely many",
+    ),
+    "mechanism bad eps": (
+        'kind = "randomized_response", eps = 1',
+        'kind = "randomized_response", eps = -1',
+        "protocols[1].mechanisms[0].eps",
+        "-1",
+    ),
+    "mechanism eps missing": (
+        'kind = "randomized_response", eps = 1',
+        'kind = "randomized_response"',
+        "protocols[1].mechanisms[0].eps",
+        "privacy parameter",
+    ),
+    "mechanism alphabet": (
+        'kind = "randomized_response", eps = 1',
+        'kind = "randomized_response", eps = 1, k = 3',
+        "protocols[1].mechanisms[0].k",
+        "bit",
+    ),
+    "mechanism unknown key": (
+        'kind = "randomized_response", eps = 1',
+        'kind = "randomized_response", eps = 1, colour = 2',
+        "protocols[1].mechanisms[0].colour",
+        "no such key",
+    ),
+    "mechanisms count": (
+        '[{ kind = "randomized_response", eps = 1 }]',
+        '[{ kind = "randomized_response", eps = 1 }, { kind = "randomized_response", eps = 2 }]',
+        "protocols[1].mechanisms",
+        "one per party",
+    ),
+    "matrix on three inputs": (
+        'kind = "randomized_response", eps = 1',
+        'kind = "matrix", matrix = [[1, 0], [0, 1], [0.5, 0.5]]',
+        "protocols[1].mechanisms[0].matrix",
+        "one per input symbol (2)",
+    ),
     "eps missing for universal": ("eps = 1\n", "", "parties.eps", "'universal' needs them"),
     "duplicate protocol names": ('name = "rr"', 'name = "universal"', "protocols", "at most once"),
     "deadline zero": ("deadline = 0.15", "deadline = 0", "network.deadline", "greater than 0"),
-    "loss grid value": ("loss_grid = [0, 0.1, 0.3]", "loss_grid = [0, 2]", "network.loss_grid[1]", "less than or equal to 1"),
+    "loss grid value": (
+        "loss_grid = [0, 0.1, 0.3]",
+        "loss_grid = [0, 2]",
+        "network.loss_grid[1]",
+        "less than or equal to 1",
+    ),
     "t for sum": ('kind = "sum"', 'kind = "sum"\nt = 2', "receivers.observer.t", "only for 'threshold'"),
-    "outputs too few": ('kind = "majority"', 'kind = "table"\nvalues = ' + str([0, 1, 2, 1] * 8) + '\noutputs = ["a", "b"]', "task.outputs", "3 or more"),
+    "outputs too few": (
+        'kind = "majority"',
+        'kind = "table"\nvalues = ' + str([0, 1, 2, 1] * 8) + '\noutputs = ["a", "b"]',
+        "task.outputs",
+        "3 or more",
+    ),
 }
 
 
@@ -393,8 +539,12 @@ def test_bad_values_are_one_line_naming_the_key(case):
 def test_deviations_out_of_reach_of_rule_gain_are_refused_at_load():
     """rule_gain contracts a tensor over every transcript: a large protocol is refused in
     one line naming the deviations."""
-    text = BASE.replace("k = 5", "k = 12").replace("delta = [0, 0.05, 0.1, 0, 0.02]", "delta = 0.05").replace(
-        "[rounds]", "[[deviations]]\nparty = 1\nkind = \"truthful\"\n\n[rounds]").replace('kind = "sum"', 'kind = "majority"')
+    text = (
+        BASE.replace("k = 5", "k = 12")
+        .replace("delta = [0, 0.05, 0.1, 0, 0.02]", "delta = 0.05")
+        .replace("[rounds]", '[[deviations]]\nparty = 1\nkind = "truthful"\n\n[rounds]')
+        .replace('kind = "sum"', 'kind = "majority"')
+    )
     text = text.replace(', { name = "rr", mechanisms = [{ kind = "randomized_response", eps = 1 }] }', "")
     with pytest.raises(LdpSimError) as info:
         parse_multiparty(text, "big.toml")
@@ -446,7 +596,9 @@ def test_non_uniform_bits_through_the_channel():
     eps, delta, p_one = [0.5, 1.5, 2.0, 3.0], [0.05, 0.0, 0.1, 0.02], [0.2, 0.5, 0.7, 0.9]
     protocols = [Protocol.universal(eps, delta), Protocol.binary(eps)]
     tasks = [Task.majority(4)] * 4 + [Task.sum(4)]
-    result = simulate_broadcast(protocols, tasks, 40_000, batch=8_000, p_one=p_one, seed=15, alpha=FALSE_FAILURE, loss=0.2)
+    result = simulate_broadcast(
+        protocols, tasks, 40_000, batch=8_000, p_one=p_one, seed=15, alpha=FALSE_FAILURE, loss=0.2
+    )
     assert_covered(result.table)
     rows = accuracy_rows(result.table)
     for p in protocols:

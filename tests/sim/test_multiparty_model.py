@@ -18,8 +18,8 @@ from scipy import stats
 from ldpsim.errors import LdpSimError
 from ldpsim.protocols import OBSERVER, Protocol, Task, enumerated_gain, exact_accuracy
 from ldpsim.sim.multiparty import expected_max_latency, max_latency_quantile, simulate_broadcast
-from ldpsim.stats import mean_tolerance as tolerance
 from ldpsim.sim.network import ConstantLatency, ExponentialLatency, LognormalLatency
+from ldpsim.stats import mean_tolerance as tolerance
 from tests.stats_checks import FALSE_FAILURE
 
 EPS = [0.5, 1, 1, 2, 3, 5]
@@ -61,8 +61,15 @@ def assert_table_covered(table):
 # --------------------------------------------------------------------- accuracy coverage
 def test_xor_accuracy_covers_exact_and_closed_form():
     protocols = both(EPS, DELTA)
-    result = simulate_broadcast(protocols, Task.xor(6), 100_000, batch=10_000, latency=ExponentialLatency(0.2),
-                                seed=20261130, alpha=FALSE_FAILURE)  # fmt: skip
+    result = simulate_broadcast(
+        protocols,
+        Task.xor(6),
+        100_000,
+        batch=10_000,
+        latency=ExponentialLatency(0.2),
+        seed=20261130,
+        alpha=FALSE_FAILURE,
+    )
     rows = accuracy_rows(result.table)
     assert len(rows) == 2 * 7 and len(difference_rows(result.table)) == 7
     assert_table_covered(result.table)
@@ -79,8 +86,15 @@ def test_xor_accuracy_covers_exact_and_closed_form():
 def test_sum_accuracy_covers_exact():
     eps = [0.25, 0.5, 1, 1, 1.5, 2, 3, 4]
     delta = [0, 0.01, 0, 0.02, 0.05, 0, 0.1, 0.01]
-    result = simulate_broadcast(both(eps, delta), Task.sum(8), 60_000, batch=10_000,
-                                latency=LognormalLatency(0.05, 0.5), seed=8, alpha=FALSE_FAILURE)  # fmt: skip
+    result = simulate_broadcast(
+        both(eps, delta),
+        Task.sum(8),
+        60_000,
+        batch=10_000,
+        latency=LognormalLatency(0.05, 0.5),
+        seed=8,
+        alpha=FALSE_FAILURE,
+    )
     rows = accuracy_rows(result.table)
     assert len(rows) == 2 * 9 and len(difference_rows(result.table)) == 9
     assert_table_covered(result.table)
@@ -95,7 +109,9 @@ def test_non_uniform_bits_cover_the_enumerated_gain():
     eps, delta = [0.5, 1.5, 2.0, 3.0], [0.05, 0.0, 0.1, 0.02]
     p_one = [0.2, 0.5, 0.7, 0.9]
     protocols = both(eps, delta)
-    result = simulate_broadcast(protocols, Task.majority(4), 60_000, batch=8_000, p_one=p_one, seed=5, alpha=FALSE_FAILURE)
+    result = simulate_broadcast(
+        protocols, Task.majority(4), 60_000, batch=8_000, p_one=p_one, seed=5, alpha=FALSE_FAILURE
+    )
     rows = accuracy_rows(result.table)
     for _, row in rows.iterrows():
         p = protocols[0] if row["protocol"] == "universal" else protocols[1]
@@ -166,8 +182,16 @@ def test_common_random_numbers_a_protocol_does_not_change_the_others():
 # --------------------------------------------------------------------- the SimPy model
 def test_every_message_is_delivered_and_parties_decide_after_the_transcript_is_complete():
     k, rounds, batch = 5, 2_500, 300  # batches overlap in time: latencies >> interval
-    result = simulate_broadcast(both(EPS[:k], DELTA[:k]), Task.sum(k), rounds, batch=batch,
-                                latency=ExponentialLatency(0.5), interval=0.001, seed=9, keep_trace=True)  # fmt: skip
+    result = simulate_broadcast(
+        both(EPS[:k], DELTA[:k]),
+        Task.sum(k),
+        rounds,
+        batch=batch,
+        latency=ExponentialLatency(0.5),
+        interval=0.001,
+        seed=9,
+        keep_trace=True,
+    )
     tr = result.trace
     # every receiver (k parties + observer) took every message of every round from its inbox
     np.testing.assert_array_equal(tr.delivered, np.full(k + 1, rounds * k))
@@ -198,8 +222,16 @@ def test_every_message_is_delivered_and_parties_decide_after_the_transcript_is_c
 
 def test_constant_latency_completion_is_exact():
     k, c = 4, 0.25
-    result = simulate_broadcast(both(EPS[:k], DELTA[:k]), Task.xor(k), 1_000, batch=128, latency=ConstantLatency(c),
-                                interval=0.1, seed=1, keep_trace=True)  # fmt: skip
+    result = simulate_broadcast(
+        both(EPS[:k], DELTA[:k]),
+        Task.xor(k),
+        1_000,
+        batch=128,
+        latency=ConstantLatency(c),
+        interval=0.1,
+        seed=1,
+        keep_trace=True,
+    )
     tr = result.trace
     np.testing.assert_allclose(tr.completion - tr.start[:, None], c, rtol=0, atol=1e-9)
     lat = result.table[result.table["quantity"] == "completion_delay_max"]
@@ -220,8 +252,9 @@ def test_completion_delay_law_matches_theory():
     """The observer's completion delay is the max of k i.i.d. latencies: its empirical CDF
     against the exact one (Kolmogorov-Smirnov, false-failure 1e-6)."""
     k, lat = 4, LognormalLatency(0.1, 0.7)
-    tr = simulate_broadcast([Protocol.binary([1.0] * k)], Task.xor(k), 20_000, batch=5_000, latency=lat,
-                            seed=4, keep_trace=True).trace  # fmt: skip
+    tr = simulate_broadcast(
+        [Protocol.binary([1.0] * k)], Task.xor(k), 20_000, batch=5_000, latency=lat, seed=4, keep_trace=True
+    ).trace
     delay = tr.completion[:, k] - tr.start
     res = stats.kstest(delay, lambda s: lat.cdf(s) ** k)
     assert res.pvalue > FALSE_FAILURE, res

@@ -26,7 +26,12 @@ CASES = {
     "eps list too short": ("eps = [0.5, 1, 2, 3]", "eps = [0.5, 1, 2]", "parties.eps", "length 3"),
     "delta list too long": ("delta = [0, 0.01, 0.05, 0.1]", "delta = [0, 0, 0, 0, 0]", "parties.delta", "length 5"),
     "p_one list length": ("[task]", "p_one = [0.5, 0.5]\n[task]", "parties.p_one", "length 2"),
-    "negative eps in list": ("eps = [0.5, 1, 2, 3]", "eps = [0.5, -1, 2, 3]", "parties.eps[1]", "greater than or equal to 0"),
+    "negative eps in list": (
+        "eps = [0.5, 1, 2, 3]",
+        "eps = [0.5, -1, 2, 3]",
+        "parties.eps[1]",
+        "greater than or equal to 0",
+    ),
     "delta above one": ("delta = [0, 0.01, 0.05, 0.1]", "delta = 1.5", "parties.delta", "less than or equal to 1"),
     "eps as text": ("eps = [0.5, 1, 2, 3]", 'eps = "1"', "parties.eps", "valid number"),
     "eps nan": ("eps = [0.5, 1, 2, 3]", "eps = nan", "parties.eps", "finite"),
@@ -43,7 +48,7 @@ CASES = {
     "negative latency": ("mean = 0.2", "mean = -0.2", "network.latency.mean", "greater than 0"),
     "unknown latency": ('kind = "exponential", mean = 0.2', 'kind = "gamma"', "network.latency", "gamma"),
     "unknown key": ("k = 4", "k = 4\ncolour = 1", "parties.colour", "no such key"),
-    "missing task": ("[task]\nkind = \"xor\"", "", "task", "Field required"),
+    "missing task": ('[task]\nkind = "xor"', "", "task", "Field required"),
     "alpha zero": ("replications = 3", "replications = 3\nalpha = 0.0", "simulation.alpha", "greater than 0"),
     "bad name": ('name = "small"', 'name = "a/b"', "name", "pattern"),
     "bad TOML": ("[rounds]", "[rounds", "invalid TOML", "line"),
@@ -63,7 +68,9 @@ def test_bad_input_is_one_line_naming_file_and_key(case):
 
 
 def test_scalars_apply_to_every_party():
-    sc = parse_multiparty(GOOD.replace("eps = [0.5, 1, 2, 3]", "eps = 2").replace("delta = [0, 0.01, 0.05, 0.1]", "delta = 0.1"))
+    sc = parse_multiparty(
+        GOOD.replace("eps = [0.5, 1, 2, 3]", "eps = 2").replace("delta = [0, 0.01, 0.05, 0.1]", "delta = 0.1")
+    )
     for p in sc.protocols:
         assert list(p.eps) == [2.0] * 4 and list(p.delta) == [0.1] * 4
 

@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ldpsim.sim import kinds
 from ldpsim.errors import LdpSimError
 from ldpsim.report.multiparty_study import read_study_results, summarise_study
 from ldpsim.runs import RunInterrupted
+from ldpsim.sim import kinds
 from ldpsim.sim.multiparty_study import (
     STUDY_COLUMNS,
     MultipartyScalingStudy,
@@ -59,10 +59,30 @@ CASES = {
     "k repeated": ("parties = [2, 9, 30]", "parties = [2, 2]", "study.parties", "at most once"),
     "k not a list": ("parties = [2, 9, 30]", "parties = 5", "study.parties", "a list of numbers of parties"),
     "k as text": ("parties = [2, 9, 30]", 'parties = ["2"]', "study.parties[0]", "valid integer"),
-    "grid reversed": ("parties = [2, 9, 30]", "parties = { from = 20, to = 5, count = 3 }", "study.parties.to", ">= from = 20"),
-    "grid one value": ("parties = [2, 9, 30]", "parties = { from = 2, to = 5, count = 1 }", "study.parties.count", "at least 2"),
-    "grid without count": ("parties = [2, 9, 30]", "parties = { from = 2, to = 5 }", "study.parties.count", "Field required"),
-    "grid too far": ("parties = [2, 9, 30]", "parties = { from = 2, to = 5000, count = 4 }", "study.parties.to", "1000"),
+    "grid reversed": (
+        "parties = [2, 9, 30]",
+        "parties = { from = 20, to = 5, count = 3 }",
+        "study.parties.to",
+        ">= from = 20",
+    ),
+    "grid one value": (
+        "parties = [2, 9, 30]",
+        "parties = { from = 2, to = 5, count = 1 }",
+        "study.parties.count",
+        "at least 2",
+    ),
+    "grid without count": (
+        "parties = [2, 9, 30]",
+        "parties = { from = 2, to = 5 }",
+        "study.parties.count",
+        "Field required",
+    ),
+    "grid too far": (
+        "parties = [2, 9, 30]",
+        "parties = { from = 2, to = 5000, count = 4 }",
+        "study.parties.to",
+        "1000",
+    ),
     "eps zero": ("eps = [1]", "eps = [0]", "study.eps[0]", "greater than 0"),
     "eps repeated": ("eps = [1]", "eps = [1, 1.0]", "study.eps", "at most once"),
     "eps a number": ("eps = [1]", "eps = 1", "study.eps", "valid list"),
@@ -70,8 +90,18 @@ CASES = {
     "delta one": ("delta = 0.1", "delta = 1", "study.delta", "less than 1"),
     "unknown task": ('tasks = ["xor", "sum", "majority"]', 'tasks = ["parity"]', "study.tasks[0]", "'parity'"),
     "no tasks": ('tasks = ["xor", "sum", "majority"]', "tasks = []", "study.tasks", "at least 1"),
-    "unknown protocol": ('protocols = ["universal", "binary"]', 'protocols = ["laplace"]', "study.protocols[0]", "'laplace'"),
-    "unknown receiver": ("rounds = 4000", 'rounds = 4000\nreceivers = ["everyone"]', "study.receivers[0]", "'everyone'"),
+    "unknown protocol": (
+        'protocols = ["universal", "binary"]',
+        'protocols = ["laplace"]',
+        "study.protocols[0]",
+        "'laplace'",
+    ),
+    "unknown receiver": (
+        "rounds = 4000",
+        'rounds = 4000\nreceivers = ["everyone"]',
+        "study.receivers[0]",
+        "'everyone'",
+    ),
     "one round": ("rounds = 4000", "rounds = 1", "study.rounds", "greater than or equal to 2"),
     "rounds as text": ("rounds = 4000", 'rounds = "many"', "study.rounds", "valid integer"),
     "unknown key": ("rounds = 4000", "rounds = 4000\ncolour = 1", "study.colour", "no such key"),
@@ -80,11 +110,20 @@ CASES = {
     "a [task] table": ("[study]", '[task]\nkind = "xor"\n\n[study]', "task", "study.tasks"),
     "a [rounds] table": ("[study]", "[rounds]\ncount = 10\n\n[study]", "rounds", "study.rounds"),
     "a [network] table": ("[study]", '[network]\nlatency = { kind = "constant" }\n\n[study]', "network", "no network"),
-    "top-level protocols": ('description = "a small scaling study"', 'protocols = ["binary"]', "protocols", "study.protocols"),
+    "top-level protocols": (
+        'description = "a small scaling study"',
+        'protocols = ["binary"]',
+        "protocols",
+        "study.protocols",
+    ),
     "alpha zero": ("alpha = 1e-6", "alpha = 0.0", "simulation.alpha", "greater than 0"),
     "absurd work": ("rounds = 4000", "rounds = 100_000_000", "study.rounds", "estimated at"),
-    "out of reach": ("parties = [2, 9, 30]\neps = [1]\ndelta = 0.1\nrounds = 4000",
-                     "parties = [1000]\neps = [1]\ndelta = 0.1\nrounds = 1_000_000", "study.parties", "no exact path"),
+    "out of reach": (
+        "parties = [2, 9, 30]\neps = [1]\ndelta = 0.1\nrounds = 4000",
+        "parties = [1000]\neps = [1]\ndelta = 0.1\nrounds = 1_000_000",
+        "study.parties",
+        "no exact path",
+    ),
 }
 
 
@@ -101,7 +140,9 @@ def test_bad_study_values_are_one_line_naming_the_key(case):
 
 
 def test_grid_and_points():
-    sc = parse_multiparty_study(GOOD.replace("parties = [2, 9, 30]", "parties = { from = 2, to = 200, count = 15 }"), "ok.toml")
+    sc = parse_multiparty_study(
+        GOOD.replace("parties = [2, 9, 30]", "parties = { from = 2, to = 200, count = 15 }"), "ok.toml"
+    )
     assert sc.kind == KIND == MultipartyScalingStudy.kind
     assert sc.spec.study.party_counts() == [2, 3, 4, 5, 7, 10, 14, 20, 28, 39, 54, 75, 104, 144, 200]
     # delta = 0.1: four symbols, no exact symmetric path at k = 200 for the universal protocol, Monte Carlo everywhere
@@ -170,5 +211,7 @@ def test_shipped_scaling_scenario_runs_within_tolerance(tmp_path, registered):
     """The shipped study (about 20 s): every point within tolerance of its exact value."""
     from ldpsim.sim import run_scenario
 
-    run = run_scenario(load_multiparty_study(ROOT / "scenarios" / "multiparty_scaling.toml"), out=tmp_path / "s", progress=False)
+    run = run_scenario(
+        load_multiparty_study(ROOT / "scenarios" / "multiparty_scaling.toml"), out=tmp_path / "s", progress=False
+    )
     assert run.summary["within"].notna().all() and run.summary["within"].all()

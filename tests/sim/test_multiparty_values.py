@@ -202,9 +202,11 @@ def test_exact_values_match_brute_force(scenario):
     for name in ("mixed", "rr"):
         nominal, actual = NOMINAL[name], fixed(NOMINAL[name])
         for who in [*range(4), OBSERVER]:
-            cases = [("as run", tables.exact[(name, who)], actual, LOSS),
-                     ("honest", rows[("honest_accuracy", name, who, LOSS)], nominal, LOSS),
-                     ("perfect", rows[("perfect_channel_accuracy", name, who, 0.0)], actual, None)]  # fmt: skip
+            cases = [
+                ("as run", tables.exact[(name, who)], actual, LOSS),
+                ("honest", rows[("honest_accuracy", name, who, LOSS)], nominal, LOSS),
+                ("perfect", rows[("perfect_channel_accuracy", name, who, 0.0)], actual, None),
+            ]
             cases += [(f"loss={r}", rows[("channel_accuracy", name, who, r)], actual, r) for r in (0.0, 0.05, 0.1)]
             for what, got, act, loss in cases:
                 m = 0.0 if loss is None else missing_at(loss)
@@ -274,8 +276,17 @@ def test_decide_path_without_rule_table_gives_the_same_gains(scenario, monkeypat
     """Few rounds: no rule table, every batch by decide(); the gains agree round by round
     with a run that looks the same decisions up in the rule table (same seed, same draws)."""
     sc = scenario
-    args = {"batch": 500, "latency": sc.latency, "interval": 0.05, "seed": 3, "keep_trace": True, "alpha": FALSE_FAILURE,
-            "loss": LOSS, "deadline": DEADLINE, "actual": list(sc.actual)}  # fmt: skip
+    args = {
+        "batch": 500,
+        "latency": sc.latency,
+        "interval": 0.05,
+        "seed": 3,
+        "keep_trace": True,
+        "alpha": FALSE_FAILURE,
+        "loss": LOSS,
+        "deadline": DEADLINE,
+        "actual": list(sc.actual),
+    }
     built = []
     build = _RuleTable.build.__func__
 
@@ -303,16 +314,30 @@ BASE = scenario_text(rounds=1_000, batch=500)
 @pytest.mark.parametrize(
     "old,new,key",
     [
-        ('{ name = "rr", mechanisms = [{ kind = "randomized_response", eps = 2 }] }', '"universal"', "protocols[1]: got 'universal'"),
-        ('{ name = "rr", mechanisms = [{ kind = "randomized_response", eps = 2 }] }', '"binary"', "protocols[1]: got 'binary'"),
+        (
+            '{ name = "rr", mechanisms = [{ kind = "randomized_response", eps = 2 }] }',
+            '"universal"',
+            "protocols[1]: got 'universal'",
+        ),
+        (
+            '{ name = "rr", mechanisms = [{ kind = "randomized_response", eps = 2 }] }',
+            '"binary"',
+            "protocols[1]: got 'binary'",
+        ),
         ("values = [3, 2, 4, 2]", "values = [3, 2, 4, 2]\np_one = 0.3", "parties.p_one: got 0.3"),
         ("bit = 2", "bit = 4", "deviations[0].bit: got 4"),
         ("values = [3, 2, 4, 2]", "values = [3, 2, 4]", "parties.values: got a list of length 3"),
         ("values = [3, 2, 4, 2]", "values = [3, 1, 4, 2]", "parties.values"),
-        ('{ kind = "randomized_response", eps = 1 },', '{ kind = "quaternary", eps = 1, delta = 0.1 },',
-         "protocols[0].mechanisms[0].kind: got 'quaternary' with 2 inputs"),
-        ('{ kind = "randomized_response", eps = 1 },', '{ kind = "randomized_response", k = 3, eps = 1 },',
-         "protocols[0].mechanisms[0].k: got 3"),
+        (
+            '{ kind = "randomized_response", eps = 1 },',
+            '{ kind = "quaternary", eps = 1, delta = 0.1 },',
+            "protocols[0].mechanisms[0].kind: got 'quaternary' with 2 inputs",
+        ),
+        (
+            '{ kind = "randomized_response", eps = 1 },',
+            '{ kind = "randomized_response", k = 3, eps = 1 },',
+            "protocols[0].mechanisms[0].k: got 3",
+        ),
         (f"matrix = {MATRIX3}", f"matrix = {MATRIX2}", "protocols[0].mechanisms[3].matrix"),
     ],
 )
@@ -331,16 +356,24 @@ def test_symmetric_tasks_need_bits(kind):
     with pytest.raises(LdpSimError) as err:
         parse_multiparty(text, "x.toml")
     msg = str(err.value)
-    assert msg == (f"x.toml: task.kind: got '{kind}', expected 'table' when parties hold more than a bit "
-                   "(parties.values = [3, 2, 4, 2])"), msg  # fmt: skip
+    assert msg == (
+        f"x.toml: task.kind: got '{kind}', expected 'table' when parties hold more than a bit "
+        "(parties.values = [3, 2, 4, 2])"
+    ), msg
 
 
 def test_receiver_tasks_and_table_lengths_follow_the_values():
-    bad = edit(BASE, '[receivers.1]\nkind = "table"', '[receivers.2]\nkind = "threshold"\nt = 2\n\n[receivers.1]\nkind = "table"')
+    bad = edit(
+        BASE,
+        '[receivers.1]\nkind = "table"',
+        '[receivers.2]\nkind = "threshold"\nt = 2\n\n[receivers.1]\nkind = "table"',
+    )
     with pytest.raises(LdpSimError, match=r"^x\.toml: receivers\.2\.kind: got 'threshold', expected 'table'"):
         parse_multiparty(bad, "x.toml")
     short = edit(BASE, "values = [0, 1, 1, 2,", "values = [1, 1, 2,")
-    with pytest.raises(LdpSimError, match=r"^x\.toml: task\.values: got 47 values, expected prod\(parties\.values\) = 48"):
+    with pytest.raises(
+        LdpSimError, match=r"^x\.toml: task\.values: got 47 values, expected prod\(parties\.values\) = 48"
+    ):
         parse_multiparty(short, "x.toml")
 
 

@@ -71,8 +71,16 @@ def test_poisson_arrivals_received_counts_are_binomial(mode, latency):
     Binomial(n, (1 - loss) P(U + L <= t))."""
     text, cdf = LATENCIES[latency]
     n, loss, duration = 3000, 0.05, 2.0
-    sc = make(size=n, latency=text, loss=loss, mode=mode, arrivals=f'{{ kind = "poisson", duration = {duration} }}',
-              checkpoints="{ every = 0.5 }", end=3.0, tick=0.1)  # fmt: skip
+    sc = make(
+        size=n,
+        latency=text,
+        loss=loss,
+        mode=mode,
+        arrivals=f'{{ kind = "poisson", duration = {duration} }}',
+        checkpoints="{ every = 0.5 }",
+        end=3.0,
+        tick=0.1,
+    )
     counts, times = received_by_checkpoint(sc)
     for i, t in enumerate(times):
         p = (1 - loss) * uniform_arrival_probability(cdf, t, 0.0, duration)
@@ -84,8 +92,15 @@ def test_waves_received_counts_are_sums_of_binomials(mode):
     text, cdf = LATENCIES["exponential"]
     n, loss = 2000, 0.2
     times_w, fractions = [0.0, 0.6, 1.1], [0.5, 0.3, 0.2]
-    sc = make(size=n, latency=text, loss=loss, mode=mode, checkpoints="{ every = 0.5 }", end=2.0,
-              arrivals=f'{{ kind = "waves", times = {times_w}, fractions = {fractions} }}')  # fmt: skip
+    sc = make(
+        size=n,
+        latency=text,
+        loss=loss,
+        mode=mode,
+        checkpoints="{ every = 0.5 }",
+        end=2.0,
+        arrivals=f'{{ kind = "waves", times = {times_w}, fractions = {fractions} }}',
+    )
     sizes = np.array([1000, 600, 400])  # largest-remainder split of 2000
     counts, times = received_by_checkpoint(sc)
     for i, t in enumerate(times):
@@ -107,8 +122,14 @@ def test_every_m_reports_checkpoints(mode):
     """Checkpoints every m reports see exactly m, 2m, ... reports; in individual mode at the
     exact time of the m-th report (checked against the stored report times)."""
     m = 700
-    sc = make(size=5000, latency=LATENCIES["exponential"][0], mode=mode, checkpoints=f"{{ every_reports = {m} }}",
-              end=4.0, extra_server="keep_reports = true" if mode == "individual" else "")  # fmt: skip
+    sc = make(
+        size=5000,
+        latency=LATENCIES["exponential"][0],
+        mode=mode,
+        checkpoints=f"{{ every_reports = {m} }}",
+        end=4.0,
+        extra_server="keep_reports = true" if mode == "individual" else "",
+    )
     df = run_replication(sc, 0, 3)
     f = df[(df["quantity"] == "frequency") & (df["category"] == "a")]
     by_reports = f[f["reason"] == "every_reports"]

@@ -20,8 +20,13 @@ P = np.array([0.5, 0.3, 0.2])
 LOSS = np.array([0.8, 0.1, 0.1])  # "a" is lost with probability 0.8, the others with the default 0.1
 
 
-def _text(mode: str = "individual", reweight: bool = True, loss: str = '{ by_answer = { a = 0.8 }, default = 0.1 }',
-          size: int = 200_000, extra: str = "") -> str:  # fmt: skip
+def _text(
+    mode: str = "individual",
+    reweight: bool = True,
+    loss: str = "{ by_answer = { a = 0.8 }, default = 0.1 }",
+    size: int = 200_000,
+    extra: str = "",
+) -> str:
     return f"""
 name = "nr"
 [population]
@@ -98,10 +103,10 @@ def test_without_reweight_only_the_bias_is_shown_and_one_loss_writes_no_such_row
     ("change", "key"),
     [
         ({"loss": "0.1"}, "analyst.reweight: got true"),
-        ({"loss": '{ by_answer = { z = 0.8 } }'}, "network.loss.by_answer: got 'z'"),
-        ({"loss": '{ by_answer = { a = 1.0 } }'}, "network.loss.by_answer: got 1 for 'a'"),
-        ({"loss": '{ by_answer = { a = 1.5 } }'}, "network.loss.by_answer.a: Input should be less than or equal to 1"),
-        ({"loss": '{ by_answer = { a = 0.5 }, other = 1 }'}, "network.loss.other: no such key"),
+        ({"loss": "{ by_answer = { z = 0.8 } }"}, "network.loss.by_answer: got 'z'"),
+        ({"loss": "{ by_answer = { a = 1.0 } }"}, "network.loss.by_answer: got 1 for 'a'"),
+        ({"loss": "{ by_answer = { a = 1.5 } }"}, "network.loss.by_answer.a: Input should be less than or equal to 1"),
+        ({"loss": "{ by_answer = { a = 0.5 }, other = 1 }"}, "network.loss.other: no such key"),
         ({"loss": "1.5"}, "network.loss: Input should be less than or equal to 1"),
     ],
 )
@@ -117,6 +122,7 @@ def test_questions_refuse_a_loss_by_answer():
     from tests.sim.test_questions import _text as questions_text
 
     text = questions_text(_question("a") + _question("b")).replace(
-        "[arrivals]", '[network]\nloss = { by_answer = { x = 0.5 } }\n[arrivals]')
+        "[arrivals]", "[network]\nloss = { by_answer = { x = 0.5 } }\n[arrivals]"
+    )
     with pytest.raises(LdpSimError, match=r"^q\.toml: network\.loss: got a loss by answer with \[\[questions\]\]"):
         parse_scenario(text, "q.toml")

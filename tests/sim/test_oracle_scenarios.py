@@ -37,7 +37,9 @@ def test_a_small_run_estimates_within_the_exact_intervals(name, size):
             continue
         se = g[g["quantity"] == "std_error"]
         f = g[g["quantity"] == "frequency"]
-        if name == "app_usage":  # Norm-Sub is shown: check its distribution, and the unbiased one via its interval's centre
+        if (
+            name == "app_usage"
+        ):  # Norm-Sub is shown: check its distribution, and the unbiased one via its interval's centre
             est = f["estimate"].to_numpy()
             assert np.all(est >= 0) and abs(est.sum() - 1) < 1e-9
             centre = (f["ci_low"].to_numpy() + f["ci_high"].to_numpy()) / 2

@@ -18,7 +18,9 @@ def _with(population: str):
 
 
 def test_zipf_law_over_generated_answers():
-    sc = parse_scenario(_with('answers = { count = 1000, prefix = "app " }\nlaw = { kind = "zipf", s = 1.1 }'), "z.toml")
+    sc = parse_scenario(
+        _with('answers = { count = 1000, prefix = "app " }\nlaw = { kind = "zipf", s = 1.1 }'), "z.toml"
+    )
     assert sc.labels[0] == "app 1" and sc.labels[-1] == "app 1000" and len(sc.labels) == 1000
     i = np.arange(1, 1001)
     want = i**-1.1 / np.sum(i**-1.1)  # P(answer i) proportional to i^-s
@@ -31,15 +33,18 @@ def test_uniform_law():
     np.testing.assert_array_equal(sc.prior, np.full(3, 1 / 3))
 
 
-@pytest.mark.parametrize("population, key", [
-    ('answers = { count = 5 }\nlabels = ["a", "b"]\nlaw = { kind = "uniform" }', "population"),
-    ('answers = { count = 1 }\nlaw = { kind = "uniform" }', "population.answers.count"),
-    ('answers = { count = 5 }\nlaw = { kind = "zipf" }', "population.law.s"),
-    ('answers = { count = 5 }\nlaw = { kind = "uniform", s = 2.0 }', "population.law.s"),
-    ('answers = { count = 5 }\nlaw = { kind = "zipf", s = -1.0 }', "population.law.s"),
-    ('answers = { count = 5 }\nlaw = { kind = "uniform" }\ndistribution = [0.2, 0.2, 0.2, 0.2, 0.2]', "population"),
-    ('answers = { count = 5 }', "population"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "population, key",
+    [
+        ('answers = { count = 5 }\nlabels = ["a", "b"]\nlaw = { kind = "uniform" }', "population"),
+        ('answers = { count = 1 }\nlaw = { kind = "uniform" }', "population.answers.count"),
+        ('answers = { count = 5 }\nlaw = { kind = "zipf" }', "population.law.s"),
+        ('answers = { count = 5 }\nlaw = { kind = "uniform", s = 2.0 }', "population.law.s"),
+        ('answers = { count = 5 }\nlaw = { kind = "zipf", s = -1.0 }', "population.law.s"),
+        ('answers = { count = 5 }\nlaw = { kind = "uniform" }\ndistribution = [0.2, 0.2, 0.2, 0.2, 0.2]', "population"),
+        ("answers = { count = 5 }", "population"),
+    ],
+)
 def test_bad_populations_are_one_line_errors(population, key):
     with pytest.raises(LdpSimError, match=rf"^p\.toml: {key.replace('.', '[.]')}:") as info:
         parse_scenario(_with(population), "p.toml")
@@ -47,7 +52,9 @@ def test_bad_populations_are_one_line_errors(population, key):
 
 
 def test_a_run_with_many_answers_reports_the_top_answers_and_error_norms(tmp_path, cli):
-    text = _with('answers = { count = 300, prefix = "app " }\nlaw = { kind = "zipf", s = 1.1 }').replace("size = 10000", "size = 50000")
+    text = _with('answers = { count = 300, prefix = "app " }\nlaw = { kind = "zipf", s = 1.1 }').replace(
+        "size = 10000", "size = 50000"
+    )
     path = tmp_path / "many.toml"
     path.write_text(text)
     r = cli("run", str(path), "--out", str(tmp_path / "run"), cwd=tmp_path)

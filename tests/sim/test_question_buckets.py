@@ -68,11 +68,14 @@ def test_a_run_estimates_the_histogram_within_the_exact_intervals():
     assert np.all(np.abs(est["estimate"].to_numpy() - est["truth"].to_numpy()) <= 6 * se["theory"].to_numpy())
 
 
-@pytest.mark.parametrize("buckets, extra, key, part", [
-    ("[18, 30, 30, 100]", "", "questions[0].buckets", "increasing"),
-    ("[20, 40, 100]", "", "questions[0].column", "line"),  # an age below 20 in the file
-    (str(EDGES), 'labels = ["a", "b", "c", "d"]', "questions[0].labels", "buckets"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "buckets, extra, key, part",
+    [
+        ("[18, 30, 30, 100]", "", "questions[0].buckets", "increasing"),
+        ("[20, 40, 100]", "", "questions[0].column", "line"),  # an age below 20 in the file
+        (str(EDGES), 'labels = ["a", "b", "c", "d"]', "questions[0].labels", "buckets"),
+    ],
+)
 def test_bad_buckets_are_one_line(buckets, extra, key, part):
     with pytest.raises(LdpSimError) as err:
         _parse(_text(buckets, extra=extra))

@@ -21,8 +21,13 @@ from tests.sim.helpers import SCENARIOS, same_bytes_with_one_and_two_workers
 from tests.stats_checks import FALSE_FAILURE
 
 
-def _question(name: str, mechanism: str = '{ kind = "randomized_response" }', labels: str = '["x", "y"]',
-              distribution: str = "[0.5, 0.5]", extra: str = "") -> str:  # fmt: skip
+def _question(
+    name: str,
+    mechanism: str = '{ kind = "randomized_response" }',
+    labels: str = '["x", "y"]',
+    distribution: str = "[0.5, 0.5]",
+    extra: str = "",
+) -> str:
     return f"""
 [[questions]]
 name = "{name}"
@@ -33,8 +38,16 @@ mechanism = {mechanism}
 """
 
 
-def _text(questions: str, *, total: float = 2.0, strategy: str = "split", size: int = 2000, population: str = "",
-          extra: str = "", seed: int = 1) -> str:  # fmt: skip
+def _text(
+    questions: str,
+    *,
+    total: float = 2.0,
+    strategy: str = "split",
+    size: int = 2000,
+    population: str = "",
+    extra: str = "",
+    seed: int = 1,
+) -> str:
     pop = population or f"size = {size}"
     return f"""
 name = "questions"
@@ -85,8 +98,12 @@ def test_eps_delta_mechanisms_compose_exactly():
     # one_random: each question at eps 2, the mixture's delta is the mean (0.1 + 0.2) / 2 = 0.15
     assert _privacy(sc)["split"] == pytest.approx((2.0, 0.28), rel=1e-9)
     assert _privacy(sc)["one_random"] == pytest.approx((2.0, 0.15), rel=1e-9)
-    mixed = parse_scenario(_text(_question("a", quaternary) + _question("b", labels='["x", "y", "z"]',
-                                                                       distribution="[0.2, 0.3, 0.5]"), total=3.0))  # fmt: skip
+    mixed = parse_scenario(
+        _text(
+            _question("a", quaternary) + _question("b", labels='["x", "y", "z"]', distribution="[0.2, 0.3, 0.5]"),
+            total=3.0,
+        )
+    )
     assert _privacy(mixed)["split"] == pytest.approx((3.0, 0.1), rel=1e-9)
     assert _privacy(mixed)["one_random"] == pytest.approx((3.0, 0.05), rel=1e-9)
 
@@ -101,7 +118,9 @@ def _rr_variance(f: float, k: int, eps: float, n: float) -> float:
 
 
 def test_variances_of_both_strategies_are_the_closed_form():
-    qs = _question("a", labels='["x", "y", "z"]', distribution="[0.2, 0.3, 0.5]") + _question("b", distribution="[0.9, 0.1]")
+    qs = _question("a", labels='["x", "y", "z"]', distribution="[0.2, 0.3, 0.5]") + _question(
+        "b", distribution="[0.9, 0.1]"
+    )
     sc = parse_scenario(_text(qs, total=3.0, size=10_000))
     var = sc.questions.variance
     for row in var.to_dict("records"):
@@ -141,7 +160,11 @@ def test_the_variance_ordering_of_the_exact_formulas_is_the_simulated_one(count,
         var = sc.questions.variance.iloc[0]
         # under one_random the number of respondents of a question is Binomial(n, 1/Q): the
         # exact variance is the variance at one report times E[1 / N]
-        exact[strategy] = var["var_split"] if strategy == "split" else var["var_one_random"] * n / count * _mean_inverse_binomial(n, 1 / count)
+        exact[strategy] = (
+            var["var_split"]
+            if strategy == "split"
+            else var["var_one_random"] * n / count * _mean_inverse_binomial(n, 1 / count)
+        )
         errors = []
         for r in range(reps):
             rows = run_replication(sc, r, 20261202)
@@ -169,7 +192,9 @@ name = "ballot"
 column = "vote"
 mechanism = { kind = "randomized_response" }
 """
-    return _text(qs, total=200.0, strategy=strategy, population=f'file = "data/anes96.csv"\n{size}', extra=extra, seed=seed)
+    return _text(
+        qs, total=200.0, strategy=strategy, population=f'file = "data/anes96.csv"\n{size}', extra=extra, seed=seed
+    )
 
 
 def test_a_respondent_is_one_row_of_the_table_for_every_question():
@@ -190,7 +215,7 @@ def test_a_respondent_is_one_row_of_the_table_for_every_question():
 
 
 def test_one_random_sends_each_respondent_to_one_question():
-    sc = parse_scenario(_anes_text('size = 30000', strategy="one_random"), str(SCENARIOS / "t.toml"))
+    sc = parse_scenario(_anes_text("size = 30000", strategy="one_random"), str(SCENARIOS / "t.toml"))
     rows = run_replication(sc, 0, 11)
     end = rows[(rows["quantity"] == "frequency") & (rows["reason"] == "end")]
     per = end.groupby("task")["n_received"].first()
@@ -202,8 +227,13 @@ def test_one_random_sends_each_respondent_to_one_question():
 
 def test_same_seed_same_bytes_whatever_the_workers(tmp_path):
     path = tmp_path / "q.toml"
-    path.write_text(_text(_question("a") + _question("b", labels='["x", "y", "z"]', distribution="[0.2, 0.3, 0.5]"),
-                          strategy="one_random", size=3000).replace("seed = 1", "seed = 1\nreplications = 3"))  # fmt: skip
+    path.write_text(
+        _text(
+            _question("a") + _question("b", labels='["x", "y", "z"]', distribution="[0.2, 0.3, 0.5]"),
+            strategy="one_random",
+            size=3000,
+        ).replace("seed = 1", "seed = 1\nreplications = 3")
+    )
     summary = same_bytes_with_one_and_two_workers(path, tmp_path)
     assert "## Budget strategies" in summary and "exact privacy per respondent: eps = 2, delta = 0" in summary
 
@@ -222,7 +252,9 @@ def test_the_shipped_scenario_runs_small(tmp_path):
     assert "## Cross-tabulations" in summary
     with (SCENARIOS / "data" / "anes96.csv").open(newline="", encoding="utf-8") as f:
         education = Counter(row["education"] for row in csv.DictReader(f))
-    truth = result.results[(result.results["task"] == "education:frequency") & (result.results["quantity"] == "frequency")]
+    truth = result.results[
+        (result.results["task"] == "education:frequency") & (result.results["quantity"] == "frequency")
+    ]
     top = "Advanced degree"
     assert truth.groupby("category")["truth"].first()[top] == pytest.approx(education[top] / 944, rel=1e-12)
 
@@ -251,8 +283,13 @@ def _ages() -> np.ndarray:
         return np.array([float(row["age"]) for row in csv.DictReader(f)])
 
 
-def _numeric_text(mechanism: str = "laplace_bounded", range_: str = "[18, 100]", strategy: str = "split", size: int = 2000,
-                  seed: int = 3) -> str:  # fmt: skip
+def _numeric_text(
+    mechanism: str = "laplace_bounded",
+    range_: str = "[18, 100]",
+    strategy: str = "split",
+    size: int = 2000,
+    seed: int = 3,
+) -> str:
     qs = f"""
 [[questions]]
 name = "vote"
@@ -298,23 +335,41 @@ def test_the_mean_of_a_numeric_question_has_its_exact_variance(mechanism):
     low, high = _mse_band(exact, reps, FALSE_FAILURE)
     assert low <= float(np.mean(np.square(errors))) <= high
 
+
 @pytest.mark.parametrize(
     ("change", "key"),
     [
-        (lambda t: t.replace("[budget]", '[mechanism]\nkind = "randomized_response"\neps = 1.0\n[budget]'), "mechanism:"),
-        (lambda t: t.replace("end = 1.0", 'end = 1.0\nmode = "aggregate"').replace('{ kind = "randomized_response" }',
-                                                                                  '{ kind = "olh" }', 1),
-         "questions[0].mechanism.kind:"),  # aggregate mode: only oracles with an exact aggregate law
-        (lambda t: t.replace('strategy = "split"', 'strategy = "one_random"').replace('name = "b"', 'name = "b"\neps = 1.0'),
-         "questions[1].eps:"),
+        (
+            lambda t: t.replace("[budget]", '[mechanism]\nkind = "randomized_response"\neps = 1.0\n[budget]'),
+            "mechanism:",
+        ),
+        (
+            lambda t: t.replace("end = 1.0", 'end = 1.0\nmode = "aggregate"').replace(
+                '{ kind = "randomized_response" }', '{ kind = "olh" }', 1
+            ),
+            "questions[0].mechanism.kind:",
+        ),  # aggregate mode: only oracles with an exact aggregate law
+        (
+            lambda t: t.replace('strategy = "split"', 'strategy = "one_random"').replace(
+                'name = "b"', 'name = "b"\neps = 1.0'
+            ),
+            "questions[1].eps:",
+        ),
         (lambda t: t.replace('name = "b"', 'name = "b"\neps = 1.0'), "questions[0].eps:"),
-        (lambda t: t.replace('name = "a"', 'name = "a"\neps = 1.5').replace('name = "b"', 'name = "b"\neps = 1.0'),
-         "budget.total:"),
+        (
+            lambda t: t.replace('name = "a"', 'name = "a"\neps = 1.5').replace('name = "b"', 'name = "b"\neps = 1.0'),
+            "budget.total:",
+        ),
         (lambda t: t.replace('name = "b"', 'name = "a"'), "questions[1].name:"),
-        (lambda t: t.replace('{ kind = "randomized_response" }', '{ kind = "randomized_response", eps = 1.0 }', 1),
-         "questions[0].mechanism.eps:"),
+        (
+            lambda t: t.replace('{ kind = "randomized_response" }', '{ kind = "randomized_response", eps = 1.0 }', 1),
+            "questions[0].mechanism.eps:",
+        ),
         (lambda t: t.replace('strategy = "split"', 'strategy = "all"'), "budget.strategy:"),
-        (lambda t: t.replace("distribution = [0.5, 0.5]", "distribution = [0.5, 0.4]", 1), "questions[0].distribution:"),
+        (
+            lambda t: t.replace("distribution = [0.5, 0.5]", "distribution = [0.5, 0.4]", 1),
+            "questions[0].distribution:",
+        ),
         (lambda t: t.replace('name = "a"', 'name = "a"\ntype = "numeric"'), "questions[0].type:"),
         (lambda t: t.replace('name = "a"', 'name = "a"\nrange = [0, 1]'), "questions[0].range:"),
     ],
@@ -337,15 +392,34 @@ def test_a_missing_column_names_the_question():
     ("change", "match"),
     [
         (lambda t: t.replace("range = [18, 100]\n", ""), r"questions\[1\]\.range: got nothing"),
-        (lambda t: t.replace("[18, 100]", "[18, 90]"), r"questions\[1\]\.column: data/anes96\.csv, line \d+ \(row \d+\), column 'age': got a number outside the range, expected a number in the range \[18, 90\]"),
-        (lambda t: t.replace('kind = "laplace_bounded"', 'kind = "randomized_response"'), r"questions\[1\]\.mechanism\.kind: got 'randomized_response', expected one of"),
-        (lambda t: t.replace('kind = "laplace_bounded"', 'kind = "laplace_bounded", lo = 0.0'), r"questions\[1\]\.mechanism\.lo:"),
-        (lambda t: t.replace('kind = "laplace_bounded"', 'kind = "laplace_bounded", sampler = "exact"'),
-         r"questions\[1\]\.mechanism\.sampler: got 'exact', expected one of 'float', 'discrete', 'snapped' for laplace_bounded$"),
-        (lambda t: t.replace('kind = "laplace_bounded"', 'kind = "duchi", sampler = "discrete"'),
-         r"questions\[1\]\.mechanism\.sampler: got 'discrete', expected one of 'float' for duchi$"),
-        (lambda t: t.replace('kind = "laplace_bounded"', 'kind = "laplace_bounded", sampler = "discrete"').replace("[18, 100]", "[18, 100.5]"),
-         r"questions\[1\]\.mechanism: hi: got 100\.5, expected an integer"),
+        (
+            lambda t: t.replace("[18, 100]", "[18, 90]"),
+            r"questions\[1\]\.column: data/anes96\.csv, line \d+ \(row \d+\), column 'age': got a number outside the "
+            r"range, expected a number in the range \[18, 90\]",
+        ),
+        (
+            lambda t: t.replace('kind = "laplace_bounded"', 'kind = "randomized_response"'),
+            r"questions\[1\]\.mechanism\.kind: got 'randomized_response', expected one of",
+        ),
+        (
+            lambda t: t.replace('kind = "laplace_bounded"', 'kind = "laplace_bounded", lo = 0.0'),
+            r"questions\[1\]\.mechanism\.lo:",
+        ),
+        (
+            lambda t: t.replace('kind = "laplace_bounded"', 'kind = "laplace_bounded", sampler = "exact"'),
+            r"questions\[1\]\.mechanism\.sampler: got 'exact', expected one of 'float', 'discrete', 'snapped' for "
+            r"laplace_bounded$",
+        ),
+        (
+            lambda t: t.replace('kind = "laplace_bounded"', 'kind = "duchi", sampler = "discrete"'),
+            r"questions\[1\]\.mechanism\.sampler: got 'discrete', expected one of 'float' for duchi$",
+        ),
+        (
+            lambda t: t.replace('kind = "laplace_bounded"', 'kind = "laplace_bounded", sampler = "discrete"').replace(
+                "[18, 100]", "[18, 100.5]"
+            ),
+            r"questions\[1\]\.mechanism: hi: got 100\.5, expected an integer",
+        ),
     ],
 )
 def test_numeric_errors_are_one_line(change, match):
@@ -400,6 +474,12 @@ def test_the_discrete_sampler_names_the_first_answer_that_is_not_an_integer(tmp_
     with (tmp_path / "data" / "anes96.csv").open("w", newline="", encoding="utf-8") as f:
         csv.writer(f, lineterminator="\n").writerows(rows)
     text = _numeric_text().replace('kind = "laplace_bounded"', 'kind = "laplace_bounded", sampler = "discrete"')
-    with pytest.raises(LdpSimError, match=r"questions\[1\]\.column: data/anes96\.csv, line 3 .*got a number that is not an integer, expected an integer") as info:
+    with pytest.raises(
+        LdpSimError,
+        match=(
+            r"questions\[1\]\.column: data/anes96\.csv, line 3 .*"
+            r"got a number that is not an integer, expected an integer"
+        ),
+    ) as info:
         parse_scenario(text, str(tmp_path / "t.toml"))
     assert "\n" not in str(info.value)

@@ -35,8 +35,15 @@ from tests.sim.helpers import (
 EPS = 1.5  # each question's, under split (total 4.5 over three questions)
 
 
-def _text(*, size: str = "size = 200000", strategy: str = "split", loss: float = 0.05, crosstabs: str | None = None,
-          extra: str = "", total: float = 3 * EPS) -> str:  # fmt: skip
+def _text(
+    *,
+    size: str = "size = 200000",
+    strategy: str = "split",
+    loss: float = 0.05,
+    crosstabs: str | None = None,
+    extra: str = "",
+    total: float = 3 * EPS,
+) -> str:
     xt = crosstabs if crosstabs is not None else '[{ rows = "education", columns = "vote" }]'
     return f"""
 name = "qa"
@@ -150,7 +157,9 @@ def test_split_marginals_and_crosstab_are_exact():
 
 
 def test_the_table_as_is_gives_its_own_joint_counts():
-    sc, rep, end = _run(_text(size="", loss=0.0).replace('kind = "exponential", mean = 0.2', 'kind = "constant", value = 0.0'))
+    sc, rep, end = _run(
+        _text(size="", loss=0.0).replace('kind = "exponential", mean = 0.2', 'kind = "constant", value = 0.0')
+    )
     _, _, joint, true_joint = rep.crosstabs[0]
     pairs = Counter((row["education"], row["vote"]) for row in _rows())
     np.testing.assert_array_equal(true_joint, [pairs[(e, v)] for e in EDUCATION for v in VOTE])
@@ -219,11 +228,17 @@ def test_same_seed_same_bytes_whatever_the_workers(tmp_path):
 @pytest.mark.parametrize(
     ("change", "key"),
     [
-        (dict(extra='[[questions]]\nname = "age"\ntype = "numeric"\nrange = [17, 91]\nmechanism = { kind = "duchi" }'),
-         "questions[3].type"),
+        (
+            dict(
+                extra='[[questions]]\nname = "age"\ntype = "numeric"\nrange = [17, 91]\nmechanism = { kind = "duchi" }'
+            ),
+            "questions[3].type",
+        ),
         (dict(extra='[[questions]]\nname = "income"\nmechanism = { kind = "olh" }'), "questions[3].mechanism.kind"),
-        (dict(crosstabs='[{ rows = "education", columns = "vote" }, { rows = "party_id", columns = "vote" }]'),
-         "analyst.crosstabs[1].columns"),
+        (
+            dict(crosstabs='[{ rows = "education", columns = "vote" }, { rows = "party_id", columns = "vote" }]'),
+            "analyst.crosstabs[1].columns",
+        ),
     ],
 )
 def test_errors_are_one_line_naming_file_and_key(change, key):

@@ -67,8 +67,17 @@ def reference_delta(eps0: float, n: int, eps: float, c_max: int = 8) -> mp.mpf:
         return total + (1 - seen)
 
 
-@pytest.mark.parametrize("eps0, n, eps", [(40.0, 10**6, 30.0), (40.0, 10**6, 39.0), (300.0, 10**6, 299.0),
-                                          (700.0, 10**6, 699.999), (700.0, 1000, 1.0), (1000.0, 10**9, 999.5)])  # fmt: skip
+@pytest.mark.parametrize(
+    "eps0, n, eps",
+    [
+        (40.0, 10**6, 30.0),
+        (40.0, 10**6, 39.0),
+        (300.0, 10**6, 299.0),
+        (700.0, 10**6, 699.999),
+        (700.0, 1000, 1.0),
+        (1000.0, 10**9, 999.5),
+    ],
+)
 def test_shuffle_delta_at_local_eps_in_the_hundreds_matches_the_divergence(eps0, n, eps):
     from ldpsim.privacy.shuffle import shuffle_delta
 
@@ -172,8 +181,12 @@ def test_the_estimate_prices_rounds_and_batches_and_ordinary_runs_pass():
     one_by_one = parse_scenario(_rounds(20_000, 1))
     assert one_by_one.estimated_seconds > 10 * parse_scenario(_rounds(20_000, 10_000)).estimated_seconds
     with pytest.raises(LdpSimError, match=r"rounds\.count: got 1,000,000,000, .*estimated at"):
-        parse_scenario(_rounds(10**9, 10_000).replace("k = 4", "k = 40").replace(
-            "eps = [0.5, 1, 2, 3]", f"eps = {[1.0] * 40}").replace("delta = [0, 0.01, 0.05, 0.1]", f"delta = {[0.0] * 40}"))
+        parse_scenario(
+            _rounds(10**9, 10_000)
+            .replace("k = 4", "k = 40")
+            .replace("eps = [0.5, 1, 2, 3]", f"eps = {[1.0] * 40}")
+            .replace("delta = [0, 0.01, 0.05, 0.1]", f"delta = {[0.0] * 40}")
+        )
 
 
 def test_a_study_estimated_past_an_hour_runs_with_the_same_option():

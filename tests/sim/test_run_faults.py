@@ -53,8 +53,10 @@ EMPTY = {
     "arrivals after the end": dict(arrivals='{ kind = "all_at_once", at = 5.0 }', end=1.0),
     "end at 1e-9": dict(arrivals='{ kind = "poisson", duration = 1.0 }', end=1e-9),
     "end at 1e-300": dict(arrivals='{ kind = "poisson", duration = 1.0 }', end=1e-300),
-    "duration 1e-300 and a late end": dict(arrivals='{ kind = "poisson", duration = 1e-300 }', latency='{ kind = "constant", value = 2.0 }', end=1.0),
-}  # fmt: skip
+    "duration 1e-300 and a late end": dict(
+        arrivals='{ kind = "poisson", duration = 1e-300 }', latency='{ kind = "constant", value = 2.0 }', end=1.0
+    ),
+}
 
 
 @pytest.mark.parametrize("mode", ["individual", "aggregate"])
@@ -86,11 +88,15 @@ def test_replications_with_and_without_reports_mix_cleanly(tmp_path, capsys):
 # --------------------------------------------------------------------- 2. work bounded at load time
 def test_report_checkpoints_beyond_the_row_budget_are_refused_at_load():
     big = scenario_text(size=10**10, mode="aggregate", checkpoints="{ every_reports = 10_000 }")
-    with pytest.raises(LdpSimError, match=r"^s.toml: analyst.checkpoints.every_reports: got 10000, expected no report-count") as info:
+    with pytest.raises(
+        LdpSimError, match=r"^s.toml: analyst.checkpoints.every_reports: got 10000, expected no report-count"
+    ) as info:
         parse_scenario(big, "s.toml")  # 10^6 checkpoints, and numpy's split cannot take 10^9 reports in a tick
     assert "\n" not in str(info.value)
     many = scenario_text(size=10**8, mode="aggregate", checkpoints="{ every_reports = 100 }")
-    with pytest.raises(LdpSimError, match=r"^s.toml: analyst.checkpoints.every_reports: got 100, expected at least [0-9,]+ "):
+    with pytest.raises(
+        LdpSimError, match=r"^s.toml: analyst.checkpoints.every_reports: got 100, expected at least [0-9,]+ "
+    ):
         parse_scenario(many, "s.toml")
     with pytest.raises(LdpSimError, match=r"every_reports: got 1, expected at least 4 "):
         parse_scenario(scenario_text(size=10**5, checkpoints="{ every_reports = 1 }"), "s.toml")
@@ -103,8 +109,14 @@ def test_replications_beyond_the_row_budget_are_refused_at_load():
 
 
 def test_aggregate_splits_beyond_the_work_budget_are_refused_at_load():
-    text = scenario_text(size=10**10, mode="aggregate", arrivals='{ kind = "poisson", duration = 1.0 }', tick=1e-5, end=1.0,
-                         latency='{ kind = "exponential", mean = 0.1 }')  # fmt: skip
+    text = scenario_text(
+        size=10**10,
+        mode="aggregate",
+        arrivals='{ kind = "poisson", duration = 1.0 }',
+        tick=1e-5,
+        end=1.0,
+        latency='{ kind = "exponential", mean = 0.1 }',
+    )
     with pytest.raises(LdpSimError, match=r"simulation.tick: got 1e-05, expected a coarser tick"):
         parse_scenario(text, "s.toml")
 
@@ -118,7 +130,9 @@ def multiparty_text(**rounds: object) -> str:
 
 
 def test_multiparty_rounds_all_in_flight_are_refused_at_load():
-    with pytest.raises(LdpSimError, match=r"^m.toml: rounds.count: got 1,000,000,000, expected rounds whose messages in flight fit"):
+    with pytest.raises(
+        LdpSimError, match=r"^m.toml: rounds.count: got 1,000,000,000, expected rounds whose messages in flight fit"
+    ):
         parse_multiparty(multiparty_text(count="1_000_000_000", interval=0), "m.toml")
     parse_multiparty(multiparty_text(count="1_000_000_000"), "m.toml")  # spread over time: legal, streams
     with pytest.raises(LdpSimError, match=r"simulation.replications: got 100000, expected at most"):
@@ -139,8 +153,15 @@ def test_multiparty_memory_does_not_grow_with_rounds(monkeypatch):
 
     def peak(rounds: int) -> int:
         tracemalloc.start()
-        psim.simulate_broadcast([Protocol.binary([1.0, 2.0])], Task.xor(2), rounds, batch=2_000, interval=0.01,
-                                latency=ExponentialLatency(0.01), seed=1)  # fmt: skip
+        psim.simulate_broadcast(
+            [Protocol.binary([1.0, 2.0])],
+            Task.xor(2),
+            rounds,
+            batch=2_000,
+            interval=0.01,
+            latency=ExponentialLatency(0.01),
+            seed=1,
+        )
         _, top = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         return top
@@ -255,8 +276,15 @@ def test_concurrent_resumes_of_one_directory(tmp_path):
     True subprocesses: the writers must be separate processes."""
     path, cut = interrupted(tmp_path, reps=6, done=1)
     full = run_scenario(path, out=tmp_path / "full", progress=False)
-    procs = [subprocess.Popen([sys.executable, "-m", "ldpsim", "run", "--resume", str(cut)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(6)]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "ldpsim", "run", "--resume", str(cut)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
     outcomes = []
     for p in procs:
         _, err = p.communicate(timeout=300)
@@ -415,14 +443,16 @@ def test_a_tick_that_overflows_the_tick_count_is_one_line():
 
 def test_report_count_checkpoints_cost_work_even_without_tasks():
     text = scenario_text(size=10**8, mode="aggregate", checkpoints="{ every_reports = 1 }").replace(
-        "checkpoints = { every_reports = 1 }", "checkpoints = { every_reports = 1 }\ntasks = []")
+        "checkpoints = { every_reports = 1 }", "checkpoints = { every_reports = 1 }\ntasks = []"
+    )
     with pytest.raises(LdpSimError, match=r"every_reports: got 1, expected at least"):
         parse_scenario(text, "s.toml")
 
 
 def test_multiparty_latency_far_beyond_the_round_interval_is_bounded_without_overflow():
     text = multiparty_text(count=1611, batch=1, interval=1e-300).replace(
-        'latency = { kind = "lognormal", median = 0.05, sigma = 0.8 }', 'latency = { kind = "constant", value = 1e12 }')
+        'latency = { kind = "lognormal", median = 0.05, sigma = 0.8 }', 'latency = { kind = "constant", value = 1e12 }'
+    )
     parse_multiparty(text, "m.toml")  # 1611 rounds all in flight is small: accepted, no OverflowError
 
 
@@ -436,7 +466,7 @@ def test_expected_max_of_lognormal_latencies_against_mpmath(median, sigma, n):
 
     with mp.workdps(40):
         # 1 - Phi(z)^n as -expm1(n log1p(-Phi(-z))): no cancellation far in the upper tail
-        f = lambda z: -mp.expm1(n * mp.log1p(-mp.ncdf(-z))) * median * sigma * mp.e ** (sigma * z)  # noqa: E731
+        f = lambda z: -mp.expm1(n * mp.log1p(-mp.ncdf(-z))) * median * sigma * mp.e ** (sigma * z)
         cuts = [-mp.inf, -10, 0, sigma / 2, sigma, sigma + 5, sigma + 10, sigma + 20, mp.inf]
         ref = float(mp.quad(f, cuts, maxdegree=10))
     got = LognormalLatency(median, sigma).expected_max(n)
@@ -461,8 +491,14 @@ def test_checkpoints_far_finer_than_the_default_end_are_one_line():
 
 
 def test_a_time_far_past_the_end_over_a_tiny_tick_raises_no_warning(tmp_path, capsys):
-    text = scenario_text(size=50, arrivals='{ kind = "waves", times = [0.0, 1e12], fractions = [0.5, 0.5] }',
-                         latency='{ kind = "constant", value = 1e12 }', tick=1e-300, end=1e-300, checkpoints="{ }")  # fmt: skip
+    text = scenario_text(
+        size=50,
+        arrivals='{ kind = "waves", times = [0.0, 1e12], fractions = [0.5, 0.5] }',
+        latency='{ kind = "constant", value = 1e12 }',
+        tick=1e-300,
+        end=1e-300,
+        checkpoints="{ }",
+    )
     assert run_cli(["run", str(write(tmp_path, text)), "--out", str(tmp_path / "run")]) == 0
 
 
@@ -476,7 +512,9 @@ def _can_mount_tmpfs() -> bool:
 
 
 @pytest.mark.skipif(not _can_mount_tmpfs(), reason="needs unshare and tmpfs mounts (root)")
-@pytest.mark.parametrize("size, outcome", [("4k", "removed"), ("16k", "resumed"), ("48k", "resumed"), ("96k", "resumed")])
+@pytest.mark.parametrize(
+    "size, outcome", [("4k", "removed"), ("16k", "resumed"), ("48k", "resumed"), ("96k", "resumed")]
+)
 def test_a_real_full_disk(size, outcome, tmp_path):
     """The same on a real file system: a small tmpfs in a private mount namespace fills up
     during the run (ENOSPC from the kernel); then it grows and the run is resumed."""
@@ -486,11 +524,13 @@ def test_a_real_full_disk(size, outcome, tmp_path):
     mnt.mkdir()
     script = f"""
 mount -t tmpfs -o size={size} tmpfs {mnt} || exit 99
-{sys.executable} -m ldpsim run {path} --out {mnt}/run --no-progress > /dev/null 2> {tmp_path}/err1; echo $? > {tmp_path}/rc1
+{sys.executable} -m ldpsim run {path} --out {mnt}/run --no-progress > /dev/null 2> {tmp_path}/err1
+echo $? > {tmp_path}/rc1
 ls -A {mnt} > {tmp_path}/left
 mount -o remount,size=50m {mnt}
 if [ -d {mnt}/run ]; then
-  {sys.executable} -m ldpsim run --resume {mnt}/run --no-progress > /dev/null 2> {tmp_path}/err2; echo $? > {tmp_path}/rc2
+  {sys.executable} -m ldpsim run --resume {mnt}/run --no-progress > /dev/null 2> {tmp_path}/err2
+  echo $? > {tmp_path}/rc2
   cp {mnt}/run/results.csv {mnt}/run/summary.md {tmp_path}/ 2>/dev/null
 fi
 """
@@ -518,11 +558,19 @@ def _signal_run(tmp_path: Path, sig: int, stage: str, workers: int) -> None:
     path = write(tmp_path, scenario_text(size=20_000, replications=reps, mode="individual"))
     ref = run_scenario(path, out=tmp_path / "ref", progress=False)
     out = tmp_path / "cut"
-    records = lambda: len(list((out / "replications").glob("*.json"))) if (out / "replications").is_dir() else -1  # noqa: E731
-    ready = {"starting": lambda: out.exists(), "replicating": lambda: records() >= 2,
-             "reporting": lambda: records() >= reps}[stage]  # fmt: skip
-    proc = subprocess.Popen([sys.executable, "-m", "ldpsim", "run", str(path), "--out", str(out), "--workers", str(workers)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    records = lambda: len(list((out / "replications").glob("*.json"))) if (out / "replications").is_dir() else -1
+    ready = {
+        "starting": lambda: out.exists(),
+        "replicating": lambda: records() >= 2,
+        "reporting": lambda: records() >= reps,
+    }[stage]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ldpsim", "run", str(path), "--out", str(out), "--workers", str(workers)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 60
     while proc.poll() is None and not ready() and time.monotonic() < deadline:
         time.sleep(0.002)
@@ -546,8 +594,15 @@ def _signal_run(tmp_path: Path, sig: int, stage: str, workers: int) -> None:
         assert (out / name).read_bytes() == (ref.run_dir / name).read_bytes()
 
 
-@pytest.mark.parametrize("sig, stage, workers", [("SIGINT", "replicating", 1), ("SIGINT", "reporting", 1),
-                                                 ("SIGINT", "replicating", 2), ("SIGKILL", "replicating", 1)])  # fmt: skip
+@pytest.mark.parametrize(
+    "sig, stage, workers",
+    [
+        ("SIGINT", "replicating", 1),
+        ("SIGINT", "reporting", 1),
+        ("SIGINT", "replicating", 2),
+        ("SIGKILL", "replicating", 1),
+    ],
+)
 def test_real_signals_during_a_run(sig, stage, workers, tmp_path, capsys):
     _signal_run(tmp_path, getattr(signal, sig), stage, workers)
 
@@ -561,8 +616,14 @@ def test_real_signals_at_every_stage(sig, stage, workers, tmp_path):
 
 
 def test_waves_far_past_a_tiny_end_load_without_overflow():
-    text = scenario_text(size=10**6, mode="aggregate", tick=1e-4, end=1e-300, checkpoints="{ }",
-                         arrivals='{ kind = "waves", times = [7.0, 1e12], fractions = [0.5, 0.5] }')  # fmt: skip
+    text = scenario_text(
+        size=10**6,
+        mode="aggregate",
+        tick=1e-4,
+        end=1e-300,
+        checkpoints="{ }",
+        arrivals='{ kind = "waves", times = [7.0, 1e12], fractions = [0.5, 0.5] }',
+    )
     parse_scenario(text, "s.toml")
 
 
@@ -586,6 +647,10 @@ def test_arrivals_that_outlast_a_tiny_end_by_far(mode, tmp_path, capsys):
 
 
 def test_exponential_latency_with_a_tiny_mean(tmp_path, capsys):
-    text = scenario_text(size=1000, mode="aggregate", arrivals='{ kind = "poisson", duration = 1.0 }',
-                         latency='{ kind = "exponential", mean = 1e-300 }')  # fmt: skip
+    text = scenario_text(
+        size=1000,
+        mode="aggregate",
+        arrivals='{ kind = "poisson", duration = 1.0 }',
+        latency='{ kind = "exponential", mean = 1e-300 }',
+    )
     assert run_cli(["run", str(write(tmp_path, text)), "--out", str(tmp_path / "run")]) == 0

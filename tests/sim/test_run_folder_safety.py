@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -55,8 +54,10 @@ def poll_scenario(folder: Path, file: str | None = "poll.csv", replications: int
     folder.mkdir(parents=True, exist_ok=True)
     text = poll_text(file or "poll.csv", replications)
     if file is None:
-        text = text.replace('file = "poll.csv"\ncolumn = "answer"',
-                            'labels = ["maybe", "no", "yes"]\ndistribution = [0.25, 0.25, 0.5]\nsize = 20')
+        text = text.replace(
+            'file = "poll.csv"\ncolumn = "answer"',
+            'labels = ["maybe", "no", "yes"]\ndistribution = [0.25, 0.25, 0.5]\nsize = 20',
+        )
         assert "file" not in text
     else:
         table = folder / file
@@ -174,9 +175,15 @@ def test_a_lock_held_by_another_process_is_neither_taken_nor_removed(tmp_path):
     folder = tmp_path / "d"
     folder.mkdir()
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from ldpsim._files import DirectoryLock; "
-         f"DirectoryLock(Path({str(folder)!r}), '--out').acquire(); print('held', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True)  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from ldpsim._files import DirectoryLock; "
+            f"DirectoryLock(Path({str(folder)!r}), '--out').acquire(); print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(LdpSimError, match=f"in use by pid {holder.pid}"):
@@ -209,7 +216,9 @@ def test_a_lock_removed_while_it_is_being_taken_is_taken_again(tmp_path, monkeyp
     a = _files.DirectoryLock(folder, "--out").acquire()
     monkeypatch.setattr(_files.fcntl, "flock", real_flock)
     try:
-        with pytest.raises(LdpSimError, match=f"in use by pid {os.getpid()}"):  # C is refused: A holds the .lock there is
+        with pytest.raises(
+            LdpSimError, match=f"in use by pid {os.getpid()}"
+        ):  # C is refused: A holds the .lock there is
             _files.DirectoryLock(folder, "--out").acquire()
     finally:
         a.release()
@@ -348,8 +357,9 @@ def test_the_resume_line_of_an_odd_path_pastes_into_a_shell(tmp_path, monkeypatc
 
 def test_compose_out_with_a_tilde_is_a_literal_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    r = run_cli("compose", "--eps", "1", "--delta", "1e-6", "--compositions", "5", "--out", "~/x", "--no-figure",
-                cwd=tmp_path)  # fmt: skip
+    r = run_cli(
+        "compose", "--eps", "1", "--delta", "1e-6", "--compositions", "5", "--out", "~/x", "--no-figure", cwd=tmp_path
+    )
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "~" / "x" / "table.csv").is_file()
 
@@ -434,8 +444,12 @@ def killed_starts(tmp_path_factory):
     write); the scenario they ran."""
     root = tmp_path_factory.mktemp("killed")
     path = poll_scenario(root / "src", "data/poll.csv")
-    proc = subprocess.run([sys.executable, "-c", KILL_AT_EACH_WRITE, str(path), str(root / "killed")],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", KILL_AT_EACH_WRITE, str(path), str(root / "killed")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     states = {f"killed at write {step}": root / f"killed-{step}" for step in range(4)}
     lock_only = root / "lock-only"
@@ -496,8 +510,12 @@ def test_a_folder_with_a_finished_replication_is_not_taken_by_a_new_run(tmp_path
 # ----------------------------------------------------------------------------- 3. tampered folders (fuzz findings)
 @pytest.mark.parametrize("change", ["scenario edited", "scenario deleted", "table edited", "table deleted"])
 def test_resume_of_a_finished_run_checks_its_inputs_before_saying_it_is_complete(change, tmp_path):
-    run = run_scenario(poll_scenario(tmp_path / "src", "data/poll.csv", replications=2), out=tmp_path / "run",
-                       progress=False, report=False).run_dir  # fmt: skip
+    run = run_scenario(
+        poll_scenario(tmp_path / "src", "data/poll.csv", replications=2),
+        out=tmp_path / "run",
+        progress=False,
+        report=False,
+    ).run_dir
     target = run / ("scenario.toml" if change.startswith("scenario") else "data/poll.csv")
     if change.endswith("edited"):
         target.write_text(target.read_text().replace("eps = 1.0", "eps = 2.0") if "scenario" in change else EDITED)
@@ -515,7 +533,10 @@ def test_run_files_linked_to_an_endless_device_are_refused_without_reading_it(na
     (run / name).symlink_to("/dev/zero")
     for argv in (("run", "--resume", run, "--no-progress"), ("report", run)):
         r = run_cli(*argv)  # refused in one line, or (a file it need not read) done without it
-        assert r.returncode in (0, 2) and "Traceback" not in r.stderr and "MemoryError" not in r.stderr, (argv, r.stderr)
+        assert r.returncode in (0, 2) and "Traceback" not in r.stderr and "MemoryError" not in r.stderr, (
+            argv,
+            r.stderr,
+        )
         assert len(r.stderr.strip().splitlines()) == (r.returncode == 2), r.stderr
     if name == "metadata.json":
         from ldpsim.workflow import load_run
@@ -524,12 +545,14 @@ def test_run_files_linked_to_an_endless_device_are_refused_without_reading_it(na
             load_run(run)
 
 
-@pytest.mark.parametrize("value", ["Infinity", "-1", "1e400", "\"2\"", "2.5", "true"])
+@pytest.mark.parametrize("value", ["Infinity", "-1", "1e400", '"2"', "2.5", "true"])
 def test_resume_names_a_bad_replications_value_in_metadata(value, tmp_path):
     _, cut = cut_run(tmp_path)
     text = (cut / "metadata.json").read_text()
     meta = json.loads(text)
-    (cut / "metadata.json").write_text(text.replace(f'"replications": {meta["replications"]}', f'"replications": {value}'))
+    (cut / "metadata.json").write_text(
+        text.replace(f'"replications": {meta["replications"]}', f'"replications": {value}')
+    )
     assert (cut / "metadata.json").read_text() != text
     line = one_error(run_cli("run", "--resume", cut, "--no-progress"), "--resume", "replications")
     assert "metadata.json" in line

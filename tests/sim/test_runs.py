@@ -13,8 +13,16 @@ from scipy import stats
 
 from ldpsim import LdpSimError
 from ldpsim.runs import RunInterrupted
-from ldpsim.sim import resume_run, run_scenario
-from ldpsim.sim import Checkpoint, Task, load_scenario, parse_scenario, register_task, run_replication
+from ldpsim.sim import (
+    Checkpoint,
+    Task,
+    load_scenario,
+    parse_scenario,
+    register_task,
+    resume_run,
+    run_replication,
+    run_scenario,
+)
 from ldpsim.sim.tasks import TASKS, TaskParams
 from tests.sim.helpers import SCENARIOS, make, scenario_text
 
@@ -46,7 +54,19 @@ def test_shipped_scenarios_produce_every_file(name, size, tmp_path):
         assert key in meta
     assert meta["packages"]["numpy"] == np.__version__
     df = pd.read_csv(result.run_dir / "results.csv")
-    for col in ["replication", "time", "n_received", "task", "quantity", "category", "estimate", "ci_low", "ci_high", "truth", "theory"]:
+    for col in [
+        "replication",
+        "time",
+        "n_received",
+        "task",
+        "quantity",
+        "category",
+        "estimate",
+        "ci_low",
+        "ci_high",
+        "truth",
+        "theory",
+    ]:
         assert col in df.columns
     freq = df[df["quantity"] == "frequency"]
     assert set(freq["replication"]) == {0, 1, 2}
@@ -73,8 +93,15 @@ def test_confidence_intervals_cover_at_their_nominal_rate(mode, reps):
     number covering is Binomial(R, 0.95) up to the normal approximation of the estimator
     (n = 20,000 reports; its error is far below the tolerance). Exact two-sided binomial
     bounds at 1e-7 / (2 k) per category: false-failure probability <= 1e-7."""
-    sc = make(size=20_000, mode=mode, checkpoints="{ every = 1.0 }", end=1.0, tick=1.0,
-              labels='["a", "b", "c", "d", "e"]', distribution="[0.35, 0.25, 0.2, 0.15, 0.05]")  # fmt: skip
+    sc = make(
+        size=20_000,
+        mode=mode,
+        checkpoints="{ every = 1.0 }",
+        end=1.0,
+        tick=1.0,
+        labels='["a", "b", "c", "d", "e"]',
+        distribution="[0.35, 0.25, 0.2, 0.15, 0.05]",
+    )
     hits = coverage_counts(sc, reps)
     k = len(hits)
     lo = stats.binom.ppf(1e-7 / (2 * k), reps, 0.95)
@@ -131,12 +158,24 @@ def test_a_new_task_plugs_in_without_touching_the_engine():
             self.seen += reports.size
 
         def at_checkpoint(self, cp: Checkpoint):
-            return [dict(quantity="seen", category="", estimate=self.seen, ci_low=np.nan, ci_high=np.nan,
-                         truth=cp.n_received, theory=np.nan)]  # fmt: skip
+            return [
+                dict(
+                    quantity="seen",
+                    category="",
+                    estimate=self.seen,
+                    ci_low=np.nan,
+                    ci_high=np.nan,
+                    truth=cp.n_received,
+                    theory=np.nan,
+                )
+            ]
 
     try:
         text = scenario_text(size=3000, latency='{ kind = "exponential", mean = 0.3 }', end=2.0)
-        text = text.replace("checkpoints = { every = 1.0 }", 'checkpoints = { every = 1.0 }\ntasks = [{ kind = "test_counter" }, { kind = "frequency" }]')
+        text = text.replace(
+            "checkpoints = { every = 1.0 }",
+            'checkpoints = { every = 1.0 }\ntasks = [{ kind = "test_counter" }, { kind = "frequency" }]',
+        )
         df = run_replication(parse_scenario(text, "t.toml"), 0, 5)
         seen = df[df["quantity"] == "seen"]
         assert len(seen) == 2 and (seen["estimate"] == seen["truth"]).all()
@@ -152,9 +191,13 @@ def test_testing_population_with_p0_p1_and_binary_mechanism():
         "distribution = [0.4, 0.3, 0.2, 0.1]", 'P0 = [0.4, 0.3, 0.2, 0.1]\nP1 = [0.1, 0.2, 0.3, 0.4]\ntruth = "P1"'
     )
     # a two-output mechanism cannot be inverted for 4 frequencies: refused at load time
-    with pytest.raises(LdpSimError, match=r"^t.toml: analyst.tasks\[0\].kind: got 'frequency', expected .* full row rank"):
+    with pytest.raises(
+        LdpSimError, match=r"^t.toml: analyst.tasks\[0\].kind: got 'frequency', expected .* full row rank"
+    ):
         parse_scenario(text, "t.toml")
-    sc = parse_scenario(text.replace("checkpoints = { every = 1.0 }", "checkpoints = { every = 1.0 }\ntasks = []"), "t.toml")
+    sc = parse_scenario(
+        text.replace("checkpoints = { every = 1.0 }", "checkpoints = { every = 1.0 }\ntasks = []"), "t.toml"
+    )
     np.testing.assert_allclose(sc.prior, [0.1, 0.2, 0.3, 0.4])
     assert sc.mechanism.params["T"] == (0, 1)
     assert sc.mechanism.input_labels == ("a", "b", "c", "d")
@@ -168,9 +211,13 @@ def test_testing_population_with_p0_p1_and_binary_mechanism():
 def test_optimal_and_mixed_mechanisms_in_scenarios(kind, utility):
     from ldpsim.utility import KL, MutualInformation, better_of_binary_and_rr, optimal_mechanism
 
-    text = scenario_text(mechanism=f'kind = "{kind}"\neps = 1.5\nutility = "{utility}"').replace(
-        "distribution = [0.4, 0.3, 0.2, 0.1]", 'P0 = [0.4, 0.3, 0.2, 0.1]\nP1 = [0.1, 0.2, 0.3, 0.4]\ntruth = "P0"'
-    ).replace("checkpoints = { every = 1.0 }", "checkpoints = { every = 1.0 }\ntasks = []")
+    text = (
+        scenario_text(mechanism=f'kind = "{kind}"\neps = 1.5\nutility = "{utility}"')
+        .replace(
+            "distribution = [0.4, 0.3, 0.2, 0.1]", 'P0 = [0.4, 0.3, 0.2, 0.1]\nP1 = [0.1, 0.2, 0.3, 0.4]\ntruth = "P0"'
+        )
+        .replace("checkpoints = { every = 1.0 }", "checkpoints = { every = 1.0 }\ntasks = []")
+    )
     sc = parse_scenario(text, "t.toml")
     p0, p1 = [0.4, 0.3, 0.2, 0.1], [0.1, 0.2, 0.3, 0.4]
     u = KL(p0, p1) if utility == "kl" else MutualInformation(p0)

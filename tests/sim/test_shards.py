@@ -33,18 +33,51 @@ CASES = {
     # one cohort of 5,000 at time 0 (ten batches), constant latency: equal times, so the
     # order of the parts within a tick matters
     "all_at_once": (lambda: _small(scenario_text(size=5000, latency='{ kind = "constant", value = 0.3 }'), 512), True),
-    "poisson_loss_oue": (lambda: _small(scenario_text(
-        size=6000, arrivals='{ kind = "poisson", duration = 3.0 }', latency='{ kind = "exponential", mean = 0.4 }',
-        loss=0.1, mechanism='kind = "oue"\neps = 1.5', end=4.0), 333), True),
-    "every_reports": (lambda: _small(scenario_text(
-        size=4000, arrivals='{ kind = "poisson", duration = 2.0 }', checkpoints="{ every_reports = 700 }"), 250), False),
-    "keep_reports": (lambda: _small(scenario_text(size=3000, extra_server="keep_reports = true\nmax_reports = 2500"), 400), False),
-    "waves_in_flight": (lambda: _small(scenario_text(
-        size=3000, arrivals='{ kind = "waves", times = [0.0, 1.5], fractions = [0.6, 0.4] }',
-        latency='{ kind = "exponential", mean = 1.0 }', end=2.0), 256), True),
+    "poisson_loss_oue": (
+        lambda: _small(
+            scenario_text(
+                size=6000,
+                arrivals='{ kind = "poisson", duration = 3.0 }',
+                latency='{ kind = "exponential", mean = 0.4 }',
+                loss=0.1,
+                mechanism='kind = "oue"\neps = 1.5',
+                end=4.0,
+            ),
+            333,
+        ),
+        True,
+    ),
+    "every_reports": (
+        lambda: _small(
+            scenario_text(
+                size=4000, arrivals='{ kind = "poisson", duration = 2.0 }', checkpoints="{ every_reports = 700 }"
+            ),
+            250,
+        ),
+        False,
+    ),
+    "keep_reports": (
+        lambda: _small(scenario_text(size=3000, extra_server="keep_reports = true\nmax_reports = 2500"), 400),
+        False,
+    ),
+    "waves_in_flight": (
+        lambda: _small(
+            scenario_text(
+                size=3000,
+                arrivals='{ kind = "waves", times = [0.0, 1.5], fractions = [0.6, 0.4] }',
+                latency='{ kind = "exponential", mean = 1.0 }',
+                end=2.0,
+            ),
+            256,
+        ),
+        True,
+    ),
     "compared": (lambda: _small(test_compared_mechanisms._text(), 1000), False),
     "tiers": (lambda: _small(test_tiers_task._text(size=5000), 300), False),
-    "questions_one_random": (lambda: _small(test_questions._anes_text(size="size = 3000", strategy="one_random"), 256), False),
+    "questions_one_random": (
+        lambda: _small(test_questions._anes_text(size="size = 3000", strategy="one_random"), 256),
+        False,
+    ),
     "crosstab": (lambda: _small(test_crosstab_task._text(size="size = 3000"), 256), False),
 }
 
@@ -83,20 +116,28 @@ def test_a_cohort_of_one_batch_draws_as_before_and_later_batches_from_their_own_
     assert _csv(one) != _csv(cut)
 
 
-@pytest.mark.parametrize(("sizes", "shards", "expected"), [
-    ([10, 10, 10, 10], 2, [(0, 2), (2, 4)]),
-    ([10, 10, 10, 10], 3, [(0, 2), (2, 3), (3, 4)]),
-    ([100, 1, 1, 1], 3, [(0, 1), (1, 4)]),  # never an empty shard
-    ([5], 4, [(0, 1)]),
-    ([3, 3, 3], 9, [(0, 1), (1, 2), (2, 3)]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("sizes", "shards", "expected"),
+    [
+        ([10, 10, 10, 10], 2, [(0, 2), (2, 4)]),
+        ([10, 10, 10, 10], 3, [(0, 2), (2, 3), (3, 4)]),
+        ([100, 1, 1, 1], 3, [(0, 1), (1, 4)]),  # never an empty shard
+        ([5], 4, [(0, 1)]),
+        ([3, 3, 3], 9, [(0, 1), (1, 2), (2, 3)]),
+    ],
+)
 def test_shard_bounds_cut_contiguous_runs_of_about_equal_clients(sizes, shards, expected):
     assert shard_bounds(np.array(sizes), shards) == expected
 
 
 def test_sharded_runs_write_the_same_files(tmp_path):
-    text = scenario_text(size=4000, arrivals='{ kind = "poisson", duration = 2.0 }', replications=3,
-                         latency='{ kind = "exponential", mean = 0.3 }', loss=0.05)  # fmt: skip
+    text = scenario_text(
+        size=4000,
+        arrivals='{ kind = "poisson", duration = 2.0 }',
+        replications=3,
+        latency='{ kind = "exponential", mean = 0.3 }',
+        loss=0.05,
+    )
     sc = parse_scenario(text, "shards.toml").with_overrides(batch_size=300)
     one = run_scenario(sc, out=tmp_path / "one", progress=False)
     # sharded on a pool of two, interrupted after one replication, resumed with other shards
@@ -130,9 +171,11 @@ def test_the_command_takes_shards_and_refuses_bad_ones_before_any_work(tmp_path)
     assert r.returncode == 0, r.stderr
     r = run_cli("run", str(path), "--out", str(tmp_path / "b"), "--no-progress")
     assert (tmp_path / "a" / "results.csv").read_bytes() == (tmp_path / "b" / "results.csv").read_bytes()
-    for args, message in [(["--shards", "0"], "--shards: got 0, expected an integer from 1 to 1,000,000"),
-                          (["--shards", "x"], "--shards"),
-                          (["--shards", "2", "--scheduler", "local:2"], "--shards: got 2, expected 1 for an aggregate-mode")]:  # fmt: skip
+    for args, message in [
+        (["--shards", "0"], "--shards: got 0, expected an integer from 1 to 1,000,000"),
+        (["--shards", "x"], "--shards"),
+        (["--shards", "2", "--scheduler", "local:2"], "--shards: got 2, expected 1 for an aggregate-mode"),
+    ]:
         text = scenario_text(size=2000, mode="aggregate") if "--scheduler" in args else path.read_text()
         bad = tmp_path / "bad.toml"
         bad.write_text(text)

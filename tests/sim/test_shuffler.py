@@ -9,7 +9,8 @@ from collections import Counter
 import numpy as np
 import pytest
 import simpy
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ldpsim.errors import LdpSimError
 from ldpsim.sim.shuffler import Parcel, Shuffler
@@ -17,8 +18,9 @@ from ldpsim.sim.shuffler import Parcel, Shuffler
 
 def _parcel(rng: np.random.Generator, n: int, t0: float, t1: float, first_sender: int = 0) -> Parcel:
     arrived = np.sort(rng.uniform(t0, t1, n))
-    return Parcel(rng.integers(0, 5, n), rng.integers(0, 3, n), np.arange(first_sender, first_sender + n),
-                  arrived - 0.01, arrived)  # fmt: skip
+    return Parcel(
+        rng.integers(0, 5, n), rng.integers(0, 3, n), np.arange(first_sender, first_sender + n), arrived - 0.01, arrived
+    )
 
 
 def _run(parcels_by_tick: list[tuple[float, Parcel]], **kw) -> tuple[list[Parcel], Shuffler]:  # type: ignore[no-untyped-def]
@@ -61,7 +63,7 @@ def test_batches_by_size_keep_every_report_and_only_reorder(counts: list[int], b
         return
     assert got is not None
     # the multiset of (report, period, send time) is unchanged
-    key = lambda p: Counter(zip(p.report.tolist(), p.period.tolist(), p.sent.tolist()))  # noqa: E731
+    key = lambda p: Counter(zip(p.report.tolist(), p.period.tolist(), p.sent.tolist()))
     assert key(got) == key(sent)
     assert all(p.sender is None for p in out)
     # every batch has exactly `batch` reports, taken in arrival order
@@ -69,7 +71,7 @@ def test_batches_by_size_keep_every_report_and_only_reorder(counts: list[int], b
     order = np.argsort(sent.arrived, kind="stable")
     start = 0
     for p, size in zip(out, sh.log.sizes):
-        mine = order[start:start + size]
+        mine = order[start : start + size]
         assert Counter(p.sent.tolist()) == Counter(sent.sent[mine].tolist())
         assert p.arrived[0] == sent.arrived[mine].max()  # it leaves when its last report arrives
         back = dict(zip(sent.sent.tolist(), sent.arrived.tolist()))  # send times are distinct
@@ -123,12 +125,21 @@ def test_bad_settings_name_the_parameter() -> None:
 def test_batches_depend_on_arrival_times_not_on_the_order_parcels_are_handed_over() -> None:
     """Two parcels delivered at the same instant (reports of two periods, arrivals
     interleaved): the batches are the same whichever parcel is handed over first."""
+
     def batches(order: list[int]) -> list[list[float]]:
         env = simpy.Environment()
         out: list[Parcel] = []
         sh = Shuffler(env, out.append, np.random.default_rng(0), batch=3)
-        parcels = [Parcel(np.zeros(3, dtype=np.int64), np.full(3, p, dtype=np.int64), np.arange(3) + 3 * p,
-                          np.zeros(3), np.array([0.1, 0.3, 0.5]) + 0.1 * p) for p in (0, 1)]  # fmt: skip
+        parcels = [
+            Parcel(
+                np.zeros(3, dtype=np.int64),
+                np.full(3, p, dtype=np.int64),
+                np.arange(3) + 3 * p,
+                np.zeros(3),
+                np.array([0.1, 0.3, 0.5]) + 0.1 * p,
+            )
+            for p in (0, 1)
+        ]
         for i in order:
             sh.put(parcels[i])
         env.run()

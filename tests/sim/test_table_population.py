@@ -21,8 +21,15 @@ from ldpsim.sim.table import Table, table_population
 from tests.sim.helpers import SCENARIOS
 
 DATA = SCENARIOS / "data" / "anes96.csv"
-PARTY = ["Strong Democrat", "Weak Democrat", "Independent-Democrat", "Independent-Independent",
-         "Independent-Republican", "Weak Republican", "Strong Republican"]  # fmt: skip
+PARTY = [
+    "Strong Democrat",
+    "Weak Democrat",
+    "Independent-Democrat",
+    "Independent-Independent",
+    "Independent-Republican",
+    "Weak Republican",
+    "Strong Republican",
+]
 
 
 def _csv_counts(column: str, path: Path = DATA) -> Counter:
@@ -31,8 +38,15 @@ def _csv_counts(column: str, path: Path = DATA) -> Counter:
         return Counter(row[column] for row in csv.DictReader(f))
 
 
-def _text(population: str, *, mechanism: str = 'kind = "randomized_response"\neps = 1.0', arrivals: str = 'kind = "all_at_once"',
-          mode: str = "individual", loss: float = 0.0, extra: str = "") -> str:  # fmt: skip
+def _text(
+    population: str,
+    *,
+    mechanism: str = 'kind = "randomized_response"\neps = 1.0',
+    arrivals: str = 'kind = "all_at_once"',
+    mode: str = "individual",
+    loss: float = 0.0,
+    extra: str = "",
+) -> str:
     return f"""
 name = "table"
 [population]
@@ -102,7 +116,7 @@ def test_the_conversion_reproduces_the_shipped_file(tmp_path, monkeypatch):
 # ----------------------------------------------------------------------------- labels and truth
 def test_labels_order_and_truth_come_from_the_table():
     counts = _csv_counts("party_id")
-    sc = _anes(f"column = \"party_id\"\nlabels = {PARTY!r}".replace("'", '"'))
+    sc = _anes(f'column = "party_id"\nlabels = {PARTY!r}'.replace("'", '"'))
     assert sc.labels == PARTY and sc.size == 944 and not sc.table.resample
     np.testing.assert_array_equal(sc.table.counts, [counts[a] for a in PARTY])
     np.testing.assert_allclose(sc.prior, [counts[a] / 944 for a in PARTY], rtol=1e-15)
@@ -124,8 +138,12 @@ def test_used_as_is_every_row_is_one_client(mode):
     randomized response almost never lies (P(lie) = 6/(e^50 + 6)), so without loss the
     estimates are the table's shares exactly."""
     counts = _csv_counts("party_id")
-    sc = _anes('column = "party_id"', mechanism='kind = "randomized_response"\neps = 50.0',
-               arrivals='kind = "poisson"\nduration = 3.0', mode=mode)  # fmt: skip
+    sc = _anes(
+        'column = "party_id"',
+        mechanism='kind = "randomized_response"\neps = 50.0',
+        arrivals='kind = "poisson"\nduration = 3.0',
+        mode=mode,
+    )
     rows = run_replication(sc, 0, 11)
     cats, est, truth, _ = _final(rows)
     engine = rows[rows["task"] == "engine"].set_index("quantity")["estimate"]
@@ -202,32 +220,78 @@ GOOD_CSV = "id,answer,other\n1,yes,x\n2,no,y\n3,yes,z\n"
 
 CASES = {
     "missing file": ("nope.csv", None, 'column = "answer"', ["population.file", "nope.csv", "no such file"]),
-    "ragged row": ("t.csv", "id,answer,other\n1,yes,x\n2,no\n", 'column = "answer"',
-                   ["population.file", "t.csv, line 3", "got 2 fields, expected 3"]),
-    "malformed quote": ("t.csv", 'id,answer,other\n1,"yes"x,x\n', 'column = "answer"',
-                        ["population.file", "t.csv, line 2", "malformed CSV"]),
+    "ragged row": (
+        "t.csv",
+        "id,answer,other\n1,yes,x\n2,no\n",
+        'column = "answer"',
+        ["population.file", "t.csv, line 3", "got 2 fields, expected 3"],
+    ),
+    "malformed quote": (
+        "t.csv",
+        'id,answer,other\n1,"yes"x,x\n',
+        'column = "answer"',
+        ["population.file", "t.csv, line 2", "malformed CSV"],
+    ),
     "empty file": ("t.csv", "", 'column = "answer"', ["population.file", "t.csv", "empty file"]),
-    "duplicate header": ("t.csv", "id,answer,answer\n1,a,b\n", 'column = "answer"', ["t.csv, line 1", "'answer' appears twice"]),
-    "missing column": ("t.csv", GOOD_CSV, 'column = "answr"', ["population.column", "got column 'answr'", "t.csv",
-                                                               "id, answer, other"]),
-    "no rows": ("t.csv", "id,answer,other\n", 'column = "answer"', ["population.column", "t.csv, column 'answer'",
-                                                                     "no values", "no rows"]),
-    "all blank dropped": ("t.csv", "id,answer\n1,\n2, \n", 'column = "answer"\nmissing = "drop"',
-                          ["t.csv, column 'answer'", "no values", "2 blank values left out"]),
-    "one value": ("t.csv", "id,answer\n1,yes\n2,yes\n", 'column = "answer"', ["t.csv, column 'answer'", "one distinct value,",
-                                                                               "population.labels"]),
-    "outside the labels": ("t.csv", GOOD_CSV.replace("3,yes", "3,maybe"), 'column = "answer"\nlabels = ["yes", "no"]',
-                           ["population.column", "t.csv, line 4 (row 3), column 'answer'", "got a value outside population.labels", "'yes', 'no'"]),
-    "blank value": ("t.csv", GOOD_CSV.replace("2,no", "2,"), 'column = "answer"',
-                    ["t.csv, line 3 (row 2), column 'answer'", "blank value", 'missing = "drop"']),
+    "duplicate header": (
+        "t.csv",
+        "id,answer,answer\n1,a,b\n",
+        'column = "answer"',
+        ["t.csv, line 1", "'answer' appears twice"],
+    ),
+    "missing column": (
+        "t.csv",
+        GOOD_CSV,
+        'column = "answr"',
+        ["population.column", "got column 'answr'", "t.csv", "id, answer, other"],
+    ),
+    "no rows": (
+        "t.csv",
+        "id,answer,other\n",
+        'column = "answer"',
+        ["population.column", "t.csv, column 'answer'", "no values", "no rows"],
+    ),
+    "all blank dropped": (
+        "t.csv",
+        "id,answer\n1,\n2, \n",
+        'column = "answer"\nmissing = "drop"',
+        ["t.csv, column 'answer'", "no values", "2 blank values left out"],
+    ),
+    "one value": (
+        "t.csv",
+        "id,answer\n1,yes\n2,yes\n",
+        'column = "answer"',
+        ["t.csv, column 'answer'", "one distinct value,", "population.labels"],
+    ),
+    "outside the labels": (
+        "t.csv",
+        GOOD_CSV.replace("3,yes", "3,maybe"),
+        'column = "answer"\nlabels = ["yes", "no"]',
+        [
+            "population.column",
+            "t.csv, line 4 (row 3), column 'answer'",
+            "got a value outside population.labels",
+            "'yes', 'no'",
+        ],
+    ),
+    "blank value": (
+        "t.csv",
+        GOOD_CSV.replace("2,no", "2,"),
+        'column = "answer"',
+        ["t.csv, line 3 (row 2), column 'answer'", "blank value", 'missing = "drop"'],
+    ),
     "not utf-8": ("t.csv", None, 'column = "answer"', ["population.file", "cannot read t.csv", "utf-8"]),
     "a folder": ("sub", None, 'column = "answer"', ["population.file", "cannot read sub"]),
     "no column key": ("t.csv", GOOD_CSV, "", ["population.column", "got nothing"]),
-    "file and distribution": ("t.csv", GOOD_CSV, 'column = "answer"\ndistribution = [0.5, 0.5]',
-                              ["population.distribution", "expected no 'distribution' with 'file'"]),
+    "file and distribution": (
+        "t.csv",
+        GOOD_CSV,
+        'column = "answer"\ndistribution = [0.5, 0.5]',
+        ["population.distribution", "expected no 'distribution' with 'file'"],
+    ),
     "size zero": ("t.csv", GOOD_CSV, 'column = "answer"\nsize = 0', ["population.size"]),
     "bad missing": ("t.csv", GOOD_CSV, 'column = "answer"\nmissing = "skip"', ["population.missing"]),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -248,10 +312,13 @@ def test_every_table_error_is_one_line_naming_file_line_and_column(case, tmp_pat
         assert part in message, (part, message)
 
 
-@pytest.mark.parametrize("population, expected", [
-    ('column = "answer"\nlabels = ["a", "b"]\ndistribution = [0.5, 0.5]\nsize = 10', "population.column"),
-    ('labels = ["a", "b"]\ndistribution = [0.5, 0.5]', "population.size"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "population, expected",
+    [
+        ('column = "answer"\nlabels = ["a", "b"]\ndistribution = [0.5, 0.5]\nsize = 10', "population.column"),
+        ('labels = ["a", "b"]\ndistribution = [0.5, 0.5]', "population.size"),
+    ],
+)
 def test_table_keys_without_a_table_are_refused(population, expected, tmp_path):
     with pytest.raises(LdpSimError, match=re.escape(expected)):
         load_scenario(_write(tmp_path, "s.toml", _text(population)))

@@ -12,8 +12,7 @@ from scipy import stats
 
 from ldpsim import LdpSimError
 from ldpsim.analyst.testing import chernoff_stein_exponent, hypothesis_marginals, lrt_exact
-from ldpsim.sim import run_scenario
-from ldpsim.sim import load_scenario, parse_scenario, run_replication
+from ldpsim.sim import load_scenario, parse_scenario, run_replication, run_scenario
 from tests.sim.helpers import SCENARIOS, scenario_text
 from tests.stats_checks import FALSE_FAILURE
 
@@ -140,7 +139,9 @@ def test_lrt_type1_and_type2_rates_match_the_exact_test():
     assert final(df, "lrt_reject_h0")["truth"] == 1.0
     assert rates["P0"] <= stats.binom.isf(FALSE_FAILURE, R, alpha), rates["P0"] / R
     misses = R - rates["P1"]
-    assert stats.binom.ppf(FALSE_FAILURE / 2, R, test.beta) <= misses <= stats.binom.isf(FALSE_FAILURE / 2, R, test.beta), (misses / R, test.beta)
+    assert (
+        stats.binom.ppf(FALSE_FAILURE / 2, R, test.beta) <= misses <= stats.binom.isf(FALSE_FAILURE / 2, R, test.beta)
+    ), (misses / R, test.beta)
 
 
 def test_lrt_in_individual_mode_and_normal_fallback():
@@ -149,7 +150,9 @@ def test_lrt_in_individual_mode_and_normal_fallback():
     entry = f'[{{ kind = "lrt", P0 = {P0}, P1 = {P1}, alpha = 0.05 }}]'
     df = run_replication(parse_scenario(hyp_text("P1", entry, size=500), "t.toml"), 0, 1)
     assert set(df[df["task"] == "lrt"]["quantity"]) == {"lrt_reject_h0", "lrt_type2_theory", "stein_exponent"}
-    text = hyp_text("P1", entry, size=5000).replace('kind = "binary"\neps = 1.0', 'kind = "randomized_response"\neps = 1.0')
+    text = hyp_text("P1", entry, size=5000).replace(
+        'kind = "binary"\neps = 1.0', 'kind = "randomized_response"\neps = 1.0'
+    )
     df = run_replication(parse_scenario(text, "t.toml"), 0, 1)
     beta = final(df, "lrt_type2_theory")["theory"]
     assert 0 <= beta < 1e-6 and final(df, "lrt_reject_h0")["estimate"] == 1.0
@@ -176,12 +179,30 @@ def test_shipped_hypothesis_scenario_runs(tmp_path):
 @pytest.mark.parametrize(
     "entry, message",
     [
-        ('{ kind = "sprt", P0 = [0.5, 0.5], P1 = [0.1, 0.2, 0.3, 0.4] }', r"analyst\.tasks\[0\]\.kind: got 'sprt', expected P0 with one entry per label \(4\)"),
-        (f'{{ kind = "sprt", P0 = {P0}, P1 = {P1}, alpha = 1.5 }}', r"analyst\.tasks\[0\]\.alpha: Input should be less than 1"),
-        (f'{{ kind = "lrt", P0 = {P0}, P1 = {P1}, alpha = 0.0 }}', r"analyst\.tasks\[0\]\.alpha: Input should be greater than 0"),
-        (f'{{ kind = "sprt", P0 = {P0}, P1 = {P1}, beta = 1.0 }}', r"analyst\.tasks\[0\]\.beta: Input should be less than 1"),
-        (f'{{ kind = "lrt", P0 = {P0}, P1 = {P0} }}', r"analyst\.tasks\[0\]\.kind: got 'lrt', expected P0 and P1 to differ"),
-        (f'{{ kind = "lrt", P0 = [0.4, 0.3, 0.2, 0.2], P1 = {P1} }}', r"analyst\.tasks\[0\]\.kind: got 'lrt', expected P0 summing to 1"),
+        (
+            '{ kind = "sprt", P0 = [0.5, 0.5], P1 = [0.1, 0.2, 0.3, 0.4] }',
+            r"analyst\.tasks\[0\]\.kind: got 'sprt', expected P0 with one entry per label \(4\)",
+        ),
+        (
+            f'{{ kind = "sprt", P0 = {P0}, P1 = {P1}, alpha = 1.5 }}',
+            r"analyst\.tasks\[0\]\.alpha: Input should be less than 1",
+        ),
+        (
+            f'{{ kind = "lrt", P0 = {P0}, P1 = {P1}, alpha = 0.0 }}',
+            r"analyst\.tasks\[0\]\.alpha: Input should be greater than 0",
+        ),
+        (
+            f'{{ kind = "sprt", P0 = {P0}, P1 = {P1}, beta = 1.0 }}',
+            r"analyst\.tasks\[0\]\.beta: Input should be less than 1",
+        ),
+        (
+            f'{{ kind = "lrt", P0 = {P0}, P1 = {P0} }}',
+            r"analyst\.tasks\[0\]\.kind: got 'lrt', expected P0 and P1 to differ",
+        ),
+        (
+            f'{{ kind = "lrt", P0 = [0.4, 0.3, 0.2, 0.2], P1 = {P1} }}',
+            r"analyst\.tasks\[0\]\.kind: got 'lrt', expected P0 summing to 1",
+        ),
         (f'{{ kind = "sprt", P1 = {P1} }}', r"analyst\.tasks\[0\]\.P0: Field required"),
         (f'{{ kind = "sprt", P0 = {P0}, P1 = {P1}, alpha = "0.1" }}', r"analyst\.tasks\[0\]\.alpha: "),
     ],
@@ -195,5 +216,7 @@ def test_bad_task_params_give_one_line_errors(entry, message):
 def test_sprt_needs_individual_mode_and_an_informative_mechanism():
     with pytest.raises(LdpSimError, match=r"analyst\.tasks\[0\]\.kind: got 'sprt' in aggregate mode"):
         parse_scenario(hyp_text("P1", sprt_entry(0.05, 0.05), size=100, mode="aggregate"), "t.toml")
-    with pytest.raises(LdpSimError, match=r"analyst\.tasks\[0\]\.kind: got 'sprt', expected a mechanism whose outputs tell"):
+    with pytest.raises(
+        LdpSimError, match=r"analyst\.tasks\[0\]\.kind: got 'sprt', expected a mechanism whose outputs tell"
+    ):
         parse_scenario(hyp_text("P1", sprt_entry(0.05, 0.05), size=100, eps=0.0), "t.toml")

@@ -28,8 +28,15 @@ SHARES = (0.3, 0.7)
 N = 200_000
 
 
-def _text(*, mode: str = "individual", tiers: str = "[{ eps = 0.5, share = 0.3 }, { eps = 2.0, share = 0.7 }]",
-          size: int = N, mechanism: str = "", extra: str = "", replications: int = 1) -> str:  # fmt: skip
+def _text(
+    *,
+    mode: str = "individual",
+    tiers: str = "[{ eps = 0.5, share = 0.3 }, { eps = 2.0, share = 0.7 }]",
+    size: int = N,
+    mechanism: str = "",
+    extra: str = "",
+    replications: int = 1,
+) -> str:
     return f"""
 name = "tiers"
 [population]
@@ -81,8 +88,9 @@ def test_combined_estimate_is_exact_and_beats_naive_pooling(mode):
     np.testing.assert_allclose(se["theory"], np.sqrt(combined), rtol=1e-9)
     np.testing.assert_allclose(end[end["quantity"] == "naive_frequency"]["theory"], np.sqrt(naive), rtol=1e-9)
     for t in range(2):
-        np.testing.assert_allclose(tier_rows[tier_rows["method"].str.startswith(f"tier {t} ")]["theory"],
-                                   np.sqrt(var[t]), rtol=1e-9)  # fmt: skip
+        np.testing.assert_allclose(
+            tier_rows[tier_rows["method"].str.startswith(f"tier {t} ")]["theory"], np.sqrt(var[t]), rtol=1e-9
+        )
     engine = rows[(rows["task"] == "engine") & (rows["quantity"] == "received")]
     assert engine["estimate"].iloc[0] == N
 
@@ -128,12 +136,15 @@ kind = "all_at_once"
 @pytest.mark.parametrize(
     "text, key",
     [
-        (_text(tiers="[{ eps = 0.5, share = 0.3 }, { eps = 2.0, share = 0.6 }]"), "mechanism.tiers: got shares summing"),
+        (
+            _text(tiers="[{ eps = 0.5, share = 0.3 }, { eps = 2.0, share = 0.6 }]"),
+            "mechanism.tiers: got shares summing",
+        ),
         (_text(tiers="[{ eps = -0.5, share = 0.3 }, { eps = 2.0, share = 0.7 }]"), "mechanism.tiers[0].eps: got -0.5"),
         (_text(tiers="[{ eps = 0.5, share = 0.3 }, { eps = 2.0, share = 0.7, x = 1 }]"), "mechanism.tiers[1]: got"),
         (_text(tiers="[{ eps = 0.5, share = 1.0 }]"), "mechanism.tiers: got"),
         (_text(mechanism="eps = 1.0"), "mechanism.eps: got 1.0 with tiers"),
-        (_text(extra='[network]\nloss = { by_answer = { a = 0.5 } }'), "network.loss: got a loss by answer with"),
+        (_text(extra="[network]\nloss = { by_answer = { a = 0.5 } }"), "network.loss: got a loss by answer with"),
         (_text(extra='[[analyst.tasks]]\nkind = "frequency"\nestimator = "em"'), "analyst.tasks[0].estimator: got"),
         (_Q, "questions[0].mechanism.tiers: got"),
         (_text().replace("[mechanism]\nkind", "[[mechanisms]]\nkind"), "mechanisms[0].tiers: got"),

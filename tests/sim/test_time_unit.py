@@ -49,7 +49,9 @@ def _labels(monkeypatch: pytest.MonkeyPatch, module: str) -> dict[str, list[str]
 
 
 # ----------------------------------------------------------------------------- the key
-@pytest.mark.parametrize("text", [scenario_text(), MULTIPARTY, collection_text()], ids=["survey", "multiparty", "collection"])
+@pytest.mark.parametrize(
+    "text", [scenario_text(), MULTIPARTY, collection_text()], ids=["survey", "multiparty", "collection"]
+)
 def test_every_kind_defaults_to_a_neutral_unit_and_takes_one(text: str) -> None:
     assert parse_scenario(text).spec.simulation.time_unit == DEFAULT_TIME_UNIT == "time units"
     assert parse_scenario(_with_unit(text, '"hours"')).spec.simulation.time_unit == "hours"
@@ -62,10 +64,18 @@ def test_short_unit_names_parse(unit: str) -> None:
 
 @pytest.mark.parametrize(
     ("unit", "shown"),
-    [('""', "got ''"), ('"days "', "got 'days '"), ('"3 days"', "got '3 days'"), ('"days | hours"', "got 'days | hours'"),
-     ('"<b>days</b>"', "got '<b>days</b>'"), ('"' + "d" * 31 + '"', "got 'ddd"), ("1", "(got 1)"), ("true", "(got True)")],
+    [
+        ('""', "got ''"),
+        ('"days "', "got 'days '"),
+        ('"3 days"', "got '3 days'"),
+        ('"days | hours"', "got 'days | hours'"),
+        ('"<b>days</b>"', "got '<b>days</b>'"),
+        ('"' + "d" * 31 + '"', "got 'ddd"),
+        ("1", "(got 1)"),
+        ("true", "(got True)"),
+    ],
     ids=["empty", "trailing space", "starts with a digit", "markup pipe", "markup tag", "too long", "number", "bool"],
-)  # fmt: skip
+)
 def test_bad_units_are_one_line_naming_the_key_and_the_value(unit: str, shown: str) -> None:
     with pytest.raises(LdpSimError) as err:
         parse_scenario(_with_unit(scenario_text(), unit), "bad.toml")
@@ -101,9 +111,19 @@ def test_every_shipped_scenario_names_its_unit_as_its_comments_do() -> None:
 # ----------------------------------------------------------------------------- label text
 def test_label_text() -> None:
     assert in_unit("time", "days") == "time (days)"
-    assert [amount(v, u) for v, u in [(1, "days"), (0.5, "days"), (1.0, "time units"), (1, "ms"), (1, "seconds"),
-                                       (2, "hours"), (1, "trading days"), (1, "class")]] == \
-        ["1 day", "0.5 days", "1 time unit", "1 ms", "1 second", "2 hours", "1 trading day", "1 class"]  # fmt: skip
+    assert [
+        amount(v, u)
+        for v, u in [
+            (1, "days"),
+            (0.5, "days"),
+            (1.0, "time units"),
+            (1, "ms"),
+            (1, "seconds"),
+            (2, "hours"),
+            (1, "trading days"),
+            (1, "class"),
+        ]
+    ] == ["1 day", "0.5 days", "1 time unit", "1 ms", "1 second", "2 hours", "1 trading day", "1 class"]
     assert period_label(1.0, "days") == "period (1 day each)"
     assert period_label(0.25, "hours") == "period (0.25 hours each)"
 
@@ -127,11 +147,21 @@ def test_survey_tasks_over_time_and_the_default_unit(tmp_path, monkeypatch) -> N
     """Hypothesis tests only (no frequency estimates): the tasks figure's panels, and a file
     without time_unit labels its times in the neutral unit."""
     labels = _labels(monkeypatch, "ldpsim.report.survey")
-    text = scenario_text(size=500, labels='["a", "b"]', distribution="[0.6, 0.4]", arrivals='{ kind = "poisson", duration = 2.0 }',
-                         mechanism='kind = "randomized_response"\neps = 1.0', end=2.0, tick=0.5)  # fmt: skip
-    text = text.replace("[analyst]\n", '[analyst]\ntasks = [{ kind = "lrt", P0 = [0.5, 0.5], P1 = [0.6, 0.4], alpha = 0.05 }]\n')
-    text = text.replace("[population]\n", "[population]\nP0 = [0.5, 0.5]\nP1 = [0.6, 0.4]\ntruth = \"P1\"\n").replace(
-        "distribution = [0.6, 0.4]\n", "")
+    text = scenario_text(
+        size=500,
+        labels='["a", "b"]',
+        distribution="[0.6, 0.4]",
+        arrivals='{ kind = "poisson", duration = 2.0 }',
+        mechanism='kind = "randomized_response"\neps = 1.0',
+        end=2.0,
+        tick=0.5,
+    )
+    text = text.replace(
+        "[analyst]\n", '[analyst]\ntasks = [{ kind = "lrt", P0 = [0.5, 0.5], P1 = [0.6, 0.4], alpha = 0.05 }]\n'
+    )
+    text = text.replace("[population]\n", '[population]\nP0 = [0.5, 0.5]\nP1 = [0.6, 0.4]\ntruth = "P1"\n').replace(
+        "distribution = [0.6, 0.4]\n", ""
+    )
     run = ldpsim.Scenario.from_text(text).run(out=tmp_path / "run")
     assert labels["x"] and set(labels["x"]) == {"time (time units)"}
     assert "- time unit: time units" in run.summary
@@ -155,8 +185,9 @@ def test_collection_figures_and_summary_state_the_unit(tmp_path, monkeypatch) ->
 
 def test_multiparty_figure_and_summary_state_the_unit(tmp_path, monkeypatch) -> None:
     labels = _labels(monkeypatch, "ldpsim.report.multiparty")
-    text = _with_unit(MULTIPARTY.replace("count = 4000", "count = 1000").replace("replications = 3", "replications = 1"),
-                      '"seconds"')  # fmt: skip
+    text = _with_unit(
+        MULTIPARTY.replace("count = 4000", "count = 1000").replace("replications = 3", "replications = 1"), '"seconds"'
+    )
     result = run_scenario(parse_scenario(text), out=tmp_path / "run", progress=False)
     assert labels["y"][1].startswith("completion delay (seconds)")
     summary = (result.run_dir / "summary.md").read_text()

@@ -120,7 +120,9 @@ def staircase_candidates(rng: np.random.Generator, k: int, eps: float, n: int = 
     # a mixture of two staircase mechanisms (not a vertex): Q = [lam Q1 | (1 - lam) Q2]
     (c1, t1), (c2, t2) = random_staircase(rng, k, eps), random_staircase(rng, k, eps)
     lam = rng.uniform(0.1, 0.9)
-    out.append(staircase_mechanism(eps, np.concatenate([lam * t1, (1 - lam) * t2]), patterns=np.concatenate([c1, c2]), k=k))
+    out.append(
+        staircase_mechanism(eps, np.concatenate([lam * t1, (1 - lam) * t2]), patterns=np.concatenate([c1, c2]), k=k)
+    )
     return out
 
 
@@ -161,6 +163,7 @@ def test_binary_kl_keeps_relative_accuracy_at_tiny_eps():
     """The closed form stays accurate where the direct sum (and the library's KL.value)
     cancels: against 50-digit arithmetic."""
     import mpmath
+
     mpmath.mp.dps = 50
     P0, P1 = priors(3, 5)
     T = P0 >= P1
@@ -182,7 +185,9 @@ def test_closed_forms_at_the_ends():
     assert duchi_bound(P0, P0, 500.0) == 0.0
     # as eps -> inf the binary mechanism reveals T exactly: KL -> D_kl of (P(T), P(T^c))
     t0, t1 = 0.5 + 0.3, 0.2 + 0.3
-    assert binary_kl(P0, P1, 700.0) == pytest.approx(t0 * math.log(t0 / t1) + (1 - t0) * math.log((1 - t0) / (1 - t1)), rel=1e-14)
+    assert binary_kl(P0, P1, 700.0) == pytest.approx(
+        t0 * math.log(t0 / t1) + (1 - t0) * math.log((1 - t0) / (1 - t1)), rel=1e-14
+    )
     assert binary_tv(P0, P1, 700.0) == pytest.approx(0.3, rel=1e-15)
     assert max_balanced_product([0.4, 0.3, 0.2, 0.1]) == pytest.approx(0.25)
     assert mi_small_eps_bound([0.7, 0.2, 0.1], 0.1) == pytest.approx(0.5 * 0.01 * 0.21)
@@ -327,7 +332,11 @@ UTILITY_KINDS = ["kl", "tv", "chi_square", "hellinger", "mi"]
 
 
 def make_utility(which: str, P0: np.ndarray, P1: np.ndarray):
-    return {"kl": KL, "tv": TotalVariation, "chi_square": ChiSquare, "hellinger": Hellinger}[which](P0, P1) if which != "mi" else MutualInformation(P0)
+    return (
+        {"kl": KL, "tv": TotalVariation, "chi_square": ChiSquare, "hellinger": Hellinger}[which](P0, P1)
+        if which != "mi"
+        else MutualInformation(P0)
+    )
 
 
 @settings(max_examples=100)

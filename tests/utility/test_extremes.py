@@ -48,7 +48,9 @@ def chi2_mp(a, c):
 
 def mi_mp(P, Q):
     m = marginal(P, Q)
-    return mp.fsum(mp.mpf(P[x]) * Q[x][y] * mp.log(Q[x][y] / m[y]) for x in range(len(P)) for y in range(len(m)) if Q[x][y] > 0)
+    return mp.fsum(
+        mp.mpf(P[x]) * Q[x][y] * mp.log(Q[x][y] / m[y]) for x in range(len(P)) for y in range(len(m)) if Q[x][y] > 0
+    )
 
 
 def h2(p):

@@ -71,10 +71,18 @@ def test_the_command_writes_its_files_and_is_careful(tmp_path, cli):
     r = cli("recommend", "--k", "50", "--eps", "1", "--n", "1e5", "--out", str(out), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "best first" in r.stdout and "regime boundaries" in r.stdout
-    assert sorted(p.name for p in out.iterdir()) == ["crossings.csv", "curves.csv", "recommend.csv", "recommend.png", "summary.md"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "crossings.csv",
+        "curves.csv",
+        "recommend.csv",
+        "recommend.png",
+        "summary.md",
+    ]
     again = cli("recommend", "--k", "50", "--eps", "1", "--n", "1e5", "--out", str(out), cwd=tmp_path)
     assert again.returncode == 2 and "--out" in again.stderr and len(again.stderr.strip().splitlines()) == 1
-    forced = cli("recommend", "--k", "50", "--eps", "2", "--n", "1e5", "--out", str(out), "--force", "--no-figure", cwd=tmp_path)
+    forced = cli(
+        "recommend", "--k", "50", "--eps", "2", "--n", "1e5", "--out", str(out), "--force", "--no-figure", cwd=tmp_path
+    )
     assert forced.returncode == 0
 
 
@@ -99,8 +107,21 @@ def test_the_command_prints_the_exact_formulas(utility, tmp_path, cli):
 
     k, eps, n = 30, 1.0, 1e6
     out = tmp_path / "rec"
-    r = cli("recommend", "--k", str(k), "--eps", str(eps), "--n", "1e6", "--utility", utility, "--no-figure",
-            "--out", str(out), cwd=tmp_path)  # fmt: skip
+    r = cli(
+        "recommend",
+        "--k",
+        str(k),
+        "--eps",
+        str(eps),
+        "--n",
+        "1e6",
+        "--utility",
+        utility,
+        "--no-figure",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     assert f"loss {utility} ({rc.LOSS_KIND[utility]})" in r.stdout
     table = pd.read_csv(out / "recommend.csv").set_index("mechanism")
@@ -120,7 +141,11 @@ def test_kl_is_the_second_order_expected_divergence():
     k, eps, n, R = 4, 1.0, 20_000, 400
     prior = np.array([0.4, 0.3, 0.2, 0.1])
     mech = catalog.build("randomized_response", k=k, eps=eps)
-    want = rc.evaluate(k, eps, n, prior.tolist(), loss="kl", lp=False).set_index("mechanism").loc["randomized_response", "kl"]
+    want = (
+        rc.evaluate(k, eps, n, prior.tolist(), loss="kl", lp=False)
+        .set_index("mechanism")
+        .loc["randomized_response", "kl"]
+    )
     rng = np.random.default_rng(20261202)
     kl = np.empty(R)
     for r in range(R):
@@ -131,15 +156,18 @@ def test_kl_is_the_second_order_expected_divergence():
     assert abs(mean - want) <= 5.3 * se + 0.1 * want, (mean, want, se)
 
 
-@pytest.mark.parametrize("args, name", [
-    (["--k", "1", "--eps", "1", "--n", "100"], "--k"),
-    (["--k", "5", "--eps", "0", "--n", "100"], "--eps"),
-    (["--k", "5", "--eps", "1", "--n", "0.5"], "--n"),
-    (["--k", "5", "--eps", "1", "--n", "100", "--utility", "tv"], "--utility"),
-    (["--k", "5", "--eps", "1", "--n", "100", "--prior", "zipf:-1"], "--prior"),
-    (["--k", "5", "--eps", "1", "--n", "100", "--prior", "1,2"], "--prior"),
-    (["--k", "5", "--eps", "1", "--n", "100", "--bits", "0"], "--bits"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args, name",
+    [
+        (["--k", "1", "--eps", "1", "--n", "100"], "--k"),
+        (["--k", "5", "--eps", "0", "--n", "100"], "--eps"),
+        (["--k", "5", "--eps", "1", "--n", "0.5"], "--n"),
+        (["--k", "5", "--eps", "1", "--n", "100", "--utility", "tv"], "--utility"),
+        (["--k", "5", "--eps", "1", "--n", "100", "--prior", "zipf:-1"], "--prior"),
+        (["--k", "5", "--eps", "1", "--n", "100", "--prior", "1,2"], "--prior"),
+        (["--k", "5", "--eps", "1", "--n", "100", "--bits", "0"], "--bits"),
+    ],
+)
 def test_bad_arguments_are_one_line_and_exit_2(args, name, tmp_path, cli):
     r = cli("recommend", *args, "--out", str(tmp_path / "x"), cwd=tmp_path)
     assert r.returncode == 2 and name in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
@@ -148,9 +176,37 @@ def test_bad_arguments_are_one_line_and_exit_2(args, name, tmp_path, cli):
 
 def test_kl_says_when_its_approximation_is_poor(tmp_path, cli):
     """A long Zipf tail at small n: standard errors far above the tail's probabilities."""
-    r = cli("recommend", "--k", "200", "--eps", "1", "--n", "1e4", "--prior", "zipf:1.1", "--utility", "kl",
-            "--no-figure", "--out", str(tmp_path / "a"), cwd=tmp_path)  # fmt: skip
+    r = cli(
+        "recommend",
+        "--k",
+        "200",
+        "--eps",
+        "1",
+        "--n",
+        "1e4",
+        "--prior",
+        "zipf:1.1",
+        "--utility",
+        "kl",
+        "--no-figure",
+        "--out",
+        str(tmp_path / "a"),
+        cwd=tmp_path,
+    )
     assert r.returncode == 0 and "second-order approximation, poor here" in r.stdout
-    r = cli("recommend", "--k", "4", "--eps", "4", "--n", "1e7", "--utility", "kl",
-            "--no-figure", "--out", str(tmp_path / "b"), cwd=tmp_path)  # fmt: skip
+    r = cli(
+        "recommend",
+        "--k",
+        "4",
+        "--eps",
+        "4",
+        "--n",
+        "1e7",
+        "--utility",
+        "kl",
+        "--no-figure",
+        "--out",
+        str(tmp_path / "b"),
+        cwd=tmp_path,
+    )
     assert r.returncode == 0 and "poor here" not in r.stdout

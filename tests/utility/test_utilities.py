@@ -34,9 +34,13 @@ def priors(seed: int, k: int):
 
 def all_utilities(p0, p1):
     return [
-        KL(p0, p1), TotalVariation(p0, p1), ChiSquare(p0, p1), Hellinger(p0, p1),
-        FDivergence(p0, p1, lambda t: (t - 1.0) ** 4 / (1.0 + t)), MutualInformation(p0),
-    ]  # fmt: skip
+        KL(p0, p1),
+        TotalVariation(p0, p1),
+        ChiSquare(p0, p1),
+        Hellinger(p0, p1),
+        FDivergence(p0, p1, lambda t: (t - 1.0) ** 4 / (1.0 + t)),
+        MutualInformation(p0),
+    ]
 
 
 def direct_value(u, q):
@@ -69,7 +73,9 @@ def test_pattern_formula_equals_mu_of_explicit_columns(seed, k, eps):
         want = u.mu(cols)
         # a pattern whose exact mu is 0 (all ones) comes out as a rounding of O(max mu) terms:
         # the absolute tolerance scales with the largest mu (explore found 3.6e-15 at eps = 21.7)
-        np.testing.assert_allclose(u.pattern_mu(sums, eps), want, rtol=1e-9, atol=1e-13 * max(1.0, float(np.max(np.abs(want)))))
+        np.testing.assert_allclose(
+            u.pattern_mu(sums, eps), want, rtol=1e-9, atol=1e-13 * max(1.0, float(np.max(np.abs(want))))
+        )
 
 
 @given(seed=st.integers(0, 2**32 - 1), k=st.integers(2, 7), m=st.integers(1, 7))

@@ -54,7 +54,8 @@ from ldpsim.mechanisms.noise.gaussian import Gaussian
 from ldpsim.mechanisms.noise.geometric import Geometric
 from ldpsim.mechanisms.noise.laplace import Laplace
 from ldpsim.mechanisms.noise.snapping import SnappedLaplace
-from ldpsim.mechanisms.noise.staircase import STAIRCASE_MAX_EPS, Staircase, _optimal_gamma  # tests import it from here
+from ldpsim.mechanisms.noise.staircase import STAIRCASE_MAX_EPS, Staircase
+from ldpsim.mechanisms.noise.staircase import _optimal_gamma as _optimal_gamma  # tests import it from here
 from ldpsim.mechanisms.noise.truncated_laplace import TruncatedLaplace
 
 # the mu-GDP mathematics lives in ldpsim.privacy.gdp; re-exported under the names this

@@ -42,7 +42,9 @@ def _scale(value: object, name: str) -> float:
     """A noise scale given directly: finite, > 0 and at most :data:`MAX_NOISE_SCALE`."""
     x = _positive(value, name)
     if x > MAX_NOISE_SCALE:
-        raise invalid(name, value, f"a number in (0, {MAX_NOISE_SCALE:.4g}] (noise draws of this scale must stay finite floats)")
+        raise invalid(
+            name, value, f"a number in (0, {MAX_NOISE_SCALE:.4g}] (noise draws of this scale must stay finite floats)"
+        )
     return x
 
 
@@ -52,13 +54,17 @@ def _eps_for_scale(eps: float, sens: float, family: str) -> float:
     lam = sens / eps
     if not lam <= MAX_NOISE_SCALE:
         raise invalid(
-            "eps", eps, f"eps >= {sens / MAX_NOISE_SCALE:.4g} (sensitivity / {MAX_NOISE_SCALE:.4g}): below it the "
-            f"{family} noise scale sensitivity/eps is beyond the float range of its draws"
+            "eps",
+            eps,
+            f"eps >= {sens / MAX_NOISE_SCALE:.4g} (sensitivity / {MAX_NOISE_SCALE:.4g}): below it the "
+            f"{family} noise scale sensitivity/eps is beyond the float range of its draws",
         )
     if not lam > 0.0:  # a subnormal sensitivity at a large eps (5e-324 / 700): sens/scale was 0/0
         raise invalid(
-            "sensitivity", sens, f"a sensitivity >= {eps * 5e-324:.4g} at eps = {eps:g} (the {family} noise scale "
-            "sensitivity/eps underflows to 0 below it)"
+            "sensitivity",
+            sens,
+            f"a sensitivity >= {eps * 5e-324:.4g} at eps = {eps:g} (the {family} noise scale "
+            "sensitivity/eps underflows to 0 below it)",
         )
     return lam
 
@@ -135,7 +141,8 @@ class NoiseMechanism(Mechanism):
     that attains the privacy loss).
 
     Subclasses implement ``_log_delta(t, shift)`` (vectorised over ``t``), ``_tradeoff``,
-    ``variance``, ``_sample``, ``_log_pdf`` (vectorised log density of the noise) and ``_calibrate_single`` / ``_calibrate_corollary``.
+    ``variance``, ``_sample``, ``_log_pdf`` (vectorised log density of the noise) and
+    ``_calibrate_single`` / ``_calibrate_corollary``.
     Privacy quantities refer to the worst case, the full-sensitivity shift; ``shift=`` gives
     those of a smaller (or larger) shift.
     """
@@ -221,7 +228,7 @@ class NoiseMechanism(Mechanism):
 
     def _epsilon_scalar(self, target: float) -> float:
         s = self.sensitivity
-        ld = lambda t: float(self._log_delta(np.array(t), s))  # noqa: E731
+        ld = lambda t: float(self._log_delta(np.array(t), s))
         log_target = math.log(target) if target > 0 else -math.inf
         if ld(0.0) <= log_target and float(np.exp(ld(0.0))) <= target:
             return 0.0
@@ -235,7 +242,7 @@ class NoiseMechanism(Mechanism):
             while ld(hi) > log_target:
                 hi *= 2.0
         # both scales: delta() is exp(log_delta()), whose rounding may cross the target
-        ok = lambda t: (lambda l: l <= log_target and float(np.exp(l)) <= target)(ld(t))  # noqa: E731
+        ok = lambda t: (lambda l: l <= log_target and float(np.exp(l)) <= target)(ld(t))
         if not ok(hi):  # pragma: no cover - rounding at the top of the bracket
             hi = float(np.nextafter(hi, math.inf))
         return smallest_ok(ok, 0.0, hi)
@@ -276,8 +283,10 @@ class NoiseMechanism(Mechanism):
                 pass
         name, value, limit = self._variance_refusal()
         raise invalid(
-            name, value, f"{limit} for a finite variance (the variance is about "
-            f"10^{lv / math.log(10.0):.1f}, beyond the largest float; std = {math.exp(0.5 * lv):.6g} is available)"
+            name,
+            value,
+            f"{limit} for a finite variance (the variance is about "
+            f"10^{lv / math.log(10.0):.1f}, beyond the largest float; std = {math.exp(0.5 * lv):.6g} is available)",
         )
 
     @property
@@ -364,7 +373,9 @@ class NoiseMechanism(Mechanism):
             return cls._calibrate_single(eps, delta, sens)
         if method == "corollary":
             if not delta > 0:
-                raise invalid("delta", delta, "a number in (0, 1] for method='corollary' (Corollary 4.1 needs delta > 0)")
+                raise invalid(
+                    "delta", delta, "a number in (0, 1] for method='corollary' (Corollary 4.1 needs delta > 0)"
+                )
             from ldpsim.privacy.composition import per_query_budget  # looked up per call (tests swap it)
 
             eps0, delta0 = per_query_budget(eps, delta, k)
@@ -372,14 +383,16 @@ class NoiseMechanism(Mechanism):
                 return cls._calibrate_corollary(eps0, delta0, sens)
             except LdpSimError as exc:
                 raise LdpSimError(
-                    f"{exc} (the per-query budget of Corollary 4.1 for eps = {eps:g}, delta = {delta:g}, compositions = {k}: "
-                    f"eps0 = {eps0:.6g}, delta0 = {delta0:.6g})"
+                    f"{exc} (the per-query budget of Corollary 4.1 for eps = {eps:g}, delta = {delta:g}, "
+                    f"compositions = {k}: eps0 = {eps0:.6g}, delta0 = {delta0:.6g})"
                 ) from None
         if method == "worst_case":
             if not cls.pure:
                 raise invalid(
-                    "method", method, f"'exact' or 'corollary' for {cls.__name__} ('worst_case' calibrates a pure "
-                    "family by the optimal composition of eps0-DP mechanisms)"
+                    "method",
+                    method,
+                    f"'exact' or 'corollary' for {cls.__name__} ('worst_case' calibrates a pure "
+                    "family by the optimal composition of eps0-DP mechanisms)",
                 )
             return cls._calibrate_worst_case(eps, delta, sens, k)
         return cls._calibrate_exact_composed(eps, delta, sens, k)
@@ -415,14 +428,16 @@ class NoiseMechanism(Mechanism):
         k = compositions
         if delta >= 1.0:
             raise invalid(
-                "delta", delta, "a number in [0, 1) for the exact composed calibration (at delta = 1 every "
-                "mechanism qualifies, so there is no least noise)"
+                "delta",
+                delta,
+                "a number in [0, 1) for the exact composed calibration (at delta = 1 every "
+                "mechanism qualifies, so there is no least noise)",
             )
         if delta == 0.0:
             eps0 = eps / k  # at delta = 0 basic composition is exact
         else:
             log_target = math.log(delta)
-            ok = lambda e0: float(optimal_delta(e0, 0.0, k, eps)) <= delta  # noqa: E731
+            ok = lambda e0: float(optimal_delta(e0, 0.0, k, eps)) <= delta
 
             def g(log_e0: float) -> float:  # clipped below: log delta is -inf at eps0 <= eps/k
                 d = float(optimal_delta(math.exp(log_e0), 0.0, k, eps))
@@ -441,11 +456,17 @@ class NoiseMechanism(Mechanism):
             else:
                 eps0 = largest_ok(ok, lo, hi, iters=200)
         if not eps0 > 0:
-            raise invalid("eps", eps, f"a composed target whose per-query eps0 = {eps0!r} is > 0 (compositions = {k} is too large)")
+            raise invalid(
+                "eps",
+                eps,
+                f"a composed target whose per-query eps0 = {eps0!r} is > 0 (compositions = {k} is too large)",
+            )
         try:
             mech = cls._calibrate_single(eps0, 0.0, sens)
         except LdpSimError as exc:
-            raise LdpSimError(f"{exc} (the per-query eps0 of the exact {k}-fold calibration for eps = {eps:g}, delta = {delta:g})") from None
+            raise LdpSimError(
+                f"{exc} (the per-query eps0 of the exact {k}-fold calibration for eps = {eps:g}, delta = {delta:g})"
+            ) from None
         # guarantee: the mechanism's own pure eps meets the composed target
         for _ in range(64):
             e_own = float(mech.epsilon(0.0))
@@ -462,7 +483,8 @@ def _need_pure(delta: float, family: str) -> None:
         raise invalid(
             "delta",
             delta,
-            f"0 for a single {family} release (a pure eps-DP family; for delta > 0 use Gaussian or TruncatedLaplace, or compositions > 1)",
+            f"0 for a single {family} release (a pure eps-DP family; for delta > 0 use Gaussian or TruncatedLaplace, "
+            "or compositions > 1)",
         )
 
 
@@ -474,7 +496,9 @@ class _AtomMechanism(NoiseMechanism):
     def _atoms(self, shift: float) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         raise NotImplementedError
 
-    def loss_atoms(self, shift: float | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    def loss_atoms(
+        self, shift: float | None = None
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """The privacy-loss law: values ``L`` (ascending), their P-masses and R-masses."""
         return self._atoms(self._shift(shift))
 
@@ -484,7 +508,9 @@ class _AtomMechanism(NoiseMechanism):
         L, log_p, log_r = self._log_atoms(self._shift(shift))
         both = np.isfinite(log_p) & np.isfinite(log_r)
         P, R = np.exp(log_p), np.exp(log_r)
-        return DiscretePLD.from_atoms(L[both], log_p[both], float(P[~np.isfinite(log_r)].sum()), float(R[~np.isfinite(log_p)].sum()))
+        return DiscretePLD.from_atoms(
+            L[both], log_p[both], float(P[~np.isfinite(log_r)].sum()), float(R[~np.isfinite(log_p)].sum())
+        )
 
     def _log_atoms(self, shift: float) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """The atoms with log masses (families whose masses underflow override this)."""
@@ -500,5 +526,3 @@ class _AtomMechanism(NoiseMechanism):
 
     def _tradeoff(self, a: NDArray[np.float64], shift: float) -> NDArray[np.float64]:
         return np.asarray(self.pld(shift).tradeoff(a))
-
-

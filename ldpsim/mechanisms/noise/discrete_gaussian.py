@@ -11,7 +11,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
-from ldpsim import _validate as v
 from ldpsim.errors import LdpSimError, invalid
 from ldpsim.mechanisms.noise.base import NoiseMechanism
 from ldpsim.mechanisms.noise.exact import ExactSampling, _as_fraction, discrete_gaussian
@@ -102,7 +101,9 @@ class DiscreteGaussian(ExactSampling, NoiseMechanism):
     def __init__(self, sigma2: Any, sensitivity: int = 1) -> None:
         f = _as_fraction(sigma2)
         if not SIGMA2_MIN <= f <= SIGMA2_MAX:
-            raise invalid("sigma2", sigma2, "a rational in [1/1024, 10^10] (the supported range of the discrete Gaussian)")
+            raise invalid(
+                "sigma2", sigma2, "a rational in [1/1024, 10^10] (the supported range of the discrete Gaussian)"
+            )
         self.sigma2 = f
         self.sensitivity = DiscreteGaussian._check_sensitivity(sensitivity)
         self._s2 = float(f)
@@ -282,8 +283,10 @@ class DiscreteGaussian(ExactSampling, NoiseMechanism):
             while not ok(hi):
                 if hi >= top:
                     raise invalid(
-                        "delta", delta, f"a larger delta (or eps): the discrete Gaussian meeting (eps={eps:g}, "
-                        f"delta={delta:g}) at sensitivity {sens_i} needs sigma2 above 10^10, the supported range"
+                        "delta",
+                        delta,
+                        f"a larger delta (or eps): the discrete Gaussian meeting (eps={eps:g}, "
+                        f"delta={delta:g}) at sensitivity {sens_i} needs sigma2 above 10^10, the supported range",
                     )
                 lo, hi = hi, min(2 * hi, top)
         while hi - lo > 1:
@@ -301,6 +304,8 @@ class DiscreteGaussian(ExactSampling, NoiseMechanism):
     @classmethod
     def _calibrate_exact_composed(cls, eps: float, delta: float, sens: float, compositions: int) -> "DiscreteGaussian":
         raise invalid(
-            "method", "exact", f"method='corollary' for compositions = {compositions} (the exact calibration of a "
-            "composed discrete Gaussian is not available)"
+            "method",
+            "exact",
+            f"method='corollary' for compositions = {compositions} (the exact calibration of a "
+            "composed discrete Gaussian is not available)",
         )

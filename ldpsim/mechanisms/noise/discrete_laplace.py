@@ -35,8 +35,10 @@ class DiscreteLaplace(ExactSampling, Geometric):
         scale = Fraction(self.sensitivity) / Fraction(self.eps)
         if scale > MAX_EXACT_SCALE:
             raise invalid(
-                "eps", eps, f"eps >= sensitivity / 2^40 = {self.sensitivity / MAX_EXACT_SCALE:.4g} (the exact discrete "
-                "Laplace sampler supports scales sensitivity/eps up to 2^40)"
+                "eps",
+                eps,
+                f"eps >= sensitivity / 2^40 = {self.sensitivity / MAX_EXACT_SCALE:.4g} (the exact discrete "
+                "Laplace sampler supports scales sensitivity/eps up to 2^40)",
             )
         self._s, self._t = scale.denominator, scale.numerator
 

@@ -320,7 +320,9 @@ def discrete_laplace(s: int, t: int, size: Any = None, source: "RNGLike | str | 
     s = _positive_int(s, "s")
     t = _positive_int(t, "t")
     if t > MAX_EXACT_SCALE * s:
-        raise invalid("t", t, f"an integer with t/s <= 2^40 (s = {s}): larger discrete Laplace scales are not supported")
+        raise invalid(
+            "t", t, f"an integer with t/s <= 2^40 (s = {s}): larger discrete Laplace scales are not supported"
+        )
     shape, n = _check_size(size)
     src = as_source(source)
     g = math.gcd(s, t)
@@ -392,7 +394,9 @@ class _GaussianPlan:
         shift = (p / q) / tau
         # acceptance per Laplace candidate (float: batch sizing only)
         lap_norm = (1.0 + math.exp(-1.0 / tau)) / -math.expm1(-1.0 / tau)
-        theta = sum(math.exp(-(z * z) / (2 * p / q)) for z in range(-12, 13)) if sig < 1 else math.sqrt(2 * math.pi) * sig
+        theta = (
+            sum(math.exp(-(z * z) / (2 * p / q)) for z in range(-12, 13)) if sig < 1 else math.sqrt(2 * math.pi) * sig
+        )
         self.rate = _laplace_rate(self.s, self.t) * max(theta * math.exp(-shift * shift / (2 * p / q)) / lap_norm, 1e-3)
 
     def draw(self, m: int, source: Any) -> NDArray[np.int64]:

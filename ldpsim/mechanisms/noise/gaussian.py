@@ -90,14 +90,18 @@ class Gaussian(NoiseMechanism):
         """Dwork-Roth: ``sigma = Delta sqrt(2 log(1.25/delta)) / eps``, valid for ``0 < eps < 1``."""
         eps = _positive(eps, "eps")
         if not eps < 1.0:
-            raise invalid("eps", eps, "a number in (0, 1) for the classical Gaussian calibration (use Gaussian.analytic)")
+            raise invalid(
+                "eps", eps, "a number in (0, 1) for the classical Gaussian calibration (use Gaussian.analytic)"
+            )
         delta = _open_delta(delta)
         sens = _positive(sensitivity, "sensitivity")
         sigma = sens * math.sqrt(2.0 * (math.log(1.25) - math.log(delta))) / eps
         if not sigma <= MAX_NOISE_SCALE:
             raise invalid(
-                "eps", eps, f"a larger eps: sigma = sensitivity sqrt(2 log(1.25/delta))/eps = {sigma:.4g} is beyond "
-                f"the largest supported noise scale {MAX_NOISE_SCALE:.4g}"
+                "eps",
+                eps,
+                f"a larger eps: sigma = sensitivity sqrt(2 log(1.25/delta))/eps = {sigma:.4g} is beyond "
+                f"the largest supported noise scale {MAX_NOISE_SCALE:.4g}",
             )
         return cls(sigma, sens)
 
@@ -121,13 +125,17 @@ class Gaussian(NoiseMechanism):
         sigma = rk * sens / mu_total
         if not sigma > 0.0:  # a subnormal sensitivity at a large eps: sens/sigma was a division by 0
             raise invalid(
-                "sensitivity", sens, f"a sensitivity >= {mu_total * 5e-324 / rk:.4g} at eps = {eps:g}, delta = {delta:g} "
-                "(the calibrated sigma = sqrt(k) sensitivity/mu underflows to 0 below it)"
+                "sensitivity",
+                sens,
+                f"a sensitivity >= {mu_total * 5e-324 / rk:.4g} at eps = {eps:g}, delta = {delta:g} "
+                "(the calibrated sigma = sqrt(k) sensitivity/mu underflows to 0 below it)",
             )
         if not sigma <= MAX_NOISE_SCALE:
             raise invalid(
-                "delta", delta, f"a larger delta (or eps): the calibrated sigma = sqrt(k) sensitivity/mu = {sigma:.4g} "
-                f"is beyond the largest supported noise scale {MAX_NOISE_SCALE:.4g}"
+                "delta",
+                delta,
+                f"a larger delta (or eps): the calibrated sigma = sqrt(k) sensitivity/mu = {sigma:.4g} "
+                f"is beyond the largest supported noise scale {MAX_NOISE_SCALE:.4g}",
             )
         for _ in range(64):  # rounding of sqrt(k) sens / sigma: a few ulps at most
             if gdp_meets(eps, rk * (sens / sigma), delta):
@@ -148,8 +156,10 @@ class Gaussian(NoiseMechanism):
         sigma = sens * math.sqrt(2.0 * (math.log(2.0) - math.log(delta0))) / eps0
         if not sigma <= MAX_NOISE_SCALE:
             raise invalid(
-                "eps", eps0, f"a larger per-query eps0: the Corollary 4.1 sigma = {sigma:.4g} is beyond the largest "
-                f"supported noise scale {MAX_NOISE_SCALE:.4g}"
+                "eps",
+                eps0,
+                f"a larger per-query eps0: the Corollary 4.1 sigma = {sigma:.4g} is beyond the largest "
+                f"supported noise scale {MAX_NOISE_SCALE:.4g}",
             )
         return cls(sigma, sens)
 
@@ -158,5 +168,3 @@ class Gaussian(NoiseMechanism):
         if not 0.0 < delta < 1.0:
             raise invalid("delta", delta, "a number in (0, 1) for the Gaussian mechanism")
         return cls._from_mu(eps, delta, sens, Gaussian._largest_mu(eps, delta), compositions=compositions)
-
-

@@ -10,7 +10,14 @@ from numpy.typing import ArrayLike, NDArray
 
 from ldpsim import _validate as v
 from ldpsim.errors import invalid
-from ldpsim.mechanisms.noise.base import _FLOAT_MAX, _AtomMechanism, _eps_for_scale, _geometric_floats, _need_pure, _positive
+from ldpsim.mechanisms.noise.base import (
+    _FLOAT_MAX,
+    _AtomMechanism,
+    _eps_for_scale,
+    _geometric_floats,
+    _need_pure,
+    _positive,
+)
 from ldpsim.privacy.pld import MAX_ATOMS
 
 #: Largest sensitivity (and shift): integer queries and integer noise are exact in doubles up
@@ -83,8 +90,10 @@ class Geometric(_AtomMechanism):
         if s + 1 > MAX_ATOMS:
             name = "sensitivity" if s == self.sensitivity else "shift"
             raise invalid(
-                name, s, f"an integer <= {MAX_ATOMS - 1:,} for the privacy-loss atoms (pld, tradeoff): the law has "
-                f"{name} + 1 atoms (delta and epsilon are closed forms at every {name} up to 2^53)"
+                name,
+                s,
+                f"an integer <= {MAX_ATOMS - 1:,} for the privacy-loss atoms (pld, tradeoff): the law has "
+                f"{name} + 1 atoms (delta and epsilon are closed forms at every {name} up to 2^53)",
             )
         la, D = self.log_a, self.sensitivity
         l1a = math.log1p(self.a)
@@ -141,7 +150,11 @@ class Geometric(_AtomMechanism):
         return 2.0 * self.a / self._one_a**2
 
     def _variance_refusal(self) -> tuple[str, float, str]:
-        return "eps", self.eps, f"eps >= about {self.sensitivity * math.sqrt(2.0 / _FLOAT_MAX):.3g} (variance ~ 2 (sensitivity/eps)^2)"
+        return (
+            "eps",
+            self.eps,
+            f"eps >= about {self.sensitivity * math.sqrt(2.0 / _FLOAT_MAX):.3g} (variance ~ 2 (sensitivity/eps)^2)",
+        )
 
     def _sample(self, size: Any, rng: np.random.Generator) -> NDArray[np.float64]:
         rate, p = -self.log_a, self._one_a
@@ -151,4 +164,3 @@ class Geometric(_AtomMechanism):
     def _calibrate_single(cls, eps: float, delta: float, sens: float) -> "Geometric":
         _need_pure(delta, "Geometric")
         return cls(eps, int(sens))
-

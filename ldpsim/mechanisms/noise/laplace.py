@@ -9,7 +9,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldpsim.errors import LdpSimError
-from ldpsim.mechanisms.noise.base import _FLOAT_MAX, _SQRT2, NoiseMechanism, _eps_for_scale, _need_pure, _positive, _scale
+from ldpsim.mechanisms.noise.base import (
+    _FLOAT_MAX,
+    _SQRT2,
+    NoiseMechanism,
+    _eps_for_scale,
+    _need_pure,
+    _positive,
+    _scale,
+)
 
 #: ``calibrate(..., compositions=k)`` composes Laplace's own privacy-loss law up to this k
 #: (about a second at the bound); beyond it the worst case (``method="worst_case"``), whose

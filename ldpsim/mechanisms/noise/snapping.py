@@ -72,7 +72,11 @@ def _log_mass(n: int) -> float:
 def _power_of_two(value: object, name: str = "sensitivity") -> float:
     s = _positive(value, name)
     if math.frexp(s)[0] != 0.5:
-        raise invalid(name, value, "a power of two (1, 2, 0.5, ...): the snapped grid and the scaling by it must be exact in floats")
+        raise invalid(
+            name,
+            value,
+            "a power of two (1, 2, 0.5, ...): the snapped grid and the scaling by it must be exact in floats",
+        )
     return s
 
 
@@ -175,15 +179,19 @@ class SnappedLaplace(NoiseMechanism):
         b = self.bound / self.sensitivity  # exact: a power of two
         if not math.isfinite(b):
             raise invalid(
-                "sensitivity", sensitivity, f"a power of two with bound / sensitivity a finite float (bound = {self.bound!r})"
+                "sensitivity",
+                sensitivity,
+                f"a power of two with bound / sensitivity a finite float (bound = {self.bound!r})",
             )
         if not 2.0 * float(ETA) < self.eps:
             raise invalid("eps", eps, "eps > 2 eta = 2^-51 (the additive term of the snapping bound)")
         lam = self._calibrate_lambda(self.eps, b)
         if not lam < b:
             raise invalid(
-                "bound", bound, f"a bound above sensitivity * lambda = {lam * self.sensitivity:.6g} (Mironov 2012 needs "
-                f"lambda < B; lambda = {lam:.6g} in sensitivity units at eps = {self.eps:g})"
+                "bound",
+                bound,
+                f"a bound above sensitivity * lambda = {lam * self.sensitivity:.6g} (Mironov 2012 needs "
+                f"lambda < B; lambda = {lam:.6g} in sensitivity units at eps = {self.eps:g})",
             )
         # the noise reaches at most 1021 ln2 lambda / 2 = 353.9 lambda each way: a bound far
         # beyond it is refused before the grid of its 2 b / Lambda points is built
@@ -194,9 +202,11 @@ class SnappedLaplace(NoiseMechanism):
             grid = _pow2_ceil(lam) * self.sensitivity
             reach = (1021 * math.log(2.0) * lam - grid / self.sensitivity / 2.0) / 2.0 * self.sensitivity
             raise invalid(
-                "bound", bound, f"a bound of at most about {reach:.6g} at eps = {self.eps:g}, sensitivity = {self.sensitivity:g} "
+                "bound",
+                bound,
+                f"a bound of at most about {reach:.6g} at eps = {self.eps:g}, sensitivity = {self.sensitivity:g} "
                 f"(beyond it the noise, at most 1021 ln2 lambda for U* >= 2^-1021, cannot carry x = B to -B: "
-                "some outputs would be out of reach from one input and not its neighbour)"
+                "some outputs would be out of reach from one input and not its neighbour)",
             )
 
     def _setup(self, b: float, lam: float) -> None:
@@ -220,7 +230,7 @@ class SnappedLaplace(NoiseMechanism):
     @classmethod
     def _calibrate_lambda(cls, eps: float, b: float) -> float:
         """The smallest double ``lambda`` whose bound, rounded up to a float, is ``<= eps``."""
-        ok = lambda lam: _round_up(cls.bound_for(lam, b)) <= eps  # noqa: E731
+        ok = lambda lam: _round_up(cls.bound_for(lam, b)) <= eps
         lam = float((1 + 12 * Fraction(b) * ETA) / (Fraction(eps) - 2 * ETA))
         if not (math.isfinite(lam) and lam > 0):
             raise invalid("eps", eps, "an eps whose noise scale is a finite float")
@@ -372,7 +382,9 @@ class SnappedLaplace(NoiseMechanism):
         ok_at = (at >= y) if plus else (at <= y)
         ok_before = (before < y) if plus else (before > y)
         if not bool(np.all(~inside | (ok_at & ok_before))):  # pragma: no cover - a non-monotone log
-            raise LdpSimError("snapped_laplace: the report is not monotone in U* at a bisection end (np.log not monotone here)")
+            raise LdpSimError(
+                "snapped_laplace: the report is not monotone in U* at a bisection end (np.log not monotone here)"
+            )
         return lo
 
     def _masses(self, xcs: NDArray[np.float64]) -> list[list[int]]:
@@ -467,7 +479,9 @@ class SnappedLaplace(NoiseMechanism):
 
     @property
     def mse(self) -> float:  # type: ignore[override]
-        raise LdpSimError(f"mse: got a call on {self!r}, expected an input: the error depends on x (use mean(x), variance(x))")
+        raise LdpSimError(
+            f"mse: got a call on {self!r}, expected an input: the error depends on x (use mean(x), variance(x))"
+        )
 
     def check_monotone(self, x: float, window: int = 2048) -> bool:
         """Whether the report is monotone in U* over ``window`` patterns on each side of every
@@ -528,7 +542,9 @@ class SnappedLaplace(NoiseMechanism):
         return float(self.epsilon(0.0))
 
     def tradeoff(self, alpha: ArrayLike, shift: float | None = None) -> Any:
-        raise NotAvailable(f"tradeoff: got a call on {self!r}, expected a mechanism with an exact trade-off curve (use guarantee())")
+        raise NotAvailable(
+            f"tradeoff: got a call on {self!r}, expected a mechanism with an exact trade-off curve (use guarantee())"
+        )
 
     def guarantee(self) -> Any:
         """The pure eps-DP guarantee at the implemented bound (valid, not the exact curve)."""
@@ -566,8 +582,14 @@ class SnappedLaplace(NoiseMechanism):
 
     @classmethod
     def calibrate(  # type: ignore[override]
-        cls, eps: float, delta: float = 0.0, sensitivity: float = 1.0, compositions: int = 1, method: str = "exact",
-        *, bound: float,
+        cls,
+        eps: float,
+        delta: float = 0.0,
+        sensitivity: float = 1.0,
+        compositions: int = 1,
+        method: str = "exact",
+        *,
+        bound: float,
     ) -> "SnappedLaplace":
         """The snapped mechanism at ``bound`` whose implemented bound meets (eps, delta) for
         ``compositions`` releases (the pure-family calibration of :class:`NoiseMechanism`:

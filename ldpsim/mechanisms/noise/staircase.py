@@ -21,7 +21,6 @@ from ldpsim.mechanisms.noise.base import (
     _positive,
 )
 
-
 #: Largest eps of :class:`Staircase`: its privacy-loss atoms and density use ``b = e^-eps``,
 #: which leaves the normal floats past eps = 708.
 STAIRCASE_MAX_EPS = 700.0
@@ -39,7 +38,12 @@ def _optimal_gamma(eps: float) -> float:
         e2 = eps * eps
         # odd powers from eps^5 on (Horner in e2): 1/12960, -1/145152, 1/1866240, -433/10346434560, ...
         tail = eps**5 * (
-            1 / 12960 + e2 * (-1 / 145152 + e2 * (1 / 1866240 + e2 * (-433 / 10346434560 + e2 * (103 / 30569011200 - e2 * 521 / 1862358220800))))
+            1 / 12960
+            + e2
+            * (
+                -1 / 145152
+                + e2 * (1 / 1866240 + e2 * (-433 / 10346434560 + e2 * (103 / 30569011200 - e2 * 521 / 1862358220800)))
+            )
         )
         return 0.5 - eps / 12.0 + tail
     if eps > 50.0:  # b < 2e-22: gamma* = (b/2)^(1/3) (1 + O(b^(2/3))), in log space (b underflows past 745)
@@ -97,11 +101,19 @@ class Staircase(_AtomMechanism):
         # overflowed the loss atoms), and the number of steps G ~ Exp/eps a finite one
         width = self.gamma + (1.0 - self.gamma) * self.b
         if not D * width >= sys.float_info.min:
-            raise invalid("sensitivity", sensitivity, f"a sensitivity >= {sys.float_info.min / width:.4g} at eps = "
-                          f"{self.eps:g} (the staircase's steps, sensitivity * {width:.4g}, must be normal floats)")  # fmt: skip
+            raise invalid(
+                "sensitivity",
+                sensitivity,
+                f"a sensitivity >= {sys.float_info.min / width:.4g} at eps = "
+                f"{self.eps:g} (the staircase's steps, sensitivity * {width:.4g}, must be normal floats)",
+            )
         if not 1.0 / self.eps <= MAX_NOISE_SCALE:
-            raise invalid("eps", eps, f"eps >= {1.0 / MAX_NOISE_SCALE:.4g} for the staircase mechanism (its number of "
-                          "steps, about 1/eps, must be a float)")  # fmt: skip
+            raise invalid(
+                "eps",
+                eps,
+                f"eps >= {1.0 / MAX_NOISE_SCALE:.4g} for the staircase mechanism (its number of "
+                "steps, about 1/eps, must be a float)",
+            )
         self.a = self._one_b / (2.0 * D * width)
         self._cache: dict[float, tuple] = {}
 
@@ -184,7 +196,11 @@ class Staircase(_AtomMechanism):
         return self._variance_of(self.gamma)
 
     def _variance_refusal(self) -> tuple[str, float, str]:
-        return "eps", self.eps, f"eps >= about {self.sensitivity * math.sqrt(2.0 / _FLOAT_MAX):.3g} (variance ~ 2 (sensitivity/eps)^2)"
+        return (
+            "eps",
+            self.eps,
+            f"eps >= about {self.sensitivity * math.sqrt(2.0 / _FLOAT_MAX):.3g} (variance ~ 2 (sensitivity/eps)^2)",
+        )
 
     def _moments(self, gamma: float) -> tuple[float, float]:
         p0 = gamma / (gamma + (1.0 - gamma) * self.b)
@@ -223,5 +239,3 @@ class Staircase(_AtomMechanism):
     def _calibrate_single(cls, eps: float, delta: float, sens: float) -> "Staircase":
         _need_pure(delta, "Staircase")
         return cls(eps, sens)
-
-

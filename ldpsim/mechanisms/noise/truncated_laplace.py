@@ -52,9 +52,13 @@ class TruncatedLaplace(NoiseMechanism):
         self._set_K(float(np.logaddexp(0.0, float(_log_expm1(self.eps)) - math.log(2.0 * self.delta_param))))
         if not self.K >= sys.float_info.min:  # about eps/(2 delta): at eps = 5e-324 subnormal, and the
             # normaliser C = 1/(2(1 - e^-K)) overflowed (NaN deltas)
-            raise invalid("eps", eps, f"eps >= about {2.0 * self.delta_param * sys.float_info.min:.4g} at delta = "
-                          f"{self.delta_param:g} (the truncation point K = log(1 + (e^eps - 1)/(2 delta)) must be a "
-                          "normal float)")  # fmt: skip
+            raise invalid(
+                "eps",
+                eps,
+                f"eps >= about {2.0 * self.delta_param * sys.float_info.min:.4g} at delta = "
+                f"{self.delta_param:g} (the truncation point K = log(1 + (e^eps - 1)/(2 delta)) must be a "
+                "normal float)",
+            )
         # K is rounded (by up to ~K ulps through e^eps): raise it by the few ulps needed for the
         # float mechanism itself to meet its claim, the mass without counterpart <= delta (with
         # the rounding margin of that mass), so that epsilon(delta) <= eps, not inf
@@ -162,7 +166,9 @@ class TruncatedLaplace(NoiseMechanism):
         cancellation), or its series ``K^2 (1/3 - K/12 + ...)`` for small K."""
         K = self.K
         if K < 0.05:
-            series = 1 / 3 - K / 12 + K**2 / 360 + K**3 / 720 - K**4 / 15120 - K**5 / 30240 + K**6 / 604800 + K**7 / 1209600
+            series = (
+                1 / 3 - K / 12 + K**2 / 360 + K**3 / 720 - K**4 / 15120 - K**5 / 30240 + K**6 / 604800 + K**7 / 1209600
+            )
             return 2.0 * math.log(K) + math.log(series)
         return math.log(2.0 * float(special.gammainc(3.0, K))) - math.log(self._one_q)
 
@@ -202,7 +208,7 @@ class TruncatedLaplace(NoiseMechanism):
     @classmethod
     def _calibrate_exact_composed(cls, eps: float, delta: float, sens: float, compositions: int) -> "TruncatedLaplace":
         raise invalid(
-            "method", "exact", "'corollary' for compositions > 1 with TruncatedLaplace (no exact composition is implemented)"
+            "method",
+            "exact",
+            "'corollary' for compositions > 1 with TruncatedLaplace (no exact composition is implemented)",
         )
-
-

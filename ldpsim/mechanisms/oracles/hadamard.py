@@ -76,15 +76,18 @@ from __future__ import annotations
 
 import math
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ldpsim import _validate as v
-from ldpsim._rng import RNGLike
 from ldpsim.errors import invalid
 from ldpsim.mechanisms.finite import FiniteMechanism, _smallest_eps, check_dense
+
+if TYPE_CHECKING:  # the return types; imported on first use at run time
+    from ldpsim.privacy.guarantees import PLDGuarantee
+    from ldpsim.privacy.pld import DiscretePLD
 
 
 def _fwht(vec: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -256,7 +259,9 @@ class HadamardResponse(FiniteMechanism):
         tau = self._tau()
         return _fwht(np.asarray(f, dtype=np.float64))[1 : self.k + 1] / tau
 
-    def _variance_from(self, inside: NDArray[np.float64], outside: NDArray[np.float64], total: float, n: float) -> NDArray[np.float64]:
+    def _variance_from(
+        self, inside: NDArray[np.float64], outside: NDArray[np.float64], total: float, n: float
+    ) -> NDArray[np.float64]:
         # Var = ((H M)[0] - (H M)[x+1]^2) / (n tau^2) with (H M)[0] = total = E + O and
         # (H M)[x+1] = E - O: total (1 - total) + 4 E O, free of cancellation when total = 1
         tau = self._tau()

@@ -43,8 +43,9 @@ of probability ``P^-3 p`` if ``h(x) = y`` and ``P^-3 q`` otherwise.
 **Exact privacy.** For inputs ``x != x'`` the privacy loss of a report is ``+eps`` when
 ``y = h(x) != h(x')``, ``-eps`` when ``y = h(x') != h(x)`` and 0 otherwise; under ``x`` these
 have probabilities ``p (1 - gamma)``, ``q (1 - gamma)`` and ``gamma + (1 - gamma)(g - 2) q``,
-the same for every pair (so :meth:`LocalHashing.neighbours` names one). Hence the exact pure eps is ``eps`` (``g >= 2`` gives ``gamma < 1``),
-and ``delta(t) = p (1 - gamma)(1 - e^(t - eps))`` for ``0 <= t < eps`` (0 above), whose inverse
+the same for every pair (so :meth:`LocalHashing.neighbours` names one). Hence the exact pure
+eps is ``eps`` (``g >= 2`` gives ``gamma < 1``), and ``delta(t) = p (1 - gamma)(1 - e^(t - eps))``
+for ``0 <= t < eps`` (0 above), whose inverse
 ``epsilon(delta) = eps + log(1 - delta / (p (1 - gamma)))`` is polished to the smallest float.
 :meth:`LocalHashing.guarantee` is the exact privacy-loss law of that pair.
 
@@ -94,8 +95,8 @@ from numpy.typing import ArrayLike, NDArray
 from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import LdpSimError, invalid
-from ldpsim.mechanisms.oracles._pure import PureSupport
 from ldpsim.mechanisms.finite import DEFAULT_CHUNK, _map_eps, _smallest_eps, check_dense
+from ldpsim.mechanisms.oracles._pure import PureSupport
 
 __all__ = ["LocalHashing", "OptimizedLocalHashing", "BinaryLocalHashing", "optimal_g", "MERSENNE_31"]
 
@@ -159,7 +160,9 @@ class LocalHashing(PureSupport):
         prime = v.integer(prime, "prime", minimum=3, maximum=MERSENNE_31)
         if prime == MERSENNE_31:
             if k >= prime:
-                raise invalid("k", k, f"an integer in 2..{prime - 1} (fewer inputs than the prime {prime} of the hash family)")
+                raise invalid(
+                    "k", k, f"an integer in 2..{prime - 1} (fewer inputs than the prime {prime} of the hash family)"
+                )
         elif not _is_prime(prime) or prime <= k:
             raise invalid("prime", prime, f"a prime in {k + 1}..{MERSENNE_31} (larger than k = {k})")
         g = optimal_g(eps, prime) if g is None else v.integer(g, "g", minimum=2, maximum=prime)
@@ -218,7 +221,9 @@ class LocalHashing(PureSupport):
             raise invalid("x", x, f"one of the input labels {shown}") from None
 
     # ----------------------------------------------------------------- hashing
-    def _hash(self, a: NDArray[np.int64], b: NDArray[np.int64], c: NDArray[np.int64], x: NDArray[np.int64]) -> NDArray[np.int64]:
+    def _hash(
+        self, a: NDArray[np.int64], b: NDArray[np.int64], c: NDArray[np.int64], x: NDArray[np.int64]
+    ) -> NDArray[np.int64]:
         """``floor(((a x^2 + b x + c) mod P) g / P)`` elementwise, in int64 without overflow."""
         P = self.prime
         t = (x * x) % P
@@ -357,7 +362,9 @@ class LocalHashing(PureSupport):
         return self.k
 
     def _checked_reports(self, reports: ArrayLike) -> NDArray[np.int64]:
-        expected = f"reports: integer rows (a, b, c, value) with a, b, c in 0..{self.prime - 1} and value in 0..{self.g - 1}"
+        expected = (
+            f"reports: integer rows (a, b, c, value) with a, b, c in 0..{self.prime - 1} and value in 0..{self.g - 1}"
+        )
         arr = np.asarray(reports)
         if arr.size == 0 and (arr.ndim == 1 or arr.shape[-1] == 4):
             return np.zeros((0, 4), dtype=np.int64)
@@ -436,7 +443,7 @@ class LocalHashing(PureSupport):
             out[x0 : x0 + xs.size] = np.count_nonzero(cells < w, axis=0)
         return out
 
-    # ----------------------------------------------------------------- covariance (support matrix and inversion: PureSupport)
+    # ------------------------------------------------- covariance (support matrix and inversion: PureSupport)
     def _mu(self, prior: NDArray[np.float64]) -> NDArray[np.float64]:
         return self.q_star + self.scale * np.asarray(prior, dtype=np.float64)  # type: ignore[no-any-return]
 

@@ -171,8 +171,9 @@ class Rappor(FrequencyOracle):
     has_density = True
     exact_delta = True
 
-    def __init__(self, k: int, m: int = 32, h: int = 2, f: float = 0.5, p: float = 0.5, q: float = 0.75,
-                 cohort: int = 0) -> None:  # fmt: skip
+    def __init__(
+        self, k: int, m: int = 32, h: int = 2, f: float = 0.5, p: float = 0.5, q: float = 0.75, cohort: int = 0
+    ) -> None:
         self.k = v.integer(k, "k", minimum=2, maximum=MAX_K)
         self.m = v.integer(m, "m", minimum=1, maximum=MAX_BITS)
         self.h = v.integer(h, "h", minimum=1, maximum=MAX_HASHES)
@@ -263,8 +264,9 @@ class Rappor(FrequencyOracle):
             self._privatize_chunk(flat[start:stop], gen, out[start:stop], buf[: stop - start])
         return out.reshape(arr.shape + (self.m,))
 
-    def _privatize_chunk(self, x: NDArray[np.integer], rng: np.random.Generator, out: NDArray[np.uint8],
-                         u: NDArray[np.float64]) -> None:  # fmt: skip
+    def _privatize_chunk(
+        self, x: NDArray[np.integer], rng: np.random.Generator, out: NDArray[np.uint8], u: NDArray[np.float64]
+    ) -> None:
         rng.random(out=u)
         np.less(u, self.p_star, out=out.view(np.bool_))
         r = np.repeat(np.arange(x.size), self.h)
@@ -330,7 +332,9 @@ class Rappor(FrequencyOracle):
         i = self._index(x)
         arr = v.real_array(y, "y", f"reports of {self.m} bits")
         if arr.ndim == 0 or arr.shape[-1] != self.m:
-            raise invalid("y", f"an array of shape {arr.shape}", f"reports of {self.m} bits (last axis of length {self.m})")
+            raise invalid(
+                "y", f"an array of shape {arr.shape}", f"reports of {self.m} bits (last axis of length {self.m})"
+            )
         out = self._log_density_index(i, arr)
         return float(out) if out.ndim == 0 else out
 
@@ -344,7 +348,12 @@ class Rappor(FrequencyOracle):
         w = pat.size
         n1 = bits[..., pat].sum(axis=-1)
         o1 = bits.sum(axis=-1) - n1
-        lp = _times(n1, self._lq1) + _times(w - n1, self._lq0) + _times(o1, self._lp1) + _times(self.m - w - o1, self._lp0)
+        lp = (
+            _times(n1, self._lq1)
+            + _times(w - n1, self._lq0)
+            + _times(o1, self._lp1)
+            + _times(self.m - w - o1, self._lp0)
+        )
         out = np.where(ok, lp, -math.inf)
         return np.where(nan, math.nan, out)  # type: ignore[no-any-return]
 
@@ -401,13 +410,16 @@ class Rappor(FrequencyOracle):
             else:
                 found = self._all_pairs(pats, w, rep)
         pareto = {
-            ab: pair for ab, pair in found.items()
+            ab: pair
+            for ab, pair in found.items()
             if not any(o != ab and o[0] >= ab[0] and o[1] >= ab[1] for o in found)
-        }  # fmt: skip
+        }
         self.__dict__["_pareto_cache"] = pareto
         return pareto
 
-    def _all_pairs(self, pats: NDArray[np.int64], w: NDArray[np.int64], rep: NDArray[np.int64]) -> dict[tuple[int, int], tuple[int, int]]:
+    def _all_pairs(
+        self, pats: NDArray[np.int64], w: NDArray[np.int64], rep: NDArray[np.int64]
+    ) -> dict[tuple[int, int], tuple[int, int]]:
         d = pats.shape[0]
         found: dict[tuple[int, int], tuple[int, int]] = {}
         step = max(1, (1 << 20) // d)
@@ -653,7 +665,7 @@ class Rappor(FrequencyOracle):
     def possible_outputs(self) -> NDArray[np.bool_]:
         """Bits that some input makes one with positive probability."""
         covered = np.bincount(self._cols, minlength=self.m) > 0
-        return (np.full(self.m, self.p_star > 0) | (covered & (self.q_star > 0)))  # type: ignore[no-any-return]
+        return np.full(self.m, self.p_star > 0) | (covered & (self.q_star > 0))  # type: ignore[no-any-return]
 
     # ----------------------------------------------------------------- the estimator
     def _inverse(self) -> tuple[str, Any]:
@@ -717,19 +729,23 @@ class Rappor(FrequencyOracle):
         if status == "flat":
             if self.f == 1.0:
                 raise invalid("f", self.f, "f < 1 to estimate frequencies (at f = 1 every bit is a fair coin)")
-            raise invalid("q", self.q, f"q != p = {self.p!r} to estimate frequencies (the reports carry no information)")
+            raise invalid(
+                "q", self.q, f"q != p = {self.p!r} to estimate frequencies (the reports carry no information)"
+            )
         if status == "rank":
             rank = f"at most {self.m}" if value is None else str(value)
             raise invalid(
-                "m", self.m,
+                "m",
+                self.m,
                 f"Bloom filter bits whose m x k pattern matrix has full column rank k = {self.k} "
                 f"(its rank is {rank}) to estimate k frequencies by least squares over the candidates",
-            )  # fmt: skip
+            )
         raise invalid(
-            "m", self.m,
+            "m",
+            self.m,
             f"Bloom filter patterns whose connected blocks hold at most {MAX_DENSE_ENTRIES} entries for "
             f"the exact least-squares inverse (here {value})",
-        )  # fmt: skip
+        )
 
     @property
     def identifiable(self) -> bool:

@@ -80,7 +80,7 @@ from __future__ import annotations
 
 import math
 from itertools import combinations
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -88,8 +88,12 @@ from numpy.typing import ArrayLike, NDArray
 from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import invalid
-from ldpsim.mechanisms.oracles._pure import PureSupport
 from ldpsim.mechanisms.finite import ALL_PAIRS_MAX_K, _map_eps, _smallest_eps, check_dense
+from ldpsim.mechanisms.oracles._pure import PureSupport
+
+if TYPE_CHECKING:  # the return types; imported on first use at run time
+    from ldpsim.privacy.guarantees import PLDGuarantee
+    from ldpsim.privacy.pld import DiscretePLD
 
 #: :meth:`SubsetSelection.possible_reports` lists at most this many subsets.
 MAX_REPORTS = 1 << 16
@@ -186,7 +190,11 @@ class SubsetSelection(PureSupport):
         self.gap = omega * (k - omega) * -math.expm1(-eps) / ((k - 1) * (omega + (k - omega) * tail))
         #: P(x and z in Y | x), P(z and z' in Y | x) for x, z, z' distinct
         self.r1 = self.p_in * (omega - 1) / (k - 1)
-        self.r0 = (self.p_in * (omega - 1) * (omega - 2) + self.p_not * omega * (omega - 1)) / ((k - 1) * (k - 2)) if k > 2 else 0.0
+        self.r0 = (
+            (self.p_in * (omega - 1) * (omega - 2) + self.p_not * omega * (omega - 1)) / ((k - 1) * (k - 2))
+            if k > 2
+            else 0.0
+        )
         log_z = _log_comb(k - 1, omega - 1) + eps + math.log1p(ratio)
         self.log_p_with = eps - log_z
         self.log_p_without = -log_z
@@ -259,7 +267,11 @@ class SubsetSelection(PureSupport):
         ``C(k, omega) <=`` :data:`MAX_REPORTS`."""
         count = math.comb(self.k, self.omega)
         if count > MAX_REPORTS:
-            raise invalid("k", self.k, f"C(k, omega) <= {MAX_REPORTS} subsets to list (here C({self.k}, {self.omega}) = {count:.3g})")
+            raise invalid(
+                "k",
+                self.k,
+                f"C(k, omega) <= {MAX_REPORTS} subsets to list (here C({self.k}, {self.omega}) = {count:.3g})",
+            )
         rows = np.array(list(combinations(range(self.k), self.omega)), dtype=self.report_dtype)
         return rows.reshape(count, self.omega)
 
@@ -326,7 +338,9 @@ class SubsetSelection(PureSupport):
             return self._sparse_rows(x, want, rng).astype(self.report_dtype, copy=False)
         return self._dense_rows(x, want, rng).astype(self.report_dtype, copy=False)
 
-    def _sparse_rows(self, x: NDArray[np.int64], want: NDArray[np.bool_], rng: np.random.Generator) -> NDArray[np.int64]:
+    def _sparse_rows(
+        self, x: NDArray[np.int64], want: NDArray[np.bool_], rng: np.random.Generator
+    ) -> NDArray[np.int64]:
         """Small subsets: ``omega`` uniform draws per row (the first one ``x`` where it must be
         in), then every repeated item and every ``x`` that must be out is drawn again until
         the row is a set. The procedure commutes with relabelling the items other than
@@ -423,7 +437,9 @@ class SubsetSelection(PureSupport):
         for start in range(0, flat.size, COUNT_BLOCK):
             block = flat[start : start + COUNT_BLOCK]
             if int(block.min()) < 0 or int(block.max()) >= self.k:
-                raise invalid("reports", f"an item {int(block.min()) if block.min() < 0 else int(block.max())}", expected)
+                raise invalid(
+                    "reports", f"an item {int(block.min()) if block.min() < 0 else int(block.max())}", expected
+                )
             counts += np.bincount(block, minlength=self.k)
         return counts
 

@@ -80,8 +80,8 @@ from numpy.typing import ArrayLike, NDArray
 from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import invalid
-from ldpsim.mechanisms.oracles._pure import PureSupport
 from ldpsim.mechanisms.finite import _map_eps, _smallest_eps, check_dense
+from ldpsim.mechanisms.oracles._pure import PureSupport
 
 __all__ = [
     "UnaryEncoding",
@@ -357,9 +357,7 @@ class UnaryEncoding(PureSupport):
         if x is not None and self._index(x) == self._index(x_prime):
             raise invalid("x_prime", x_prime, f"an input other than x = {x!r}")
         log_mid = float(np.logaddexp(self.log_p + self.log_q, self.log_1mp + self.log_1mq))
-        return DiscretePLD.from_atoms(
-            [-self.eps, 0.0, self.eps], [self.log_1mp + self.log_q, log_mid, self.log_top]
-        )
+        return DiscretePLD.from_atoms([-self.eps, 0.0, self.eps], [self.log_1mp + self.log_q, log_mid, self.log_top])
 
     def guarantee(self) -> Any:
         """The exact guarantee (:class:`ldpsim.privacy.PLDGuarantee` of the loss law, both

@@ -28,20 +28,62 @@ SOURCE = Path(source.__file__).with_name("anes96.csv")
 OUT = Path(__file__).with_name("anes96.csv")
 ROWS = 944
 
-PARTY = ["Strong Democrat", "Weak Democrat", "Independent-Democrat", "Independent-Independent",
-         "Independent-Republican", "Weak Republican", "Strong Republican"]
-LEFT_RIGHT = ["Extremely liberal", "Liberal", "Slightly liberal", "Moderate", "Slightly conservative",
-              "Conservative", "Extremely conservative"]
+PARTY = [
+    "Strong Democrat",
+    "Weak Democrat",
+    "Independent-Democrat",
+    "Independent-Independent",
+    "Independent-Republican",
+    "Weak Republican",
+    "Strong Republican",
+]
+LEFT_RIGHT = [
+    "Extremely liberal",
+    "Liberal",
+    "Slightly liberal",
+    "Moderate",
+    "Slightly conservative",
+    "Conservative",
+    "Extremely conservative",
+]
 # codes 1..7 (the ANES summary: 8 grades or less; 9-11 grades; high school diploma or
 # equivalency; more than 12 years, no degree; junior or community college degree; BA level
 # degree; advanced degree), not statsmodels' labels of 5..7 (see the docstring)
-EDUCATION = ["8 grades or less", "Some high school", "High school graduate", "Some college", "Associate degree",
-             "Bachelor's degree", "Advanced degree"]
-INCOME = ["None or less than $2,999", "$3,000-$4,999", "$5,000-$6,999", "$7,000-$8,999", "$9,000-$9,999",
-          "$10,000-$10,999", "$11,000-$11,999", "$12,000-$12,999", "$13,000-$13,999", "$14,000-$14,999",
-          "$15,000-$16,999", "$17,000-$19,999", "$20,000-$21,999", "$22,000-$24,999", "$25,000-$29,999",
-          "$30,000-$34,999", "$35,000-$39,999", "$40,000-$44,999", "$45,000-$49,999", "$50,000-$59,999",
-          "$60,000-$74,999", "$75,000-$89,999", "$90,000-$104,999", "$105,000 and over"]
+EDUCATION = [
+    "8 grades or less",
+    "Some high school",
+    "High school graduate",
+    "Some college",
+    "Associate degree",
+    "Bachelor's degree",
+    "Advanced degree",
+]
+INCOME = [
+    "None or less than $2,999",
+    "$3,000-$4,999",
+    "$5,000-$6,999",
+    "$7,000-$8,999",
+    "$9,000-$9,999",
+    "$10,000-$10,999",
+    "$11,000-$11,999",
+    "$12,000-$12,999",
+    "$13,000-$13,999",
+    "$14,000-$14,999",
+    "$15,000-$16,999",
+    "$17,000-$19,999",
+    "$20,000-$21,999",
+    "$22,000-$24,999",
+    "$25,000-$29,999",
+    "$30,000-$34,999",
+    "$35,000-$39,999",
+    "$40,000-$44,999",
+    "$45,000-$49,999",
+    "$50,000-$59,999",
+    "$60,000-$74,999",
+    "$75,000-$89,999",
+    "$90,000-$104,999",
+    "$105,000 and over",
+]
 VOTE = ["Clinton", "Dole"]
 
 # output column: (source column, {code: label} or None for a number kept as it is)

@@ -28,7 +28,6 @@ from ldpsim.sim.scenario.multiparty_study import MultipartyStudyScenario
 from ldpsim.sim.scenario.survey import Scenario
 from ldpsim.sim.table import data_access
 
-
 __all__ = [
     "BuiltScenario",
     "CollectionScenario",

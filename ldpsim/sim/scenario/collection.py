@@ -74,19 +74,18 @@ from ldpsim.errors import LdpSimError, show
 from ldpsim.sim.network import Latency
 from ldpsim.sim.scenario.common import (
     BuiltScenario,
-    Eps,
     Model,
-    NetworkSpec as _Network,
     PositiveTime,
     Probability,
     ScenarioName,
-    SimulationSpec as _Simulation,
     build_latency,
     check_rows,
     check_sum_to_one,
     read_toml,
     validate_and_build,
 )
+from ldpsim.sim.scenario.common import NetworkSpec as _Network
+from ldpsim.sim.scenario.common import SimulationSpec as _Simulation
 from ldpsim.sim.weights import Weight
 
 KIND = "collection"
@@ -189,8 +188,11 @@ class PolicySpec(Model):
 
     @model_validator(mode="after")
     def _keys(self) -> "PolicySpec":
-        own = {"plain": set(), "memoise": {"eps_permanent"},
-               "filter": {"filter", "budget_eps", "budget_delta", "exhausted"}}[self.kind]  # fmt: skip
+        own = {
+            "plain": set(),
+            "memoise": {"eps_permanent"},
+            "filter": {"filter", "budget_eps", "budget_delta", "exhausted"},
+        }[self.kind]
         for key in ("eps_permanent", "filter", "budget_eps", "budget_delta", "exhausted"):
             value = getattr(self, key)
             if value is not None and key not in own:
@@ -319,8 +321,14 @@ class CollectionScenario(BuiltScenario):
 
 
 def parse_collection(text: str, where: str = "<scenario>") -> CollectionScenario:
-    return validate_and_build(read_toml(text, where), text, where, CollectionScenarioSpec, build,
-                              frozenset({"every_period", "random", "none", "markov", "drift"}))  # fmt: skip
+    return validate_and_build(
+        read_toml(text, where),
+        text,
+        where,
+        CollectionScenarioSpec,
+        build,
+        frozenset({"every_period", "random", "none", "markov", "drift"}),
+    )
 
 
 def build(spec: CollectionScenarioSpec, source: str, where: str) -> CollectionScenario:
@@ -333,13 +341,29 @@ def build(spec: CollectionScenarioSpec, source: str, where: str) -> CollectionSc
     policies = tuple(_policy(spec, i, p, mech, labels) for i, p in enumerate(spec.policies))
     cells = spec.population.size * c.periods
     if cells > MAX_CELLS:
-        raise LdpSimError(f"population.size: got {spec.population.size:,}, expected at most {MAX_CELLS // c.periods:,} "
-                          f"respondents for {c.periods} periods (each respondent-period is simulated)")  # fmt: skip
+        raise LdpSimError(
+            f"population.size: got {spec.population.size:,}, expected at most {MAX_CELLS // c.periods:,} "
+            f"respondents for {c.periods} periods (each respondent-period is simulated)"
+        )
     arms = len(policies) * (2 if spec.shuffler is not None and spec.shuffler.compare else 1)
-    check_rows(arms * c.periods * (2 * k + 40), spec.simulation.replications,
-               f"collection.periods: got {c.periods}, expected fewer periods or labels (too many result rows)")  # fmt: skip
-    return CollectionScenario(spec, source, where, labels, start, path, redraw, transition, mech, policies,
-                              build_latency(spec.network.latency))  # fmt: skip
+    check_rows(
+        arms * c.periods * (2 * k + 40),
+        spec.simulation.replications,
+        f"collection.periods: got {c.periods}, expected fewer periods or labels (too many result rows)",
+    )
+    return CollectionScenario(
+        spec,
+        source,
+        where,
+        labels,
+        start,
+        path,
+        redraw,
+        transition,
+        mech,
+        policies,
+        build_latency(spec.network.latency),
+    )
 
 
 def _dynamics(c: CollectionSpec, start: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
@@ -350,7 +374,10 @@ def _dynamics(c: CollectionSpec, start: np.ndarray, k: int) -> tuple[np.ndarray,
         return np.tile(start, (T, 1)), None, None
     if isinstance(ch, MarkovSpec):
         if len(ch.matrix) != k or any(len(row) != k for row in ch.matrix):
-            raise LdpSimError(f"collection.change.matrix: got {len(ch.matrix)} rows, expected a {k} x {k} matrix (one row and column per label)")
+            raise LdpSimError(
+                f"collection.change.matrix: got {len(ch.matrix)} rows, expected a {k} x {k} matrix (one row and "
+                "column per label)"
+            )
         m = np.asarray(ch.matrix, dtype=np.float64)
         for i, row in enumerate(ch.matrix):
             check_sum_to_one(row, f"collection.change.matrix[{i}]")
@@ -370,16 +397,19 @@ def _dynamics(c: CollectionSpec, start: np.ndarray, k: int) -> tuple[np.ndarray,
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.where(path[:-1] > 0, path[1:] / np.where(path[:-1] > 0, path[:-1], 1), np.inf)
             top = float(np.min(ratio))
-            raise LdpSimError(f"collection.change.stay: got {stay:g}, expected at most {top:.6g}: a respondent who "
-                              "keeps its answer that often cannot follow the drift (an answer's share falls faster "
-                              "than the respondents who leave it)")  # fmt: skip
+            raise LdpSimError(
+                f"collection.change.stay: got {stay:g}, expected at most {top:.6g}: a respondent who "
+                "keeps its answer that often cannot follow the drift (an answer's share falls faster "
+                "than the respondents who leave it)"
+            )
         r = np.maximum(r, 0.0)
         redraw[t] = r / r.sum()
     return path, redraw, None
 
 
-def _one_report_mechanism(spec: CollectionScenarioSpec, labels: list[str], start: np.ndarray,
-                          table: dict[str, Any] | None = None) -> Any:  # fmt: skip
+def _one_report_mechanism(
+    spec: CollectionScenarioSpec, labels: list[str], start: np.ndarray, table: dict[str, Any] | None = None
+) -> Any:
     """``[mechanism]`` (or ``table``, the same with another eps) through the one catalog (as
     survey scenarios build theirs); its reports must be one symbol, since the analyst keeps
     one estimator row per output."""
@@ -389,8 +419,10 @@ def _one_report_mechanism(spec: CollectionScenarioSpec, labels: list[str], start
     table = spec.mechanism if table is None else table
     mech = _build_mechanism(spec, table, labels, start, "mechanism", filled)  # type: ignore[arg-type]
     if tuple(getattr(mech, "report_shape", ())) != () or mech.statistic_size > 4096:
-        raise LdpSimError(f"mechanism.kind: got {spec.mechanism.get('kind')!r}, expected a mechanism whose report is one "
-                          "of at most 4,096 symbols (randomized_response, or another finite mechanism)")  # fmt: skip
+        raise LdpSimError(
+            f"mechanism.kind: got {spec.mechanism.get('kind')!r}, expected a mechanism whose report is one "
+            "of at most 4,096 symbols (randomized_response, or another finite mechanism)"
+        )
     return mech
 
 
@@ -414,15 +446,22 @@ def _policy(spec: CollectionScenarioSpec, index: int, p: PolicySpec, mech: Any, 
     kind = p.filter or "basic"
     budget_delta = 0.0 if p.budget_delta is None else float(p.budget_delta)
     if kind == "advanced" and not 0 < budget_delta < 1:
-        raise LdpSimError(f"{key}.budget_delta: got {p.budget_delta!r}, expected a delta in (0, 1) for the advanced "
-                          "filter (it spends delta on its concentration term)")  # fmt: skip
+        raise LdpSimError(
+            f"{key}.budget_delta: got {p.budget_delta!r}, expected a delta in (0, 1) for the advanced "
+            "filter (it spends delta on its concentration term)"
+        )
     # the reports are pure, so the advanced filter puts all of delta on its concentration term
-    flt = BasicFilter(p.budget_eps, budget_delta) if kind == "basic" else \
-        AdvancedFilter(p.budget_eps, budget_delta, delta_slack=budget_delta)  # fmt: skip
+    flt = (
+        BasicFilter(p.budget_eps, budget_delta)
+        if kind == "basic"
+        else AdvancedFilter(p.budget_eps, budget_delta, delta_slack=budget_delta)
+    )
     allowed = int(allowed_reports(flt, eps, 0.0))
     if allowed < 1:
-        raise LdpSimError(f"{key}.budget_eps: got {p.budget_eps:g}, expected a budget that admits at least one report "
-                          f"of the mechanism (eps = {eps:g} per report under the {kind} filter)")  # fmt: skip
+        raise LdpSimError(
+            f"{key}.budget_eps: got {p.budget_eps:g}, expected a budget that admits at least one report "
+            f"of the mechanism (eps = {eps:g} per report under the {kind} filter)"
+        )
     lowered = None
     # a lowered report is the one after the last full one: only when the filter stops a
     # respondent within the collection (at eps 1e-6 a budget of 1 admits 10^6 full reports,
@@ -430,12 +469,15 @@ def _policy(spec: CollectionScenarioSpec, index: int, p: PolicySpec, mech: Any, 
     if p.exhausted == "lower" and allowed < spec.collection.periods:
         last = largest_admitted(flt, eps, allowed)
         if not last > 0:
-            raise LdpSimError(f"{key}.exhausted: got 'lower', expected a budget with room left after {allowed} reports "
-                              f"of eps = {eps:g} (there is none: use 'stop')")  # fmt: skip
+            raise LdpSimError(
+                f"{key}.exhausted: got 'lower', expected a budget with room left after {allowed} reports "
+                f"of eps = {eps:g} (there is none: use 'stop')"
+            )
         if "eps" not in spec.mechanism:
             raise LdpSimError(f"{key}.exhausted: got 'lower', expected a [mechanism] with an eps to lower")
-        lowered = _one_report_mechanism(spec, labels, np.asarray(spec.population.distribution, dtype=np.float64),
-                                        {**spec.mechanism, "eps": last})  # fmt: skip
+        lowered = _one_report_mechanism(
+            spec, labels, np.asarray(spec.population.distribution, dtype=np.float64), {**spec.mechanism, "eps": last}
+        )
     return Policy(p, mech, filter=flt, allowed=allowed, lowered=lowered)
 
 

@@ -187,7 +187,11 @@ def read_toml(text: str, where: str) -> dict[str, Any]:
 
 
 def validate_and_build(
-    raw: dict[str, Any], text: str, where: str, spec_cls: Any, build_fn: Callable[..., Any],
+    raw: dict[str, Any],
+    text: str,
+    where: str,
+    spec_cls: Any,
+    build_fn: Callable[..., Any],
     union_tags: frozenset[str] = frozenset(),
 ) -> Any:
     """The strict pydantic spec, then ``build_fn(spec, text, where)``: every problem becomes
@@ -207,9 +211,18 @@ _BRANCH_MISMATCH = {"float_type", "list_type", "int_type"}
 #: Union tags in pydantic's error locations that are not keys of the file (discriminated
 #: unions name their branch by its kind; plain unions by the branch's type).
 _UNION_TAGS = {
-    "all_at_once", "poisson", "waves", "constant", "exponential", "lognormal",
-    "constrained-float", "float", "int", "constrained-int", "LossByAnswerSpec",
-}  # fmt: skip
+    "all_at_once",
+    "poisson",
+    "waves",
+    "constant",
+    "exponential",
+    "lognormal",
+    "constrained-float",
+    "float",
+    "int",
+    "constrained-int",
+    "LossByAnswerSpec",
+}
 _OWN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
@@ -228,8 +241,12 @@ def _keys_at(model: type[BaseModel], path: list[Any]) -> set[str]:
     for step in path[:-1]:
         if isinstance(step, int):
             continue
-        models = [m for parent in models if step in parent.model_fields
-                  for m in _models_in(parent.model_fields[step].annotation)]  # fmt: skip
+        models = [
+            m
+            for parent in models
+            if step in parent.model_fields
+            for m in _models_in(parent.model_fields[step].annotation)
+        ]
     return {name for m in models for name in m.model_fields}
 
 

@@ -89,11 +89,9 @@ from ldpsim.sim.scenario.common import (
     BuiltScenario,
     Eps,
     Model,
-    NetworkSpec as _Network,
     PositiveTime,
     Probability,
     ScenarioName,
-    SimulationSpec as _Simulation,
     build_latency,
     check_rows,
     check_run_time,
@@ -101,6 +99,8 @@ from ldpsim.sim.scenario.common import (
     read_toml,
     validate_and_build,
 )
+from ldpsim.sim.scenario.common import NetworkSpec as _Network
+from ldpsim.sim.scenario.common import SimulationSpec as _Simulation
 
 KIND = "multiparty"
 MAX_PARTIES = 256
@@ -130,7 +130,9 @@ class PartiesSpec(Model):
         for key in ("eps", "delta", "p_one", "values"):
             value = getattr(self, key)
             if isinstance(value, list) and len(value) != self.k:
-                raise ValueError(f"{key}: got a list of length {len(value)}, expected one value per party (k = {self.k})")
+                raise ValueError(
+                    f"{key}: got a list of length {len(value)}, expected one value per party (k = {self.k})"
+                )
         return self
 
     def levels(self, key: str) -> list[float]:
@@ -168,11 +170,16 @@ class TaskSpec(Model):
         if self.kind != "threshold" and self.t is not None:
             raise ValueError(f"t: got {self.t!r}, expected no 't' for kind = {self.kind!r} (only for 'threshold')")
         if self.kind == "table" and self.values is None:
-            raise ValueError("values: got nothing, expected the truth table: 2^k output labels (x_1 the most significant bit), "
-                             "or prod(parties.values) when parties hold more than a bit")
+            raise ValueError(
+                "values: got nothing, expected the truth table: 2^k output labels (x_1 the most significant bit), "
+                "or prod(parties.values) when parties hold more than a bit"
+            )
         for key in ("values", "outputs"):
             if self.kind != "table" and getattr(self, key) is not None:
-                raise ValueError(f"{key}: got {show(getattr(self, key))}, expected no {key!r} for kind = {self.kind!r} (only for 'table')")
+                raise ValueError(
+                    f"{key}: got {show(getattr(self, key))}, expected no "
+                    f"{key!r} for kind = {self.kind!r} (only for 'table')"
+                )
         return self
 
 
@@ -203,7 +210,9 @@ def _protocol_form(value: Any) -> str | None:
 
 #: A ``protocols`` item: a name, or an inline table of per-party mechanisms.
 ProtocolItem = Annotated[
-    Union[Annotated[Literal["universal", "binary"], Tag("protocol_name")], Annotated[ProtocolSpec, Tag("protocol_table")]],
+    Union[
+        Annotated[Literal["universal", "binary"], Tag("protocol_name")], Annotated[ProtocolSpec, Tag("protocol_table")]
+    ],
     Discriminator(
         _protocol_form,
         custom_error_type="protocol_form",
@@ -222,8 +231,10 @@ class DeviationSpec(Model):
     @model_validator(mode="after")
     def _bit(self) -> "DeviationSpec":
         if self.kind == "fixed" and self.bit is None:
-            raise ValueError("bit: got nothing, expected the bit (0 or 1; a value below parties.values[party] when the party "
-                             "holds more than a bit) a 'fixed' party always claims")
+            raise ValueError(
+                "bit: got nothing, expected the bit (0 or 1; a value below parties.values[party] when the party "
+                "holds more than a bit) a 'fixed' party always claims"
+            )
         if self.kind == "truthful" and self.bit is not None:
             raise ValueError(f"bit: got {self.bit}, expected no bit for kind = 'truthful' (it sends its own bit)")
         return self
@@ -265,7 +276,9 @@ class MultipartySpec(Model):
         if len(set(names)) != len(names):
             raise ValueError(f"protocols: got {names!r}, expected each protocol at most once (distinct names)")
         if self.task.t is not None and self.task.t > self.parties.k + 1:
-            raise ValueError(f"task.t: got {self.task.t}, expected a threshold between 0 and k + 1 = {self.parties.k + 1}")
+            raise ValueError(
+                f"task.t: got {self.task.t}, expected a threshold between 0 and k + 1 = {self.parties.k + 1}"
+            )
         return self
 
 
@@ -370,9 +383,13 @@ def _party_mechanism(table: Any, where: str, alphabet: int = 2, who: int | None 
     if not isinstance(kind, str) or kind not in usable:
         got = "nothing" if kind is None else show(kind)
         other = isinstance(kind, str) and kind in catalog.CATALOG
-        hint = f" ({kind} does not send one of finitely many messages)" if other else did_you_mean(kind, [*party, *usable])
-        raise LdpSimError(f"{where}.kind: got {got}, expected one of {', '.join(party)} (mechanisms on a bit), or a finite "
-                          f"mechanism on two inputs ({', '.join(n for n in usable if n not in party)}){hint}")  # fmt: skip
+        hint = (
+            f" ({kind} does not send one of finitely many messages)" if other else did_you_mean(kind, [*party, *usable])
+        )
+        raise LdpSimError(
+            f"{where}.kind: got {got}, expected one of {', '.join(party)} (mechanisms on a bit), or a finite "
+            f"mechanism on two inputs ({', '.join(n for n in usable if n not in party)}){hint}"
+        )
     entry = catalog.entry(kind)
     params: dict[str, Any] = {}
     for key, value in table.items():
@@ -382,13 +399,19 @@ def _party_mechanism(table: Any, where: str, alphabet: int = 2, who: int | None 
             raise LdpSimError(f"{where}.{key}: got {show(value)}, expected no such key ({kind} takes {', '.join(own)})")
         if p.role == "alphabet":
             if alphabet == 2:
-                raise LdpSimError(f"{where}.{key}: got {show(value)}, expected no {key} here: a party's input is its bit (2 symbols)")
-            raise LdpSimError(f"{where}.{key}: got {show(value)}, expected no {key} here: a party's input alphabet is "
-                              f"parties.values ({alphabet} symbols for party {who})")  # fmt: skip
+                raise LdpSimError(
+                    f"{where}.{key}: got {show(value)}, expected no {key} here: a party's input is its bit (2 symbols)"
+                )
+            raise LdpSimError(
+                f"{where}.{key}: got {show(value)}, expected no {key} here: a party's input alphabet is "
+                f"parties.values ({alphabet} symbols for party {who})"
+            )
         params[key] = value
     for key in ("eps", "delta"):
         if key in entry.params and key not in params:
-            raise LdpSimError(f"{where}.{key}: got nothing, expected the privacy parameter {key} of {kind} (a scenario states it)")
+            raise LdpSimError(
+                f"{where}.{key}: got nothing, expected the privacy parameter {key} of {kind} (a scenario states it)"
+            )
     for key, p in entry.params.items():
         if p.role == "alphabet":
             params[key] = alphabet
@@ -400,9 +423,14 @@ def _party_mechanism(table: Any, where: str, alphabet: int = 2, who: int | None 
         raise LdpSimError(f"{where}: got {show(table)}, expected a valid {kind} mechanism ({_one_line(exc)})") from None
     if getattr(mech, "output_size", None) is None or getattr(mech, "k", None) != alphabet:
         if alphabet == 2:
-            raise LdpSimError(f"{where}.kind: got {kind!r} with {getattr(mech, 'k', '?')} inputs, expected a mechanism on a bit (2 inputs)")
-        raise LdpSimError(f"{where}.kind: got {kind!r} with {getattr(mech, 'k', '?')} inputs, expected a mechanism on "
-                          f"{alphabet} inputs (party {who} holds one of parties.values[{who}] = {alphabet} values)")  # fmt: skip
+            raise LdpSimError(
+                f"{where}.kind: got {kind!r} with {getattr(mech, 'k', '?')} "
+                "inputs, expected a mechanism on a bit (2 inputs)"
+            )
+        raise LdpSimError(
+            f"{where}.kind: got {kind!r} with {getattr(mech, 'k', '?')} inputs, expected a mechanism on "
+            f"{alphabet} inputs (party {who} holds one of parties.values[{who}] = {alphabet} values)"
+        )
     return mech, float(params.get("delta", 0.0))
 
 
@@ -420,12 +448,17 @@ def _build_protocols(spec: MultipartySpec) -> list[Any]:
     for index, item in enumerate(spec.protocols):
         where = f"protocols[{index}]"
         if isinstance(item, str) and not spec.parties.bits:
-            raise LdpSimError(f"{where}: got {item!r}, expected a table {{ name = ..., mechanisms = [...] }} of catalog "
-                              f"mechanisms when parties hold more than a bit (parties.values = {_values_text(sizes)}; "
-                              f"{item!r} is for bits)")  # fmt: skip
+            raise LdpSimError(
+                f"{where}: got {item!r}, expected a table {{ name = ..., mechanisms = [...] }} of catalog "
+                f"mechanisms when parties hold more than a bit (parties.values = {_values_text(sizes)}; "
+                f"{item!r} is for bits)"
+            )
         if isinstance(item, str):
             if not eps:
-                raise LdpSimError(f"parties.eps: got nothing, expected the parties' privacy levels eps ({where} = {item!r} needs them)")
+                raise LdpSimError(
+                    "parties.eps: got nothing, expected the parties' "
+                    f"privacy levels eps ({where} = {item!r} needs them)"
+                )
             try:
                 protocols.append(Protocol.universal(eps, delta) if item == "universal" else Protocol.binary(eps, delta))
             except LdpSimError as exc:
@@ -433,14 +466,21 @@ def _build_protocols(spec: MultipartySpec) -> list[Any]:
             continue
         tables = item.mechanisms
         if len(tables) not in (1, k):
-            raise LdpSimError(f"{where}.mechanisms: got {len(tables)} tables, expected one for every party or one per party (k = {k})")
+            raise LdpSimError(
+                f"{where}.mechanisms: got {len(tables)} tables, expected one for every party or one per party (k = {k})"
+            )
         if len(tables) == k:
             built = [_party_mechanism(t, f"{where}.mechanisms[{j}]", sizes[j], j) for j, t in enumerate(tables)]
         else:  # one table for every party: built once per number of values
-            by_size = {a: _party_mechanism(tables[0], f"{where}.mechanisms[0]", a, sizes.index(a)) for a in dict.fromkeys(sizes)}
+            by_size = {
+                a: _party_mechanism(tables[0], f"{where}.mechanisms[0]", a, sizes.index(a))
+                for a in dict.fromkeys(sizes)
+            }
             built = [by_size[a] for a in sizes]
         try:
-            protocols.append(Protocol.from_mechanisms([m for m, _ in built], delta=[d for _, d in built], name=item.name))
+            protocols.append(
+                Protocol.from_mechanisms([m for m, _ in built], delta=[d for _, d in built], name=item.name)
+            )
         except LdpSimError as exc:
             raise LdpSimError(f"{where}.mechanisms: {_one_line(exc)}") from None
     return protocols
@@ -456,36 +496,48 @@ def _build_task(table: dict[str, Any], k: int, where: str, sizes: tuple[int, ...
     kind = table["kind"]
     bits = sizes is None or all(a == 2 for a in sizes)
     if not bits and kind != "table":
-        raise LdpSimError(f"{where}.kind: got {kind!r}, expected 'table' when parties hold more than a bit "
-                          f"(parties.values = {_values_text(tuple(sizes or ()))})")  # fmt: skip
+        raise LdpSimError(
+            f"{where}.kind: got {kind!r}, expected 'table' when parties hold more than a bit "
+            f"(parties.values = {_values_text(tuple(sizes or ()))})"
+        )
     if kind == "threshold" and table.get("t") is None:
         raise LdpSimError(f"{where}.t: got nothing, expected the threshold t (f(x) = 1 when sum x >= t)")
     for key in ("values", "outputs"):
         if kind != "table" and table.get(key) is not None:
-            raise LdpSimError(f"{where}.{key}: got {show(table[key])}, expected no {key!r} for kind = {kind!r} (only for 'table')")
+            raise LdpSimError(
+                f"{where}.{key}: got {show(table[key])}, expected no {key!r} for kind = {kind!r} (only for 'table')"
+            )
     if kind != "threshold" and table.get("t") is not None:
         raise LdpSimError(f"{where}.t: got {table['t']!r}, expected no 't' for kind = {kind!r} (only for 'threshold')")
     if kind == "table":
         values = table.get("values")
         if values is None:
-            want = f"2^k = {2**k if k <= 30 else 'many'}" if bits else f"prod(parties.values) = {math.prod(sizes or ()):,}"
+            want = (
+                f"2^k = {2**k if k <= 30 else 'many'}" if bits else f"prod(parties.values) = {math.prod(sizes or ()):,}"
+            )
             raise LdpSimError(f"{where}.values: got nothing, expected the truth table: {want} output labels")
         if not bits:
             assert sizes is not None
             n_in = math.prod(sizes)
             if n_in > 2**MAX_TABLE_PARTIES or len(values) != n_in:
-                raise LdpSimError(f"{where}.values: got {len(values)} values, expected prod(parties.values) = {n_in:,} output "
-                                  f"labels, one per input vector in C order (x_1 the most significant digit; at most "
-                                  f"2^{MAX_TABLE_PARTIES} = {2**MAX_TABLE_PARTIES:,})")  # fmt: skip
+                raise LdpSimError(
+                    f"{where}.values: got {len(values)} values, expected prod(parties.values) = {n_in:,} output "
+                    f"labels, one per input vector in C order (x_1 the most significant digit; at most "
+                    f"2^{MAX_TABLE_PARTIES} = {2**MAX_TABLE_PARTIES:,})"
+                )
         elif k > MAX_TABLE_PARTIES or len(values) != 2**k:
-            raise LdpSimError(f"{where}.values: got {len(values)} values, expected 2^k = {2**k:,} output labels (x_1 the most "
-                              f"significant bit of the index; tables for k <= {MAX_TABLE_PARTIES})")  # fmt: skip
+            raise LdpSimError(
+                f"{where}.values: got {len(values)} values, expected 2^k = {2**k:,} output labels (x_1 the most "
+                f"significant bit of the index; tables for k <= {MAX_TABLE_PARTIES})"
+            )
         outputs = table.get("outputs")
         n_out = max(values) + 1
         if outputs is not None:
             if len(set(outputs)) != len(outputs) or len(outputs) < n_out:
-                raise LdpSimError(f"{where}.outputs: got {show(outputs)}, expected {n_out} or more distinct names, one per output label "
-                                  f"0..{len(outputs) - 1 if outputs else 0} (values go up to {n_out - 1})")  # fmt: skip
+                raise LdpSimError(
+                    f"{where}.outputs: got {show(outputs)}, expected {n_out} or more distinct names, one per output "
+                    f"label 0..{len(outputs) - 1 if outputs else 0} (values go up to {n_out - 1})"
+                )
             n_out = len(outputs)
     else:
         n_out = {"xor": 2, "majority": 2, "threshold": 2, "and": 2, "sum": k + 1}[kind]
@@ -495,12 +547,15 @@ def _build_task(table: dict[str, Any], k: int, where: str, sizes: tuple[int, ...
     if gain is not None:
         shape = (len(gain), *sorted({len(row) for row in gain}))
         if len(shape) != 2 or shape != (n_out, n_out):
-            raise LdpSimError(f"{where}.gain: got rows of lengths {[len(r) for r in gain]}, expected a {n_out} x {n_out} matrix "
-                              f"w[true, guess] ({kind} has {n_out} outputs)")  # fmt: skip
+            raise LdpSimError(
+                f"{where}.gain: got rows of lengths {[len(r) for r in gain]}, expected a {n_out} x {n_out} matrix "
+                f"w[true, guess] ({kind} has {n_out} outputs)"
+            )
     try:
         if kind == "table":
-            return Task.from_table(np.asarray(table["values"], dtype=np.int64), n_out, gain, name="table",
-                                   inputs=None if bits else sizes)  # fmt: skip
+            return Task.from_table(
+                np.asarray(table["values"], dtype=np.int64), n_out, gain, name="table", inputs=None if bits else sizes
+            )
         if kind == "threshold":
             return Task.threshold(k, table["t"], gain)
         return {"xor": Task.xor, "sum": Task.sum, "majority": Task.majority, "and": Task.and_}[kind](k, gain)
@@ -509,7 +564,9 @@ def _build_task(table: dict[str, Any], k: int, where: str, sizes: tuple[int, ...
 
 
 def _task_table(spec: Any) -> dict[str, Any]:
-    return {key: getattr(spec, key) for key in ("kind", "t", "values", "outputs", "gain") if getattr(spec, key) is not None}
+    return {
+        key: getattr(spec, key) for key in ("kind", "t", "values", "outputs", "gain") if getattr(spec, key) is not None
+    }
 
 
 def _build_tasks(spec: MultipartySpec) -> tuple[Any, list[Any]]:
@@ -543,8 +600,10 @@ def build(spec: MultipartySpec, source: str, where: str) -> MultipartyScenario:
     k = spec.parties.k
     sizes = spec.parties.sizes()
     if not spec.parties.bits and "p_one" in spec.parties.model_fields_set:
-        raise LdpSimError(f"parties.p_one: got {show(spec.parties.p_one)}, expected no p_one when parties hold more than a bit "
-                          f"(parties.values = {_values_text(sizes)}: every value is uniform on its party's alphabet)")  # fmt: skip
+        raise LdpSimError(
+            f"parties.p_one: got {show(spec.parties.p_one)}, expected no p_one when parties hold more than a bit "
+            f"(parties.values = {_values_text(sizes)}: every value is uniform on its party's alphabet)"
+        )
     protocols = _build_protocols(spec)
     task, tasks = _build_tasks(spec)
     latency = build_latency(spec.network.latency)
@@ -555,8 +614,10 @@ def build(spec: MultipartySpec, source: str, where: str) -> MultipartyScenario:
     if missing >= 1.0:
         if net.loss >= 1.0:
             raise LdpSimError(f"network.loss: got {net.loss!r}, expected a loss below 1 (every message would be lost)")
-        raise LdpSimError(f"network.deadline: got {net.deadline!r}, expected a deadline that some messages meet (with this "
-                          "latency no message is ever heard in time)")  # fmt: skip
+        raise LdpSimError(
+            f"network.deadline: got {net.deadline!r}, expected a deadline that some messages meet (with this "
+            "latency no message is ever heard in time)"
+        )
     deviations: dict[int, Any] = {}
     for n, d in enumerate(spec.deviations):
         if d.party >= k:
@@ -565,15 +626,29 @@ def build(spec: MultipartySpec, source: str, where: str) -> MultipartyScenario:
             raise LdpSimError(f"deviations[{n}].party: got {d.party} again, expected each party at most once")
         if d.bit is not None and d.bit >= sizes[d.party]:
             a = sizes[d.party]
-            raise LdpSimError(f"deviations[{n}].bit: got {d.bit}, expected a value party {d.party} can hold: 0 to {a - 1} "
-                              f"(parties.values[{d.party}] = {a})")  # fmt: skip
+            raise LdpSimError(
+                f"deviations[{n}].bit: got {d.bit}, expected a value party {d.party} can hold: 0 to {a - 1} "
+                f"(parties.values[{d.party}] = {a})"
+            )
         deviations[d.party] = d.kind if d.kind == "truthful" else (d.kind, d.bit)
     actual = [deviate(p, deviations) if deviations else p for p in protocols]
     _check_exact(spec, protocols, actual, tasks, missing, bool(deviations))
     _check_workload(spec, latency)
     seconds = _check_time(spec)
-    return MultipartyScenario(spec, source, where, tuple(protocols), task, latency, tuple(tasks), tuple(actual),
-                              tuple(sorted(deviations.items())), late, missing, seconds)  # fmt: skip
+    return MultipartyScenario(
+        spec,
+        source,
+        where,
+        tuple(protocols),
+        task,
+        latency,
+        tuple(tasks),
+        tuple(actual),
+        tuple(sorted(deviations.items())),
+        late,
+        missing,
+        seconds,
+    )
 
 
 def receivers(k: int) -> list[int]:
@@ -587,7 +662,9 @@ def receiver_key(who: int) -> str:
     return "observer" if who < 0 else str(who)
 
 
-def _check_exact(spec: MultipartySpec, protocols: list[Any], actual: list[Any], tasks: list[Any], missing: float, deviating: bool) -> None:
+def _check_exact(
+    spec: MultipartySpec, protocols: list[Any], actual: list[Any], tasks: list[Any], missing: float, deviating: bool
+) -> None:
     """Every exact value the report needs is within reach, or one line naming the key."""
     from ldpsim.protocols import erasure_protocol
     from ldpsim.protocols.decisions import MAX_TENSOR_ENTRIES, exact_plan
@@ -603,17 +680,20 @@ def _check_exact(spec: MultipartySpec, protocols: list[Any], actual: list[Any], 
                 try:
                     exact_plan(p, task, who)
                 except LdpSimError as exc:
-                    raise LdpSimError(f"parties: {_one_line(exc)} (protocols[{index}], {protocol.name}, receiver "
-                                      f"{receiver_key(who)}, {task.name}{', with the channel' if p is not protocol else ''})") from None  # fmt: skip
+                    raise LdpSimError(
+                        f"parties: {_one_line(exc)} (protocols[{index}], {protocol.name}, receiver "
+                        f"{receiver_key(who)}, {task.name}{', with the channel' if p is not protocol else ''})"
+                    ) from None
             if deviating:
                 sizes = [lossy.inputs[j] if j == who else m for j, m in enumerate(lossy.sizes)]
                 entries = task.n_outputs * math.prod(sizes)
                 if k > MAX_TABLE_PARTIES or entries > MAX_TENSOR_ENTRIES:
                     raise LdpSimError(
-                        f"deviations: got {len(spec.deviations)} deviating part{'y' if len(spec.deviations) == 1 else 'ies'} "
-                        f"with k = {k}, expected a protocol small enough for the exact gain of the announced rule "
-                        f"(rule_gain: {entries:,} entries for receiver {receiver_key(who)} of {protocol.name}, at most "
-                        f"{MAX_TENSOR_ENTRIES:,}): fewer parties or smaller alphabets"
+                        f"deviations: got {len(spec.deviations)} deviating "
+                        f"part{'y' if len(spec.deviations) == 1 else 'ies'} with k = {k}, expected a protocol small "
+                        f"enough for the exact gain of the announced rule (rule_gain: {entries:,} entries for "
+                        f"receiver {receiver_key(who)} of {protocol.name}, at most {MAX_TENSOR_ENTRIES:,}): fewer "
+                        "parties or smaller alphabets"
                     )
 
 
@@ -664,14 +744,26 @@ def _check_time(spec: MultipartySpec) -> float:
     per_batch, per_round = estimated_seconds(spec)
     r, k = spec.rounds, spec.parties.k
     batch = min(r.batch, r.count)
-    detail = (f"{spec.simulation.replications} replication(s) of {-(-r.count // batch):,} batch(es) of {batch:,} "
-              f"round(s), k (k + 1) = {k * (k + 1):,} messages a round")  # fmt: skip
+    detail = (
+        f"{spec.simulation.replications} replication(s) of {-(-r.count // batch):,} batch(es) of {batch:,} "
+        f"round(s), k (k + 1) = {k * (k + 1):,} messages a round"
+    )
     if per_batch >= per_round:
-        check_run_time(per_batch + per_round, "rounds.batch", f"{r.batch:,}", detail,
-                       "raise rounds.batch (rounds simulated per event), lower rounds.count or simulation.replications")  # fmt: skip
+        check_run_time(
+            per_batch + per_round,
+            "rounds.batch",
+            f"{r.batch:,}",
+            detail,
+            "raise rounds.batch (rounds simulated per event), lower rounds.count or simulation.replications",
+        )
     else:
-        check_run_time(per_batch + per_round, "rounds.count", f"{r.count:,}", detail,
-                       "lower rounds.count, parties.k or simulation.replications")  # fmt: skip
+        check_run_time(
+            per_batch + per_round,
+            "rounds.count",
+            f"{r.count:,}",
+            detail,
+            "lower rounds.count, parties.k or simulation.replications",
+        )
     return per_batch + per_round
 
 
@@ -684,9 +776,10 @@ def _check_workload(spec: MultipartySpec, latency: Latency) -> None:
         why = "every round starts at time 0 (interval = 0)" if r.interval == 0 else "latencies outlast many batches"
         raise LdpSimError(
             f"rounds.count: got {r.count:,}, expected rounds whose messages in flight fit in "
-            f"{MAX_IN_FLIGHT_BYTES / 2**30:g} GiB: about {at_once:,} batches of {min(r.batch, r.count):,} rounds would be in "
-            f"flight at once ({nbytes / 2**30:.3g} GiB; each round of a batch holds k (k + 1) = {k * (k + 1):,} latencies) "
-            f"because {why}; lower rounds.batch, raise rounds.interval or lower rounds.count"
+            f"{MAX_IN_FLIGHT_BYTES / 2**30:g} GiB: about {at_once:,} batches of "
+            f"{min(r.batch, r.count):,} rounds would be in flight at once ({nbytes / 2**30:.3g} "
+            f"GiB; each round of a batch holds k (k + 1) = {k * (k + 1):,} latencies) because "
+            f"{why}; lower rounds.batch, raise rounds.interval or lower rounds.count"
         )
     n_protocols = len(spec.protocols)
     grid = len(channel_grid(spec))

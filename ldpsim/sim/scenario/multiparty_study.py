@@ -125,8 +125,10 @@ class StudySpec(Model):
     @classmethod
     def _list_or_grid(cls, value: Any) -> Any:
         if not isinstance(value, (list, dict)):
-            raise ValueError(f"got {show(value)}, expected a list of numbers of parties (such as [2, 5, 10]) or a "
-                             "log-spaced grid { from = 2, to = 200, count = 14 }")  # fmt: skip
+            raise ValueError(
+                f"got {show(value)}, expected a list of numbers of parties (such as [2, 5, 10]) or a "
+                "log-spaced grid { from = 2, to = 200, count = 14 }"
+            )
         return value
 
     @model_validator(mode="after")
@@ -162,7 +164,10 @@ class MultipartyStudySpec(Model):
             for key, instead in NOT_IN_STUDY.items():
                 if key in raw:
                     what = "a table" if isinstance(raw[key], dict) else "a value"
-                    raise ValueError(f"{key}: got {what}, expected no '{key}' in a file with a [study] table (the study sets it: {instead})")
+                    raise ValueError(
+                        f"{key}: got {what}, expected no '{key}' in a file "
+                        f"with a [study] table (the study sets it: {instead})"
+                    )
         return raw
 
 
@@ -194,7 +199,9 @@ def load_multiparty_study(path: Any) -> MultipartyStudyScenario:
 
 def parse_multiparty_study(text: str, where: str = "<scenario>") -> MultipartyStudyScenario:
     """Validate and build the text of a ``kind = "multiparty"`` file with a ``[study]`` table."""
-    return validate_and_build(read_toml(text, where), text, where, MultipartyStudySpec, build, frozenset({"PartiesGrid"}))
+    return validate_and_build(
+        read_toml(text, where), text, where, MultipartyStudySpec, build, frozenset({"PartiesGrid"})
+    )
 
 
 def build(spec: MultipartyStudySpec, source: str, where: str) -> MultipartyStudyScenario:
@@ -218,7 +225,9 @@ def build(spec: MultipartyStudySpec, source: str, where: str) -> MultipartyStudy
                     try:
                         protocol = build_protocol(pname, float(eps), float(st.delta), k)
                     except LdpSimError as exc:
-                        raise LdpSimError(f"study.protocols ({pname}, eps {eps:g}, delta {st.delta:g}): {' '.join(str(exc).split())}") from None
+                        raise LdpSimError(
+                            f"study.protocols ({pname}, eps {eps:g}, delta {st.delta:g}): {' '.join(str(exc).split())}"
+                        ) from None
                     task = build_task(tname, k)
                     for party in st.receiver_indices():
                         cost = point_cost(protocol, task, party, st.rounds)
@@ -226,27 +235,42 @@ def build(spec: MultipartyStudySpec, source: str, where: str) -> MultipartyStudy
                         if cost.exact_path is None and not mc:
                             raise LdpSimError(
                                 f"study.parties: got k = {k} for {tname} ({pname}, eps {eps:g}, delta {st.delta:g}, "
-                                f"{receiver_label(party)}), expected a point within reach: no exact path and the Monte Carlo "
-                                f"would take about {cost.mc_seconds:,.0f} s ({cost.table_rows:,} count vectors to decide; at most "
-                                f"{MAX_POINT_SECONDS:g} s); lower k, study.delta (delta = 0 sends 2 symbols, not 4) or study.rounds"
+                                f"{receiver_label(party)}), expected a point within reach: no exact path and the "
+                                f"Monte Carlo would take about {cost.mc_seconds:,.0f} s ({cost.table_rows:,} count "
+                                f"vectors to decide; at most {MAX_POINT_SECONDS:g} s); lower k, study.delta (delta = "
+                                "0 sends 2 symbols, not 4) or study.rounds"
                             )
                         if cost.exact_path is not None:
                             exact_total += cost.exact_seconds
                         if mc:
                             mc_total += cost.mc_seconds
-                        rows.append({
-                            "protocol": pname, "task": tname, "k": k, "eps": float(eps), "delta": float(st.delta),
-                            "receiver": receiver_label(party), "party": party, "plan": cost.exact_path or "",
-                            "monte_carlo": mc, "exact_seconds": cost.exact_seconds, "mc_seconds": cost.mc_seconds,
-                        })  # fmt: skip
+                        rows.append(
+                            {
+                                "protocol": pname,
+                                "task": tname,
+                                "k": k,
+                                "eps": float(eps),
+                                "delta": float(st.delta),
+                                "receiver": receiver_label(party),
+                                "party": party,
+                                "plan": cost.exact_path or "",
+                                "monte_carlo": mc,
+                                "exact_seconds": cost.exact_seconds,
+                                "mc_seconds": cost.mc_seconds,
+                            }
+                        )
     total = exact_total + reps * mc_total
     if total > MAX_STUDY_SECONDS and not long_runs_allowed():
-        key, value = ("study.rounds", f"{st.rounds:,}") if reps * mc_total >= exact_total else ("study.parties", f"k up to {max(st.party_counts())}")
+        key, value = (
+            ("study.rounds", f"{st.rounds:,}")
+            if reps * mc_total >= exact_total
+            else ("study.parties", f"k up to {max(st.party_counts())}")
+        )
         raise LdpSimError(
             f"{key}: got {value}, expected a study of at most about {MAX_STUDY_SECONDS:g} s on one core: this one is "
-            f"estimated at {total:,.0f} s ({exact_total:,.0f} s of exact values, {reps} x {mc_total:,.0f} s of Monte Carlo "
-            f"over {len(rows):,} points); lower study.rounds, simulation.replications, the largest k or study.delta, "
-            f"or run it anyway with ldpsim run {LONG_RUN_OPTION}"
+            f"estimated at {total:,.0f} s ({exact_total:,.0f} s of exact values, {reps} x {mc_total:,.0f} s of Monte "
+            f"Carlo over {len(rows):,} points); lower study.rounds, simulation.replications, the largest k or "
+            f"study.delta, or run it anyway with ldpsim run {LONG_RUN_OPTION}"
         )
     check_rows(len(rows), reps, f"study: got {len(rows):,} points, expected at most 250,000 rows per replication")
     points = pd.DataFrame(rows)

@@ -130,7 +130,7 @@ class QuestionSet:
             return np.array([size], dtype=np.int64)
         if self.resample:
             return rng.multinomial(size, self.type_prior)  # type: ignore[arg-type]
-        return np.bincount(self.row_type[first:first + size], minlength=self.types).astype(np.int64)  # type: ignore[index]
+        return np.bincount(self.row_type[first : first + size], minlength=self.types).astype(np.int64)  # type: ignore[index]
 
     @property
     def count(self) -> int:
@@ -154,14 +154,23 @@ class QuestionSet:
     def summary(self) -> dict[str, Any]:
         """For metadata.json: the budget, each strategy's exact privacy, the questions."""
         return {
-            "strategy": self.strategy, "total_eps": self.total,
-            "per_respondent": {row["strategy"]: {"eps": row["eps"], "delta": row["delta"]}
-                               for row in self.privacy.to_dict("records")},
-            "questions": [{"name": q.name, "column": q.column, "answers": "numeric" if q.numeric else q.k,
-                           "mechanism": repr(self.mechanism(j)),
-                           "eps": float(self.privacy_eps(j))} for j, q in enumerate(self.questions)],
+            "strategy": self.strategy,
+            "total_eps": self.total,
+            "per_respondent": {
+                row["strategy"]: {"eps": row["eps"], "delta": row["delta"]} for row in self.privacy.to_dict("records")
+            },
+            "questions": [
+                {
+                    "name": q.name,
+                    "column": q.column,
+                    "answers": "numeric" if q.numeric else q.k,
+                    "mechanism": repr(self.mechanism(j)),
+                    "eps": float(self.privacy_eps(j)),
+                }
+                for j, q in enumerate(self.questions)
+            ],
             **({"crosstabs": [c.name for c in self.crosstabs]} if self.crosstabs else {}),
-        }  # fmt: skip
+        }
 
     def privacy_eps(self, j: int) -> float:
         """Question j's exact eps in this run."""
@@ -199,7 +208,9 @@ def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
     """Validate the questions against the population and the budget, and build them."""
     if spec.mechanism is not None or spec.mechanisms is not None:
         key = "mechanism" if spec.mechanism is not None else "mechanisms"
-        raise LdpSimError(f"{key}: got a [{key}] table, expected none with [[questions]] (each question names its mechanism)")
+        raise LdpSimError(
+            f"{key}: got a [{key}] table, expected none with [[questions]] (each question names its mechanism)"
+        )
     pop = spec.population
     names = [q.name for q in spec.questions]
     for i, name in enumerate(names):
@@ -214,13 +225,17 @@ def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
         at = f"questions[{i}]"
         if q.type == "numeric":
             if q.loss is not None:
-                raise LdpSimError(f"{at}.loss: got a loss by answer for a numeric question, expected it on categorical "
-                                  "questions only")  # fmt: skip
+                raise LdpSimError(
+                    f"{at}.loss: got a loss by answer for a numeric question, expected it on categorical questions only"
+                )
             built.append(_numeric_question(spec, q, table, eps_of, i, at))
             first_column = first_column or (_table_file(table, q, resample) if table is not None else None)
             continue
         if q.range is not None:
-            raise LdpSimError(f"{at}.range: got {q.range!r}, expected no range for a categorical question (type = 'numeric' takes one)")
+            raise LdpSimError(
+                f"{at}.range: got {q.range!r}, expected no range for "
+                "a categorical question (type = 'numeric' takes one)"
+            )
         if table is not None:
             column, labels, prior, codes, tp = _from_table(q, table, resample, at)
             first_column = first_column or tp
@@ -232,8 +247,10 @@ def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
         loss = _item_loss(spec, q, labels, mechanisms[spec.budget.strategy], at)
         built.append(Question(q.name, labels, prior, mechanisms, delta, codes, column, loss=loss))
     if spec.analyst.reweight and all(q.loss is None for q in built):
-        raise LdpSimError("analyst.reweight: got true, expected some question with loss = { by_answer = {...} } "
-                          "(reweighting corrects answer-dependent item non-response)")  # fmt: skip
+        raise LdpSimError(
+            "analyst.reweight: got true, expected some question with loss = { by_answer = {...} } "
+            "(reweighting corrects answer-dependent item non-response)"
+        )
     size = pop.size if pop.size is not None else table.rows  # type: ignore[union-attr]
     privacy, variance = _accounting(built, eps_of, size)
     crosstabs = _crosstabs(spec, built)
@@ -242,13 +259,25 @@ def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
         _check_aggregate(spec, built, crosstabs)
         if table is not None:
             types = _types(built)
-    return QuestionSet(tuple(built), spec.budget.strategy, spec.budget.total, size, first_column,
-                       table.rows if table is not None else None, resample, eps_of, privacy, variance,
-                       crosstabs, *types)  # fmt: skip
+    return QuestionSet(
+        tuple(built),
+        spec.budget.strategy,
+        spec.budget.total,
+        size,
+        first_column,
+        table.rows if table is not None else None,
+        resample,
+        eps_of,
+        privacy,
+        variance,
+        crosstabs,
+        *types,
+    )
 
 
-def _item_loss(spec: QuestionsScenarioSpec, q: QuestionSpec, labels: list[str], mech: FrequencyOracle,
-               at: str) -> NDArray[np.float64] | None:  # fmt: skip
+def _item_loss(
+    spec: QuestionsScenarioSpec, q: QuestionSpec, labels: list[str], mech: FrequencyOracle, at: str
+) -> NDArray[np.float64] | None:
     """``questions[i].loss = { by_answer, default }``: each answer's probability that the
     question's report is left out (None without), and the checks of ``analyst.reweight``."""
     loss = q.loss
@@ -263,11 +292,15 @@ def _item_loss(spec: QuestionsScenarioSpec, q: QuestionSpec, labels: list[str], 
     if spec.analyst.reweight:
         if np.any(vec == 1.0):
             bad = labels[int(np.flatnonzero(vec == 1.0)[0])]
-            raise LdpSimError(f"{at}.loss.by_answer: got 1 for {bad!r}, expected every loss below 1 with "
-                              "analyst.reweight (an answer never heard cannot be reweighted)")  # fmt: skip
+            raise LdpSimError(
+                f"{at}.loss.by_answer: got 1 for {bad!r}, expected every loss below 1 with "
+                "analyst.reweight (an answer never heard cannot be reweighted)"
+            )
         if not mech.identifiable:
-            raise LdpSimError(f"analyst.reweight: got true with {mech!r} ({at}), expected a mechanism whose matrix has "
-                              f"full row rank {mech.k} (the reweighting corrects an unbiased estimate)")  # fmt: skip
+            raise LdpSimError(
+                f"analyst.reweight: got true with {mech!r} ({at}), expected a mechanism whose matrix has "
+                f"full row rank {mech.k} (the reweighting corrects an unbiased estimate)"
+            )
     vec.setflags(write=False)
     return vec
 
@@ -277,19 +310,25 @@ def _check_aggregate(spec: QuestionsScenarioSpec, built: list[Question], crossta
     each in at most one cross-tabulation (one line naming the key otherwise)."""
     for i, q in enumerate(built):
         if q.numeric:
-            raise LdpSimError(f"questions[{i}].type: got 'numeric' in aggregate mode, expected simulation.mode = "
-                              "'individual' for numeric questions (the sum of their reports has no exact aggregate law here)")  # fmt: skip
+            raise LdpSimError(
+                f"questions[{i}].type: got 'numeric' in aggregate mode, expected simulation.mode = "
+                "'individual' for numeric questions (the sum of their reports has no exact aggregate law here)"
+            )
         mech = q.mechanisms[spec.budget.strategy]
         if not mech.aggregate_exact:
-            raise LdpSimError(f"questions[{i}].mechanism.kind: got {spec.questions[i].mechanism.get('kind')!r} in aggregate "
-                              f"mode ({mech!r}: its statistic has no exact law cheaper than drawing every report), "
-                              "expected simulation.mode = 'individual'")  # fmt: skip
+            raise LdpSimError(
+                f"questions[{i}].mechanism.kind: got {spec.questions[i].mechanism.get('kind')!r} in aggregate "
+                f"mode ({mech!r}: its statistic has no exact law cheaper than drawing every report), "
+                "expected simulation.mode = 'individual'"
+            )
     seen: dict[int, int] = {}
     for c, xt in enumerate(crosstabs):
         for key, j in (("rows", xt.first), ("columns", xt.second)):
             if j in seen:
-                raise LdpSimError(f"analyst.crosstabs[{c}].{key}: got {built[j].name!r}, already in analyst.crosstabs"
-                                  f"[{seen[j]}], expected each question in one cross-tabulation in aggregate mode")  # fmt: skip
+                raise LdpSimError(
+                    f"analyst.crosstabs[{c}].{key}: got {built[j].name!r}, already in analyst.crosstabs"
+                    f"[{seen[j]}], expected each question in one cross-tabulation in aggregate mode"
+                )
             seen[j] = c
 
 
@@ -315,9 +354,11 @@ def _crosstabs(spec: QuestionsScenarioSpec, built: list[Question]) -> tuple[Cros
 
     entries = spec.analyst.crosstabs
     if entries and spec.budget.strategy != "split":
-        raise LdpSimError(f"analyst.crosstabs: got {len(entries)} cross-tabulation(s) with budget.strategy = "
-                          f"{spec.budget.strategy!r}, expected budget.strategy = 'split' (under one_random nobody "
-                          "answers two questions)")  # fmt: skip
+        raise LdpSimError(
+            f"analyst.crosstabs: got {len(entries)} cross-tabulation(s) with budget.strategy = "
+            f"{spec.budget.strategy!r}, expected budget.strategy = 'split' (under one_random nobody "
+            "answers two questions)"
+        )
     names = [q.name for q in built]
     out: list[Crosstab] = []
     for i, entry in enumerate(entries):
@@ -332,12 +373,16 @@ def _crosstabs(spec: QuestionsScenarioSpec, built: list[Question]) -> tuple[Cros
             if q.numeric:
                 raise LdpSimError(f"{at}.{key}: got {name!r}, a numeric question, expected a categorical one")
             if q.loss is not None:
-                raise LdpSimError(f"{at}.{key}: got {name!r}, a question with a loss by answer, expected a question "
-                                  "without item non-response (not yet cross-tabulated)")  # fmt: skip
+                raise LdpSimError(
+                    f"{at}.{key}: got {name!r}, a question with a loss by answer, expected a question "
+                    "without item non-response (not yet cross-tabulated)"
+                )
             mech = q.mechanisms["split"]
             if not isinstance(mech, FiniteMechanism):
-                raise LdpSimError(f"{at}.{key}: got {name!r}, whose mechanism {mech!r} has no finite matrix, expected a "
-                                  "question with a finite mechanism (one output symbol per report)")  # fmt: skip
+                raise LdpSimError(
+                    f"{at}.{key}: got {name!r}, whose mechanism {mech!r} has no finite matrix, expected a "
+                    "question with a finite mechanism (one output symbol per report)"
+                )
             index.append(j)
         a, b = index
         if a == b:
@@ -362,11 +407,14 @@ def _crosstabs(spec: QuestionsScenarioSpec, built: list[Question]) -> tuple[Cros
 
 def _table_file(table: Table, q: QuestionSpec, resample: bool) -> TablePopulation:
     """The table's file as a population record (for the run's copy of the table)."""
-    return TablePopulation(table.path, table.shown, table.sha256, q.column or q.name, [], np.zeros(table.rows, np.int64), resample)
+    return TablePopulation(
+        table.path, table.shown, table.sha256, q.column or q.name, [], np.zeros(table.rows, np.int64), resample
+    )
 
 
-def _numeric_question(spec: QuestionsScenarioSpec, q: QuestionSpec, table: Table | None, eps_of: dict[str, list[float]],
-                      i: int, at: str) -> Question:  # fmt: skip
+def _numeric_question(
+    spec: QuestionsScenarioSpec, q: QuestionSpec, table: Table | None, eps_of: dict[str, list[float]], i: int, at: str
+) -> Question:
     """A numeric question: its column's values in ``range``, a numeric catalog mechanism
     at each strategy's eps, the truth (the column's mean) and the exact report variances."""
     from ldpsim.mechanisms import catalog
@@ -390,8 +438,16 @@ def _numeric_question(spec: QuestionsScenarioSpec, q: QuestionSpec, table: Table
         except ValueError:
             x = math.nan
         if not (lo <= x <= hi):  # what the value is like, never the value: it is the file's
-            got = "a blank value" if text == "" else "a value that is not a number" if math.isnan(x) else "a number outside the range"
-            raise LdpSimError(f"{at}.column: {table.where(r, column)}: got {got}, expected a number in the range [{lo:g}, {hi:g}]")
+            got = (
+                "a blank value"
+                if text == ""
+                else "a value that is not a number"
+                if math.isnan(x)
+                else "a number outside the range"
+            )
+            raise LdpSimError(
+                f"{at}.column: {table.where(r, column)}: got {got}, expected a number in the range [{lo:g}, {hi:g}]"
+            )
         values[r] = x
     if values.size == 0:
         raise LdpSimError(f"{at}.column: {table.shown}, column {column!r}: got no values, expected at least one answer")
@@ -401,11 +457,15 @@ def _numeric_question(spec: QuestionsScenarioSpec, q: QuestionSpec, table: Table
     sampler = table_keys.pop("sampler", "float")
     usable = catalog.names("numeric")
     if not isinstance(kind, str) or kind not in usable:
-        raise LdpSimError(f"{at}.mechanism.kind: got {show(kind) if kind is not None else 'nothing'}, expected one of "
-                          f"{', '.join(usable)}{did_you_mean(kind, usable)}")
+        raise LdpSimError(
+            f"{at}.mechanism.kind: got {show(kind) if kind is not None else 'nothing'}, expected one of "
+            f"{', '.join(usable)}{did_you_mean(kind, usable)}"
+        )
     for key, value in table_keys.items():
-        raise LdpSimError(f"{at}.mechanism.{key}: got {show(value)}, expected no such key (eps comes from the budget, "
-                          f"lo and hi from {at}.range)")  # fmt: skip
+        raise LdpSimError(
+            f"{at}.mechanism.{key}: got {show(value)}, expected no such key (eps comes from the budget, "
+            f"lo and hi from {at}.range)"
+        )
     kind = catalog.with_sampler(kind, sampler, f"{at}.mechanism.sampler")
     mechanisms, variance = {}, {}
     for s in STRATEGIES:
@@ -417,8 +477,10 @@ def _numeric_question(spec: QuestionsScenarioSpec, q: QuestionSpec, table: Table
         ok = np.asarray(mech.valid_answers(values), dtype=bool)
         if not ok.all():
             r = int(np.flatnonzero(~ok)[0])
-            raise LdpSimError(f"{at}.column: {table.where(r, column)}: got a number that is not an integer, expected an integer "
-                              f"(mechanism.sampler = {sampler!r} reports integer answers plus integer noise)")  # fmt: skip
+            raise LdpSimError(
+                f"{at}.column: {table.where(r, column)}: got a number that is not an integer, expected an integer "
+                f"(mechanism.sampler = {sampler!r} reports integer answers plus integer noise)"
+            )
         # one report of a respondent drawn from the rows: E[variance(x)] + Var(x)
         variance[s] = float(np.mean(mech.variance(values)) + np.var(values))
     mean = float(np.mean(values))
@@ -433,19 +495,25 @@ def _question_eps(spec: QuestionsScenarioSpec) -> dict[str, list[float]]:
     if b.strategy == "one_random":
         for i, e in enumerate(stated):
             if e is not None:
-                raise LdpSimError(f"questions[{i}].eps: got {e!r}, expected no eps with budget.strategy = 'one_random' "
-                                  "(each respondent answers one question with the whole budget.total)")  # fmt: skip
+                raise LdpSimError(
+                    f"questions[{i}].eps: got {e!r}, expected no eps with budget.strategy = 'one_random' "
+                    "(each respondent answers one question with the whole budget.total)"
+                )
     if all(e is None for e in stated):
         split = [b.total / len(qs)] * len(qs)
     else:
         missing = [i for i, e in enumerate(stated) if e is None]
         if missing:
-            raise LdpSimError(f"questions[{missing[0]}].eps: got nothing, expected an eps for every question or for none "
-                              "(none: budget.total is divided equally)")  # fmt: skip
+            raise LdpSimError(
+                f"questions[{missing[0]}].eps: got nothing, expected an eps for every question or for none "
+                "(none: budget.total is divided equally)"
+            )
         split = [float(e) for e in stated]  # type: ignore[arg-type]
         if abs(math.fsum(split) - b.total) > 1e-9 * b.total:
-            raise LdpSimError(f"budget.total: got {b.total!r}, expected the sum of the questions' eps ({math.fsum(split)!r}) "
-                              "with budget.strategy = 'split'")  # fmt: skip
+            raise LdpSimError(
+                f"budget.total: got {b.total!r}, expected the sum of the questions' eps ({math.fsum(split)!r}) "
+                "with budget.strategy = 'split'"
+            )
     return {"split": split, "one_random": [b.total] * len(qs)}
 
 
@@ -462,7 +530,9 @@ def _read_table(spec: QuestionsScenarioSpec, where: str) -> Table:
         keep = [r for r in range(table.rows) if all(c[r] != "" for c in columns)]
         if len(keep) < table.rows:
             table = dataclasses.replace(
-                table, columns=tuple(tuple(c[r] for r in keep) for c in table.columns), lines=tuple(table.lines[r] for r in keep)
+                table,
+                columns=tuple(tuple(c[r] for r in keep) for c in table.columns),
+                lines=tuple(table.lines[r] for r in keep),
             )
     return table
 
@@ -470,8 +540,10 @@ def _read_table(spec: QuestionsScenarioSpec, where: str) -> Table:
 def _from_table(q: QuestionSpec, table: Table, resample: bool, at: str) -> tuple[Any, ...]:
     for key in ("answers", "distribution", "law"):
         if getattr(q, key) is not None:
-            raise LdpSimError(f"{at}.{key}: got {show(getattr(q, key))}, expected no {key!r} with population.file "
-                              "(the answers and their truth come from the table)")  # fmt: skip
+            raise LdpSimError(
+                f"{at}.{key}: got {show(getattr(q, key))}, expected no {key!r} with population.file "
+                "(the answers and their truth come from the table)"
+            )
     column = q.column or q.name
     if q.buckets is not None:
         table, column = _bucketed(q, table, column, at)
@@ -510,8 +582,10 @@ def _bucketed(q: QuestionSpec, table: Table, column: str, at: str) -> tuple[Tabl
     if bad.size:
         r = int(bad[0])
         got = "a value that is not a number" if math.isnan(values[r]) else "a number outside the buckets"
-        raise LdpSimError(f"{at}.column: {table.where(r, column)}: got {got}, expected a number in "
-                          f"[{edges[0]:g}, {edges[-1]:g}] ({at}.buckets)")  # fmt: skip
+        raise LdpSimError(
+            f"{at}.column: {table.where(r, column)}: got {got}, expected a number in "
+            f"[{edges[0]:g}, {edges[-1]:g}] ({at}.buckets)"
+        )
     labels = bucket_labels(edges)
     idx = np.zeros(len(raw), dtype=np.int64)
     idx[seen] = bucket(values[seen], edges)
@@ -545,18 +619,23 @@ def _from_law(q: QuestionSpec, at: str) -> tuple[list[str], NDArray[np.float64]]
     return labels, prior / prior.sum()
 
 
-def _question_mechanism(spec: QuestionsScenarioSpec, q: QuestionSpec, labels: list[str], prior: Any, eps: float,
-                        at: str) -> FrequencyOracle:  # fmt: skip
+def _question_mechanism(
+    spec: QuestionsScenarioSpec, q: QuestionSpec, labels: list[str], prior: Any, eps: float, at: str
+) -> FrequencyOracle:
     from ldpsim.mechanisms import catalog
 
     table = dict(q.mechanism)
     where = f"{at}.mechanism"
     if "eps" in table:
-        raise LdpSimError(f"{where}.eps: got {show(table['eps'])}, expected no eps here: it comes from the budget "
-                          f"({at}.eps under 'split', else budget.total)")  # fmt: skip
+        raise LdpSimError(
+            f"{where}.eps: got {show(table['eps'])}, expected no eps here: it comes from the budget "
+            f"({at}.eps under 'split', else budget.total)"
+        )
     kind = table.get("kind")
     if isinstance(kind, str) and kind in catalog.names("scenario") and "eps" not in catalog.entry(kind).params:
-        raise LdpSimError(f"{where}.kind: got {kind!r}, expected a mechanism with an eps parameter (its eps comes from the budget)")
+        raise LdpSimError(
+            f"{where}.kind: got {kind!r}, expected a mechanism with an eps parameter (its eps comes from the budget)"
+        )
     table["eps"] = eps
     filled = {"alphabet": len(labels), "P0": None, "P1": None, "prior": [float(p) for p in prior]}
     mech = _build_mechanism(spec, table, labels, prior, where, filled=filled)
@@ -569,7 +648,9 @@ def _question_mechanism(spec: QuestionsScenarioSpec, q: QuestionSpec, labels: li
     return mech
 
 
-def _accounting(questions: list[Question], eps_of: dict[str, list[float]], size: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _accounting(
+    questions: list[Question], eps_of: dict[str, list[float]], size: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Both strategies' exact per-respondent privacy, and the exact variance of every
     estimate under each (split: n respondents; one_random: n / Q, the expected number)."""
     count = len(questions)
@@ -577,20 +658,32 @@ def _accounting(questions: list[Question], eps_of: dict[str, list[float]], size:
     for s in STRATEGIES:
         eps = [_eps_of(q.mechanisms[s], q.delta, e) for q, e in zip(questions, eps_of[s])]
         total, delta = respondent_privacy(eps, [q.delta for q in questions], s)
-        rows.append({"strategy": s, "eps": total, "delta": delta,
-                     "question_eps": ", ".join(f"{e:.6g}" for e in eps)})  # fmt: skip
+        rows.append({"strategy": s, "eps": total, "delta": delta, "question_eps": ", ".join(f"{e:.6g}" for e in eps)})
     privacy = pd.DataFrame(rows)
     var_rows = []
     for q in questions:
         if q.numeric:  # the mean of the reports
             var = q.report_variance or {}
-            var_rows.append({"question": q.name, "category": "mean", "truth": float(q.prior[0]),
-                             "var_split": var["split"] / size, "var_one_random": var["one_random"] / (size / count)})  # fmt: skip
+            var_rows.append(
+                {
+                    "question": q.name,
+                    "category": "mean",
+                    "truth": float(q.prior[0]),
+                    "var_split": var["split"] / size,
+                    "var_one_random": var["one_random"] / (size / count),
+                }
+            )
             continue
         split = q.mechanisms["split"].estimate_variance(q.prior, float(size))
         one = q.mechanisms["one_random"].estimate_variance(q.prior, size / count)
         for label, p, a, b in zip(q.labels, q.prior, split, one):
-            var_rows.append({"question": q.name, "category": label, "truth": float(p),
-                             "var_split": float(a), "var_one_random": float(b)})  # fmt: skip
+            var_rows.append(
+                {
+                    "question": q.name,
+                    "category": label,
+                    "truth": float(p),
+                    "var_split": float(a),
+                    "var_one_random": float(b),
+                }
+            )
     return privacy, pd.DataFrame(var_rows)
-

@@ -38,7 +38,14 @@ from ldpsim.sim.scenario.survey_specs import (
     WavesSpec,
     _build_mechanism,
 )
-from ldpsim.sim.table import DataAccess, TablePopulation, current_access, data_access, read_scenario_table, table_population
+from ldpsim.sim.table import (
+    DataAccess,
+    TablePopulation,
+    current_access,
+    data_access,
+    read_scenario_table,
+    table_population,
+)
 from ldpsim.sim.weights import parse_weight
 
 KIND = "survey"
@@ -143,7 +150,9 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
         try:
             validate_tasks(spec.analyst.tasks, spec.simulation.mode, mechanism)
         except LdpSimError as exc:
-            raise LdpSimError(f"{exc} (with {where_})" if spec.mechanisms is not None or tiers is not None else str(exc)) from None
+            raise LdpSimError(
+                f"{exc} (with {where_})" if spec.mechanisms is not None or tiers is not None else str(exc)
+            ) from None
     # aggregate mode splits the output symbols of one finite mechanism, else the clients by input
     only = mechanisms[0][1]
     groups = only.statistic_size if len(mechanisms) == 1 and only.output_size is not None else len(labels)
@@ -155,10 +164,27 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
     tick, end = _timing(spec, latency, size, groups, len(mechanisms), k, per_checkpoint)
     loss = _loss_by_answer(spec, labels, [m for _, m in mechanisms])
     if tiers is not None and loss is not None:
-        raise LdpSimError("network.loss: got a loss by answer with mechanism.tiers, expected one probability (answer-"
-                          "dependent loss is not yet combined with privacy tiers)")  # fmt: skip
-    return Scenario(spec, source, where, tuple(mechanisms), prior, latency, tick, end, labels, size, table, None, loss,
-                    tiers, current_access())  # fmt: skip
+        raise LdpSimError(
+            "network.loss: got a loss by answer with mechanism.tiers, expected one probability (answer-"
+            "dependent loss is not yet combined with privacy tiers)"
+        )
+    return Scenario(
+        spec,
+        source,
+        where,
+        tuple(mechanisms),
+        prior,
+        latency,
+        tick,
+        end,
+        labels,
+        size,
+        table,
+        None,
+        loss,
+        tiers,
+        current_access(),
+    )
 
 
 @dataclass(frozen=True)
@@ -191,8 +217,10 @@ def _build_tiers(spec: ScenarioSpec, labels: list[str], prior: Any) -> Tiers | N
     """``[mechanism] tiers``: the checks (one line naming the key) and one oracle per tier."""
     for i, table in enumerate(spec.mechanisms or []):
         if isinstance(table, dict) and "tiers" in table:
-            raise LdpSimError(f"mechanisms[{i}].tiers: got {show(table['tiers'])}, expected no tiers in [[mechanisms]] "
-                              "(privacy tiers are for one [mechanism])")  # fmt: skip
+            raise LdpSimError(
+                f"mechanisms[{i}].tiers: got {show(table['tiers'])}, expected no tiers in [[mechanisms]] "
+                "(privacy tiers are for one [mechanism])"
+            )
     if spec.mechanism is None or "tiers" not in spec.mechanism or spec.mechanisms is not None:
         return None  # (both [mechanism] and [[mechanisms]]: refused by _build_mechanisms)
     from ldpsim.mechanisms import catalog
@@ -200,18 +228,23 @@ def _build_tiers(spec: ScenarioSpec, labels: list[str], prior: Any) -> Tiers | N
     table = dict(spec.mechanism)
     raw = table.pop("tiers")
     if "eps" in table:
-        raise LdpSimError(f"mechanism.eps: got {show(table['eps'])} with tiers, expected no eps: each tier states its own")
+        raise LdpSimError(
+            f"mechanism.eps: got {show(table['eps'])} with tiers, expected no eps: each tier states its own"
+        )
     kind = table.get("kind")
     if isinstance(kind, str) and kind in catalog.names("scenario") and "eps" not in catalog.entry(kind).params:
         raise LdpSimError(f"mechanism.tiers: got tiers with kind = {kind!r}, expected a mechanism that takes eps")
     if not isinstance(raw, list) or not 2 <= len(raw) <= MAX_TIERS:
-        raise LdpSimError(f"mechanism.tiers: got {show(raw)}, expected a list of 2 to {MAX_TIERS} tables "
-                          "{ eps = ..., share = ... }")  # fmt: skip
+        raise LdpSimError(
+            f"mechanism.tiers: got {show(raw)}, expected a list of 2 to {MAX_TIERS} tables {{ eps = ..., share = ... }}"
+        )
     eps, shares = [], []
     for t, tier in enumerate(raw):
         where = f"mechanism.tiers[{t}]"
         if not isinstance(tier, dict) or set(tier) != {"eps", "share"}:
-            raise LdpSimError(f"{where}: got {show(tier)}, expected a table {{ eps = ..., share = ... }} (exactly those keys)")
+            raise LdpSimError(
+                f"{where}: got {show(tier)}, expected a table {{ eps = ..., share = ... }} (exactly those keys)"
+            )
         value = tier["eps"]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise LdpSimError(f"{where}.eps: got {show(value)}, expected a finite number")
@@ -242,12 +275,16 @@ def _tier_confidence(tasks: list[dict[str, Any]]) -> float:
     confidence = 0.95
     for i, entry in enumerate(tasks):
         if entry.get("kind") != "frequency":
-            raise LdpSimError(f"analyst.tasks[{i}].kind: got {show(entry.get('kind'))} with mechanism.tiers, expected "
-                              "'frequency' (the tiers' combined estimate)")  # fmt: skip
+            raise LdpSimError(
+                f"analyst.tasks[{i}].kind: got {show(entry.get('kind'))} with mechanism.tiers, expected "
+                "'frequency' (the tiers' combined estimate)"
+            )
         for key, default in (("estimator", "inversion"), ("interval", "normal"), ("simultaneous", False)):
             if key in entry and entry[key] != default:
-                raise LdpSimError(f"analyst.tasks[{i}].{key}: got {show(entry[key])} with mechanism.tiers, expected "
-                                  f"{default!r} (the combined estimate and its normal interval)")  # fmt: skip
+                raise LdpSimError(
+                    f"analyst.tasks[{i}].{key}: got {show(entry[key])} with mechanism.tiers, expected "
+                    f"{default!r} (the combined estimate and its normal interval)"
+                )
         if i == 0 and isinstance(entry.get("confidence"), float):
             confidence = float(entry["confidence"])
     return confidence
@@ -259,25 +296,32 @@ def _loss_by_answer(spec: ScenarioSpec, labels: list[str], mechanisms: list[Freq
     loss = spec.network.loss
     if not isinstance(loss, LossByAnswerSpec):
         if spec.analyst.reweight:
-            raise LdpSimError("analyst.reweight: got true, expected network.loss = { by_answer = {...} } (reweighting "
-                              "corrects answer-dependent loss; with one loss probability there is nothing to correct)")  # fmt: skip
+            raise LdpSimError(
+                "analyst.reweight: got true, expected network.loss = { by_answer = {...} } (reweighting "
+                "corrects answer-dependent loss; with one loss probability there is nothing to correct)"
+            )
         return None
     for label in loss.by_answer:
         if label not in labels:
-            raise LdpSimError(f"network.loss.by_answer: got {label!r}, expected answers among the labels "
-                              f"({show(labels)})")  # fmt: skip
+            raise LdpSimError(
+                f"network.loss.by_answer: got {label!r}, expected answers among the labels ({show(labels)})"
+            )
     vec = np.array([loss.by_answer.get(label, loss.default) for label in labels], dtype=np.float64)
     if np.all(vec == 1.0):
         raise LdpSimError("network.loss: got probability 1 for every answer, expected some answer to be heard")
     if spec.analyst.reweight:
         if np.any(vec == 1.0):
             bad = labels[int(np.flatnonzero(vec == 1.0)[0])]
-            raise LdpSimError(f"network.loss.by_answer: got 1 for {bad!r}, expected every loss below 1 with "
-                              "analyst.reweight (an answer never heard cannot be reweighted)")  # fmt: skip
+            raise LdpSimError(
+                f"network.loss.by_answer: got 1 for {bad!r}, expected every loss below 1 with "
+                "analyst.reweight (an answer never heard cannot be reweighted)"
+            )
         for mech in mechanisms:
             if not mech.identifiable:
-                raise LdpSimError(f"analyst.reweight: got true with {mech!r}, expected a mechanism whose matrix has "
-                                  f"full row rank {mech.k} (the reweighting corrects an unbiased estimate)")  # fmt: skip
+                raise LdpSimError(
+                    f"analyst.reweight: got true with {mech!r}, expected a mechanism whose matrix has "
+                    f"full row rank {mech.k} (the reweighting corrects an unbiased estimate)"
+                )
     vec.setflags(write=False)
     return vec
 
@@ -285,8 +329,10 @@ def _loss_by_answer(spec: ScenarioSpec, labels: list[str], mechanisms: list[Freq
 def _build_questions(spec: Any, source: str, where: str) -> Scenario:
     """A scenario with ``[[questions]]`` (:mod:`ldpsim.sim.scenario.questions`)."""
     if isinstance(spec.network.loss, LossByAnswerSpec):
-        raise LdpSimError("network.loss: got a loss by answer with [[questions]], expected one probability (a loss "
-                          "that depends on an answer is set per question: questions[i].loss)")  # fmt: skip
+        raise LdpSimError(
+            "network.loss: got a loss by answer with [[questions]], expected one probability (a loss "
+            "that depends on an answer is set per question: questions[i].loss)"
+        )
     qs = build_questions(spec, where)
     mechanisms = tuple((q.name, qs.mechanism(j)) for j, q in enumerate(qs.questions))
     latency = build_latency(spec.network.latency)
@@ -295,12 +341,32 @@ def _build_questions(spec: Any, source: str, where: str) -> Scenario:
     groups = qs.types if spec.simulation.mode == "aggregate" else k
     tick, end = _timing(spec, latency, qs.size, groups, len(mechanisms), k)
     first = qs.questions[0]
-    return Scenario(spec, source, where, mechanisms, first.prior, latency, tick, end, first.labels, qs.size, qs.table, qs,
-                    data_access=current_access())  # fmt: skip
+    return Scenario(
+        spec,
+        source,
+        where,
+        mechanisms,
+        first.prior,
+        latency,
+        tick,
+        end,
+        first.labels,
+        qs.size,
+        qs.table,
+        qs,
+        data_access=current_access(),
+    )
 
 
-def _timing(spec: ScenarioSpec, latency: Latency, size: int, groups: int, mechanisms: int, k: int,
-            per_checkpoint: int | None = None) -> tuple[float, float]:
+def _timing(
+    spec: ScenarioSpec,
+    latency: Latency,
+    size: int,
+    groups: int,
+    mechanisms: int,
+    k: int,
+    per_checkpoint: int | None = None,
+) -> tuple[float, float]:
     """The size checks, the end and the tick of a scenario, and the bounds on its work."""
     if spec.simulation.mode == "individual" and size > MAX_INDIVIDUAL:
         raise LdpSimError(
@@ -328,13 +394,16 @@ def read_population(pop: PopulationSpec, where: str) -> TablePopulation:
     table = read_scenario_table(pop.file, where)  # type: ignore[arg-type]
     try:
         table.column(pop.column)  # type: ignore[arg-type]
-        return table_population(table, pop.column, pop.labels, pop.size is not None, pop.missing or "error", MAX_ANSWERS)  # type: ignore[arg-type]
+        return table_population(
+            table, pop.column, pop.labels, pop.size is not None, pop.missing or "error", MAX_ANSWERS
+        )  # type: ignore[arg-type]
     except LdpSimError as exc:
         raise LdpSimError(f"population.column: {exc}") from None
 
 
-def _check_workload(spec: ScenarioSpec, m: int, tick: float, end: float, mechanisms: int, size: int, k: int,
-                    rows: int | None = None) -> None:
+def _check_workload(
+    spec: ScenarioSpec, m: int, tick: float, end: float, mechanisms: int, size: int, k: int, rows: int | None = None
+) -> None:
     """Bound the rows and the aggregate-mode work of a scenario before it runs (``rows``:
     the rows per checkpoint when not those of the tasks, one set per mechanism)."""
     from ldpsim.sim.tasks import rows_per_checkpoint
@@ -355,22 +424,26 @@ def _check_workload(spec: ScenarioSpec, m: int, tick: float, end: float, mechani
     room = (MAX_ROWS_PER_REPLICATION - 6) // max(per_checkpoint, 1) - 1  # checkpoints that fit besides the end
     if by_reports and by_reports >= periodic:
         least = math.ceil(size / max(room - periodic, 1))
-        detail = (f"analyst.checkpoints.every_reports: got {cp.every_reports}, expected at least {least:,} "
-                  f"(each replication may write {MAX_ROWS_PER_REPLICATION:,} result rows; this gives about {rows:,}: "
-                  f"{checkpoints:,} checkpoints x {per_checkpoint} rows)")  # fmt: skip
+        detail = (
+            f"analyst.checkpoints.every_reports: got {cp.every_reports}, expected at least {least:,} "
+            f"(each replication may write {MAX_ROWS_PER_REPLICATION:,} result rows; this gives about {rows:,}: "
+            f"{checkpoints:,} checkpoints x {per_checkpoint} rows)"
+        )
     else:
         least_every = end / max(room - by_reports, 1)
-        detail = (f"analyst.checkpoints.every: got {cp.every!r}, expected at least {least_every:.6g} "
-                  f"(each replication may write {MAX_ROWS_PER_REPLICATION:,} result rows; this gives about {rows:,}: "
-                  f"{checkpoints:,} checkpoints x {per_checkpoint} rows)")  # fmt: skip
+        detail = (
+            f"analyst.checkpoints.every: got {cp.every!r}, expected at least {least_every:.6g} "
+            f"(each replication may write {MAX_ROWS_PER_REPLICATION:,} result rows; this gives about {rows:,}: "
+            f"{checkpoints:,} checkpoints x {per_checkpoint} rows)"
+        )
     check_rows(rows, spec.simulation.replications, detail)
     if spec.simulation.mode == "aggregate":
         cells = split_cells(spec, tick, end, size) * m
         if cells > MAX_SPLIT_CELLS:
             raise LdpSimError(
-                f"simulation.tick: got {tick:.6g}, expected a coarser tick: aggregate mode splits each cohort's reports "
-                f"over the delivery ticks exactly, {cells:.3g} cells here against at most {MAX_SPLIT_CELLS:.0e} "
-                "(fewer ticks: a larger simulation.tick, or a shorter arrival period)"
+                f"simulation.tick: got {tick:.6g}, expected a coarser tick: aggregate mode splits each cohort's "
+                f"reports over the delivery ticks exactly, {cells:.3g} cells here against at most "
+                f"{MAX_SPLIT_CELLS:.0e} (fewer ticks: a larger simulation.tick, or a shorter arrival period)"
             )
 
 
@@ -379,6 +452,7 @@ def split_cells(spec: ScenarioSpec, tick: float, end: float, size: int | None = 
     (``size``: the number of clients, by default ``population.size``)."""
     n = int(math.ceil(end / tick - 1e-9))
     a = spec.arrivals
+
     def tick_of(t: float) -> int:
         return n if not t / tick < n else int(t / tick)  # t / tick may overflow to inf
 
@@ -402,8 +476,11 @@ def _build_mechanisms(spec: ScenarioSpec, labels: list[str], prior: Any) -> list
     """``[mechanism]``, or the ``[[mechanisms]]`` compared on the same respondents: each
     built by :func:`_build_mechanism`, named by its ``name`` (default: its kind; distinct)."""
     if (spec.mechanism is None) == (spec.mechanisms is None):
-        raise LdpSimError("mechanism: got " + ("both [mechanism] and [[mechanisms]]" if spec.mechanism is not None else "nothing")
-                          + ", expected one [mechanism] table or a list [[mechanisms]] to compare")  # fmt: skip
+        raise LdpSimError(
+            "mechanism: got "
+            + ("both [mechanism] and [[mechanisms]]" if spec.mechanism is not None else "nothing")
+            + ", expected one [mechanism] table or a list [[mechanisms]] to compare"
+        )
     tables = [spec.mechanism] if spec.mechanism is not None else list(spec.mechanisms or [])
     out: list[tuple[str, FrequencyOracle]] = []
     for key, table in zip(_mechanism_keys(spec), tables):

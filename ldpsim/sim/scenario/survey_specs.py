@@ -22,14 +22,14 @@ from ldpsim.errors import LdpSimError, show
 from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.sim.scenario.common import (
     Model,
-    NetworkSpec as _Network,
     PositiveFloat,
     PositiveTime,
     Probability,
     ScenarioName,
-    SimulationSpec as _Simulation,
     Time,
 )
+from ldpsim.sim.scenario.common import NetworkSpec as _Network
+from ldpsim.sim.scenario.common import SimulationSpec as _Simulation
 from ldpsim.sim.weights import UnitWeight, Weight, sum_problem
 
 # --------------------------------------------------------------------- population
@@ -115,8 +115,10 @@ class PopulationSpec(Model):
             raise ValueError(f"column: got nothing, expected the column of {self.file} that holds the answers")
         for key in ("answers", "distribution", "law", "P0", "P1", "truth"):
             if getattr(self, key) is not None:
-                raise ValueError(f"{key}: got {show(getattr(self, key))}, expected no {key!r} with 'file' "
-                                 "(the answers and their truth come from the table)")  # fmt: skip
+                raise ValueError(
+                    f"{key}: got {show(getattr(self, key))}, expected no {key!r} with 'file' "
+                    "(the answers and their truth come from the table)"
+                )
         return self._distinct()
 
     def label_list(self) -> list[str]:
@@ -289,12 +291,17 @@ class QuestionSpec(Model):
     name: Annotated[str, Field(min_length=1, max_length=50, pattern=r"^[A-Za-z0-9_.-]+$")]
     type: Literal["categorical", "numeric"] = "categorical"
     #: numeric questions: the answers' range [lo, hi] (the mechanism's)
-    range: Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=2, max_length=2)] | None = None
+    range: Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=2, max_length=2)] | None = (
+        None
+    )
     #: the table's column holding the answers (default: the question's name)
     column: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
     #: a categorical question from a numeric column: the bucket edges e0 < e1 < ... < eB;
     #: the answers are the buckets [e0, e1), ..., [e(B-1), eB] (a histogram of the numbers)
-    buckets: Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=3, max_length=MAX_ANSWERS + 1)] | None = None
+    buckets: (
+        Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=3, max_length=MAX_ANSWERS + 1)]
+        | None
+    ) = None
     labels: Annotated[list[str], Field(min_length=2, max_length=MAX_ANSWERS)] | None = None
     answers: AnswersSpec | None = None
     distribution: list[Weight] | None = None  # numbers, or exact fractions such as "1/3"
@@ -347,7 +354,11 @@ _FILLED = {"alphabet": "population.labels", "P0": "population.P0", "P1": "popula
 
 
 def _build_mechanism(
-    spec: ScenarioSpec, table: dict[str, Any], labels: list[str], prior: Any, where: str = "mechanism",
+    spec: ScenarioSpec,
+    table: dict[str, Any],
+    labels: list[str],
+    prior: Any,
+    where: str = "mechanism",
     filled: dict[str, Any] | None = None,
 ) -> FrequencyOracle:
     """A ``[mechanism]`` table built through the one catalog (:mod:`ldpsim.mechanisms.catalog`):
@@ -361,8 +372,10 @@ def _build_mechanism(
 
     table = dict(table)
     if "tiers" in table:
-        raise LdpSimError(f"{where}.tiers: got {show(table['tiers'])}, expected no tiers here (privacy tiers are for "
-                          "the one [mechanism] of a single-question scenario)")  # fmt: skip
+        raise LdpSimError(
+            f"{where}.tiers: got {show(table['tiers'])}, expected no tiers here (privacy tiers are for "
+            "the one [mechanism] of a single-question scenario)"
+        )
     pop = spec.population
     usable = catalog.names("scenario")
     kind = table.pop("kind", None)
@@ -379,11 +392,15 @@ def _build_mechanism(
             own = [n for n, q in entry.params.items() if q.role not in _FILLED]
             raise LdpSimError(f"{where}.{key}: got {show(value)}, expected no such key ({kind} takes {', '.join(own)})")
         if p.role in _FILLED:
-            raise LdpSimError(f"{where}.{key}: got {show(value)}, expected no {key} here: it comes from {_FILLED[p.role]}")
+            raise LdpSimError(
+                f"{where}.{key}: got {show(value)}, expected no {key} here: it comes from {_FILLED[p.role]}"
+            )
         params[key] = _label_indices(value, labels, key, where) if p.role == "inputs" else value
     for key in ("eps", "delta"):
         if key in entry.params and key not in params:
-            raise LdpSimError(f"{where}.{key}: got nothing, expected the privacy parameter {key} of {kind} (a scenario states it)")
+            raise LdpSimError(
+                f"{where}.{key}: got nothing, expected the privacy parameter {key} of {kind} (a scenario states it)"
+            )
     if filled is None:
         truth = pop.true_distribution() if pop.file is None else [float(p) for p in prior]  # as written, or the table's
         given = {"alphabet": len(labels), "P0": pop.P0, "P1": pop.P1, "prior": truth}
@@ -397,9 +414,13 @@ def _build_mechanism(
     except LdpSimError as exc:
         key = str(exc).partition(":")[0]
         role = entry.params[key].role if key in entry.params else None
-        raise LdpSimError(f"{_FILLED[role]}: {str(exc).partition(': ')[2]}" if role in _FILLED else f"{where}.{exc}") from None
+        raise LdpSimError(
+            f"{_FILLED[role]}: {str(exc).partition(': ')[2]}" if role in _FILLED else f"{where}.{exc}"
+        ) from None
     if mech.k != len(labels):
-        raise LdpSimError(f"{where}.kind: got {kind!r} with {len(labels)} labels, expected exactly {mech.k} labels (its inputs)")
+        raise LdpSimError(
+            f"{where}.kind: got {kind!r} with {len(labels)} labels, expected exactly {mech.k} labels (its inputs)"
+        )
     return mech.with_labels(labels)
 
 
