@@ -102,7 +102,7 @@ A complete example, a kind of run that flips a biased coin (its scenario file sa
             return {"heads": results[["heads"]].describe()}
 
         def render_report(self, results, seed):
-            return {"summary.md": f"mean heads {results['heads'].mean():g}\n".encode()}, None
+            return {"summary.md": f"mean heads {results['heads'].mean():g}\\n".encode()}, None
 
         def plot(self, ax, results, *, replication=None, quantity=None, **kw):
             ax.plot(results["replication"], results["heads"], "o", **kw)

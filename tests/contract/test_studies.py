@@ -10,21 +10,17 @@ registered inside a test runs through the registry without any framework file kn
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-from pydantic import BaseModel  # noqa: E402
 
 from ldpsim.runs import RunInterrupted, RunOptions  # noqa: E402
 from ldpsim.sim import kinds, parse_scenario, resume_run, run_scenario  # noqa: E402
-from ldpsim.sim.scenario.common import BuiltScenario, SimulationSpec, read_toml  # noqa: E402
 from ldpsim.sim.studies import study_of  # noqa: E402
 from ldpsim.study import REQUIRED_HOOKS, Study  # noqa: E402
 from tests.sim.helpers import MULTIPARTY, PLAIN_AND_MEMOISED, collection_text, scenario_text  # noqa: E402
@@ -172,51 +168,32 @@ def test_tables_plot_and_console_run(kind, runs):
 
 
 # ----------------------------------------------------------------------------- a toy fifth kind
-class CoinSpec(BaseModel):
-    kind: str = "coin"
-    name: str
-    p: float = 0.5
-    flips: int = 100
-    simulation: SimulationSpec = SimulationSpec()
+def _docstring_example() -> tuple[dict, str]:
+    """The complete example of :mod:`ldpsim.study`'s docstring, run here: the kind it defines
+    (everything before it registers the kind) as a namespace, and its last lines."""
+    import textwrap
+
+    import ldpsim.study
+
+    code = textwrap.dedent(ldpsim.study.__doc__.split(".. code-block:: python\n", 1)[1])
+    kind, rest = code.split("kinds.register(", 1)
+    namespace: dict = {"__name__": "ldpsim_study_docstring_example"}
+    exec(compile(kind, "ldpsim/study.py (docstring example)", "exec", dont_inherit=True), namespace)
+    return namespace, "kinds.register(" + rest
 
 
-@dataclasses.dataclass(frozen=True)
-class CoinScenario(BuiltScenario):
-    kind = "coin"
-
-    def rebuild(self, spec):
-        return dataclasses.replace(self, spec=spec)
+EXAMPLE, EXAMPLE_TAIL = _docstring_example()
+CoinStudy = EXAMPLE["CoinStudy"]
 
 
-class CoinStudy(Study):
-    """The example of :mod:`ldpsim.study`: a biased coin flipped ``flips`` times."""
-
-    kind = "coin"
-    columns = ("replication", "heads")
-
-    @classmethod
-    def parse(cls, text, where):
-        return CoinScenario(CoinSpec(**read_toml(text, where)), text, where)
-
-    def run_replication(self, index, seed, shared):
-        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index,)))
-        heads = rng.binomial(self.scenario.spec.flips, self.scenario.spec.p)
-        return pd.DataFrame({"replication": [index], "heads": [heads]})
-
-    def read_results(self, path):
-        return pd.read_csv(path)
-
-    def tables(self, results):
-        return {"heads": results[["heads"]].describe()}
-
-    def render_report(self, results, seed):
-        return {"summary.md": f"mean heads {results['heads'].mean():g}\n".encode()}, None
-
-    def plot(self, ax, results, *, replication=None, quantity=None, **kw):
-        ax.plot(results["replication"], results["heads"], "o", **kw)
-
-    def console(self, result):
-        return [f"{self.scenario.name}: mean heads {result.results['heads'].mean():g}"]
+def test_the_docstring_example_runs_as_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "coin.toml").write_text(COIN)
+    try:
+        exec(compile(EXAMPLE_TAIL, "ldpsim/study.py (docstring example)", "exec", dont_inherit=True), dict(EXAMPLE))
+    finally:
+        kinds.unregister("coin")
+    assert (tmp_path / "coin-run" / "summary.md").read_text().startswith("mean heads ")
 
 
 COIN = """
