@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests.fuzz_api import catalog_cases, check_catalog_case, check_privacy_case, privacy_cases
+from tests.properties import examples
 
 FUZZ = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
@@ -26,14 +27,14 @@ def test_privacy_accounting_at_extreme_arguments(call):
 
 
 @pytest.mark.slow
-@settings(max_examples=5000, **FUZZ)
+@settings(max_examples=examples(5000), **FUZZ)
 @given(catalog_cases())
 def test_catalog_entries_at_extreme_parameters_thousands(case):
     check_catalog_case(case)
 
 
 @pytest.mark.slow
-@settings(max_examples=5000, **FUZZ)
+@settings(max_examples=examples(5000), **FUZZ)
 @given(privacy_cases())
 def test_privacy_accounting_at_extreme_arguments_thousands(call):
     check_privacy_case(call)

@@ -20,6 +20,7 @@ import contextlib
 import io
 import json
 import math
+import os
 import re
 import signal
 import time
@@ -669,7 +670,20 @@ def check_run(text: str, work: Path) -> str:
     ``"clean"`` (refused in one line) or ``"heavy"`` (valid, but more work than a test
     case should run: loaded only), or raise AssertionError describing what went wrong.
     A file estimated at days of work (``ABSURD_SECONDS``) must be refused within
-    ``REFUSAL_BOUND`` seconds."""
+    ``REFUSAL_BOUND`` seconds. With ``LDPSIM_FUZZ_FAILURES=path`` every failing case is also
+    appended to that file as it happens (a long slow tier need not end to show its first
+    finding)."""
+    try:
+        return _check_run(text, work)
+    except AssertionError as exc:
+        log = os.environ.get("LDPSIM_FUZZ_FAILURES")
+        if log:
+            with open(log, "a", encoding="utf-8") as f:
+                f.write(f"--- {exc}\n{text!r}\n")
+        raise
+
+
+def _check_run(text: str, work: Path) -> str:
     work.mkdir(parents=True, exist_ok=True)
     if not (work / "data").exists():  # the tables the shipped scenarios read, as next to them
         (work / "data").symlink_to(SCENARIOS / "data", target_is_directory=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from tests.properties import examples
 from tests.sim.fuzz_paths import check_table_case, table_cases
 
 FUZZ = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None)
@@ -21,14 +22,14 @@ def _check(case) -> None:
         check_table_case(case, Path(work))
 
 
-@settings(max_examples=30, **FUZZ)  # 2,000 in the slow run below
+@settings(max_examples=30, **FUZZ)  # 600 in the slow run below
 @given(table_cases())
 def test_hostile_tables_and_paths_run_or_fail_in_one_line(case):
     _check(case)
 
 
 @pytest.mark.slow
-@settings(max_examples=2000, **FUZZ)
+@settings(max_examples=examples(600), **FUZZ)
 @given(table_cases())
 def test_hostile_tables_and_paths_run_or_fail_in_one_line_thousands(case):
     _check(case)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from tests.properties import examples
 from tests.sim.fuzz_runs import check_tampered_run, tamper_cases
 
 FUZZ = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None)
@@ -20,14 +21,14 @@ def _check(case) -> None:
         check_tampered_run(case, Path(work))
 
 
-@settings(max_examples=10, **FUZZ)  # 1,000 in the slow run below
+@settings(max_examples=10, **FUZZ)  # 300 in the slow run below
 @given(tamper_cases())
 def test_tampered_run_folders_resume_and_report_or_fail_in_one_line(case):
     _check(case)
 
 
 @pytest.mark.slow
-@settings(max_examples=1000, **FUZZ)
+@settings(max_examples=examples(300), **FUZZ)
 @given(tamper_cases())
 def test_tampered_run_folders_resume_and_report_or_fail_in_one_line_thousands(case):
     _check(case)

@@ -1,6 +1,7 @@
 """The scenario fuzzers (tests/sim/fuzz.py) in the suite: every generated file, valid or
 not, either runs to a complete report (exit 0) or is refused in one line (exit 2); never a
-traceback, a warning or a hang. A few hundred cases by default, thousands under ``slow``.
+traceback, a warning or a hang. Ninety cases by default, 2,400 under ``slow`` (sized to fit CI;
+five times as many, freshly drawn, under ``HYPOTHESIS_PROFILE=explore``: tests.properties.examples).
 
 Set ``LDPSIM_FUZZ_REPORT=path`` to have the outcome counts written there at the end."""
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from tests.properties import examples
 from tests.sim.fuzz import (
     OUTCOMES,
     check_run,
@@ -32,14 +34,14 @@ def _check(text: str) -> None:
         check_run(text, Path(work))
 
 
-@settings(max_examples=150, **FUZZ)  # 4,000 in the slow run below
+@settings(max_examples=60, **FUZZ)  # 1,500 in the slow run below
 @given(scenario_texts())
 def test_generated_scenarios_run_or_fail_in_one_line(text):
     _check(text)
 
 
 @pytest.mark.slow
-@settings(max_examples=4000, **FUZZ)
+@settings(max_examples=examples(1500), **FUZZ)
 @given(scenario_texts())
 def test_generated_scenarios_run_or_fail_in_one_line_thousands(text):
     _check(text)
@@ -53,7 +55,7 @@ KINDS = {"collection": collection_docs, "questions": questions_docs, "multiparty
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_generated_files_of_each_new_kind_run_or_fail_in_one_line(kind):
-    @settings(max_examples=25, **FUZZ)  # 1,000 each in the slow run below
+    @settings(max_examples=10, **FUZZ)  # 300 each in the slow run below
     @given(KINDS[kind]().map(to_toml))
     def run(text):
         _check(text)
@@ -64,7 +66,7 @@ def test_generated_files_of_each_new_kind_run_or_fail_in_one_line(kind):
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_generated_files_of_each_new_kind_run_or_fail_in_one_line_thousands(kind):
-    @settings(max_examples=1000, **FUZZ)
+    @settings(max_examples=examples(300), **FUZZ)
     @given(KINDS[kind]().map(to_toml))
     def run(text):
         _check(text)
