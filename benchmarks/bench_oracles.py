@@ -701,7 +701,7 @@ def mse_peer(
             _, est = _peer_run(case, k, xs)
             if raw is not None:
                 assert len(raw) == r + 1, "the peer's MI was not called exactly once"
-                shipped[r] = float(np.sum((est - prior) ** 2))  # type: ignore[index]
+                shipped[r] = float(np.sum((est - prior) ** 2))
                 est = raw[-1]
             err[r] = float(np.sum((est - prior) ** 2))
     return err, shipped

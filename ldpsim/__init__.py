@@ -13,7 +13,9 @@ from ldpsim.errors import LdpSimError
 
 if TYPE_CHECKING:  # what static tools see; at run time each name is imported on first use
     from ldpsim.analyst import frequency_estimate
-    from ldpsim.mechanisms import (
+
+    # no-redef: ldpsim.mechanisms.randomized_response is both a submodule and the function imported here
+    from ldpsim.mechanisms import (  # type: ignore[no-redef]
         FiniteMechanism,
         MatrixMechanism,
         RandomizedResponse,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 #: Clients the demo simulates at most (about a minute), in chunks of CHUNK (bounded memory).
 MAX_N = 10**9
@@ -78,4 +78,4 @@ def run_demo(n: int, k: int, eps: float, seed: int | None = None) -> Demo:
             ),
         }
     )
-    return Demo(n, mech, root.entropy, elapsed, frame)
+    return Demo(n, mech, cast(int, root.entropy), elapsed, frame)  # an int: the seed given, or one drawn

@@ -40,7 +40,7 @@ import threading
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Iterator, Literal
 
 from ldpsim.errors import LdpSimError
 
@@ -355,7 +355,7 @@ class OutputFolder:
 
     def __init__(
         self,
-        path: str | Path,
+        path: str | os.PathLike[str],
         *,
         force: bool = False,
         option: str = "--out",
@@ -374,7 +374,7 @@ class OutputFolder:
     @classmethod
     def of(
         cls,
-        out: str | Path | None,
+        out: str | os.PathLike[str] | None,
         default: str | Path,
         *,
         force: bool = False,
@@ -469,7 +469,7 @@ class OutputFolder:
     def __enter__(self) -> "OutputFolder":
         return self.open()
 
-    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> Literal[False]:
         if exc is None:
             self.commit()
             return False

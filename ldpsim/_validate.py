@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -118,7 +118,7 @@ def over_deltas(values: object, scalar: Callable[[float], float]) -> Any:
     """``scalar(d)`` for one delta in [0, 1], or elementwise over an array of them (floats of
     the same shape); each element is checked, and named ``delta[i]`` when it is wrong. The
     one way a mechanism's ``epsilon(delta)`` takes a scalar or an array."""
-    if np.ndim(values) == 0:
+    if np.ndim(cast(Any, values)) == 0:
         return scalar(delta(values, "delta"))
     arr = np.asarray(values)
     flat = [delta(d, f"delta[{i}]") for i, d in enumerate(arr.reshape(-1).tolist())]

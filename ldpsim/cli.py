@@ -24,10 +24,13 @@ import contextlib
 import os
 import sys
 from dataclasses import replace
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence, cast
 
 from ldpsim._text import KEEP, WIDTH, plain, plural, shorten, table, wrap
 from ldpsim.errors import LdpSimError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,7 +43,7 @@ class _Parser(argparse.ArgumentParser):
 class _Version(argparse._VersionAction):
     """``--version``, reading the installed version only when asked (not for every command)."""
 
-    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+    def __call__(self, parser, namespace, values, option_string=None):
         from ldpsim import __version__
 
         self.version = f"ldpsim {__version__}"
@@ -493,7 +496,10 @@ def _run(args: argparse.Namespace) -> int:
             from ldpsim.sim.scenario import allow_long_runs, load_scenario
 
             with allow_long_runs(args.allow_long_run):
-                scenario = load_scenario(resolve(args.file), allow_outside_data=args.allow_outside_data)  # before any
+                # args.file is set here (checked above)
+                scenario = load_scenario(
+                    resolve(cast(str, args.file)), allow_outside_data=args.allow_outside_data
+                )  # before any
             # cluster starts: a bad file fails at once
             from ldpsim.runs import check_shards
             from ldpsim.sim.studies import study_of
@@ -581,7 +587,7 @@ def _sweep(args: argparse.Namespace) -> int:
                 )
             else:
                 result = sw.run_sweep(
-                    path,
+                    cast("Path", path),  # set above when not resuming
                     args.grid,
                     seed=args.seed,
                     replications=args.replications,
@@ -622,7 +628,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _cluster(spec: str | None):  # type: ignore[no-untyped-def]
+def _cluster(spec: str | None):
     """The Dask cluster of ``--scheduler`` for the block (None without one); says where its
     dashboard is."""
     if spec is None:
@@ -703,7 +709,7 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compose_items(pairs: Sequence[str] | None, mechanisms: Sequence[str] | None) -> list:  # type: ignore[type-arg]
+def _compose_items(pairs: Sequence[str] | None, mechanisms: Sequence[str] | None) -> list:
     """The items of ``ldpsim compose --pairs/--mechanism``: (eps, delta) pairs and mechanisms
     built from catalog specs, each with an optional ``xN`` (or ``*N``) count."""
     import math

@@ -51,7 +51,7 @@ from concurrent.futures import Executor, Future, as_completed
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Literal
 
 import numpy as np
 import pandas as pd
@@ -364,7 +364,7 @@ def run_study(
         meta["shards"] = o.shards
     shared = study.shared()  # before any folder: a scenario this refuses leaves nothing behind
     with Creation(run_dir, option, default=out is None) as made:
-        made.lock = DirectoryLock(run_dir, option).acquire()
+        made.lock = lock = DirectoryLock(run_dir, option).acquire()
         if stopped_while_starting(run_dir):
             clear_start(run_dir)
         refuse_used(run_dir, option, ignore=(LOCK_NAME,))  # another process may have been quicker
@@ -375,7 +375,7 @@ def run_study(
         write_bytes(run_dir / "scenario.toml", study.scenario.source.encode())
         for name, data in inputs.items():
             write_input(run_dir, name, data)
-    return _execute(run_dir, study, seed, meta, o, made.lock, shared=shared, made=made)
+    return _execute(run_dir, study, seed, meta, o, lock, shared=shared, made=made)
 
 
 def resume_study(
@@ -738,7 +738,7 @@ class Creation:
             raise LdpSimError(self._message(exc)) from None
         return self
 
-    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> Literal[False]:
         if exc is None:
             return False
         self.undo()
@@ -808,6 +808,7 @@ def _execute(
         done = total - len(todo)
         if own:
             executor = SequentialExecutor() if workers == 1 else start_pool(workers)
+        assert executor is not None  # the caller's, or the one started just above
         finished_now = 0
         if made is None:
             shared = study.shared()

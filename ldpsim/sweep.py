@@ -440,9 +440,9 @@ def _plan(base_text: str, where: str, raw: dict[str, Any], g: Grid, option: str,
     points = []
     combos = g.points()
     width = max(3, len(str(len(combos) - 1)))
-    for i, values in enumerate(combos):
+    for i, chosen in enumerate(combos):
         raw_i = base
-        for key, value in values.items():
+        for key, value in chosen.items():
             raw_i = _set(raw_i, key, value)
         text = to_toml(raw_i)
         try:
@@ -450,8 +450,8 @@ def _plan(base_text: str, where: str, raw: dict[str, Any], g: Grid, option: str,
             if replications is not None:
                 scenario = scenario.with_overrides(replications=replications)
         except LdpSimError as exc:
-            raise LdpSimError(f"{option}: grid point {i} of {len(combos)} ({_describe(values)}): {exc}") from None
-        points.append(Point(i, _label(i, width, values), values, text, scenario))
+            raise LdpSimError(f"{option}: grid point {i} of {len(combos)} ({_describe(chosen)}): {exc}") from None
+        points.append(Point(i, _label(i, width, chosen), chosen, text, scenario))
     return Plan(base_text, where, base, g, points)
 
 
@@ -543,7 +543,7 @@ def run_sweep(
     check_input_names(inputs, "population.file", SWEEP_FILES)
     # made as a run directory is: what this made goes again if the start fails
     with Creation(out_dir, "--out", default=out is None) as made:
-        made.lock = DirectoryLock(out_dir, "--out").acquire()
+        made.lock = lock = DirectoryLock(out_dir, "--out").acquire()
         refuse_used(out_dir, "--out", ignore=(LOCK_NAME,))  # another process may have been quicker
         made.owned = True
 
@@ -567,7 +567,7 @@ def run_sweep(
             "inputs": {name: hashlib.sha256(data).hexdigest() for name, data in inputs.items()},
         }
         write_json(out_dir / SWEEP_JSON, record)
-    return _execute(out_dir, p, record, seed, reps, options, interrupt_within, made.lock)
+    return _execute(out_dir, p, record, seed, reps, options, interrupt_within, lock)
 
 
 def resume_sweep(
@@ -769,7 +769,7 @@ def _cell(value: Any) -> str:
 def tidy_csv(keys: Sequence[str], run_dirs: Sequence[Path], values: Sequence[Mapping[str, Any]] | None = None) -> bytes:
     """sweep.csv: the swept keys' values as leading columns, then every row of each point's
     results.csv with its cells as they are in that file (read as text, not parsed)."""
-    frames = []
+    frames: list[pd.DataFrame] = []
     for run_dir in run_dirs:
         meta_values = values[len(frames)] if values is not None else None
         with open_input(run_dir / "results.csv") as f:

@@ -351,7 +351,7 @@ class Run:
         """The summary tables of the run's report, by name, from the report modules (the
         study's ``tables``; its docstring names them, e.g. a survey's ``final``,
         ``error_by_n``, ``error_norms``, ``other_tasks``, ``engine``)."""
-        return self.study.tables(self.results)  # type: ignore[no-any-return]
+        return self.study.tables(self.results)
 
     def plot(
         self, ax: Axes | None = None, *, replication: int | None = None, quantity: str | None = None, **kw: Any

@@ -77,13 +77,13 @@ def test_output_piped_into_a_closed_reader_ends_quietly():
     assert proc.stdout.startswith("ldpsim demo")
 
 
-def test_bare_ldpsim_prints_usage_and_exits_2(cli) -> None:  # type: ignore[no-untyped-def]
+def test_bare_ldpsim_prints_usage_and_exits_2(cli) -> None:
     r = cli()
     assert r.returncode == 2
     assert "usage: ldpsim" in r.stderr and "compose" in r.stderr and "COMMAND: got nothing" in r.stderr
 
 
-def test_scenarios_lists_the_shipped_files_and_copies_one(cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_scenarios_lists_the_shipped_files_and_copies_one(cli, tmp_path) -> None:
     from ldpsim import _shipped
 
     listed = cli("scenarios")
@@ -100,7 +100,7 @@ def test_scenarios_lists_the_shipped_files_and_copies_one(cli, tmp_path) -> None
     assert checked.returncode == 0 and "a valid survey scenario" in checked.stdout
 
 
-def test_check_validates_without_running_and_names_a_misspelled_key(cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_check_validates_without_running_and_names_a_misspelled_key(cli, tmp_path) -> None:
     from tests.sim.helpers import scenario_text
 
     good = tmp_path / "good.toml"
@@ -117,7 +117,7 @@ def test_check_validates_without_running_and_names_a_misspelled_key(cli, tmp_pat
     assert r.returncode == 2 and "did you mean 'survey'?" in r.stderr
 
 
-def test_report_rebuilds_a_run_and_the_index(cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_report_rebuilds_a_run_and_the_index(cli, tmp_path) -> None:
     from tests.sim.helpers import scenario_text
 
     path = tmp_path / "s.toml"

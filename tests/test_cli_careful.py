@@ -104,20 +104,20 @@ def no_temporaries(root: Path) -> None:
     assert left == [], left
 
 
-def one_line(r, code: int) -> str:  # type: ignore[no-untyped-def]
+def one_line(r, code: int) -> str:
     assert r.returncode == code, (r.returncode, r.stdout, r.stderr)
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
     return lines[0]
 
 
-def must_not_run(monkeypatch, target: str, skip=None) -> None:  # type: ignore[no-untyped-def]
+def must_not_run(monkeypatch, target: str, skip=None) -> None:
     """Replace ``target`` (module path + attribute) by a function failing the test if it is
     called for work (``skip(*args, **kwargs)`` true: an argument check, let through)."""
     module, attr = target.rsplit(".", 1)
     real = getattr(__import__(module, fromlist=[attr]), attr)
 
-    def guard(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def guard(*args, **kwargs):
         if skip is not None and skip(*args, **kwargs):
             return real(*args, **kwargs)
         raise AssertionError(f"{target} ran: the work started before the output folder was checked")
@@ -125,12 +125,12 @@ def must_not_run(monkeypatch, target: str, skip=None) -> None:  # type: ignore[n
     monkeypatch.setattr(target, guard)
 
 
-def interrupt(monkeypatch, target: str, skip=None) -> None:  # type: ignore[no-untyped-def]
+def interrupt(monkeypatch, target: str, skip=None) -> None:
     """Make ``target`` raise KeyboardInterrupt, as Ctrl-C does in the middle of the work."""
     module, attr = target.rsplit(".", 1)
     real = getattr(__import__(module, fromlist=[attr]), attr)
 
-    def ctrl_c(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def ctrl_c(*args, **kwargs):
         if skip is not None and skip(*args, **kwargs):
             return real(*args, **kwargs)
         raise KeyboardInterrupt
@@ -164,7 +164,7 @@ def test_an_unwritable_out_is_one_line_and_exit_2_before_any_work(name, where, t
             # read-only folder would for anyone else
             ro, real_mkdir = (tmp_path / "ro").resolve(), Path.mkdir
 
-            def refusing_mkdir(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            def refusing_mkdir(self, *args, **kwargs):
                 if self.resolve().parent == ro or ro in self.resolve().parents:
                     raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
                 return real_mkdir(self, *args, **kwargs)
@@ -292,7 +292,7 @@ def test_a_full_disk_while_writing_is_one_line_and_leaves_nothing(name, tmp_path
     argv = argv_of(name, tmp_path)
     before = tree(tmp_path)
 
-    def full(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(COMMANDS[name].late, full)

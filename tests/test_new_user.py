@@ -246,7 +246,7 @@ def test_no_progress_bar_is_left_on_the_terminal_at_the_end(tmp_path, cli, termi
 
 
 # --------------------------------------------------------------------------- item 13: scenarios copy
-def _one_line(r, code: int = 2) -> str:  # type: ignore[no-untyped-def]
+def _one_line(r, code: int = 2) -> str:
     assert r.returncode == code, (r.returncode, r.stderr)
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     return r.stderr.strip()
@@ -273,17 +273,17 @@ def test_scenarios_copy_under_a_file_is_one_line_and_exit_2(tmp_path, cli):
     assert r.stdout == "" and _tree(tmp_path) == before
 
 
-def _refuse_writes_under(ro: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def _refuse_writes_under(ro: Path, monkeypatch) -> None:
     """Make ``ro`` read-only: by its mode where permissions are enforced, and for root (who
     bypasses them) by a file system that refuses to make anything under it."""
     ro.mkdir(mode=0o500)
     real_mkdir = Path.mkdir
 
     def refused(path: object) -> bool:
-        p = Path(os.fspath(path)).resolve()  # type: ignore[arg-type]
+        p = Path(os.fspath(path)).resolve()
         return p.parent == ro.resolve() or ro.resolve() in p.parents
 
-    def mkdir(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def mkdir(self, *args, **kwargs):
         if refused(self):
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
         return real_mkdir(self, *args, **kwargs)
@@ -319,7 +319,7 @@ def test_scenarios_copy_that_fails_while_writing_leaves_nothing_it_made(tmp_path
 
     real, calls = _shipped.write_bytes, []
 
-    def full_disk(path, data):  # type: ignore[no-untyped-def]
+    def full_disk(path, data):
         calls.append(path)
         if len(calls) == 2:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))

@@ -71,7 +71,7 @@ replications = 1
 """
 
 
-def _run(cli, tmp_path: Path, text: str) -> Path:  # type: ignore[no-untyped-def]
+def _run(cli, tmp_path: Path, text: str) -> Path:
     (tmp_path / "s.toml").write_text(text, encoding="utf-8")
     proc = cli("run", "s.toml", "--out", "out", "--no-progress", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -318,14 +318,14 @@ def test_reproduce_table_wraps_long_quantities_at_words():
 
 
 # ---------------------------------------------------------------- item 19: figures
-def _capture(monkeypatch):  # type: ignore[no-untyped-def]
+def _capture(monkeypatch):
     """The figures the survey report draws: per figure, its titles, texts and the y-data of
     each visible panel's lines (png_bytes is replaced, so nothing is rendered)."""
     from ldpsim.report import survey
 
     got = []
 
-    def grab(fig):  # type: ignore[no-untyped-def]
+    def grab(fig):
         import matplotlib.pyplot as plt
 
         panels = []

@@ -383,7 +383,7 @@ def confidence_intervals(
         alpha /= mechanism.k
     if method == "normal":
         z = z_value(conf, mechanism.k if simultaneous else 1)
-        half = z * np.sqrt(mechanism.plugin_variance(f, float(n)))
+        half: float | NDArray[np.float64] = z * np.sqrt(mechanism.plugin_variance(f, float(n)))
     elif method == "conservative":
         half = hoeffding(mechanism.inversion_coefficient_range(), int(n), alpha)
     else:

@@ -52,7 +52,7 @@ def nonresponse_bias(prior: ArrayLike, response_rates: ArrayLike) -> NDArray[np.
             response_rates,
             "rates under which some respondent answers (p . r > 0)",
         )
-    return p * r / rate - p  # type: ignore[no-any-return]
+    return p * r / rate - p
 
 
 @dataclass(frozen=True)

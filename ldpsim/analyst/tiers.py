@@ -55,7 +55,7 @@ __all__ = [
 
 def _mechanisms(mechanisms: Any) -> list[FrequencyOracle]:
     try:
-        mechs = list(mechanisms)
+        mechs: list[FrequencyOracle] = list(mechanisms)
     except TypeError:
         raise invalid("mechanisms", mechanisms, "a sequence of frequency oracles, one per tier") from None
     if not mechs:
@@ -127,7 +127,7 @@ class TierDesign:
     @property
     def best_single_variance(self) -> NDArray[np.float64]:
         """Per answer, the smallest variance of one tier alone (at its size)."""
-        return self.tier_variances.min(axis=0)  # type: ignore[no-any-return]
+        return self.tier_variances.min(axis=0)
 
 
 def _naive(
@@ -223,7 +223,7 @@ def combine_tiers(
     t_count = len(mechs)
     k = mechs[0].k
     try:
-        cts = list(counts)  # type: ignore[arg-type]
+        cts = list(counts)
     except TypeError:
         raise invalid("counts", counts, "a sequence of count arrays, one per tier") from None
     if len(cts) != t_count:

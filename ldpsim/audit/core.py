@@ -154,7 +154,7 @@ def sampler_of(mechanism: Any) -> Sampler:
     method is accepted; anything else raises."""
     sample = getattr(mechanism, "sample", None)
     if callable(sample):
-        return sample  # type: ignore[no-any-return]
+        return sample
     raise invalid(
         "mechanism", mechanism, "a mechanism with sample(x, n, rng) (the mechanism contract) or a sampler function"
     )
@@ -168,7 +168,7 @@ def density_of(mechanism: Any) -> LogDensity | None:
     ld = getattr(mechanism, "log_density", None)
     if not callable(ld) or not getattr(mechanism, "has_density", True):
         return None
-    return ld  # type: ignore[no-any-return]
+    return ld
 
 
 def _draw(sampler: Sampler, x: Any, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from ldpsim.audit.witnesses import LogDensity, _log_ratio, _lr_floor, trailing_zeros
@@ -71,9 +71,9 @@ def _selection_z(z: float, candidates: int) -> float:
     return float(stats.norm.isf(a / 2.0 / max(candidates, 1)))
 
 
-def _best(score: NDArray, lo_p: NDArray) -> int:
+def _best(score: ArrayLike, lo_p: ArrayLike) -> int:
     """Index of the highest score; ties (e.g. several ``inf``) go to the largest ``lo_p``."""
-    return int(np.lexsort((lo_p, score))[-1])
+    return int(np.lexsort((np.asarray(lo_p), np.asarray(score)))[-1])
 
 
 def _finite_select(
@@ -228,7 +228,7 @@ def _real_select(
             if w is None:
                 decoders.append(event)
             else:
-                decoders.append(lambda b, event=event, w=w: {**event(b), "w": w.tolist()})
+                decoders.append(lambda b, event=event, w=w: {**event(b), "w": w.tolist()})  # type: ignore[misc]
     if ld is not None:
         lp_s, lq_s = np.sort(_log_ratio(ld, x, xp, sp)), np.sort(_log_ratio(ld, x, xp, sq))
         pooled = np.concatenate([lp_s, lq_s])
@@ -241,13 +241,13 @@ def _real_select(
             hp_parts.append(n_p - np.searchsorted(lp_s, _lr_floor(cgrid), side="left"))  # #{L >= c - tol}
             hq_parts.append(n_q - np.searchsorted(lq_s, _lr_floor(cgrid), side="left"))
             zero_parts.append(cgrid == np.inf)  # L = inf: density 0 under xp
-            decoders.append(lambda b, cgrid=cgrid: {"kind": "likelihood_ratio", "c": float(cgrid[b])})
+            decoders.append(lambda b, cgrid=cgrid: {"kind": "likelihood_ratio", "c": float(cgrid[b])})  # type: ignore[misc]
             if exact_floats:  # the same events without the tolerance: L(y) >= c exactly
                 hp_parts.append(n_p - np.searchsorted(lp_s, cgrid, side="left"))
                 hq_parts.append(n_q - np.searchsorted(lq_s, cgrid, side="left"))
                 zero_parts.append(cgrid == np.inf)
                 decoders.append(
-                    lambda b, cgrid=cgrid: {"kind": "likelihood_ratio", "c": float(cgrid[b]), "exact": True}
+                    lambda b, cgrid=cgrid: {"kind": "likelihood_ratio", "c": float(cgrid[b]), "exact": True}  # type: ignore[misc]
                 )
     sizes = np.cumsum([0] + [h.size for h in hp_parts])
     hp, hq, zero = np.concatenate(hp_parts), np.concatenate(hq_parts), np.concatenate(zero_parts)

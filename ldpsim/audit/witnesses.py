@@ -126,7 +126,7 @@ def _check_event(event: Any) -> dict[str, Any]:
             if (
                 isinstance(val, bool)
                 or not isinstance(val, (numbers.Integral, np.integer))
-                or not -(2**63) <= val < 2**63
+                or not -(2**63) <= int(val) < 2**63
             ):
                 raise invalid("event values", val, "integer outputs (or vectors of integers) within int64")
         if arr.ndim == 1:

@@ -29,7 +29,7 @@ from this module.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -229,6 +229,10 @@ class _FiniteLogDensity(_Broken):
 
     exact_delta: ClassVar[bool] = True
 
+    if TYPE_CHECKING:  # each subclass defines it; declared here for the type checker only
+
+        def matrix(self) -> NDArray[np.float64]: ...
+
     def _row_index(self, x: Any) -> int:
         try:
             xa = np.asarray(x)
@@ -242,7 +246,7 @@ class _FiniteLogDensity(_Broken):
     def _log_row(self, i: int) -> NDArray[np.float64]:
         """log of row ``i`` of ``matrix()`` (``-inf`` at probability 0)."""
         with np.errstate(divide="ignore"):
-            return np.log(self.matrix()[i])  # type: ignore[attr-defined, no-any-return]
+            return np.log(self.matrix()[i])
 
     def log_density(self, x: Any, y: ArrayLike) -> float | NDArray[np.float64]:
         """log of the probability of output code ``y`` under input ``x``:
@@ -257,12 +261,12 @@ class _FiniteLogDensity(_Broken):
         if fm is None:
             from ldpsim.mechanisms.finite import from_matrix  # local: finite imports nothing of ours
 
-            fm = self.__dict__["_fm"] = from_matrix(self.matrix())  # type: ignore[attr-defined]
+            fm = self.__dict__["_fm"] = from_matrix(self.matrix())
         return fm
 
     def delta(self, eps: ArrayLike) -> float | NDArray[np.float64]:
         """Exact hockey-stick divergence of ``matrix()``, maximised over ordered pairs of its rows."""
-        return self._finite().delta(eps)  # type: ignore[no-any-return]
+        return self._finite().delta(eps)
 
     def _epsilon_at(self, delta: float) -> float:
         """The inverse of :meth:`delta` from the matrix (bisection on the floats, so that
@@ -549,6 +553,8 @@ class _SVT(_Broken):
     ``rho ~ Lap(2/eps)``, query noise ``nu_i ~ Lap(4/eps)``; answer ``T`` (top) when
     ``q_i + nu_i >= T + rho``. Sensitivity 1."""
 
+    n_queries: int  # set by each subclass's _setup
+
     def _setup(self, eps: float, T: float) -> None:
         self.claimed_eps = _eps(eps)
         self.T = v.real(T, "T", "a finite real number")  # the threshold
@@ -685,7 +691,7 @@ class SVTNoCutoff(_FiniteLogDensity, _SVT):
                 f"a smaller eps for svt_no_cutoff at m = {self.m} (some output probabilities of the pair "
                 "underflow the doubles, so its exact eps cannot be computed)",
             )
-        self.true_eps = from_matrix(self.matrix()).epsilon()
+        self.true_eps = float(from_matrix(self.matrix()).epsilon())
 
     def matrix(self) -> NDArray[np.float64]:
         if self._matrix is None:

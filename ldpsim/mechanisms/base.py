@@ -88,7 +88,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -141,7 +141,7 @@ class Mechanism(ABC):
     def __eq__(self, other: object) -> bool:
         if type(self) is not type(other):
             return NotImplemented
-        return _same(self.params, other.params)  # type: ignore[attr-defined]
+        return _same(self.params, other.params)
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, _hashable(self.params)))
@@ -293,7 +293,7 @@ class FrequencyOracle(Mechanism):
                 raise LdpSimError(
                     f"mechanism: got {self!r}, expected a support matrix of full row rank {self.k} to invert"
                 )
-            cached = np.linalg.pinv(s.T)
+            cached = cast(NDArray[np.float64], np.linalg.pinv(s.T))
             cached.setflags(write=False)
             self.__dict__["_pinv_cache"] = cached
         return cached
@@ -348,7 +348,7 @@ class FrequencyOracle(Mechanism):
     def possible_outputs(self) -> NDArray[np.bool_]:
         """Mask of the statistic's entries that some input makes positive with positive
         probability."""
-        return (self.support_matrix > 0).any(axis=0)  # type: ignore[no-any-return]
+        return cast(NDArray[np.bool_], (self.support_matrix > 0).any(axis=0))  # axis=0 of a matrix: an array
 
     def inversion_coefficient_range(self) -> NDArray[np.float64]:
         """Per input ``x``: ``max - min`` over possible reports of their contribution to the

@@ -114,7 +114,7 @@ class Entry:
 
     def builder_fn(self) -> Callable[..., Any]:
         module, _, attr = self.builder.partition(":")
-        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+        return getattr(importlib.import_module(module), attr)
 
     def build(self, *, strict: bool = False, **params: Any) -> Any:
         """The mechanism with ``params`` (the others at their defaults)."""
@@ -702,7 +702,7 @@ def parse(spec: str) -> Built:
     if not name:
         raise invalid("spec", spec, SPEC_FORM)
     e = entry(name)
-    given: dict[str, str] = {}
+    given: dict[str, Any] = {}
     if sep:
         if not rest.strip():
             raise invalid("spec", spec, SPEC_FORM + " (parameters after ':')")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import struct
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -99,7 +99,7 @@ class FiniteMechanism(FrequencyOracle):
         self.k = int(k)
         self.m = int(m)
         self.output_size = self.m
-        self.name = name
+        self.name = name  # type: ignore[misc]  # per instance here (the family's name is a class constant elsewhere)
         self._params: dict[str, Any] = dict(params or {})
         self.input_labels = _labels(input_labels, self.k, "input_labels")
         self.output_labels = _labels(output_labels, self.m, "output_labels")
@@ -191,7 +191,8 @@ class FiniteMechanism(FrequencyOracle):
         return float(out) if np.ndim(y) == 0 else out
 
     # ----------------------------------------------------------------- privacy
-    def epsilon(self, delta: ArrayLike = 0.0) -> float | NDArray[np.float64]:
+    # wider than Mechanism.epsilon: also elementwise over an array of deltas
+    def epsilon(self, delta: ArrayLike = 0.0) -> float | NDArray[np.float64]:  # type: ignore[override]
         """The smallest eps at which the mechanism is (eps, delta)-LDP (``inf`` if none).
 
         ``delta = 0``: the exact pure eps ``max_y log(max_x Q[x,y] / min_x Q[x,y])``
@@ -307,7 +308,7 @@ class FiniteMechanism(FrequencyOracle):
         q = self.matrix
         if np.linalg.matrix_rank(q) < self.k:
             raise invalid("mechanism", self, f"a matrix of full row rank {self.k} to invert")
-        a = np.linalg.pinv(q.T)
+        a = cast(NDArray[np.float64], np.linalg.pinv(q.T))
         a.setflags(write=False)
         return a
 
@@ -359,7 +360,7 @@ class FiniteMechanism(FrequencyOracle):
 
     def possible_outputs(self) -> NDArray[np.bool_]:
         """Mask of the output codes that some input produces with positive probability."""
-        return (self.matrix > 0).any(axis=0)  # type: ignore[no-any-return]
+        return cast(NDArray[np.bool_], (self.matrix > 0).any(axis=0))  # axis=0 of a matrix: an array
 
     # ----------------------------------------------------------------- the frequency-oracle view
     @property

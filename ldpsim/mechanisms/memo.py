@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -223,7 +224,7 @@ class Memoised(FiniteMechanism):
         return self.chain._sample_counts(n, rng)
 
     @property
-    def inversion_matrix(self) -> NDArray[np.float64]:  # type: ignore[override]
+    def inversion_matrix(self) -> NDArray[np.float64]:
         return self.chain.inversion_matrix
 
     def invert(self, f: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -355,7 +356,9 @@ class Memoised(FiniteMechanism):
         """``log((e^a e^u + k - 1)/(e^u + e^a + k - 2))`` with ``u = c b``, written as
         ``a + log(1 + (k - 1) e^-(a + u)) - log(1 + (e^a + k - 2) e^-u)`` (no overflow, no
         cancellation as ``u`` grows)."""
-        a, b, k = self.permanent.eps, self.instantaneous.eps, self.k
+        # called only for two randomised responses (see _rr_pair)
+        first, second = cast(RandomizedResponse, self.permanent), cast(RandomizedResponse, self.instantaneous)
+        a, b, k = first.eps, second.eps, self.k
         u = c * b
         log_rest = float(np.logaddexp(a, math.log(k - 2))) if k > 2 else a  # log(e^a + k - 2)
         value = a + float(np.logaddexp(0.0, math.log(k - 1) - a - u)) - float(np.logaddexp(0.0, log_rest - u))

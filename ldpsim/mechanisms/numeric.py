@@ -182,7 +182,7 @@ class BoundedNumeric(Mechanism):
         """Reports in unit coordinates for the unit answers ``u`` (any shape)."""
         raise NotImplementedError
 
-    def _report(self, z: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _report(self, z: NDArray[np.float64] | np.float64) -> NDArray[np.float64] | np.float64:
         return self._mid + self._half * z
 
     def privatize(self, values: ArrayLike, rng: RNGLike = None) -> NDArray[np.float64]:

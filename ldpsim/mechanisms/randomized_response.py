@@ -91,17 +91,17 @@ class RandomizedResponse(FiniteMechanism):
         return np.clip(var, 0.0, None)
 
     def inversion_std_error(self, marginal: NDArray[np.float64], n: int) -> NDArray[np.float64]:
-        return np.sqrt(marginal * (1.0 - marginal) / n) / self._keep()  # type: ignore[no-any-return]
+        return np.sqrt(marginal * (1.0 - marginal) / n) / self._keep()
 
     def inversion_coefficient_range(self) -> NDArray[np.float64]:
         # A = (I - p_other 1 1^T) / q: row x has 1 - p_other at y = x and -p_other elsewhere.
         return np.full(self.k, 1.0 / self._keep())
 
     def forward(self, p: NDArray[np.float64]) -> NDArray[np.float64]:
-        return self.keep * p + self.p_other * p.sum()  # type: ignore[no-any-return]
+        return self.keep * p + self.p_other * p.sum()
 
     def backward(self, g: NDArray[np.float64]) -> NDArray[np.float64]:
-        return self.p_keep * g + self.p_other * (g.sum() - g)  # type: ignore[no-any-return]
+        return self.p_keep * g + self.p_other * (g.sum() - g)
 
     def possible_outputs(self) -> NDArray[np.bool_]:
         return np.ones(self.k, dtype=bool)

@@ -220,7 +220,7 @@ def staircase_mechanism(
     order = np.argsort(first)
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
-    th = np.bincount(rank[where.reshape(-1)], weights=th, minlength=uniq.shape[0])
+    th = np.bincount(rank[where.reshape(-1)], weights=th, minlength=uniq.shape[0]).astype(np.float64, copy=False)
     bits = uniq[order]
     if bits.shape[0] * k > MAX_DENSE_ENTRIES:
         raise LdpSimError(f"theta: got {bits.shape[0]} non-zero weights, expected at most {MAX_DENSE_ENTRIES // k}")

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import sys
 from fractions import Fraction
-from typing import Callable
+from typing import Callable, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -356,10 +356,10 @@ class _Homogeneous:
         if h1 is not None and h2 is not None:
             log_s1 = float(self.pmf(np.array([float(last)]))[0]) + self.log_q + h1
             return log_s1, self.eps - self._gap(last, eps_t) + h2 - h1
-        log_s1 = self._log_cdf(last, flip=False)
-        if log_s1 is None:
+        log_cdf = self._log_cdf(last, flip=False)
+        if log_cdf is None:
             return None
-        return log_s1, self._log_es2(last, eps_t) - log_s1
+        return log_cdf, self._log_es2(last, eps_t) - log_cdf
 
     def _log_m_fast(self, eps_t: float, last: int) -> float:
         k, eps = self.compositions, self.eps
@@ -422,7 +422,7 @@ def optimal_log_delta(eps: float, delta: float, compositions: int, eps_total: Ar
     arr, scalar = _nonneg_array(eps_total, "eps_total")
     h = _Homogeneous(eps, delta, k)
     flat = arr.ravel()
-    out = np.empty(flat.shape)
+    out: NDArray[np.float64] = np.empty(flat.shape)
     cache: dict[float, float] = {}
     for j, e in enumerate(flat):
         key = float(e)
@@ -531,7 +531,9 @@ def lattice_region(eps: float, delta: float, compositions: int) -> tuple[NDArray
     i = np.arange(k // 2 + 1)
     with np.errstate(over="ignore"):  # a corner beyond the doubles (eps ~ 1e308) is at inf
         eps_i = (k - 2 * i) * np.float64(eps)
-    return eps_i.astype(np.float64), optimal_delta(eps, delta, k, eps_i)
+    return eps_i.astype(np.float64), cast(
+        NDArray[np.float64], optimal_delta(eps, delta, k, eps_i)
+    )  # an array in, an array out
 
 
 # --------------------------------------------------------------------------- heterogeneous
@@ -593,7 +595,7 @@ def optimal_epsilon_heterogeneous(
     arr, scalar = _nonneg_array(delta_total, "delta_total", upper=1.0)
     pld = heterogeneous_pld(eps_list, delta_list, max_atoms)
     flat = arr.ravel()
-    out = np.empty(flat.shape)
+    out: NDArray[np.float64] = np.empty(flat.shape)
     for j, t in enumerate(flat):
         if t < pld.p_inf and not np.isclose(t, pld.p_inf, rtol=1e-15, atol=0):
             raise _unreachable(
@@ -703,13 +705,13 @@ def bound_epsilon(
     name = _check_bound(name)
     eps, delta, k = _params(eps, delta, compositions)
     arr, scalar = _nonneg_array(delta_total, "delta_total", upper=1.0)
-    out = np.full(arr.shape, np.inf).ravel()
+    out: NDArray[np.float64] = np.full(arr.shape, np.inf).ravel()
     for j, t in enumerate(arr.ravel()):
         if name == "basic":
             out[j] = k * eps if t >= min(1.0, k * delta) else np.inf
             continue
         if name == "drv":
-            ds = t - k * delta
+            ds: float = t - k * delta
             if ds > 0:
                 out[j] = drv_bound(eps, delta, k, min(ds, 1.0))[0]
             elif ds == 0:
@@ -738,7 +740,7 @@ def bound_delta(
     name = _check_bound(name)
     eps, delta, k = _params(eps, delta, compositions)
     arr, scalar = _nonneg_array(eps_total, "eps_total")
-    out = np.ones(arr.shape).ravel()
+    out: NDArray[np.float64] = np.ones(arr.shape).ravel()
     basic_delta = min(1.0, k * delta)
     for j, e_t in enumerate(arr.ravel()):
         if e_t >= k * eps:

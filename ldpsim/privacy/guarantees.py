@@ -106,7 +106,7 @@ class Guarantee(ABC):
         log_t = float(np.log(target)) if target > 0 else -np.inf
 
         def ok(e: float) -> bool:  # in logs: delta = 0 is reached only where log delta = -inf
-            return bool(self.log_delta(e) <= log_t) and (target == 0 or self.delta(e) <= target)
+            return bool(self.log_delta(e) <= log_t) and (target == 0 or bool(self.delta(e) <= target))
 
         if ok(0.0):
             return 0.0
@@ -225,7 +225,7 @@ class EpsDelta(Guarantee):
             # solve d0 + (1-d0)(e^e0 - e^x)/(1+e^e0) = t; here the argument of the log is > 1
             x = np.log(np.exp(self.eps) - (t - self.delta_) * (1 + np.exp(self.eps)) / (1 - self.delta_))
         x = float(min(max(x, 0.0), self.eps))
-        return settle_up(x, lambda e: self.delta(e) <= t, self.eps)
+        return settle_up(x, lambda e: bool(self.delta(e) <= t), self.eps)
 
     def tradeoff(self, alpha: ArrayLike) -> Array | float:
         """``max(0, 1 - delta - e^eps alpha, e^-eps (1 - delta - alpha))`` (docs/theory.md sec. 1)."""
@@ -516,7 +516,7 @@ def _log_slope(ea: Array, la: Array, eb: Array, lb: Array) -> Array:
         return num - ea - log_expm1
 
 
-def _convex_vertices(eps: Array, ld: Array) -> Array:
+def _convex_vertices(eps: Array, ld: Array) -> NDArray[np.integer[Any]]:
     """Indices of the lower convex hull of the points ``(e^eps_i, delta_i)`` (first and last
     included): where the chord slopes fail to flatten (a curve not convex in e^eps, or
     rounding), the points above the hull are dropped. Each pass drops every point that lies

@@ -176,7 +176,7 @@ class DiscretePLD:
         """``log E_{e^eps}(P || R)`` (``-inf`` where it is exactly 0), vectorised over eps >= 0."""
         arr, scalar = _as_eps_array(eps)
         flat = arr.ravel()
-        out = np.full(flat.shape, -np.inf)
+        out: NDArray[np.float64] = np.full(flat.shape, -np.inf)
         # atoms above each eps: loss sorted ascending
         starts = np.searchsorted(self.loss, flat, side="right")
         for j, (e, s) in enumerate(zip(flat, starts)):
@@ -192,7 +192,7 @@ class DiscretePLD:
         arr, scalar = _as_eps_array(eps)
         flat = arr.ravel()
         starts = np.searchsorted(self.loss, flat, side="right")
-        out = np.empty(flat.shape)
+        out: NDArray[np.float64] = np.empty(flat.shape)
         for j, (e, s) in enumerate(zip(flat, starts)):
             terms = self.log_p[s:] + log1mexp(self.loss[s:] - e)
             out[j] = min(1.0, self.p_inf + (float(np.exp(logsumexp(terms))) if terms.size else 0.0))
@@ -225,7 +225,7 @@ class DiscretePLD:
         with np.errstate(divide="ignore"):
             x = float(log_a + np.log(-np.expm1(log_target - log_a)) - log_b) if log_target < log_a else float(loss[j])
         x = min(max(x, lower), float(loss[j]))
-        return settle_up(x, lambda e: self.delta(e) <= target, float(loss[j]))
+        return settle_up(x, lambda e: bool(self.delta(e) <= target), float(loss[j]))
 
     # ----------------------------------------------------------------- trade-off
     def tradeoff_vertices(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -368,7 +369,7 @@ def estimate_accuracy(
 # --------------------------------------------------------------------------- worst case
 def _kron_rows(protocol: Protocol, members: list[int]) -> NDArray[np.float64]:
     """P[x_S, tau_S] = prod_{j in S} Q_j[x_j, tau_j] (row: x_S, column: tau_S, C order)."""
-    P = np.ones((1, 1))
+    P: NDArray[Any] = np.ones((1, 1))
     for j in members:
         P = np.kron(P, protocol.matrices[j])
     return P

@@ -209,7 +209,7 @@ class Protocol:
                 f"an (n, {self.parties}) array of inputs (bits 0/1, or below each party's alphabet size)",
             )
         gen = as_generator(rng)
-        n = bits.shape[0]
+        n: int = bits.shape[0]
         out = np.empty((n, self.parties), dtype=np.int64)
         for j, q in enumerate(self.matrices):  # a loop over parties, vectorised over rounds
             cum = np.cumsum(q, axis=1)[:, :-1]

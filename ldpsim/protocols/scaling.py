@@ -63,6 +63,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -345,7 +346,7 @@ def aggregate_gains(
         if own is not None:
             keys = 2 * keys + own
         uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        pos = np.searchsorted(known_keys, uniq)
+        pos = cast(NDArray[np.intp], np.searchsorted(known_keys, uniq))  # an array of positions
         hit = np.zeros(uniq.size, dtype=bool)
         if known_keys.size:
             hit = known_keys[np.minimum(pos, known_keys.size - 1)] == uniq

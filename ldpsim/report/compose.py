@@ -12,7 +12,7 @@ import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 import pandas as pd
@@ -65,10 +65,10 @@ def default_eps_grid(eps: float, delta: float, compositions: int, points: int = 
     return np.linspace(bottom, top, points)
 
 
-def delta_table(eps: float, delta: float, compositions: int, eps_totals: Sequence[float]) -> pd.DataFrame:
+def delta_table(eps: float, delta: float, compositions: int, eps_totals: ArrayLike) -> pd.DataFrame:
     """delta_total at each eps_total: the exact value and each bound's."""
     grid = np.asarray(eps_totals, dtype=np.float64)
-    table = {"eps_total": grid}
+    table: dict[str, Any] = {"eps_total": grid}
     for m in methods(eps):
         table[m] = (
             C.optimal_delta(eps, delta, compositions, grid)
@@ -81,7 +81,7 @@ def delta_table(eps: float, delta: float, compositions: int, eps_totals: Sequenc
 def epsilon_table(eps: float, delta: float, compositions: int, delta_totals: Sequence[float]) -> pd.DataFrame:
     """eps_total at each target delta_total (inf where a bound certifies nothing)."""
     targets = np.asarray(delta_totals, dtype=np.float64)
-    table = {"delta_total": targets}
+    table: dict[str, Any] = {"delta_total": targets}
     for m in methods(eps):
         table[m] = (
             C.optimal_epsilon(eps, delta, compositions, targets)
@@ -205,8 +205,9 @@ class Item:
 def _eps_delta_lists(items: Sequence[Item]) -> tuple[np.ndarray, np.ndarray] | None:
     if any(it.eps is None or it.delta is None or not np.isfinite(it.eps) for it in items):
         return None
-    eps = np.concatenate([np.full(it.count, float(it.eps)) for it in items])
-    delta = np.concatenate([np.full(it.count, float(it.delta)) for it in items])
+    # both set for every item (checked above)
+    eps = np.concatenate([np.full(it.count, float(cast(float, it.eps))) for it in items])
+    delta = np.concatenate([np.full(it.count, float(cast(float, it.delta))) for it in items])
     return eps, delta
 
 
@@ -339,6 +340,7 @@ def run_mixed(
     if not items:
         raise invalid("items", "nothing", "at least one mechanism or (eps, delta) pair")
     with output_folder(out, mixed_dirname(items), force) as folder:
+        assert folder.work is not None
         table, files, notes, label = _run_mixed(items, eps_totals, delta_totals, folder.work, figure)
     return table, [folder.final(f) for f in files], notes, label
 

@@ -145,7 +145,7 @@ def _log_k_axis(ax: Any, ks: Any) -> None:
     """A log axis for k with plain integer ticks."""
     lo, hi = float(np.min(ks)), float(np.max(ks))
     ax.set_xscale("log")
-    ticks = [t for t in K_TICKS if lo <= t <= hi] or [lo]
+    ticks: list[float] = [t for t in K_TICKS if lo <= t <= hi] or [lo]
     ax.set_xticks(ticks)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())

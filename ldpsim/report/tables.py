@@ -127,14 +127,14 @@ def cell_text(column: Any, value: Any, kind: str | None = None) -> str:
         if isinstance(value, (float, np.floating)) and np.isnan(value):
             return ""
         if kind == "count":
-            return count_text(value)
+            return count_text(float(value))
         if kind == "parameter":
             return f"{float(value):.6g}"
         if isinstance(value, (int, np.integer)):
             return str(int(value)) if kind == "id" else f"{int(value):,}"
         if kind == "id" and float(value).is_integer():
             return str(int(value))
-        return number_text(value)
+        return number_text(float(value))
     return str(value)
 
 

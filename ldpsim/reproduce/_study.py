@@ -295,7 +295,7 @@ SUMMARY_COLUMNS = ["quantity", "k", "eps", "paper", "ours", "agrees", "criterion
 
 def row(
     quantity: str,
-    k: int,
+    k: int | str,
     eps: str | float,
     ours: float,
     paper: float | None = None,
@@ -306,7 +306,7 @@ def row(
     eps_text = eps if isinstance(eps, str) else f"{eps:g}"
     if paper is None:
         return dict(quantity=quantity, k=k, eps=eps_text, paper=np.nan, ours=float(ours), agrees="", criterion=note)
-    test, text = CRITERIA[how]
+    test, text = CRITERIA[how]  # type: ignore[index]  # given with paper (KeyError otherwise)
     ok = bool(test(float(ours), float(paper)))
     return dict(
         quantity=quantity,

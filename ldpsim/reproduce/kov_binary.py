@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -173,7 +173,7 @@ def random_fs(seed: int, instances: int) -> list[_RandomF]:
 
 def _utility(name: str, P0, P1, f: _RandomF | None = None) -> Utility:
     if name == "random_f":
-        return FDivergence(P0, P1, f)
+        return FDivergence(P0, P1, cast(_RandomF, f))  # given with "random_f"
     return {
         "kl": KL,
         "tv": TotalVariation,
@@ -229,15 +229,15 @@ def _universality_instance(i: int, prior: NDArray[np.float64], f: _RandomF, grid
             rows.append(dict(instance=i, utility=name, eps=e, eps_over_eps_star=e / e_star, **r))
     # the hockey-stick divergence at the binding side, just below, at, and just above eps*
     hockey = {}
-    for r in (0.99, 1.0, 1.01):
-        e = e_star * r
+    for ratio in (0.99, 1.0, 1.01):
+        e = e_star * ratio
         if not e <= 700:  # eps* infinite (the binary pair dominates at every eps) or too large for the LP
-            hockey[r] = {"optimal": math.nan, "binary": math.nan, "ok": True}
+            hockey[ratio] = {"optimal": math.nan, "binary": math.nan, "ok": True}
             continue
         H = hockey_stick(P0, P1, e, side)
         res = optimal_mechanism(H, e)
         scale = TotalVariation(P0, P1).value(binary_for(H, e))  # the binary mechanism's TV, > 0
-        hockey[r] = {
+        hockey[ratio] = {
             "optimal": res.value / scale,
             "binary": H.value(binary_for(H, e)) / scale,
             "ok": res.status == "optimal",

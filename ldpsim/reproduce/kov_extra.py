@@ -93,7 +93,9 @@ def binary_mi(p: float, eps: Any) -> NDArray[np.float64]:
     return out
 
 
-def small_eps_expansion(c: float, eps: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def small_eps_expansion(
+    c: float | NDArray[Any], eps: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Leading term ``eps^2 c / 2`` (the paper's) and the fourth-order correction
     ``eps^4 (c/24 + c^2/12)`` (derived here) of the binary mechanism's ``I(X;Y)``."""
     return eps**2 * c / 2.0, eps**4 * (c / 24.0 + c * c / 12.0)

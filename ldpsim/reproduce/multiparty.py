@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence, overload
 
 import numpy as np
 import pandas as pd
@@ -160,6 +160,18 @@ def postprocessed_matrix(eps: float, delta: float, m: int, rng: np.random.Genera
     """The quaternary (eps, delta) matrix times a random row-stochastic 4 x m matrix."""
     w = rng.dirichlet(np.ones(m), size=4)
     return _quaternary(eps, delta) @ w
+
+
+@overload
+def random_private_matrix(
+    eps: float, delta: float, m: int, rng: np.random.Generator, iters: int = 50, *, return_lam: Literal[False] = False
+) -> Array: ...
+
+
+@overload
+def random_private_matrix(
+    eps: float, delta: float, m: int, rng: np.random.Generator, iters: int = 50, *, return_lam: Literal[True]
+) -> tuple[Array, float]: ...
 
 
 def random_private_matrix(

@@ -114,7 +114,7 @@ def transcript_law(inputs: Sequence[Array], strategy: Sequence[Array], k: int, r
         h = np.arange(W.shape[1])
         p1 = strategy[sl][vs[:, j][:, None], h[None, :]]  # (V, H)
         W = np.stack([W * (1 - p1), W * p1], axis=2).reshape(W.shape[0], -1)
-    M = inputs[0]
+    M: NDArray[Any] = inputs[0]
     for inp in inputs[1:]:
         M = np.kron(M, inp)
     return M @ W

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -151,7 +151,7 @@ def privacy_tables(sc: CollectionScenario) -> dict[str, PrivacyTable]:
             per_value[1:] = [float(p.memo.epsilon_reports(c)) for c in range(1, T + 1)]
             out[p.name] = PrivacyTable(eps1, per_value=per_value, longitudinal=float(p.memo.epsilon_longitudinal()))
             continue
-        k = np.arange(T + 1)
+        k = np.arange(T + 1, dtype=np.float64)  # report counts 0..T
         exact = np.zeros(T + 1)
         g = p.mechanism.guarantee()
         for c in range(1, T + 1):  # one group of c reports each: the mechanism's loss law is built once per count,
@@ -161,7 +161,7 @@ def privacy_tables(sc: CollectionScenario) -> dict[str, PrivacyTable]:
             )
         advanced = np.array([0.0] + [float(bound_epsilon("drv", eps1, 0.0, c, delta)) for c in range(1, T + 1)])
         budget = float(p.spec.budget_eps) if p.spec.budget_eps is not None else math.nan
-        low: dict[str, float] = {}
+        low: dict[str, Any] = {}  # floats: the lowered report's fields of PrivacyTable
         if p.lowered is not None:
             a = int(p.allowed)  # type: ignore[arg-type]
             low["lowered"] = float(p.lowered.epsilon())
@@ -265,7 +265,7 @@ def run_arm(
         memo_table = policy.memo.permanent_response(np.tile(np.arange(k), n), draws).reshape(n, k)
     loss = float(sc.spec.network.loss)
 
-    def period(t: int):  # type: ignore[no-untyped-def]
+    def period(t: int):
         yield env.timeout(t * L - env.now if t * L > env.now else 0.0)
         who = np.flatnonzero(sent[t])
         x = answers[t, who].astype(np.int64)
@@ -442,20 +442,22 @@ def _privacy_rows(
             "p90": float(np.quantile(eps, 0.9)),
             "per_report": table.per_report,
         }
-        if table.exact is not None and last:
-            stats.update(
-                exact_at_delta=table.exact_lowered,
-                basic=float(table.basic[top]) + table.lowered,  # type: ignore[index]
-                advanced=table.advanced_lowered,
-                reports_max=float(top + 1),
-            )
-        elif table.exact is not None:
-            stats.update(
-                exact_at_delta=float(table.exact[top]),
-                basic=float(table.basic[top]),  # type: ignore[index]
-                advanced=float(table.advanced[top]),
-                reports_max=float(top),
-            )  # type: ignore[index]
+        if table.exact is not None:  # plain and filter policies: their tables are all set
+            basic, advanced = cast(NDArray[np.float64], table.basic), cast(NDArray[np.float64], table.advanced)
+            if last:
+                stats.update(
+                    exact_at_delta=table.exact_lowered,
+                    basic=float(basic[top]) + table.lowered,
+                    advanced=table.advanced_lowered,
+                    reports_max=float(top + 1),
+                )
+            else:
+                stats.update(
+                    exact_at_delta=float(table.exact[top]),
+                    basic=float(basic[top]),
+                    advanced=float(advanced[top]),
+                    reports_max=float(top),
+                )
         if per_value is not None:
             stats.update(longitudinal=table.longitudinal, distinct_max=float((per_value > 0).sum(axis=1).max()))
         if policy.allowed is not None:

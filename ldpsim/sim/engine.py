@@ -259,11 +259,11 @@ class Replication:
         # several questions: one server per question, its tasks named "question:task"
         for j, (name, mech) in enumerate(() if self.tiers is not None else scenario.mechanisms):
             if numeric[j]:  # a numeric question: the mean of its reports
-                q = self.questions.questions[j]  # type: ignore[union-attr]
+                q = self.questions.questions[j]
                 mean = MeanTask(
                     f"{name}:mean",
                     float(q.prior[0]),
-                    q.report_variance[self.questions.strategy],  # type: ignore[union-attr, index]
+                    q.report_variance[self.questions.strategy],
                     _confidence(spec.analyst.tasks),
                 )
                 self.tasks.append((j, mean))

@@ -104,7 +104,7 @@ def study_of(scenario: Any) -> Any:
 
 def parser(file_kind: str) -> Callable[[str, str], Any]:
     """The parser of scenario text of a file's ``kind`` (``parse(text, where)``)."""
-    return study_class(file_kind).parse  # type: ignore[no-any-return]
+    return study_class(file_kind).parse
 
 
 def parsers(parse: Callable[[str, str], Any]) -> dict[str, Callable[[str, str], Any]]:

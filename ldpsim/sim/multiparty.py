@@ -501,7 +501,7 @@ class Broadcast:
         """The rounds of batch b (never a list of all batches)."""
         return b * self.batch, min((b + 1) * self.batch, self.rounds)
 
-    def _deliver(self, i: int, bundle: _Bundle):  # type: ignore[no-untyped-def]
+    def _deliver(self, i: int, bundle: _Bundle):
         """The channel: hand the bundle to receiver i when the last of its messages is resolved."""
         wait = _delay_until(self.env.now, float(bundle.arrival.max()))
         if wait > 0:
@@ -509,7 +509,7 @@ class Broadcast:
         self.events += 1
         yield self.inbox[i].put(bundle)
 
-    def _party(self, j: int):  # type: ignore[no-untyped-def]
+    def _party(self, j: int):
         """Party j: each batch, its bits, their privatisation by every protocol, and the broadcast."""
         env, trace, deadline = self.env, self.trace, self.deadline
         for b in range(self.n_batches):
@@ -556,7 +556,7 @@ class Broadcast:
         heard[:, j] = True
         return arrival, heard
 
-    def _receiver(self, i: int):  # type: ignore[no-untyped-def]
+    def _receiver(self, i: int):
         """Receiver i: collect the bundles of each batch, and decide it once all k are in."""
         k = self.k
         pending: dict[int, dict[int, _Bundle]] = {}
@@ -953,7 +953,7 @@ class ExactTables:
         return df.reindex(columns=RESULT_COLUMNS)
 
 
-def exact_tables(scenario) -> ExactTables:  # type: ignore[no-untyped-def]
+def exact_tables(scenario) -> ExactTables:
     """The exact values of a built multi-party scenario (:class:`ExactTables`): each
     receiver's expected gain under the scenario's channel and deviations; with everyone
     honest; the worst-case accuracy (the linear program of Kairouz et al. 2015, eq. 12) of

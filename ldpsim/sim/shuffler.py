@@ -30,7 +30,7 @@ end has reached the node, so departure stamps are exact whatever the tick.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, cast
 
 import numpy as np
 import simpy
@@ -124,7 +124,7 @@ class Shuffler:
             self._pending = True
             self.env.process(self._close_now())
 
-    def _close_now(self):  # type: ignore[no-untyped-def]
+    def _close_now(self):
         yield self.env.timeout(0)
         self._pending = False
         self._release(float(self.env.now))
@@ -147,7 +147,7 @@ class Shuffler:
                 self._send(part, float(part.arrived[-1]))  # sorted: its last arrival
             rest = whole.take(slice(full, len(whole)))
         else:
-            w = self.window
+            w = cast(float, self.window)  # exactly one of batch and window is set
             closes = np.ceil(whole.arrived / w - 1e-12) * w
             done = closes <= now + 1e-12 * max(1.0, abs(now))
             for close in np.unique(closes[done]):

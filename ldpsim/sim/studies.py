@@ -257,7 +257,7 @@ class SurveyStudy(Study):
         A table outside that folder (``allow_outside_data``) is read where it is."""
         t = self.scenario.table
         name = input_name(t.shown) if t is not None else None
-        return {} if name is None else {name: t.file_bytes()}  # type: ignore[union-attr]
+        return {} if name is None else {name: t.file_bytes()}
 
     def input_digests(self) -> dict[str, str]:
         t = self.scenario.table  # its SHA-256 as read: no second reading
@@ -336,7 +336,7 @@ class MultipartyStudy(Study):
     def render_report(self, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], Any]:
         from ldpsim.report import multiparty as multiparty_report
 
-        return multiparty_report.render_report(self.scenario, results, seed)  # type: ignore[no-any-return]
+        return multiparty_report.render_report(self.scenario, results, seed)
 
     def tables(self, results: pd.DataFrame) -> dict[str, pd.DataFrame]:
         """``accuracy`` (measured next to exact, with tolerances) and ``latency``."""
@@ -515,7 +515,7 @@ class _Studies(Mapping[str, type[Study]]):
     (:mod:`ldpsim.sim.kinds`), kept for the callers of 0.1's ``STUDIES``."""
 
     def __getitem__(self, kind: str) -> type[Study]:
-        return kinds.study_class(kind)  # type: ignore[no-any-return]
+        return kinds.study_class(kind)
 
     def __iter__(self) -> Iterator[str]:
         return iter(kinds.kinds())
@@ -529,7 +529,7 @@ STUDIES: Mapping[str, type[Study]] = _Studies()
 
 def study_of(scenario: BuiltScenario) -> Study:
     """The study that runs ``scenario`` (by its kind, from the registry)."""
-    return kinds.study_of(scenario)  # type: ignore[no-any-return]
+    return kinds.study_of(scenario)
 
 
 def run_scenario(
@@ -574,15 +574,18 @@ def run_scenario(
         shards=shards,
         report=report,
     )
-    if not isinstance(scenario, BuiltScenario):
-        scenario = load_scenario(scenario, allow_outside_data=allow_outside_data)
-    study = study_of(scenario)
+    built: BuiltScenario = (
+        scenario
+        if isinstance(scenario, BuiltScenario)
+        else load_scenario(scenario, allow_outside_data=allow_outside_data)
+    )
+    study = study_of(built)
     return _result(run_study(study, options=options), options.report)
 
 
 def _result(o: Outcome, report: bool) -> RunResult:
     """What the run's caller gets: its kind's result, or a plain one where no report was made."""
-    return o.study.result(o) if report else RunResult(o.run_dir, o.study.scenario, o.results, o.seed)  # type: ignore[no-any-return]
+    return o.study.result(o) if report else RunResult(o.run_dir, o.study.scenario, o.results, o.seed)
 
 
 def _parsers(allow_outside_data: bool = False) -> dict[str, Any]:

@@ -15,7 +15,7 @@ Register a new task with :func:`register_task`; the engine needs no change.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -485,11 +485,12 @@ class NonresponseTask(Task):
             f = np.asarray(checkpoint.counts, dtype=np.float64) / n
             rw = reweight_for_response(fe.estimate, self.rates, ctx.mechanism.plugin_covariance(f, float(n)))
             est = rw.estimate
-            lo, hi = est - self.z * rw.std_error, est + self.z * rw.std_error  # not clipped, like the estimate
+            se = cast(NDArray[np.float64], rw.std_error)  # not None: a covariance was given
+            lo, hi = est - self.z * se, est + self.z * se  # not clipped, like the estimate
             exact = reweight_for_response(
                 self.target, self.rates, ctx.mechanism.estimate_covariance(self.target, float(n))
             )
-            theory = exact.std_error
+            theory = cast(NDArray[np.float64], exact.std_error)
         for i, label in enumerate(ctx.labels):
             rows.append(
                 dict(

@@ -55,7 +55,7 @@ def _check_hypotheses(params: Any, mechanism: FrequencyOracle) -> str | None:
             return f"expected {key} summing to 1 ({problem})"
     if np.max(np.abs(np.subtract(params.P0, params.P1))) <= _SAME:
         return "expected P0 and P1 to differ (identical hypotheses cannot be told apart)"
-    m0, m1 = mechanism.marginal(params.P0), mechanism.marginal(params.P1)
+    m0, m1 = mechanism.marginal(params.P0), mechanism.marginal(params.P1)  # type: ignore[attr-defined]
     if np.max(np.abs(m0 - m1)) <= 1e-15:
         return f"expected a mechanism whose outputs tell P0 from P1 ({mechanism!r} gives them the same output law)"
     if not np.array_equal(m0 > 0, m1 > 0):

@@ -55,7 +55,7 @@ def parse_weight(value: Any, at_most_one: bool = False) -> float:
     if isinstance(value, bool):
         raise ValueError(f"got {value!r}, {_EXPECTED}")
     if isinstance(value, int):
-        exact: Fraction | None = Fraction(value)
+        exact = Fraction(value)
     elif isinstance(value, float):
         if not math.isfinite(value) or value < 0 or (at_most_one and value > 1):
             raise ValueError(

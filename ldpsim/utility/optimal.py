@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -266,7 +266,10 @@ def optimal_mechanism(
         codes = np.concatenate([codes, new_codes])
         mu = np.concatenate([mu, utility.pattern_mu(_sums_for(utility.weights, new_codes), eps)])
     result = _finish(utility, eps, codes, theta, w, "column_generation", it, started, worst, history, status=status)
-    return result if center_bound >= result.bound else _with_bound(result, center_bound, center)
+    # a finite center_bound comes with its center
+    return (
+        result if center_bound >= result.bound else _with_bound(result, center_bound, cast(NDArray[np.float64], center))
+    )
 
 
 def _with_bound(result: OptimalResult, bound: float, dual: NDArray[np.float64]) -> OptimalResult:

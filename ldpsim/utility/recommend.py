@@ -131,7 +131,7 @@ def evaluate(k: int, eps: float, n: float, prior: Any = None, loss: str = "mse",
     ``exact_eps``, ``note``; sorted by ``loss`` (best first)."""
     k, eps, n, loss = _checked(k, eps, n, loss)
     p = parse_prior(prior, k)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in candidates():
         try:
             mech = catalog.build(name, k=k, eps=eps)

@@ -18,7 +18,7 @@ all ``2^k`` patterns in vectorised chunks without ever building the pattern matr
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -26,6 +26,9 @@ from numpy.typing import ArrayLike, NDArray
 from ldpsim import _validate as v
 from ldpsim.errors import invalid
 from ldpsim.utility.divergences import perspective
+
+if TYPE_CHECKING:
+    from ldpsim.mechanisms.finite import FiniteMechanism
 
 
 def _positive_prior(value: ArrayLike, name: str, size: int | None = None) -> NDArray[np.float64]:
@@ -61,11 +64,11 @@ class Utility:
         """``mu`` of scaled patterns from the subset sums ``sums`` (``r x n``) of ``weights``."""
         raise NotImplementedError
 
-    def value(self, Q: ArrayLike) -> float:
+    def value(self, Q: ArrayLike | FiniteMechanism) -> float:
         """``U(Q) = sum_y mu(Q[:, y])``; accepts a mechanism or a matrix with k rows."""
         return float(np.sum(self.mu(self._matrix(Q))))
 
-    def _matrix(self, Q: ArrayLike) -> NDArray[np.float64]:
+    def _matrix(self, Q: ArrayLike | FiniteMechanism) -> NDArray[np.float64]:
         q = np.asarray(getattr(Q, "matrix", Q), dtype=np.float64)
         if q.ndim != 2 or q.shape[0] != self.k:
             raise invalid("Q", f"a matrix of shape {q.shape}", f"{self.k} rows (one per input)")
@@ -121,7 +124,7 @@ class KL(PairUtility):
     def _column_terms(self, a, c):
         return perspective(_t_log_t, a, c)
 
-    def value(self, Q: ArrayLike) -> float:
+    def value(self, Q: ArrayLike | FiniteMechanism) -> float:
         # sum of M1 phi((M0 - M1)/M1), phi(x) = (1+x) log(1+x) - x >= 0 (the extra -x terms
         # sum to zero): never negative, and accurate when M0 is close to M1 (tiny eps)
         q = self._matrix(Q)
@@ -203,7 +206,7 @@ class MutualInformation(Utility):
             terms = np.where(cols > 0, self.P[:, None] * cols * np.log(cols / np.where(m > 0, m, 1.0)[None, :]), 0.0)
         return terms.sum(axis=0)
 
-    def value(self, Q: ArrayLike) -> float:
+    def value(self, Q: ArrayLike | FiniteMechanism) -> float:
         # sum over x of P(x) sum_y kl_div(Q[x, y], M(y)), each term >= 0: never negative by
         # rounding; P(x) outside the kl terms (P(x) M(y) underflows for tiny P(x) and M(y))
         q = self._matrix(Q)

@@ -816,7 +816,7 @@ def ref_optimal_delta_pure(eps0, k, eps_t):
 
 def _install_reference_composition(monkeypatch):
     mod = types.ModuleType("ldpsim.privacy.composition")
-    mod.optimal_delta = lambda eps, delta, k, eps_total: ref_optimal_delta_pure(eps, k, eps_total)  # type: ignore[attr-defined]
+    mod.optimal_delta = lambda eps, delta, k, eps_total: ref_optimal_delta_pure(eps, k, eps_total)
     # the calibration imports optimal_delta from the module per call: sys.modules is what it reads
     monkeypatch.setitem(sys.modules, "ldpsim.privacy.composition", mod)
 

@@ -17,7 +17,7 @@ from ldpsim.sim.collection import run_replication
 from tests.sim.helpers import SCENARIOS, collection_text, same_bytes_with_one_and_two_workers
 
 
-def _rows(df, quantity, category=None, shuffled=False, policy=None):  # type: ignore[no-untyped-def]
+def _rows(df, quantity, category=None, shuffled=False, policy=None):
     out = df[(df["quantity"] == quantity) & (df["shuffled"] == shuffled)]
     if category is not None:
         out = out[out["category"] == category]
@@ -182,7 +182,7 @@ def test_estimates_track_the_drift_and_the_shuffler_adds_its_wait() -> None:
     assert central["central_eps"] < central["local_eps"]
 
 
-def test_same_seed_same_bytes_with_one_and_two_workers(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_same_seed_same_bytes_with_one_and_two_workers(tmp_path) -> None:
     pol = (
         '[[policies]]\nname = "plain"\nkind = "plain"\n[[policies]]\nname = "memo"\nkind = "memoise"\n'
         'eps_permanent = 2.0\n[[policies]]\nname = "budget"\nkind = "filter"\nbudget_eps = 2.0'
@@ -201,7 +201,7 @@ def test_same_seed_same_bytes_with_one_and_two_workers(tmp_path) -> None:  # typ
     assert "memo + shuffler" in summary
 
 
-def test_an_interrupted_collection_run_resumes_to_the_same_files(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_an_interrupted_collection_run_resumes_to_the_same_files(tmp_path) -> None:
     from ldpsim.runs import RunInterrupted
     from ldpsim.sim import resume_run, run_scenario
 
@@ -275,7 +275,7 @@ def test_the_telemetry_scenario_loads_with_its_three_policies_and_six_arms() -> 
         ('{ kind = "sideways" }', None, None, "collection.change"),
     ],
 )
-def test_bad_files_give_one_line_naming_the_key(change, policies, mechanism, key) -> None:  # type: ignore[no-untyped-def]
+def test_bad_files_give_one_line_naming_the_key(change, policies, mechanism, key) -> None:
     kw = {"change": change}
     if policies is not None:
         kw["policies"] = policies
@@ -288,7 +288,7 @@ def test_bad_files_give_one_line_naming_the_key(change, policies, mechanism, key
 
 
 @pytest.mark.slow
-def test_the_telemetry_scenario_end_to_end(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_telemetry_scenario_end_to_end(tmp_path) -> None:
     """The shipped 30-day scenario (1.8 x 10^7 reports, about 13 s): every device's pure eps
     after 30 daily reports is 30, the budget's never passes 8, memoisation's eps_inf is the
     permanent response's eps 2, and the report has its three figures."""

@@ -210,7 +210,7 @@ def test_a_composition_beyond_the_accountant_names_the_scenario_key(monkeypatch)
     from ldpsim.privacy.accountant import Accountant
     from ldpsim.sim.collection import privacy_tables
 
-    def beyond(self, delta):  # type: ignore[no-untyped-def]
+    def beyond(self, delta):
         raise invalid("step", 1e-8, "a step giving at most 8,388,608 lattice points in a composition (here 11,307,003)")
 
     sc = parse_scenario(collection_text(size=100, periods=3))

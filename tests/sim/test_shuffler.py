@@ -23,12 +23,12 @@ def _parcel(rng: np.random.Generator, n: int, t0: float, t1: float, first_sender
     )
 
 
-def _run(parcels_by_tick: list[tuple[float, Parcel]], **kw) -> tuple[list[Parcel], Shuffler]:  # type: ignore[no-untyped-def]
+def _run(parcels_by_tick: list[tuple[float, Parcel]], **kw) -> tuple[list[Parcel], Shuffler]:
     env = simpy.Environment()
     out: list[Parcel] = []
     sh = Shuffler(env, out.append, np.random.default_rng(1), **kw)
 
-    def feed():  # type: ignore[no-untyped-def]
+    def feed():
         for when, parcel in parcels_by_tick:
             yield env.timeout(when - env.now)
             sh.put(parcel)

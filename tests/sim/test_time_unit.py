@@ -37,7 +37,7 @@ def _labels(monkeypatch: pytest.MonkeyPatch, module: str) -> dict[str, list[str]
     seen: dict[str, list[str]] = {"x": [], "y": []}
     original = mod.png_bytes
 
-    def recording(fig):  # type: ignore[no-untyped-def]
+    def recording(fig):
         for ax in fig.axes:
             if ax.get_visible() and ax.axison:  # (a panel of text has no axes to label)
                 seen["x"].append(ax.get_xlabel())

@@ -6,7 +6,7 @@ numerical helpers they share. See :mod:`ldpsim.mechanisms.noise` for the convent
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -154,6 +154,14 @@ class NoiseMechanism(Mechanism):
 
     sensitivity: float
 
+    if TYPE_CHECKING:  # implemented by every subclass (see above); declared here for the type checker only
+
+        def _sample(self, size: Any, rng: Any) -> NDArray[Any]: ...
+
+        def _log_delta(self, t: NDArray[np.float64], shift: float) -> NDArray[np.float64]: ...
+
+        def _tradeoff(self, a: NDArray[np.float64], shift: float) -> NDArray[np.float64]: ...
+
     # ------------------------------------------------------------------ the contract
     @property
     def params(self) -> dict[str, Any]:
@@ -214,7 +222,8 @@ class NoiseMechanism(Mechanism):
         """Largest finite privacy-loss value (inf if unbounded): delta is constant beyond it."""
         return math.inf
 
-    def epsilon(self, delta: ArrayLike = 0.0) -> float | NDArray[np.float64]:
+    # wider than Mechanism.epsilon: also elementwise over an array of deltas
+    def epsilon(self, delta: ArrayLike = 0.0) -> float | NDArray[np.float64]:  # type: ignore[override]
         """Smallest eps >= 0 with ``delta(eps) <= delta`` (``inf`` if none; for ``delta = 0``
         the pure eps). Bisection on floats; the returned eps always satisfies the bound."""
         if np.ndim(delta) == 0:

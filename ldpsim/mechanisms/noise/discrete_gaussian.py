@@ -111,7 +111,7 @@ class DiscreteGaussian(ExactSampling, NoiseMechanism):
         self._log_c = self._log_normaliser()
 
     @classmethod
-    def _check_sensitivity(cls, sensitivity: object) -> int:  # type: ignore[override]
+    def _check_sensitivity(cls, sensitivity: object) -> int:
         # as the geometric family's: its privacy sums run over int64 offsets from about -D/2
         # (an int of 1e300 overflowed them: OverflowError)
         from ldpsim.mechanisms.noise.geometric import _integer_shift

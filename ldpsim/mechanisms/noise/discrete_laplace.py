@@ -47,5 +47,6 @@ class DiscreteLaplace(ExactSampling, Geometric):
         """The exact scale ``t/s = sensitivity/eps`` of the law sampled."""
         return Fraction(self._t, self._s)
 
-    def _sample(self, size: Any, rng: Any) -> NDArray[np.int64]:
+    # integers, where Geometric's (its base) samples are floats
+    def _sample(self, size: Any, rng: Any) -> NDArray[np.int64]:  # type: ignore[override]
         return np.asarray(discrete_laplace(self._s, self._t, size, rng), dtype=np.int64)

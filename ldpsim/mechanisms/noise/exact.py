@@ -181,13 +181,13 @@ def _as_ints(values: ArrayLike, name: str, minimum: int) -> NDArray[Any]:
         return flat.astype(np.int64)
     if arr.dtype != object:
         raise invalid(where(0), arr.reshape(-1)[0].item() if arr.size else values, f"an integer >= {minimum}")
-    flat = arr.reshape(-1).tolist()
-    for i, x in enumerate(flat):
+    items = arr.reshape(-1).tolist()
+    for i, x in enumerate(items):
         if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or int(x) < minimum:
             raise invalid(where(i), x, f"an integer >= {minimum}")
-    if flat and max(int(x) for x in flat) > _LIMIT:
-        return np.array([int(x) for x in flat], dtype=object)
-    return np.array(flat, dtype=np.int64).reshape(-1)
+    if items and max(int(x) for x in items) > _LIMIT:
+        return np.array([int(x) for x in items], dtype=object)
+    return np.array(items, dtype=np.int64).reshape(-1)
 
 
 def bernoulli_exp(num: ArrayLike, den: ArrayLike, source: "RNGLike | str | SystemRandom" = None) -> NDArray[np.bool_]:
@@ -410,7 +410,7 @@ class _GaussianPlan:
             if self.b <= _LIMIT and ay.size and int(ay.max()) <= (1 << 31) // q:
                 d = q * ay - p
                 num = d * d
-                den = self.b
+                den: int | NDArray[Any] = self.b
             else:
                 d = ay.astype(object) * q - p
                 num = d * d

@@ -59,7 +59,7 @@ class Geometric(_AtomMechanism):
         self._cache: dict[int, tuple] = {}
 
     @classmethod
-    def _check_sensitivity(cls, sensitivity: object) -> int:  # type: ignore[override]
+    def _check_sensitivity(cls, sensitivity: object) -> int:
         return _integer_shift(sensitivity, "sensitivity")
 
     def _params(self) -> dict[str, Any]:

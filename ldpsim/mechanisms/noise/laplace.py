@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -121,7 +121,7 @@ class Laplace(NoiseMechanism):
         from ldpsim.privacy.accountant import Accountant
 
         k = compositions
-        worst = cls._calibrate_worst_case(eps, delta, sens, k)
+        worst = cast(Laplace, cls._calibrate_worst_case(eps, delta, sens, k))  # cls(...) inside: a Laplace
         if delta == 0.0 or k > LAPLACE_EXACT_MAX_COMPOSITIONS:
             return worst
         log_target = math.log(delta)
@@ -139,7 +139,8 @@ class Laplace(NoiseMechanism):
 
         try:
             # the accountant's default lattice has mu = n0 steps; the bracket spans 2% in mu
-            n0 = max(1, round(mu0 / float(Accountant().add(worst).step)))
+            # step: not None, Laplace's loss law is put on a lattice
+            n0 = max(1, round(mu0 / float(Accountant().add(worst).step)))  # type: ignore[arg-type]
             n1 = max(n0, math.ceil(1.05 * mu0 / CALIBRATION_STEP))
             seen: list[tuple[float, float]] = []  # (log scale, excess) of the root finding
 

@@ -474,11 +474,11 @@ class SnappedLaplace(NoiseMechanism):
         return float(out) if np.ndim(x) == 0 else out
 
     @property
-    def std(self) -> float:  # type: ignore[override]
+    def std(self) -> float:
         raise LdpSimError(f"std: got a call on {self!r}, expected an input: the spread depends on x (use variance(x))")
 
     @property
-    def mse(self) -> float:  # type: ignore[override]
+    def mse(self) -> float:
         raise LdpSimError(
             f"mse: got a call on {self!r}, expected an input: the error depends on x (use mean(x), variance(x))"
         )
@@ -501,7 +501,8 @@ class SnappedLaplace(NoiseMechanism):
         return True
 
     # ------------------------------------------------------------------ privacy
-    def epsilon(self, delta: ArrayLike = 0.0) -> float | NDArray[np.float64]:
+    # wider than Mechanism.epsilon: also elementwise over an array of deltas
+    def epsilon(self, delta: ArrayLike = 0.0) -> float | NDArray[np.float64]:  # type: ignore[override]
         """``delta = 0``: the implemented bound ``(1 + 12 b eta)/lambda + 2 eta`` (rounded up;
         a proven bound, not the exact eps); ``delta >= 1``: 0; in between
         :class:`~ldpsim.mechanisms.base.NotAvailable`."""
@@ -602,4 +603,4 @@ class SnappedLaplace(NoiseMechanism):
                 _need_pure(d, "snapped Laplace")
                 return SnappedLaplace(e, b, s)
 
-        return super(SnappedLaplace, _AtBound).calibrate(eps, delta, sensitivity, compositions, method)  # type: ignore[return-value]
+        return super(SnappedLaplace, _AtBound).calibrate(eps, delta, sensitivity, compositions, method)  # type: ignore[misc]

@@ -61,24 +61,24 @@ class PureSupport(FrequencyOracle):
         """``p^T S = q* sum(p) + (p* - q*) p``."""
         _, q_star, gap = self._pure()
         p = np.asarray(p, dtype=np.float64)
-        return q_star * p.sum() + gap * p  # type: ignore[no-any-return]
+        return q_star * p.sum() + gap * p
 
     def backward(self, g: NDArray[np.float64]) -> NDArray[np.float64]:
         """``S g = q* sum(g) + (p* - q*) g`` (``S`` is symmetric)."""
         _, q_star, gap = self._pure()
         g = np.asarray(g, dtype=np.float64)
-        return q_star * g.sum() + gap * g  # type: ignore[no-any-return]
+        return q_star * g.sum() + gap * g
 
     def invert(self, f: NDArray[np.float64]) -> NDArray[np.float64]:
         """``(f - q*) / (p* - q*)``: unbiased for the input distribution when ``f`` is the
         support counts divided by the number of reports (Wang et al. 2017)."""
         gap = self._support_gap()
         with np.errstate(over="ignore"):
-            return (np.asarray(f, dtype=np.float64) - self._pure()[1]) / gap  # type: ignore[no-any-return]
+            return (np.asarray(f, dtype=np.float64) - self._pure()[1]) / gap
 
     def inversion_coefficient_range(self) -> NDArray[np.float64]:
         """One report adds ``(b_x - q*) / (p* - q*)`` to ``n f_x`` with ``b_x`` in {0, 1}: a
         range of ``1 / (p* - q*)``."""
         gap = self._support_gap()
         with np.errstate(over="ignore", divide="ignore"):
-            return np.full(self.k, 1.0) / gap  # type: ignore[no-any-return]
+            return np.full(self.k, 1.0) / gap

@@ -123,7 +123,7 @@ def _parity_sums(vec: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray
     return even, odd
 
 
-def _odd_parity(a: NDArray[np.int64], y: NDArray[np.int64]) -> NDArray[np.bool_]:
+def _odd_parity(a: NDArray[np.int64] | np.int64, y: NDArray[np.int64]) -> NDArray[np.bool_]:
     """Whether ``popcount(a & y)`` is odd (``H[a, y] = -1``); on numpy < 2, which lacks
     ``bitwise_count``, the parity by folding the word onto itself (indices are below 2^62)."""
     w = np.bitwise_and(a, y)
@@ -339,13 +339,13 @@ class HadamardResponse(FiniteMechanism):
         """``p^T Q`` (length ``K``) as ``p_on E + p_off O``, ``(E, O)`` the masses of ``p``
         on the inputs whose ``C_x`` holds, or misses, each output: additions only."""
         even, odd = _parity_sums(self._padded(np.asarray(p, dtype=np.float64)))
-        return self.p_on * even + self.p_off * odd  # type: ignore[no-any-return]
+        return self.p_on * even + self.p_off * odd
 
     def backward(self, g: NDArray[np.float64]) -> NDArray[np.float64]:
         """``Q g`` (length ``k``): ``p_on g(C_x) + p_off g(not C_x)``."""
         even, odd = _parity_sums(np.asarray(g, dtype=np.float64))
         idx = slice(1, self.k + 1)
-        return self.p_on * even[idx] + self.p_off * odd[idx]  # type: ignore[no-any-return]
+        return self.p_on * even[idx] + self.p_off * odd[idx]
 
     def marginal(self, prior: ArrayLike) -> NDArray[np.float64]:
         return self.forward(v.probability_vector(prior, "prior", size=self.k))

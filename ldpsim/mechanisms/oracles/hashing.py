@@ -287,7 +287,8 @@ class LocalHashing(PureSupport):
         zero = self.gamma + self.one_minus_gamma * (self.g - 2) * self.q
         return self.log_p + log_keep, math.log(zero), self.log_q + log_keep
 
-    def epsilon(self, delta: ArrayLike = 0.0) -> float | NDArray[np.float64]:
+    # wider than Mechanism.epsilon: also elementwise over an array of deltas
+    def epsilon(self, delta: ArrayLike = 0.0) -> float | NDArray[np.float64]:  # type: ignore[override]
         """The exact smallest eps at ``delta``: ``eps`` at ``delta = 0``; else the smallest
         float ``t`` with ``p (1 - gamma)(1 - e^(t - eps)) <= delta`` (0 when ``delta >= p (1 -
         gamma)``). ``delta`` may be an array."""
@@ -445,7 +446,7 @@ class LocalHashing(PureSupport):
 
     # ------------------------------------------------- covariance (support matrix and inversion: PureSupport)
     def _mu(self, prior: NDArray[np.float64]) -> NDArray[np.float64]:
-        return self.q_star + self.scale * np.asarray(prior, dtype=np.float64)  # type: ignore[no-any-return]
+        return self.q_star + self.scale * np.asarray(prior, dtype=np.float64)
 
     def statistic_covariance(self, prior: NDArray[np.float64]) -> NDArray[np.float64]:
         """Exact ``k x k`` covariance of one report's support indicators ``B`` when its input
@@ -457,7 +458,7 @@ class LocalHashing(PureSupport):
         pair = pi[:, None] + pi[None, :]
         cov = pair * self.r2 + (1.0 - pair) * self.r3 - np.outer(mu, mu)
         np.fill_diagonal(cov, mu * (1.0 - mu))
-        return cov  # type: ignore[no-any-return]
+        return cov
 
     # The scale p - q* is about eps (1 - gamma) p at small eps: variances beyond the largest
     # double (eps below ~1e-154) are inf, the standard errors (their square roots, divided
@@ -465,7 +466,7 @@ class LocalHashing(PureSupport):
     def _over_scale2(self, x: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         s = self._support_gap()
         with np.errstate(over="ignore"):
-            return x / n / s / s  # type: ignore[no-any-return]
+            return x / n / s / s
 
     def estimate_covariance(self, prior: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         """Exact ``k x k`` covariance of :meth:`invert` of ``n`` reports' support
@@ -480,7 +481,7 @@ class LocalHashing(PureSupport):
     def estimate_std_error(self, prior: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         """``sqrt(mu_x (1 - mu_x) / n) / (p - q*)``."""
         mu = self._mu(prior)
-        return np.sqrt(np.clip(mu * (1.0 - mu), 0.0, None) / n) / self._support_gap()  # type: ignore[no-any-return]
+        return np.sqrt(np.clip(mu * (1.0 - mu), 0.0, None) / n) / self._support_gap()
 
     def plugin_variance(self, f: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         """The plug-in of :meth:`estimate_variance` at the observed support frequencies
@@ -491,7 +492,7 @@ class LocalHashing(PureSupport):
     def plugin_std_error(self, f: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         """``sqrt(f (1 - f) / n) / (p - q*)``."""
         f = np.asarray(f, dtype=np.float64)
-        return np.sqrt(np.clip(f * (1.0 - f), 0.0, None) / n) / self._support_gap()  # type: ignore[no-any-return]
+        return np.sqrt(np.clip(f * (1.0 - f), 0.0, None) / n) / self._support_gap()
 
     def possible_outputs(self) -> NDArray[np.bool_]:
         """Every input is in some report's support (``q* >= gamma p > 0``)."""

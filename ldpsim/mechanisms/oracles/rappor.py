@@ -114,7 +114,7 @@ def splitmix64(z: ArrayLike) -> NDArray[np.uint64]:
         z = z + _GAMMA
         z = (z ^ (z >> np.uint64(30))) * _MIX1
         z = (z ^ (z >> np.uint64(27))) * _MIX2
-    return z ^ (z >> np.uint64(31))  # type: ignore[no-any-return]
+    return z ^ (z >> np.uint64(31))
 
 
 def bloom_bits(k: int, m: int, h: int, cohort: int) -> NDArray[np.int64]:
@@ -123,7 +123,7 @@ def bloom_bits(k: int, m: int, h: int, cohort: int) -> NDArray[np.int64]:
     seed = splitmix64(np.array([cohort], dtype=np.uint64))
     per_x = splitmix64(seed ^ np.arange(k, dtype=np.uint64))
     z = splitmix64(per_x[:, None] ^ np.arange(h, dtype=np.uint64)[None, :])
-    return (z % np.uint64(m)).astype(np.int64)  # type: ignore[no-any-return]
+    return (z % np.uint64(m)).astype(np.int64)
 
 
 def _probability(value: Any, name: str) -> float:
@@ -148,7 +148,7 @@ def _times(count: NDArray[Any], log_mass: float) -> NDArray[np.float64]:
     """``count * log_mass`` with ``0 * -inf = 0`` (no outcome of probability zero)."""
     count = np.asarray(count, dtype=np.float64)
     if math.isfinite(log_mass):
-        return count * log_mass  # type: ignore[no-any-return]
+        return count * log_mass
     return np.where(count == 0, 0.0, -math.inf)
 
 
@@ -355,7 +355,7 @@ class Rappor(FrequencyOracle):
             + _times(self.m - w - o1, self._lp0)
         )
         out = np.where(ok, lp, -math.inf)
-        return np.where(nan, math.nan, out)  # type: ignore[no-any-return]
+        return np.where(nan, math.nan, out)
 
     def possible_reports(self) -> NDArray[np.int64]:
         """Every report of positive probability under some input, as rows of ``m`` bits (bit
@@ -370,7 +370,7 @@ class Rappor(FrequencyOracle):
         keep = np.zeros(codes.size, dtype=bool)
         for i in self._distinct_patterns()[2]:
             keep |= np.isfinite(self._log_density_index(int(i), yf))
-        return y[keep]  # type: ignore[no-any-return]
+        return y[keep]
 
     # ----------------------------------------------------------------- the worst pairs
     def _distinct_patterns(self) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
@@ -393,7 +393,7 @@ class Rappor(FrequencyOracle):
         pair of distinct patterns is examined, in blocks."""
         cached = self.__dict__.get("_pareto_cache")
         if cached is not None:
-            return cached  # type: ignore[no-any-return]
+            return cached
         pats, w, rep, counts = self._distinct_patterns()
         d = pats.shape[0]
         found: dict[tuple[int, int], tuple[int, int]] = {}
@@ -485,7 +485,7 @@ class Rappor(FrequencyOracle):
                     out.append(self._pair_pld(b, a))
             cached = tuple(out)
             self.__dict__["_plds_cache"] = cached
-        return cached  # type: ignore[no-any-return]
+        return cached
 
     def worst_pairs(self) -> dict[tuple[int, int], tuple[int, int]]:
         """The Pareto-maximal ``(a, b)`` (bits set by one input only, by the other only)
@@ -511,7 +511,7 @@ class Rappor(FrequencyOracle):
         if cached is None:
             cached = max(_pure(p) for p in self._plds)
             self.__dict__["_eps0_cache"] = cached
-        return cached  # type: ignore[no-any-return]
+        return cached
 
     def epsilon(self, delta: ArrayLike = 0.0) -> float | NDArray[np.float64]:
         """The exact smallest eps at which one report is (eps, delta)-LDP.
@@ -655,17 +655,17 @@ class Rappor(FrequencyOracle):
     def forward(self, p: NDArray[np.float64]) -> NDArray[np.float64]:
         """``p^T S = p* sum(p) + (q* - p*) B^T p`` (length ``m``)."""
         p = np.asarray(p, dtype=np.float64)
-        return self.p_star * p.sum() + self.gap * self._covered(p)  # type: ignore[no-any-return]
+        return self.p_star * p.sum() + self.gap * self._covered(p)
 
     def backward(self, g: NDArray[np.float64]) -> NDArray[np.float64]:
         """``S g = p* sum(g) + (q* - p*) B g`` (length ``k``)."""
         g = np.asarray(g, dtype=np.float64)
-        return self.p_star * g.sum() + self.gap * np.bincount(self._rows, weights=g[self._cols], minlength=self.k)  # type: ignore[no-any-return]
+        return self.p_star * g.sum() + self.gap * np.bincount(self._rows, weights=g[self._cols], minlength=self.k)
 
     def possible_outputs(self) -> NDArray[np.bool_]:
         """Bits that some input makes one with positive probability."""
         covered = np.bincount(self._cols, minlength=self.m) > 0
-        return np.full(self.m, self.p_star > 0) | (covered & (self.q_star > 0))  # type: ignore[no-any-return]
+        return np.full(self.m, self.p_star > 0) | (covered & (self.q_star > 0))
 
     # ----------------------------------------------------------------- the estimator
     def _inverse(self) -> tuple[str, Any]:
@@ -675,7 +675,7 @@ class Rappor(FrequencyOracle):
         if cached is None:
             cached = self._build_inverse()
             self.__dict__["_inverse_cache"] = cached
-        return cached  # type: ignore[no-any-return]
+        return cached
 
     def _build_inverse(self) -> tuple[str, Any]:
         if self.gap == 0.0:
@@ -725,7 +725,7 @@ class Rappor(FrequencyOracle):
     def _left_inverse(self) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
         status, value = self._inverse()
         if status == "ok":
-            return value  # type: ignore[no-any-return]
+            return value
         if status == "flat":
             if self.f == 1.0:
                 raise invalid("f", self.f, "f < 1 to estimate frequencies (at f = 1 every bit is a fair coin)")
@@ -763,7 +763,7 @@ class Rappor(FrequencyOracle):
         ``t = (f - p*)/(q* - p*)`` and ``P`` is the least-squares left inverse of ``B^T``."""
         rows, cols, vals = self._left_inverse()
         t = (np.asarray(f, dtype=np.float64) - self.p_star) / self.gap
-        return np.bincount(rows, weights=vals * t[cols], minlength=self.k)  # type: ignore[no-any-return]
+        return np.bincount(rows, weights=vals * t[cols], minlength=self.k)
 
     def _bit_variance(self, prior: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``u = B^T pi`` and ``v_i = u_i q*(1-q*) + (1 - u_i) p*(1-p*)``."""
@@ -782,7 +782,7 @@ class Rappor(FrequencyOracle):
         b = csr_matrix((np.ones(self._rows.size), (self._rows, self._cols)), shape=(self.k, self.m))
         second = (b.multiply(pi[:, None]).T @ b).toarray()
         cov = np.diag(var) + self.gap**2 * (second - np.outer(u, u))
-        return (cov + cov.T) / 2.0  # type: ignore[no-any-return]
+        return (cov + cov.T) / 2.0
 
     def estimate_covariance(self, prior: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         """``k x k`` exact covariance of :meth:`invert` from ``n`` reports of inputs drawn
@@ -796,7 +796,7 @@ class Rappor(FrequencyOracle):
         pm = csr_matrix((vals, (rows, cols)), shape=(self.k, self.m))
         noise = (pm.multiply(var[None, :]) @ pm.T).toarray() / self.gap**2
         cov = (noise + np.diag(pi) - np.outer(pi, pi)) / n
-        return (cov + cov.T) / 2.0  # type: ignore[no-any-return]
+        return (cov + cov.T) / 2.0
 
     def estimate_variance(self, prior: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         """The diagonal of :meth:`estimate_covariance` without any ``k x k`` matrix:
@@ -805,13 +805,13 @@ class Rappor(FrequencyOracle):
         pi = np.asarray(prior, dtype=np.float64)
         _, var = self._bit_variance(pi)
         noise = np.bincount(rows, weights=vals * vals * var[cols], minlength=self.k) / self.gap**2
-        return np.clip((noise + pi * (1.0 - pi)) / n, 0.0, None)  # type: ignore[no-any-return]
+        return np.clip((noise + pi * (1.0 - pi)) / n, 0.0, None)
 
     def inversion_coefficient_range(self) -> NDArray[np.float64]:
         """Per input ``x``: one report ``y`` contributes ``sum_i P[x,i] (y_i - p*)/(q* - p*)``
         to the estimate, whose range over ``y in {0,1}^m`` is ``sum_i |P[x,i]| / |q* - p*|``."""
         rows, _, vals = self._left_inverse()
-        return np.bincount(rows, weights=np.abs(vals), minlength=self.k) / abs(self.gap)  # type: ignore[no-any-return]
+        return np.bincount(rows, weights=np.abs(vals), minlength=self.k) / abs(self.gap)
 
 
 def _overlaps(a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:

@@ -276,7 +276,8 @@ class SubsetSelection(PureSupport):
         return rows.reshape(count, self.omega)
 
     # ----------------------------------------------------------------- exact privacy
-    def epsilon(self, delta: ArrayLike = 0.0) -> float | NDArray[np.float64]:
+    # wider than Mechanism.epsilon: also elementwise over an array of deltas
+    def epsilon(self, delta: ArrayLike = 0.0) -> float | NDArray[np.float64]:  # type: ignore[override]
         """The smallest eps at which the mechanism is (eps, delta)-LDP: ``eps`` at
         ``delta = 0``, else the smallest float ``t`` with ``delta(t) <= delta`` (0.0 from
         ``delta(0)`` on). ``delta`` may be an array."""
@@ -316,7 +317,8 @@ class SubsetSelection(PureSupport):
         return PLDGuarantee((pld, pld.swap()), label=repr(self))
 
     # ----------------------------------------------------------------- sampling
-    def privatize(self, x: ArrayLike, rng: RNGLike = None, *, chunk_size: int | None = None) -> NDArray[np.integer]:
+    # reports are bit vectors (one row per entry of x), not the int64 codes of FrequencyOracle.privatize
+    def privatize(self, x: ArrayLike, rng: RNGLike = None, *, chunk_size: int | None = None) -> NDArray[np.integer]:  # type: ignore[override]
         """One report per entry of ``x`` (symbol indices): shape ``x.shape + (omega,)``.
 
         Vectorised in chunks (by default as many clients as fit a bitmap of
@@ -473,7 +475,7 @@ class SubsetSelection(PureSupport):
     def estimate_covariance(self, prior: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         gap = self._support_gap()
         with np.errstate(over="ignore"):
-            return self.statistic_covariance(prior) / (float(n) * gap * gap)  # type: ignore[no-any-return]
+            return self.statistic_covariance(prior) / (float(n) * gap * gap)
 
     def estimate_variance(self, prior: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         gap = self._support_gap()
@@ -490,7 +492,7 @@ class SubsetSelection(PureSupport):
         gap = self._support_gap()
         mu = np.clip(np.asarray(f, dtype=np.float64), 0.0, 1.0)
         with np.errstate(over="ignore"):
-            return mu * (1.0 - mu) / (float(n) * gap * gap)  # type: ignore[no-any-return]
+            return mu * (1.0 - mu) / (float(n) * gap * gap)
 
     def plugin_std_error(self, f: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         return np.sqrt(self.plugin_variance(f, n))
@@ -508,7 +510,7 @@ class SubsetSelection(PureSupport):
         both = self.r1 * (est[:, None] + est[None, :]) + self.r0 * (1.0 - est[:, None] - est[None, :])
         cov = both - np.outer(f, f)
         np.fill_diagonal(cov, np.clip(f, 0.0, 1.0) * (1.0 - np.clip(f, 0.0, 1.0)))
-        return cov / (float(n) * gap * gap)  # type: ignore[no-any-return]
+        return cov / (float(n) * gap * gap)
 
     def server_operations(self, n: float) -> float:
         """omega counts per report."""

@@ -254,7 +254,7 @@ class UnaryEncoding(PureSupport):
         return super().__hash__()
 
     @property
-    def input_labels(self) -> tuple[Any, ...]:  # type: ignore[override]
+    def input_labels(self) -> tuple[Any, ...]:
         """The names of the inputs (``0..k-1`` unless :meth:`with_labels` set them)."""
         return self._labels if self._labels is not None else tuple(range(self.k))
 
@@ -322,7 +322,8 @@ class UnaryEncoding(PureSupport):
         return float(out) if out.ndim == 0 else out
 
     # ----------------------------------------------------------------- privacy
-    def epsilon(self, delta: ArrayLike = 0.0) -> float | NDArray[np.float64]:
+    # wider than Mechanism.epsilon: also elementwise over an array of deltas
+    def epsilon(self, delta: ArrayLike = 0.0) -> float | NDArray[np.float64]:  # type: ignore[override]
         """The smallest eps at which the oracle is (eps, delta)-LDP: ``eps`` itself at
         ``delta = 0``, else the smallest float ``t`` with ``delta(t) <= delta`` (0.0 once
         ``delta >= delta(0)``). ``delta`` may be an array."""
@@ -368,7 +369,8 @@ class UnaryEncoding(PureSupport):
         return PLDGuarantee((law, law.swap()), label=repr(self))
 
     # ----------------------------------------------------------------- reports
-    def privatize(self, x: ArrayLike, rng: RNGLike = None, *, chunk_size: int | None = None) -> NDArray[np.uint8]:
+    # reports are bit vectors (one row per entry of x), not the int64 codes of FrequencyOracle.privatize
+    def privatize(self, x: ArrayLike, rng: RNGLike = None, *, chunk_size: int | None = None) -> NDArray[np.uint8]:  # type: ignore[override]
         """One report per entry of ``x`` (symbol indices): an array of shape
         ``x.shape + (k,)`` of ``uint8`` bits.
 
@@ -478,17 +480,17 @@ class UnaryEncoding(PureSupport):
         gap = self._support_gap()
         mu, rest = self._mean_bits(prior)
         with np.errstate(over="ignore"):
-            return mu * rest / gap / gap  # type: ignore[no-any-return]
+            return mu * rest / gap / gap
 
     def estimate_variance(self, prior: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         """``mu_x (1 - mu_x) / (n (p - q)^2)``, ``mu_x = q + (p - q) pi_x`` (O(k))."""
-        return self._variance(prior) / float(n)  # type: ignore[no-any-return]
+        return self._variance(prior) / float(n)
 
     def estimate_std_error(self, prior: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         gap = self._support_gap()
         mu, rest = self._mean_bits(prior)
         with np.errstate(over="ignore"):
-            return np.sqrt(mu * rest / float(n)) / gap  # type: ignore[no-any-return]
+            return np.sqrt(mu * rest / float(n)) / gap
 
     def plugin_variance(self, f: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         """``f_x (1 - f_x) / (n (p - q)^2)`` at the observed frequencies of 1-bits ``f``
@@ -497,13 +499,13 @@ class UnaryEncoding(PureSupport):
         gap = self._support_gap()
         fx = np.clip(np.asarray(f, dtype=np.float64), 0.0, 1.0)
         with np.errstate(over="ignore"):
-            return fx * (1.0 - fx) / float(n) / gap / gap  # type: ignore[no-any-return]
+            return fx * (1.0 - fx) / float(n) / gap / gap
 
     def plugin_std_error(self, f: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         gap = self._support_gap()
         fx = np.clip(np.asarray(f, dtype=np.float64), 0.0, 1.0)
         with np.errstate(over="ignore"):
-            return np.sqrt(fx * (1.0 - fx) / float(n)) / gap  # type: ignore[no-any-return]
+            return np.sqrt(fx * (1.0 - fx) / float(n)) / gap
 
     def possible_outputs(self) -> NDArray[np.bool_]:
         """Every item's bit is 1 with positive probability (``p >= 1/2``)."""

@@ -65,7 +65,7 @@ Every problem is one :class:`ldpsim.errors.LdpSimError` naming the file and the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union, cast
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -451,10 +451,11 @@ def _policy(spec: CollectionScenarioSpec, index: int, p: PolicySpec, mech: Any, 
             "filter (it spends delta on its concentration term)"
         )
     # the reports are pure, so the advanced filter puts all of delta on its concentration term
+    budget_eps = cast(float, p.budget_eps)  # a filter policy has one (checked by PolicySpec)
     flt = (
-        BasicFilter(p.budget_eps, budget_delta)
+        BasicFilter(budget_eps, budget_delta)
         if kind == "basic"
-        else AdvancedFilter(p.budget_eps, budget_delta, delta_slack=budget_delta)
+        else AdvancedFilter(budget_eps, budget_delta, delta_slack=budget_delta)
     )
     allowed = int(allowed_reports(flt, eps, 0.0))
     if allowed < 1:

@@ -16,6 +16,7 @@ import difflib
 import hashlib
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Callable, ClassVar, Literal, Union, get_args
 
@@ -271,7 +272,7 @@ def first_error(exc: ValidationError, union_tags: frozenset[str] = frozenset(), 
     errors = exc.errors()
     tags = _UNION_TAGS | union_tags
 
-    def where(e: dict[str, Any]) -> list[Any]:
+    def where(e: Mapping[str, Any]) -> list[Any]:
         return [p for p in e["loc"] if not _is_tag(p, tags)]
 
     head_loc = where(errors[0])
@@ -330,7 +331,7 @@ _LONG_RUNS: contextvars.ContextVar[bool] = contextvars.ContextVar("ldpsim_long_r
 
 
 @contextlib.contextmanager
-def allow_long_runs(allow: bool = True):  # type: ignore[no-untyped-def]
+def allow_long_runs(allow: bool = True):
     """Inside the block, scenarios estimated at more than :data:`MAX_RUN_SECONDS` load (and
     run) instead of being refused; ``allow=False`` keeps the limit. Runs that exist are read
     back (resumed, reported) within it."""

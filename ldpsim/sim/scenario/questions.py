@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -93,7 +93,7 @@ class Crosstab:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.truth.shape  # type: ignore[return-value]
+        return self.truth.shape
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ class QuestionSet:
         """The table rows of respondents ``first .. first + size - 1``: as they are, or drawn
         uniformly with replacement (one row per respondent for all questions)."""
         if self.resample:
-            return rng.integers(0, self.rows, size=size)  # type: ignore[arg-type]
+            return rng.integers(0, self.rows, size=size)
         return np.arange(first, first + size, dtype=np.int64)
 
     def summary(self) -> dict[str, Any]:
@@ -389,7 +389,9 @@ def _crosstabs(spec: QuestionsScenarioSpec, built: list[Question]) -> tuple[Cros
             raise LdpSimError(f"{at}.columns: got {entry.columns!r}, expected a question other than rows")
         qa, qb = built[a], built[b]
         try:
-            mech = product_mechanism(qa.mechanisms["split"], qb.mechanisms["split"])
+            # both finite (checked above)
+            first, second = cast(FiniteMechanism, qa.mechanisms["split"]), cast(FiniteMechanism, qb.mechanisms["split"])
+            mech = product_mechanism(first, second)
         except LdpSimError as exc:
             raise LdpSimError(f"{at}: {exc}") from None
         if qa.codes is not None and qb.codes is not None:  # the table's joint distribution

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -109,7 +109,7 @@ class Scenario(BuiltScenario):
 def parse_survey(text: str, where: str = "<scenario>") -> Scenario:
     raw = read_toml(text, where)
     if "questions" in raw:  # several questions per respondent
-        return validate_and_build(raw, text, where, QuestionsScenarioSpec, build)  # type: ignore[no-any-return]
+        return validate_and_build(raw, text, where, QuestionsScenarioSpec, build)
     return validate_and_build(raw, text, where, ScenarioSpec, build)
 
 
@@ -391,12 +391,12 @@ def _timing(
 def read_population(pop: PopulationSpec, where: str) -> TablePopulation:
     """``[population] file``, ``column``: the column of the CSV table (its path relative to
     the scenario file) as a population, used as is or resampled to ``size``."""
-    table = read_scenario_table(pop.file, where)  # type: ignore[arg-type]
+    # both set when this is called (a population read from a table)
+    file, column = cast(str, pop.file), cast(str, pop.column)
+    table = read_scenario_table(file, where)
     try:
-        table.column(pop.column)  # type: ignore[arg-type]
-        return table_population(
-            table, pop.column, pop.labels, pop.size is not None, pop.missing or "error", MAX_ANSWERS
-        )  # type: ignore[arg-type]
+        table.column(column)
+        return table_population(table, column, pop.labels, pop.size is not None, pop.missing or "error", MAX_ANSWERS)
     except LdpSimError as exc:
         raise LdpSimError(f"population.column: {exc}") from None
 

@@ -342,7 +342,7 @@ class QuestionsScenarioSpec(ScenarioSpec):
     """A survey scenario whose respondents answer the ``[[questions]]``."""
 
     population: QuestionsPopulationSpec  # type: ignore[assignment]
-    analyst: QuestionsAnalystSpec = QuestionsAnalystSpec()  # type: ignore[assignment]
+    analyst: QuestionsAnalystSpec = QuestionsAnalystSpec()
     questions: Annotated[list[QuestionSpec], Field(min_length=1, max_length=MAX_QUESTIONS)]
     budget: BudgetSpec
 
