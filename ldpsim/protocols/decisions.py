@@ -408,6 +408,13 @@ def _input_rows(protocol: Protocol, party: int, others: list[int]) -> tuple[NDAr
     return xo, own
 
 
+def lp_coefficients(protocol: Protocol, task: Task, party: int = OBSERVER) -> int:
+    """The constraint coefficients of ``party``'s worst-case linear program: one per input,
+    transcript of the others and output (what its solving time grows with)."""
+    transcripts = math.prod(m for j, m in enumerate(protocol.sizes) if j != party)
+    return math.prod(protocol.inputs) * transcripts * task.n_outputs
+
+
 def worst_case_reach(protocol: Protocol, task: Task, party: int = OBSERVER) -> str | None:
     """None when the worst-case linear program of ``party`` fits (at most
     :data:`MAX_LP_ENTRIES` constraint coefficients), else why not, in a few words."""
@@ -416,8 +423,7 @@ def worst_case_reach(protocol: Protocol, task: Task, party: int = OBSERVER) -> s
     k = protocol.parties
     if k > MAX_TABLE_PARTIES:
         return f"k = {k}: the function's table has 2^k entries"
-    transcripts = math.prod(m for j, m in enumerate(protocol.sizes) if j != party)
-    entries = math.prod(protocol.inputs) * transcripts * task.n_outputs
+    entries = lp_coefficients(protocol, task, party)
     if entries > MAX_LP_ENTRIES:
         return f"{entries:,} coefficients, at most {MAX_LP_ENTRIES:,}"
     return None

@@ -87,7 +87,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ldpsim.errors import LdpSimError, invalid
 from ldpsim.protocols import OBSERVER, Protocol, Task, decide, erasure_protocol, missing_probability, rule_gain
-from ldpsim.protocols.decisions import worst_case_reach
+from ldpsim.protocols.decisions import lp_coefficients, worst_case_reach
 from ldpsim.protocols.gains import bit_probabilities, exact_gain
 from ldpsim.protocols.tasks import MAX_TABLE_PARTIES
 from ldpsim.report.multiparty_tables import LATENCY_QUANTITIES, RESULT_COLUMNS
@@ -953,6 +953,32 @@ class ExactTables:
         return df.reindex(columns=RESULT_COLUMNS)
 
 
+#: CPU seconds of HiGHS per constraint coefficient of a worst-case linear program (4.2
+#: million coefficients, the universal protocol's at k = 7, took 17 to 29 s on one core:
+#: the estimate is rather high than low).
+SECONDS_PER_LP_COEFFICIENT = 7e-6
+
+
+def _worst_case_key(q: int, task: Task, seen: Protocol, i: int, k: int) -> tuple:
+    """What a receiver's worst-case linear program depends on: for a symmetric task, its own
+    matrix (equal parties share one program), else the protocol and the receiver."""
+    return (q, id(task), seen.matrices[i].tobytes() if i < k else b"observer") if task.is_symmetric else (q, i)
+
+
+def worst_case_seconds(scenario) -> float:
+    """About how long :func:`exact_tables` spends in the worst-case linear programs of a
+    built multi-party scenario (one core): each distinct program within reach, by its size."""
+    sc, k = scenario, scenario.spec.parties.k
+    tasks, programs = list(sc.tasks), {}
+    for q, p in enumerate(sc.protocols):
+        seen = faced_protocol(p, sc.missing)
+        for i in range(k + 1):
+            who, t = _who(i, k), tasks[i]
+            if not worst_case_reach(seen, t, who):
+                programs.setdefault(_worst_case_key(q, t, seen, i, k), lp_coefficients(seen, t, who))
+    return sum(programs.values()) * SECONDS_PER_LP_COEFFICIENT
+
+
 def exact_tables(scenario) -> ExactTables:
     """The exact values of a built multi-party scenario (:class:`ExactTables`): each
     receiver's expected gain under the scenario's channel and deviations; with everyone
@@ -998,7 +1024,7 @@ def exact_tables(scenario) -> ExactTables:
             rows.append({**base, "quantity": "honest_accuracy", "theory": honest, "loss": sc.loss})
             worst = math.nan
             if not worst_case_reach(seen, t, who):
-                key = (q, id(t), seen.matrices[i].tobytes() if i < k else b"observer") if t.is_symmetric else (q, i)
+                key = _worst_case_key(q, t, seen, i, k)
                 if key not in worst_memo:
                     worst_memo[key] = float(worst_case(seen, t, who)[0])
                 worst = worst_memo[key]

@@ -607,10 +607,13 @@ def estimated_seconds(text: str, where: str = "case.toml") -> float:
     ):  # respondent-periods per policy, with and without a shuffler (8 s for the shipped 1.8e7)
         arms = len(spec.policies) * (2 if spec.shuffler is not None and spec.shuffler.compare else 1)
         return reps * spec.collection.periods * spec.population.size * arms * 1e-6
-    if sc.kind == "multiparty":
+    if sc.kind == "multiparty":  # the broadcast, and the exact worst-case linear programs once
+        from ldpsim.sim.multiparty import worst_case_seconds
+
         k, r = spec.parties.k, spec.rounds
         batches = -(-r.count // min(r.batch, r.count))
-        return reps * (batches * k * (k + 2) * 1e-4 + r.count * (k + 1) * len(spec.protocols) * 2e-6)
+        broadcast = reps * (batches * k * (k + 2) * 1e-4 + r.count * (k + 1) * len(spec.protocols) * 2e-6)
+        return broadcast + worst_case_seconds(sc)
     ticks = math.ceil(sc.end / sc.tick)
     cp = spec.analyst.checkpoints
     checkpoints = (sc.end / cp.every if cp.every else 0) + (sc.size / cp.every_reports if cp.every_reports else 0)

@@ -6,7 +6,9 @@ never a floating-point warning raised as a traceback."""
 from __future__ import annotations
 
 import math
+import tempfile
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -250,3 +252,48 @@ def test_a_figure_stopped_half_way_by_an_error_is_closed():
         plt.subplots()
         raise RuntimeError("half-way")
     assert set(plt.get_fignums()) == before
+
+
+#: A multi-party file whose exact worst-case linear program (the universal protocol's at k = 7:
+#: 4.2 million coefficients) took 17 to 29 s of CPU: the harness estimated the run at 0.1 s
+#: and ran it under its 60 s limit, which a loaded machine passed (slow tier, a "hang").
+WORST_CASE_LP = (
+    'kind = "multiparty"\nname = "fuzz_mp"\nprotocols = ["binary", "universal"]\n\n'
+    '[parties]\nk = 7\neps = 1e-300\ndelta = 0.5\np_one = 1e-300\n\n[task]\nkind = "sum"\n\n'
+    "[rounds]\ncount = 165\nbatch = 10000000\ninterval = 1000000000.0\n\n"
+    '[network]\nlatency = { kind = "exponential", mean = 7.0 }\n\n'
+    "[simulation]\nseed = 0\nreplications = 1\nalpha = 1e-300\n"
+)
+
+
+def test_the_harness_counts_the_worst_case_linear_programs():
+    from tests.sim.fuzz import WORK_BUDGET, check_run, estimated_seconds
+
+    assert estimated_seconds(WORST_CASE_LP) > WORK_BUDGET
+    assert check_run(WORST_CASE_LP, Path(tempfile.mkdtemp())) == "heavy"
+
+
+@pytest.mark.parametrize("k, task", [(3, "sum"), (4, "xor"), (5, "majority")])
+def test_worst_case_seconds_counts_each_program_solved_once(k, task, monkeypatch):
+    """worst_case_seconds against the programs exact_tables really solves: every call of
+    worst_case recorded with its size (equal programs of a symmetric task are solved once,
+    and counted once)."""
+    import ldpsim.protocols as protocols
+    from ldpsim.protocols.decisions import lp_coefficients
+    from ldpsim.sim.multiparty import SECONDS_PER_LP_COEFFICIENT, exact_tables, worst_case_seconds
+    from ldpsim.sim.scenario import parse_scenario
+
+    text = WORST_CASE_LP.replace("k = 7", f"k = {k}").replace('kind = "sum"', f'kind = "{task}"')
+    scenario = parse_scenario(text, "case.toml")
+    solved = []
+    real = protocols.worst_case
+
+    def recording(protocol, t, party=protocols.OBSERVER):
+        solved.append(lp_coefficients(protocol, t, party))
+        return real(protocol, t, party)
+
+    monkeypatch.setattr(protocols, "worst_case", recording)
+    monkeypatch.setattr("ldpsim.sim.multiparty.worst_case", recording, raising=False)  # imported at the top or not
+    exact_tables(scenario)
+    assert solved
+    assert worst_case_seconds(scenario) == pytest.approx(sum(solved) * SECONDS_PER_LP_COEFFICIENT, rel=1e-12)
