@@ -235,13 +235,14 @@ def test_copy_of_a_scenario_without_data_is_one_file(tmp_path):
     assert _shipped.copy("survey.toml", tmp_path) == [tmp_path / "survey.toml"]
 
 
-def test_copy_refuses_to_overwrite_and_then_writes_nothing(tmp_path):
+def test_copy_refuses_to_overwrite_and_then_writes_nothing(tmp_path, monkeypatch):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "README.md").write_text("mine")
+    monkeypatch.chdir(tmp_path.parent)  # a short path: a long one is shortened in the message
     with pytest.raises(LdpSimError) as info:
-        _shipped.copy("anes96", tmp_path)
+        _shipped.copy("anes96", Path(tmp_path.name))
     assert str(info.value) == (
-        f"copy: got {str(tmp_path / 'data' / 'README.md')!r}, expected "
+        f"copy: got {str(Path(tmp_path.name) / 'data' / 'README.md')!r}, expected "
         "a file that does not exist yet (--force overwrites it)"
     )
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["README.md", "data"]  # nothing else written
