@@ -252,6 +252,7 @@ def test_more_instances_extend_the_same_instances(tmp_path):
 
 
 # ----------------------------------------------------------------------------- the paper's setting
+@pytest.mark.slow  # 100 instances x 25 eps (CI runs the tier); the default run checks the files on 4 instances
 def test_fig3_and_fig5_at_the_papers_setting(tmp_path):
     """100 instances, 25 eps (seconds). The paper's numbers that we reproduce: RR as low as
     ~10% and binary as low as ~25% of the optimum; binary optimal at eps = 0.1 everywhere."""
