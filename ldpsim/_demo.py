@@ -13,6 +13,14 @@ import time
 from dataclasses import dataclass
 from typing import Any, cast
 
+import numpy as np
+import pandas as pd
+
+from ldpsim import _progress
+from ldpsim import _validate as v
+from ldpsim.analyst import frequency_estimate
+from ldpsim.mechanisms import randomized_response
+
 #: Clients the demo simulates at most (about a minute), in chunks of CHUNK (bounded memory).
 MAX_N = 10**9
 CHUNK = 1 << 20
@@ -36,13 +44,6 @@ class Demo:
 def run_demo(n: int, k: int, eps: float, seed: int | None = None) -> Demo:
     """The demo of ``ldpsim demo --n N --k K --eps EPS [--seed SEED]`` (``seed`` None: fresh
     entropy). A bad value is one line naming the option (``--n``, ``--k``, ``eps``, ``--seed``)."""
-    import numpy as np
-    import pandas as pd
-
-    from ldpsim import _progress
-    from ldpsim import _validate as v
-    from ldpsim.analyst import frequency_estimate
-    from ldpsim.mechanisms import randomized_response
 
     n = v.integer(n, "--n", minimum=1, maximum=MAX_N)
     k = v.integer(k, "--k", minimum=2, maximum=MAX_K)

@@ -25,6 +25,7 @@ This module is part of the foundation layer: it imports the standard library and
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import warnings
 from typing import Any, Callable, Iterable, TypeVar
@@ -111,8 +112,6 @@ def moved(old: str, new: str, names: Iterable[str], removed_in: str) -> Callable
 
         __getattr__ = moved("ldpsim.runs", "ldpsim.sim", ["run_scenario"], removed_in="0.2")
     """
-    import importlib
-
     wanted = frozenset(names)
 
     def __getattr__(name: str) -> Any:

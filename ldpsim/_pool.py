@@ -14,12 +14,10 @@ Split from :mod:`ldpsim._files` (atomic files and output folders), whose
 from __future__ import annotations
 
 import signal
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
-
-if TYPE_CHECKING:  # pragma: no cover
-    from concurrent.futures import Executor, ProcessPoolExecutor
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ldpsim._files import sigint_held
 from ldpsim._progress import advance
@@ -34,16 +32,14 @@ def _leave_sigint_to_parent() -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def start_pool(workers: int) -> "ProcessPoolExecutor":
+def start_pool(workers: int) -> ProcessPoolExecutor:
     """A process pool whose workers ignore Ctrl-C (the parent stops them with
     :func:`stop_pool`). Submit to it under :func:`sigint_held`: workers are started by the
     first submissions, and a Ctrl-C at that moment must not reach one before it ignores it."""
-    from concurrent.futures import ProcessPoolExecutor
-
     return ProcessPoolExecutor(max_workers=workers, initializer=_leave_sigint_to_parent)
 
 
-def stop_pool(executor: "Executor", timeout: float = 1.5) -> None:
+def stop_pool(executor: Executor, timeout: float = 1.5) -> None:
     """End a pool at once (Ctrl-C, an error): cancel what is queued and, for a local process
     pool, terminate its workers and wait (at most ``timeout`` s) until the pool has reaped
     them. Futures are cancelled only by the pool itself here (a future cancelled from
@@ -93,8 +89,6 @@ def pool_map(
 
     def tick(i: int) -> float:
         return 1 if ticks is None else ticks[i]
-
-    from concurrent.futures import as_completed
 
     scoped = _SCOPED_EXECUTOR.get()
     if scoped is not None and args_list:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import Union
 
 import numpy as np
+
+from ldpsim.errors import invalid
 
 RNGLike = Union[None, int, np.random.SeedSequence, np.random.BitGenerator, np.random.Generator]
 
@@ -14,8 +17,6 @@ def as_generator(rng: RNGLike) -> np.random.Generator:
     The operating system's generator (``"os"``, :class:`SystemRandom`) is refused with a
     one-line error: samplers that take it call :func:`as_source` instead."""
     if isinstance(rng, SystemRandom) or (isinstance(rng, str) and rng == SYSTEM):
-        from ldpsim.errors import invalid
-
         raise invalid(
             "rng",
             rng,
@@ -39,8 +40,6 @@ class SystemRandom:
 
     def words(self, n: int) -> np.ndarray:
         """``n`` independent uniform 64-bit words (uint64)."""
-        import os
-
         n = int(n)
         return np.frombuffer(os.urandom(8 * n), dtype=np.uint64).copy() if n > 0 else np.zeros(0, dtype=np.uint64)
 

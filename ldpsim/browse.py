@@ -21,6 +21,17 @@ from pathlib import Path
 
 from ldpsim._files import DirectoryLock, describe_os_error, shell_word, write_bytes
 from ldpsim.errors import LdpSimError
+from ldpsim.report.html import index_html, is_reproduction_dir, is_run_dir, report_dirs
+from ldpsim.report.reproduction import render
+from ldpsim.runs import (
+    RESULTS_LIMIT,
+    check_inputs,
+    check_run_file,
+    check_study_inputs,
+    read_metadata,
+    read_scenario_text,
+)
+from ldpsim.sim.studies import _parsers
 
 __all__ = ["Rebuilt", "rebuild", "rebuild_reproduction", "rebuild_run", "refresh_index", "write_index"]
 
@@ -44,17 +55,6 @@ def rebuild_run(run_dir: str | Path) -> list[Path]:
     """Re-render the report files of one finished run directory from its results.csv and
     scenario.toml (with the run's seed and replications); the files written, in order.
     Any problem is one LdpSimError naming the directory."""
-    from ldpsim.report.html import is_run_dir
-    from ldpsim.runs import (
-        RESULTS_LIMIT,
-        check_inputs,
-        check_run_file,
-        check_study_inputs,
-        read_metadata,
-        read_scenario_text,
-    )
-    from ldpsim.sim.studies import _parsers
-
     run_dir = Path(run_dir)
     bad = f"{OPTION}: got {str(run_dir)!r}, expected"
     parsers = _parsers()  # run kind -> parser, from the one registry (ldpsim.sim.kinds)
@@ -97,9 +97,6 @@ def rebuild_reproduction(folder: str | Path) -> list[Path]:
     """Re-render summary.md and report.html of one reproduction folder from its summary.csv,
     metadata.json and figures (nothing is recomputed); the files written, in order. Any
     problem is one LdpSimError naming the folder or the file at fault."""
-    from ldpsim.report.html import is_reproduction_dir
-    from ldpsim.report.reproduction import render
-
     folder = Path(folder)
     bad = f"{OPTION}: got {str(folder)!r}, expected"
     if not is_reproduction_dir(folder):
@@ -127,8 +124,6 @@ def _write_files(folder: Path, files: dict[str, bytes], expected: str) -> list[P
 def write_index(root: str | Path) -> Path:
     """Write ``root/index.html``: every run directory and reproduction folder under ``root``,
     with links."""
-    from ldpsim.report.html import index_html
-
     root = Path(root)
     path = root / "index.html"
     try:
@@ -161,8 +156,6 @@ def rebuild(path: str | Path = "reports", open_browser: bool = False, *, quiet: 
     unfinished runs or runs made by an older layout, are skipped with a line on stderr and
     keep their files) and write ``path/index.html``. With ``open_browser``, open the run's
     or reproduction's report.html, or the index, in the default browser."""
-    from ldpsim.report.html import is_reproduction_dir, is_run_dir, report_dirs
-
     path = Path(path)
     out = Rebuilt()
     if is_run_dir(path) or is_reproduction_dir(path):
@@ -188,8 +181,6 @@ def rebuild(path: str | Path = "reports", open_browser: bool = False, *, quiet: 
 
 
 def _rebuild_one(folder: Path, out: Rebuilt) -> None:
-    from ldpsim.report.html import is_run_dir
-
     if is_run_dir(folder):
         rebuild_run(folder)
     else:

@@ -21,16 +21,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import math
 import os
+import re
+import shlex
 import sys
+import textwrap
 from dataclasses import replace
-from typing import TYPE_CHECKING, Sequence, cast
+from pathlib import Path
+from typing import Sequence, cast
 
 from ldpsim._text import KEEP, WIDTH, plain, plural, shorten, table, wrap
 from ldpsim.errors import LdpSimError
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 
 class _Parser(argparse.ArgumentParser):
@@ -479,8 +482,6 @@ def _run(args: argparse.Namespace) -> int:
 
             done = finished_replications(args.resume)
             if done is not None:  # nothing to run: the report stays as it is (ldpsim report redoes it)
-                import shlex
-
                 _say(
                     f"{args.resume}: already complete ({done} replication{'s' if done != 1 else ''}); nothing to "
                     f"resume; its report is {os.path.join(args.resume, 'summary.md')} (ldpsim{KEEP}report{KEEP}"
@@ -712,9 +713,6 @@ def _demo(args: argparse.Namespace) -> int:
 def _compose_items(pairs: Sequence[str] | None, mechanisms: Sequence[str] | None) -> list:
     """The items of ``ldpsim compose --pairs/--mechanism``: (eps, delta) pairs and mechanisms
     built from catalog specs, each with an optional ``xN`` (or ``*N``) count."""
-    import math
-    import re
-
     from ldpsim.privacy.guarantees import EpsDelta
     from ldpsim.report import compose as cr
 
@@ -870,7 +868,6 @@ def _reproduce(args: argparse.Namespace) -> int:
     if args.list:
         if args.name is not None:
             raise LdpSimError(f"--list: got a NAME too ({args.name!r}), expected --list alone")
-        import textwrap
 
         width = max(len(n) for n in rp.names())
         for name in rp.names():  # the description wrapped in its column, whole
@@ -981,8 +978,6 @@ def _number_list(tokens: Sequence[str], option: str, kind: type, expected: str) 
 
 
 def _recommend(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from ldpsim._files import OutputFolder
     from ldpsim.report import recommend as report
     from ldpsim.utility import recommend as rc
@@ -1053,8 +1048,6 @@ def _recommend(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    import json
-
     import numpy as np
 
     from ldpsim import audit as au

@@ -116,9 +116,12 @@ A complete example, a kind of run that flips a biased coin (its scenario file sa
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ldpsim.errors import LdpSimError, show
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -155,8 +158,6 @@ class Study(ABC):
     def pick_replication(self, available: Any, replication: int | None) -> int:
         """The replication a figure draws: ``replication`` if it is one of ``available`` (the
         first of them when None); one line naming it otherwise. For :meth:`plot`."""
-        from ldpsim.errors import LdpSimError, show
-
         reps = sorted(int(r) for r in set(available))
         if replication is None:
             return reps[0]
@@ -220,8 +221,6 @@ class Study(ABC):
         """SHA-256 of every input file the study has read (name -> hex digest; a file kept
         outside the run directory by its path as the scenario names it): compared on resume
         with what the run recorded (:meth:`recorded_inputs`)."""
-        import hashlib
-
         return {name: hashlib.sha256(data).hexdigest() for name, data in self.inputs().items()}
 
     def recorded_inputs(self, meta: dict[str, Any]) -> dict[str, str]:

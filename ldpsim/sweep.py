@@ -59,6 +59,7 @@ from ldpsim._files import (
 from ldpsim._meta import now, versions, write_json
 from ldpsim._pool import start_pool, stop_pool
 from ldpsim.errors import LdpSimError, invalid, show
+from ldpsim.report import sweep as sweep_report
 from ldpsim.runs import (
     RUN_FILES,
     Creation,
@@ -76,6 +77,7 @@ from ldpsim.runs import (
 )
 from ldpsim.sim.scenario import parse_scenario
 from ldpsim.sim.scenario.common import read_scenario_text, read_toml
+from ldpsim.sim.studies import resume_run, run_scenario, study_of
 from ldpsim.sim.table import DataAccess, data_access
 
 #: The table of a scenario file that lists the grid.
@@ -374,8 +376,6 @@ class Plan:
 
     def check_shards(self, shards: int) -> None:
         """One line naming ``--shards`` unless every point's replications can be cut so."""
-        from ldpsim.sim.studies import study_of
-
         for pt in self.points:
             check_shards(study_of(pt.scenario), shards)
 
@@ -535,8 +535,6 @@ def run_sweep(
     seed = settle_seed(seed, first.spec.simulation.seed)
     reps = int(first.spec.simulation.replications)
     out_dir = Path(out) if out is not None else default_run_dir(f"{p.name}-sweep", seed)
-    from ldpsim.sim.studies import study_of
-
     inputs: dict[str, bytes] = {}
     for pt in p.points:  # the data files the points read (a swept population.file: each of them)
         inputs.update(study_of(pt.scenario).inputs())
@@ -633,8 +631,6 @@ def resume_sweep(
             raise LdpSimError(
                 f"{bad} grid points that this version of ldpsim builds as the sweep did (their scenarios differ)"
             )
-        from ldpsim.sim.studies import study_of
-
         for pt in p.points:
             check_study_inputs(study_of(pt.scenario), {"inputs": record.get("inputs", {})}, bad, what="sweep")
         remove_stale_temporaries(out_dir)
@@ -682,10 +678,6 @@ def _execute(
     allow_outside_data: bool = False,
 ) -> SweepResult:
     """Run the points not yet finished (``options.interrupt_after``: points), then the tables."""
-    # matplotlib: imported only once the points are to run
-    from ldpsim.report import sweep as report
-    from ldpsim.sim import resume_run, run_scenario
-
     workers, executor, interrupt_after = options.workers, options.executor, options.interrupt_after
     total = len(p.points)
     run_dirs = [out_dir / POINTS_DIR / pt.label for pt in p.points]
@@ -730,9 +722,9 @@ def _execute(
         table_bytes = tidy_csv(p.grid.keys, run_dirs, [pt.values for pt in p.points])
         write_bytes(out_dir / TABLE_CSV, table_bytes)
         table = read_table(out_dir / TABLE_CSV)
-        summary = report.error_summary(table, p.grid.keys)
+        summary = sweep_report.error_summary(table, p.grid.keys)
         write_bytes(out_dir / SUMMARY_CSV, summary.to_csv(index=False).encode())
-        figure = report.error_figure(
+        figure = sweep_report.error_figure(
             summary, p.grid.keys, title=f"{p.name}: error of the final estimates, {reps} replication(s), seed {seed}"
         )
         figure_path = None

@@ -283,9 +283,11 @@ class Run:
         run's kind (the study's ``read_results``)."""
         self._require_finished()
         # read_results is a function of the file alone (the Study interface), so reading
-        # does not rebuild the scenario
+        # does not rebuild the scenario; the study classes come through _studies(), since
+        # their modules bring in the report (Agg) and the user's backend is kept there
         from ldpsim.sim import kinds
 
+        _studies()
         study = kinds.study_class(self.kind)(None)
         return study.read_results(self.dir / "results.csv")
 

@@ -318,7 +318,7 @@ def test_ctrl_c_after_the_files_are_in_place_says_so(tmp_path, monkeypatch):
             "ldpsim.audit.audit_sequential",
         ),
         (("audit", "randomized_response:k=4,eps=1", "--n", "1000", "--seed", "1"), "ldpsim.audit.audit"),
-        (("demo", "--n", "1000", "--seed", "1"), "ldpsim.analyst.frequency_estimate"),
+        (("demo", "--n", "1000", "--seed", "1"), "ldpsim._demo.frequency_estimate"),
     ],
 )
 def test_commands_that_write_nothing_write_nothing_and_ctrl_c_is_one_line(argv, target, tmp_path, monkeypatch):

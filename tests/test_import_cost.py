@@ -1,5 +1,8 @@
 """``import ldpsim`` and ``ldpsim --help`` stay light: the package fronts import their names
-on first use (PEP 562) and the command line imports each command's needs in its handler.
+on first use (PEP 562), the command line imports each command's needs in its handler and
+the Python workflow (``ldpsim.Scenario``) loads the simulation and the report on first use.
+The fronts of docs/design.md ("Imports at the top"), whose imports inside functions
+tests/test_deferred_imports.py allows, are modules these checks import.
 Checked by which modules a fresh interpreter loaded, not by timing (robust on a shared
 machine): none of the heavy packages may appear."""
 
@@ -30,6 +33,7 @@ def _python(*args: str) -> subprocess.CompletedProcess:
         "from ldpsim.mechanisms import randomized_response, FiniteMechanism; randomized_response(3, 1.0)",
         "import ldpsim.cli",
         "import ldpsim.errors; from ldpsim import LdpSimError",
+        "import ldpsim.workflow; from ldpsim import Scenario, load_run",
     ],
 )
 def test_imports_load_no_heavy_package(code):

@@ -239,9 +239,7 @@ def test_resume_after_an_interruption_gives_the_same_files(base, tmp_path):
 
 
 def test_ctrl_c_is_one_line_with_the_resume_command(base, tmp_path, monkeypatch):
-    import ldpsim.sim
-
-    real = ldpsim.sim.run_scenario
+    real = sw.run_scenario
     calls = []
 
     def stop_on_second(*args, **kwargs):
@@ -250,14 +248,14 @@ def test_ctrl_c_is_one_line_with_the_resume_command(base, tmp_path, monkeypatch)
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ldpsim.sim, "run_scenario", stop_on_second, raising=False)
+    monkeypatch.setattr(sw, "run_scenario", stop_on_second)
     out = tmp_path / "out"
     r = run_cli("sweep", base, "--grid", *GRID, "--out", out)
     assert r.returncode == 130
     assert r.stderr.strip().splitlines() == [
         f"ldpsim: interrupted after 1 of 4 grid points; resume with: ldpsim sweep --resume {out}"
     ]
-    monkeypatch.setattr(ldpsim.sim, "run_scenario", real, raising=False)
+    monkeypatch.setattr(sw, "run_scenario", real)
     assert run_cli("sweep", "--resume", out, "--no-progress").returncode == 0
     assert len(list((out / "points").iterdir())) == 4
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import stats
 
 from ldpsim import _validate as v
 from ldpsim.analyst.estimation import _frequencies, project_to_simplex
@@ -143,8 +144,6 @@ def _deviation_jacobian(r: NDArray[np.float64], c: NDArray[np.float64]) -> NDArr
 def independence_test(mechanism: FrequencyOracle, counts: ArrayLike, shape: Any) -> IndependenceTest:
     """Test that the two questions' answers are independent, from the product mechanism's
     output counts (see the module docstring for the statistic and its null law)."""
-    from scipy import stats
-
     tab = crosstab_estimate(mechanism, counts, shape)
     ka, kb = tab.estimate.shape
     r = tab.estimate.sum(axis=1)

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import stats
 
 from ldpsim import _validate as v
 from ldpsim.analyst.estimation import _confidence
@@ -130,8 +131,6 @@ def mean_estimate(
                 f"reports of {mechanism!r}, in [{lo!r}, {hi!r}]",
             )
     if method == "normal":
-        from scipy import stats
-
         half = float(stats.norm.isf(alpha / 2.0)) * se
     else:
         if mechanism is None:

@@ -39,6 +39,7 @@ from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import invalid
 from ldpsim.mechanisms.base import Mechanism, NotAvailable
+from ldpsim.mechanisms.finite import check_dense, from_matrix
 
 __all__ = [
     "DoubledRR",
@@ -259,8 +260,6 @@ class _FiniteLogDensity(_Broken):
         """``matrix()`` as a :func:`~ldpsim.mechanisms.finite.from_matrix` mechanism (cached)."""
         fm = self.__dict__.get("_fm")
         if fm is None:
-            from ldpsim.mechanisms.finite import from_matrix  # local: finite imports nothing of ours
-
             fm = self.__dict__["_fm"] = from_matrix(self.matrix())
         return fm
 
@@ -300,8 +299,6 @@ class DoubledRR(_FiniteLogDensity):
         return list(range(self.k))
 
     def matrix(self) -> NDArray[np.float64]:
-        from ldpsim.mechanisms.finite import check_dense
-
         check_dense(self.k, self.k, "doubled randomized-response")  # k x k: refused past 2^25 entries
         # from the log rows: e^{2 eps} overflows past eps = 354
         return np.exp(np.array([self._log_row(i) for i in range(self.k)]))
@@ -681,7 +678,6 @@ class SVTNoCutoff(_FiniteLogDensity, _SVT):
         self.output_size = 2**self.n_queries
         self.eps_bounds = (self.m / self.b_nu, 1.0 / self.b_rho + 2 * self.m * 2.0 / self.b_nu)
         self._matrix: NDArray[np.float64] | None = None
-        from ldpsim.mechanisms.finite import from_matrix  # local: finite imports nothing of ours
 
         if not np.all(self.matrix() > 0):  # every output has probability > 0 (Laplace noise): an
             # underflowed 0 made true_eps inf (at eps = 1000, m = 3; the bounds say <= 3500)

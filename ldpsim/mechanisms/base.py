@@ -86,6 +86,7 @@ complete example, a binary mechanism that reports the true bit with probability 
 
 from __future__ import annotations
 
+import copy
 import math
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, cast
@@ -190,7 +191,7 @@ class Mechanism(ABC):
     def guarantee(self) -> Any:
         """The exact privacy guarantee (a :class:`ldpsim.privacy.Guarantee`) built from
         :meth:`delta`; families with a sharper description (a privacy-loss law) override it."""
-        from ldpsim.privacy.guarantees import DeltaCurve
+        from ldpsim.privacy.guarantees import DeltaCurve  # deferred: privacy loads scipy (tests/test_import_cost.py)
 
         return DeltaCurve(self.delta, label=repr(self))
 
@@ -358,8 +359,6 @@ class FrequencyOracle(Mechanism):
 
     def with_labels(self, labels: Any) -> "FrequencyOracle":
         """The same oracle with its inputs named ``labels`` (a copy; ``k`` distinct labels)."""
-        import copy
-
         out = copy.copy(self)
         names = tuple(labels)
         if len(names) != self.k or len(set(names)) != self.k:

@@ -13,6 +13,7 @@ holds, and structured mechanisms (randomized response) answer with closed forms.
 
 from __future__ import annotations
 
+import copy
 import math
 import struct
 from functools import cached_property
@@ -133,8 +134,6 @@ class FiniteMechanism(FrequencyOracle):
         """The same mechanism with its inputs named ``labels`` (a copy); outputs that were
         named like the inputs (randomized response, the truncated geometric mechanism: the
         report is an input symbol) are renamed with them."""
-        import copy
-
         out = copy.copy(self)
         out.input_labels = _labels(labels, self.k, "labels")
         if self.m == self.k and self.output_labels == self.input_labels:
@@ -249,7 +248,7 @@ class FiniteMechanism(FrequencyOracle):
     def pld(self, x: Any, x_prime: Any) -> "DiscretePLD":
         """Exact privacy-loss law of the output on input ``x`` against input ``x_prime``
         (labels as in :meth:`encode`), built from the log matrix."""
-        from ldpsim.privacy.pld import DiscretePLD
+        from ldpsim.privacy.pld import DiscretePLD  # deferred: privacy loads scipy (tests/test_import_cost.py)
 
         i, j = (int(v) for v in self.encode([x, x_prime]))
         lp, lr = self.log_matrix[i], self.log_matrix[j]
@@ -271,7 +270,7 @@ class FiniteMechanism(FrequencyOracle):
     def guarantee(self) -> "PLDGuarantee":
         """The mechanism's exact privacy guarantee (all pairs of inputs) as a
         :class:`ldpsim.privacy.Guarantee`."""
-        from ldpsim.privacy.guarantees import PLDGuarantee
+        from ldpsim.privacy.guarantees import PLDGuarantee  # deferred: privacy loads scipy (tests/test_import_cost.py)
 
         check_dense(self.k * self.k, self.m, "pairs of inputs x outputs for the trade-off function")
         labels = self.input_labels

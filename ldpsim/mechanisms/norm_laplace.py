@@ -25,6 +25,7 @@ from ldpsim._bisect import smallest_ok
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import invalid
 from ldpsim.mechanisms.base import Mechanism, NotAvailable
+from ldpsim.privacy.guarantees import EpsDelta
 
 __all__ = ["NormLaplace", "p_norm", "norm_power_rows", "norm_power_sample"]
 
@@ -249,6 +250,5 @@ class NormLaplace(Mechanism):
         below it, where the exact curve is not available)."""
         if self.n == 1:
             return super().guarantee()
-        from ldpsim.privacy.guarantees import EpsDelta
 
         return EpsDelta(self.eps, 0.0, label=f"{self!r} (pure eps)")

@@ -54,9 +54,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ldpsim import _validate as v
-from ldpsim._rng import RNGLike, as_generator
+from ldpsim._rng import RNGLike, as_generator, as_source
 from ldpsim.errors import LdpSimError, invalid
-from ldpsim.mechanisms.base import Mechanism
+from ldpsim.mechanisms.base import Mechanism, NoDensity
+from ldpsim.mechanisms.noise.discrete_laplace import DiscreteLaplace
+from ldpsim.mechanisms.noise.laplace import Laplace
+from ldpsim.mechanisms.noise.snapping import ETA, SnappedLaplace
+from ldpsim.mechanisms.noise.staircase import Staircase
+from ldpsim.privacy.guarantees import MechanismGuarantee, PLDGuarantee
+from ldpsim.privacy.pld import DiscretePLD
 
 __all__ = [
     "HYBRID_THRESHOLD",
@@ -301,8 +307,6 @@ class BoundedNumeric(Mechanism):
         """The exact privacy-loss law of the answer ``lo`` against ``hi`` (a
         :class:`ldpsim.privacy.DiscretePLD`): atoms ``eps``, 0, ``-eps`` with P-masses ``K``,
         ``1 - K (1 + e^-eps)``, ``K e^-eps``. Symmetric: ``hi`` against ``lo`` has the same law."""
-        from ldpsim.privacy.pld import DiscretePLD
-
         lk = self._log_k()
         rest = -math.expm1(lk + _log1pexp(-self.eps))  # 1 - K (1 + e^-eps)
         log_rest = math.log(rest) if rest > 0 else -math.inf
@@ -310,8 +314,6 @@ class BoundedNumeric(Mechanism):
 
     def guarantee(self) -> Any:
         """The exact guarantee (:class:`ldpsim.privacy.PLDGuarantee` of :meth:`pld`)."""
-        from ldpsim.privacy.guarantees import PLDGuarantee
-
         law = self.pld()
         return PLDGuarantee((law, law.swap()), label=repr(self))
 
@@ -369,8 +371,6 @@ class NoiseBounded(BoundedNumeric):
         return self.noise.epsilon(delta)
 
     def guarantee(self) -> Any:
-        from ldpsim.privacy.guarantees import MechanismGuarantee
-
         return MechanismGuarantee(self.noise, label=repr(self))
 
     def pld(self) -> Any:
@@ -386,8 +386,6 @@ class LaplaceBounded(NoiseBounded):
     name = "laplace_bounded"
 
     def _make_noise(self) -> Any:
-        from ldpsim.mechanisms.noise.laplace import Laplace
-
         return Laplace.calibrate(self.eps, 0.0, self.hi - self.lo)
 
     @property
@@ -405,8 +403,6 @@ class StaircaseBounded(NoiseBounded):
     name = "staircase_bounded"
 
     def _make_noise(self) -> Any:
-        from ldpsim.mechanisms.noise.staircase import Staircase
-
         try:
             return Staircase(self.eps, self.hi - self.lo)
         except LdpSimError as exc:  # its sensitivity is the width of the range: name the range
@@ -444,8 +440,6 @@ class DiscreteLaplaceBounded(NoiseBounded):
         super().__init__(eps, lo, hi)
 
     def _make_noise(self) -> Any:
-        from ldpsim.mechanisms.noise.discrete_laplace import DiscreteLaplace
-
         return DiscreteLaplace(self.eps, int(self.hi - self.lo))
 
     def valid_answers(self, values: ArrayLike) -> NDArray[np.bool_]:
@@ -513,7 +507,6 @@ class SnappedLaplaceBounded(BoundedNumeric):
 
     def __init__(self, eps: float, lo: float = -1.0, hi: float = 1.0) -> None:
         super().__init__(eps, lo, hi)
-        from ldpsim.mechanisms.noise.snapping import ETA, SnappedLaplace
 
         # the snapping mechanism's floor, checked before 1/eps (inf at 5e-324) sizes its bound
         if not 2.0 * float(ETA) < self.eps:
@@ -548,8 +541,6 @@ class SnappedLaplaceBounded(BoundedNumeric):
         return np.clip((np.clip(arr, self.lo, self.hi) - self.lo) / (self.hi - self.lo), 0.0, 1.0)
 
     def privatize(self, values: ArrayLike, rng: RNGLike = None) -> NDArray[np.float64]:
-        from ldpsim._rng import as_source
-
         u = self._unit01(values, "values")
         src = as_source(rng)
         scaled = u * 2.0**self._g  # exact: a power of two
@@ -567,8 +558,6 @@ class SnappedLaplaceBounded(BoundedNumeric):
         return self.privatize(np.full(n, float(x)), rng)
 
     def log_density(self, x: ArrayLike, y: ArrayLike) -> Any:
-        from ldpsim.mechanisms.base import NoDensity
-
         raise NoDensity(
             f"log_density: got a call on {self!r}, expected a mechanism with a density (the dithered snapped "
             "report is a mixture over 2^G dithers: audit it from samples)"

@@ -38,6 +38,7 @@ from scipy.special import logsumexp, ndtr, ndtri
 
 from .. import _validate as V
 from .._bisect import smallest_ok
+from .._deprecate import warn
 from ..errors import invalid
 from . import composition as C
 from .gdp import gdp_log_delta, largest_mu
@@ -275,7 +276,6 @@ class OptimalComposition(Guarantee):
         if k is not None:
             if compositions is not None:
                 raise invalid("k", k, "compositions= alone (k= is its old spelling)")
-            from .._deprecate import warn
 
             warn("OptimalComposition(k=...) is deprecated since 0.1; use compositions= (k goes away in 0.2)")
             compositions = k

@@ -26,6 +26,7 @@ from scipy.special import logsumexp
 from .. import _validate as V
 from .._bisect import smallest_ok
 from ..errors import invalid
+from ._binom import log_pmf
 
 MAX_ATOMS = 5_000_000
 """Largest number of atoms a composition may build (about 80 MB of float64 pairs)."""
@@ -120,8 +121,6 @@ class DiscretePLD:
         ``trim=True`` drops atoms below e^-800 of the largest (invisible in doubles, so the
         trade-off curve is unchanged) and works for any k; without it every atom is kept
         (exact log-space deltas far below 1e-300) and k + 1 <= MAX_ATOMS."""
-        from ._binom import log_pmf
-
         eps = V.epsilon(eps)
         delta = V.delta(delta)
         k = V.integer(compositions, "compositions", minimum=1)

@@ -48,9 +48,11 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 from scipy import optimize
+from scipy.special import expit
 
 from ldpsim import _validate as v
 from ldpsim.errors import invalid
+from ldpsim.privacy._binom import log_pmf
 
 __all__ = ["shuffle_delta", "shuffle_epsilon", "shuffle_epsilon_closed_form"]
 
@@ -80,8 +82,6 @@ def shuffle_delta(eps0: float, n: int, eps: float) -> float:
     round ``1 - q`` to 0, and the clone counts' law comes from its logarithm (Loader's
     form), so ``e^-eps0`` may underflow (where clones are too rare to matter, the
     divergence is that of one respondent, ``alpha``)."""
-    from scipy.special import expit
-
     e0, n = _check(eps0, n)
     e = v.epsilon(eps, "eps", allow_inf=True)
     if e >= e0:
@@ -112,8 +112,6 @@ def _clone_law(e0: float, n: int) -> tuple[NDArray[np.float64], NDArray[np.float
     an upper bound, never below the truth). Independent of eps: cached for the dozen
     divergences :func:`shuffle_epsilon` evaluates (read-only arrays)."""
     from scipy import stats
-
-    from ldpsim.privacy._binom import log_pmf
 
     m = n - 1
     log_clone, log_keep = -e0, math.log(-math.expm1(-e0))  # log e^-eps0, log(1 - e^-eps0)

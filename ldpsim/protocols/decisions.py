@@ -41,7 +41,7 @@ from scipy.stats import binom
 from .. import _validate as V
 from ..errors import LdpSimError, invalid
 from .protocol import Protocol
-from .tasks import Task
+from .tasks import MAX_TABLE_PARTIES, Task
 
 OBSERVER = -1
 """``party=OBSERVER``: the central observer, who sees the transcript only."""
@@ -418,8 +418,6 @@ def lp_coefficients(protocol: Protocol, task: Task, party: int = OBSERVER) -> in
 def worst_case_reach(protocol: Protocol, task: Task, party: int = OBSERVER) -> str | None:
     """None when the worst-case linear program of ``party`` fits (at most
     :data:`MAX_LP_ENTRIES` constraint coefficients), else why not, in a few words."""
-    from .tasks import MAX_TABLE_PARTIES
-
     k = protocol.parties
     if k > MAX_TABLE_PARTIES:
         return f"k = {k}: the function's table has 2^k entries"

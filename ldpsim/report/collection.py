@@ -32,6 +32,7 @@ import pandas as pd
 from ldpsim._text import plural, sayer
 from ldpsim._text import table as text_table
 from ldpsim.analyst.estimation import z_value
+from ldpsim.privacy.shuffle import shuffle_epsilon, shuffle_epsilon_closed_form
 from ldpsim.report.figures import amount, log_axes, period_label, plt, png_bytes, quiet_figures, short_label
 from ldpsim.report.html import Section, run_html
 from ldpsim.report.html import table as md_table
@@ -238,8 +239,6 @@ def _central_figure(results: pd.DataFrame, delta: float) -> bytes:
     """Central eps against the batch size, one curve per distinct local eps (policies that
     share it named together), the paper's closed form dashed, the run's smallest batches
     marked."""
-    from ldpsim.privacy.shuffle import shuffle_epsilon, shuffle_epsilon_closed_form
-
     cen = results[results["quantity"] == "central"]
     local = cen[cen["category"] == "local_eps"].drop_duplicates("policy").set_index("policy")["estimate"]
     batch = cen[cen["category"] == "batch_min"].drop_duplicates("policy").set_index("policy")["estimate"]
@@ -383,15 +382,11 @@ def console(run: Any) -> list[str]:
     say, show = sayer(out)
     sc = run.scenario
     c = sc.spec.collection
-    from ldpsim.report.figures import amount
-
     say(
         f"{sc.name}: {sc.size:,} respondents x {c.periods} periods of "
         f"{amount(c.period, sc.spec.simulation.time_unit)}, {plural(len(sc.arms), 'arm')}, "
         f"{sc.spec.simulation.replications} replication(s), seed {run.seed}; composed eps at delta = {c.delta:g}"
     )
-    from ldpsim.report.collection import has_estimates
-
     if not has_estimates(run.results):
         say("no report reached the server in any replication: nothing to estimate (see the report)")
     show(text_table(run.summary, na_rep="", float_format=lambda x: f"{x:.5g}", full=run.run_dir / "summary.md"))

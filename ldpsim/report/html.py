@@ -29,6 +29,7 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
+from ldpsim._meta import package_version
 from ldpsim.report.tables import cell_text, md_table
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -223,8 +224,6 @@ def page_html(
     ``metadata`` rows. ``badge`` names the kind of page, ``noun`` what the folder holds
     ("run"); ``links`` are the folder's files the page links to (in the header, and
     wherever summary.md names one in backticks)."""
-    from ldpsim._meta import package_version
-
     links = list(links)
     figures = {name: data for name, data in files.items() if name.endswith(".png")}
     body = blocks(lines, figures, links)

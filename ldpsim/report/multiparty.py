@@ -18,6 +18,7 @@ import pandas as pd
 
 from ldpsim._text import sayer
 from ldpsim._text import table as text_table
+from ldpsim.report import multiparty_tables as mt
 from ldpsim.report.figures import amount, in_unit, plt, png_bytes, quiet_figures
 from ldpsim.report.html import TableText, run_html, table
 from ldpsim.report.multiparty_tables import (
@@ -482,8 +483,6 @@ _MULTIPARTY_COLUMNS = ["protocol", "party", "eps", "delta", "measured", "exact",
 def console(run: Any) -> list[str]:
     """What ``ldpsim run`` prints for a finished multi-party run (its MultipartyRun), line
     by line: accuracy next to exact, the channel, deviations, completion delays."""
-    from ldpsim.report import multiparty_tables as mt
-
     out: list[str] = []
     say, show = sayer(out)
     sc = run.scenario

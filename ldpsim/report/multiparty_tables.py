@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ldpsim.protocols import OBSERVER
+from ldpsim.protocols import OBSERVER, erasure_protocol
+from ldpsim.protocols.decisions import worst_case_reach
 from ldpsim.report.tables import read_csv
 from ldpsim.stats import mean_tolerance, paired_tolerance
 
@@ -218,9 +219,6 @@ def worst_case_table(results: pd.DataFrame, scenario: Any) -> pd.DataFrame:
     """Per (protocol, receiver): the exact average accuracy of the optimal rule (everyone
     honest, through the channel) and the exact worst-case accuracy of the optimal
     worst-case rule, or why the linear program is out of reach."""
-    from ldpsim.protocols import erasure_protocol
-    from ldpsim.protocols.decisions import worst_case_reach
-
     avg = _first(results, "honest_accuracy")
     worst = _first(results, "worst_case_accuracy").set_index(["protocol", "party"])
     missing = float(getattr(scenario, "missing", 0.0))

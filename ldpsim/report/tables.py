@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ldpsim._files import open_input
 from ldpsim.errors import LdpSimError
 
 #: significant digits of every number a report table shows that is neither a count nor a
@@ -155,8 +156,6 @@ def read_csv(path: str | Path, dtype: dict[str, Any], na: list[str]) -> pd.DataF
     """A results file as ldpsim wrote it: ``dtype`` columns as given (labels stay text, so
     "1", "01" and "" stay distinct), empty cells of the ``na`` columns NaN; an unreadable
     file is one LdpSimError naming it."""
-    from ldpsim._files import open_input
-
     try:
         with open_input(path) as f:  # a file object: pandas would expand a leading "~" of a path
             return pd.read_csv(f, dtype=dtype, keep_default_na=False, na_values={c: [""] for c in na})

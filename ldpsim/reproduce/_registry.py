@@ -17,8 +17,10 @@ import pandas as pd
 from ldpsim import _validate as v
 from ldpsim._files import OutputFolder
 from ldpsim._meta import now, package_version, versions, write_json
+from ldpsim.browse import refresh_index
 from ldpsim.errors import LdpSimError, invalid
 from ldpsim.report.reproduction import RENDERED, render
+from ldpsim.reproduce._study import eps_grid as _eps_grid
 
 #: Default seed of every reproduction (the extremal-mechanisms paper is from 2014).
 DEFAULT_SEED = 2014
@@ -167,14 +169,13 @@ def check_eps_grid(eps_grid: Any, option: str = "--eps-grid") -> list[float] | N
     (:func:`ldpsim.reproduce._study.eps_grid`), before any work; None stays None."""
     if eps_grid is None:
         return None
-    from ldpsim.reproduce._study import eps_grid as grid
 
     try:
         values = np.atleast_1d(np.asarray(eps_grid, dtype=float))
     except (TypeError, ValueError):
         raise invalid(option, eps_grid, "a non-empty list of numbers in (0, 700]") from None
     try:
-        grid(values)
+        _eps_grid(values)
     except LdpSimError:
         raise invalid(option, eps_grid, "a non-empty list of numbers in (0, 700]") from None
     return values.tolist()
@@ -233,7 +234,6 @@ def reproduce(
         first = seed if seed_list is None else seed_list[0]
         summary, seconds = _run_into(rep, folder.work, first, instances, grid, workers, ks, seed_list)
     files = [p for p in folder.files if p.is_file()]  # what this reproduction wrote, nothing else
-    from ldpsim.browse import refresh_index
 
     index = refresh_index(folder.path, DEFAULT_BASE.parent)
     return ReproductionRun(name, summary, folder.path, files, seconds, first, instances, index, seed_list or ())
@@ -333,7 +333,6 @@ def _reproduce_each(
                 "folders": [f"seed{sd}" for sd in seeds],
             },
         )
-    from ldpsim.browse import refresh_index
 
     runs = []
     for sd, summary, seconds in parts:

@@ -67,6 +67,7 @@ from scipy.optimize import linprog
 
 from ldpsim import _progress as progress
 from ldpsim.errors import LdpSimError
+from ldpsim.protocols import Protocol, Task, exact_accuracy
 from ldpsim.reproduce import _study as s
 from ldpsim.reproduce._registry import register, write_summary
 
@@ -492,8 +493,6 @@ def run_draw(seed: int, k: int, d: int, grid: Array | None = None) -> tuple[list
 
 def library_check(seed: int, draws: int) -> float:
     """|RR accuracy by enumeration here - ldpsim.protocols.exact_accuracy| (XOR/AND/sum, every receiver)."""
-    from ldpsim.protocols import Protocol, Task, exact_accuracy
-
     err = 0.0
     for k in KS:
         for d in range(draws):

@@ -47,6 +47,10 @@ from numpy.typing import NDArray
 
 from ldpsim.analyst.estimation import z_value
 from ldpsim.analyst.longitudinal import change_estimates, paired_covariance, period_estimates, report_estimators
+from ldpsim.errors import LdpSimError
+from ldpsim.privacy import bound_epsilon, kov_bound_heterogeneous
+from ldpsim.privacy.accountant import Accountant
+from ldpsim.privacy.shuffle import shuffle_epsilon
 from ldpsim.report.collection import COLUMNS
 from ldpsim.sim.scenario.collection import CollectionScenario, DriftSpec, MarkovSpec, Policy, RandomScheduleSpec
 from ldpsim.sim.shuffler import Parcel, Shuffler
@@ -139,9 +143,6 @@ class PrivacyTable:
 
 def privacy_tables(sc: CollectionScenario) -> dict[str, PrivacyTable]:
     """Each policy's privacy by class, computed once per run (shared by replications)."""
-    from ldpsim.privacy import bound_epsilon, kov_bound_heterogeneous
-    from ldpsim.privacy.accountant import Accountant
-
     T, delta = sc.periods, float(sc.spec.collection.delta)
     out: dict[str, PrivacyTable] = {}
     for index, p in enumerate(sc.policies):
@@ -191,8 +192,6 @@ def privacy_tables(sc: CollectionScenario) -> dict[str, PrivacyTable]:
 def _composed(compute: Any, key: str, value: Any, what: str) -> float:
     """An exact composition, or one line naming the scenario key behind it when it is
     beyond the accountant's lattice (its internal ``step``), not that parameter."""
-    from ldpsim.errors import LdpSimError
-
     try:
         return float(compute())
     except LdpSimError as exc:
@@ -207,8 +206,6 @@ def _composed(compute: Any, key: str, value: Any, what: str) -> float:
 
 def central_epsilon(eps0: float, batch: int, delta: float) -> float:
     """The central eps at delta of a shuffled batch of ``batch`` eps0-LDP reports."""
-    from ldpsim.privacy.shuffle import shuffle_epsilon
-
     return float(shuffle_epsilon(eps0, int(batch), delta)) if batch >= 1 else math.nan
 
 

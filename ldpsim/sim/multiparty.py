@@ -84,9 +84,19 @@ import numpy as np
 import pandas as pd
 import simpy
 from numpy.typing import ArrayLike, NDArray
+from scipy.integrate import quad
 
 from ldpsim.errors import LdpSimError, invalid
-from ldpsim.protocols import OBSERVER, Protocol, Task, decide, erasure_protocol, missing_probability, rule_gain
+from ldpsim.protocols import (
+    OBSERVER,
+    Protocol,
+    Task,
+    decide,
+    erasure_protocol,
+    missing_probability,
+    rule_gain,
+    worst_case,
+)
 from ldpsim.protocols.decisions import lp_coefficients, worst_case_reach
 from ldpsim.protocols.gains import bit_probabilities, exact_gain
 from ldpsim.protocols.tasks import MAX_TABLE_PARTIES
@@ -906,7 +916,6 @@ def completion_mean(latency: Latency, n: int, loss: float = 0.0, deadline: float
         return 0.0
     if deadline is None:
         return expected_max_latency(latency, n)
-    from scipy.integrate import quad
 
     def tail(t: float) -> float:
         return float(1.0 - ((1.0 - loss) * float(latency.cdf(t))) ** n)
@@ -986,8 +995,6 @@ def exact_tables(scenario) -> ExactTables:
     the protocol through the channel where within reach (NaN otherwise); and, when the
     scenario has a channel, the expected gain at every rate of its loss grid and with a
     perfect channel (no loss, no deadline)."""
-    from ldpsim.protocols import worst_case
-
     sc = scenario
     k = sc.spec.parties.k
     tasks, p_one, m = list(sc.tasks), sc.p_one, sc.missing

@@ -18,7 +18,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ldpsim.errors import LdpSimError, show
+from ldpsim.protocols.decisions import exact_accuracy
+from ldpsim.protocols.scaling import aggregate_accuracy, build_protocol, build_task, large_k_accuracy
+from ldpsim.report.multiparty_study import console, read_study_results, render_study_report, summarise_study
 from ldpsim.runs import Outcome, Study
+from ldpsim.sim.scenario.multiparty_study import parse_multiparty_study
+from ldpsim.stats import mean_tolerance
 
 #: The columns of a study's results, one row per replication x point (``party`` -1 is the
 #: observer). ``tolerance`` holds at ``alpha`` over the replication's table (Bonferroni over
@@ -49,9 +55,6 @@ EXACT_COLUMNS = ["protocol", "task", "k", "eps", "delta", "receiver", "party", "
 def exact_table(scenario: Any) -> pd.DataFrame:
     """The exact accuracy (NaN where no exact path) and the large-k approximation of every
     point of the study, in the order of ``scenario.points``: computed once per run."""
-    from ldpsim.protocols.decisions import exact_accuracy
-    from ldpsim.protocols.scaling import build_protocol, build_task, large_k_accuracy
-
     rows = []
     built: dict[tuple[str, float, int], Any] = {}
     for p in scenario.points.itertuples(index=False):
@@ -82,9 +85,6 @@ def run_study_replication(scenario: Any, index: int, seed: int, exact: pd.DataFr
     """One replication: for each point, ``rounds`` rounds of the aggregate Monte Carlo
     (:func:`ldpsim.protocols.scaling.aggregate_accuracy`) next to the exact value and the
     large-k approximation (``exact``: :func:`exact_table`, computed here when not given)."""
-    from ldpsim.protocols.scaling import aggregate_accuracy, build_protocol, build_task
-    from ldpsim.stats import mean_tolerance
-
     if exact is None:
         exact = exact_table(scenario)
     points = scenario.points
@@ -146,8 +146,6 @@ class MultipartyScalingStudy(Study):
 
     @classmethod
     def parse(cls, text: str, where: str) -> Any:
-        from ldpsim.sim.scenario.multiparty_study import parse_multiparty_study
-
         return parse_multiparty_study(text, where)
 
     def shared(self) -> Any:
@@ -157,20 +155,14 @@ class MultipartyScalingStudy(Study):
         return run_study_replication(self.scenario, index, seed, shared)
 
     def read_results(self, path: Path) -> pd.DataFrame:
-        from ldpsim.report.multiparty_study import read_study_results
-
         return read_study_results(path)
 
     def render_report(self, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], Any]:
-        from ldpsim.report.multiparty_study import render_study_report
-
         return render_study_report(self.scenario, results, seed)
 
     def tables(self, results: pd.DataFrame) -> dict[str, pd.DataFrame]:
         """``points``: one row per protocol, task, eps, k and receiver (exact, measured,
         tolerance, large-k approximation)."""
-        from ldpsim.report.multiparty_study import summarise_study
-
         return {"points": summarise_study(results, self.scenario)}
 
     def plot(
@@ -178,8 +170,6 @@ class MultipartyScalingStudy(Study):
     ) -> None:
         """The observer's accuracy against k, one curve per eps (exact line, measured points,
         large-k approximation dashed) for the task ``quantity`` (default the first)."""
-        from ldpsim.errors import LdpSimError, show
-
         if replication is not None:
             raise LdpSimError(
                 f"replication: got {show(replication)}, expected None (a study's points are pooled over replications)"
@@ -209,8 +199,6 @@ class MultipartyScalingStudy(Study):
         ax.legend(fontsize=7)
 
     def console(self, result: Any) -> list[str]:
-        from ldpsim.report.multiparty_study import console
-
         return console(result)
 
     def metadata(self) -> dict[str, Any]:

@@ -20,17 +20,27 @@ import numpy as np
 import pandas as pd
 
 from ldpsim.errors import LdpSimError, show
+from ldpsim.report import collection as collection_report
+from ldpsim.report import multiparty as multiparty_report
+from ldpsim.report import multiparty_tables
+from ldpsim.report import survey as survey_report
+from ldpsim.report import survey_tables as st
+from ldpsim.report.figures import in_unit, period_label, short_label
 from ldpsim.runs import Outcome, RunOptions, Study, input_name, resume_study, run_study
-from ldpsim.sim import kinds
+from ldpsim.sim import collection, engine, kinds, multiparty
 from ldpsim.sim.multiparty_study import MultipartyScalingStudy, MultipartyStudyRun
 from ldpsim.sim.scenario import (
     BuiltScenario,
     CollectionScenario,
     MultipartyScenario,
     Scenario,
+    allow_long_runs,
     load_scenario,
     parse_scenario,
 )
+from ldpsim.sim.scenario.collection import parse_collection
+from ldpsim.sim.scenario.multiparty_study import parse_multiparty_file
+from ldpsim.sim.scenario.survey import parse_survey
 
 __all__ = [
     "RunResult",
@@ -81,20 +91,14 @@ class SurveyStudy(Study):
 
     @classmethod
     def parse(cls, text: str, where: str) -> Scenario:
-        from ldpsim.sim.scenario.survey import parse_survey
-
         return parse_survey(text, where)
 
     @property
     def columns(self) -> tuple[str, ...]:  # type: ignore[override]
-        from ldpsim.report.survey_tables import RESULT_COLUMNS
-
-        return tuple(RESULT_COLUMNS)
+        return tuple(st.RESULT_COLUMNS)
 
     def run_replication(self, index: int, seed: int, shared: Any) -> pd.DataFrame:
-        from ldpsim.sim.engine import run_replication
-
-        return run_replication(self.scenario, index, seed)
+        return engine.run_replication(self.scenario, index, seed)
 
     def unshardable(self) -> str | None:
         if self.scenario.spec.simulation.mode == "individual":
@@ -102,28 +106,18 @@ class SurveyStudy(Study):
         return "for an aggregate-mode scenario (aggregate mode draws counts, not clients: it needs no shards)"
 
     def shard_plan(self, index: int, seed: int, shared: Any, shards: int) -> list[Any]:
-        from ldpsim.sim.engine import plan_shards
-
-        return plan_shards(self.scenario, index, seed, shards)
+        return engine.plan_shards(self.scenario, index, seed, shards)
 
     def run_shard(self, index: int, seed: int, shared: Any, piece: Any) -> Any:
-        from ldpsim.sim.engine import run_shard
-
-        return run_shard(self.scenario, index, seed, *piece)
+        return engine.run_shard(self.scenario, index, seed, *piece)
 
     def merge_shards(self, index: int, seed: int, shared: Any, results: list[Any]) -> pd.DataFrame:
-        from ldpsim.sim.engine import merge_shards
-
-        return merge_shards(self.scenario, index, seed, results)
+        return engine.merge_shards(self.scenario, index, seed, results)
 
     def read_results(self, path: Path) -> pd.DataFrame:
-        from ldpsim.report import survey_tables
-
-        return survey_tables.read_results(path)
+        return st.read_results(path)
 
     def render_report(self, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], Any]:
-        from ldpsim.report import survey as survey_report
-
         return survey_report.render_report(self.scenario, results, seed), None
 
     def tables(self, results: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -131,8 +125,6 @@ class SurveyStudy(Study):
         estimate, RMSE, standard errors and coverage over replications), ``error_by_n``,
         ``error_norms`` (when the run estimated frequencies), ``other_tasks`` (when other
         tasks ran), ``engine`` (clients and reports)."""
-        from ldpsim.report import survey_tables as st
-
         out: dict[str, pd.DataFrame] = {}
         if st.has_estimates(results):
             out.update(
@@ -154,9 +146,6 @@ class SurveyStudy(Study):
         of the first frequency task when there are several); a survey without frequency
         estimates (hypothesis tests, say): one quantity of its tasks over time beside its
         theory and truth (``quantity``, default the first)."""
-        from ldpsim.report import survey_tables as st
-        from ldpsim.report.figures import in_unit, short_label
-
         name = self.scenario.name
         if not st.has_estimates(results):  # other analyst tasks only: one of their quantities
             rep = self.pick_replication(results["replication"], replication)
@@ -216,9 +205,7 @@ class SurveyStudy(Study):
         ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
 
     def console(self, result: Any) -> list[str]:
-        from ldpsim.report.survey import console
-
-        return console(result)
+        return survey_report.console(result)
 
     def metadata(self) -> dict[str, Any]:
         sc = self.scenario
@@ -290,27 +277,19 @@ class MultipartyStudy(Study):
     def parse(cls, text: str, where: str) -> BuiltScenario:
         """A multi-party file: one broadcast, or (with ``[study]``) a scaling study, run as
         :class:`MultipartyScalingStudy`."""
-        from ldpsim.sim.scenario.multiparty_study import parse_multiparty_file
-
         return parse_multiparty_file(text, where)
 
     @property
     def columns(self) -> tuple[str, ...]:  # type: ignore[override]
-        from ldpsim.report.multiparty_tables import RESULT_COLUMNS
-
-        return tuple(RESULT_COLUMNS)
+        return tuple(multiparty_tables.RESULT_COLUMNS)
 
     def shared(self) -> Any:
-        from ldpsim.sim.multiparty import exact_tables
-
-        return exact_tables(self.scenario)
+        return multiparty.exact_tables(self.scenario)
 
     def run_replication(self, index: int, seed: int, shared: Any) -> pd.DataFrame:
-        from ldpsim.sim.multiparty import simulate_broadcast
-
         sc = self.scenario
         spec = sc.spec
-        result = simulate_broadcast(
+        result = multiparty.simulate_broadcast(
             sc.protocols,
             list(sc.tasks),
             spec.rounds.count,
@@ -329,20 +308,14 @@ class MultipartyStudy(Study):
         return pd.concat([result.table, shared.frame(index)], ignore_index=True)
 
     def read_results(self, path: Path) -> pd.DataFrame:
-        from ldpsim.report import multiparty_tables
-
         return multiparty_tables.read_results(path)
 
     def render_report(self, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], Any]:
-        from ldpsim.report import multiparty as multiparty_report
-
         return multiparty_report.render_report(self.scenario, results, seed)
 
     def tables(self, results: pd.DataFrame) -> dict[str, pd.DataFrame]:
         """``accuracy`` (measured next to exact, with tolerances) and ``latency``."""
-        from ldpsim.report.multiparty_tables import summarise
-
-        accuracy, latency = summarise(results, self.scenario)
+        accuracy, latency = multiparty_tables.summarise(results, self.scenario)
         return {"accuracy": accuracy, "latency": latency}
 
     def plot(
@@ -389,9 +362,7 @@ class MultipartyStudy(Study):
         ax.legend(fontsize=7)
 
     def console(self, result: Any) -> list[str]:
-        from ldpsim.report.multiparty import console
-
-        return console(result)
+        return multiparty_report.console(result)
 
     def metadata(self) -> dict[str, Any]:
         sc = self.scenario
@@ -418,34 +389,22 @@ class CollectionStudy(Study):
 
     @classmethod
     def parse(cls, text: str, where: str) -> CollectionScenario:
-        from ldpsim.sim.scenario.collection import parse_collection
-
         return parse_collection(text, where)
 
     @property
     def columns(self) -> tuple[str, ...]:  # type: ignore[override]
-        from ldpsim.report.collection import COLUMNS
-
-        return tuple(COLUMNS)
+        return tuple(collection_report.COLUMNS)
 
     def shared(self) -> Any:
-        from ldpsim.sim.collection import privacy_tables
-
-        return privacy_tables(self.scenario)
+        return collection.privacy_tables(self.scenario)
 
     def run_replication(self, index: int, seed: int, shared: Any) -> pd.DataFrame:
-        from ldpsim.sim.collection import run_replication
-
-        return run_replication(self.scenario, index, seed, shared)
+        return collection.run_replication(self.scenario, index, seed, shared)
 
     def read_results(self, path: Path) -> pd.DataFrame:
-        from ldpsim.report import collection as collection_report
-
         return collection_report.read_results(path)
 
     def render_report(self, results: pd.DataFrame, seed: int) -> tuple[dict[str, bytes], Any]:
-        from ldpsim.report import collection as collection_report
-
         sc = self.scenario
         summary = collection_report.final_summary(results, float(sc.spec.analyst.confidence))
         return collection_report.render_report(sc, results, seed), summary
@@ -453,13 +412,11 @@ class CollectionStudy(Study):
     def tables(self, results: pd.DataFrame) -> dict[str, pd.DataFrame]:
         """``final`` (one row per arm at the last period), ``accuracy`` (per arm and period)
         and ``privacy`` (replication 0's privacy spent per arm and period)."""
-        from ldpsim.report import collection
-
         confidence = float(self.scenario.spec.analyst.confidence)
         return {
-            "final": collection.final_summary(results, confidence),
-            "accuracy": collection.accuracy_over_time(results, confidence),
-            "privacy": collection.privacy_series(results),
+            "final": collection_report.final_summary(results, confidence),
+            "accuracy": collection_report.accuracy_over_time(results, confidence),
+            "privacy": collection_report.privacy_series(results),
         }
 
     def plot(
@@ -467,16 +424,13 @@ class CollectionStudy(Study):
     ) -> None:
         """The privacy spent by the most exposed respondent (solid) and the median one
         (dotted) per policy over the periods (``replication``: default the first)."""
-        from ldpsim.report.collection import privacy_series
-        from ldpsim.report.figures import period_label, short_label
-
         if quantity is not None:
             raise LdpSimError(
                 f"quantity: got {show(quantity)}, expected None (only a survey's or a study's plot takes a quantity)"
             )
         sc = self.scenario
         rep = self.pick_replication(results["replication"], replication)
-        privacy = privacy_series(results, rep)
+        privacy = collection_report.privacy_series(results, rep)
         local = ~privacy["shuffled"].astype(bool)
         privacy = privacy[local] if local.any() else privacy  # the shuffler changes no local eps
         for i, (policy, g) in enumerate(privacy.groupby("policy", sort=False)):
@@ -492,9 +446,7 @@ class CollectionStudy(Study):
         ax.legend(fontsize=7)
 
     def console(self, result: Any) -> list[str]:
-        from ldpsim.report.collection import console
-
-        return console(result)
+        return collection_report.console(result)
 
     def metadata(self) -> dict[str, Any]:
         sc = self.scenario
@@ -592,7 +544,6 @@ def _parsers(allow_outside_data: bool = False) -> dict[str, Any]:
     """Run kind -> a parser of the scenario as run into its study (the file's own ``kind``
     picks the parser; a multi-party file with ``[study]`` is a "multiparty_study" run). A
     run that exists was accepted when it started: its estimated time is not refused again."""
-    from ldpsim.sim.scenario import allow_long_runs
 
     def parse(text: str, path: str) -> Study:
         with allow_long_runs():

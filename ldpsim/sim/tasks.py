@@ -20,13 +20,20 @@ from typing import Any, ClassVar, Literal, cast
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from scipy.stats import chi2_contingency
 
 from ldpsim.analyst import (
+    combine_tiers,
     confidence_intervals,
+    crosstab_estimate,
     em_estimate,
     frequency_estimate,
     frequency_standard_error,
+    independence_test,
+    nonresponse_bias,
     project_to_simplex,
+    reweight_for_response,
+    tier_design,
 )
 from ldpsim.analyst.consistency import base_cut, base_cut_threshold, norm_sub
 from ldpsim.analyst.estimation import z_value
@@ -367,8 +374,6 @@ class CrosstabTask:
         self.z = z_value(confidence)
 
     def at_checkpoint(self, n: int, joint: NDArray[np.int64], true_joint: NDArray[np.int64]) -> list[dict[str, Any]]:
-        from ldpsim.analyst import crosstab_estimate, independence_test
-
         ka, kb = self.truth.shape
         cells = ka * kb
         nan = np.full(cells, np.nan)
@@ -421,8 +426,6 @@ class CrosstabTask:
 def _pearson(counts: NDArray[np.int64]) -> tuple[float, float, float]:
     """Pearson's chi-square test of independence on a table of counts (no continuity
     correction), over the rows and columns with any count: (statistic, df, p-value)."""
-    from scipy.stats import chi2_contingency
-
     table = counts[counts.sum(axis=1) > 0][:, counts.sum(axis=0) > 0]
     if table.shape[0] < 2 or table.shape[1] < 2:
         return np.nan, np.nan, np.nan
@@ -454,14 +457,11 @@ class NonresponseTask(Task):
         self.rates = np.asarray(rates, dtype=np.float64)
         self.reweight = reweight
         self.z = z_value(confidence)
-        from ldpsim.analyst import nonresponse_bias
 
         self.bias = nonresponse_bias(context.truth, self.rates)
         self.target = context.truth + self.bias  # q: what the received reports follow
 
     def at_checkpoint(self, checkpoint: Checkpoint) -> list[dict[str, Any]]:
-        from ldpsim.analyst import reweight_for_response
-
         ctx = self.context
         k = len(ctx.labels)
         rows = [
@@ -547,8 +547,6 @@ class TierTask:
         self.z = z_value(confidence)
 
     def at_checkpoint(self, checkpoints: list[Checkpoint]) -> list[dict[str, Any]]:
-        from ldpsim.analyst import combine_tiers, tier_design
-
         k, count = len(self.labels), len(self.mechanisms)
         sizes = np.array([cp.n_received for cp in checkpoints], dtype=np.float64)
         nan = np.full(k, np.nan)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator, cast
 
 import numpy as np
@@ -25,9 +25,15 @@ from scipy.optimize import linprog
 
 from ldpsim import _validate as v
 from ldpsim.errors import LdpSimError, invalid
-from ldpsim.mechanisms import FiniteMechanism, MatrixMechanism, binary_mechanism, randomized_response
+from ldpsim.mechanisms import (
+    FiniteMechanism,
+    MatrixMechanism,
+    binary_mechanism,
+    randomized_response,
+    staircase_mechanism,
+)
 from ldpsim.mechanisms.standard import pattern_bits
-from ldpsim.utility.utilities import PairUtility, Utility
+from ldpsim.utility.utilities import UTILITIES, MutualInformation, PairUtility, Utility
 
 #: Largest k for the full LP (2^k columns).
 MAX_FULL_K = 14
@@ -273,8 +279,6 @@ def optimal_mechanism(
 
 
 def _with_bound(result: OptimalResult, bound: float, dual: NDArray[np.float64]) -> OptimalResult:
-    from dataclasses import replace
-
     return replace(result, bound=bound, dual=dual)
 
 
@@ -356,9 +360,6 @@ def optimal_staircase_for_uniform_mi(k: int, eps: float):
     """The optimal staircase mechanism for mutual information under a uniform prior (the
     linear program above), rebuilt with :func:`ldpsim.mechanisms.staircase_mechanism` from
     the program's patterns and weights (the catalog's ``staircase`` entry)."""
-    from ldpsim.mechanisms import staircase_mechanism
-    from ldpsim.utility.utilities import MutualInformation
-
     k = v.alphabet_size(k, "k")
     eps = v.epsilon(eps, "eps")
     res = optimal_mechanism(MutualInformation(np.full(k, 1.0 / k)), eps)
@@ -377,8 +378,6 @@ def utility_named(name: str, k: int | None = None, P0=None, P1=None, prior=None)
     """The utility ``name`` (:data:`UTILITY_NAMES`): a divergence of the prior pair
     (``P0``, ``P1``), or the mutual information under ``prior`` (uniform over ``k`` symbols
     when not given); a one-line error naming what is missing."""
-    from ldpsim.utility.utilities import UTILITIES, MutualInformation
-
     if name not in UTILITY_NAMES:
         raise invalid("utility", name, f"one of {', '.join(UTILITY_NAMES)}")
     if name == "mutual_information":

@@ -18,6 +18,7 @@ from ldpsim._deprecate import renamed
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import LdpSimError, invalid
 from ldpsim.mechanisms.base import Mechanism
+from ldpsim.privacy import composition  # composition.f looked up per call: a test swaps the module
 from ldpsim.privacy.guarantees import MechanismGuarantee
 from ldpsim.privacy.pld import DiscretePLD
 
@@ -385,9 +386,7 @@ class NoiseMechanism(Mechanism):
                 raise invalid(
                     "delta", delta, "a number in (0, 1] for method='corollary' (Corollary 4.1 needs delta > 0)"
                 )
-            from ldpsim.privacy.composition import per_query_budget  # looked up per call (tests swap it)
-
-            eps0, delta0 = per_query_budget(eps, delta, k)
+            eps0, delta0 = composition.per_query_budget(eps, delta, k)
             try:
                 return cls._calibrate_corollary(eps0, delta0, sens)
             except LdpSimError as exc:
@@ -432,8 +431,6 @@ class NoiseMechanism(Mechanism):
         to 1), so the root of ``log optimal_delta - log delta`` in ``log eps0`` is bracketed and
         found by Brent's method (a dozen evaluations, each O(sqrt(k)) terms), then moved to the
         largest float at or below it that meets the target (bounded bracketing and bisection)."""
-        from ldpsim.privacy.composition import optimal_delta  # looked up per call (tests swap it)
-
         k = compositions
         if delta >= 1.0:
             raise invalid(
@@ -446,10 +443,10 @@ class NoiseMechanism(Mechanism):
             eps0 = eps / k  # at delta = 0 basic composition is exact
         else:
             log_target = math.log(delta)
-            ok = lambda e0: float(optimal_delta(e0, 0.0, k, eps)) <= delta
+            ok = lambda e0: float(composition.optimal_delta(e0, 0.0, k, eps)) <= delta
 
             def g(log_e0: float) -> float:  # clipped below: log delta is -inf at eps0 <= eps/k
-                d = float(optimal_delta(math.exp(log_e0), 0.0, k, eps))
+                d = float(composition.optimal_delta(math.exp(log_e0), 0.0, k, eps))
                 return max(math.log(d) if d > 0 else -math.inf, log_target - 1e3) - log_target
 
             lo, hi, factor = eps / k, eps, 16.0
@@ -479,7 +476,7 @@ class NoiseMechanism(Mechanism):
         # guarantee: the mechanism's own pure eps meets the composed target
         for _ in range(64):
             e_own = float(mech.epsilon(0.0))
-            good = (k * e_own <= eps) if delta == 0.0 else float(optimal_delta(e_own, 0.0, k, eps)) <= delta
+            good = (k * e_own <= eps) if delta == 0.0 else float(composition.optimal_delta(e_own, 0.0, k, eps)) <= delta
             if good:
                 return mech
             eps0 = float(np.nextafter(eps0, 0.0)) * (1 - 1e-15)

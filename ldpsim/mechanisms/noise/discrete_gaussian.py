@@ -14,6 +14,8 @@ from scipy.special import logsumexp
 from ldpsim.errors import LdpSimError, invalid
 from ldpsim.mechanisms.noise.base import NoiseMechanism
 from ldpsim.mechanisms.noise.exact import ExactSampling, _as_fraction, discrete_gaussian
+from ldpsim.mechanisms.noise.geometric import _integer_shift
+from ldpsim.privacy.gdp import largest_mu
 
 #: the supported range of sigma2 (the sums behind delta, the trade-off and epsilon run over
 #: about 10 sigma integers, so sigma2 above 10^10 would make them slow)
@@ -114,8 +116,6 @@ class DiscreteGaussian(ExactSampling, NoiseMechanism):
     def _check_sensitivity(cls, sensitivity: object) -> int:
         # as the geometric family's: its privacy sums run over int64 offsets from about -D/2
         # (an int of 1e300 overflowed them: OverflowError)
-        from ldpsim.mechanisms.noise.geometric import _integer_shift
-
         return _integer_shift(sensitivity, "sensitivity")
 
     def _params(self) -> dict[str, Any]:
@@ -125,7 +125,6 @@ class DiscreteGaussian(ExactSampling, NoiseMechanism):
     def _shift(self, shift: object) -> float:
         if shift is None:
             return self.sensitivity
-        from ldpsim.mechanisms.noise.geometric import _integer_shift
 
         return _integer_shift(shift, "shift")
 
@@ -267,8 +266,6 @@ class DiscreteGaussian(ExactSampling, NoiseMechanism):
 
         top = int(SIGMA2_MAX * q)
         try:
-            from ldpsim.privacy.gdp import largest_mu
-
             j0 = int(min(max(math.ceil((sens_i / largest_mu(eps, delta)) ** 2 * q), 1), top))
         except (LdpSimError, ValueError, OverflowError, ZeroDivisionError):  # pragma: no cover
             j0 = q

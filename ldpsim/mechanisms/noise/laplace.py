@@ -7,6 +7,7 @@ from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import optimize
 
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms.noise.base import (
@@ -18,6 +19,7 @@ from ldpsim.mechanisms.noise.base import (
     _positive,
     _scale,
 )
+from ldpsim.privacy.accountant import Accountant
 
 #: ``calibrate(..., compositions=k)`` composes Laplace's own privacy-loss law up to this k
 #: (about a second at the bound); beyond it the worst case (``method="worst_case"``), whose
@@ -116,10 +118,6 @@ class Laplace(NoiseMechanism):
         accountant certified, so its exact composed delta is at most delta, never with more
         noise than the worst case. ``delta = 0`` (basic composition is exact) and k above
         :data:`LAPLACE_EXACT_MAX_COMPOSITIONS` give the worst case."""
-        from scipy import optimize
-
-        from ldpsim.privacy.accountant import Accountant
-
         k = compositions
         worst = cast(Laplace, cls._calibrate_worst_case(eps, delta, sens, k))  # cls(...) inside: a Laplace
         if delta == 0.0 or k > LAPLACE_EXACT_MAX_COMPOSITIONS:

@@ -17,6 +17,7 @@ from ldpsim._rng import as_source
 from ldpsim.errors import LdpSimError, invalid
 from ldpsim.mechanisms.base import NotAvailable
 from ldpsim.mechanisms.noise.base import NoiseMechanism, _eps_array, _need_pure, _out, _positive
+from ldpsim.privacy.guarantees import EpsDelta
 
 __all__ = ["SnappedLaplace", "ETA"]
 
@@ -549,8 +550,6 @@ class SnappedLaplace(NoiseMechanism):
 
     def guarantee(self) -> Any:
         """The pure eps-DP guarantee at the implemented bound (valid, not the exact curve)."""
-        from ldpsim.privacy.guarantees import EpsDelta
-
         return EpsDelta(float(self.epsilon(0.0)), 0.0, label=f"{self!r} (pure eps bound)")
 
     def exact_epsilon(self, pairs: list[tuple[float, float]] | None = None) -> float:

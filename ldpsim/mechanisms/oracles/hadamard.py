@@ -76,7 +76,7 @@ from __future__ import annotations
 
 import math
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -84,10 +84,8 @@ from numpy.typing import ArrayLike, NDArray
 from ldpsim import _validate as v
 from ldpsim.errors import invalid
 from ldpsim.mechanisms.finite import FiniteMechanism, _smallest_eps, check_dense
-
-if TYPE_CHECKING:  # the return types; imported on first use at run time
-    from ldpsim.privacy.guarantees import PLDGuarantee
-    from ldpsim.privacy.pld import DiscretePLD
+from ldpsim.privacy.guarantees import PLDGuarantee
+from ldpsim.privacy.pld import DiscretePLD
 
 
 def _fwht(vec: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -204,28 +202,22 @@ class HadamardResponse(FiniteMechanism):
             return 0.0
         return self.p_in / 2.0 * -math.expm1(eps - self.eps)
 
-    def _pair_pld(self) -> "DiscretePLD":
-        from ldpsim.privacy.pld import DiscretePLD
-
+    def _pair_pld(self) -> DiscretePLD:
         log_half = math.log(0.5)
         loss = [self.eps, 0.0, -self.eps]
         log_p = [log_half + math.log(self.p_in), log_half, log_half - self.eps - math.log1p(math.exp(-self.eps))]
         return DiscretePLD.from_atoms(loss, log_p)
 
-    def pld(self, x: Any, x_prime: Any) -> "DiscretePLD":
+    def pld(self, x: Any, x_prime: Any) -> DiscretePLD:
         """Exact privacy-loss law of input ``x`` against ``x_prime``: atoms ``eps, 0, -eps``
         with masses ``p_in/2, 1/2, (1 - p_in)/2`` for any two distinct inputs."""
-        from ldpsim.privacy.pld import DiscretePLD
-
         i, j = (int(u) for u in self.encode([x, x_prime]))
         if i == j:
             return DiscretePLD.from_atoms([0.0], [0.0])
         return self._pair_pld()
 
-    def guarantee(self) -> "PLDGuarantee":
+    def guarantee(self) -> PLDGuarantee:
         """The exact guarantee: every ordered pair of distinct inputs has the same loss law."""
-        from ldpsim.privacy.guarantees import PLDGuarantee
-
         pld = self._pair_pld()
         return PLDGuarantee((pld, pld.swap()), label=repr(self))
 

@@ -97,6 +97,8 @@ from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import LdpSimError, invalid
 from ldpsim.mechanisms.finite import DEFAULT_CHUNK, _map_eps, _smallest_eps, check_dense
 from ldpsim.mechanisms.oracles._pure import PureSupport
+from ldpsim.privacy.guarantees import PLDGuarantee
+from ldpsim.privacy.pld import DiscretePLD
 
 __all__ = ["LocalHashing", "OptimizedLocalHashing", "BinaryLocalHashing", "optimal_g", "MERSENNE_31"]
 
@@ -315,16 +317,12 @@ class LocalHashing(PureSupport):
     def pld(self) -> Any:
         """The exact privacy-loss law of a report under ``x`` against ``x' != x`` (atoms at
         ``+eps``, 0 and ``-eps``; the same for every pair)."""
-        from ldpsim.privacy.pld import DiscretePLD
-
         plus, zero, minus = self._pair_atoms
         return DiscretePLD.from_atoms([self.eps, 0.0, -self.eps], [plus, zero, minus])
 
     def guarantee(self) -> Any:
         """The exact guarantee: :meth:`pld` of a pair and its swap (a
         :class:`ldpsim.privacy.PLDGuarantee`)."""
-        from ldpsim.privacy.guarantees import PLDGuarantee
-
         law = self.pld()
         return PLDGuarantee((law, law.swap()), label=repr(self))
 

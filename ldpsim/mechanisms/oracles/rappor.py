@@ -81,6 +81,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.sparse import coo_matrix, csr_matrix
 from scipy.special import logsumexp
 
 from ldpsim import _validate as v
@@ -88,6 +89,8 @@ from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import invalid
 from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.mechanisms.finite import MAX_DENSE_ENTRIES, _map_eps, _smallest_eps, check_dense
+from ldpsim.privacy.guarantees import PLDGuarantee
+from ldpsim.privacy.pld import DiscretePLD
 
 #: Largest number of candidates and of Bloom filter bits.
 MAX_K = 1 << 24
@@ -442,8 +445,6 @@ class Rappor(FrequencyOracle):
     def _pair_pld(self, a: int, b: int) -> Any:
         """The exact privacy-loss law of a pair with ``a`` bits set only by the first input
         and ``b`` only by the second (the other bits have equal laws and add nothing)."""
-        from ldpsim.privacy.pld import DiscretePLD
-
         fin1 = self.q_star > 0 and self.p_star > 0  # outcome 1 possible under both
         fin0 = self._q_star_c > 0 and self._p_star_c > 0  # outcome 0 possible under both
         l1 = _log_ratio(self.q_star, self.p_star, self.gap) if fin1 else 0.0
@@ -544,8 +545,6 @@ class Rappor(FrequencyOracle):
     def guarantee(self) -> Any:
         """The exact guarantee of one report: a :class:`ldpsim.privacy.PLDGuarantee` of the
         worst pairs' loss laws (both orders)."""
-        from ldpsim.privacy.guarantees import PLDGuarantee
-
         return PLDGuarantee(self._plds, label=repr(self))
 
     # ----------------------------------------------------------------- longitudinal privacy
@@ -553,8 +552,6 @@ class Rappor(FrequencyOracle):
         return max(a + b for a, b in self._pareto())
 
     def _longitudinal_pld(self) -> Any:
-        from ldpsim.privacy.pld import DiscretePLD
-
         s = self._max_differing()
         if s == 0 or self.f == 1.0:
             return DiscretePLD.from_atoms([0.0], [0.0])
@@ -595,8 +592,6 @@ class Rappor(FrequencyOracle):
 
     def guarantee_longitudinal(self) -> Any:
         """:meth:`epsilon_longitudinal`'s guarantee as a :class:`ldpsim.privacy.PLDGuarantee`."""
-        from ldpsim.privacy.guarantees import PLDGuarantee
-
         pld = self._longitudinal_pld()
         return PLDGuarantee((pld, pld.swap()), label=repr(self) + " (longitudinal)")
 
@@ -683,7 +678,6 @@ class Rappor(FrequencyOracle):
         k, m = self.k, self.m
         if k > m:
             return ("rank", None)
-        from scipy.sparse import coo_matrix
         from scipy.sparse.csgraph import connected_components
 
         rows, cols = self._rows, self._cols
@@ -774,8 +768,6 @@ class Rappor(FrequencyOracle):
     def statistic_covariance(self, prior: NDArray[np.float64]) -> NDArray[np.float64]:
         """``m x m`` exact covariance of one report's bits when the input follows ``prior``:
         ``diag(v) + (q* - p*)^2 (B^T diag(pi) B - u u^T)``."""
-        from scipy.sparse import csr_matrix
-
         check_dense(self.m, self.m, "statistic covariance")
         pi = np.asarray(prior, dtype=np.float64)
         u, var = self._bit_variance(pi)
@@ -787,8 +779,6 @@ class Rappor(FrequencyOracle):
     def estimate_covariance(self, prior: NDArray[np.float64], n: float) -> NDArray[np.float64]:
         """``k x k`` exact covariance of :meth:`invert` from ``n`` reports of inputs drawn
         from ``prior``: ``[P diag(v) P^T / (q* - p*)^2 + diag(pi) - pi pi^T] / n``."""
-        from scipy.sparse import csr_matrix
-
         check_dense(self.k, self.k, "covariance")
         rows, cols, vals = self._left_inverse()
         pi = np.asarray(prior, dtype=np.float64)

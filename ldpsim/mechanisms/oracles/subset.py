@@ -80,7 +80,7 @@ from __future__ import annotations
 
 import math
 from itertools import combinations
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -90,10 +90,8 @@ from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import invalid
 from ldpsim.mechanisms.finite import ALL_PAIRS_MAX_K, _map_eps, _smallest_eps, check_dense
 from ldpsim.mechanisms.oracles._pure import PureSupport
-
-if TYPE_CHECKING:  # the return types; imported on first use at run time
-    from ldpsim.privacy.guarantees import PLDGuarantee
-    from ldpsim.privacy.pld import DiscretePLD
+from ldpsim.privacy.guarantees import PLDGuarantee
+from ldpsim.privacy.pld import DiscretePLD
 
 #: :meth:`SubsetSelection.possible_reports` lists at most this many subsets.
 MAX_REPORTS = 1 << 16
@@ -300,19 +298,15 @@ class SubsetSelection(PureSupport):
             return 0.0
         return self.mass_up * -math.expm1(eps - self.eps)
 
-    def pld(self) -> "DiscretePLD":
+    def pld(self) -> DiscretePLD:
         """The privacy-loss law of any input against any other: atoms ``eps, 0, -eps``."""
-        from ldpsim.privacy.pld import DiscretePLD
-
         atoms = [(self.eps, self.mass_up), (0.0, self.mass_zero), (-self.eps, self.mass_down)]
         loss = [t for t, m in atoms if m > 0]
         log_p = [math.log(m) for t, m in atoms if m > 0]
         return DiscretePLD.from_atoms(loss, log_p)
 
-    def guarantee(self) -> "PLDGuarantee":
+    def guarantee(self) -> PLDGuarantee:
         """The exact guarantee (the loss law of every ordered pair of distinct inputs)."""
-        from ldpsim.privacy.guarantees import PLDGuarantee
-
         pld = self.pld()
         return PLDGuarantee((pld, pld.swap()), label=repr(self))
 

@@ -71,6 +71,7 @@ benchmarks/bench_unary.py); then bit ``x`` of each report is redrawn with probab
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -82,6 +83,8 @@ from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import invalid
 from ldpsim.mechanisms.finite import _map_eps, _smallest_eps, check_dense
 from ldpsim.mechanisms.oracles._pure import PureSupport
+from ldpsim.privacy.guarantees import PLDGuarantee
+from ldpsim.privacy.pld import DiscretePLD
 
 __all__ = [
     "UnaryEncoding",
@@ -268,8 +271,6 @@ class UnaryEncoding(PureSupport):
 
     def with_labels(self, labels: Any) -> "UnaryEncoding":
         """The same oracle with its inputs named ``labels`` (a copy; ``k`` distinct labels)."""
-        import copy
-
         out = copy.copy(self)
         try:
             out.input_labels = labels
@@ -351,8 +352,6 @@ class UnaryEncoding(PureSupport):
         same for every pair of distinct inputs; by default the pair of :meth:`neighbours`):
         atoms ``eps``, 0 and ``-eps`` with masses ``p (1 - q)``, ``p q + (1 - p)(1 - q)`` and
         ``(1 - p) q``."""
-        from ldpsim.privacy.pld import DiscretePLD
-
         if (x is None) != (x_prime is None):
             raise invalid("x_prime", x_prime, "both inputs of the pair, or neither")
         if x is not None and self._index(x) == self._index(x_prime):
@@ -363,8 +362,6 @@ class UnaryEncoding(PureSupport):
     def guarantee(self) -> Any:
         """The exact guarantee (:class:`ldpsim.privacy.PLDGuarantee` of the loss law, both
         orders of the pair)."""
-        from ldpsim.privacy.guarantees import PLDGuarantee
-
         law = self.pld()
         return PLDGuarantee((law, law.swap()), label=repr(self))
 

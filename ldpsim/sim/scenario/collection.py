@@ -71,6 +71,9 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ldpsim.errors import LdpSimError, show
+from ldpsim.mechanisms import catalog
+from ldpsim.mechanisms.memo import Memoised
+from ldpsim.privacy.filters import AdvancedFilter, BasicFilter, allowed_reports
 from ldpsim.sim.network import Latency
 from ldpsim.sim.scenario.common import (
     BuiltScenario,
@@ -86,6 +89,7 @@ from ldpsim.sim.scenario.common import (
 )
 from ldpsim.sim.scenario.common import NetworkSpec as _Network
 from ldpsim.sim.scenario.common import SimulationSpec as _Simulation
+from ldpsim.sim.scenario.survey import _build_mechanism
 from ldpsim.sim.weights import Weight
 
 KIND = "collection"
@@ -413,8 +417,6 @@ def _one_report_mechanism(
     """``[mechanism]`` (or ``table``, the same with another eps) through the one catalog (as
     survey scenarios build theirs); its reports must be one symbol, since the analyst keeps
     one estimator row per output."""
-    from ldpsim.sim.scenario.survey import _build_mechanism
-
     filled = {"alphabet": len(labels), "P0": None, "P1": None, "prior": [float(p) for p in start]}
     table = spec.mechanism if table is None else table
     mech = _build_mechanism(spec, table, labels, start, "mechanism", filled)  # type: ignore[arg-type]
@@ -431,16 +433,12 @@ def _policy(spec: CollectionScenarioSpec, index: int, p: PolicySpec, mech: Any, 
     if p.kind == "plain":
         return Policy(p, mech)
     if p.kind == "memoise":
-        from ldpsim.mechanisms import catalog
-        from ldpsim.mechanisms.memo import Memoised
-
         try:
             permanent = catalog.entry("randomized_response").build(k=len(labels), eps=p.eps_permanent)
             memo = Memoised(permanent, mech)
         except LdpSimError as exc:
             raise LdpSimError(f"{key}.eps_permanent: {str(exc).partition(': ')[2] or exc}") from None
         return Policy(p, memo, memo=memo)
-    from ldpsim.privacy.filters import AdvancedFilter, BasicFilter, allowed_reports
 
     eps = float(mech.epsilon())
     kind = p.filter or "basic"

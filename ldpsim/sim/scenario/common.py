@@ -18,12 +18,15 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, Callable, ClassVar, Literal, Union, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from ldpsim._validate import SUM_TOL
 from ldpsim.errors import LdpSimError, show
 from ldpsim.sim.network import ConstantLatency, ExponentialLatency, Latency, LognormalLatency
+from ldpsim.sim.weights import sum_problem
 
 #: Largest time (arrival, latency, duration, end) a scenario may use.
 MAX_TIME = 1e12
@@ -171,8 +174,6 @@ class BuiltScenario:
 # --------------------------------------------------------------------- reading and errors
 def read_scenario_text(path: Any) -> tuple[str, str]:
     """The file's text and its name for messages; an unreadable file is one LdpSimError."""
-    from pathlib import Path
-
     where = str(path)
     try:
         return Path(path).read_text(), where
@@ -300,9 +301,6 @@ def check_sum_to_one(values: Any, key: str, what: str = "entries") -> None:
     """Shares, probabilities or fractions that must sum to 1: exactly when every one was
     typed exactly (``"1/3"``, :mod:`ldpsim.sim.weights`), else within ``SUM_TOL`` (1e-9);
     one line naming the key, the sum and the rule otherwise."""
-    from ldpsim._validate import SUM_TOL
-    from ldpsim.sim.weights import sum_problem
-
     problem = sum_problem(values, what, SUM_TOL)
     if problem is not None:
         raise LdpSimError(f"{key}: {problem}")

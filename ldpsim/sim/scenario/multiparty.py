@@ -84,6 +84,10 @@ from pydantic import Discriminator, Field, Tag, model_validator
 
 from ldpsim._text import did_you_mean
 from ldpsim.errors import LdpSimError, show
+from ldpsim.mechanisms import catalog
+from ldpsim.protocols import OBSERVER, Protocol, Task, deviate, erasure_protocol, missing_probability
+from ldpsim.protocols.decisions import MAX_TENSOR_ENTRIES, exact_plan
+from ldpsim.protocols.tasks import MAX_TABLE_PARTIES
 from ldpsim.sim.network import Latency
 from ldpsim.sim.scenario.common import (
     BuiltScenario,
@@ -345,8 +349,6 @@ class MultipartyScenario(BuiltScenario):
         return channel_grid(self.spec)
 
     def missing_at(self, loss: float) -> float:
-        from ldpsim.protocols import missing_probability
-
         return missing_probability(loss, self.late)
 
     def rebuild(self, spec: "MultipartySpec") -> "MultipartyScenario":
@@ -372,8 +374,6 @@ def _party_mechanism(table: Any, where: str, alphabet: int = 2, who: int | None 
     """One party's mechanism from a catalog table (``kind`` + parameters, strict), and the
     delta it is held to (its ``delta`` parameter, else 0). The mechanism's alphabet
     parameter is the party's number of values ``alphabet`` (2: a bit; ``parties.values``)."""
-    from ldpsim.mechanisms import catalog
-
     if not isinstance(table, dict):
         raise LdpSimError(f"{where}: got {show(table)}, expected a table {{ kind = ..., ... }} (a catalog mechanism)")
     table = dict(table)
@@ -439,8 +439,6 @@ def _values_text(sizes: tuple[int, ...]) -> str:
 
 
 def _build_protocols(spec: MultipartySpec) -> list[Any]:
-    from ldpsim.protocols import Protocol
-
     k = spec.parties.k
     eps, delta = spec.parties.levels("eps"), spec.parties.levels("delta")
     sizes = spec.parties.sizes()
@@ -490,9 +488,6 @@ def _build_protocols(spec: MultipartySpec) -> list[Any]:
 def _build_task(table: dict[str, Any], k: int, where: str, sizes: tuple[int, ...] | None = None) -> Any:
     """A Task from the keys of ``[task]`` (validated ones), errors naming ``where.key``;
     ``sizes``: each party's number of values (None or all 2: bits)."""
-    from ldpsim.protocols import Task
-    from ldpsim.protocols.tasks import MAX_TABLE_PARTIES
-
     kind = table["kind"]
     bits = sizes is None or all(a == 2 for a in sizes)
     if not bits and kind != "table":
@@ -595,8 +590,6 @@ def _build_tasks(spec: MultipartySpec) -> tuple[Any, list[Any]]:
 # ------------------------------------------------------------------------- build
 def build(spec: MultipartySpec, source: str, where: str) -> MultipartyScenario:
     """Construct the protocols, tasks, channel and deviations; their errors name the key path."""
-    from ldpsim.protocols import deviate, missing_probability
-
     k = spec.parties.k
     sizes = spec.parties.sizes()
     if not spec.parties.bits and "p_one" in spec.parties.model_fields_set:
@@ -653,8 +646,6 @@ def build(spec: MultipartySpec, source: str, where: str) -> MultipartyScenario:
 
 def receivers(k: int) -> list[int]:
     """Receiver indices as the library names them: parties 0..k-1, then the observer."""
-    from ldpsim.protocols import OBSERVER
-
     return [*range(k), OBSERVER]
 
 
@@ -666,10 +657,6 @@ def _check_exact(
     spec: MultipartySpec, protocols: list[Any], actual: list[Any], tasks: list[Any], missing: float, deviating: bool
 ) -> None:
     """Every exact value the report needs is within reach, or one line naming the key."""
-    from ldpsim.protocols import erasure_protocol
-    from ldpsim.protocols.decisions import MAX_TENSOR_ENTRIES, exact_plan
-    from ldpsim.protocols.tasks import MAX_TABLE_PARTIES
-
     k = spec.parties.k
     for index, protocol in enumerate(protocols):
         faced = erasure_protocol(protocol, missing) if missing > 0 else protocol

@@ -46,6 +46,7 @@ import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
 from ldpsim.errors import LdpSimError, show
+from ldpsim.protocols.scaling import build_protocol, build_task, point_cost, receiver_label
 from ldpsim.sim.scenario.common import (
     LONG_RUN_OPTION,
     BuiltScenario,
@@ -207,13 +208,6 @@ def parse_multiparty_study(text: str, where: str = "<scenario>") -> MultipartySt
 def build(spec: MultipartyStudySpec, source: str, where: str) -> MultipartyStudyScenario:
     """The grid of points with their exact paths and cost estimates; refuse points out of
     reach of both paths and studies whose estimated time is too long."""
-    from ldpsim.protocols.scaling import (
-        build_protocol,
-        build_task,
-        point_cost,
-        receiver_label,
-    )
-
     st = spec.study
     reps = spec.simulation.replications
     rows = []

@@ -42,11 +42,16 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ldpsim._text import did_you_mean
+from ldpsim.analyst import bucket
 from ldpsim.errors import LdpSimError, show
+from ldpsim.mechanisms import catalog, product_mechanism
 from ldpsim.mechanisms.base import FrequencyOracle
+from ldpsim.mechanisms.finite import FiniteMechanism
+from ldpsim.privacy.composition import optimal_delta_heterogeneous
 from ldpsim.sim.scenario.common import check_sum_to_one
 from ldpsim.sim.scenario.survey_specs import MAX_ANSWERS, QuestionSpec, QuestionsScenarioSpec, _build_mechanism
 from ldpsim.sim.table import Table, TablePopulation, read_scenario_table, table_population
+from ldpsim.sim.tasks import validate_tasks
 
 STRATEGIES = ("split", "one_random")
 
@@ -197,7 +202,6 @@ def respondent_privacy(eps: list[float], deltas: list[float], strategy: str) -> 
         total = math.fsum(eps)
         if not any(deltas):
             return total, 0.0
-        from ldpsim.privacy.composition import optimal_delta_heterogeneous
 
         return total, float(optimal_delta_heterogeneous(eps, deltas, total))
     # in this design every question runs at the whole budget, so the eps_j are equal
@@ -349,9 +353,6 @@ def _crosstabs(spec: QuestionsScenarioSpec, built: list[Question]) -> tuple[Cros
     """``[analyst] crosstabs``: two categorical questions with finite mechanisms each, under
     ``split``; their product mechanism (built here: the analyst never builds mechanisms) and
     their true joint table."""
-    from ldpsim.mechanisms import product_mechanism
-    from ldpsim.mechanisms.finite import FiniteMechanism
-
     entries = spec.analyst.crosstabs
     if entries and spec.budget.strategy != "split":
         raise LdpSimError(
@@ -419,8 +420,6 @@ def _numeric_question(
 ) -> Question:
     """A numeric question: its column's values in ``range``, a numeric catalog mechanism
     at each strategy's eps, the truth (the column's mean) and the exact report variances."""
-    from ldpsim.mechanisms import catalog
-
     if table is None:
         raise LdpSimError(f"{at}.type: got 'numeric' without population.file, expected a table column with the answers")
     if q.range is None:
@@ -566,8 +565,6 @@ def _bucketed(q: QuestionSpec, table: Table, column: str, at: str) -> tuple[Tabl
     """The table with the numeric column ``column`` replaced by its buckets' labels (blank
     values stay blank, for ``population.missing``); one line naming the row and column of a
     value that is not a number or lies outside the edges."""
-    from ldpsim.analyst import bucket
-
     edges = [float(e) for e in q.buckets]  # type: ignore[union-attr]
     if any(b <= a for a, b in zip(edges, edges[1:])):
         raise LdpSimError(f"{at}.buckets: got {show(edges)}, expected increasing edges e0 < e1 < ...")
@@ -624,8 +621,6 @@ def _from_law(q: QuestionSpec, at: str) -> tuple[list[str], NDArray[np.float64]]
 def _question_mechanism(
     spec: QuestionsScenarioSpec, q: QuestionSpec, labels: list[str], prior: Any, eps: float, at: str
 ) -> FrequencyOracle:
-    from ldpsim.mechanisms import catalog
-
     table = dict(q.mechanism)
     where = f"{at}.mechanism"
     if "eps" in table:
@@ -641,7 +636,6 @@ def _question_mechanism(
     table["eps"] = eps
     filled = {"alphabet": len(labels), "P0": None, "P1": None, "prior": [float(p) for p in prior]}
     mech = _build_mechanism(spec, table, labels, prior, where, filled=filled)
-    from ldpsim.sim.tasks import validate_tasks
 
     try:
         validate_tasks(spec.analyst.tasks, spec.simulation.mode, mech)

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, cast
 import numpy as np
 
 from ldpsim.errors import LdpSimError, show
+from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.sim.network import Latency
 from ldpsim.sim.scenario.common import (
@@ -46,6 +47,7 @@ from ldpsim.sim.table import (
     read_scenario_table,
     table_population,
 )
+from ldpsim.sim.tasks import rows_per_checkpoint, validate_tasks
 from ldpsim.sim.weights import parse_weight
 
 KIND = "survey"
@@ -138,7 +140,6 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
     tiers = _build_tiers(spec, labels, prior)
     mechanisms = _build_mechanisms(spec, labels, prior) if tiers is None else list(tiers.named)
     latency = build_latency(spec.network.latency)
-    from ldpsim.sim.tasks import validate_tasks  # the registry lives with the tasks
 
     keys = _mechanism_keys(spec) if tiers is None else [f"mechanism.tiers[{t}]" for t in range(len(mechanisms))]
     for where_, (_, mechanism) in zip(keys, mechanisms):
@@ -223,7 +224,6 @@ def _build_tiers(spec: ScenarioSpec, labels: list[str], prior: Any) -> Tiers | N
             )
     if spec.mechanism is None or "tiers" not in spec.mechanism or spec.mechanisms is not None:
         return None  # (both [mechanism] and [[mechanisms]]: refused by _build_mechanisms)
-    from ldpsim.mechanisms import catalog
 
     table = dict(spec.mechanism)
     raw = table.pop("tiers")
@@ -406,8 +406,6 @@ def _check_workload(
 ) -> None:
     """Bound the rows and the aggregate-mode work of a scenario before it runs (``rows``:
     the rows per checkpoint when not those of the tasks, one set per mechanism)."""
-    from ldpsim.sim.tasks import rows_per_checkpoint
-
     cp = spec.analyst.checkpoints
     # a checkpoint costs about as much as a row even when no task writes one
     per_checkpoint = max(1, mechanisms * rows_per_checkpoint(spec.analyst.tasks, k) if rows is None else rows)

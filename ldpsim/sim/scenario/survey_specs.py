@@ -19,6 +19,7 @@ from pydantic import Field, model_validator
 from ldpsim._text import did_you_mean
 from ldpsim._validate import SUM_TOL
 from ldpsim.errors import LdpSimError, show
+from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.sim.scenario.common import (
     Model,
@@ -368,8 +369,6 @@ def _build_mechanism(
     sets (``T``) are written as labels. The mechanism's inputs are named by the labels.
     ``filled``: the values of the filled-in roles when they do not come from ``[population]``
     (a question's own answers)."""
-    from ldpsim.mechanisms import catalog
-
     table = dict(table)
     if "tiers" in table:
         raise LdpSimError(
