@@ -13,9 +13,6 @@ from ldpsim.errors import LdpSimError
 from tests.cli_helpers import run_cli
 from tests.sim.helpers import scenario_text
 
-# the module-scoped fixtures are built once: every test of this file on one worker
-pytestmark = pytest.mark.xdist_group("test_cluster")
-
 pytest.importorskip("distributed")  # the `distributed` extra; part of [dev], so CI runs these
 
 

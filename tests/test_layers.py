@@ -45,9 +45,6 @@ from pathlib import Path
 
 import pytest
 
-# the module-scoped fixtures are built once: every test of this file on one worker
-pytestmark = pytest.mark.xdist_group("test_layers")
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "ldpsim"
 DESIGN = ROOT / "docs" / "design.md"

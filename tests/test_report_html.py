@@ -39,9 +39,6 @@ from ldpsim.sim import run_scenario
 from tests.sim.helpers import scenario_text
 from tests.sim.test_collection import collection_text
 
-# the module-scoped fixtures are built once: every test of this file on one worker
-pytestmark = pytest.mark.xdist_group("test_report_html")
-
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 NASTY = "<script>alert(1)</script> & <b>co</b>"

@@ -20,7 +20,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.xdist_group("mypy")
 @pytest.mark.skipif(
     importlib.util.find_spec("mypy") is None,
     reason="mypy is not installed (it comes with the dev extra: pip install -e '.[dev]')",

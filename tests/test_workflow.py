@@ -21,9 +21,6 @@ import ldpsim
 from ldpsim.errors import LdpSimError
 from tests.sim import helpers
 
-# the module-scoped fixtures are built once: every test of this file on one worker
-pytestmark = pytest.mark.xdist_group("test_workflow")
-
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"
 NOTEBOOK = ROOT / "docs" / "examples" / "notebook.py"

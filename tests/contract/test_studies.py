@@ -25,9 +25,6 @@ from ldpsim.sim.studies import study_of  # noqa: E402
 from ldpsim.study import REQUIRED_HOOKS, Study  # noqa: E402
 from tests.sim.helpers import MULTIPARTY, PLAIN_AND_MEMOISED, collection_text, scenario_text  # noqa: E402
 
-# the module-scoped fixtures are built once: every test of this file on one worker
-pytestmark = pytest.mark.xdist_group("contract.test_studies")
-
 WIDTH = 100
 
 #: run kind -> a small scenario of it (two replications each)

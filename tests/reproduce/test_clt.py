@@ -17,9 +17,6 @@ from scipy import integrate, stats
 
 from ldpsim.reproduce import clt, names, reproduce
 
-# the module-scoped fixtures are built once: every test of this file on one worker
-pytestmark = pytest.mark.xdist_group("reproduce.test_clt")
-
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SEED = 2014
 INSTANCES = 10

@@ -19,9 +19,6 @@ from ldpsim.privacy import OptimalComposition, lattice_region
 from ldpsim.reproduce import composition as cr
 from ldpsim.reproduce import names, reproduce
 
-# the module-scoped fixtures are built once: every test of this file on one worker
-pytestmark = pytest.mark.xdist_group("reproduce.test_composition_region")
-
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SEED = 2014
 INSTANCES = 40  # n = 80,000 per hypothesis

@@ -23,9 +23,6 @@ from ldpsim.reproduce import kov_binary as kb
 from ldpsim.reproduce import names, reproduce
 from ldpsim.utility import KL, Hellinger, binary_for, optimal_mechanism
 
-# the module-scoped fixtures are built once: every test of this file on one worker
-pytestmark = pytest.mark.xdist_group("reproduce.test_kov_binary")
-
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 

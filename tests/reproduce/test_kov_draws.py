@@ -23,9 +23,6 @@ from ldpsim.errors import LdpSimError
 from ldpsim.reproduce import get, reproduce
 from ldpsim.reproduce import kov_draws as kd
 
-# the module-scoped fixtures are built once: every test of this file on one worker
-pytestmark = pytest.mark.xdist_group("reproduce.test_kov_draws")
-
 TINY_EPS = "0.3,2,8"  # three eps: a fast grid with both regimes (binary at small eps, RR at large)
 
 

@@ -18,9 +18,6 @@ import pytest
 from ldpsim.reproduce import kov_extra as kx
 from ldpsim.reproduce import names, reproduce
 
-# the module-scoped fixtures are built once: every test of this file on one worker
-pytestmark = pytest.mark.xdist_group("reproduce.test_kov_extra")
-
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SEED = 2014
 MI_GRID = [0.001, 0.01, 1.0, 10.0, 20.0]

@@ -18,9 +18,6 @@ from ldpsim.protocols import OBSERVER, Protocol, Task
 from ldpsim.reproduce import multiparty as mp
 from ldpsim.reproduce import names, reproduce
 
-# the module-scoped fixtures are built once: every test of this file on one worker
-pytestmark = pytest.mark.xdist_group("reproduce.test_multiparty")
-
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SEED = 2014
 INSTANCES = 2

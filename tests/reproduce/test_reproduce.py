@@ -31,9 +31,6 @@ from ldpsim.utility import (
     tv_distance,
 )
 
-# the module-scoped fixtures are built once: every test of this file on one worker
-pytestmark = pytest.mark.xdist_group("reproduce.test_reproduce")
-
 COARSE = [0.1, 1.0, 10.0]
 EXPECTED = {"kov-fig3", "kov-fig4", "kov-fig5", "kov-mi", "stein-exponent"}  # the mechanism studies
 ALL = EXPECTED | {  # tested in their own files

@@ -16,9 +16,6 @@ from ldpsim.mechanisms import binary_mechanism_for_priors, randomized_response, 
 from ldpsim.reproduce import names, reproduce, stein
 from ldpsim.utility import KL, kl_divergence, optimal_mechanism, tv_distance
 
-# the module-scoped fixtures are built once: every test of this file on one worker
-pytestmark = pytest.mark.xdist_group("reproduce.test_stein")
-
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 

@@ -335,15 +335,20 @@ class FullDisk:
         return Limited()
 
 
-def test_a_full_disk_is_one_line_and_leaves_a_resumable_or_no_directory(tmp_path, monkeypatch, capsys):
-    """Every budget from nothing to a whole run: one line and exit 2 (or success), no file
-    half-written, and a directory that is either gone or resumes to the same bytes."""
+@pytest.mark.parametrize(
+    "points", [pytest.param(5, id="budgets5"), pytest.param(25, id="budgets25", marks=pytest.mark.slow)]
+)
+def test_a_full_disk_is_one_line_and_leaves_a_resumable_or_no_directory(points, tmp_path, monkeypatch, capsys):
+    """Budgets from nothing to a whole run (0, 1, 200, 500 bytes and ``points`` more, evenly
+    to twice the run's bytes; the fine sweep in the slow tier): one line and exit 2 (or
+    success), no file half-written, and a directory that is either gone or resumes to the
+    same bytes."""
     path = write(tmp_path, scenario_text(size=2000, replications=3, mode="aggregate"))
     assert run_cli(["run", str(path), "--out", str(tmp_path / "ref")]) == 0
     ref = {p.relative_to(tmp_path / "ref"): p.read_bytes() for p in (tmp_path / "ref").rglob("*") if p.is_file()}
     total = sum(len(b) for name, b in ref.items() if name.name != ".lock")
     capsys.readouterr()
-    budgets = sorted({0, 1, 200, 500, *np.linspace(0, 2 * total, 13).astype(int).tolist()})
+    budgets = sorted({0, 1, 200, 500, *np.linspace(0, 2 * total, points).astype(int).tolist()})
     outcomes = {"removed": 0, "resumed": 0, "finished": 0}
     for i, budget in enumerate(budgets):
         out = tmp_path / f"run{i}"
@@ -513,7 +518,13 @@ def _can_mount_tmpfs() -> bool:
 
 @pytest.mark.skipif(not _can_mount_tmpfs(), reason="needs unshare and tmpfs mounts (root)")
 @pytest.mark.parametrize(
-    "size, outcome", [("4k", "removed"), ("16k", "resumed"), ("48k", "resumed"), ("96k", "resumed")]
+    "size, outcome",
+    [
+        ("4k", "removed"),
+        pytest.param("16k", "resumed", marks=pytest.mark.slow),  # 10-12 s each: two of the three in the slow tier
+        ("48k", "resumed"),
+        pytest.param("96k", "resumed", marks=pytest.mark.slow),
+    ],
 )
 def test_a_real_full_disk(size, outcome, tmp_path):
     """The same on a real file system: a small tmpfs in a private mount namespace fills up

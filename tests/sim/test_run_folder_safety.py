@@ -23,9 +23,6 @@ from ldpsim.runs import RunInterrupted
 from ldpsim.sim import resume_run, run_scenario
 from tests.cli_helpers import run_cli
 
-# the module-scoped fixtures are built once: every test of this file on one worker
-pytestmark = pytest.mark.xdist_group("sim.test_run_folder_safety")
-
 #: A small population table: 20 respondents answering yes, no or maybe.
 POLL = "answer\n" + "yes\nno\nyes\nmaybe\n" * 5
 EDITED = "answer\n" + "no\nno\nno\nmaybe\n" * 5
