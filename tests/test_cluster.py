@@ -149,7 +149,7 @@ def test_the_command_runs_on_a_local_cluster_and_prints_its_dashboard(tmp_path):
     assert (tmp_path / "run" / "results.csv").is_file()
 
 
-@pytest.mark.parametrize("shards", [1, 8])
+@pytest.mark.parametrize("shards", [1, pytest.param(8, marks=pytest.mark.slow)])  # 7-9 s each
 def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path, shards):
     """SIGKILL one of two workers while replications (or one replication's shards) run:
     Dask runs its tasks again on the other worker (its nanny starts a new one), and the

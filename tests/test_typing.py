@@ -20,6 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # 15 s of CPU from a cold cache: CI runs it with the slow tier
 @pytest.mark.skipif(
     importlib.util.find_spec("mypy") is None,
     reason="mypy is not installed (it comes with the dev extra: pip install -e '.[dev]')",

@@ -51,7 +51,7 @@ from tests.stats_checks import FALSE_FAILURE
 
 SCENARIOS = 8  # scenarios per hypothesis example (one batch)
 REPS = 25  # replications per scenario
-BATCHES = examples(2)
+BATCHES = examples(1) + 1  # drawn batches, and the explicit example below
 #: fewest reports behind an interval counted for coverage: Hoeffding's is valid at every
 #: n >= 1; the normal one only up to its approximation, which needs some reports
 MIN_RECEIVED = {"hoeffding": 1, "normal": 100}
@@ -165,7 +165,7 @@ def two_sided_ok(x: int, n: int, p: float, alpha: float) -> bool:
     return stats.binom.cdf(x, n, p) >= alpha / 2 and stats.binom.sf(x - 1, n, p) >= alpha / 2
 
 
-@settings(max_examples=BATCHES, phases=[Phase.explicit, Phase.reuse, Phase.generate])  # no shrinking of a seed
+@settings(max_examples=BATCHES - 1, phases=[Phase.explicit, Phase.reuse, Phase.generate])  # no shrinking of a seed
 @given(seed=st.integers(0, 2**32 - 1))
 @example(seed=1245)  # explore run: a batch where a scenario delivered no report by its end
 def test_received_counts_and_coverage_follow_their_exact_laws(seed):
