@@ -242,7 +242,9 @@ def tamper(run: Path, outside: Path, op: str, arg: Any) -> bool:
     }.get(op.split()[0])
     if target is not None and not target.exists() and not target.is_symlink() and not op.startswith("lock"):
         return False
-    reads = not (op.startswith("lock") or op.endswith((" deleted", "-> folder", "-> fifo", "-> /dev/zero", " emptied")))
+    reads = op == "metadata key deleted" or not (  # that one reads the file to delete a key in it
+        op.startswith("lock") or op.endswith((" deleted", "-> folder", "-> fifo", "-> /dev/zero", " emptied"))
+    )
     if target is not None and reads and not (target.is_dir() if op.startswith("replications") else target.is_file()):
         return False  # an earlier op made it something that is not read as a file
     if op == "lock -> symlink out":

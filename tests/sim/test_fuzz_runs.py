@@ -32,3 +32,18 @@ def test_tampered_run_folders_resume_and_report_or_fail_in_one_line(case):
 @given(tamper_cases())
 def test_tampered_run_folders_resume_and_report_or_fail_in_one_line_thousands(case):
     _check(case)
+
+
+def test_the_harness_never_reads_a_metadata_file_linked_to_dev_zero(tmp_path):
+    """The slow tier once ran out of memory (23 GB, the worker killed): after
+    "metadata -> /dev/zero", "metadata key deleted" read the endless device to edit it. An op
+    that reads a file it cannot read as a plain file changes nothing."""
+    from tests.sim.fuzz_runs import tamper
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metadata.json").write_text('{"kind": "survey"}')
+    assert tamper(run, tmp_path, "metadata -> /dev/zero", None)
+    assert (run / "metadata.json").resolve() == Path("/dev/zero")
+    assert tamper(run, tmp_path, "metadata key deleted", "kind") is False
+    assert tamper(run, tmp_path, "metadata value changed", ("kind", 1)) is False
