@@ -20,7 +20,7 @@ import pytest
 from ldpsim.mechanisms import FiniteMechanism, catalog, from_matrix
 from tests.contract.cases import EXTRA, instance, instance_params
 from tests.oracles import brute_force_delta, brute_force_epsilon, sum_of_binomials_pmf
-from tests.stats_checks import assert_conditional_frequencies, assert_sample_law, binomial_cells_ok
+from tests.stats_checks import FALSE_FAILURE, assert_conditional_frequencies, assert_sample_law, binomial_cells_ok
 
 FINITE = set(catalog.names("finite"))
 # the finite instances built outside the catalog (EXTRA also holds oracles with vector reports)
@@ -156,7 +156,7 @@ def test_sample_counts_and_aggregated_privatize_follow_the_exact_law(key):
     reps = 3000
     events = [[y] for y in range(mech.m)] + [[a, b] for a in range(mech.m) for b in range(a + 1, mech.m)]
     events = [s for s in events if len(s) < mech.m][:12]
-    alpha = 1e-6 / (2 * max(1, len(events)))
+    alpha = FALSE_FAILURE / (2 * max(1, len(events)))
 
     from_counts = np.stack([mech.sample_counts(n_x, rng) for _ in range(reps)])
     x = np.tile(np.repeat(np.arange(mech.k), n_x), (reps, 1))
