@@ -72,7 +72,7 @@ from ldpsim._files import (
 )
 from ldpsim._meta import now, versions, write_json
 from ldpsim._pool import start_pool, stop_pool
-from ldpsim.errors import LdpSimError
+from ldpsim.errors import LdpSimError, show
 from ldpsim.study import REQUIRED_HOOKS, Study  # noqa: F401 - the contract, used and re-exported here
 
 REP_DIR = "replications"
@@ -438,6 +438,15 @@ def finished_replications(run_dir: str | Path) -> int | None:
         return None
 
 
+def record_resume(record: dict[str, Any], workers: int, bad: str) -> None:
+    """Add this resume to the ``resumes`` list of a run's (or a sweep's) record; anything but
+    a list there is a record someone edited: one line (``bad`` names the folder)."""
+    resumes = record.setdefault("resumes", [])
+    if not isinstance(resumes, list):
+        raise LdpSimError(f"{bad} (its 'resumes' is {show(resumes)}, not a list)")
+    resumes.append({"at": now(), "workers": workers, "command_line": sys.argv})
+
+
 def open_resume(
     run_dir: str | Path, workers: int, parsers: dict[str, Callable[[str, str], Study]]
 ) -> tuple[Path, dict, Study, int, DirectoryLock]:
@@ -481,7 +490,7 @@ def open_resume(
         if study.replications != total:
             study = study.with_replications(total)
         remove_stale_temporaries(run_dir)
-        meta.setdefault("resumes", []).append({"at": now(), "workers": workers, "command_line": sys.argv})
+        record_resume(meta, workers, f"{bad} metadata.json as the run wrote it")
         try:
             write_json(run_dir / "metadata.json", meta)
         except OSError as exc:

@@ -70,6 +70,7 @@ from ldpsim.runs import (
     check_shards,
     check_study_inputs,
     default_run_dir,
+    record_resume,
     refuse_used,
     settle_seed,
     stopped_while_starting,
@@ -634,7 +635,7 @@ def resume_sweep(
         for pt in p.points:
             check_study_inputs(study_of(pt.scenario), {"inputs": record.get("inputs", {})}, bad, what="sweep")
         remove_stale_temporaries(out_dir)
-        record.setdefault("resumes", []).append({"at": now(), "workers": workers, "command_line": sys.argv})
+        record_resume(record, workers, f"{bad} {SWEEP_JSON} as the sweep wrote it")
         write_json(out_dir / SWEEP_JSON, record)
     except BaseException:
         lock.release()

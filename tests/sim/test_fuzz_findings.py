@@ -297,3 +297,27 @@ def test_worst_case_seconds_counts_each_program_solved_once(k, task, monkeypatch
     exact_tables(scenario)
     assert solved
     assert worst_case_seconds(scenario) == pytest.approx(sum(solved) * SECONDS_PER_LP_COEFFICIENT, rel=1e-12)
+
+
+def test_a_resume_whose_metadata_resumes_is_not_a_list_is_one_line(tmp_path):
+    """The slow tampered-folder tier: metadata.json's "resumes" set to 0 made resume raise
+    AttributeError ('int' object has no attribute 'append'). It is a record someone edited."""
+    import json
+
+    from tests.cli_helpers import run_cli
+
+    path = tmp_path / "s.toml"
+    path.write_text(
+        WORST_CASE_LP.replace("k = 7", "k = 2")
+        .replace("count = 165", "count = 20")
+        .replace("replications = 1", "replications = 2")
+    )
+    run = tmp_path / "run"
+    assert run_cli("run", str(path), "--out", str(run), "--no-progress").returncode == 0
+    (run / "replications" / "rep-000001.csv").unlink()  # something to resume
+    meta = json.loads((run / "metadata.json").read_text())
+    meta["resumes"] = 0
+    (run / "metadata.json").write_text(json.dumps(meta))
+    done = run_cli("run", "--resume", str(run), "--no-progress")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "'resumes' is 0, not a list" in done.stderr, done.stderr
