@@ -30,6 +30,7 @@ from ldpsim.runs import (
     check_study_inputs,
     read_metadata,
     read_scenario_text,
+    run_key,
 )
 from ldpsim.sim.studies import _parsers
 
@@ -81,6 +82,8 @@ def rebuild_run(run_dir: str | Path) -> list[Path]:
             raise LdpSimError(f"{bad} a finished run (finish it with: ldpsim run --resume {shell_word(run_dir)})")
         if hashlib.sha256(source.encode()).hexdigest() != digest:
             raise LdpSimError(f"{bad} its scenario.toml unchanged since the run")
+        if run_key(kind, digest, seed, total) != meta.get("run_key"):  # the report would state an edited seed
+            raise LdpSimError(f"{bad} metadata.json as the run wrote it (its seed or replications were changed)")
         check_inputs(run_dir, meta, bad)  # the population table the results came from, say
         study = parsers[kind](source, str(run_dir / "scenario.toml"))
         check_study_inputs(study, meta, bad)

@@ -425,9 +425,9 @@ def finished_replications(run_dir: str | Path) -> int | None:
     run_dir = Path(run_dir)
     try:
         meta = read_metadata(run_dir)
-        _, total, seed, digest, key, layout = metadata_fields(meta, "")
-        if not meta.get("finished") or layout != LAYOUT:
-            return None
+        kind, total, seed, digest, key, layout = metadata_fields(meta, "")
+        if not meta.get("finished") or layout != LAYOUT or run_key(kind, digest, seed, total) != key:
+            return None  # an edited seed or count: resuming it says so
         # the same checks as a resume: the scenario and every input as the run recorded them
         if hashlib.sha256(read_scenario_text(run_dir / "scenario.toml").encode()).hexdigest() != digest:
             return None

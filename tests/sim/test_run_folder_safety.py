@@ -22,6 +22,7 @@ from ldpsim.errors import LdpSimError
 from ldpsim.runs import RunInterrupted
 from ldpsim.sim import resume_run, run_scenario
 from tests.cli_helpers import run_cli
+from tests.sim.helpers import scenario_text
 
 #: A small population table: 20 respondents answering yes, no or maybe.
 POLL = "answer\n" + "yes\nno\nyes\nmaybe\n" * 5
@@ -612,3 +613,23 @@ def test_an_interrupted_run_refused_on_resume_keeps_its_replications(tmp_path, m
     monkeypatch.setattr(SurveyStudy, "run_replication", _refusing_replication)
     one_error(run_cli("run", "--resume", cut, "--no-progress"), "mechanism")
     assert (cut / "replications" / "rep-000000.json").is_file() and (cut / "metadata.json").is_file()
+
+
+@pytest.mark.parametrize("seed", [8, 10**15])  # the run's own is 7
+def test_a_seed_edited_in_metadata_is_refused_by_report_and_resume(seed, tmp_path, cli):
+    """The slow tampered-folder tier: with metadata.json's seed edited, `ldpsim report`
+    rebuilt the report stating the edited seed and `--resume` said "already complete". Both
+    check the run key the seed is part of, and refuse in one line."""
+    import json
+
+    path = tmp_path / "s.toml"
+    path.write_text(scenario_text(size=200, replications=2))
+    run = tmp_path / "run"
+    assert cli("run", str(path), "--out", str(run), "--no-progress").returncode == 0
+    meta = json.loads((run / "metadata.json").read_text())
+    meta["seed"] = seed
+    (run / "metadata.json").write_text(json.dumps(meta))
+    for argv in (("report", str(run)), ("run", "--resume", str(run), "--no-progress")):
+        done = cli(*argv)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert "metadata.json as the run wrote it" in done.stderr, done.stderr
