@@ -242,8 +242,10 @@ def tamper(run: Path, outside: Path, op: str, arg: Any) -> bool:
     }.get(op.split()[0])
     if target is not None and not target.exists() and not target.is_symlink() and not op.startswith("lock"):
         return False
-    reads = op == "metadata key deleted" or not (  # that one reads the file to delete a key in it
-        op.startswith("lock") or op.endswith((" deleted", "-> folder", "-> fifo", "-> /dev/zero", " emptied"))
+    # ops that read or write the file in place (emptying included: writing to a FIFO an earlier
+    # op made blocks for ever) need a plain file; "metadata key deleted" reads it to edit it
+    reads = op == "metadata key deleted" or not (
+        op.startswith("lock") or op.endswith((" deleted", "-> folder", "-> fifo", "-> /dev/zero"))
     )
     if target is not None and reads and not (target.is_dir() if op.startswith("replications") else target.is_file()):
         return False  # an earlier op made it something that is not read as a file

@@ -47,3 +47,15 @@ def test_the_harness_never_reads_a_metadata_file_linked_to_dev_zero(tmp_path):
     assert (run / "metadata.json").resolve() == Path("/dev/zero")
     assert tamper(run, tmp_path, "metadata key deleted", "kind") is False
     assert tamper(run, tmp_path, "metadata value changed", ("kind", 1)) is False
+
+
+def test_the_harness_never_writes_into_a_fifo_it_made(tmp_path):
+    """The slow tier hung for good: after "results -> fifo", "results emptied" opened the FIFO
+    to write and waited for a reader that never came."""
+    from tests.sim.fuzz_runs import tamper
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.csv").write_text("a,b\n1,2\n")
+    assert tamper(run, tmp_path, "results -> fifo", None)
+    assert tamper(run, tmp_path, "results emptied", None) is False
