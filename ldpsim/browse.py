@@ -28,6 +28,7 @@ from ldpsim.runs import (
     check_inputs,
     check_run_file,
     check_study_inputs,
+    metadata_fields,
     read_metadata,
     read_scenario_text,
     run_key,
@@ -70,8 +71,8 @@ def rebuild_run(run_dir: str | Path) -> list[Path]:
             meta = read_metadata(run_dir)  # bounded, regular files (not links to /dev/zero, say)
             source = read_scenario_text(run_dir / "scenario.toml")
             check_run_file(run_dir / "results.csv", RESULTS_LIMIT)
-            kind = meta.get("kind", next(iter(parsers)))  # the registry's default kind first
-            total, seed, digest = int(meta["replications"]), int(meta["seed"]), meta["scenario_sha256"]
+            # each field of the type a run writes (a kind of [] once raised TypeError here)
+            kind, total, seed, digest, _, _ = metadata_fields(meta, bad, next(iter(parsers)))
         except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError):
             raise LdpSimError(
                 f"{bad} a run directory made by ldpsim run (readable metadata.json and scenario.toml)"

@@ -633,3 +633,18 @@ def test_a_seed_edited_in_metadata_is_refused_by_report_and_resume(seed, tmp_pat
         done = cli(*argv)
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
         assert "metadata.json as the run wrote it" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("value", [[], {}, 3])
+def test_a_kind_that_is_not_a_string_is_refused_by_report(value, tmp_path, cli):
+    """The slow tampered-folder tier: metadata.json's kind set to [] made `ldpsim report`
+    raise TypeError (unhashable type: 'list')."""
+    path = tmp_path / "s.toml"
+    path.write_text(scenario_text(size=200, replications=2))
+    run = tmp_path / "run"
+    assert cli("run", str(path), "--out", str(run), "--no-progress").returncode == 0
+    meta = json.loads((run / "metadata.json").read_text())
+    meta["kind"] = value
+    (run / "metadata.json").write_text(json.dumps(meta))
+    done = cli("report", str(run))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
