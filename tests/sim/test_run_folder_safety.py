@@ -615,20 +615,24 @@ def test_an_interrupted_run_refused_on_resume_keeps_its_replications(tmp_path, m
     assert (cut / "replications" / "rep-000000.json").is_file() and (cut / "metadata.json").is_file()
 
 
-@pytest.mark.parametrize("seed", [8, 10**15])  # the run's own is 7
-def test_a_seed_edited_in_metadata_is_refused_by_report_and_resume(seed, tmp_path, cli):
-    """The slow tampered-folder tier: with metadata.json's seed edited, `ldpsim report`
-    rebuilt the report stating the edited seed and `--resume` said "already complete". Both
-    check the run key the seed is part of, and refuse in one line."""
-    import json
-
+def _finished_run_with_metadata(tmp_path, cli, key, value) -> Path:
+    """A finished two-replication survey run whose metadata.json has ``key`` set to ``value``."""
     path = tmp_path / "s.toml"
     path.write_text(scenario_text(size=200, replications=2))
     run = tmp_path / "run"
     assert cli("run", str(path), "--out", str(run), "--no-progress").returncode == 0
     meta = json.loads((run / "metadata.json").read_text())
-    meta["seed"] = seed
+    meta[key] = value
     (run / "metadata.json").write_text(json.dumps(meta))
+    return run
+
+
+@pytest.mark.parametrize("seed", [8, 10**15])  # the run's own is 7
+def test_a_seed_edited_in_metadata_is_refused_by_report_and_resume(seed, tmp_path, cli):
+    """With metadata.json's seed edited, `ldpsim report` rebuilt the report stating the edited
+    seed and `--resume` said "already complete". Both check the run key the seed is part of,
+    and refuse in one line."""
+    run = _finished_run_with_metadata(tmp_path, cli, "seed", seed)
     for argv in (("report", str(run)), ("run", "--resume", str(run), "--no-progress")):
         done = cli(*argv)
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
@@ -639,12 +643,6 @@ def test_a_seed_edited_in_metadata_is_refused_by_report_and_resume(seed, tmp_pat
 def test_a_kind_that_is_not_a_string_is_refused_by_report(value, tmp_path, cli):
     """The slow tampered-folder tier: metadata.json's kind set to [] made `ldpsim report`
     raise TypeError (unhashable type: 'list')."""
-    path = tmp_path / "s.toml"
-    path.write_text(scenario_text(size=200, replications=2))
-    run = tmp_path / "run"
-    assert cli("run", str(path), "--out", str(run), "--no-progress").returncode == 0
-    meta = json.loads((run / "metadata.json").read_text())
-    meta["kind"] = value
-    (run / "metadata.json").write_text(json.dumps(meta))
+    run = _finished_run_with_metadata(tmp_path, cli, "kind", value)
     done = cli("report", str(run))
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
