@@ -745,6 +745,9 @@ class Creation:
         except OSError as exc:
             self._remove_made()
             raise LdpSimError(self._message(exc)) from None
+        except BaseException:  # Ctrl-C as the folder is made: __exit__ will not run, so undo here
+            self._remove_made()
+            raise
         return self
 
     def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> Literal[False]:

@@ -439,6 +439,28 @@ def test_ctrl_c_while_starting_leaves_no_directory(tmp_path, monkeypatch, capsys
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_ctrl_c_as_the_folder_is_made_leaves_no_directory(command, tmp_path, monkeypatch, capsys):
+    """Ctrl-C that lands just after the folder was made, before the block that undoes a
+    failed start begins (the slow tier's real SIGINT found it: a bare folder stayed)."""
+    from pathlib import Path
+
+    path = write(tmp_path, scenario_text(size=100))
+    out = tmp_path / "x" / "run"
+    mkdir = Path.mkdir
+
+    def made_then_interrupted(self, *args, **kwargs):
+        mkdir(self, *args, **kwargs)
+        if self == out:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "mkdir", made_then_interrupted)
+    extra = ["--grid", "mechanism.eps=[0.5, 2]"] if command == "sweep" else []
+    assert run_cli([command, str(path), *extra, "--out", str(out)]) == 130
+    assert one_line_error(capsys) == "ldpsim: interrupted; nothing was written"
+    assert not (tmp_path / "x").exists()
+
+
 # --------------------------------------------------------------------- found by the fuzzers
 def test_a_tick_that_overflows_the_tick_count_is_one_line():
     text = scenario_text(size=10, tick=1e-300, end=1e12)
