@@ -26,7 +26,6 @@ symmetric and XOR paths are for bits.
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -178,9 +177,18 @@ def transcript_classes(protocol: Protocol, party: int = OBSERVER) -> int:
     return total
 
 
-def _class_table(q: NDArray[np.float64], n: int) -> tuple[NDArray[np.float64], list[NDArray[np.float64]]]:
+def _convolve_rows(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Row-wise convolution of two stacks of laws: ``out[i] = convolve(a[i], b[i])``."""
+    out = np.zeros((a.shape[0], a.shape[1] + b.shape[1] - 1))
+    for j in range(b.shape[1]):  # a loop over the shorter axis: the law's support, not the rows
+        out[:, j : j + a.shape[1]] += a * b[:, j : j + 1]
+    return out
+
+
+def _class_table(q: NDArray[np.float64], n: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """For one class of n identical parties: log P(counts of each symbol) under x uniform,
-    and the law of the number of ones given those counts (a convolution of binomials)."""
+    and, row by row, the law of the number of ones given those counts (a convolution of
+    binomials, on 0..n)."""
     m = q.shape[1]
     marg = 0.5 * (q[0] + q[1])
     live = marg > 0
@@ -194,15 +202,17 @@ def _class_table(q: NDArray[np.float64], n: int) -> tuple[NDArray[np.float64], l
             + (full * np.where(live, np.log(np.where(live, marg, 1.0)), 0.0)).sum(axis=1)
         )
     p_one = np.where(live, q[1] / np.where(live, 2 * marg, 1.0), 0.0)
-    pmf_tables = {o: [binom.pmf(np.arange(c + 1), c, p_one[o]) for c in range(n + 1)] for o in range(m) if live[o]}
-    posts = []
-    for row in full:
-        post = np.ones(1)
-        for o in range(m):
-            if live[o] and row[o]:
-                post = np.convolve(post, pmf_tables[o][row[o]])
-        posts.append(post)
+    trials = np.arange(n + 1)
+    posts = np.ones((full.shape[0], 1))
+    for o in np.flatnonzero(live):
+        # row c: the law of Binomial(c, p_one[o]) on 0..n; row 0 is a point mass at 0
+        table = binom.pmf(trials[None, :], trials[:, None], p_one[o])
+        posts = _convolve_rows(posts, table[full[:, o]])[:, : n + 1]
     return logw, posts
+
+
+#: Transcript classes handled at once by the symmetric path (a bound on its memory).
+_CHUNK_ENTRIES = 1 << 21
 
 
 def _symmetric_average(protocol: Protocol, task: Task, party: int, max_classes: int) -> float:
@@ -219,26 +229,24 @@ def _symmetric_average(protocol: Protocol, task: Task, party: int, max_classes: 
     tables = [_class_table(q, n) for q, n in _classes(protocol, others)]
     size = len(others) + 1
     assert task.counts is not None
-    # labels of the count s of ones among the others, for each own bit: mass per label, then gain
+    # the gain of each output given the count s of ones among the others, for each own bit
+    # (the observer has none): a matrix s -> output, averaged over the own bits by the rule
     owns = [0] if party == OBSERVER else [0, 1]
-    labels = [task.counts[o + np.arange(size)] for o in owns]
-    identity = np.array_equal(task.gain, np.eye(task.n_outputs))
-
-    def best_gain(post: NDArray[np.float64]) -> float:
-        out = 0.0
-        for lab in labels:
-            mass = np.bincount(lab, weights=post, minlength=task.n_outputs)
-            out += float(mass.max() if identity else (mass @ task.gain).max())
-        return out / len(labels)
-
+    gains = [np.eye(task.n_outputs)[task.counts[o + np.arange(size)]] @ task.gain for o in owns]
+    shape = tuple(len(lw) for lw, _ in tables)
+    combos = math.prod(shape)
+    step = max(1, _CHUNK_ENTRIES // size)
     total = 0.0
-    for combo in itertools.product(*[range(len(t[0])) for t in tables]):
-        logw = 0.0
-        post = np.ones(1)
-        for (lw, posts), idx in zip(tables, combo):
+    for first in range(0, combos, step):  # every combination of one row per class, in chunks
+        index = np.unravel_index(np.arange(first, min(first + step, combos)), shape)
+        logw = np.zeros(index[0].size)
+        post = np.ones((index[0].size, 1))
+        for (lw, posts), idx in zip(tables, index):
             logw += lw[idx]
-            post = np.convolve(post, posts[idx])
-        total += math.exp(logw) * best_gain(np.pad(post, (0, size - post.size)))
+            post = _convolve_rows(post, posts[idx])
+        post = post[:, :size]
+        best = sum(((post @ g).max(axis=1) for g in gains), np.zeros(post.shape[0])) / len(gains)
+        total += float(np.exp(logw) @ best)
     return total
 
 

@@ -264,6 +264,7 @@ def _central_figure(results: pd.DataFrame, delta: float) -> bytes:
             if b >= 1:
                 ax.plot([b], [shuffle_epsilon(eps0, b, delta)], "o", color=c, ms=6)
     ax.plot([], [], color="0.4", ls="--", lw=1.0, label="closed form (Feldman, McMillan and Talwar 2021, Thm 3.1)")
+    log_axes(ax, x=True, y=True)  # log-log, with the plain tick labels of every report
     ax.set_xlabel("reports in one shuffled batch (n)")
     ax.set_ylabel(f"central eps at delta = {delta:g}")
     ax.set_title("amplification by shuffling (dots: the smallest batch of the run)")

@@ -488,7 +488,7 @@ def _table_rows(tab: pd.DataFrame) -> list[dict]:
 
 # --------------------------------------------------------------------------- figure
 def figure(conv: pd.DataFrame, up: pd.DataFrame, tab: pd.DataFrame, seed: int) -> Figure:
-    fig = Figure(figsize=(17, 5.6))
+    fig = Figure(figsize=(17, 5.6), dpi=DPI)
     ax1, ax2, ax3 = fig.subplots(1, 3)
     colors = dict(zip(conv["config"].unique(), ["tab:blue", "tab:orange", "tab:green", "tab:red", "black"]))
     for cfg, g in conv.groupby("config", sort=False):

@@ -693,7 +693,7 @@ def _rows(
 
 # --------------------------------------------------------------------------- figure
 def figure(ex, mc, lx, curves, lim, seed) -> Figure:
-    fig = Figure(figsize=(17, 10))
+    fig = Figure(figsize=(17, 10), dpi=DPI)
     (ax1, ax2), (ax3, ax4) = fig.subplots(2, 2)
     cmap = {
         f: c

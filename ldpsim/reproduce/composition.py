@@ -492,7 +492,7 @@ def data_of(cases: list[Case]) -> pd.DataFrame:
 
 def figure(cases: list[Case], seed: int) -> Figure:
     m = len(cases)
-    fig = Figure(figsize=(4.3 * m, 5.3))
+    fig = Figure(figsize=(4.3 * m, 5.3), dpi=DPI)
     axes = np.atleast_1d(fig.subplots(1, m))
     for ax, c in zip(axes, cases):
         a, lower, upper = c.region.region(801)

@@ -660,7 +660,7 @@ def region_frame(rv: RegionView) -> pd.DataFrame:
 
 
 def figure(rv: RegionView, vv: VarianceView) -> Figure:
-    fig = Figure(figsize=(16, 5.2))
+    fig = Figure(figsize=(16, 5.2), dpi=DPI)
     a1, a2, a3 = fig.subplots(1, 3)
     g = rv.grid
     for fam, d in rv.curves.items():

@@ -242,7 +242,7 @@ def kov_fig3(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, 
     summary = s.summary_frame(rows)
     write_summary(summary, out_dir)
 
-    fig = Figure(figsize=(12.5, 5.0))
+    fig = Figure(figsize=(12.5, 5.0), dpi=DPI)
     left, right = fig.subplots(1, 2)
     for mech in s.MECHANISMS:
         left.plot(eps, means[mech], marker="o", ms=3, color=s.COLORS[mech], label=s.LABELS[mech])
@@ -307,7 +307,7 @@ def kov_fig4(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, 
     summary = s.summary_frame(rows)
     write_summary(summary, out_dir)
 
-    fig = Figure(figsize=(12, 8.5))
+    fig = Figure(figsize=(12, 8.5), dpi=DPI)
     axes = fig.subplots(2, 2, sharey=True).ravel()
     for ax, st in zip(axes, studies):
         ratio = st.ratio(s.MIXED)
@@ -454,7 +454,7 @@ def kov_fig5(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, 
     summary = s.summary_frame(rows)
     write_summary(summary, out_dir)
 
-    fig = Figure(figsize=(12.5, 5.2))
+    fig = Figure(figsize=(12.5, 5.2), dpi=DPI)
     left, right = fig.subplots(1, 2)
     marker = {"binary": "o", "randomized_response": "s", "truncated_geometric": "^", "optimal": "x"}
     for mech in s.MECHANISMS:
@@ -555,7 +555,7 @@ def kov_mi(seed: int, instances: int, out_dir: Path, *, eps_grid: Any = None, wo
     summary = s.summary_frame(rows)
     write_summary(summary, out_dir)
 
-    fig = Figure(figsize=(12.5, 9))
+    fig = Figure(figsize=(12.5, 9), dpi=DPI)
     axes = fig.subplots(2, 2)
     for col, st in enumerate(studies):
         top, bottom = axes[0, col], axes[1, col]

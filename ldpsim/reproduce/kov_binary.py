@@ -463,7 +463,7 @@ def _uni_figure(
     instances: int,
     path: Path,
 ) -> None:
-    fig = Figure(figsize=(12.5, 5.2))
+    fig = Figure(figsize=(12.5, 5.2), dpi=DPI)
     left, right = fig.subplots(1, 2)
     top = grid.max() * 1.6
     for u in UTILS:
@@ -745,7 +745,7 @@ def _factor_anomalies(studies: list[s.Study], adv: pd.DataFrame) -> list[dict]:
 
 
 def _factor_figure(studies, adv, eps, factor, seed, path) -> None:
-    fig = Figure(figsize=(12.5, 5.2))
+    fig = Figure(figsize=(12.5, 5.2), dpi=DPI)
     axes = fig.subplots(1, len(studies), sharey=True)
     for ax, st in zip(np.atleast_1d(axes), studies):
         ratio = st.ratio("binary")

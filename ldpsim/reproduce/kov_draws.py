@@ -280,7 +280,7 @@ def _rows(k: int, pool: NDArray, per_draw: NDArray, n: int, seeds: Sequence[int]
 
 
 def _figure(curves: list[tuple[int, NDArray, NDArray]], n: int, seeds: Sequence[int], path: Path) -> None:
-    fig = Figure(figsize=(max(8.5, 6.2 * len(curves)), 4.8))
+    fig = Figure(figsize=(max(8.5, 6.2 * len(curves)), 4.8), dpi=DPI)
     axes = np.atleast_1d(fig.subplots(1, len(curves)))
     for ax, (k, pool, per_draw) in zip(axes, curves):
         x, p = pooled_curve(pool, n)

@@ -391,7 +391,7 @@ def kov_mi_small_eps(
 
 
 def _mi_figure(studies, thresholds, eps, seed, path) -> None:
-    fig = Figure(figsize=(15, 5))
+    fig = Figure(figsize=(15, 5), dpi=DPI)
     a, b, c3 = fig.subplots(1, 3)
     colors = {4: "tab:blue", 6: "tab:red"}
     for st, th in zip(studies, thresholds):
@@ -796,7 +796,7 @@ def kov_approximate_ldp(
 
 
 def _ldp_figure(data: pd.DataFrame, tg, seed: int, path: Path) -> None:
-    fig = Figure(figsize=(13, 5))
+    fig = Figure(figsize=(13, 5), dpi=DPI)
     a, b = fig.subplots(1, 2)
     # one target with delta > 0: every mechanism's delta curve under the quaternary's
     i = int(np.flatnonzero(tg[:, 1] > 0.05)[0])

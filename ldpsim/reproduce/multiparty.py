@@ -449,7 +449,7 @@ def figure(data: pd.DataFrame, seed: int) -> Figure:
     functions = [f for f in FUNCTIONS if f in set(data["function"])]
     cols = 3
     rows = math.ceil(len(functions) / cols)
-    fig = Figure(figsize=(4.4 * cols, 4.4 * rows + 0.6))
+    fig = Figure(figsize=(4.4 * cols, 4.4 * rows + 0.6), dpi=DPI)
     axes = np.atleast_1d(fig.subplots(rows, cols)).ravel()
     family = data["protocol"].str.replace(r"-\d+$", "", regex=True)
     for ax, fname in zip(axes, functions):

@@ -650,7 +650,7 @@ def summarise(data: pd.DataFrame, cx: dict[str, Fraction], lib_err: float) -> pd
 
 def figure(data: pd.DataFrame, seed: int) -> Figure:
     adm = data[data["admissible"]]
-    fig = Figure(figsize=(12, 4.6))
+    fig = Figure(figsize=(12, 4.6), dpi=DPI)
     axes = fig.subplots(1, 3)
     colors = {
         "rr-post": "tab:green",

@@ -328,7 +328,7 @@ def _summary(data: pd.DataFrame, ess: pd.DataFrame, eps: NDArray[np.float64], in
 
 # --------------------------------------------------------------------------- figure
 def _figure(data: pd.DataFrame, eps: NDArray[np.float64], seed: int, instances: int) -> Figure:
-    fig = Figure(figsize=(5.0 * eps.size + 0.5, 5.0))
+    fig = Figure(figsize=(5.0 * eps.size + 0.5, 5.0), dpi=DPI)
     axes = np.atleast_1d(fig.subplots(1, eps.size, sharey=True))
     for ax, e in zip(axes, eps):
         for mech in s.MECHANISMS:
