@@ -1,6 +1,13 @@
 import os
+import sys
 
 from hypothesis import HealthCheck, settings
+
+# Bytecode caches on, whatever the environment says: with PYTHONDONTWRITEBYTECODE set, each
+# worker rewrites and compiles every test module again (about 9 s of the two workers' start)
+# and each `python -m ldpsim` a test starts compiles the package again.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # Hypothesis runs derandomised by default (the same examples on every run, so CI is
 # reproducible); timing deadlines are off because the CI machine is shared and noisy.

@@ -55,7 +55,7 @@ replications = 5
 """
 
 
-@pytest.mark.parametrize("kind", ["survey", "multiparty"])
+@pytest.mark.parametrize("kind", ["survey", pytest.param("multiparty", marks=pytest.mark.slow)])
 def test_a_local_cluster_of_two_workers_gives_the_bytes_of_a_sequential_run(tmp_path, local2, kind):
     from ldpsim.sim import run_scenario
 
@@ -142,6 +142,7 @@ def test_the_command_refuses_workers_with_a_scheduler_and_a_bad_spec_before_any_
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
+@pytest.mark.slow  # 6-8 s: a cluster of its own (the command's refusals are checked above, the cluster by the API)
 def test_the_command_runs_on_a_local_cluster_and_prints_its_dashboard(tmp_path):
     r = run_cli("run", "survey", "--replications", "2", "--scheduler", "local:2", "--out", str(tmp_path / "run"))
     assert r.returncode == 0, r.stderr
@@ -149,7 +150,8 @@ def test_the_command_runs_on_a_local_cluster_and_prints_its_dashboard(tmp_path):
     assert (tmp_path / "run" / "results.csv").is_file()
 
 
-@pytest.mark.parametrize("shards", [1, pytest.param(8, marks=pytest.mark.slow)])  # 7-9 s each
+@pytest.mark.slow  # 6-9 s each
+@pytest.mark.parametrize("shards", [1, 8])
 def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path, shards):
     """SIGKILL one of two workers while replications (or one replication's shards) run:
     Dask runs its tasks again on the other worker (its nanny starts a new one), and the
@@ -201,7 +203,10 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path, shards):
 
 @pytest.mark.parametrize(
     "name, kwargs",
-    [("kov-fig3", {"eps_grid": [0.1, 1.0, 10.0]}), ("stein-exponent", {"points": 2, "samples": 200})],
+    [
+        ("kov-fig3", {"eps_grid": [0.1, 1.0, 10.0]}),
+        pytest.param("stein-exponent", {"points": 2, "samples": 200}, marks=pytest.mark.slow),
+    ],
 )
 def test_a_reproduction_on_the_cluster_writes_the_same_files(tmp_path, local2, name, kwargs):
     """``reproduce --scheduler``: every pool_map of the reproduction goes to the cluster."""

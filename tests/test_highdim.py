@@ -305,6 +305,7 @@ def test_gaussian_mechanism_is_exactly_gdp():
     assert dist["tradeoff_gap"] < 0.02  # typical value ~0.004
 
 
+@pytest.mark.slow  # 8 s; by default test_clt.py checks l_1 noise at n = 1000 is 1-GDP to 6 standard errors
 def test_l1_noise_clt_in_high_dimension():
     """p = 1, alpha = 1 (i.i.d. Laplace, I = Id, mu = 1/t): for a random direction the pair is close
     to mu-GDP at n = 1000, clearly less so at n = 4 and for the axis direction at n = 1000."""

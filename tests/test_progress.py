@@ -34,11 +34,12 @@ from ldpsim import _progress
 from ldpsim._pool import pool_map
 from ldpsim.errors import LdpSimError
 from ldpsim.reproduce import get
+from tests.tiers import sample
 
 #: tqdm's ``[elapsed<remaining`` with a number for the time left (not ``?``).
 TIME_LEFT = re.compile(r"\[\d+:\d\d<\d+:\d\d")
 AUDIT = ("audit", "randomized_response:k=4,eps=1", "--sequential", "--n", "200000", "--seed", "7")
-STEIN = ("reproduce", "stein-exponent", "--instances", "2")
+STEIN = ("reproduce", "stein-exponent", "--instances", "2", "--eps-grid", "1")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -193,7 +194,9 @@ def test_files_do_not_depend_on_workers_or_the_terminal(tmp_path, monkeypatch, n
 
 
 # --------------------------------------------------------------------------- every reproduction
-@pytest.mark.parametrize("name", ["kov-fig3", "kov-fig4", "kov-fig5", "kov-mi", "composition-region", "clt"])
+@pytest.mark.parametrize(
+    "name", sample(["kov-fig3", "kov-fig4", "kov-fig5", "kov-mi", "composition-region", "clt"], keep=(0, 2, 4))
+)
 def test_each_reproduction_fills_one_bar_announced_upfront(tmp_path, terminal, bars, name):
     """One bar per reproduction, its total known before the work, its ticks (weighted by the
     expected cost where pieces differ) adding up to exactly that total. stein-exponent and

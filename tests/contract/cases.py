@@ -137,6 +137,8 @@ CASES: dict[str, list[dict[str, Any]]] = {
 
 #: (entry, index into CASES[entry]) run only with -m slow
 SLOW: set[tuple[str, int]] = set()
+#: Cases of each entry in the default run (the rest, 67 of the 108, in the slow tier).
+DEFAULT_CASES = 1
 
 REFERENCE: dict[str, str | None] = {
     "laplace": "quad",
@@ -417,13 +419,16 @@ _BY_ID: dict[str, tuple[str, dict[str, Any]]] = {
 
 def instance_params(entries: Callable[[str], bool] | None = None, extra: bool = True) -> list[Any]:
     """pytest params (id = instance id) for the catalog cases (of the entries ``entries``
-    accepts) and, with ``extra``, the non-catalog instances; SLOW points marked slow."""
+    accepts) and, with ``extra``, the non-catalog instances. The default run takes the first
+    :data:`DEFAULT_CASES` cases of each entry; the others, and the SLOW points, run in the
+    slow tier (CI runs both)."""
     out = []
     for name, points in CASES.items():
         if entries is not None and not entries(name):
             continue
         for i, p in enumerate(points):
-            marks = ([pytest.mark.slow] if (name, i) in SLOW else []) + pending_marks(name)
+            slow = (name, i) in SLOW or i >= DEFAULT_CASES
+            marks = ([pytest.mark.slow] if slow else []) + pending_marks(name)
             out.append(pytest.param(case_id(name, p), id=case_id(name, p), marks=marks))
     if extra:
         out += [pytest.param(key, id=key) for key in EXTRA]

@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 from mpmath import mp, mpf
 
 from ldpsim.errors import LdpSimError
+from tests.tiers import sample
 
 comp = pytest.importorskip("ldpsim.privacy.composition")
 
@@ -331,7 +332,10 @@ def test_brute_force_small_k(case):
 
 @pytest.mark.parametrize(
     "eps, delta, k",
-    [(0.1, 0.001, 7), (1.0, 0.0, 6), (3.0, 0.05, 5), (0.01, 0.0, 7), (5.0, 0.2, 4), (0.7, 1e-6, 1), (2.0, 0.0, 2)],
+    sample(
+        [(0.1, 0.001, 7), (1.0, 0.0, 6), (3.0, 0.05, 5), (0.01, 0.0, 7), (5.0, 0.2, 4), (0.7, 1e-6, 1), (2.0, 0.0, 2)],
+        keep=(1, 2, 4, 5, 6),  # k = 7 (4^7 outcomes, 2 s each): the slow tier
+    ),
 )
 def test_brute_force_fixed_grid(eps, delta, k):
     ts = sorted(
@@ -416,7 +420,7 @@ LARGE_CASES = [
     (0.5, 0.0, 1000, [200.0, 400.0, 499.0]),  # delta ~ 1e-30 ... 1e-200 and far beyond
     (0.01, 0.0, 10**4, [0.0, 0.5, 1.5, 3.0, 10.0, 60.0]),
     (0.01, 1e-9, 10**4, [1.0, 2.0]),
-    (0.01, 0.0, 10**5, [5.0, 8.0, 15.0, 300.0]),
+    pytest.param(0.01, 0.0, 10**5, [5.0, 8.0, 15.0, 300.0], marks=pytest.mark.slow),  # 5 s of reference sums
 ]
 
 
@@ -440,8 +444,8 @@ def test_large_k_direct_sum(eps, delta, k, ts):
         (0.05, 0.0, 1000, 5.0),
         (0.5, 1e-3, 1000, 100.0),
         (0.01, 0.0, 10**4, 3.0),
-        (0.01, 0.0, 10**5, 8.0),
-        (0.01, 0.0, 10**5, 300.0),
+        pytest.param(0.01, 0.0, 10**5, 8.0, marks=pytest.mark.slow),  # 1-1.5 s each
+        pytest.param(0.01, 0.0, 10**5, 300.0, marks=pytest.mark.slow),
     ],
 )
 def test_windowed_oracle_matches_full_sum(eps, delta, k, t):
@@ -483,7 +487,7 @@ def test_huge_k_windowed(k, ts):
     [
         (0.1, 0.001, 30, [0.5, 0.1, 0.05, 0.03, 0.02957]),
         (1.0, 0.0, 5, [0.5, 0.1, 1e-3, 1e-6]),
-        (0.05, 0.0, 1000, [0.2, 1e-3, 1e-10, 1e-30]),
+        pytest.param(0.05, 0.0, 1000, [0.2, 1e-3, 1e-10, 1e-30], marks=pytest.mark.slow),  # 1.6 s
         (0.01, 1e-9, 1000, [1e-3, 1e-6]),
     ],
 )

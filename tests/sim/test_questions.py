@@ -19,6 +19,7 @@ from ldpsim.sim import parse_scenario, run_replication, run_scenario
 from ldpsim.sim.engine import Replication
 from tests.sim.helpers import SCENARIOS, same_bytes_with_one_and_two_workers
 from tests.stats_checks import FALSE_FAILURE
+from tests.tiers import sample
 
 
 def _question(
@@ -143,7 +144,9 @@ def _mean_inverse_binomial(n: int, p: float) -> float:
     return float(np.sum(w / k) / np.sum(w))
 
 
-@pytest.mark.parametrize(("count", "total", "reps", "better"), [(4, 0.5, 300, "one_random"), (3, 12.0, 600, "split")])
+@pytest.mark.parametrize(
+    ("count", "total", "reps", "better"), sample([(4, 0.5, 300, "one_random"), (3, 12.0, 600, "split")])
+)
 def test_the_variance_ordering_of_the_exact_formulas_is_the_simulated_one(count, total, reps, better):
     """Estimates of question a's first answer over independent replications (n = 2,000
     respondents, binary randomized response, fair answers): the exact formulas predict which

@@ -87,7 +87,15 @@ def coverage_counts(scenario, reps: int) -> pd.Series:
     return np.array(hits).sum(axis=0)
 
 
-@pytest.mark.parametrize("mode, reps", [("aggregate", 4000), ("individual", 1500)])
+@pytest.mark.parametrize(
+    "mode, reps",
+    [
+        ("aggregate", 1000),
+        ("individual", 400),
+        pytest.param("aggregate", 4000, marks=pytest.mark.slow),  # finer: the slow tier
+        pytest.param("individual", 1500, marks=pytest.mark.slow),
+    ],
+)
 def test_confidence_intervals_cover_at_their_nominal_rate(mode, reps):
     """95% intervals at the end checkpoint, per category over independent replications: the
     number covering is Binomial(R, 0.95) up to the normal approximation of the estimator

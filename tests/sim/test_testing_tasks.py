@@ -15,6 +15,7 @@ from ldpsim.analyst.testing import chernoff_stein_exponent, hypothesis_marginals
 from ldpsim.sim import load_scenario, parse_scenario, run_replication, run_scenario
 from tests.sim.helpers import SCENARIOS, scenario_text
 from tests.stats_checks import FALSE_FAILURE
+from tests.tiers import sample
 
 P0 = [0.4, 0.3, 0.2, 0.1]
 P1 = [0.1, 0.2, 0.3, 0.4]
@@ -37,7 +38,7 @@ def final(df: pd.DataFrame, quantity: str) -> pd.Series:
 
 
 # --------------------------------------------------------------------- SPRT
-@pytest.mark.parametrize("truth", ["P1", "P0"])
+@pytest.mark.parametrize("truth", sample(["P1", "P0"]))
 def test_sprt_errors_within_wald_bounds_and_sample_size_near_wald(truth):
     """R replications of the SPRT at alpha = beta = 0.05 on i.i.d. reports (E[N] is about 30,
     the stream has 3000 reports: the chance that a replication stays undecided is below
@@ -117,13 +118,15 @@ def test_sprt_stops_at_the_first_crossing_and_ignores_later_reports():
 
 
 # --------------------------------------------------------------------- fixed-n LRT
-def test_lrt_type1_and_type2_rates_match_the_exact_test():
+@pytest.mark.parametrize("R", [500, pytest.param(2000, marks=pytest.mark.slow)])
+def test_lrt_type1_and_type2_rates_match_the_exact_test(R):
     """n = 150 reports, alpha = 0.05: the exact randomised NP test has type I error exactly
     alpha and type II error beta_n (exact law). Rejection counts over R replications are
-    Binomial(R, alpha) under H0 and Binomial(R, 1 - beta_n) under H1: exact binomial bounds
+    Binomial(R, alpha) under H0 and Binomial(R, 1 - beta_n) under H1 (R = 500 by
+    default, 2000 in the slow tier): exact binomial bounds
     at FALSE_FAILURE (one-sided for the type I error, two-sided for the type II error). Aggregate mode
     (counts only) for speed; the task works the same in individual mode (checked below)."""
-    n, alpha, R = 150, 0.05, 2000
+    n, alpha = 150, 0.05
     entry = f'[{{ kind = "lrt", P0 = {P0}, P1 = {P1}, alpha = {alpha} }}]'
     rates = {}
     for truth in ("P0", "P1"):

@@ -240,7 +240,7 @@ def test_binary_kl_is_within_the_constant_factor_of_optimal(seed, k, eps):
 
 
 # --------------------------------------------------------------------- regimes
-@settings(max_examples=20)
+@settings(max_examples=10)
 @given(seed=SEED, k=st.integers(3, 6), which=st.sampled_from(["kl", "mi"]))
 def test_binary_optimal_at_small_eps_and_rr_at_large_eps(seed, k, which):
     """Kairouz et al. 2014, Sec. 3.2-3.3, 4: for the same priors the binary mechanism is exactly optimal up to
@@ -292,7 +292,7 @@ def test_regime_thresholds_edge_cases():
 
 
 # --------------------------------------------------------------------- Duchi et al.
-@settings(max_examples=60)
+@settings(max_examples=25)
 @given(seed=SEED, k=st.integers(2, 8), eps=log_uniform(1e-2, 8.0))
 def test_duchi_bound_holds_for_optimal_and_random_mechanisms(seed, k, eps):
     """D_kl(M0||M1) + D_kl(M1||M0) <= 4 (e^eps - 1)^2 ||P0 - P1||_TV^2 for every eps-LDP Q."""
