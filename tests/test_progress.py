@@ -176,7 +176,7 @@ def test_no_progress_variable_switches_the_bar_off_on_a_terminal(tmp_path):
 # --------------------------------------------------------------------------- the files
 @pytest.mark.parametrize(
     "name, kwargs",
-    [("kov-fig3", {"eps_grid": [0.1, 1.0, 10.0]}), ("stein-exponent", {"points": 2, "samples": 200})],
+    sample([("kov-fig3", {"eps_grid": [0.1, 1.0, 10.0]}), ("stein-exponent", {"points": 2, "samples": 200})]),
 )
 def test_files_do_not_depend_on_workers_or_the_terminal(tmp_path, monkeypatch, name, kwargs, bars):
     monkeypatch.delenv(_progress.ENV, raising=False)

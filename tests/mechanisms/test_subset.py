@@ -168,7 +168,7 @@ def ref_worst_risk(k: int, omega: int, eps: float) -> mp.mpf:
     return k * mu * (1 - mu) / (p_in - q_in) ** 2
 
 
-@pytest.mark.parametrize("k", [2, 3, 5, 8, 17, 64, 100, 1000])
+@pytest.mark.parametrize("k", sample([2, 3, 5, 8, 17, 64, 100, 1000], keep=range(7)))  # k = 1000: slow tier
 @pytest.mark.parametrize("eps", [0.05, 0.5, 1.0, 1.7, 3.0, 6.0])
 def test_default_omega_minimises_the_exact_worst_case_risk(k, eps):
     chosen = SubsetSelection(k, eps).omega

@@ -19,7 +19,7 @@ from ldpsim.reproduce import clt, names, reproduce
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SEED = 2014
-INSTANCES = 10
+INSTANCES = 5
 
 
 @pytest.fixture(scope="module")

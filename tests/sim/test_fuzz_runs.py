@@ -21,7 +21,7 @@ def _check(case) -> None:
         check_tampered_run(case, Path(work))
 
 
-@settings(max_examples=5, **FUZZ)  # a smoke sample: 300 in the slow run below
+@settings(max_examples=3, **FUZZ)  # a smoke sample: 300 in the slow run below
 @given(tamper_cases())
 def test_tampered_run_folders_resume_and_report_or_fail_in_one_line(case):
     _check(case)

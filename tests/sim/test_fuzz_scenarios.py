@@ -34,7 +34,7 @@ def _check(text: str) -> None:
         check_run(text, Path(work))
 
 
-@settings(max_examples=25, **FUZZ)  # a smoke sample: 1,500 in the slow run below
+@settings(max_examples=20, **FUZZ)  # a smoke sample: 1,500 in the slow run below
 @given(scenario_texts())
 def test_generated_scenarios_run_or_fail_in_one_line(text):
     _check(text)
@@ -55,7 +55,7 @@ KINDS = {"collection": collection_docs, "questions": questions_docs, "multiparty
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_generated_files_of_each_new_kind_run_or_fail_in_one_line(kind):
-    @settings(max_examples=5, **FUZZ)  # a smoke sample: 300 each in the slow run below
+    @settings(max_examples=3, **FUZZ)  # a smoke sample: 300 each in the slow run below
     @given(KINDS[kind]().map(to_toml))
     def run(text):
         _check(text)

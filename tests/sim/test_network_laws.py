@@ -61,7 +61,7 @@ def quick(*quick_cases, modes=("individual", "aggregate"), latencies=sorted(LATE
     ]
 
 
-@pytest.mark.parametrize("mode, latency", quick(("aggregate", "lognormal"), ("individual", "constant")))
+@pytest.mark.parametrize("mode, latency", quick(("aggregate", "lognormal")))
 def test_all_at_once_received_counts_are_binomial(mode, latency):
     text, cdf = LATENCIES[latency]
     n, loss = 2000, 0.1

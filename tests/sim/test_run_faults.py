@@ -271,7 +271,7 @@ def test_a_second_writer_gets_one_line_naming_the_pid(tmp_path, capsys, cli):
         one_line_error(capsys)
 
 
-@pytest.mark.parametrize("count", [3, pytest.param(6, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("count", [2, pytest.param(6, marks=pytest.mark.slow)])
 def test_concurrent_resumes_of_one_directory(count, tmp_path):
     """``count`` processes resume the same run at once: each either finishes it or says in
     one line that it is in use (or already finished); the result is the uninterrupted run's.
@@ -544,9 +544,9 @@ def _can_mount_tmpfs() -> bool:
 @pytest.mark.parametrize(
     "size, outcome",
     [
-        ("4k", "removed"),
-        pytest.param("16k", "resumed", marks=pytest.mark.slow),  # 6-12 s each: in the slow tier (the
-        # resumes after a full disk are checked by default with FullDisk, above)
+        pytest.param("4k", "removed", marks=pytest.mark.slow),
+        pytest.param("16k", "resumed", marks=pytest.mark.slow),  # 3-12 s each: in the slow tier (a
+        # full disk, its one line and the resume, are checked by default with FullDisk, above)
         pytest.param("48k", "resumed", marks=pytest.mark.slow),
         pytest.param("96k", "resumed", marks=pytest.mark.slow),
     ],
@@ -632,8 +632,9 @@ def _signal_run(tmp_path: Path, sig: int, stage: str, workers: int) -> None:
 
 @pytest.mark.parametrize(
     "sig, stage, workers",
-    [("SIGINT", "replicating", 2)],  # every signal, stage and worker count: the slow tier, below
+    [("SIGINT", "replicating", 2)],
 )
+@pytest.mark.slow  # with every signal, stage and worker count below (by default: test_cli_careful's real Ctrl-C)
 def test_real_signals_during_a_run(sig, stage, workers, tmp_path, capsys):
     _signal_run(tmp_path, getattr(signal, sig), stage, workers)
 
