@@ -579,6 +579,15 @@ def _entries() -> list[Entry]:
             f"{_NUM}:Hybrid",
             numeric,
         ),
+        Entry(
+            "square_wave",
+            "the Square Wave mechanism (Li et al. 2020): a report e^eps times likelier within b of the answer "
+            "(b from eps, about eps e^-eps at large eps) on a range 2b wider, rescaled to be unbiased for the "
+            "answer; its raw reports are what a distribution estimate decodes; exact eps = eps (eps <= 700)",
+            _numeric_params(),
+            f"{_NUM}:SquareWave",
+            numeric,
+        ),
         # ---- memoisation (ldpsim/mechanisms/memo.py)
         Entry(
             "memoised_rr",

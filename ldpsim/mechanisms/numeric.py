@@ -73,9 +73,12 @@ __all__ = [
     "LaplaceBounded",
     "NoiseBounded",
     "Piecewise",
+    "SQUARE_WAVE_MAX_EPS",
     "SnappedLaplaceBounded",
+    "SquareWave",
     "StaircaseBounded",
     "hybrid_threshold",
+    "square_wave_b",
 ]
 
 _FLOAT_MAX = float(np.finfo(np.float64).max)
@@ -745,6 +748,111 @@ class Piecewise(BoundedNumeric):
 
     def _log_k(self) -> float:
         return -_log1pexp(-self.eps / 2.0)
+
+
+# --------------------------------------------------------------------------- Square Wave
+#: Largest eps of :class:`SquareWave`: its window's half-width b is about eps e^-eps, a
+#: subnormal double from eps = 708 on.
+SQUARE_WAVE_MAX_EPS = 700.0
+
+
+def square_wave_b(eps: float) -> float:
+    """The half-width ``b`` of the Square Wave's window (Li et al. 2020) on answers in
+    ``[0, 1]``: ``(eps e^eps - e^eps + 1) / (2 e^eps (e^eps - 1 - eps))``, the value that
+    maximises the mutual information between answer and report. Both differences cancel
+    for small eps: there their Taylor series (``sum (n-1) eps^n / n!`` over
+    ``2 e^eps sum eps^n / n!``, n >= 2); ``b`` tends to 1/2 as eps tends to 0."""
+    if eps < 1.0:
+        num = den = 0.0
+        term = 1.0 / 2.0  # eps^(n-2) / n! at n = 2
+        for n in range(2, 40):
+            num += (n - 1) * term
+            den += term
+            term *= eps / (n + 1)
+        return num / (2.0 * math.exp(eps) * den)
+    return (eps - 1.0 + math.exp(-eps)) / (2.0 * (math.expm1(eps) - eps))
+
+
+class SquareWave(BoundedNumeric):
+    """The Square Wave mechanism of Li et al. (2020), its reports made unbiased for the
+    answer. On ``v = (u + 1)/2`` in ``[0, 1]`` the raw report ``w`` has density
+    ``p = e^eps q`` on the window ``[v - b, v + b]`` and ``q = 1/(1 + 2 b e^eps)`` on the rest
+    of ``[-b, 1 + b]`` (:func:`square_wave_b`). Its mean is ``(1 - beta)/2 + beta v`` with
+    ``beta = 2 b (p - q) = (1 - q)(1 - e^-eps)``, so the unit report ``z = (2 w - 1)/beta`` is
+    unbiased for ``u``; it lies in ``[-C, C]``, ``C = (1 + 2 b)/beta``. Variance
+    ``4 Var(w)/beta^2`` with ``Var(w) = q ((1 + b - v)^3 + (v + b)^3)/3 + beta b^2/3 -
+    (1 - beta)^2 (1/2 - v)^2``. The window has probability ``2 b p = 1 - q``; the windows of
+    ``v = 0`` and ``v = 1`` are disjoint (``b < 1/2``), so the privacy loss takes the values
+    eps, 0, -eps, the exact eps is eps and ``K = 1 - q``. The raw reports, ``w = (1 + beta z)/2``,
+    are what the Square Wave's distribution estimate (EMS) decodes. No atoms."""
+
+    name = "square_wave"
+
+    def __init__(self, eps: float, lo: float = -1.0, hi: float = 1.0) -> None:
+        super().__init__(eps, lo, hi)
+        if self.eps > SQUARE_WAVE_MAX_EPS:
+            raise invalid(
+                "eps",
+                eps,
+                f"at most {SQUARE_WAVE_MAX_EPS:g} for square_wave (its window, about eps e^-eps wide, "
+                "is a subnormal double beyond)",
+            )
+        self.b = square_wave_b(self.eps)
+        # log(2 b e^eps) without overflow; q = 1/(1 + 2 b e^eps)
+        log_2bp = math.log(2.0 * self.b) + self.eps
+        self._log_q = -_log1pexp(log_2bp)
+        self.q = math.exp(self._log_q)
+        self._log_p = self.eps + self._log_q
+        one_m_q = -math.expm1(self._log_q)
+        self.beta = one_m_q * -math.expm1(-self.eps)
+        self._one_m_beta = self.q + one_m_q * math.exp(-self.eps)  # 1 - beta, without cancellation
+        # beta is about eps/2 at small eps: 0 (and the reports unbounded) below about 1e-323
+        self._c = (1.0 + 2.0 * self.b) / self.beta if self.beta > 0.0 else math.inf
+        self._check_reach(self._c)
+        self._log_jac = math.log(self.beta / 2.0)  # dw/dz
+        self._log_k_value = math.log1p(-self.q)
+
+    @property
+    def C(self) -> float:
+        """The half-width of the report range in unit coordinates, ``(1 + 2 b)/beta``."""
+        return self._c
+
+    def raw(self, y: ArrayLike) -> NDArray[np.float64]:
+        """The Square Wave's own reports ``w`` in ``[-b, 1 + b]`` behind reports ``y`` of this
+        mechanism (an affine map; what a distribution estimate decodes)."""
+        z = (np.asarray(y, dtype=np.float64) - self._mid) / self._half
+        return (1.0 + self.beta * z) / 2.0
+
+    def _draw(self, u: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.float64]:
+        v = (u + 1.0) / 2.0
+        b = self.b
+        inside = rng.random(u.shape) >= self.q  # the window has probability 1 - q
+        r = rng.random(u.shape)
+        w_in = v - b + 2.0 * b * r
+        o = -b + r  # the rest: [-b, v - b) and (v + b, 1 + b], one unit long in all
+        w_out = np.where(o < v - b, o, o + 2.0 * b)
+        w = np.clip(np.where(inside, w_in, w_out), -b, 1.0 + b)
+        return np.clip((2.0 * w - 1.0) / self.beta, -self._c, self._c)
+
+    def _unit_log_density(self, u: NDArray[np.float64], z: NDArray[np.float64]) -> NDArray[np.float64]:
+        v = (u + 1.0) / 2.0
+        w = (1.0 + self.beta * z) / 2.0
+        edge = self._c * (1.0 + 4.0 * np.finfo(float).eps)  # reports rounded at the range's ends stay inside
+        inside = np.abs(w - v) <= self.b
+        return np.where(np.abs(z) <= edge, np.where(inside, self._log_p, self._log_q) + self._log_jac, -np.inf)
+
+    def _reach(self) -> float:
+        return self._c
+
+    def _unit_variance(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        v = (u + 1.0) / 2.0
+        b, beta = self.b, self.beta
+        second = self.q * ((1.0 + b - v) ** 3 + (v + b) ** 3) / 3.0 + beta * b * b / 3.0  # E[(w - v)^2]
+        bias = self._one_m_beta * (0.5 - v)  # E[w] - v
+        return 4.0 * (second - bias * bias) / (beta * beta)
+
+    def _log_k(self) -> float:
+        return self._log_k_value
 
 
 # --------------------------------------------------------------------------- Hybrid

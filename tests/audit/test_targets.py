@@ -47,6 +47,7 @@ LIBRARY = [
     "duchi",
     "piecewise",
     "hybrid",
+    "square_wave",
     "memoised_rr",
 ]
 

@@ -195,6 +195,7 @@ STRATEGIES: dict[str, st.SearchStrategy] = {
     "duchi": _bounded(),
     "piecewise": _bounded(),
     "hybrid": _bounded(),
+    "square_wave": _bounded(),
     "memoised_rr": _fixed(k=K, eps_permanent=st.floats(0.1, 3.0), eps_instantaneous=st.floats(0.1, 3.0)),
     "broken.doubled_rr": _fixed(k=K, eps=st.floats(0.2, 1.5)),
     "broken.unary_no_reset": _fixed(k=st.integers(2, 6), eps=EPS),
