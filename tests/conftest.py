@@ -30,3 +30,50 @@ def cli():
     from tests.cli_helpers import run_cli
 
     return run_cli
+
+
+# mpmath's working precision is global. Test modules state theirs at import (``mp.dps = 40``),
+# and some tests change it; left as it is, whichever module was imported last, or whichever
+# test ran before on the same worker, decided the precision of the next test's reference
+# values (the slow tier's order once gave a 40-digit reference 25 digits). So each module's
+# own precision is recorded as it is imported, and every module and test starts at it; a
+# module that states none gets 40 digits, what such modules got before (test_unary.py's 40
+# was the last one collected).
+_MPMATH_DEFAULT_DPS = 40
+_MODULE_DPS: dict[object, int] = {}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector):
+    if not isinstance(collector, pytest.Module):
+        return (yield)
+    import mpmath
+
+    mpmath.mp.dps = _MPMATH_DEFAULT_DPS
+    try:
+        return (yield)
+    finally:
+        _MODULE_DPS[collector.path] = mpmath.mp.dps
+        mpmath.mp.dps = _MPMATH_DEFAULT_DPS
+
+
+def _module_dps(request) -> int:
+    return _MODULE_DPS.get(request.path, _MPMATH_DEFAULT_DPS)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _mpmath_precision_of_the_module(request):
+    """The precision the module stated, for its module-scoped fixtures too."""
+    import mpmath
+
+    mpmath.mp.dps = _module_dps(request)
+    yield
+
+
+@pytest.fixture(autouse=True)
+def _mpmath_precision_of_the_test(request):
+    """Every test starts at its module's precision, whatever the test before it left."""
+    import mpmath
+
+    mpmath.mp.dps = _module_dps(request)
+    yield
