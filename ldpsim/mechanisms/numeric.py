@@ -849,7 +849,8 @@ class SquareWave(BoundedNumeric):
         b, beta = self.b, self.beta
         second = self.q * ((1.0 + b - v) ** 3 + (v + b) ** 3) / 3.0 + beta * b * b / 3.0  # E[(w - v)^2]
         bias = self._one_m_beta * (0.5 - v)  # E[w] - v
-        return 4.0 * (second - bias * bias) / (beta * beta)
+        with np.errstate(over="ignore"):  # beta near 1e-160 and below: beyond the doubles, inf
+            return 4.0 * ((second - bias * bias) / beta) / beta
 
     def _log_k(self) -> float:
         return self._log_k_value
