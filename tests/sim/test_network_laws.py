@@ -19,6 +19,7 @@ from ldpsim.sim import run_replication
 from tests.oracles import sum_of_binomials_pmf
 from tests.sim.helpers import make
 from tests.stats_checks import assert_sample_law
+from tests.tiers import sample
 
 REPS = 400
 LATENCIES = {
@@ -51,17 +52,14 @@ def uniform_arrival_probability(cdf, t: float, start: float, stop: float) -> flo
     return val / (stop - start)
 
 
-def quick(*quick_cases, modes=("individual", "aggregate"), latencies=sorted(LATENCIES)):
-    """(mode, latency) cases: those named run by default, the rest in the slow tier (the
-    law is the same code path per mode; each latency's CDF is what differs)."""
-    return [
-        pytest.param(m, lat, marks=() if (m, lat) in quick_cases else pytest.mark.slow)
-        for lat in latencies
-        for m in modes
-    ]
+def cases(*kept, latencies=sorted(LATENCIES)):
+    """(mode, latency) cases, those in ``kept`` in the default run and the rest in the slow
+    tier (the law is the same code path per mode; each latency's CDF is what differs)."""
+    all_cases = [(m, lat) for lat in latencies for m in ("individual", "aggregate")]
+    return sample(all_cases, keep=[i for i, c in enumerate(all_cases) if c in kept])
 
 
-@pytest.mark.parametrize("mode, latency", quick(("aggregate", "lognormal")))
+@pytest.mark.parametrize("mode, latency", cases(("aggregate", "lognormal")))
 def test_all_at_once_received_counts_are_binomial(mode, latency):
     text, cdf = LATENCIES[latency]
     n, loss = 2000, 0.1
@@ -73,7 +71,7 @@ def test_all_at_once_received_counts_are_binomial(mode, latency):
         assert_sample_law(counts[:, i], pmf, 1e-7)
 
 
-@pytest.mark.parametrize("mode, latency", quick(("individual", "exponential"), latencies=["exponential", "lognormal"]))
+@pytest.mark.parametrize("mode, latency", cases(("individual", "exponential"), latencies=["exponential", "lognormal"]))
 def test_poisson_arrivals_received_counts_are_binomial(mode, latency):
     """Poisson arrivals over [0, D] given n: i.i.d. uniform arrival times, so the count by t is
     Binomial(n, (1 - loss) P(U + L <= t))."""
