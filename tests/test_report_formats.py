@@ -414,3 +414,22 @@ def test_index_shows_the_run_directory_whole(cli, tmp_path):
     css = _css(index)
     rule = re.search(r"td\.path code \{([^}]*)\}", css)
     assert rule is not None and "overflow-wrap: anywhere" in rule.group(1), css
+
+
+def test_log_axes_label_their_ticks_in_plain_text_as_matplotlib_chooses_them():
+    """The report's log axes keep matplotlib's choice of labelled ticks but write them
+    without mathtext: 10⁻², 10⁰, 10³, and 2×10⁻² on a minor tick within a decade."""
+    from ldpsim.report.figures import log_axes, plt
+
+    fig, ax = plt.subplots()
+    ax.plot([1e-3, 1e3], [2e-2, 9e-2])
+    log_axes(ax, x=True, y=True)
+    ax.set_xlim(1e-3, 1e3)
+    ax.set_ylim(2e-2, 9e-2)
+    fig.canvas.draw()
+    major = {t.get_text() for t in ax.get_xticklabels()}
+    minor = {t.get_text() for t in ax.yaxis.get_minorticklabels()}
+    plt.close(fig)
+    assert {"10⁻²", "10⁰", "10³"} <= major, major
+    assert "2×10⁻²" in minor, minor
+    assert not any("$" in label for label in major | minor)
