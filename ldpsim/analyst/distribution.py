@@ -29,6 +29,7 @@ from ldpsim.errors import invalid
 
 __all__ = [
     "DistributionEstimate",
+    "em_counts",
     "ems",
     "kolmogorov_smirnov",
     "quantile",
@@ -122,6 +123,32 @@ def ems(
     return _em(matrix, counts, np.linspace(mech.lo, mech.hi, d + 1), smoothing, tol, max_iterations)
 
 
+def em_counts(
+    matrix: NDArray[np.float64],
+    counts: ArrayLike,
+    edges: ArrayLike,
+    *,
+    smoothing: bool = True,
+    tol: float = 1e-9,
+    max_iterations: int = 10_000,
+    start: ArrayLike | None = None,
+) -> DistributionEstimate:
+    """EM (EMS with ``smoothing``) on report-bucket ``counts`` through a transition
+    ``matrix`` (``(d_out, d)``, e.g. :func:`square_wave_transition`), from ``start`` (a
+    histogram on the ``d`` answer buckets; default uniform): what a server holding only the
+    counts of the reports' buckets decodes, and what a parametric bootstrap restarts from
+    the estimate."""
+    mat = v.finite_array(matrix, "matrix", "a transition matrix")
+    c = v.finite_array(counts, "counts", "report counts")
+    if mat.ndim != 2 or c.shape != (mat.shape[0],):
+        raise invalid("counts", f"shape {c.shape}", f"one count per row of matrix ({mat.shape[0]})")
+    if not c.sum() > 0:
+        raise invalid("counts", "all zeros", "at least one report")
+    e = v.finite_array(edges, "edges", "bucket edges")
+    x0 = None if start is None else v.finite_array(start, "start", "a histogram")
+    return _em(mat, c, e, smoothing, tol, max_iterations, x0)
+
+
 def _em(
     matrix: NDArray[np.float64],
     counts: NDArray[np.float64],
@@ -129,10 +156,12 @@ def _em(
     smoothing: bool,
     tol: float,
     max_iterations: int,
+    start: NDArray[np.float64] | None = None,
 ) -> DistributionEstimate:
-    """EM (with the smoothing step if asked) from the uniform histogram, stopped when the
-    log-likelihood of the counts gains less than ``tol`` per report in an iteration."""
-    x = np.full(matrix.shape[1], 1.0 / matrix.shape[1])
+    """EM (with the smoothing step if asked) from ``start`` (default: the uniform
+    histogram), stopped when the log-likelihood of the counts gains less than ``tol`` per
+    report in an iteration."""
+    x = np.full(matrix.shape[1], 1.0 / matrix.shape[1]) if start is None else np.array(start, dtype=np.float64)
     seen = counts > 0
     mat, cnt = matrix[seen], counts[seen]
     n = cnt.sum()

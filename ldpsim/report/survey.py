@@ -563,7 +563,7 @@ def _questions_setup(scenario) -> list[str]:
         )
     for j, q in enumerate(qs.questions):
         source = f"column {q.column!r}, " if q.column is not None else ""
-        what = "numeric, the mean of the reports" if q.numeric else f"{q.k} answers"
+        what = q.describe()
         out.append(f"- question `{q.name}` ({source}{what}): {qs.mechanism(j)!r}, exact eps = {qs.privacy_eps(j):.6g}")
     out += [
         f"- budget: total eps {qs.total:g} per respondent, strategy `{qs.strategy}` ({how})",

@@ -59,14 +59,15 @@ from ldpsim.errors import LdpSimError
 from ldpsim.report.survey_tables import RESULT_COLUMNS
 from ldpsim.sim.scenario.survey import HYPERGEOMETRIC_LIMIT, Scenario, arrival_horizon
 from ldpsim.sim.scenario.survey_specs import AllAtOnceSpec, PoissonSpec, WavesSpec
+from ldpsim.sim.servers import Server
 from ldpsim.sim.tasks import (
     Checkpoint,
     CrosstabTask,
-    MeanTask,
     NonresponseTask,
     Task,
     TaskContext,
     TierTask,
+    confidence_of,
     make_tasks,
 )
 
@@ -153,77 +154,6 @@ def _largest_remainder(n: int, fractions: NDArray[np.float64]) -> NDArray[np.int
     return sizes
 
 
-class Server:
-    """Accumulates the mechanism's statistic (always: output counts of a finite mechanism,
-    support counts of other frequency oracles) and individual reports (up to a budget)."""
-
-    def __init__(self, mechanism: Any, keep_reports: bool, max_reports: int) -> None:
-        self.mechanism = mechanism
-        self.counts = np.zeros(mechanism.statistic_size, dtype=np.int64)
-        self.n_received = 0
-        self.keep = keep_reports
-        self.budget = max_reports
-        self._reports: list[NDArray[np.int64]] = []
-        self._times: list[NDArray[np.float64]] = []
-        self.stored = 0
-        self.truncated = False
-
-    def add_reports(self, times: NDArray[np.float64], reports: NDArray[np.int64]) -> None:
-        size = len(reports)
-        self.counts += self.mechanism.statistic(reports)
-        self.n_received += size
-        if self.keep and size:
-            room = self.budget - self.stored
-            if room < size:
-                self.truncated = True
-            if room > 0:
-                self._reports.append(reports[:room])
-                self._times.append(times[:room])
-                self.stored += min(room, size)
-
-    def add_counts(self, counts: NDArray[np.int64], reports: int) -> None:
-        """The statistic of ``reports`` reports received together (aggregate mode)."""
-        self.counts += counts
-        self.n_received += reports
-
-    def stored_reports(self) -> tuple[NDArray[np.int64] | None, NDArray[np.float64] | None]:
-        if not self.keep:
-            return None, None
-        if len(self._reports) > 1:
-            self._reports = [np.concatenate(self._reports)]
-            self._times = [np.concatenate(self._times)]
-        if not self._reports:
-            return np.zeros((0, *self.mechanism.report_shape), np.int64), np.zeros(0)
-        return self._reports[0], self._times[0]
-
-
-class NumericServer:
-    """A numeric question's server: the number of reports, their sum and their sum of
-    squares (the statistic of the mean; reports are not stored)."""
-
-    stored = 0
-    truncated = False
-
-    def __init__(self) -> None:
-        self.counts = np.zeros(2, dtype=np.float64)
-        self.n_received = 0
-
-    def add_reports(self, times: NDArray[np.float64], reports: NDArray[np.float64]) -> None:
-        self.counts += (float(np.sum(reports)), float(np.dot(reports, reports)))
-        self.n_received += len(reports)
-
-    def stored_reports(self) -> tuple[None, None]:
-        return None, None
-
-
-def _confidence(tasks: list[dict[str, Any]]) -> float:
-    """The confidence of the numeric questions' intervals: the first frequency task's, else 0.95."""
-    for entry in tasks:
-        if entry.get("kind") == "frequency" and isinstance(entry.get("confidence"), float):
-            return float(entry["confidence"])
-    return 0.95
-
-
 class Replication:
     """One replication of a scenario, as a SimPy model."""
 
@@ -242,11 +172,13 @@ class Replication:
         self.mechs = [m for _, m in scenario.mechanisms]
         self.mech = self.mechs[0]
         self.questions = scenario.questions
-        numeric = [False] * len(self.mechs) if self.questions is None else [q.numeric for q in self.questions.questions]
-        self.servers = [
-            NumericServer() if num else Server(m, spec.server.keep_reports, spec.server.max_reports)
-            for m, num in zip(self.mechs, numeric)
-        ]
+        if self.questions is None:
+            self.servers = [Server(m, spec.server.keep_reports, spec.server.max_reports) for m in self.mechs]
+        else:  # each question's kind says what its server keeps
+            self.servers = [
+                q.server(m, spec.server.keep_reports, spec.server.max_reports)
+                for q, m in zip(self.questions.questions, self.mechs)
+            ]
         self.server = self.servers[0]
         self.tasks: list[tuple[int, Task]] = []
         # privacy tiers: one server per tier, and one task combining them (no per-tier tasks)
@@ -256,40 +188,23 @@ class Replication:
             if self.tiers is None
             else TierTask(self.tiers.mechanisms, self.tiers.eps, scenario.labels, scenario.prior, self.tiers.confidence)
         )
-        # several questions: one server per question, its tasks named "question:task"
+        # several questions: one server per question, its tasks (from its kind) named "question:task"
         for j, (name, mech) in enumerate(() if self.tiers is not None else scenario.mechanisms):
-            if numeric[j]:  # a numeric question: the mean of its reports
+            if self.questions is not None:
                 q = self.questions.questions[j]
-                mean = MeanTask(
-                    f"{name}:mean",
-                    float(q.prior[0]),
-                    q.report_variance[self.questions.strategy],
-                    _confidence(spec.analyst.tasks),
-                )
-                self.tasks.append((j, mean))
+                self.tasks.extend((j, t) for t in q.tasks(name, mech, spec, self.questions.expected_reports()))
                 continue
-            if self.questions is None:
-                context = TaskContext(mech, scenario.labels, scenario.prior, spec.simulation.mode, scenario.size)
-            else:
-                q = self.questions.questions[j]
-                context = TaskContext(mech, q.labels, q.prior, spec.simulation.mode, self.questions.expected_reports())
+            context = TaskContext(mech, scenario.labels, scenario.prior, spec.simulation.mode, scenario.size)
             for task in make_tasks(spec.analyst.tasks, context):
                 if scenario.compared:
                     task.name = f"{task.name}@{name}"
-                elif self.questions is not None:
-                    task.name = f"{name}:{task.name}"
                 self.tasks.append((j, task))
             if scenario.loss is not None:  # answer-dependent loss: its exact bias, and the reweighting
                 nr = NonresponseTask(
-                    context, 1.0 - scenario.loss, spec.analyst.reweight, _confidence(spec.analyst.tasks)
+                    context, 1.0 - scenario.loss, spec.analyst.reweight, confidence_of(spec.analyst.tasks)
                 )
                 if scenario.compared:
                     nr.name = f"{nr.name}@{name}"
-                self.tasks.append((j, nr))
-            elif self.questions is not None and self.questions.questions[j].loss is not None:  # item non-response
-                rates = 1.0 - self.questions.questions[j].loss
-                nr = NonresponseTask(context, rates, spec.analyst.reweight, _confidence(spec.analyst.tasks))
-                nr.name = f"{name}:{nr.name}"
                 self.tasks.append((j, nr))
         for (_, task), child in zip(self.tasks, task_seq.spawn(len(self.tasks))):
             task.start(np.random.default_rng(child))
@@ -299,7 +214,7 @@ class Replication:
         for xt in self.questions.crosstabs if self.questions is not None else ():
             qa, qb = self.questions.questions[xt.first], self.questions.questions[xt.second]
             task = CrosstabTask(
-                xt.name, xt.mechanism, xt.truth, qa.labels, qb.labels, xt.alpha, _confidence(spec.analyst.tasks)
+                xt.name, xt.mechanism, xt.truth, qa.labels, qb.labels, xt.alpha, confidence_of(spec.analyst.tasks)
             )
             m = (self.mechs[xt.first].output_size, self.mechs[xt.second].output_size)
             self.crosstabs.append((xt, task, np.zeros(m[0] * m[1], np.int64), np.zeros(qa.k * qb.k, np.int64)))
@@ -549,9 +464,9 @@ class Replication:
         qs = self.questions
         if qs.rows is not None:
             rows = qs.row_indices(first, size, rng)
-            xs = [q.values[rows] if q.numeric else q.codes[rows] for q in qs.questions]
+            xs = [q.answers(rows) for q in qs.questions]
         else:
-            xs = [rng.choice(q.k, size=size, p=q.prior) for q in qs.questions]
+            xs = [q.draw(size, rng) for q in qs.questions]
         pick = rng.integers(0, qs.count, size=size) if qs.strategy == "one_random" else None
         out = []
         for j, (mech, x) in enumerate(zip(self.mechs, xs)):

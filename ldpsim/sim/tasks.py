@@ -152,6 +152,15 @@ def rows_per_checkpoint(entries: list[dict[str, Any]], k: int) -> int:
     return sum(cls.rows_per_checkpoint(params, k) for cls, params in parse_task_params(entries))
 
 
+def confidence_of(tasks: list[dict[str, Any]]) -> float:
+    """The confidence of intervals a scenario's tasks do not set themselves (numeric
+    questions, tiers, cross-tabulations): the first frequency task's, else 0.95."""
+    for entry in tasks:
+        if entry.get("kind") == "frequency" and isinstance(entry.get("confidence"), float):
+            return float(entry["confidence"])
+    return 0.95
+
+
 def make_tasks(entries: list[dict[str, Any]], context: TaskContext) -> list[Task]:
     return [cls(params, context) for cls, params in parse_task_params(entries)]
 
@@ -301,7 +310,7 @@ class MeanTask(Task):
         if n == 0:
             est = lo = hi = plug = exact = float("nan")
         else:
-            total, squares = (float(c) for c in checkpoint.counts)
+            total, squares = (float(c) for c in checkpoint.counts[:2])
             est = total / n
             spread = max(squares - n * est * est, 0.0) / (n - 1) if n > 1 else float("nan")
             plug = float(np.sqrt(spread / n))

@@ -401,8 +401,8 @@ def test_a_missing_column_names_the_question():
             r"range, expected a number in the range \[18, 90\]",
         ),
         (
-            lambda t: t.replace('kind = "laplace_bounded"', 'kind = "randomized_response"'),
-            r"questions\[1\]\.mechanism\.kind: got 'randomized_response', expected one of",
+            lambda t: t.replace('kind = "laplace_bounded"', 'kind = "laplace"'),
+            r"questions\[1\]\.mechanism\.kind: got 'laplace', expected a numeric mechanism",
         ),
         (
             lambda t: t.replace('kind = "laplace_bounded"', 'kind = "laplace_bounded", lo = 0.0'),

@@ -41,46 +41,14 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ldpsim._text import did_you_mean
-from ldpsim.analyst import bucket
-from ldpsim.errors import LdpSimError, show
-from ldpsim.mechanisms import catalog, product_mechanism
+from ldpsim.errors import LdpSimError
+from ldpsim.mechanisms import product_mechanism
 from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.mechanisms.finite import FiniteMechanism
 from ldpsim.privacy.composition import optimal_delta_heterogeneous
-from ldpsim.sim.scenario.common import check_sum_to_one
-from ldpsim.sim.scenario.survey_specs import MAX_ANSWERS, QuestionSpec, QuestionsScenarioSpec, _build_mechanism
-from ldpsim.sim.table import Table, TablePopulation, read_scenario_table, table_population
-from ldpsim.sim.tasks import validate_tasks
-
-STRATEGIES = ("split", "one_random")
-
-
-@dataclass(frozen=True)
-class Question:
-    """A built question: its answers, their true law, its mechanism under each strategy."""
-
-    name: str
-    labels: list[str]
-    prior: NDArray[np.float64]  # the truth: the column's distribution, or the stated law
-    mechanisms: dict[str, FrequencyOracle]  # strategy -> the mechanism at that strategy's eps
-    delta: float  # the mechanism's stated delta (0 for pure-eps mechanisms)
-    codes: NDArray[np.int64] | None = None  # each table row's answer (None: drawn from prior)
-    column: str | None = None
-    #: numeric questions: each row's answer, and the exact variance of one report of a
-    #: respondent drawn from the rows under each strategy (E[variance(x)] + Var(x))
-    values: NDArray[np.float64] | None = None
-    report_variance: dict[str, float] | None = None
-    #: item non-response (``loss = { by_answer = ... }``): each answer's loss probability
-    loss: NDArray[np.float64] | None = None
-
-    @property
-    def k(self) -> int:
-        return len(self.labels)
-
-    @property
-    def numeric(self) -> bool:
-        return self.values is not None
+from ldpsim.sim.question_kinds import STRATEGIES, BuildContext, Question, question_kind
+from ldpsim.sim.scenario.survey_specs import QuestionsScenarioSpec
+from ldpsim.sim.table import Table, TablePopulation, read_scenario_table
 
 
 @dataclass(frozen=True)
@@ -168,7 +136,7 @@ class QuestionSet:
                 {
                     "name": q.name,
                     "column": q.column,
-                    "answers": "numeric" if q.numeric else q.k,
+                    "answers": q.answers_summary(),
                     "mechanism": repr(self.mechanism(j)),
                     "eps": float(self.privacy_eps(j)),
                 }
@@ -225,31 +193,12 @@ def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
     resample = pop.size is not None
     built: list[Question] = []
     first_column: TablePopulation | None = None
+    ctx = BuildContext(spec, table, resample, eps_of)
     for i, q in enumerate(spec.questions):
-        at = f"questions[{i}]"
-        if q.type == "numeric":
-            if q.loss is not None:
-                raise LdpSimError(
-                    f"{at}.loss: got a loss by answer for a numeric question, expected it on categorical questions only"
-                )
-            built.append(_numeric_question(spec, q, table, eps_of, i, at))
-            first_column = first_column or (_table_file(table, q, resample) if table is not None else None)
-            continue
-        if q.range is not None:
-            raise LdpSimError(
-                f"{at}.range: got {q.range!r}, expected no range for "
-                "a categorical question (type = 'numeric' takes one)"
-            )
-        if table is not None:
-            column, labels, prior, codes, tp = _from_table(q, table, resample, at)
-            first_column = first_column or tp
-        else:
-            column, codes = None, None
-            labels, prior = _from_law(q, at)
-        mechanisms = {s: _question_mechanism(spec, q, labels, prior, eps_of[s][i], at) for s in STRATEGIES}
-        delta = float(q.mechanism.get("delta", 0.0) or 0.0)
-        loss = _item_loss(spec, q, labels, mechanisms[spec.budget.strategy], at)
-        built.append(Question(q.name, labels, prior, mechanisms, delta, codes, column, loss=loss))
+        cls = question_kind(q.question_kind, f"questions[{i}].{q.kind_key}")
+        question, record = cls.build(ctx, q, i)
+        built.append(question)
+        first_column = first_column or record
     if spec.analyst.reweight and all(q.loss is None for q in built):
         raise LdpSimError(
             "analyst.reweight: got true, expected some question with loss = { by_answer = {...} } "
@@ -279,51 +228,21 @@ def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
     )
 
 
-def _item_loss(
-    spec: QuestionsScenarioSpec, q: QuestionSpec, labels: list[str], mech: FrequencyOracle, at: str
-) -> NDArray[np.float64] | None:
-    """``questions[i].loss = { by_answer, default }``: each answer's probability that the
-    question's report is left out (None without), and the checks of ``analyst.reweight``."""
-    loss = q.loss
-    if loss is None:
-        return None
-    for label in loss.by_answer:
-        if label not in labels:
-            raise LdpSimError(f"{at}.loss.by_answer: got {label!r}, expected answers among the labels ({show(labels)})")
-    vec = np.array([loss.by_answer.get(label, loss.default) for label in labels], dtype=np.float64)
-    if np.all(vec == 1.0):
-        raise LdpSimError(f"{at}.loss: got probability 1 for every answer, expected some answer to be heard")
-    if spec.analyst.reweight:
-        if np.any(vec == 1.0):
-            bad = labels[int(np.flatnonzero(vec == 1.0)[0])]
-            raise LdpSimError(
-                f"{at}.loss.by_answer: got 1 for {bad!r}, expected every loss below 1 with "
-                "analyst.reweight (an answer never heard cannot be reweighted)"
-            )
-        if not mech.identifiable:
-            raise LdpSimError(
-                f"analyst.reweight: got true with {mech!r} ({at}), expected a mechanism whose matrix has "
-                f"full row rank {mech.k} (the reweighting corrects an unbiased estimate)"
-            )
-    vec.setflags(write=False)
-    return vec
-
-
 def _check_aggregate(spec: QuestionsScenarioSpec, built: list[Question], crosstabs: tuple[Crosstab, ...]) -> None:
     """Aggregate mode: categorical questions whose mechanisms have an exact aggregate law,
     each in at most one cross-tabulation (one line naming the key otherwise)."""
     for i, q in enumerate(built):
-        if q.numeric:
+        if not q.aggregate:
+            key = spec.questions[i].kind_key
             raise LdpSimError(
-                f"questions[{i}].type: got 'numeric' in aggregate mode, expected simulation.mode = "
-                "'individual' for numeric questions (the sum of their reports has no exact aggregate law here)"
+                f"questions[{i}].{key}: got {q.kind!r} in aggregate mode, expected simulation.mode = "
+                f"'individual' for {q.kind} questions ({q.aggregate_problem(None)})"
             )
-        mech = q.mechanisms[spec.budget.strategy]
-        if not mech.aggregate_exact:
+        problem = q.aggregate_problem(q.mechanisms[spec.budget.strategy])
+        if problem is not None:
             raise LdpSimError(
                 f"questions[{i}].mechanism.kind: got {spec.questions[i].mechanism.get('kind')!r} in aggregate "
-                f"mode ({mech!r}: its statistic has no exact law cheaper than drawing every report), "
-                "expected simulation.mode = 'individual'"
+                f"mode ({problem}), expected simulation.mode = 'individual'"
             )
     seen: dict[int, int] = {}
     for c, xt in enumerate(crosstabs):
@@ -371,8 +290,8 @@ def _crosstabs(spec: QuestionsScenarioSpec, built: list[Question]) -> tuple[Cros
                 raise LdpSimError(f"{at}.{key}: got {name!r}, expected the name of a question ({', '.join(names)})")
             j = names.index(name)
             q = built[j]
-            if q.numeric:
-                raise LdpSimError(f"{at}.{key}: got {name!r}, a numeric question, expected a categorical one")
+            if not q.crosstabs:
+                raise LdpSimError(f"{at}.{key}: got {name!r}, a {q.kind} question, expected a categorical one")
             if q.loss is not None:
                 raise LdpSimError(
                     f"{at}.{key}: got {name!r}, a question with a loss by answer, expected a question "
@@ -406,86 +325,6 @@ def _crosstabs(spec: QuestionsScenarioSpec, built: list[Question]) -> tuple[Cros
             raise LdpSimError(f"{at}: got {qa.name!r} x {qb.name!r} twice, expected each cross-tabulation once")
         out.append(Crosstab(name, a, b, mech, truth, entry.alpha))
     return tuple(out)
-
-
-def _table_file(table: Table, q: QuestionSpec, resample: bool) -> TablePopulation:
-    """The table's file as a population record (for the run's copy of the table)."""
-    return TablePopulation(
-        table.path, table.shown, table.sha256, q.column or q.name, [], np.zeros(table.rows, np.int64), resample
-    )
-
-
-def _numeric_question(
-    spec: QuestionsScenarioSpec, q: QuestionSpec, table: Table | None, eps_of: dict[str, list[float]], i: int, at: str
-) -> Question:
-    """A numeric question: its column's values in ``range``, a numeric catalog mechanism
-    at each strategy's eps, the truth (the column's mean) and the exact report variances."""
-    if table is None:
-        raise LdpSimError(f"{at}.type: got 'numeric' without population.file, expected a table column with the answers")
-    if q.range is None:
-        raise LdpSimError(f"{at}.range: got nothing, expected [lo, hi], the range of the answers")
-    lo, hi = q.range
-    if not hi > lo:
-        raise LdpSimError(f"{at}.range: got {q.range!r}, expected [lo, hi] with lo < hi")
-    for key in ("labels", "answers", "distribution", "law"):
-        if getattr(q, key) is not None:
-            raise LdpSimError(f"{at}.{key}: got {show(getattr(q, key))}, expected no {key!r} for a numeric question")
-    column = q.column or q.name
-    raw = table.column(column)
-    values = np.empty(len(raw), dtype=np.float64)
-    for r, text in enumerate(raw):
-        try:
-            x = float(text)
-        except ValueError:
-            x = math.nan
-        if not (lo <= x <= hi):  # what the value is like, never the value: it is the file's
-            got = (
-                "a blank value"
-                if text == ""
-                else "a value that is not a number"
-                if math.isnan(x)
-                else "a number outside the range"
-            )
-            raise LdpSimError(
-                f"{at}.column: {table.where(r, column)}: got {got}, expected a number in the range [{lo:g}, {hi:g}]"
-            )
-        values[r] = x
-    if values.size == 0:
-        raise LdpSimError(f"{at}.column: {table.shown}, column {column!r}: got no values, expected at least one answer")
-    values.setflags(write=False)
-    table_keys = dict(q.mechanism)
-    kind = table_keys.pop("kind", None)
-    sampler = table_keys.pop("sampler", "float")
-    usable = catalog.names("numeric")
-    if not isinstance(kind, str) or kind not in usable:
-        raise LdpSimError(
-            f"{at}.mechanism.kind: got {show(kind) if kind is not None else 'nothing'}, expected one of "
-            f"{', '.join(usable)}{did_you_mean(kind, usable)}"
-        )
-    for key, value in table_keys.items():
-        raise LdpSimError(
-            f"{at}.mechanism.{key}: got {show(value)}, expected no such key (eps comes from the budget, "
-            f"lo and hi from {at}.range)"
-        )
-    kind = catalog.with_sampler(kind, sampler, f"{at}.mechanism.sampler")
-    mechanisms, variance = {}, {}
-    for s in STRATEGIES:
-        try:
-            mech = catalog.entry(kind).build(strict=True, eps=eps_of[s][i], lo=float(lo), hi=float(hi))
-        except LdpSimError as exc:
-            raise LdpSimError(f"{at}.mechanism: {exc} (at eps {eps_of[s][i]:g} under {s!r})") from None
-        mechanisms[s] = mech
-        ok = np.asarray(mech.valid_answers(values), dtype=bool)
-        if not ok.all():
-            r = int(np.flatnonzero(~ok)[0])
-            raise LdpSimError(
-                f"{at}.column: {table.where(r, column)}: got a number that is not an integer, expected an integer "
-                f"(mechanism.sampler = {sampler!r} reports integer answers plus integer noise)"
-            )
-        # one report of a respondent drawn from the rows: E[variance(x)] + Var(x)
-        variance[s] = float(np.mean(mech.variance(values)) + np.var(values))
-    mean = float(np.mean(values))
-    return Question(q.name, [], np.array([mean]), mechanisms, 0.0, None, column, values, variance)
 
 
 def _question_eps(spec: QuestionsScenarioSpec) -> dict[str, list[float]]:
@@ -538,112 +377,6 @@ def _read_table(spec: QuestionsScenarioSpec, where: str) -> Table:
     return table
 
 
-def _from_table(q: QuestionSpec, table: Table, resample: bool, at: str) -> tuple[Any, ...]:
-    for key in ("answers", "distribution", "law"):
-        if getattr(q, key) is not None:
-            raise LdpSimError(
-                f"{at}.{key}: got {show(getattr(q, key))}, expected no {key!r} with population.file "
-                "(the answers and their truth come from the table)"
-            )
-    column = q.column or q.name
-    if q.buckets is not None:
-        table, column = _bucketed(q, table, column, at)
-    try:
-        tp = table_population(table, column, q.labels, resample, "error", MAX_ANSWERS)
-    except LdpSimError as exc:
-        raise LdpSimError(f"{at}.column: {str(exc).replace('population.labels', f'{at}.labels')}") from None
-    return column, tp.labels, tp.distribution, tp.codes, tp
-
-
-def bucket_labels(edges: list[float]) -> list[str]:
-    """``[a, b)`` for each bucket, the last one closed: ``[a, b]``."""
-    shown = [f"{e:g}" for e in edges]
-    return [f"[{a}, {b}{']' if i == len(edges) - 2 else ')'}" for i, (a, b) in enumerate(zip(shown, shown[1:]))]
-
-
-def _bucketed(q: QuestionSpec, table: Table, column: str, at: str) -> tuple[Table, str]:
-    """The table with the numeric column ``column`` replaced by its buckets' labels (blank
-    values stay blank, for ``population.missing``); one line naming the row and column of a
-    value that is not a number or lies outside the edges."""
-    edges = [float(e) for e in q.buckets]  # type: ignore[union-attr]
-    if any(b <= a for a, b in zip(edges, edges[1:])):
-        raise LdpSimError(f"{at}.buckets: got {show(edges)}, expected increasing edges e0 < e1 < ...")
-    if q.labels is not None:
-        raise LdpSimError(f"{at}.labels: got {show(q.labels)}, expected no labels with buckets (they are the buckets)")
-    try:
-        raw = table.column(column)
-    except LdpSimError as exc:
-        raise LdpSimError(f"{at}.column: {exc}") from None
-    text = pd.Series(raw, dtype=object)
-    seen = (text != "").to_numpy()
-    values = pd.to_numeric(text.where(seen, None), errors="coerce").to_numpy(dtype=np.float64)
-    bad = np.flatnonzero(seen & ~((values >= edges[0]) & (values <= edges[-1])))  # also not a number
-    if bad.size:
-        r = int(bad[0])
-        got = "a value that is not a number" if math.isnan(values[r]) else "a number outside the buckets"
-        raise LdpSimError(
-            f"{at}.column: {table.where(r, column)}: got {got}, expected a number in "
-            f"[{edges[0]:g}, {edges[-1]:g}] ({at}.buckets)"
-        )
-    labels = bucket_labels(edges)
-    idx = np.zeros(len(raw), dtype=np.int64)
-    idx[seen] = bucket(values[seen], edges)
-    derived = tuple(labels[i] if ok else "" for i, ok in zip(idx, seen))
-    name = f"{column} (buckets)"
-    return dataclasses.replace(table, header=table.header + (name,), columns=table.columns + (derived,)), name
-
-
-def _from_law(q: QuestionSpec, at: str) -> tuple[list[str], NDArray[np.float64]]:
-    if q.column is not None:
-        raise LdpSimError(f"{at}.column: got {q.column!r}, expected no column without population.file (a CSV table)")
-    if (q.labels is None) == (q.answers is None):
-        raise LdpSimError(f"{at}.labels: give either 'labels' (a list) or 'answers' (a count and a prefix), not both")
-    if (q.distribution is None) == (q.law is None):
-        raise LdpSimError(f"{at}.distribution: give one of 'distribution' and 'law'")
-    if q.labels is not None:
-        labels = q.labels
-        if len(set(labels)) != len(labels):
-            raise LdpSimError(f"{at}.labels: labels must be distinct")
-    else:
-        a = q.answers
-        labels = [f"{a.prefix}{i}" for i in range(1, a.count + 1)]  # type: ignore[union-attr]
-    if q.distribution is not None:
-        vec = q.distribution
-        if len(vec) != len(labels):
-            raise LdpSimError(f"{at}.distribution: got {len(vec)} entries, expected one per label ({len(labels)})")
-        check_sum_to_one(vec, f"{at}.distribution")
-    else:
-        vec = q.law.probabilities(len(labels))  # type: ignore[union-attr]
-    prior = np.asarray(vec, dtype=np.float64)
-    return labels, prior / prior.sum()
-
-
-def _question_mechanism(
-    spec: QuestionsScenarioSpec, q: QuestionSpec, labels: list[str], prior: Any, eps: float, at: str
-) -> FrequencyOracle:
-    table = dict(q.mechanism)
-    where = f"{at}.mechanism"
-    if "eps" in table:
-        raise LdpSimError(
-            f"{where}.eps: got {show(table['eps'])}, expected no eps here: it comes from the budget "
-            f"({at}.eps under 'split', else budget.total)"
-        )
-    kind = table.get("kind")
-    if isinstance(kind, str) and kind in catalog.names("scenario") and "eps" not in catalog.entry(kind).params:
-        raise LdpSimError(
-            f"{where}.kind: got {kind!r}, expected a mechanism with an eps parameter (its eps comes from the budget)"
-        )
-    table["eps"] = eps
-    filled = {"alphabet": len(labels), "P0": None, "P1": None, "prior": [float(p) for p in prior]}
-    mech = _build_mechanism(spec, table, labels, prior, where, filled=filled)
-
-    try:
-        validate_tasks(spec.analyst.tasks, spec.simulation.mode, mech)
-    except LdpSimError as exc:
-        raise LdpSimError(f"{exc} (with {where})") from None
-    return mech
-
-
 def _accounting(
     questions: list[Question], eps_of: dict[str, list[float]], size: int
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -656,30 +389,5 @@ def _accounting(
         total, delta = respondent_privacy(eps, [q.delta for q in questions], s)
         rows.append({"strategy": s, "eps": total, "delta": delta, "question_eps": ", ".join(f"{e:.6g}" for e in eps)})
     privacy = pd.DataFrame(rows)
-    var_rows = []
-    for q in questions:
-        if q.numeric:  # the mean of the reports
-            var = q.report_variance or {}
-            var_rows.append(
-                {
-                    "question": q.name,
-                    "category": "mean",
-                    "truth": float(q.prior[0]),
-                    "var_split": var["split"] / size,
-                    "var_one_random": var["one_random"] / (size / count),
-                }
-            )
-            continue
-        split = q.mechanisms["split"].estimate_variance(q.prior, float(size))
-        one = q.mechanisms["one_random"].estimate_variance(q.prior, size / count)
-        for label, p, a, b in zip(q.labels, q.prior, split, one):
-            var_rows.append(
-                {
-                    "question": q.name,
-                    "category": label,
-                    "truth": float(p),
-                    "var_split": float(a),
-                    "var_one_random": float(b),
-                }
-            )
+    var_rows = [row for q in questions for row in q.variance_rows(size, count)]
     return privacy, pd.DataFrame(var_rows)

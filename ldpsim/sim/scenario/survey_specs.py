@@ -290,7 +290,19 @@ class QuestionSpec(Model):
     """One ``[[questions]]`` entry."""
 
     name: Annotated[str, Field(min_length=1, max_length=50, pattern=r"^[A-Za-z0-9_.-]+$")]
-    type: Literal["categorical", "numeric"] = "categorical"
+    #: the question kind (:mod:`ldpsim.sim.question_kinds`: categorical, numeric, ...);
+    #: ``type`` is its older name
+    kind: Annotated[str, Field(min_length=1, max_length=50)] | None = None
+    type: Annotated[str, Field(min_length=1, max_length=50)] | None = None
+    #: numeric questions: what the analyst estimates (mean, distribution, quantiles)
+    estimate: Annotated[list[str], Field(max_length=10)] | None = None
+    #: numeric questions: equal buckets of the range for a distribution (or for a
+    #: frequency oracle), the quantile levels, and the bootstrap replicates of EMS
+    bins: Annotated[int, Field(ge=2, le=4096)] | None = None
+    quantiles: (
+        Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=1, max_length=99)] | None
+    ) = None
+    bootstrap: Annotated[int, Field(ge=20, le=10_000)] | None = None
     #: numeric questions: the answers' range [lo, hi] (the mechanism's)
     range: Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=2, max_length=2)] | None = (
         None
@@ -314,6 +326,24 @@ class QuestionSpec(Model):
     #: item non-response: this question's report is left out of its respondent's message
     #: with a probability that depends on the respondent's answer to it
     loss: LossByAnswerSpec | None = None
+
+    @model_validator(mode="after")
+    def _one_kind_key(self) -> QuestionSpec:
+        if self.kind is not None and self.type is not None:
+            raise ValueError(
+                f"type: got {self.type!r} beside kind = {self.kind!r}, expected one of them (type is kind's older name)"
+            )
+        return self
+
+    @property
+    def kind_key(self) -> str:
+        """The key the file used for the kind (for errors)."""
+        return "type" if self.type is not None else "kind"
+
+    @property
+    def question_kind(self) -> str:
+        """The question's kind (default: categorical)."""
+        return self.kind or self.type or "categorical"
 
 
 class BudgetSpec(Model):
