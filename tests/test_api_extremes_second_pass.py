@@ -579,6 +579,8 @@ def test_mean_standard_error_over_a_range_1e300_wide():
         ("gaussian", {"eps": 700.0, "sensitivity": 5e-324}, ("sensitivity",)),  # ZeroDivisionError
         ("truncated_laplace", {"eps": 700.0, "sensitivity": 5e-324}, ("sensitivity",)),  # ZeroDivisionError
         ("truncated_laplace", {"eps": 5e-324, "sensitivity": 5e-324}, ("eps",)),  # RuntimeWarning (NaN deltas)
+        # found by the slow API fuzz tier with fresh examples: ZeroDivisionError (the grid underflowed to 0)
+        ("snapped_laplace", {"eps": 700.0, "bound": 5e-324, "sensitivity": 5e-324}, ("sensitivity",)),
     ],
     ids=lambda x: str(x) if not isinstance(x, dict) else ",".join(f"{k}={v!r:.12}" for k, v in x.items()),
 )

@@ -194,6 +194,13 @@ class SnappedLaplace(NoiseMechanism):
                 f"a bound above sensitivity * lambda = {lam * self.sensitivity:.6g} (Mironov 2012 needs "
                 f"lambda < B; lambda = {lam:.6g} in sensitivity units at eps = {self.eps:g})",
             )
+        if not (lam * self.sensitivity > 0.0 and _pow2_ceil(lam) * self.sensitivity > 0.0):
+            raise invalid(
+                "sensitivity",
+                sensitivity,
+                f"a sensitivity whose noise scale lambda * sensitivity is a positive double (lambda = {lam:.6g} "
+                f"at eps = {self.eps:g}: the scale and the grid underflow to 0)",
+            )
         # the noise reaches at most 1021 ln2 lambda / 2 = 353.9 lambda each way: a bound far
         # beyond it is refused before the grid of its 2 b / Lambda points is built
         far = not b <= 1024.0 * lam
