@@ -1,0 +1,241 @@
+"""The question-kind contract (:mod:`ldpsim.sim.question_kinds`), over every registered kind.
+
+Every kind has cases here (a test fails when a registered kind has none). For each case:
+the same bytes whatever the workers; the linear estimates unbiased (or off by their stated
+bias) and their stated exact variance equal to the empirical one over independent
+replications, at the suite's false-failure probability; bad specifications refused in one
+line naming the key. References are independent of the code under test: the answers'
+mean and law from the CSV table itself, the bias of a bucketed mean from the bucket
+midpoints, the bands from Laurent and Massart's chi-square bounds."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ldpsim.errors import LdpSimError
+from ldpsim.sim import parse_scenario, run_replication
+from ldpsim.sim.question_kinds import question_kinds
+from tests.sim.helpers import SCENARIOS, same_bytes_with_one_and_two_workers
+from tests.stats_checks import FALSE_FAILURE
+from tests.tiers import sample
+
+#: kind -> cases: (id, the [[questions]] entry, the task and quantity of its linear estimate,
+#: its category)
+CASES = {
+    "categorical": [
+        ("vote-rr", 'name = "vote"\nmechanism = { kind = "randomized_response" }', "vote:frequency", "frequency", None),
+    ],
+    "numeric": [
+        (
+            "age-square-wave-mean",
+            'name = "age"\nkind = "numeric"\nrange = [18, 100]\nmechanism = { kind = "square_wave" }',
+            "age:mean",
+            "mean",
+            "",
+        ),
+        (
+            "age-oue-buckets",
+            'name = "age"\nkind = "numeric"\nrange = [18, 100]\nbins = 16\nestimate = ["mean", "distribution"]\n'
+            'mechanism = { kind = "oue" }',
+            "age:mean",
+            "mean",
+            "",
+        ),
+        (
+            "age-square-wave-distribution",
+            'name = "age"\nkind = "numeric"\nrange = [18, 100]\nbins = 32\nbootstrap = 20\n'
+            'estimate = ["mean", "distribution", "quantiles"]\nmechanism = { kind = "square_wave" }',
+            "age:mean",
+            "mean",
+            "",
+        ),
+    ],
+}
+ALL = [(kind, *case) for kind, cases in CASES.items() for case in cases]
+IDS = [f"{kind}-{case[0]}" for kind, cases in CASES.items() for case in cases]
+
+
+def _text(question: str, size: int = 2000, seed: int = 3, replications: int = 1) -> str:
+    return f"""
+name = "kinds"
+[population]
+file = "data/anes96.csv"
+size = {size}
+[budget]
+total = 1.0
+strategy = "split"
+[[questions]]
+{question}
+[arrivals]
+kind = "all_at_once"
+[analyst]
+tasks = [{{ kind = "frequency", confidence = 0.95 }}]
+[simulation]
+seed = {seed}
+end = 1.0
+tick = 1.0
+replications = {replications}
+"""
+
+
+def _column(name: str) -> list[str]:
+    with (SCENARIOS / "data" / "anes96.csv").open(newline="", encoding="utf-8") as f:
+        return [row[name] for row in csv.DictReader(f)]
+
+
+def _parse(text: str):
+    return parse_scenario(text, str(SCENARIOS / "t.toml"))
+
+
+def test_every_registered_kind_has_cases():
+    assert sorted(question_kinds()) == sorted(CASES)
+
+
+@pytest.mark.parametrize(("kind", "case", "question", "task", "quantity", "category"), ALL, ids=IDS)
+def test_same_bytes_whatever_the_workers(kind, case, question, task, quantity, category, tmp_path):
+    text = _text(question, size=3000, replications=2)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "anes96.csv").write_bytes((SCENARIOS / "data" / "anes96.csv").read_bytes())
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    same_bytes_with_one_and_two_workers(path, tmp_path)
+
+
+def _band(variance: float, reps: int, alpha: float) -> tuple[float, float]:
+    """Laurent-Massart: the mean of reps squared N(0, variance) errors lies in this band
+    with probability >= 1 - alpha."""
+    x = math.log(2.0 / alpha)
+    return variance * (1 - 2 * math.sqrt(x / reps)), variance * (1 + 2 * math.sqrt(x / reps) + 2 * x / reps)
+
+
+def _truth_and_bias(kind: str, case: str, sc) -> tuple[float, float, str]:
+    """The truth of the linear estimate from the table itself, and its stated bias."""
+    if kind == "categorical":
+        answers = _column("vote")
+        label = sc.questions.questions[0].labels[0]
+        return answers.count(label) / len(answers), 0.0, label
+    ages = np.array([float(a) for a in _column("age")])
+    q = sc.questions.questions[0]
+    if "buckets" in case:  # the bucket midpoints' mean: its bias, computed here from the edges
+        edges = np.linspace(18, 100, q.bins + 1)
+        idx = np.clip(np.searchsorted(edges, ages, side="right") - 1, 0, q.bins - 1)
+        mids = (edges[:-1] + edges[1:]) / 2
+        return float(ages.mean()), float(mids[idx].mean() - ages.mean()), ""
+    return float(ages.mean()), 0.0, ""
+
+
+@pytest.mark.parametrize(
+    ("kind", "case", "question", "task", "quantity", "category"), sample(ALL, keep=[0, 1, 2]), ids=IDS
+)
+def test_linear_estimates_are_unbiased_or_off_by_their_stated_bias_with_their_stated_variance(
+    kind, case, question, task, quantity, category
+):
+    sc = _parse(_text(question))
+    truth, bias, label = _truth_and_bias(kind, case, sc)
+    # the budget table names a numeric question's mean "mean"; its result rows have no category
+    cat = label if category is None else category
+    var = sc.questions.variance.set_index(["question", "category"]).loc[(sc.questions.questions[0].name, cat or "mean")]
+    assert var["truth"] == pytest.approx(truth, rel=1e-12)
+    exact = float(var["var_split"])
+    reps, errors = 150, []
+    for r in range(reps):
+        rows = run_replication(sc, r, 11)
+        mine = rows[(rows["task"] == task) & (rows["quantity"] == quantity)]
+        row = mine[mine["category"] == cat].iloc[0] if cat else mine.iloc[0]
+        assert row["truth"] == pytest.approx(truth, rel=1e-12)
+        errors.append(row["estimate"] - truth - bias)
+    errors = np.array(errors)
+    z = stats.norm.isf(FALSE_FAILURE / 4)
+    assert abs(errors.mean()) <= z * math.sqrt(exact / reps)
+    low, high = _band(exact, reps, FALSE_FAILURE / 2)
+    assert low <= float(np.mean(errors**2)) <= high
+
+
+def test_a_bucketed_numeric_question_states_its_midpoint_bias_and_exact_cdf_errors():
+    """The distribution function of a frequency oracle over buckets: rows at every edge,
+    the exact standard error (theory) from the oracle's exact covariance, summed here by
+    hand; the set-up line states the midpoint mean's bias."""
+    sc = _parse(_text(CASES["numeric"][1][1], size=4000))
+    q = sc.questions.questions[0]
+    ages = np.array([float(a) for a in _column("age")])
+    edges = np.linspace(18, 100, 17)
+    idx = np.clip(np.searchsorted(edges, ages, side="right") - 1, 0, 15)
+    hist = np.bincount(idx, minlength=16) / ages.size
+    assert f"{float(((edges[:-1] + edges[1:]) / 2)[idx].mean() - ages.mean()):.4g}" in q.describe()
+    rows = run_replication(sc, 0, 5)
+    cdf = rows[(rows["task"] == "age:distribution") & (rows["quantity"] == "cdf")]
+    assert list(cdf["category"]) == [f"{e:g}" for e in edges[1:]]
+    assert np.allclose(cdf["truth"], np.cumsum(hist), rtol=0, atol=1e-12)
+    n = int(cdf["n_received"].iloc[0])
+    cov = sc.mechanisms[0][1].estimate_covariance(hist, n)
+    se = [math.sqrt(max(cov[: j + 1, : j + 1].sum(), 0.0)) for j in range(16)]
+    assert np.allclose(cdf["theory"], se, rtol=1e-9, atol=1e-15)
+
+
+def test_square_wave_distribution_rows_are_a_distribution_with_bootstrap_intervals():
+    sc = _parse(_text(CASES["numeric"][2][1], size=20_000))
+    rows = run_replication(sc, 0, 5)
+    dist = rows[rows["task"] == "age:distribution"]
+    cdf = dist[dist["quantity"] == "cdf"]
+    assert len(cdf) == 32
+    assert np.all(np.diff(cdf["estimate"]) >= -1e-12) and cdf["estimate"].iloc[-1] == pytest.approx(1.0)
+    assert np.all(cdf["ci_low"] <= cdf["ci_high"])
+    quant = dist[dist["quantity"] == "quantile"]
+    assert list(quant["category"]) == ["0.1", "0.25", "0.5", "0.75", "0.9"]
+    ages = np.array([float(a) for a in _column("age")])
+    assert np.allclose(quant["truth"], np.quantile(ages, [0.1, 0.25, 0.5, 0.75, 0.9]))
+    assert np.all(quant["ci_low"] <= quant["ci_high"])
+    assert np.all(np.diff(quant["estimate"]) >= 0)
+    w1 = dist[dist["quantity"] == "wasserstein1"].iloc[0]
+    assert 0 <= w1["estimate"] < 5.0  # years: the age range is 82 wide
+
+
+BAD = {
+    "categorical": [
+        ('name = "vote"\nrange = [0, 1]\nmechanism = { kind = "randomized_response" }', r"questions\[0\]\.range: "),
+        ('name = "vote"\nbins = 4\nmechanism = { kind = "randomized_response" }', r"questions\[0\]\.bins: "),
+    ],
+    "numeric": [
+        ('name = "age"\nkind = "numeric"\nmechanism = { kind = "square_wave" }', r"questions\[0\]\.range: got nothing"),
+        (
+            'name = "age"\nkind = "numeric"\nrange = [18, 100]\nestimate = ["median"]\n'
+            'mechanism = { kind = "square_wave" }',
+            r"questions\[0\]\.estimate: got 'median', expected some of mean, distribution, quantiles",
+        ),
+        (
+            'name = "age"\nkind = "numeric"\nrange = [18, 100]\nestimate = ["quantiles"]\n'
+            'mechanism = { kind = "piecewise" }',
+            r"questions\[0\]\.mechanism\.kind: got 'piecewise' with estimate",
+        ),
+        (
+            'name = "age"\nkind = "numeric"\nrange = [18, 100]\nestimate = ["quantiles"]\nquantiles = [0.5, 1.5]\n'
+            'mechanism = { kind = "square_wave" }',
+            r"questions\[0\]\.quantiles: ",
+        ),
+        (
+            'name = "age"\nkind = "numeric"\nrange = [18, 100]\nbins = 8\nmechanism = { kind = "square_wave" }',
+            r"questions\[0\]\.bins: ",
+        ),
+        ('name = "age"\nkind = "numerik"\nrange = [18, 100]\nmechanism = { kind = "square_wave" }', r"did you mean"),
+        (
+            'name = "age"\nkind = "numeric"\ntype = "numeric"\nrange = [18, 100]\nmechanism = { kind = "square_wave" }',
+            r"questions\[0\]\.type: ",
+        ),
+    ],
+}
+
+
+@pytest.mark.parametrize(("kind", "question", "match"), [(k, q, m) for k, cases in BAD.items() for q, m in cases])
+def test_bad_specs_are_one_line_naming_the_key(kind, question, match):
+    with pytest.raises(LdpSimError, match=match) as info:
+        _parse(_text(question))
+    assert "\n" not in str(info.value)
+
+
+def test_every_kind_has_bad_specs():
+    assert sorted(BAD) == sorted(question_kinds())
