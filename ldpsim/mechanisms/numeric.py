@@ -171,9 +171,11 @@ class BoundedNumeric(Mechanism):
     # ------------------------------------------------------------------ inputs
     def _unit(self, x: ArrayLike, name: str) -> NDArray[np.float64]:
         """Answers clipped to ``[lo, hi]`` and mapped to ``[-1, 1]``."""
-        arr = v.finite_array(x, name, "finite real numbers")
-        u = (np.clip(arr, self.lo, self.hi) - self._mid) / self._half
-        return np.clip(u, -1.0, 1.0)
+        u = v.finite_array(x, name, "finite real numbers")  # a copy of its own: changed in place
+        np.clip(u, self.lo, self.hi, out=u)
+        u -= self._mid
+        u /= self._half
+        return np.clip(u, -1.0, 1.0, out=u)
 
     def valid_answers(self, values: ArrayLike) -> NDArray[np.bool_]:
         """Which of ``values`` this mechanism can report (all finite numbers here; the discrete
@@ -824,15 +826,24 @@ class SquareWave(BoundedNumeric):
         return (1.0 + self.beta * z) / 2.0
 
     def _draw(self, u: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.float64]:
-        v = (u + 1.0) / 2.0
         b = self.b
         inside = rng.random(u.shape) >= self.q  # the window has probability 1 - q
         r = rng.random(u.shape)
-        w_in = v - b + 2.0 * b * r
-        o = -b + r  # the rest: [-b, v - b) and (v + b, 1 + b], one unit long in all
-        w_out = np.where(o < v - b, o, o + 2.0 * b)
-        w = np.clip(np.where(inside, w_in, w_out), -b, 1.0 + b)
-        return np.clip((2.0 * w - 1.0) / self.beta, -self._c, self._c)
+        v = u + 1.0
+        v *= 0.5
+        # the rest, [-b, v - b) and (v + b, 1 + b], is one unit long: r - b, moved past the
+        # window when r >= v (in place, few temporaries: this is the hot path of a survey)
+        rest = r - b
+        np.add(rest, 2.0 * b, out=rest, where=r >= v)
+        w = r * (2.0 * b)  # the window: v - b + 2 b r
+        w += v
+        w -= b
+        np.copyto(w, rest, where=~inside)
+        np.clip(w, -b, 1.0 + b, out=w)
+        w *= 2.0
+        w -= 1.0
+        w /= self.beta
+        return np.clip(w, -self._c, self._c, out=w)
 
     def _unit_log_density(self, u: NDArray[np.float64], z: NDArray[np.float64]) -> NDArray[np.float64]:
         v = (u + 1.0) / 2.0

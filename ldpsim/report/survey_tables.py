@@ -297,7 +297,52 @@ TIERS = ("naive_frequency", "tier_frequency")
 
 
 def _own_table(rows: pd.DataFrame) -> pd.Series:
-    return _is_crosstab(rows) | rows["quantity"].isin(NONRESPONSE + TIERS)
+    return _is_crosstab(rows) | rows["quantity"].isin(NONRESPONSE + TIERS + DISTRIBUTION)
+
+
+#: the rows of a numeric question's distribution task (their own section)
+DISTRIBUTION = ("cdf", "wasserstein1", "ks", "quantile")
+
+
+def final_quantiles(results: pd.DataFrame) -> pd.DataFrame:
+    """Numeric questions' quantiles at the last checkpoint: per task and level, replication
+    0's estimate with its interval, and over replications the mean estimate, the RMSE
+    against the truth and the coverage of the intervals."""
+    cols = ["task", "level", "truth", "estimate", "ci_low", "ci_high", "covered", "mean_estimate", "rmse", "coverage"]
+    m = results[(results["quantity"] == "quantile") & (results["reason"] == "end")]
+    if m.empty:
+        return pd.DataFrame(columns=cols)
+    m = m.assign(covered=(m["ci_low"] <= m["truth"]) & (m["truth"] <= m["ci_high"]), error=m["estimate"] - m["truth"])
+    first = m[m["replication"] == m["replication"].min()].set_index(["task", "category"])
+    agg = m.groupby(["task", "category"], sort=False).agg(
+        mean_estimate=("estimate", "mean"), rmse=("error", rms), coverage=("covered", "mean")
+    )
+    out = first[["truth", "estimate", "ci_low", "ci_high", "covered"]].join(agg).reset_index()
+    return out.rename(columns={"category": "level"})[cols]
+
+
+def final_distances(results: pd.DataFrame) -> pd.DataFrame:
+    """Numeric questions' distances of the estimated histogram from the true one at the end:
+    per task, replication 0's Wasserstein-1 and Kolmogorov-Smirnov distances and their
+    means over replications."""
+    cols = ["task", "wasserstein1", "ks", "mean_wasserstein1", "mean_ks"]
+    m = results[results["quantity"].isin(["wasserstein1", "ks"]) & (results["reason"] == "end")]
+    if m.empty:
+        return pd.DataFrame(columns=cols)
+    first = m[m["replication"] == m["replication"].min()].pivot(index="task", columns="quantity", values="estimate")
+    mean = m.groupby(["task", "quantity"], sort=False)["estimate"].mean().unstack("quantity")
+    out = first.join(mean.add_prefix("mean_")).reset_index()
+    return out[cols]
+
+
+def final_cdfs(results: pd.DataFrame) -> pd.DataFrame:
+    """Replication 0's distribution function of each numeric question at the end: per task,
+    the bucket edge (a number), the estimate, its band and the truth."""
+    m = results[(results["quantity"] == "cdf") & (results["reason"] == "end")]
+    m = m[m["replication"] == m["replication"].min()] if not m.empty else m
+    out = m[["task", "category", "estimate", "ci_low", "ci_high", "truth"]].copy()
+    out["edge"] = pd.to_numeric(out["category"], errors="coerce")
+    return out.drop(columns=["category"]).reset_index(drop=True)
 
 
 def tiers_table(results: pd.DataFrame) -> pd.DataFrame:

@@ -239,3 +239,30 @@ def test_bad_specs_are_one_line_naming_the_key(kind, question, match):
 
 def test_every_kind_has_bad_specs():
     assert sorted(BAD) == sorted(question_kinds())
+
+
+def test_nothing_outside_the_registry_asks_which_kind_a_question_is():
+    """No module outside ``ldpsim/sim/question_kinds/`` names a kind's class or compares a
+    kind's name (``== "numeric"``): the loader, the engine and the report ask the question."""
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[2] / "ldpsim"
+    classes = {"CategoricalQuestion", "NumericQuestion"}
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if "question_kinds" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Name)
+                and node.id in classes
+                or isinstance(node, ast.Attribute)
+                and node.attr in classes
+            ):
+                found.append(f"{path.relative_to(package)}:{node.lineno}: names a question kind's class")
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                if any(isinstance(s, ast.Constant) and s.value in question_kinds() for s in sides):
+                    found.append(f"{path.relative_to(package)}:{node.lineno}: compares a question kind's name")
+    assert not found, "\n".join(found)

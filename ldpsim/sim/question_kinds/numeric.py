@@ -18,7 +18,7 @@ Two families of mechanisms, chosen by ``mechanism.kind``:
   and EMS (expectation-maximisation with smoothing, Li et al. 2020) decodes them. EMS is
   biased (smoothing trades bias for variance); its intervals are those of a parametric
   bootstrap (``bootstrap`` replicates of the bucket counts drawn from the fitted law, EMS
-  restarted from the estimate, percentile intervals);
+  restarted from the estimate, basic (reflected) percentile intervals);
 - a **frequency oracle** of the catalog (tagged ``scenario``: ``oue``, ``olh``,
   ``randomized_response``, ...) over the ``bins`` buckets of the range: each respondent
   reports the bucket of the answer. The unbiased estimate of the buckets' probabilities is
@@ -529,11 +529,17 @@ class DistributionTask(Task):
             p = self.decoder.fit(checkpoint.counts, n)
             cdf = np.cumsum(p)
             boot = self.decoder.replicates(p, n, q.bootstrap, self.rng)
+            # basic (reflected) bootstrap intervals: the bootstrap's spread of theta* - theta_hat
+            # stands for that of theta_hat - theta, so the bias EMS shows at its own estimate is
+            # taken off (percentile intervals would add it a second time)
             tails = (100 * self.alpha / 2, 100 * (1 - self.alpha / 2))
-            lo, hi = np.percentile(np.cumsum(boot, axis=1), tails, axis=0)
+            low_b, high_b = np.percentile(np.cumsum(boot, axis=1), tails, axis=0)
+            lo, hi = np.clip(2 * cdf - high_b, 0.0, 1.0), np.clip(2 * cdf - low_b, 0.0, 1.0)
             qs = [quantile(p, self.edges, a) for a in q.levels]
             bq = np.array([[quantile(row, self.edges, a) for a in q.levels] for row in boot])
-            qlo, qhi = (list(x) for x in np.percentile(bq, tails, axis=0))
+            ql, qh = np.percentile(bq, tails, axis=0)
+            qlo = list(np.clip(2 * np.array(qs) - qh, q.lo, q.hi))
+            qhi = list(np.clip(2 * np.array(qs) - ql, q.lo, q.hi))
         method = self.decoder.method
         rows: list[dict[str, Any]] = []
         if "distribution" in q.estimate:
