@@ -26,6 +26,7 @@ from ldpsim.report.reproduction import render
 from ldpsim.runs import (
     RESULTS_LIMIT,
     check_inputs,
+    check_results,
     check_run_file,
     check_study_inputs,
     metadata_fields,
@@ -86,6 +87,7 @@ def rebuild_run(run_dir: str | Path) -> list[Path]:
         if run_key(kind, digest, seed, total) != meta.get("run_key"):  # the report would state an edited seed
             raise LdpSimError(f"{bad} metadata.json as the run wrote it (its seed or replications were changed)")
         check_inputs(run_dir, meta, bad)  # the population table the results came from, say
+        check_results(run_dir, total, bad)  # not cut short or edited since the run
         study = parsers[kind](source, str(run_dir / "scenario.toml"))
         check_study_inputs(study, meta, bad)
         if study.replications != total:

@@ -1005,6 +1005,34 @@ def _finished(run_dir: Path, index: int, key: str) -> bool:
     return True
 
 
+def check_results(run_dir: Path, total: int, bad: str) -> None:
+    """results.csv as the run wrote it: the concatenation of its replication files (header
+    once), each as its record says. A results.csv cut short or edited is refused in one line
+    (a report built from it would state other numbers); a run folder without its
+    replication records (an older layout, or one shared without them) is not checked."""
+    parts = []
+    for r in range(total):
+        try:
+            record = json.loads(read_run_file(_record_path(run_dir, r), METADATA_LIMIT))
+            data = read_run_file(_rep_path(run_dir, r), RESULTS_LIMIT)
+        except (OSError, ValueError):
+            return
+        if not isinstance(record, dict) or hashlib.sha256(data).hexdigest() != record.get("sha256"):
+            return
+        parts.append(data if r == 0 else data.split(b"\n", 1)[1] if b"\n" in data else b"")
+    want = hashlib.sha256()
+    size = 0
+    for part in parts:
+        want.update(part)
+        size += len(part)
+    got = read_run_file(run_dir / "results.csv", RESULTS_LIMIT)
+    if len(got) != size or hashlib.sha256(got).hexdigest() != want.hexdigest():
+        raise LdpSimError(
+            f"{bad} results.csv as the run wrote it ({len(got):,} bytes that are not the {size:,} bytes of its "
+            f"{total} replication file(s) in {REP_DIR}/); restore it from them or run the scenario again"
+        )
+
+
 def concat_replications(run_dir: Path, total: int) -> Path:
     """results.csv = the replication files in order (header once), byte for byte."""
     out = run_dir / "results.csv"

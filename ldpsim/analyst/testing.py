@@ -305,7 +305,10 @@ def lrt_exact(M0: ArrayLike, M1: ArrayLike, n: int, alpha: float) -> LikelihoodR
     above = tail_ge[1:]  # P0(L > values[i])
     i = int(np.searchsorted(-above, -a, side="left"))  # first i with above[i] <= alpha
     i = min(i, law.values.size - 1)
-    gamma = float(np.clip((a - above[i]) / p0[i], 0.0, 1.0)) if p0[i] > 0 else 0.0
+    # (alpha - P0(L > t)) / P0(L = t) clipped to [0, 1], never dividing by a P0(L = t) so small
+    # (subnormal) that the ratio would overflow: it is 1 whenever the gap reaches P0(L = t)
+    gap = float(a - above[i])
+    gamma = 0.0 if not p0[i] > 0 or gap <= 0.0 else 1.0 if gap >= p0[i] else gap / float(p0[i])
     type1 = float(above[i] + gamma * p0[i])
     parts = [special.logsumexp(law.log_pmf1[:i])] if i > 0 else []
     if gamma < 1.0:

@@ -231,6 +231,14 @@ FOUND = [
     '[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n'
     "[analyst]\nconfidence = 1e-300\n\n"
     "[simulation]\nseed = 0\nreplications = 1\n",
+    # an LRT whose P1 has a zero at eps = 710 and alpha just below 1: P0(L = t) was a subnormal
+    # and (alpha - P0(L > t)) / P0(L = t) overflowed (slow tier with fresh examples)
+    'name = "fuzz"\n\n[population]\nlabels = ["a", "b"]\nsize = 2512\nP0 = [0.15789473684210525, 0.8421052631578947]'
+    '\nP1 = [0.0, 1.0]\ntruth = "P0"\n\n[mechanism]\nkind = "randomized_response"\neps = 710.0\n\n[arrivals]\n'
+    'kind = "poisson"\nduration = 1e-300\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n'
+    '[analyst]\ncheckpoints = { every_reports = 1 }\ntasks = [{ kind = "lrt", P0 = [0.15789473684210525, '
+    '0.8421052631578947], P1 = [0.0, 1.0], alpha = 0.9999999999999999 }]\n\n[simulation]\nmode = "individual"\n'
+    "replications = 1\nseed = 0\n",
 ]
 
 

@@ -282,6 +282,22 @@ def test_report_refuses_a_population_table_edited_after_the_run(tmp_path):
     assert (run / "summary.md").read_bytes() == summary
 
 
+@pytest.mark.parametrize("cut", [0.125, 0.5, -1])
+def test_report_refuses_a_results_csv_cut_short_or_edited(tmp_path, cut):
+    """The slow tampered-folder fuzz tier (fresh examples): results.csv cut to 12.5% of its
+    bytes made the report raise IndexError, and cut to 5-50% it silently rebuilt a report
+    from the rows left. It is checked against the replication files it joins."""
+    run = finished_run(tmp_path, report=True)
+    summary = (run / "summary.md").read_bytes()
+    data = (run / "results.csv").read_bytes()
+    edited = data[: int(len(data) * cut)] if cut > 0 else data.replace(b",", b";", 1)
+    (run / "results.csv").write_bytes(edited)
+    one_error(run_cli("report", run), "ldpsim report", "results.csv as the run wrote it")
+    assert (run / "summary.md").read_bytes() == summary
+    (run / "results.csv").write_bytes(data)
+    assert run_cli("report", run).returncode == 0
+
+
 def test_sweep_resume_refuses_an_edited_population_table(tmp_path):
     from ldpsim import sweep as sw
 
