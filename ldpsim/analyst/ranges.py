@@ -99,6 +99,15 @@ class RangeMethod:
         """Per block the matrix from its coefficients to the ranges, and the constant term."""
         raise NotImplementedError
 
+    def finite_mechanism(self) -> Any:  # pragma: no cover
+        """The whole method as one mechanism over the ``d`` answers: its reports are what a
+        respondent sends (the level or depth drawn, and the report at it)."""
+        raise NotImplementedError
+
+    def from_counts(self, counts: ArrayLike) -> Collected:  # pragma: no cover
+        """What the server holds, from the statistic of :meth:`finite_mechanism`'s reports."""
+        raise NotImplementedError
+
     def expected_sizes(self, n: float) -> NDArray[np.float64]:
         """Respondents per block in expectation (each draws one block uniformly)."""
         return np.full(self.groups, n / self.groups)
@@ -167,6 +176,13 @@ class FlatRanges(RangeMethod):
         counts = np.bincount(x, minlength=self.d)
         return Collected([self.mechanism.sample_statistic(counts, rng)], np.array([x.size]))
 
+    def finite_mechanism(self) -> Any:
+        return self.mechanism
+
+    def from_counts(self, counts: ArrayLike, n: int | None = None) -> Collected:
+        stat = np.asarray(counts)
+        return Collected([stat], np.array([int(stat.sum()) if n is None else n]))
+
     def coefficients(self, collected: Collected) -> list[NDArray[np.float64]]:
         n = int(collected.sizes[0])
         return [self.mechanism.invert(np.asarray(collected.statistics[0], dtype=np.float64) / n)]
@@ -224,6 +240,33 @@ class HierarchicalRanges(RangeMethod):
             counts = np.bincount(mine // width, minlength=mech.k)
             stats.append(mech.sample_statistic(counts, rng))
             sizes.append(mine.size)
+        return Collected(stats, np.array(sizes, dtype=np.int64))
+
+    def finite_mechanism(self) -> Any:
+        """One finite mechanism: a report is ``(level, the level oracle's output)``, output
+        ``offset(level) + y``; ``Q[x, offset(l) + y] = Q_l[node_l(x), y] / h`` (each level's
+        oracle must be finite: ``randomized_response``, ``hadamard_response``, ...)."""
+        from ldpsim.mechanisms.finite import MatrixMechanism
+
+        blocks = []
+        for level, mech in enumerate(self.mechanisms, start=1):
+            if getattr(mech, "output_size", None) is None or not hasattr(mech, "log_matrix"):
+                raise invalid(
+                    "oracle", self.oracle, "a finite frequency oracle (randomized_response, hadamard_response)"
+                )
+            width = self.fanout ** (self.height - level)
+            blocks.append(mech.log_matrix[np.arange(self.d) // width] - math.log(self.height))
+        params = {"eps": self.eps, "fanout": self.fanout, "oracle": self.oracle, "k": self.d}
+        return MatrixMechanism(np.concatenate(blocks, axis=1), name="hierarchical", params=params)
+
+    def from_counts(self, counts: ArrayLike) -> Collected:
+        c = np.asarray(counts, dtype=np.int64)
+        stats, sizes, at = [], [], 0
+        for mech in self.mechanisms:
+            part = c[at : at + mech.output_size]
+            stats.append(part)
+            sizes.append(int(part.sum()))
+            at += mech.output_size
         return Collected(stats, np.array(sizes, dtype=np.int64))
 
     def coefficients(self, collected: Collected) -> list[NDArray[np.float64]]:
@@ -342,6 +385,36 @@ class HaarRanges(RangeMethod):
             s = np.where(rng.random(mine.size) < self.keep, s, -s)
             stats.append(np.bincount(row, weights=s, minlength=m))
             sizes.append(mine.size)
+        return Collected(stats, np.array(sizes, dtype=np.int64))
+
+    def finite_mechanism(self) -> Any:
+        """One finite mechanism: a report is ``(depth j, row r, sign s)``, output ``offset(j) +
+        2 r + (s < 0)``, with probability ``(1/h)(1/2^j)`` times ``keep`` when ``s`` is the
+        answer's coefficient sign times ``H[r, node]``, else ``1 - keep``."""
+        from ldpsim.mechanisms.finite import MatrixMechanism
+
+        h, x = self.height, np.arange(self.d)
+        blocks = []
+        for j in range(h):
+            m = 1 << j
+            node = x >> (h - j)
+            sign = 1 - 2 * ((x >> (h - j - 1)) & 1)
+            r = np.arange(m)
+            truth = sign[:, None] * (1 - 2 * _parity(r[None, :] & node[:, None]))  # d x m: the sign sent unflipped
+            base = -math.log(h) - j * math.log(2.0)
+            plus = np.where(truth > 0, math.log(self.keep), math.log1p(-self.keep)) + base
+            minus = np.where(truth < 0, math.log(self.keep), math.log1p(-self.keep)) + base
+            blocks.append(np.stack([plus, minus], axis=2).reshape(self.d, 2 * m))
+        return MatrixMechanism(np.concatenate(blocks, axis=1), name="haar", params={"eps": self.eps, "k": self.d})
+
+    def from_counts(self, counts: ArrayLike) -> Collected:
+        c = np.asarray(counts, dtype=np.int64)
+        stats, sizes, at = [], [], 0
+        for j in range(self.height):
+            part = c[at : at + 2 * (1 << j)].reshape(-1, 2)
+            stats.append((part[:, 0] - part[:, 1]).astype(np.float64))
+            sizes.append(int(part.sum()))
+            at += 2 * (1 << j)
         return Collected(stats, np.array(sizes, dtype=np.int64))
 
     def _hadamard(self, j: int) -> NDArray[np.float64]:

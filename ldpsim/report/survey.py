@@ -421,15 +421,27 @@ def _means(scenario, results: pd.DataFrame) -> list[str]:
 def _distribution_section(scenario, results: pd.DataFrame) -> list[str]:
     """## Distributions of the numeric questions: quantiles with intervals, and the distances."""
     quantiles, distances = summary.final_quantiles(results), summary.final_distances(results)
-    if quantiles.empty and distances.empty:
+    ranges = summary.final_ranges(results)
+    if quantiles.empty and distances.empty and ranges.empty:
         return []
     reps = scenario.spec.simulation.replications
-    out = ["## Distributions of the numeric questions", ""]
+    out = ["## Distributions, quantiles and ranges", ""]
+    if not ranges.empty:
+        out += [
+            "Ranges of the ordinal questions at the end (estimate, interval, covered, theory_se: replication 0, the "
+            "interval from the plug-in covariance, `theory_se` the exact standard error at the true law; "
+            f"mean_estimate, rmse, coverage: over {reps} replication(s)):",
+            "",
+            _md_table(ranges),
+            "",
+        ]
     if not quantiles.empty:
         out += [
             "Quantiles at the end (estimate, interval, covered: replication 0; mean_estimate, rmse, coverage: over "
-            f"{reps} replication(s)); the truth is the answers' own quantile. Intervals: `ems/bootstrap` the "
-            "percentiles of a parametric bootstrap of EMS (EMS is biased: its smoothing trades bias for variance), "
+            f"{reps} replication(s)); the truth is the answers' own quantile (for an ordinal question, the index of "
+            "the answer from 0). Intervals: `ems/bootstrap` the basic "
+            "(reflected) intervals of a parametric bootstrap of EMS (EMS is biased: its smoothing trades bias for "
+            "variance, and the intervals cover only the part of the bias the bootstrap sees), "
             "`inversion/normal` where the exact normal band of the distribution function crosses the level:",
             "",
             _md_table(quantiles),
@@ -454,6 +466,10 @@ def _distributions(cdfs: pd.DataFrame) -> bytes:
     fig, axes = plt.subplots(1, len(tasks), figsize=(6.5 * len(tasks), 4.5), squeeze=False)
     for ax, task in zip(axes[0], tasks):
         g = cdfs[cdfs["task"] == task]
+        if g["edge"].isna().any():  # ordered answers (an ordinal question): at their positions
+            g = g.assign(edge=np.arange(len(g), dtype=float))
+            ax.set_xticks(g["edge"][:: max(1, len(g) // 8)])
+            ax.set_xticklabels([short_label(a) for a in g["answer"][:: max(1, len(g) // 8)]], rotation=30, ha="right")
         ax.fill_between(g["edge"], g["ci_low"].clip(0, 1), g["ci_high"].clip(0, 1), step="post", alpha=0.25,
                         color="C0", label="interval")  # fmt: skip
         ax.step(g["edge"], g["estimate"], where="post", color="C0", lw=1.4, label="estimate")

@@ -301,7 +301,7 @@ def _own_table(rows: pd.DataFrame) -> pd.Series:
 
 
 #: the rows of a numeric question's distribution task (their own section)
-DISTRIBUTION = ("cdf", "wasserstein1", "ks", "quantile")
+DISTRIBUTION = ("cdf", "wasserstein1", "ks", "quantile", "range")
 
 
 def final_quantiles(results: pd.DataFrame) -> pd.DataFrame:
@@ -319,6 +319,24 @@ def final_quantiles(results: pd.DataFrame) -> pd.DataFrame:
     )
     out = first[["truth", "estimate", "ci_low", "ci_high", "covered"]].join(agg).reset_index()
     return out.rename(columns={"category": "level"})[cols]
+
+
+def final_ranges(results: pd.DataFrame) -> pd.DataFrame:
+    """Ordinal questions' ranges at the last checkpoint: per task and range, replication 0's
+    estimate with its interval and exact standard error, and over replications the mean
+    estimate, the RMSE against the truth and the coverage of the intervals."""
+    cols = ["task", "range", "truth", "estimate", "ci_low", "ci_high", "covered", "theory_se", "mean_estimate", "rmse"]
+    cols += ["coverage"]
+    m = results[(results["quantity"] == "range") & (results["reason"] == "end")]
+    if m.empty:
+        return pd.DataFrame(columns=cols)
+    m = m.assign(covered=(m["ci_low"] <= m["truth"]) & (m["truth"] <= m["ci_high"]), error=m["estimate"] - m["truth"])
+    first = m[m["replication"] == m["replication"].min()].set_index(["task", "category"])
+    agg = m.groupby(["task", "category"], sort=False).agg(
+        mean_estimate=("estimate", "mean"), rmse=("error", rms), coverage=("covered", "mean")
+    )
+    out = first[["truth", "estimate", "ci_low", "ci_high", "covered", "theory"]].join(agg).reset_index()
+    return out.rename(columns={"category": "range", "theory": "theory_se"})[cols]
 
 
 def final_distances(results: pd.DataFrame) -> pd.DataFrame:
@@ -342,7 +360,7 @@ def final_cdfs(results: pd.DataFrame) -> pd.DataFrame:
     m = m[m["replication"] == m["replication"].min()] if not m.empty else m
     out = m[["task", "category", "estimate", "ci_low", "ci_high", "truth"]].copy()
     out["edge"] = pd.to_numeric(out["category"], errors="coerce")
-    return out.drop(columns=["category"]).reset_index(drop=True)
+    return out.rename(columns={"category": "answer"}).reset_index(drop=True)
 
 
 def tiers_table(results: pd.DataFrame) -> pd.DataFrame:

@@ -56,6 +56,38 @@ CASES = {
         ),
     ],
 }
+INCOME = (
+    '["None or less than $2,999", "$3,000-$4,999", "$5,000-$6,999", "$7,000-$8,999", "$9,000-$9,999", '
+    '"$10,000-$10,999", "$11,000-$11,999", "$12,000-$12,999", "$13,000-$13,999", "$14,000-$14,999", '
+    '"$15,000-$16,999", "$17,000-$19,999", "$20,000-$21,999", "$22,000-$24,999", "$25,000-$29,999", '
+    '"$30,000-$34,999", "$35,000-$39,999", "$40,000-$44,999", "$45,000-$49,999", "$50,000-$59,999", '
+    '"$60,000-$74,999", "$75,000-$89,999", "$90,000-$104,999", "$105,000 and over"]'
+)
+UNDER_30K = 'ranges = [{ name = "under 30k", first = "None or less than $2,999", last = "$25,000-$29,999" }]'
+CASES["ordinal"] = [
+    (
+        "income-hierarchical",
+        f'name = "income"\nkind = "ordinal"\nlabels = {INCOME}\n{UNDER_30K}\nquantiles = [0.5]\n'
+        'mechanism = { kind = "hierarchical", fanout = 3 }',
+        "income:ranges",
+        "range",
+        "under 30k",
+    ),
+    (
+        "income-haar",
+        f'name = "income"\nkind = "ordinal"\nlabels = {INCOME}\n{UNDER_30K}\nmechanism = {{ kind = "haar" }}',
+        "income:ranges",
+        "range",
+        "under 30k",
+    ),
+    (
+        "income-flat-oue",
+        f'name = "income"\nkind = "ordinal"\nlabels = {INCOME}\n{UNDER_30K}\nmechanism = {{ kind = "oue" }}',
+        "income:ranges",
+        "range",
+        "under 30k",
+    ),
+]
 ALL = [(kind, *case) for kind, cases in CASES.items() for case in cases]
 IDS = [f"{kind}-{case[0]}" for kind, cases in CASES.items() for case in cases]
 
@@ -115,6 +147,10 @@ def _band(variance: float, reps: int, alpha: float) -> tuple[float, float]:
 
 def _truth_and_bias(kind: str, case: str, sc) -> tuple[float, float, str]:
     """The truth of the linear estimate from the table itself, and its stated bias."""
+    if kind == "ordinal":  # the share of the table's rows in the first 15 brackets
+        answers = _column("income")
+        labels = sc.questions.questions[0].labels
+        return sum(a in labels[:15] for a in answers) / len(answers), 0.0, "under 30k"
     if kind == "categorical":
         answers = _column("vote")
         label = sc.questions.questions[0].labels[0]
@@ -130,7 +166,7 @@ def _truth_and_bias(kind: str, case: str, sc) -> tuple[float, float, str]:
 
 
 @pytest.mark.parametrize(
-    ("kind", "case", "question", "task", "quantity", "category"), sample(ALL, keep=[0, 1, 2]), ids=IDS
+    ("kind", "case", "question", "task", "quantity", "category"), sample(ALL, keep=[0, 1, 2, 4, 5]), ids=IDS
 )
 def test_linear_estimates_are_unbiased_or_off_by_their_stated_bias_with_their_stated_variance(
     kind, case, question, task, quantity, category
@@ -139,6 +175,8 @@ def test_linear_estimates_are_unbiased_or_off_by_their_stated_bias_with_their_st
     truth, bias, label = _truth_and_bias(kind, case, sc)
     # the budget table names a numeric question's mean "mean"; its result rows have no category
     cat = label if category is None else category
+    if kind == "ordinal":
+        cat = category
     var = sc.questions.variance.set_index(["question", "category"]).loc[(sc.questions.questions[0].name, cat or "mean")]
     assert var["truth"] == pytest.approx(truth, rel=1e-12)
     exact = float(var["var_split"])
@@ -195,7 +233,27 @@ def test_square_wave_distribution_rows_are_a_distribution_with_bootstrap_interva
     assert 0 <= w1["estimate"] < 5.0  # years: the age range is 82 wide
 
 
+BAD_ORDINAL = [
+    (f'name = "income"\nkind = "ordinal"\n{UNDER_30K}\nmechanism = {{ kind = "haar" }}', r"questions\[0\]\.labels: "),
+    (
+        f'name = "income"\nkind = "ordinal"\nlabels = {INCOME}\n{UNDER_30K.replace("$25,000-$29,999", "$25k")}\n'
+        'mechanism = { kind = "haar" }',
+        r"questions\[0\]\.ranges\[0\]\.last: got '\$25k'",
+    ),
+    (
+        f'name = "income"\nkind = "ordinal"\nlabels = {INCOME}\nmechanism = {{ kind = "hierarchical", fanout = 1 }}',
+        r"questions\[0\]\.mechanism\.fanout: ",
+    ),
+    (
+        f'name = "income"\nkind = "ordinal"\nlabels = {INCOME}\n'
+        'mechanism = { kind = "hierarchical", oracle = "oue" }',
+        r"questions\[0\]\.mechanism\.oracle: ",
+    ),
+    (f'name = "income"\nkind = "ordinal"\nlabels = {INCOME}\nmechanism = {{ kind = "tree" }}', r"mechanism\.kind: "),
+    (f'name = "income"\nkind = "ordinal"\nlabels = {INCOME}\nbins = 4\nmechanism = {{ kind = "haar" }}', r"\.bins: "),
+]
 BAD = {
+    "ordinal": BAD_ORDINAL,
     "categorical": [
         ('name = "vote"\nrange = [0, 1]\nmechanism = { kind = "randomized_response" }', r"questions\[0\]\.range: "),
         ('name = "vote"\nbins = 4\nmechanism = { kind = "randomized_response" }', r"questions\[0\]\.bins: "),

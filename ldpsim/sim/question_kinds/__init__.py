@@ -13,6 +13,7 @@ from ldpsim.errors import LdpSimError
 from ldpsim.sim.question_kinds.base import STRATEGIES, BuildContext, Question
 from ldpsim.sim.question_kinds.categorical import CategoricalQuestion
 from ldpsim.sim.question_kinds.numeric import NumericQuestion
+from ldpsim.sim.question_kinds.ordinal import OrdinalQuestion
 
 __all__ = ["STRATEGIES", "BuildContext", "Question", "question_kind", "question_kinds", "register", "unregister"]
 
@@ -50,3 +51,4 @@ def question_kind(kind: str, where: str) -> type[Question]:
 
 register(CategoricalQuestion)
 register(NumericQuestion)
+register(OrdinalQuestion)

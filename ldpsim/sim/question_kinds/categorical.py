@@ -59,11 +59,12 @@ class CategoricalQuestion(Question):
     def build(cls, ctx: BuildContext, q: QuestionSpec, i: int) -> tuple[CategoricalQuestion, TablePopulation | None]:
         at = f"questions[{i}]"
         spec, table = ctx.spec, ctx.table
-        for key in ("range", "estimate", "bins", "quantiles", "bootstrap"):
+        takes = {"ranges": "'ordinal'", "quantiles": "'numeric' or 'ordinal'"}
+        for key in ("range", "estimate", "bins", "quantiles", "bootstrap", "ranges"):
             if getattr(q, key) is not None:
                 raise LdpSimError(
                     f"{at}.{key}: got {show(getattr(q, key))}, expected no {key} for "
-                    "a categorical question (kind = 'numeric' takes one)"
+                    f"a {cls.kind} question (kind = {takes.get(key, repr('numeric'))} takes one)"
                 )
         tp = None
         if table is not None:

@@ -286,6 +286,14 @@ class QuestionsPopulationSpec(Model):
         return self
 
 
+class RangeSpec(Model):
+    """One range of an ordinal question: its name and its first and last answers."""
+
+    name: Annotated[str, Field(min_length=1, max_length=100)]
+    first: Annotated[str, Field(min_length=1, max_length=1000)]
+    last: Annotated[str, Field(min_length=1, max_length=1000)]
+
+
 class QuestionSpec(Model):
     """One ``[[questions]]`` entry."""
 
@@ -303,6 +311,8 @@ class QuestionSpec(Model):
         Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=1, max_length=99)] | None
     ) = None
     bootstrap: Annotated[int, Field(ge=20, le=10_000)] | None = None
+    #: ordinal questions: the ranges of answers whose shares the analyst estimates
+    ranges: Annotated[list[RangeSpec], Field(min_length=1, max_length=100)] | None = None
     #: numeric questions: the answers' range [lo, hi] (the mechanism's)
     range: Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=2, max_length=2)] | None = (
         None
