@@ -122,7 +122,7 @@ def test_run_prints_every_kind_of_scenario_within_the_width(tmp_path):
     assert n == 1
     (tmp_path / "anes" / "anes96.toml").write_text(text)
     out = fits("run", "anes/anes96.toml", "--out", "anes_run", "--no-progress", cwd=tmp_path)
-    assert "questions per respondent" in out and ":crosstab:" in out and "age:mean" in out
+    assert "questions per respondent" in out and ":crosstab:" in out and "age:distribution" in out
 
 
 def test_the_collection_table_is_split_and_every_value_of_summary_md_is_printed(tmp_path):

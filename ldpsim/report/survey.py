@@ -469,7 +469,8 @@ def _distributions(cdfs: pd.DataFrame) -> bytes:
         if g["edge"].isna().any():  # ordered answers (an ordinal question): at their positions
             g = g.assign(edge=np.arange(len(g), dtype=float))
             ax.set_xticks(g["edge"][:: max(1, len(g) // 8)])
-            ax.set_xticklabels([short_label(a) for a in g["answer"][:: max(1, len(g) // 8)]], rotation=30, ha="right")
+            ticks = [short_label(a).replace("$", r"\$") for a in g["answer"][:: max(1, len(g) // 8)]]
+            ax.set_xticklabels(ticks, rotation=30, ha="right")  # a "$" is text, not mathtext
         ax.fill_between(g["edge"], g["ci_low"].clip(0, 1), g["ci_high"].clip(0, 1), step="post", alpha=0.25,
                         color="C0", label="interval")  # fmt: skip
         ax.step(g["edge"], g["estimate"], where="post", color="C0", lw=1.4, label="estimate")
@@ -725,6 +726,30 @@ def console(result: Any) -> list[str]:
             else ["task", "truth", "mean_estimate", "rmse", "theory_se", "coverage"]
         )
         show(text_table(means[cols], na_rep="", float_format=lambda x: f"{x:.5g}", full=whole))
+    if qs is not None:  # ranges and quantiles of ordinal and numeric questions
+        one = spec.simulation.replications == 1
+        for frame, key in (
+            (summary.final_ranges(result.results), "range"),
+            (summary.final_quantiles(result.results), "level"),
+        ):
+            if frame.empty:
+                continue
+            cols = [
+                "task",
+                key,
+                "truth",
+                *(["estimate", "ci_low", "ci_high", "covered"] if one else ["mean_estimate", "rmse", "coverage"]),
+            ]
+            show(
+                text_table(
+                    frame[cols], na_rep="", float_format=lambda x: f"{x:.5g}", keys=_keys(frame[cols]), full=whole
+                )
+            )
+        distances = summary.final_distances(result.results)
+        for _, row in distances.iterrows():
+            say(
+                f"{row['task']}: Wasserstein-1 {row['wasserstein1']:.4g}, Kolmogorov-Smirnov {row['ks']:.4g} at the end"
+            )
     others = summary.other_task_totals(result.results)
     if qs is not None:  # the means are shown above
         others = others[others["quantity"] != "mean"] if not others.empty else others

@@ -244,14 +244,16 @@ def test_same_seed_same_bytes_whatever_the_workers(tmp_path):
 def test_the_shipped_scenario_runs_small(tmp_path):
     text = (SCENARIOS / "anes96.toml").read_text().replace("size = 1_000_000", "size = 20_000")
     sc = parse_scenario(text, str(SCENARIOS / "anes96.toml"))
-    assert [q.name for q in sc.questions.questions] == ["party_id", "self_lr", "education", "vote", "age"]
+    names = ["party_id", "self_lr", "education", "vote", "income", "age"]
+    assert [q.name for q in sc.questions.questions] == names
     assert _privacy(sc) == {"split": pytest.approx((2.0, 0.0)), "one_random": pytest.approx((2.0, 0.0))}
     result = run_scenario(sc, out=tmp_path / "run", progress=False)
     tasks = set(result.results["task"]) - {"engine"}
-    want = {f"{q}:frequency" for q in ["party_id", "self_lr", "education", "vote"]} | {"age:mean"}
+    want = {f"{q}:frequency" for q in names[:-1]} | {"income:ranges", "age:distribution"}
     assert tasks == want | {"education x vote:crosstab"}
     summary = (result.run_dir / "summary.md").read_text()
-    assert "## Budget strategies" in summary and "## Means of the numeric questions" in summary
+    assert "## Budget strategies" in summary and "## Distributions, quantiles and ranges" in summary
+    assert "| income:ranges | under $30,000 |" in summary and "| age:distribution | 0.5 |" in summary
     assert "## Cross-tabulations" in summary
     with (SCENARIOS / "data" / "anes96.csv").open(newline="", encoding="utf-8") as f:
         education = Counter(row["education"] for row in csv.DictReader(f))

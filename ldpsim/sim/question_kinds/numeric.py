@@ -251,8 +251,14 @@ class NumericQuestion(Question):
         """The exact variance of the mean's estimate from ``n`` reports."""
         if self.report_variance is not None:
             return self.report_variance[strategy] / n
-        mech, m = self.mechanisms[strategy], self.midpoints()
+        mech, m = self.mechanisms[strategy], self.centred_midpoints()
         return float(m @ mech.estimate_covariance(self.truth_histogram(), n) @ m)
+
+    def centred_midpoints(self) -> NDArray[np.float64]:
+        """The bucket midpoints less the range's centre ``c``: the mean is estimated as ``c +
+        sum (m_j - c) p_j``, unbiased like ``sum m_j p_j`` (the shares sum to 1) but without
+        the variance of the estimated shares' total times ``c^2``."""
+        return self.midpoints() - (self.lo + self.hi) / 2.0
 
     def midpoint_bias(self) -> float:
         """The exact bias of the midpoint mean of the true bucket shares."""
@@ -432,7 +438,8 @@ def _crossing(cdf: NDArray[np.float64], edges: NDArray[np.float64], level: float
 
 class BucketMeanTask(Task):
     """The mean of a numeric question reported as its bucket through a frequency oracle:
-    the bucket midpoints weighted by the unbiased estimate of the buckets' shares, with a
+    the bucket midpoints weighted by the unbiased estimate of the buckets' shares (centred
+    on the range's centre, :meth:`NumericQuestion.centred_midpoints`), with a
     normal interval from its exact standard error (its plug-in in ``std_error``). Unbiased
     for the midpoint mean; its exact bias against the answers' mean is
     :meth:`NumericQuestion.midpoint_bias`."""
@@ -446,7 +453,8 @@ class BucketMeanTask(Task):
         self.truth = float(question.prior[0])
         self.z = z_value(confidence)
         self.decoder = _BucketDecoder(mechanism, question.bins)
-        self.m = question.midpoints()
+        self.m = question.centred_midpoints()
+        self.centre = (question.lo + question.hi) / 2.0
         self.histogram = question.truth_histogram()
 
     def at_checkpoint(self, checkpoint: Checkpoint) -> list[dict[str, Any]]:
@@ -455,7 +463,7 @@ class BucketMeanTask(Task):
             est = lo = hi = plug = exact = float("nan")
         else:
             p, cov = self.decoder.unbiased(checkpoint.counts, n)
-            est = float(self.m @ p)
+            est = self.centre + float(self.m @ p)
             plug = math.sqrt(max(float(self.m @ cov @ self.m), 0.0))
             exact = math.sqrt(max(float(self.m @ self.mechanism.estimate_covariance(self.histogram, n) @ self.m), 0.0))
             lo, hi = est - self.z * exact, est + self.z * exact
