@@ -338,9 +338,18 @@ def _build_parser() -> argparse.ArgumentParser:
         "the points where two swap places. Writes recommend.csv, curves.csv, crossings.csv, recommend.png and "
         "summary.md under reports/recommend/ (or --out).",
     )
-    rec.add_argument("--k", type=int, required=True, help="number of answers (2 .. 10^7)")
-    rec.add_argument("--eps", type=float, required=True, help="privacy level of one report, in (0, 50]")
-    rec.add_argument("--n", type=float, required=True, help="number of respondents, e.g. 1e6")
+    rec.add_argument("--k", type=int, default=None, help="number of answers (2 .. 10^7); required without --survey")
+    rec.add_argument(
+        "--eps", type=float, default=None, help="privacy level of one report, in (0, 50]; required without --survey"
+    )
+    rec.add_argument("--n", type=float, default=None, help="number of respondents, e.g. 1e6; required without --survey")
+    rec.add_argument(
+        "--survey",
+        default=None,
+        metavar="FILE",
+        help="instead: a survey scenario with [[questions]] (a file or a shipped name): how to spend its budget, "
+        "the exact variances of the equal split, the optimal split and one random question, without running it",
+    )
     rec.add_argument(
         "--utility",
         default="mse",
@@ -977,10 +986,43 @@ def _number_list(tokens: Sequence[str], option: str, kind: type, expected: str) 
     return values
 
 
+def _recommend_survey(args: argparse.Namespace) -> int:
+    """``ldpsim recommend --survey FILE``: the budget's strategies side by side, not run."""
+    from ldpsim.report.survey import questions_console
+    from ldpsim.sim import load_scenario
+    from ldpsim.sim.scenario.questions import with_optimal_plan
+
+    for name in ("k", "eps", "n", "bits"):
+        if getattr(args, name) is not None:
+            raise LdpSimError(f"--{name}: got {getattr(args, name)!r}, expected none with --survey")
+    from ldpsim import _shipped
+    from ldpsim.sim.table import data_access
+
+    with data_access(True):  # a file the user typed: its tables may sit anywhere
+        try:
+            path = _shipped.resolve(args.survey)
+        except LdpSimError as exc:
+            raise LdpSimError(f"--survey: {str(exc).split(': ', 1)[1]}") from None
+        scenario = load_scenario(path)
+        qs = getattr(scenario, "questions", None)
+        if qs is None:
+            raise LdpSimError(f"--survey: got {args.survey!r}, expected a survey scenario with [[questions]]")
+        plan = with_optimal_plan(scenario.spec, qs, scenario.path)
+    for line in questions_console(plan):
+        print(line)
+    return 0
+
+
 def _recommend(args: argparse.Namespace) -> int:
     from ldpsim._files import OutputFolder
     from ldpsim.report import recommend as report
     from ldpsim.utility import recommend as rc
+
+    if args.survey is not None:
+        return _recommend_survey(args)
+    for name in ("k", "eps", "n"):
+        if getattr(args, name) is None:
+            raise LdpSimError(f"--{name}: got nothing, expected a value (or --survey FILE for a survey's budget)")
 
     rc.evaluate(args.k, args.eps, args.n, args.prior, args.utility, lp=False)  # checks every argument first
     n = int(args.n)

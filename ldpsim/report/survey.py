@@ -670,6 +670,28 @@ def _strategies(qs) -> list[str]:
         "",
         _md_table(per_answer[["question", "category", "truth", "se_split", "se_one_random"]]),
         "",
+        *_optimal_plan(qs),
+    ]
+
+
+def _optimal_plan(qs) -> list[str]:
+    """``[budget] strategy = "optimal"``: the plan beside the equal split and one random question."""
+    if getattr(qs, "plan", None) is None:
+        return []
+    per, totals = summary.optimal_plan(qs.plan, qs.variance, qs.count)
+    return [
+        'The optimal split (`[budget] strategy = "optimal"`): the eps of each question that minimise the '
+        "weighted sum of the questions' exact variances (each `weight` stated in `budget.weights`, else 1 over the "
+        "question's variance with the whole budget), found by a derivative-free search over the simplex from the "
+        "equal split; this run's `split` rows above are at these eps:",
+        "",
+        _md_table(per),
+        "",
+        "The weighted loss of each strategy, and its effective sample size relative to the equal split (how many "
+        "times the respondents the equal split would need for the same loss):",
+        "",
+        _md_table(totals),
+        "",
     ]
 
 
@@ -803,10 +825,8 @@ def questions_console(qs: Any, whole: Any = None) -> list[str]:
     privacy and the exact variances side by side (``whole``: the file that holds the table whole)."""
     out: list[str] = []
     say, show = sayer(out)
-    say(
-        f"{qs.count} questions per respondent, budget eps {qs.total:g}, "
-        f"strategy {qs.strategy}; exact privacy per respondent:"
-    )
+    how = qs.strategy if getattr(qs, "plan", None) is None else "optimal (a split at the eps below)"
+    say(f"{qs.count} questions per respondent, budget eps {qs.total:g}, strategy {how}; exact privacy per respondent:")
     for row in qs.privacy.to_dict("records"):
         mark = f"  (this{KEEP}run)" if row["strategy"] == qs.strategy else ""
         say(
@@ -818,4 +838,9 @@ def questions_console(qs: Any, whole: Any = None) -> list[str]:
         f"respondents (one_random: n / {qs.count} per question):"
     )
     show(text_table(summary.strategy_comparison(qs.variance), na_rep="", float_format=lambda x: f"{x:.4g}", full=whole))
+    if getattr(qs, "plan", None) is not None:
+        per, totals = summary.optimal_plan(qs.plan, qs.variance, qs.count)
+        say("budget strategy optimal: the eps of each question that minimise the weighted sum of exact variances:")
+        show(text_table(per, na_rep="", float_format=lambda x: f"{x:.4g}", full=whole))
+        show(text_table(totals, na_rep="", float_format=lambda x: f"{x:.4g}", full=whole))
     return out

@@ -479,3 +479,28 @@ def crosstab_cells(results: pd.DataFrame) -> pd.DataFrame:
         .rename(columns={"category": "cell", "theory": "exact_se"})
         .reset_index(drop=True)
     )
+
+
+def optimal_plan(plan: pd.DataFrame, variance: pd.DataFrame, count: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``[budget] strategy = "optimal"``: the per-question plan (weight, eps and summed exact
+    variance under the equal split and at the optimum), and the weighted loss ``sum_j w_j
+    V_j`` of the equal split, the optimum and one random question with the whole budget,
+    with each one's effective sample size relative to the equal split (the factor by which
+    the equal split would need more respondents to reach the same loss)."""
+    per = plan.copy()
+    one = variance.groupby("question", sort=False)["var_one_random"].sum()
+    weights = per.set_index("question")["weight"]
+    losses = {
+        "equal split": float((per["weight"] * per["var_equal"]).sum()),
+        "optimal split": float((per["weight"] * per["var_optimal"]).sum()),
+        "one random question": float((weights * one.reindex(weights.index).fillna(0.0)).sum()),
+    }
+    base = losses["equal split"]
+    totals = pd.DataFrame(
+        {
+            "strategy": list(losses),
+            "weighted_loss": list(losses.values()),
+            "effective_sample_size_gain": [base / v if v > 0 else float("nan") for v in losses.values()],
+        }
+    )
+    return per, totals

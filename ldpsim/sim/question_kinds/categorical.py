@@ -74,7 +74,7 @@ class CategoricalQuestion(Question):
             labels, prior = _from_law(q, at)
         mechanisms = {s: question_mechanism(spec, q, labels, prior, ctx.eps_of[s][i], at) for s in STRATEGIES}
         delta = float(q.mechanism.get("delta", 0.0) or 0.0)
-        loss = _item_loss(spec, q, labels, mechanisms[spec.budget.strategy], at)
+        loss = _item_loss(spec, q, labels, mechanisms[spec.budget.runs_as], at)
         return cls(q.name, mechanisms, delta, column, labels, prior, codes, loss), tp
 
     def answers(self, rows: NDArray[np.int64]) -> NDArray[np.int64]:

@@ -223,7 +223,7 @@ class NumericQuestion(Question):
     def tasks(self, name: str, mechanism: Any, spec: QuestionsScenarioSpec, expected_reports: int) -> list[Task]:
         confidence = confidence_of(spec.analyst.tasks)
         out: list[Task] = []
-        strategy = spec.budget.strategy
+        strategy = spec.budget.runs_as
         if "mean" in self.estimate:
             if self.bucketed:
                 out.append(BucketMeanTask(f"{name}:mean", self, mechanism, confidence))
@@ -235,17 +235,29 @@ class NumericQuestion(Question):
         return out
 
     def variance_rows(self, size: int, count: int) -> list[dict[str, Any]]:
-        if "mean" not in self.estimate:
-            return []
-        return [
-            {
-                "question": self.name,
-                "category": "mean",
-                "truth": float(self.prior[0]),
-                "var_split": self.mean_variance("split", size),
-                "var_one_random": self.mean_variance("one_random", size / count),
-            }
-        ]
+        rows = []
+        if "mean" in self.estimate:
+            rows.append(
+                {
+                    "question": self.name,
+                    "category": "mean",
+                    "truth": float(self.prior[0]),
+                    "var_split": self.mean_variance("split", size),
+                    "var_one_random": self.mean_variance("one_random", size / count),
+                }
+            )
+        if self.bucketed and self.wants_distribution:  # the buckets' shares, exact (EMS has no closed form)
+            h = self.truth_histogram()
+            rows.append(
+                {
+                    "question": self.name,
+                    "category": "buckets",
+                    "truth": 1.0,
+                    "var_split": float(self.mechanisms["split"].estimate_variance(h, float(size)).sum()),
+                    "var_one_random": float(self.mechanisms["one_random"].estimate_variance(h, size / count).sum()),
+                }
+            )
+        return rows
 
     def mean_variance(self, strategy: str, n: float) -> float:
         """The exact variance of the mean's estimate from ``n`` reports."""

@@ -102,7 +102,7 @@ class OrdinalQuestion(CategoricalQuestion):
 
     def tasks(self, name: str, mechanism: Any, spec: QuestionsScenarioSpec, expected_reports: int) -> list[Task]:
         out = super().tasks(name, mechanism, spec, expected_reports)
-        method = self.methods[spec.budget.strategy]
+        method = self.methods[spec.budget.runs_as]
         out.append(RangeTask(f"{name}:ranges", self, method, confidence_of(spec.analyst.tasks)))
         return out
 

@@ -89,6 +89,9 @@ class QuestionSet:
     type_codes: NDArray[np.int64] | None = None
     row_type: NDArray[np.int64] | None = None
     type_prior: NDArray[np.float64] | None = None
+    #: ``[budget] strategy = "optimal"``: per question its weight, eps and exact variance
+    #: under the equal split and at the optimum (:func:`optimal_budget`); None otherwise
+    plan: pd.DataFrame | None = None
 
     @property
     def types(self) -> int:
@@ -193,6 +196,11 @@ def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
     resample = pop.size is not None
     built: list[Question] = []
     first_column: TablePopulation | None = None
+    size = pop.size if pop.size is not None else table.rows  # type: ignore[union-attr]
+    plan = None
+    if spec.budget.strategy == "optimal":
+        plan = optimal_budget(spec, table, resample, eps_of, size)
+        eps_of["split"] = list(plan["eps_optimal"])
     ctx = BuildContext(spec, table, resample, eps_of)
     for i, q in enumerate(spec.questions):
         cls = question_kind(q.question_kind, f"questions[{i}].{q.kind_key}")
@@ -204,7 +212,6 @@ def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
             "analyst.reweight: got true, expected some question with loss = { by_answer = {...} } "
             "(reweighting corrects answer-dependent item non-response)"
         )
-    size = pop.size if pop.size is not None else table.rows  # type: ignore[union-attr]
     privacy, variance = _accounting(built, eps_of, size)
     crosstabs = _crosstabs(spec, built)
     types: tuple[Any, ...] = (None, None, None)
@@ -214,7 +221,7 @@ def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
             types = _types(built)
     return QuestionSet(
         tuple(built),
-        spec.budget.strategy,
+        spec.budget.runs_as,
         spec.budget.total,
         size,
         first_column,
@@ -224,8 +231,93 @@ def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
         privacy,
         variance,
         crosstabs,
-        *types,
+        type_codes=types[0],
+        row_type=types[1],
+        type_prior=types[2],
+        plan=plan,
     )
+
+
+def question_variance(spec: QuestionsScenarioSpec, ctx: BuildContext, i: int, size: int) -> float:
+    """The sum of the exact variances of question ``i``'s estimates (its rows of the budget
+    table) when every respondent answers it at ``ctx.eps_of["split"][i]``."""
+    q = spec.questions[i]
+    question, _ = question_kind(q.question_kind, f"questions[{i}].{q.kind_key}").build(ctx, q, i)
+    return float(sum(row["var_split"] for row in question.variance_rows(size, len(spec.questions))))
+
+
+def optimal_budget(
+    spec: QuestionsScenarioSpec, table: Table | None, resample: bool, eps_of: dict[str, list[float]], size: int
+) -> pd.DataFrame:
+    """``[budget] strategy = "optimal"``: the split of ``total`` over the questions that
+    minimises ``sum_j w_j V_j(eps_j)``, ``V_j`` question j's summed exact variance at
+    ``size`` respondents and ``w_j`` its weight (``budget.weights``, default ``1 / V_j(total)``:
+    each question's variance relative to its variance with the whole budget). Every ``V_j``
+    decreases in its eps; the minimum is found by SLSQP over the simplex of eps (in log
+    coordinates, from the equal split), each value exact. One row per question: its weight,
+    eps and variance under the equal split and at the optimum."""
+    from scipy.optimize import minimize
+
+    b = spec.budget
+    count = len(spec.questions)
+    names = [q.name for q in spec.questions]
+    for name in b.weights or {}:
+        if name not in names:
+            raise LdpSimError(f"budget.weights: got {name!r}, expected the name of a question ({', '.join(names)})")
+    cache: dict[tuple[int, float], float] = {}
+
+    def variance(j: int, eps: float) -> float:
+        key = (j, round(eps, 12))
+        if key not in cache:
+            trial = {
+                "split": [eps if i == j else eps_of["split"][i] for i in range(count)],
+                "one_random": eps_of["one_random"],
+            }
+            cache[key] = question_variance(spec, BuildContext(spec, table, resample, trial), j, size)
+        return cache[key]
+
+    whole = [variance(j, b.total) for j in range(count)]
+    weights = [float((b.weights or {}).get(n, 1.0 / w if w > 0 else 1.0)) for n, w in zip(names, whole)]
+    equal = [b.total / count] * count
+    if count == 1:
+        best = equal
+    else:
+
+        def objective(z: Any) -> float:
+            eps = np.exp(z)
+            eps = eps / eps.sum() * b.total
+            return math.fsum(w * variance(j, float(e)) for j, (w, e) in enumerate(zip(weights, eps)))
+
+        start = np.log(np.array(equal))
+        found = minimize(
+            objective, start, method="Nelder-Mead", options={"xatol": 1e-6, "fatol": 1e-12, "maxiter": 400 * count}
+        )
+        eps = np.exp(found.x)
+        best = list(eps / eps.sum() * b.total)
+        if objective(found.x) > objective(start):  # never worse than the equal split
+            best = equal
+    rows = [
+        {
+            "question": n,
+            "weight": w,
+            "eps_equal": e0,
+            "var_equal": variance(j, e0),
+            "eps_optimal": e1,
+            "var_optimal": variance(j, e1),
+        }
+        for j, (n, w, e0, e1) in enumerate(zip(names, weights, equal, best))
+    ]
+    return pd.DataFrame(rows)
+
+
+def with_optimal_plan(spec: QuestionsScenarioSpec, qs: QuestionSet, where: str) -> QuestionSet:
+    """The questions as ``[budget] strategy = "optimal"`` builds them (``qs`` itself when it
+    is), for ``ldpsim recommend --survey``: the strategies side by side without a run."""
+    if qs.plan is not None:
+        return qs
+    budget = spec.budget.model_copy(update={"strategy": "optimal"})
+    questions = [q.model_copy(update={"eps": None}) for q in spec.questions]
+    return build_questions(spec.model_copy(update={"budget": budget, "questions": questions}), where)
 
 
 def _check_aggregate(spec: QuestionsScenarioSpec, built: list[Question], crosstabs: tuple[Crosstab, ...]) -> None:
@@ -238,7 +330,7 @@ def _check_aggregate(spec: QuestionsScenarioSpec, built: list[Question], crossta
                 f"questions[{i}].{key}: got {q.kind!r} in aggregate mode, expected simulation.mode = "
                 f"'individual' for {q.kind} questions ({q.aggregate_problem(None)})"
             )
-        problem = q.aggregate_problem(q.mechanisms[spec.budget.strategy])
+        problem = q.aggregate_problem(q.mechanisms[spec.budget.runs_as])
         if problem is not None:
             raise LdpSimError(
                 f"questions[{i}].mechanism.kind: got {spec.questions[i].mechanism.get('kind')!r} in aggregate "
@@ -273,7 +365,7 @@ def _crosstabs(spec: QuestionsScenarioSpec, built: list[Question]) -> tuple[Cros
     ``split``; their product mechanism (built here: the analyst never builds mechanisms) and
     their true joint table."""
     entries = spec.analyst.crosstabs
-    if entries and spec.budget.strategy != "split":
+    if entries and spec.budget.runs_as != "split":
         raise LdpSimError(
             f"analyst.crosstabs: got {len(entries)} cross-tabulation(s) with budget.strategy = "
             f"{spec.budget.strategy!r}, expected budget.strategy = 'split' (under one_random nobody "
@@ -332,12 +424,15 @@ def _question_eps(spec: QuestionsScenarioSpec) -> dict[str, list[float]]:
     b = spec.budget
     qs = spec.questions
     stated = [q.eps for q in qs]
-    if b.strategy == "one_random":
+    if b.strategy in ("one_random", "optimal"):
+        why = {
+            "one_random": "each respondent answers one question with the whole budget.total",
+            "optimal": "the eps of each question is the solution",
+        }[b.strategy]
         for i, e in enumerate(stated):
             if e is not None:
                 raise LdpSimError(
-                    f"questions[{i}].eps: got {e!r}, expected no eps with budget.strategy = 'one_random' "
-                    "(each respondent answers one question with the whole budget.total)"
+                    f"questions[{i}].eps: got {e!r}, expected no eps with budget.strategy = {b.strategy!r} ({why})"
                 )
     if all(e is None for e in stated):
         split = [b.total / len(qs)] * len(qs)

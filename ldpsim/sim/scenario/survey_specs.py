@@ -357,10 +357,19 @@ class QuestionSpec(Model):
 
 
 class BudgetSpec(Model):
-    """``[budget]``: each respondent's privacy budget and how it is spent."""
+    """``[budget]``: each respondent's privacy budget and how it is spent (``optimal``: split,
+    at the eps of each question that minimise the weighted sum of the exact variances;
+    ``weights``: each question's weight by name, default 1 / its variance with the whole
+    budget, so that every question counts by its relative loss)."""
 
     total: PositiveFloat
-    strategy: Literal["split", "one_random"]
+    strategy: Literal["split", "one_random", "optimal"]
+    weights: Annotated[dict[str, PositiveFloat], Field(min_length=1)] | None = None
+
+    @property
+    def runs_as(self) -> str:
+        """How respondents answer: ``split`` (also under ``optimal``) or ``one_random``."""
+        return "one_random" if self.strategy == "one_random" else "split"
 
 
 class CrosstabSpec(Model):
