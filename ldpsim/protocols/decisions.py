@@ -238,9 +238,11 @@ def _symmetric_average(protocol: Protocol, task: Task, party: int, max_classes: 
     step = max(1, _CHUNK_ENTRIES // size)
     total = 0.0
     for first in range(0, combos, step):  # every combination of one row per class, in chunks
-        index = np.unravel_index(np.arange(first, min(first + step, combos)), shape)
-        logw = np.zeros(index[0].size)
-        post = np.ones((index[0].size, 1))
+        rows = np.arange(first, min(first + step, combos))
+        # no other party (k = 1): one combination, of no rows
+        index = np.unravel_index(rows, shape) if shape else ()
+        logw = np.zeros(rows.size)
+        post = np.ones((rows.size, 1))
         for (lw, posts), idx in zip(tables, index):
             logw += lw[idx]
             post = _convolve_rows(post, posts[idx])

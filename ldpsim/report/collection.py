@@ -244,7 +244,7 @@ def _central_figure(results: pd.DataFrame, delta: float) -> bytes:
     batch = cen[cen["category"] == "batch_min"].drop_duplicates("policy").set_index("policy")["estimate"]
     groups: dict[float, list[str]] = {}
     for policy, eps0 in local.items():
-        groups.setdefault(round(float(eps0), 12), []).append(str(policy))
+        groups.setdefault(float(f"{float(eps0):.12g}"), []).append(str(policy))  # 12 digits, not places: eps 1e-300
     fig, ax = plt.subplots(figsize=(7.8, 4.8))
     ns = np.unique(np.round(np.logspace(2, 6, 9)).astype(int))  # half decades, 100 to 10^6
     for i, (eps0, policies) in enumerate(groups.items()):

@@ -239,6 +239,20 @@ FOUND = [
     '[analyst]\ncheckpoints = { every_reports = 1 }\ntasks = [{ kind = "lrt", P0 = [0.15789473684210525, '
     '0.8421052631578947], P1 = [0.0, 1.0], alpha = 0.9999999999999999 }]\n\n[simulation]\nmode = "individual"\n'
     "replications = 1\nseed = 0\n",
+    # one party: the vectorised symmetric-function accuracy had no class to enumerate and
+    # np.unravel_index refused the empty shape (slow tier, fresh examples)
+    'kind = "multiparty"\nname = "fuzz_mp"\nprotocols = ["universal"]\n\n[parties]\nk = 1\neps = [0.5]\n'
+    'delta = [0.0]\np_one = [0.5]\n\n[task]\nkind = "threshold"\nt = 0\n\n[rounds]\ncount = 16\nbatch = 1\n'
+    "interval = 0.1\n\n[simulation]\nseed = 0\nreplications = 1\nalpha = 1e-300\n",
+    # a shuffled collection at local eps 1e-300: the central figure grouped policies by eps
+    # rounded to 12 places (0.0) and the report was refused after the results were written
+    'kind = "collection"\nname = "fuzz_collection"\npolicies = [{ name = "every report", kind = "filter", filter = '
+    '"basic", budget_eps = 1e-300, budget_delta = 0.0, exhausted = "stop" }, { name = "every report 1", kind = '
+    '"memoise", eps_permanent = 50.0 }]\n\n[population]\nlabels = ["a", "b"]\ndistribution = [1.0, 0.0]\nsize = 1'
+    '\n\n[collection]\nperiods = 1\nperiod = 1e-300\nschedule = { kind = "random", rate = 1.0 }\nchange = { kind '
+    '= "none" }\ndelta = 1e-300\n\n[mechanism]\nkind = "randomized_response"\neps = 1e-300\n\n[network]\nlatency '
+    '= { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\nconfidence = 1e-300\n\n[simulation]\nseed = '
+    "0\nreplications = 1\n\n[shuffler]\nwindow = 1e-300\ncompare = false\n",
 ]
 
 
