@@ -422,10 +422,21 @@ def _distribution_section(scenario, results: pd.DataFrame) -> list[str]:
     """## Distributions of the numeric questions: quantiles with intervals, and the distances."""
     quantiles, distances = summary.final_quantiles(results), summary.final_distances(results)
     ranges = summary.final_ranges(results)
-    if quantiles.empty and distances.empty and ranges.empty:
+    items = summary.final_items(results)
+    if quantiles.empty and distances.empty and ranges.empty and items.empty:
         return []
     reps = scenario.spec.simulation.replications
     out = ["## Distributions, quantiles and ranges", ""]
+    if not items.empty:
+        out += [
+            "Check-all-that-apply questions at the end of replication 0: each item's share through padding and "
+            "sampling (the interval from the plug-in covariance; `exact_se` at the true sets; `exact_bias` from sets "
+            "of more items than the padding length; `naive_se`: the exact standard error of one yes/no question per "
+            "item at eps / k, the alternative):",
+            "",
+            _md_table(items),
+            "",
+        ]
     if not ranges.empty:
         out += [
             "Ranges of the ordinal questions at the end (estimate, interval, covered, theory_se: replication 0, the "
@@ -765,6 +776,14 @@ def console(result: Any) -> list[str]:
             show(
                 text_table(
                     frame[cols], na_rep="", float_format=lambda x: f"{x:.5g}", keys=_keys(frame[cols]), full=whole
+                )
+            )
+        items = summary.final_items(result.results)
+        if not items.empty:
+            cols = ["task", "item", "truth", "estimate", "ci_low", "ci_high", "exact_bias", "naive_se"]
+            show(
+                text_table(
+                    items[cols], na_rep="", float_format=lambda x: f"{x:.5g}", keys=_keys(items[cols]), full=whole
                 )
             )
         distances = summary.final_distances(result.results)

@@ -301,7 +301,7 @@ def _own_table(rows: pd.DataFrame) -> pd.Series:
 
 
 #: the rows of a numeric question's distribution task (their own section)
-DISTRIBUTION = ("cdf", "wasserstein1", "ks", "quantile", "range")
+DISTRIBUTION = ("cdf", "wasserstein1", "ks", "quantile", "range", "item", "item_bias", "item_naive_se", "set_size_cdf")
 
 
 def final_quantiles(results: pd.DataFrame) -> pd.DataFrame:
@@ -504,3 +504,25 @@ def optimal_plan(plan: pd.DataFrame, variance: pd.DataFrame, count: int) -> tupl
         }
     )
     return per, totals
+
+
+def final_items(results: pd.DataFrame) -> pd.DataFrame:
+    """Check-all-that-apply questions at the end of replication 0: per task and item, the
+    estimate with its interval, the exact standard error and bias, and the exact standard
+    error one yes/no question per item at eps / k would have had."""
+    cols = ["task", "item", "truth", "estimate", "ci_low", "ci_high", "covered", "exact_se", "exact_bias", "naive_se"]
+    end = results[(results["reason"] == "end")]
+    m = end[end["quantity"] == "item"]
+    if m.empty:
+        return pd.DataFrame(columns=cols)
+    first = m["replication"].min()
+    m = m[m["replication"] == first].assign(
+        covered=lambda f: (f["ci_low"] <= f["truth"]) & (f["truth"] <= f["ci_high"])
+    )
+    extra = end[(end["replication"] == first) & end["quantity"].isin(["item_bias", "item_naive_se"])]
+    wide = extra.pivot_table(index=["task", "category"], columns="quantity", values="theory", sort=False)
+    out = m.set_index(["task", "category"])[["truth", "estimate", "ci_low", "ci_high", "covered", "theory"]].join(wide)
+    out = out.reset_index().rename(
+        columns={"category": "item", "theory": "exact_se", "item_bias": "exact_bias", "item_naive_se": "naive_se"}
+    )
+    return out[cols]

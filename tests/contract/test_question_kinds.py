@@ -88,16 +88,29 @@ CASES["ordinal"] = [
         "under 30k",
     ),
 ]
+ITEMS = '["tv", "radio", "newspaper", "web", "social"]'
+INCLUSION = [0.6, 0.3, 0.25, 0.55, 0.4]
+CASES["multiselect"] = [
+    (
+        "news-padding-2",
+        f'name = "news"\nkind = "multiselect"\nlabels = {ITEMS}\ninclusion = {INCLUSION}\n'
+        'mechanism = { kind = "padding", padding = 2 }',
+        "news:items",
+        "item",
+        "tv",
+    ),
+]
 ALL = [(kind, *case) for kind, cases in CASES.items() for case in cases]
 IDS = [f"{kind}-{case[0]}" for kind, cases in CASES.items() for case in cases]
 
 
 def _text(question: str, size: int = 2000, seed: int = 3, replications: int = 1) -> str:
+    # a question with a law of its own (multiselect's inclusion) needs no table
+    table = 'file = "data/anes96.csv"\n' if "inclusion" not in question else ""
     return f"""
 name = "kinds"
 [population]
-file = "data/anes96.csv"
-size = {size}
+{table}size = {size}
 [budget]
 total = 1.0
 strategy = "split"
@@ -147,6 +160,16 @@ def _band(variance: float, reps: int, alpha: float) -> tuple[float, float]:
 
 def _truth_and_bias(kind: str, case: str, sc) -> tuple[float, float, str]:
     """The truth of the linear estimate from the table itself, and its stated bias."""
+    if kind == "multiselect":  # every set of the 5 independent items, enumerated here
+        import itertools
+
+        shares, bias, ell = 0.0, 0.0, 2
+        for bits in itertools.product([0, 1], repeat=5):
+            pr = math.prod(p if b else 1 - p for p, b in zip(INCLUSION, bits))
+            if bits[0]:
+                shares += pr
+                bias += pr * (ell / max(sum(bits), ell) - 1)
+        return shares, bias, "tv"
     if kind == "ordinal":  # the share of the table's rows in the first 15 brackets
         answers = _column("income")
         labels = sc.questions.questions[0].labels
@@ -166,7 +189,7 @@ def _truth_and_bias(kind: str, case: str, sc) -> tuple[float, float, str]:
 
 
 @pytest.mark.parametrize(
-    ("kind", "case", "question", "task", "quantity", "category"), sample(ALL, keep=[0, 1, 2, 4, 5]), ids=IDS
+    ("kind", "case", "question", "task", "quantity", "category"), sample(ALL, keep=[0, 1, 2, 4, 5, 7]), ids=IDS
 )
 def test_linear_estimates_are_unbiased_or_off_by_their_stated_bias_with_their_stated_variance(
     kind, case, question, task, quantity, category
@@ -175,7 +198,7 @@ def test_linear_estimates_are_unbiased_or_off_by_their_stated_bias_with_their_st
     truth, bias, label = _truth_and_bias(kind, case, sc)
     # the budget table names a numeric question's mean "mean"; its result rows have no category
     cat = label if category is None else category
-    if kind == "ordinal":
+    if kind in ("ordinal", "multiselect"):
         cat = category
     var = sc.questions.variance.set_index(["question", "category"]).loc[(sc.questions.questions[0].name, cat or "mean")]
     assert var["truth"] == pytest.approx(truth, rel=1e-12)
@@ -252,7 +275,24 @@ BAD_ORDINAL = [
     (f'name = "income"\nkind = "ordinal"\nlabels = {INCOME}\nmechanism = {{ kind = "tree" }}', r"mechanism\.kind: "),
     (f'name = "income"\nkind = "ordinal"\nlabels = {INCOME}\nbins = 4\nmechanism = {{ kind = "haar" }}', r"\.bins: "),
 ]
+BAD_MULTISELECT = [
+    (
+        f'name = "news"\nkind = "multiselect"\nlabels = {ITEMS}\ninclusion = [0.5]\nmechanism = {{ kind = "padding" }}',
+        r"questions\[0\]\.inclusion: got \[0\.5\], expected one probability per item \(5\)",
+    ),
+    (
+        f'name = "news"\nkind = "multiselect"\nlabels = {ITEMS}\ninclusion = {INCLUSION}\n'
+        'mechanism = { kind = "padding", padding = 9 }',
+        r"questions\[0\]\.mechanism\.padding: got 9",
+    ),
+    (
+        f'name = "news"\nkind = "multiselect"\nlabels = {ITEMS}\ninclusion = {INCLUSION}\n'
+        'mechanism = { kind = "oue" }',
+        r"questions\[0\]\.mechanism\.kind: got 'oue', expected 'padding'",
+    ),
+]
 BAD = {
+    "multiselect": BAD_MULTISELECT,
     "ordinal": BAD_ORDINAL,
     "categorical": [
         ('name = "vote"\nrange = [0, 1]\nmechanism = { kind = "randomized_response" }', r"questions\[0\]\.range: "),
@@ -324,3 +364,36 @@ def test_nothing_outside_the_registry_asks_which_kind_a_question_is():
                 if any(isinstance(s, ast.Constant) and s.value in question_kinds() for s in sides):
                     found.append(f"{path.relative_to(package)}:{node.lineno}: compares a question kind's name")
     assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("ell", [1, 2, 3])
+def test_padding_and_sampling_has_the_exact_eps_of_its_closed_form_by_brute_force(ell):
+    """Every pair of sets of 3 items, every report: the largest log ratio of report
+    probabilities (each report's probability summed over the padded set, randomized
+    response over the items and the distinct dummies at eps0) is log((e^eps0 + l - 1) / l).
+    With one shared dummy symbol it would be eps0 itself: the amplified eps is not valid."""
+    import itertools
+
+    from ldpsim.sim.question_kinds.multiselect import padded_eps, padding_eps0
+
+    k, eps = 3, 1.0
+    eps0 = padding_eps0(eps, ell)
+
+    def worst(shared: bool) -> float:
+        m = k + (1 if shared else ell)
+        e = math.exp(eps0)
+        rr = np.full((m, m), 1 / (e + m - 1))
+        np.fill_diagonal(rr, e / (e + m - 1))
+        rows = []
+        for bits in itertools.product([0, 1], repeat=k):
+            items = [i for i in range(k) if bits[i]]
+            pad = [k if shared else k + j for j in range(max(0, ell - len(items)))]
+            padded = items + pad
+            rows.append(rr[padded].mean(axis=0))
+        rows = np.array(rows)
+        return float(np.max(np.log(rows[:, None, :] / rows[None, :, :])))
+
+    assert worst(shared=False) == pytest.approx(padded_eps(eps0, ell), rel=1e-12)
+    assert worst(shared=False) == pytest.approx(eps, rel=1e-12)  # the budget's eps is the exact one
+    if ell > 1:
+        assert worst(shared=True) == pytest.approx(eps0, rel=1e-12) and eps0 > eps
