@@ -2,12 +2,12 @@
 consistency) and HaarHRR, at d = 1024, eps = 1, n = 10^6.
 
 For every method: the exact mean variance of the workload (every range of the lengths
-``--lengths``, at least 64 by default) from :meth:`ldpsim.analyst.ranges.RangeMethod.
+``--lengths``, at least 64 by default) from :meth:`ldpsim.mechanisms.ranges.RangeMethod.
 range_variance` at the expected respondents per level, and the empirical mean squared
 error over ``--repetitions`` simulated collections (answers from a Beta(5, 2) law on the
 buckets, privatised and estimated; the truth is the law's share of each range), with the
 ratio of the two; the time to collect and answer. The fan-out with the smallest exact
-mean variance is :func:`ldpsim.analyst.ranges.optimal_fanout`'s.
+mean variance is :func:`ldpsim.mechanisms.ranges.optimal_fanout`'s.
 
 Run from the repo root: ``python benchmarks/bench_ranges.py [--n 1000000]``.
 """
@@ -20,7 +20,7 @@ import numpy as np
 from scipy import stats
 
 from _common import parser, report
-from ldpsim.analyst.ranges import FlatRanges, HaarRanges, HierarchicalRanges, range_matrix, ranges_of_length
+from ldpsim.mechanisms.ranges import FlatRanges, HaarRanges, HierarchicalRanges, range_matrix, ranges_of_length
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ Exact root mean squared error of range answers, averaged over every range of eac
 for the flat method (OUE), hierarchical trees (fan-out 4, with and without consistency)
 and HaarHRR, at d = 1024 ordered answers, eps = 1, n = 10^6 respondents (answers from a
 Beta(5, 2) law on the buckets). No simulation: the variances are
-:meth:`ldpsim.analyst.ranges.RangeMethod.range_variance` at the expected respondents per
+:meth:`ldpsim.mechanisms.ranges.RangeMethod.range_variance` at the expected respondents per
 level (``bench_ranges.py`` checks them against simulated collections).
 
 Run from the repo root: ``python benchmarks/fig_ranges.py [--figure PATH]``.
@@ -16,7 +16,7 @@ import numpy as np
 from scipy import stats
 
 from _common import REPO_ROOT, parser, report
-from ldpsim.analyst.ranges import FlatRanges, HaarRanges, HierarchicalRanges, ranges_of_length
+from ldpsim.mechanisms.ranges import FlatRanges, HaarRanges, HierarchicalRanges, ranges_of_length
 from ldpsim.report.figures import plt, png_bytes, quiet_figures
 
 

@@ -397,3 +397,22 @@ def test_padding_and_sampling_has_the_exact_eps_of_its_closed_form_by_brute_forc
     assert worst(shared=False) == pytest.approx(eps, rel=1e-12)  # the budget's eps is the exact one
     if ell > 1:
         assert worst(shared=True) == pytest.approx(eps0, rel=1e-12) and eps0 > eps
+
+
+@pytest.mark.parametrize("k", [5, 18])  # the table of every set, and the path past 16 items
+def test_padding_and_sampling_picks_each_slot_of_the_padded_set_uniformly(k):
+    """For sets of 0, 1, 3 and all 5 first items (padding 2): the sampled symbol's counts
+    over 60,000 respondents against uniform over the padded set (items, then dummies
+    d_1 .. d_(l - |S|)), by Pearson's chi-square test at the suite's false-failure probability."""
+    from ldpsim.sim.question_kinds.multiselect import PaddingSampling
+
+    ps = PaddingSampling(k, 2, 1.0)
+    rng = np.random.default_rng(5)
+    for items in ([], [1], [0, 2, 4], [0, 1, 2, 3, 4]):
+        mask = sum(1 << i for i in items)
+        padded = items + [k + j for j in range(max(0, 2 - len(items)))]
+        got = np.bincount(ps.sample_items(np.full(60_000, mask, dtype=np.int64), rng), minlength=k + 2)
+        assert got[[s for s in range(k + 2) if s not in padded]].sum() == 0
+        expected = 60_000 / len(padded)
+        chi2 = float(((got[padded] - expected) ** 2 / expected).sum())
+        assert len(padded) == 1 or stats.chi2.sf(chi2, len(padded) - 1) > FALSE_FAILURE / 8

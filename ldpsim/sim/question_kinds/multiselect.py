@@ -84,15 +84,40 @@ class PaddingSampling:
         return padded_eps(self.eps0, self.padding)
 
     def sample_items(self, masks: NDArray[np.int64], rng: np.random.Generator) -> NDArray[np.int64]:
-        """Each respondent's sampled item (``k + j - 1`` for dummy ``d_j``), vectorised."""
-        bits = _bits(np.asarray(masks, dtype=np.int64), self.k)
+        """Each respondent's sampled item (``k + j - 1`` for dummy ``d_j``), vectorised: a
+        uniform slot of the padded set (exact: each respondent its own bound), then the item
+        in that slot, read from a table of every set when there are at most 16 items."""
+        masks = np.asarray(masks, dtype=np.int64)
+        if self.k <= 16:
+            table, sizes = self._slots()
+            size = sizes[masks]
+            j = rng.integers(0, np.maximum(size, self.padding))
+            return table[masks, j]
+        bits = _bits(masks, self.k)
         size = bits.sum(axis=1)
-        slots = np.maximum(size, self.padding)
-        j = np.minimum((rng.random(size.size) * slots).astype(np.int64), slots - 1)
-        real = j < size
+        j = rng.integers(0, np.maximum(size, self.padding))
         rank = np.cumsum(bits, axis=1)  # the (j + 1)-th set bit is where rank first reaches j + 1
         item = np.argmax(rank > j[:, None], axis=1)
-        return np.where(real, item, self.k + (j - size)).astype(np.int64)
+        return np.where(j < size, item, self.k + (j - size)).astype(np.int64)
+
+    def _slots(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """For every set (bit mask) the item in each slot of its padded set, and its size."""
+        cached = self.__dict__.get("_slot_table")
+        if cached is None:
+            sets = np.arange(1 << self.k, dtype=np.int64)
+            bits = _bits(sets, self.k)
+            sizes = bits.sum(axis=1).astype(np.int64)
+            width = max(self.k, self.padding)
+            table = np.empty((sets.size, width), dtype=np.int64)
+            for m in range(sets.size):
+                items = np.flatnonzero(bits[m])
+                pad = self.k + np.arange(max(0, self.padding - items.size))
+                row = np.concatenate([items, pad])
+                table[m, : row.size] = row
+                table[m, row.size :] = -1
+            cached = (table, sizes)
+            self.__dict__["_slot_table"] = cached
+        return cached
 
     def privatize(self, masks: Any, rng: Any = None) -> NDArray[np.int64]:
         gen = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng

@@ -1,7 +1,7 @@
 """Ordinal questions (``kind = "ordinal"``): ordered answers (income brackets, age in
 years), whose analyst estimates the shares of ranges of answers (``ranges``), the
 distribution function at every answer and, with ``quantiles``, the answers where it
-crosses each level, all with exact variances (:mod:`ldpsim.analyst.ranges`).
+crosses each level, all with exact variances (:mod:`ldpsim.mechanisms.ranges`).
 
 The answers are given as for a categorical question (labels in order with a law, or a
 table column with ``labels`` giving their order). ``mechanism`` chooses the method:
@@ -31,9 +31,9 @@ from numpy.typing import NDArray
 
 from ldpsim.analyst import norm_sub
 from ldpsim.analyst.estimation import z_value
-from ldpsim.analyst.ranges import FlatRanges, HaarRanges, HierarchicalRanges, RangeMethod, optimal_fanout
 from ldpsim.errors import LdpSimError, show
 from ldpsim.mechanisms import catalog
+from ldpsim.mechanisms.ranges import FlatRanges, HaarRanges, HierarchicalRanges, RangeMethod, optimal_fanout
 from ldpsim.sim.question_kinds.base import STRATEGIES, BuildContext
 from ldpsim.sim.question_kinds.categorical import CategoricalQuestion, _from_law, _from_table
 from ldpsim.sim.scenario.survey_specs import QuestionSpec, QuestionsScenarioSpec

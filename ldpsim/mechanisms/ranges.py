@@ -45,6 +45,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from ldpsim import _validate as v
 from ldpsim.errors import invalid
+from ldpsim.mechanisms import catalog
+from ldpsim.mechanisms.finite import MatrixMechanism
 
 __all__ = [
     "FlatRanges",
@@ -151,8 +153,6 @@ def _answers(answers: ArrayLike, d: int) -> NDArray[np.int64]:
 
 
 def _oracle(oracle: str, eps: float, k: int) -> Any:
-    from ldpsim.mechanisms import catalog
-
     return catalog.build(oracle, eps=eps, k=k)
 
 
@@ -246,8 +246,6 @@ class HierarchicalRanges(RangeMethod):
         """One finite mechanism: a report is ``(level, the level oracle's output)``, output
         ``offset(level) + y``; ``Q[x, offset(l) + y] = Q_l[node_l(x), y] / h`` (each level's
         oracle must be finite: ``randomized_response``, ``hadamard_response``, ...)."""
-        from ldpsim.mechanisms.finite import MatrixMechanism
-
         blocks = []
         for level, mech in enumerate(self.mechanisms, start=1):
             if getattr(mech, "output_size", None) is None or not hasattr(mech, "log_matrix"):
@@ -257,7 +255,19 @@ class HierarchicalRanges(RangeMethod):
             width = self.fanout ** (self.height - level)
             blocks.append(mech.log_matrix[np.arange(self.d) // width] - math.log(self.height))
         params = {"eps": self.eps, "fanout": self.fanout, "oracle": self.oracle, "k": self.d}
-        return MatrixMechanism(np.concatenate(blocks, axis=1), name="hierarchical", params=params)
+        return _Composed(np.concatenate(blocks, axis=1), self._report, name="hierarchical", params=params)
+
+    def _report(self, x: NDArray[np.int64], rng: np.random.Generator) -> NDArray[np.int64]:
+        """Each respondent's report: a uniform level, then its oracle's output, after the
+        outputs of the levels above."""
+        offsets = np.cumsum([0] + [m.output_size for m in self.mechanisms])
+        level = rng.integers(0, self.height, size=x.size)
+        out = np.empty(x.size, dtype=np.int64)
+        for i, mech in enumerate(self.mechanisms):
+            mine = level == i
+            width = self.fanout ** (self.height - (i + 1))
+            out[mine] = offsets[i] + mech.privatize(x[mine] // width, rng)
+        return out
 
     def from_counts(self, counts: ArrayLike) -> Collected:
         c = np.asarray(counts, dtype=np.int64)
@@ -354,6 +364,19 @@ def _parity(x: NDArray[np.int64]) -> NDArray[np.int64]:
     return x & 1
 
 
+class _Composed(MatrixMechanism):
+    """A finite mechanism given by its matrix whose reports are drawn the way a respondent
+    makes them (a level or depth, then its report; ``sample(x, rng)``), not by the alias
+    tables of the whole matrix: the same law, a few passes over the respondents."""
+
+    def __init__(self, log_matrix: NDArray[np.float64], sample: Any, **kwargs: Any) -> None:
+        super().__init__(log_matrix, **kwargs)
+        self._sample = sample
+
+    def _privatize_chunk(self, x: NDArray[np.integer], rng: np.random.Generator) -> NDArray[np.int64]:
+        return np.asarray(self._sample(np.asarray(x, dtype=np.int64), rng), dtype=np.int64)
+
+
 @dataclass
 class HaarRanges(RangeMethod):
     """HaarHRR: Haar coefficients of the binary tree through Hadamard randomized response."""
@@ -391,8 +414,6 @@ class HaarRanges(RangeMethod):
         """One finite mechanism: a report is ``(depth j, row r, sign s)``, output ``offset(j) +
         2 r + (s < 0)``, with probability ``(1/h)(1/2^j)`` times ``keep`` when ``s`` is the
         answer's coefficient sign times ``H[r, node]``, else ``1 - keep``."""
-        from ldpsim.mechanisms.finite import MatrixMechanism
-
         h, x = self.height, np.arange(self.d)
         blocks = []
         for j in range(h):
@@ -405,7 +426,22 @@ class HaarRanges(RangeMethod):
             plus = np.where(truth > 0, math.log(self.keep), math.log1p(-self.keep)) + base
             minus = np.where(truth < 0, math.log(self.keep), math.log1p(-self.keep)) + base
             blocks.append(np.stack([plus, minus], axis=2).reshape(self.d, 2 * m))
-        return MatrixMechanism(np.concatenate(blocks, axis=1), name="haar", params={"eps": self.eps, "k": self.d})
+        return _Composed(
+            np.concatenate(blocks, axis=1), self._report, name="haar", params={"eps": self.eps, "k": self.d}
+        )
+
+    def _report(self, x: NDArray[np.int64], rng: np.random.Generator) -> NDArray[np.int64]:
+        """Each respondent's report: a uniform depth, a uniform Hadamard row below 2^depth,
+        the sign kept or flipped; output ``offset(depth) + 2 row + (sign < 0)``."""
+        h = self.height
+        offsets = np.cumsum([0] + [2 * (1 << j) for j in range(h)])
+        depth = rng.integers(0, h, size=x.size)
+        rows = rng.integers(0, np.left_shift(1, depth))  # uniform below 2^depth, each its own bound
+        node = x >> (h - depth)
+        sign = 1 - 2 * ((x >> (h - depth - 1)) & 1)
+        s = sign * (1 - 2 * _parity(rows & node))
+        s = np.where(rng.random(x.size) < self.keep, s, -s)
+        return offsets[depth] + 2 * rows + (s < 0)
 
     def from_counts(self, counts: ArrayLike) -> Collected:
         c = np.asarray(counts, dtype=np.int64)
