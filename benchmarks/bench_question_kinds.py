@@ -26,8 +26,8 @@ import numpy as np
 from _common import parser, report
 from ldpsim.analyst import frequency_estimate
 from ldpsim.analyst.distribution import em_counts, square_wave_transition
-from ldpsim.mechanisms.ranges import HaarRanges, HierarchicalRanges, ranges_of_length
 from ldpsim.mechanisms import catalog
+from ldpsim.mechanisms.ranges import HaarRanges, HierarchicalRanges, ranges_of_length
 from ldpsim.sim.question_kinds.multiselect import PaddingSampling
 
 

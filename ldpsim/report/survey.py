@@ -423,10 +423,20 @@ def _distribution_section(scenario, results: pd.DataFrame) -> list[str]:
     quantiles, distances = summary.final_quantiles(results), summary.final_distances(results)
     ranges = summary.final_ranges(results)
     items = summary.final_items(results)
-    if quantiles.empty and distances.empty and ranges.empty and items.empty:
+    keys = summary.final_keys(results)
+    if quantiles.empty and distances.empty and ranges.empty and items.empty and keys.empty:
         return []
     reps = scenario.spec.simulation.replications
     out = ["## Distributions, quantiles and ranges", ""]
+    if not keys.empty:
+        out += [
+            "Key-value questions at the end of replication 0 (PCKV): each key's frequency with its exact standard "
+            "error and exact bias (from sets of more keys than the padding length), and its mean value among its "
+            "holders (a ratio: its standard error by the delta method):",
+            "",
+            _md_table(keys),
+            "",
+        ]
     if not items.empty:
         out += [
             "Check-all-that-apply questions at the end of replication 0: each item's share through padding and "
@@ -777,6 +787,12 @@ def console(result: Any) -> list[str]:
                 text_table(
                     frame[cols], na_rep="", float_format=lambda x: f"{x:.5g}", keys=_keys(frame[cols]), full=whole
                 )
+            )
+        keys = summary.final_keys(result.results)
+        if not keys.empty:
+            cols = ["task", "key", "truth", "frequency", "frequency_bias", "true_mean", "mean", "mean_se"]
+            show(
+                text_table(keys[cols], na_rep="", float_format=lambda x: f"{x:.5g}", keys=_keys(keys[cols]), full=whole)
             )
         items = summary.final_items(result.results)
         if not items.empty:

@@ -301,7 +301,20 @@ def _own_table(rows: pd.DataFrame) -> pd.Series:
 
 
 #: the rows of a numeric question's distribution task (their own section)
-DISTRIBUTION = ("cdf", "wasserstein1", "ks", "quantile", "range", "item", "item_bias", "item_naive_se", "set_size_cdf")
+DISTRIBUTION = (
+    "cdf",
+    "wasserstein1",
+    "ks",
+    "quantile",
+    "range",
+    "item",
+    "item_bias",
+    "item_naive_se",
+    "set_size_cdf",
+    "key_frequency",
+    "key_bias",
+    "key_mean",
+)
 
 
 def final_quantiles(results: pd.DataFrame) -> pd.DataFrame:
@@ -526,3 +539,35 @@ def final_items(results: pd.DataFrame) -> pd.DataFrame:
         columns={"category": "item", "theory": "exact_se", "item_bias": "exact_bias", "item_naive_se": "naive_se"}
     )
     return out[cols]
+
+
+def final_keys(results: pd.DataFrame) -> pd.DataFrame:
+    """Key-value questions at the end of replication 0: per task and key, the frequency with
+    its interval, exact standard error and exact bias, and the mean value with its interval
+    and delta-method standard error."""
+    cols = ["task", "key", "truth", "frequency", "frequency_se", "frequency_bias", "true_mean", "mean", "mean_low"]
+    cols += ["mean_high", "mean_se"]
+    end = results[results["reason"] == "end"]
+    m = end[end["quantity"] == "key_frequency"]
+    if m.empty:
+        return pd.DataFrame(columns=cols)
+    first = m["replication"].min()
+    end = end[end["replication"] == first]
+    idx = ["task", "category"]
+    freq = end[end["quantity"] == "key_frequency"].set_index(idx)
+    bias = end[end["quantity"] == "key_bias"].set_index(idx)["theory"]
+    mean = end[end["quantity"] == "key_mean"].set_index(idx)
+    out = pd.DataFrame(
+        {
+            "truth": freq["truth"],
+            "frequency": freq["estimate"],
+            "frequency_se": freq["theory"],
+            "frequency_bias": bias,
+            "true_mean": mean["truth"],
+            "mean": mean["estimate"],
+            "mean_low": mean["ci_low"],
+            "mean_high": mean["ci_high"],
+            "mean_se": mean["theory"],
+        }
+    ).reset_index()
+    return out.rename(columns={"category": "key"})[cols]

@@ -100,13 +100,20 @@ CASES["multiselect"] = [
         "tv",
     ),
 ]
+KEYS = '["mail", "maps", "music", "chat"]'
+PRESENCE = [0.8, 0.5, 0.4, 0.7]
+MEANS = [0.2, -0.5, 0.6, 0.1]
+KV = f'name = "apps"\nkind = "keyvalue"\nlabels = {KEYS}\ninclusion = {PRESENCE}\nvalues = {MEANS}\n'
+CASES["keyvalue"] = [
+    ("apps-pckv-2", KV + 'mechanism = { kind = "pckv", padding = 2 }', "apps:keys", "key_frequency", "maps"),
+]
 ALL = [(kind, *case) for kind, cases in CASES.items() for case in cases]
 IDS = [f"{kind}-{case[0]}" for kind, cases in CASES.items() for case in cases]
 
 
 def _text(question: str, size: int = 2000, seed: int = 3, replications: int = 1) -> str:
     # a question with a law of its own (multiselect's inclusion) needs no table
-    table = 'file = "data/anes96.csv"\n' if "inclusion" not in question else ""
+    table = 'file = "data/anes96.csv"\n' if "inclusion" not in question else ""  # multiselect, keyvalue
     return f"""
 name = "kinds"
 [population]
@@ -160,6 +167,15 @@ def _band(variance: float, reps: int, alpha: float) -> tuple[float, float]:
 
 def _truth_and_bias(kind: str, case: str, sc) -> tuple[float, float, str]:
     """The truth of the linear estimate from the table itself, and its stated bias."""
+    if kind == "keyvalue":  # every set of the 4 independent keys, enumerated here
+        import itertools
+
+        bias, ell = 0.0, 2
+        for bits in itertools.product([0, 1], repeat=4):
+            pr = math.prod(p if b else 1 - p for p, b in zip(PRESENCE, bits))
+            if bits[1]:
+                bias += pr * (ell / max(sum(bits), ell) - 1)
+        return PRESENCE[1], bias, "maps"
     if kind == "multiselect":  # every set of the 5 independent items, enumerated here
         import itertools
 
@@ -189,7 +205,7 @@ def _truth_and_bias(kind: str, case: str, sc) -> tuple[float, float, str]:
 
 
 @pytest.mark.parametrize(
-    ("kind", "case", "question", "task", "quantity", "category"), sample(ALL, keep=[0, 1, 2, 4, 5, 7]), ids=IDS
+    ("kind", "case", "question", "task", "quantity", "category"), sample(ALL, keep=[0, 1, 2, 4, 5, 7, 8]), ids=IDS
 )
 def test_linear_estimates_are_unbiased_or_off_by_their_stated_bias_with_their_stated_variance(
     kind, case, question, task, quantity, category
@@ -198,7 +214,7 @@ def test_linear_estimates_are_unbiased_or_off_by_their_stated_bias_with_their_st
     truth, bias, label = _truth_and_bias(kind, case, sc)
     # the budget table names a numeric question's mean "mean"; its result rows have no category
     cat = label if category is None else category
-    if kind in ("ordinal", "multiselect"):
+    if kind in ("ordinal", "multiselect", "keyvalue"):
         cat = category
     var = sc.questions.variance.set_index(["question", "category"]).loc[(sc.questions.questions[0].name, cat or "mean")]
     assert var["truth"] == pytest.approx(truth, rel=1e-12)
@@ -291,7 +307,14 @@ BAD_MULTISELECT = [
         r"questions\[0\]\.mechanism\.kind: got 'oue', expected 'padding'",
     ),
 ]
+BAD_KEYVALUE = [
+    (KV.replace(f"values = {MEANS}", "values = [0.2, 2.0, 0.6, 0.1]") + 'mechanism = { kind = "pckv" }', r"\.values: "),
+    (KV + 'mechanism = { kind = "pckv", padding = 5 }', r"questions\[0\]\.mechanism\.padding: got 5"),
+    (KV + 'mechanism = { kind = "pckv", value_share = 1.0 }', r"questions\[0\]\.mechanism\.value_share: "),
+    (KV + 'mechanism = { kind = "olh" }', r"questions\[0\]\.mechanism\.kind: got 'olh', expected 'pckv'"),
+]
 BAD = {
+    "keyvalue": BAD_KEYVALUE,
     "multiselect": BAD_MULTISELECT,
     "ordinal": BAD_ORDINAL,
     "categorical": [
@@ -416,3 +439,38 @@ def test_padding_and_sampling_picks_each_slot_of_the_padded_set_uniformly(k):
         expected = 60_000 / len(padded)
         chi2 = float(((got[padded] - expected) ** 2 / expected).sum())
         assert len(padded) == 1 or stats.chi2.sf(chi2, len(padded) - 1) > FALSE_FAILURE / 8
+
+
+@pytest.mark.parametrize(("ell", "share"), [(1, 0.5), (2, 0.3), (3, 0.7)])
+def test_pckv_exact_eps_is_its_closed_form_by_brute_force(ell, share):
+    """Every pair of key-value sets over 3 keys, values +-1 (the extremes a value's
+    discretisation can reach), every report: the largest log ratio of report probabilities
+    is the closed form's, and the scenario's split of eps1 and eps2 makes it the budget's."""
+    import itertools
+
+    from ldpsim.sim.question_kinds.keyvalue import PCKV
+
+    d, eps = 3, 1.0
+    mech = PCKV(d, ell, eps, share)
+    keys = d + ell
+    rows = []
+    for held in itertools.product([0, 1], repeat=d):
+        for signs in itertools.product([1, -1], repeat=d):
+            pairs = [(k, signs[k]) for k in range(d) if held[k]]
+            pairs += [(d + j, 0) for j in range(max(0, ell - len(pairs)))]
+            row = np.zeros(2 * keys)
+            for k, v in pairs:
+                for out_k in range(keys):
+                    for out_s in (1, -1):
+                        if out_k == k:
+                            up = (1 + v) / 2  # the discretised value is +1 with this probability
+                            same = up if out_s == 1 else 1 - up
+                            pr = mech.a * (mech.p * same + (1 - mech.p) * (1 - same))
+                        else:
+                            pr = mech.b / 2
+                        row[2 * out_k + (out_s < 0)] += pr / len(pairs)
+            rows.append(row)
+    rows = np.array(rows)
+    worst = float(np.max(np.log(rows[:, None, :] / rows[None, :, :])))
+    assert worst == pytest.approx(mech.epsilon(), rel=1e-9)
+    assert mech.epsilon() == pytest.approx(eps, rel=1e-9)

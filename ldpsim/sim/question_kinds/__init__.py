@@ -12,6 +12,7 @@ from ldpsim._text import did_you_mean
 from ldpsim.errors import LdpSimError
 from ldpsim.sim.question_kinds.base import STRATEGIES, BuildContext, Question
 from ldpsim.sim.question_kinds.categorical import CategoricalQuestion
+from ldpsim.sim.question_kinds.keyvalue import KeyValueQuestion
 from ldpsim.sim.question_kinds.multiselect import MultiselectQuestion
 from ldpsim.sim.question_kinds.numeric import NumericQuestion
 from ldpsim.sim.question_kinds.ordinal import OrdinalQuestion
@@ -54,3 +55,4 @@ register(CategoricalQuestion)
 register(NumericQuestion)
 register(OrdinalQuestion)
 register(MultiselectQuestion)
+register(KeyValueQuestion)

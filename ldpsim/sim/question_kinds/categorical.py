@@ -59,8 +59,13 @@ class CategoricalQuestion(Question):
     def build(cls, ctx: BuildContext, q: QuestionSpec, i: int) -> tuple[CategoricalQuestion, TablePopulation | None]:
         at = f"questions[{i}]"
         spec, table = ctx.spec, ctx.table
-        takes = {"ranges": "'ordinal'", "quantiles": "'numeric' or 'ordinal'", "inclusion": "'multiselect'"}
-        for key in ("range", "estimate", "bins", "quantiles", "bootstrap", "ranges", "inclusion"):
+        takes = {
+            "ranges": "'ordinal'",
+            "quantiles": "'numeric' or 'ordinal'",
+            "inclusion": "'multiselect' or 'keyvalue'",
+            "values": "'keyvalue'",
+        }
+        for key in ("range", "estimate", "bins", "quantiles", "bootstrap", "ranges", "inclusion", "values"):
             if getattr(q, key) is not None:
                 raise LdpSimError(
                     f"{at}.{key}: got {show(getattr(q, key))}, expected no {key} for "

@@ -208,7 +208,18 @@ class MultiselectQuestion(Question):
     def build(cls, ctx: BuildContext, q: QuestionSpec, i: int) -> tuple[MultiselectQuestion, TablePopulation | None]:
         at = f"questions[{i}]"
         table = ctx.table
-        for key in ("range", "estimate", "bins", "bootstrap", "loss", "buckets", "ranges", "quantiles", "answers"):
+        for key in (
+            "range",
+            "estimate",
+            "bins",
+            "bootstrap",
+            "loss",
+            "buckets",
+            "ranges",
+            "quantiles",
+            "answers",
+            "values",
+        ):
             if getattr(q, key) is not None:
                 raise LdpSimError(
                     f"{at}.{key}: got {show(getattr(q, key))}, expected no {key} for a multiselect question"

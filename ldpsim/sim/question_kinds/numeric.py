@@ -141,7 +141,7 @@ class NumericQuestion(Question):
             raise LdpSimError(
                 f"{at}.loss: got a loss by answer for a numeric question, expected it on categorical questions only"
             )
-        for key in ("labels", "answers", "distribution", "law", "buckets", "ranges", "inclusion"):
+        for key in ("labels", "answers", "distribution", "law", "buckets", "ranges", "inclusion", "values"):
             if getattr(q, key) is not None:
                 raise LdpSimError(
                     f"{at}.{key}: got {show(getattr(q, key))}, expected no {key!r} for a numeric question"

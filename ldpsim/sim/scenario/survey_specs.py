@@ -315,6 +315,10 @@ class QuestionSpec(Model):
     ranges: Annotated[list[RangeSpec], Field(min_length=1, max_length=100)] | None = None
     #: multiselect questions without a table: each item's probability of being checked
     inclusion: Annotated[list[Probability], Field(min_length=1, max_length=60)] | None = None
+    #: keyvalue questions: each key's mean value among its holders, in [-1, 1]
+    values: Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=1, max_length=60)] | None = (
+        None
+    )
     #: numeric questions: the answers' range [lo, hi] (the mechanism's)
     range: Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=2, max_length=2)] | None = (
         None
