@@ -61,6 +61,9 @@ def _render_report(scenario, results: pd.DataFrame, seed: int) -> dict[str, byte
     cdfs = summary.final_cdfs(results)
     if cdfs["estimate"].notna().any():
         files["distributions.png"] = _distributions(cdfs)
+    items, keys = summary.final_items(results), summary.final_keys(results)
+    if items["estimate"].notna().any() or keys["frequency"].notna().any():
+        files["items.png"] = _items_figure(items, keys)
     lines = _summary_lines(scenario, results, seed, list(files))
     files["report.html"] = run_html(
         kind="survey", scenario=scenario, seed=seed, lines=lines, files=files, key=_key_numbers(results)
@@ -502,6 +505,49 @@ def _distributions(cdfs: pd.DataFrame) -> bytes:
         ax.set_ylim(-0.02, 1.02)
         ax.legend(fontsize=8, loc="lower right")
     fig.suptitle("Estimated distribution functions at the end (replication 0), with their intervals", fontsize=10)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def _items_figure(items: pd.DataFrame, keys: pd.DataFrame) -> bytes:
+    """Check-all-that-apply items and key-value keys at the end of replication 0: each
+    share's estimate with its interval, the truth, and the truth plus the exact bias (what
+    the estimate is unbiased for)."""
+    frames = [
+        (task, g["item"].tolist(), g["estimate"], g["ci_low"], g["ci_high"], g["truth"], g["exact_bias"])
+        for task, g in items.groupby("task", sort=False)
+    ] + [
+        (
+            task,
+            g["key"].tolist(),
+            g["frequency"],
+            g["frequency"] - 1.959963984540054 * g["frequency_se"],
+            g["frequency"] + 1.959963984540054 * g["frequency_se"],
+            g["truth"],
+            g["frequency_bias"],
+        )
+        for task, g in keys.groupby("task", sort=False)
+    ]
+    fig, axes = plt.subplots(1, len(frames), figsize=(6.5 * len(frames), 0.5 * max(len(f[1]) for f in frames) + 2))
+    axes = np.atleast_1d(axes)
+    for ax, (task, names, est, lo, hi, truth, bias) in zip(axes, frames):
+        y = np.arange(len(names))[::-1]
+        ax.errorbar(
+            est,
+            y,
+            xerr=[np.clip(est - lo, 0, None), np.clip(hi - est, 0, None)],
+            fmt="o",
+            color="C0",
+            capsize=3,
+            label="estimate, 95% interval",
+        )
+        ax.plot(truth, y, "k|", ms=14, mew=2, label="truth")
+        ax.plot(truth + bias, y, "x", color="C3", ms=7, label="truth + exact bias")
+        ax.set_yticks(y)
+        ax.set_yticklabels([short_label(n).replace("$", r"\$") for n in names])
+        ax.set_xlabel("share of respondents")
+        ax.set_title(short_label(task), fontsize=10)
+        ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     return png_bytes(fig)
 
