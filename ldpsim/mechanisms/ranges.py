@@ -310,6 +310,8 @@ class HierarchicalRanges(RangeMethod):
         if self._fit is None:
             a = [self.node_matrix(level) for level in range(1, self.height + 1)]
             w = self._weights()
+            if not all(math.isfinite(x) and x > 0 for x in w):  # variances past the doubles: equal weights
+                w = [1.0] * len(w)
             m = sum(wl * al.T @ al for wl, al in zip(w, a))
             minv = np.linalg.inv(m)
             ones = np.ones(self.d)
@@ -392,6 +394,9 @@ class HaarRanges(RangeMethod):
         self.groups = self.height
         self.c = 1.0 / math.tanh(self.eps / 2.0)  # (e^eps + 1)/(e^eps - 1)
         self.keep = 1.0 / (1.0 + math.exp(-self.eps))
+        # log keep and log(1 - keep) without rounding keep to 1 at large eps
+        self._log_keep = -math.log1p(math.exp(-self.eps))
+        self._log_flip = -self.eps - math.log1p(math.exp(-self.eps))
 
     def collect(self, answers: ArrayLike, rng: np.random.Generator) -> Collected:
         x = _answers(answers, self.d)
@@ -423,8 +428,8 @@ class HaarRanges(RangeMethod):
             r = np.arange(m)
             truth = sign[:, None] * (1 - 2 * _parity(r[None, :] & node[:, None]))  # d x m: the sign sent unflipped
             base = -math.log(h) - j * math.log(2.0)
-            plus = np.where(truth > 0, math.log(self.keep), math.log1p(-self.keep)) + base
-            minus = np.where(truth < 0, math.log(self.keep), math.log1p(-self.keep)) + base
+            plus = np.where(truth > 0, self._log_keep, self._log_flip) + base
+            minus = np.where(truth < 0, self._log_keep, self._log_flip) + base
             blocks.append(np.stack([plus, minus], axis=2).reshape(self.d, 2 * m))
         return _Composed(
             np.concatenate(blocks, axis=1), self._report, name="haar", params={"eps": self.eps, "k": self.d}
@@ -478,7 +483,7 @@ class HaarRanges(RangeMethod):
 
     def blocks(self, prior: ArrayLike, sizes: ArrayLike) -> list[NDArray[np.float64]]:
         return [
-            (self.c**2 * np.eye(cj.size) - np.outer(cj, cj)) / float(n)
+            (np.float64(self.c) ** 2 * np.eye(cj.size) - np.outer(cj, cj)) / float(n)
             for cj, n in zip(self.true_coefficients(prior), np.asarray(sizes, dtype=float))
         ]
 

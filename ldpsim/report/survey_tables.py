@@ -533,7 +533,8 @@ def final_items(results: pd.DataFrame) -> pd.DataFrame:
         covered=lambda f: (f["ci_low"] <= f["truth"]) & (f["truth"] <= f["ci_high"])
     )
     extra = end[(end["replication"] == first) & end["quantity"].isin(["item_bias", "item_naive_se"])]
-    wide = extra.pivot_table(index=["task", "category"], columns="quantity", values="theory", sort=False)
+    wide = extra.pivot_table(index=["task", "category"], columns="quantity", values="theory", sort=False, dropna=False)
+    wide = wide.reindex(columns=["item_bias", "item_naive_se"])  # NaN before any report
     out = m.set_index(["task", "category"])[["truth", "estimate", "ci_low", "ci_high", "covered", "theory"]].join(wide)
     out = out.reset_index().rename(
         columns={"category": "item", "theory": "exact_se", "item_bias": "exact_bias", "item_naive_se": "naive_se"}

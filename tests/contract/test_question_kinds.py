@@ -474,3 +474,23 @@ def test_pckv_exact_eps_is_its_closed_form_by_brute_force(ell, share):
     worst = float(np.max(np.log(rows[:, None, :] / rows[None, :, :])))
     assert worst == pytest.approx(mech.epsilon(), rel=1e-9)
     assert mech.epsilon() == pytest.approx(eps, rel=1e-9)
+
+
+@pytest.mark.parametrize("total", [1e-300, 800.0])
+@pytest.mark.parametrize("kind", ["numeric", "ordinal", "multiselect", "keyvalue"])
+def test_every_kind_at_extreme_eps_runs_or_is_refused_in_one_line(kind, total, tmp_path):
+    """What the scenario fuzzer found in the new kinds (eps 1e-300 and 800 through the
+    budget): overflowing eps conversions, singular consistency weights, 0/0 in the naive
+    design and in a key nobody holds, a report table before any report. Each now runs to
+    its report or is refused in one line, through the harness's own check."""
+    from tests.sim.fuzz import check_run
+
+    cases = {
+        "numeric": CASES["numeric"][1][1],
+        "ordinal": CASES["ordinal"][1][1],
+        "multiselect": CASES["multiselect"][0][1],
+        "keyvalue": KV.replace("inclusion = [0.8, 0.5, 0.4, 0.7]", "inclusion = [0.8, 0.0, 0.4, 0.7]")
+        + 'mechanism = { kind = "pckv", padding = 2, value_share = 1e-06 }',
+    }
+    text = _text(cases[kind], size=50).replace("total = 1.0", f"total = {total!r}")
+    check_run(text, tmp_path)

@@ -460,8 +460,32 @@ def questions_docs(draw) -> dict[str, Any]:
                 "kind": _pick(draw, ["randomized_response", "truncated_geometric", "hadamard_response", "staircase"])
             },
         }
+        kind = _pick(draw, ["categorical", "categorical", "ordinal", "multiselect", "keyvalue"])
+        if kind == "ordinal":  # ranges over the labels, a tree, HaarHRR or a flat oracle
+            q["kind"] = "ordinal"
+            q["ranges"] = [{"name": "r", "first": labels[0], "last": _pick(draw, labels)}]
+            q["quantiles"] = [_pick(draw, [1e-300, 0.5, 1 - 1e-16])]
+            q["mechanism"] = _pick(
+                draw,
+                [
+                    {"kind": "hierarchical", "fanout": _pick(draw, [2, 3, "optimal"])},
+                    {"kind": "hierarchical", "oracle": "randomized_response", "consistent": False},
+                    {"kind": "haar"},
+                    {"kind": "oue"},
+                ],
+            )
+        elif kind in ("multiselect", "keyvalue"):  # a law of items (keys) of their own
+            del q["distribution"]
+            q["kind"] = kind
+            q["inclusion"] = [_pick(draw, [0.0, 0.3, 1.0]) for _ in labels]
+            padding = draw(st.integers(1, len(labels)))
+            if kind == "keyvalue":
+                q["values"] = [_pick(draw, [-1.0, 0.0, 0.7, 1.0]) for _ in labels]
+                q["mechanism"] = {"kind": "pckv", "padding": padding, "value_share": _pick(draw, [1e-6, 0.5])}
+            else:
+                q["mechanism"] = {"kind": "padding", "padding": padding}
         questions.append(q)
-    strategy = _pick(draw, ["split", "one_random"])
+    strategy = _pick(draw, ["split", "one_random", "optimal"])
     total = _odd(draw, _pick(draw, [1e-300, 1e-6, 0.5, 2.0, 700.0, 800.0]))
     if strategy == "split" and draw(st.booleans()) and isinstance(total, float):
         for q in questions:
@@ -621,7 +645,8 @@ def estimated_seconds(text: str, where: str = "case.toml") -> float:
     if spec.simulation.mode == "individual":
         work += sc.size * 2e-7
     else:
-        work += split_cells(spec, sc.tick, sc.end, sc.size) * sc.mechanism.m * 5e-8
+        outputs = getattr(sc.mechanism, "m", None) or sc.mechanism.statistic_size  # OUE and other oracles: no m
+        work += split_cells(spec, sc.tick, sc.end, sc.size) * outputs * 5e-8
     return reps * work
 
 

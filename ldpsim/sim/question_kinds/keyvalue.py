@@ -44,16 +44,25 @@ from ldpsim.sim.tasks import Checkpoint, Task, confidence_of
 
 #: most keys of a key-value question without a table (the set law is enumerated)
 MAX_KEYS = 16
+#: the budgets a key-value question takes: its exact eps is solved by bisection in doubles
+EPS_RANGE = (1e-6, 50.0)
+
+
+def _pckv_parts(eps1: float, eps2: float, keys: int) -> tuple[float, float, float, float]:
+    """``a``, ``b``, ``p`` and ``1 - p`` of PCKV with randomized response, written with
+    ``e^-eps`` (no overflow whatever eps)."""
+    t1, t2 = math.exp(-eps1), math.exp(-eps2)
+    a = 1.0 / (1.0 + (keys - 1) * t1)
+    b = t1 / (1.0 + (keys - 1) * t1)
+    return a, b, 1.0 / (1.0 + t2), t2 / (1.0 + t2)
 
 
 def pckv_eps(eps1: float, eps2: float, keys: int, padding: int) -> float:
     """The exact eps of PCKV with randomized response over ``keys`` (real and dummy) keys."""
-    a = math.exp(eps1) / (math.exp(eps1) + keys - 1)
-    b = (1 - a) / (keys - 1)
-    p = math.exp(eps2) / (math.exp(eps2) + 1)
+    a, b, p, q = _pckv_parts(eps1, eps2, keys)
     top = (a * p + (padding - 1) * b / 2) / padding
-    bottom = min(b / 2, (a * (1 - p) + (padding - 1) * b / 2) / padding)
-    return math.log(top / bottom)
+    bottom = min(b / 2, (a * q + (padding - 1) * b / 2) / padding)
+    return math.log(top / bottom) if bottom > 0 else math.inf
 
 
 def pckv_split(eps: float, keys: int, padding: int, value_share: float) -> tuple[float, float]:
@@ -79,9 +88,7 @@ class PCKV:
         self.d, self.padding, self.eps = d, padding, eps
         self.keys = d + padding
         self.eps1, self.eps2 = pckv_split(eps, self.keys, padding, value_share)
-        self.a = math.exp(self.eps1) / (math.exp(self.eps1) + self.keys - 1)
-        self.b = (1 - self.a) / (self.keys - 1)
-        self.p = math.exp(self.eps2) / (math.exp(self.eps2) + 1)
+        self.a, self.b, self.p, _ = _pckv_parts(self.eps1, self.eps2, self.keys)
         self.output_size = self.statistic_size = 2 * self.keys
         self.report_shape: tuple[int, ...] = ()
 
@@ -213,6 +220,13 @@ class KeyValueQuestion(Question):
             raise LdpSimError(
                 f"{at}.mechanism.value_share: got {show(share)}, expected a number strictly between 0 and 1"
             )
+        for s in STRATEGIES:
+            e = ctx.eps_of[s][i]
+            if not EPS_RANGE[0] <= e <= EPS_RANGE[1]:
+                raise LdpSimError(
+                    f"{at}.mechanism: got eps {e:g} under {s!r}, expected eps in [{EPS_RANGE[0]:g}, {EPS_RANGE[1]:g}] "
+                    "for pckv (its two randomized responses are solved for the exact eps)"
+                )
         mechanisms = {s: PCKV(d, padding, ctx.eps_of[s][i], share) for s in STRATEGIES}
         presence = np.array(q.inclusion, dtype=np.float64)
         means = np.array(q.values, dtype=np.float64)
@@ -256,8 +270,9 @@ class KeyValueQuestion(Question):
         """Delta-method variance of the mean value ``g / f`` at the truth."""
         vf, vg, cfg = self.moments(mech, n)
         f = self.holders_share()
-        g = f * self.means
-        return (vg - 2 * (g / f) * cfg + (g / f) ** 2 * vf) / f**2
+        mu = self.means
+        with np.errstate(divide="ignore", invalid="ignore"):  # a key nobody holds has no mean: NaN
+            return np.where(f > 0, (vg - 2 * mu * cfg + mu**2 * vf) / f**2, np.nan)
 
     def variance_rows(self, size: int, count: int) -> list[dict[str, Any]]:
         split, _, _ = self.moments(self.mechanisms["split"], size)

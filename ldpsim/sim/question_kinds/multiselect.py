@@ -48,13 +48,19 @@ MAX_ITEMS = 60
 
 
 def padding_eps0(eps: float, padding: int) -> float:
-    """The randomized response eps whose padded-and-sampled report has exact eps ``eps``."""
-    return math.log(padding * math.expm1(eps) + 1.0)
+    """The randomized response eps whose padded-and-sampled report has exact eps ``eps``:
+    ``log(l (e^eps - 1) + 1)``, in log space (no overflow at eps in the hundreds)."""
+    if eps < 1.0:
+        return math.log1p(padding * math.expm1(eps))
+    return eps + math.log(padding) + math.log1p(-math.exp(-eps) * (1.0 - 1.0 / padding))
 
 
 def padded_eps(eps0: float, padding: int) -> float:
-    """The exact eps of padding and sampling with distinct dummies, randomized response at ``eps0``."""
-    return math.log((math.exp(eps0) + padding - 1.0) / padding)
+    """The exact eps of padding and sampling with distinct dummies, randomized response at
+    ``eps0``: ``log((e^eps0 + l - 1) / l)``, in log space."""
+    if eps0 < 1.0:
+        return math.log1p(math.expm1(eps0) / padding)
+    return eps0 - math.log(padding) + math.log1p((padding - 1.0) * math.exp(-eps0))
 
 
 def _bits(masks: NDArray[np.int64], k: int) -> NDArray[np.bool_]:
@@ -295,10 +301,10 @@ class MultiselectQuestion(Question):
     def naive_variance(self, eps: float, n: float) -> NDArray[np.float64]:
         """One yes/no randomized response per item at ``eps / k`` each: each share's exact variance."""
         k = len(self.items)
-        e = math.exp(eps / k)
-        p, q = e / (1 + e), 1 / (1 + e)
-        pi = self.shares() * (p - q) + q
-        return pi * (1 - pi) / (n * (p - q) ** 2)
+        gap = math.tanh(eps / (2 * k))  # p - q = (e - 1)/(e + 1), without cancellation
+        pi = self.shares() * gap + (1 - gap) / 2
+        with np.errstate(divide="ignore", over="ignore"):  # eps / k too small for the doubles: inf
+            return np.asarray(pi * (1 - pi) / (n * np.float64(gap) ** 2), dtype=np.float64)
 
     def variance_rows(self, size: int, count: int) -> list[dict[str, Any]]:
         split = np.diag(self.covariance(self.mechanisms["split"], size))
