@@ -127,7 +127,7 @@ def _estimates_over_time(results: pd.DataFrame, unit: str, scenario=None) -> byt
             ms=3,
             capsize=3,
             lw=1.2,
-            label=short_label(cat),
+            label=_legend_label(cat),
         )
         ax.axhline(g["truth"].iloc[0], color=c, ls="--", lw=0.8, alpha=0.7)
     ax.set_xlabel(in_unit("time", unit))
@@ -141,6 +141,16 @@ def _estimates_over_time(results: pd.DataFrame, unit: str, scenario=None) -> byt
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return png_bytes(fig)
+
+
+def _legend_label(answer: Any) -> str:
+    """An answer as a legend shows it: matplotlib leaves out empty labels and those that
+    begin with an underscore, so a blank answer is shown quoted and a leading underscore
+    kept behind a space."""
+    text = short_label(answer)
+    if not text.strip():
+        return repr(str(answer))
+    return f" {text}" if text.startswith("_") else text
 
 
 def _error_vs_n(results: pd.DataFrame) -> bytes:

@@ -253,6 +253,17 @@ FOUND = [
     '= "none" }\ndelta = 1e-300\n\n[mechanism]\nkind = "randomized_response"\neps = 1e-300\n\n[network]\nlatency '
     '= { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\nconfidence = 1e-300\n\n[simulation]\nseed = '
     "0\nreplications = 1\n\n[shuffler]\nwindow = 1e-300\ncompare = false\n",
+    # a survey whose first question's answers are "" and " ": the estimates figure's legend
+    # had no label matplotlib would show and warned (slow tier, fresh examples)
+    'name = "fuzz_questions"\nquestions = [{ name = "party0", labels = ["", " "], distribution = [0.0, '
+    '1.0], mechanism = { kind = "truncated_geometric" } }, { name = "Q1", labels = ["None", "b", "café'
+    '", "café", "line\\nbreak"], distribution = [0.0, 0.2857142857142857, 0.42857142857142855, 0.0, 0.2'
+    '857142857142857], mechanism = { kind = "randomized_response" } }, { name = "vote2", labels = ["a",'
+    ' ""], distribution = [0.5172413793103449, 0.4827586206896552], mechanism = { kind = "randomized_re'
+    'sponse" } }]\n\n[population]\nsize = 1\n\n[budget]\ntotal = 2.0\nstrategy = "split"\n\n[arrivals]'
+    '\nkind = "poisson"\nduration = 0.01\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nlo'
+    'ss = 0.0\n\n[analyst]\ncheckpoints = { every = 0.25 }\ntasks = [{ kind = "frequency", confidence ='
+    ' 0.95 }]\n\n[simulation]\nmode = "individual"\nreplications = 1\nseed = 0\n',
 ]
 
 
