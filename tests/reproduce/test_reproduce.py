@@ -45,6 +45,7 @@ ALL = EXPECTED | {  # tested in their own files
     "kov-approximate-ldp",
     "kov-fig4-draws",
     "multiparty-interactive",
+    "square-wave-ems",
 }
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
