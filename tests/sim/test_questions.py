@@ -375,7 +375,7 @@ def test_the_mean_of_a_numeric_question_has_its_exact_variance(mechanism):
             lambda t: t.replace("distribution = [0.5, 0.5]", "distribution = [0.5, 0.4]", 1),
             "questions[0].distribution:",
         ),
-        (lambda t: t.replace('name = "a"', 'name = "a"\ntype = "numeric"'), "questions[0].type:"),
+        (lambda t: t.replace('name = "a"', 'name = "a"\ntype = "numeric"'), "questions[0].density:"),
         (lambda t: t.replace('name = "a"', 'name = "a"\nrange = [0, 1]'), "questions[0].range:"),
     ],
 )

@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import stats
 
 from ldpsim._text import did_you_mean
 from ldpsim.analyst import bucket, norm_sub
@@ -84,6 +85,8 @@ class NumericQuestion(Question):
     bootstrap: int = BOOTSTRAP
     #: whether answers are reported as their bucket through a frequency oracle
     bucketed: bool = False
+    #: without a table: the answers' law, Beta(a, b) stretched over [lo, hi]
+    law: tuple[float, float] | None = None
 
     kind: ClassVar[str] = "numeric"
     accepts: ClassVar[str] = (
@@ -105,7 +108,33 @@ class NumericQuestion(Question):
 
     @property
     def prior(self) -> NDArray[np.float64]:
-        return np.array([float(np.mean(self.values))])
+        return np.array([self.true_mean()])
+
+    def true_mean(self) -> float:
+        """The answers' mean: the table's, or the stated law's."""
+        if self.law is None:
+            return float(np.mean(self.values))
+        a, b = self.law
+        return self.lo + (self.hi - self.lo) * a / (a + b)
+
+    def true_quantile(self, level: float) -> float:
+        """The answers' quantile: the table's (linear between order statistics), or the law's."""
+        if self.law is None:
+            return float(np.quantile(self.values, level))
+        return self.lo + (self.hi - self.lo) * float(stats.beta.ppf(level, *self.law))
+
+    def true_variance(self) -> float:
+        if self.law is None:
+            return float(np.var(self.values))
+        a, b = self.law
+        return (self.hi - self.lo) ** 2 * a * b / ((a + b) ** 2 * (a + b + 1))
+
+    def expected(self, fn: Any) -> float:
+        """``E[fn(x)]`` over the answers: the table's mean, or by quadrature of the law."""
+        if self.law is None:
+            return float(np.mean(fn(self.values)))
+        width = self.hi - self.lo
+        return float(stats.beta(*self.law).expect(lambda u: float(np.asarray(fn(self.lo + width * u)))))
 
     @property
     def edges(self) -> NDArray[np.float64]:
@@ -117,7 +146,9 @@ class NumericQuestion(Question):
         return bucket(self.values, self.edges)
 
     def truth_histogram(self) -> NDArray[np.float64]:
-        return np.bincount(self.codes, minlength=self.bins) / self.values.size
+        if self.law is None:
+            return np.bincount(self.codes, minlength=self.bins) / self.values.size
+        return np.diff(stats.beta.cdf((self.edges - self.lo) / (self.hi - self.lo), *self.law))
 
     def midpoints(self) -> NDArray[np.float64]:
         e = self.edges
@@ -128,9 +159,10 @@ class NumericQuestion(Question):
     def build(cls, ctx: BuildContext, q: QuestionSpec, i: int) -> tuple[NumericQuestion, TablePopulation | None]:
         at = f"questions[{i}]"
         table = ctx.table
-        if table is None:
+        if (table is None) == (q.density is None):
             raise LdpSimError(
-                f"{at}.{q.kind_key}: got 'numeric' without population.file, expected a table column with the answers"
+                f"{at}.density: got {'nothing without population.file' if table is None else 'a law beside a table'}, "
+                "expected one source of answers: a table column, or a density (Beta(a, b) over the range) without one"
             )
         if q.range is None:
             raise LdpSimError(f"{at}.range: got nothing, expected [lo, hi], the range of the answers")
@@ -154,8 +186,13 @@ class NumericQuestion(Question):
             raise LdpSimError(
                 f"{at}.quantiles: got {show(q.quantiles)}, expected distinct levels strictly between 0 and 1"
             )
-        column = q.column or q.name
-        values = _values(table, column, float(lo), float(hi), at)
+        column = q.column or q.name if table is not None else None
+        if table is not None:
+            values = _values(table, column, float(lo), float(hi), at)  # type: ignore[arg-type]
+            law = None
+        else:
+            values = np.zeros(0)
+            law = (1.0, 1.0) if q.density.kind == "uniform" else (float(q.density.a), float(q.density.b))  # type: ignore[union-attr]
         table_keys = dict(q.mechanism)
         kind = table_keys.pop("kind", None)
         numeric, oracles = catalog.names("numeric"), catalog.names("scenario")
@@ -181,6 +218,7 @@ class NumericQuestion(Question):
             )
         bins = int(q.bins) if q.bins is not None else BINS
         base = dict(
+            law=law,
             values=values,
             lo=float(lo),
             hi=float(hi),
@@ -194,10 +232,13 @@ class NumericQuestion(Question):
             mechanisms = _oracles(ctx, q, i, at, kind, table_keys, bins)
             question = cls(q.name, mechanisms, float(q.mechanism.get("delta", 0.0) or 0.0), column, **base)  # type: ignore[arg-type]
         else:
-            mechanisms, variance = _numeric_mechanisms(ctx, i, at, kind, table_keys, values, float(lo), float(hi))
+            probe = cls(q.name, {}, 0.0, column, **base)  # type: ignore[arg-type]
+            mechanisms, variance = _numeric_mechanisms(ctx, i, at, kind, table_keys, probe, float(lo), float(hi))
             question = cls(q.name, mechanisms, 0.0, column, report_variance=variance, **base)  # type: ignore[arg-type]
+        if table is None:
+            return question, None
         record = TablePopulation(
-            table.path, table.shown, table.sha256, column, [], np.zeros(table.rows, np.int64), ctx.resample
+            table.path, table.shown, table.sha256, q.column or q.name, [], np.zeros(table.rows, np.int64), ctx.resample
         )
         return question, record
 
@@ -206,7 +247,9 @@ class NumericQuestion(Question):
         return self.codes[rows] if self.bucketed else self.values[rows]
 
     def draw(self, size: int, rng: np.random.Generator) -> NDArray[Any]:
-        raise LdpSimError("population.file: got none, expected a table column with a numeric question's answers")
+        a, b = self.law if self.law is not None else (1.0, 1.0)  # drawn only without a table, with a law
+        x = self.lo + (self.hi - self.lo) * rng.beta(a, b, size=size)
+        return bucket(x, self.edges) if self.bucketed else x
 
     def server(self, mechanism: Any, keep_reports: bool, max_reports: int) -> Any:
         if self.bucketed:
@@ -274,7 +317,7 @@ class NumericQuestion(Question):
 
     def midpoint_bias(self) -> float:
         """The exact bias of the midpoint mean of the true bucket shares."""
-        return float(self.midpoints() @ self.truth_histogram() - np.mean(self.values))
+        return float(self.midpoints() @ self.truth_histogram() - self.true_mean())
 
     def describe(self) -> str:
         what = ", ".join(self.estimate)
@@ -344,7 +387,7 @@ def _numeric_mechanisms(
     at: str,
     kind: str,
     keys: dict[str, Any],
-    values: NDArray[np.float64],
+    question: NumericQuestion,
     lo: float,
     hi: float,
 ) -> tuple[dict[str, Any], dict[str, float]]:
@@ -365,7 +408,12 @@ def _numeric_mechanisms(
         except LdpSimError as exc:
             raise LdpSimError(f"{at}.mechanism: {exc} (at eps {eps:g} under {s!r})") from None
         mechanisms[s] = mech
-        ok = np.asarray(mech.valid_answers(values), dtype=bool)
+        if question.law is not None and sampler != "float":
+            raise LdpSimError(
+                f"{at}.mechanism.sampler: got {sampler!r} with a density, expected 'float' (the exact samplers take "
+                "integer answers: read them from a table)"
+            )
+        ok = np.asarray(mech.valid_answers(question.values), dtype=bool)
         if not ok.all():
             r = int(np.flatnonzero(~ok)[0])
             raise LdpSimError(
@@ -374,7 +422,7 @@ def _numeric_mechanisms(
                 f"(mechanism.sampler = {sampler!r} reports integer answers plus integer noise)"
             )
         # one report of a respondent drawn from the rows: E[variance(x)] + Var(x)
-        variance[s] = float(np.mean(mech.variance(values)) + np.var(values))
+        variance[s] = question.expected(mech.variance) + question.true_variance()
     return mechanisms, variance
 
 
@@ -520,7 +568,7 @@ class DistributionTask(Task):
         self.edges = question.edges
         self.truth_hist = question.truth_histogram()
         self.truth_cdf = np.cumsum(self.truth_hist)
-        self.truth_quantiles = [float(np.quantile(question.values, a)) for a in question.levels]
+        self.truth_quantiles = [question.true_quantile(a) for a in question.levels]
         self.rng = np.random.default_rng(0)
 
     def start(self, rng: np.random.Generator) -> None:

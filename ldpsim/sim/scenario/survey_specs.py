@@ -294,6 +294,15 @@ class RangeSpec(Model):
     last: Annotated[str, Field(min_length=1, max_length=1000)]
 
 
+class DensitySpec(Model):
+    """A numeric question's law without a table: Beta(a, b) stretched over its range
+    (``uniform``: Beta(1, 1))."""
+
+    kind: Literal["beta", "uniform"]
+    a: PositiveFloat = 1.0
+    b: PositiveFloat = 1.0
+
+
 class QuestionSpec(Model):
     """One ``[[questions]]`` entry."""
 
@@ -315,6 +324,8 @@ class QuestionSpec(Model):
     ranges: Annotated[list[RangeSpec], Field(min_length=1, max_length=100)] | None = None
     #: multiselect questions without a table: each item's probability of being checked
     inclusion: Annotated[list[Probability], Field(min_length=1, max_length=60)] | None = None
+    #: numeric questions without a table: the answers' law over the range
+    density: DensitySpec | None = None
     #: keyvalue questions: each key's mean value among its holders, in [-1, 1]
     values: Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=1, max_length=60)] | None = (
         None
