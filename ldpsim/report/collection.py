@@ -235,34 +235,37 @@ def _accuracy_figure(results: pd.DataFrame, confidence: float, period: str) -> b
     return png_bytes(fig)
 
 
-def _central_figure(results: pd.DataFrame, delta: float) -> bytes:
+def _central_figure(results: pd.DataFrame, delta: float) -> bytes | None:
     """Central eps against the batch size, one curve per distinct local eps (policies that
     share it named together), the paper's closed form dashed, the run's smallest batches
-    marked."""
+    marked. On log axes, so only positive values are drawn; None when there are none (a
+    local eps so small that every central eps is 0)."""
     cen = results[results["quantity"] == "central"]
     local = cen[cen["category"] == "local_eps"].drop_duplicates("policy").set_index("policy")["estimate"]
     batch = cen[cen["category"] == "batch_min"].drop_duplicates("policy").set_index("policy")["estimate"]
     groups: dict[float, list[str]] = {}
     for policy, eps0 in local.items():
         groups.setdefault(float(f"{float(eps0):.12g}"), []).append(str(policy))  # 12 digits, not places: eps 1e-300
-    fig, ax = plt.subplots(figsize=(7.8, 4.8))
     ns = np.unique(np.round(np.logspace(2, 6, 9)).astype(int))  # half decades, 100 to 10^6
-    for i, (eps0, policies) in enumerate(groups.items()):
+    curves = []
+    for eps0, policies in groups.items():
+        exact = np.array([shuffle_epsilon(eps0, int(n), delta) for n in ns])
+        closed = np.array([shuffle_epsilon_closed_form(eps0, int(n), delta) for n in ns])
+        marks = [(b, shuffle_epsilon(eps0, b, delta)) for b in (int(batch.get(p, 0)) for p in policies) if b >= 1]
+        curves.append((eps0, policies, exact, closed, marks))
+    if not any(np.any(c[2] > 0) or np.any(c[3] > 0) for c in curves):
+        return None
+    fig, ax = plt.subplots(figsize=(7.8, 4.8))
+    for i, (eps0, policies, exact, closed, marks) in enumerate(curves):
         c = f"C{i}"
         names = ", ".join(short_label(p, 24) for p in policies)
-        ax.loglog(
-            ns,
-            [shuffle_epsilon(eps0, int(n), delta) for n in ns],
-            color=c,
-            lw=1.6,
-            label=f"local eps {eps0:.3g} ({names})",
-        )
-        closed = [shuffle_epsilon_closed_form(eps0, int(n), delta) for n in ns]
-        ax.loglog(ns, closed, color=c, lw=1.0, ls="--")
-        for p in policies:
-            b = int(batch.get(p, 0))
-            if b >= 1:
-                ax.plot([b], [shuffle_epsilon(eps0, b, delta)], "o", color=c, ms=6)
+        ok = exact > 0
+        ax.plot(ns[ok], exact[ok], color=c, lw=1.6, label=f"local eps {eps0:.3g} ({names})")
+        ok = closed > 0
+        ax.plot(ns[ok], closed[ok], color=c, lw=1.0, ls="--")
+        for b, value in marks:
+            if value > 0:
+                ax.plot([b], [value], "o", color=c, ms=6)
     ax.plot([], [], color="0.4", ls="--", lw=1.0, label="closed form (Feldman, McMillan and Talwar 2021, Thm 3.1)")
     log_axes(ax, x=True, y=True)  # log-log, with the plain tick labels of every report
     ax.set_xlabel("reports in one shuffled batch (n)")
@@ -281,8 +284,9 @@ def render_report(scenario: Any, results: pd.DataFrame, seed: int) -> dict[str, 
         files: dict[str, bytes] = {"privacy.png": _privacy_figure(results, delta, period)}
         if results.loc[results["quantity"] == "frequency", "estimate"].notna().any():
             files["accuracy.png"] = _accuracy_figure(results, float(scenario.spec.analyst.confidence), period)
-        if (results["quantity"] == "central").any():
-            files["central.png"] = _central_figure(results, delta)
+        central = _central_figure(results, delta) if (results["quantity"] == "central").any() else None
+        if central is not None:
+            files["central.png"] = central
         lines = _summary_lines(scenario, results, seed, list(files))
         files["report.html"] = run_html(
             kind="collection",

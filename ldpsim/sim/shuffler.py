@@ -148,7 +148,9 @@ class Shuffler:
             rest = whole.take(slice(full, len(whole)))
         else:
             w = cast(float, self.window)  # exactly one of batch and window is set
-            closes = np.ceil(whole.arrived / w - 1e-12) * w
+            with np.errstate(over="ignore"):  # a window of 1e-300: each report closes its own window
+                q = whole.arrived / w
+            closes = np.where(np.isfinite(q), np.ceil(q - 1e-12) * w, whole.arrived)
             done = closes <= now + 1e-12 * max(1.0, abs(now))
             for close in np.unique(closes[done]):
                 self._send(whole.take(np.flatnonzero(closes == close)), float(close))

@@ -264,6 +264,39 @@ FOUND = [
     '\nkind = "poisson"\nduration = 0.01\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nlo'
     'ss = 0.0\n\n[analyst]\ncheckpoints = { every = 0.25 }\ntasks = [{ kind = "frequency", confidence ='
     ' 0.95 }]\n\n[simulation]\nmode = "individual"\nreplications = 1\nseed = 0\n',
+    # a shuffler window of 1e-300: the arrival times over the window overflowed (slow tier, fresh examples)
+    'kind = "collection"\nname = "fuzz_collection"\npolicies = [{ name = "Å", kind = "plain", rate = 1.'
+    '0 }, { name = "ﬁ 1", kind = "plain" }, { name = "Å", kind = "memoise", eps_permanent = 1e-06 }]\n'
+    '\n[population]\nlabels = ["fi", "ﬁ", "NaN", "é", "a", "b"]\ndistribution = [0.22950819672131148, 0'
+    ".04918032786885246, 0.11475409836065574, 0.3114754098360656, 0.09836065573770492, 0.19672131147540"
+    '983]\nsize = 1128\n\n[collection]\nperiods = 3\nperiod = 1000000000000.0\nschedule = { kind = "eve'
+    'ry_period" }\nchange = { kind = "markov", matrix = [[0.0, 0.2463768115942029, 0.2318840579710145, '
+    "0.0, 0.2463768115942029, 0.2753623188405797], [0.0, 0.30952380952380953, 0.40476190476190477, 0.0,"
+    " 0.0, 0.2857142857142857], [0.0, 0.0, 0.0, 0.0, 1.0, 0.0], [0.0, 0.31746031746031744, 0.2380952380"
+    "9523808, 0.0, 0.25396825396825395, 0.19047619047619047], [0.48484848484848486, 0.5151515151515151,"
+    " 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.3275862068965517, 0.3448275862068966, 0.3275862068965517]]"
+    ' }\ndelta = 0.5\n\n[mechanism]\nkind = "randomized_response"\neps = 1e-300\n\n[network]\nlatency ='
+    ' { kind = "lognormal", median = 1e-09, sigma = 10.0 }\nloss = 0.0\n\n[analyst]\nconfidence = 0.999'
+    "9999999999999\n\n[simulation]\nseed = 340282366920938463463374607431768211455\nreplications = 2\n"
+    "\n[shuffler]\nwindow = 1e-300\ncompare = false\n",
+    # a policy at local eps 1e-300 behind a shuffler: every central eps is 0 and the log-log figure warned
+    'kind = "collection"\nname = "fuzz_collection"\npolicies = [{ name = "café", kind = "memoise", eps'
+    '_permanent = 2.0, rate = 0.3 }, { name = "memoised 1", kind = "filter", filter = "basic", budget_e'
+    'ps = 1e-06, budget_delta = 1e-06, rate = 0.3 }, { name = "every report 2", kind = "filter", filter'
+    ' = "basic", budget_eps = 1e-300, rate = 1e-300 }]\n\n[population]\nlabels = ["NaN", "A", "Ａ", "é",'
+    ' "a,b", " "]\ndistribution = [0.19444444444444445, 0.19444444444444445, 0.1388888888888889, 0.0555'
+    "5555555555555, 0.2361111111111111, 0.18055555555555555]\nsize = 1128\n\n[collection]\nperiods = 3"
+    '\nperiod = 1000000000000.0\nschedule = { kind = "every_period" }\nchange = { kind = "markov", matr'
+    "ix = [[0.0, 0.2236842105263158, 0.21052631578947367, 0.09210526315789473, 0.2236842105263158, 0.25"
+    "], [0.0, 0.2826086956521739, 0.3695652173913043, 0.08695652173913043, 0.0, 0.2608695652173913], [0"
+    ".0, 0.08695652173913043, 0.21739130434782608, 0.30434782608695654, 0.391304347826087, 0.0], [0.030"
+    "303030303030304, 0.30303030303030304, 0.22727272727272727, 0.015151515151515152, 0.242424242424242"
+    "43, 0.18181818181818182], [0.2962962962962963, 0.3148148148148148, 0.09259259259259259, 0.07407407"
+    "407407407, 0.07407407407407407, 0.14814814814814814], [0.0, 0.14084507042253522, 0.042253521126760"
+    "56, 0.2676056338028169, 0.28169014084507044, 0.2676056338028169]] }\ndelta = 0.5\n\n[mechanism]\nk"
+    'ind = "randomized_response"\neps = 1e-300\n\n[network]\nlatency = { kind = "lognormal", median = 1'
+    ".0, sigma = 1e-300 }\nloss = 0.02\n\n[analyst]\nconfidence = 0.9999999999999999\n\n[simulation]\ns"
+    "eed = 1\nreplications = 2\n\n[shuffler]\nwindow = 0.01\ncompare = false\n",
 ]
 
 
