@@ -1007,18 +1007,24 @@ def _finished(run_dir: Path, index: int, key: str) -> bool:
 
 def check_results(run_dir: Path, total: int, bad: str) -> None:
     """results.csv as the run wrote it: the concatenation of its replication files (header
-    once), each as its record says. A results.csv cut short or edited is refused in one line
-    (a report built from it would state other numbers); a run folder without its
-    replication records (an older layout, or one shared without them) is not checked."""
+    once), each as its record says. A results.csv cut short or edited, or a replication file
+    missing or changed beside its record, is refused in one line (a report built from them
+    would state other numbers); a run folder with no replication record at all (an older
+    layout, or one shared without them) is not checked."""
+    if not any(_record_path(run_dir, r).exists() for r in range(total)):
+        return
     parts = []
     for r in range(total):
+        name = f"{REP_DIR}/{_rep_path(run_dir, r).name}"
         try:
             record = json.loads(read_run_file(_record_path(run_dir, r), METADATA_LIMIT))
             data = read_run_file(_rep_path(run_dir, r), RESULTS_LIMIT)
         except (OSError, ValueError):
-            return
+            record, data = None, b""
         if not isinstance(record, dict) or hashlib.sha256(data).hexdigest() != record.get("sha256"):
-            return
+            raise LdpSimError(
+                f"{bad} {name} and its record as the run wrote them (missing or changed); run the scenario again"
+            )
         parts.append(data if r == 0 else data.split(b"\n", 1)[1] if b"\n" in data else b"")
     want = hashlib.sha256()
     size = 0

@@ -298,6 +298,16 @@ def test_report_refuses_a_results_csv_cut_short_or_edited(tmp_path, cut):
     assert run_cli("report", run).returncode == 0
 
 
+def test_report_refuses_junk_results_beside_a_deleted_replication_file(tmp_path):
+    """The slow tampered-folder fuzz tier (fresh examples): with a replication file deleted
+    the results check was skipped and a results.csv of one NUL byte reached the report
+    (KeyError). A record whose file is missing is now refused in one line."""
+    run = finished_run(tmp_path, report=True)
+    next((run / "replications").glob("*.csv")).unlink()
+    (run / "results.csv").write_bytes(b"\x00")
+    one_error(run_cli("report", run), "ldpsim report", "as the run wrote them")
+
+
 def test_sweep_resume_refuses_an_edited_population_table(tmp_path):
     from ldpsim import sweep as sw
 
