@@ -11,7 +11,8 @@ statistic and the estimate the question's task computes):
 * ordinal: the hierarchical tree over 1,024 answers (fan-out 4, Hadamard response per
   level, consistent leaves) and HaarHRR, each as the finite mechanism a scenario uses,
   with 100 range answers;
-* multiselect: padding and sampling of 6 items to 3, the items' shares.
+* multiselect: padding and sampling of 6 items to 3, the items' shares;
+* keyvalue: PCKV over 6 keys with padding 3, the keys' frequencies and value sums.
 
 Run from the repo root: ``python benchmarks/bench_question_kinds.py [--n 10000000]``.
 """
@@ -28,6 +29,7 @@ from ldpsim.analyst import frequency_estimate
 from ldpsim.analyst.distribution import em_counts, square_wave_transition
 from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.ranges import HaarRanges, HierarchicalRanges, ranges_of_length
+from ldpsim.sim.question_kinds.keyvalue import PCKV
 from ldpsim.sim.question_kinds.multiselect import PaddingSampling
 
 
@@ -94,6 +96,18 @@ def main() -> None:
         return 3 * ps.oracle.invert(counts / n)
 
     cases["multiselect: padding and sampling, 6 items to 3"] = multiselect
+
+    kv = PCKV(6, 3, eps, 0.5)
+    answers = np.empty((n, 7))
+    answers[:, 0] = masks
+    answers[:, 1:] = np.where(((masks[:, None] >> np.arange(6)) & 1) == 1, rng.uniform(-1, 1, (n, 6)), 0.0)
+
+    def keyvalue() -> object:
+        c = np.bincount(kv.privatize(answers, rng), minlength=kv.output_size) / n
+        up, down = c[0:12:2], c[1:12:2]
+        return 3 * (up + down - kv.b) / (kv.a - kv.b), 3 * (up - down) / (kv.a * (2 * kv.p - 1))
+
+    cases["keyvalue: PCKV, 6 keys, padding 3"] = keyvalue
 
     times = {name: _timed(fn, args.repeats) for name, fn in cases.items()}
     floor = times["categorical: k-RR, k = 24 (the floor)"]

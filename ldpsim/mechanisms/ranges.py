@@ -262,9 +262,11 @@ class HierarchicalRanges(RangeMethod):
         outputs of the levels above."""
         offsets = np.cumsum([0] + [m.output_size for m in self.mechanisms])
         level = rng.integers(0, self.height, size=x.size)
+        order = np.argsort(level, kind="stable")  # respondents grouped by level: slices, not masks
+        bounds = np.searchsorted(level[order], np.arange(self.height + 1))
         out = np.empty(x.size, dtype=np.int64)
         for i, mech in enumerate(self.mechanisms):
-            mine = level == i
+            mine = order[bounds[i] : bounds[i + 1]]
             width = self.fanout ** (self.height - (i + 1))
             out[mine] = offsets[i] + mech.privatize(x[mine] // width, rng)
         return out

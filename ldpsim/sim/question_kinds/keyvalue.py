@@ -37,6 +37,7 @@ from numpy.typing import NDArray
 from ldpsim.analyst.estimation import z_value
 from ldpsim.errors import LdpSimError, show
 from ldpsim.sim.question_kinds.base import STRATEGIES, BuildContext, Question
+from ldpsim.sim.question_kinds.multiselect import PaddingSampling
 from ldpsim.sim.scenario.survey_specs import QuestionSpec, QuestionsScenarioSpec
 from ldpsim.sim.servers import Server
 from ldpsim.sim.table import TablePopulation
@@ -105,12 +106,10 @@ class PCKV:
         x = np.asarray(answers, dtype=np.float64).reshape(-1, self.d + 1)
         n = x.shape[0]
         masks = x[:, 0].astype(np.int64)
-        bits = ((masks[:, None] >> np.arange(self.d)) & 1).astype(bool)
-        size = bits.sum(axis=1)
-        j = gen.integers(0, np.maximum(size, self.padding))
-        rank = np.cumsum(bits, axis=1)
-        real = j < size
-        key = np.where(real, np.argmax(rank > j[:, None], axis=1), self.d + (j - size))
+        # the sampled pair's key: a uniform slot of the padded set, read from the table of
+        # every set (padding and sampling's: the same slots, keys for items)
+        key = PaddingSampling(self.d, self.padding, 1.0).sample_items(masks, gen)
+        real = key < self.d
         value = np.where(real, x[np.arange(n), 1 + np.minimum(key, self.d - 1)], 0.0)
         sign = np.where(gen.random(n) < (1 + value) / 2, 1, -1)
         keep = gen.random(n) < self.a
