@@ -622,9 +622,14 @@ def _signal_run(tmp_path: Path, sig: int, stage: str, workers: int) -> None:
     if not (out / "metadata.json").exists():
         assert sig == signal.SIGKILL, "an interrupted start leaves no folder"
     if proc.returncode != 0:  # resumed, or, killed while starting, started again in the same folder
+        from ldpsim._files import is_temporary
         from ldpsim.runs import stopped_while_starting
 
-        again = ["run", str(path), "--out", str(out)] if stopped_while_starting(out) else ["run", "--resume", str(out)]
+        # killed between the folder and its lock, the folder is empty: a new run takes it (CI's slow tier
+        # once killed there; resume then took the lock and rightly said to start again)
+        empty = not any(not is_temporary(p.name) for p in out.iterdir())
+        fresh = empty or stopped_while_starting(out)
+        again = ["run", str(path), "--out", str(out)] if fresh else ["run", "--resume", str(out)]
         assert main([*again, "--no-progress"]) == 0
     for name in ("results.csv", "summary.md"):
         assert (out / name).read_bytes() == (ref.run_dir / name).read_bytes()
