@@ -139,7 +139,9 @@ def engine_totals(results: pd.DataFrame) -> pd.DataFrame:
 def other_task_series(results: pd.DataFrame, replication: int | None = None) -> pd.DataFrame:
     """Rows of tasks other than frequency estimation and the engine's book-keeping, for one
     replication: one row per checkpoint and quantity with estimate and theory side by side."""
-    rows = results[~results["task"].isin(["engine"]) & ~results["quantity"].isin(["frequency", "std_error"])]
+    rows = results[
+        (results["task"] != "engine") & (results["quantity"] != "frequency") & (results["quantity"] != "std_error")
+    ]
     rows = rows[~_own_table(rows)]  # shown in their own tables
     if rows.empty:
         return rows
@@ -154,8 +156,9 @@ def other_task_totals(results: pd.DataFrame) -> pd.DataFrame:
     truth (e.g. the rate of correct decisions is the share of estimate == truth)."""
     rows = results[
         (results["reason"] == "end")
-        & ~results["task"].isin(["engine"])
-        & ~results["quantity"].isin(["frequency", "std_error"])
+        & (results["task"] != "engine")
+        & (results["quantity"] != "frequency")
+        & (results["quantity"] != "std_error")
     ]
     rows = rows[~_own_table(rows)]
     if rows.empty:
@@ -297,7 +300,9 @@ TIERS = ("naive_frequency", "tier_frequency")
 
 
 def _own_table(rows: pd.DataFrame) -> pd.Series:
-    return _is_crosstab(rows) | rows["quantity"].isin(NONRESPONSE + TIERS + DISTRIBUTION)
+    # a set lookup, not Series.isin: pandas 2.0 with numpy 1.26 warns in isin's dtype merge
+    own = set(NONRESPONSE + TIERS + DISTRIBUTION)
+    return _is_crosstab(rows) | rows["quantity"].map(lambda q: q in own).astype(bool)
 
 
 #: the rows of a numeric question's distribution task (their own section)
@@ -357,7 +362,9 @@ def final_distances(results: pd.DataFrame) -> pd.DataFrame:
     per task, replication 0's Wasserstein-1 and Kolmogorov-Smirnov distances and their
     means over replications."""
     cols = ["task", "wasserstein1", "ks", "mean_wasserstein1", "mean_ks"]
-    m = results[results["quantity"].isin(["wasserstein1", "ks"]) & (results["reason"] == "end")]
+    m = results[
+        ((results["quantity"] == "wasserstein1") | (results["quantity"] == "ks")) & (results["reason"] == "end")
+    ]
     if m.empty:
         return pd.DataFrame(columns=cols)
     first = m[m["replication"] == m["replication"].min()].pivot(index="task", columns="quantity", values="estimate")
@@ -532,13 +539,17 @@ def final_items(results: pd.DataFrame) -> pd.DataFrame:
     m = m[m["replication"] == first].assign(
         covered=lambda f: (f["ci_low"] <= f["truth"]) & (f["truth"] <= f["ci_high"])
     )
-    extra = end[(end["replication"] == first) & end["quantity"].isin(["item_bias", "item_naive_se"])]
-    wide = extra.pivot_table(index=["task", "category"], columns="quantity", values="theory", sort=False, dropna=False)
-    wide = wide.reindex(columns=["item_bias", "item_naive_se"])  # NaN before any report
-    out = m.set_index(["task", "category"])[["truth", "estimate", "ci_low", "ci_high", "covered", "theory"]].join(wide)
-    out = out.reset_index().rename(
-        columns={"category": "item", "theory": "exact_se", "item_bias": "exact_bias", "item_naive_se": "naive_se"}
+    extra = end[
+        (end["replication"] == first) & ((end["quantity"] == "item_bias") | (end["quantity"] == "item_naive_se"))
+    ]
+    # looked up by (task, item), not pivoted: pandas 2.0 with numpy 1.26 warns in a pivot's dtype merge
+    lookup = {(t, q, c): v for t, q, c, v in zip(extra["task"], extra["quantity"], extra["category"], extra["theory"])}
+    keys = list(zip(m["task"], m["category"]))
+    out = m[["task", "category", "truth", "estimate", "ci_low", "ci_high", "covered", "theory"]].assign(
+        exact_bias=[lookup.get((t, "item_bias", c), np.nan) for t, c in keys],
+        naive_se=[lookup.get((t, "item_naive_se", c), np.nan) for t, c in keys],
     )
+    out = out.rename(columns={"category": "item", "theory": "exact_se"}).reset_index(drop=True)
     return out[cols]
 
 
