@@ -143,3 +143,25 @@ class Question(ABC):
     @abstractmethod
     def rows_per_checkpoint(self, spec: QuestionsScenarioSpec) -> int:
         """Result rows the question's tasks write at each checkpoint (bounds a run's size)."""
+
+
+class WithoutAnswerList:
+    """For a kind without a finite list of answers (numeric, multiselect, keyvalue): no
+    labels, k = 0, no answer codes, no loss by answer (what the single-question parts of a
+    survey scenario and the categorical-only features read)."""
+
+    @property
+    def labels(self) -> list[str]:
+        return []
+
+    @property
+    def k(self) -> int:
+        return 0
+
+    @property
+    def codes(self) -> Any:
+        return None
+
+    @property
+    def loss(self) -> None:
+        return None

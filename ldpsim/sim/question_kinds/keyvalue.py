@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 
 from ldpsim.analyst.estimation import z_value
 from ldpsim.errors import LdpSimError, show
-from ldpsim.sim.question_kinds.base import STRATEGIES, BuildContext, Question
+from ldpsim.sim.question_kinds.base import STRATEGIES, BuildContext, Question, WithoutAnswerList
 from ldpsim.sim.question_kinds.multiselect import PaddingSampling
 from ldpsim.sim.scenario.survey_specs import QuestionSpec, QuestionsScenarioSpec
 from ldpsim.sim.servers import Server
@@ -145,7 +145,7 @@ class PCKV:
 
 
 @dataclass(frozen=True)
-class KeyValueQuestion(Question):
+class KeyValueQuestion(WithoutAnswerList, Question):
     """A key-value question: the keys, each key's holding probability and mean value."""
 
     keys: list[str] = field(default_factory=list)
@@ -157,24 +157,8 @@ class KeyValueQuestion(Question):
     accepts: ClassVar[str] = "PCKV with randomized response (mechanism = { kind = 'pckv' })"
 
     @property
-    def labels(self) -> list[str]:
-        return []
-
-    @property
-    def k(self) -> int:
-        return 0
-
-    @property
     def prior(self) -> NDArray[np.float64]:
         return self.presence
-
-    @property
-    def codes(self) -> None:
-        return None
-
-    @property
-    def loss(self) -> None:
-        return None
 
     def set_law(self) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         d = len(self.keys)

@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 from ldpsim.analyst.estimation import z_value
 from ldpsim.errors import LdpSimError, show
 from ldpsim.mechanisms import catalog
-from ldpsim.sim.question_kinds.base import STRATEGIES, BuildContext, Question
+from ldpsim.sim.question_kinds.base import STRATEGIES, BuildContext, Question, WithoutAnswerList
 from ldpsim.sim.scenario.survey_specs import QuestionSpec, QuestionsScenarioSpec
 from ldpsim.sim.servers import Server
 from ldpsim.sim.table import TablePopulation
@@ -145,7 +145,7 @@ class PaddingSampling:
 
 
 @dataclass(frozen=True)
-class MultiselectQuestion(Question):
+class MultiselectQuestion(WithoutAnswerList, Question):
     """A check-all-that-apply question: the items, each row's set (bit mask) or the items'
     inclusion probabilities, the padding length."""
 
@@ -158,24 +158,8 @@ class MultiselectQuestion(Question):
     accepts: ClassVar[str] = "padding and sampling over randomized response (mechanism = { kind = 'padding' })"
 
     @property
-    def labels(self) -> list[str]:
-        return []
-
-    @property
-    def k(self) -> int:
-        return 0
-
-    @property
     def prior(self) -> NDArray[np.float64]:
         return self.shares()
-
-    @property
-    def codes(self) -> None:
-        return None
-
-    @property
-    def loss(self) -> None:
-        return None
 
     def set_law(self) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """The distinct sets and their probabilities (the table's rows, or every set of
