@@ -50,7 +50,7 @@ from ldpsim.analyst.distribution import (
 from ldpsim.analyst.estimation import z_value
 from ldpsim.errors import LdpSimError, show
 from ldpsim.mechanisms import catalog
-from ldpsim.sim.question_kinds.base import STRATEGIES, BuildContext, Question
+from ldpsim.sim.question_kinds.base import STRATEGIES, BuildContext, Question, WithoutAnswerList
 from ldpsim.sim.question_kinds.categorical import question_mechanism
 from ldpsim.sim.scenario.survey_specs import QuestionSpec, QuestionsScenarioSpec
 from ldpsim.sim.servers import NumericServer, Server
@@ -67,7 +67,7 @@ BOOTSTRAP = 100
 
 
 @dataclass(frozen=True)
-class NumericQuestion(Question):
+class NumericQuestion(WithoutAnswerList, Question):
     """A numeric question: each table row's answer, the range, what is estimated and how.
 
     ``labels`` is empty and ``prior`` holds the answers' mean (the truth of the mean),
@@ -93,18 +93,6 @@ class NumericQuestion(Question):
         "a numeric mechanism of the catalog (tagged numeric; square_wave for a distribution) "
         "or a frequency oracle over the buckets (tagged scenario)"
     )
-
-    @property
-    def labels(self) -> list[str]:
-        return []
-
-    @property
-    def k(self) -> int:
-        return 0
-
-    @property
-    def loss(self) -> None:
-        return None
 
     @property
     def prior(self) -> NDArray[np.float64]:
