@@ -210,6 +210,9 @@ class FrequencyOracle(Mechanism):
         The server's sufficient statistic, additive over reports: the ``statistic_size``
         counts of the *supports* the reports name (output symbols of a finite mechanism,
         1-bits of unary encoding, the candidates a hashed report is consistent with).
+    ``unit_statistics(reports)``
+        Each report's own statistic, one row per report (a weighted server sums them with
+        the respondents' weights); optional.
     ``sample_statistic(input_counts, rng)``
         An exact draw of the statistic of ``input_counts[x]`` clients holding ``x`` at a
         cost independent of their number (aggregate mode); oracles for which no such law is
@@ -256,6 +259,15 @@ class FrequencyOracle(Mechanism):
     @abstractmethod
     def statistic(self, reports: ArrayLike) -> NDArray[np.int64]:
         """The additive statistic (length ``s``) of a batch of reports."""
+
+    def unit_statistics(self, reports: ArrayLike) -> NDArray[np.int64]:
+        """``(n, s)``: each report's own statistic (their column sums are
+        :meth:`statistic`): what a server that weighs its respondents (survey design
+        weights) sums with their weights."""
+        raise NotAvailable(
+            f"unit_statistics: got a call on {self!r}, expected an oracle whose reports each give their own "
+            "statistic (a finite mechanism, unary encoding, local hashing, subset selection or RAPPOR)"
+        )
 
     def sample_statistic(self, input_counts: ArrayLike, rng: Any = None) -> NDArray[np.int64]:
         """Exact draw of the statistic of ``input_counts[x]`` clients with input ``x``."""

@@ -372,6 +372,13 @@ class FiniteMechanism(FrequencyOracle):
         codes = v.symbol_indices(reports, self.m, "reports")
         return np.bincount(codes.reshape(-1), minlength=self.m).astype(np.int64)
 
+    def unit_statistics(self, reports: ArrayLike) -> NDArray[np.int64]:
+        """One row per report: the indicator of its output symbol."""
+        codes = v.symbol_indices(reports, self.m, "reports").reshape(-1)
+        out = np.zeros((codes.size, self.m), dtype=np.int64)
+        out[np.arange(codes.size), codes] = 1
+        return out
+
     def sample_statistic(self, input_counts: ArrayLike, rng: RNGLike = None) -> NDArray[np.int64]:
         """:meth:`sample_counts`: output counts are exactly multinomial per input."""
         return self.sample_counts(input_counts, rng)

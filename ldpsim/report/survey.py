@@ -276,6 +276,7 @@ def _summary_lines(scenario, results: pd.DataFrame, seed: int, figures: list[str
         *_frequencies(scenario, results),
         *_means(scenario, results),
         *_distribution_section(scenario, results),
+        *_design(scenario, results),
         *_other_tasks(scenario, results),
         *_nonresponse(results),
         *_tiers(results),
@@ -585,6 +586,31 @@ def _other_tasks(scenario, results: pd.DataFrame) -> list[str]:
     ]
 
 
+def _design(scenario, results: pd.DataFrame) -> list[str]:
+    """## Weighted estimates under the survey design (population.weight, strata, psu)."""
+    table = summary.design_table(results)
+    if table.empty:
+        return []
+    reps = scenario.spec.simulation.replications
+    return [
+        "## Weighted estimates under the survey design",
+        "",
+        "Each share is the weighted (Hajek) estimate from the privatised reports: sum w_i u_i / sum w_i, u_i a "
+        "report's unbiased term. Its interval uses the analyst's standard error, linearised over the PSUs "
+        "within strata from the reports alone (what an analyst in the field computes): it holds the design's "
+        "variance and the privacy noise's together. The simulation also knows the parts: truth_weighted is the "
+        "same estimate from the true answers (the survey without privacy), design_se its design standard error "
+        "(the same linearisation on the true answers) and privacy_se the noise's exact standard error, "
+        "sqrt(sum w_i^2 Var(u_i | x_i)) / sum w_i; se_theory = sqrt(design_se^2 + privacy_se^2). Replication 0 "
+        f"at the end; analyst_se is the mean over {reps} replication(s), and sd_over_replications the spread of "
+        "the estimate over them (the same sample each time: privacy noise alone, to set beside privacy_se). "
+        "Estimates per stratum are in results.csv (stratum_weighted, stratum_weighted_se).",
+        "",
+        _md_table(table),
+        "",
+    ]
+
+
 def _nonresponse(results: pd.DataFrame) -> list[str]:
     """## Answer-dependent non-response: the bias it causes, and the reweighted estimate."""
     nonresponse = summary.nonresponse_table(results)
@@ -708,6 +734,13 @@ def _questions_setup(scenario) -> list[str]:
             f"- answers from {qs.table.shown} ({qs.rows:,} rows, {how_rows}); each respondent is one row for "
             "every question, so answers stay correlated across questions; the truth of each question is its "
             "column's distribution (its mean, for a numeric question)"
+        )
+    if qs.design is not None:
+        d = qs.design.summary()
+        named = ", ".join(f"{k} {v!r}" for k, v in qs.design.columns.items() if v is not None)
+        out.append(
+            f"- survey design ({named}): {d['strata']} strata, {d['psus']:,} PSUs, total weight "
+            f"{d['total_weight']:,.6g}, Kish effective size {d['kish_size']:,.1f} of {qs.rows:,} rows"
         )
     for j, q in enumerate(qs.questions):
         source = f"column {q.column!r}, " if q.column is not None else ""

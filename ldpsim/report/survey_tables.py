@@ -299,9 +299,20 @@ NONRESPONSE = ("nonresponse_bias", "reweighted")
 TIERS = ("naive_frequency", "tier_frequency")
 
 
+#: quantities of the survey design's rows (their own section)
+DESIGN = (
+    "weighted",
+    "weighted_se",
+    "design_se",
+    "privacy_se",
+    "stratum_weighted",
+    "stratum_weighted_se",
+)
+
+
 def _own_table(rows: pd.DataFrame) -> pd.Series:
     # a set lookup, not Series.isin: pandas 2.0 with numpy 1.26 warns in isin's dtype merge
-    own = set(NONRESPONSE + TIERS + DISTRIBUTION)
+    own = set(NONRESPONSE + TIERS + DISTRIBUTION + DESIGN)
     return _is_crosstab(rows) | rows["quantity"].map(lambda q: q in own).astype(bool)
 
 
@@ -583,3 +594,35 @@ def final_keys(results: pd.DataFrame) -> pd.DataFrame:
         }
     ).reset_index()
     return out.rename(columns={"category": "key"})[cols]
+
+
+def design_table(results: pd.DataFrame) -> pd.DataFrame:
+    """The survey design's estimates at the end: per question and answer, replication 0's
+    weighted estimate and interval, the weighted truth (the same estimate from the true
+    answers), the design's and the privacy noise's standard errors (exact, from the
+    simulation), the analyst's standard error (mean over replications) beside its theory
+    (the two parts together), and the spread of the estimate over replications (the
+    privacy noise alone: the sample is the same in every one)."""
+    rows = results[(results["reason"] == "end") & results["task"].astype(str).str.endswith(":design")]
+    if rows.empty:
+        return pd.DataFrame()
+    rows = rows.assign(question=rows["task"].astype(str).str.slice(0, -len(":design")))
+    keys = ["question", "category"]
+
+    def part(quantity: str) -> pd.DataFrame:
+        return rows[rows["quantity"] == quantity]
+
+    first = part("weighted")
+    first = first[first["replication"] == first["replication"].min()]
+    out = first[keys + ["estimate", "ci_low", "ci_high", "truth"]].reset_index(drop=True)
+    for quantity, column in (("design_se", "design_se"), ("privacy_se", "privacy_se")):
+        one = part(quantity).groupby(keys, sort=False)["theory"].first().rename(column)
+        out = out.join(one, on=keys)
+    se = (
+        part("weighted_se")
+        .groupby(keys, sort=False)
+        .agg(analyst_se=("estimate", "mean"), se_theory=("theory", "first"))
+    )
+    out = out.join(se, on=keys)
+    spread = part("weighted").groupby(keys, sort=False)["estimate"].std(ddof=1).rename("sd_over_replications")
+    return out.join(spread, on=keys).rename(columns={"category": "answer", "truth": "truth_weighted"})

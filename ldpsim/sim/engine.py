@@ -57,6 +57,7 @@ from numpy.typing import NDArray
 from ldpsim._deprecate import renamed
 from ldpsim.errors import LdpSimError
 from ldpsim.report.survey_tables import RESULT_COLUMNS
+from ldpsim.sim.design import DesignAccumulator
 from ldpsim.sim.scenario.survey import HYPERGEOMETRIC_LIMIT, Scenario, arrival_horizon
 from ldpsim.sim.scenario.survey_specs import AllAtOnceSpec, PoissonSpec, WavesSpec
 from ldpsim.sim.servers import Server
@@ -221,6 +222,17 @@ class Replication:
         # questions with item non-response (questions[i].loss): their indices, in order
         self._item_loss = (
             [] if self.questions is None else [j for j, q in enumerate(self.questions.questions) if q.loss is not None]
+        )
+        # [population] weight, strata, psu: per question its design sums (each respondent's
+        # table row travels beside their reports)
+        design = None if self.questions is None else self.questions.design
+        self.design = (
+            []
+            if design is None
+            else [
+                DesignAccumulator(name, design, q, m, confidence_of(spec.analyst.tasks))
+                for (name, m), q in zip(scenario.mechanisms, self.questions.questions)  # type: ignore[union-attr]
+            ]
         )
         self.rows: list[dict[str, Any]] = []
         self.sent = self.lost = self.in_flight = 0
@@ -482,6 +494,8 @@ class Replication:
             out.append(xs[xt.first] * qs.questions[xt.second].k + xs[xt.second])
         for j in self._item_loss:  # item non-response: whether the message keeps question j's report
             out.append(rng.random(size) >= qs.questions[j].loss[xs[j]])
+        if self.design:  # the respondents' rows (their weights, strata and PSUs), last
+            out.append(rows)
         return out, pick
 
     def _tiered(self, x: NDArray[np.int64], tier_rng: np.random.Generator, rng: np.random.Generator) -> list[NDArray]:
@@ -608,6 +622,11 @@ class Replication:
                 task.observe(t, ys[j])
             elif m.any():
                 task.observe(t[m], ys[j][m])
+        for acc, y, m in zip(self.design, ys, masks):
+            if m is None:
+                acc.add(ys[-1], y)
+            elif m.any():
+                acc.add(ys[-1][m], y[m])
         if picks is None:  # split: the cross-tabulated questions have no item non-response
             self._pairs(ys)
 
@@ -729,6 +748,9 @@ class Replication:
             own = base if self.questions is None else {**base, "n_received": cps[j].n_received}
             for row in task.at_checkpoint(cps[j]):
                 self.rows.append({**own, "task": task.name, **row})
+        for j, acc in enumerate(self.design):
+            for row in acc.at_checkpoint():
+                self.rows.append({**base, "n_received": cps[j].n_received, "task": acc.name, **row})
         for xt, task, joint, true_joint in self.crosstabs:  # n_received: the pairs of reports received
             n = cps[xt.first].n_received
             for row in task.at_checkpoint(n, joint.copy(), true_joint.copy()):

@@ -428,10 +428,17 @@ class LocalHashing(PureSupport):
         """Evaluate the polynomials on blocks of (reports x inputs) cells in uint64
         (``a (x^2 mod P) + b x + start < 2^63 + 2^31``): cheaper than the stepping loop for
         few reports."""
+        out = np.empty(self.k, dtype=np.int64)
+        for x0, hit in self._support_blocks(a, b, start, width):
+            out[x0 : x0 + hit.shape[1]] = np.count_nonzero(hit, axis=0)
+        return out
+
+    def _support_blocks(self, a, b, start, width):
+        """``(x0, hit)`` per block of inputs ``x0, x0 + 1, ...``: ``hit[r, j]`` whether input
+        ``x0 + j`` is in report r's support."""
         P = np.uint64(self.prime)
         au, bu, su = (arr.astype(np.uint64)[:, None] for arr in (a, b, start))
         w = width.astype(np.uint64)[:, None]
-        out = np.empty(self.k, dtype=np.int64)
         block = max(1, BLOCK_CELLS // max(1, a.size))
         for x0 in range(0, self.k, block):
             xs = np.arange(x0, min(self.k, x0 + block), dtype=np.uint64)
@@ -439,7 +446,18 @@ class LocalHashing(PureSupport):
             cells += bu * xs[None, :]
             cells += su
             cells %= P
-            out[x0 : x0 + xs.size] = np.count_nonzero(cells < w, axis=0)
+            yield x0, cells < w
+
+    def unit_statistics(self, reports: ArrayLike) -> NDArray[np.int64]:
+        """One row per report: the indicator of the inputs its hashed value supports."""
+        rows = self._checked_reports(reports)
+        out = np.zeros((rows.shape[0], self.k), dtype=np.int64)
+        for r0 in range(0, rows.shape[0], STATISTIC_CHUNK):
+            part = rows[r0 : r0 + STATISTIC_CHUNK]
+            lo, width = self._bucket_edges(part[:, 3])
+            start = (part[:, 2] - lo) % self.prime
+            for x0, hit in self._support_blocks(part[:, 0], part[:, 1], start, width):
+                out[r0 : r0 + part.shape[0], x0 : x0 + hit.shape[1]] = hit
         return out
 
     # ------------------------------------------------- covariance (support matrix and inversion: PureSupport)

@@ -628,6 +628,10 @@ class Rappor(FrequencyOracle):
             return out
         return np.bincount(self._cols, weights=np.asarray(weights, dtype=np.float64)[self._rows], minlength=self.m)
 
+    def unit_statistics(self, reports: ArrayLike) -> NDArray[np.int64]:
+        """One row per report: its ``m`` bits."""
+        return self._reports(reports, "reports").reshape(-1, self.m).astype(np.int64)
+
     def sample_statistic(self, input_counts: ArrayLike, rng: RNGLike = None) -> NDArray[np.int64]:
         """Exact draw of the bit counts of ``input_counts[x]`` clients with input ``x``: bit
         ``i``'s count is ``Binomial(N_i, q*) + Binomial(n - N_i, p*)``, ``N_i`` the clients

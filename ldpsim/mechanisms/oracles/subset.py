@@ -439,6 +439,14 @@ class SubsetSelection(PureSupport):
             counts += np.bincount(block, minlength=self.k)
         return counts
 
+    def unit_statistics(self, reports: ArrayLike) -> NDArray[np.int64]:
+        """One row per report: the indicator of the items in its subset."""
+        self.statistic(reports)  # the same checks, one line naming what is wrong
+        rows = np.asarray(reports).reshape(-1, self.omega)
+        out = np.zeros((rows.shape[0], self.k), dtype=np.int64)
+        out[np.repeat(np.arange(rows.shape[0]), self.omega), rows.reshape(-1)] = 1
+        return out
+
     def possible_outputs(self) -> NDArray[np.bool_]:
         return np.ones(self.k, dtype=bool)
 

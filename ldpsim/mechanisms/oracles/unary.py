@@ -418,6 +418,11 @@ class UnaryEncoding(PureSupport):
             out += np.add.reduce(rows[start : start + step], axis=0, dtype=np.int32)
         return out
 
+    def unit_statistics(self, reports: ArrayLike) -> NDArray[np.int64]:
+        """One row per report: its bits."""
+        self.statistic(reports)  # the same checks, one line naming what is wrong
+        return np.asarray(reports).reshape(-1, self.k).astype(np.int64)
+
     def sample_statistic(self, input_counts: ArrayLike, rng: RNGLike = None) -> NDArray[np.int64]:
         """Exact draw of the statistic of ``input_counts[x]`` clients holding ``x``: item
         ``x``'s count is ``Binomial(n_x, p) + Binomial(n - n_x, q)``, independently across

@@ -18,7 +18,10 @@ never its kind:
 - their exact variance at n respondents: :meth:`Question.variance_rows`, the budget table
   (each row: the estimate, its truth and its exact variance under both strategies);
 - its truth (beside every estimate, in the tasks' ``truth`` column) and its line in the
-  report's set-up (:meth:`Question.describe`).
+  report's set-up (:meth:`Question.describe`);
+- under a survey design (weights, strata, PSUs), each report's unbiased term, what it is
+  unbiased for and its exact noise variance (:meth:`Question.design_units` and the two
+  beside it), or why the kind has none (:meth:`Question.design_problem`).
 
 Nothing outside the registry asks which kind a question is.
 """
@@ -143,6 +146,29 @@ class Question(ABC):
     @abstractmethod
     def rows_per_checkpoint(self, spec: QuestionsScenarioSpec) -> int:
         """Result rows the question's tasks write at each checkpoint (bounds a run's size)."""
+
+    # The survey design (``[population] weight``, ``strata``, ``psu``; :mod:`ldpsim.sim.design`):
+    # a kind whose estimates are linear in its reports gives each report's unbiased term.
+    def design_problem(self, mechanism: Any) -> str | None:
+        """Why this question cannot be estimated under a design (None: it can)."""
+        return f"a {self.kind} question has no design estimates"
+
+    def design_labels(self, mechanism: Any) -> list[str]:
+        """The names of the ``m`` estimates the design rows give (their ``category``)."""
+        raise NotImplementedError
+
+    def design_units(self, mechanism: Any, reports: NDArray[Any]) -> NDArray[np.float64]:
+        """``(n, m)``: each report's unbiased term ``u_i`` (its mean over the respondents
+        is the question's unbiased estimate)."""
+        raise NotImplementedError
+
+    def design_truth(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        """``(n, m)``: what ``u_i`` is unbiased for, from each table row's true answer."""
+        raise NotImplementedError
+
+    def design_noise(self, mechanism: Any, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        """``(n, m)``: the exact ``Var(u_i | x_i)`` of each table row's report."""
+        raise NotImplementedError
 
 
 class WithoutAnswerList:

@@ -121,6 +121,26 @@ class CategoricalQuestion(Question):
             for label, p, a, b in zip(self.labels, self.prior, split, one)
         ]
 
+    def design_problem(self, mechanism: Any) -> str | None:
+        if type(mechanism).unit_statistics is FrequencyOracle.unit_statistics:
+            return f"{mechanism!r} gives no statistic of each report alone"
+        if not mechanism.identifiable:
+            return f"{mechanism!r} cannot estimate the {self.k} frequencies (its matrix has rank below {self.k})"
+        return None
+
+    def design_labels(self, mechanism: Any) -> list[str]:
+        return list(self.labels)
+
+    def design_units(self, mechanism: Any, reports: NDArray[Any]) -> NDArray[np.float64]:
+        a, b = unit_inverse(mechanism)
+        return mechanism.unit_statistics(reports) @ a.T + b
+
+    def design_truth(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        return np.eye(self.k)[self.codes[rows]]  # type: ignore[index]
+
+    def design_noise(self, mechanism: Any, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        return answer_noise(mechanism)[self.codes[rows]]  # type: ignore[index]
+
     def describe(self) -> str:
         return f"{self.k} answers"
 
@@ -129,6 +149,30 @@ class CategoricalQuestion(Question):
 
     def rows_per_checkpoint(self, spec: QuestionsScenarioSpec) -> int:
         return rows_per_checkpoint(spec.analyst.tasks, self.k) + (4 * self.k if self.loss is not None else 0)
+
+
+def unit_inverse(mechanism: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The oracle's unbiased estimate as an affine map of the statistic's frequencies,
+    ``invert(f) = A f + b`` (``A``: ``k x s``), so that one report's term is ``A s_i + b``
+    (``s_i`` its own statistic) and their mean is the estimate. Cached on the mechanism."""
+    cached = mechanism.__dict__.get("_unit_inverse")
+    if cached is None:
+        size = mechanism.statistic_size
+        b = np.asarray(mechanism.invert(np.zeros(size)), dtype=np.float64)
+        a = np.stack([np.asarray(mechanism.invert(e), dtype=np.float64) - b for e in np.eye(size)], axis=1)
+        cached = (a, b)
+        mechanism.__dict__["_unit_inverse"] = cached
+    return cached
+
+
+def answer_noise(mechanism: Any) -> NDArray[np.float64]:
+    """``k x k``: row x is the exact variance of one report's term of each frequency
+    estimate when its answer is x (the estimate's variance at a point-mass prior, n = 1)."""
+    cached = mechanism.__dict__.get("_answer_noise")
+    if cached is None:
+        cached = np.stack([mechanism.estimate_variance(e, 1.0) for e in np.eye(mechanism.k)])
+        mechanism.__dict__["_answer_noise"] = cached
+    return cached
 
 
 def _item_loss(

@@ -38,6 +38,7 @@ from ldpsim.analyst.estimation import z_value
 from ldpsim.errors import LdpSimError, show
 from ldpsim.mechanisms import catalog
 from ldpsim.sim.question_kinds.base import STRATEGIES, BuildContext, Question, WithoutAnswerList
+from ldpsim.sim.question_kinds.categorical import answer_noise, unit_inverse
 from ldpsim.sim.scenario.survey_specs import QuestionSpec, QuestionsScenarioSpec
 from ldpsim.sim.servers import Server
 from ldpsim.sim.table import TablePopulation
@@ -281,6 +282,37 @@ class MultiselectQuestion(WithoutAnswerList, Question):
         sets, pr = self.set_law()
         law = mechanism.symbol_law(sets, pr)
         return self.padding**2 * mechanism.oracle.estimate_covariance(law, n)
+
+    # under a design: each item's share, by padding and sampling's estimate (unbiased for
+    # E[l 1{i in S} / max(|S|, l)], the share itself when no set is longer than l)
+    def design_problem(self, mechanism: Any) -> str | None:
+        return None
+
+    def design_labels(self, mechanism: Any) -> list[str]:
+        return list(self.items)
+
+    def design_units(self, mechanism: Any, reports: NDArray[Any]) -> NDArray[np.float64]:
+        a, b = unit_inverse(mechanism.oracle)
+        k = len(self.items)
+        return self.padding * (mechanism.oracle.unit_statistics(reports) @ a[:k].T + b[:k])
+
+    def _symbol_laws(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Each row's law of the sampled symbol (``k`` items, then the ``padding`` dummies)."""
+        k, ell = len(self.items), self.padding
+        bits = _bits(self.masks[rows], k).astype(float)  # type: ignore[index]
+        size = bits.sum(axis=1)
+        slots = np.maximum(size, ell)
+        dummies = (size[:, None] <= ell - np.arange(1, ell + 1)[None, :]) / slots[:, None]
+        return np.hstack([bits / slots[:, None], dummies])
+
+    def design_truth(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        return self.padding * self._symbol_laws(rows)[:, : len(self.items)]
+
+    def design_noise(self, mechanism: Any, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        k = len(self.items)
+        law = self._symbol_laws(rows)
+        own = law[:, :k]  # given the sampled symbol s the term is l e_s plus the oracle's noise
+        return self.padding**2 * (law @ answer_noise(mechanism.oracle)[:, :k] + own * (1.0 - own))
 
     def naive_variance(self, eps: float, n: float) -> NDArray[np.float64]:
         """One yes/no randomized response per item at ``eps / k`` each: each share's exact variance."""

@@ -50,8 +50,9 @@ from ldpsim.analyst.distribution import (
 from ldpsim.analyst.estimation import z_value
 from ldpsim.errors import LdpSimError, show
 from ldpsim.mechanisms import catalog
+from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.sim.question_kinds.base import STRATEGIES, BuildContext, Question, WithoutAnswerList
-from ldpsim.sim.question_kinds.categorical import question_mechanism
+from ldpsim.sim.question_kinds.categorical import question_mechanism, unit_inverse
 from ldpsim.sim.scenario.survey_specs import QuestionSpec, QuestionsScenarioSpec
 from ldpsim.sim.servers import NumericServer, Server
 from ldpsim.sim.table import Table, TablePopulation
@@ -306,6 +307,35 @@ class NumericQuestion(WithoutAnswerList, Question):
     def midpoint_bias(self) -> float:
         """The exact bias of the midpoint mean of the true bucket shares."""
         return float(self.midpoints() @ self.truth_histogram() - self.true_mean())
+
+    # under a design: the mean (of the reports, each unbiased for its answer; or of the
+    # buckets' midpoints by the unbiased shares, unbiased for the midpoints' mean)
+    def design_problem(self, mechanism: Any) -> str | None:
+        if "mean" not in self.estimate:
+            return f"its design estimate is the mean, expected estimate to include 'mean' (got {list(self.estimate)})"
+        if self.bucketed and type(mechanism).unit_statistics is FrequencyOracle.unit_statistics:
+            return f"{mechanism!r} gives no statistic of each report alone"
+        return None
+
+    def design_labels(self, mechanism: Any) -> list[str]:
+        return ["mean"]
+
+    def design_units(self, mechanism: Any, reports: NDArray[Any]) -> NDArray[np.float64]:
+        if not self.bucketed:
+            return np.asarray(reports, dtype=np.float64).reshape(-1, 1)
+        a, b = unit_inverse(mechanism)
+        return ((mechanism.unit_statistics(reports) @ a.T + b) @ self.midpoints()).reshape(-1, 1)
+
+    def design_truth(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        x = self.midpoints()[self.codes[rows]] if self.bucketed else self.values[rows]
+        return np.asarray(x, dtype=np.float64).reshape(-1, 1)
+
+    def design_noise(self, mechanism: Any, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        if not self.bucketed:
+            return np.asarray(mechanism.variance(self.values[rows]), dtype=np.float64).reshape(-1, 1)
+        m = self.midpoints()
+        table = np.array([m @ mechanism.estimate_covariance(e, 1.0) @ m for e in np.eye(m.size)])
+        return table[self.codes[rows]].reshape(-1, 1)
 
     def describe(self) -> str:
         what = ", ".join(self.estimate)

@@ -127,6 +127,35 @@ class OrdinalQuestion(CategoricalQuestion):
             )
         return rows
 
+    # under a design: the answers' shares and the ranges' (sums of them), by the unbiased
+    # least-squares inverse of the method's reports
+    def design_labels(self, mechanism: Any) -> list[str]:
+        return list(self.labels) + [label for label, _, _ in self.ranges]
+
+    def _range_matrix(self) -> NDArray[np.float64]:
+        r = np.zeros((self.k, len(self.ranges)))
+        for j, (_, a, b) in enumerate(self.ranges):
+            r[a : b + 1, j] = 1.0
+        return r
+
+    def design_units(self, mechanism: Any, reports: NDArray[Any]) -> NDArray[np.float64]:
+        u = super().design_units(mechanism, reports)
+        return np.hstack([u, u @ self._range_matrix()])
+
+    def design_truth(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        x = super().design_truth(rows)
+        return np.hstack([x, x @ self._range_matrix()])
+
+    def design_noise(self, mechanism: Any, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        r = self._range_matrix()
+        table = np.stack(
+            [
+                np.concatenate([np.diag(c), np.einsum("ij,ik,kj->j", r, c, r)])
+                for c in (mechanism.estimate_covariance(e, 1.0) for e in np.eye(self.k))
+            ]
+        )
+        return table[self.codes[rows]]  # type: ignore[index]
+
     def describe(self) -> str:
         method = self.methods["split"]
         words = {

@@ -46,6 +46,7 @@ from ldpsim.mechanisms import product_mechanism
 from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.mechanisms.finite import FiniteMechanism
 from ldpsim.privacy.composition import optimal_delta_heterogeneous
+from ldpsim.sim.design import SurveyDesign, build_design
 from ldpsim.sim.question_kinds import STRATEGIES, BuildContext, Question, question_kind
 from ldpsim.sim.scenario.survey_specs import QuestionsScenarioSpec
 from ldpsim.sim.table import Table, TablePopulation, read_scenario_table
@@ -92,6 +93,8 @@ class QuestionSet:
     #: ``[budget] strategy = "optimal"``: per question its weight, eps and exact variance
     #: under the equal split and at the optimum (:func:`optimal_budget`); None otherwise
     plan: pd.DataFrame | None = None
+    #: ``[population] weight``, ``strata``, ``psu``: the design of the table's rows
+    design: SurveyDesign | None = None
 
     @property
     def types(self) -> int:
@@ -214,6 +217,7 @@ def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
         )
     privacy, variance = _accounting(built, eps_of, size)
     crosstabs = _crosstabs(spec, built)
+    design = _design(spec, table, built) if pop.designed else None
     types: tuple[Any, ...] = (None, None, None)
     if spec.simulation.mode == "aggregate":
         _check_aggregate(spec, built, crosstabs)
@@ -235,7 +239,28 @@ def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
         row_type=types[1],
         type_prior=types[2],
         plan=plan,
+        design=design,
     )
+
+
+def _design(spec: QuestionsScenarioSpec, table: Table | None, built: list[Question]) -> SurveyDesign:
+    """The design of the table's rows, and the checks that every question can be estimated
+    under it (individual mode: each respondent's weight travels with their reports)."""
+    pop = spec.population
+    key = next(k for k in ("weight", "strata", "psu") if getattr(pop, k) is not None)
+    if spec.simulation.mode != "individual":
+        raise LdpSimError(
+            f"simulation.mode: got {spec.simulation.mode!r} with population.{key}, expected 'individual' "
+            "(each respondent's weight, stratum and PSU travel beside their reports)"
+        )
+    for i, q in enumerate(built):
+        problem = q.design_problem(q.mechanisms[spec.budget.runs_as])
+        if problem is not None:
+            raise LdpSimError(
+                f"questions[{i}]: got a question without estimates under population.{key}, expected one whose "
+                f"estimates are linear in its reports ({problem})"
+            )
+    return build_design(table, pop.weight, pop.strata, pop.psu)
 
 
 def question_variance(spec: QuestionsScenarioSpec, ctx: BuildContext, i: int, size: int) -> float:

@@ -17,6 +17,7 @@ import numpy as np
 from ldpsim.errors import LdpSimError, show
 from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.base import FrequencyOracle
+from ldpsim.sim.design import DesignAccumulator
 from ldpsim.sim.network import Latency
 from ldpsim.sim.scenario.common import (
     MAX_ROWS_PER_REPLICATION,
@@ -339,7 +340,15 @@ def _build_questions(spec: Any, source: str, where: str) -> Scenario:
     k = max(q.k for q in qs.questions)
     # aggregate mode thins and splits the respondents by type (the table's distinct rows)
     groups = qs.types if spec.simulation.mode == "aggregate" else k
-    tick, end = _timing(spec, latency, qs.size, groups, len(mechanisms), k)
+    # the rows each question's kind writes at a checkpoint, and its design rows
+    per_checkpoint = sum(q.rows_per_checkpoint(spec) for q in qs.questions)
+    if qs.design is not None:
+        strata = len(qs.design.strata)
+        per_checkpoint += sum(
+            DesignAccumulator.rows_per_checkpoint(len(q.design_labels(qs.mechanism(j))), strata)
+            for j, q in enumerate(qs.questions)
+        )
+    tick, end = _timing(spec, latency, qs.size, groups, len(mechanisms), k, per_checkpoint)
     first = qs.questions[0]
     return Scenario(
         spec,

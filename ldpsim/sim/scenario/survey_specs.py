@@ -276,14 +276,31 @@ class QuestionsPopulationSpec(Model):
     size: Annotated[int, Field(ge=1, le=10**15)] | None = None
     file: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
     missing: Literal["error", "drop"] | None = None
+    #: the survey design of the table's rows (:mod:`ldpsim.sim.design`): the columns of the
+    #: final weights, the strata and the primary sampling units
+    weight: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
+    strata: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
+    psu: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
 
     @model_validator(mode="after")
     def _who(self) -> QuestionsPopulationSpec:
         if self.file is None and self.size is None:
             raise ValueError("size: got nothing, expected the number of respondents (or a table: 'file')")
-        if self.file is None and self.missing is not None:
-            raise ValueError(f"missing: got {self.missing!r}, expected no 'missing' without 'file' (a CSV table)")
+        for key in ("missing", "weight", "strata", "psu"):
+            if self.file is None and getattr(self, key) is not None:
+                raise ValueError(f"{key}: got {getattr(self, key)!r}, expected no {key!r} without 'file' (a CSV table)")
+        if self.designed and self.size is not None:
+            key = next(k for k in ("weight", "strata", "psu") if getattr(self, k) is not None)
+            raise ValueError(
+                f"size: got {self.size}, expected no size with {key!r} (the table's rows are the design's sample, "
+                "used as they are, not resampled)"
+            )
         return self
+
+    @property
+    def designed(self) -> bool:
+        """Whether the table's rows carry a survey design (weights, strata or PSUs)."""
+        return any(getattr(self, k) is not None for k in ("weight", "strata", "psu"))
 
 
 class RangeSpec(Model):

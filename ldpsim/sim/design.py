@@ -1,0 +1,198 @@
+"""A survey's sampling design in a simulation: ``[population] weight``, ``strata`` and
+``psu``, columns of the table of respondents.
+
+Each row of the table is a respondent of a real (or realistic) design sample: a final
+weight, a stratum and a primary sampling unit (PSU). The engine carries each respondent's
+row beside their reports, and for every question a :class:`DesignAccumulator` keeps, per
+PSU, the sums a weighted estimate needs (:mod:`ldpsim.analyst.survey_design`):
+
+- ``W_c``: the respondents' weights;
+- ``U_c``: their weighted unbiased contributions ``w_i u_i`` (the question kind's
+  per-report term of its linear estimates, :meth:`Question.design_units`), from the reports;
+- ``X_c``: their weighted true values ``w_i x_i``, what the same estimate would be without
+  privacy (:meth:`Question.design_truth`): the truth beside the estimate;
+- ``N_c``: ``w_i^2 Var(u_i | x_i)``, the exact privacy noise of each contribution given the
+  respondent's answer (:meth:`Question.design_noise`).
+
+At a checkpoint, for every estimate of the question: the Hajek estimate from the reports,
+its linearised variance from the reports (what an analyst in the field computes: the design
+variance and the privacy noise together), and its two parts as the simulation knows them:
+the design variance (the same estimator on the true values) and the privacy noise's exact
+variance ``sum_i w_i^2 Var(u_i | x_i) / W^2``. The interval uses the analyst's own
+variance; the sum of the two parts is its theory. The same, by stratum.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ldpsim.analyst.estimation import z_value
+from ldpsim.analyst.survey_design import hajek, kish_size, privacy_variance, psu_layout
+from ldpsim.errors import LdpSimError
+
+
+@dataclass(frozen=True)
+class SurveyDesign:
+    """The design of the table's rows: each row's weight and PSU index, each PSU's stratum,
+    the strata's labels, and the columns they were read from."""
+
+    weight: NDArray[np.float64]
+    cell: NDArray[np.int64]
+    stratum_of: NDArray[np.int64]
+    strata: tuple[str, ...]
+    columns: dict[str, str | None]
+
+    @property
+    def cells(self) -> int:
+        return int(self.stratum_of.size)
+
+    def summary(self) -> dict[str, Any]:
+        """For metadata.json and the report's set-up."""
+        return {
+            **{k: v for k, v in self.columns.items()},
+            "strata": len(self.strata),
+            "psus": self.cells,
+            "total_weight": float(math.fsum(self.weight.tolist())),
+            "kish_size": kish_size(self.weight),
+        }
+
+
+def build_design(table: Any, weight: str | None, strata: str | None, psu: str | None) -> SurveyDesign:
+    """The design from the table's columns (one line naming the key, the row and the value
+    otherwise): weights positive finite numbers (1 each without ``weight``), strata and PSUs
+    any labels (one stratum without ``strata``; each respondent its own PSU without ``psu``),
+    at least two PSUs in every stratum."""
+    rows = table.rows
+    if weight is not None:
+        raw = _column(table, weight, "weight")
+        values = np.full(rows, np.nan)
+        for r, text in enumerate(raw):
+            try:
+                values[r] = float(text)
+            except ValueError:
+                pass
+        bad = np.flatnonzero(~(np.isfinite(values) & (values > 0)))
+        if bad.size:
+            r = int(bad[0])
+            raise LdpSimError(
+                f"population.weight: {table.where(r, weight)}: got {raw[r]!r}, expected a positive finite number"
+            )
+    else:
+        values = np.ones(rows)
+    h_labels = _column(table, strata, "strata") if strata is not None else ("",) * rows
+    p_labels = _column(table, psu, "psu") if psu is not None else tuple(str(r) for r in range(rows))
+    for key, name, labels in (("strata", strata, h_labels), ("psu", psu, p_labels)):
+        if name is not None and "" in labels:
+            r = labels.index("")
+            raise LdpSimError(f"population.{key}: {table.where(r, name)}: got a blank value, expected a label")
+    cell, stratum_of, count = psu_layout(np.asarray(h_labels), np.asarray(p_labels))
+    per = np.bincount(stratum_of, minlength=count)
+    names = sorted(set(h_labels))
+    if rows and (per < 2).any():
+        lone = names[int(np.flatnonzero(per < 2)[0])]
+        raise LdpSimError(
+            f"population.psu: got a single PSU in stratum {lone!r}, expected at least two PSUs in every "
+            "stratum (the design variance compares a stratum's PSUs)"
+        )
+    values.setflags(write=False)
+    return SurveyDesign(values, cell, stratum_of, tuple(names), {"weight": weight, "strata": strata, "psu": psu})
+
+
+def _column(table: Any, name: str, key: str) -> tuple[str, ...]:
+    try:
+        return tuple(table.column(name))
+    except LdpSimError as exc:
+        raise LdpSimError(f"population.{key}: {exc}") from None
+
+
+class DesignAccumulator:
+    """One question's design sums per PSU (see the module's docstring), and its rows."""
+
+    def __init__(self, name: str, design: SurveyDesign, question: Any, mechanism: Any, confidence: float) -> None:
+        self.name = f"{name}:design"
+        self.design = design
+        self.question = question
+        self.mechanism = mechanism
+        self.labels = list(question.design_labels(mechanism))
+        m, c = len(self.labels), design.cells
+        self.weights = np.zeros(c)
+        self.units = np.zeros((c, m))
+        self.truth = np.zeros((c, m))
+        self.noise = np.zeros((c, m))
+        self.z = z_value(confidence)
+
+    def add(self, rows: NDArray[np.int64], reports: NDArray[Any]) -> None:
+        """Respondents of table rows ``rows`` heard, with their reports to the question."""
+        if not len(rows):
+            return
+        w = self.design.weight[rows]
+        cell = self.design.cell[rows]
+        np.add.at(self.weights, cell, w)
+        np.add.at(self.units, cell, w[:, None] * self.question.design_units(self.mechanism, reports))
+        np.add.at(self.truth, cell, w[:, None] * self.question.design_truth(rows))
+        np.add.at(self.noise, cell, (w * w)[:, None] * self.question.design_noise(self.mechanism, rows))
+
+    def at_checkpoint(self) -> list[dict[str, Any]]:
+        d = self.design
+        out: list[dict[str, Any]] = []
+        everyone = np.ones(d.cells, dtype=bool)
+        domains = [("", everyone)] + [(label, d.stratum_of == h) for h, label in enumerate(d.strata)]
+        if len(d.strata) == 1:
+            domains = domains[:1]
+        for stratum, inside in domains:
+            w = np.where(inside, self.weights, 0.0)
+            field = hajek(self.units * inside[:, None], w, d.stratum_of, len(d.strata))
+            true = hajek(self.truth * inside[:, None], w, d.stratum_of, len(d.strata))
+            noise = privacy_variance(self.noise[inside].sum(axis=0), field.weight)
+            prefix = "" if not stratum else "stratum_"
+            for j, label in enumerate(self.labels):
+                category = label if not stratum else f"{label} | {stratum}"
+                est, var = field.estimate[j], field.variance[j]
+                se = math.sqrt(var) if var >= 0 else math.nan
+                out.append(
+                    dict(
+                        quantity=f"{prefix}weighted",
+                        category=category,
+                        estimate=est,
+                        ci_low=est - self.z * se,
+                        ci_high=est + self.z * se,
+                        truth=true.estimate[j],
+                        theory=np.nan,
+                        method="hajek/linearised",
+                    )
+                )
+                out.append(
+                    dict(
+                        quantity=f"{prefix}weighted_se",
+                        category=category,
+                        estimate=se,
+                        ci_low=np.nan,
+                        ci_high=np.nan,
+                        truth=np.nan,
+                        theory=math.sqrt(true.variance[j] + noise[j]) if field.weight > 0 else np.nan,
+                    )
+                )
+                if stratum:
+                    continue
+                for quantity, value in (("design_se", true.variance[j]), ("privacy_se", noise[j])):
+                    out.append(
+                        dict(
+                            quantity=quantity,
+                            category=category,
+                            estimate=np.nan,
+                            ci_low=np.nan,
+                            ci_high=np.nan,
+                            truth=np.nan,
+                            theory=math.sqrt(value) if field.weight > 0 else np.nan,
+                        )
+                    )
+        return out
+
+    @staticmethod
+    def rows_per_checkpoint(labels: int, strata: int) -> int:
+        return 4 * labels + (2 * labels * strata if strata > 1 else 0)
