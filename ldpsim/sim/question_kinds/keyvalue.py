@@ -122,17 +122,29 @@ class PCKV:
     def statistic(self, reports: Any) -> NDArray[np.int64]:
         return np.bincount(np.asarray(reports, dtype=np.int64), minlength=self.output_size)
 
+    def row_law(self, pairs: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Per respondent (rows ``(mask, v_1 .. v_d)``) the probabilities of the reports
+        ``(k, +1)`` and ``(k, -1)`` of each real key k (``n x d`` each)."""
+        masks = pairs[:, 0].astype(np.int64)
+        bits = ((masks[:, None] >> np.arange(self.d)) & 1).astype(float)
+        slots = np.maximum(bits.sum(axis=1), self.padding)[:, None]
+        up = bits * (1 + pairs[:, 1:]) / 2 / slots
+        down = bits * (1 - pairs[:, 1:]) / 2 / slots
+        rest = self.b / 2 * (1 - up - down)
+        a, p = self.a, self.p
+        return a * (p * up + (1 - p) * down) + rest, a * (p * down + (1 - p) * up) + rest
+
     def output_law(self, sets: NDArray[np.int64], weights: NDArray[np.float64], means: NDArray[np.float64]) -> Any:
         """The law of the report symbol when sets ``sets`` have probabilities ``weights`` and
-        a held key's value has mean ``means[key]`` (independent of the set)."""
+        a held key's value has mean ``means[key]`` (independent of the set), or, with
+        ``means`` of shape ``(len(sets), d)``, ``means[s, key]`` in set ``s`` (a table's rows)."""
         bits = ((sets[:, None] >> np.arange(self.d)) & 1).astype(float)
         size = bits.sum(axis=1)
         inv = weights / np.maximum(size, self.padding)
         up = np.zeros(self.keys)  # P(sampled key k, v* = +1), P(.., -1)
         down = np.zeros(self.keys)
-        held = inv @ bits
-        up[: self.d] = held * (1 + means) / 2
-        down[: self.d] = held * (1 - means) / 2
+        up[: self.d] = inv @ (bits * (1 + means) / 2)
+        down[: self.d] = inv @ (bits * (1 - means) / 2)
         for j in range(1, self.padding + 1):
             share = float(inv[size <= self.padding - j].sum())
             up[self.d + j - 1] = down[self.d + j - 1] = share / 2
@@ -152,6 +164,8 @@ class KeyValueQuestion(WithoutAnswerList, Question):
     presence: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
     means: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
     padding: int = 1
+    #: a table's rows ``(mask, v_1 .. v_d)`` (None: the law of ``presence`` and ``means``)
+    pairs: NDArray[np.float64] | None = None
 
     kind: ClassVar[str] = "keyvalue"
     accepts: ClassVar[str] = "PCKV with randomized response (mechanism = { kind = 'pckv' })"
@@ -161,10 +175,36 @@ class KeyValueQuestion(WithoutAnswerList, Question):
         return self.presence
 
     def set_law(self) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """The distinct sets of keys and their probabilities (the table's rows, or every set
+        of independent keys)."""
+        if self.pairs is not None:
+            sets, counts = np.unique(self.pairs[:, 0].astype(np.int64), return_counts=True)
+            return sets, counts / counts.sum()
         d = len(self.keys)
         sets = np.arange(1 << d, dtype=np.int64)
         bits = ((sets[:, None] >> np.arange(d)) & 1).astype(bool)
         return sets, np.where(bits, self.presence, 1 - self.presence).prod(axis=1)
+
+    def value_law(self) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+        """What the reports' law depends on: sets, their probabilities and the values' means
+        (per key; per row for a table, whose values need not be independent of the set)."""
+        if self.pairs is not None:
+            rows = self.pairs.shape[0]
+            return self.pairs[:, 0].astype(np.int64), np.full(rows, 1.0 / rows), self.pairs[:, 1:]
+        sets, pr = self.set_law()
+        return sets, pr, self.means
+
+    def ratio_target(self) -> NDArray[np.float64]:
+        """What the mean's ratio estimate converges to: ``E[1{k in S} v_k / m] / E[1{k in S}
+        / m]`` (``m = max(|S|, l)``): each key's mean among its holders when no set is longer
+        than ``l`` or values do not depend on the set."""
+        if self.pairs is None:
+            return self.means
+        masks = self.pairs[:, 0].astype(np.int64)
+        bits = ((masks[:, None] >> np.arange(len(self.keys))) & 1).astype(float)
+        inv = 1.0 / np.maximum(bits.sum(axis=1), self.padding)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (inv @ (bits * self.pairs[:, 1:])) / (inv @ bits)
 
     def holders_share(self) -> NDArray[np.float64]:
         """``E[1{k in S} l / max(|S|, l)]``: what the frequency estimate is unbiased for."""
@@ -176,20 +216,32 @@ class KeyValueQuestion(WithoutAnswerList, Question):
     @classmethod
     def build(cls, ctx: BuildContext, q: QuestionSpec, i: int) -> tuple[KeyValueQuestion, TablePopulation | None]:
         at = f"questions[{i}]"
-        if ctx.table is not None:
-            raise LdpSimError(
-                f"{at}.kind: got 'keyvalue' with population.file, expected a law of its own (no table yet)"
-            )
         for key in ("range", "estimate", "bins", "bootstrap", "loss", "buckets", "ranges", "quantiles", "answers"):
             if getattr(q, key) is not None:
                 raise LdpSimError(f"{at}.{key}: got {show(getattr(q, key))}, expected no {key} for a keyvalue question")
         if q.labels is None or len(set(q.labels)) != len(q.labels) or len(q.labels) > MAX_KEYS:
             raise LdpSimError(f"{at}.labels: got {show(q.labels)}, expected at most {MAX_KEYS} distinct keys")
         d = len(q.labels)
-        if q.inclusion is None or len(q.inclusion) != d:
-            raise LdpSimError(f"{at}.inclusion: got {show(q.inclusion)}, expected each key's holding probability ({d})")
-        if q.values is None or len(q.values) != d or any(not -1.0 <= m <= 1.0 for m in q.values):
-            raise LdpSimError(f"{at}.values: got {show(q.values)}, expected each key's mean value in [-1, 1] ({d})")
+        pairs, column = None, None
+        if ctx.table is not None:
+            for key in ("inclusion", "values"):
+                if getattr(q, key) is not None:
+                    raise LdpSimError(f"{at}.{key}: got {show(getattr(q, key))}, expected none with a table")
+            column = q.column or q.name
+            pairs = _pairs(ctx.table, column, list(q.labels), at)
+            bits = ((pairs[:, 0].astype(np.int64)[:, None] >> np.arange(d)) & 1).astype(float)
+            presence = bits.mean(axis=0)
+            with np.errstate(divide="ignore", invalid="ignore"):  # a key nobody holds has no mean: NaN
+                means = (bits * pairs[:, 1:]).sum(axis=0) / bits.sum(axis=0)
+        else:
+            if q.inclusion is None or len(q.inclusion) != d:
+                raise LdpSimError(
+                    f"{at}.inclusion: got {show(q.inclusion)}, expected each key's holding probability ({d})"
+                )
+            if q.values is None or len(q.values) != d or any(not -1.0 <= m <= 1.0 for m in q.values):
+                raise LdpSimError(f"{at}.values: got {show(q.values)}, expected each key's mean value in [-1, 1] ({d})")
+            presence = np.array(q.inclusion, dtype=np.float64)
+            means = np.array(q.values, dtype=np.float64)
         keys = dict(q.mechanism)
         if keys.pop("kind", None) != "pckv":
             raise LdpSimError(f"{at}.mechanism.kind: got {show(q.mechanism.get('kind'))}, expected 'pckv'")
@@ -211,12 +263,10 @@ class KeyValueQuestion(WithoutAnswerList, Question):
                     "for pckv (its two randomized responses are solved for the exact eps)"
                 )
         mechanisms = {s: PCKV(d, padding, ctx.eps_of[s][i], share) for s in STRATEGIES}
-        presence = np.array(q.inclusion, dtype=np.float64)
-        means = np.array(q.values, dtype=np.float64)
-        return cls(q.name, mechanisms, 0.0, None, list(q.labels), presence, means, padding), None
+        return cls(q.name, mechanisms, 0.0, column, list(q.labels), presence, means, padding, pairs), None
 
-    def answers(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:  # pragma: no cover - no table yet
-        raise LdpSimError("population.file: got a table, expected none for a keyvalue question")
+    def answers(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        return self.pairs[rows]  # type: ignore[index]
 
     def draw(self, size: int, rng: np.random.Generator) -> NDArray[np.float64]:
         """Each respondent's row ``(mask, v_1 .. v_d)``: keys held independently, a held key's
@@ -238,8 +288,7 @@ class KeyValueQuestion(WithoutAnswerList, Question):
 
     def moments(self, mech: PCKV, n: float) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """Exact variances of the frequency and ``g`` estimates and their covariance, per key."""
-        sets, pr = self.set_law()
-        law = mech.output_law(sets, pr, self.means)
+        law = mech.output_law(*self.value_law())
         d, ell = len(self.keys), self.padding
         cf = ell / (mech.a - mech.b)
         cg = ell / (mech.a * (2 * mech.p - 1))
@@ -253,7 +302,7 @@ class KeyValueQuestion(WithoutAnswerList, Question):
         """Delta-method variance of the mean value ``g / f`` at the truth."""
         vf, vg, cfg = self.moments(mech, n)
         f = self.holders_share()
-        mu = self.means
+        mu = self.ratio_target()
         with np.errstate(divide="ignore", invalid="ignore"):  # a key nobody holds has no mean: NaN
             return np.where(f > 0, (vg - 2 * mu * cfg + mu**2 * vf) / f**2, np.nan)
 
@@ -265,6 +314,40 @@ class KeyValueQuestion(WithoutAnswerList, Question):
             for k, t, a, b in zip(self.keys, self.presence, split, one)
         ]
 
+    # under a design: each key's share of holders and the mean of its value over all
+    # respondents (0 for a non-holder), both linear in the reports (PCKV's f and g; their
+    # ratio, the mean among holders, is not given under a design)
+    def design_problem(self, mechanism: Any) -> str | None:
+        if self.pairs is None:  # pragma: no cover - a design needs a table, which gives pairs
+            return "its answers come from its own law, not from the table's rows"
+        return None
+
+    def design_labels(self, mechanism: Any) -> list[str]:
+        return list(self.keys) + [f"{k} (value)" for k in self.keys]
+
+    def _scales(self, mech: PCKV) -> tuple[float, float]:
+        return self.padding / (mech.a - mech.b), self.padding / (mech.a * (2 * mech.p - 1))
+
+    def design_units(self, mechanism: Any, reports: NDArray[Any]) -> NDArray[np.float64]:
+        d = len(self.keys)
+        y = np.asarray(reports, dtype=np.int64)
+        up = (y[:, None] == 2 * np.arange(d)).astype(float)
+        down = (y[:, None] == 2 * np.arange(d) + 1).astype(float)
+        cf, cg = self._scales(mechanism)
+        return np.hstack([cf * (up + down - mechanism.b), cg * (up - down)])
+
+    def design_truth(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        pairs = self.pairs[rows]  # type: ignore[index]
+        bits = ((pairs[:, 0].astype(np.int64)[:, None] >> np.arange(len(self.keys))) & 1).astype(float)
+        share = self.padding * bits / np.maximum(bits.sum(axis=1), self.padding)[:, None]
+        return np.hstack([share, share * pairs[:, 1:]])
+
+    def design_noise(self, mechanism: Any, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        up, down = mechanism.row_law(self.pairs[rows])  # type: ignore[index]
+        cf, cg = self._scales(mechanism)
+        either = up + down
+        return np.hstack([cf**2 * either * (1 - either), cg**2 * (either - (up - down) ** 2)])
+
     def describe(self) -> str:
         return f"{len(self.keys)} keys with values in [-1, 1]; padding {self.padding}"
 
@@ -273,6 +356,34 @@ class KeyValueQuestion(WithoutAnswerList, Question):
 
     def rows_per_checkpoint(self, spec: QuestionsScenarioSpec) -> int:
         return 3 * len(self.keys)
+
+
+def _pairs(table: Any, column: str, keys: list[str], at: str) -> NDArray[np.float64]:
+    """A table column of key-value pairs, ``key=value`` separated by ``;`` (blank: no key),
+    as rows ``(mask, v_1 .. v_d)``; one line naming the row otherwise."""
+    try:
+        raw = table.column(column)
+    except LdpSimError as exc:
+        raise LdpSimError(f"{at}.column: {exc}") from None
+    index = {k: j for j, k in enumerate(keys)}
+    out = np.zeros((len(raw), len(keys) + 1))
+    expected = f"pairs key=value separated by ';', keys among {at}.labels, values in [-1, 1], each key once"
+    for r, text in enumerate(raw):
+        mask = 0
+        for part in (p.strip() for p in text.split(";") if p.strip()):
+            key, _, value = part.partition("=")
+            j = index.get(key.strip())
+            try:
+                v = float(value)
+            except ValueError:
+                v = math.nan
+            if j is None or not -1.0 <= v <= 1.0 or mask >> j & 1:
+                raise LdpSimError(f"{at}.column: {table.where(r, column)}: got {part!r}, expected {expected}")
+            mask |= 1 << j
+            out[r, 1 + j] = v
+        out[r, 0] = mask
+    out.setflags(write=False)
+    return out
 
 
 class KeyValueTask(Task):
