@@ -91,3 +91,17 @@ def test_without_strata_each_respondent_is_its_own_psu_in_one_stratum(tmp_path):
     mine = rows[(rows["task"] == "answer:design") & (rows["quantity"] == "weighted")]
     assert set(mine["category"]) == {"a", "b"}  # no stratum rows with a single stratum
     assert mine.set_index("category").loc["a", "truth"] == pytest.approx(2.5 / 7.5)
+
+
+def test_the_shipped_design_table_has_the_documented_columns_and_design():
+    import csv
+    import re
+
+    with (SCENARIOS / "data" / "nhanes2.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    readme = (SCENARIOS / "data" / "README.md").read_text()
+    section = readme.split("## nhanes2.csv")[1].split("\n## ")[0]
+    assert list(rows[0]) == re.findall(r"^\| `([a-z_]+)` \|", section, flags=re.MULTILINE)
+    assert len(rows) == 10337 and sum(r["diabetes"] == "" for r in rows) == 2
+    pairs = {(r["stratum"], r["psu"]) for r in rows}
+    assert len(pairs) == 62 and len({s for s, _ in pairs}) == 31
