@@ -115,3 +115,32 @@ def test_a_law_with_a_table_is_refused(tmp_path):
     path = _write(tmp_path, ["maps=0.1"], extra="inclusion = [0.5, 0.5, 0.5]\n")
     with pytest.raises(LdpSimError, match="inclusion: got .*expected none with a table"):
         parse_scenario(open(path).read(), path)
+
+
+@pytest.mark.parametrize("row", [(0b000, 0, 0, 0), (0b011, 0.6, -0.2, 0), (0b111, -1.0, 1.0, 0.3), (0b100, 0, 0, -0.7)])
+def test_pckv_reports_follow_their_exact_law(row):
+    """The reports of one respondent, many times: their symbols' law is the one the module's
+    docstring derives (key kept with probability a, its sign by the value and p; otherwise
+    a uniform other key and sign), written out here from a, b and p."""
+    from ldpsim.sim.question_kinds.keyvalue import PCKV
+    from tests.stats_checks import assert_sample_law
+
+    mech = PCKV(3, 2, 1.5, 0.5)
+    mask, values = row[0], np.array(row[1:])
+    held = [k for k in range(3) if mask >> k & 1]
+    slots = max(len(held), 2)
+    pairs = [(k, values[k]) for k in held] + [(3 + j, 0.0) for j in range(slots - len(held))]
+    law = np.zeros(2 * mech.keys)
+    for key, v in pairs:  # each padded pair with probability 1 / slots
+        plus = (1 + v) / 2 * mech.p + (1 - v) / 2 * (1 - mech.p)
+        law[2 * key] += mech.a * plus / slots
+        law[2 * key + 1] += mech.a * (1 - plus) / slots
+        for other in range(mech.keys):
+            if other != key:
+                law[2 * other : 2 * other + 2] += (1 - mech.a) / (mech.keys - 1) / 2 / slots
+    assert law.sum() == pytest.approx(1.0)
+    answers = np.tile(np.array([mask, *values], dtype=float), (200_000, 1))
+    reports = mech.privatize(answers, np.random.default_rng(31))
+    assert_sample_law(reports, law, FALSE_FAILURE)
+    up, down = mech.row_law(answers[:1])  # the design's per-respondent law agrees
+    assert np.allclose(up[0], law[0:6:2]) and np.allclose(down[0], law[1:6:2])

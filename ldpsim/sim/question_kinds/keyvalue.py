@@ -102,22 +102,38 @@ class PCKV:
         return pckv_eps(self.eps1, self.eps2, self.keys, self.padding)
 
     def privatize(self, answers: Any, rng: Any = None) -> NDArray[np.int64]:
+        """One report per row: the sampled pair's key kept with probability ``a`` and then
+        its sign ``+1`` with probability ``1/2 + (p - 1/2) v`` (the value's discretisation
+        and the sign's randomized response together: ``p (1 + v)/2 + (1 - p)(1 - v)/2``),
+        both read off one uniform; otherwise a symbol uniform over the other keys' ``2 (D -
+        1)``. The same law as the three steps of the module's docstring, in one pass."""
         gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         x = np.asarray(answers, dtype=np.float64).reshape(-1, self.d + 1)
         n = x.shape[0]
-        masks = x[:, 0].astype(np.int64)
         # the sampled pair's key: a uniform slot of the padded set, read from the table of
         # every set (padding and sampling's: the same slots, keys for items)
-        key = PaddingSampling(self.d, self.padding, 1.0).sample_items(masks, gen)
-        real = key < self.d
-        value = np.where(real, x[np.arange(n), 1 + np.minimum(key, self.d - 1)], 0.0)
-        sign = np.where(gen.random(n) < (1 + value) / 2, 1, -1)
-        keep = gen.random(n) < self.a
-        other = gen.integers(0, self.keys - 1, size=n)
-        other = other + (other >= key)  # uniform over the other keys
-        sign = np.where(keep, np.where(gen.random(n) < self.p, sign, -sign), np.where(gen.random(n) < 0.5, 1, -1))
-        out_key = np.where(keep, key, other)
-        return (2 * out_key + (sign < 0)).astype(np.int64)
+        key = self._sampler.sample_items(x[:, 0].astype(np.int64), gen)
+        u = gen.random(n)
+        kept = u < self.a
+        out = np.empty(n, dtype=np.int64)
+        at = np.flatnonzero(kept)  # the key kept: the sign from the same uniform
+        k = key[at]
+        value = np.where(k < self.d, x[at, 1 + np.minimum(k, self.d - 1)], 0.0)  # a dummy's value is 0
+        out[at] = 2 * k + (u[at] >= self.a * (0.5 + (self.p - 0.5) * value))
+        at = np.flatnonzero(~kept)  # another key, uniform, with a uniform sign
+        r = gen.integers(0, 2 * (self.keys - 1), size=at.size)
+        other = r >> 1
+        other += other >= key[at]
+        out[at] = 2 * other + (r & 1)
+        return out.astype(np.int64, copy=False)
+
+    @property
+    def _sampler(self) -> PaddingSampling:
+        cached = self.__dict__.get("_padding_sampler")
+        if cached is None:
+            cached = PaddingSampling(self.d, self.padding, 1.0)
+            self.__dict__["_padding_sampler"] = cached
+        return cached
 
     def statistic(self, reports: Any) -> NDArray[np.int64]:
         return np.bincount(np.asarray(reports, dtype=np.int64), minlength=self.output_size)
