@@ -86,19 +86,21 @@ def hajek(
 ) -> DesignEstimate:
     """The Hajek estimate and linearised variance from the PSU totals of ``w_i u_i``
     (``(C, m)``) and of ``w_i`` (``(C,)``); ``stratum_of[c]`` is PSU c's stratum. A stratum
-    with a single PSU that carries weight has no variance estimate: refused (one line)."""
+    with a single PSU that carries weight has no variance estimate: refused (one line).
+    With the totals of ``w_i v_i`` in place of the weights it is the ratio estimate
+    ``sum w u / sum w v`` and its linearised variance."""
     y = np.asarray(value_totals, dtype=np.float64)
     if y.ndim == 1:
         y = y[:, None]
     w = np.asarray(weight_totals, dtype=np.float64)
     total = float(w.sum())
-    if not total > 0:
+    if not total > 0:  # no weight here (an empty domain), or a ratio whose estimated denominator is not positive
         return DesignEstimate(np.full(y.shape[1], np.nan), np.full(y.shape[1], np.nan), 0.0)
     theta = y.sum(axis=0) / total
     z = (y - np.outer(w, theta)) / total
     n_h = np.bincount(stratum_of, minlength=strata).astype(np.float64)
     # a stratum's PSUs with no weight in this domain still count (domain estimation)
-    used = np.bincount(stratum_of, weights=(w > 0).astype(np.float64), minlength=strata)
+    used = np.bincount(stratum_of, weights=(w != 0).astype(np.float64), minlength=strata)
     single = (n_h == 1) & (used > 0)
     if single.any():
         raise LdpSimError(

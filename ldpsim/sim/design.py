@@ -119,11 +119,14 @@ class DesignAccumulator:
         self.question = question
         self.mechanism = mechanism
         self.labels = list(question.design_labels(mechanism))
+        #: ratios of two of the estimates (label, numerator, denominator): a key's mean value
+        self.ratios = list(question.design_ratios(mechanism))
         m, c = len(self.labels), design.cells
         self.weights = np.zeros(c)
         self.units = np.zeros((c, m))
         self.truth = np.zeros((c, m))
         self.noise = np.zeros((c, m))
+        self.covariance = np.zeros((c, len(self.ratios)))  # w^2 Cov(numerator, denominator | x)
         self.z = z_value(confidence)
 
     def add(self, rows: NDArray[np.int64], reports: NDArray[Any]) -> None:
@@ -136,6 +139,9 @@ class DesignAccumulator:
         np.add.at(self.units, cell, w[:, None] * self.question.design_units(self.mechanism, reports))
         np.add.at(self.truth, cell, w[:, None] * self.question.design_truth(rows))
         np.add.at(self.noise, cell, (w * w)[:, None] * self.question.design_noise(self.mechanism, rows))
+        if self.ratios:
+            cov = self.question.design_noise_covariance(self.mechanism, rows)
+            np.add.at(self.covariance, cell, (w * w)[:, None] * cov)
 
     def at_checkpoint(self) -> list[dict[str, Any]]:
         d = self.design
@@ -150,9 +156,17 @@ class DesignAccumulator:
             true = hajek(self.truth * inside[:, None], w, d.stratum_of, len(d.strata))
             noise = privacy_variance(self.noise[inside].sum(axis=0), field.weight)
             prefix = "" if not stratum else "stratum_"
-            for j, label in enumerate(self.labels):
+            parts = [
+                (label, field.estimate[j], field.variance[j], true.estimate[j], true.variance[j], noise[j])
+                for j, label in enumerate(self.labels)
+            ]
+            for label, num, den in self.ratios:
+                r_field, r_true, r_noise = self._ratio(num, den, inside, noise)
+                parts.append(
+                    (label, r_field.estimate[0], r_field.variance[0], r_true.estimate[0], r_true.variance[0], r_noise)
+                )
+            for label, est, var, truth, design_var, noise_var in parts:
                 category = label if not stratum else f"{label} | {stratum}"
-                est, var = field.estimate[j], field.variance[j]
                 se = math.sqrt(var) if var >= 0 else math.nan
                 out.append(
                     dict(
@@ -161,7 +175,7 @@ class DesignAccumulator:
                         estimate=est,
                         ci_low=est - self.z * se,
                         ci_high=est + self.z * se,
-                        truth=true.estimate[j],
+                        truth=truth,
                         theory=np.nan,
                         method="hajek/linearised",
                     )
@@ -174,12 +188,12 @@ class DesignAccumulator:
                         ci_low=np.nan,
                         ci_high=np.nan,
                         truth=np.nan,
-                        theory=math.sqrt(true.variance[j] + noise[j]) if field.weight > 0 else np.nan,
+                        theory=math.sqrt(design_var + noise_var) if field.weight > 0 else np.nan,
                     )
                 )
                 if stratum:
                     continue
-                for quantity, value in (("design_se", true.variance[j]), ("privacy_se", noise[j])):
+                for quantity, value in (("design_se", design_var), ("privacy_se", noise_var)):
                     out.append(
                         dict(
                             quantity=quantity,
@@ -192,6 +206,25 @@ class DesignAccumulator:
                         )
                     )
         return out
+
+    def _ratio(
+        self, num: int, den: int, inside: NDArray[np.bool_], noise: NDArray[np.float64]
+    ) -> tuple[Any, Any, float]:
+        """A ratio of two estimates in a domain: from the reports and from the truth, each
+        linearised (the denominator's totals in place of the weights), and the privacy
+        noise's variance by the delta method at the truth: ``(V_nn - 2 r V_nd + r^2 V_dd) /
+        t_d^2`` with the exact variances and covariance of the two Hajek estimates."""
+        d = self.design
+        field = hajek(self.units[:, num] * inside, self.units[:, den] * inside, d.stratum_of, len(d.strata))
+        true = hajek(self.truth[:, num] * inside, self.truth[:, den] * inside, d.stratum_of, len(d.strata))
+        weight = float(self.weights[inside].sum())
+        t_den = float(self.truth[inside, den].sum()) / weight if weight > 0 else math.nan
+        r = true.estimate[0]
+        k = [i for i, (_, a, b) in enumerate(self.ratios) if (a, b) == (num, den)][0]
+        cov = privacy_variance(np.array([self.covariance[inside, k].sum()]), weight)[0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            var = (noise[num] - 2 * r * cov + r * r * noise[den]) / (t_den * t_den)
+        return field, true, float(var)
 
     @staticmethod
     def rows_per_checkpoint(labels: int, strata: int) -> int:

@@ -127,6 +127,16 @@ CASES["keyvalue"] = [
         lambda row: 2.0 * _held(row).get("mail", 0.0) / max(len(_held(row)), 2),
     ),
 ]
+#: ratios: (id, question, label, numerator and denominator of each row)
+RATIOS = [
+    (
+        "apps-pckv-mean",
+        CASES["keyvalue"][0][1],
+        "mail (mean)",
+        lambda row: 2.0 * _held(row).get("mail", 0.0) / max(len(_held(row)), 2),
+        lambda row: 2.0 * ("mail" in _held(row)) / max(len(_held(row)), 2),
+    ),
+]
 #: specifications refused under a design, with the words of the refusal
 REFUSED = {
     "numeric-distribution-only": (
@@ -139,7 +149,7 @@ ALL = [(kind, *case) for kind, cases in CASES.items() for case in cases]
 IDS = [f"{kind}-{case[0]}" for kind, cases in CASES.items() for case in cases]
 
 
-def _write(tmp_path, question: str, replications: int = 1) -> str:
+def _write(tmp_path, question: str, replications: int = 1, total: float = 1.0) -> str:
     rows = _table()
     with (tmp_path / "design.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -153,7 +163,7 @@ weight = "weight"
 strata = "stratum"
 psu = "psu"
 [budget]
-total = 1.0
+total = {total}
 strategy = "split"
 [[questions]]
 {question}
@@ -234,3 +244,37 @@ def test_a_question_without_design_estimates_is_refused_in_one_line(case, tmp_pa
     with pytest.raises(LdpSimError, match=words) as info:
         parse_scenario(open(path).read(), path)
     assert "\n" not in str(info.value) and "population.weight" in str(info.value)
+
+
+@pytest.mark.parametrize(("case", "question", "label", "numerator", "denominator"), RATIOS, ids=[r[0] for r in RATIOS])
+def test_a_ratio_is_consistent_with_its_delta_method_privacy_variance(
+    case, question, label, numerator, denominator, tmp_path
+):
+    """A ratio of two design estimates (a key's mean value among its holders): its truth is
+    the ratio of the weighted sums (computed here), its design variance the linearisation
+    of the ratio written out as loops, and its spread over replications the delta method's
+    privacy variance (an approximation: a band twice as wide as the chi-square's)."""
+    path = _write(tmp_path, question, total=6.0)  # a denominator far from 0: where the delta method holds
+    sc = parse_scenario(open(path).read(), path)
+    rows = _table()
+    num = np.array([numerator(r) for r in rows])
+    den = np.array([denominator(r) for r in rows])
+    w = np.array([float(r["weight"]) for r in rows])
+    ratio = float(w @ num) / float(w @ den)
+    # the ratio's linearisation: the Hajek variance of (num - r den) / t_den
+    design_var = _linearised((num - ratio * den) / (float(w @ den) / w.sum()), rows)
+    reps, errors, privacy = 200, [], None
+    for r in range(reps):
+        out = run_replication(sc, r, 13)
+        mine = out[(out["task"] == "apps:design") & (out["category"] == label)]
+        row = mine[mine["quantity"] == "weighted"].iloc[-1]
+        assert row["truth"] == pytest.approx(ratio, rel=1e-9)
+        assert mine[mine["quantity"] == "design_se"].iloc[-1]["theory"] ** 2 == pytest.approx(design_var, rel=1e-9)
+        privacy = mine[mine["quantity"] == "privacy_se"].iloc[-1]["theory"] ** 2
+        errors.append(row["estimate"] - ratio)
+    errors_arr = np.array(errors)
+    z = stats.norm.isf(FALSE_FAILURE / 4)
+    assert abs(errors_arr.mean()) <= z * math.sqrt(privacy / reps) + 2 * privacy  # the ratio's O(1/n) bias
+    x_ = math.log(4.0 / FALSE_FAILURE)
+    assert privacy * (1 - 4 * math.sqrt(x_ / reps)) <= float(np.mean(errors_arr**2))
+    assert float(np.mean(errors_arr**2)) <= privacy * (1 + 4 * math.sqrt(x_ / reps) + 4 * x_ / reps)

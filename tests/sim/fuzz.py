@@ -515,7 +515,8 @@ def shipped_docs() -> list[dict[str, Any]]:
     docs = []
     for path in sorted(SCENARIOS.glob("*.toml")):
         doc = tomllib.loads(path.read_text())
-        if "population" in doc:
+        design = any(k in doc.get("population", {}) for k in ("weight", "strata", "psu"))
+        if "population" in doc and not design:  # a design sample's rows are used as they are
             doc["population"]["size"] = (
                 2_000
                 if doc.get("simulation", {}).get("mode", "individual") == "individual"

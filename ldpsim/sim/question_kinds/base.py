@@ -170,6 +170,15 @@ class Question(ABC):
         """``(n, m)``: the exact ``Var(u_i | x_i)`` of each table row's report."""
         raise NotImplementedError
 
+    def design_ratios(self, mechanism: Any) -> list[tuple[str, int, int]]:
+        """Estimates that are ratios of two of the ``m`` (label, numerator, denominator)."""
+        return []
+
+    def design_noise_covariance(self, mechanism: Any, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        """``(n, ratios)``: the exact covariance of each ratio's numerator and denominator
+        terms given each table row's answer."""
+        raise NotImplementedError
+
 
 class WithoutAnswerList:
     """For a kind without a finite list of answers (numeric, multiselect, keyvalue): no

@@ -331,8 +331,8 @@ class KeyValueQuestion(WithoutAnswerList, Question):
         ]
 
     # under a design: each key's share of holders and the mean of its value over all
-    # respondents (0 for a non-holder), both linear in the reports (PCKV's f and g; their
-    # ratio, the mean among holders, is not given under a design)
+    # respondents (0 for a non-holder), both linear in the reports (PCKV's f and g), and
+    # their ratio, the key's mean value among its holders
     def design_problem(self, mechanism: Any) -> str | None:
         if self.pairs is None:  # pragma: no cover - a design needs a table, which gives pairs
             return "its answers come from its own law, not from the table's rows"
@@ -363,6 +363,15 @@ class KeyValueQuestion(WithoutAnswerList, Question):
         cf, cg = self._scales(mechanism)
         either = up + down
         return np.hstack([cf**2 * either * (1 - either), cg**2 * (either - (up - down) ** 2)])
+
+    def design_ratios(self, mechanism: Any) -> list[tuple[str, int, int]]:
+        d = len(self.keys)
+        return [(f"{k} (mean)", d + j, j) for j, k in enumerate(self.keys)]
+
+    def design_noise_covariance(self, mechanism: Any, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        up, down = mechanism.row_law(self.pairs[rows])  # type: ignore[index]
+        cf, cg = self._scales(mechanism)
+        return cf * cg * ((up - down) - (up + down) * (up - down))
 
     def describe(self) -> str:
         return f"{len(self.keys)} keys with values in [-1, 1]; padding {self.padding}"

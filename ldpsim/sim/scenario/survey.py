@@ -345,7 +345,9 @@ def _build_questions(spec: Any, source: str, where: str) -> Scenario:
     if qs.design is not None:
         strata = len(qs.design.strata)
         per_checkpoint += sum(
-            DesignAccumulator.rows_per_checkpoint(len(q.design_labels(qs.mechanism(j))), strata)
+            DesignAccumulator.rows_per_checkpoint(
+                len(q.design_labels(qs.mechanism(j))) + len(q.design_ratios(qs.mechanism(j))), strata
+            )
             for j, q in enumerate(qs.questions)
         )
     tick, end = _timing(spec, latency, qs.size, groups, len(mechanisms), k, per_checkpoint)
