@@ -64,6 +64,9 @@ def _render_report(scenario, results: pd.DataFrame, seed: int) -> dict[str, byte
     items, keys = summary.final_items(results), summary.final_keys(results)
     if items["estimate"].notna().any() or keys["frequency"].notna().any():
         files["items.png"] = _items_figure(items, keys)
+    design = summary.design_table(results)
+    if not design.empty and design["design_se"].notna().any():
+        files["design.png"] = _design_figure(design)
     lines = _summary_lines(scenario, results, seed, list(files))
     files["report.html"] = run_html(
         kind="survey", scenario=scenario, seed=seed, lines=lines, files=files, key=_key_numbers(results)
@@ -563,6 +566,33 @@ def _items_figure(items: pd.DataFrame, keys: pd.DataFrame) -> bytes:
     return png_bytes(fig)
 
 
+def _design_figure(design: pd.DataFrame) -> bytes:
+    """Under a survey design, per question and answer: the design's standard error, the
+    privacy noise's exact one, their sum in quadrature (the theory) and the analyst's
+    standard error from the reports (mean over replications)."""
+    questions = list(dict.fromkeys(design["question"]))
+    fig, axes = plt.subplots(
+        1, len(questions), figsize=(4.5 * len(questions), 0.45 * design.groupby("question").size().max() + 2)
+    )
+    axes = np.atleast_1d(axes)
+    for ax, question in zip(axes, questions):
+        g = design[design["question"] == question]
+        y = np.arange(len(g))[::-1]
+        ax.barh(y + 0.2, g["design_se"], height=0.4, color="C2", label="design")
+        ax.barh(y - 0.2, g["privacy_se"], height=0.4, color="C1", label="privacy noise (exact)")
+        ax.plot(g["se_theory"], y, "k|", ms=14, mew=2, label="both (theory)")
+        ax.plot(g["analyst_se"], y, "o", color="C0", ms=5, label="analyst's, from the reports")
+        ax.set_yticks(y)
+        ax.set_yticklabels([short_label(str(a)).replace("$", r"\$") for a in g["answer"]])
+        ax.set_xlabel("standard error of the weighted share")
+        ax.set_title(short_label(question), fontsize=10)
+        ax.set_xlim(0, 1.1 * float(np.nanmax(g[["design_se", "privacy_se", "se_theory", "analyst_se"]].to_numpy())))
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return png_bytes(fig)
+
+
 def _other_tasks(scenario, results: pd.DataFrame) -> list[str]:
     """## Other analyst tasks: their totals at the end, and replication 0 at every checkpoint."""
     # (a scenario's numeric questions are shown above)
@@ -604,7 +634,8 @@ def _design(scenario, results: pd.DataFrame) -> list[str]:
         "sqrt(sum w_i^2 Var(u_i | x_i)) / sum w_i; se_theory = sqrt(design_se^2 + privacy_se^2). Replication 0 "
         f"at the end; analyst_se is the mean over {reps} replication(s), and sd_over_replications the spread of "
         "the estimate over them (the same sample each time: privacy noise alone, to set beside privacy_se). "
-        "Estimates per stratum are in results.csv (stratum_weighted, stratum_weighted_se).",
+        "Estimates per stratum are in results.csv (stratum_weighted, stratum_weighted_se); design.png "
+        "draws the standard errors.",
         "",
         _md_table(table),
         "",
