@@ -9,8 +9,8 @@ on a window of half-width ``b`` around the answer and ``q`` elsewhere, so each e
 ``q`` times the bucket's length plus ``p - q`` times the mean length it shares with the
 window. :func:`ems` estimates the
 buckets' probabilities by expectation-maximisation on the report counts, with the paper's
-smoothing step (each bucket averaged with its neighbours, weights 1/4, 1/2, 1/4) after
-every iteration: EMS. Without smoothing EM climbs towards the maximum-likelihood histogram
+smoothing step (each inner bucket averaged with its neighbours, weights 1/4, 1/2, 1/4;
+the end buckets kept as they are) after every iteration: EMS. Without smoothing EM climbs towards the maximum-likelihood histogram
 (answers uniform within their bucket). :func:`wasserstein1` and
 :func:`kolmogorov_smirnov` compare two histograms on the same buckets; :func:`quantile`
 reads a quantile off one (linear within a bucket).
@@ -84,12 +84,15 @@ class DistributionEstimate:
 
 
 def _smooth(x: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Each bucket averaged with its neighbours (1/4, 1/2, 1/4; at the ends the missing
-    neighbour's weight goes to the bucket itself), then renormalised."""
+    """Each inner bucket averaged with its two neighbours (1/4, 1/2, 1/4), the two end
+    buckets left as they are, then renormalised. An end bucket has one neighbour: averaging
+    it with that one alone pulls mass inwards at every iteration, a bias that at n = 10^6
+    and eps = 1 raised the Wasserstein-1 error by 35 to 40% on Beta(5, 2) and Beta(2, 5)
+    answers (docs/reproductions.md, the Square Wave paper's claim)."""
     if x.size < 3:
         return x
-    padded = np.concatenate([x[:1], x, x[-1:]])
-    out = 0.25 * padded[:-2] + 0.5 * padded[1:-1] + 0.25 * padded[2:]
+    out = x.copy()
+    out[1:-1] = 0.25 * x[:-2] + 0.5 * x[1:-1] + 0.25 * x[2:]
     return out / out.sum()
 
 
