@@ -10,8 +10,8 @@ on a window of half-width ``b`` around the answer and ``q`` elsewhere, so each e
 window. :func:`ems` estimates the
 buckets' probabilities by expectation-maximisation on the report counts, with the paper's
 smoothing step (each inner bucket averaged with its neighbours, weights 1/4, 1/2, 1/4;
-the end buckets kept as they are) after every iteration: EMS. Without smoothing EM climbs towards the maximum-likelihood histogram
-(answers uniform within their bucket). :func:`wasserstein1` and
+the end buckets kept as they are) after every iteration: EMS. Without smoothing EM climbs
+towards the maximum-likelihood histogram (answers uniform within their bucket). :func:`wasserstein1` and
 :func:`kolmogorov_smirnov` compare two histograms on the same buckets; :func:`quantile`
 reads a quantile off one (linear within a bucket).
 """
