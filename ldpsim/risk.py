@@ -1,0 +1,235 @@
+"""What a respondent risks: how well the server can guess a respondent's answer from one
+report, exactly.
+
+A respondent's answer ``X`` follows a prior ``pi`` (the population's law, as the server
+knows it); the report ``Y`` follows the mechanism's law ``P(y | x)``. The server's best
+guess of ``X`` from ``Y`` is the answer of largest posterior, so
+
+- **accuracy** ``A = sum_y max_x pi_x P(y | x)``: the probability that the Bayes-optimal
+  guess is right (no attack does better);
+- **baseline** ``max_x pi_x``: the accuracy of guessing without any report;
+- **advantage** ``A - baseline`` and **ratio** ``A / baseline``; under eps-LDP
+  ``A <= min(1, e^eps baseline)`` (each ``pi_x P(y | x) <= e^eps pi_x P(y)``);
+- **expected posterior** of the true answer, ``E[post(X | Y)]``, and the whole law of
+  ``post(X | Y)`` (finite mechanisms);
+- **worst ratio** ``max_{x, y} post(x | y) / pi_x`` (at most ``e^eps``) beside the
+  **average ratio** ``E[post(X | Y) / pi_X]``.
+
+How each is computed (the ``method`` of the result):
+
+- ``enumeration``: a finite mechanism's matrix (``k x m``), every output;
+- ``structure``: unary encoding and subset selection, whose report laws factor, give the
+  accuracy exactly in ``O(k)`` from the sorted prior (:func:`_unary_accuracy`,
+  :func:`_subset_accuracy`); their other quantities by Monte Carlo;
+- ``monte carlo``: any other oracle with a ``log_density`` (local hashing, RAPPOR): reports
+  drawn from the prior and the mechanism, each one's posterior over the ``k`` answers exact;
+  every quantity then carries its standard error (``standard_errors``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ldpsim import _validate as v
+from ldpsim.errors import invalid
+
+#: reports drawn when a quantity has no exact form (its standard error is stated)
+SAMPLES = 200_000
+#: the quantities of an :class:`InferenceRisk`, in the order tables show them
+QUANTITIES = (
+    "accuracy",
+    "baseline",
+    "advantage",
+    "ratio",
+    "expected_posterior",
+    "worst_ratio",
+    "average_ratio",
+)
+
+
+@dataclass(frozen=True)
+class InferenceRisk:
+    """The server's Bayes-optimal attribute inference from one report (module docstring)."""
+
+    accuracy: float
+    baseline: float
+    expected_posterior: float
+    worst_ratio: float
+    average_ratio: float
+    method: str
+    #: the law of ``post(X | Y)``: its values and their probabilities (finite mechanisms;
+    #: None otherwise)
+    posterior_values: NDArray[np.float64] | None = None
+    posterior_probabilities: NDArray[np.float64] | None = None
+    #: standard errors of the quantities estimated by Monte Carlo (by name; absent: exact)
+    standard_errors: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def advantage(self) -> float:
+        return self.accuracy - self.baseline
+
+    @property
+    def ratio(self) -> float:
+        return self.accuracy / self.baseline
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: float(getattr(self, name)) for name in QUANTITIES} | {"method": self.method}
+
+
+def inference_risk(
+    mechanism: Any, prior: ArrayLike | None = None, *, samples: int = SAMPLES, rng: Any = None
+) -> InferenceRisk:
+    """The inference risk of one report of ``mechanism`` when answers follow ``prior``
+    (default uniform over the mechanism's ``k`` answers). ``samples`` and ``rng`` serve
+    the quantities without an exact form (see the module docstring)."""
+    k = int(getattr(mechanism, "k", 0) or 0)
+    if k < 1:
+        raise invalid("mechanism", repr(mechanism), "a mechanism over k >= 1 answers (a frequency oracle)")
+    pi = _prior(prior, k)
+    samples = v.integer(samples, "samples", minimum=1)
+    matrix = getattr(mechanism, "matrix", None)
+    if matrix is not None and getattr(mechanism, "output_size", None) is not None:
+        return _enumerate(np.asarray(matrix, dtype=np.float64), pi)
+    exact = None
+    if hasattr(mechanism, "omega") and hasattr(mechanism, "p_in"):
+        exact = _subset_accuracy(mechanism, pi)
+    elif hasattr(mechanism, "log_1mq") and hasattr(mechanism, "gap"):
+        exact = _unary_accuracy(mechanism, pi)
+    risk = _monte_carlo(mechanism, pi, samples, np.random.default_rng(rng))
+    if exact is None:
+        return risk
+    errors = {k_: e for k_, e in risk.standard_errors.items() if k_ not in ("accuracy", "advantage", "ratio")}
+    return InferenceRisk(
+        exact,
+        risk.baseline,
+        risk.expected_posterior,
+        risk.worst_ratio,
+        risk.average_ratio,
+        "structure (accuracy), monte carlo (the rest)",
+        standard_errors=errors,
+    )
+
+
+def _prior(prior: ArrayLike | None, k: int) -> NDArray[np.float64]:
+    if prior is None:
+        return np.full(k, 1.0 / k)
+    pi = v.finite_array(prior, "prior", "probabilities")
+    if pi.shape != (k,):
+        raise invalid("prior", f"{pi.size} values", f"{k} probabilities, one per answer of the mechanism")
+    if np.any(pi < 0):
+        raise invalid("prior", f"a negative value {float(pi.min()):g}", "probabilities >= 0")
+    if not abs(float(pi.sum()) - 1.0) <= 1e-9:
+        raise invalid("prior", f"values summing to {float(pi.sum()):.6g}", "probabilities summing to 1")
+    return pi / pi.sum()
+
+
+def _enumerate(q: NDArray[np.float64], pi: NDArray[np.float64]) -> InferenceRisk:
+    """Every output of a finite mechanism: the joint law ``pi_x Q[x, y]`` and its posterior."""
+    joint = pi[:, None] * q
+    py = joint.sum(axis=0)
+    seen = py > 0
+    joint, py = joint[:, seen], py[seen]
+    post = joint / py
+    accuracy = float(joint.max(axis=0).sum())
+    mass = joint > 0
+    ratio = np.where(mass, post / np.where(pi > 0, pi, 1.0)[:, None], 0.0)
+    values, inverse = np.unique(np.round(post[mass], 15), return_inverse=True)
+    probabilities = np.bincount(inverse, weights=joint[mass], minlength=values.size)
+    return InferenceRisk(
+        accuracy,
+        float(pi.max()),
+        float((joint * post).sum()),
+        float(ratio.max()),
+        float((joint * ratio).sum()),
+        "enumeration",
+        values,
+        probabilities,
+    )
+
+
+def _unary_accuracy(mech: Any, pi: NDArray[np.float64]) -> float:
+    """Unary encoding: the report's bits are independent given ``x``, 1 with probability
+    ``p`` for ``x``'s bit and ``q`` for the others, so ``pi_x P(y | x) = base(y) pi_x
+    (a if y_x = 1 else b)`` with ``base`` the law of bits all drawn at ``q``, ``a = p/q`` and
+    ``b = (1 - p)/(1 - q)`` (``a > 1 > b``). With ``pi`` sorted decreasingly and ``S`` the
+    set bits: if the top answer's bit is set (probability ``q`` under ``base``) the best is
+    ``a pi_(1)``; otherwise, ``i`` the first set bit in the sorted order (probability ``(1 -
+    q)^(i - 1) q``), the best is ``max(a pi_(i), b pi_(1))``; and ``b pi_(1)`` when no bit is
+    set (``(1 - q)^k``)."""
+    p, q = float(mech.p), float(mech.q)
+    s = np.sort(pi)[::-1]
+    k = s.size
+    a, b = p / q, math.exp(mech.log_1mp - mech.log_1mq)
+    i = np.arange(2, k + 1)
+    weights = np.exp((i - 1) * mech.log_1mq) * q
+    total = p * s[0] + float(weights @ np.maximum(a * s[1:], b * s[0]))
+    return float(total + math.exp(k * mech.log_1mq) * b * s[0])
+
+
+def _subset_accuracy(mech: Any, pi: NDArray[np.float64]) -> float:
+    """Subset selection: ``P(Y | x) = e^eps / Z`` if ``x`` is in ``Y`` (``omega`` answers),
+    ``1 / Z`` otherwise. With ``pi`` sorted decreasingly: the ``C(k - 1, omega - 1)`` subsets
+    holding the top answer give ``e^eps pi_(1)``; those whose first member in the sorted
+    order is ``i >= 2`` (``C(k - i, omega - 1)`` of them) give ``max(e^eps pi_(i), pi_(1))``."""
+    k, omega, eps = int(mech.k), int(mech.omega), float(mech.eps)
+    s = np.sort(pi)[::-1]
+    log_z = np.logaddexp(_log_comb(k - 1, omega - 1) + eps, _log_comb(k - 1, omega))
+    total = math.exp(_log_comb(k - 1, omega - 1) + eps - log_z) * s[0]
+    i = np.arange(2, k - omega + 2)  # the first member can be at most k - omega + 1
+    logs = np.array([_log_comb(k - j, omega - 1) for j in i]) - log_z
+    best = np.maximum(math.exp(eps) * s[i - 1], s[0])
+    return float(total + np.exp(logs) @ best)
+
+
+def _log_comb(n: int, r: int) -> float:
+    if r < 0 or r > n:
+        return -math.inf
+    return math.lgamma(n + 1) - math.lgamma(r + 1) - math.lgamma(n - r + 1)
+
+
+def _monte_carlo(mech: Any, pi: NDArray[np.float64], samples: int, gen: np.random.Generator) -> InferenceRisk:
+    """Reports drawn from the prior and the mechanism; each one's posterior over the ``k``
+    answers from ``log_density`` (exact); means with their standard errors."""
+    k = pi.size
+    x = gen.choice(k, size=samples, p=pi)
+    y = mech.privatize(x, gen)
+    labels = list(getattr(mech, "input_labels", None) or range(k))
+    logs = np.stack([np.asarray(mech.log_density(labels[j], y), dtype=np.float64) for j in range(k)], axis=1)
+    with np.errstate(divide="ignore"):
+        logs = logs + np.log(pi)[None, :]
+    logs -= logs.max(axis=1, keepdims=True)
+    post = np.exp(logs)
+    post /= post.sum(axis=1, keepdims=True)
+    own = post[np.arange(samples), x]
+    best = post.max(axis=1)
+    ratio = own / pi[x]
+    positive = pi > 0
+    worst = float((post[:, positive] / pi[positive]).max())
+
+    def mean_se(values: NDArray[np.float64]) -> tuple[float, float]:
+        return float(values.mean()), float(values.std(ddof=1) / math.sqrt(samples)) if samples > 1 else math.nan
+
+    accuracy, se_a = mean_se(best)
+    expected, se_e = mean_se(own)
+    average, se_r = mean_se(ratio)
+    return InferenceRisk(
+        accuracy,
+        float(pi.max()),
+        expected,
+        worst,
+        average,
+        "monte carlo",
+        standard_errors={
+            "accuracy": se_a,
+            "advantage": se_a,
+            "ratio": se_a / float(pi.max()),
+            "expected_posterior": se_e,
+            "average_ratio": se_r,
+            "worst_ratio": math.nan,  # the largest ratio seen among the samples: a lower bound
+        },
+    )

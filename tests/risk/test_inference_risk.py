@@ -1,0 +1,164 @@
+"""The inference risk of one report (:mod:`ldpsim.risk`) against brute force written here:
+every output of randomized response, unary encoding and subset selection enumerated with
+its probability from the mechanism's published formulas (not the library's matrices), local
+hashing over every hash function of its family (Monte Carlo in the library: within its
+stated standard error at the suite's false-failure probability), and the bounds that hold
+for every eps-LDP mechanism."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ldpsim.errors import LdpSimError
+from ldpsim.mechanisms import catalog
+from ldpsim.risk import inference_risk
+from tests.stats_checks import FALSE_FAILURE
+
+PRIORS = [np.array([0.5, 0.3, 0.15, 0.05]), np.full(4, 0.25), np.array([0.7, 0.0, 0.2, 0.1])]
+
+
+def _risk(outputs: list[tuple[np.ndarray, float]], pi: np.ndarray) -> dict[str, float]:
+    """Brute force: ``outputs`` lists, per report, the vector ``P(y | x)`` over x."""
+    acc = expected = average = 0.0
+    worst = 0.0
+    for like, _ in outputs:
+        joint = pi * like
+        py = joint.sum()
+        if py == 0:
+            continue
+        acc += joint.max()
+        for x in range(pi.size):
+            if joint[x] > 0:
+                post = joint[x] / py
+                expected += joint[x] * post
+                average += joint[x] * post / pi[x]
+                worst = max(worst, post / pi[x])
+    return dict(accuracy=acc, expected_posterior=expected, average_ratio=average, worst_ratio=worst)
+
+
+def _rr(k: int, eps: float) -> list:
+    e = math.exp(eps)
+    return [(np.array([e if x == y else 1.0 for x in range(k)]) / (e + k - 1), 1.0) for y in range(k)]
+
+
+def _unary(k: int, p: float, q: float) -> list:
+    out = []
+    for bits in itertools.product([0, 1], repeat=k):
+        like = np.array(
+            [
+                math.prod((p if j == x else q) if b else (1 - p if j == x else 1 - q) for j, b in enumerate(bits))
+                for x in range(k)
+            ]
+        )
+        out.append((like, 1.0))
+    return out
+
+
+def _subset(k: int, omega: int, eps: float) -> list:
+    e = math.exp(eps)
+    z = math.comb(k - 1, omega - 1) * e + math.comb(k - 1, omega)
+    return [
+        (np.array([(e if x in ys else 1.0) / z for x in range(k)]), 1.0)
+        for ys in itertools.combinations(range(k), omega)
+    ]
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
+@pytest.mark.parametrize("prior", range(len(PRIORS)))
+def test_randomized_response_and_hadamard_enumerated(eps, prior):
+    pi = PRIORS[prior]
+    got = inference_risk(catalog.build("randomized_response", eps=eps, k=4), pi)
+    want = _risk(_rr(4, eps), pi)
+    assert got.method == "enumeration"
+    for name, value in want.items():
+        assert getattr(got, name) == pytest.approx(value, rel=1e-12, abs=1e-15), name
+    assert got.posterior_probabilities.sum() == pytest.approx(1.0)
+    assert float(got.posterior_values @ got.posterior_probabilities) == pytest.approx(want["expected_posterior"])
+    hr = catalog.build("hadamard_response", eps=eps, k=4)
+    rows = [(np.asarray(hr.matrix)[:, y], 1.0) for y in range(hr.matrix.shape[1])]  # its matrix, our sums
+    assert inference_risk(hr, pi).accuracy == pytest.approx(_risk(rows, pi)["accuracy"], rel=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["oue", "sue"])
+@pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
+@pytest.mark.parametrize("prior", range(len(PRIORS)))
+def test_unary_encoding_accuracy_is_exact(kind, eps, prior):
+    pi = PRIORS[prior]
+    mech = catalog.build(kind, eps=eps, k=4)
+    e = math.exp(eps)
+    p, q = (0.5, 1 / (e + 1)) if kind == "oue" else (math.sqrt(e) / (math.sqrt(e) + 1), 1 / (math.sqrt(e) + 1))
+    assert (mech.p, mech.q) == pytest.approx((p, q), rel=1e-12)
+    got = inference_risk(mech, pi, samples=20_000, rng=1)
+    assert got.accuracy == pytest.approx(_risk(_unary(4, p, q), pi)["accuracy"], rel=1e-12)
+    assert "accuracy" not in got.standard_errors
+
+
+@pytest.mark.parametrize("eps", [0.5, 2.0])
+@pytest.mark.parametrize("omega", [1, 2, 3])
+def test_subset_selection_accuracy_is_exact(eps, omega):
+    pi = np.array([0.4, 0.25, 0.2, 0.1, 0.05])
+    mech = catalog.build("subset_selection", eps=eps, k=5, omega=omega)
+    got = inference_risk(mech, pi, samples=20_000, rng=2)
+    assert got.accuracy == pytest.approx(_risk(_subset(5, omega, eps), pi)["accuracy"], rel=1e-12)
+
+
+def test_local_hashing_by_monte_carlo_within_its_stated_error():
+    """OLH's hash family (a x^2 + b x + c modulo a prime of 31 bits, then cut into g
+    buckets) is 3-wise independent, so for k = 3 answers their buckets are uniform over the
+    g^3 patterns up to O(g / prime); every pattern enumerated here, the reported bucket kept
+    with probability e^eps / (e^eps + g - 1), each other with 1 / (e^eps + g - 1)."""
+    pi = np.array([0.6, 0.3, 0.1])
+    mech = catalog.build("olh", eps=1.0, k=3)
+    g, e = mech.g, math.exp(1.0)
+    outputs = []
+    for pattern in itertools.product(range(g), repeat=3):
+        for value in range(g):
+            like = np.array([(e if pattern[x] == value else 1.0) / (e + g - 1) for x in range(3)])
+            outputs.append((like / g**3, 1.0))
+    want = _risk(outputs, pi)
+    got = inference_risk(mech, pi, samples=100_000, rng=3)
+    assert got.method == "monte carlo"
+    z = stats.norm.isf(FALSE_FAILURE / 6)
+    for name in ("accuracy", "expected_posterior", "average_ratio"):
+        assert abs(getattr(got, name) - want[name]) <= z * got.standard_errors[name] + 1e-6, name
+
+
+@pytest.mark.parametrize(
+    ("kind", "kw"),
+    [
+        ("randomized_response", {}),
+        ("oue", {}),
+        ("subset_selection", {}),
+        ("hadamard_response", {}),
+        ("olh", {}),
+    ],
+)
+@pytest.mark.parametrize("eps", [0.01, 1.0, 5.0])
+def test_every_eps_ldp_bound_holds(kind, kw, eps):
+    pi = np.array([0.4, 0.3, 0.2, 0.06, 0.04])
+    got = inference_risk(catalog.build(kind, eps=eps, k=5, **kw), pi, samples=20_000, rng=4)
+    slack = 5 * got.standard_errors.get("accuracy", 0.0) + 1e-12
+    assert got.baseline == 0.4
+    assert got.accuracy <= min(1.0, math.exp(eps) * got.baseline) + slack
+    assert got.accuracy >= got.baseline - slack  # a report never hurts the best guess
+    assert got.worst_ratio <= math.exp(eps) * (1 + 1e-12)
+    assert got.average_ratio <= got.worst_ratio + 1e-12
+
+
+@pytest.mark.parametrize(
+    ("prior", "words"),
+    [
+        ([0.5, 0.5], "prior: got '2 values', expected 4 probabilities"),
+        ([0.5, 0.6, -0.1, 0.0], "prior: got 'a negative value -0.1'"),
+        ([0.7, 0.2, 0.05, 0.04], "prior: got 'values summing to 0.99', expected probabilities summing to 1"),
+    ],
+)
+def test_a_bad_prior_is_one_line(prior, words):
+    with pytest.raises(LdpSimError, match=words) as info:
+        inference_risk(catalog.build("randomized_response", eps=1.0, k=4), prior)
+    assert "\n" not in str(info.value)
