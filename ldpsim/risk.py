@@ -139,7 +139,7 @@ def _enumerate(q: NDArray[np.float64], pi: NDArray[np.float64]) -> InferenceRisk
     mass = joint > 0
     ratio = np.where(mass, post / np.where(pi > 0, pi, 1.0)[:, None], 0.0)
     values, inverse = np.unique(np.round(post[mass], 15), return_inverse=True)
-    probabilities = np.bincount(inverse, weights=joint[mass], minlength=values.size)
+    probabilities = np.asarray(np.bincount(inverse, weights=joint[mass], minlength=values.size), dtype=np.float64)
     return InferenceRisk(
         accuracy,
         float(pi.max()),
@@ -181,7 +181,7 @@ def _subset_accuracy(mech: Any, pi: NDArray[np.float64]) -> float:
     log_z = np.logaddexp(_log_comb(k - 1, omega - 1) + eps, _log_comb(k - 1, omega))
     total = math.exp(_log_comb(k - 1, omega - 1) + eps - log_z) * s[0]
     i = np.arange(2, k - omega + 2)  # the first member can be at most k - omega + 1
-    logs = np.array([_log_comb(k - j, omega - 1) for j in i]) - log_z
+    logs = np.array([_log_comb(k - int(j), omega - 1) for j in i]) - log_z
     best = np.maximum(math.exp(eps) * s[i - 1], s[0])
     return float(total + np.exp(logs) @ best)
 
