@@ -233,3 +233,82 @@ def _monte_carlo(mech: Any, pi: NDArray[np.float64], samples: int, gen: np.rando
             "worst_ratio": math.nan,  # the largest ratio seen among the samples: a lower bound
         },
     )
+
+
+@dataclass(frozen=True)
+class ProfileRisk:
+    """The server's best guess of a respondent's whole profile of answers from their
+    reports to every question: accuracy and the baseline (the most common profile)."""
+
+    accuracy: float
+    baseline: float
+    method: str
+    standard_error: float = 0.0
+
+    @property
+    def advantage(self) -> float:
+        return self.accuracy - self.baseline
+
+
+#: output combinations enumerated exactly (above: Monte Carlo)
+MAX_ENUMERATED = 200_000
+
+
+def profile_risk(
+    mechanisms: list[Any],
+    profiles: ArrayLike,
+    weights: ArrayLike,
+    *,
+    samples: int = SAMPLES,
+    rng: Any = None,
+) -> ProfileRisk:
+    """Guessing a respondent's whole profile (one answer per question, ``profiles`` rows of
+    answer codes with probabilities ``weights``, e.g. a table's distinct rows) from one
+    report per question, each question privatised independently by its finite mechanism:
+    ``A = sum_{y_1..y_Q} max_profile w(profile) prod_j Q_j[x_j, y_j]``. Exact by enumerating
+    every combination of outputs when there are at most :data:`MAX_ENUMERATED`; otherwise
+    Monte Carlo over respondents and their reports, each one's posterior over the profiles
+    exact (with the standard error)."""
+    x = np.asarray(profiles, dtype=np.int64)
+    w = v.finite_array(weights, "weights", "probabilities")
+    if x.ndim != 2 or x.shape[1] != len(mechanisms) or w.shape != (x.shape[0],):
+        raise invalid(
+            "profiles", f"shape {x.shape} with {w.size} weights", "one row per profile, one column per mechanism"
+        )
+    if np.any(w < 0) or not abs(float(w.sum()) - 1.0) <= 1e-9:
+        raise invalid("weights", f"values summing to {float(w.sum()):.6g}", "probabilities summing to 1")
+    mats = []
+    for j, mech in enumerate(mechanisms):
+        matrix = getattr(mech, "matrix", None)
+        if matrix is None or getattr(mech, "output_size", None) is None:
+            raise invalid(f"mechanisms[{j}]", repr(mech), "a finite mechanism (its matrix)")
+        mats.append(np.asarray(matrix, dtype=np.float64))
+        if x[:, j].min() < 0 or x[:, j].max() >= mats[-1].shape[0]:
+            raise invalid("profiles", f"column {j} with codes outside 0..{mats[-1].shape[0] - 1}", "answer codes")
+    baseline = float(w.max())
+    sizes = [m.shape[1] for m in mats]
+    if math.prod(sizes) <= MAX_ENUMERATED:
+        # joint[profile, outputs...] built one question at a time; max over profiles at the end
+        joint = w[:, None]
+        for j, m in enumerate(mats):
+            joint = (joint[:, :, None] * m[x[:, j]][:, None, :]).reshape(x.shape[0], -1)
+        return ProfileRisk(float(joint.max(axis=0).sum()), baseline, "enumeration")
+    gen = np.random.default_rng(rng)
+    samples = v.integer(samples, "samples", minimum=2)
+    best = np.empty(samples)
+    chunk = max(1, 2_000_000 // max(1, x.shape[0]))
+    with np.errstate(divide="ignore"):
+        logw = np.log(w)
+        logs = [np.log(m) for m in mats]
+    for start in range(0, samples, chunk):
+        size = min(chunk, samples - start)
+        who = gen.choice(x.shape[0], size=size, p=w)
+        ll = np.broadcast_to(logw, (size, x.shape[0])).copy()
+        for j, m in enumerate(mats):
+            cdf = np.cumsum(m[x[who, j]], axis=1)
+            y = (cdf < gen.random((size, 1)) * cdf[:, -1:]).sum(axis=1)
+            ll += logs[j][x[:, j]][:, y].T
+        ll -= ll.max(axis=1, keepdims=True)
+        post = np.exp(ll)
+        best[start : start + size] = post.max(axis=1) / post.sum(axis=1)
+    return ProfileRisk(float(best.mean()), baseline, "monte carlo", float(best.std(ddof=1) / math.sqrt(samples)))

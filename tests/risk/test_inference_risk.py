@@ -162,3 +162,49 @@ def test_a_bad_prior_is_one_line(prior, words):
     with pytest.raises(LdpSimError, match=words) as info:
         inference_risk(catalog.build("randomized_response", eps=1.0, k=4), prior)
     assert "\n" not in str(info.value)
+
+
+def _two_questions():
+    a = catalog.build("randomized_response", eps=1.0, k=3)
+    b = catalog.build("hadamard_response", eps=2.0, k=2)
+    profiles = np.array([[0, 0], [0, 1], [1, 0], [2, 1], [1, 1]])
+    weights = np.array([0.3, 0.25, 0.2, 0.15, 0.1])  # correlated answers
+    return [a, b], profiles, weights
+
+
+def test_profile_accuracy_is_the_enumeration_written_out():
+    from ldpsim.risk import profile_risk
+
+    mechs, profiles, weights = _two_questions()
+    qa, qb = np.asarray(mechs[0].matrix), np.asarray(mechs[1].matrix)
+    want = 0.0
+    for ya in range(qa.shape[1]):
+        for yb in range(qb.shape[1]):
+            want += max(w * qa[p[0], ya] * qb[p[1], yb] for p, w in zip(profiles, weights))
+    got = profile_risk(mechs, profiles, weights)
+    assert got.method == "enumeration" and got.baseline == 0.3
+    assert got.accuracy == pytest.approx(want, rel=1e-12)
+
+
+def test_independent_questions_multiply():
+    """With independent answers, guessing the profile is guessing each answer: the product."""
+    from ldpsim.risk import profile_risk
+
+    pa, pb = np.array([0.5, 0.3, 0.2]), np.array([0.6, 0.4])
+    a = catalog.build("randomized_response", eps=1.5, k=3)
+    b = catalog.build("randomized_response", eps=0.7, k=2)
+    profiles = np.array([[i, j] for i in range(3) for j in range(2)])
+    weights = np.array([pa[i] * pb[j] for i, j in profiles])
+    got = profile_risk([a, b], profiles, weights)
+    assert got.accuracy == pytest.approx(inference_risk(a, pa).accuracy * inference_risk(b, pb).accuracy, rel=1e-12)
+
+
+def test_profile_monte_carlo_is_within_its_stated_error(monkeypatch):
+    import ldpsim.risk as risk
+
+    mechs, profiles, weights = _two_questions()
+    exact = risk.profile_risk(mechs, profiles, weights).accuracy
+    monkeypatch.setattr(risk, "MAX_ENUMERATED", 1)
+    got = risk.profile_risk(mechs, profiles, weights, samples=100_000, rng=5)
+    assert got.method == "monte carlo"
+    assert abs(got.accuracy - exact) <= stats.norm.isf(FALSE_FAILURE / 2) * got.standard_error
