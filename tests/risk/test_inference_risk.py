@@ -208,3 +208,19 @@ def test_profile_monte_carlo_is_within_its_stated_error(monkeypatch):
     got = risk.profile_risk(mechs, profiles, weights, samples=100_000, rng=5)
     assert got.method == "monte carlo"
     assert abs(got.accuracy - exact) <= stats.norm.isf(FALSE_FAILURE / 2) * got.standard_error
+
+
+def test_the_command_prints_the_exact_values_and_refuses_bad_input_in_one_line():
+    from tests.cli_helpers import run_cli
+
+    res = run_cli("risk", "randomized_response:k=4,eps=1", "--prior", "5,3,1.5,0.5")
+    assert res.returncode == 0, res.stderr
+    want = _risk(_rr(4, 1.0), np.array([0.5, 0.3, 0.15, 0.05]))
+    assert f"{want['accuracy']:.6g}" in res.stdout and "enumeration" in res.stdout + res.stderr
+    for argv, words in (
+        (("risk", "nope:k=3"), "MECHANISM: mechanism: got 'nope'"),
+        (("risk", "randomized_response:k=3,eps=1", "--prior", "1,2"), "--prior: got '2 weights'"),
+        (("risk", "laplace:eps=1"), "MECHANISM: got 'laplace:eps=1', expected a frequency oracle"),
+    ):
+        bad = run_cli(*argv)
+        assert bad.returncode == 2 and words in bad.stderr and bad.stderr.strip().count("\n") == 0, (argv, bad.stderr)
