@@ -312,3 +312,37 @@ def profile_risk(
         post = np.exp(ll)
         best[start : start + size] = post.max(axis=1) / post.sum(axis=1)
     return ProfileRisk(float(best.mean()), baseline, "monte carlo", float(best.std(ddof=1) / math.sqrt(samples)))
+
+
+#: the largest k a report's risk table estimates by Monte Carlo (k log-densities per draw)
+MC_MAX_K = 64
+#: reports drawn per mechanism for a report's risk table
+REPORT_SAMPLES = 20_000
+
+
+def risk_table(items: list[tuple[str, Any, ArrayLike]], seed: int = 0) -> list[dict[str, Any]]:
+    """One row per ``(name, mechanism, prior)``: accuracy, baseline, advantage, the worst
+    posterior-to-prior ratio beside ``e^eps``, and how they were computed; a mechanism too
+    large for its method here (a finite one with more than 10^7 matrix entries, or one
+    needing Monte Carlo with more than :data:`MC_MAX_K` answers) gets a row saying so."""
+    rows = []
+    for i, (name, mech, prior) in enumerate(items):
+        k = int(getattr(mech, "k", 0) or 0)
+        finite = getattr(mech, "output_size", None) is not None and hasattr(mech, "matrix")
+        eps = float(mech.epsilon(0.0)) if callable(getattr(mech, "epsilon", None)) else math.nan
+        row: dict[str, Any] = {"question": name, "answers": k, "exp_eps": math.exp(eps) if eps < 700 else math.inf}
+        if (finite and k * int(mech.output_size) > 10**7) or (not finite and k > MC_MAX_K):
+            rows.append(row | {"method": f"not computed here ({k} answers)"})
+            continue
+        r = inference_risk(mech, prior, samples=REPORT_SAMPLES, rng=np.random.SeedSequence(seed, spawn_key=(i,)))
+        rows.append(
+            row
+            | {
+                "accuracy": r.accuracy,
+                "baseline": r.baseline,
+                "advantage": r.advantage,
+                "worst_ratio": r.worst_ratio,
+                "method": r.method,
+            }
+        )
+    return rows

@@ -280,6 +280,7 @@ def _summary_lines(scenario, results: pd.DataFrame, seed: int, figures: list[str
         *_means(scenario, results),
         *_distribution_section(scenario, results),
         *_design(scenario, results),
+        *_risk(scenario, seed),
         *_other_tasks(scenario, results),
         *_nonresponse(results),
         *_tiers(results),
@@ -640,6 +641,52 @@ def _design(scenario, results: pd.DataFrame) -> list[str]:
         _md_table(table),
         "",
     ]
+
+
+def _risk(scenario, seed: int) -> list[str]:
+    """## What a respondent risks: the server's best guess of each answer from one report."""
+    from ldpsim.risk import profile_risk, risk_table
+
+    qs = scenario.questions
+    if qs is None:
+        items = [(name, m, scenario.prior) for name, m in scenario.mechanisms]
+    else:  # questions with a finite list of answers
+        items = [(q.name, qs.mechanism(j), q.prior) for j, q in enumerate(qs.questions) if q.k > 0]
+    if not items:
+        return []
+    rows = risk_table(items, seed)
+    out = [
+        "## What a respondent risks",
+        "",
+        "How often the server's best (Bayes-optimal) guess of a respondent's answer from their report is right "
+        "(accuracy), against guessing the most common answer without it (baseline); eps-LDP caps the accuracy at "
+        "exp_eps times the baseline and the posterior-to-prior ratio (worst_ratio) at exp_eps. The prior is the "
+        "answers' true law, as a server that knows the population would use it (docs/risk.md):",
+        "",
+        _md_table(pd.DataFrame(rows)),
+        "",
+    ]
+    if qs is not None and qs.strategy == "split":
+        finite = [
+            (q, qs.mechanism(j))
+            for j, q in enumerate(qs.questions)
+            if q.k > 0 and getattr(qs.mechanism(j), "output_size", None) is not None and q.codes is not None
+        ]
+        if len(finite) >= 2:
+            codes = np.stack([q.codes for q, _ in finite], axis=1)
+            profiles, counts = np.unique(codes, axis=0, return_counts=True)
+            whole = profile_risk([m for _, m in finite], profiles, counts / counts.sum(), samples=20_000, rng=seed)
+            how = (
+                "exact" if whole.method == "enumeration" else f"Monte Carlo, standard error {whole.standard_error:.2g}"
+            )
+            out += [
+                f"The whole profile of the {len(finite)} questions above read from the table "
+                f"({', '.join(q.name for q, _ in finite)}; {len(profiles):,} distinct profiles): the best guess from "
+                f"all of a respondent's reports is right for {whole.accuracy:.4%} of respondents, against "
+                f"{whole.baseline:.4%} for the most common profile ({how}).",
+                "",
+            ]
+    return out
 
 
 def _nonresponse(results: pd.DataFrame) -> list[str]:
