@@ -22,6 +22,7 @@ from ldpsim.report.figures import amount, in_unit, log_axes, plt, png_bytes, qui
 from ldpsim.report.html import run_html
 from ldpsim.report.html import table as _md_table
 from ldpsim.report.tables import describe_section, figures_and_files, number_text
+from ldpsim.risk import profile_risk, risk_table
 
 #: the clients-and-reports table: mean, smallest and largest counts over the replications
 COUNTS = {"mean": "count", "min": "count", "max": "count"}
@@ -645,8 +646,6 @@ def _design(scenario, results: pd.DataFrame) -> list[str]:
 
 def _risk(scenario, seed: int) -> list[str]:
     """## What a respondent risks: the server's best guess of each answer from one report."""
-    from ldpsim.risk import profile_risk, risk_table
-
     qs = scenario.questions
     if qs is None:
         items = [(name, m, scenario.prior) for name, m in scenario.mechanisms]
