@@ -110,6 +110,27 @@ def _column(table: Any, name: str, key: str) -> tuple[str, ...]:
         raise LdpSimError(f"population.{key}: {exc}") from None
 
 
+def _row(
+    quantity: str,
+    category: str,
+    estimate: float = np.nan,
+    ci_low: float = np.nan,
+    ci_high: float = np.nan,
+    truth: float = np.nan,
+    theory: float = np.nan,
+) -> dict[str, Any]:
+    """One result row of a design task (what is not given is blank)."""
+    return dict(
+        quantity=quantity,
+        category=category,
+        estimate=estimate,
+        ci_low=ci_low,
+        ci_high=ci_high,
+        truth=truth,
+        theory=theory,
+    )
+
+
 class DesignAccumulator:
     """One question's design sums per PSU (see the module's docstring), and its rows."""
 
@@ -165,46 +186,21 @@ class DesignAccumulator:
                 parts.append(
                     (label, r_field.estimate[0], r_field.variance[0], r_true.estimate[0], r_true.variance[0], r_noise)
                 )
+
+            def theory(variance: float, heard: bool = field.weight > 0) -> float:
+                return math.sqrt(variance) if heard else np.nan
+
             for label, est, var, truth, design_var, noise_var in parts:
                 category = label if not stratum else f"{label} | {stratum}"
                 se = math.sqrt(var) if var >= 0 else math.nan
                 out.append(
-                    dict(
-                        quantity=f"{prefix}weighted",
-                        category=category,
-                        estimate=est,
-                        ci_low=est - self.z * se,
-                        ci_high=est + self.z * se,
-                        truth=truth,
-                        theory=np.nan,
-                        method="hajek/linearised",
-                    )
+                    _row(f"{prefix}weighted", category, est, est - self.z * se, est + self.z * se, truth)
+                    | {"method": "hajek/linearised"}
                 )
-                out.append(
-                    dict(
-                        quantity=f"{prefix}weighted_se",
-                        category=category,
-                        estimate=se,
-                        ci_low=np.nan,
-                        ci_high=np.nan,
-                        truth=np.nan,
-                        theory=math.sqrt(design_var + noise_var) if field.weight > 0 else np.nan,
-                    )
-                )
-                if stratum:
-                    continue
-                for quantity, value in (("design_se", design_var), ("privacy_se", noise_var)):
-                    out.append(
-                        dict(
-                            quantity=quantity,
-                            category=category,
-                            estimate=np.nan,
-                            ci_low=np.nan,
-                            ci_high=np.nan,
-                            truth=np.nan,
-                            theory=math.sqrt(value) if field.weight > 0 else np.nan,
-                        )
-                    )
+                out.append(_row(f"{prefix}weighted_se", category, se, theory=theory(design_var + noise_var)))
+                if not stratum:
+                    out.append(_row("design_se", category, theory=theory(design_var)))
+                    out.append(_row("privacy_se", category, theory=theory(noise_var)))
         return out
 
     def _ratio(
