@@ -739,7 +739,7 @@ def _risk(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from ldpsim.mechanisms import catalog
-    from ldpsim.risk import QUANTITIES, inference_risk
+    from ldpsim.risk import MC_MAX_K, QUANTITIES, inference_risk
     from ldpsim.utility.recommend import parse_prior
 
     try:
@@ -750,6 +750,12 @@ def _risk(args: argparse.Namespace) -> int:
     if k < 1 or not hasattr(mech, "privatize"):
         raise LdpSimError(f"MECHANISM: got {args.spec!r}, expected a frequency oracle over k answers")
     prior = parse_prior(args.prior, k)  # one line naming --prior otherwise
+    finite = getattr(mech, "output_size", None) is not None and hasattr(mech, "matrix")
+    if (finite and k * int(mech.output_size) > 10**7) or (not finite and k > MC_MAX_K):
+        raise LdpSimError(
+            f"MECHANISM: got {args.spec!r} with {k} answers, expected at most {MC_MAX_K} answers for an oracle "
+            "estimated by Monte Carlo (k log-densities per draw), or a finite mechanism of at most 10^7 matrix entries"
+        )
     result = inference_risk(mech, prior, rng=args.seed)
     _say(f"ldpsim risk: {mech!r}, {k} answers, prior {args.prior} ({result.method})")
     rows = []

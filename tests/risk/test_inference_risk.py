@@ -221,6 +221,7 @@ def test_the_command_prints_the_exact_values_and_refuses_bad_input_in_one_line()
         (("risk", "nope:k=3"), "MECHANISM: mechanism: got 'nope'"),
         (("risk", "randomized_response:k=3,eps=1", "--prior", "1,2"), "--prior: got '2 weights'"),
         (("risk", "laplace:eps=1"), "MECHANISM: got 'laplace:eps=1', expected a frequency oracle"),
+        (("risk", "olh:k=1000,eps=1"), "with 1000 answers, expected at most 64 answers"),
     ):
         bad = run_cli(*argv)
         assert bad.returncode == 2 and words in bad.stderr and bad.stderr.strip().count("\n") == 0, (argv, bad.stderr)
