@@ -196,6 +196,15 @@ class Mechanism(ABC):
         return DeltaCurve(self.delta, label=repr(self))
 
 
+def target_indices(targets: ArrayLike, k: int) -> NDArray[np.int64]:
+    """Distinct answer indices ``0..k-1``, sorted (the targets of an attack); one line
+    naming ``targets`` otherwise."""
+    arr = v.symbol_indices(targets, k, "targets").reshape(-1)
+    if arr.size == 0:
+        raise LdpSimError(f"targets: got none, expected at least one answer index in 0..{k - 1}")
+    return np.unique(arr)
+
+
 class FrequencyOracle(Mechanism):
     """A mechanism for estimating how often each of ``k`` answers occurs: a *frequency
     oracle* (randomized response, unary encoding, local hashing, Hadamard response, subset
@@ -274,6 +283,51 @@ class FrequencyOracle(Mechanism):
         raise NotAvailable(
             f"sample_statistic: got a call on {self!r}, expected an oracle whose aggregate statistic has an exact law "
             "(use simulation.mode = 'individual' for this one)"
+        )
+
+    # ----------------------------------------------------------------- what fake respondents can send
+    # (ldpsim.attacks asks these; an oracle that cannot answer one raises NotAvailable)
+    def crafted_reports(self, targets: ArrayLike, n: int, rng: Any = None) -> NDArray[Any]:
+        """``n`` reports, each supporting as many of the answers ``targets`` (indices) as one
+        report of this oracle can, and otherwise looking like an honest report where the
+        encoding allows it: the reports of the maximal gain attack (Cao, Jia and Gong 2021)."""
+        raise NotAvailable(
+            f"crafted_reports: got a call on {self!r}, expected a finite mechanism, unary encoding, local hashing "
+            "or subset selection"
+        )
+
+    def random_reports(self, n: int, rng: Any = None) -> NDArray[Any]:
+        """``n`` reports drawn uniformly from the report space (the random perturbed-value
+        attack)."""
+        raise NotAvailable(
+            f"random_reports: got a call on {self!r}, expected a finite mechanism, unary encoding, local hashing "
+            "or subset selection"
+        )
+
+    def random_report_support(self) -> NDArray[np.float64]:
+        """The exact expected statistic (length ``s``) of one report drawn by
+        :meth:`random_reports`."""
+        raise NotAvailable(
+            f"random_report_support: got a call on {self!r}, expected a finite mechanism, unary encoding, local "
+            "hashing or subset selection"
+        )
+
+    def support_size_cgf(self, lam: ArrayLike) -> NDArray[np.float64]:
+        """``log E exp(lam |support|)`` of one honest report, the same for every input:
+        where it exists, fake reports of another size are detectable whatever the answers
+        (``ldpsim.attacks.SizeMonitor``)."""
+        raise NotAvailable(
+            f"support_size_cgf: got a call on {self!r}, expected an oracle whose number of supported answers per "
+            "report has one law for every input (a finite mechanism, unary encoding or subset selection)"
+        )
+
+    def itemset_support_bound(self, z: int) -> float:
+        """An upper bound, over inputs and sets of ``z >= 2`` distinct answers, on the
+        probability that one honest report supports every answer of the set (frequent-itemset
+        detection)."""
+        raise NotAvailable(
+            f"itemset_support_bound: got a call on {self!r}, expected unary encoding, local hashing, subset "
+            "selection or a finite mechanism"
         )
 
     @property

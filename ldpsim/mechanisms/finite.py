@@ -26,7 +26,7 @@ from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import LdpSimError, invalid
 from ldpsim.mechanisms._alias import alias_tables
-from ldpsim.mechanisms.base import FrequencyOracle, _hashable, _same
+from ldpsim.mechanisms.base import FrequencyOracle, _hashable, _same, target_indices
 
 if TYPE_CHECKING:  # the return types; imported on first use at run time
     from ldpsim.privacy.guarantees import PLDGuarantee
@@ -378,6 +378,44 @@ class FiniteMechanism(FrequencyOracle):
         out = np.zeros((codes.size, self.m), dtype=np.int64)
         out[np.arange(codes.size), codes] = 1
         return out
+
+    # ----------------------------------------------------------------- what fake respondents can send
+    def target_gains(self, targets: ArrayLike) -> NDArray[np.float64]:
+        """Per output symbol ``y`` (length ``m``): ``sum_{t in targets} A[t, y]``, what one
+        report of ``y`` adds to the estimated total share of the targets, times the number
+        of reports (``A``: the inversion, :meth:`invert` applied to the one-hot outputs)."""
+        t = target_indices(targets, self.k)
+        out = np.empty(self.m)
+        for y in range(self.m):  # invert takes one frequency vector (closed forms may transform it)
+            e = np.zeros(self.m)
+            e[y] = 1.0
+            out[y] = float(np.asarray(self.invert(e))[t].sum())
+        return out
+
+    def crafted_reports(self, targets: ArrayLike, n: int, rng: RNGLike = None) -> NDArray[np.int64]:
+        """``n`` copies of the output that adds most to the targets' estimated share (the
+        first such output; for randomized response, the smallest target)."""
+        n = v.integer(n, "n", minimum=0)
+        gains = np.where(self.possible_outputs(), self.target_gains(targets), -np.inf)
+        return np.full(n, int(np.argmax(gains)), dtype=np.int64)
+
+    def random_reports(self, n: int, rng: RNGLike = None) -> NDArray[np.int64]:
+        """Uniform over the output symbols some input can produce."""
+        n = v.integer(n, "n", minimum=0)
+        codes = np.flatnonzero(self.possible_outputs())
+        return codes[as_generator(rng).integers(0, codes.size, size=n)].astype(np.int64)
+
+    def random_report_support(self) -> NDArray[np.float64]:
+        mask = self.possible_outputs()
+        return mask / float(mask.sum())
+
+    def support_size_cgf(self, lam: ArrayLike) -> NDArray[np.float64]:
+        """Every report names exactly one output: ``lam``."""
+        return np.asarray(lam, dtype=np.float64) * 1.0
+
+    def itemset_support_bound(self, z: int) -> float:
+        """A report names one output, never two."""
+        return 0.0
 
     def sample_statistic(self, input_counts: ArrayLike, rng: RNGLike = None) -> NDArray[np.int64]:
         """:meth:`sample_counts`: output counts are exactly multinomial per input."""

@@ -57,6 +57,7 @@ from numpy.typing import NDArray
 from ldpsim._deprecate import renamed
 from ldpsim.errors import LdpSimError
 from ldpsim.report.survey_tables import RESULT_COLUMNS
+from ldpsim.sim.attackers import Campaign
 from ldpsim.sim.design import DesignAccumulator
 from ldpsim.sim.scenario.survey import HYPERGEOMETRIC_LIMIT, Scenario, arrival_horizon
 from ldpsim.sim.scenario.survey_specs import AllAtOnceSpec, PoissonSpec, WavesSpec
@@ -166,6 +167,8 @@ class Replication:
         self.individual = spec.simulation.mode == "individual"
         seq = np.random.SeedSequence(seed, spawn_key=(index,))
         plan_seq, self._cohort_seq, task_seq, split_seq, statistic_seq = seq.spawn(5)
+        # fake respondents: their own stream (the sixth child), so honest draws are unchanged
+        attack_seq = seq.spawn(1)[0] if scenario.attackers else None
         self.timeline = Timeline(scenario.tick, scenario.end)
         self.cohorts = plan_cohorts(scenario, self.timeline, np.random.default_rng(plan_seq))
         # one mechanism, or several compared on the same respondents, arrivals and network
@@ -255,6 +258,19 @@ class Replication:
             sizes = [m.statistic_size if self._split_outputs else m.k for m in self.mechs]
             self._tier_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
         self._statistic_rngs = [np.random.default_rng(c) for c in statistic_seq.spawn(len(self.mechs))]
+        self.campaign = (
+            None
+            if attack_seq is None
+            else Campaign(
+                scenario.attackers,
+                self.mech,
+                scenario.prior,
+                scenario.latency,
+                self.timeline,
+                attack_seq,
+                spec.server.keep_reports and self.individual,
+            )
+        )
         if self.questions is not None and not self.individual:
             # aggregate mode with questions: the cross-tabulations' joint reports, and the
             # one_random split of the respondents among the questions, from their own streams
@@ -332,6 +348,7 @@ class Replication:
         spec = self.scenario.spec
         return (
             self.questions is None
+            and self.campaign is None
             and self.tiers is None
             and not self.scenario.compared
             and not spec.server.keep_reports
@@ -385,6 +402,9 @@ class Replication:
         for j in range(self.timeline.n):
             yield env.timeout(self.timeline.edge(j + 1) - env.now)
             self._deliver(j)
+            if self.campaign is not None:  # fake reports arrive after the tick's honest ones
+                self.campaign.deliver(j, self.server, self.individual, self._observe_all)
+                self.campaign.tick_end(self.server, float(self.timeline.edge(j + 1)))
             self._next_tick = j + 1
             done, self.tick_done = self.tick_done, env.event()
             done.succeed(j)
@@ -611,11 +631,14 @@ class Replication:
         for i, j in enumerate(self._item_loss):
             kept = ys[base + i]
             masks[j] = kept if masks[j] is None else masks[j] & kept
+        stored = self.server.stored
         for server, y, m in zip(self.servers, ys, masks):
             if m is None:
                 server.add_reports(t, y)
             elif m.any():
                 server.add_reports(t[m], y[m])
+        if self.campaign is not None:
+            self.campaign.mark_honest(self.server.stored - stored)
         for j, task in self.tasks:
             m = masks[j]
             if m is None:
@@ -629,6 +652,11 @@ class Replication:
                 acc.add(ys[-1][m], y[m])
         if picks is None:  # split: the cross-tabulated questions have no item non-response
             self._pairs(ys)
+
+    def _observe_all(self, t: NDArray[np.float64], y: NDArray[Any]) -> None:
+        """Reports the tasks see one by one (fake ones too: the analyst cannot tell)."""
+        for _, task in self.tasks:
+            task.observe(t, y)
 
     def _pairs(self, ys: list[NDArray[np.int64]]) -> None:
         """The cross-tabulations' pairs of output codes and of true answers (split)."""
@@ -751,6 +779,9 @@ class Replication:
         for j, acc in enumerate(self.design):
             for row in acc.at_checkpoint():
                 self.rows.append({**base, "n_received": cps[j].n_received, "task": acc.name, **row})
+        if self.campaign is not None:
+            for row in self.campaign.rows(self.server, cps[0].reports):
+                self.rows.append({**base, "task": "attack", **row})
         for xt, task, joint, true_joint in self.crosstabs:  # n_received: the pairs of reports received
             n = cps[xt.first].n_received
             for row in task.at_checkpoint(n, joint.copy(), true_joint.copy()):

@@ -95,6 +95,7 @@ from numpy.typing import ArrayLike, NDArray
 from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import LdpSimError, invalid
+from ldpsim.mechanisms.base import target_indices
 from ldpsim.mechanisms.finite import DEFAULT_CHUNK, _map_eps, _smallest_eps, check_dense
 from ldpsim.mechanisms.oracles._pure import PureSupport
 from ldpsim.privacy.guarantees import PLDGuarantee
@@ -513,6 +514,52 @@ class LocalHashing(PureSupport):
     def possible_outputs(self) -> NDArray[np.bool_]:
         """Every input is in some report's support (``q* >= gamma p > 0``)."""
         return np.ones(self.k, dtype=bool)
+
+    # ----------------------------------------------------------------- what fake respondents can send
+    #: Seeds tried by :meth:`crafted_reports` (the maximal gain attack's search).
+    CRAFT_SEARCH = 1 << 16
+
+    def crafted_reports(self, targets: ArrayLike, n: int, rng: RNGLike = None) -> NDArray[np.int64]:
+        """Rows ``(a, b, c, y)`` whose seed hashes the most targets to one value ``y``: the
+        best of :data:`CRAFT_SEARCH` random seeds (Cao, Jia and Gong 2021 search the same
+        way); the ``n`` reports are drawn with replacement among the seeds that reach the
+        best count found."""
+        t = target_indices(targets, self.k)
+        n = v.integer(n, "n", minimum=0)
+        gen = as_generator(rng)
+        seeds = gen.integers(0, self.prime, size=(self.CRAFT_SEARCH, 3), dtype=np.int64)
+        x = np.broadcast_to(t, (self.CRAFT_SEARCH, t.size)).copy()
+        h = np.sort(self._hash(seeds[:, :1], seeds[:, 1:2], seeds[:, 2:3], x), axis=1)
+        # sorted rows: a run of d + 1 equal values exists where h[:, i] == h[:, i + d]
+        best = np.ones(h.shape[0], dtype=np.int64)
+        value = h[:, 0].copy()
+        for d in range(1, t.size):
+            same = h[:, d:] == h[:, :-d]
+            rows = np.flatnonzero(same.any(axis=1))
+            best[rows] = d + 1
+            value[rows] = h[rows, np.argmax(same[rows], axis=1)]
+        top = np.flatnonzero(best == best.max())
+        pick = top[gen.integers(0, top.size, size=n)]
+        return np.column_stack([seeds[pick], value[pick]]).astype(np.int64)
+
+    def random_reports(self, n: int, rng: RNGLike = None) -> NDArray[np.int64]:
+        """Uniform seeds and values."""
+        n = v.integer(n, "n", minimum=0)
+        gen = as_generator(rng)
+        seeds = gen.integers(0, self.prime, size=(n, 3), dtype=np.int64)
+        return np.column_stack([seeds, gen.integers(0, self.g, size=n, dtype=np.int64)])
+
+    def random_report_support(self) -> NDArray[np.float64]:
+        """``P(h(x) = y)`` for a value ``y`` uniform on ``[0, g)`` and any seed: ``1/g``."""
+        return np.full(self.k, 1.0 / self.g)
+
+    def itemset_support_bound(self, z: int) -> float:
+        """Pairs: ``p gamma`` with the input in the pair, ``r3`` without (module docstring).
+        Three or more answers: the family is only three-point uniform, so the bound is that of
+        three of them, ``p tau`` (all three hashed values equal, ``tau``, and the reported value
+        theirs, at most ``p``)."""
+        z = v.integer(z, "z", minimum=2)
+        return max(self.r2, self.r3) if z == 2 else self.p * self.tau
 
     def server_operations(self, n: float) -> float:
         """Every report's support is recomputed over all k answers: n k hash evaluations."""

@@ -88,6 +88,7 @@ from numpy.typing import ArrayLike, NDArray
 from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import invalid
+from ldpsim.mechanisms.base import target_indices
 from ldpsim.mechanisms.finite import ALL_PAIRS_MAX_K, _map_eps, _smallest_eps, check_dense
 from ldpsim.mechanisms.oracles._pure import PureSupport
 from ldpsim.privacy.guarantees import PLDGuarantee
@@ -449,6 +450,53 @@ class SubsetSelection(PureSupport):
 
     def possible_outputs(self) -> NDArray[np.bool_]:
         return np.ones(self.k, dtype=bool)
+
+    # ----------------------------------------------------------------- what fake respondents can send
+    def _subsets_with(self, fixed: NDArray[np.int64], n: int, gen: np.random.Generator) -> NDArray[np.integer]:
+        """``n`` subsets of size omega holding ``fixed`` and ``omega - len(fixed)`` other items,
+        uniform, sorted."""
+        others = np.setdiff1d(np.arange(self.k), fixed)
+        pad = self.omega - fixed.size
+        out = np.empty((n, self.omega), dtype=np.int64)
+        out[:, : fixed.size] = fixed
+        if pad:
+            rows = max(1, (1 << 22) // others.size)
+            for start in range(0, n, rows):
+                stop = min(n, start + rows)
+                keys = gen.random((stop - start, others.size))
+                out[start:stop, fixed.size :] = others[np.argpartition(keys, pad - 1, axis=1)[:, :pad]]
+        return np.sort(out, axis=1).astype(self.report_dtype)
+
+    def crafted_reports(self, targets: ArrayLike, n: int, rng: RNGLike = None) -> NDArray[np.integer]:
+        """The targets (the first omega of them when there are more) and random other items."""
+        t = target_indices(targets, self.k)[: self.omega]
+        return self._subsets_with(t, v.integer(n, "n", minimum=0), as_generator(rng))
+
+    def random_reports(self, n: int, rng: RNGLike = None) -> NDArray[np.integer]:
+        """Uniform subsets of size omega."""
+        return self._subsets_with(np.zeros(0, np.int64), v.integer(n, "n", minimum=0), as_generator(rng))
+
+    def random_report_support(self) -> NDArray[np.float64]:
+        return np.full(self.k, self.omega / self.k)
+
+    def support_size_cgf(self, lam: ArrayLike) -> NDArray[np.float64]:
+        """Every report names omega items: ``omega lam``."""
+        return self.omega * np.asarray(lam, dtype=np.float64)
+
+    def itemset_support_bound(self, z: int) -> float:
+        """With the input in the set: ``p_in prod_{i<z-1} (omega-1-i)/(k-1-i)`` (the other
+        ``z - 1`` among the report's ``omega - 1`` others); without: ``p_in prod_{i<z}
+        (omega-1-i)/(k-1-i) + p_not prod_{i<z} (omega-i)/(k-1-i)``."""
+        z = v.integer(z, "z", minimum=2)
+        if z > self.omega:
+            return 0.0
+
+        def prod(top: int, count: int) -> float:
+            return math.prod((top - i) / (self.k - 1 - i) for i in range(count)) if count <= self.k - 1 else 0.0
+
+        inside = self.p_in * prod(self.omega - 1, z - 1)
+        outside = self.p_in * prod(self.omega - 1, z) + self.p_not * prod(self.omega, z)
+        return max(inside, outside)
 
     def _mu(self, p: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Inclusion probabilities ``mu`` and ``1 - mu`` (each a sum of non-negative terms

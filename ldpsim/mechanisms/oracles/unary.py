@@ -81,6 +81,7 @@ from numpy.typing import ArrayLike, NDArray
 from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import invalid
+from ldpsim.mechanisms.base import target_indices
 from ldpsim.mechanisms.finite import _map_eps, _smallest_eps, check_dense
 from ldpsim.mechanisms.oracles._pure import PureSupport
 from ldpsim.privacy.guarantees import PLDGuarantee
@@ -422,6 +423,47 @@ class UnaryEncoding(PureSupport):
         """One row per report: its bits."""
         self.statistic(reports)  # the same checks, one line naming what is wrong
         return np.asarray(reports).reshape(-1, self.k).astype(np.int64)
+
+    # ----------------------------------------------------------------- what fake respondents can send
+    def crafted_reports(self, targets: ArrayLike, n: int, rng: RNGLike = None) -> NDArray[np.uint8]:
+        """Every target bit set, and ``l = max(0, floor(p + (k - 1) q - r))`` other bits,
+        uniform among the non-targets, so that a crafted report has about as many 1-bits as
+        an honest one has on average (Cao, Jia and Gong 2021)."""
+        t = target_indices(targets, self.k)
+        n = v.integer(n, "n", minimum=0)
+        gen = as_generator(rng)
+        out = np.zeros((n, self.k), dtype=np.uint8)
+        out[:, t] = 1
+        others = np.setdiff1d(np.arange(self.k), t)
+        pad = min(others.size, max(0, math.floor(self.p + (self.k - 1) * self.q - t.size)))
+        if pad:
+            rows = max(1, (1 << 22) // others.size)  # a few MB of keys at a time
+            for start in range(0, n, rows):
+                stop = min(n, start + rows)
+                keys = gen.random((stop - start, others.size))
+                picked = np.argpartition(keys, pad - 1, axis=1)[:, :pad]
+                out[np.arange(start, stop)[:, None], others[picked]] = 1
+        return out
+
+    def random_reports(self, n: int, rng: RNGLike = None) -> NDArray[np.uint8]:
+        """Uniform bit vectors."""
+        n = v.integer(n, "n", minimum=0)
+        return as_generator(rng).integers(0, 2, size=(n, self.k), dtype=np.uint8)
+
+    def random_report_support(self) -> NDArray[np.float64]:
+        return np.full(self.k, 0.5)
+
+    def support_size_cgf(self, lam: ArrayLike) -> NDArray[np.float64]:
+        """The number of 1-bits is ``Bernoulli(p) + Binomial(k - 1, q)`` for every input:
+        ``log(1 + p (e^lam - 1)) + (k - 1) log(1 + q (e^lam - 1))``."""
+        e = np.expm1(np.asarray(lam, dtype=np.float64))
+        return np.log1p(self.p * e) + (self.k - 1) * np.log1p(self.q * e)
+
+    def itemset_support_bound(self, z: int) -> float:
+        """Bits are independent given the input: ``p q^(z-1)`` when the input is in the set,
+        ``q^z`` otherwise."""
+        z = v.integer(z, "z", minimum=2)
+        return max(self.p, self.q) * self.q ** (z - 1)
 
     def sample_statistic(self, input_counts: ArrayLike, rng: RNGLike = None) -> NDArray[np.int64]:
         """Exact draw of the statistic of ``input_counts[x]`` clients holding ``x``: item

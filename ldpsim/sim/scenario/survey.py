@@ -17,6 +17,7 @@ import numpy as np
 from ldpsim.errors import LdpSimError, show
 from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.base import FrequencyOracle
+from ldpsim.sim.attackers import build_attacker
 from ldpsim.sim.design import DesignAccumulator
 from ldpsim.sim.network import Latency
 from ldpsim.sim.scenario.common import (
@@ -93,6 +94,8 @@ class Scenario(BuiltScenario):
     tiers: "Tiers | None" = None
     #: where the scenario may read its data files (``allow_outside_data``), kept for rebuilds
     data_access: DataAccess = DataAccess()
+    #: fake respondents (``[[attackers]]``), built
+    attackers: tuple[Any, ...] = ()
 
     @property
     def mechanism(self) -> FrequencyOracle:
@@ -170,6 +173,7 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
             "network.loss: got a loss by answer with mechanism.tiers, expected one probability (answer-"
             "dependent loss is not yet combined with privacy tiers)"
         )
+    attackers = _build_attackers(spec, mechanisms, labels, prior, size, tiers)
     return Scenario(
         spec,
         source,
@@ -186,7 +190,37 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
         loss,
         tiers,
         current_access(),
+        attackers,
     )
+
+
+def _build_attackers(
+    spec: ScenarioSpec,
+    mechanisms: list[tuple[str, FrequencyOracle]],
+    labels: list[str],
+    prior: Any,
+    size: int,
+    tiers: Any,
+) -> tuple[Any, ...]:
+    """``[[attackers]]``, built: one mechanism only (fake reports go to its one server)."""
+    if not spec.attackers:
+        return ()
+    if len(mechanisms) > 1 or tiers is not None:
+        raise LdpSimError(
+            "attackers: got fake respondents with several mechanisms or privacy tiers, expected one mechanism "
+            "(fake reports are sent to one server)"
+        )
+    if spec.analyst.checkpoints.every_reports is not None:
+        raise LdpSimError(
+            "analyst.checkpoints.every_reports: got a number of reports with [[attackers]], expected time-based "
+            "checkpoints (fake reports arrive at tick ends, not at an exact report)"
+        )
+    names = [a.name for a in spec.attackers]
+    if len(set(names)) != len(names):
+        raise LdpSimError(f"attackers: got the names {names}, expected distinct names")
+    stop = arrival_horizon(spec, size)
+    mech = mechanisms[0][1]
+    return tuple(build_attacker(a, i, mech, labels, prior, size, stop) for i, a in enumerate(spec.attackers))
 
 
 @dataclass(frozen=True)
@@ -329,6 +363,11 @@ def _loss_by_answer(spec: ScenarioSpec, labels: list[str], mechanisms: list[Freq
 
 def _build_questions(spec: Any, source: str, where: str) -> Scenario:
     """A scenario with ``[[questions]]`` (:mod:`ldpsim.sim.scenario.questions`)."""
+    if spec.attackers:
+        raise LdpSimError(
+            "attackers: got fake respondents with [[questions]], expected a survey of one question (fake "
+            "respondents of a questionnaire are not simulated yet)"
+        )
     if isinstance(spec.network.loss, LossByAnswerSpec):
         raise LdpSimError(
             "network.loss: got a loss by answer with [[questions]], expected one probability (a loss "

@@ -245,6 +245,27 @@ class SimulationSpec(_Simulation):
     batch_size: Annotated[int, Field(ge=1)] = 1 << 16
 
 
+# --------------------------------------------------------------------- fake respondents
+class AttackerSpec(Model):
+    """A cohort of fake respondents (``[[attackers]]``): ``share`` of the reports the server
+    receives are theirs (``m = share n / (1 - share)`` fakes beside ``n`` respondents), sent
+    from ``start`` on, all at once (``arrivals = "burst"``) or uniformly until ``stop``
+    (``"steady"``; default: when the respondents' arrivals end), to promote ``targets``
+    (answer labels, or a number r: the r least frequent answers) with a ``strategy`` of
+    :data:`ldpsim.attacks.STRATEGIES`."""
+
+    name: Annotated[str, Field(min_length=1, max_length=50, pattern=r"^[A-Za-z0-9_.-]+$")] = "attacker"
+    share: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
+    targets: Union[Annotated[int, Field(ge=1, le=MAX_ANSWERS)], Annotated[list[str], Field(min_length=1)]]
+    #: a name of :data:`ldpsim.attacks.STRATEGIES` (checked when the scenario is built)
+    strategy: Annotated[str, Field(min_length=1, max_length=50)] = "maximal_gain"
+    arrivals: Literal["burst", "steady"] = "steady"
+    start: Time = 0.0
+    stop: PositiveTime | None = None
+    #: the false-alarm probability of the server's detection (over the whole collection)
+    alpha: float = Field(1e-3, gt=0, lt=1, allow_inf_nan=False)
+
+
 class ScenarioSpec(Model):
     kind: Literal["survey"] = "survey"
     name: ScenarioName
@@ -260,6 +281,8 @@ class ScenarioSpec(Model):
     server: ServerSpec = ServerSpec()
     analyst: AnalystSpec = AnalystSpec()
     simulation: SimulationSpec = SimulationSpec()
+    #: fake respondents (``[[attackers]]``)
+    attackers: Annotated[list[AttackerSpec], Field(max_length=16)] = Field(default_factory=list)
 
 
 # --------------------------------------------------------------------- several questions

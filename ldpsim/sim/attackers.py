@@ -1,0 +1,265 @@
+"""Fake respondents in a survey replication (``[[attackers]]``), and the server's defences.
+
+An :class:`Attacker` is built once per scenario: its strategy (:mod:`ldpsim.attacks`), its
+targets, its number of fake reports ``m = share n / (1 - share)`` and its arrival window. A
+:class:`Campaign` is one replication's: it draws every fake report, its sending time and its
+latency from the replication's own attack stream (so the honest respondents' draws are those
+of the same scenario without attackers), files them under their delivery ticks, and the
+engine hands each tick's fake reports to the server after the honest ones. The campaign keeps
+what the server cannot see (which reports are fake) to measure, at each checkpoint:
+
+- each attacker's **gain**: the targets' estimated total share minus the estimate from the
+  honest reports alone, beside its exact expectation (:mod:`ldpsim.attacks.gain`) at the
+  fake share actually received;
+- the server's **detection** by the anytime-valid monitors the oracle allows (support size,
+  excess), updated at every tick from the statistic only: the log e-value, and the time it
+  first crossed ``log(1 / alpha)``;
+- with stored reports (``server.keep_reports``), **frequent-pair** detection at the end: the
+  shares of fake and honest reports flagged, and each attacker's gain after removing them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ldpsim.attacks import STRATEGIES, ExcessMonitor, SizeMonitor, frequent_itemset, recovered_estimate, strategy
+from ldpsim.mechanisms.base import FrequencyOracle, NotAvailable
+
+
+@dataclass(frozen=True)
+class Attacker:
+    """One ``[[attackers]]`` entry, built (module docstring)."""
+
+    name: str
+    strategy: str
+    targets: NDArray[np.int64]
+    share: float
+    count: int
+    burst: bool
+    start: float
+    stop: float
+    alpha: float
+    #: the exact expected statistic of one fake report
+    unit_support: NDArray[np.float64]
+
+
+def build_attacker(
+    spec: Any, index: int, mech: FrequencyOracle, labels: list[str], prior: NDArray, size: int, stop: float
+) -> Attacker:
+    """An attacker from its spec (checked here: targets, the strategy against the oracle)."""
+    from ldpsim.errors import LdpSimError
+
+    where = f"attackers[{index}]"
+    if spec.strategy not in STRATEGIES:
+        raise LdpSimError(f"{where}.strategy: got {spec.strategy!r}, expected one of {', '.join(STRATEGIES)}")
+    if isinstance(spec.targets, int):
+        if spec.targets >= len(labels):
+            raise LdpSimError(f"{where}.targets: got {spec.targets}, expected fewer than the {len(labels)} answers")
+        targets = np.sort(np.argsort(prior, kind="stable")[: spec.targets]).astype(np.int64)
+    else:
+        lookup = {label: i for i, label in enumerate(labels)}
+        unknown = [t for t in spec.targets if t not in lookup]
+        if unknown:
+            raise LdpSimError(f"{where}.targets: got {unknown[0]!r}, expected one of the answers' labels")
+        targets = np.unique([lookup[t] for t in spec.targets]).astype(np.int64)
+    count = int(round(spec.share * size / (1.0 - spec.share)))
+    if count < 1:
+        raise LdpSimError(
+            f"{where}.share: got {spec.share}, expected at least one fake report among {size} respondents"
+        )
+    end = stop if spec.stop is None else spec.stop
+    if not spec.arrivals == "burst" and end < spec.start:
+        raise LdpSimError(f"{where}.stop: got {end}, expected a time after start = {spec.start}")
+    try:
+        support = strategy(spec.strategy).unit_support(
+            mech, targets, prior=prior, share=spec.share, rng=np.random.default_rng(0)
+        )
+    except (NotAvailable, LdpSimError) as exc:
+        raise LdpSimError(
+            f"{where}.strategy: got {spec.strategy!r} with {mech!r}, which cannot send it ({exc})"
+        ) from None
+    return Attacker(
+        spec.name,
+        spec.strategy,
+        targets,
+        spec.share,
+        count,
+        spec.arrivals == "burst",
+        spec.start,
+        end,
+        spec.alpha,
+        support,
+    )
+
+
+class Campaign:
+    """One replication's fake reports and the server's defences (module docstring)."""
+
+    def __init__(
+        self,
+        attackers: tuple[Attacker, ...],
+        mech: FrequencyOracle,
+        prior: NDArray,
+        latency: Any,
+        timeline: Any,
+        seq: np.random.SeedSequence,
+        keep: bool,
+    ) -> None:
+        self.attackers = attackers
+        self.mech = mech
+        self.prior = prior
+        self.by_tick: dict[int, list[tuple[int, NDArray[np.float64], NDArray[Any]]]] = {}
+        self.fake_stat = [np.zeros(mech.statistic_size, np.int64) for _ in attackers]
+        self.fake_n = [0] * len(attackers)
+        self.in_flight = 0
+        for a, (att, child) in enumerate(zip(attackers, seq.spawn(len(attackers)))):
+            rng = np.random.default_rng(child)
+            if att.burst or att.stop <= att.start:
+                t = np.full(att.count, att.start)
+            else:
+                t = np.sort(rng.uniform(att.start, att.stop, att.count))
+            y = strategy(att.strategy).reports(mech, att.targets, att.count, rng, prior=prior, share=att.share)
+            t = t + latency.sample(att.count, rng)
+            j = timeline.index(t)
+            late = j >= timeline.n
+            self.in_flight += int(late.sum())
+            for tick in np.unique(j[~late]).tolist():
+                here = j == tick
+                self.by_tick.setdefault(tick, []).append((a, t[here], y[here]))
+        alpha = min(att.alpha for att in attackers)
+        self.monitors = []
+        for monitor in (SizeMonitor, ExcessMonitor):
+            try:
+                self.monitors.append(monitor(mech, alpha))
+            except NotAvailable:
+                continue
+        self.keep = keep
+        self.fake_mask: list[NDArray[np.bool_]] = []  # per stored report, in the server's order
+        self._seen = np.zeros(mech.statistic_size, np.int64)
+        self._seen_n = 0
+
+    # --------------------------------------------------------------- delivery
+    def deliver(self, tick: int, server: Any, individual: bool, observe: Any) -> int:
+        """The tick's fake reports to the server (after the honest ones); returns how many."""
+        parts = self.by_tick.pop(tick, [])
+        total = 0
+        for a, t, y in parts:
+            stat = np.asarray(self.mech.statistic(y), dtype=np.int64)
+            self.fake_stat[a] += stat
+            self.fake_n[a] += len(y)
+            if individual:
+                before = server.stored
+                server.add_reports(t, y)
+                if self.keep:
+                    self._mark(server.stored - before, True)
+                observe(t, y)
+            else:
+                server.add_counts(stat, len(y))
+            total += len(y)
+        return total
+
+    def mark_honest(self, stored: int) -> None:
+        """``stored`` honest reports were just stored by the server."""
+        if self.keep and stored:
+            self._mark(stored, False)
+
+    def _mark(self, n: int, fake: bool) -> None:
+        if n:
+            self.fake_mask.append(np.full(n, fake))
+
+    def tick_end(self, server: Any, time: float) -> None:
+        """The monitors see what the server received during the tick (its statistic)."""
+        delta = server.counts - self._seen
+        n = server.n_received - self._seen_n
+        if n:
+            for monitor in self.monitors:
+                monitor.update(delta, n, time)
+        self._seen = server.counts.copy()
+        self._seen_n = server.n_received
+
+    # --------------------------------------------------------------- rows
+    def rows(self, server: Any, reports: NDArray | None) -> list[dict[str, Any]]:
+        """The checkpoint's rows (task ``attack``)."""
+        mech = self.mech
+        total_n = server.n_received
+        fake_n = sum(self.fake_n)
+        fake_stat = np.sum(self.fake_stat, axis=0)
+        honest_n = total_n - fake_n
+        out: list[dict[str, Any]] = []
+        if honest_n <= 0:
+            return out
+        honest = server.counts - fake_stat
+        after = np.asarray(mech.invert(server.counts / float(total_n)))
+        before = np.asarray(mech.invert(honest / float(honest_n)))
+        for a, att in enumerate(self.attackers):
+            t = att.targets
+            # E[after] = (1 - beta) f + sum_b beta_b invert(rho_b), beta_b: attacker b's received share
+            expected = -(fake_n / total_n) * float(self.prior[t].sum()) + sum(
+                (self.fake_n[b] / total_n) * float(np.asarray(mech.invert(other.unit_support))[t].sum())
+                for b, other in enumerate(self.attackers)
+            )
+            out.append(
+                _row("gain", att.name, float(after[t].sum() - before[t].sum()), float(self.prior[t].sum()), expected)
+            )
+            out.append(_row("fake_share", att.name, self.fake_n[a] / total_n, math.nan, att.share))
+        for monitor in self.monitors:
+            at = math.nan if monitor.detected_at is None else monitor.detected_at
+            out.append(_row("log_e_value", monitor.name, monitor.log_e, math.nan, math.nan))
+            out.append(_row("detected_at", monitor.name, at, math.nan, math.nan))
+        if reports is not None and self.fake_mask:
+            fake = np.concatenate(self.fake_mask)[: len(reports)]
+            try:
+                found = frequent_itemset(mech, reports, min(att.alpha for att in self.attackers))
+            except NotAvailable:
+                return out
+            flagged = found.flagged
+            out.append(
+                _row(
+                    "flagged_fake",
+                    "frequent itemset",
+                    float(flagged[fake].mean()) if fake.any() else math.nan,
+                    math.nan,
+                    math.nan,
+                )
+            )
+            out.append(
+                _row(
+                    "flagged_honest",
+                    "frequent itemset",
+                    float(flagged[~fake].mean()) if (~fake).any() else math.nan,
+                    math.nan,
+                    math.nan,
+                )
+            )
+            removed = mech.statistic(reports[flagged]) if flagged.any() else np.zeros_like(server.counts)
+            kept = recovered_estimate(mech, server.counts, total_n, removed, int(flagged.sum()))
+            for att in self.attackers:
+                t = att.targets
+                out.append(
+                    _row(
+                        "recovered_gain",
+                        att.name,
+                        float(kept[t].sum() - before[t].sum()),
+                        float(self.prior[t].sum()),
+                        math.nan,
+                    )
+                )
+        return out
+
+
+def _row(quantity: str, category: str, estimate: float, truth: float, theory: float) -> dict[str, Any]:
+    return dict(
+        quantity=quantity,
+        category=category,
+        estimate=estimate,
+        ci_low=math.nan,
+        ci_high=math.nan,
+        truth=truth,
+        theory=theory,
+        method="",
+    )

@@ -1,0 +1,139 @@
+"""Fake respondents in survey scenarios (``[[attackers]]``): the measured gain against its
+exact expectation in both modes, the honest respondents' draws untouched by the attack,
+detection and recovery in the rows, and one-line refusals."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ldpsim.errors import LdpSimError
+from ldpsim.sim import parse_scenario, run_replication
+from tests.stats_checks import FALSE_FAILURE
+
+BASE = """
+name = "poison"
+[population]
+answers = {{ count = 16, prefix = "app " }}
+law = {{ kind = "zipf", s = 1.1 }}
+size = {size}
+[mechanism]
+kind = "{mech}"
+eps = 1.0
+[arrivals]
+kind = "poisson"
+duration = 4.0
+[analyst]
+checkpoints = {{ every = 1.0 }}
+tasks = [{{ kind = "frequency" }}]
+[server]
+keep_reports = {keep}
+[simulation]
+mode = "{mode}"
+{attackers}
+"""
+
+ATTACKER = """
+[[attackers]]
+name = "promoter"
+share = 0.05
+targets = {targets}
+strategy = "{strategy}"
+start = 1.0
+"""
+
+
+def _scenario(
+    mech="oue", mode="individual", keep="false", strategy="maximal_gain", targets="3", size=8000, attackers=None
+):
+    text = BASE.format(
+        size=size,
+        mech=mech,
+        keep=keep,
+        mode=mode,
+        attackers=ATTACKER.format(targets=targets, strategy=strategy) if attackers is None else attackers,
+    )
+    return parse_scenario(text)
+
+
+def _attack(df, quantity, checkpoint=None):
+    rows = df[(df.task == "attack") & (df.quantity == quantity)]
+    return rows if checkpoint is None else rows[rows.checkpoint == checkpoint]
+
+
+@pytest.mark.parametrize(
+    "mech,mode,strategy",
+    [
+        ("oue", "individual", "maximal_gain"),
+        ("oue", "aggregate", "random_perturbed"),
+        ("randomized_response", "aggregate", "maximal_gain"),
+        ("randomized_response", "individual", "undetectable"),
+        ("olh", "individual", "random_item"),
+    ],
+)
+def test_measured_gain_is_unbiased_for_its_exact_expectation(mech, mode, strategy) -> None:
+    """Over replications, the final gain's mean against the exact gain at the fake share
+    received (a t test at the suite's false-failure probability)."""
+    sc = _scenario(mech, mode, strategy=strategy, size=3000 if mech == "olh" else 8000)
+    reps = 30 if mech == "olh" else 60
+    gains, theory = [], []
+    for r in range(reps):
+        row = _attack(run_replication(sc, r, 2026), "gain", 3).iloc[0]
+        gains.append(row.estimate)
+        theory.append(row.theory)
+    gains = np.array(gains)
+    assert np.ptp(theory) < 1e-12  # every fake report is delivered by the end: one share
+    half = stats.t.isf(FALSE_FAILURE / 2, reps - 1) * gains.std(ddof=1) / math.sqrt(reps)
+    assert abs(gains.mean() - theory[0]) <= half + 1e-12
+    assert theory[0] > 0 or strategy == "random_perturbed"
+
+
+def test_the_honest_respondents_are_those_of_the_run_without_attackers() -> None:
+    """The attack draws from its own stream: the engine's book-keeping of the honest clients
+    is the same, and the server receives exactly the fake reports more."""
+    with_attack = run_replication(_scenario(), 0, 99)
+    without = run_replication(_scenario(attackers=""), 0, 99)
+    eng = lambda df: df[df.task == "engine"].set_index("quantity").estimate  # noqa: E731
+    a, b = eng(with_attack), eng(without)
+    assert a["clients"] == b["clients"] and a["lost"] == b["lost"]
+    fakes = round(0.05 * 8000 / 0.95)
+    assert a["received"] - b["received"] == fakes
+    share = _attack(with_attack, "fake_share", 3).estimate.iloc[0]
+    assert share == pytest.approx(fakes / a["received"])
+
+
+def test_frequent_itemset_flags_the_fake_reports_and_recovers() -> None:
+    df = run_replication(_scenario(keep="true", targets='["app 12", "app 14", "app 15", "app 16"]'), 0, 3)
+    assert _attack(df, "flagged_fake", 3).estimate.iloc[0] == 1.0
+    assert _attack(df, "flagged_honest", 3).estimate.iloc[0] < 0.02
+    gain = _attack(df, "gain", 3).estimate.iloc[0]
+    recovered = _attack(df, "recovered_gain", 3).estimate.iloc[0]
+    assert gain > 0.5 and abs(recovered) < 0.1 * gain
+
+
+def test_random_perturbed_values_are_detected_by_the_support_size() -> None:
+    df = run_replication(_scenario(strategy="random_perturbed"), 0, 4)
+    at = _attack(df, "detected_at", 3)
+    assert at[at.category == "support size"].estimate.iloc[0] <= 2.0  # the attack starts at 1.0
+
+
+@pytest.mark.parametrize(
+    "attackers,words",
+    [
+        (ATTACKER.format(targets='["app 99"]', strategy="maximal_gain"), "attackers[0].targets: got 'app 99'"),
+        (ATTACKER.format(targets="16", strategy="maximal_gain"), "attackers[0].targets: got 16"),
+        (ATTACKER.format(targets="2", strategy="undetectable"), "attackers[0].strategy: got 'undetectable'"),
+        (
+            ATTACKER.format(targets="2", strategy="x"),
+            "attackers[0].strategy: got 'x', expected one of random_perturbed",
+        ),
+        (ATTACKER.format(targets="2", strategy="random_item") * 2, "attackers: got the names"),
+    ],
+)
+def test_bad_attackers_are_refused_in_one_line(attackers, words) -> None:
+    with pytest.raises(LdpSimError, match=None) as err:
+        _scenario(attackers=attackers)
+    assert words in str(err.value) and "\n" not in str(err.value)
