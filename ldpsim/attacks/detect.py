@@ -22,10 +22,11 @@ detectable*. Both need only the statistic, so they run in aggregate mode too.
 
 **Frequent itemsets** (:func:`frequent_itemset`, after Cao et al.'s defence): fake reports
 of the maximal gain attack all support the targets together, which honest reports rarely
-do. The search starts from the pair of answers supported together most often and grows the
-set greedily (the answer most often supported with all the set so far), up to
-:data:`MAX_ITEMSET` answers. For each size ``z`` the number of reports supporting the whole
-set is compared with ``b_z``, a bound on its honest rate under any population
+do. The search starts from the pair of answers supported together most in excess of what
+the population estimated from the same reports would give, and grows the set greedily (the
+answer most often supported with all the set so far), up to :data:`MAX_ITEMSET` answers.
+For each size ``z`` the number of reports supporting the whole set is compared with ``b_z``,
+a bound on its honest rate under any population
 (:meth:`FrequencyOracle.itemset_support_bound`), by an exact binomial tail multiplied by the
 number of sets of that size and by the number of sizes tried: a union bound over every set
 the search could have chosen, so the level is ``alpha`` whatever the data. The set of
@@ -75,6 +76,8 @@ class SizeMonitor:
         self.total = 0.0
         self.n = 0
         self.log_e = 0.0
+        #: the log e-value at which the alarm is raised
+        self.threshold = -math.log(self.alpha)
         self.detected_at: float | None = None
 
     def update(self, statistic: NDArray, reports: int, time: float) -> None:
@@ -82,7 +85,7 @@ class SizeMonitor:
         self.n += int(reports)
         terms = self.lam * self.total - self.n * self.psi
         self.log_e = float(logsumexp(terms) - math.log(terms.size))
-        if self.detected_at is None and self.log_e >= -math.log(self.alpha):
+        if self.detected_at is None and self.log_e >= self.threshold:
             self.detected_at = time
 
 
@@ -102,6 +105,8 @@ class ExcessMonitor:
         self.counts = np.zeros(self.bound.size)
         self.n = 0
         self.log_e = 0.0
+        #: the largest entry's log e-value at which the alarm is raised (a union over entries)
+        self.threshold = math.log(self.bound.size / self.alpha)
         self.detected_at: float | None = None
 
     def update(self, statistic: NDArray, reports: int, time: float) -> None:
@@ -110,7 +115,7 @@ class ExcessMonitor:
         terms = self.counts[:, None] * self.lam[None, :] - self.n * self.psi
         per = logsumexp(terms, axis=1) - math.log(self.lam.size)
         self.log_e = float(per.max())
-        if self.detected_at is None and self.log_e >= math.log(self.bound.size / self.alpha):
+        if self.detected_at is None and self.log_e >= self.threshold:
             self.detected_at = time
 
 
@@ -133,21 +138,31 @@ def frequent_itemset(mech: FrequencyOracle, reports: NDArray, alpha: float = 1e-
     """Frequent-itemset detection on stored reports (module docstring)."""
     alpha = _alpha(alpha)
     k = mech.k
-    units = np.asarray(mech.unit_statistics(reports))
-    n = units.shape[0]
+    n = len(reports)
     none = FrequentItemset(np.zeros(0, np.int64), 1.0, np.zeros(n, bool))
-    if n == 0 or units.shape[1] != k or mech.itemset_support_bound(2) <= 0.0:
+    if n == 0 or mech.itemset_support_bound(2) <= 0.0:
         return none  # reports that never support two answers (randomized response)
-    u = units.astype(np.float32)
+    # each report's support, one byte per answer, built a block at a time
+    rows = max(1, (1 << 22) // k)
+    units = np.empty((n, k), dtype=bool)
     co = np.zeros((k, k))
-    rows = max(1, (1 << 24) // k)
     for start in range(0, n, rows):
-        block = u[start : start + rows]
-        co += (block.T @ block).astype(np.float64)
-    np.fill_diagonal(co, -1.0)
-    a, b = np.unravel_index(int(np.argmax(co)), co.shape)
+        block = np.asarray(mech.unit_statistics(reports[start : start + rows])) > 0
+        units[start : start + rows] = block
+        f = block.astype(np.float32)
+        co += (f.T @ f).astype(np.float64)
+    # where to start: the pair most in excess of its expected count under the population the
+    # reports themselves estimate (any order of search keeps the level: the union bound covers
+    # every set the search could reach)
+    pi = np.clip(np.asarray(mech.invert(np.diag(co) / n)), 0.0, None)
+    pi = pi / pi.sum() if pi.sum() > 0 else np.full(k, 1.0 / k)
+    mu = np.asarray(mech.forward(pi))
+    expected = n * (np.asarray(mech.statistic_covariance(pi)) + np.outer(mu, mu))
+    excess = (co - expected) / np.sqrt(np.clip(expected, 1.0, None))
+    np.fill_diagonal(excess, -np.inf)
+    a, b = np.unravel_index(int(np.argmax(excess)), excess.shape)
     chosen = [int(a), int(b)]
-    mask = (units[:, a] > 0) & (units[:, b] > 0)
+    mask = units[:, a] & units[:, b]
     sizes = min(MAX_ITEMSET, k)
     best = (math.inf, chosen[:], mask)
     for z in range(2, sizes + 1):
@@ -160,11 +175,11 @@ def frequent_itemset(mech: FrequencyOracle, reports: NDArray, alpha: float = 1e-
             best = (adjusted, chosen[:], mask)
         if z == sizes or count == 0:
             break
-        gain = units[mask].sum(axis=0).astype(np.float64)
+        gain = units[mask].sum(axis=0, dtype=np.float64)
         gain[chosen] = -1.0
         nxt = int(np.argmax(gain))
         chosen.append(nxt)
-        mask = mask & (units[:, nxt] > 0)
+        mask = mask & units[:, nxt]
     log_adjusted, items, flagged = best
     if not log_adjusted < math.log(alpha):
         return FrequentItemset(np.zeros(0, np.int64), float(min(1.0, math.exp(log_adjusted))), np.zeros(n, bool))

@@ -68,6 +68,8 @@ def _render_report(scenario, results: pd.DataFrame, seed: int) -> dict[str, byte
     design = summary.design_table(results)
     if not design.empty and design["design_se"].notna().any():
         files["design.png"] = _design_figure(design)
+    if (results["task"] == "attack").any():
+        files["attack.png"] = _attack_figure(results, unit)
     lines = _summary_lines(scenario, results, seed, list(files))
     files["report.html"] = run_html(
         kind="survey", scenario=scenario, seed=seed, lines=lines, files=files, key=_key_numbers(results)
@@ -282,6 +284,7 @@ def _summary_lines(scenario, results: pd.DataFrame, seed: int, figures: list[str
         *_distribution_section(scenario, results),
         *_design(scenario, results),
         *_risk(scenario, seed),
+        *_attacks(scenario, results),
         *_other_tasks(scenario, results),
         *_nonresponse(results),
         *_tiers(results),
@@ -593,6 +596,77 @@ def _design_figure(design: pd.DataFrame) -> bytes:
     fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     return png_bytes(fig)
+
+
+def _attack_figure(results: pd.DataFrame, unit: str) -> bytes:
+    """Left: each attacker's gain over time (mean over replications) beside its exact
+    expectation. Right: each detector's log e-value (mean) against its alarm threshold."""
+    rows = results[results["task"] == "attack"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    gain = rows[rows["quantity"] == "gain"]
+    for i, (name, g) in enumerate(gain.groupby("category", sort=False)):
+        mean = g.groupby("checkpoint")[["time", "estimate", "theory"]].mean()
+        left.plot(mean["time"], mean["estimate"], "o-", color=f"C{i}", label=f"{name}: measured")
+        left.plot(mean["time"], mean["theory"], "--", color=f"C{i}", label=f"{name}: exact")
+    left.axhline(0.0, color="0.6", lw=0.8)
+    left.set_xlabel(in_unit("time", unit))
+    left.set_ylabel("gain of the targets' estimated share")
+    left.legend(fontsize=8)
+    evalue = rows[rows["quantity"] == "log_e_value"]
+    for i, (name, g) in enumerate(evalue.groupby("category", sort=False)):
+        mean = g.groupby("checkpoint")[["time", "estimate", "theory"]].mean()
+        right.plot(mean["time"], mean["estimate"], "o-", color=f"C{i + 3}", label=name)
+        right.plot(mean["time"], mean["theory"], ":", color=f"C{i + 3}", label=f"{name}: alarm")
+    right.set_xlabel(in_unit("time", unit))
+    right.set_ylabel("log e-value (mean over replications)")
+    if not evalue.empty:
+        right.legend(fontsize=8)
+    else:
+        right.text(0.5, 0.5, "no sequential detector applies to this oracle", ha="center", transform=right.transAxes)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def _attacks(scenario, results: pd.DataFrame) -> list[str]:
+    """## Fake respondents: gains, detection and recovery."""
+    attackers, detectors = summary.attack_tables(results)
+    if attackers.empty:
+        return []
+    reps = scenario.spec.simulation.replications
+    specs = {a.name: a for a in scenario.attackers}
+    labels = scenario.labels
+    setup = [
+        f"- `{a.name}`: {a.count:,} fake reports ({a.share:.2%} of those received), strategy `{a.strategy}`, "
+        f"{'all at ' + str(a.start) if a.burst else f'from {a.start:g} to {a.stop:g}'}, promoting "
+        f"{', '.join(str(labels[t]) for t in a.targets[:8])}{' ...' if a.targets.size > 8 else ''}"
+        for a in specs.values()
+    ]
+    out = [
+        "## Fake respondents",
+        "",
+        *setup,
+        "",
+        f"At the end, over {reps} replication(s): the gain is the targets' estimated total share from all the "
+        "reports minus that from the honest ones alone (Cao, Jia and Gong 2021); gain_exact its expectation at the "
+        "fake share received, exact for every oracle; flagged the share of the attacker's reports that "
+        "frequent-itemset detection flagged at the end and gain_after_recovery the gain once every flagged report is "
+        "removed (with server.keep_reports). docs/risk.md explains each.",
+        "",
+        _md_table(attackers),
+        "",
+    ]
+    if not detectors.empty:
+        out += [
+            "Detection: `detected` is the share of replications in which the anytime-valid monitor raised the alarm "
+            "(false-alarm probability alpha over the whole collection), median_time when it did; for frequent "
+            "itemsets, the first checkpoint at which a set was found, and the share of honest reports flagged at the "
+            "end. attack.png draws the gain and the "
+            "monitors over time.",
+            "",
+            _md_table(detectors),
+            "",
+        ]
+    return out
 
 
 def _other_tasks(scenario, results: pd.DataFrame) -> list[str]:

@@ -313,7 +313,53 @@ DESIGN = (
 def _own_table(rows: pd.DataFrame) -> pd.Series:
     # a set lookup, not Series.isin: pandas 2.0 with numpy 1.26 warns in isin's dtype merge
     own = set(NONRESPONSE + TIERS + DISTRIBUTION + DESIGN)
-    return _is_crosstab(rows) | rows["quantity"].map(lambda q: q in own).astype(bool)
+    return _is_crosstab(rows) | (rows["task"] == "attack") | rows["quantity"].map(lambda q: q in own).astype(bool)
+
+
+def attack_tables(results: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fake respondents at the end (task ``attack``): per attacker, the fake share received,
+    the gain measured (mean and standard deviation over replications) beside its exact
+    expectation, and after the frequent-itemset recovery; per detector, the share of
+    replications in which it raised the alarm and the median time it did."""
+    rows = results[(results["task"] == "attack") & (results["reason"] == "end")]
+    if rows.empty:
+        return pd.DataFrame(), pd.DataFrame()
+
+    def per(quantity: str) -> pd.DataFrame:
+        return rows[rows["quantity"] == quantity]
+
+    gains = per("gain").groupby("category", sort=False)
+    attackers = pd.DataFrame(
+        {
+            "fake_share": per("fake_share").groupby("category", sort=False)["estimate"].mean(),
+            "gain": gains["estimate"].mean(),
+            "gain_sd": gains["estimate"].std(ddof=1),
+            "gain_exact": gains["theory"].mean(),
+            "targets_true_share": gains["truth"].mean(),
+        }
+    )
+    recovered = per("recovered_gain")
+    if not recovered.empty:
+        attackers["flagged"] = per("flagged_fake").groupby("category", sort=False)["estimate"].mean()
+        attackers["gain_after_recovery"] = recovered.groupby("category", sort=False)["estimate"].mean()
+    attackers = attackers.reset_index().rename(columns={"category": "attacker"})
+    found = []
+    for name, at in per("detected_at").groupby("category", sort=False):
+        hit = at["estimate"].notna()
+        found.append(
+            {
+                "detector": name,
+                "detected": float(hit.mean()),
+                "median_time": float(at.loc[hit, "estimate"].median()) if hit.any() else np.nan,
+                "final_log_e_value": float(per("log_e_value").query("category == @name")["estimate"].mean()),
+            }
+        )
+    honest = per("flagged_honest")
+    if not honest.empty:
+        found.append(
+            {"detector": "frequent itemset: honest reports flagged", "detected": float(honest["estimate"].mean())}
+        )
+    return attackers, pd.DataFrame(found)
 
 
 #: the rows of a numeric question's distribution task (their own section)

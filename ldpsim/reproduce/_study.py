@@ -286,6 +286,11 @@ CRITERIA = {
     "above": (lambda ours, paper: ours > paper, "ours > paper"),
     # an exponent: "quadratically" (2), "exponentially in eps" (-1)
     "exponent": (lambda ours, paper: abs(ours - paper) <= 0.1, "|ours - paper| <= 0.1"),
+    # a closed form evaluated, or its mean measured: within 2% (and 0.002 near zero)
+    "relative": (
+        lambda ours, paper: abs(ours - paper) <= 0.02 * abs(paper) + 2e-3,
+        "|ours - paper| <= 0.02 |paper| + 0.002",
+    ),
     # a count that must be exactly the paper's (zero violations of a theorem)
     "equal": (lambda ours, paper: ours == paper, "ours == paper"),
 }

@@ -109,6 +109,7 @@ class Campaign:
         timeline: Any,
         seq: np.random.SeedSequence,
         keep: bool,
+        looks: int = 1,
     ) -> None:
         self.attackers = attackers
         self.mech = mech
@@ -139,7 +140,11 @@ class Campaign:
             except NotAvailable:
                 continue
         self.keep = keep
-        self.fake_mask: list[NDArray[np.bool_]] = []  # per stored report, in the server's order
+        self.looks = max(1, int(looks))
+        self.itemset_at: float | None = None
+        self.sender: list[
+            NDArray[np.int16]
+        ] = []  # per stored report, in the server's order: -1 honest, else the attacker
         self._seen = np.zeros(mech.statistic_size, np.int64)
         self._seen_n = 0
 
@@ -156,7 +161,7 @@ class Campaign:
                 before = server.stored
                 server.add_reports(t, y)
                 if self.keep:
-                    self._mark(server.stored - before, True)
+                    self._mark(server.stored - before, a)
                 observe(t, y)
             else:
                 server.add_counts(stat, len(y))
@@ -166,11 +171,11 @@ class Campaign:
     def mark_honest(self, stored: int) -> None:
         """``stored`` honest reports were just stored by the server."""
         if self.keep and stored:
-            self._mark(stored, False)
+            self._mark(stored, -1)
 
-    def _mark(self, n: int, fake: bool) -> None:
+    def _mark(self, n: int, who: int) -> None:
         if n:
-            self.fake_mask.append(np.full(n, fake))
+            self.sender.append(np.full(n, who, dtype=np.int16))
 
     def tick_end(self, server: Any, time: float) -> None:
         """The monitors see what the server received during the tick (its statistic)."""
@@ -183,7 +188,7 @@ class Campaign:
         self._seen_n = server.n_received
 
     # --------------------------------------------------------------- rows
-    def rows(self, server: Any, reports: NDArray | None) -> list[dict[str, Any]]:
+    def rows(self, server: Any, reports: NDArray | None, time: float) -> list[dict[str, Any]]:
         """The checkpoint's rows (task ``attack``)."""
         mech = self.mech
         total_n = server.n_received
@@ -198,10 +203,13 @@ class Campaign:
         before = np.asarray(mech.invert(honest / float(honest_n)))
         for a, att in enumerate(self.attackers):
             t = att.targets
-            # E[after] = (1 - beta) f + sum_b beta_b invert(rho_b), beta_b: attacker b's received share
-            expected = -(fake_n / total_n) * float(self.prior[t].sum()) + sum(
-                (self.fake_n[b] / total_n) * float(np.asarray(mech.invert(other.unit_support))[t].sum())
-                for b, other in enumerate(self.attackers)
+            # given the fake reports received (statistic S_f, m of them), E[after - before] over the
+            # honest respondents is (m / N) (sum_T invert(S_f / m) - f_T) exactly (ldpsim.attacks.gain)
+            expected = (
+                (fake_n / total_n)
+                * (float(np.asarray(mech.invert(fake_stat / fake_n))[t].sum()) - float(self.prior[t].sum()))
+                if fake_n
+                else 0.0
             )
             out.append(
                 _row("gain", att.name, float(after[t].sum() - before[t].sum()), float(self.prior[t].sum()), expected)
@@ -209,33 +217,26 @@ class Campaign:
             out.append(_row("fake_share", att.name, self.fake_n[a] / total_n, math.nan, att.share))
         for monitor in self.monitors:
             at = math.nan if monitor.detected_at is None else monitor.detected_at
-            out.append(_row("log_e_value", monitor.name, monitor.log_e, math.nan, math.nan))
+            out.append(_row("log_e_value", monitor.name, monitor.log_e, math.nan, monitor.threshold))
             out.append(_row("detected_at", monitor.name, at, math.nan, math.nan))
-        if reports is not None and self.fake_mask:
-            fake = np.concatenate(self.fake_mask)[: len(reports)]
-            try:
-                found = frequent_itemset(mech, reports, min(att.alpha for att in self.attackers))
+        if reports is not None and self.sender:
+            sender = np.concatenate(self.sender)[: len(reports)]
+            try:  # at level alpha / looks at each checkpoint: alpha over the whole collection
+                found = frequent_itemset(mech, reports, min(att.alpha for att in self.attackers) / self.looks)
             except NotAvailable:
                 return out
             flagged = found.flagged
-            out.append(
-                _row(
-                    "flagged_fake",
-                    "frequent itemset",
-                    float(flagged[fake].mean()) if fake.any() else math.nan,
-                    math.nan,
-                    math.nan,
-                )
-            )
-            out.append(
-                _row(
-                    "flagged_honest",
-                    "frequent itemset",
-                    float(flagged[~fake].mean()) if (~fake).any() else math.nan,
-                    math.nan,
-                    math.nan,
-                )
-            )
+            if self.itemset_at is None and found.items.size:
+                self.itemset_at = time
+            at = math.nan if self.itemset_at is None else self.itemset_at
+            out.append(_row("detected_at", "frequent itemset", at, math.nan, math.nan))
+            for a, att in enumerate(self.attackers):  # each attacker's reports flagged
+                own = sender == a
+                share = float(flagged[own].mean()) if own.any() else math.nan
+                out.append(_row("flagged_fake", att.name, share, math.nan, math.nan))
+            honest_rows = sender < 0
+            share = float(flagged[honest_rows].mean()) if honest_rows.any() else math.nan
+            out.append(_row("flagged_honest", "frequent itemset", share, math.nan, math.nan))
             removed = mech.statistic(reports[flagged]) if flagged.any() else np.zeros_like(server.counts)
             kept = recovered_estimate(mech, server.counts, total_n, removed, int(flagged.sum()))
             for att in self.attackers:

@@ -269,6 +269,7 @@ class Replication:
                 self.timeline,
                 attack_seq,
                 spec.server.keep_reports and self.individual,
+                _looks(scenario.end, spec.analyst.checkpoints.every),
             )
         )
         if self.questions is not None and not self.individual:
@@ -780,7 +781,7 @@ class Replication:
             for row in acc.at_checkpoint():
                 self.rows.append({**base, "n_received": cps[j].n_received, "task": acc.name, **row})
         if self.campaign is not None:
-            for row in self.campaign.rows(self.server, cps[0].reports):
+            for row in self.campaign.rows(self.server, cps[0].reports, t):
                 self.rows.append({**base, "task": "attack", **row})
         for xt, task, joint, true_joint in self.crosstabs:  # n_received: the pairs of reports received
             n = cps[xt.first].n_received
@@ -913,6 +914,11 @@ def shard_bounds(sizes: NDArray[np.int64], shards: int) -> list[tuple[int, int]]
     cuts = np.searchsorted(ends, [total * s / shards for s in range(1, shards)], side="left") + 1
     edges = sorted(set([0, *np.minimum(cuts, sizes.size).tolist(), int(sizes.size)]))
     return [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+def _looks(end: float, every: float | None) -> int:
+    """The checkpoints of a run: one every ``every`` and one at the end."""
+    return 1 if every is None else int(math.floor(end / every + 1e-9)) + 1
 
 
 def _is_multiple(t: float, every: float) -> bool:

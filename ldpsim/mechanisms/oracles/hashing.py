@@ -516,31 +516,44 @@ class LocalHashing(PureSupport):
         return np.ones(self.k, dtype=bool)
 
     # ----------------------------------------------------------------- what fake respondents can send
-    #: Seeds tried by :meth:`crafted_reports` (the maximal gain attack's search).
-    CRAFT_SEARCH = 1 << 16
+    #: Seeds tried per round of :meth:`crafted_reports`, and the most rounds.
+    CRAFT_ROUND = 1 << 16
+    CRAFT_ROUNDS = 64
 
     def crafted_reports(self, targets: ArrayLike, n: int, rng: RNGLike = None) -> NDArray[np.int64]:
-        """Rows ``(a, b, c, y)`` whose seed hashes the most targets to one value ``y``: the
-        best of :data:`CRAFT_SEARCH` random seeds (Cao, Jia and Gong 2021 search the same
-        way); the ``n`` reports are drawn with replacement among the seeds that reach the
-        best count found."""
+        """Rows ``(a, b, c, y)`` whose seed hashes the most targets to one value ``y`` (Cao,
+        Jia and Gong 2021 search random hash functions the same way): rounds of
+        :data:`CRAFT_ROUND` random seeds, until a seed puts every target in one bucket or
+        :data:`CRAFT_ROUNDS` rounds are spent; the ``n`` reports are drawn with replacement
+        among the seeds of the best count found."""
         t = target_indices(targets, self.k)
         n = v.integer(n, "n", minimum=0)
         gen = as_generator(rng)
-        seeds = gen.integers(0, self.prime, size=(self.CRAFT_SEARCH, 3), dtype=np.int64)
-        x = np.broadcast_to(t, (self.CRAFT_SEARCH, t.size)).copy()
-        h = np.sort(self._hash(seeds[:, :1], seeds[:, 1:2], seeds[:, 2:3], x), axis=1)
-        # sorted rows: a run of d + 1 equal values exists where h[:, i] == h[:, i + d]
-        best = np.ones(h.shape[0], dtype=np.int64)
-        value = h[:, 0].copy()
-        for d in range(1, t.size):
-            same = h[:, d:] == h[:, :-d]
-            rows = np.flatnonzero(same.any(axis=1))
-            best[rows] = d + 1
-            value[rows] = h[rows, np.argmax(same[rows], axis=1)]
-        top = np.flatnonzero(best == best.max())
-        pick = top[gen.integers(0, top.size, size=n)]
-        return np.column_stack([seeds[pick], value[pick]]).astype(np.int64)
+        best_count, keep_seeds, keep_values = 0, [], []
+        x = np.broadcast_to(t, (self.CRAFT_ROUND, t.size)).copy()
+        for _ in range(self.CRAFT_ROUNDS):
+            seeds = gen.integers(0, self.prime, size=(self.CRAFT_ROUND, 3), dtype=np.int64)
+            h = np.sort(self._hash(seeds[:, :1], seeds[:, 1:2], seeds[:, 2:3], x.copy()), axis=1)
+            # sorted rows: a run of d + 1 equal values exists where h[:, i] == h[:, i + d]
+            best = np.ones(h.shape[0], dtype=np.int64)
+            value = h[:, 0].copy()
+            for d in range(1, t.size):
+                same = h[:, d:] == h[:, :-d]
+                rows = np.flatnonzero(same.any(axis=1))
+                best[rows] = d + 1
+                value[rows] = h[rows, np.argmax(same[rows], axis=1)]
+            top = int(best.max())
+            if top > best_count:
+                best_count, keep_seeds, keep_values = top, [], []
+            if top == best_count:
+                hit = best == top
+                keep_seeds.append(seeds[hit])
+                keep_values.append(value[hit])
+            if best_count == t.size:
+                break
+        seeds, values = np.concatenate(keep_seeds), np.concatenate(keep_values)
+        pick = gen.integers(0, values.size, size=n)
+        return np.column_stack([seeds[pick], values[pick]]).astype(np.int64)
 
     def random_reports(self, n: int, rng: RNGLike = None) -> NDArray[np.int64]:
         """Uniform seeds and values."""
