@@ -314,6 +314,57 @@ def profile_risk(
     return ProfileRisk(float(best.mean()), baseline, "monte carlo", float(best.std(ddof=1) / math.sqrt(samples)))
 
 
+@dataclass(frozen=True)
+class ReidentificationRisk:
+    """Picking a respondent out of a known population table from their reports: the
+    probability that the best matching rule picks the right one (``accuracy``), beside
+    picking at random (``baseline``, 1/n) and matching the true answers themselves
+    (``exposed``: the number of distinct profiles over n), and the share of respondents whose
+    profile is unique in the table."""
+
+    accuracy: float
+    baseline: float
+    exposed: float
+    unique: float
+    respondents: int
+    profiles: int
+    method: str
+    standard_error: float = 0.0
+
+
+def reidentification_risk(
+    mechanisms: list[Any], rows: ArrayLike, *, samples: int = SAMPLES, rng: Any = None
+) -> ReidentificationRisk:
+    """Re-identification from one report per question: the attacker knows the table
+    ``rows`` (one row of answer codes per respondent, one column per mechanism) and, given a
+    respondent's reports ``Y``, picks a respondent of largest likelihood ``P(Y | row)``
+    (uniformly among ties). Respondents with the same profile cannot be told apart, so the
+    pick is right with probability
+
+        R = (1/n) sum_Y max_profile P(Y | profile),
+
+    the profile accuracy under equal weights on the distinct profiles times their number
+    over n (:func:`profile_risk`: exact by enumeration for few outputs, else Monte Carlo with
+    its standard error)."""
+    x = np.asarray(rows, dtype=np.int64)
+    if x.ndim != 2 or x.shape[0] == 0:
+        raise invalid("rows", f"an array of shape {x.shape}", "one row of answer codes per respondent")
+    n = x.shape[0]
+    profiles, counts = np.unique(x, axis=0, return_counts=True)
+    d = profiles.shape[0]
+    whole = profile_risk(mechanisms, profiles, np.full(d, 1.0 / d), samples=samples, rng=rng)
+    return ReidentificationRisk(
+        accuracy=whole.accuracy * d / n,
+        baseline=1.0 / n,
+        exposed=d / n,
+        unique=float(counts[counts == 1].sum()) / n,
+        respondents=n,
+        profiles=d,
+        method=whole.method,
+        standard_error=whole.standard_error * d / n,
+    )
+
+
 #: the largest k a report's risk table estimates by Monte Carlo (k log-densities per draw)
 MC_MAX_K = 64
 #: reports drawn per mechanism for a report's risk table

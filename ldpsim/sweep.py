@@ -312,14 +312,32 @@ def to_toml(raw: Mapping[str, Any]) -> str:
     return text
 
 
+def _item(node: Any, part: str) -> tuple[bool, Any]:
+    """``node[part]``: a table's key, or an array of tables' entry when ``part`` is its
+    index (``attackers.0.share``); (False, None) when there is none."""
+    if isinstance(node, list) and part.isdigit():
+        i = int(part)
+        return (True, node[i]) if i < len(node) else (False, None)
+    if isinstance(node, Mapping) and part in node:
+        return True, node[part]
+    return False, None
+
+
 def _set(raw: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
-    """A copy of ``raw`` with the dotted ``key`` set (tables made on the way)."""
+    """A copy of ``raw`` with the dotted ``key`` set (tables made on the way; an integer part
+    names an existing entry of an array of tables)."""
     out = _copy(raw)
-    node = out
+    node: Any = out
     parts = key.split(".")
     for part in parts[:-1]:
-        node = node.setdefault(part, {})
-    node[parts[-1]] = value
+        found, child = _item(node, part)
+        if not found:
+            child = node.setdefault(part, {})
+        node = child
+    if isinstance(node, list):
+        node[int(parts[-1])] = value
+    else:
+        node[parts[-1]] = value
     return out
 
 
@@ -337,11 +355,11 @@ def _lookup(raw: Mapping[str, Any], key: str) -> tuple[bool, str | None]:
     node: Any = raw
     parts = key.split(".")
     for i, part in enumerate(parts):
-        if not isinstance(node, Mapping):
+        if not isinstance(node, (Mapping, list)) or (isinstance(node, list) and not part.isdigit()):
             return False, ".".join(parts[:i])
-        if part not in node:
+        found, node = _item(node, part)
+        if not found:
             return False, None
-        node = node[part]
     return True, None
 
 
@@ -781,7 +799,7 @@ def _values_of(run_dir: Path, keys: Sequence[str]) -> dict[str, Any]:
     for key in keys:
         node: Any = raw
         for part in key.split("."):
-            node = node[part]
+            node = _item(node, part)[1]
         out[key] = node
     return out
 

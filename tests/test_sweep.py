@@ -315,3 +315,18 @@ def test_without_point_reports_the_sweep_is_the_same_and_a_point_report_can_be_m
     assert (point / "results.csv").is_file() and not (point / "summary.md").exists()
     assert run_cli("report", point).returncode == 0
     assert (point / "summary.md").is_file()
+
+
+def test_an_integer_part_names_an_entry_of_an_array_of_tables():
+    from ldpsim.sweep import _lookup, _set, to_toml
+
+    raw = {"attackers": [{"share": 0.1, "targets": 2}, {"share": 0.2, "targets": 1}], "analyst": {"tasks": [{"k": 1}]}}
+    out = _set(raw, "attackers.1.share", 0.05)
+    assert out["attackers"][1]["share"] == 0.05 and raw["attackers"][1]["share"] == 0.2
+    assert _lookup(raw, "attackers.0.share") == (True, None)
+    assert _lookup(raw, "attackers.2.share") == (False, None)
+    assert _lookup(raw, "attackers.x")[0] is False and _lookup(raw, "attackers.x")[1] == "attackers"
+    assert _set(raw, "analyst.tasks.0.k", 5)["analyst"]["tasks"][0]["k"] == 5
+    import tomllib
+
+    assert tomllib.loads(to_toml(out)) == out

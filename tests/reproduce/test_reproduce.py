@@ -300,7 +300,10 @@ def test_cli_runs_a_reproduction_and_prints_the_table(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, needle",
     [
-        (["reproduce", "nonsense"], "NAME: got 'nonsense', expected one of cao-gains, clt, clt-conditions, composition-noise"),
+        (
+            ["reproduce", "nonsense"],
+            "NAME: got 'nonsense', expected one of cao-gains, clt, clt-conditions, composition-noise",
+        ),
         (["reproduce"], "NAME: got nothing"),
         (["reproduce", "kov-fig3", "--list"], "--list: got a NAME too"),
         (["reproduce", "kov-fig5", "--instances", "0"], "--instances: got 0"),

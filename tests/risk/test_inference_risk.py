@@ -263,3 +263,66 @@ def test_a_survey_report_states_the_risk_of_each_question_and_of_the_profile(tmp
                 for (i, j), w in joint.items()
             )
     assert f"right for {total:.4%} of respondents" in text
+
+
+def _brute_reidentification(mats, rows):
+    """Every respondent, every combination of reports: the matching rule's pick (uniform
+    among the rows of largest likelihood) is right with this probability."""
+    n = len(rows)
+    total = 0.0
+    for ys in itertools.product(*[range(m.shape[1]) for m in mats]):
+        like = np.array([math.prod(m[r[j], y] for j, (m, y) in enumerate(zip(mats, ys))) for r in rows])
+        best = np.isclose(like, like.max(), rtol=1e-12, atol=0)
+        for i in range(n):
+            if best[i]:
+                total += like[i] / best.sum() / n
+    return total
+
+
+@pytest.mark.parametrize("eps", [0.5, 2.0, 6.0])
+def test_reidentification_against_brute_force_over_every_report(eps):
+    from ldpsim.risk import reidentification_risk
+
+    rows = np.array([[0, 1], [0, 1], [1, 2], [2, 0], [1, 1], [2, 2], [0, 0]])
+    mechs = [catalog.build("randomized_response", k=3, eps=eps), catalog.build("randomized_response", k=3, eps=eps / 2)]
+    # the published law of k-ary randomized response, written here
+    mats = []
+    for e in (eps, eps / 2):
+        keep = math.exp(e) / (math.exp(e) + 2)
+        mats.append(np.where(np.eye(3, dtype=bool), keep, (1 - keep) / 2))
+    got = reidentification_risk(mechs, rows)
+    assert got.method == "enumeration"
+    assert got.accuracy == pytest.approx(_brute_reidentification(mats, rows), rel=1e-12)
+    assert (
+        got.baseline == pytest.approx(1 / 7)
+        and got.exposed == pytest.approx(6 / 7)
+        and got.unique == pytest.approx(5 / 7)
+    )
+    assert got.baseline - 1e-12 <= got.accuracy <= got.exposed + 1e-12
+
+
+def test_reidentification_monte_carlo_within_its_error():
+    from ldpsim.risk import reidentification_risk
+
+    rng = np.random.default_rng(3)
+    rows = rng.integers(0, 8, size=(60, 6))
+    mechs = [catalog.build("randomized_response", k=8, eps=2.0)] * 6  # 8^6 output combinations: Monte Carlo
+    got = reidentification_risk(mechs, rows, samples=40_000, rng=1)
+    assert got.method == "monte carlo"
+    exact = reidentification_risk(mechs[:3], rows[:, :3])  # a smaller table, enumerated, for the bound below
+    assert exact.method == "enumeration"
+    # the whole six questions tell respondents apart at least as well as the first three
+    assert got.accuracy >= exact.accuracy - stats.norm.isf(FALSE_FAILURE) * got.standard_error
+    # and a brute-force Monte Carlo of the matching rule written here agrees within both errors
+    mats = np.where(np.eye(8, dtype=bool), math.exp(2) / (math.exp(2) + 7), 1 / (math.exp(2) + 7))
+    hits = []
+    gen = np.random.default_rng(9)
+    for _ in range(4000):
+        i = gen.integers(60)
+        y = np.array([gen.choice(8, p=mats[rows[i, j]]) for j in range(6)])
+        like = np.prod(mats[rows, y[None, :]], axis=1)
+        best = np.flatnonzero(np.isclose(like, like.max(), rtol=1e-12, atol=0))
+        hits.append(float(i in best) / best.size)
+    hits = np.array(hits)
+    tol = stats.norm.isf(FALSE_FAILURE / 2) * math.hypot(hits.std(ddof=1) / math.sqrt(hits.size), got.standard_error)
+    assert abs(hits.mean() - got.accuracy) <= tol
