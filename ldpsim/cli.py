@@ -1117,9 +1117,16 @@ def _recommend(args: argparse.Namespace) -> int:
         f"frequency oracles for k = {args.k:,} answers, eps = {args.eps:g}, n = {n:,} respondents, prior {args.prior}; "
         f"loss{KEEP}{args.utility}{KEEP}({exact}), best first:"
     )
-    shown = scores.rename(columns={"server_operations": "server_ops", "max_std_error": "max_se"})
-    cols = ["mechanism", "mse", "l1", "kl", "max_se", "report_bits", "server_ops", "exact_eps"]
+    shown = scores.rename(
+        columns={"server_operations": "server_ops", "max_std_error": "max_se", "risk_accuracy": "risk_acc"}
+    )
+    cols = ["mechanism", "mse", "l1", "kl", "max_se", "risk_acc", "report_bits", "server_ops", "exact_eps"]
     print(table(shown[cols], float_format=lambda x: f"{x:.4g}", na_rep="-", full=folder.path / "recommend.csv"))
+    baseline = float(rc.parse_prior(args.prior, args.k).max())
+    _say(
+        f"  risk_acc: how often the server's best guess of a respondent's answer from one report is right "
+        f"(without it: {baseline:.4g}; docs/risk.md)"
+    )
     if args.utility == "kl" and scores["max_relative_error"].max() > rc.KL_RELIABLE:
         worst = scores.loc[scores["max_relative_error"].idxmax()]
         _say(

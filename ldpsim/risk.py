@@ -365,6 +365,65 @@ def reidentification_risk(
     )
 
 
+def report_accuracy(
+    mechanism: Any, prior: ArrayLike, *, samples: int = 20_000, rng: Any = None
+) -> tuple[float, str, float]:
+    """The accuracy of the best guess from one report alone, as cheaply as it is known:
+    ``(accuracy, method, standard error)``. Randomized response in ``O(k)`` (an output
+    ``y`` is guessed as ``y`` or as the most common answer: ``sum_y max(pi_y p, pi_max q)``),
+    unary encoding and subset selection from their structure, any other finite mechanism by
+    enumeration up to 10^7 matrix entries, other oracles by Monte Carlo up to
+    :data:`MC_MAX_K` answers; ``(nan, "not computed here", 0)`` beyond."""
+    k = int(getattr(mechanism, "k", 0) or 0)
+    pi = _prior(prior, k)
+    if hasattr(mechanism, "p_keep") and hasattr(mechanism, "p_other"):
+        top = float(pi.max())
+        acc = float(np.maximum(pi * mechanism.p_keep, top * mechanism.p_other).sum())
+        return acc, "closed form", 0.0
+    if hasattr(mechanism, "omega") and hasattr(mechanism, "p_in"):
+        return _subset_accuracy(mechanism, pi), "structure", 0.0
+    if hasattr(mechanism, "log_1mq") and hasattr(mechanism, "gap"):
+        return _unary_accuracy(mechanism, pi), "structure", 0.0
+    if hasattr(mechanism, "prime") and hasattr(mechanism, "g"):
+        return _hashing_accuracy(mechanism, pi, samples, np.random.default_rng(rng))
+    finite = getattr(mechanism, "output_size", None) is not None and hasattr(mechanism, "matrix")
+    if finite and k * int(mechanism.output_size) <= 10**7:
+        q = np.asarray(mechanism.matrix, dtype=np.float64)
+        return float((pi[:, None] * q).max(axis=0).sum()), "enumeration", 0.0
+    if not finite and k <= MC_MAX_K:
+        r = inference_risk(mechanism, pi, samples=samples, rng=rng)
+        return r.accuracy, r.method, float(r.standard_errors.get("accuracy", 0.0))
+    return math.nan, "not computed here", 0.0
+
+
+def _hashing_accuracy(
+    mech: Any, pi: NDArray[np.float64], samples: int, gen: np.random.Generator
+) -> tuple[float, str, float]:
+    """Local hashing: given the seed, the report's value ``y`` is guessed as the most likely
+    answer among those hashed to ``y`` (weight ``p pi_x``) or, when that is smaller, the most
+    common answer (weight ``q pi_max``), so ``A = E_seed sum_y max(p m_y, q pi_max)`` with
+    ``m_y`` the largest prior among the answers in bucket ``y``: exact given the seed, the
+    seed drawn (Monte Carlo over seeds only; at most 2 * 10^7 hash evaluations)."""
+    k, g = mech.k, mech.g
+    draws = int(max(2, min(samples, 2 * 10**7 // max(k, 1))))
+    top = float(pi.max())
+    values = np.empty(draws)
+    x = np.arange(k, dtype=np.int64)
+    chunk = max(1, 2_000_000 // k)
+    for start in range(0, draws, chunk):
+        m = min(chunk, draws - start)
+        seeds = gen.integers(0, mech.prime, size=(m, 3), dtype=np.int64)
+        h = mech._hash(seeds[:, :1], seeds[:, 1:2], seeds[:, 2:3], np.broadcast_to(x, (m, k)).copy())
+        best = np.zeros((m, g))
+        np.maximum.at(best, (np.repeat(np.arange(m), k), h.ravel()), np.broadcast_to(pi, (m, k)).ravel())
+        values[start : start + m] = np.maximum(mech.p * best, mech.q * top).sum(axis=1)
+    return (
+        float(values.mean()),
+        "structure given the seed, monte carlo over seeds",
+        float(values.std(ddof=1) / math.sqrt(draws)),
+    )
+
+
 #: the largest k a report's risk table estimates by Monte Carlo (k log-densities per draw)
 MC_MAX_K = 64
 #: reports drawn per mechanism for a report's risk table

@@ -17,7 +17,9 @@ unbiased estimator (:meth:`~ldpsim.mechanisms.base.FrequencyOracle.estimate_vari
   approximation, good while every standard error is small against its ``p_x``; answers the
   prior gives no mass contribute nothing.
 
-Beside each loss: the report's size in bits, an estimate of the server's work
+Beside each loss: what one report gives away, the accuracy of the server's best guess of a
+respondent's answer from it at ``prior`` (:func:`ldpsim.risk.report_accuracy`; the baseline
+without a report is ``max(prior)``), the report's size in bits, an estimate of the server's work
 (:meth:`~ldpsim.mechanisms.base.FrequencyOracle.server_operations`) and the oracle's exact
 eps. For ``k <= 24`` the optimal mechanism of the staircase linear program for mutual
 information at ``prior`` (Kairouz, Oh and Viswanath 2014) is scored as well: optimal for
@@ -38,6 +40,7 @@ from numpy.typing import NDArray
 from ldpsim import _validate as v
 from ldpsim.errors import LdpSimError, invalid
 from ldpsim.mechanisms import catalog
+from ldpsim.risk import report_accuracy
 
 __all__ = ["LOSSES", "candidates", "parse_prior", "evaluate", "curves", "boundaries", "LP_MAX_K"]
 
@@ -100,10 +103,13 @@ def _losses(var: NDArray[np.float64], prior: NDArray[np.float64]) -> dict[str, f
 
 def _score(name: str, mech: Any, prior: NDArray[np.float64], n: int) -> dict[str, Any]:
     var = np.asarray(mech.estimate_variance(prior, float(n)), dtype=np.float64)
+    accuracy, method, _ = report_accuracy(mech, prior, rng=0)
     return {
         "mechanism": name,
         **_losses(var, prior),
         "max_std_error": float(np.sqrt(var.max())),
+        "risk_accuracy": accuracy,
+        "risk_method": method,
         "report_bits": float(mech.report_bits),
         "server_operations": float(mech.server_operations(n)),
         "exact_eps": float(mech.epsilon(0.0)),
@@ -162,6 +168,8 @@ def evaluate(k: int, eps: float, n: float, prior: Any = None, loss: str = "mse",
         "kl",
         "max_std_error",
         "max_relative_error",
+        "risk_accuracy",
+        "risk_method",
         "report_bits",
         "server_operations",
         "exact_eps",

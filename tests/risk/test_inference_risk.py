@@ -326,3 +326,32 @@ def test_reidentification_monte_carlo_within_its_error():
     hits = np.array(hits)
     tol = stats.norm.isf(FALSE_FAILURE / 2) * math.hypot(hits.std(ddof=1) / math.sqrt(hits.size), got.standard_error)
     assert abs(hits.mean() - got.accuracy) <= tol
+
+
+@pytest.mark.parametrize("name", ["randomized_response", "oue", "subset_selection", "hadamard_response", "olh", "blh"])
+def test_report_accuracy_is_the_inference_accuracy(name):
+    """``report_accuracy`` (what ldpsim recommend shows) against the full inference risk:
+    equal where both are exact, within both stated errors where either is Monte Carlo."""
+    from ldpsim.risk import report_accuracy
+
+    pi = 1.0 / np.arange(1, 13)
+    pi /= pi.sum()
+    mech = catalog.build(name, k=12, eps=2.0)
+    acc, method, se = report_accuracy(mech, pi, rng=4)
+    full = inference_risk(mech, pi, rng=5)
+    other = full.standard_errors.get("accuracy", 0.0)
+    if se == 0.0 and other == 0.0:
+        assert acc == pytest.approx(full.accuracy, rel=1e-12)
+    else:
+        assert abs(acc - full.accuracy) <= stats.norm.isf(FALSE_FAILURE / 2) * math.hypot(se, other)
+    assert method != "not computed here"
+
+
+def test_randomized_response_accuracy_closed_form_at_a_million_answers():
+    from ldpsim.risk import report_accuracy
+
+    k, eps = 10**6, 3.0
+    pi = np.full(k, 1.0 / k)
+    acc, method, _ = report_accuracy(catalog.build("randomized_response", k=k, eps=eps), pi)
+    keep = math.exp(eps) / (math.exp(eps) + k - 1)
+    assert method == "closed form" and acc == pytest.approx(keep, rel=1e-12)  # uniform prior: guess the report
