@@ -424,6 +424,104 @@ def _hashing_accuracy(
     )
 
 
+#: report-count vectors enumerated per number of reports in :func:`repeated_risk` (above: Monte Carlo)
+MAX_TYPES = 2_000_000
+
+
+def _compositions(r: int, m: int) -> NDArray[np.int64]:
+    """Every vector of ``m`` non-negative counts summing to ``r`` (stars and bars: the
+    positions of ``m - 1`` bars among ``r + m - 1`` places)."""
+    from itertools import combinations
+
+    if m == 1:
+        return np.array([[r]], dtype=np.int64)
+    bars = np.fromiter((b for combo in combinations(range(r + m - 1), m - 1) for b in combo), dtype=np.int64).reshape(
+        -1, m - 1
+    )
+    edges = np.column_stack([np.full(bars.shape[0], -1), bars, np.full(bars.shape[0], r + m - 1)])
+    return np.diff(edges, axis=1) - 1
+
+
+@dataclass(frozen=True)
+class RepeatedRisk:
+    """The accuracy of guessing an unchanged answer from ``r`` reports of it, for each ``r``
+    of ``reports`` (0 gives the baseline), how each was computed and its standard error (0
+    where exact)."""
+
+    reports: tuple[int, ...]
+    accuracy: NDArray[np.float64]
+    method: tuple[str, ...]
+    standard_error: NDArray[np.float64]
+
+
+def repeated_risk(
+    mechanism: Any,
+    prior: ArrayLike,
+    reports: Any,
+    *,
+    permanent: Any = None,
+    samples: int = SAMPLES,
+    rng: Any = None,
+) -> RepeatedRisk:
+    """A respondent whose answer never changes sends ``r`` reports of it (``reports``: one
+    number R for ``r = 0..R``, or a list of numbers), each through the
+    finite ``mechanism`` (or, with ``permanent``, memoised: one permanent response ``z`` drawn
+    once from ``permanent``, every report ``mechanism`` applied to ``z``). The report counts
+    are sufficient, so the server's best guess is right with probability
+
+        A(r) = sum_c max_x pi_x P(c | x),  P(c | x) = Mult(c; r, Q[x])  (or sum_z M1[x, z] Mult(c; r, Q[z])),
+
+    exact by enumerating the count vectors ``c`` (at most :data:`MAX_TYPES` per ``r``), else
+    Monte Carlo with the exact posterior per draw. Memoisation caps ``A(r)`` at the accuracy
+    of seeing ``z`` itself; without it, ``A(r)`` tends to 1 for an invertible mechanism."""
+    from scipy.special import gammaln, logsumexp
+
+    q = np.asarray(mechanism.matrix, dtype=np.float64)
+    m1 = None if permanent is None else np.asarray(permanent.matrix, dtype=np.float64)
+    k_in = q.shape[0] if m1 is None else m1.shape[0]
+    pi = _prior(prior, k_in)
+    if np.ndim(reports) == 0:
+        counts = list(range(v.integer(reports, "reports", minimum=0) + 1))
+    else:
+        counts = [v.integer(r, "reports", minimum=0) for r in reports]
+    gen = np.random.default_rng(rng)
+    with np.errstate(divide="ignore"):
+        logq = np.log(q)
+        logpi = np.log(pi)
+    m = q.shape[1]
+
+    def loglik(c: NDArray[np.int64]) -> NDArray[np.float64]:
+        """log P(c | x) for count vectors ``c`` (rows): ``(len(c), k)``."""
+        coef = gammaln(c.sum(axis=1) + 1.0) - gammaln(c + 1.0).sum(axis=1)
+        with np.errstate(invalid="ignore"):
+            per = np.where(c[:, None, :] > 0, c[:, None, :] * logq[None, :, :], 0.0).sum(axis=2)  # (n, rows of q)
+        if m1 is not None:  # mix over the permanent response: sum_z M1[x, z] P(c | z), scaled per row
+            top = per.max(axis=1, keepdims=True)
+            with np.errstate(divide="ignore"):
+                per = np.log(np.exp(per - top) @ m1.T) + top
+        return coef[:, None] + per
+
+    acc = np.zeros(len(counts))
+    se = np.zeros(len(counts))
+    methods = []
+    for i, r in enumerate(counts):
+        if math.comb(r + m - 1, m - 1) <= MAX_TYPES:
+            c = _compositions(r, m)
+            joint = loglik(c) + logpi[None, :]
+            acc[i] = float(np.exp(joint.max(axis=1)).sum())
+            methods.append("enumeration")
+            continue
+        x = gen.choice(k_in, size=samples, p=pi)
+        z = x if m1 is None else (np.cumsum(m1[x], axis=1) < gen.random((samples, 1))).sum(axis=1)
+        c = np.array([gen.multinomial(r, q[zi]) for zi in z])
+        joint = loglik(c) + logpi[None, :]
+        post = np.exp(joint - logsumexp(joint, axis=1, keepdims=True))
+        best = post.max(axis=1)
+        acc[i], se[i] = float(best.mean()), float(best.std(ddof=1) / math.sqrt(samples))
+        methods.append("monte carlo")
+    return RepeatedRisk(tuple(counts), acc, tuple(methods), se)
+
+
 #: the largest k a report's risk table estimates by Monte Carlo (k log-densities per draw)
 MC_MAX_K = 64
 #: reports drawn per mechanism for a report's risk table

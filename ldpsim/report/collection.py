@@ -37,6 +37,7 @@ from ldpsim.report.figures import amount, log_axes, period_label, plt, png_bytes
 from ldpsim.report.html import Section, run_html
 from ldpsim.report.html import table as md_table
 from ldpsim.report.tables import read_csv, rms
+from ldpsim.risk import repeated_risk
 
 COLUMNS = [
     "replication",
@@ -375,8 +376,59 @@ def _summary_lines(scenario: Any, results: pd.DataFrame, seed: int, figures: lis
         else "No intervals: no report reached the server.",
         "",
     ]
+    lines += _risk_over_time(scenario)
     lines += [f"![{name}]({name})" for name in figures if name.endswith(".png")]
     return lines
+
+
+def risk_over_time(scenario: Any) -> pd.DataFrame:
+    """Per policy, after the periods 1, 2, 5, 10, 20, ... and the last: the accuracy of the
+    server's best guess of the answer of the most exposed respondent (one who reports every
+    period its policy lets it, and whose answer never changed), linking its reports (no
+    shuffler), beside one report alone (a shuffler unlinks them) and the baseline; exact
+    (:func:`ldpsim.risk.repeated_risk`)."""
+    T = int(scenario.spec.collection.periods)
+    periods = sorted({t for t in (1, 2, 5, 10, 20, 50, 100, 200, 500) if t < T} | {T})
+    prior = np.asarray(scenario.start, dtype=np.float64)
+    rows = []
+    for p in scenario.policies:
+        counts = [min(t, p.allowed) if p.allowed is not None else t for t in periods]
+        if p.memo is not None:
+            linked = repeated_risk(p.memo.instantaneous, prior, [1, *counts], permanent=p.memo.permanent, rng=0)
+        else:
+            linked = repeated_risk(p.mechanism, prior, [1, *counts], rng=0)
+        for t, r, acc, how in zip(periods, counts, linked.accuracy[1:], linked.method[1:]):
+            rows.append(
+                {
+                    "policy": p.name,
+                    "period": t,
+                    "reports": r,
+                    "linked": float(acc),
+                    "one_report": float(linked.accuracy[0]),
+                    "baseline": float(prior.max()),
+                    "method": how,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _risk_over_time(scenario: Any) -> list[str]:
+    table = risk_over_time(scenario)
+    if table.empty:
+        return []
+    return [
+        "## What a respondent risks over time",
+        "",
+        "The most exposed respondent reports in every period its policy allows, and its answer never changes. "
+        "`linked`: how often the server's best guess of that answer from all its reports so far is right, when "
+        "the server knows which reports are whose (no shuffler). A filter stops the reports at its budget; "
+        "memoisation caps the risk at what the permanent response reveals. `one_report`: the same from one "
+        "report, which is all a server behind a shuffler can tie to the respondent. `baseline`: guessing the most "
+        "common answer. Exact, by enumerating the counts of the reports (docs/risk.md):",
+        "",
+        md_table(table),
+        "",
+    ]
 
 
 # ----------------------------------------------------------------------------- what ldpsim run prints

@@ -355,3 +355,59 @@ def test_randomized_response_accuracy_closed_form_at_a_million_answers():
     acc, method, _ = report_accuracy(catalog.build("randomized_response", k=k, eps=eps), pi)
     keep = math.exp(eps) / (math.exp(eps) + k - 1)
     assert method == "closed form" and acc == pytest.approx(keep, rel=1e-12)  # uniform prior: guess the report
+
+
+def _rr_matrix(k: int, eps: float) -> np.ndarray:
+    keep = math.exp(eps) / (math.exp(eps) + k - 1)
+    return np.where(np.eye(k, dtype=bool), keep, (1 - keep) / (k - 1))
+
+
+@pytest.mark.parametrize("memo", [False, True])
+def test_repeated_reports_against_every_sequence_of_reports(memo):
+    """An unchanged answer reported r times: the best guess from the whole sequence (not the
+    counts), every sequence enumerated, with and without a permanent response."""
+    from ldpsim.risk import repeated_risk
+
+    k, pi = 3, np.array([0.5, 0.3, 0.2])
+    q, m1 = _rr_matrix(k, 1.0), _rr_matrix(k, 2.0)
+    got = repeated_risk(
+        catalog.build("randomized_response", k=k, eps=1.0),
+        pi,
+        4,
+        permanent=catalog.build("randomized_response", k=k, eps=2.0) if memo else None,
+    )
+    for r in range(5):
+        total = 0.0
+        for seq in itertools.product(range(k), repeat=r):
+            like = np.ones(k)
+            if memo:
+                like = np.array([sum(m1[x, z] * math.prod(q[z, y] for y in seq) for z in range(k)) for x in range(k)])
+            else:
+                like = np.array([math.prod(q[x, y] for y in seq) for x in range(k)])
+            total += (pi * like).max()
+        assert got.accuracy[r] == pytest.approx(total, rel=1e-12)
+    assert got.reports == (0, 1, 2, 3, 4) and set(got.method) == {"enumeration"}
+
+
+def test_repeated_reports_monte_carlo_within_its_error(monkeypatch):
+    from ldpsim import risk
+
+    pi = np.array([0.4, 0.3, 0.2, 0.1])
+    mech = catalog.build("randomized_response", k=4, eps=0.5)
+    exact = risk.repeated_risk(mech, pi, [6])
+    monkeypatch.setattr(risk, "MAX_TYPES", 1)
+    mc = risk.repeated_risk(mech, pi, [6], samples=50_000, rng=2)
+    assert mc.method == ("monte carlo",)
+    assert abs(mc.accuracy[0] - exact.accuracy[0]) <= stats.norm.isf(FALSE_FAILURE / 2) * mc.standard_error[0]
+
+
+def test_memoisation_caps_the_risk_at_the_permanent_response():
+    from ldpsim.risk import repeated_risk
+
+    pi = np.array([0.4, 0.3, 0.1, 0.1, 0.05, 0.05])
+    rr = catalog.build("randomized_response", k=6, eps=1.0)
+    perm = catalog.build("randomized_response", k=6, eps=2.0)
+    memo = repeated_risk(rr, pi, [1, 10, 30], permanent=perm).accuracy
+    plain = repeated_risk(rr, pi, [1, 10, 30]).accuracy
+    cap = inference_risk(perm, pi).accuracy
+    assert np.all(np.diff(memo) > 0) and memo[-1] < cap and plain[-1] > cap
