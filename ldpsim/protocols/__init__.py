@@ -11,6 +11,12 @@ from ldpsim._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ldpsim.protocols.channel import deviate, erasure_protocol, missing_probability, rule_gain
+    from ldpsim.protocols.coalitions import (
+        CoalitionInference,
+        coalition_inference,
+        coalition_table,
+        exchangeable_prior,
+    )
     from ldpsim.protocols.decisions import (
         OBSERVER,
         average_rule_table,
@@ -59,6 +65,10 @@ __getattr__, __dir__ = lazy_exports(
         **dict.fromkeys(
             ("deviate", "erasure_protocol", "missing_probability", "rule_gain"), "ldpsim.protocols.channel"
         ),
+        **dict.fromkeys(
+            ("CoalitionInference", "coalition_inference", "coalition_table", "exchangeable_prior"),
+            "ldpsim.protocols.coalitions",
+        ),
         "Protocol": "ldpsim.protocols.protocol",
         "Task": "ldpsim.protocols.tasks",
     },
@@ -66,6 +76,10 @@ __getattr__, __dir__ = lazy_exports(
 
 __all__ = [
     "OBSERVER",
+    "CoalitionInference",
+    "coalition_inference",
+    "coalition_table",
+    "exchangeable_prior",
     "Protocol",
     "Task",
     "average_rule_table",
