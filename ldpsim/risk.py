@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -431,8 +432,6 @@ MAX_TYPES = 2_000_000
 def _compositions(r: int, m: int) -> NDArray[np.int64]:
     """Every vector of ``m`` non-negative counts summing to ``r`` (stars and bars: the
     positions of ``m - 1`` bars among ``r + m - 1`` places)."""
-    from itertools import combinations
-
     if m == 1:
         return np.array([[r]], dtype=np.int64)
     bars = np.fromiter((b for combo in combinations(range(r + m - 1), m - 1) for b in combo), dtype=np.int64).reshape(

@@ -13,10 +13,14 @@ an identity, since the weights sum to one. So the **frequency gain** of the targ
 
 with ``rho`` the expected statistic of one fake report (the strategy's ``unit_support``) and
 ``f_T`` the targets' true total share. For randomized response, unary encoding and local
-hashing this reproduces the closed forms of Cao et al.'s table (``tests/attacks``).
+hashing this reproduces the closed forms of Cao et al.'s table (``tests/attacks``). For a
+numeric question's mean (the average of unbiased reports) the same identity gives
+``E[G] = beta (E[fake report] - mean)``.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -38,12 +42,19 @@ def expected_gain(
     rng: np.random.Generator | int | None = None,
 ) -> float:
     """``E[G]`` of the strategy ``name`` with a fake share ``share`` when the honest answers
-    follow ``prior`` (module docstring)."""
-    t = checked_targets(mech, targets)
-    pi = v.probability_vector(prior, "prior", size=mech.k)
+    follow ``prior`` (module docstring). For the strategies that move a numeric question's
+    mean, ``targets`` is the target value, ``prior`` the honest answers' mean and the gain
+    ``beta (E[fake report] - mean)``."""
+    st = strategy(name)
     beta = checked_share(share)
-    rho = strategy(name).unit_support(mech, t, prior=pi, share=beta, rng=np.random.default_rng(rng))
-    return float(beta * (np.asarray(mech.invert(rho))[t].sum() - pi[t].sum()))
+    if st.moves == "mean":
+        t: Any = v.real(targets, "targets", "a target value for the mean")
+        pi = np.array([v.real(np.asarray(prior).reshape(-1)[0], "prior", "the honest answers' mean")])
+    else:
+        t = checked_targets(mech, targets)
+        pi = v.probability_vector(prior, "prior", size=mech.k)
+    rho = st.unit_support(mech, t, prior=pi, share=beta, rng=np.random.default_rng(rng))
+    return float(beta * (st.estimate(mech, rho, 1, t) - st.truth(pi, t)))
 
 
 def measured_gain(

@@ -14,6 +14,12 @@ test of the reports can detect, a linear program (:mod:`ldpsim.attacks.optimal`)
 - ``undetectable``: knowing the honest answers' law and the fake share, the report law that
   raises the targets' estimate most while the pooled reports keep the law of some honest
   population (finite mechanisms).
+
+For numeric questions, two strategies move the estimated mean towards a target value (Li,
+Li, Sun, Gong and Li 2023): ``output_mean``, their output poisoning (every fake report
+carries the value that puts the pooled mean at the target, clipped to the mechanism's report
+range), and ``input_mean``, their baseline input poisoning (the fake answer is that value
+clipped to the answers' range, privatised honestly).
 """
 
 from __future__ import annotations
@@ -25,9 +31,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldpsim.attacks.optimal import optimal_attack
+from ldpsim.errors import invalid
 from ldpsim.mechanisms.base import FrequencyOracle, target_indices
 
-__all__ = ["STRATEGIES", "Strategy", "strategy"]
+__all__ = ["STRATEGIES", "AnswerStrategy", "MeanStrategy", "Strategy", "strategy"]
 
 
 class Strategy(ABC):
@@ -66,7 +73,24 @@ class Strategy(ABC):
         """The exact expected statistic of one fake report (length ``statistic_size``)."""
 
 
-class RandomPerturbed(Strategy):
+class AnswerStrategy(Strategy):
+    """A strategy that promotes answers of a frequency oracle: the quantity it moves is the
+    targets' estimated total share."""
+
+    #: what the strategy moves: ``"answers"`` (a frequency oracle's targets) or ``"mean"``
+    moves: ClassVar[str] = "answers"
+
+    @staticmethod
+    def estimate(mech: Any, counts: NDArray, n: int, targets: Any) -> float:
+        """The moved quantity from a statistic of ``n`` reports."""
+        return float(np.asarray(mech.invert(np.asarray(counts) / float(n)))[targets].sum())
+
+    @staticmethod
+    def truth(prior: NDArray[np.float64], targets: Any) -> float:
+        return float(np.asarray(prior)[targets].sum())
+
+
+class RandomPerturbed(AnswerStrategy):
     name = "random_perturbed"
     summary = "a report drawn uniformly from the report space (Cao et al.'s RPA)"
 
@@ -77,7 +101,7 @@ class RandomPerturbed(Strategy):
         return np.asarray(mech.random_report_support(), dtype=np.float64)
 
 
-class RandomItem(Strategy):
+class RandomItem(AnswerStrategy):
     name = "random_item"
     summary = "a target drawn uniformly and privatised honestly (Cao et al.'s RIA)"
 
@@ -90,7 +114,7 @@ class RandomItem(Strategy):
         return np.asarray(mech.forward(u), dtype=np.float64)
 
 
-class MaximalGain(Strategy):
+class MaximalGain(AnswerStrategy):
     name = "maximal_gain"
     summary = "the report supporting the most targets (Cao et al.'s MGA)"
 
@@ -104,7 +128,7 @@ class MaximalGain(Strategy):
         return mech.statistic(mech.crafted_reports(targets, 1, rng)).astype(np.float64)
 
 
-class Undetectable(Strategy):
+class Undetectable(AnswerStrategy):
     name = "undetectable"
     summary = "the best report law that keeps the pooled reports honest-looking (linear program)"
     needs_prior = True
@@ -117,13 +141,67 @@ class Undetectable(Strategy):
         return optimal_attack(mech, prior, targets, share, undetectable=True).law
 
 
-STRATEGIES: dict[str, Strategy] = {s.name: s for s in (RandomPerturbed(), RandomItem(), MaximalGain(), Undetectable())}
+class MeanStrategy(Strategy):
+    """A strategy that moves the estimated mean of a numeric question (Li, Li, Sun, Gong and
+    Li 2023) towards a ``target`` value; ``prior`` is the honest answers' mean, which the
+    attacker is assumed to know, and ``share`` the fake share. The analyst's mean is the
+    reports' average (the numeric mechanisms' reports are unbiased)."""
+
+    moves: ClassVar[str] = "mean"
+    needs_prior = True
+
+    @staticmethod
+    def estimate(mech: Any, counts: NDArray, n: int, targets: Any) -> float:
+        return float(counts[0]) / float(n)
+
+    @staticmethod
+    def truth(prior: Any, targets: Any) -> float:
+        return float(np.asarray(prior).reshape(-1)[0])
+
+    @staticmethod
+    def _wanted(target: float, share: float, honest: float) -> float:
+        """The fake reports' mean that puts the pooled mean at ``target``."""
+        return (float(target) - (1.0 - share) * honest) / share
+
+    def fake_value(self, mech: Any, target: float, share: float, honest: float) -> float:
+        """The value every fake report carries (or its expectation)."""
+        raise NotImplementedError
+
+    def reports(self, mech, targets, n, rng, *, prior=None, share=None):
+        return np.full(n, self.fake_value(mech, float(targets), float(share), self.truth(prior, None)))
+
+    def unit_support(self, mech, targets, *, prior=None, share=None, rng=None):
+        return np.array([self.fake_value(mech, float(targets), float(share), self.truth(prior, None))])
+
+
+class OutputMean(MeanStrategy):
+    name = "output_mean"
+    summary = "reports set to the value that moves the mean to the target, within the report range (Li et al.'s OPA)"
+
+    def fake_value(self, mech: Any, target: float, share: float, honest: float) -> float:
+        lo, hi = mech.report_range
+        return float(np.clip(self._wanted(target, share, honest), lo, hi))
+
+
+class InputMean(MeanStrategy):
+    name = "input_mean"
+    summary = "answers set to the value that moves the mean most towards the target, privatised honestly"
+
+    def fake_value(self, mech: Any, target: float, share: float, honest: float) -> float:
+        return float(np.clip(self._wanted(target, share, honest), mech.lo, mech.hi))
+
+    def reports(self, mech, targets, n, rng, *, prior=None, share=None):
+        value = self.fake_value(mech, float(targets), float(share), self.truth(prior, None))
+        return mech.privatize(np.full(n, value), rng)
+
+
+STRATEGIES: dict[str, Strategy] = {
+    s.name: s for s in (RandomPerturbed(), RandomItem(), MaximalGain(), Undetectable(), OutputMean(), InputMean())
+}
 
 
 def strategy(name: str) -> Strategy:
     """The registered strategy ``name``; one line listing them otherwise."""
-    from ldpsim.errors import invalid
-
     try:
         return STRATEGIES[name]
     except (KeyError, TypeError):

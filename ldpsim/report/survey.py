@@ -68,7 +68,7 @@ def _render_report(scenario, results: pd.DataFrame, seed: int) -> dict[str, byte
     design = summary.design_table(results)
     if not design.empty and design["design_se"].notna().any():
         files["design.png"] = _design_figure(design)
-    if (results["task"] == "attack").any():
+    if summary.is_attack(results).any():
         files["attack.png"] = _attack_figure(results, unit)
     lines = _summary_lines(scenario, results, seed, list(files))
     files["report.html"] = run_html(
@@ -601,7 +601,7 @@ def _design_figure(design: pd.DataFrame) -> bytes:
 def _attack_figure(results: pd.DataFrame, unit: str) -> bytes:
     """Left: each attacker's gain over time (mean over replications) beside its exact
     expectation. Right: each detector's log e-value (mean) against its alarm threshold."""
-    rows = results[results["task"] == "attack"]
+    rows = results[summary.is_attack(results)]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     gain = rows[rows["quantity"] == "gain"]
     for i, (name, g) in enumerate(gain.groupby("category", sort=False)):
@@ -635,10 +635,19 @@ def _attacks(scenario, results: pd.DataFrame) -> list[str]:
     reps = scenario.spec.simulation.replications
     specs = {a.name: a for a in scenario.attackers}
     labels = scenario.labels
+    qs = scenario.questions
+
+    def aim(a: Any) -> str:
+        if np.ndim(a.targets) == 0:  # a numeric question's mean
+            return f"moving the mean towards {float(a.targets):g}"
+        names = labels if qs is None else qs.questions[a.question].labels
+        shown = ", ".join(str(names[t]) for t in a.targets[:8])
+        return f"promoting {shown}{' ...' if a.targets.size > 8 else ''}"
+
     setup = [
-        f"- `{a.name}`: {a.count:,} fake reports ({a.share:.2%} of those received), strategy `{a.strategy}`, "
-        f"{'all at ' + str(a.start) if a.burst else f'from {a.start:g} to {a.stop:g}'}, promoting "
-        f"{', '.join(str(labels[t]) for t in a.targets[:8])}{' ...' if a.targets.size > 8 else ''}"
+        f"- `{a.name}`{'' if qs is None else f' (question {qs.questions[a.question].name})'}: {a.count:,} fake "
+        f"reports ({a.share:.2%} of those received), strategy `{a.strategy}`, "
+        f"{'all at ' + str(a.start) if a.burst else f'from {a.start:g} to {a.stop:g}'}, {aim(a)}"
         for a in specs.values()
     ]
     out = [
@@ -646,9 +655,10 @@ def _attacks(scenario, results: pd.DataFrame) -> list[str]:
         "",
         *setup,
         "",
-        f"At the end, over {reps} replication(s): the gain is the targets' estimated total share from all the "
-        "reports minus that from the honest ones alone (Cao, Jia and Gong 2021); gain_exact its expectation at the "
-        "fake share received, exact for every oracle; flagged the share of the attacker's reports that "
+        f"At the end, over {reps} replication(s): the gain is the targets' estimated total share (or a numeric "
+        "question's estimated mean) from all the reports minus that from the honest ones alone (Cao, Jia and Gong "
+        "2021; Li et al. 2023); gain_exact its expectation at the "
+        "fake share received, exact for every oracle; truth the targets' true share (or the true mean); flagged the share of the attacker's reports that "
         "frequent-itemset detection flagged at the end and gain_after_recovery the gain once every flagged report is "
         "removed (with server.keep_reports). docs/risk.md explains each.",
         "",

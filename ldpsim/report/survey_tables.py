@@ -313,7 +313,13 @@ DESIGN = (
 def _own_table(rows: pd.DataFrame) -> pd.Series:
     # a set lookup, not Series.isin: pandas 2.0 with numpy 1.26 warns in isin's dtype merge
     own = set(NONRESPONSE + TIERS + DISTRIBUTION + DESIGN)
-    return _is_crosstab(rows) | (rows["task"] == "attack") | rows["quantity"].map(lambda q: q in own).astype(bool)
+    return _is_crosstab(rows) | is_attack(rows) | rows["quantity"].map(lambda q: q in own).astype(bool)
+
+
+def is_attack(rows: pd.DataFrame) -> pd.Series:
+    """The rows of fake respondents: task ``attack``, or ``<question>:attack``."""
+    task = rows["task"].astype(str)
+    return (task == "attack") | task.str.endswith(":attack")
 
 
 def attack_tables(results: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -321,7 +327,7 @@ def attack_tables(results: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     the gain measured (mean and standard deviation over replications) beside its exact
     expectation, and after the frequent-itemset recovery; per detector, the share of
     replications in which it raised the alarm and the median time it did."""
-    rows = results[(results["task"] == "attack") & (results["reason"] == "end")]
+    rows = results[is_attack(results) & (results["reason"] == "end")]
     if rows.empty:
         return pd.DataFrame(), pd.DataFrame()
 
@@ -335,7 +341,7 @@ def attack_tables(results: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             "gain": gains["estimate"].mean(),
             "gain_sd": gains["estimate"].std(ddof=1),
             "gain_exact": gains["theory"].mean(),
-            "targets_true_share": gains["truth"].mean(),
+            "truth": gains["truth"].mean(),
         }
     )
     recovered = per("recovered_gain")

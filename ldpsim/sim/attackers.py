@@ -28,7 +28,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldpsim.attacks import STRATEGIES, ExcessMonitor, SizeMonitor, frequent_itemset, recovered_estimate, strategy
-from ldpsim.mechanisms.base import FrequencyOracle, NotAvailable
+from ldpsim.errors import LdpSimError
+from ldpsim.mechanisms.base import NotAvailable
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,8 @@ class Attacker:
 
     name: str
     strategy: str
-    targets: NDArray[np.int64]
+    #: the answers promoted (indices), or the target value of a numeric question's mean
+    targets: Any
     share: float
     count: int
     burst: bool
@@ -46,27 +48,44 @@ class Attacker:
     alpha: float
     #: the exact expected statistic of one fake report
     unit_support: NDArray[np.float64]
+    #: the attacked question (0 in a survey of one question)
+    question: int = 0
 
 
 def build_attacker(
-    spec: Any, index: int, mech: FrequencyOracle, labels: list[str], prior: NDArray, size: int, stop: float
+    spec: Any,
+    index: int,
+    mech: Any,
+    labels: list[str],
+    prior: NDArray,
+    size: int,
+    stop: float,
+    question: int = 0,
+    kind: str = "categorical",
 ) -> Attacker:
-    """An attacker from its spec (checked here: targets, the strategy against the oracle)."""
-    from ldpsim.errors import LdpSimError
-
+    """An attacker from its spec (checked here: targets, the strategy against the mechanism
+    and the question's kind)."""
     where = f"attackers[{index}]"
     if spec.strategy not in STRATEGIES:
         raise LdpSimError(f"{where}.strategy: got {spec.strategy!r}, expected one of {', '.join(STRATEGIES)}")
-    if isinstance(spec.targets, int):
-        if spec.targets >= len(labels):
-            raise LdpSimError(f"{where}.targets: got {spec.targets}, expected fewer than the {len(labels)} answers")
-        targets = np.sort(np.argsort(prior, kind="stable")[: spec.targets]).astype(np.int64)
+    st = STRATEGIES[spec.strategy]
+    if st.moves == "mean":
+        if kind != "numeric" or not hasattr(mech, "report_range"):
+            raise LdpSimError(
+                f"{where}.strategy: got {spec.strategy!r}, expected it for a numeric question reported through a "
+                f"numeric mechanism (here a {kind} question with {mech!r})"
+            )
+        if spec.target is None:
+            raise LdpSimError(f"{where}.target: got nothing, expected the value {spec.strategy} moves the mean to")
+        targets: Any = float(spec.target)
     else:
-        lookup = {label: i for i, label in enumerate(labels)}
-        unknown = [t for t in spec.targets if t not in lookup]
-        if unknown:
-            raise LdpSimError(f"{where}.targets: got {unknown[0]!r}, expected one of the answers' labels")
-        targets = np.unique([lookup[t] for t in spec.targets]).astype(np.int64)
+        if not labels or not hasattr(mech, "invert"):
+            raise LdpSimError(
+                f"{where}.strategy: got {spec.strategy!r}, expected a question with a list of answers reported "
+                f"through a frequency oracle (here a {kind} question with {mech!r}; numeric questions take "
+                "output_mean or input_mean)"
+            )
+        targets = _answer_targets(spec, where, labels, prior)
     count = int(round(spec.share * size / (1.0 - spec.share)))
     if count < 1:
         raise LdpSimError(
@@ -76,9 +95,7 @@ def build_attacker(
     if not spec.arrivals == "burst" and end < spec.start:
         raise LdpSimError(f"{where}.stop: got {end}, expected a time after start = {spec.start}")
     try:
-        support = strategy(spec.strategy).unit_support(
-            mech, targets, prior=prior, share=spec.share, rng=np.random.default_rng(0)
-        )
+        support = st.unit_support(mech, targets, prior=prior, share=spec.share, rng=np.random.default_rng(0))
     except (NotAvailable, LdpSimError) as exc:
         raise LdpSimError(
             f"{where}.strategy: got {spec.strategy!r} with {mech!r}, which cannot send it ({exc})"
@@ -94,7 +111,22 @@ def build_attacker(
         end,
         spec.alpha,
         support,
+        question,
     )
+
+
+def _answer_targets(spec: Any, where: str, labels: list[str], prior: NDArray) -> NDArray[np.int64]:
+    if spec.targets is None:
+        raise LdpSimError(f"{where}.targets: got nothing, expected answer labels or a number of answers to promote")
+    if isinstance(spec.targets, int):
+        if spec.targets >= len(labels):
+            raise LdpSimError(f"{where}.targets: got {spec.targets}, expected fewer than the {len(labels)} answers")
+        return np.sort(np.argsort(prior, kind="stable")[: spec.targets]).astype(np.int64)
+    lookup = {label: i for i, label in enumerate(labels)}
+    unknown = [t for t in spec.targets if t not in lookup]
+    if unknown:
+        raise LdpSimError(f"{where}.targets: got {unknown[0]!r}, expected one of the answers' labels")
+    return np.unique([lookup[t] for t in spec.targets]).astype(np.int64)
 
 
 class Campaign:
@@ -103,7 +135,7 @@ class Campaign:
     def __init__(
         self,
         attackers: tuple[Attacker, ...],
-        mech: FrequencyOracle,
+        mech: Any,
         prior: NDArray,
         latency: Any,
         timeline: Any,
@@ -115,8 +147,11 @@ class Campaign:
         self.mech = mech
         self.prior = prior
         self.by_tick: dict[int, list[tuple[int, NDArray[np.float64], NDArray[Any]]]] = {}
-        self.fake_stat = [np.zeros(mech.statistic_size, np.int64) for _ in attackers]
+        self.fake_stat: list[Any] = [0] * len(attackers)  # each attacker's share of the server's counts
         self.fake_n = [0] * len(attackers)
+        self.strategies = [strategy(att.strategy) for att in attackers]
+        #: whether the attack promotes answers of a frequency oracle (else a numeric mean)
+        self.answers = all(st.moves == "answers" for st in self.strategies)
         self.in_flight = 0
         for a, (att, child) in enumerate(zip(attackers, seq.spawn(len(attackers)))):
             rng = np.random.default_rng(child)
@@ -134,7 +169,7 @@ class Campaign:
                 self.by_tick.setdefault(tick, []).append((a, t[here], y[here]))
         alpha = min(att.alpha for att in attackers)
         self.monitors = []
-        for monitor in (SizeMonitor, ExcessMonitor):
+        for monitor in (SizeMonitor, ExcessMonitor) if self.answers else ():
             try:
                 self.monitors.append(monitor(mech, alpha))
             except NotAvailable:
@@ -145,7 +180,7 @@ class Campaign:
         self.sender: list[
             NDArray[np.int16]
         ] = []  # per stored report, in the server's order: -1 honest, else the attacker
-        self._seen = np.zeros(mech.statistic_size, np.int64)
+        self._seen: Any = 0
         self._seen_n = 0
 
     # --------------------------------------------------------------- delivery
@@ -154,9 +189,7 @@ class Campaign:
         parts = self.by_tick.pop(tick, [])
         total = 0
         for a, t, y in parts:
-            stat = np.asarray(self.mech.statistic(y), dtype=np.int64)
-            self.fake_stat[a] += stat
-            self.fake_n[a] += len(y)
+            counts = server.counts.copy()
             if individual:
                 before = server.stored
                 server.add_reports(t, y)
@@ -164,7 +197,9 @@ class Campaign:
                     self._mark(server.stored - before, a)
                 observe(t, y)
             else:
-                server.add_counts(stat, len(y))
+                server.add_counts(np.asarray(self.mech.statistic(y), dtype=np.int64), len(y))
+            self.fake_stat[a] = self.fake_stat[a] + (server.counts - counts)  # what the server added, in its layout
+            self.fake_n[a] += len(y)
             total += len(y)
         return total
 
@@ -181,7 +216,7 @@ class Campaign:
         """The monitors see what the server received during the tick (its statistic)."""
         delta = server.counts - self._seen
         n = server.n_received - self._seen_n
-        if n:
+        if n and self.monitors:
             for monitor in self.monitors:
                 monitor.update(delta, n, time)
         self._seen = server.counts.copy()
@@ -193,33 +228,26 @@ class Campaign:
         mech = self.mech
         total_n = server.n_received
         fake_n = sum(self.fake_n)
-        fake_stat = np.sum(self.fake_stat, axis=0)
+        fake_stat = sum(self.fake_stat) + 0 * server.counts
         honest_n = total_n - fake_n
         out: list[dict[str, Any]] = []
         if honest_n <= 0:
             return out
         honest = server.counts - fake_stat
-        after = np.asarray(mech.invert(server.counts / float(total_n)))
-        before = np.asarray(mech.invert(honest / float(honest_n)))
-        for a, att in enumerate(self.attackers):
+        for a, (att, st) in enumerate(zip(self.attackers, self.strategies)):
             t = att.targets
+            truth = st.truth(self.prior, t)
+            before = st.estimate(mech, honest, honest_n, t)
             # given the fake reports received (statistic S_f, m of them), E[after - before] over the
-            # honest respondents is (m / N) (sum_T invert(S_f / m) - f_T) exactly (ldpsim.attacks.gain)
-            expected = (
-                (fake_n / total_n)
-                * (float(np.asarray(mech.invert(fake_stat / fake_n))[t].sum()) - float(self.prior[t].sum()))
-                if fake_n
-                else 0.0
-            )
-            out.append(
-                _row("gain", att.name, float(after[t].sum() - before[t].sum()), float(self.prior[t].sum()), expected)
-            )
+            # honest respondents is (m / N) (estimate(S_f / m) - truth) exactly (ldpsim.attacks.gain)
+            expected = (fake_n / total_n) * (st.estimate(mech, fake_stat, fake_n, t) - truth) if fake_n else 0.0
+            out.append(_row("gain", att.name, st.estimate(mech, server.counts, total_n, t) - before, truth, expected))
             out.append(_row("fake_share", att.name, self.fake_n[a] / total_n, math.nan, att.share))
         for monitor in self.monitors:
             at = math.nan if monitor.detected_at is None else monitor.detected_at
             out.append(_row("log_e_value", monitor.name, monitor.log_e, math.nan, monitor.threshold))
             out.append(_row("detected_at", monitor.name, at, math.nan, math.nan))
-        if reports is not None and self.sender:
+        if reports is not None and self.sender and self.answers:
             sender = np.concatenate(self.sender)[: len(reports)]
             try:  # at level alpha / looks at each checkpoint: alpha over the whole collection
                 found = frequent_itemset(mech, reports, min(att.alpha for att in self.attackers) / self.looks)
@@ -239,6 +267,7 @@ class Campaign:
             out.append(_row("flagged_honest", "frequent itemset", share, math.nan, math.nan))
             removed = mech.statistic(reports[flagged]) if flagged.any() else np.zeros_like(server.counts)
             kept = recovered_estimate(mech, server.counts, total_n, removed, int(flagged.sum()))
+            before = np.asarray(mech.invert(honest / float(honest_n)))
             for att in self.attackers:
                 t = att.targets
                 out.append(

@@ -258,20 +258,31 @@ class Replication:
             sizes = [m.statistic_size if self._split_outputs else m.k for m in self.mechs]
             self._tier_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
         self._statistic_rngs = [np.random.default_rng(c) for c in statistic_seq.spawn(len(self.mechs))]
-        self.campaign = (
-            None
-            if attack_seq is None
-            else Campaign(
-                scenario.attackers,
-                self.mech,
-                scenario.prior,
-                scenario.latency,
-                self.timeline,
-                attack_seq,
-                spec.server.keep_reports and self.individual,
-                _looks(scenario.end, spec.analyst.checkpoints.every),
-            )
-        )
+        # fake respondents: one campaign per attacked question (its server), each attacker's
+        # reports from its own stream
+        self.campaigns: list[tuple[int, Campaign]] = []
+        if attack_seq is not None:
+            by_question: dict[int, list[Any]] = defaultdict(list)
+            for att in scenario.attackers:
+                by_question[att.question].append(att)
+            seqs = attack_seq.spawn(len(by_question))
+            for (j, group), child in zip(sorted(by_question.items()), seqs):
+                q = None if self.questions is None else self.questions.questions[j]
+                self.campaigns.append(
+                    (
+                        j,
+                        Campaign(
+                            tuple(group),
+                            self.mechs[j],
+                            scenario.prior if q is None else q.prior,
+                            scenario.latency,
+                            self.timeline,
+                            child,
+                            spec.server.keep_reports and self.individual,
+                            _looks(scenario.end, spec.analyst.checkpoints.every),
+                        ),
+                    )
+                )
         if self.questions is not None and not self.individual:
             # aggregate mode with questions: the cross-tabulations' joint reports, and the
             # one_random split of the respondents among the questions, from their own streams
@@ -349,7 +360,7 @@ class Replication:
         spec = self.scenario.spec
         return (
             self.questions is None
-            and self.campaign is None
+            and not self.campaigns
             and self.tiers is None
             and not self.scenario.compared
             and not spec.server.keep_reports
@@ -403,9 +414,9 @@ class Replication:
         for j in range(self.timeline.n):
             yield env.timeout(self.timeline.edge(j + 1) - env.now)
             self._deliver(j)
-            if self.campaign is not None:  # fake reports arrive after the tick's honest ones
-                self.campaign.deliver(j, self.server, self.individual, self._observe_all)
-                self.campaign.tick_end(self.server, float(self.timeline.edge(j + 1)))
+            for q, campaign in self.campaigns:  # fake reports arrive after the tick's honest ones
+                campaign.deliver(j, self.servers[q], self.individual, lambda t, y, q=q: self._observe(q, t, y))
+                campaign.tick_end(self.servers[q], float(self.timeline.edge(j + 1)))
             self._next_tick = j + 1
             done, self.tick_done = self.tick_done, env.event()
             done.succeed(j)
@@ -632,14 +643,14 @@ class Replication:
         for i, j in enumerate(self._item_loss):
             kept = ys[base + i]
             masks[j] = kept if masks[j] is None else masks[j] & kept
-        stored = self.server.stored
+        stored = [s.stored for s in self.servers]
         for server, y, m in zip(self.servers, ys, masks):
             if m is None:
                 server.add_reports(t, y)
             elif m.any():
                 server.add_reports(t[m], y[m])
-        if self.campaign is not None:
-            self.campaign.mark_honest(self.server.stored - stored)
+        for q, campaign in self.campaigns:
+            campaign.mark_honest(self.servers[q].stored - stored[q])
         for j, task in self.tasks:
             m = masks[j]
             if m is None:
@@ -654,10 +665,11 @@ class Replication:
         if picks is None:  # split: the cross-tabulated questions have no item non-response
             self._pairs(ys)
 
-    def _observe_all(self, t: NDArray[np.float64], y: NDArray[Any]) -> None:
-        """Reports the tasks see one by one (fake ones too: the analyst cannot tell)."""
-        for _, task in self.tasks:
-            task.observe(t, y)
+    def _observe(self, question: int, t: NDArray[np.float64], y: NDArray[Any]) -> None:
+        """Fake reports the tasks of ``question`` see one by one (the analyst cannot tell)."""
+        for j, task in self.tasks:
+            if j == question:
+                task.observe(t, y)
 
     def _pairs(self, ys: list[NDArray[np.int64]]) -> None:
         """The cross-tabulations' pairs of output codes and of true answers (split)."""
@@ -780,9 +792,11 @@ class Replication:
         for j, acc in enumerate(self.design):
             for row in acc.at_checkpoint():
                 self.rows.append({**base, "n_received": cps[j].n_received, "task": acc.name, **row})
-        if self.campaign is not None:
-            for row in self.campaign.rows(self.server, cps[0].reports, t):
-                self.rows.append({**base, "task": "attack", **row})
+        for q, campaign in self.campaigns:
+            own = base if self.questions is None else {**base, "n_received": cps[q].n_received}
+            task = "attack" if self.questions is None else f"{self.questions.questions[q].name}:attack"
+            for row in campaign.rows(self.servers[q], cps[q].reports, t):
+                self.rows.append({**own, "task": task, **row})
         for xt, task, joint, true_joint in self.crosstabs:  # n_received: the pairs of reports received
             n = cps[xt.first].n_received
             for row in task.at_checkpoint(n, joint.copy(), true_joint.copy()):

@@ -171,4 +171,11 @@ def test_errors_name_the_parameter() -> None:
         optimal_attack(mech, np.full(8, 1 / 8), [1], 0.1)
     with pytest.raises(NotAvailable):
         catalog.build("rappor", k=8, m=16, h=2, f=0.5, p=0.25, q=0.75).crafted_reports([1], 3)
-    assert set(STRATEGIES) == {"random_perturbed", "random_item", "maximal_gain", "undetectable"}
+    assert set(STRATEGIES) == {
+        "random_perturbed",
+        "random_item",
+        "maximal_gain",
+        "undetectable",
+        "output_mean",
+        "input_mean",
+    }

@@ -124,7 +124,7 @@ def test_frequent_itemset_flags_the_fake_reports_and_recovers() -> None:
 def test_random_perturbed_values_are_detected_by_the_support_size() -> None:
     df = run_replication(_scenario(strategy="random_perturbed"), 0, 4)
     at = _attack(df, "detected_at", 3)
-    assert at[at.category == "support size"].estimate.iloc[0] <= 2.0  # the attack starts at 1.0
+    assert at[at.category == "support size"].estimate.iloc[0] <= 2.5  # the attack starts at 1.0
 
 
 @pytest.mark.parametrize(
@@ -143,4 +143,87 @@ def test_random_perturbed_values_are_detected_by_the_support_size() -> None:
 def test_bad_attackers_are_refused_in_one_line(attackers, words) -> None:
     with pytest.raises(LdpSimError, match=None) as err:
         _scenario(attackers=attackers)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+QUESTIONNAIRE = """
+name = "q_poison"
+[population]
+size = 6000
+[budget]
+total = 2.0
+strategy = "split"
+[[questions]]
+name = "app"
+kind = "categorical"
+answers = {{ count = 8, prefix = "app " }}
+law = {{ kind = "zipf", s = 1.1 }}
+mechanism = {{ kind = "randomized_response" }}
+[[questions]]
+name = "minutes"
+kind = "numeric"
+range = [0.0, 1.0]
+mechanism = {{ kind = "piecewise" }}
+density = {{ kind = "beta", a = 2.0, b = 5.0 }}
+[arrivals]
+kind = "poisson"
+duration = 2.0
+[analyst]
+checkpoints = {{ every = 1.0 }}
+[simulation]
+mode = "individual"
+{attackers}
+"""
+
+
+def test_a_numeric_mean_attack_in_a_questionnaire_has_its_exact_gain():
+    """Li et al.'s output poisoning of the mean through the piecewise mechanism: every fake
+    report carries (target - (1 - beta) mu) / beta clipped to the report range, whose top is
+    1/2 + C/2 on [0, 1] with C = (e^(eps/2) + 1)/(e^(eps/2) - 1) (Wang et al. 2019), written
+    here; the measured gain is unbiased for beta (v - mu)."""
+    attackers = """
+[[attackers]]
+name = "inflater"
+question = "minutes"
+share = 0.05
+strategy = "output_mean"
+target = 0.9
+"""
+    sc = parse_scenario(QUESTIONNAIRE.format(attackers=attackers))
+    eps = 1.0  # the budget of 2 split over two questions
+    c = (math.exp(eps / 2) + 1) / (math.exp(eps / 2) - 1)
+    mu = 2.0 / 7.0  # Beta(2, 5)
+    m = round(0.05 * 6000 / 0.95)
+    beta = m / (m + 6000)
+    v = min((0.9 - (1 - 0.05) * mu) / 0.05, 0.5 + c / 2)
+    gains = []
+    for r in range(40):
+        df = run_replication(sc, r, 11)
+        row = df[(df.task == "minutes:attack") & (df.quantity == "gain") & (df.checkpoint == 1)].iloc[0]
+        assert row.theory == pytest.approx(beta * (v - mu), rel=1e-9)
+        gains.append(row.estimate)
+    gains = np.array(gains)
+    z = stats.t.isf(FALSE_FAILURE / 2, gains.size - 1)
+    assert abs(gains.mean() - beta * (v - mu)) <= z * gains.std(ddof=1) / math.sqrt(gains.size)
+
+
+@pytest.mark.parametrize(
+    "attackers,words",
+    [
+        (
+            '[[attackers]]\nshare = 0.1\nquestion = "app"\nstrategy = "output_mean"\ntarget = 1.0',
+            "expected it for a numeric question",
+        ),
+        ('[[attackers]]\nshare = 0.1\nquestion = "minutes"\ntargets = 1', "expected a question with a list of answers"),
+        ('[[attackers]]\nshare = 0.1\nquestion = "nope"\ntargets = 1', "attackers[0].question: got 'nope'"),
+        (
+            '[[attackers]]\nshare = 0.1\nquestion = "minutes"\nstrategy = "input_mean"',
+            "attackers[0].target: got nothing",
+        ),
+        ('[[attackers]]\nshare = 0.1\nquestion = "app"', "attackers[0].targets: got nothing"),
+    ],
+)
+def test_bad_questionnaire_attackers_are_refused_in_one_line(attackers, words):
+    with pytest.raises(LdpSimError) as err:
+        parse_scenario(QUESTIONNAIRE.format(attackers=attackers))
     assert words in str(err.value) and "\n" not in str(err.value)

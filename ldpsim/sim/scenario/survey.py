@@ -210,6 +210,35 @@ def _build_attackers(
             "attackers: got fake respondents with several mechanisms or privacy tiers, expected one mechanism "
             "(fake reports are sent to one server)"
         )
+    _check_attackers(spec)
+    stop = arrival_horizon(spec, size)
+    mech = mechanisms[0][1]
+    for i, a in enumerate(spec.attackers):
+        if a.question is not None:
+            raise LdpSimError(f"attackers[{i}].question: got {a.question!r}, expected none (one question here)")
+    return tuple(build_attacker(a, i, mech, labels, prior, size, stop) for i, a in enumerate(spec.attackers))
+
+
+def _questionnaire_attackers(spec: Any, qs: Any, size: int) -> tuple[Any, ...]:
+    """``[[attackers]]`` of a questionnaire: each names the question it attacks."""
+    if not spec.attackers:
+        return ()
+    _check_attackers(spec)
+    names = [q.name for q in qs.questions]
+    stop = arrival_horizon(spec, size)
+    out = []
+    for i, a in enumerate(spec.attackers):
+        if a.question not in names:
+            raise LdpSimError(
+                f"attackers[{i}].question: got {a.question!r}, expected the name of a question ({', '.join(names)})"
+            )
+        j = names.index(a.question)
+        q = qs.questions[j]
+        out.append(build_attacker(a, i, qs.mechanism(j), list(q.labels), q.prior, size, stop, j, q.kind))
+    return tuple(out)
+
+
+def _check_attackers(spec: Any) -> None:
     if spec.analyst.checkpoints.every_reports is not None:
         raise LdpSimError(
             "analyst.checkpoints.every_reports: got a number of reports with [[attackers]], expected time-based "
@@ -218,9 +247,6 @@ def _build_attackers(
     names = [a.name for a in spec.attackers]
     if len(set(names)) != len(names):
         raise LdpSimError(f"attackers: got the names {names}, expected distinct names")
-    stop = arrival_horizon(spec, size)
-    mech = mechanisms[0][1]
-    return tuple(build_attacker(a, i, mech, labels, prior, size, stop) for i, a in enumerate(spec.attackers))
 
 
 @dataclass(frozen=True)
@@ -363,11 +389,6 @@ def _loss_by_answer(spec: ScenarioSpec, labels: list[str], mechanisms: list[Freq
 
 def _build_questions(spec: Any, source: str, where: str) -> Scenario:
     """A scenario with ``[[questions]]`` (:mod:`ldpsim.sim.scenario.questions`)."""
-    if spec.attackers:
-        raise LdpSimError(
-            "attackers: got fake respondents with [[questions]], expected a survey of one question (fake "
-            "respondents of a questionnaire are not simulated yet)"
-        )
     if isinstance(spec.network.loss, LossByAnswerSpec):
         raise LdpSimError(
             "network.loss: got a loss by answer with [[questions]], expected one probability (a loss "
@@ -405,6 +426,7 @@ def _build_questions(spec: Any, source: str, where: str) -> Scenario:
         qs.table,
         qs,
         data_access=current_access(),
+        attackers=_questionnaire_attackers(spec, qs, qs.size),
     )
 
 

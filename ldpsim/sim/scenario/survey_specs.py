@@ -251,12 +251,17 @@ class AttackerSpec(Model):
     receives are theirs (``m = share n / (1 - share)`` fakes beside ``n`` respondents), sent
     from ``start`` on, all at once (``arrivals = "burst"``) or uniformly until ``stop``
     (``"steady"``; default: when the respondents' arrivals end), to promote ``targets``
-    (answer labels, or a number r: the r least frequent answers) with a ``strategy`` of
-    :data:`ldpsim.attacks.STRATEGIES`."""
+    (answer labels, or a number r: the r least frequent answers), or a numeric question's
+    mean towards ``target``, with a ``strategy`` of :data:`ldpsim.attacks.STRATEGIES`; with
+    ``[[questions]]``, ``question`` names the question attacked."""
 
     name: Annotated[str, Field(min_length=1, max_length=50, pattern=r"^[A-Za-z0-9_.-]+$")] = "attacker"
     share: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
-    targets: Union[Annotated[int, Field(ge=1, le=MAX_ANSWERS)], Annotated[list[str], Field(min_length=1)]]
+    targets: Union[Annotated[int, Field(ge=1, le=MAX_ANSWERS)], Annotated[list[str], Field(min_length=1)]] | None = None
+    #: a numeric question's target value for its mean (strategies output_mean, input_mean)
+    target: Annotated[float, Field(allow_inf_nan=False)] | None = None
+    #: with [[questions]]: the name of the question attacked
+    question: Annotated[str, Field(min_length=1, max_length=50)] | None = None
     #: a name of :data:`ldpsim.attacks.STRATEGIES` (checked when the scenario is built)
     strategy: Annotated[str, Field(min_length=1, max_length=50)] = "maximal_gain"
     arrivals: Literal["burst", "steady"] = "steady"
