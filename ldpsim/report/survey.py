@@ -657,10 +657,10 @@ def _attacks(scenario, results: pd.DataFrame) -> list[str]:
         "",
         f"At the end, over {reps} replication(s): the gain is the targets' estimated total share (or a numeric "
         "question's estimated mean) from all the reports minus that from the honest ones alone (Cao, Jia and Gong "
-        "2021; Li et al. 2023); gain_exact its expectation at the "
-        "fake share received, exact for every oracle; truth the targets' true share (or the true mean); flagged the share of the attacker's reports that "
-        "frequent-itemset detection flagged at the end and gain_after_recovery the gain once every flagged report is "
-        "removed (with server.keep_reports). docs/risk.md explains each.",
+        "2021; Li et al. 2023); gain_exact its expectation given the fake reports received, exact for every "
+        "mechanism; truth the targets' true share (or the true mean); flagged the share of the attacker's reports "
+        "that frequent-itemset detection flagged at the end and gain_after_recovery the gain once every flagged "
+        "report is removed (with server.keep_reports). docs/risk.md explains each.",
         "",
         _md_table(attackers),
         "",
