@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         xor_accuracy,
     )
     from ldpsim.protocols.gains import bit_probabilities, enumerated_gain, exact_gain, exact_gains
+    from ldpsim.protocols.interactive import InteractiveProtocol
     from ldpsim.protocols.protocol import Protocol
     from ldpsim.protocols.tasks import Task
 
@@ -69,6 +70,7 @@ __getattr__, __dir__ = lazy_exports(
             ("CoalitionInference", "coalition_inference", "coalition_table", "exchangeable_prior"),
             "ldpsim.protocols.coalitions",
         ),
+        "InteractiveProtocol": "ldpsim.protocols.interactive",
         "Protocol": "ldpsim.protocols.protocol",
         "Task": "ldpsim.protocols.tasks",
     },
@@ -77,6 +79,7 @@ __getattr__, __dir__ = lazy_exports(
 __all__ = [
     "OBSERVER",
     "CoalitionInference",
+    "InteractiveProtocol",
     "coalition_inference",
     "coalition_table",
     "exchangeable_prior",

@@ -68,6 +68,7 @@ from scipy.optimize import linprog
 from ldpsim import _progress as progress
 from ldpsim.errors import LdpSimError
 from ldpsim.protocols import Protocol, Task, exact_accuracy
+from ldpsim.protocols.interactive import InteractiveProtocol
 from ldpsim.reproduce import _study as s
 from ldpsim.reproduce._registry import register, write_summary
 
@@ -105,20 +106,11 @@ def transcript_law(inputs: Sequence[Array], strategy: Sequence[Array], k: int, r
     """``P[x, tau]`` (2^k x 2^(k rounds)) of the protocol where party j's input v_j ~
     ``inputs[j][x_j, :]`` and at slot s the speaker j sends 1 with probability
     ``strategy[s][v_j, h]``, h the integer of the previous messages (first message = most
-    significant bit). x and tau are in C order (party 0 / slot 0 most significant)."""
-    order = slots(k, rounds)
-    sizes = [inp.shape[1] for inp in inputs]
-    # law of the transcript given the inputs v (prod sizes x 2^n_slots)
-    W = np.ones((int(np.prod(sizes)), 1))
-    vs = np.array(list(itertools.product(*[range(m) for m in sizes])), dtype=np.int64)
-    for sl, j in enumerate(order):
-        h = np.arange(W.shape[1])
-        p1 = strategy[sl][vs[:, j][:, None], h[None, :]]  # (V, H)
-        W = np.stack([W * (1 - p1), W * p1], axis=2).reshape(W.shape[0], -1)
-    M: NDArray[Any] = inputs[0]
-    for inp in inputs[1:]:
-        M = np.kron(M, inp)
-    return M @ W
+    significant bit): an :class:`~ldpsim.protocols.InteractiveProtocol` with binary messages
+    (its levels are checked by the study, not claimed here). x and tau are in C order (party 0
+    / slot 0 most significant)."""
+    rules = [np.stack([1.0 - np.asarray(p1, dtype=float), np.asarray(p1, dtype=float)], axis=2) for p1 in strategy]
+    return InteractiveProtocol(rules, slots(k, rounds), math.inf, 1.0, private=inputs).law()
 
 
 def quaternary(eps: float, delta: float) -> Array:
