@@ -376,9 +376,52 @@ def _summary_lines(scenario: Any, results: pd.DataFrame, seed: int, figures: lis
         else "No intervals: no report reached the server.",
         "",
     ]
+    lines += _attack_section(scenario, results)
     lines += _risk_over_time(scenario)
     lines += [f"![{name}]({name})" for name in figures if name.endswith(".png")]
     return lines
+
+
+def attack_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per arm and attacker, over the periods it attacked: the mean gain measured and its
+    exact expectation (means over periods and replications), the largest gain, the mean fake
+    share received."""
+    gain = results[results["quantity"] == "gain"]
+    if gain.empty:
+        return pd.DataFrame()
+    share = results[results["quantity"] == "fake_share"]
+    keys = ["policy", "shuffled", "category"]
+    hit = gain[gain["theory"] != 0]
+    out = hit.groupby(keys, sort=False).agg(
+        gain=("estimate", "mean"), gain_exact=("theory", "mean"), largest_gain=("estimate", "max")
+    )
+    out["fake_share"] = share[share["estimate"] > 0].groupby(keys, sort=False)["estimate"].mean()
+    out = out.reset_index()
+    out.insert(0, "arm", [arm_name(p, bool(s)) for p, s in zip(out["policy"], out["shuffled"])])
+    return out.drop(columns=["policy", "shuffled"]).rename(columns={"category": "attacker"})
+
+
+def _attack_section(scenario: Any, results: pd.DataFrame) -> list[str]:
+    table = attack_table(results)
+    if table.empty:
+        return []
+    who = "; ".join(
+        f"`{spec.name}`: {count:,} fake reports a period from period {spec.start}, strategy `{spec.strategy}`, "
+        f"promoting {', '.join(scenario.labels[t] for t in targets)}"
+        for spec, targets, count in scenario.attackers
+    )
+    return [
+        "## Fake respondents",
+        "",
+        f"{who}. The gain is the targets' estimated share of a period from all its reports minus that from the "
+        "honest ones alone; gain_exact its expectation given the fake reports received (means over the attacked "
+        "periods and the replications). A policy that sends fewer honest reports (a filter, a shuffler's withheld "
+        "batch) leaves the fake ones a larger share; a less informative report (memoisation) multiplies what each "
+        "fake report adds to the estimate (docs/risk.md):",
+        "",
+        md_table(table),
+        "",
+    ]
 
 
 def risk_over_time(scenario: Any) -> pd.DataFrame:

@@ -47,6 +47,7 @@ from numpy.typing import NDArray
 
 from ldpsim.analyst.estimation import z_value
 from ldpsim.analyst.longitudinal import change_estimates, paired_covariance, period_estimates, report_estimators
+from ldpsim.attacks.strategies import STRATEGIES
 from ldpsim.errors import LdpSimError
 from ldpsim.privacy import bound_epsilon, kov_bound_heterogeneous
 from ldpsim.privacy.accountant import Accountant
@@ -217,6 +218,8 @@ class _Server:
     def __init__(self, periods: int, n: int, m: int, known: bool) -> None:
         self.counts = np.zeros((periods, m), dtype=np.int64)
         self.reports = np.full((periods, n), -1, dtype=np.int16 if m < 32_000 else np.int64) if known else None
+        #: per attacker: the fake reports received, per period and output
+        self.fake: list[NDArray[np.int64]] = []
         self.delay: list[NDArray[np.float64]] = []
         self.waited: list[NDArray[np.float64]] = []
         self.period: list[NDArray[np.int64]] = []
@@ -226,7 +229,8 @@ class _Server:
             return
         np.add.at(self.counts, (parcel.period, parcel.report), 1)
         if self.reports is not None and parcel.sender is not None:
-            self.reports[parcel.period, parcel.sender] = parcel.report
+            known = parcel.sender >= 0  # fake reports (sender -1) belong to no respondent
+            self.reports[parcel.period[known], parcel.sender[known]] = parcel.report[known]
         self.delay.append(parcel.arrived - parcel.sent)
         self.waited.append(parcel.waited if parcel.waited.size else np.zeros(len(parcel)))
         self.period.append(parcel.period)
@@ -249,10 +253,13 @@ def run_arm(
     dt = L / TICKS_PER_PERIOD
     end = (T + 1) * L
     draws, net_rng, shuf_rng = (np.random.default_rng(s) for s in seed.spawn(3))
+    # fake respondents: their own stream (the fourth child), so the honest draws are unchanged
+    fake_rng = np.random.default_rng(seed.spawn(1)[0]) if sc.attackers else None
     mech = policy.mechanism
     env = simpy.Environment()
     m = mech.statistic_size
     server = _Server(T, n, m * (2 if policy.lowered is not None else 1), known=not shuffled)
+    server.fake = [np.zeros((T, server.counts.shape[1]), dtype=np.int64) for _ in sc.attackers]
     sh = sc.spec.shuffler
     shuffler = Shuffler(env, server.receive, shuf_rng, batch=sh.batch, window=sh.window) if shuffled and sh else None
     deliver = shuffler.put if shuffler is not None else server.receive
@@ -280,6 +287,8 @@ def run_arm(
         arrive = times + sc.latency.sample(who.size, net_rng)
         keep = kept & (arrive <= end)
         who, y, times, arrive = who[keep], y[keep], times[keep], arrive[keep]
+        if fake_rng is not None:  # fake reports of the period (sender -1), sent through the same network
+            who, y, times, arrive = _with_fakes(sc, t, L, end, mech, fake_rng, server, who, y, times, arrive)
         tick = np.minimum(np.ceil(arrive / dt - 1e-9).astype(np.int64), int(round(end / dt)))
         order = np.argsort(tick, kind="stable")
         tick, who, y, times, arrive = tick[order], who[order], y[order], times[order], arrive[order]
@@ -300,6 +309,27 @@ def run_arm(
     if shuffler is not None:
         shuffler.flush()
     return server, (shuffler.log if shuffler is not None else None)
+
+
+def _with_fakes(sc, t, L, end, mech, rng, server, who, y, times, arrive):
+    """The period's reports with every attacker's fake ones appended (sender -1); each
+    attacker's received fake reports are counted in ``server.fake``."""
+    for a, (spec, targets, count) in enumerate(sc.attackers):
+        stop = sc.periods if spec.stop is None else spec.stop
+        if not spec.start - 1 <= t < stop:
+            continue
+        fy = np.asarray(
+            STRATEGIES[spec.strategy].reports(mech, targets, count, rng, prior=sc.path_expected[t], share=spec.share),
+            dtype=np.int64,
+        )
+        ft = t * L + L * rng.random(count)
+        fa = ft + sc.latency.sample(count, rng)
+        ok = fa <= end
+        fy, ft, fa = fy[ok], ft[ok], fa[ok]
+        np.add.at(server.fake[a], (np.full(fy.size, t), fy), 1)
+        who = np.concatenate([who, np.full(fy.size, -1, dtype=who.dtype)])
+        y, times, arrive = np.concatenate([y, fy]), np.concatenate([times, ft]), np.concatenate([arrive, fa])
+    return who, y, times, arrive
 
 
 # --------------------------------------------------------------------- one replication
@@ -325,6 +355,7 @@ def run_replication(
         server, log = run_arm(sc, policy, shuffled, answers, sent, s, low)
         base = {"replication": index, "policy": policy.name, "shuffled": shuffled}
         rows += _estimate_rows(sc, policy, server, truth, base)
+        rows += _attack_rows(sc, policy, server, truth, base)
         rows += _privacy_rows(sc, policy, tables[policy.name], answers, sent, low, base)
         rows += _latency_rows(sc, server, sent, base)
         if log is not None:
@@ -401,6 +432,40 @@ def _estimate_rows(
                         n=min(est.n[t], est.n[t - 1]),
                     )
                 )
+    return rows
+
+
+def _attack_rows(
+    sc: CollectionScenario, policy: Policy, server: _Server, truth: NDArray[np.float64], base: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Per attacker and period: the gain (the targets' estimated share from all the reports
+    minus that from the honest ones alone) beside its exact expectation given the fake
+    reports received, and the fake share received."""
+    if not sc.attackers:
+        return []
+    w = report_estimators(policy.mechanism)
+    if policy.lowered is not None:
+        w = np.vstack([w, report_estimators(policy.lowered)])
+    fake_all = np.sum(server.fake, axis=0)
+    poisoned = period_estimates(w, server.counts).estimate
+    honest = period_estimates(w, server.counts - fake_all).estimate
+    fake_only = period_estimates(w, fake_all).estimate  # the fake reports' own estimate per period
+    n_all = server.counts.sum(axis=1).astype(np.float64)
+    n_fake = fake_all.sum(axis=1).astype(np.float64)
+    L = float(sc.spec.collection.period)
+    rows = []
+    for a, (spec, targets, _) in enumerate(sc.attackers):
+        for t in range(sc.periods):
+            truth_t = float(truth[t, targets].sum())
+            if n_fake[t] > 0 and n_all[t] > n_fake[t]:
+                share = n_fake[t] / n_all[t]
+                gain = float(poisoned[t, targets].sum() - honest[t, targets].sum())
+                theory = share * (float(fake_only[t, targets].sum()) - truth_t)
+            else:
+                share, gain, theory = 0.0, 0.0, 0.0
+            rows.append(_row(base, t + 1, (t + 1) * L, "gain", spec.name, gain, truth=truth_t, theory=theory))
+            mine = float(server.fake[a][t].sum()) / n_all[t] if n_all[t] > 0 else math.nan
+            rows.append(_row(base, t + 1, (t + 1) * L, "fake_share", spec.name, mine, theory=spec.share))
     return rows
 
 

@@ -70,8 +70,10 @@ from typing import Annotated, Any, ClassVar, Literal, Union, cast
 import numpy as np
 from pydantic import Field, model_validator
 
+from ldpsim.attacks.strategies import STRATEGIES
 from ldpsim.errors import LdpSimError, show
 from ldpsim.mechanisms import catalog
+from ldpsim.mechanisms.base import NotAvailable
 from ldpsim.mechanisms.memo import Memoised
 from ldpsim.privacy.filters import AdvancedFilter, BasicFilter, allowed_reports
 from ldpsim.sim.network import Latency
@@ -237,6 +239,21 @@ class SimulationSpec(_Simulation):
     replications: Annotated[int, Field(ge=1, le=10_000)] = 1
 
 
+class CollectionAttackerSpec(Model):
+    """Fake respondents of a collection (``[[attackers]]``): in every period from ``start``
+    to ``stop`` (period numbers, 1 = the first), fake reports worth ``share`` of the reports
+    a period receives, promoting ``targets`` (labels, or a number r: the r least frequent
+    answers of the first period) with ``strategy`` (``maximal_gain``, ``random_item``,
+    ``random_perturbed``, ``undetectable``), sent to every arm alike."""
+
+    name: Annotated[str, Field(min_length=1, max_length=50, pattern=r"^[A-Za-z0-9_.-]+$")] = "attacker"
+    share: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
+    targets: Union[Annotated[int, Field(ge=1)], Annotated[list[str], Field(min_length=1)]]
+    strategy: Annotated[str, Field(min_length=1, max_length=50)] = "maximal_gain"
+    start: Annotated[int, Field(ge=1)] = 1
+    stop: Annotated[int, Field(ge=1)] | None = None
+
+
 class CollectionScenarioSpec(Model):
     kind: Literal["collection"]
     name: ScenarioName
@@ -249,6 +266,7 @@ class CollectionScenarioSpec(Model):
     network: NetworkSpec = NetworkSpec()
     analyst: AnalystSpec = AnalystSpec()
     simulation: SimulationSpec = SimulationSpec()
+    attackers: Annotated[list[CollectionAttackerSpec], Field(max_length=16)] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _names(self) -> "CollectionScenarioSpec":
@@ -298,6 +316,8 @@ class CollectionScenario(BuiltScenario):
     mechanism: Any  # the [mechanism], one report
     policies: tuple[Policy, ...]
     latency: Latency
+    #: fake respondents: (spec, target indices, fake reports per period)
+    attackers: tuple[tuple[Any, Any, int], ...] = ()
 
     @property
     def size(self) -> int:
@@ -367,7 +387,51 @@ def build(spec: CollectionScenarioSpec, source: str, where: str) -> CollectionSc
         mech,
         policies,
         build_latency(spec.network.latency),
+        _attackers(spec, labels, start, policies),
     )
+
+
+def _attackers(
+    spec: CollectionScenarioSpec, labels: list[str], start: np.ndarray, policies: tuple[Policy, ...]
+) -> tuple[tuple[Any, Any, int], ...]:
+    """``[[attackers]]``, checked: targets among the labels, a strategy every policy's
+    mechanism can carry, periods within the collection; the number of fake reports per period
+    from the share and the reports a period expects."""
+    names = [a.name for a in spec.attackers]
+    if len(set(names)) != len(names):
+        raise LdpSimError(f"attackers: got the names {names}, expected distinct names")
+    c = spec.collection
+    rate = c.schedule.rate if isinstance(c.schedule, RandomScheduleSpec) else 1.0
+    out = []
+    for i, a in enumerate(spec.attackers):
+        where = f"attackers[{i}]"
+        if a.strategy not in STRATEGIES or STRATEGIES[a.strategy].moves != "answers":
+            answers = [n for n, st in STRATEGIES.items() if st.moves == "answers"]
+            raise LdpSimError(f"{where}.strategy: got {a.strategy!r}, expected one of {', '.join(answers)}")
+        stop = c.periods if a.stop is None else a.stop
+        if not a.start <= stop <= c.periods:
+            raise LdpSimError(f"{where}.stop: got {stop}, expected a period from start = {a.start} to {c.periods}")
+        if isinstance(a.targets, int):
+            if a.targets >= len(labels):
+                raise LdpSimError(f"{where}.targets: got {a.targets}, expected fewer than the {len(labels)} answers")
+            targets = np.sort(np.argsort(start, kind="stable")[: a.targets]).astype(np.int64)
+        else:
+            unknown = [t for t in a.targets if t not in labels]
+            if unknown:
+                raise LdpSimError(f"{where}.targets: got {unknown[0]!r}, expected one of the labels")
+            targets = np.unique([labels.index(t) for t in a.targets]).astype(np.int64)
+        for p in policies:
+            try:
+                STRATEGIES[a.strategy].unit_support(p.mechanism, targets, prior=start, share=a.share)
+            except (NotAvailable, LdpSimError) as exc:
+                raise LdpSimError(
+                    f"{where}.strategy: got {a.strategy!r}, which policy {p.name!r}'s mechanism cannot carry ({exc})"
+                ) from None
+        count = int(round(a.share * spec.population.size * rate / (1.0 - a.share)))
+        if count < 1:
+            raise LdpSimError(f"{where}.share: got {a.share}, expected at least one fake report a period")
+        out.append((a, targets, count))
+    return tuple(out)
 
 
 def _dynamics(c: CollectionSpec, start: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
