@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -519,6 +519,66 @@ def repeated_risk(
         acc[i], se[i] = float(best.mean()), float(best.std(ddof=1) / math.sqrt(samples))
         methods.append("monte carlo")
     return RepeatedRisk(tuple(counts), acc, tuple(methods), se)
+
+
+@dataclass(frozen=True)
+class ChangingRisk:
+    """Per period: the accuracy of the server's best guess of the respondent's current
+    answer from all its reports so far, its standard error (Monte Carlo), and the baseline
+    (the most likely answer of that period without any report)."""
+
+    accuracy: NDArray[np.float64]
+    standard_error: NDArray[np.float64]
+    baseline: NDArray[np.float64]
+
+
+def changing_risk(
+    mechanism: Any,
+    start: ArrayLike,
+    steps: Sequence[ArrayLike],
+    reported: ArrayLike | None = None,
+    *,
+    samples: int = 20_000,
+    rng: Any = None,
+) -> ChangingRisk:
+    """A respondent whose answer changes: ``x_1 ~ start``, ``x_{t+1} ~ steps[t][x_t]``; in the
+    periods where ``reported`` (default: all) it sends a report of its current answer through
+    the finite ``mechanism``. The server knows the dynamics; its posterior of the current
+    answer given every report so far is the forward filter of the hidden Markov chain, exact
+    for each respondent, and the accuracy of its best guess ``E[max_x P(x_t | y_1..t)]`` is
+    estimated over ``samples`` simulated respondents (standard error stated). With no change
+    (identity steps) it is :func:`repeated_risk`'s accuracy, which is exact."""
+    q = np.asarray(mechanism.matrix, dtype=np.float64)
+    k = q.shape[0]
+    pi = _prior(start, k)
+    mats = [np.asarray(m, dtype=np.float64) for m in steps]
+    if any(m.shape != (k, k) for m in mats):
+        raise invalid("steps", f"{len(mats)} matrices", f"k x k transition matrices (k = {k})")
+    periods = len(mats) + 1
+    rep = np.ones(periods, dtype=bool) if reported is None else np.asarray(reported, dtype=bool)
+    if rep.shape != (periods,):
+        raise invalid("reported", f"shape {rep.shape}", f"one flag per period ({periods})")
+    samples = v.integer(samples, "samples", minimum=2)
+    gen = np.random.default_rng(rng)
+    cq = np.cumsum(q, axis=1)
+    x = (np.cumsum(pi)[None, :] < gen.random((samples, 1))).sum(axis=1).clip(max=k - 1)
+    alpha = np.broadcast_to(pi, (samples, k)).copy()
+    law = pi.copy()
+    acc, se, base = np.empty(periods), np.empty(periods), np.empty(periods)
+    for t in range(periods):
+        if t > 0:
+            m = mats[t - 1]
+            cm = np.cumsum(m, axis=1)
+            x = (cm[x] < gen.random((samples, 1)) * cm[x][:, -1:]).sum(axis=1).clip(max=k - 1)
+            alpha = alpha @ m
+            law = law @ m
+        if rep[t]:
+            y = (cq[x] < gen.random((samples, 1)) * cq[x][:, -1:]).sum(axis=1).clip(max=q.shape[1] - 1)
+            alpha = alpha * q[:, y].T
+        alpha /= alpha.sum(axis=1, keepdims=True)
+        best = alpha.max(axis=1)
+        acc[t], se[t], base[t] = float(best.mean()), float(best.std(ddof=1) / math.sqrt(samples)), float(law.max())
+    return ChangingRisk(acc, se, base)
 
 
 #: the largest k a report's risk table estimates by Monte Carlo (k log-densities per draw)

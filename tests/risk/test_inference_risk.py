@@ -411,3 +411,34 @@ def test_memoisation_caps_the_risk_at_the_permanent_response():
     plain = repeated_risk(rr, pi, [1, 10, 30]).accuracy
     cap = inference_risk(perm, pi).accuracy
     assert np.all(np.diff(memo) > 0) and memo[-1] < cap and plain[-1] > cap
+
+
+def test_changing_answers_against_every_path_and_report_sequence():
+    """A 3-answer Markov chain over 3 periods, reports of randomized response: the best guess
+    of the last answer from the 3 reports, every path of answers and every report sequence
+    enumerated here; the library's Monte Carlo within its stated error."""
+    from ldpsim.risk import changing_risk
+
+    pi = np.array([0.5, 0.3, 0.2])
+    step = np.array([[0.8, 0.15, 0.05], [0.1, 0.7, 0.2], [0.2, 0.2, 0.6]])
+    q = _rr_matrix(3, 1.5)
+    exact = 0.0
+    for ys in itertools.product(range(3), repeat=3):
+        joint = np.zeros(3)  # P(x_3, y_1..3)
+        for xs in itertools.product(range(3), repeat=3):
+            p = pi[xs[0]] * step[xs[0], xs[1]] * step[xs[1], xs[2]]
+            joint[xs[2]] += p * q[xs[0], ys[0]] * q[xs[1], ys[1]] * q[xs[2], ys[2]]
+        exact += joint.max()
+    got = changing_risk(catalog.build("randomized_response", k=3, eps=1.5), pi, [step, step], samples=100_000, rng=3)
+    assert abs(got.accuracy[2] - exact) <= stats.norm.isf(FALSE_FAILURE / 2) * got.standard_error[2]
+    assert got.baseline[2] == pytest.approx((pi @ step @ step).max(), rel=1e-12)
+
+
+def test_unchanged_answers_are_the_repeated_reports():
+    from ldpsim.risk import changing_risk, repeated_risk
+
+    pi = np.array([0.4, 0.3, 0.2, 0.1])
+    mech = catalog.build("randomized_response", k=4, eps=1.0)
+    mc = changing_risk(mech, pi, [np.eye(4)] * 5, samples=50_000, rng=7)
+    exact = repeated_risk(mech, pi, 6).accuracy[1:]
+    assert np.all(np.abs(mc.accuracy - exact) <= stats.norm.isf(FALSE_FAILURE / 12) * mc.standard_error)
