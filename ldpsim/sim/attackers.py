@@ -70,7 +70,7 @@ def build_attacker(
         raise LdpSimError(f"{where}.strategy: got {spec.strategy!r}, expected one of {', '.join(STRATEGIES)}")
     st = STRATEGIES[spec.strategy]
     if st.moves == "mean":
-        if kind != "numeric" or not hasattr(mech, "report_range"):
+        if labels or not hasattr(mech, "report_range"):  # a question without a list of answers, a numeric mechanism
             raise LdpSimError(
                 f"{where}.strategy: got {spec.strategy!r}, expected it for a numeric question reported through a "
                 f"numeric mechanism (here a {kind} question with {mech!r})"
