@@ -94,11 +94,14 @@ class ExcessMonitor:
 
     name = "excess"
 
-    def __init__(self, mech: FrequencyOracle, alpha: float = 1e-3) -> None:
+    def __init__(self, mech: FrequencyOracle | None, alpha: float = 1e-3, *, bound: NDArray | None = None) -> None:
+        """``bound``: the entries' largest honest rates when ``mech`` is None (a server whose
+        statistic mixes several mechanisms' outputs)."""
         self.alpha = _alpha(alpha)
-        eye = np.eye(mech.k)
-        bound = np.max([np.asarray(mech.forward(e), dtype=np.float64) for e in eye], axis=0)
-        self.bound = np.clip(bound, 1e-300, 1.0)
+        if bound is None:
+            eye = np.eye(mech.k)  # type: ignore[union-attr]
+            bound = np.max([np.asarray(mech.forward(e), dtype=np.float64) for e in eye], axis=0)  # type: ignore[union-attr]
+        self.bound = np.clip(np.asarray(bound, dtype=np.float64), 1e-300, 1.0)
         self.lam = GRID.copy()
         # psi(lam) per entry: log(1 - b + b e^lam); an entry always supported (b = 1) never alarms
         self.psi = np.log1p(self.bound[:, None] * np.expm1(self.lam[None, :]))

@@ -401,10 +401,31 @@ def attack_table(results: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns=["policy", "shuffled"]).rename(columns={"category": "attacker"})
 
 
+def detection_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per arm: the share of replications whose excess monitor raised the alarm, and the
+    median period at which it did."""
+    at = results[(results["quantity"] == "detected_at") & (results["category"] == "excess")]
+    if at.empty:
+        return pd.DataFrame()
+    last = at[at["period"] == at["period"].max()]
+    rows = []
+    for (p, sh), g in last.groupby(["policy", "shuffled"], sort=False):
+        hit = g["estimate"].notna()
+        rows.append(
+            {
+                "arm": arm_name(p, bool(sh)),
+                "detected": float(hit.mean()),
+                "median_period": float(g.loc[hit, "estimate"].median()) if hit.any() else np.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def _attack_section(scenario: Any, results: pd.DataFrame) -> list[str]:
     table = attack_table(results)
     if table.empty:
         return []
+    found = detection_table(results)
     who = "; ".join(
         f"`{spec.name}`: {count:,} fake reports a period from period {spec.start}, strategy `{spec.strategy}`, "
         f"promoting {', '.join(scenario.labels[t] for t in targets)}"
@@ -421,6 +442,19 @@ def _attack_section(scenario: Any, results: pd.DataFrame) -> list[str]:
         "",
         md_table(table),
         "",
+        *(
+            [
+                "Detection by the excess monitor (an anytime-valid test of every output's count per period against "
+                "the largest rate an honest population could give it, false-alarm probability alpha over the "
+                "collection; not run under memoisation, whose reports of one respondent are not drawn afresh): "
+                "the share of replications that raised the alarm and the median period it did.",
+                "",
+                md_table(found),
+                "",
+            ]
+            if not found.empty
+            else []
+        ),
     ]
 
 

@@ -47,6 +47,7 @@ from numpy.typing import NDArray
 
 from ldpsim.analyst.estimation import z_value
 from ldpsim.analyst.longitudinal import change_estimates, paired_covariance, period_estimates, report_estimators
+from ldpsim.attacks.detect import ExcessMonitor
 from ldpsim.attacks.strategies import STRATEGIES
 from ldpsim.errors import LdpSimError
 from ldpsim.privacy import bound_epsilon, kov_bound_heterogeneous
@@ -356,6 +357,7 @@ def run_replication(
         base = {"replication": index, "policy": policy.name, "shuffled": shuffled}
         rows += _estimate_rows(sc, policy, server, truth, base)
         rows += _attack_rows(sc, policy, server, truth, base)
+        rows += _detection_rows(sc, policy, server, base)
         rows += _privacy_rows(sc, policy, tables[policy.name], answers, sent, low, base)
         rows += _latency_rows(sc, server, sent, base)
         if log is not None:
@@ -466,6 +468,33 @@ def _attack_rows(
             rows.append(_row(base, t + 1, (t + 1) * L, "gain", spec.name, gain, truth=truth_t, theory=theory))
             mine = float(server.fake[a][t].sum()) / n_all[t] if n_all[t] > 0 else math.nan
             rows.append(_row(base, t + 1, (t + 1) * L, "fake_share", spec.name, mine, theory=spec.share))
+    return rows
+
+
+def _detection_rows(
+    sc: CollectionScenario, policy: Policy, server: _Server, base: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """With attackers: the excess monitor (ldpsim.attacks.ExcessMonitor) over the periods'
+    counts, each report's rate of each output bounded by its largest honest rate; a report
+    is drawn afresh given everything before it except under memoisation (whose reports of one
+    respondent share the permanent response), where nothing is monitored."""
+    if not sc.attackers or policy.memo is not None:
+        return []
+    mats = [np.asarray(policy.mechanism.matrix, dtype=np.float64)]
+    if policy.lowered is not None:
+        mats.append(np.asarray(policy.lowered.matrix, dtype=np.float64))
+    bound = np.concatenate([m.max(axis=0) for m in mats])
+    alpha = min(float(spec.alpha) for spec, _, _ in sc.attackers)
+    monitor = ExcessMonitor(None, alpha, bound=bound)
+    L = float(sc.spec.collection.period)
+    rows = []
+    for t in range(sc.periods):
+        n = int(server.counts[t].sum())
+        if n:
+            monitor.update(server.counts[t], n, float(t + 1))
+        at = math.nan if monitor.detected_at is None else monitor.detected_at
+        rows.append(_row(base, t + 1, (t + 1) * L, "log_e_value", "excess", monitor.log_e, theory=monitor.threshold))
+        rows.append(_row(base, t + 1, (t + 1) * L, "detected_at", "excess", at))
     return rows
 
 

@@ -72,3 +72,21 @@ def test_bad_attackers_are_refused_in_one_line(attackers, words):
     with pytest.raises(LdpSimError) as err:
         parse_scenario(_text(attackers=attackers))
     assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def _alarms(df, policy: str) -> bool:
+    at = df[(df.quantity == "detected_at") & (df.policy == policy)]
+    return bool(at.estimate.notna().any())
+
+
+def test_the_excess_monitor_finds_a_large_attack_and_keeps_its_level_against_an_input_attack():
+    loud = ATTACKER.format(strategy="maximal_gain").replace("share = 0.05", "share = 0.6") + "alpha = 0.05\n"
+    df = run_replication(parse_scenario(_text(attackers=loud)), 0, 2)
+    assert _alarms(df, "plain")
+    assert not (df[(df.quantity == "detected_at") & (df.policy == "memo")]).shape[0]  # not run under memoisation
+    # a random item attack is an honest population's reports: alarms at most at the stated rate
+    quiet = ATTACKER.format(strategy="random_item") + "alpha = 0.05\n"
+    sc = parse_scenario(_text(attackers=quiet))
+    runs = 60
+    alarms = sum(_alarms(run_replication(sc, r, 3), "plain") for r in range(runs))
+    assert alarms <= stats.binom.isf(FALSE_FAILURE, runs, 0.05)

@@ -252,6 +252,8 @@ class CollectionAttackerSpec(Model):
     strategy: Annotated[str, Field(min_length=1, max_length=50)] = "maximal_gain"
     start: Annotated[int, Field(ge=1)] = 1
     stop: Annotated[int, Field(ge=1)] | None = None
+    #: the false-alarm probability of the server's detection (over the whole collection)
+    alpha: float = Field(1e-3, gt=0, lt=1, allow_inf_nan=False)
 
 
 class CollectionScenarioSpec(Model):
