@@ -1072,6 +1072,23 @@ def console(result: Any) -> list[str]:
         others = others[others["quantity"] != "mean"] if not others.empty else others
     if not others.empty:
         show(text_table(others, na_rep="", float_format=lambda x: f"{x:.6g}", keys=_keys(others), full=whole))
+    attackers, detectors = summary.attack_tables(result.results)
+    for _, row in attackers.iterrows():
+        flagged = (
+            f", {row['flagged']:.0%} of its reports flagged, gain after removing them {row['gain_after_recovery']:.4g}"
+            if "flagged" in attackers.columns and np.isfinite(row["flagged"])
+            else ""
+        )
+        say(
+            f"attacker {row['attacker']}: gain {row['gain']:.4g} (exact {row['gain_exact']:.4g}) at a fake share of "
+            f"{row['fake_share']:.2%}{flagged}"
+        )
+    for _, row in detectors.iterrows():
+        if "median_time" in detectors.columns and np.isfinite(row.get("median_time", np.nan)):
+            say(
+                f"detector {row['detector']}: alarm in {row['detected']:.0%} of the replications, median time "
+                f"{row['median_time']:.4g}"
+            )
     nonresponse = summary.nonresponse_table(result.results)
     if not nonresponse.empty:
         say(
