@@ -92,8 +92,19 @@ SWEEP_JSON, TABLE_CSV, SUMMARY_CSV, FIGURE_PNG, BASE_TOML, POINTS_DIR = (
     "scenario.toml",
     "points",
 )
+#: With [[attackers]]: the gain and detection per point, and their surfaces.
+ATTACK_CSV, ATTACK_PNG = "attack.csv", "attack.png"
 #: Names a sweep folder's own files take (a copy of an input file may not take one).
-SWEEP_FILES = RUN_FILES | {SWEEP_JSON, TABLE_CSV, SUMMARY_CSV, FIGURE_PNG, BASE_TOML, POINTS_DIR}
+SWEEP_FILES = RUN_FILES | {
+    SWEEP_JSON,
+    TABLE_CSV,
+    SUMMARY_CSV,
+    FIGURE_PNG,
+    BASE_TOML,
+    POINTS_DIR,
+    ATTACK_CSV,
+    ATTACK_PNG,
+}
 #: Version of the sweep folder's layout that :func:`resume_sweep` understands.
 LAYOUT = 1
 #: Most grid points one sweep may have.
@@ -750,6 +761,14 @@ def _execute(
         if figure is not None:
             figure_path = out_dir / FIGURE_PNG
             write_bytes(figure_path, figure)
+        attacks = sweep_report.attack_summary(table, p.grid.keys)
+        if not attacks.empty:  # fake respondents: the gain and detection surfaces
+            write_bytes(out_dir / ATTACK_CSV, attacks.to_csv(index=False).encode())
+            surfaces = sweep_report.attack_figure(
+                attacks, p.grid.keys, title=f"{p.name}: fake respondents, {reps} replication(s), seed {seed}"
+            )
+            if surfaces is not None:
+                write_bytes(out_dir / ATTACK_PNG, surfaces)
         record["finished"] = now()
         write_json(out_dir / SWEEP_JSON, record)
     except (KeyboardInterrupt, RunInterrupted):

@@ -330,3 +330,51 @@ def test_an_integer_part_names_an_entry_of_an_array_of_tables():
     import tomllib
 
     assert tomllib.loads(to_toml(out)) == out
+
+
+ATTACKED = """
+name = "poison_sweep"
+[population]
+answers = { count = 16, prefix = "app " }
+law = { kind = "zipf", s = 1.1 }
+size = 4000
+[mechanism]
+kind = "oue"
+eps = 1.0
+[arrivals]
+kind = "poisson"
+duration = 2.0
+[analyst]
+checkpoints = { every = 1.0 }
+[simulation]
+mode = "individual"
+seed = 5
+[[attackers]]
+name = "promoter"
+share = 0.05
+targets = 2
+strategy = "random_perturbed"
+"""
+
+
+def test_a_sweep_with_attackers_writes_the_gain_and_detection_surfaces(tmp_path):
+    from ldpsim.report import sweep as sweep_report
+
+    path = tmp_path / "attacked.toml"
+    path.write_text(ATTACKED)
+    grid = ["mechanism.eps=[1, 2]", "attackers.0.share=[0.01, 0.1]"]
+    res = sw.run_sweep(path, grid, replications=2, out=tmp_path / "o", progress=False, point_reports=False)
+    summary = pd.read_csv(tmp_path / "o" / "attack.csv")
+    assert (tmp_path / "o" / "attack.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    keys = ["mechanism.eps", "attackers.0.share"]
+    assert len(summary.drop_duplicates(subset=keys)) == 4
+    # the gain column is the mean over replications of the end rows of the tidy table
+    table = res.table
+    end = table[(table["task"] == "attack") & (table["quantity"] == "gain") & (table["reason"] == "end")]
+    want = end.groupby(keys)["estimate"].mean()
+    got = summary.drop_duplicates(subset=keys).set_index(keys)["gain"]
+    assert ((got - want.loc[got.index]).abs() < 1e-9).all()
+    # random bit vectors at a tenth of the reports: the support size finds them in every replication
+    loud = summary[(summary["attackers.0.share"] == 0.1) & (summary["detector"] == "support size")]
+    assert (loud["detected"] == 1.0).all()
+    assert sweep_report.attack_summary(table.iloc[0:0], keys).empty

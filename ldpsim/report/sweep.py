@@ -165,3 +165,116 @@ def _panel(ax: Any, summary: pd.DataFrame, key: str, others: list[str]) -> None:
     ax.set_ylabel("RMS error of the final frequency estimates")
     ax.set_title(f"error against {key}" + (f"\n({note})" if note else ""), fontsize=9)
     ax.legend(fontsize=7)
+
+
+# ----------------------------------------------------------------------------- fake respondents
+#: The columns of :func:`attack_summary` after the swept keys.
+ATTACK_COLUMNS = ["attacker", "gain", "gain_exact", "detector", "detected", "median_time"]
+
+
+def _attack_rows(table: pd.DataFrame) -> pd.DataFrame:
+    if "task" not in table.columns:
+        return table.iloc[0:0]
+    task = table["task"].astype(str)
+    return table[((task == "attack") | task.str.endswith(":attack")) & (table["reason"] == "end")]
+
+
+def attack_summary(table: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """Per grid point, attacker and detector, at the end (means over replications): the gain
+    and its exact expectation, and for each detector the share of replications that raised
+    the alarm and the median time it did (empty without ``[[attackers]]``)."""
+    rows = _attack_rows(table)
+    keys = list(keys)
+    if rows.empty:
+        return pd.DataFrame(columns=keys + ATTACK_COLUMNS)
+    gain = rows[rows["quantity"] == "gain"]
+    gains = (
+        gain.groupby(keys + ["category"], sort=False)
+        .agg(gain=("estimate", "mean"), gain_exact=("theory", "mean"))
+        .reset_index()
+        .rename(columns={"category": "attacker"})
+    )
+    at = rows[rows["quantity"] == "detected_at"]
+    found = (
+        at.groupby(keys + ["category"], sort=False)["estimate"]
+        .agg(detected=lambda s: float(s.notna().mean()), median_time=lambda s: float(s.dropna().median()))
+        .reset_index()
+        .rename(columns={"category": "detector"})
+    )
+    if found.empty:
+        gains["detector"], gains["detected"], gains["median_time"] = "", np.nan, np.nan
+        return gains[keys + ATTACK_COLUMNS]
+    out = gains.merge(found, on=keys, how="left")
+    return out[keys + ATTACK_COLUMNS]
+
+
+def attack_figure(summary: pd.DataFrame, keys: Sequence[str], title: str = "") -> bytes | None:
+    """PNG bytes: the gain and the detection time against the swept keys. With two numeric
+    keys, surfaces (one heat map of the measured gain per attacker, one of the median detection
+    time per detector, a cell left blank where the detector never raised the alarm); otherwise
+    one panel per key, gain (measured and exact) and detection time against it, averaged
+    over the other keys. None without attackers."""
+    keys = list(keys)
+    if summary.empty or not keys:
+        return None
+    with quiet_figures():
+        if len(keys) == 2 and all(_numeric(summary[k].tolist()) for k in keys):
+            fig = _surfaces(summary, keys)
+        else:
+            fig = _attack_lines(summary, keys)
+        if title:
+            fig.suptitle(title, fontsize=10)
+        fig.tight_layout()
+        return png_bytes(fig)
+
+
+def _surfaces(summary: pd.DataFrame, keys: list[str]) -> Any:
+    a, b = keys
+    xs = sorted(set(summary[a].astype(float)))
+    ys = sorted(set(summary[b].astype(float)))
+    attackers = list(dict.fromkeys(summary["attacker"]))
+    detectors = [d for d in dict.fromkeys(summary["detector"]) if isinstance(d, str) and d]
+    panels = [("gain", name, "attacker") for name in attackers] + [("median_time", d, "detector") for d in detectors]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.0), squeeze=False)
+    for ax, (column, name, by) in zip(axes[0], panels):
+        part = summary[summary[by] == name]
+        grid = np.full((len(ys), len(xs)), np.nan)
+        for _, row in part.drop_duplicates(subset=[a, b]).iterrows():
+            grid[ys.index(float(row[b])), xs.index(float(row[a]))] = row[column]
+        image = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis")
+        ax.set_xticks(range(len(xs)))
+        ax.set_xticklabels([f"{v:g}" for v in xs], fontsize=8)
+        ax.set_yticks(range(len(ys)))
+        ax.set_yticklabels([f"{v:g}" for v in ys], fontsize=8)
+        ax.set_xlabel(a)
+        ax.set_ylabel(b)
+        what = f"gain of {name}" if column == "gain" else f"median detection time: {name} (blank: no alarm)"
+        ax.set_title(short_label(what, 40), fontsize=9)
+        fig.colorbar(image, ax=ax, shrink=0.8)
+    return fig
+
+
+def _attack_lines(summary: pd.DataFrame, keys: list[str]) -> Any:
+    fig, axes = plt.subplots(2, len(keys), figsize=(5.0 * len(keys), 7.0), squeeze=False)
+    for i, key in enumerate(keys):
+        order = list(dict.fromkeys(summary[key].tolist()))
+        numeric = _numeric(order)
+        pos = {v: (float(v) if numeric else float(j)) for j, v in enumerate(order)}
+        gains = summary.drop_duplicates(subset=keys + ["attacker"])
+        for name, g in gains.groupby("attacker", sort=False):
+            m = g.groupby(key, sort=False)[["gain", "gain_exact"]].mean()
+            x = [pos[v] for v in m.index]
+            axes[0][i].plot(x, m["gain"], "o-", ms=4, label=f"{name}: measured")
+            axes[0][i].plot(x, m["gain_exact"], "--", label=f"{name}: exact")
+        for name, g in summary.dropna(subset=["median_time"]).groupby("detector", sort=False):
+            m = g.groupby(key, sort=False)["median_time"].mean()
+            axes[1][i].plot([pos[v] for v in m.index], m.to_numpy(), "o-", ms=4, label=str(name))
+        for ax, label in ((axes[0][i], "gain (mean over the other keys)"), (axes[1][i], "median detection time")):
+            ax.set_xlabel(key)
+            ax.set_ylabel(label)
+            if ax.has_data():
+                ax.legend(fontsize=7)
+            if not numeric:
+                ax.set_xticks(range(len(order)))
+                ax.set_xticklabels([short_label(v, 16) for v in order], rotation=20, fontsize=8)
+    return fig
