@@ -658,7 +658,8 @@ def _attacks(scenario, results: pd.DataFrame) -> list[str]:
         f"At the end, over {reps} replication(s): the gain is the targets' estimated total share (or a numeric "
         "question's estimated mean) from all the reports minus that from the honest ones alone (Cao, Jia and Gong "
         "2021; Li et al. 2023); gain_exact its expectation given the fake reports received, exact for every "
-        "mechanism; truth the targets' true share (or the true mean); flagged the share of the attacker's reports "
+        "mechanism; truth the targets' true share (or the true mean); gain_after_norm_sub the gain once both "
+        "estimates are projected by Norm-Sub (the weak defence); flagged the share of the attacker's reports "
         "that frequent-itemset detection flagged at the end and gain_after_recovery the gain once every flagged "
         "report is removed (with server.keep_reports). docs/risk.md explains each.",
         "",
@@ -670,7 +671,8 @@ def _attacks(scenario, results: pd.DataFrame) -> list[str]:
             "Detection: `detected` is the share of replications in which the anytime-valid monitor raised the alarm "
             "(false-alarm probability alpha over the whole collection), median_time when it did; for frequent "
             "itemsets, the first checkpoint at which a set was found, and the share of honest reports flagged at the "
-            "end. attack.png draws the gain and the "
+            "end; each defence's cost on the honest respondents alone: how much it changes the L1 error of their "
+            "estimate against the answers' law (negative: it helps). attack.png draws the gain and the "
             "monitors over time.",
             "",
             _md_table(detectors),

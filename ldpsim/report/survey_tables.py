@@ -344,6 +344,9 @@ def attack_tables(results: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             "truth": gains["truth"].mean(),
         }
     )
+    normsub = per("normsub_gain")
+    if not normsub.empty:
+        attackers["gain_after_norm_sub"] = normsub.groupby("category", sort=False)["estimate"].mean()
     recovered = per("recovered_gain")
     if not recovered.empty:
         attackers["flagged"] = per("flagged_fake").groupby("category", sort=False)["estimate"].mean()
@@ -358,6 +361,13 @@ def attack_tables(results: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                 "detected": float(hit.mean()),
                 "median_time": float(at.loc[hit, "estimate"].median()) if hit.any() else np.nan,
                 "final_log_e_value": float(per("log_e_value").query("category == @name")["estimate"].mean()),
+            }
+        )
+    for name, part in per("honest_l1_change").groupby("category", sort=False):
+        found.append(
+            {
+                "detector": f"{name}: change of the honest estimate's L1 error",
+                "detected": float(part["estimate"].mean()),
             }
         )
     honest = per("flagged_honest")

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ldpsim.analyst.consistency import norm_sub
 from ldpsim.attacks import STRATEGIES, ExcessMonitor, SizeMonitor, frequent_itemset, recovered_estimate, strategy
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms.base import NotAvailable
@@ -223,7 +224,7 @@ class Campaign:
         self._seen_n = server.n_received
 
     # --------------------------------------------------------------- rows
-    def rows(self, server: Any, reports: NDArray | None, time: float) -> list[dict[str, Any]]:
+    def rows(self, server: Any, reports: NDArray | None, time: float, final: bool = False) -> list[dict[str, Any]]:
         """The checkpoint's rows (task ``attack``)."""
         mech = self.mech
         total_n = server.n_received
@@ -243,6 +244,18 @@ class Campaign:
             expected = (fake_n / total_n) * (st.estimate(mech, fake_stat, fake_n, t) - truth) if fake_n else 0.0
             out.append(_row("gain", att.name, st.estimate(mech, server.counts, total_n, t) - before, truth, expected))
             out.append(_row("fake_share", att.name, self.fake_n[a] / total_n, math.nan, att.share))
+        if self.answers:  # the weak defence: Norm-Sub on the poisoned estimate, and what it does to the honest one
+            poisoned = np.asarray(mech.invert(server.counts / float(total_n)))
+            clean = np.asarray(mech.invert(honest / float(honest_n)))
+            pois_ns, clean_ns = norm_sub(poisoned), norm_sub(clean)
+            for att in self.attackers:
+                t = att.targets
+                out.append(
+                    _row("normsub_gain", att.name, float(pois_ns[t].sum() - clean_ns[t].sum()), math.nan, math.nan)
+                )
+            truth = np.asarray(self.prior, dtype=np.float64)
+            cost = float(np.abs(clean_ns - truth).sum() - np.abs(clean - truth).sum())
+            out.append(_row("honest_l1_change", "norm-sub", cost, math.nan, math.nan))
         for monitor in self.monitors:
             at = math.nan if monitor.detected_at is None else monitor.detected_at
             out.append(_row("log_e_value", monitor.name, monitor.log_e, math.nan, monitor.threshold))
@@ -268,6 +281,15 @@ class Campaign:
             removed = mech.statistic(reports[flagged]) if flagged.any() else np.zeros_like(server.counts)
             kept = recovered_estimate(mech, server.counts, total_n, removed, int(flagged.sum()))
             before = np.asarray(mech.invert(honest / float(honest_n)))
+            if final and honest_rows.any():  # the defence's cost on the same honest respondents alone
+                alone = reports[honest_rows]
+                own = frequent_itemset(mech, alone, min(att.alpha for att in self.attackers) / self.looks).flagged
+                out_stat = mech.statistic(alone[own]) if own.any() else np.zeros_like(server.counts)
+                plain = np.asarray(mech.invert(mech.statistic(alone) / float(len(alone))))
+                cleaned = recovered_estimate(mech, mech.statistic(alone), len(alone), out_stat, int(own.sum()))
+                truth = np.asarray(self.prior, dtype=np.float64)
+                cost = float(np.abs(cleaned - truth).sum() - np.abs(plain - truth).sum())
+                out.append(_row("honest_l1_change", "frequent itemset", cost, math.nan, math.nan))
             for att in self.attackers:
                 t = att.targets
                 out.append(

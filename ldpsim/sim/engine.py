@@ -795,7 +795,7 @@ class Replication:
         for q, campaign in self.campaigns:
             own = base if self.questions is None else {**base, "n_received": cps[q].n_received}
             task = "attack" if self.questions is None else f"{self.questions.questions[q].name}:attack"
-            for row in campaign.rows(self.servers[q], cps[q].reports, t):
+            for row in campaign.rows(self.servers[q], cps[q].reports, t, reason == "end"):
                 self.rows.append({**own, "task": task, **row})
         for xt, task, joint, true_joint in self.crosstabs:  # n_received: the pairs of reports received
             n = cps[xt.first].n_received

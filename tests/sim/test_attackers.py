@@ -119,6 +119,11 @@ def test_frequent_itemset_flags_the_fake_reports_and_recovers() -> None:
     gain = _attack(df, "gain", 3).estimate.iloc[0]
     recovered = _attack(df, "recovered_gain", 3).estimate.iloc[0]
     assert gain > 0.5 and abs(recovered) < 0.1 * gain
+    # Norm-Sub, the weak defence, keeps most of the gain; its cost and detection's on the honest
+    # reports alone are measured at the end (detection flags none of them here: no cost)
+    assert 0 < _attack(df, "normsub_gain", 3).estimate.iloc[0] <= gain
+    cost = _attack(df, "honest_l1_change", 3).set_index("category").estimate
+    assert cost["frequent itemset"] == 0.0 and np.isfinite(cost["norm-sub"])
 
 
 def test_random_perturbed_values_are_detected_by_the_support_size() -> None:
