@@ -46,6 +46,18 @@ class Strategy(ABC):
     summary: ClassVar[str]
     #: whether the strategy needs the honest answers' law and the fake share
     needs_prior: ClassVar[bool] = False
+    #: what the strategy moves: ``"answers"`` (a frequency oracle's targets) or ``"mean"``
+    moves: ClassVar[str]
+
+    @staticmethod
+    @abstractmethod
+    def estimate(mech: Any, counts: NDArray, n: int, targets: Any) -> float:
+        """The moved quantity from a statistic of ``n`` reports."""
+
+    @staticmethod
+    @abstractmethod
+    def truth(prior: Any, targets: Any) -> float:
+        """The moved quantity's true value."""
 
     @abstractmethod
     def reports(
@@ -77,12 +89,10 @@ class AnswerStrategy(Strategy):
     """A strategy that promotes answers of a frequency oracle: the quantity it moves is the
     targets' estimated total share."""
 
-    #: what the strategy moves: ``"answers"`` (a frequency oracle's targets) or ``"mean"``
     moves: ClassVar[str] = "answers"
 
     @staticmethod
     def estimate(mech: Any, counts: NDArray, n: int, targets: Any) -> float:
-        """The moved quantity from a statistic of ``n`` reports."""
         return float(np.asarray(mech.invert(np.asarray(counts) / float(n)))[targets].sum())
 
     @staticmethod

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -70,7 +70,7 @@ class InteractiveProtocol:
         if k < 1 or min(speakers) < 0:
             raise invalid("speakers", speakers, "party indices 0..k-1, one per slot")
         self.parties = k
-        sizes_in = [int(inputs)] * k if np.ndim(inputs) == 0 else [int(a) for a in inputs]  # type: ignore[arg-type]
+        sizes_in = [int(inputs)] * k if isinstance(inputs, (int, np.integer)) else [int(a) for a in inputs]
         if len(sizes_in) != k or min(sizes_in) < 2:
             raise invalid("inputs", inputs, f"one alphabet size >= 2 per party ({k} parties)")
         self.inputs = tuple(sizes_in)
@@ -147,10 +147,10 @@ class InteractiveProtocol:
                 h = np.arange(w.shape[1])
                 step = rule[vs[:, j][:, None], h[None, :], :]  # (V, H, m)
                 w = (w[:, :, None] * step).reshape(w.shape[0], -1)
-            m = self.private[0]
+            m: NDArray[Any] = self.private[0]
             for p in self.private[1:]:
                 m = np.kron(m, p)
-            self._law = m @ w
+            self._law = np.asarray(m @ w, dtype=np.float64)
         return self._law
 
     # ------------------------------------------------------------------ privacy

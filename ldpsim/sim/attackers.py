@@ -253,8 +253,8 @@ class Campaign:
                 out.append(
                     _row("normsub_gain", att.name, float(pois_ns[t].sum() - clean_ns[t].sum()), math.nan, math.nan)
                 )
-            truth = np.asarray(self.prior, dtype=np.float64)
-            cost = float(np.abs(clean_ns - truth).sum() - np.abs(clean - truth).sum())
+            law = np.asarray(self.prior, dtype=np.float64)
+            cost = float(np.abs(clean_ns - law).sum() - np.abs(clean - law).sum())
             out.append(_row("honest_l1_change", "norm-sub", cost, math.nan, math.nan))
         for monitor in self.monitors:
             at = math.nan if monitor.detected_at is None else monitor.detected_at
@@ -280,15 +280,15 @@ class Campaign:
             out.append(_row("flagged_honest", "frequent itemset", share, math.nan, math.nan))
             removed = mech.statistic(reports[flagged]) if flagged.any() else np.zeros_like(server.counts)
             kept = recovered_estimate(mech, server.counts, total_n, removed, int(flagged.sum()))
-            before = np.asarray(mech.invert(honest / float(honest_n)))
+            clean_all = np.asarray(mech.invert(honest / float(honest_n)))
             if final and honest_rows.any():  # the defence's cost on the same honest respondents alone
                 alone = reports[honest_rows]
                 own = frequent_itemset(mech, alone, min(att.alpha for att in self.attackers) / self.looks).flagged
                 out_stat = mech.statistic(alone[own]) if own.any() else np.zeros_like(server.counts)
                 plain = np.asarray(mech.invert(mech.statistic(alone) / float(len(alone))))
                 cleaned = recovered_estimate(mech, mech.statistic(alone), len(alone), out_stat, int(own.sum()))
-                truth = np.asarray(self.prior, dtype=np.float64)
-                cost = float(np.abs(cleaned - truth).sum() - np.abs(plain - truth).sum())
+                law = np.asarray(self.prior, dtype=np.float64)
+                cost = float(np.abs(cleaned - law).sum() - np.abs(plain - law).sum())
                 out.append(_row("honest_l1_change", "frequent itemset", cost, math.nan, math.nan))
             for att in self.attackers:
                 t = att.targets
@@ -296,7 +296,7 @@ class Campaign:
                     _row(
                         "recovered_gain",
                         att.name,
-                        float(kept[t].sum() - before[t].sum()),
+                        float(kept[t].sum() - clean_all[t].sum()),
                         float(self.prior[t].sum()),
                         math.nan,
                     )

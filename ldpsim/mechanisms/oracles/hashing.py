@@ -529,7 +529,9 @@ class LocalHashing(PureSupport):
         t = target_indices(targets, self.k)
         n = v.integer(n, "n", minimum=0)
         gen = as_generator(rng)
-        best_count, keep_seeds, keep_values = 0, [], []
+        best_count = 0
+        keep_seeds: list[NDArray[np.int64]] = []
+        keep_values: list[NDArray[np.int64]] = []
         x = np.broadcast_to(t, (self.CRAFT_ROUND, t.size)).copy()
         for _ in range(self.CRAFT_ROUNDS):
             seeds = gen.integers(0, self.prime, size=(self.CRAFT_ROUND, 3), dtype=np.int64)
@@ -544,7 +546,7 @@ class LocalHashing(PureSupport):
                 value[rows] = h[rows, np.argmax(same[rows], axis=1)]
             top = int(best.max())
             if top > best_count:
-                best_count, keep_seeds, keep_values = top, [], []
+                best_count, keep_seeds, keep_values = top, [], []  # a better count: start over
             if top == best_count:
                 hit = best == top
                 keep_seeds.append(seeds[hit])
