@@ -81,8 +81,8 @@ def test_measured_gain_is_unbiased_for_its_exact_expectation(mech, mode, strateg
     probability)."""
     from ldpsim.attacks import expected_gain
 
-    sc = _scenario(mech, mode, strategy=strategy, size=3000 if mech == "olh" else 8000)
-    reps = 30 if mech == "olh" else 60
+    sc = _scenario(mech, mode, strategy=strategy, size=3000 if mech == "olh" else 5000)
+    reps = 20 if mech == "olh" else 30
     gains, theory = [], []
     for r in range(reps):
         row = _attack(run_replication(sc, r, 2026), "gain", 3).iloc[0]
