@@ -235,8 +235,12 @@ def _surfaces(summary: pd.DataFrame, keys: list[str]) -> Any:
     attackers = list(dict.fromkeys(summary["attacker"]))
     detectors = [d for d in dict.fromkeys(summary["detector"]) if isinstance(d, str) and d]
     panels = [("gain", name, "attacker") for name in attackers] + [("median_time", d, "detector") for d in detectors]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.0), squeeze=False)
-    for ax, (column, name, by) in zip(axes[0], panels):
+    cols = min(3, len(panels))
+    rows = math.ceil(len(panels) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.8 * cols, 4.0 * rows), squeeze=False)
+    for ax in axes.ravel()[len(panels) :]:
+        ax.set_visible(False)
+    for ax, (column, name, by) in zip(axes.ravel(), panels):
         part = summary[summary[by] == name]
         grid = np.full((len(ys), len(xs)), np.nan)
         for _, row in part.drop_duplicates(subset=[a, b]).iterrows():
@@ -248,8 +252,12 @@ def _surfaces(summary: pd.DataFrame, keys: list[str]) -> Any:
         ax.set_yticklabels([f"{v:g}" for v in ys], fontsize=8)
         ax.set_xlabel(a)
         ax.set_ylabel(b)
-        what = f"gain of {name}" if column == "gain" else f"median detection time: {name} (blank: no alarm)"
-        ax.set_title(short_label(what, 40), fontsize=9)
+        what = (
+            f"gain of {short_label(name, 30)}"
+            if column == "gain"
+            else f"median detection time\n{short_label(name, 30)} (blank: no alarm)"
+        )
+        ax.set_title(what, fontsize=9)
         fig.colorbar(image, ax=ax, shrink=0.8)
     return fig
 
