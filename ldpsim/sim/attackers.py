@@ -86,7 +86,7 @@ def build_attacker(
                 f"through a frequency oracle (here a {kind} question with {mech!r}; numeric questions take "
                 "output_mean or input_mean)"
             )
-        targets = _answer_targets(spec, where, labels, prior)
+        targets = answer_targets(spec, where, labels, prior)
     count = int(round(spec.share * size / (1.0 - spec.share)))
     if count < 1:
         raise LdpSimError(
@@ -116,7 +116,8 @@ def build_attacker(
     )
 
 
-def _answer_targets(spec: Any, where: str, labels: list[str], prior: NDArray) -> NDArray[np.int64]:
+def answer_targets(spec: Any, where: str, labels: list[str], prior: NDArray) -> NDArray[np.int64]:
+    """An attacker's ``targets``: labels, or a number r (the r least likely answers under ``prior``)."""
     if spec.targets is None:
         raise LdpSimError(f"{where}.targets: got nothing, expected answer labels or a number of answers to promote")
     if isinstance(spec.targets, int):

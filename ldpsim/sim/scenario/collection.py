@@ -76,6 +76,7 @@ from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.base import NotAvailable
 from ldpsim.mechanisms.memo import Memoised
 from ldpsim.privacy.filters import AdvancedFilter, BasicFilter, allowed_reports
+from ldpsim.sim.attackers import answer_targets
 from ldpsim.sim.network import Latency
 from ldpsim.sim.scenario.common import (
     BuiltScenario,
@@ -413,15 +414,7 @@ def _attackers(
         stop = c.periods if a.stop is None else a.stop
         if not a.start <= stop <= c.periods:
             raise LdpSimError(f"{where}.stop: got {stop}, expected a period from start = {a.start} to {c.periods}")
-        if isinstance(a.targets, int):
-            if a.targets >= len(labels):
-                raise LdpSimError(f"{where}.targets: got {a.targets}, expected fewer than the {len(labels)} answers")
-            targets = np.sort(np.argsort(start, kind="stable")[: a.targets]).astype(np.int64)
-        else:
-            unknown = [t for t in a.targets if t not in labels]
-            if unknown:
-                raise LdpSimError(f"{where}.targets: got {unknown[0]!r}, expected one of the labels")
-            targets = np.unique([labels.index(t) for t in a.targets]).astype(np.int64)
+        targets = answer_targets(a, where, labels, start)
         for p in policies:
             try:
                 STRATEGIES[a.strategy].unit_support(p.mechanism, targets, prior=start, share=a.share)
