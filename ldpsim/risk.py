@@ -525,11 +525,46 @@ def repeated_risk(
 class ChangingRisk:
     """Per period: the accuracy of the server's best guess of the respondent's current
     answer from all its reports so far, its standard error (Monte Carlo), and the baseline
-    (the most likely answer of that period without any report)."""
+    (the most likely answer of that period without any report).
+
+    ``method`` says how: ``"forward filter"`` (the exact posterior per respondent, averaged
+    over simulated respondents) or, for memoised reports whose hidden state is too large to
+    filter, ``"bounds"``: ``accuracy`` is then ``nan`` and the accuracy lies between
+    ``lower`` and ``upper`` (each with its standard error), the accuracies of two rules the
+    server could use, one with less information than it has and one with more. Where the
+    accuracy is computed, ``lower`` and ``upper`` are the accuracy itself."""
 
     accuracy: NDArray[np.float64]
     standard_error: NDArray[np.float64]
     baseline: NDArray[np.float64]
+    method: str = "forward filter"
+    lower: NDArray[np.float64] | None = None
+    upper: NDArray[np.float64] | None = None
+    lower_se: NDArray[np.float64] | None = None
+    upper_se: NDArray[np.float64] | None = None
+
+    def __post_init__(self) -> None:
+        for name, same in (
+            ("lower", "accuracy"),
+            ("upper", "accuracy"),
+            ("lower_se", "standard_error"),
+            ("upper_se", "standard_error"),
+        ):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, getattr(self, same))
+
+
+#: memoised reports of changing answers are filtered exactly while ``k s^k`` (the current
+#: answer and the memo of every answer) is at most this; bounds beyond it
+MEMO_STATES = 4096
+#: filter entries (respondents x states) held at once
+_FILTER_ENTRIES = 1 << 21
+
+
+def _draw_rows(cum: NDArray[np.float64], rows: NDArray[np.int64], gen: np.random.Generator) -> NDArray[np.int64]:
+    """One draw from each of the laws ``cum[rows]`` (cumulative rows of a stochastic matrix)."""
+    c = cum[rows]
+    return (c < gen.random(rows.shape + (1,)) * c[..., -1:]).sum(axis=-1).clip(max=cum.shape[1] - 1)
 
 
 def changing_risk(
@@ -538,6 +573,7 @@ def changing_risk(
     steps: Sequence[ArrayLike],
     reported: ArrayLike | None = None,
     *,
+    permanent: Any = None,
     samples: int = 20_000,
     rng: Any = None,
 ) -> ChangingRisk:
@@ -547,9 +583,24 @@ def changing_risk(
     answer given every report so far is the forward filter of the hidden Markov chain, exact
     for each respondent, and the accuracy of its best guess ``E[max_x P(x_t | y_1..t)]`` is
     estimated over ``samples`` simulated respondents (standard error stated). With no change
-    (identity steps) it is :func:`repeated_risk`'s accuracy, which is exact."""
+    (identity steps) it is :func:`repeated_risk`'s accuracy, which is exact.
+
+    With ``permanent``, the reports are memoised (RAPPOR): the first report of each answer
+    ``v`` draws its memo ``S_v ~ permanent(. | v)``, kept for good, and every report of ``v``
+    is ``mechanism`` applied to ``S_v``, so an answer the respondent returns to reuses its
+    memo. The memos are independent of the path, so drawing all ``k`` of them at the start
+    changes nothing, and the hidden state is the current answer with the ``k`` memos:
+    ``k s^k`` states (``s`` memo symbols). Up to :data:`MEMO_STATES` of them the filter is run
+    exactly on that state. Beyond, the result brackets the accuracy (``method = "bounds"``):
+    from above by a server that also sees the memos (its filter has ``k`` states, the report
+    law of answer ``x`` being ``mechanism(. | S_x)``), from below by the best of guessing the
+    period's most likely answer and a server that treats the reports as unmemoised reports
+    through the chain ``permanent`` then ``mechanism``."""
     q = np.asarray(mechanism.matrix, dtype=np.float64)
-    k = q.shape[0]
+    m1 = None if permanent is None else np.asarray(permanent.matrix, dtype=np.float64)
+    k = q.shape[0] if m1 is None else m1.shape[0]
+    if m1 is not None and m1.shape[1] != q.shape[0]:
+        raise invalid("permanent", f"{m1.shape[1]} outputs", f"as many as the mechanism's inputs ({q.shape[0]})")
     pi = _prior(start, k)
     mats = [np.asarray(m, dtype=np.float64) for m in steps]
     if any(m.shape != (k, k) for m in mats):
@@ -560,25 +611,91 @@ def changing_risk(
         raise invalid("reported", f"shape {rep.shape}", f"one flag per period ({periods})")
     samples = v.integer(samples, "samples", minimum=2)
     gen = np.random.default_rng(rng)
-    cq = np.cumsum(q, axis=1)
-    x = (np.cumsum(pi)[None, :] < gen.random((samples, 1))).sum(axis=1).clip(max=k - 1)
-    alpha = np.broadcast_to(pi, (samples, k)).copy()
+    # the respondents: answers over time and, memoised, every answer's memo
+    cum_steps = [np.cumsum(m, axis=1) for m in mats]
+    x = np.empty((periods, samples), dtype=np.int64)
+    x[0] = (np.cumsum(pi)[None, :] < gen.random((samples, 1))).sum(axis=1).clip(max=k - 1)
+    for t in range(1, periods):
+        x[t] = _draw_rows(cum_steps[t - 1], x[t - 1], gen)
+    memo = None if m1 is None else _draw_rows(np.cumsum(m1, axis=1), np.broadcast_to(np.arange(k), (samples, k)), gen)
+    sent = x if memo is None else np.take_along_axis(memo, x.T, axis=1).T  # what each report randomises
+    y = _draw_rows(np.cumsum(q, axis=1), sent, gen)
+    base = np.empty(periods)
     law = pi.copy()
-    acc, se, base = np.empty(periods), np.empty(periods), np.empty(periods)
     for t in range(periods):
+        law = law if t == 0 else law @ mats[t - 1]
+        base[t] = float(law.max())
+
+    def summary(values: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        return values.mean(axis=1), values.std(axis=1, ddof=1) / math.sqrt(samples)
+
+    if m1 is None:
+        best = _filter(pi, mats, rep, lambda t: q[:, y[t]].T, samples)[0]
+        acc, se = summary(best)
+        return ChangingRisk(acc, se, base)
+    s = m1.shape[1]
+    if k * s**k <= MEMO_STATES:
+        acc, se = summary(_memo_filter(pi, mats, rep, m1, q, y))
+        return ChangingRisk(acc, se, base)
+    upper, _ = _filter(pi, mats, rep, lambda t: q[memo, y[t][:, None]], samples)
+    chain = m1 @ q
+    _, guess = _filter(pi, mats, rep, lambda t: chain[:, y[t]].T, samples)
+    right = (guess == x).astype(np.float64)
+    lo, lo_se = summary(right)
+    better = base > lo  # the period's mode beats the misread filter: its accuracy is exact
+    lo, lo_se = np.where(better, base, lo), np.where(better, 0.0, lo_se)
+    hi, hi_se = summary(upper)
+    nan = np.full(periods, np.nan)
+    return ChangingRisk(nan, nan, base, "bounds", lo, hi, lo_se, hi_se)
+
+
+def _filter(
+    pi: NDArray[np.float64], mats: list[NDArray[np.float64]], rep: NDArray[np.bool_], emission: Any, samples: int
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """The forward filter over the ``k`` answers for every simulated respondent, the report
+    of period ``t`` weighing answer ``x`` by ``emission(t)[:, x]`` (respondents x answers):
+    per period, the largest posterior and its answer (periods x respondents)."""
+    alpha = np.broadcast_to(pi, (samples, pi.size)).copy()
+    best = np.empty((len(rep), samples))
+    guess = np.empty((len(rep), samples), dtype=np.int64)
+    for t in range(len(rep)):
         if t > 0:
-            m = mats[t - 1]
-            cm = np.cumsum(m, axis=1)
-            x = (cm[x] < gen.random((samples, 1)) * cm[x][:, -1:]).sum(axis=1).clip(max=k - 1)
-            alpha = alpha @ m
-            law = law @ m
+            alpha = alpha @ mats[t - 1]
         if rep[t]:
-            y = (cq[x] < gen.random((samples, 1)) * cq[x][:, -1:]).sum(axis=1).clip(max=q.shape[1] - 1)
-            alpha = alpha * q[:, y].T
+            alpha = alpha * emission(t)
         alpha /= alpha.sum(axis=1, keepdims=True)
-        best = alpha.max(axis=1)
-        acc[t], se[t], base[t] = float(best.mean()), float(best.std(ddof=1) / math.sqrt(samples)), float(law.max())
-    return ChangingRisk(acc, se, base)
+        best[t], guess[t] = alpha.max(axis=1), alpha.argmax(axis=1)
+    return best, guess
+
+
+def _memo_filter(
+    pi: NDArray[np.float64],
+    mats: list[NDArray[np.float64]],
+    rep: NDArray[np.bool_],
+    m1: NDArray[np.float64],
+    q: NDArray[np.float64],
+    y: NDArray[np.int64],
+) -> NDArray[np.float64]:
+    """The exact filter over (current answer, every answer's memo) for memoised reports: the
+    largest posterior of the current answer, periods x respondents (in blocks of respondents)."""
+    k, s = m1.shape
+    configs = np.array(list(np.ndindex(*(s,) * k)), dtype=np.int64).reshape(-1, k)  # (s^k, k)
+    weight = m1[np.arange(k)[None, :], configs].prod(axis=1)  # P(memos)
+    emit = q[configs.T]  # (k, s^k, outputs): the report law of answer x under each memo set
+    periods, samples = y.shape
+    best = np.empty((periods, samples))
+    block = max(1, _FILTER_ENTRIES // (k * configs.shape[0]))
+    for lo in range(0, samples, block):
+        hi = min(samples, lo + block)
+        alpha = np.broadcast_to(pi[:, None] * weight[None, :], (hi - lo, k, configs.shape[0])).copy()
+        for t in range(periods):
+            if t > 0:
+                alpha = np.einsum("nxc,xz->nzc", alpha, mats[t - 1])
+            if rep[t]:
+                alpha *= np.moveaxis(emit[:, :, y[t, lo:hi]], 2, 0)
+            alpha /= alpha.sum(axis=(1, 2), keepdims=True)
+            best[t, lo:hi] = alpha.sum(axis=2).max(axis=1)
+    return best
 
 
 #: the largest k a report's risk table estimates by Monte Carlo (k log-densities per draw)

@@ -37,7 +37,7 @@ from ldpsim.report.figures import amount, log_axes, period_label, plt, png_bytes
 from ldpsim.report.html import Section, run_html
 from ldpsim.report.html import table as md_table
 from ldpsim.report.tables import read_csv, rms
-from ldpsim.risk import changing_risk, repeated_risk
+from ldpsim.risk import MEMO_STATES, changing_risk, repeated_risk
 
 COLUMNS = [
     "replication",
@@ -476,9 +476,12 @@ def risk_over_time(scenario: Any) -> pd.DataFrame:
         else:
             linked = repeated_risk(p.mechanism, prior, [1, *counts], rng=0)
         moving = None
-        if steps is not None and p.memo is None and p.lowered is None:
+        if steps is not None and p.lowered is None:
             reported = np.arange(T) < (T if p.allowed is None else p.allowed)
-            moving = changing_risk(p.mechanism, prior, steps, reported, rng=0)
+            if p.memo is not None:
+                moving = changing_risk(p.memo.instantaneous, prior, steps, reported, permanent=p.memo.permanent, rng=0)
+            else:
+                moving = changing_risk(p.mechanism, prior, steps, reported, rng=0)
         for t, r, acc, how in zip(periods, counts, linked.accuracy[1:], linked.method[1:]):
             row = {
                 "policy": p.name,
@@ -493,6 +496,9 @@ def risk_over_time(scenario: Any) -> pd.DataFrame:
                 row["changing"] = float(moving.accuracy[t - 1]) if moving is not None else np.nan
                 row["changing_se"] = float(moving.standard_error[t - 1]) if moving is not None else np.nan
                 row["changing_baseline"] = float(moving.baseline[t - 1]) if moving is not None else np.nan
+                if moving is not None and moving.method == "bounds":
+                    row["changing_at_least"] = float(moving.lower[t - 1])
+                    row["changing_at_most"] = float(moving.upper[t - 1])
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -524,8 +530,11 @@ def _risk_over_time(scenario: Any) -> list[str]:
         "common answer. Exact, by enumerating the counts of the reports (docs/risk.md). Where answers change, "
         "`changing` is the same server's accuracy on the current answer of a respondent whose answer follows the "
         "scenario's dynamics, from all its reports (the forward filter of the chain, exact per respondent, by Monte "
-        "Carlo over 20,000 respondents with its standard error; not computed for memoisation or a lowered last "
-        "report), beside that period's baseline:",
+        "Carlo over 20,000 respondents with its standard error; not computed for a lowered last report), beside "
+        "that period's baseline. Memoised reports of changing answers are filtered exactly while the answers and "
+        f"their memos have at most {MEMO_STATES:,} joint states; beyond that `changing_at_least` and "
+        "`changing_at_most` bracket the accuracy: a server that reads the reports as unmemoised, or guesses the "
+        "period's most likely answer, is right that often at least, and one that also saw the memos at most:",
         "",
         md_table(table),
         "",

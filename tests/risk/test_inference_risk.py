@@ -442,3 +442,79 @@ def test_unchanged_answers_are_the_repeated_reports():
     mc = changing_risk(mech, pi, [np.eye(4)] * 5, samples=50_000, rng=7)
     exact = repeated_risk(mech, pi, 6).accuracy[1:]
     assert np.all(np.abs(mc.accuracy - exact) <= stats.norm.isf(FALSE_FAILURE / 12) * mc.standard_error)
+
+
+def _memo_exact(pi, step, m1, m2, periods):
+    """P(best guess of the last answer is right) for memoised reports of a changing answer:
+    every path of answers, every set of memos (one per answer) and every report sequence."""
+    k, s = m1.shape
+    out = m2.shape[1]
+    total = 0.0
+    for ys in itertools.product(range(out), repeat=periods):
+        joint = np.zeros(k)
+        for memos in itertools.product(range(s), repeat=k):
+            w = np.prod([m1[v, memos[v]] for v in range(k)])
+            for xs in itertools.product(range(k), repeat=periods):
+                p = pi[xs[0]] * np.prod([step[xs[t], xs[t + 1]] for t in range(periods - 1)])
+                joint[xs[-1]] += w * p * np.prod([m2[memos[xs[t]], ys[t]] for t in range(periods)])
+        total += joint.max()
+    return total
+
+
+_MEMO_CASE = dict(
+    pi=np.array([0.5, 0.3, 0.2]),
+    step=np.array([[0.7, 0.2, 0.1], [0.15, 0.7, 0.15], [0.3, 0.1, 0.6]]),
+    m1=np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.25, 0.25, 0.5]]),
+    m2=np.array([[0.6, 0.4], [0.3, 0.7], [0.5, 0.5]]),
+)
+
+
+def _finite(matrix):
+    from types import SimpleNamespace  # deferred: only these tests need a bare matrix holder
+
+    return SimpleNamespace(matrix=matrix)
+
+
+def test_memoised_changing_answers_against_every_path_memo_and_report_sequence():
+    """Memoised reports (a memo per answer, reused when the answer comes back) of a 3-answer
+    chain over 3 periods: the exact filter over (answer, memos) within its stated error of the
+    enumeration written here, which shares no code with the library."""
+    from ldpsim.risk import changing_risk
+
+    c = _MEMO_CASE
+    exact = _memo_exact(c["pi"], c["step"], c["m1"], c["m2"], 3)
+    got = changing_risk(_finite(c["m2"]), c["pi"], [c["step"]] * 2, permanent=_finite(c["m1"]), samples=40_000, rng=5)
+    assert got.method == "forward filter"
+    assert abs(got.accuracy[2] - exact) <= stats.norm.isf(FALSE_FAILURE / 2) * got.standard_error[2]
+
+
+def test_memoised_bounds_bracket_the_exact_accuracy(monkeypatch):
+    """Beyond the filter's states the result is a bracket: a server that ignores the memos
+    (lower) and one that sees them (upper) around the enumerated accuracy."""
+    import ldpsim.risk as risk
+
+    c = _MEMO_CASE
+    exact = _memo_exact(c["pi"], c["step"], c["m1"], c["m2"], 3)
+    monkeypatch.setattr(risk, "MEMO_STATES", 1)
+    got = risk.changing_risk(_finite(c["m2"]), c["pi"], [c["step"]] * 2, permanent=_finite(c["m1"]), rng=6)
+    z = stats.norm.isf(FALSE_FAILURE / 2)
+    assert got.method == "bounds" and np.isnan(got.accuracy).all()
+    assert got.lower[2] - z * got.lower_se[2] <= exact <= got.upper[2] + z * got.upper_se[2]
+    assert got.upper[2] - got.lower[2] > 0.02  # the bracket says something: the memos matter here
+
+
+def test_memoised_unchanged_answers_are_the_repeated_memoised_reports():
+    from ldpsim.risk import changing_risk, repeated_risk
+
+    pi = np.array([0.4, 0.35, 0.25])
+    rr, perm = catalog.build("randomized_response", k=3, eps=1.0), catalog.build("randomized_response", k=3, eps=2.0)
+    mc = changing_risk(rr, pi, [np.eye(3)] * 4, permanent=perm, samples=30_000, rng=8)
+    exact = repeated_risk(rr, pi, 5, permanent=perm).accuracy[1:]
+    assert np.all(np.abs(mc.accuracy - exact) <= stats.norm.isf(FALSE_FAILURE / 10) * mc.standard_error)
+
+
+def test_memoised_changing_risk_checks_the_alphabets():
+    from ldpsim.risk import changing_risk
+
+    with pytest.raises(LdpSimError, match="permanent"):
+        changing_risk(_finite(np.eye(2)), [0.5, 0.5], [np.eye(2)], permanent=_finite(np.full((2, 3), 1 / 3)))
