@@ -38,7 +38,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .. import _validate as V
 from ..errors import invalid
-from .decisions import MAX_TENSOR_ENTRIES, OBSERVER, _check, decide
+from .decisions import MAX_CLASS_COMBOS, MAX_TENSOR_ENTRIES, OBSERVER, _check, decide, symmetric_rule_gain
 from .gains import bit_probabilities
 from .protocol import Protocol
 from .tasks import Task
@@ -159,6 +159,9 @@ def rule_gain(
     ]
     sizes = [inputs[j] if j == party else len(used[j]) for j in range(k)]
     entries = task.n_outputs * math.prod(sizes)
+    too_big = entries > MAX_TENSOR_ENTRIES or math.prod(sizes) > MAX_RULE_TRANSCRIPTS
+    if too_big and task.is_symmetric and p_one is None:  # bits uniform: by transcript classes, any k
+        return symmetric_rule_gain(nominal, actual, task, party, MAX_CLASS_COMBOS)
     if entries > MAX_TENSOR_ENTRIES:
         raise invalid(
             "parties",

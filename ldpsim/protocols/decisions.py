@@ -189,26 +189,81 @@ def _class_table(q: NDArray[np.float64], n: int) -> tuple[NDArray[np.float64], N
     """For one class of n identical parties: log P(counts of each symbol) under x uniform,
     and, row by row, the law of the number of ones given those counts (a convolution of
     binomials, on 0..n)."""
+    _, logw, posts = class_rows(q, n, q[0] + q[1] > 0)
+    return logw, posts
+
+
+def class_rows(
+    q: NDArray[np.float64], n: int, live: NDArray[np.bool_]
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+    """For one class of ``n`` parties with matrix ``q`` (bits uniform): every vector of counts
+    of the ``live`` symbols (rows, over all the symbols), its log probability (``-inf`` where
+    ``q`` cannot send it) and the law of the number of ones given it, on ``0..n``."""
     m = q.shape[1]
     marg = 0.5 * (q[0] + q[1])
-    live = marg > 0
     comps = _compositions(n, int(live.sum()))
     full = np.zeros((comps.shape[0], m), dtype=np.int64)
     full[:, live] = comps
-    with np.errstate(divide="ignore"):
-        logw = (
-            gammaln(n + 1)
-            - gammaln(full + 1).sum(axis=1)
-            + (full * np.where(live, np.log(np.where(live, marg, 1.0)), 0.0)).sum(axis=1)
-        )
-    p_one = np.where(live, q[1] / np.where(live, 2 * marg, 1.0), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logmarg = np.log(marg)
+        logw = gammaln(n + 1) - gammaln(full + 1).sum(axis=1) + np.where(full > 0, full * logmarg, 0.0).sum(axis=1)
+    sent = marg > 0
+    p_one = np.where(sent, q[1] / np.where(sent, 2 * marg, 1.0), 0.5)
     trials = np.arange(n + 1)
     posts = np.ones((full.shape[0], 1))
     for o in np.flatnonzero(live):
         # row c: the law of Binomial(c, p_one[o]) on 0..n; row 0 is a point mass at 0
         table = binom.pmf(trials[None, :], trials[:, None], p_one[o])
         posts = _convolve_rows(posts, table[full[:, o]])[:, : n + 1]
-    return logw, posts
+    return full, logw, posts
+
+
+def symmetric_rule_gain(nominal: Protocol, actual: Protocol, task: Task, party: int, max_classes: int) -> float:
+    """:func:`ldpsim.protocols.rule_gain` for a symmetric function of bits (inputs uniform)
+    by transcript classes: the parties are grouped by their pair of matrices (nominal,
+    actual); a class's counts of symbols have their law under ``actual`` and, under
+    ``nominal``, the law of the ones that the nominal rule reads. Parties in few classes: any
+    k (:data:`MAX_CLASS_COMBOS` combinations of counts at most)."""
+    others = _others(actual, party)
+    groups: dict[bytes, list] = {}
+    for j in others:
+        qn, qa = nominal.matrices[j], actual.matrices[j]
+        groups.setdefault(qn.tobytes() + b"|" + qa.tobytes(), [qn, qa, 0])[2] += 1
+    tables = []
+    for qn, qa, n in groups.values():
+        live = (qn[0] + qn[1] > 0) | (qa[0] + qa[1] > 0)
+        _, logw, posts_a = class_rows(qa, n, live)
+        _, logw_n, posts_n = class_rows(qn, n, live)
+        tables.append((logw, posts_a, logw_n, posts_n))
+    shape = tuple(len(t[0]) for t in tables)
+    combos = math.prod(shape)
+    if combos > max_classes:
+        raise invalid(
+            "protocol",
+            f"{combos:,} transcript classes",
+            f"at most {max_classes:,} for the exact gain of a rule on a symmetric function (parties in few classes)",
+        )
+    size = len(others) + 1
+    assert task.counts is not None
+    owns = [0] if party == OBSERVER else [0, 1]
+    gains = [np.eye(task.n_outputs)[task.counts[o + np.arange(size)]] @ task.gain for o in owns]
+    step = max(1, _CHUNK_ENTRIES // size)
+    total = 0.0
+    for first in range(0, combos, step):
+        rows = np.arange(first, min(first + step, combos))
+        index = np.unravel_index(rows, shape) if shape else ()
+        logw, logw_n = np.zeros(rows.size), np.zeros(rows.size)
+        post_a, post_n = np.ones((rows.size, 1)), np.ones((rows.size, 1))
+        for (lw, pa, lwn, pn), idx in zip(tables, index):
+            logw += lw[idx]
+            logw_n += lwn[idx]
+            post_a, post_n = _convolve_rows(post_a, pa[idx]), _convolve_rows(post_n, pn[idx])
+        post_a, post_n = post_a[:, :size], post_n[:, :size]
+        possible = np.isfinite(logw_n)  # a transcript the nominal protocol never sends: decide guesses 0
+        for g in gains:  # the nominal rule's guess (first of the ties, as decide), scored under actual
+            guess = np.where(possible, np.argmax(post_n @ g, axis=1), 0)
+            total += float(np.exp(logw) @ np.take_along_axis(post_a @ g, guess[:, None], axis=1)[:, 0]) / len(gains)
+    return total
 
 
 #: Transcript classes handled at once by the symmetric path (a bound on its memory).

@@ -497,6 +497,7 @@ def risk_over_time(scenario: Any) -> pd.DataFrame:
                 row["changing_se"] = float(moving.standard_error[t - 1]) if moving is not None else np.nan
                 row["changing_baseline"] = float(moving.baseline[t - 1]) if moving is not None else np.nan
                 if moving is not None and moving.method == "bounds":
+                    assert moving.lower is not None and moving.upper is not None  # filled in by ChangingRisk
                     row["changing_at_least"] = float(moving.lower[t - 1])
                     row["changing_at_most"] = float(moving.upper[t - 1])
             rows.append(row)

@@ -82,3 +82,64 @@ def test_errors_name_the_parameter():
         exchangeable_prior(3, 1.5)
     with pytest.raises(LdpSimError, match="^prior"):
         coalition_inference(p, [0], 2, np.ones(5))
+
+
+@pytest.mark.parametrize("rho", [0.0, 0.3, 1.0])
+@pytest.mark.parametrize("coalition", [[], [1], [0, 1, 2]])
+def test_exchangeable_counts_against_brute_force(rho, coalition):
+    """The count path (``rho=``), parties in three classes, against every input vector and
+    transcript enumerated here."""
+    p = Protocol.universal([1.0, 1.0, 0.5, 0.5, 2.0], [0.1, 0.1, 0.0, 0.0, 0.05])
+    got = coalition_inference(p, coalition, 4, rho=rho)
+    acc, post = _brute(p, coalition, 4, exchangeable_prior(5, rho))
+    assert got.accuracy == pytest.approx(acc, rel=1e-12)
+    assert got.expected_posterior == pytest.approx(post, rel=1e-12)
+
+
+def _common_bit_accuracy(k: int, eps: float) -> float:
+    """All k bits equal (rho = 1), binary randomized response, all messages seen: the majority
+    vote's accuracy, sum_j C(k, j) max(p^j q^(k-j), q^j p^(k-j)) / 2, in log space."""
+    p = math.exp(eps) / (1 + math.exp(eps))
+    total = 0.0
+    for j in range(k + 1):
+        lc = math.lgamma(k + 1) - math.lgamma(j + 1) - math.lgamma(k - j + 1)
+        total += 0.5 * math.exp(
+            lc + max(j * math.log(p) + (k - j) * math.log1p(-p), j * math.log1p(-p) + (k - j) * math.log(p))
+        )
+    return total
+
+
+def test_many_parties_by_counts_against_closed_forms():
+    k, eps = 301, 0.05
+    p = Protocol.binary([eps] * k, [0.0] * k)
+    assert coalition_inference(p, [], k - 1, rho=1.0).accuracy == pytest.approx(_common_bit_accuracy(k, eps), rel=1e-10)
+    # independent bits: one message's worth, (1 + tanh(eps / 2)) / 2, whatever the coalition
+    one = (1 + math.tanh(eps / 2)) / 2
+    for c in (0, 10, 300):
+        assert coalition_inference(p, list(range(c)), k - 1).accuracy == pytest.approx(one, rel=1e-10)
+
+
+@pytest.mark.parametrize("deviation", ["truthful", ("fixed", 0), ("fixed", 1)])
+def test_rule_gain_by_classes_matches_the_tensor(deviation):
+    from ldpsim.protocols.decisions import OBSERVER, symmetric_rule_gain
+
+    p = Protocol.universal([1.0, 1.0, 0.5, 2.0, 1.0, 1.0], [0.0, 0.0, 0.1, 0.0, 0.05, 0.0])
+    actual = deviate(p, {0: deviation, 2: deviation})
+    for task in (Task.majority(6), Task.sum(6), Task.threshold(6, 2)):
+        for party in (5, OBSERVER):
+            want = rule_gain(p, actual, task, party)
+            assert symmetric_rule_gain(p, actual, task, party, 10**6) == pytest.approx(want, rel=1e-12)
+
+
+def test_coalition_table_for_many_parties():
+    k = 81
+    p = Protocol.universal([1.0] * k, [0.0] * k)
+    table = coalition_table(p, Task.majority(k), rho=0.5, deviation=("fixed", 1), colluders=[0, 10, 40, 80])
+    assert list(table.colluders) == [0, 10, 40, 80]
+    assert np.all(np.diff(table.learns_accuracy) >= -1e-12)
+    assert np.all(np.diff(table.naive_rule_accuracy) < 0)
+    assert np.all(table.reoptimised_accuracy >= table.naive_rule_accuracy - 1e-12)
+    with pytest.raises(LdpSimError, match="colluders"):
+        coalition_table(p, Task.majority(k), colluders=[k])
+    with pytest.raises(LdpSimError, match="rho"):
+        coalition_inference(p, [], k - 1, rho=1.5)
