@@ -1,0 +1,188 @@
+"""Tests on privatised reports (:mod:`ldpsim.analyst.hypotheses`): exact p-values against an
+enumeration written here, levels over thousands of null replications within their binomial
+intervals, the m-ary rules' error matrices against brute force."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ldpsim.analyst.hypotheses import goodness_of_fit, homogeneity, mary_test, share_test, uniformity
+from ldpsim.errors import LdpSimError
+from ldpsim.mechanisms import catalog
+from tests.stats_checks import FALSE_FAILURE
+
+
+def _rr(k: int, eps: float) -> tuple[float, float]:
+    p = math.exp(eps) / (math.exp(eps) + k - 1)
+    return p, (1 - p) / (k - 1)
+
+
+def _level_interval(reps: int, alpha: float) -> tuple[float, float]:
+    """Where the rejection count of a test with level exactly alpha falls but with
+    probability FALSE_FAILURE (a rejection rate below alpha is allowed: valid tests may be
+    conservative)."""
+    return 0.0, stats.binom.isf(FALSE_FAILURE, reps, alpha) / reps
+
+
+def test_goodness_of_fit_exact_p_value_against_enumeration():
+    """Every vector of output counts of n = 12 reports of 3-ary randomized response: the
+    estimate (c/n - q)/(p - q), its exact variance M(1 - M)/(n (p - q)^2), the statistic and
+    the null mass of the vectors at least as far, all written here."""
+    k, eps, n = 3, 1.0, 12
+    rr = catalog.build("randomized_response", k=k, eps=eps)
+    p, q = _rr(k, eps)
+    pi0 = np.array([0.5, 0.3, 0.2])
+    m0 = pi0 * (p - q) + q
+    var = m0 * (1 - m0) / (n * (p - q) ** 2)
+
+    def distance(c):
+        f = (np.asarray(c) / n - q) / (p - q)
+        return float((((f - pi0) ** 2) / var).sum())
+
+    observed = np.array([2, 6, 4])
+    t_obs = distance(observed)
+    want = 0.0
+    for a in range(n + 1):
+        for b in range(n + 1 - a):
+            c = (a, b, n - a - b)
+            if distance(c) >= t_obs - 1e-9:
+                want += stats.multinomial.pmf(c, n, m0)
+    got = goodness_of_fit(rr, observed, pi0)
+    assert got.method == "exact" and got.p_value == pytest.approx(want, rel=1e-10)
+
+
+@pytest.mark.parametrize("oracle", ["randomized_response", "oue", "olh", "hadamard_response"])
+def test_goodness_of_fit_keeps_its_level(oracle):
+    """Monte Carlo p-values are valid at any number of draws: 4,000 null replications at
+    alpha = 0.05 reject at most as often as the binomial interval allows (local hashing, with
+    no exact aggregate law, privatises every report: fewer replications)."""
+    k, n, alpha = 6, 400, 0.05
+    mech = catalog.build(oracle, k=k, eps=1.0)
+    pi0 = np.array([0.3, 0.25, 0.15, 0.15, 0.1, 0.05])
+    reps = 4000 if oracle != "olh" else 400
+    gen = np.random.default_rng([20261207, k])
+    rejections = 0
+    for r in range(reps):
+        answers = gen.multinomial(n, pi0)
+        c = mech.statistic(mech.privatize(np.repeat(np.arange(k), answers), gen))
+        rejections += goodness_of_fit(mech, c, pi0, n=n, alpha=alpha, draws=39, rng=gen).reject
+    lo, hi = _level_interval(reps, alpha)
+    assert lo <= rejections / reps <= hi
+
+
+def test_uniformity_detects_a_skew_and_names_its_parameters():
+    rr = catalog.build("randomized_response", k=4, eps=2.0)
+    gen = np.random.default_rng(3)
+    c = rr.sample_statistic(gen.multinomial(5000, [0.4, 0.3, 0.2, 0.1]), gen)
+    assert uniformity(rr, c, rng=1).p_value < 1e-3
+    with pytest.raises(LdpSimError, match="alpha"):
+        uniformity(rr, c, alpha=1.5)
+    with pytest.raises(LdpSimError, match="counts"):
+        uniformity(rr, c[:3])
+    oue = catalog.build("oue", k=4, eps=1.0)
+    with pytest.raises(LdpSimError, match="n"):
+        uniformity(oue, oue.sample_statistic([5, 5, 5, 5], gen))
+
+
+def test_conditional_homogeneity_is_exact_at_small_n():
+    """Three groups of 15, 10 and 8 reports: the conditional test keeps its level whatever
+    the common law, even where chi-square's approximation would not."""
+    rr = catalog.build("randomized_response", k=3, eps=0.5)
+    gen = np.random.default_rng(11)
+    reps, alpha = 4000, 0.05
+    law = np.array([0.7, 0.2, 0.1])
+    rejections = 0
+    for _ in range(reps):
+        groups = [rr.sample_statistic(gen.multinomial(m, law), gen) for m in (15, 10, 8)]
+        rejections += homogeneity(rr, groups, alpha=alpha, draws=39, rng=gen).reject
+    assert rejections / reps <= _level_interval(reps, alpha)[1]
+
+
+def test_homogeneity_matches_pearson_and_finds_a_difference():
+    rr = catalog.build("randomized_response", k=4, eps=1.0)
+    gen = np.random.default_rng(5)
+    a = rr.sample_statistic(gen.multinomial(4000, [0.4, 0.3, 0.2, 0.1]), gen)
+    b = rr.sample_statistic(gen.multinomial(4000, [0.25, 0.25, 0.25, 0.25]), gen)
+    got = homogeneity(rr, [a, b], rng=1)
+    assert got.statistic == pytest.approx(stats.chi2_contingency(np.stack([a, b]), correction=False)[0], rel=1e-12)
+    assert got.reject and got.method == "conditional"
+
+
+@pytest.mark.slow
+def test_bootstrap_homogeneity_level_for_unary_encoding():
+    oue = catalog.build("oue", k=5, eps=1.0)
+    gen = np.random.default_rng(12)
+    reps, alpha = 4000, 0.05
+    law = np.array([0.35, 0.25, 0.2, 0.15, 0.05])
+    rejections = 0
+    for _ in range(reps):
+        groups = [oue.sample_statistic(gen.multinomial(m, law), gen) for m in (300, 500)]
+        rejections += homogeneity(oue, groups, sizes=[300, 500], alpha=alpha, draws=39, rng=gen).reject
+    lo = stats.binom.ppf(FALSE_FAILURE, reps, alpha) / reps
+    assert lo <= rejections / reps <= _level_interval(reps, alpha)[1]
+
+
+def test_bootstrap_homogeneity_runs_for_unary_encoding():
+    oue = catalog.build("oue", k=5, eps=1.0)
+    gen = np.random.default_rng(13)
+    a = oue.sample_statistic(gen.multinomial(3000, [0.4, 0.3, 0.1, 0.1, 0.1]), gen)
+    b = oue.sample_statistic(gen.multinomial(3000, [0.2, 0.2, 0.2, 0.2, 0.2]), gen)
+    got = homogeneity(oue, [a, b], sizes=[3000, 3000], rng=2)
+    assert got.method == "parametric bootstrap" and got.reject
+    with pytest.raises(LdpSimError, match="sizes"):
+        homogeneity(oue, [a, b])
+
+
+def test_mary_errors_against_brute_force_and_minimax_balances():
+    """Three hypotheses, n = 8 reports of 3-ary randomized response: every output count
+    vector, its likelihood under each hypothesis and the Bayes decision, written here."""
+    k, eps, n = 3, 1.0, 8
+    rr = catalog.build("randomized_response", k=k, eps=eps)
+    p, q = _rr(k, eps)
+    hyps = np.array([[0.6, 0.3, 0.1], [1 / 3, 1 / 3, 1 / 3], [0.1, 0.3, 0.6]])
+    outs = hyps * (p - q) + q
+    want = np.zeros((3, 3))
+    for c in itertools.product(range(n + 1), repeat=k):
+        if sum(c) != n:
+            continue
+        like = np.array([stats.multinomial.pmf(c, n, o) for o in outs])
+        want[int(np.argmax(like)), :] += like
+    got = mary_test(rr, [3, 3, 2], hyps)
+    assert got.method == "exact"
+    np.testing.assert_allclose(got.errors, want, rtol=1e-10, atol=1e-14)
+    mm = mary_test(rr, [3, 3, 2], hyps, rule="minimax")
+    assert mm.error.max() <= got.error.max() + 1e-12
+    assert got.bayes_risk <= float(np.full(3, 1 / 3) @ mm.error) + 1e-12  # Bayes is best at its own weights
+
+
+def test_mary_for_an_oracle_measures_its_errors():
+    oue = catalog.build("oue", k=4, eps=1.0)
+    gen = np.random.default_rng(4)
+    hyps = [[0.4, 0.3, 0.2, 0.1], [0.1, 0.2, 0.3, 0.4]]
+    c = oue.sample_statistic(gen.multinomial(500, hyps[0]), gen)
+    got = mary_test(oue, c, hyps, n=500, draws=4000, rng=1)
+    assert got.method == "monte carlo" and got.decision == 0 and got.error.max() < 0.01
+    with pytest.raises(LdpSimError, match="rule"):
+        mary_test(oue, c, hyps, n=500, rule="best")
+
+
+def test_share_test_level_at_the_boundary():
+    rr = catalog.build("randomized_response", k=4, eps=1.0)
+    gen = np.random.default_rng(21)
+    law = np.array([0.3, 0.3, 0.25, 0.15])
+    reps, alpha = 2000, 0.05
+    rejections = sum(
+        share_test(
+            rr, rr.sample_statistic(gen.multinomial(800, law), gen), 0, 0.3, alpha=alpha, draws=99, rng=gen
+        ).reject
+        for _ in range(reps)
+    )
+    lo = stats.binom.ppf(FALSE_FAILURE, reps, alpha) / reps
+    assert lo <= rejections / reps <= _level_interval(reps, alpha)[1]
+    with pytest.raises(LdpSimError, match="threshold"):
+        share_test(rr, [200, 200, 200, 200], 0, 1.5)
