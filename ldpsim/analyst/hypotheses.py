@@ -40,6 +40,13 @@ the respondents' answers as independent draws from a law ``pi`` over the ``k`` a
   parametric bootstrap at the least favourable point, checked by simulation.
 
 Each result says how its p-value was obtained (``method``) and how many draws it used.
+
+**Sequential versions** (finite mechanisms): :func:`sequential_goodness_of_fit`,
+:func:`sequential_uniformity` and :func:`sequential_homogeneity` give e-values from the
+counts so far, the Krichevsky-Trofimov mixture likelihood of the reports against the null's
+(largest) likelihood. Rejecting when the e-value reaches ``1 / alpha`` keeps the level at
+every look however often the analyst looks, where repeating a fixed-n test at every look
+does not. :func:`mean_difference_test` compares two groups' numeric means (Welch).
 """
 
 from __future__ import annotations
@@ -61,10 +68,15 @@ from ldpsim.errors import invalid
 __all__ = [
     "ENUMERATE",
     "MaryResult",
+    "SequentialResult",
     "TestResult",
     "goodness_of_fit",
     "homogeneity",
     "mary_test",
+    "mean_difference_test",
+    "sequential_goodness_of_fit",
+    "sequential_homogeneity",
+    "sequential_uniformity",
     "share_test",
     "uniformity",
 ]
@@ -485,3 +497,103 @@ def share_test(
     b = _draws(draws)
     null = excess(_null_statistics(oracle, boundary, size, b, as_generator(rng)))
     return TestResult("share at most threshold", observed, _mc_p(observed, null), a, "parametric bootstrap", b)
+
+
+# ------------------------------------------------------------------------------ sequential (anytime-valid)
+@dataclass(frozen=True)
+class SequentialResult:
+    """An anytime-valid test: the e-value ``E`` of the reports so far (``log_e`` its log) and
+    the decision ``E >= 1 / alpha``, whose probability under the null, at any look and
+    however many looks, is at most ``alpha`` (Ville's inequality)."""
+
+    test: str
+    log_e: float
+    alpha: float
+
+    @property
+    def e_value(self) -> float:
+        return math.exp(min(self.log_e, 700.0))
+
+    @property
+    def reject(self) -> bool:
+        return bool(self.log_e >= math.log(1.0 / self.alpha))
+
+
+def _dirichlet_mixture(counts: NDArray[np.float64]) -> float:
+    """log of the Krichevsky-Trofimov mixture likelihood of a sequence with these output
+    counts (Dirichlet(1/2) over the ``m`` outputs): the product of the predictive
+    probabilities ``(c_y + 1/2) / (t + m/2)``, whatever the order of the reports."""
+    m = counts.size
+    t = float(counts.sum())
+    return float(
+        special.gammaln(m / 2.0)
+        - special.gammaln(t + m / 2.0)
+        + (special.gammaln(counts + 0.5) - special.gammaln(0.5)).sum()
+    )
+
+
+def _finite_only(oracle: Any, what: str) -> None:
+    if not _finite(oracle):
+        raise invalid(
+            "oracle", repr(oracle), f"a finite mechanism (reports that are symbols) for the sequential {what} test"
+        )
+
+
+def sequential_goodness_of_fit(
+    oracle: Any, counts: ArrayLike, reference: ArrayLike, *, alpha: float = 0.05
+) -> SequentialResult:
+    """Anytime-valid :func:`goodness_of_fit` for a finite mechanism: the mixture likelihood
+    of the reports over every law of the outputs against their law under ``reference``. The
+    ratio is a nonnegative martingale with mean 1 under the null, so an analyst who looks
+    every day keeps the level; it needs only the counts so far."""
+    a = _alpha(alpha)
+    _finite_only(oracle, "goodness-of-fit")
+    c = _statistic(oracle, counts)
+    pi0 = v.probability_vector(reference, "reference", size=int(oracle.k))
+    law = np.asarray(oracle.forward(pi0), dtype=np.float64).clip(0.0)
+    null = float(special.xlogy(c, law).sum())
+    return SequentialResult("sequential goodness of fit", _dirichlet_mixture(c) - null, a)
+
+
+def sequential_uniformity(oracle: Any, counts: ArrayLike, *, alpha: float = 0.05) -> SequentialResult:
+    """Anytime-valid :func:`uniformity`."""
+    k = int(oracle.k)
+    out = sequential_goodness_of_fit(oracle, counts, np.full(k, 1.0 / k), alpha=alpha)
+    return SequentialResult("sequential uniformity", out.log_e, out.alpha)
+
+
+def sequential_homogeneity(oracle: Any, groups: Sequence[ArrayLike], *, alpha: float = 0.05) -> SequentialResult:
+    """Anytime-valid :func:`homogeneity` for a finite mechanism: each group's mixture
+    likelihood (its own law) against the largest likelihood of one common law (the pooled
+    frequencies). For the true common law the ratio with that law's likelihood below is a
+    test martingale; the largest likelihood is at least that one, so the ratio here is
+    smaller and keeps the level at every look."""
+    a = _alpha(alpha)
+    _finite_only(oracle, "homogeneity")
+    if len(groups) < 2:
+        raise invalid("groups", len(groups), "at least two groups' statistics")
+    stats_ = np.stack([_statistic(oracle, g, "groups") for g in groups])
+    pooled = stats_.sum(axis=0)
+    total = float(pooled.sum())
+    best = float(special.xlogy(pooled, pooled / total).sum()) if total > 0 else 0.0
+    return SequentialResult("sequential homogeneity", sum(_dirichlet_mixture(g) for g in stats_) - best, a)
+
+
+# ------------------------------------------------------------------------------ numeric: two means
+def mean_difference_test(
+    reports_a: ArrayLike, reports_b: ArrayLike, *, delta: float = 0.0, alpha: float = 0.05
+) -> TestResult:
+    """``H0: mean_a - mean_b = delta`` for a numeric question's reports in two groups (the
+    reports are unbiased for the answers, so their means estimate the answers' means):
+    Welch's statistic against the normal law, an asymptotic whose level error the tests
+    measure (``tests/analyst/test_hypotheses.py``)."""
+    a = _alpha(alpha)
+    ya = v.finite_array(reports_a, "reports_a", "finite numbers").ravel()
+    yb = v.finite_array(reports_b, "reports_b", "finite numbers").ravel()
+    if ya.size < 2 or yb.size < 2:
+        raise invalid("reports_a" if ya.size < 2 else "reports_b", "fewer than 2 reports", "at least 2 reports")
+    d = v.as_float(delta, "delta", "a finite number")
+    se = math.sqrt(float(ya.var(ddof=1)) / ya.size + float(yb.var(ddof=1)) / yb.size)
+    z = (float(ya.mean()) - float(yb.mean()) - d) / se if se > 0 else math.inf
+    p = float(2.0 * special.ndtr(-abs(z)))
+    return TestResult("mean difference", z, p, a, "normal (Welch)", 0)

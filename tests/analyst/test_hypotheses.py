@@ -186,3 +186,73 @@ def test_share_test_level_at_the_boundary():
     assert lo <= rejections / reps <= _level_interval(reps, alpha)[1]
     with pytest.raises(LdpSimError, match="threshold"):
         share_test(rr, [200, 200, 200, 200], 0, 1.5)
+
+
+def _looks(reps: int, looks: list[int], law, gen):
+    """Output counts of randomized response (k = 4, eps = 1) at each look, per replication."""
+    rr = catalog.build("randomized_response", k=4, eps=1.0)
+    out = np.asarray(rr.forward(np.asarray(law)))
+    steps = np.diff([0, *looks])
+    return rr, np.cumsum(np.stack([gen.multinomial(s, out, size=reps) for s in steps], axis=1), axis=1)
+
+
+def test_sequential_tests_keep_their_level_where_repeated_fixed_tests_do_not():
+    """An analyst who looks after every 300 reports, ten times: the fixed-n test repeated at
+    each look rejects a true null far more often than alpha; the e-value test stays within
+    alpha's binomial interval over the whole run."""
+    from ldpsim.analyst.hypotheses import sequential_goodness_of_fit
+
+    gen = np.random.default_rng(31)
+    law = np.array([0.4, 0.3, 0.2, 0.1])
+    looks = list(range(300, 3001, 300))
+    reps, alpha = 300, 0.05
+    rr, counts = _looks(reps, looks, law, gen)
+    fixed = sum(any(goodness_of_fit(rr, c, law, draws=39, rng=gen).reject for c in run) for run in counts)
+    seq = sum(any(sequential_goodness_of_fit(rr, c, law).reject for c in run) for run in counts)
+    hi = _level_interval(reps, alpha)[1]
+    assert seq / reps <= hi
+    assert fixed / reps > hi  # peeking inflates the error of the fixed-n test (about 0.2 here)
+
+
+def test_sequential_level_over_many_replications():
+    from ldpsim.analyst.hypotheses import sequential_homogeneity, sequential_uniformity
+
+    gen = np.random.default_rng(32)
+    looks = list(range(100, 2001, 100))
+    reps, alpha = 4000, 0.05
+    rr, counts = _looks(reps, looks, np.full(4, 0.25), gen)
+    rate = np.mean([any(sequential_uniformity(rr, c).reject for c in run) for run in counts])
+    _, other = _looks(reps, looks, np.full(4, 0.25), gen)
+    rate2 = np.mean(
+        [any(sequential_homogeneity(rr, [a, b]).reject for a, b in zip(r1, r2)) for r1, r2 in zip(counts, other)]
+    )
+    hi = _level_interval(reps, alpha)[1]
+    assert rate <= hi and rate2 <= hi
+
+
+def test_sequential_tests_find_a_change():
+    from ldpsim.analyst.hypotheses import sequential_goodness_of_fit, sequential_homogeneity
+
+    gen = np.random.default_rng(33)
+    rr, counts = _looks(1, [12_000], [0.3, 0.3, 0.2, 0.2], gen)
+    _, base = _looks(1, [12_000], [0.5, 0.3, 0.1, 0.1], gen)
+    assert sequential_goodness_of_fit(rr, counts[0, 0], [0.4, 0.3, 0.2, 0.1]).reject
+    assert sequential_homogeneity(rr, [counts[0, 0], base[0, 0]]).reject
+    with pytest.raises(LdpSimError, match="oracle"):
+        sequential_goodness_of_fit(catalog.build("oue", k=4, eps=1.0), [1, 1, 1, 1], [0.25] * 4)
+
+
+def test_mean_difference_level_and_power():
+    from ldpsim.analyst.hypotheses import mean_difference_test
+
+    duchi = catalog.build("duchi", eps=1.0)
+    gen = np.random.default_rng(34)
+    reps, alpha = 4000, 0.05
+    x = gen.uniform(-0.5, 0.9, size=(reps, 2, 300))
+    y = duchi.privatize(x.ravel(), gen).reshape(x.shape)
+    rate = np.mean([mean_difference_test(r[0], r[1], alpha=alpha).reject for r in y])
+    lo = stats.binom.ppf(FALSE_FAILURE, reps, alpha) / reps
+    assert lo <= rate <= _level_interval(reps, alpha)[1]
+    far = duchi.privatize(np.full(3000, 0.6), gen)
+    assert mean_difference_test(far, duchi.privatize(np.full(3000, 0.0), gen)).reject
+    assert not mean_difference_test(far, far + 0.1, delta=-0.1).reject
