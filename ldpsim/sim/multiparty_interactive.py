@@ -207,15 +207,17 @@ class InteractiveBroadcast:
         names = [p.name for p in self.protocols]
         if len(set(names)) != len(names):
             raise invalid("protocols", names, "protocols with distinct names")
-        self.inputs = self.protocols[0].inputs
-        for p in self.protocols:
-            if p.parties != k or p.inputs != self.inputs:
-                raise invalid(
-                    "protocols", f"{p.name} with input sizes {p.inputs}", f"input sizes {self.inputs}, as the task"
-                )
+        self.inputs = tuple(int(a) for a in self.tasks[0].sizes)
         for t in self.tasks:
             if tuple(t.sizes) != self.inputs:
                 raise invalid("task", f"{t.name} on input sizes {tuple(t.sizes)}", f"input sizes {self.inputs}")
+        for p in self.protocols:
+            if p.parties != k or p.inputs != self.inputs:
+                raise invalid(
+                    "protocols",
+                    f"{p.name} of {p.parties} parties with input sizes {p.inputs}",
+                    f"{k} parties with input sizes {self.inputs}, as the task",
+                )
         self.rounds = _positive_int(rounds, "rounds")
         self.batch = min(_positive_int(batch, "batch"), self.rounds)
         if not (isinstance(interval, (int, float)) and math.isfinite(interval) and interval >= 0):

@@ -23,6 +23,14 @@ Layout (every key; optional ones are commented with their default)::
             { kind = "randomized_response", eps = 2 },
             { kind = "matrix", matrix = [[0.7, 0.2, 0.1], [0.1, 0.2, 0.7]] },
             ...] },
+        # or an interactive protocol (then every protocol runs as one, product ones as one slot per
+        # party; the file runs as the kind "multiparty_interactive", without loss, deadline, loss
+        # grid, deviations or p_one): a family ("gated", "rr_rounds") at [parties]' levels or its own,
+        { name = "gated", family = "gated" },
+        # or its rules: the speaker of each slot and rules[s][v][h][y] = P(message y | private value
+        # v, history h); optional private (one matrix per party), eps and delta (the claim, checked
+        # exactly on the whole transcript's law)
+        { name = "mine", speakers = [0, 1], rules = [...], eps = [1, 1], delta = 0 },
     ]
 
     [parties]
