@@ -267,6 +267,13 @@ def _setup(scenario: Any, seed: int) -> list[str]:
         f"- network: latency {describe_section(spec.network.latency)}, in {unit}",
         channel_line,
     ]
+    if getattr(scenario, "interactive", False):  # the slots of each protocol, and no channel
+        slots = "; ".join(f"{p.name} {list(p.speakers)}" for p in scenario.protocols)
+        out[-1] = "- channel: no loss, no deadline (interactive protocols): every message is heard"
+        out.append(
+            f"- interactive protocols, the speaker of each slot: {slots}; a slot is sent once its speaker holds the "
+            "messages its rule reads; inputs uniform"
+        )
     deviations = _deviations(scenario)
     if deviations:
         fixed = "fixed bit" if _bits(spec) else "fixed value"
@@ -279,6 +286,18 @@ def _setup(scenario: Any, seed: int) -> list[str]:
 
 def _privacy(scenario: Any) -> list[str]:
     """## Privacy of each party: claimed and exact, and what deviating parties really run."""
+    if getattr(scenario, "interactive", False):
+        return [
+            "## Privacy of each party",
+            "",
+            "Each party's exact privacy per protocol (`InteractiveProtocol.privacy_table()`): the claimed (eps, "
+            "delta), the exact delta of the whole transcript at that eps (the largest hockey-stick divergence between "
+            "two of the party's inputs, over the others' inputs, by enumeration), and whether the claim holds (checked "
+            "when the file was read). A product protocol runs as one message per party.",
+            "",
+            _md_table(privacy_tables(scenario)),
+            "",
+        ]
     return [
         "## Privacy of each party",
         "",
@@ -539,10 +558,14 @@ def console(run: Any) -> list[str]:
         )
     if not run.latency.empty:
         lat = run.latency
-        theory = f"{lat['mean_theory'].mean():.4g}" if "mean_theory" in lat.columns else "none in closed form"
+        known = lat["mean_theory"].notna() if "mean_theory" in lat.columns else pd.Series(False, index=lat.index)
+        if known.all():
+            theory = f"theory {lat['mean_theory'].mean():.4g}"
+        else:  # interactive protocols: a closed form for some rows only
+            theory = f"theory for {int(known.sum())} of {len(lat)} rows in summary.md"
         say(
-            f"completion delay ({spec.simulation.time_unit}): mean {lat['mean_measured'].mean():.4g} (theory "
-            f"{theory}), max {lat['max_measured'].max():.4g}; messages delivered "
+            f"completion delay ({spec.simulation.time_unit}): mean {lat['mean_measured'].mean():.4g} "
+            f"({theory}), max {lat['max_measured'].max():.4g}; messages delivered "
             f"{int(lat['messages'].sum()):,} of {int(lat['messages_expected'].sum()):,}"
         )
     return out

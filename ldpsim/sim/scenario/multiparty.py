@@ -361,6 +361,8 @@ class MultipartyScenario(BuiltScenario):
     ``missing`` is P(a message is not heard in time) = ``missing_probability(loss, late)``."""
 
     kind: ClassVar[str] = KIND
+    #: whether the protocols are InteractiveProtocols (the file declares an interactive one)
+    interactive: ClassVar[bool] = False
 
     protocols: tuple[Any, ...]  # ldpsim.protocols.Protocol
     task: Any  # ldpsim.protocols.Task: the default
@@ -415,6 +417,7 @@ class InteractiveMultipartyScenario(MultipartyScenario):
     as the kind ``"multiparty_interactive"`` (:mod:`ldpsim.sim.multiparty_interactive`)."""
 
     kind: ClassVar[str] = "multiparty_interactive"
+    interactive: ClassVar[bool] = True
 
 
 def load_multiparty(path: Any) -> MultipartyScenario:
