@@ -42,7 +42,7 @@ from ..errors import invalid
 from .protocol import Protocol
 from .tasks import Task
 
-__all__ = ["InteractiveProtocol"]
+__all__ = ["InteractiveProtocol", "binary_rules", "gated", "quaternary", "rr_over_rounds", "rr_slots"]
 
 #: Largest law enumerated (input vectors times transcripts).
 MAX_LAW_ENTRIES = 20_000_000
@@ -207,20 +207,42 @@ class InteractiveProtocol:
         return pd.DataFrame(rows)
 
     # ------------------------------------------------------------------ accuracy
-    def accuracy(self, task: Task, party: int = OBSERVER) -> float:
-        """The optimal average accuracy of ``party`` (or the observer) for ``task``, inputs
-        uniform on each party's alphabet."""
+    def _scores(self, task: Task, party: int) -> tuple[list[NDArray[np.float64]], int]:
+        """Per value of ``party``'s own input (one block for the observer): the matrix
+        ``sum_{x_-i} P[x, tau] w(f(x), y)`` (transcripts by guesses), and the number of input vectors."""
         if task.parties != self.parties:
             raise invalid("task", task.name, f"a task of {self.parties} parties")
+        if tuple(task.sizes) != self.inputs:
+            raise invalid("task", f"{task.name} on input sizes {tuple(task.sizes)}", f"input sizes {self.inputs}")
         party = V.integer(party, "party", minimum=-1, maximum=self.parties - 1)
         xs = np.array(list(itertools.product(*[range(a) for a in self.inputs])), dtype=np.int64)
         g = task.gain[task.value(xs)]  # (X, Y)
         p = self.law()
-        n = xs.shape[0]
         if party == OBSERVER:
-            return float((p.T @ g).max(axis=1).sum() / n)
+            return [p.T @ g], xs.shape[0]
         own = xs[:, party]
-        return float(sum((p[own == b].T @ g[own == b]).max(axis=1).sum() for b in range(self.inputs[party])) / n)
+        return [p[own == b].T @ g[own == b] for b in range(self.inputs[party])], xs.shape[0]
+
+    def accuracy(self, task: Task, party: int = OBSERVER) -> float:
+        """The optimal average accuracy of ``party`` (or the observer) for ``task``, inputs
+        uniform on each party's alphabet."""
+        blocks, n = self._scores(task, party)
+        return float(sum(b.max(axis=1).sum() for b in blocks) / n)
+
+    def decisions(self, task: Task, party: int = OBSERVER) -> NDArray[np.int64]:
+        """The optimal rule of :meth:`accuracy` as a table: ``[own input, transcript index]``
+        -> guess (one row for the observer); ties go to the first guess (any tied guess has the
+        same expected gain, so the rule's average gain is :meth:`accuracy` exactly)."""
+        blocks, _ = self._scores(task, party)
+        return np.stack([b.argmax(axis=1) for b in blocks]).astype(np.int64)
+
+    def reads(self, slot: int) -> tuple[int, ...]:
+        """The earlier slots whose messages the rule of ``slot`` depends on (exactly: its
+        probabilities are not constant along that message): what its speaker must have
+        received before it can send."""
+        slot = V.integer(slot, "slot", minimum=0, maximum=len(self.rules) - 1)
+        r = self.rules[slot].reshape((self.rules[slot].shape[0], *self.messages[:slot], self.messages[slot]))
+        return tuple(t for t in range(slot) if not np.all(r == np.take(r, [0], axis=t + 1)))
 
     # ------------------------------------------------------------------ sampling
     def sample(self, x: ArrayLike, rng: RNGLike = None) -> NDArray[np.int64]:
@@ -250,3 +272,115 @@ class InteractiveProtocol:
 
     def __repr__(self) -> str:
         return f"InteractiveProtocol({self.name!r}, parties={self.parties}, slots={len(self.rules)})"
+
+
+# --------------------------------------------------------------------------- families
+def quaternary(eps: float, delta: float) -> NDArray[np.float64]:
+    """The (eps, delta) randomized response's 2 x 4 matrix (Kairouz et al. 2015): outputs
+    "surely 0", "0", "1", "surely 1"."""
+    e = math.exp(eps)
+    return np.array(
+        [
+            [delta, (1 - delta) * e / (1 + e), (1 - delta) / (1 + e), 0.0],
+            [0.0, (1 - delta) / (1 + e), (1 - delta) * e / (1 + e), delta],
+        ]
+    )
+
+
+def binary_rules(ones: Sequence[ArrayLike]) -> list[NDArray[np.float64]]:
+    """Rules of binary messages from P(message = 1 | value, history), one array per slot."""
+    return [np.stack([1.0 - np.asarray(p1, dtype=float), np.asarray(p1, dtype=float)], axis=2) for p1 in ones]
+
+
+def rr_slots(k: int, rounds: int = 2) -> list[int]:
+    """The party speaking at each slot: round by round, parties 0..k-1 in order."""
+    return [j for _ in range(rounds) for j in range(k)]
+
+
+def _levels(eps: ArrayLike, delta: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    e = np.atleast_1d(np.asarray(eps, dtype=np.float64))
+    d = np.broadcast_to(np.asarray(delta, dtype=np.float64), e.shape).copy()
+    if e.ndim != 1 or not np.all(np.isfinite(e)) or np.any(e < 0):
+        raise invalid("eps", eps, "one finite eps >= 0 per party")
+    if np.any((d < 0) | (d > 1)):
+        raise invalid("delta", delta, "one delta in [0, 1] per party")
+    return e, d
+
+
+def _rr_bits(k: int, slot: int, history: int) -> NDArray[np.float64]:
+    """P(message = 1 | z, history) of randomized response split over two rounds: round 1
+    sends the high bit of the quaternary output z, round 2 the low bit."""
+    z = np.arange(4)[:, None]
+    bit = (z >> 1) & 1 if slot < k else z & 1
+    return np.broadcast_to(bit, (4, history)).astype(float)
+
+
+def rr_over_rounds(eps: ArrayLike, delta: ArrayLike = 0.0, *, check: bool = True) -> InteractiveProtocol:
+    """The (eps_j, delta_j) randomized response split over two rounds: party j privately
+    draws its quaternary output z_j, sends its high bit in round 1 and its low bit in round
+    2 (slots: round 1 parties 0..k-1, then round 2). The transcript is RR's output, so its
+    accuracies are RR's. ``check=False``: no privacy claim (the law only)."""
+    e, d = _levels(eps, delta)
+    k = e.size
+    ones = [_rr_bits(k, s, 2**s) for s in range(2 * k)]
+    return InteractiveProtocol(
+        binary_rules(ones),
+        rr_slots(k),
+        e if check else math.inf,
+        d if check else 1.0,
+        private=[quaternary(a, b) for a, b in zip(e, d)],
+        name="rr_rounds",
+    )
+
+
+def gated(eps: ArrayLike, delta: ArrayLike, *, check: bool = True) -> InteractiveProtocol:
+    """The gated protocol (k >= 2, two rounds of binary messages; Kairouz et al. 2015's
+    optimality of RR fails for it under approximate DP): party 0 sends Warner's bit m at eps_0
+    in round 1 (and a constant 0 in round 2); party k-1 sends its quaternary output (high bit
+    in round 1, low bit in round 2) at (eps_{k-1}, a) after m = 0 and (eps_{k-1}, b) after
+    m = 1, with a = delta/p, b = 0 when delta <= p (p = P(m = x_0)), else a = 1 and b as large
+    as admissible; the parties between send their RR split over the rounds. Party k-1 spends
+    its delta where m = 0 makes it pay. ``check=False``: no privacy claim (the law only)."""
+    e, dl = _levels(eps, delta)
+    k = e.size
+    if k < 2:
+        raise invalid("eps", eps, "levels of k >= 2 parties (the gated protocol gates the last party by the first)")
+    p = 1 / (1 + math.exp(-e[0]))
+    d = dl[-1]
+    a = min(1.0, d / p)
+    b = max(0.0, (d - p * a) / (1 - p))
+    inputs = [np.eye(2)] + [quaternary(x, y) for x, y in zip(e[1:-1], dl[1:-1])] + [np.eye(2)]
+    strat = []
+    qa, qb = quaternary(e[-1], a), quaternary(e[-1], b)
+    for sl in range(k * 2):
+        j = sl % k
+        H = 2**sl
+        h = np.arange(H)
+        if j == 0:  # Warner's bit in round 1, a constant 0 in round 2
+            strat.append(np.array([[1 - p], [p]]) if sl == 0 else np.zeros((2, H)))
+        elif j == k - 1:
+            m = (h >> (sl - 1)) & 1  # party 0's first message, the most significant bit of h
+            if sl < k:  # high bit of party k-1's quaternary output, law chosen by m
+                hi_a, hi_b = qa[:, 2] + qa[:, 3], qb[:, 2] + qb[:, 3]
+                strat.append(np.where(m[None, :] == 0, hi_a[:, None], hi_b[:, None]))
+            else:  # low bit given the high bit (the previous own message)
+                own = (h >> (sl - 1 - (k - 1))) & 1  # party k-1's round-1 message (slot k-1)
+                out = np.empty((2, H))
+                for mv in (0, 1):
+                    q = qa if mv == 0 else qb
+                    for ov in (0, 1):
+                        sel = (m == mv) & (own == ov)
+                        for xv in (0, 1):
+                            tot = q[xv, 2 * ov] + q[xv, 2 * ov + 1]
+                            out[xv, sel] = q[xv, 2 * ov + 1] / tot if tot > 0 else 0.0
+                strat.append(out)
+        else:
+            strat.append(_rr_bits(k, sl, H))
+    return InteractiveProtocol(
+        binary_rules(strat),
+        rr_slots(k),
+        e if check else math.inf,
+        dl if check else 1.0,
+        private=inputs,
+        name="gated",
+    )

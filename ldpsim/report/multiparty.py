@@ -96,11 +96,16 @@ def _figure(scenario, summary: pd.DataFrame, latency: pd.DataFrame) -> bytes:
     if not latency.empty:
         lx = np.arange(len(latency))
         ax2.plot(lx, latency["mean_measured"], "o", color="tab:blue", label="mean (measured)")
-        ax2.plot(lx, latency["mean_theory"], "_", ms=14, color="tab:blue", label="mean (theory)")
+        if "mean_theory" in latency.columns:  # an interactive protocol's delay may have no closed form
+            ax2.plot(lx, latency["mean_theory"], "_", ms=14, color="tab:blue", label="mean (theory)")
         ax2.plot(lx, latency["p99_measured"], "s", color="tab:red", label="99% quantile (measured)")
-        ax2.plot(lx, latency["p99_theory"], "_", ms=14, color="tab:red", label="99% quantile (theory)")
+        if "p99_theory" in latency.columns:
+            ax2.plot(lx, latency["p99_theory"], "_", ms=14, color="tab:red", label="99% quantile (theory)")
         ax2.set_xticks(lx)
-        ax2.set_xticklabels(["obs" if p == "observer" else p for p in latency["party"]], fontsize=8)
+        ticks = ["obs" if p == "observer" else p for p in latency["party"]]
+        if "protocol" in latency.columns:  # completion delays per protocol (interactive protocols)
+            ticks = [f"{name}\n{t}" for name, t in zip(latency["protocol"], ticks)]
+        ax2.set_xticklabels(ticks, fontsize=8)
         ax2.set_xlabel("receiver")
         ax2.set_ylabel(
             in_unit("completion delay", scenario.spec.simulation.time_unit) + "\nlast message in - round start"
@@ -262,6 +267,13 @@ def _setup(scenario: Any, seed: int) -> list[str]:
         f"- network: latency {describe_section(spec.network.latency)}, in {unit}",
         channel_line,
     ]
+    if getattr(scenario, "interactive", False):  # the slots of each protocol, and no channel
+        slots = "; ".join(f"{p.name} {list(p.speakers)}" for p in scenario.protocols)
+        out[-1] = "- channel: no loss, no deadline (interactive protocols): every message is heard"
+        out.append(
+            f"- interactive protocols, the speaker of each slot: {slots}; a slot is sent once its speaker holds the "
+            "messages its rule reads; inputs uniform"
+        )
     deviations = _deviations(scenario)
     if deviations:
         fixed = "fixed bit" if _bits(spec) else "fixed value"
@@ -274,6 +286,18 @@ def _setup(scenario: Any, seed: int) -> list[str]:
 
 def _privacy(scenario: Any) -> list[str]:
     """## Privacy of each party: claimed and exact, and what deviating parties really run."""
+    if getattr(scenario, "interactive", False):
+        return [
+            "## Privacy of each party",
+            "",
+            "Each party's exact privacy per protocol (`InteractiveProtocol.privacy_table()`): the claimed (eps, "
+            "delta), the exact delta of the whole transcript at that eps (the largest hockey-stick divergence between "
+            "two of the party's inputs, over the others' inputs, by enumeration), and whether the claim holds (checked "
+            "when the file was read). A product protocol runs as one message per party.",
+            "",
+            _md_table(privacy_tables(scenario)),
+            "",
+        ]
     return [
         "## Privacy of each party",
         "",
@@ -428,6 +452,21 @@ def _completion(scenario: Any, latency: pd.DataFrame) -> list[str]:
     """## Transcript completion: measured completion delays against their exact law."""
     if latency.empty:
         return []
+    if "protocol" in latency.columns:  # interactive protocols: completion per protocol
+        return [
+            "## Transcript completion (per protocol)",
+            "",
+            "Completion delay = the time a receiver holds the whole transcript minus the round's start, in "
+            f"{scenario.spec.simulation.time_unit}. A slot's speaker sends once it holds the messages its rule reads "
+            "(and after its own earlier slots): a protocol whose slots read the one before completes after the sum "
+            "of the slot latencies, one that reads nothing after the largest latency. Theory (the `_theory` "
+            "columns): exact for a constant latency or a protocol whose slots read no other party's message, empty "
+            "otherwise (the largest of sums of latencies along the protocol's reads has no closed form). "
+            "`messages` = messages each receiver took from its inbox (every slot of every round).",
+            "",
+            _md_table(latency),
+            "",
+        ]
     loss, deadline, _ = _channel(scenario)
     return [
         "## Transcript completion (network)",
@@ -519,9 +558,14 @@ def console(run: Any) -> list[str]:
         )
     if not run.latency.empty:
         lat = run.latency
+        known = lat["mean_theory"].notna() if "mean_theory" in lat.columns else pd.Series(False, index=lat.index)
+        if known.all():
+            theory = f"theory {lat['mean_theory'].mean():.4g}"
+        else:  # interactive protocols: a closed form for some rows only
+            theory = f"theory for {int(known.sum())} of {len(lat)} rows in summary.md"
         say(
-            f"completion delay ({spec.simulation.time_unit}): mean {lat['mean_measured'].mean():.4g} (theory "
-            f"{lat['mean_theory'].mean():.4g}), max {lat['max_measured'].max():.4g}; messages delivered "
+            f"completion delay ({spec.simulation.time_unit}): mean {lat['mean_measured'].mean():.4g} "
+            f"({theory}), max {lat['max_measured'].max():.4g}; messages delivered "
             f"{int(lat['messages'].sum()):,} of {int(lat['messages_expected'].sum()):,}"
         )
     return out

@@ -100,12 +100,15 @@ def summarise(results: pd.DataFrame, scenario: Any) -> tuple[pd.DataFrame, pd.Da
         )
     summary = pd.DataFrame(rows)
     lat = results[results["quantity"].isin(LATENCY_QUANTITIES)]
+    # per protocol where the completion depends on it (interactive protocols), else one "network" row per receiver
+    per_protocol = bool((lat["protocol"] != "network").any())
     agg = {"completion_delay_max": "max"}
     lrows = []
-    for (party, quantity), g in lat.groupby(["party", "quantity"], sort=False):
+    for (protocol, party, quantity), g in lat.groupby(["protocol", "party", "quantity"], sort=False):
         how = agg.get(quantity, "mean")
         lrows.append(
             {
+                "protocol": protocol,
                 "party": "observer" if party == OBSERVER else str(int(party)),
                 "quantity": quantity,
                 "measured": float(getattr(g["estimate"], how)()),
@@ -115,7 +118,11 @@ def summarise(results: pd.DataFrame, scenario: Any) -> tuple[pd.DataFrame, pd.Da
     latency = pd.DataFrame(lrows)
     if not latency.empty:
         latency = latency.pivot_table(
-            index="party", columns="quantity", values=["measured", "theory"], sort=False, dropna=False
+            index=["protocol", "party"],
+            columns="quantity",
+            values=["measured", "theory"],
+            sort=False,
+            dropna=False,
         )
         latency.columns = [f"{q.removeprefix('completion_delay_')}_{kind}" for kind, q in latency.columns]
         order = [
@@ -124,14 +131,20 @@ def summarise(results: pd.DataFrame, scenario: Any) -> tuple[pd.DataFrame, pd.Da
             for kind in ("measured", "theory")
         ]
         latency = latency[[c for c in order if c in latency.columns]].dropna(axis=1, how="all").reset_index()
+        if not per_protocol:
+            latency = latency.drop(columns="protocol")
     delivered = results[results["quantity"] == "messages_delivered"]
     if not latency.empty:
-        counts = delivered.groupby("party", sort=False)["estimate"].sum()
-        expected = delivered.groupby("party", sort=False)["theory"].sum()
-        latency["messages"] = [int(counts[OBSERVER if p == "observer" else int(p)]) for p in latency["party"]]
-        latency["messages_expected"] = [
-            int(expected[OBSERVER if p == "observer" else int(p)]) for p in latency["party"]
-        ]
+        keys = ["protocol", "party"] if per_protocol else ["party"]
+
+        def at(series: pd.Series, row: pd.Series) -> float:
+            who = OBSERVER if row["party"] == "observer" else int(row["party"])
+            return float(series[(row["protocol"], who)] if per_protocol else series[who])
+
+        counts = delivered.groupby(keys, sort=False)["estimate"].sum()
+        expected = delivered.groupby(keys, sort=False)["theory"].sum()
+        latency["messages"] = [int(at(counts, r)) for _, r in latency.iterrows()]
+        latency["messages_expected"] = [int(at(expected, r)) for _, r in latency.iterrows()]
         heard = results[results["quantity"] == "messages_heard"]
         if not heard.empty:  # a lossy channel or a deadline: messages heard in time
             got = heard.groupby("party", sort=False)["estimate"].sum()

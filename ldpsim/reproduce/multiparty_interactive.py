@@ -67,7 +67,7 @@ from scipy.optimize import linprog
 
 from ldpsim import _progress as progress
 from ldpsim.errors import LdpSimError
-from ldpsim.protocols import Protocol, Task, exact_accuracy
+from ldpsim.protocols import Protocol, Task, exact_accuracy, interactive
 from ldpsim.protocols.interactive import InteractiveProtocol
 from ldpsim.reproduce import _study as s
 from ldpsim.reproduce._registry import register, write_summary
@@ -99,7 +99,7 @@ PNG_META = {"Software": None}
 # --------------------------------------------------------------------------- the model
 def slots(k: int, rounds: int = ROUNDS) -> list[int]:
     """The party speaking at each slot: round by round, parties 0..k-1 in order."""
-    return [j for _ in range(rounds) for j in range(k)]
+    return interactive.rr_slots(k, rounds)
 
 
 def transcript_law(inputs: Sequence[Array], strategy: Sequence[Array], k: int, rounds: int = ROUNDS) -> Array:
@@ -109,18 +109,11 @@ def transcript_law(inputs: Sequence[Array], strategy: Sequence[Array], k: int, r
     significant bit): an :class:`~ldpsim.protocols.InteractiveProtocol` with binary messages
     (its levels are checked by the study, not claimed here). x and tau are in C order (party 0
     / slot 0 most significant)."""
-    rules = [np.stack([1.0 - np.asarray(p1, dtype=float), np.asarray(p1, dtype=float)], axis=2) for p1 in strategy]
+    rules = interactive.binary_rules(strategy)
     return InteractiveProtocol(rules, slots(k, rounds), math.inf, 1.0, private=inputs).law()
 
 
-def quaternary(eps: float, delta: float) -> Array:
-    e = math.exp(eps)
-    return np.array(
-        [
-            [delta, (1 - delta) * e / (1 + e), (1 - delta) / (1 + e), 0.0],
-            [0.0, (1 - delta) / (1 + e), (1 - delta) * e / (1 + e), delta],
-        ]
-    )
+quaternary = interactive.quaternary
 
 
 def rr_strategy(k: int) -> list[Array]:
@@ -136,8 +129,9 @@ def rr_strategy(k: int) -> list[Array]:
 
 
 def rr_law(eps: Array, delta: Array) -> Array:
-    k = len(eps)
-    return transcript_law([quaternary(e, d) for e, d in zip(eps, delta)], rr_strategy(k), k)
+    """The law of :func:`ldpsim.protocols.interactive.rr_over_rounds` (the scenario files'
+    ``rr_rounds`` family): ``transcript_law`` of the quaternary outputs and :func:`rr_strategy`."""
+    return interactive.rr_over_rounds(eps, delta, check=False).law()
 
 
 # --------------------------------------------------------------------------- privacy
@@ -277,45 +271,9 @@ def scaled_random(
 
 
 def gated(eps: Array, delta: Array) -> Array:
-    """Party 0 sends Warner's bit m at eps_0 in round 1, party k-1 its quaternary output at
-    (eps_{k-1}, a) after m = 0 and (eps_{k-1}, b) after m = 1 with a = delta/p, b = 0 if
-    delta <= p (else a = 1, b as large as admissible), the others their RR."""
-    k = len(eps)
-    p = 1 / (1 + math.exp(-eps[0]))
-    d = delta[-1]
-    a = min(1.0, d / p)
-    b = max(0.0, (d - p * a) / (1 - p))
-    # inputs: party 0's bit directly; party k-1: its bit; others: quaternary outputs
-    inputs = [np.eye(2)] + [quaternary(e, dl) for e, dl in zip(eps[1:-1], delta[1:-1])] + [np.eye(2)]
-    strat = []
-    qa, qb = quaternary(eps[-1], a), quaternary(eps[-1], b)
-    for sl in range(k * ROUNDS):
-        j = sl % k
-        H = 2**sl
-        h = np.arange(H)
-        if j == 0:  # Warner's bit in round 1, a constant 0 in round 2
-            strat.append(np.array([[1 - p], [p]]) if sl == 0 else np.zeros((2, H)))
-        elif j == k - 1:
-            m = (h >> (sl - 1)) & 1  # party 0's first message, the most significant bit of h
-            if sl < k:  # high bit of party k-1's quaternary output, law chosen by m
-                hi = lambda q: q[:, 2] + q[:, 3]
-                strat.append(np.where(m[None, :] == 0, hi(qa)[:, None], hi(qb)[:, None]))
-            else:  # low bit given the high bit (the previous own message)
-                own = (h >> (sl - 1 - (k - 1))) & 1  # party k-1's round-1 message (slot k-1)
-                out = np.empty((2, H))
-                for mv in (0, 1):
-                    q = qa if mv == 0 else qb
-                    for ov in (0, 1):
-                        sel = (m == mv) & (own == ov)
-                        for xv in (0, 1):
-                            tot = q[xv, 2 * ov] + q[xv, 2 * ov + 1]
-                            out[xv, sel] = q[xv, 2 * ov + 1] / tot if tot > 0 else 0.0
-                strat.append(out)
-        else:
-            z = np.arange(4)[:, None]
-            bit = (z >> 1) & 1 if sl < k else z & 1
-            strat.append(np.broadcast_to(bit, (4, H)).astype(float))
-    return transcript_law(inputs, strat, k)
+    """The law of :func:`ldpsim.protocols.interactive.gated` (the scenario files' ``gated``
+    family): party 0's Warner bit gates party k-1's delta (module docstring)."""
+    return interactive.gated(eps, delta, check=False).law()
 
 
 def rr_relabelled(eps: Array, delta: Array) -> Array:

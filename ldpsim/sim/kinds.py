@@ -10,7 +10,8 @@ of a run for what differs by kind instead of naming kinds.
 
 A kind is either the ``kind`` of a scenario file (``file_kind=True``: the file's parser is
 the study's :meth:`~ldpsim.runs.Study.parse`) or reached through another kind's parser (a
-multi-party file with a ``[study]`` table runs as ``"multiparty_study"``). The first kind
+multi-party file with a ``[study]`` table runs as ``"multiparty_study"``, one that declares an
+interactive protocol as ``"multiparty_interactive"``). The first kind
 registered is the default: a scenario file without ``kind``, and a run whose metadata.json
 was written before it recorded one.
 
@@ -71,6 +72,7 @@ register("survey", "ldpsim.sim.studies:SurveyStudy")
 register("multiparty", "ldpsim.sim.studies:MultipartyStudy")
 register("collection", "ldpsim.sim.studies:CollectionStudy")
 register("multiparty_study", "ldpsim.sim.multiparty_study:MultipartyScalingStudy", file_kind=False)
+register("multiparty_interactive", "ldpsim.sim.multiparty_interactive:MultipartyInteractiveStudy", file_kind=False)
 
 
 def kinds() -> list[str]:

@@ -778,12 +778,14 @@ class _CountRule:
 
 
 # ------------------------------------------------------------------------- the table
-def _table(protocols, tasks, tally, delivered, rounds, channel, alpha, replication, exact) -> pd.DataFrame:
+def accuracy_rows(protocols, tasks, tally, rounds, alpha, common, exact) -> list[dict]:
+    """The accuracy rows (measured against exact, with tolerances) and the paired differences
+    with the first protocol, the table's false-failure probability ``alpha`` split over them
+    (shared by the one-round and the interactive broadcasts)."""
     k = tasks[0].parties
     n_recv = k + 1
     alpha_row = alpha / ((2 * len(protocols) - 1) * n_recv)  # accuracy rows and paired differences
     rows = []
-    common = {"replication": replication, "loss": channel.loss, "rounds": rounds}
     for q, p in enumerate(protocols):
         for i in range(n_recv):
             who = _who(i, k)
@@ -832,6 +834,14 @@ def _table(protocols, tasks, tally, delivered, rounds, channel, alpha, replicati
                     "theory": theory,
                 }
             )
+    return rows
+
+
+def _table(protocols, tasks, tally, delivered, rounds, channel, alpha, replication, exact) -> pd.DataFrame:
+    k = tasks[0].parties
+    n_recv = k + 1
+    common = {"replication": replication, "loss": channel.loss, "rounds": rounds}
+    rows = accuracy_rows(protocols, tasks, tally, rounds, alpha, common, exact)
     lat, loss, deadline, m = channel.latency, channel.loss, channel.deadline, channel.missing
     for i in range(n_recv):
         who = _who(i, k)
@@ -1062,6 +1072,7 @@ def _positive_int(value: object, name: str) -> int:
 __all__ = [
     "EXACT_QUANTITIES",
     "Broadcast",
+    "accuracy_rows",
     "BroadcastResult",
     "Channel",
     "ExactTables",

@@ -47,6 +47,27 @@ seed = 5
 replications = 2
 alpha = 1e-6
 """,
+    "multiparty_interactive": """
+kind = "multiparty"
+name = "small_interactive"
+protocols = ["universal", { name = "gated", family = "gated" }]
+[parties]
+k = 2
+eps = [0.7, 1.1]
+delta = [0, 0.2]
+[task]
+kind = "table"
+values = [0, 1, 2, 2]
+[rounds]
+count = 2000
+batch = 500
+[network]
+latency = { kind = "exponential", mean = 0.03 }
+[simulation]
+seed = 5
+replications = 2
+alpha = 1e-6
+""",
 }
 
 

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from ldpsim.errors import LdpSimError
-from ldpsim.protocols import OBSERVER, InteractiveProtocol, Protocol, Task, exact_accuracy
+from ldpsim.protocols import OBSERVER, InteractiveProtocol, Protocol, Task, exact_accuracy, interactive
 from tests.stats_checks import FALSE_FAILURE
 
 
@@ -78,3 +78,48 @@ def test_sampling_follows_the_exact_law():
         assert counts[~seen].sum() == 0
         chi2 = float((((counts - expected) ** 2)[seen] / expected[seen]).sum())
         assert chi2 <= stats.chi2.isf(FALSE_FAILURE, seen.sum() - 1)
+
+
+# --------------------------------------------------------------------------- families, rules, reads
+@pytest.mark.parametrize("k", [2, 3])
+def test_rr_over_rounds_has_randomized_responses_accuracies(k):
+    eps, delta = [0.4, 1.3, 2.0][:k], [0.0, 0.15, 0.05][:k]
+    ip = interactive.rr_over_rounds(eps, delta)
+    rr = Protocol.universal(eps, delta)
+    for task in (Task.xor(k), Task.sum(k), Task.majority(k)):
+        for party in (OBSERVER, *range(k)):
+            assert ip.accuracy(task, party) == pytest.approx(exact_accuracy(rr, task, party), rel=1e-12)
+    assert ip.privacy_table()["private"].all()
+
+
+def test_the_gated_family_is_the_counterexample_and_spends_exactly_its_delta():
+    g = interactive.gated([math.log(2), math.log(3)], [0.0, 0.2])
+    gated_task = Task.from_table([0, 1, 2, 2], n_outputs=3)
+    assert g.accuracy(gated_task) == pytest.approx(73 / 120, rel=1e-12)
+    assert g.privacy_table()["exact_delta_at_eps"].tolist() == pytest.approx([0.0, 0.2], abs=1e-15)
+    three = interactive.gated([0.5, 1.0, 2.0], [0.0, 0.05, 0.1])
+    assert three.privacy_table()["private"].all() and three.parties == 3
+    with pytest.raises(LdpSimError, match="^eps: got .*k >= 2"):
+        interactive.gated([1.0], [0.1])
+
+
+def test_the_decision_table_attains_the_exact_accuracy():
+    g = interactive.gated([0.7, 1.1], [0.0, 0.2])
+    task = Task.from_table([0, 1, 2, 2], n_outputs=3)
+    law = g.law()
+    xs = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])
+    f = task.value(xs)
+    for party in (OBSERVER, 0, 1):
+        rule = g.decisions(task, party)
+        own = np.zeros(4, int) if party == OBSERVER else xs[:, party]
+        gain = sum(law[x, t] * (rule[own[x], t] == f[x]) for x in range(4) for t in range(law.shape[1])) / 4
+        assert gain == pytest.approx(g.accuracy(task, party), rel=1e-12)
+
+
+def test_reads_names_the_earlier_messages_a_rule_depends_on():
+    g = interactive.gated([0.7, 1.1], [0.0, 0.2])
+    # party 1's round-1 bit depends on party 0's bit; party 0's round-2 message is a constant; party 1's
+    # round-2 bit on party 0's bit and its own round-1 bit
+    assert [g.reads(s) for s in range(4)] == [(), (0,), (), (0, 1)]
+    ip = InteractiveProtocol.from_protocol(Protocol.binary([1.0, 2.0, 0.5]))
+    assert [ip.reads(s) for s in range(3)] == [(), (), ()]

@@ -13,7 +13,9 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import pytest
 
+from ldpsim.protocols import Task, interactive
 from ldpsim.reproduce import multiparty_interactive as mi
 
 
@@ -168,3 +170,20 @@ def test_relabelled_rr_is_equivalent():
 
 def test_library_cross_check():
     assert mi.library_check(2014, 2) <= 1e-12
+
+
+def test_the_study_builds_its_families_through_the_public_constructors():
+    """The reproduction's gated protocol and RR are the scenario files' ``gated`` and
+    ``rr_rounds`` families (ldpsim.protocols.interactive): the same laws, bit for bit, and the
+    gated law gives the exact counterexample's observer gain of 1/120 at its levels."""
+    eps, delta = np.array([math.log(2), 0.9, math.log(3)]), np.array([0.0, 0.1, 0.2])
+    assert np.array_equal(mi.gated(eps, delta), interactive.gated(eps, delta).law())
+    assert np.array_equal(mi.rr_law(eps, delta), interactive.rr_over_rounds(eps, delta).law())
+    e2, d2 = np.array([math.log(2), math.log(3)]), np.array([0.0, 0.2])
+    f, g = mi.functions(2, np.random.default_rng(0))["gated"]
+    gain = mi.average_accuracy(mi.gated(e2, d2), mi.gain_rows(f, g), mi.OBSERVER, 2) - mi.average_accuracy(
+        mi.rr_law(e2, d2), mi.gain_rows(f, g), mi.OBSERVER, 2
+    )
+    assert gain == pytest.approx(float(mi.counterexample()["gain"]), abs=1e-14) == pytest.approx(1 / 120)
+    task = Task.from_table(f, n_outputs=3)
+    assert interactive.gated(e2, d2).accuracy(task) == pytest.approx(73 / 120, rel=1e-12)

@@ -625,8 +625,8 @@ def estimated_seconds(text: str, where: str = "case.toml") -> float:
         return 0.0
     spec = sc.spec
     reps = spec.simulation.replications
-    if sc.kind == "multiparty_study":  # a [study]: its own estimate of the exact values and the Monte Carlo
-        return float(sc.estimated_seconds)
+    if sc.kind in ("multiparty_study", "multiparty_interactive"):  # their own estimates (a [study]: exact values
+        return float(sc.estimated_seconds)  # and the Monte Carlo; interactive: the broadcast)
     if (
         sc.kind == "collection"
     ):  # respondent-periods per policy, with and without a shuffler (8 s for the shipped 1.8e7)

@@ -23,6 +23,14 @@ Layout (every key; optional ones are commented with their default)::
             { kind = "randomized_response", eps = 2 },
             { kind = "matrix", matrix = [[0.7, 0.2, 0.1], [0.1, 0.2, 0.7]] },
             ...] },
+        # or an interactive protocol (then every protocol runs as one, product ones as one slot per
+        # party; the file runs as the kind "multiparty_interactive", without loss, deadline, loss
+        # grid, deviations or p_one): a family ("gated", "rr_rounds") at [parties]' levels or its own,
+        { name = "gated", family = "gated" },
+        # or its rules: the speaker of each slot and rules[s][v][h][y] = P(message y | private value
+        # v, history h); optional private (one matrix per party), eps and delta (the claim, checked
+        # exactly on the whole transcript's law)
+        { name = "mine", speakers = [0, 1], rules = [...], eps = [1, 1], delta = 0 },
     ]
 
     [parties]
@@ -85,7 +93,7 @@ from pydantic import Discriminator, Field, Tag, model_validator
 from ldpsim._text import did_you_mean
 from ldpsim.errors import LdpSimError, show
 from ldpsim.mechanisms import catalog
-from ldpsim.protocols import OBSERVER, Protocol, Task, deviate, erasure_protocol, missing_probability
+from ldpsim.protocols import OBSERVER, Protocol, Task, deviate, erasure_protocol, interactive, missing_probability
 from ldpsim.protocols.decisions import MAX_TENSOR_ENTRIES, exact_plan
 from ldpsim.protocols.tasks import MAX_TABLE_PARTIES
 from ldpsim.sim.network import Latency
@@ -197,34 +205,79 @@ class ReceiverSpec(Model):
     gain: Gain | None = None
 
 
+ProtocolName = Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.+-]+$")]
+
+
 class ProtocolSpec(Model):
     """An inline protocol table: a name and per-party catalog mechanisms."""
 
-    name: Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.+-]+$")]
+    name: ProtocolName
     mechanisms: list[dict[str, Any]] = Field(min_length=1)
+
+
+#: The largest number of slots (messages per round) of an interactive protocol a file declares.
+MAX_SLOTS = 16
+#: The named families of interactive protocols (``{ name = ..., family = ... }``).
+FAMILIES = ("gated", "rr_rounds")
+Levels = Eps | list[Eps] | None
+Deltas = Probability | list[Probability] | None
+Number = Annotated[float, Field(allow_inf_nan=False)]
+
+
+class FamilySpec(Model):
+    """An interactive protocol of a named family (:mod:`ldpsim.protocols.interactive`): ``gated``
+    or ``rr_rounds``, at ``eps`` and ``delta`` (default: ``[parties]``'s)."""
+
+    name: ProtocolName
+    family: Literal["gated", "rr_rounds"]
+    eps: Levels = None
+    delta: Deltas = None
+
+
+class RulesSpec(Model):
+    """An interactive protocol given by its rules: the speaker of each slot, and per slot
+    ``rules[s][v][h][y]`` = P(message y | private value v, history h); optional ``private``
+    matrices (one per party, rows its inputs); claimed ``eps`` and ``delta`` (default:
+    ``[parties]``'s)."""
+
+    name: ProtocolName
+    speakers: list[Annotated[int, Field(ge=0)]] = Field(min_length=1, max_length=MAX_SLOTS)
+    rules: list[list[list[list[Number]]]] = Field(min_length=1, max_length=MAX_SLOTS)
+    private: list[list[list[Number]]] | None = None
+    eps: Levels = None
+    delta: Deltas = None
 
 
 def _protocol_form(value: Any) -> str | None:
     if isinstance(value, str):
         return "protocol_name"
+    if isinstance(value, FamilySpec) or (isinstance(value, dict) and "family" in value):
+        return "protocol_family"
+    if isinstance(value, RulesSpec) or (isinstance(value, dict) and ("speakers" in value or "rules" in value)):
+        return "protocol_rules"
     if isinstance(value, (dict, ProtocolSpec)):  # a table in the file, or the model when serialised
         return "protocol_table"
     return None
 
 
-#: A ``protocols`` item: a name, or an inline table of per-party mechanisms.
+#: A ``protocols`` item: a name, an inline table of per-party mechanisms, or an interactive
+#: protocol (a family, or its rules).
 ProtocolItem = Annotated[
     Union[
-        Annotated[Literal["universal", "binary"], Tag("protocol_name")], Annotated[ProtocolSpec, Tag("protocol_table")]
+        Annotated[Literal["universal", "binary"], Tag("protocol_name")],
+        Annotated[ProtocolSpec, Tag("protocol_table")],
+        Annotated[FamilySpec, Tag("protocol_family")],
+        Annotated[RulesSpec, Tag("protocol_rules")],
     ],
     Discriminator(
         _protocol_form,
         custom_error_type="protocol_form",
-        custom_error_message="expected 'universal', 'binary' or a table { name = ..., mechanisms = [...] }",
+        custom_error_message="expected 'universal', 'binary' or a table { name = ..., mechanisms = [...] } "
+        "(or an interactive protocol: { name = ..., family = ... } or { name = ..., speakers = [...], rules = [...] })",
     ),
 ]
 #: Union tags in error locations that are not keys of the file.
-UNION_TAGS = frozenset({"protocol_name", "protocol_table"})
+UNION_TAGS = frozenset({"protocol_name", "protocol_table", "protocol_family", "protocol_rules"})
 
 
 class DeviationSpec(Model):
@@ -308,6 +361,8 @@ class MultipartyScenario(BuiltScenario):
     ``missing`` is P(a message is not heard in time) = ``missing_probability(loss, late)``."""
 
     kind: ClassVar[str] = KIND
+    #: whether the protocols are InteractiveProtocols (the file declares an interactive one)
+    interactive: ClassVar[bool] = False
 
     protocols: tuple[Any, ...]  # ldpsim.protocols.Protocol
     task: Any  # ldpsim.protocols.Task: the default
@@ -353,6 +408,16 @@ class MultipartyScenario(BuiltScenario):
 
     def rebuild(self, spec: "MultipartySpec") -> "MultipartyScenario":
         return build(spec, self.source, self.path)
+
+
+@dataclass(frozen=True)
+class InteractiveMultipartyScenario(MultipartyScenario):
+    """A multi-party scenario that declares an interactive protocol: every protocol is an
+    :class:`~ldpsim.protocols.InteractiveProtocol` (product ones as one slot per party), run
+    as the kind ``"multiparty_interactive"`` (:mod:`ldpsim.sim.multiparty_interactive`)."""
+
+    kind: ClassVar[str] = "multiparty_interactive"
+    interactive: ClassVar[bool] = True
 
 
 def load_multiparty(path: Any) -> MultipartyScenario:
@@ -445,6 +510,9 @@ def _build_protocols(spec: MultipartySpec) -> list[Any]:
     protocols = []
     for index, item in enumerate(spec.protocols):
         where = f"protocols[{index}]"
+        if is_interactive(item):
+            protocols.append(_build_interactive(spec, item, where))
+            continue
         if isinstance(item, str) and not spec.parties.bits:
             raise LdpSimError(
                 f"{where}: got {item!r}, expected a table {{ name = ..., mechanisms = [...] }} of catalog "
@@ -462,6 +530,7 @@ def _build_protocols(spec: MultipartySpec) -> list[Any]:
             except LdpSimError as exc:
                 raise LdpSimError(f"{where} ({item}): {_one_line(exc)}") from None
             continue
+        assert isinstance(item, ProtocolSpec)  # the last form (the discriminator chose it)
         tables = item.mechanisms
         if len(tables) not in (1, k):
             raise LdpSimError(
@@ -482,6 +551,122 @@ def _build_protocols(spec: MultipartySpec) -> list[Any]:
         except LdpSimError as exc:
             raise LdpSimError(f"{where}.mechanisms: {_one_line(exc)}") from None
     return protocols
+
+
+# ------------------------------------------------------------------------- interactive protocols
+def is_interactive(item: Any) -> bool:
+    """Whether a ``protocols`` item declares an interactive protocol (a family, or rules)."""
+    return isinstance(item, (FamilySpec, RulesSpec))
+
+
+def _item_levels(value: Any, default: Any, k: int, where: str) -> list[float]:
+    """An interactive protocol's eps or delta: its own, else ``[parties]``'s, one per party."""
+    key = where.rsplit(".", 1)[1]
+    if value is None:
+        value = default
+    if value is None:
+        raise LdpSimError(
+            f"{where}: got nothing, expected the parties' privacy levels {key} (here or in parties.{key})"
+        )
+    if isinstance(value, list):
+        if len(value) != k:
+            raise LdpSimError(f"{where}: got a list of length {len(value)}, expected one value per party (k = {k})")
+        return [float(v) for v in value]
+    return [float(value)] * k
+
+
+def _array(value: Any, where: str, what: str) -> np.ndarray:
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except ValueError:
+        raise LdpSimError(f"{where}: got rows of different lengths, expected {what}") from None
+
+
+def _build_interactive(spec: MultipartySpec, item: Any, where: str) -> Any:
+    """An InteractiveProtocol from a family or from rules; its claimed levels are checked
+    exactly on construction. Errors name the item's key."""
+    k, sizes = spec.parties.k, spec.parties.sizes()
+    eps = _item_levels(item.eps, spec.parties.eps, k, f"{where}.eps")
+    delta = _item_levels(item.delta, spec.parties.delta, k, f"{where}.delta")
+    if isinstance(item, FamilySpec):
+        if not spec.parties.bits:
+            raise LdpSimError(
+                f"{where}.family: got {item.family!r}, expected a table of rules (speakers, rules) when parties hold "
+                f"more than a bit (parties.values = {_values_text(sizes)}; the families are for bits)"
+            )
+        if item.family == "gated" and k < 2:
+            raise LdpSimError(f"{where}.family: got 'gated' with k = 1, expected k >= 2 (party 0 gates party k-1)")
+        make = {"gated": interactive.gated, "rr_rounds": interactive.rr_over_rounds}[item.family]
+        try:
+            built = make(eps, delta)
+        except LdpSimError as exc:
+            raise LdpSimError(f"{where} ({item.family}): {_one_line(exc)}") from None
+        built.name = item.name
+        return built
+    speakers = list(item.speakers)
+    if len(item.rules) != len(speakers):
+        raise LdpSimError(
+            f"{where}.rules: got {len(item.rules)} rules, expected one per slot ({len(speakers)} speakers)"
+        )
+    for s, j in enumerate(speakers):
+        if j >= k:
+            raise LdpSimError(f"{where}.speakers[{s}]: got {j}, expected a party index 0..{k - 1}")
+    silent = sorted(set(range(k)) - set(speakers))
+    if silent:
+        raise LdpSimError(
+            f"{where}.speakers: got {speakers}, expected every party 0..{k - 1} to speak at least once "
+            f"(party {silent[0]} never does)"
+        )
+    rules = [
+        _array(r, f"{where}.rules[{s}]", "rules[s][v][h][y]: P(message y | private value v, history h)")
+        for s, r in enumerate(item.rules)
+    ]
+    private = None
+    if item.private is not None:
+        if len(item.private) != k:
+            raise LdpSimError(f"{where}.private: got {len(item.private)} matrices, expected one per party (k = {k})")
+        private = [
+            _array(m, f"{where}.private[{j}]", f"a matrix with parties.values[{j}] = {sizes[j]} rows")
+            for j, m in enumerate(item.private)
+        ]
+    try:
+        return interactive.InteractiveProtocol(
+            rules, speakers, eps, delta, inputs=sizes, private=private, name=item.name
+        )
+    except LdpSimError as exc:
+        raise LdpSimError(f"{where}.{_one_line(exc)}") from None
+
+
+def _as_interactive(protocol: Any, where: str) -> Any:
+    """A product protocol of a file that declares an interactive one: one slot per party."""
+    try:
+        built = interactive.InteractiveProtocol.from_protocol(protocol)
+    except LdpSimError as exc:
+        raise LdpSimError(
+            f"{where}: {_one_line(exc)} (the file declares an interactive protocol, so {protocol.name} runs as one: "
+            "one slot per party)"
+        ) from None
+    built.name = protocol.name
+    return built
+
+
+def _check_interactive(spec: MultipartySpec, where: str) -> None:
+    """What an interactive broadcast does not model, refused in one line naming the key."""
+    net = spec.network
+    why = f"with an interactive protocol ({where}), whose broadcast has no loss, deadline or deviating party"
+    if net.loss != 0:
+        raise LdpSimError(f"network.loss: got {net.loss!r}, expected 0 {why}")
+    if net.deadline is not None:
+        raise LdpSimError(f"network.deadline: got {net.deadline!r}, expected no deadline {why}")
+    if net.loss_grid is not None:
+        raise LdpSimError(f"network.loss_grid: got {show(net.loss_grid)}, expected no loss grid {why}")
+    if spec.deviations:
+        raise LdpSimError(f"deviations: got {len(spec.deviations)} deviating party(ies), expected none {why}")
+    if "p_one" in spec.parties.model_fields_set:
+        raise LdpSimError(
+            f"parties.p_one: got {show(spec.parties.p_one)}, expected no p_one with an interactive protocol "
+            f"({where}): inputs are uniform, as its exact accuracy assumes"
+        )
 
 
 # ------------------------------------------------------------------------- tasks
@@ -597,7 +782,12 @@ def build(spec: MultipartySpec, source: str, where: str) -> MultipartyScenario:
             f"parties.p_one: got {show(spec.parties.p_one)}, expected no p_one when parties hold more than a bit "
             f"(parties.values = {_values_text(sizes)}: every value is uniform on its party's alphabet)"
         )
+    declared = [n for n, item in enumerate(spec.protocols) if is_interactive(item)]
+    if declared:
+        _check_interactive(spec, f"protocols[{declared[0]}]")
     protocols = _build_protocols(spec)
+    if declared:
+        protocols = [p if n in declared else _as_interactive(p, f"protocols[{n}]") for n, p in enumerate(protocols)]
     task, tasks = _build_tasks(spec)
     latency = build_latency(spec.network.latency)
     net = spec.network
@@ -625,10 +815,11 @@ def build(spec: MultipartySpec, source: str, where: str) -> MultipartyScenario:
             )
         deviations[d.party] = d.kind if d.kind == "truthful" else (d.kind, d.bit)
     actual = [deviate(p, deviations) if deviations else p for p in protocols]
-    _check_exact(spec, protocols, actual, tasks, missing, bool(deviations))
+    if not declared:  # an interactive protocol's law is enumerated on construction: that is its check
+        _check_exact(spec, protocols, actual, tasks, missing, bool(deviations))
     _check_workload(spec, latency)
     seconds = _check_time(spec)
-    return MultipartyScenario(
+    return (InteractiveMultipartyScenario if declared else MultipartyScenario)(
         spec,
         source,
         where,
