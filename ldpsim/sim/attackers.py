@@ -70,6 +70,11 @@ def build_attacker(
     if spec.strategy not in STRATEGIES:
         raise LdpSimError(f"{where}.strategy: got {spec.strategy!r}, expected one of {', '.join(STRATEGIES)}")
     st = STRATEGIES[spec.strategy]
+    if st.moves == "moments":  # the two-group protocol is the library's (ldpsim.analyst.means), not a scenario's yet
+        raise LdpSimError(
+            f"{where}.strategy: got {spec.strategy!r}, expected output_mean or input_mean for a numeric question "
+            "(scenarios do not estimate the variance yet; ldpsim.attacks.expected_moments gives the joint attack)"
+        )
     if st.moves == "mean":
         if labels or not hasattr(mech, "report_range"):  # a question without a list of answers, a numeric mechanism
             raise LdpSimError(
