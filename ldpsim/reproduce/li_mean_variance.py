@@ -38,7 +38,7 @@ from scipy.stats import t as t_dist
 from ldpsim import _progress as progress
 from ldpsim.analyst.means import moment_reports
 from ldpsim.attacks import STRATEGIES, expected_moments, fake_share_needed
-from ldpsim.attacks.strategies import moment_statistic
+from ldpsim.attacks.strategies import MomentsStrategy, moment_statistic
 from ldpsim.mechanisms import catalog
 from ldpsim.reproduce import _study as s
 from ldpsim.reproduce._registry import register, write_summary
@@ -110,7 +110,7 @@ def li_mean_variance(
                 for attack in ATTACKS:
                     st = STRATEGIES[attack]
                     fake = st.reports(mech, np.array(TARGET), m, rng, prior=np.array(honest), share=share)
-                    mean, var = st.estimates(mech, stat + moment_statistic(fake))
+                    mean, var = MomentsStrategy.estimates(mech, stat + moment_statistic(fake))
                     rows.append(dict(instance=i, mechanism=name, eps=e, attack=attack, mean=mean, variance=var))
             progress.advance()
     data = pd.DataFrame(rows)
