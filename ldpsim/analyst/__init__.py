@@ -27,6 +27,7 @@ from ldpsim.analyst.means import (
     mean_standard_error,
     moments_estimate,
     moments_law,
+    moments_law_of,
 )
 from ldpsim.analyst.nonresponse import ReweightedEstimate, nonresponse_bias, reweight_for_response
 from ldpsim.analyst.sequences import confidence_sequence_halfwidth, rho_for
@@ -87,6 +88,7 @@ __all__ = [
     "MomentsLaw",
     "moments_estimate",
     "moments_law",
+    "moments_law_of",
     "ReweightedEstimate",
     "nonresponse_bias",
     "reweight_for_response",

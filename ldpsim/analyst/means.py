@@ -68,6 +68,7 @@ __all__ = [
     "moments_estimate",
     "moments_from_sums",
     "moments_law",
+    "moments_law_of",
     "square_back",
     "square_input",
     "square_range",
@@ -309,6 +310,15 @@ def moments_law(
         noise1 += float(np.var(x1))
         noise2 += float(np.var(x2 * x2))
     return _law(float(np.mean(x1)), noise1 / n1, float(np.mean(x2 * x2)), noise2 / n2)
+
+
+def moments_law_of(one: MomentsLaw, n_mean: float, n_square: float) -> MomentsLaw:
+    """The exact law of the two-group estimates from ``n_mean`` and ``n_square`` reports, given
+    ``one``: the law of one report in each group (:func:`moments_law` with one report per group,
+    or a law's moments by quadrature); the groups' sizes may be expectations, fractional."""
+    if not (n_mean > 0 and n_square > 0):
+        raise invalid("n", (n_mean, n_square), "reports in both groups")
+    return _law(one.mean, one.mean_var / n_mean, one.second_moment, one.second_moment_var / n_square)
 
 
 def moments_from_sums(

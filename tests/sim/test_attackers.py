@@ -228,7 +228,8 @@ target = 0.9
         ('[[attackers]]\nshare = 0.1\nquestion = "app"', "attackers[0].targets: got nothing"),
         (
             '[[attackers]]\nshare = 0.1\nquestion = "minutes"\nstrategy = "output_mean_variance"\ntarget = 0.3',
-            "attackers[0].strategy: got 'output_mean_variance', expected output_mean or input_mean",
+            "attackers[0].strategy: got 'output_mean_variance' on question 'minutes', expected a numeric question "
+            "with variance = true",
         ),
     ],
 )
