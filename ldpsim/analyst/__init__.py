@@ -18,7 +18,17 @@ from ldpsim.analyst.estimation import (
     project_to_simplex,
 )
 from ldpsim.analyst.frequency import FrequencyEstimate, frequency_estimate, frequency_standard_error
-from ldpsim.analyst.means import MeanEstimate, bucket, mean_estimate, mean_standard_error
+from ldpsim.analyst.means import (
+    MeanEstimate,
+    MomentsEstimate,
+    MomentsLaw,
+    bucket,
+    mean_estimate,
+    mean_standard_error,
+    moments_estimate,
+    moments_law,
+    moments_law_of,
+)
 from ldpsim.analyst.nonresponse import ReweightedEstimate, nonresponse_bias, reweight_for_response
 from ldpsim.analyst.sequences import confidence_sequence_halfwidth, rho_for
 from ldpsim.analyst.testing import (
@@ -74,6 +84,11 @@ __all__ = [
     "bucket",
     "mean_estimate",
     "mean_standard_error",
+    "MomentsEstimate",
+    "MomentsLaw",
+    "moments_estimate",
+    "moments_law",
+    "moments_law_of",
     "ReweightedEstimate",
     "nonresponse_bias",
     "reweight_for_response",

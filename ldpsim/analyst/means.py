@@ -23,6 +23,22 @@ With the respondents' true answers (``answers``, a design question), the exact s
 
 :func:`bucket` maps numeric answers to bucket indices, so any categorical frequency oracle
 can estimate their histogram.
+
+**The variance** (the two-group protocol of Li, Li, Sun, Gong and Li 2023). Each respondent
+falls in one of two groups at random: the first privatises the answer ``x``, the second
+privatises ``g(x^2)``, the square mapped affinely onto the answers' range ``[lo, hi]``
+(:func:`square_input`; the squares of ``[lo, hi]`` fill ``[q_lo, q_hi]``, :func:`square_range`),
+through the same mechanism at the same eps. Both groups' reports are unbiased for what they
+privatise, so the first group's mean ``mu_hat`` estimates the mean, the second's mapped back
+(:func:`square_back`) the second moment ``m2_hat``, and ``var_hat = m2_hat - mu_hat^2``
+the variance (:func:`moments_estimate`). One group cannot do it: for Duchi's mechanism
+``y^2`` is the same for every report, so nothing in ``E[y^2 | x]`` depends on ``x``.
+
+Given the groups and their answers, ``mu_hat`` and ``m2_hat`` are independent, unbiased, with
+variances ``sum_1 variance(x_i) / n_1^2`` and ``k^2 sum_2 variance(g(x_i^2)) / n_2^2``
+(``k = (q_hi - q_lo) / (hi - lo)``), so exactly ``E[var_hat] = E[m2_hat] - E[mu_hat]^2 -
+Var(mu_hat)``: biased down by the variance of the mean's estimate. Its variance is given by
+the delta method, ``Var(m2_hat) + 4 E[mu_hat]^2 Var(mu_hat)`` (:func:`moments_law`).
 """
 
 from __future__ import annotations
@@ -43,9 +59,19 @@ from ldpsim.stats import hoeffding
 __all__ = [
     "MEAN_METHODS",
     "MeanEstimate",
+    "MomentsEstimate",
+    "MomentsLaw",
     "bucket",
     "mean_estimate",
     "mean_standard_error",
+    "moment_reports",
+    "moments_estimate",
+    "moments_from_sums",
+    "moments_law",
+    "moments_law_of",
+    "square_back",
+    "square_input",
+    "square_range",
 ]
 
 #: Interval methods accepted by :func:`mean_estimate`.
@@ -177,3 +203,164 @@ def bucket(values: ArrayLike, edges: ArrayLike, clip: bool = False) -> NDArray[n
         )
     idx = np.searchsorted(e, x, side="right") - 1
     return np.clip(idx, 0, e.size - 2).astype(np.int64)
+
+
+# --------------------------------------------------------------------- the variance (two groups)
+def square_range(lo: float, hi: float) -> tuple[float, float]:
+    """``(q_lo, q_hi)``: the squares of the answers in ``[lo, hi]`` fill this interval."""
+    lo, hi = float(lo), float(hi)
+    if not hi > lo:
+        raise invalid("range", (lo, hi), "lo < hi")
+    q_lo = 0.0 if lo <= 0.0 <= hi else min(lo * lo, hi * hi)
+    return q_lo, max(lo * lo, hi * hi)
+
+
+def square_input(values: ArrayLike, lo: float, hi: float) -> NDArray[np.float64]:
+    """``g(x^2)``: each answer's square mapped affinely from ``square_range`` onto ``[lo, hi]``
+    (what the second group privatises)."""
+    q_lo, q_hi = square_range(lo, hi)
+    x = np.asarray(values, dtype=np.float64)
+    return np.clip(lo + (hi - lo) * (x * x - q_lo) / (q_hi - q_lo), lo, hi)
+
+
+def square_back(values: ArrayLike, lo: float, hi: float) -> NDArray[np.float64] | float:
+    """``g^-1``: a value on the answers' scale (a report, or the second group's mean) mapped back
+    to the scale of the squares; affine, so it maps the reports' mean to an unbiased second moment."""
+    q_lo, q_hi = square_range(lo, hi)
+    out = q_lo + (q_hi - q_lo) * (np.asarray(values, dtype=np.float64) - lo) / (hi - lo)
+    return float(out) if out.ndim == 0 else out
+
+
+def moment_reports(
+    mechanism: Any, values: ArrayLike, rng: np.random.Generator
+) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
+    """The two-group protocol's reports of respondents answering ``values``: each falls in the
+    second group (``True``: reports ``g(x^2)``) with probability 1/2, else reports ``x``;
+    returns the groups and the reports."""
+    x = np.asarray(values, dtype=np.float64)
+    second = rng.random(x.shape) < 0.5
+    return second, np.asarray(
+        mechanism.privatize(np.where(second, square_input(x, mechanism.lo, mechanism.hi), x), rng), dtype=np.float64
+    )
+
+
+@dataclass(frozen=True)
+class MomentsLaw:
+    """The exact expectation and variance of the two-group estimates (module docstring):
+    ``variance`` is ``E[var_hat]`` exactly, ``variance_var`` the delta method's variance."""
+
+    mean: float
+    mean_var: float
+    second_moment: float
+    second_moment_var: float
+    variance: float
+    variance_var: float
+
+
+@dataclass(frozen=True)
+class MomentsEstimate:
+    """The two-group estimates of the mean, second moment and variance, with plug-in standard
+    errors (the reports' sample variances; the variance's by the delta method), the numbers of
+    reports in each group, and the exact law at given answers (None when not asked)."""
+
+    mean: float
+    second_moment: float
+    variance: float
+    mean_se: float
+    second_moment_se: float
+    variance_se: float
+    n_mean: int
+    n_square: int
+    exact: MomentsLaw | None = None
+
+
+def _slope(lo: float, hi: float) -> float:
+    q_lo, q_hi = square_range(lo, hi)
+    return (q_hi - q_lo) / (hi - lo)
+
+
+def _law(mean: float, mean_var: float, m2: float, m2_var: float) -> MomentsLaw:
+    return MomentsLaw(mean, mean_var, m2, m2_var, m2 - mean * mean - mean_var, m2_var + 4.0 * mean * mean * mean_var)
+
+
+def moments_law(
+    mechanism: Any,
+    answers_mean: ArrayLike,
+    answers_square: ArrayLike,
+    n_mean: int | None = None,
+    n_square: int | None = None,
+    drawn: bool = False,
+) -> MomentsLaw:
+    """The exact law of the two-group estimates when the first group answered ``answers_mean``
+    and the second ``answers_square`` (each group's size is its number of answers unless
+    ``n_mean``, ``n_square`` are given, the answers then standing for the group's law). With
+    ``drawn=True`` the respondents are drawn at random from those answers, so each report's
+    variance also has the answers' own spread (``Var(x)``, ``Var(x^2)``)."""
+    x1 = v.finite_array(answers_mean, "answers_mean", "finite numbers").ravel()
+    x2 = v.finite_array(answers_square, "answers_square", "finite numbers").ravel()
+    if x1.size == 0 or x2.size == 0:
+        raise invalid("answers", "an empty group", "answers in both groups")
+    n1 = x1.size if n_mean is None else v.integer(n_mean, "n_mean", minimum=1)
+    n2 = x2.size if n_square is None else v.integer(n_square, "n_square", minimum=1)
+    lo, hi = mechanism.lo, mechanism.hi
+    k = _slope(lo, hi)
+    noise1 = float(np.mean(mechanism.variance(x1)))
+    noise2 = float(np.mean(mechanism.variance(square_input(x2, lo, hi)))) * k * k
+    if drawn:
+        noise1 += float(np.var(x1))
+        noise2 += float(np.var(x2 * x2))
+    return _law(float(np.mean(x1)), noise1 / n1, float(np.mean(x2 * x2)), noise2 / n2)
+
+
+def moments_law_of(one: MomentsLaw, n_mean: float, n_square: float) -> MomentsLaw:
+    """The exact law of the two-group estimates from ``n_mean`` and ``n_square`` reports, given
+    ``one``: the law of one report in each group (:func:`moments_law` with one report per group,
+    or a law's moments by quadrature); the groups' sizes may be expectations, fractional."""
+    if not (n_mean > 0 and n_square > 0):
+        raise invalid("n", (n_mean, n_square), "reports in both groups")
+    return _law(one.mean, one.mean_var / n_mean, one.second_moment, one.second_moment_var / n_square)
+
+
+def moments_from_sums(
+    sum_mean: float, n_mean: float, sum_square: float, n_square: float, lo: float, hi: float
+) -> tuple[float, float, float]:
+    """``(mu_hat, m2_hat, var_hat)`` from the two groups' sums and numbers of reports (the
+    server's statistic; the numbers may be expectations, fractional); NaN for an empty group."""
+    mean = float(sum_mean) / n_mean if n_mean else math.nan
+    m2 = float(square_back(float(sum_square) / n_square, lo, hi)) if n_square else math.nan
+    return mean, m2, m2 - mean * mean
+
+
+def moments_estimate(
+    mean_reports: ArrayLike,
+    square_reports: ArrayLike,
+    mechanism: Any,
+    answers_mean: ArrayLike | None = None,
+    answers_square: ArrayLike | None = None,
+) -> MomentsEstimate:
+    """The mean, second moment and variance from the first group's reports (of ``x``) and the
+    second's (of ``g(x^2)``), through ``mechanism`` (its ``lo`` and ``hi``); with both groups'
+    true answers, also their exact law (:func:`moments_law`)."""
+    y1 = _reports(mean_reports)
+    y2 = _reports(square_reports)
+    lo, hi = mechanism.lo, mechanism.hi
+    k = _slope(lo, hi)
+    mean, m2, var = moments_from_sums(float(np.sum(y1)), y1.size, float(np.sum(y2)), y2.size, lo, hi)
+    v1 = float(np.var(y1, ddof=1)) / y1.size
+    v2 = k * k * float(np.var(y2, ddof=1)) / y2.size
+    exact = None
+    if (answers_mean is None) != (answers_square is None):
+        raise invalid("answers_square" if answers_square is None else "answers_mean", None, "both groups' answers")
+    if answers_mean is not None:
+        exact = moments_law(mechanism, answers_mean, answers_square)  # type: ignore[arg-type]
+    return MomentsEstimate(
+        mean,
+        m2,
+        var,
+        math.sqrt(v1),
+        math.sqrt(v2),
+        math.sqrt(v2 + 4.0 * mean * mean * v1),
+        int(y1.size),
+        int(y2.size),
+        exact,
+    )

@@ -2,7 +2,8 @@
 exactly, and how a server notices.
 
 - :mod:`~ldpsim.attacks.strategies`: the strategies of fake respondents (random perturbed
-  value, random item, maximal gain, undetectable), one registry;
+  value, random item, maximal gain, undetectable; the mean, and the mean with the variance, of
+  a numeric question), one registry;
 - :mod:`~ldpsim.attacks.gain`: the exact expected gain of a strategy, the gain measured;
 - :mod:`~ldpsim.attacks.optimal`: the optimal attacker of a finite mechanism (a linear
   program), with or without the constraint of staying undetectable;
@@ -11,7 +12,7 @@ exactly, and how a server notices.
 """
 
 from ldpsim.attacks.detect import ExcessMonitor, FrequentItemset, SizeMonitor, frequent_itemset, recovered_estimate
-from ldpsim.attacks.gain import expected_gain, measured_gain
+from ldpsim.attacks.gain import PoisonedMoments, expected_gain, expected_moments, fake_share_needed, measured_gain
 from ldpsim.attacks.optimal import OptimalAttack, optimal_attack
 from ldpsim.attacks.strategies import STRATEGIES, Strategy, strategy
 
@@ -20,9 +21,12 @@ __all__ = [
     "ExcessMonitor",
     "FrequentItemset",
     "OptimalAttack",
+    "PoisonedMoments",
     "SizeMonitor",
     "Strategy",
     "expected_gain",
+    "expected_moments",
+    "fake_share_needed",
     "frequent_itemset",
     "measured_gain",
     "optimal_attack",

@@ -20,6 +20,17 @@ Li, Sun, Gong and Li 2023): ``output_mean``, their output poisoning (every fake 
 carries the value that puts the pooled mean at the target, clipped to the mechanism's report
 range), and ``input_mean``, their baseline input poisoning (the fake answer is that value
 clipped to the answers' range, privatised honestly).
+
+Two more move the mean and the variance together, through the two-group protocol of the same
+paper (:func:`ldpsim.analyst.means.moment_reports`: half the respondents report ``x``, half
+``g(x^2)``): ``output_mean_variance`` (OPA) and ``input_mean_variance`` (IPA). Their
+``targets`` are ``(target mean, target variance)``, their ``prior`` the honest answers' mean
+and second moment, and a report is a row ``(group, value)`` (group 1: the squares' group).
+Fake respondents alternate between the groups; in the first every fake report carries the
+value that puts the pooled mean at the target, in the second the value that puts the pooled
+second moment at ``target variance + mu_a^2``, ``mu_a`` the mean the first group reaches
+(the target unless clipped), each clipped to the report range (OPA) or to the answers' range
+and privatised honestly (IPA).
 """
 
 from __future__ import annotations
@@ -30,11 +41,20 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from ldpsim.analyst.means import moments_from_sums, square_range
 from ldpsim.attacks.optimal import optimal_attack
 from ldpsim.errors import invalid
 from ldpsim.mechanisms.base import FrequencyOracle, target_indices
 
-__all__ = ["STRATEGIES", "AnswerStrategy", "MeanStrategy", "Strategy", "strategy"]
+__all__ = [
+    "STRATEGIES",
+    "AnswerStrategy",
+    "MeanStrategy",
+    "MomentsStrategy",
+    "Strategy",
+    "moment_statistic",
+    "strategy",
+]
 
 
 class Strategy(ABC):
@@ -205,8 +225,99 @@ class InputMean(MeanStrategy):
         return mech.privatize(np.full(n, value), rng)
 
 
+def moment_statistic(reports: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The two-group statistic of rows ``(group, value)``: the first group's sum of values and
+    number of reports, then the second group's."""
+    r = np.asarray(reports, dtype=np.float64).reshape(-1, 2)
+    second = r[:, 0] > 0.5
+    return np.array(
+        [r[~second, 1].sum(), float((~second).sum()), r[second, 1].sum(), float(second.sum())], dtype=np.float64
+    )
+
+
+class MomentsStrategy(Strategy):
+    """A strategy that moves a numeric question's mean and variance together (module
+    docstring). The moved quantity (``estimate``, ``truth``) is the variance; ``estimates``
+    gives the mean beside it."""
+
+    moves: ClassVar[str] = "moments"
+    needs_prior = True
+
+    @staticmethod
+    def estimates(mech: Any, counts: NDArray) -> tuple[float, float]:
+        """``(mean, variance)`` from the two-group statistic ``counts``."""
+        c = np.asarray(counts, dtype=np.float64)
+        mean, _, var = moments_from_sums(c[0], c[1], c[2], c[3], mech.lo, mech.hi)
+        return mean, var
+
+    @staticmethod
+    def estimate(mech: Any, counts: NDArray, n: int, targets: Any) -> float:
+        return MomentsStrategy.estimates(mech, counts)[1]
+
+    @staticmethod
+    def truth(prior: Any, targets: Any) -> float:
+        mean, m2 = (float(p) for p in np.asarray(prior, dtype=np.float64).reshape(-1)[:2])
+        return m2 - mean * mean
+
+    #: the range fake values are clipped to: "reports" (OPA) or "answers" (IPA)
+    clip_to: ClassVar[str]
+
+    def fake_values(self, mech: Any, targets: Any, share: float, prior: Any) -> tuple[float, float]:
+        """The first group's fake value (of ``x``) and the second's (of ``g(x^2)``)."""
+        t_mean, t_var = (float(t) for t in np.asarray(targets, dtype=np.float64).reshape(-1)[:2])
+        mean, m2 = (float(p) for p in np.asarray(prior, dtype=np.float64).reshape(-1)[:2])
+        lo, hi = mech.report_range if self.clip_to == "reports" else (mech.lo, mech.hi)
+        v1 = float(np.clip((t_mean - (1.0 - share) * mean) / share, lo, hi))
+        reached = (1.0 - share) * mean + share * v1
+        g_target = _to_square_scale(t_var + reached * reached, mech.lo, mech.hi)
+        g_honest = _to_square_scale(m2, mech.lo, mech.hi)
+        v2 = float(np.clip((g_target - (1.0 - share) * g_honest) / share, lo, hi))
+        return v1, v2
+
+    def reports(self, mech, targets, n, rng, *, prior=None, share=None):
+        v1, v2 = self.fake_values(mech, targets, float(share), prior)
+        second = (np.arange(n) % 2).astype(np.float64)
+        values = np.where(second > 0.5, v2, v1)
+        if self.clip_to == "answers":
+            values = np.asarray(mech.privatize(values, rng), dtype=np.float64)
+        return np.column_stack([second, values])
+
+    def unit_support(self, mech, targets, *, prior=None, share=None, rng=None):
+        v1, v2 = self.fake_values(mech, targets, float(share), prior)
+        return np.array([0.5 * v1, 0.5, 0.5 * v2, 0.5])
+
+
+def _to_square_scale(m2: float, lo: float, hi: float) -> float:
+    """``g(m2)``: a second moment on the answers' scale (the inverse of ``square_back``,
+    unclipped, unlike ``square_input`` of an answer)."""
+    q_lo, q_hi = square_range(lo, hi)
+    return lo + (hi - lo) * (m2 - q_lo) / (q_hi - q_lo)
+
+
+class OutputMeanVariance(MomentsStrategy):
+    name = "output_mean_variance"
+    summary = "two-group reports set to the values that move mean and variance to the targets (Li et al.'s OPA)"
+    clip_to = "reports"
+
+
+class InputMeanVariance(MomentsStrategy):
+    name = "input_mean_variance"
+    summary = "two-group answers set to the values that move mean and variance most, privatised honestly (IPA)"
+    clip_to = "answers"
+
+
 STRATEGIES: dict[str, Strategy] = {
-    s.name: s for s in (RandomPerturbed(), RandomItem(), MaximalGain(), Undetectable(), OutputMean(), InputMean())
+    s.name: s
+    for s in (
+        RandomPerturbed(),
+        RandomItem(),
+        MaximalGain(),
+        Undetectable(),
+        OutputMean(),
+        InputMean(),
+        OutputMeanVariance(),
+        InputMeanVariance(),
+    )
 }
 
 

@@ -638,6 +638,8 @@ def _attacks(scenario, results: pd.DataFrame) -> list[str]:
     qs = scenario.questions
 
     def aim(a: Any) -> str:
+        if a.moves == "moments":  # a numeric question's mean and variance
+            return f"moving the mean towards {float(a.targets[0]):g} and the variance towards {float(a.targets[1]):g}"
         if np.ndim(a.targets) == 0:  # a numeric question's mean
             return f"moving the mean towards {float(a.targets):g}"
         names = labels if qs is None else qs.questions[a.question].labels
@@ -661,7 +663,10 @@ def _attacks(scenario, results: pd.DataFrame) -> list[str]:
         "mechanism; truth the targets' true share (or the true mean); gain_after_norm_sub the gain once both "
         "estimates are projected by Norm-Sub (the weak defence); flagged the share of the attacker's reports "
         "that frequent-itemset detection flagged at the end and gain_after_recovery the gain once every flagged "
-        "report is removed (with server.keep_reports). docs/risk.md explains each.",
+        "report is removed (with server.keep_reports). For the joint attacks on a question's mean and variance "
+        "(variance = true), the gain is the variance's; mean and variance are the poisoned estimates, beside their "
+        "exact expectations given the groups' sizes received (mean_exact, variance_exact) and exact standard errors "
+        "(one replication's). docs/risk.md explains each.",
         "",
         _md_table(attackers),
         "",
@@ -684,7 +689,7 @@ def _attacks(scenario, results: pd.DataFrame) -> list[str]:
 def _other_tasks(scenario, results: pd.DataFrame) -> list[str]:
     """## Other analyst tasks: their totals at the end, and replication 0 at every checkpoint."""
     # (a scenario's numeric questions are shown above)
-    rest = results if scenario.questions is None else results[results["quantity"] != "mean"]
+    rest = results if scenario.questions is None else results[~results["quantity"].isin(summary.MOMENT_QUANTITIES)]
     totals = summary.other_task_totals(rest)
     if totals.empty:
         return []
@@ -1071,7 +1076,7 @@ def console(result: Any) -> list[str]:
             )
     others = summary.other_task_totals(result.results)
     if qs is not None:  # the means are shown above
-        others = others[others["quantity"] != "mean"] if not others.empty else others
+        others = others[~others["quantity"].isin(summary.MOMENT_QUANTITIES)] if not others.empty else others
     if not others.empty:
         show(text_table(others, na_rep="", float_format=lambda x: f"{x:.6g}", keys=_keys(others), full=whole))
     attackers, detectors = summary.attack_tables(result.results)
@@ -1081,9 +1086,15 @@ def console(result: Any) -> list[str]:
             if "flagged" in attackers.columns and np.isfinite(row["flagged"])
             else ""
         )
+        moved = (
+            f"mean {row['mean']:.4g} (exact {row['mean_exact']:.4g}), variance {row['variance']:.4g} (exact "
+            f"{row['variance_exact']:.4g}), "
+            if "variance" in attackers.columns and np.isfinite(row["variance"])
+            else ""
+        )
         say(
-            f"attacker {row['attacker']}: gain {row['gain']:.4g} (exact {row['gain_exact']:.4g}) at a fake share of "
-            f"{row['fake_share']:.2%}{flagged}"
+            f"attacker {row['attacker']}: {moved}gain {row['gain']:.4g} (exact {row['gain_exact']:.4g}) at a fake "
+            f"share of {row['fake_share']:.2%}{flagged}"
         )
     for _, row in detectors.iterrows():
         if "median_time" in detectors.columns and np.isfinite(row.get("median_time", np.nan)):

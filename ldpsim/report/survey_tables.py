@@ -250,11 +250,18 @@ def strategy_comparison(variance: pd.DataFrame) -> pd.DataFrame:
     return g
 
 
+#: The estimates of a numeric question shown with its mean: with ``variance = true`` also its
+#: second moment and variance (each a task of its own).
+MOMENT_QUANTITIES = ("mean", "second_moment", "variance")
+
+
 def final_means(results: pd.DataFrame) -> pd.DataFrame:
     """Numeric questions at the last checkpoint: per task, replication 0's mean with its
     interval and reports, and over replications the mean estimate, RMSE against the truth,
-    the exact standard error and the coverage of the intervals."""
-    m = results[(results["quantity"] == "mean") & (results["reason"] == "end")]
+    the exact standard error and the coverage of the intervals. With a question's variance
+    (``variance = true``), its second moment and variance too, and a column ``expected``: each
+    estimate's exact expectation (the variance's is below the truth by the mean's variance)."""
+    m = results[results["quantity"].isin(MOMENT_QUANTITIES) & (results["reason"] == "end")]
     cols = [
         "task",
         "truth",
@@ -280,6 +287,9 @@ def final_means(results: pd.DataFrame) -> pd.DataFrame:
     out = (
         first[["truth", "estimate", "ci_low", "ci_high", "covered", "n_received", "theory_se"]].join(agg).reset_index()
     )
+    if m["quantity"].isin(MOMENT_QUANTITIES[1:]).any():
+        out.insert(2, "expected", m.groupby("task", sort=False)["theory"].mean().reindex(out["task"]).to_numpy())
+        cols.insert(2, "expected")
     return out[cols]
 
 
@@ -344,6 +354,13 @@ def attack_tables(results: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             "truth": gains["truth"].mean(),
         }
     )
+    for part in ("mean", "variance"):  # the joint attacks: the moved estimates beside their exact expectations
+        moved = per(f"moved_{part}").groupby("category", sort=False)
+        if per(f"moved_{part}").empty:
+            continue
+        attackers[part] = moved["estimate"].mean()
+        attackers[f"{part}_exact"] = moved["theory"].mean()
+        attackers[f"{part}_exact_se"] = per(f"moved_{part}_se").groupby("category", sort=False)["theory"].mean()
     normsub = per("normsub_gain")
     if not normsub.empty:
         attackers["gain_after_norm_sub"] = normsub.groupby("category", sort=False)["estimate"].mean()

@@ -16,6 +16,13 @@ what the server cannot see (which reports are fake) to measure, at each checkpoi
   first crossed ``log(1 / alpha)``;
 - with stored reports (``server.keep_reports``), **frequent-pair** detection at the end: the
   shares of fake and honest reports flagged, and each attacker's gain after removing them.
+
+On a numeric question with ``variance = true`` (the two-group protocol), the joint strategies
+``output_mean_variance`` and ``input_mean_variance`` move the mean and the variance together
+(target ``{ mean, variance }``); the campaign reports the poisoned mean and variance beside
+their exact expectations (:func:`ldpsim.attacks.expected_moments`'s identities at the fake
+shares each group actually received) with their exact standard errors, and the variance's
+gain (rows ``moved_mean``, ``moved_variance``, their ``_se`` and ``gain``).
 """
 
 from __future__ import annotations
@@ -28,8 +35,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldpsim.analyst.consistency import norm_sub
+from ldpsim.analyst.means import moments_from_sums, square_back, square_range
 from ldpsim.attacks import STRATEGIES, ExcessMonitor, SizeMonitor, frequent_itemset, recovered_estimate, strategy
-from ldpsim.errors import LdpSimError
+from ldpsim.errors import LdpSimError, show
 from ldpsim.mechanisms.base import NotAvailable
 
 
@@ -51,6 +59,8 @@ class Attacker:
     unit_support: NDArray[np.float64]
     #: the attacked question (0 in a survey of one question)
     question: int = 0
+    #: what the strategy moves: "answers", "mean" or "moments" (mean and variance together)
+    moves: str = "answers"
 
 
 def build_attacker(
@@ -63,22 +73,39 @@ def build_attacker(
     stop: float,
     question: int = 0,
     kind: str = "categorical",
+    two_groups: bool = False,
+    question_name: str = "",
 ) -> Attacker:
     """An attacker from its spec (checked here: targets, the strategy against the mechanism
-    and the question's kind)."""
+    and the question's kind; ``two_groups``: whether the question reports by the two-group
+    protocol, ``variance = true``)."""
     where = f"attackers[{index}]"
     if spec.strategy not in STRATEGIES:
         raise LdpSimError(f"{where}.strategy: got {spec.strategy!r}, expected one of {', '.join(STRATEGIES)}")
     st = STRATEGIES[spec.strategy]
-    if st.moves == "mean":
+    named = f"question {question_name!r}" if question_name else "the question"
+    if st.moves == "moments":
+        if not two_groups:
+            raise LdpSimError(
+                f"{where}.strategy: got {spec.strategy!r} on {named}, expected a numeric question with variance = true "
+                "(set it on the question: its respondents then report in two groups, the answer or its square)"
+            )
+        targets: Any = _moment_target(spec, where)
+    elif two_groups:
+        raise LdpSimError(
+            f"{where}.strategy: got {spec.strategy!r} on {named} (variance = true), expected output_mean_variance or "
+            "input_mean_variance (its reports are the two-group protocol's)"
+        )
+    elif st.moves == "mean":
         if labels or not hasattr(mech, "report_range"):  # a question without a list of answers, a numeric mechanism
             raise LdpSimError(
                 f"{where}.strategy: got {spec.strategy!r}, expected it for a numeric question reported through a "
                 f"numeric mechanism (here a {kind} question with {mech!r})"
             )
-        if spec.target is None:
-            raise LdpSimError(f"{where}.target: got nothing, expected the value {spec.strategy} moves the mean to")
-        targets: Any = float(spec.target)
+        if spec.target is None or isinstance(spec.target, dict):
+            got = "nothing" if spec.target is None else show(spec.target)
+            raise LdpSimError(f"{where}.target: got {got}, expected the value {spec.strategy} moves the mean to")
+        targets = float(spec.target)
     else:
         if not labels or not hasattr(mech, "invert"):
             raise LdpSimError(
@@ -113,7 +140,27 @@ def build_attacker(
         spec.alpha,
         support,
         question,
+        st.moves,
     )
+
+
+def _moment_target(spec: Any, where: str) -> NDArray[np.float64]:
+    """A joint strategy's target ``{ mean = ..., variance = ... }``, as ``[mean, variance]``."""
+    t = spec.target
+    if not isinstance(t, dict):
+        raise LdpSimError(
+            f"{where}.target: got {'nothing' if t is None else show(t)}, expected {{ mean = ..., variance = ... }} "
+            f"(the values {spec.strategy} moves the mean and the variance to)"
+        )
+    if sorted(t) != ["mean", "variance"]:
+        raise LdpSimError(f"{where}.target: got the keys {sorted(t)}, expected exactly mean and variance")
+    for key in ("mean", "variance"):
+        value = t[key]
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if not ok or (key == "variance" and value < 0):
+            wanted = "a number of at least 0" if key == "variance" else "a finite number"
+            raise LdpSimError(f"{where}.target.{key}: got {show(value)}, expected {wanted}")
+    return np.array([float(t["mean"]), float(t["variance"])])
 
 
 def answer_targets(spec: Any, where: str, labels: list[str], prior: NDArray) -> NDArray[np.int64]:
@@ -154,6 +201,8 @@ class Campaign:
         self.strategies = [strategy(att.strategy) for att in attackers]
         #: whether the attack promotes answers of a frequency oracle (else a numeric mean)
         self.answers = all(st.moves == "answers" for st in self.strategies)
+        #: whether it moves a numeric question's mean and variance (the two-group protocol)
+        self.moments = all(st.moves == "moments" for st in self.strategies)
         self.in_flight = 0
         for a, (att, child) in enumerate(zip(attackers, seq.spawn(len(attackers)))):
             rng = np.random.default_rng(child)
@@ -236,6 +285,8 @@ class Campaign:
         if honest_n <= 0:
             return out
         honest = server.counts - fake_stat
+        if self.moments:
+            return self._moment_rows(server.counts, fake_stat)
         for a, (att, st) in enumerate(zip(self.attackers, self.strategies)):
             t = att.targets
             truth = st.truth(self.prior, t)
@@ -302,6 +353,57 @@ class Campaign:
                         math.nan,
                     )
                 )
+        return out
+
+    def _moment_rows(self, counts: NDArray[np.float64], fake: NDArray[np.float64]) -> list[dict[str, Any]]:
+        """The joint attacks' rows (module docstring). Given the groups' sizes received, the
+        poisoned estimates are each group's honest and fake reports pooled: with ``h_g`` honest
+        and ``f_g`` fake reports in group g (``n_g`` in all), fake values ``v_1``, ``v_2`` (their
+        expectations, for the input attack) and the honest answers' mean ``mu``, second moment
+        ``m2`` and one report's variances ``s_1``, ``s_2`` (the question's ``attack_prior``):
+        ``E[mu'] = (h_1 mu + f_1 v_1) / n_1``, ``E[m2'] = g^-1((h_2 g(m2) + f_2 v_2) / n_2)``,
+        ``Var(mu') = (h_1 s_1 + f_1 variance(v_1)) / n_1^2`` (the fake term for the input attack
+        only), ``E[var'] = E[m2'] - E[mu']^2 - Var(mu')``, its variance by the delta method."""
+        mech = self.mech
+        lo, hi = mech.lo, mech.hi
+        q_lo, q_hi = square_range(lo, hi)
+        k = (q_hi - q_lo) / (hi - lo)
+        mean, m2, s1, s2 = (float(p) for p in np.asarray(self.prior, dtype=np.float64)[:4])
+        c = np.asarray(counts, dtype=np.float64)[:4]
+        h = c - np.asarray(fake, dtype=np.float64)[:4]
+        n1, n2, h1, h2 = c[1], c[3], h[1], h[3]
+        out: list[dict[str, Any]] = []
+        if not (h1 > 0 and h2 > 0):
+            return out
+        sum1, sum2, var1, var2 = h1 * mean, h2 * (lo + (m2 - q_lo) / k), h1 * s1, h2 * s2
+        for a, (att, st) in enumerate(zip(self.attackers, self.strategies)):
+            f1, f2 = (
+                (float(x) for x in np.asarray(self.fake_stat[a], dtype=np.float64)[[1, 3]])
+                if self.fake_n[a]
+                else (0, 0)
+            )
+            v1, v2 = st.fake_values(mech, att.targets, att.share, self.prior)  # type: ignore[attr-defined]
+            sum1, sum2 = sum1 + f1 * v1, sum2 + f2 * v2
+            if st.clip_to == "answers":  # type: ignore[attr-defined]
+                var1 += f1 * float(mech.variance(v1))
+                var2 += f2 * k * k * float(mech.variance(v2))
+        e_mean = sum1 / n1
+        e_m2 = float(square_back(sum2 / n2, lo, hi))
+        mean_var, m2_var = var1 / (n1 * n1), var2 / (n2 * n2)
+        e_var = e_m2 - e_mean * e_mean - mean_var
+        var_sd = math.sqrt(m2_var + 4.0 * e_mean * e_mean * mean_var)
+        after = moments_from_sums(c[0], n1, c[2], n2, lo, hi)
+        before = moments_from_sums(h[0], h1, h[2], h2, lo, hi)
+        truth = m2 - mean * mean
+        honest_e_var = truth - s1 / h1
+        total_n = c[1] + c[3]
+        for a, att in enumerate(self.attackers):
+            out.append(_row("gain", att.name, after[2] - before[2], truth, e_var - honest_e_var))
+            out.append(_row("fake_share", att.name, self.fake_n[a] / total_n, math.nan, att.share))
+            out.append(_row("moved_mean", att.name, after[0], mean, e_mean))
+            out.append(_row("moved_mean_se", att.name, math.sqrt(mean_var), math.nan, math.sqrt(mean_var)))
+            out.append(_row("moved_variance", att.name, after[2], truth, e_var))
+            out.append(_row("moved_variance_se", att.name, var_sd, math.nan, var_sd))
         return out
 
 

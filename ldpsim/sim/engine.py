@@ -274,7 +274,7 @@ class Replication:
                         Campaign(
                             tuple(group),
                             self.mechs[j],
-                            scenario.prior if q is None else q.prior,
+                            scenario.prior if q is None else q.attack_prior(spec.budget.runs_as),
                             scenario.latency,
                             self.timeline,
                             child,
@@ -513,12 +513,12 @@ class Replication:
             xs = [q.draw(size, rng) for q in qs.questions]
         pick = rng.integers(0, qs.count, size=size) if qs.strategy == "one_random" else None
         out = []
-        for j, (mech, x) in enumerate(zip(self.mechs, xs)):
+        for j, (mech, q, x) in enumerate(zip(self.mechs, qs.questions, xs)):
             if pick is None:
-                out.append(mech.privatize(x, rng))
+                out.append(q.privatize(mech, x, rng))
                 continue
             chosen = pick == j
-            part = mech.privatize(x[chosen], rng)
+            part = q.privatize(mech, x[chosen], rng)
             full = np.zeros((size, *part.shape[1:]), dtype=part.dtype)
             full[chosen] = part
             out.append(full)

@@ -4,7 +4,8 @@
 the support counts of other frequency oracles) and, on request, the reports themselves;
 :class:`NumericServer` keeps what the estimates of a numeric question need (the number
 of reports, their sum, their sum of squares and, for a distribution, the counts of the raw
-reports in equal buckets). A question kind (:mod:`ldpsim.sim.question_kinds`) says which
+reports in equal buckets), and :class:`MomentsServer` that of the two-group protocol of a
+numeric question's variance. A question kind (:mod:`ldpsim.sim.question_kinds`) says which
 one its questions use.
 """
 
@@ -81,6 +82,30 @@ class NumericServer:
         if self.binner is not None and len(reports):
             self.counts[2:] += np.bincount(self.binner(reports), minlength=self.cells)
         self.n_received += len(reports)
+
+    def stored_reports(self) -> tuple[None, None]:
+        return None, None
+
+
+class MomentsServer:
+    """The server of a numeric question's two-group protocol (reports: rows ``(group,
+    value)``, :func:`ldpsim.analyst.means.moment_reports`): ``[sum_1, n_1, sum_2, n_2]`` (the
+    layout of :func:`ldpsim.attacks.strategies.moment_statistic`), then each group's sum of
+    squares (for the plug-in standard errors); reports are not stored."""
+
+    stored = 0
+    truncated = False
+
+    def __init__(self) -> None:
+        self.counts = np.zeros(6, dtype=np.float64)
+        self.n_received = 0
+
+    def add_reports(self, times: NDArray[np.float64], reports: NDArray[np.float64]) -> None:
+        r = np.asarray(reports, dtype=np.float64).reshape(-1, 2)
+        second = r[:, 0] > 0.5
+        y1, y2 = r[~second, 1], r[second, 1]
+        self.counts += (y1.sum(), y1.size, y2.sum(), y2.size, float(y1 @ y1), float(y2 @ y2))
+        self.n_received += len(r)
 
     def stored_reports(self) -> tuple[None, None]:
         return None, None

@@ -178,4 +178,6 @@ def test_errors_name_the_parameter() -> None:
         "undetectable",
         "output_mean",
         "input_mean",
+        "output_mean_variance",
+        "input_mean_variance",
     }

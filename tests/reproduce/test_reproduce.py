@@ -47,6 +47,7 @@ ALL = EXPECTED | {  # tested in their own files
     "multiparty-interactive",
     "square-wave-ems",
     "cao-gains",
+    "li-mean-variance",
 }
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -226,6 +226,11 @@ target = 0.9
             "attackers[0].target: got nothing",
         ),
         ('[[attackers]]\nshare = 0.1\nquestion = "app"', "attackers[0].targets: got nothing"),
+        (
+            '[[attackers]]\nshare = 0.1\nquestion = "minutes"\nstrategy = "output_mean_variance"\ntarget = 0.3',
+            "attackers[0].strategy: got 'output_mean_variance' on question 'minutes', expected a numeric question "
+            "with variance = true",
+        ),
     ],
 )
 def test_bad_questionnaire_attackers_are_refused_in_one_line(attackers, words):

@@ -120,6 +120,22 @@ class Question(ABC):
     def server(self, mechanism: Any, keep_reports: bool, max_reports: int) -> Any:
         """A fresh server for the question's reports (its sufficient statistic)."""
 
+    def privatize(self, mechanism: Any, answers: NDArray[Any], rng: np.random.Generator) -> NDArray[Any]:
+        """The reports of respondents answering ``answers`` (from the stream that privatises
+        the question's reports): the mechanism's, unless the kind's protocol says otherwise."""
+        return mechanism.privatize(answers, rng)
+
+    @property
+    def two_groups(self) -> bool:
+        """Whether the reports are those of the two-group protocol (rows ``(group, value)``:
+        :func:`ldpsim.analyst.means.moment_reports`), which the joint mean-and-variance attacks send."""
+        return False
+
+    def attack_prior(self, strategy: str) -> NDArray[np.float64]:
+        """What an attacker's strategy reads of the honest answers (``prior`` of
+        :mod:`ldpsim.attacks`) under the budget ``strategy``: by default the question's law."""
+        return self.prior
+
     def aggregate_problem(self, mechanism: Any) -> str | None:
         """Why aggregate mode cannot draw this question's statistic exactly with
         ``mechanism`` (None: it can); with ``mechanism=None``, why the kind cannot."""

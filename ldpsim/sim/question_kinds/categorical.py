@@ -65,7 +65,7 @@ class CategoricalQuestion(Question):
             "inclusion": "'multiselect' or 'keyvalue'",
             "values": "'keyvalue'",
         }
-        for key in ("range", "estimate", "bins", "quantiles", "bootstrap", "ranges", "inclusion", "values"):
+        for key in ("range", "estimate", "bins", "quantiles", "bootstrap", "ranges", "inclusion", "values", "variance"):
             if getattr(q, key) is not None:
                 raise LdpSimError(
                     f"{at}.{key}: got {show(getattr(q, key))}, expected no {key} for "

@@ -232,7 +232,18 @@ class KeyValueQuestion(WithoutAnswerList, Question):
     @classmethod
     def build(cls, ctx: BuildContext, q: QuestionSpec, i: int) -> tuple[KeyValueQuestion, TablePopulation | None]:
         at = f"questions[{i}]"
-        for key in ("range", "estimate", "bins", "bootstrap", "loss", "buckets", "ranges", "quantiles", "answers"):
+        for key in (
+            "range",
+            "estimate",
+            "bins",
+            "bootstrap",
+            "loss",
+            "buckets",
+            "ranges",
+            "quantiles",
+            "answers",
+            "variance",
+        ):
             if getattr(q, key) is not None:
                 raise LdpSimError(f"{at}.{key}: got {show(getattr(q, key))}, expected no {key} for a keyvalue question")
         if q.labels is None or len(set(q.labels)) != len(q.labels) or len(q.labels) > MAX_KEYS:

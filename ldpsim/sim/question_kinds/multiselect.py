@@ -210,6 +210,7 @@ class MultiselectQuestion(WithoutAnswerList, Question):
             "quantiles",
             "answers",
             "values",
+            "variance",
         ):
             if getattr(q, key) is not None:
                 raise LdpSimError(

@@ -26,6 +26,17 @@ Two families of mechanisms, chosen by ``mechanism.kind``:
   of the bucket midpoints have exact variances; quantile intervals invert the pointwise
   normal intervals of the distribution function. The midpoint mean is biased by less than
   half a bucket; the report states the exact bias beside it.
+
+With ``variance = true`` (a numeric mechanism, ``estimate = ["mean"]``) the question also
+estimates the answers' variance by Li et al.'s two-group protocol
+(:mod:`ldpsim.analyst.means`): each respondent falls in one of two groups with probability
+1/2 (drawn from the stream that privatises the question's reports, so questions without the
+key draw exactly as before); the first group privatises the answer, the second its square
+mapped onto the range. The server keeps ``[sum_1, n_1, sum_2, n_2]``; the analyst reports the
+mean (the first group's), the second moment and the variance, each beside its exact
+expectation and with its exact standard error at the groups' sizes received
+(:func:`ldpsim.analyst.moments_law` with ``drawn=True``). The joint attacks
+``output_mean_variance`` and ``input_mean_variance`` send such reports.
 """
 
 from __future__ import annotations
@@ -48,13 +59,22 @@ from ldpsim.analyst.distribution import (
     wasserstein1,
 )
 from ldpsim.analyst.estimation import z_value
+from ldpsim.analyst.means import (
+    MomentsLaw,
+    moment_reports,
+    moments_from_sums,
+    moments_law,
+    moments_law_of,
+    square_input,
+    square_range,
+)
 from ldpsim.errors import LdpSimError, show
 from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.base import FrequencyOracle
 from ldpsim.sim.question_kinds.base import STRATEGIES, BuildContext, Question, WithoutAnswerList
 from ldpsim.sim.question_kinds.categorical import question_mechanism, unit_inverse
 from ldpsim.sim.scenario.survey_specs import QuestionSpec, QuestionsScenarioSpec
-from ldpsim.sim.servers import NumericServer, Server
+from ldpsim.sim.servers import MomentsServer, NumericServer, Server
 from ldpsim.sim.table import Table, TablePopulation
 from ldpsim.sim.tasks import Checkpoint, MeanTask, Task, confidence_of
 
@@ -88,6 +108,8 @@ class NumericQuestion(WithoutAnswerList, Question):
     bucketed: bool = False
     #: without a table: the answers' law, Beta(a, b) stretched over [lo, hi]
     law: tuple[float, float] | None = None
+    #: whether the variance is estimated too (the two-group protocol, module docstring)
+    variance: bool = False
 
     kind: ClassVar[str] = "numeric"
     accepts: ClassVar[str] = (
@@ -206,6 +228,8 @@ class NumericQuestion(WithoutAnswerList, Question):
                 "or a frequency oracle over the buckets (the other numeric mechanisms estimate the mean only)"
             )
         bins = int(q.bins) if q.bins is not None else BINS
+        if q.variance:
+            _check_variance(q, at, kind, bucketed, estimate)
         base = dict(
             law=law,
             values=values,
@@ -216,6 +240,7 @@ class NumericQuestion(WithoutAnswerList, Question):
             levels=levels,
             bootstrap=int(q.bootstrap) if q.bootstrap is not None else BOOTSTRAP,
             bucketed=bucketed,
+            variance=bool(q.variance),
         )
         if bucketed:
             mechanisms = _oracles(ctx, q, i, at, kind, table_keys, bins)
@@ -241,12 +266,48 @@ class NumericQuestion(WithoutAnswerList, Question):
         return bucket(x, self.edges) if self.bucketed else x
 
     def server(self, mechanism: Any, keep_reports: bool, max_reports: int) -> Any:
+        if self.variance:
+            return MomentsServer()
         if self.bucketed:
             return Server(mechanism, keep_reports, max_reports)
         if self.wants_distribution:
             b = mechanism.b
             return NumericServer(lambda y: _cells(mechanism.raw(y), b, self.bins), self.bins)
         return NumericServer()
+
+    # ----------------------------------------------------------------- the variance (two groups)
+    def privatize(self, mechanism: Any, answers: NDArray[Any], rng: np.random.Generator) -> NDArray[Any]:
+        if not self.variance:
+            return mechanism.privatize(answers, rng)
+        second, y = moment_reports(mechanism, answers, rng)
+        return np.column_stack([second.astype(np.float64), y])
+
+    @property
+    def two_groups(self) -> bool:
+        return self.variance
+
+    def attack_prior(self, strategy: str) -> NDArray[np.float64]:
+        """With ``variance``: the honest answers' mean and second moment (what the joint
+        strategies read), then the exact variances of one honest report in each group (on
+        the scales of the mean and of the second moment), for the campaign's exact rows."""
+        if not self.variance:
+            return self.prior
+        one = self.report_law(strategy)
+        return np.array([one.mean, one.second_moment, one.mean_var, one.second_moment_var])
+
+    def report_law(self, strategy: str) -> MomentsLaw:
+        """The exact law of the two-group estimates from one report in each group of a
+        respondent drawn from the answers (the table's rows, or the law by quadrature)."""
+        mech = self.mechanisms[strategy]
+        if self.law is None:
+            return moments_law(mech, self.values, self.values, 1, 1, drawn=True)
+        q_lo, q_hi = square_range(self.lo, self.hi)
+        k = (q_hi - q_lo) / (self.hi - self.lo)
+        mean, m2 = self.true_mean(), self.expected(lambda x: x * x)
+        noise1 = self.expected(mech.variance) + self.true_variance()
+        noise2 = k * k * self.expected(lambda x: mech.variance(square_input(x, self.lo, self.hi)))
+        noise2 += self.expected(lambda x: x**4) - m2 * m2
+        return MomentsLaw(mean, noise1, m2, noise2, m2 - mean * mean - noise1, noise2 + 4 * mean * mean * noise1)
 
     @property
     def wants_distribution(self) -> bool:
@@ -256,6 +317,9 @@ class NumericQuestion(WithoutAnswerList, Question):
         confidence = confidence_of(spec.analyst.tasks)
         out: list[Task] = []
         strategy = spec.budget.runs_as
+        if self.variance:
+            one = self.report_law(strategy)
+            return [MomentsTask(f"{name}:{part}", part, self, one, confidence) for part in MOMENTS]
         if "mean" in self.estimate:
             if self.bucketed:
                 out.append(BucketMeanTask(f"{name}:mean", self, mechanism, confidence))
@@ -267,6 +331,21 @@ class NumericQuestion(WithoutAnswerList, Question):
         return out
 
     def variance_rows(self, size: int, count: int) -> list[dict[str, Any]]:
+        if self.variance:  # each group is half the question's respondents, on average
+            laws = {
+                s: moments_law_of(self.report_law(s), n / 2, n / 2)
+                for s, n in (("split", size), ("one_random", size / count))
+            }
+            return [
+                {
+                    "question": self.name,
+                    "category": part,
+                    "truth": _part(self.report_law("split"), part, truth=True),
+                    "var_split": _part_var(laws["split"], part),
+                    "var_one_random": _part_var(laws["one_random"], part),
+                }
+                for part in ("mean", "variance")
+            ]
         rows = []
         if "mean" in self.estimate:
             rows.append(
@@ -311,6 +390,8 @@ class NumericQuestion(WithoutAnswerList, Question):
     # under a design: the mean (of the reports, each unbiased for its answer; or of the
     # buckets' midpoints by the unbiased shares, unbiased for the midpoints' mean)
     def design_problem(self, mechanism: Any) -> str | None:
+        if self.variance:
+            return "its reports are the two-group protocol's (variance = true), which has no design estimate yet"
         if "mean" not in self.estimate:
             return f"its design estimate is the mean, expected estimate to include 'mean' (got {list(self.estimate)})"
         if self.bucketed and type(mechanism).unit_statistics is FrequencyOracle.unit_statistics:
@@ -338,6 +419,11 @@ class NumericQuestion(WithoutAnswerList, Question):
         return table[self.codes[rows]].reshape(-1, 1)
 
     def describe(self) -> str:
+        if self.variance:
+            return (
+                f"numeric in [{self.lo:g}, {self.hi:g}]: mean, second moment and variance by two groups "
+                "(the answer, or its square mapped onto the range)"
+            )
         what = ", ".join(self.estimate)
         if self.bucketed:
             return (
@@ -352,12 +438,33 @@ class NumericQuestion(WithoutAnswerList, Question):
         return "numeric"
 
     def rows_per_checkpoint(self, spec: QuestionsScenarioSpec) -> int:
+        if self.variance:
+            return 2 * len(MOMENTS)
         rows = 2 if "mean" in self.estimate else 0
         if "distribution" in self.estimate:
             rows += self.bins + 2
         if "quantiles" in self.estimate:
             rows += len(self.levels)
         return rows
+
+
+def _check_variance(q: QuestionSpec, at: str, kind: str, bucketed: bool, estimate: tuple[str, ...]) -> None:
+    """``variance = true`` needs a numeric mechanism privatising real answers, and the mean only."""
+    if bucketed:
+        raise LdpSimError(
+            f"{at}.variance: got true with mechanism.kind = {kind!r}, expected a numeric mechanism of the catalog "
+            "(the two groups privatise the answer and its square; a frequency oracle over buckets has no square)"
+        )
+    if estimate != ("mean",):
+        raise LdpSimError(
+            f"{at}.variance: got true with estimate = {show(list(estimate))}, expected estimate = ['mean'] "
+            "(half the respondents report their answer's square, which no distribution estimate reads)"
+        )
+    if q.mechanism.get("sampler", "float") != "float":
+        raise LdpSimError(
+            f"{at}.variance: got true with mechanism.sampler = {show(q.mechanism.get('sampler'))}, expected "
+            "sampler = 'float' (the squares mapped onto the range are not integers)"
+        )
 
 
 def _estimate(q: QuestionSpec, at: str) -> tuple[str, ...]:
@@ -673,3 +780,76 @@ class DistributionTask(Task):
                     )
                 )
         return rows
+
+
+#: what a question with ``variance = true`` estimates, each a task of its own
+MOMENTS = ("mean", "second_moment", "variance")
+
+
+def _part(law: MomentsLaw, part: str, truth: bool = False) -> float:
+    """The estimate ``part`` of ``law``: its exact expectation, or (``truth``) what it estimates."""
+    if part == "mean":
+        return law.mean
+    if part == "second_moment":
+        return law.second_moment
+    return law.second_moment - law.mean * law.mean if truth else law.variance
+
+
+def _part_var(law: MomentsLaw, part: str) -> float:
+    return {"mean": law.mean_var, "second_moment": law.second_moment_var, "variance": law.variance_var}[part]
+
+
+class MomentsTask(Task):
+    """One of the two-group estimates of a question with ``variance = true`` (``part``: the
+    mean, the second moment or the variance; module docstring) from the server's statistic
+    ``[sum_1, n_1, sum_2, n_2, squares_1, squares_2]``. Rows: ``part`` (estimate, a normal
+    interval from the exact standard error at the groups' sizes received, truth: the answers'
+    own, theory: the estimate's exact expectation) and ``std_error`` (estimate: the plug-in
+    from the reports' sample variances, the variance's by the delta method; theory: exact)."""
+
+    kind = "moments"
+
+    def __init__(self, name: str, part: str, question: NumericQuestion, one: MomentsLaw, confidence: float) -> None:
+        self.name = name
+        self.part = part
+        self.one = one
+        self.lo, self.hi = question.lo, question.hi
+        q_lo, q_hi = square_range(question.lo, question.hi)
+        self.k = (q_hi - q_lo) / (question.hi - question.lo)
+        self.truth = _part(one, part, truth=True) if part != "variance" else question.true_variance()
+        self.z = z_value(confidence)
+
+    def at_checkpoint(self, checkpoint: Checkpoint) -> list[dict[str, Any]]:
+        s1, n1, s2, n2, q1, q2 = (float(c) for c in checkpoint.counts[:6])
+        est = lo = hi = plug = exact = expected = math.nan
+        if n1 > 0 and n2 > 0:
+            mean, m2, var = moments_from_sums(s1, n1, s2, n2, self.lo, self.hi)
+            est = {"mean": mean, "second_moment": m2, "variance": var}[self.part]
+            law = moments_law_of(self.one, n1, n2)
+            expected, exact = _part(law, self.part), math.sqrt(max(_part_var(law, self.part), 0.0))
+            lo, hi = est - self.z * exact, est + self.z * exact
+            if n1 > 1 and n2 > 1:  # the reports' sample variances in each group
+                v1 = max(q1 - s1 * s1 / n1, 0.0) / (n1 - 1) / n1
+                v2 = self.k * self.k * max(q2 - s2 * s2 / n2, 0.0) / (n2 - 1) / n2
+                plug = math.sqrt({"mean": v1, "second_moment": v2, "variance": v2 + 4 * mean * mean * v1}[self.part])
+        return [
+            dict(
+                quantity=self.part,
+                category="",
+                estimate=est,
+                ci_low=lo,
+                ci_high=hi,
+                truth=self.truth,
+                theory=expected,
+                method="moments/two-group",
+            ),
+            dict(
+                quantity="std_error",
+                category="",
+                estimate=plug,
+                ci_low=np.nan,
+                ci_high=np.nan,
+                truth=np.nan,
+                theory=exact,
+            ),
+        ]

@@ -62,7 +62,7 @@ class OrdinalQuestion(CategoricalQuestion):
     def build(cls, ctx: BuildContext, q: QuestionSpec, i: int) -> tuple[OrdinalQuestion, TablePopulation | None]:
         at = f"questions[{i}]"
         spec, table = ctx.spec, ctx.table
-        for key in ("range", "estimate", "bins", "bootstrap", "loss", "buckets", "inclusion", "values"):
+        for key in ("range", "estimate", "bins", "bootstrap", "loss", "buckets", "inclusion", "values", "variance"):
             if getattr(q, key) is not None:
                 raise LdpSimError(f"{at}.{key}: got {show(getattr(q, key))}, expected no {key} for an ordinal question")
         tp = None

@@ -234,7 +234,10 @@ def _questionnaire_attackers(spec: Any, qs: Any, size: int) -> tuple[Any, ...]:
             )
         j = names.index(a.question)
         q = qs.questions[j]
-        out.append(build_attacker(a, i, qs.mechanism(j), list(q.labels), q.prior, size, stop, j, q.kind))
+        prior = q.attack_prior(spec.budget.runs_as)
+        out.append(
+            build_attacker(a, i, qs.mechanism(j), list(q.labels), prior, size, stop, j, q.kind, q.two_groups, q.name)
+        )
     return tuple(out)
 
 

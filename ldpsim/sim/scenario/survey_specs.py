@@ -258,8 +258,9 @@ class AttackerSpec(Model):
     name: Annotated[str, Field(min_length=1, max_length=50, pattern=r"^[A-Za-z0-9_.-]+$")] = "attacker"
     share: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
     targets: Union[Annotated[int, Field(ge=1, le=MAX_ANSWERS)], Annotated[list[str], Field(min_length=1)]] | None = None
-    #: a numeric question's target value for its mean (strategies output_mean, input_mean)
-    target: Annotated[float, Field(allow_inf_nan=False)] | None = None
+    #: a numeric question's target value for its mean (strategies output_mean, input_mean), or
+    #: ``{ mean = ..., variance = ... }`` (output_mean_variance, input_mean_variance; checked at build)
+    target: Annotated[float, Field(allow_inf_nan=False)] | dict[str, Any] | None = None
     #: with [[questions]]: the name of the question attacked
     question: Annotated[str, Field(min_length=1, max_length=50)] | None = None
     #: a name of :data:`ldpsim.attacks.STRATEGIES` (checked when the scenario is built)
@@ -365,6 +366,9 @@ class QuestionSpec(Model):
         Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=1, max_length=99)] | None
     ) = None
     bootstrap: Annotated[int, Field(ge=20, le=10_000)] | None = None
+    #: numeric questions: the variance too, by Li et al.'s two-group protocol (half the
+    #: respondents report the answer, half its square mapped onto the range)
+    variance: bool | None = None
     #: ordinal questions: the ranges of answers whose shares the analyst estimates
     ranges: Annotated[list[RangeSpec], Field(min_length=1, max_length=100)] | None = None
     #: multiselect questions without a table: each item's probability of being checked
