@@ -57,12 +57,12 @@ from typing import Any, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
+from scipy import optimize, special
 
 from ldpsim import _validate as v
 from ldpsim._rng import as_generator
 from ldpsim.analyst.estimation import project_to_simplex
-from ldpsim.analyst.testing import _compositions, n_compositions
+from ldpsim.analyst.testing import _compositions, chernoff_information, n_compositions
 from ldpsim.errors import invalid
 
 __all__ = [
@@ -72,12 +72,15 @@ __all__ = [
     "TestResult",
     "goodness_of_fit",
     "homogeneity",
+    "mary_exponent",
     "mary_test",
     "mean_difference_test",
     "sequential_goodness_of_fit",
     "sequential_homogeneity",
     "sequential_uniformity",
+    "share_exponent",
     "share_test",
+    "two_sample_exponent",
     "uniformity",
 ]
 
@@ -597,3 +600,59 @@ def mean_difference_test(
     z = (float(ya.mean()) - float(yb.mean()) - d) / se if se > 0 else math.inf
     p = float(2.0 * special.ndtr(-abs(z)))
     return TestResult("mean difference", z, p, a, "normal (Welch)", 0)
+
+
+# ------------------------------------------------------------------------------ error exponents
+def two_sample_exponent(M_a: ArrayLike, M_b: ArrayLike) -> float:
+    """The type II exponent of testing that two groups of ``n`` reports each share one law,
+    when they follow ``M_a`` and ``M_b``: ``beta_n = exp(-n E + o(n))`` with
+    ``E = min_Q D(Q || M_a) + D(Q || M_b) = -2 log sum_y sqrt(M_a(y) M_b(y))`` (the empirical
+    laws of both groups must meet near a common law for the test to accept; the cheapest is
+    the normalised geometric mean), twice the Bhattacharyya distance."""
+    a = v.probability_vector(M_a, "M_a")
+    b = v.probability_vector(M_b, "M_b", size=a.size)
+    return float(-2.0 * math.log(float(np.sqrt(a * b).sum())))
+
+
+def mary_exponent(laws: Sequence[ArrayLike]) -> float:
+    """The exponent of the Bayes error of deciding among the report laws ``laws``: the
+    smallest Chernoff information of two of them (Leang and Johnson 1997), whatever the prior
+    weights (all positive)."""
+    ms = [v.probability_vector(m, "laws") for m in laws]
+    if len(ms) < 2:
+        raise invalid("laws", len(ms), "at least two report laws")
+    return min(chernoff_information(ms[i], ms[j]).value for i in range(len(ms)) for j in range(i + 1, len(ms)))
+
+
+def share_exponent(oracle: Any, alternative: ArrayLike, answer: int, threshold: float) -> float:
+    """The type II exponent of :func:`share_test` for a finite mechanism when the answers
+    follow ``alternative`` (whose share of ``answer`` is above ``threshold``), by Sanov's
+    theorem: the test accepts when the empirical law of the outputs ``Q`` gives an estimate at
+    most ``threshold``, a half-space ``w . Q <= t`` of the simplex, so ``beta_n = exp(-n E +
+    o(n))`` with ``E = min D(Q || M1)`` over it, attained by the tilt ``Q ∝ M1 e^(-lambda w)``
+    that lands on its boundary: ``E = -lambda t - log sum_y M1(y) e^(-lambda w_y)``."""
+    if not _finite(oracle):
+        raise invalid("oracle", repr(oracle), "a finite mechanism (Sanov's exponent over its outputs)")
+    k = int(oracle.k)
+    j = v.integer(answer, "answer", minimum=0, maximum=k - 1)
+    pi1 = v.probability_vector(alternative, "alternative", size=k)
+    theta = v.as_float(threshold, "threshold", "a share in (0, 1)")
+    a, b = _affine(oracle)
+    w, t = a[j], theta - b[j]
+    m1 = np.asarray(oracle.forward(pi1), dtype=np.float64)
+    live = m1 > 0
+    w, m1 = w[live], m1[live]
+    if float(w @ m1) <= t:
+        raise invalid("alternative", pi1.tolist(), f"a law whose share of answer {j} is above the threshold {theta:g}")
+
+    def gap(lam: float) -> float:
+        z = m1 * np.exp(-lam * (w - w.min()))
+        return float((w * z).sum() / z.sum()) - t
+
+    if w.min() >= t:  # the half-space misses the outputs the alternative can send
+        return math.inf
+    hi = 1.0
+    while gap(hi) > 0:
+        hi *= 2.0
+    lam = optimize.brentq(gap, 0.0, hi, xtol=1e-14)
+    return float(-lam * t - special.logsumexp(-lam * w, b=m1))

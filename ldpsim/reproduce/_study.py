@@ -293,6 +293,14 @@ CRITERIA = {
     ),
     # a count that must be exactly the paper's (zero violations of a theorem)
     "equal": (lambda ours, paper: ours == paper, "ours == paper"),
+    # an exponent fitted to exact errors at several n: within 5% of the theory
+    "fitted": (lambda ours, paper: abs(ours - paper) <= 0.05 * abs(paper), "|ours - paper| <= 0.05 paper"),
+    # a rate over 2,000 simulated runs beside its exact value (5 binomial standard errors, and
+    # 0.01 for the Monte Carlo p-values of the simulated tests)
+    "simulated": (
+        lambda ours, paper: abs(ours - paper) <= 5 * math.sqrt(max(paper * (1 - paper), 5e-4) / 2000) + 0.01,
+        "|ours - paper| <= 5 binomial standard errors of 2,000 runs + 0.01",
+    ),
 }
 
 SUMMARY_COLUMNS = ["quantity", "k", "eps", "paper", "ours", "agrees", "criterion"]

@@ -48,6 +48,7 @@ ALL = EXPECTED | {  # tested in their own files
     "square-wave-ems",
     "cao-gains",
     "li-mean-variance",
+    "test-exponents",
 }
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
