@@ -315,7 +315,7 @@ def test_load_run_errors_name_run_dir(tmp_path):
         LdpSimError,
         match=(
             r"^run_dir: got '.*empty', expected a run of a known kind \(survey, multiparty, collection, "
-            r"multiparty_study\), not 'poll'$"
+            r"multiparty_study, multiparty_interactive\), not 'poll'$"
         ),
     ):
         ldpsim.load_run(empty)

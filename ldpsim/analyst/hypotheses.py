@@ -70,6 +70,7 @@ __all__ = [
     "MaryResult",
     "SequentialResult",
     "TestResult",
+    "fit_power",
     "goodness_of_fit",
     "homogeneity",
     "mary_exponent",
@@ -79,6 +80,7 @@ __all__ = [
     "sequential_homogeneity",
     "sequential_uniformity",
     "share_exponent",
+    "share_power",
     "share_test",
     "two_sample_exponent",
     "uniformity",
@@ -244,6 +246,58 @@ def goodness_of_fit(
     gen = as_generator(rng)
     null = distance(_null_statistics(oracle, pi0, size, b, gen))
     return TestResult("goodness of fit", observed, _mc_p(observed, null), a, "monte carlo", b)
+
+
+def fit_power(
+    oracle: Any,
+    reference: ArrayLike,
+    truth: ArrayLike,
+    n: int,
+    alpha: float = 0.05,
+    rng: Any = None,
+    *,
+    draws: int = 999,
+    trials: int = 400,
+) -> float:
+    """The power of :func:`goodness_of_fit` (``draws`` calibration draws) at ``n`` reports
+    when the answers follow ``truth``: the share of ``trials`` statistics drawn exactly from
+    ``truth`` that the test rejects against one set of null draws (Monte Carlo, standard error
+    at most ``0.5 / sqrt(trials)``)."""
+    a = _alpha(alpha)
+    size = v.integer(n, "n", minimum=1)
+    pi0 = v.probability_vector(reference, "reference", size=int(oracle.k))
+    pi1 = v.probability_vector(truth, "truth", size=int(oracle.k))
+    var0 = np.asarray(oracle.estimate_variance(pi0, float(size)), dtype=np.float64)
+    live = var0 > 0
+    gen = as_generator(rng)
+
+    def distance(stats: NDArray[np.float64]) -> NDArray[np.float64]:
+        f = _estimates(oracle, stats, size)
+        return (((f - pi0) ** 2)[:, live] / var0[live]).sum(axis=1)
+
+    null = np.sort(distance(_null_statistics(oracle, pi0, size, _draws(draws), gen)))
+    seen = distance(_null_statistics(oracle, pi1, size, v.integer(trials, "trials", minimum=1), gen))
+    at_least = null.size - np.searchsorted(null, seen - _TIE * np.maximum(1.0, np.abs(seen)), side="left")
+    return float(np.mean((1 + at_least) / (1 + null.size) <= a))
+
+
+def share_power(oracle: Any, truth: ArrayLike, answer: int, threshold: float, n: int, alpha: float = 0.05) -> float:
+    """The power of :func:`share_test` at ``n`` reports when the answers follow ``truth``, by
+    the normal approximation: ``1 - Phi((z_(1-alpha) se0 - (pi_v - theta)) / se1)``, ``se0``
+    the estimate's exact standard error at the boundary law (the true law with ``pi_v =
+    theta``, the others in proportion) and ``se1`` at the true law."""
+    a = _alpha(alpha)
+    k = int(oracle.k)
+    pi1 = v.probability_vector(truth, "truth", size=k)
+    j = v.integer(answer, "answer", minimum=0, maximum=k - 1)
+    theta = v.as_float(threshold, "threshold", "a share in (0, 1)")
+    size = float(v.integer(n, "n", minimum=1))
+    rest = np.delete(pi1, j)
+    rest = rest / rest.sum() if rest.sum() > 0 else np.full(k - 1, 1.0 / (k - 1))
+    boundary = np.insert(rest * (1.0 - theta), j, theta)
+    se0 = math.sqrt(float(np.asarray(oracle.estimate_variance(boundary, size))[j]))
+    se1 = math.sqrt(float(np.asarray(oracle.estimate_variance(pi1, size))[j]))
+    return float(special.ndtr(((pi1[j] - theta) - special.ndtri(1.0 - a) * se0) / se1))
 
 
 def uniformity(

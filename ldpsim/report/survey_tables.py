@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from ldpsim.report.tables import read_csv, rms
 
@@ -176,6 +177,18 @@ def other_task_totals(results: pd.DataFrame) -> pd.DataFrame:
     match = (rows["estimate"] == rows["truth"]).where(has_truth)
     agree = rows.assign(match=match.astype(float)).groupby(["task", "quantity"], sort=False)["match"].mean()
     out["share_equal_to_truth"] = agree
+    # a decision (every estimate 0 or 1): the rate of ones with its exact 99.9% interval
+    # (Clopper-Pearson), e.g. a test's rejection rate over the replications
+    est = rows["estimate"]
+    grouped = rows.assign(d=est.isin([0.0, 1.0]) | est.isna()).groupby(["task", "quantity"], sort=False)
+    decision = grouped["d"].all() & grouped["estimate"].count().gt(0)
+    ones = rows.groupby(["task", "quantity"], sort=False)["estimate"].sum()
+    tries = rows.groupby(["task", "quantity"], sort=False)["estimate"].count()
+    if decision.any():
+        low = stats.beta.ppf(0.0005, ones, tries - ones + 1)
+        high = stats.beta.ppf(0.9995, ones + 1, tries - ones)
+        out["rate_low"] = np.where(decision, np.nan_to_num(low, nan=0.0), np.nan)
+        out["rate_high"] = np.where(decision, np.nan_to_num(high, nan=1.0), np.nan)
     return out.reset_index()
 
 

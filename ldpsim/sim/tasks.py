@@ -88,6 +88,11 @@ class Task:
         return None
 
     @classmethod
+    def check_labels(cls, params: TaskParams, labels: list[str]) -> str | None:
+        """At load time: why this task cannot work with these answer labels (None if it can)."""
+        return None
+
+    @classmethod
     def rows_per_checkpoint(cls, params: TaskParams, k: int) -> int:
         """Result rows this task writes at each checkpoint for ``k`` labels (bounds the
         size of a run at load time; a task that writes more should say so)."""
@@ -134,9 +139,15 @@ def parse_task_params(entries: list[dict[str, Any]]) -> list[tuple[type[Task], T
     return out
 
 
-def validate_tasks(entries: list[dict[str, Any]], mode: str, mechanism: FrequencyOracle) -> None:
-    """Check the task entries of a scenario against its mode and mechanism."""
+def validate_tasks(
+    entries: list[dict[str, Any]], mode: str, mechanism: FrequencyOracle, labels: list[Any] | None = None
+) -> None:
+    """Check the task entries of a scenario against its mode, mechanism and answer labels."""
     for i, (cls, params) in enumerate(parse_task_params(entries)):
+        if labels is not None:
+            problem = cls.check_labels(params, [str(label) for label in labels])
+            if problem is not None:
+                raise LdpSimError(f"analyst.tasks[{i}]: {problem}")
         if cls.needs_reports and mode != "individual":
             raise LdpSimError(
                 f"analyst.tasks[{i}].kind: got {cls.kind!r} in {mode} mode, expected simulation.mode = 'individual' "

@@ -1,5 +1,9 @@
 """Hypothesis-testing tasks: Wald's sequential test (``sprt``) and the fixed-n
-Neyman-Pearson test (``lrt``) of H0: clients draw from P0 against H1: they draw from P1.
+Neyman-Pearson test (``lrt``) of H0: clients draw from P0 against H1: they draw from P1; and
+the tests of :mod:`ldpsim.analyst.hypotheses` at every checkpoint: ``goodness_of_fit`` (to a
+``reference``), ``uniformity``, ``change`` (the reports before time ``since`` against those
+after), each fixed-n or ``sequential``; ``share`` (a composite null on one answer's share)
+and ``mary`` (which of several answer laws).
 
 The hypotheses are given in the task entry (the task context carries only the true
 distribution), e.g. ``{ kind = "sprt", P0 = [...], P1 = [...], alpha = 0.01, beta = 0.01 }``;
@@ -20,6 +24,16 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import Field
 
+from ldpsim.analyst.hypotheses import (
+    fit_power,
+    goodness_of_fit,
+    homogeneity,
+    mary_test,
+    sequential_goodness_of_fit,
+    sequential_homogeneity,
+    share_power,
+    share_test,
+)
 from ldpsim.analyst.testing import chernoff_stein_exponent, hypothesis_marginals, lrt_exact, lrt_normal
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms.base import FrequencyOracle
@@ -214,4 +228,295 @@ class LRTTask(_HypothesisTask):
             _row("lrt_reject_h0", reject, truth=self.truth_is_p1),
             _row("lrt_type2_theory", math.nan, theory=beta),
             _row("stein_exponent", exponent, theory=self.D01),
+        ]
+
+
+# --------------------------------------------------------------------- tests of fit, change, share, m hypotheses
+Draws = Annotated[int, Field(ge=19, le=100_000)]
+
+
+class _FitParams(TaskParams):
+    alpha: OpenUnit = 0.05
+    #: the anytime-valid e-value test instead of the fixed-n test at each checkpoint
+    sequential: bool = False
+    #: Monte Carlo draws calibrating the fixed-n test (its p-value is valid at any number)
+    draws: Draws = 999
+
+
+class GoodnessParams(_FitParams):
+    kind: Literal["goodness_of_fit"]
+    reference: list[UnitWeight] = Field(min_length=2)
+
+
+class UniformityParams(_FitParams):
+    kind: Literal["uniformity"]
+
+
+class ChangeParams(_FitParams):
+    kind: Literal["change"]
+    since: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+def _fit_rows(prefix: str, out: Any, truth: float, power: float) -> list[dict[str, Any]]:
+    """statistic, p-value (or e-value) and decision rows of one test at a checkpoint."""
+    if out is None:
+        return [
+            _row(f"{prefix}_statistic", math.nan),
+            _row(f"{prefix}_p_value", math.nan),
+            _row(f"{prefix}_reject", math.nan, truth=truth, theory=power),
+        ]
+    if hasattr(out, "log_e"):
+        return [
+            _row(f"{prefix}_log_e_value", out.log_e),
+            _row(f"{prefix}_e_value", out.e_value),
+            _row(f"{prefix}_reject", float(out.reject), truth=truth),
+        ]
+    return [
+        _row(f"{prefix}_statistic", out.statistic),
+        _row(f"{prefix}_p_value", out.p_value),
+        _row(f"{prefix}_reject", float(out.reject), truth=truth, theory=power),
+    ]
+
+
+class _FitTask(Task):
+    """A test of the answers' law at every checkpoint (:mod:`ldpsim.analyst.hypotheses`):
+    rows ``<kind>_statistic`` and ``<kind>_p_value`` (sequential: ``<kind>_log_e_value`` and
+    ``<kind>_e_value``) and ``<kind>_reject`` (1 = reject at ``alpha``; truth = 1 when the
+    population's true law is not the null's, so the share of replications whose decision
+    equals the truth is the power, or one minus the level; theory = the fixed-n test's power
+    at the true law, by Monte Carlo from the exact laws, :func:`fit_power`)."""
+
+    @classmethod
+    def rows_per_checkpoint(cls, params: TaskParams, k: int) -> int:
+        return 3
+
+    @classmethod
+    def check(cls, params: TaskParams, mechanism: FrequencyOracle) -> str | None:
+        p: Any = params
+        if p.sequential and mechanism.output_size is None:
+            return (
+                f"expected a mechanism with finitely many outputs for a sequential test ({mechanism!r} reports vectors)"
+            )
+        return None
+
+    def reference(self) -> NDArray[np.float64]:
+        raise NotImplementedError
+
+    def start(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self._power: dict[int, float] = {}
+
+    def _power_at(self, n: int) -> float:
+        p: Any = self.params
+        if p.sequential:
+            return math.nan
+        if n not in self._power:
+            self._power[n] = fit_power(
+                self.context.mechanism, self.reference(), self.context.truth, n, p.alpha, self.rng
+            )
+        return self._power[n]
+
+    def at_checkpoint(self, checkpoint: Checkpoint) -> list[dict[str, Any]]:
+        p: Any = self.params
+        n = checkpoint.n_received
+        ref = self.reference()
+        truth = float(np.max(np.abs(np.asarray(self.context.truth) - ref)) > 1e-12)
+        if n == 0:
+            return _fit_rows(self.kind, None, truth, math.nan)
+        mech = self.context.mechanism
+        if p.sequential:
+            out: Any = sequential_goodness_of_fit(mech, checkpoint.counts, ref, alpha=p.alpha)
+        else:
+            out = goodness_of_fit(mech, checkpoint.counts, ref, n=n, alpha=p.alpha, draws=p.draws, rng=self.rng)
+        return _fit_rows(self.kind, out, truth, self._power_at(n))
+
+
+@register_task
+class GoodnessTask(_FitTask):
+    """``H0``: the answers follow ``reference`` (the last wave's shares, say)."""
+
+    kind = "goodness_of_fit"
+    Params = GoodnessParams
+
+    @classmethod
+    def check(cls, params: TaskParams, mechanism: FrequencyOracle) -> str | None:
+        p: Any = params
+        if len(p.reference) != mechanism.k:
+            return f"expected reference with one entry per label ({mechanism.k}), got {len(p.reference)} entries"
+        problem = sum_problem(p.reference)
+        if problem is not None:
+            return f"expected reference summing to 1 ({problem})"
+        return super().check(params, mechanism)
+
+    def reference(self) -> NDArray[np.float64]:
+        ref = np.asarray(self.params.reference, dtype=np.float64)  # type: ignore[attr-defined]
+        return ref / ref.sum()
+
+
+@register_task
+class UniformityTask(_FitTask):
+    """``H0``: every answer equally likely."""
+
+    kind = "uniformity"
+    Params = UniformityParams
+
+    def reference(self) -> NDArray[np.float64]:
+        k = self.context.mechanism.k
+        return np.full(k, 1.0 / k)
+
+
+@register_task
+class ChangeTask(Task):
+    """Did the answers' law change at time ``since``? The reports received by ``since`` (at
+    the last checkpoint at or before it; put a checkpoint there) against those received after, by
+    :func:`~ldpsim.analyst.hypotheses.homogeneity` (exact conditional test for a finite
+    mechanism; sequential: :func:`~ldpsim.analyst.hypotheses.sequential_homogeneity`). Rows as
+    the other tests (``change_*``); truth = 0 (a survey's population does not change)."""
+
+    kind = "change"
+    Params = ChangeParams
+
+    @classmethod
+    def rows_per_checkpoint(cls, params: TaskParams, k: int) -> int:
+        return 3
+
+    @classmethod
+    def check(cls, params: TaskParams, mechanism: FrequencyOracle) -> str | None:
+        if mechanism.output_size is None:
+            return (
+                f"expected a mechanism with finitely many outputs ({mechanism!r} reports vectors, and a change test "
+                "needs each period's number of reports, which the task reads from the output counts)"
+            )
+        return None
+
+    def start(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.before: NDArray[np.int64] | None = None
+
+    def at_checkpoint(self, checkpoint: Checkpoint) -> list[dict[str, Any]]:
+        p: Any = self.params
+        if checkpoint.time <= p.since or self.before is None:
+            if checkpoint.time <= p.since:
+                self.before = np.asarray(checkpoint.counts, dtype=np.int64).copy()
+            return _fit_rows("change", None, 0.0, math.nan)
+        after = np.asarray(checkpoint.counts, dtype=np.int64) - self.before
+        if after.sum() == 0 or self.before.sum() == 0:
+            return _fit_rows("change", None, 0.0, math.nan)
+        mech = self.context.mechanism
+        if p.sequential:
+            out: Any = sequential_homogeneity(mech, [self.before, after], alpha=p.alpha)
+        else:
+            out = homogeneity(mech, [self.before, after], alpha=p.alpha, draws=p.draws, rng=self.rng)
+        return _fit_rows("change", out, 0.0, math.nan)
+
+
+class ShareParams(TaskParams):
+    kind: Literal["share"]
+    answer: str | Annotated[int, Field(ge=0)]  # a label, or an answer's index
+    threshold: OpenUnit
+    alpha: OpenUnit = 0.05
+    draws: Draws = 999
+
+
+@register_task
+class ShareTask(Task):
+    """``H0``: the share of ``answer`` (a label) is at most ``threshold``, against more
+    (:func:`~ldpsim.analyst.hypotheses.share_test`). Rows ``share_statistic``,
+    ``share_p_value``, ``share_reject`` (truth = 1 when the true share is above the
+    threshold; theory = the test's power at the true law by the normal approximation,
+    :func:`share_power`)."""
+
+    kind = "share"
+    Params = ShareParams
+
+    @classmethod
+    def rows_per_checkpoint(cls, params: TaskParams, k: int) -> int:
+        return 3
+
+    @classmethod
+    def check_labels(cls, params: TaskParams, labels: list[str]) -> str | None:
+        p: Any = params
+        if isinstance(p.answer, int):
+            if p.answer >= len(labels):
+                return f"answer: got {p.answer}, expected an answer index below {len(labels)}"
+        elif p.answer not in labels:
+            return f"answer: got {p.answer!r}, expected one of the labels {labels}"
+        return None
+
+    def start(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+
+    def _answer(self) -> int:
+        p: Any = self.params
+        if isinstance(p.answer, int):
+            return int(p.answer)
+        return [str(label) for label in self.context.labels].index(p.answer)
+
+    def at_checkpoint(self, checkpoint: Checkpoint) -> list[dict[str, Any]]:
+        p: Any = self.params
+        j = self._answer()
+        truth = float(self.context.truth[j] > p.threshold)
+        n = checkpoint.n_received
+        if n == 0:
+            return _fit_rows("share", None, truth, math.nan)
+        mech = self.context.mechanism
+        out = share_test(mech, checkpoint.counts, j, p.threshold, n=n, alpha=p.alpha, draws=p.draws, rng=self.rng)
+        power = share_power(mech, self.context.truth, j, p.threshold, n, p.alpha)
+        return _fit_rows("share", out, truth, power)
+
+
+class MaryParams(TaskParams):
+    kind: Literal["mary"]
+    hypotheses: list[list[UnitWeight]] = Field(min_length=2)
+    rule: Literal["bayes", "minimax"] = "bayes"
+    weights: list[UnitWeight] | None = None
+
+
+@register_task
+class MaryTask(Task):
+    """Which of the ``hypotheses`` (answer laws) holds, by the Bayes or minimax rule
+    (:func:`~ldpsim.analyst.hypotheses.mary_test`). Rows ``mary_decision`` (the index of the
+    hypothesis chosen; truth = the index of the hypothesis equal to the population's law,
+    NaN if none is; theory = the rule's probability of choosing it under that hypothesis) and
+    ``mary_posterior`` (the chosen hypothesis's posterior)."""
+
+    kind = "mary"
+    Params = MaryParams
+
+    @classmethod
+    def rows_per_checkpoint(cls, params: TaskParams, k: int) -> int:
+        return 2
+
+    @classmethod
+    def check(cls, params: TaskParams, mechanism: FrequencyOracle) -> str | None:
+        p: Any = params
+        for i, h in enumerate(p.hypotheses):
+            if len(h) != mechanism.k:
+                return f"expected hypotheses[{i}] with one entry per label ({mechanism.k}), got {len(h)} entries"
+            problem = sum_problem(h)
+            if problem is not None:
+                return f"expected hypotheses[{i}] summing to 1 ({problem})"
+        if p.weights is not None and len(p.weights) != len(p.hypotheses):
+            return f"expected one weight per hypothesis ({len(p.hypotheses)}), got {len(p.weights)}"
+        return None
+
+    def start(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+
+    def at_checkpoint(self, checkpoint: Checkpoint) -> list[dict[str, Any]]:
+        p: Any = self.params
+        hyps = [np.asarray(h, dtype=np.float64) / math.fsum(h) for h in p.hypotheses]
+        match = [i for i, h in enumerate(hyps) if np.max(np.abs(h - np.asarray(self.context.truth))) <= 1e-9]
+        truth = float(match[0]) if match else math.nan
+        n = checkpoint.n_received
+        if n == 0:
+            return [_row("mary_decision", math.nan, truth=truth), _row("mary_posterior", math.nan)]
+        weights = None if p.weights is None else np.asarray(p.weights, dtype=np.float64) / math.fsum(p.weights)
+        out = mary_test(
+            self.context.mechanism, checkpoint.counts, hyps, n=n, weights=weights, rule=p.rule, draws=2000, rng=self.rng
+        )
+        right = float(out.errors[match[0], match[0]]) if match else math.nan
+        return [
+            _row("mary_decision", float(out.decision), truth=truth, theory=right),
+            _row("mary_posterior", float(out.posterior[out.decision])),
         ]

@@ -305,7 +305,7 @@ def question_mechanism(
     mech = _build_mechanism(spec, table, labels, prior, where, filled=filled)
 
     try:
-        validate_tasks(spec.analyst.tasks, spec.simulation.mode, mech)
+        validate_tasks(spec.analyst.tasks, spec.simulation.mode, mech, labels)
     except LdpSimError as exc:
         raise LdpSimError(f"{exc} (with {where})") from None
     return mech

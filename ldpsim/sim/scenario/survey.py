@@ -153,7 +153,7 @@ def build(spec: ScenarioSpec, source: str, where: str) -> Scenario:
                 "has no exact law cheaper than drawing every report)"
             )
         try:
-            validate_tasks(spec.analyst.tasks, spec.simulation.mode, mechanism)
+            validate_tasks(spec.analyst.tasks, spec.simulation.mode, mechanism, labels)
         except LdpSimError as exc:
             raise LdpSimError(
                 f"{exc} (with {where_})" if spec.mechanisms is not None or tiers is not None else str(exc)
