@@ -227,6 +227,35 @@ class MutualInformation(Utility):
         return first - math.exp(-eps) * (1.0 - pt) * gain
 
 
+class MaryAccuracy(Utility):
+    """Deciding among ``m`` answer laws ``P_1 .. P_m`` (prior weights ``w``, equal by default)
+    from one report: the Bayes rule's probability of being right, ``sum_y max_j w_j (P_j^T
+    Q)_y``, so ``mu(q) = max_j w_j P_j . q``: a maximum of linear functions, convex and
+    positively homogeneous, hence sublinear, so the staircase linear program finds the
+    mechanism that maximises it (m-ary testing, one of Kairouz et al.'s open extensions)."""
+
+    name = "mary_accuracy"
+
+    def __init__(self, hypotheses: ArrayLike, weights: ArrayLike | None = None) -> None:
+        hyps = np.asarray(hypotheses, dtype=np.float64)
+        if hyps.ndim != 2 or hyps.shape[0] < 2:
+            raise invalid("hypotheses", f"an array of shape {hyps.shape}", "at least two answer laws (rows)")
+        laws = np.stack([_positive_prior(h, f"hypotheses[{j}]", size=hyps.shape[1]) for j, h in enumerate(hyps)])
+        w = (
+            np.full(laws.shape[0], 1.0 / laws.shape[0])
+            if weights is None
+            else v.probability_vector(weights, "weights", size=laws.shape[0])
+        )
+        self.hypotheses, self.prior_weights = laws, w
+        self.weights = w[:, None] * laws
+
+    def mu(self, columns):
+        return (self.weights @ np.asarray(columns, dtype=np.float64)).max(axis=0)
+
+    def pattern_mu(self, sums, eps):
+        return _dots(self.weights, sums, eps).max(axis=0)
+
+
 def _kl_terms(d: NDArray[np.float64], c: NDArray[np.float64]) -> NDArray[np.float64]:
     """``a log(a/c) - a + c`` with ``a = c + d``, accurate for small ``d/c`` (series), 0 where
     ``a = c = 0`` and ``inf`` where ``c = 0 < a``."""
