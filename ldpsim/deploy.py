@@ -60,6 +60,7 @@ from ldpsim.analyst.hypotheses import DRAWS, TestResult, homogeneity, uniformity
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.base import FrequencyOracle
+from ldpsim.mechanisms.numeric import Duchi
 from ldpsim.mechanisms.oracles.hashing import LocalHashing
 from ldpsim.mechanisms.oracles.rappor import Rappor
 from ldpsim.mechanisms.oracles.subset import SubsetSelection
@@ -200,10 +201,9 @@ def _chunks(path: Path, columns: list[str], option: str) -> Iterator[tuple[int, 
     with open_input(path) as raw:
         handle = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
         try:
-            reader = pd.read_csv(
+            reader = pd.read_csv(  # every column read: usecols would let a row of extra fields through
                 handle,
                 dtype=str,
-                usecols=columns,
                 na_filter=False,
                 skip_blank_lines=False,
                 chunksize=CHUNK,
@@ -211,7 +211,7 @@ def _chunks(path: Path, columns: list[str], option: str) -> Iterator[tuple[int, 
             )
             start = 1
             for frame in reader:
-                yield start, frame, raw.tell()
+                yield start, frame[columns], raw.tell()
                 start += len(frame)
         except pd.errors.EmptyDataError:
             raise LdpSimError(f"{option}: got an empty file {str(path)!r}, expected a header row and reports") from None
@@ -296,6 +296,12 @@ def parse_reports(
         return _integers(vals, start, column, option, fmt.width, fmt.what)
     if fmt.kind == "number":
         y = numbers(vals, start, column, option, fmt.what)
+        if isinstance(m, Duchi):  # two reports only
+            atoms = np.asarray(m.atoms, dtype=np.float64)
+            i = _first_bad(np.isin(y, atoms))
+            if i is not None:
+                shown = " or ".join(repr(float(x)) for x in atoms)
+                raise _fail(option, start + i, column, vals[i], f"a report of {m!r}: {shown}")
         lo, hi = m.report_range
         i = _first_bad((y >= lo) & (y <= hi))
         if i is not None:
