@@ -811,4 +811,5 @@ def analyse(collected: Collected, labels: list[str] | None, alpha: float, seed: 
             "the weighted rows are Hajek estimates (sum w u / sum w) with their linearised variance, each report "
             "its own sampling unit; the tests ignore the weights"
         )
-    return Analysis(pd.concat(frames, ignore_index=True), pd.DataFrame(tests), notes, names)
+    columns = ["scope", "test", "statistic", "p_value", "alpha", "reject", "method", "draws", "note"]
+    return Analysis(pd.concat(frames, ignore_index=True), pd.DataFrame(tests, columns=columns), notes, names)
