@@ -381,6 +381,67 @@ def _build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--no-figure", action="store_true", help="skip recommend.png (and the eps sweep behind it)")
     rec.set_defaults(func=_recommend)
 
+    priv = sub.add_parser(
+        "privatize",
+        help="privatise real answers (a CSV column) with a catalog mechanism: the reports a client would send",
+        description="Read true answers from one column of ANSWERS.csv (labels for a frequency oracle, numbers for "
+        "a numeric mechanism), privatise each with the catalog mechanism SPEC (NAME:k=v,..., as ldpsim risk takes "
+        "it; k defaults to the number of labels) and write a CSV of reports in the format of docs/analyse.md. "
+        "Every draw comes from numpy's default_rng(SeedSequence(--seed)), in chunks of 65,536 answers: the same "
+        "seed gives the same bytes. The file is written whole at the end, or not at all.",
+    )
+    priv.add_argument("answers", metavar="ANSWERS", help="a CSV file with a header row, one answer per row")
+    priv.add_argument(
+        "--mechanism", required=True, metavar="SPEC", help="e.g. oue:k=8,eps=1 or piecewise:eps=1,lo=0,hi=100"
+    )
+    _add_seed(priv)
+    priv.add_argument("--column", default=None, help="the column of the answers (default: the only column)")
+    priv.add_argument(
+        "--labels",
+        default=None,
+        metavar="A,B,...",
+        help="the answers' labels in the order of the mechanism's symbols (default: those in the file, sorted)",
+    )
+    priv.add_argument(
+        "--keep",
+        default=None,
+        metavar="COL,...",
+        help="columns copied beside the reports (e.g. a group or a weight for ldpsim analyse)",
+    )
+    priv.add_argument(
+        "--out", default=None, metavar="FILE", help="the reports file to write (default: ANSWERS-reports.csv beside it)"
+    )
+    priv.add_argument("--force", action="store_true", help="replace --out if it exists")
+    _add_no_progress(priv)
+    priv.set_defaults(func=_privatize)
+
+    ana = sub.add_parser(
+        "analyse",
+        help="estimates and tests from a CSV of privatised reports, as a run without truths",
+        description="Read a CSV of reports of the catalog mechanism SPEC (the format of docs/analyse.md, as ldpsim "
+        "privatize writes it) in chunks, check every row (a bad one is one line naming its row and column, and "
+        "nothing is written) and write OUT/ with estimates.csv (unbiased frequencies, projected on the simplex, "
+        "with intervals; numeric mechanisms: the mean), tests.csv (uniformity; with --groups homogeneity), "
+        "analysis.json, summary.md and report.html.",
+    )
+    ana.add_argument("reports", metavar="REPORTS", help="a CSV file of reports with a header row")
+    ana.add_argument("--mechanism", required=True, metavar="SPEC", help="the catalog spec the reports were made with")
+    ana.add_argument("--column", default=None, help="the column of the reports (default: report, or the only column)")
+    ana.add_argument("--groups", default=None, metavar="COLUMN", help="a column of group labels: estimates per group")
+    ana.add_argument(
+        "--weights", default=None, metavar="COLUMN", help="a column of weights > 0: weighted (Hajek) estimates too"
+    )
+    ana.add_argument(
+        "--labels", default=None, metavar="A,B,...", help="names of the k answers, in symbol order (default 0..k-1)"
+    )
+    ana.add_argument(
+        "--alpha", type=float, default=0.05, help="level of the tests; intervals at 1 - alpha (default 0.05)"
+    )
+    _add_seed(ana, "seed of the tests' Monte Carlo p-values (default: fresh entropy, printed)")
+    _add_output_folder(ana, "reports/analyse/<REPORTS name>/<UTC time>")
+    _add_no_progress(ana)
+    ana.set_defaults(func=_analyse)
+
     aud = sub.add_parser(
         "audit",
         help="empirical privacy audit: a lower bound on eps of a library mechanism from samples",
@@ -1145,6 +1206,121 @@ def _recommend(args: argparse.Namespace) -> int:
             )
         )
     _say(f"files: {', '.join(str(p) for p in written)}")
+    return 0
+
+
+def _split_list(text: str | None, option: str) -> list[str] | None:
+    """A comma-separated list of names (``--labels a,b,c``); None when not given."""
+    if text is None:
+        return None
+    items = [t.strip() for t in text.split(",")]
+    if not items or any(not t for t in items):
+        raise LdpSimError(f"{option}: got {text!r}, expected names separated by commas")
+    return items
+
+
+def _privatize(args: argparse.Namespace) -> int:
+    from ldpsim import deploy
+
+    answers = Path(args.answers)
+    if not answers.is_file():
+        raise LdpSimError(f"ANSWERS: got {args.answers!r}, expected a CSV file of answers")
+    labels = _split_list(args.labels, "--labels")
+    keep = _split_list(args.keep, "--keep") or []
+    out = Path(args.out) if args.out is not None else answers.with_name(answers.stem + "-reports.csv")
+    if out.exists() and not args.force:
+        raise LdpSimError(f"--out: got {str(out)!r}, expected a new file (use --force to replace it)")
+    if out.exists() and not out.is_file():
+        raise LdpSimError(f"--out: got {str(out)!r}, expected a file (it is a folder)")
+    if out.resolve() == answers.resolve():
+        raise LdpSimError(f"--out: got {str(out)!r}, expected a file other than ANSWERS")
+    if not out.parent.is_dir() or not os.access(out.parent, os.W_OK):
+        raise LdpSimError(f"--out: got {str(out)!r}, expected a file in a folder we can write")
+    header = deploy._read_header(answers, "ANSWERS")
+    column = deploy.pick_column(header, args.column, "ANSWERS")
+    for c in keep:
+        if c not in header:
+            raise LdpSimError(f"--keep: got {c!r}, expected one of the columns of ANSWERS: {', '.join(header)}")
+    seed = deploy.seed_value(args.seed)
+    probe = deploy.build(args.mechanism, k=len(labels) if labels is not None else None)
+    if deploy.report_format(probe).categorical:
+        if labels is None:
+            labels = deploy.file_labels(answers, column)
+            if not labels:
+                raise LdpSimError(f"ANSWERS: got {args.answers!r} with a header only, expected at least one answer")
+        built = deploy.build(args.mechanism, k=len(labels))
+        labels = deploy.check_labels(labels, int(built.mechanism.k), "--labels" if args.labels else "ANSWERS")
+    else:
+        if labels is not None:
+            raise LdpSimError(f"--labels: got {args.labels!r}, expected none for a numeric mechanism")
+        built = probe
+    done = deploy.privatize_file(
+        answers, built, seed, out, column=column, labels=labels, keep=keep, show_progress=not args.no_progress
+    )
+    _say(f"ldpsim privatize: {done.rows:,} answers of {column!r} with {built.spec} (seed{KEEP}{seed})")
+    if labels is not None:
+        _say(f"labels, in symbol order (ldpsim analyse --labels): {shlex.quote(','.join(labels))}")
+    _say(f"reports: {out} (columns {', '.join(done.columns)})")
+    return 0
+
+
+def _analyse(args: argparse.Namespace) -> int:
+    from ldpsim import deploy
+    from ldpsim._files import OutputFolder
+    from ldpsim.report import analysis as report
+
+    path = Path(args.reports)
+    if not path.is_file():
+        raise LdpSimError(f"REPORTS: got {args.reports!r}, expected a CSV file of reports")
+    if not (0.0 < args.alpha < 1.0):
+        raise LdpSimError(f"--alpha: got {args.alpha!r}, expected a level in (0, 1)")
+    labels = _split_list(args.labels, "--labels")
+    built = deploy.build(args.mechanism, k=len(labels) if labels is not None else None)
+    fmt = deploy.report_format(built)
+    if labels is not None:
+        if not fmt.categorical:
+            raise LdpSimError(f"--labels: got {args.labels!r}, expected none for a numeric mechanism")
+        labels = deploy.check_labels(labels, int(built.mechanism.k))
+    seed = deploy.seed_value(args.seed)
+    default = Path("reports") / "analyse" / (path.stem or "reports")
+    with OutputFolder.of(args.out, default, force=args.force) as folder:  # checked before the work
+        got = deploy.collect(
+            path,
+            built,
+            column=args.column,
+            groups=args.groups,
+            weights=args.weights,
+            show_progress=not args.no_progress,
+        )
+        result = deploy.analyse(got, labels, args.alpha, seed)
+        meta = {
+            "kind": "analysis",
+            "reports": path.name,
+            "mechanism": built.spec,
+            "n": got.all.n,
+            "alpha": args.alpha,
+            "seed": seed,
+            "groups": args.groups,
+            "weights": args.weights,
+            "labels": result.labels,
+        }
+        written = report.files(meta, result.estimates, result.tests, result.notes)
+        assert folder.work is not None
+        for name, data in written.items():
+            (folder.work / name).write_bytes(data)
+    _say(f"ldpsim analyse: {got.all.n:,} reports of {built.spec} (seed{KEEP}{seed})")
+    shown = result.estimates[result.estimates["scope"] == "all"]
+    cols = [c for c in ("category", "estimate", "std_error", "ci_low", "ci_high", "projected") if c in shown]
+    print(table(shown[cols], float_format=lambda x: f"{x:.4g}", full=folder.path / "estimates.csv"))
+    for row in result.tests.to_dict("records"):
+        if row["method"] == "not run":
+            _say(f"{row['test']} ({row['scope']}): not run, {row['note']}")
+        else:
+            verdict = "rejected" if row["reject"] else "not rejected"
+            _say(f"{row['test']} ({row['scope']}): p = {row['p_value']:.4g}, {verdict} at {args.alpha:g}")
+    for note in result.notes:
+        _say(f"note: {note}")
+    _say(f"files in {folder.path}: {', '.join(sorted(written))}")
     return 0
 
 

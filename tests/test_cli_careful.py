@@ -45,6 +45,7 @@ class Command:
     force: bool = True  # has --force (ldpsim run: no, it resumes instead)
     scenario: bool = False  # argv[1] is a scenario file to write into the test folder
     skip_work: object = field(default=None)  # a predicate on the work's arguments: calls that are argument checks
+    inputs: tuple[tuple[str, str], ...] = ()  # (name, text) of input files to write into the test folder
 
 
 COMMANDS = {
@@ -75,6 +76,13 @@ COMMANDS = {
         "ldpsim.report.recommend.files",
         skip_work=lambda *a, **k: k.get("lp") is False,
     ),  # the first call only checks the arguments
+    "analyse": Command(
+        ("analyse", "r.csv", "--mechanism", "randomized_response:k=3,eps=1", "--seed", "1"),
+        frozenset({"estimates.csv", "tests.csv", "analysis.json", "summary.md", "report.html"}),
+        "ldpsim.deploy.collect",
+        "ldpsim.report.analysis.files",
+        inputs=(("r.csv", "report\n0\n2\n1\n1\n"),),
+    ),
     "run": Command(
         ("run", "s.toml", "--no-progress"),
         frozenset({"results.csv", "summary.md", "metadata.json", "scenario.toml"}),
@@ -91,6 +99,8 @@ def argv_of(name: str, tmp_path: Path) -> list[str]:
     cmd = COMMANDS[name]
     if cmd.scenario:
         (tmp_path / "s.toml").write_text(scenario_text(size=200, replications=2))
+    for name, text in cmd.inputs:
+        (tmp_path / name).write_text(text)
     return list(cmd.argv)
 
 

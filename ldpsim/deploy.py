@@ -1,0 +1,815 @@
+"""Real answers in, privatised reports out (``ldpsim privatize``); real reports in, the
+estimates and tests of a run out (``ldpsim analyse``): the deployment workflow of
+docs/analyse.md, with the files of one CSV per collection.
+
+**Formats** (:func:`report_format`; a header row always, one report per row):
+
+=================================================  =========================  ==========================
+mechanism                                          column(s)                  one report
+=================================================  =========================  ==========================
+finite: randomized_response, hadamard_response,    ``report``                 the output symbol's index
+binary, matrix, staircase, truncated_geometric, ...                           ``0..m-1``
+oue, sue, rappor                                   ``report``                 a string of ``0``/``1`` of the
+                                                                              statistic's length (k; m)
+olh, blh                                           ``hash_a,hash_b,hash_c,    the client's hash seed
+                                                   value``                    ``(a, b, c)`` and its value
+subset_selection                                   ``report``                 omega distinct indices, ``;``
+piecewise, duchi, laplace_bounded, square_wave...  ``report``                 a finite number
+=================================================  =========================  ==========================
+
+A local-hashing seed is three numbers of ``Z_P`` (``P = 2^31 - 1``), 93 bits, more than
+one integer column holds, hence its three columns.
+
+**Randomness.** ``privatize`` draws everything from one generator,
+``numpy.random.default_rng(numpy.random.SeedSequence(seed))``, and privatises the answers in
+consecutive chunks of :data:`CHUNK` rows with ``mechanism.privatize(indices, generator)``
+(a file of at most :data:`CHUNK` answers is one call), so the same seed gives the same bytes,
+and a test or an auditor reproduces the reports from the answers and the seed.
+
+**Reading** is chunked (``pandas.read_csv(chunksize=CHUNK)``, every value read as text and
+parsed here, so memory stays bounded whatever the file's size); the additive statistic of
+the oracle (``mechanism.statistic`` of each chunk's reports) or the moments of numeric
+reports are summed over the chunks. A file of bit strings and nothing else is read faster,
+as fixed-width lines of raw bytes (``numpy.frombuffer``); any irregular line sends it to
+the chunked reader, which names the row. Every row is checked: the first bad one is one
+line naming its row (the n-th report after the header) and column, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from scipy import special
+
+from ldpsim import _progress
+from ldpsim import _validate as v
+from ldpsim._files import atomic_writer, describe_os_error, open_input
+from ldpsim.analyst.estimation import confidence_intervals, project_to_simplex
+from ldpsim.analyst.frequency import frequency_estimate
+from ldpsim.analyst.hypotheses import DRAWS, TestResult, homogeneity, uniformity
+from ldpsim.errors import LdpSimError
+from ldpsim.mechanisms import catalog
+from ldpsim.mechanisms.base import FrequencyOracle
+from ldpsim.mechanisms.numeric import Duchi
+from ldpsim.mechanisms.oracles.hashing import LocalHashing
+from ldpsim.mechanisms.oracles.rappor import Rappor
+from ldpsim.mechanisms.oracles.subset import SubsetSelection
+from ldpsim.mechanisms.oracles.unary import UnaryEncoding
+
+__all__ = [
+    "CHUNK",
+    "HASH_COLUMNS",
+    "Format",
+    "Collected",
+    "build",
+    "report_format",
+    "file_labels",
+    "privatize_file",
+    "collect",
+    "generator",
+]
+
+#: Rows per chunk, read and privatised (privatize's draws depend on it: see the module).
+CHUNK = 1 << 16
+#: The columns of a local-hashing report.
+HASH_COLUMNS = ("hash_a", "hash_b", "hash_c", "value")
+#: The column of every other report.
+REPORT_COLUMN = "report"
+#: At most this many groups (``--groups``): each keeps its own statistic.
+MAX_GROUPS = 1000
+
+_INTEGER = re.compile(r"[0-9]{1,18}")
+_NUMBER = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+_NUMBER_RE = re.compile(_NUMBER)
+
+
+def generator(seed: int) -> np.random.Generator:
+    """The generator ``privatize`` draws from for ``--seed seed`` (module docstring)."""
+    return np.random.default_rng(np.random.SeedSequence(seed))
+
+
+@dataclass(frozen=True)
+class Format:
+    """How reports of a mechanism are written: ``kind`` (``symbol``, ``bits``, ``hash``,
+    ``subset``, ``number``), ``width`` (output symbols, bits or subset size) and a phrase
+    saying what one report is."""
+
+    kind: str
+    width: int
+    what: str
+
+    @property
+    def categorical(self) -> bool:
+        return self.kind != "number"
+
+
+def build(spec: str, k: int | None = None, option: str = "--mechanism") -> catalog.Built:
+    """The catalog mechanism of ``spec`` (``NAME:k=v,...``); ``k`` fills in a missing ``k``
+    (the number of labels). Families that do not privatise answers for deployment (noise on
+    a number, vector mechanisms, the auditor's broken zoo) are refused: one line naming ``option``."""
+    try:
+        name = spec.strip().partition(":")[0].strip()
+        e = catalog.entry(name)
+        if k is not None and "k" in e.params and not re.search(r"(^|[:,])\s*k\s*=", spec):
+            spec = f"{spec}{',' if ':' in spec else ':'}k={k}"
+        built = catalog.parse(spec)
+    except LdpSimError as exc:
+        raise LdpSimError(f"{option}: {exc}") from None
+    if not ({"numeric", "finite", "oracle"} & built.entry.tags) or "broken" in built.entry.tags:
+        raise LdpSimError(
+            f"{option}: got {spec!r}, expected a frequency oracle or a numeric mechanism of the catalog "
+            "(randomized_response, oue, olh, subset_selection, piecewise, ...)"
+        )
+    report_format(built)
+    return built
+
+
+def report_format(built: catalog.Built) -> Format:
+    """The :class:`Format` of ``built``'s reports (module docstring)."""
+    m = built.mechanism
+    if "numeric" in built.entry.tags:
+        return Format("number", 1, "a finite number")
+    if isinstance(m, (UnaryEncoding, Rappor)):
+        return Format("bits", int(m.statistic_size), f"a string of {m.statistic_size} characters 0 or 1")
+    if isinstance(m, LocalHashing):
+        return Format("hash", 4, f"hash_a, hash_b, hash_c in 0..{m.prime - 1} and value in 0..{m.g - 1}")
+    if isinstance(m, SubsetSelection):
+        return Format("subset", int(m.omega), f"{m.omega} distinct indices in 0..{m.k - 1} separated by ';'")
+    size = getattr(m, "output_size", None)
+    if isinstance(m, FrequencyOracle) and size is not None:
+        return Format("symbol", int(size), f"an integer in 0..{int(size) - 1}")
+    raise LdpSimError(f"--mechanism: got {built.spec!r}, expected a mechanism whose reports ldpsim can write")
+
+
+# ------------------------------------------------------------------------------ reading CSV
+def _read_header(path: Path, option: str) -> list[str]:
+    """The column names of ``path`` (one line naming ``option`` for a file that is not a
+    UTF-8 CSV with a header)."""
+    try:
+        with open_input(path) as f:
+            first = f.readline()
+    except OSError as exc:
+        raise LdpSimError(
+            f"{option}: got {str(path)!r}, expected a file we can read ({describe_os_error(exc)})"
+        ) from None
+    try:
+        text = first.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise LdpSimError(f"{option}: row 0 (the header): got bytes that are not UTF-8, expected UTF-8 text") from None
+    if not text.strip():
+        raise LdpSimError(f"{option}: got an empty file {str(path)!r}, expected a header row and one row per report")
+    return next(csv.reader([text.rstrip("\r\n")]))
+
+
+def pick_column(columns: Sequence[str], column: str | None, option: str, default: str | None = None) -> str:
+    """``column`` if the file has it; without it ``default`` if present, else the only column."""
+    if column is not None:
+        if column not in columns:
+            raise LdpSimError(f"--column: got {column!r}, expected one of the file's columns: {', '.join(columns)}")
+        return column
+    if default is not None and default in columns:
+        return default
+    if len(columns) == 1:
+        return columns[0]
+    raise LdpSimError(f"--column: got nothing, expected one of the columns of {option}: {', '.join(columns)}")
+
+
+def _bad_line(path: Path) -> int | None:
+    """The first line (1-based) of ``path`` that is not UTF-8, if any."""
+    with open_input(path) as f:
+        for number, line in enumerate(f, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                return number
+    return None
+
+
+def _chunks(path: Path, columns: list[str], option: str) -> Iterator[tuple[int, pd.DataFrame, int]]:
+    """``(first row, frame of text values, bytes read so far)`` per chunk of :data:`CHUNK`
+    rows; rows are numbered from 1 after the header. Errors of the file's shape are one line."""
+    with open_input(path) as raw:
+        handle = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+        try:
+            reader = pd.read_csv(  # every column read: usecols would let a row of extra fields through
+                handle,
+                dtype=str,
+                na_filter=False,
+                skip_blank_lines=False,
+                chunksize=CHUNK,
+                engine="c",
+            )
+            start = 1
+            for frame in reader:
+                yield start, frame[columns], raw.tell()
+                start += len(frame)
+        except pd.errors.EmptyDataError:
+            raise LdpSimError(f"{option}: got an empty file {str(path)!r}, expected a header row and reports") from None
+        except pd.errors.ParserError as exc:
+            found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+            if found:
+                want, line, saw = (int(g) for g in found.groups())
+                raise LdpSimError(
+                    f"{option}: row {line - 1}: got {saw} fields, expected {want} (the header's)"
+                ) from None
+            raise LdpSimError(f"{option}: got a file pandas cannot read as CSV ({str(exc).splitlines()[0]})") from None
+        except UnicodeDecodeError:
+            bad = _bad_line(path)
+            where = f"row {bad - 1}" if bad is not None and bad > 1 else "row 0 (the header)"
+            raise LdpSimError(f"{option}: {where}: got bytes that are not UTF-8, expected UTF-8 text") from None
+
+
+def _fail(option: str, row: int, column: str, value: Any, expected: str) -> LdpSimError:
+    shown = "nothing (an empty value or a missing field)" if value is None or value == "" else repr(value)
+    return LdpSimError(f"{option}: row {row}, column {column!r}: got {shown}, expected {expected}")
+
+
+def _text(frame: pd.DataFrame, column: str, start: int, option: str, expected: str) -> NDArray[Any]:
+    """The column's values as a numpy array of str; a missing or empty value is one line."""
+    values = frame[column].to_numpy()
+    empty = pd.isna(values) | (values == "")
+    if empty.any():
+        i = int(np.flatnonzero(empty)[0])
+        raise _fail(option, start + i, column, None, expected)
+    return values
+
+
+def _first_bad(ok: NDArray[np.bool_]) -> int | None:
+    bad = np.flatnonzero(~ok)
+    return int(bad[0]) if bad.size else None
+
+
+def _matching(values: NDArray[Any], pattern: re.Pattern[str]) -> NDArray[np.bool_]:
+    return np.asarray(pd.Series(values, dtype=object).str.fullmatch(pattern.pattern).to_numpy(dtype=bool))
+
+
+def _integers(values: NDArray[Any], start: int, column: str, option: str, top: int, expected: str) -> NDArray[np.int64]:
+    i = _first_bad(_matching(values, _INTEGER))
+    if i is not None:
+        raise _fail(option, start + i, column, values[i], expected)
+    out = values.astype(np.int64)
+    i = _first_bad(out < top)
+    if i is not None:
+        raise _fail(option, start + i, column, values[i], expected)
+    return out
+
+
+def numbers(
+    values: NDArray[Any], start: int, column: str, option: str, expected: str, positive: bool = False
+) -> NDArray[np.float64]:
+    """Finite numbers written in ASCII decimal (no ``nan``, ``inf`` or other digits)."""
+    ok = _matching(values, _NUMBER_RE)
+    i = _first_bad(ok)
+    if i is None:
+        out = values.astype(np.float64)
+        i = _first_bad(np.isfinite(out) & ((out > 0) if positive else True))
+        if i is None:
+            return out
+    raise _fail(option, start + i, column, values[i], expected)
+
+
+def parse_reports(
+    frame: pd.DataFrame, start: int, built: catalog.Built, fmt: Format, column: str, option: str
+) -> NDArray[Any]:
+    """The reports of one chunk as the arrays ``mechanism.statistic`` takes (floats for a
+    numeric mechanism); the first bad row is one line."""
+    m = built.mechanism
+    if fmt.kind == "hash":
+        cols = []
+        for name in HASH_COLUMNS:
+            top = m.g if name == "value" else m.prime
+            vals = _text(frame, name, start, option, fmt.what)
+            cols.append(_integers(vals, start, name, option, top, f"an integer in 0..{top - 1}"))
+        return np.stack(cols, axis=1)
+    vals = _text(frame, column, start, option, fmt.what)
+    if fmt.kind == "symbol":
+        return _integers(vals, start, column, option, fmt.width, fmt.what)
+    if fmt.kind == "number":
+        y = numbers(vals, start, column, option, fmt.what)
+        if isinstance(m, Duchi):  # two reports only
+            atoms = np.asarray(m.atoms, dtype=np.float64)
+            i = _first_bad(np.isin(y, atoms))
+            if i is not None:
+                shown = " or ".join(repr(float(x)) for x in atoms)
+                raise _fail(option, start + i, column, vals[i], f"a report of {m!r}: {shown}")
+        lo, hi = m.report_range
+        i = _first_bad((y >= lo) & (y <= hi))
+        if i is not None:
+            raise _fail(option, start + i, column, vals[i], f"a report of {m!r}, in [{lo!r}, {hi!r}]")
+        return y
+    if fmt.kind == "bits":
+        k = fmt.width
+        text = vals.astype(f"U{k + 1}")  # a longer value keeps k + 1 characters: wrong length all the same
+        i = _first_bad(np.strings.str_len(text) == k)
+        if i is None:
+            codes = text.view(np.uint32).reshape(-1, k + 1)[:, :k]
+            i = _first_bad(((codes == 48) | (codes == 49)).all(axis=1))
+            if i is None:
+                return (codes - 48).astype(np.uint8)
+        raise _fail(option, start + i, column, vals[i], fmt.what)
+    # subset selection
+    omega, k = fmt.width, m.k
+    pattern = re.compile(r"[0-9]{1,9}(?:;[0-9]{1,9}){%d}" % (omega - 1))
+    i = _first_bad(_matching(vals, pattern))
+    if i is None:
+        items = np.array(";".join(vals.tolist()).split(";"), dtype=np.int64).reshape(-1, omega)
+        ordered = np.sort(items, axis=1)
+        ok = (items < k).all(axis=1) & (np.diff(ordered, axis=1) > 0).all(axis=1)
+        i = _first_bad(ok)
+        if i is None:
+            return items
+    raise _fail(option, start + i, column, vals[i], fmt.what)
+
+
+# ------------------------------------------------------------------------------ privatize
+def file_labels(path: Path, column: str, option: str = "ANSWERS") -> list[str]:
+    """The distinct answers of ``column``, sorted (one pass over the file, chunked)."""
+    seen: set[str] = set()
+    for start, frame, _ in _chunks(path, [column], option):
+        vals = _text(frame, column, start, option, "an answer")
+        seen.update(pd.unique(vals).tolist())
+    return sorted(seen)
+
+
+@dataclass
+class Privatized:
+    """What :func:`privatize_file` wrote."""
+
+    rows: int
+    labels: list[str] | None
+    spec: str
+    columns: list[str]
+
+
+def _format_chunk(fmt: Format, reports: NDArray[Any]) -> dict[str, Any]:
+    if fmt.kind == "hash":
+        return {name: reports[:, j] for j, name in enumerate(HASH_COLUMNS)}
+    if fmt.kind == "bits":
+        k = fmt.width
+        text = (reports.astype(np.uint8) + 48).reshape(-1).view(f"S{k}").astype(f"U{k}")
+        return {REPORT_COLUMN: text}
+    if fmt.kind == "subset":
+        parts = reports.astype(np.int64).astype(str)
+        joined = parts[:, 0].astype(object)
+        for j in range(1, parts.shape[1]):
+            joined = joined + ";" + parts[:, j].astype(object)
+        return {REPORT_COLUMN: joined}
+    if fmt.kind == "number":
+        return {REPORT_COLUMN: np.asarray(reports, dtype=np.float64)}
+    return {REPORT_COLUMN: np.asarray(reports, dtype=np.int64)}
+
+
+def _write_chunk(f: IO[str], frame: pd.DataFrame, header: bool) -> None:
+    frame.to_csv(f, index=False, header=header, lineterminator="\n", float_format=None)
+
+
+def privatize_file(
+    answers: Path,
+    built: catalog.Built,
+    seed: int,
+    out: Path,
+    *,
+    column: str,
+    labels: list[str] | None,
+    keep: Sequence[str] = (),
+    show_progress: bool = True,
+) -> Privatized:
+    """Privatise the answers in ``column`` of ``answers`` into the reports file ``out``
+    (written whole at the end, or not at all), ``keep`` columns copied beside them."""
+    fmt = report_format(built)
+    mech = built.mechanism
+    gen = generator(seed)
+    names = list(HASH_COLUMNS) if fmt.kind == "hash" else [REPORT_COLUMN]
+    clash = [c for c in keep if c in names]
+    if clash:
+        raise LdpSimError(f"--keep: got {clash[0]!r}, expected columns not named like the reports ({', '.join(names)})")
+    rows = 0
+    size = max(1, os.path.getsize(answers))
+    wanted = list(dict.fromkeys([column, *keep]))
+    index = pd.Index(labels) if labels is not None else None
+    with atomic_writer(out, "w") as f, _progress.bar(size, "privatize", "B", show=show_progress) as _:
+        done = 0
+        header = True
+        for start, frame, read in _chunks(answers, wanted, "ANSWERS"):
+            if fmt.categorical:
+                assert index is not None
+                vals = _text(frame, column, start, "ANSWERS", "an answer")
+                codes = index.get_indexer(vals)
+                i = _first_bad(codes >= 0)
+                if i is not None:
+                    raise _fail("ANSWERS", start + i, column, vals[i], "one of the labels (--labels)")
+                reports = mech.privatize(codes, gen)
+            else:
+                vals = _text(frame, column, start, "ANSWERS", "a number")
+                reports = mech.privatize(numbers(vals, start, column, "ANSWERS", "a finite number"), gen)
+            table = pd.DataFrame(_format_chunk(fmt, reports))
+            for c in keep:
+                table[c] = frame[c].to_numpy()
+            _write_chunk(f, table, header)
+            header = False
+            rows += len(frame)
+            _progress.advance(read - done)
+            done = read
+        if header:  # no answers at all
+            raise LdpSimError(f"ANSWERS: got {str(answers)!r} with a header only, expected at least one answer")
+    return Privatized(rows, labels, built.spec, names + list(keep))
+
+
+# ------------------------------------------------------------------------------ analyse
+@dataclass
+class Sums:
+    """What the server keeps of a set of reports: their number and the oracle's statistic
+    (categorical), or the mean and the sum of squared deviations of the reports (numeric,
+    merged chunk by chunk as Chan, Golub and LeVeque do, so no cancellation)."""
+
+    n: int = 0
+    statistic: NDArray[np.int64] | None = None
+    mean: float = 0.0
+    m2: float = 0.0
+
+    def add(self, stat: NDArray[Any] | None, y: NDArray[np.float64] | None, n: int) -> None:
+        if stat is not None:
+            s = np.asarray(stat, dtype=np.int64)
+            self.statistic = s if self.statistic is None else self.statistic + s
+        if y is not None and y.size:
+            mean = float(y.mean())
+            m2 = float(np.sum((y - mean) ** 2))
+            total = self.n + n
+            delta = mean - self.mean
+            self.mean += delta * n / total
+            self.m2 += m2 + delta * delta * self.n * n / total
+        self.n += n
+
+    @property
+    def variance(self) -> float:
+        """The unbiased sample variance of the reports."""
+        return self.m2 / (self.n - 1) if self.n > 1 else math.nan
+
+
+@dataclass
+class Weighted:
+    """Running sums of the Hajek estimate with each report its own PSU (one stratum):
+    ``sum w``, ``sum w u``, ``sum w^2``, ``sum w^2 u``, ``sum w^2 u^2`` with ``u`` each
+    report's unbiased contribution (a k-vector: ``invert`` of its unit statistic; numeric:
+    the report)."""
+
+    n: int = 0
+    w: float = 0.0
+    wu: NDArray[np.float64] | float = 0.0
+    w2: float = 0.0
+    w2u: NDArray[np.float64] | float = 0.0
+    w2u2: NDArray[np.float64] | float = 0.0
+
+    def add(self, w: NDArray[np.float64], u: NDArray[np.float64]) -> None:
+        w2 = w * w
+        self.n += int(w.size)
+        self.w += float(w.sum())
+        self.wu = self.wu + w @ u
+        self.w2 += float(w2.sum())
+        self.w2u = self.w2u + w2 @ u
+        self.w2u2 = self.w2u2 + w2 @ (u * u)
+
+    def estimate(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The Hajek estimate ``sum w u / sum w`` and its linearised variance
+        ``n/(n-1) sum_i z_i^2``, ``z_i = w_i (u_i - theta) / W`` (sum z_i = 0), as
+        :func:`ldpsim.analyst.survey_design.hajek` gives it with one PSU per report."""
+        theta = np.atleast_1d(np.asarray(self.wu, dtype=np.float64)) / self.w
+        squares = (
+            np.atleast_1d(np.asarray(self.w2u2, dtype=np.float64))
+            - 2.0 * theta * np.atleast_1d(np.asarray(self.w2u, dtype=np.float64))
+            + theta * theta * self.w2
+        ) / (self.w * self.w)
+        factor = self.n / (self.n - 1.0) if self.n > 1 else math.nan
+        return theta, np.clip(factor * squares, 0.0, None)
+
+
+@dataclass
+class Collected:
+    """A reports file read: all reports, each group's (first-seen order), weighted sums."""
+
+    built: catalog.Built
+    format: Format
+    all: Sums
+    groups: dict[str, Sums] = field(default_factory=dict)
+    weighted: Weighted | None = None
+    fast: bool = False  # read by the raw-bytes reader
+
+
+def _affine(mech: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(A, b)`` with ``invert(s) = A s + b`` (every oracle's estimate is affine)."""
+    size = int(mech.statistic_size)
+    b = np.asarray(mech.invert(np.zeros(size)), dtype=np.float64)
+    a = np.stack([np.asarray(mech.invert(e), dtype=np.float64) - b for e in np.eye(size)], axis=1)
+    return a, b
+
+
+def _fast_bits(path: Path, column: str, k: int, mech: Any, show: bool) -> Sums | None:
+    """The statistic of a file of one column of bit strings, every line ``k`` characters 0/1
+    and ``\\n``, read as raw bytes; None at the first irregularity (the chunked reader then
+    reads the file and names the bad row)."""
+    width = k + 1
+    with open_input(path) as f:
+        head = f.readline()
+        if head.decode("utf-8", "replace").strip() not in (column, "\ufeff" + column):
+            return None
+        size = max(1, os.path.getsize(path))
+        sums = Sums()
+        out = np.zeros(k, dtype=np.int64)
+        with _progress.bar(size, "analyse", "B", show=show):
+            while True:
+                buf = f.read(width * CHUNK)
+                if not buf:
+                    break
+                if len(buf) % width:
+                    if len(buf) % width == k and not buf.endswith(b"\n"):  # the last line without its newline
+                        buf += b"\n"
+                    else:
+                        return None
+                a = np.frombuffer(buf, dtype=np.uint8).reshape(-1, width)
+                bits = a[:, :k]
+                if not (a[:, k] == 10).all() or bits.min() < 48 or bits.max() > 49:
+                    return None
+                rows = a.shape[0]
+                out += np.add.reduce(bits, axis=0, dtype=np.int32).astype(np.int64) - 48 * rows
+                sums.n += rows
+                _progress.advance(len(buf))
+        sums.statistic = out
+        return sums if sums.n else None
+
+
+def collect(
+    path: Path,
+    built: catalog.Built,
+    *,
+    column: str | None,
+    groups: str | None = None,
+    weights: str | None = None,
+    show_progress: bool = True,
+    fast: bool = True,
+) -> Collected:
+    """Read the reports file ``path`` of ``built``'s mechanism in chunks: the statistic (or
+    moments) of all reports, of each group of column ``groups`` and the weighted sums of
+    column ``weights``. The first bad row is one line naming it (``REPORTS: row N, column C: ...``)."""
+    option = "REPORTS"
+    fmt = report_format(built)
+    mech = built.mechanism
+    header = _read_header(path, option)
+    if fmt.kind == "hash":
+        if column is not None:
+            raise LdpSimError(f"--column: got {column!r}, expected none for local hashing (its columns are fixed)")
+        missing = [c for c in HASH_COLUMNS if c not in header]
+        if missing:
+            raise LdpSimError(f"{option}: got columns {', '.join(header)}, expected {', '.join(HASH_COLUMNS)}")
+        col = HASH_COLUMNS[-1]
+        wanted = list(HASH_COLUMNS)
+    else:
+        col = pick_column(header, column, option, REPORT_COLUMN)
+        wanted = [col]
+    for name, option_name in ((groups, "--groups"), (weights, "--weights")):
+        if name is not None:
+            if name not in header:
+                raise LdpSimError(
+                    f"{option_name}: got {name!r}, expected one of the file's columns: {', '.join(header)}"
+                )
+            if name in wanted:
+                raise LdpSimError(f"{option_name}: got {name!r}, expected a column other than the reports'")
+            wanted.append(name)
+    if fast and fmt.kind == "bits" and len(header) == 1 and groups is None and weights is None:
+        sums = _fast_bits(path, col, fmt.width, mech, show_progress)
+        if sums is not None:
+            return Collected(built, fmt, sums, fast=True)
+    out = Collected(built, fmt, Sums())
+    affine = _affine(mech) if (weights is not None and fmt.categorical) else None
+    if weights is not None:
+        out.weighted = Weighted()
+    size = max(1, os.path.getsize(path))
+    with _progress.bar(size, "analyse", "B", show=show_progress):
+        done = 0
+        for start, frame, read in _chunks(path, wanted, option):
+            reports = parse_reports(frame, start, built, fmt, col, option)
+            n = len(frame)
+            if groups is not None:
+                labels = _text(frame, groups, start, option, "a group label")
+            if weights is not None:
+                w = numbers(
+                    _text(frame, weights, start, option, "a weight > 0"), start, weights, option, "a weight > 0", True
+                )
+            if fmt.categorical:
+                out.all.add(mech.statistic(reports), None, n)
+            else:
+                out.all.add(None, reports, n)
+            if groups is not None:
+                codes, uniques = pd.factorize(labels)
+                for j, g in enumerate(uniques.tolist()):
+                    part = reports[codes == j]
+                    if g not in out.groups:
+                        if len(out.groups) >= MAX_GROUPS:
+                            raise LdpSimError(
+                                f"--groups: got more than {MAX_GROUPS} groups in {groups!r}, expected fewer"
+                            )
+                        out.groups[g] = Sums()
+                    if fmt.categorical:
+                        out.groups[g].add(mech.statistic(part), None, len(part))
+                    else:
+                        out.groups[g].add(None, part, len(part))
+            if out.weighted is not None:
+                if affine is not None:
+                    a, b = affine
+                    u = np.asarray(mech.unit_statistics(reports), dtype=np.float64) @ a.T + b
+                else:
+                    u = np.asarray(reports, dtype=np.float64)[:, None]
+                out.weighted.add(w, u)
+            _progress.advance(read - done)
+            done = read
+    if out.all.n == 0:
+        raise LdpSimError(f"{option}: got {str(path)!r} with a header only, expected at least one report")
+    return out
+
+
+def statistic_of_reports(built: catalog.Built, reports: NDArray[Any]) -> NDArray[np.int64]:
+    """``mechanism.statistic`` of reports held in memory (what a simulated run computes)."""
+    return np.asarray(built.mechanism.statistic(reports), dtype=np.int64)
+
+
+def check_labels(labels: Sequence[str], k: int, option: str = "--labels") -> list[str]:
+    """``k`` distinct, non-empty labels."""
+    out = [str(x) for x in labels]
+    if len(out) != k or len(set(out)) != k or any(not x for x in out):
+        raise LdpSimError(f"{option}: got {len(out)} labels ({', '.join(out)[:80]}), expected {k} distinct labels")
+    return out
+
+
+def seed_value(seed: int | None) -> int:
+    """``--seed``, or fresh entropy."""
+    return int(np.random.SeedSequence().entropy) if seed is None else v.seed(seed, "--seed")  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------ the run's estimates and tests
+#: Reports a test may privatise to calibrate itself (an oracle without an exact aggregate
+#: law, local hashing: every calibration draw privatises n reports).
+CALIBRATION_REPORTS = 2_000_000
+
+
+@dataclass
+class Analysis:
+    """The estimates (one row per category, or per mean, and scope) and the tests of a reports file."""
+
+    estimates: pd.DataFrame
+    tests: pd.DataFrame
+    notes: list[str]
+    labels: list[str]
+
+
+def _frequency_rows(
+    mech: Any, stat: NDArray[np.int64], n: int, alpha: float, labels: list[str], scope: str, group: str
+) -> pd.DataFrame:
+    ci = confidence_intervals(mech, stat, confidence=1.0 - alpha, n=n)
+    est = frequency_estimate(mech, stat, n)
+    return pd.DataFrame(
+        {
+            "scope": scope,
+            "group": group,
+            "category": labels,
+            "estimate": est.estimate,
+            "std_error": est.std_error,
+            "ci_low": ci["ci_low"].to_numpy(),
+            "ci_high": ci["ci_high"].to_numpy(),
+            "projected": project_to_simplex(est.estimate),
+            "reports": n,
+        }
+    )
+
+
+def _mean_row(sums: Sums, alpha: float, scope: str, group: str) -> pd.DataFrame:
+    se = math.sqrt(sums.variance / sums.n) if sums.n > 1 else math.nan
+    half = float(special.ndtri(1.0 - alpha / 2.0)) * se
+    return pd.DataFrame(
+        {
+            "scope": [scope],
+            "group": [group],
+            "category": ["mean"],
+            "estimate": [sums.mean],
+            "std_error": [se],
+            "ci_low": [sums.mean - half],
+            "ci_high": [sums.mean + half],
+            "reports": [sums.n],
+        }
+    )
+
+
+def _calibration_draws(mech: Any, n: int) -> int:
+    """Calibration draws for a test at ``n`` reports: the default, or for an oracle without
+    an exact aggregate law as many as :data:`CALIBRATION_REPORTS` allow (0: not run)."""
+    if getattr(mech, "aggregate_exact", True) or getattr(mech, "output_size", None) is not None:
+        return DRAWS
+    draws = min(DRAWS, CALIBRATION_REPORTS // max(n, 1))
+    return draws if draws >= 19 else 0
+
+
+def _test_row(result: TestResult, scope: str) -> dict[str, Any]:
+    return {"scope": scope, **result.as_dict(), "note": ""}
+
+
+def _not_run(test: str, scope: str, alpha: float, why: str) -> dict[str, Any]:
+    return {
+        "scope": scope,
+        "test": test,
+        "statistic": math.nan,
+        "p_value": math.nan,
+        "alpha": alpha,
+        "reject": None,
+        "method": "not run",
+        "draws": 0,
+        "note": why,
+    }
+
+
+def analyse(collected: Collected, labels: list[str] | None, alpha: float, seed: int) -> Analysis:
+    """Estimates and tests of the reports ``collected`` (docs/analyse.md): unbiased
+    frequencies with their plug-in standard errors and intervals at ``1 - alpha`` and their
+    projection on the simplex (numeric: the mean); per group; weighted (Hajek); uniformity
+    and, with groups, homogeneity (numeric, two groups: Welch's difference of means). The
+    Monte Carlo p-values draw from ``default_rng(SeedSequence(seed))``."""
+    mech = collected.built.mechanism
+    fmt = collected.format
+    gen = np.random.default_rng(np.random.SeedSequence(seed))
+    notes: list[str] = []
+    frames: list[pd.DataFrame] = []
+    tests: list[dict[str, Any]] = []
+    groups = collected.groups
+    if fmt.categorical:
+        names = [str(x) for x in (labels if labels is not None else range(mech.k))]
+        all_stat = collected.all.statistic
+        assert all_stat is not None
+        frames.append(_frequency_rows(mech, all_stat, collected.all.n, alpha, names, "all", ""))
+        for g, s in groups.items():
+            assert s.statistic is not None
+            frames.append(_frequency_rows(mech, s.statistic, s.n, alpha, names, "group", g))
+        draws = _calibration_draws(mech, collected.all.n)
+        if draws:
+            tests.append(
+                _test_row(uniformity(mech, all_stat, n=collected.all.n, alpha=alpha, draws=draws, rng=gen), "all")
+            )
+        else:
+            why = f"calibrating it would privatise more than {CALIBRATION_REPORTS:,} reports (no exact aggregate law)"
+            tests.append(_not_run("uniformity", "all", alpha, why))
+        if len(groups) >= 2:
+            sizes = [s.n for s in groups.values()]
+            draws = _calibration_draws(mech, max(sizes))
+            if draws:
+                stats = [s.statistic for s in groups.values()]
+                result = homogeneity(mech, stats, sizes=sizes, alpha=alpha, draws=draws, rng=gen)  # type: ignore[arg-type]
+                tests.append(_test_row(result, "groups"))
+            else:
+                tests.append(
+                    _not_run("homogeneity", "groups", alpha, "calibrating it would privatise too many reports")
+                )
+    else:
+        names = ["mean"]
+        frames.append(_mean_row(collected.all, alpha, "all", ""))
+        for g, s in groups.items():
+            frames.append(_mean_row(s, alpha, "group", g))
+        if len(groups) == 2:
+            (ga, a), (gb, b) = groups.items()
+            se = math.sqrt(a.variance / a.n + b.variance / b.n) if min(a.n, b.n) > 1 else math.nan
+            z = (a.mean - b.mean) / se if se > 0 else math.inf
+            p = float(2.0 * special.ndtr(-abs(z)))
+            result = TestResult(f"mean difference ({ga} - {gb})", z, p, alpha, "normal (Welch)", 0)
+            tests.append(_test_row(result, "groups"))
+        elif groups:
+            tests.append(_not_run("mean difference", "groups", alpha, "Welch's test compares exactly two groups"))
+    if collected.weighted is not None:
+        theta, var = collected.weighted.estimate()
+        errors = np.sqrt(var)
+        spread = float(special.ndtri(1.0 - alpha / 2.0)) * errors
+        frame = pd.DataFrame(
+            {
+                "scope": "weighted",
+                "group": "",
+                "category": names,
+                "estimate": theta,
+                "std_error": errors,
+                "ci_low": theta - spread,
+                "ci_high": theta + spread,
+                "reports": collected.weighted.n,
+            }
+        )
+        if fmt.categorical:
+            frame.insert(7, "projected", project_to_simplex(theta))
+        frames.append(frame)
+        notes.append(
+            "the weighted rows are Hajek estimates (sum w u / sum w) with their linearised variance, each report "
+            "its own sampling unit; the tests ignore the weights"
+        )
+    columns = ["scope", "test", "statistic", "p_value", "alpha", "reject", "method", "draws", "note"]
+    return Analysis(pd.concat(frames, ignore_index=True), pd.DataFrame(tests, columns=columns), notes, names)

@@ -1,0 +1,359 @@
+"""``ldpsim privatize`` and ``ldpsim analyse`` (issue 38, docs/analyse.md): real answers
+privatised into a CSV of reports, and such a file read back into the oracle's statistic,
+its estimates and tests.
+
+- a round trip on the shipped ANES extract: the statistic read from the file is the one
+  ``mechanism.statistic`` gives on reports privatised here with the same seed (the
+  generator ``default_rng(SeedSequence(seed))``, one ``privatize`` call for a file of at
+  most 65,536 answers), and the estimates are ``mechanism.invert(statistic / n)``;
+- a numeric mechanism's mean is ``mean_estimate`` of the same reports;
+- groups (estimates per group, homogeneity) and weights (the Hajek estimate and its
+  variance, as ``survey_design.hajek`` gives them with one PSU per report);
+- determinism: the same seed gives the same bytes;
+- every malformed file is one line naming the row and column, exit 2, and nothing written;
+- the raw-bytes reader of bit strings and the chunked reader agree.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ldpsim import deploy
+from ldpsim.analyst.means import mean_estimate
+from ldpsim.analyst.survey_design import hajek
+from ldpsim.mechanisms import catalog
+from tests.cli_helpers import run_cli
+
+DATA = Path(__file__).resolve().parents[1] / "ldpsim" / "scenarios" / "data"
+ANES = DATA / "anes96.csv"
+NHANES = DATA / "nhanes2.csv"
+
+
+def one_line(r, code: int = 2) -> str:
+    assert r.returncode == code, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    return lines[0]
+
+
+def tree(root: Path) -> dict[str, bytes | None]:
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))}
+
+
+def answers(tmp_path: Path, source: Path = ANES) -> Path:
+    path = tmp_path / source.name
+    path.write_bytes(source.read_bytes())
+    return path
+
+
+def privatize(tmp_path: Path, spec: str, column: str, seed: int = 11, *extra: str) -> Path:
+    src = answers(tmp_path)
+    out = tmp_path / "reports.csv"
+    r = run_cli("privatize", src, "--mechanism", spec, "--column", column, "--seed", seed, "--out", out, *extra)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def analyse(tmp_path: Path, reports: Path, spec: str, *extra: str, out: str = "a") -> Path:
+    r = run_cli("analyse", reports, "--mechanism", spec, "--seed", "3", "--out", tmp_path / out, *extra)
+    assert r.returncode == 0, r.stderr
+    return tmp_path / out
+
+
+def expected_statistic(spec: str, column: str, seed: int, source: Path = ANES) -> tuple[catalog.Built, np.ndarray]:
+    """The reports privatised here, as docs/analyse.md says privatize makes them."""
+    values = pd.read_csv(source, dtype=str, keep_default_na=False)[column]
+    labels = sorted(values.unique())
+    built = deploy.build(spec, k=len(labels))
+    codes = pd.Index(labels).get_indexer(values)
+    assert len(values) <= deploy.CHUNK  # one privatize call
+    reports = built.mechanism.privatize(codes, deploy.generator(seed))
+    return built, built.mechanism.statistic(reports)
+
+
+ROUND_TRIPS = [
+    "randomized_response:eps=1",
+    "hadamard_response:eps=1",
+    "oue:eps=1",
+    "sue:eps=2",
+    "rappor:m=16,h=2",
+    "olh:eps=2",
+    "blh:eps=2",
+    "subset_selection:eps=1",
+]
+
+
+@pytest.mark.parametrize("spec", ROUND_TRIPS)
+def test_a_round_trip_on_anes_gives_the_statistic_and_the_estimates_of_the_same_reports(spec, tmp_path):
+    column = "party_id"
+    reports = privatize(tmp_path, spec, column, 11)
+    built, stat = expected_statistic(spec, column, 11)
+    got = deploy.collect(reports, deploy.build(spec, k=built.mechanism.k), column=None, show_progress=False)
+    np.testing.assert_array_equal(got.all.statistic, stat)
+    n = got.all.n
+    assert n == len(pd.read_csv(ANES))
+    folder = analyse(tmp_path, reports, built.spec)
+    est = pd.read_csv(folder / "estimates.csv", keep_default_na=False)
+    everyone = est[est["scope"] == "all"]
+    np.testing.assert_allclose(everyone["estimate"], built.mechanism.invert(stat / n), rtol=1e-12, atol=1e-15)
+    assert everyone["projected"].sum() == pytest.approx(1.0) and (everyone["projected"] >= 0).all()
+    assert (everyone["ci_low"] < everyone["estimate"]).all() and (everyone["estimate"] < everyone["ci_high"]).all()
+    tests = pd.read_csv(folder / "tests.csv", keep_default_na=False)
+    assert tests["test"].tolist() == ["uniformity"] and 0 < float(tests["p_value"].iloc[0]) <= 1
+    assert {p.name for p in folder.iterdir()} == {
+        "estimates.csv",
+        "tests.csv",
+        "analysis.json",
+        "summary.md",
+        "report.html",
+    }
+    assert "uniformity" in (folder / "report.html").read_text(encoding="utf-8")
+
+
+def test_labels_name_the_categories_and_k_comes_from_them(tmp_path):
+    reports = privatize(tmp_path, "oue:eps=1", "vote", 5)
+    labels = sorted(pd.read_csv(ANES, dtype=str)["vote"].unique())
+    folder = analyse(tmp_path, reports, "oue:eps=1", "--labels", ",".join(labels))
+    est = pd.read_csv(folder / "estimates.csv", keep_default_na=False)
+    assert est["category"].tolist() == labels
+
+
+def test_a_numeric_round_trip_gives_the_mean_of_the_reports(tmp_path):
+    spec = "piecewise:eps=1,lo=17,hi=93"
+    reports = privatize(tmp_path, spec, "age", 4)
+    ages = pd.read_csv(ANES)["age"].to_numpy(dtype=float)
+    built = deploy.build(spec)
+    y = built.mechanism.privatize(ages, deploy.generator(4))
+    np.testing.assert_array_equal(pd.read_csv(reports)["report"].to_numpy(), y)  # the floats round-trip exactly
+    folder = analyse(tmp_path, reports, spec)
+    row = pd.read_csv(folder / "estimates.csv").iloc[0]
+    want = mean_estimate(y, built.mechanism, confidence=0.95)
+    assert row["estimate"] == pytest.approx(want.estimate, rel=1e-12)
+    assert row["std_error"] == pytest.approx(want.std_error, rel=1e-9)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((want.ci_low, want.ci_high), rel=1e-9)
+
+
+def test_groups_give_each_group_its_estimates_and_a_homogeneity_test(tmp_path):
+    spec = "randomized_response:eps=2"
+    src = answers(tmp_path)
+    out = tmp_path / "r.csv"
+    r = run_cli(
+        "privatize", src, "--mechanism", spec, "--column", "party_id", "--seed", 9, "--out", out, "--keep", "vote"
+    )
+    assert r.returncode == 0, r.stderr
+    folder = analyse(tmp_path, out, "randomized_response:k=7,eps=2", "--groups", "vote")
+    est = pd.read_csv(folder / "estimates.csv", keep_default_na=False)
+    frame = pd.read_csv(out, dtype=str, keep_default_na=False)
+    mech = deploy.build("randomized_response:k=7,eps=2").mechanism
+    for group, rows in frame.groupby("vote"):
+        stat = mech.statistic(rows["report"].astype(int).to_numpy())
+        mine = est[(est["scope"] == "group") & (est["group"] == group)]
+        np.testing.assert_allclose(mine["estimate"], mech.invert(stat / len(rows)), rtol=1e-12)
+        assert (mine["reports"] == len(rows)).all()
+    tests = pd.read_csv(folder / "tests.csv", keep_default_na=False)
+    assert tests["test"].tolist() == ["uniformity", "homogeneity"]
+    assert tests["method"].tolist()[1] == "conditional"
+
+
+def test_weights_give_the_hajek_estimate_and_its_design_variance(tmp_path):
+    src = answers(tmp_path, NHANES)
+    out = tmp_path / "r.csv"
+    spec = "oue:eps=1"
+    argv = ("privatize", src, "--mechanism", spec, "--column", "race", "--seed", 2, "--out", out, "--keep", "weight")
+    assert run_cli(*argv).returncode == 0
+    frame = pd.read_csv(out, dtype=str, keep_default_na=False)
+    k = len(frame["report"].iloc[0])
+    folder = analyse(tmp_path, out, f"oue:k={k},eps=1", "--weights", "weight")
+    est = pd.read_csv(folder / "estimates.csv", keep_default_na=False)
+    weighted = est[est["scope"] == "weighted"]
+    mech = deploy.build(f"oue:k={k},eps=1").mechanism
+    bits = np.array([[int(c) for c in s] for s in frame["report"]], dtype=np.uint8)
+    a, b = deploy._affine(mech)
+    u = mech.unit_statistics(bits) @ a.T + b
+    w = frame["weight"].astype(float).to_numpy()
+    n = len(w)
+    want = hajek(w[:, None] * u, w, np.zeros(n, dtype=np.int64), 1)  # each report its own PSU, one stratum
+    np.testing.assert_allclose(weighted["estimate"], want.estimate, rtol=1e-9)
+    np.testing.assert_allclose(weighted["std_error"] ** 2, want.variance, rtol=1e-6)
+    assert "the tests ignore the weights" in (folder / "summary.md").read_text(encoding="utf-8")
+
+
+def test_a_numeric_mechanism_with_two_groups_and_weights(tmp_path):
+    spec = "duchi:eps=1,lo=17,hi=93"
+    src = answers(tmp_path)
+    out = tmp_path / "r.csv"
+    argv = ("privatize", src, "--mechanism", spec, "--column", "age", "--seed", 1, "--out", out)
+    assert run_cli(*argv, "--keep", "vote,education,tv_news_days").returncode == 0
+    frame = pd.read_csv(out)
+    frame["w"] = frame["tv_news_days"] + 1
+    frame[["report", "education", "w"]].to_csv(tmp_path / "r2.csv", index=False)
+    two = frame
+    two[["report", "vote", "w"]].to_csv(tmp_path / "r3.csv", index=False)
+    folder = analyse(tmp_path, tmp_path / "r3.csv", spec, "--groups", "vote", "--weights", "w")
+    est = pd.read_csv(folder / "estimates.csv", keep_default_na=False)
+    tests = pd.read_csv(folder / "tests.csv", keep_default_na=False)
+    assert tests["method"].tolist() == ["normal (Welch)"]
+    for group, rows in two.groupby("vote"):
+        mine = est[(est["scope"] == "group") & (est["group"] == group)]
+        assert float(mine["estimate"].iloc[0]) == pytest.approx(rows["report"].mean(), rel=1e-12)
+    w, y = two["w"].to_numpy(float), two["report"].to_numpy()
+    weighted = est[est["scope"] == "weighted"]
+    assert float(weighted["estimate"].iloc[0]) == pytest.approx(float(np.sum(w * y) / np.sum(w)), rel=1e-12)
+    seven = analyse(tmp_path, tmp_path / "r2.csv", spec, "--groups", "education", out="b")  # 7 groups: no Welch
+    assert pd.read_csv(seven / "tests.csv", keep_default_na=False)["method"].tolist() == ["not run"]
+
+
+def test_the_same_seed_gives_the_same_bytes(tmp_path):
+    first = privatize(tmp_path, "oue:eps=1", "party_id", 21).read_bytes()
+    again = privatize(tmp_path, "oue:eps=1", "party_id", 21, "--force").read_bytes()
+    other = privatize(tmp_path, "oue:eps=1", "party_id", 22, "--force").read_bytes()
+    assert first == again != other
+    reports = privatize(tmp_path, "oue:eps=1", "party_id", 21, "--force")
+    a = analyse(tmp_path, reports, "oue:k=7,eps=1", out="a")
+    b = analyse(tmp_path, reports, "oue:k=7,eps=1", out="b")
+    for name in ("estimates.csv", "tests.csv", "summary.md"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def test_the_raw_byte_reader_and_the_chunked_reader_agree(tmp_path):
+    reports = privatize(tmp_path, "oue:eps=1", "party_id", 8)
+    frame = pd.read_csv(reports, dtype=str)[["report"]]
+    frame.to_csv(tmp_path / "bits.csv", index=False)
+    built = deploy.build("oue:k=7,eps=1")
+    fast = deploy.collect(tmp_path / "bits.csv", built, column=None, show_progress=False)
+    slow = deploy.collect(tmp_path / "bits.csv", built, column=None, show_progress=False, fast=False)
+    assert fast.fast and not slow.fast
+    np.testing.assert_array_equal(fast.all.statistic, slow.all.statistic)
+    (tmp_path / "nonl.csv").write_bytes((tmp_path / "bits.csv").read_bytes().rstrip(b"\n"))  # no final newline
+    end = deploy.collect(tmp_path / "nonl.csv", built, column=None, show_progress=False)
+    assert end.fast and end.all.n == fast.all.n
+    np.testing.assert_array_equal(end.all.statistic, fast.all.statistic)
+
+
+# --------------------------------------------------------------------------- malformed files
+BAD = [
+    ("randomized_response:k=3,eps=1", "report\n0\n1,2\n", "row 2: got 2 fields, expected 1"),
+    ("randomized_response:k=3,eps=1", "report\n0\n3\n", "row 2, column 'report': got '3', expected an integer in 0..2"),
+    ("randomized_response:k=3,eps=1", "report\n0\nNaN\n", "row 2, column 'report': got 'NaN'"),
+    ("randomized_response:k=3,eps=1", "report\n0\n\n1\n", "row 2, column 'report': got nothing"),
+    ("randomized_response:k=3,eps=1", "", "got an empty file"),
+    ("randomized_response:k=3,eps=1", "report\n", "with a header only, expected at least one report"),
+    ("randomized_response:k=3,eps=1", "report\n0\n\uff11\n", "row 2, column 'report': got '\uff11'"),
+    ("randomized_response:k=3,eps=1", "report\n0\n1\u200b\n", "row 2, column 'report': got '1\\u200b'"),
+    ("oue:k=4,eps=1", "report\n0101\n011\n", "row 2, column 'report': got '011', expected a string of 4"),
+    ("oue:k=4,eps=1", "report\n0101\n01010\n", "row 2, column 'report': got '01010'"),
+    ("oue:k=4,eps=1", "report\n0101\n0121\n", "row 2, column 'report': got '0121'"),
+    ("subset_selection:k=6,eps=1,omega=2", "report\n0;1\n2;2\n", "row 2, column 'report': got '2;2'"),
+    ("subset_selection:k=6,eps=1,omega=2", "report\n0;1\n2;6\n", "row 2, column 'report': got '2;6'"),
+    ("olh:k=6,eps=1", "hash_a,hash_b,hash_c,value\n1,2,3,0\n1,2,3,9\n", "row 2, column 'value': got '9'"),
+    ("piecewise:eps=1", "report\n0.5\ninf\n", "row 2, column 'report': got 'inf', expected a finite number"),
+    ("piecewise:eps=1", "report\n0.5\n1e400\n", "row 2, column 'report': got '1e400'"),
+    ("piecewise:eps=1", "report\n0.5\n-9\n", "row 2, column 'report': got '-9', expected a report of Piecewise"),
+    (
+        "duchi:eps=1",
+        "report\n2.163953413738653\n0.3\n",
+        "row 2, column 'report': got '0.3', expected a report of Duchi",
+    ),
+]
+
+
+@pytest.mark.parametrize("spec, text, needle", BAD)
+def test_a_malformed_reports_file_is_one_line_exit_2_and_nothing_written(spec, text, needle, tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text(text, encoding="utf-8")
+    before = tree(tmp_path)
+    r = run_cli("analyse", path, "--mechanism", spec, "--seed", "1", "--out", tmp_path / "a", cwd=tmp_path)
+    line = one_line(r)
+    assert line.startswith("ldpsim: error: REPORTS: ") and needle in line, line
+    assert tree(tmp_path) == before
+
+
+def test_bytes_that_are_not_utf8_are_one_line_naming_the_row(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_bytes(b"report\n0\n1\n\xff\xfe\n")
+    before = tree(tmp_path)
+    r = run_cli("analyse", path, "--mechanism", "randomized_response:k=3,eps=1", "--out", tmp_path / "a")
+    assert "REPORTS: row 3: got bytes that are not UTF-8" in one_line(r)
+    assert tree(tmp_path) == before
+
+
+def test_a_bad_row_late_in_a_large_file_is_found_and_nothing_is_written(tmp_path):
+    rows = ["0110"] * (deploy.CHUNK + 10) + ["0112"]
+    path = tmp_path / "r.csv"
+    path.write_text("report\n" + "\n".join(rows) + "\n")
+    r = run_cli("analyse", path, "--mechanism", "oue:k=4,eps=1", "--out", tmp_path / "a")
+    assert f"REPORTS: row {deploy.CHUNK + 11}, column 'report': got '0112'" in one_line(r)
+    assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (("privatize", "ans.csv", "--mechanism", "laplace:eps=1", "--seed", "1"), "--mechanism: got 'laplace:eps=1'"),
+        (("privatize", "ans.csv", "--mechanism", "oue:eps=1", "--column", "x"), "--column: got 'x'"),
+        (("privatize", "ans.csv", "--mechanism", "oue:k=3,eps=1"), "ANSWERS: got 2 labels"),
+        (
+            ("privatize", "ans.csv", "--mechanism", "oue:eps=1", "--labels", "a,c"),
+            "ANSWERS: row 2, column 'q': got 'b'",
+        ),
+        (("privatize", "ans.csv", "--mechanism", "oue:eps=1", "--out", "ans.csv"), "--out: got 'ans.csv'"),
+        (("privatize", "nope.csv", "--mechanism", "oue:eps=1"), "ANSWERS: got 'nope.csv'"),
+        (("analyse", "ans.csv", "--mechanism", "oue:k=2,eps=1", "--alpha", "2"), "--alpha: got 2.0"),
+        (("analyse", "ans.csv", "--mechanism", "oue:k=2,eps=1", "--groups", "g"), "--groups: got 'g'"),
+        (("analyse", "ans.csv", "--mechanism", "oue:k=2,eps=1", "--out", "ans.csv"), "--out: got 'ans.csv'"),
+    ],
+)
+def test_bad_arguments_are_one_line_and_write_nothing(argv, needle, tmp_path):
+    (tmp_path / "ans.csv").write_text("q\na\nb\n")
+    before = tree(tmp_path)
+    r = run_cli(*argv, cwd=tmp_path)
+    assert needle in one_line(r), r.stderr
+    assert tree(tmp_path) == before
+
+
+def test_an_existing_reports_file_or_folder_is_kept_without_force(tmp_path):
+    reports = privatize(tmp_path, "oue:eps=1", "vote", 1)
+    r = run_cli("privatize", tmp_path / "anes96.csv", "--mechanism", "oue:eps=1", "--column", "vote", "--out", reports)
+    assert "--out: got" in one_line(r) and "use --force" in r.stderr
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "notes.txt").write_text("mine")
+    r = run_cli("analyse", reports, "--mechanism", "oue:k=2,eps=1", "--out", tmp_path / "a")
+    assert "expected a new or empty folder" in one_line(r)
+    r = run_cli("analyse", reports, "--mechanism", "oue:k=2,eps=1", "--out", tmp_path / "a", "--force")
+    assert r.returncode == 0 and (tmp_path / "a" / "notes.txt").read_text() == "mine"
+    assert (tmp_path / "a" / "estimates.csv").is_file()
+
+
+@pytest.mark.parametrize("target", ["ldpsim.deploy.analyse", "ldpsim.deploy.generator"])
+def test_ctrl_c_is_one_line_exit_130_and_leaves_nothing(target, tmp_path, monkeypatch):
+    reports = privatize(tmp_path, "oue:eps=1", "vote", 1)
+    before = tree(tmp_path)
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(target, ctrl_c)
+    if target.endswith("analyse"):
+        r = run_cli("analyse", reports, "--mechanism", "oue:k=2,eps=1", "--out", tmp_path / "x" / "y", cwd=tmp_path)
+    else:
+        r = run_cli("privatize", tmp_path / "anes96.csv", "--mechanism", "oue:eps=1", "--column", "vote", cwd=tmp_path)
+    assert one_line(r, 130) == "ldpsim: interrupted; nothing was written"
+    assert tree(tmp_path) == before
+
+
+def test_the_default_output_names(tmp_path):
+    src = answers(tmp_path)
+    r = run_cli("privatize", src, "--mechanism", "randomized_response:eps=1", "--column", "vote", cwd=tmp_path)
+    assert r.returncode == 0 and "seed" in r.stdout
+    reports = tmp_path / "anes96-reports.csv"
+    assert reports.is_file()
+    r = run_cli("analyse", reports, "--mechanism", "randomized_response:k=3,eps=1", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    made = list((tmp_path / "reports" / "analyse" / "anes96-reports").iterdir())
+    assert len(made) == 1 and (made[0] / "report.html").is_file()
+    assert not math.isnan(float(pd.read_csv(made[0] / "estimates.csv")["estimate"].iloc[0]))
