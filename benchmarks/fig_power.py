@@ -29,7 +29,7 @@ from ldpsim.report.figures import plt, png_bytes, quiet_figures
 ORACLES = {"randomized_response": "kRR", "oue": "OUE", "olh": "OLH"}
 K, EPS, N, ALPHA = 8, 1.0, 2000, 0.05
 REFERENCE = np.array([0.22, 0.18, 0.15, 0.13, 0.11, 0.09, 0.07, 0.05])
-DELTAS = (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.14)
+DELTAS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
 
 
 def shifted(delta: float) -> np.ndarray:

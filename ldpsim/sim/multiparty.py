@@ -859,32 +859,46 @@ def _table(protocols, tasks, tally, delivered, rounds, channel, alpha, replicati
             "completion_delay_p99": completion_quantile(lat, others, 0.99, loss, deadline),
             "completion_delay_max": math.nan,
         }
-        base = {
-            **common,
-            "protocol": "network",
-            "party": who,
-            "role": _role(who),
-            "eps": math.nan,
-            "delta": math.nan,
-            "std_error": math.nan,
-            "tolerance": math.nan,
-            "alpha": math.nan,
-        }
-        for name in LATENCY_QUANTITIES:
-            rows.append({**base, "quantity": name, "estimate": float(measured[name]), "theory": theory[name]})
-        rows.append(
-            {**base, "quantity": "messages_delivered", "estimate": float(delivered[i]), "theory": float(rounds * k)}
-        )
+        counts = [("messages_delivered", float(delivered[i]), float(rounds * k))]
         if m > 0:  # messages heard in time: the own one always, the others with probability 1 - m
             expect = rounds * ((1 if i < k else 0) + others * (1.0 - m))
-            rows.append(
-                {**base, "quantity": "messages_heard", "estimate": float(tally.heard[i]), "theory": float(expect)}
-            )
+            counts.append(("messages_heard", float(tally.heard[i]), float(expect)))
+        rows += delay_rows(common, "network", who, measured, theory, counts)
     df = pd.DataFrame(rows)
     df["within_tolerance"] = np.where(
         df["tolerance"].notna() & df["theory"].notna(), (df["estimate"] - df["theory"]).abs() <= df["tolerance"], pd.NA
     )
     return df.reindex(columns=RESULT_COLUMNS)
+
+
+def delay_rows(
+    common: dict[str, Any],
+    protocol: str,
+    who: int,
+    measured: dict[str, float],
+    theory: dict[str, float],
+    counts: list[tuple[str, float, float]],
+) -> list[dict[str, Any]]:
+    """One receiver's completion-delay rows (:data:`LATENCY_QUANTITIES`, measured beside
+    theory), then its ``counts`` rows (quantity, measured, expected: messages delivered,
+    heard), shared by the one-round and the interactive broadcasts."""
+    base = {
+        **common,
+        "protocol": protocol,
+        "party": who,
+        "role": _role(who),
+        "eps": math.nan,
+        "delta": math.nan,
+        "std_error": math.nan,
+        "tolerance": math.nan,
+        "alpha": math.nan,
+    }
+    rows = [
+        {**base, "quantity": name, "estimate": float(measured[name]), "theory": theory[name]}
+        for name in LATENCY_QUANTITIES
+    ]
+    rows += [{**base, "quantity": q, "estimate": est, "theory": exp} for q, est, exp in counts]
+    return rows
 
 
 def _role(who: int) -> str:

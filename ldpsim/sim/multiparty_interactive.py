@@ -63,12 +63,12 @@ from ldpsim.sim.multiparty import (
     _delay_until,
     _per_receiver,
     _positive_int,
-    _role,
     _Tally,
     _who,
     accuracy_rows,
     completion_mean,
     completion_quantile,
+    delay_rows,
 )
 from ldpsim.sim.network import ConstantLatency, Latency
 from ldpsim.sim.studies import MultipartyStudy
@@ -412,27 +412,8 @@ class InteractiveBroadcast:
                     "completion_delay_max": tally.delay_max[i],
                 }
                 theory = completion_theory(p, self.latency, i)
-                base = {
-                    **common,
-                    "protocol": p.name,
-                    "party": who,
-                    "role": _role(who),
-                    "eps": math.nan,
-                    "delta": math.nan,
-                    "std_error": math.nan,
-                    "tolerance": math.nan,
-                    "alpha": math.nan,
-                }
-                for name in LATENCY_QUANTITIES:
-                    rows.append({**base, "quantity": name, "estimate": float(measured[name]), "theory": theory[name]})
-                rows.append(
-                    {
-                        **base,
-                        "quantity": "messages_delivered",
-                        "estimate": float(self.delivered[q, i]),
-                        "theory": float(self.rounds * len(p.speakers)),
-                    }
-                )
+                delivered = ("messages_delivered", float(self.delivered[q, i]), float(self.rounds * len(p.speakers)))
+                rows += delay_rows(common, p.name, who, measured, theory, [delivered])
         df = pd.DataFrame(rows)
         df["within_tolerance"] = np.where(
             df["tolerance"].notna() & df["theory"].notna(),
