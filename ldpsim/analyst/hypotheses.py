@@ -78,6 +78,7 @@ __all__ = [
     "mean_difference_test",
     "sequential_goodness_of_fit",
     "sequential_homogeneity",
+    "sequential_share_test",
     "sequential_uniformity",
     "share_exponent",
     "share_power",
@@ -710,3 +711,48 @@ def share_exponent(oracle: Any, alternative: ArrayLike, answer: int, threshold: 
         hi *= 2.0
     lam = optimize.brentq(gap, 0.0, hi, xtol=1e-14)
     return float(-lam * t - special.logsumexp(-lam * w, b=m1))
+
+
+def sequential_share_test(
+    oracle: Any, counts: ArrayLike, answer: int, threshold: float, *, alpha: float = 0.05
+) -> SequentialResult:
+    """Anytime-valid :func:`share_test` for a finite mechanism: the Krichevsky-Trofimov
+    mixture of the reports against the largest likelihood of an output law under which the
+    estimate of ``answer``'s share is at most ``threshold``. Every null law of the answers
+    gives such an output law, so the denominator is at least the true law's likelihood and
+    the ratio keeps the level at every look. The largest likelihood over the half-space
+    ``w . M <= t`` (``w`` the estimate's row, ``t`` the threshold less its intercept) is the
+    empirical law when it lies inside, else ``M_y = c_y / (n + lambda (w_y - t))`` with
+    ``lambda > 0`` putting it on the boundary (the constrained maximum's optimality
+    condition)."""
+    a = _alpha(alpha)
+    _finite_only(oracle, "share")
+    c = _statistic(oracle, counts)
+    k = int(oracle.k)
+    j = v.integer(answer, "answer", minimum=0, maximum=k - 1)
+    theta = v.as_float(threshold, "threshold", "a share in (0, 1)")
+    if not 0.0 < theta < 1.0:
+        raise invalid("threshold", threshold, "a share in (0, 1)")
+    n = float(c.sum())
+    if n == 0:
+        return SequentialResult("sequential share at most threshold", 0.0, a)
+    aff, b = _affine(oracle)
+    w, t = aff[j], theta - b[j]
+    seen = c > 0
+    if float(w @ (c / n)) <= t or not np.any(w[seen] < t):
+        # the empirical law is in the null (its likelihood is the largest), or no null law
+        # puts mass on what was seen: the e-value is at most the mixture over the maximum
+        best = float(special.xlogy(c, c / n).sum()) if float(w @ (c / n)) <= t else -math.inf
+    else:
+        cs, ws = c[seen], w[seen]
+        # lambda in (0, n / (t - min w)) keeps every M_y positive; sum M_y w_y falls to t along it
+        top = n / (t - ws.min())
+
+        def gap(lam: float) -> float:
+            m = cs / (n + lam * (ws - t))
+            return float((m * (ws - t)).sum())
+
+        lam = optimize.brentq(gap, 0.0, top * (1 - 1e-12), xtol=1e-13, rtol=1e-13)
+        m = cs / (n + lam * (ws - t))
+        best = float((cs * np.log(m / m.sum())).sum())
+    return SequentialResult("sequential share at most threshold", _dirichlet_mixture(c) - best, a)

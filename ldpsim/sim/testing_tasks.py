@@ -31,6 +31,7 @@ from ldpsim.analyst.hypotheses import (
     mary_test,
     sequential_goodness_of_fit,
     sequential_homogeneity,
+    sequential_share_test,
     share_power,
     share_test,
 )
@@ -416,6 +417,7 @@ class ShareParams(TaskParams):
     threshold: OpenUnit
     alpha: OpenUnit = 0.05
     draws: Draws = 999
+    sequential: bool = False
 
 
 @register_task
@@ -432,6 +434,15 @@ class ShareTask(Task):
     @classmethod
     def rows_per_checkpoint(cls, params: TaskParams, k: int) -> int:
         return 3
+
+    @classmethod
+    def check(cls, params: TaskParams, mechanism: FrequencyOracle) -> str | None:
+        p: Any = params
+        if p.sequential and mechanism.output_size is None:
+            return (
+                f"expected a mechanism with finitely many outputs for a sequential test ({mechanism!r} reports vectors)"
+            )
+        return None
 
     @classmethod
     def check_labels(cls, params: TaskParams, labels: list[str]) -> str | None:
@@ -460,6 +471,9 @@ class ShareTask(Task):
         if n == 0:
             return _fit_rows("share", None, truth, math.nan)
         mech = self.context.mechanism
+        if p.sequential:
+            seq = sequential_share_test(mech, checkpoint.counts, j, p.threshold, alpha=p.alpha)
+            return _fit_rows("share", seq, truth, math.nan)
         out = share_test(mech, checkpoint.counts, j, p.threshold, n=n, alpha=p.alpha, draws=p.draws, rng=self.rng)
         power = share_power(mech, self.context.truth, j, p.threshold, n, p.alpha)
         return _fit_rows("share", out, truth, power)

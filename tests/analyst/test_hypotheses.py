@@ -256,3 +256,37 @@ def test_mean_difference_level_and_power():
     far = duchi.privatize(np.full(3000, 0.6), gen)
     assert mean_difference_test(far, duchi.privatize(np.full(3000, 0.0), gen)).reject
     assert not mean_difference_test(far, far + 0.1, delta=-0.1).reject
+
+
+def test_sequential_share_constrained_maximum_and_level():
+    """The largest null likelihood against a numerical maximisation written here, and the
+    level over ten looks at the boundary of the null."""
+    from scipy import optimize as opt
+
+    from ldpsim.analyst.hypotheses import sequential_share_test
+
+    rr = catalog.build("randomized_response", k=3, eps=1.0)
+    p, q = _rr(3, 1.0)
+    c = np.array([60.0, 25.0, 15.0])  # the estimate of answer 0 is well above 0.3
+    n = c.sum()
+    t = 0.3 * (p - q) + q  # estimate <= 0.3  <=>  M_0 <= t for randomized response
+
+    def neg(z):
+        m = np.exp(z - z.max())
+        m /= m.sum()
+        return -float((c * np.log(m)).sum())
+
+    cons = {"type": "ineq", "fun": lambda z: t - np.exp(z[0] - z.max()) / np.exp(z - z.max()).sum()}
+    best = opt.minimize(neg, np.zeros(3), constraints=[cons], method="SLSQP", options={"ftol": 1e-14, "maxiter": 500})
+    mixture = math.lgamma(1.5) - math.lgamma(n + 1.5) + sum(math.lgamma(x + 0.5) - math.lgamma(0.5) for x in c)
+    got = sequential_share_test(rr, c, 0, 0.3)
+    assert got.log_e == pytest.approx(mixture + best.fun, abs=1e-6)
+    gen = np.random.default_rng(41)
+    law = np.asarray(rr.forward(np.array([0.3, 0.45, 0.25])))
+    reps = 2000
+    looks = np.cumsum(gen.multinomial(100, law, size=(reps, 10)), axis=1)
+    rate = np.mean([any(sequential_share_test(rr, cc, 0, 0.3).reject for cc in run) for run in looks])
+    assert rate <= _level_interval(reps, 0.05)[1]
+    assert sequential_share_test(
+        rr, rr.sample_statistic(gen.multinomial(20_000, [0.45, 0.3, 0.25]), gen), 0, 0.3
+    ).reject
