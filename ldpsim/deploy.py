@@ -93,6 +93,10 @@ _NUMBER = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 _NUMBER_RE = re.compile(_NUMBER)
 
 
+#: the catalog's tag of the mechanisms for a bounded number (reports are numbers)
+NUMERIC_TAG = "numeric"
+
+
 def generator(seed: int) -> np.random.Generator:
     """The generator ``privatize`` draws from for ``--seed seed`` (module docstring)."""
     return np.random.default_rng(np.random.SeedSequence(seed))
@@ -125,7 +129,7 @@ def build(spec: str, k: int | None = None, option: str = "--mechanism") -> catal
         built = catalog.parse(spec)
     except LdpSimError as exc:
         raise LdpSimError(f"{option}: {exc}") from None
-    if not ({"numeric", "finite", "oracle"} & built.entry.tags) or "broken" in built.entry.tags:
+    if not ({NUMERIC_TAG, "finite", "oracle"} & built.entry.tags) or "broken" in built.entry.tags:
         raise LdpSimError(
             f"{option}: got {spec!r}, expected a frequency oracle or a numeric mechanism of the catalog "
             "(randomized_response, oue, olh, subset_selection, piecewise, ...)"
@@ -137,7 +141,7 @@ def build(spec: str, k: int | None = None, option: str = "--mechanism") -> catal
 def report_format(built: catalog.Built) -> Format:
     """The :class:`Format` of ``built``'s reports (module docstring)."""
     m = built.mechanism
-    if "numeric" in built.entry.tags:
+    if NUMERIC_TAG in built.entry.tags:
         return Format("number", 1, "a finite number")
     if isinstance(m, (UnaryEncoding, Rappor)):
         return Format("bits", int(m.statistic_size), f"a string of {m.statistic_size} characters 0 or 1")

@@ -185,3 +185,20 @@ def test_a_single_question_scenario_refuses_crosstabs():
     with pytest.raises(LdpSimError, match=r"anes96_party\.toml: analyst\.crosstabs") as info:
         parse_scenario(text, str(SCENARIOS / "anes96_party.toml"))
     assert "\n" not in str(info.value)
+
+
+def test_an_ordinal_question_cross_tabulates_through_its_range_method():
+    """Education as an ordinal question privatised by the hierarchical method: the pairs of
+    its reports with the vote's are one report of the product of the two finite mechanisms,
+    and the task's test is the analyst's on the stored pairs."""
+    flat = 'mechanism = { kind = "randomized_response" }\n[[questions]]\nname = "vote"'
+    tree = 'mechanism = { kind = "hierarchical", fanout = 2, oracle = "randomized_response" }'
+    text = _text(size="", loss=0.0)
+    text = text.replace('name = "education"\nlabels', 'name = "education"\nkind = "ordinal"\nlabels')
+    text = text.replace(flat, tree + '\n[[questions]]\nname = "vote"')
+    assert 'kind = "ordinal"' in text and "hierarchical" in text
+    sc, _, end, mech, counts = _run(text)
+    assert sc.questions.questions[0].kind == "ordinal"
+    direct = independence_test(mech, counts, (7, 2))
+    assert _value(end, "independence_statistic", "ldp") == pytest.approx(direct.statistic, rel=1e-12)
+    assert _value(end, "independence_p_value", "ldp") == pytest.approx(direct.p_value, rel=1e-12)

@@ -56,7 +56,7 @@ class OrdinalQuestion(CategoricalQuestion):
 
     kind: ClassVar[str] = "ordinal"
     accepts: ClassVar[str] = "hierarchical (a fan-out and a finite oracle), haar, or a frequency oracle (flat)"
-    crosstabs: ClassVar[bool] = False
+    crosstabs: ClassVar[bool] = True
 
     @classmethod
     def build(cls, ctx: BuildContext, q: QuestionSpec, i: int) -> tuple[OrdinalQuestion, TablePopulation | None]:

@@ -408,7 +408,9 @@ def _crosstabs(spec: QuestionsScenarioSpec, built: list[Question]) -> tuple[Cros
             j = names.index(name)
             q = built[j]
             if not q.crosstabs:
-                raise LdpSimError(f"{at}.{key}: got {name!r}, a {q.kind} question, expected a categorical one")
+                raise LdpSimError(
+                    f"{at}.{key}: got {name!r}, a {q.kind} question, expected a categorical or ordinal one"
+                )
             if q.loss is not None:
                 raise LdpSimError(
                     f"{at}.{key}: got {name!r}, a question with a loss by answer, expected a question "
