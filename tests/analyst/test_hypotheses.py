@@ -22,6 +22,10 @@ def _rr(k: int, eps: float) -> tuple[float, float]:
     return p, (1 - p) / (k - 1)
 
 
+#: replications of a level check: 1,000 in the default run, 4,000 (the issue's figure) in the slow tier
+TIERS = [pytest.param(1000, id="1000"), pytest.param(4000, id="4000", marks=pytest.mark.slow)]
+
+
 def _level_interval(reps: int, alpha: float) -> tuple[float, float]:
     """Where the rejection count of a test with level exactly alpha falls but with
     probability FALSE_FAILURE (a rejection rate below alpha is allowed: valid tests may be
@@ -56,15 +60,16 @@ def test_goodness_of_fit_exact_p_value_against_enumeration():
     assert got.method == "exact" and got.p_value == pytest.approx(want, rel=1e-10)
 
 
+@pytest.mark.parametrize("tier", TIERS)
 @pytest.mark.parametrize("oracle", ["randomized_response", "oue", "olh", "hadamard_response"])
-def test_goodness_of_fit_keeps_its_level(oracle):
+def test_goodness_of_fit_keeps_its_level(oracle, tier):
     """Monte Carlo p-values are valid at any number of draws: 4,000 null replications at
     alpha = 0.05 reject at most as often as the binomial interval allows (local hashing, with
     no exact aggregate law, privatises every report: fewer replications)."""
     k, n, alpha = 6, 400, 0.05
     mech = catalog.build(oracle, k=k, eps=1.0)
     pi0 = np.array([0.3, 0.25, 0.15, 0.15, 0.1, 0.05])
-    reps = 4000 if oracle != "olh" else 400
+    reps = tier if oracle != "olh" else tier // 10
     gen = np.random.default_rng([20261207, k])
     rejections = 0
     for r in range(reps):
@@ -89,12 +94,13 @@ def test_uniformity_detects_a_skew_and_names_its_parameters():
         uniformity(oue, oue.sample_statistic([5, 5, 5, 5], gen))
 
 
-def test_conditional_homogeneity_is_exact_at_small_n():
+@pytest.mark.parametrize("reps", TIERS)
+def test_conditional_homogeneity_is_exact_at_small_n(reps):
     """Three groups of 15, 10 and 8 reports: the conditional test keeps its level whatever
     the common law, even where chi-square's approximation would not."""
     rr = catalog.build("randomized_response", k=3, eps=0.5)
     gen = np.random.default_rng(11)
-    reps, alpha = 4000, 0.05
+    alpha = 0.05
     law = np.array([0.7, 0.2, 0.1])
     rejections = 0
     for _ in range(reps):
@@ -214,12 +220,13 @@ def test_sequential_tests_keep_their_level_where_repeated_fixed_tests_do_not():
     assert fixed / reps > hi  # peeking inflates the error of the fixed-n test (about 0.2 here)
 
 
-def test_sequential_level_over_many_replications():
+@pytest.mark.parametrize("reps", TIERS)
+def test_sequential_level_over_many_replications(reps):
     from ldpsim.analyst.hypotheses import sequential_homogeneity, sequential_uniformity
 
     gen = np.random.default_rng(32)
     looks = list(range(100, 2001, 100))
-    reps, alpha = 4000, 0.05
+    alpha = 0.05
     rr, counts = _looks(reps, looks, np.full(4, 0.25), gen)
     rate = np.mean([any(sequential_uniformity(rr, c).reject for c in run) for run in counts])
     _, other = _looks(reps, looks, np.full(4, 0.25), gen)
@@ -242,12 +249,13 @@ def test_sequential_tests_find_a_change():
         sequential_goodness_of_fit(catalog.build("oue", k=4, eps=1.0), [1, 1, 1, 1], [0.25] * 4)
 
 
-def test_mean_difference_level_and_power():
+@pytest.mark.parametrize("reps", TIERS)
+def test_mean_difference_level_and_power(reps):
     from ldpsim.analyst.hypotheses import mean_difference_test
 
     duchi = catalog.build("duchi", eps=1.0)
     gen = np.random.default_rng(34)
-    reps, alpha = 4000, 0.05
+    alpha = 0.05
     x = gen.uniform(-0.5, 0.9, size=(reps, 2, 300))
     y = duchi.privatize(x.ravel(), gen).reshape(x.shape)
     rate = np.mean([mean_difference_test(r[0], r[1], alpha=alpha).reject for r in y])
@@ -258,7 +266,8 @@ def test_mean_difference_level_and_power():
     assert not mean_difference_test(far, far + 0.1, delta=-0.1).reject
 
 
-def test_sequential_share_constrained_maximum_and_level():
+@pytest.mark.parametrize("reps", TIERS)
+def test_sequential_share_constrained_maximum_and_level(reps):
     """The largest null likelihood against a numerical maximisation written here, and the
     level over ten looks at the boundary of the null."""
     from scipy import optimize as opt
@@ -283,7 +292,6 @@ def test_sequential_share_constrained_maximum_and_level():
     assert got.log_e == pytest.approx(mixture + best.fun, abs=1e-6)
     gen = np.random.default_rng(41)
     law = np.asarray(rr.forward(np.array([0.3, 0.45, 0.25])))
-    reps = 2000
     looks = np.cumsum(gen.multinomial(100, law, size=(reps, 10)), axis=1)
     rate = np.mean([any(sequential_share_test(rr, cc, 0, 0.3).reject for cc in run) for run in looks])
     assert rate <= _level_interval(reps, 0.05)[1]

@@ -74,7 +74,7 @@ def test_every_test_writes_its_rows(tmp_path):
 
 
 def test_true_nulls_keep_their_level_over_replications(tmp_path):
-    reps = 200
+    reps = 100
     tasks = (
         f'{{ kind = "goodness_of_fit", reference = {TRUTH}, draws = 99 }}, '
         '{ kind = "change", since = 5.0, draws = 99 }'
