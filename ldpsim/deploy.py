@@ -56,7 +56,7 @@ from ldpsim import _validate as v
 from ldpsim._files import atomic_writer, describe_os_error, open_input
 from ldpsim.analyst.estimation import confidence_intervals, project_to_simplex
 from ldpsim.analyst.frequency import frequency_estimate
-from ldpsim.analyst.hypotheses import DRAWS, TestResult, homogeneity, uniformity
+from ldpsim.analyst.hypotheses import DRAWS, TestResult, affine_estimate, homogeneity, uniformity
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.base import FrequencyOracle
@@ -509,14 +509,6 @@ class Collected:
     fast: bool = False  # read by the raw-bytes reader
 
 
-def _affine(mech: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``(A, b)`` with ``invert(s) = A s + b`` (every oracle's estimate is affine)."""
-    size = int(mech.statistic_size)
-    b = np.asarray(mech.invert(np.zeros(size)), dtype=np.float64)
-    a = np.stack([np.asarray(mech.invert(e), dtype=np.float64) - b for e in np.eye(size)], axis=1)
-    return a, b
-
-
 def _fast_bits(path: Path, column: str, k: int, mech: Any, show: bool) -> Sums | None:
     """The statistic of a file of one column of bit strings, every line ``k`` characters 0/1
     and ``\\n``, read as raw bytes; None at the first irregularity (the chunked reader then
@@ -593,7 +585,7 @@ def collect(
         if sums is not None:
             return Collected(built, fmt, sums, fast=True)
     out = Collected(built, fmt, Sums())
-    affine = _affine(mech) if (weights is not None and fmt.categorical) else None
+    affine = affine_estimate(mech) if (weights is not None and fmt.categorical) else None
     if weights is not None:
         out.weighted = Weighted()
     size = max(1, os.path.getsize(path))

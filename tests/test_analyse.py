@@ -173,8 +173,8 @@ def test_weights_give_the_hajek_estimate_and_its_design_variance(tmp_path):
     weighted = est[est["scope"] == "weighted"]
     mech = deploy.build(f"oue:k={k},eps=1").mechanism
     bits = np.array([[int(c) for c in s] for s in frame["report"]], dtype=np.uint8)
-    a, b = deploy._affine(mech)
-    u = mech.unit_statistics(bits) @ a.T + b
+    p, q = 0.5, 1.0 / (math.exp(1.0) + 1.0)  # OUE's published probabilities at eps = 1
+    u = (mech.unit_statistics(bits) - q) / (p - q)  # each report's unbiased term
     w = frame["weight"].astype(float).to_numpy()
     n = len(w)
     want = hajek(w[:, None] * u, w, np.zeros(n, dtype=np.int64), 1)  # each report its own PSU, one stratum

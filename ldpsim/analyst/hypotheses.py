@@ -70,6 +70,7 @@ __all__ = [
     "MaryResult",
     "SequentialResult",
     "TestResult",
+    "affine_estimate",
     "fit_power",
     "goodness_of_fit",
     "homogeneity",
@@ -187,7 +188,7 @@ def _null_statistics(
     )
 
 
-def _affine(oracle: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def affine_estimate(oracle: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(A, b)`` with ``invert(s / n) = A (s / n) + b``: every oracle's unbiased estimate is
     affine in its normalised statistic, so it is read off ``s + 1`` inversions once and then
     applied to many statistics at a time."""
@@ -199,7 +200,7 @@ def _affine(oracle: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
 
 def _estimates(oracle: Any, stats: NDArray[np.float64], n: Any) -> NDArray[np.float64]:
     """Unbiased estimates (rows) from statistics (rows) of ``n`` reports each."""
-    a, b = _affine(oracle)
+    a, b = affine_estimate(oracle)
     sizes = np.asarray(n, dtype=np.float64).reshape(-1, 1) if np.ndim(n) else float(n)
     return (stats / sizes) @ a.T + b
 
@@ -692,7 +693,7 @@ def share_exponent(oracle: Any, alternative: ArrayLike, answer: int, threshold: 
     j = v.integer(answer, "answer", minimum=0, maximum=k - 1)
     pi1 = v.probability_vector(alternative, "alternative", size=k)
     theta = v.as_float(threshold, "threshold", "a share in (0, 1)")
-    a, b = _affine(oracle)
+    a, b = affine_estimate(oracle)
     w, t = a[j], theta - b[j]
     m1 = np.asarray(oracle.forward(pi1), dtype=np.float64)
     live = m1 > 0
@@ -736,7 +737,7 @@ def sequential_share_test(
     n = float(c.sum())
     if n == 0:
         return SequentialResult("sequential share at most threshold", 0.0, a)
-    aff, b = _affine(oracle)
+    aff, b = affine_estimate(oracle)
     w, t = aff[j], theta - b[j]
     seen = c > 0
     if float(w @ (c / n)) <= t or not np.any(w[seen] < t):

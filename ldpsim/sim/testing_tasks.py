@@ -279,13 +279,9 @@ def _fit_rows(prefix: str, out: Any, truth: float, power: float) -> list[dict[st
     ]
 
 
-class _FitTask(Task):
-    """A test of the answers' law at every checkpoint (:mod:`ldpsim.analyst.hypotheses`):
-    rows ``<kind>_statistic`` and ``<kind>_p_value`` (sequential: ``<kind>_log_e_value`` and
-    ``<kind>_e_value``) and ``<kind>_reject`` (1 = reject at ``alpha``; truth = 1 when the
-    population's true law is not the null's, so the share of replications whose decision
-    equals the truth is the power, or one minus the level; theory = the fixed-n test's power
-    at the true law, by Monte Carlo from the exact laws, :func:`fit_power`)."""
+class _DecisionTask(Task):
+    """A test writing three rows per checkpoint (statistic, p- or e-value, decision) whose
+    ``sequential`` version needs a finite mechanism (the e-values read output counts)."""
 
     @classmethod
     def rows_per_checkpoint(cls, params: TaskParams, k: int) -> int:
@@ -299,6 +295,15 @@ class _FitTask(Task):
                 f"expected a mechanism with finitely many outputs for a sequential test ({mechanism!r} reports vectors)"
             )
         return None
+
+
+class _FitTask(_DecisionTask):
+    """A test of the answers' law at every checkpoint (:mod:`ldpsim.analyst.hypotheses`):
+    rows ``<kind>_statistic`` and ``<kind>_p_value`` (sequential: ``<kind>_log_e_value`` and
+    ``<kind>_e_value``) and ``<kind>_reject`` (1 = reject at ``alpha``; truth = 1 when the
+    population's true law is not the null's, so the share of replications whose decision
+    equals the truth is the power, or one minus the level; theory = the fixed-n test's power
+    at the true law, by Monte Carlo from the exact laws, :func:`fit_power`)."""
 
     def reference(self) -> NDArray[np.float64]:
         raise NotImplementedError
@@ -367,7 +372,7 @@ class UniformityTask(_FitTask):
 
 
 @register_task
-class ChangeTask(Task):
+class ChangeTask(_DecisionTask):
     """Did the answers' law change at time ``since``? The reports received by ``since`` (at
     the last checkpoint at or before it; put a checkpoint there) against those received after, by
     :func:`~ldpsim.analyst.hypotheses.homogeneity` (exact conditional test for a finite
@@ -376,10 +381,6 @@ class ChangeTask(Task):
 
     kind = "change"
     Params = ChangeParams
-
-    @classmethod
-    def rows_per_checkpoint(cls, params: TaskParams, k: int) -> int:
-        return 3
 
     @classmethod
     def check(cls, params: TaskParams, mechanism: FrequencyOracle) -> str | None:
@@ -421,7 +422,7 @@ class ShareParams(TaskParams):
 
 
 @register_task
-class ShareTask(Task):
+class ShareTask(_DecisionTask):
     """``H0``: the share of ``answer`` (a label) is at most ``threshold``, against more
     (:func:`~ldpsim.analyst.hypotheses.share_test`). Rows ``share_statistic``,
     ``share_p_value``, ``share_reject`` (truth = 1 when the true share is above the
@@ -430,19 +431,6 @@ class ShareTask(Task):
 
     kind = "share"
     Params = ShareParams
-
-    @classmethod
-    def rows_per_checkpoint(cls, params: TaskParams, k: int) -> int:
-        return 3
-
-    @classmethod
-    def check(cls, params: TaskParams, mechanism: FrequencyOracle) -> str | None:
-        p: Any = params
-        if p.sequential and mechanism.output_size is None:
-            return (
-                f"expected a mechanism with finitely many outputs for a sequential test ({mechanism!r} reports vectors)"
-            )
-        return None
 
     @classmethod
     def check_labels(cls, params: TaskParams, labels: list[str]) -> str | None:
