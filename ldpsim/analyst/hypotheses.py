@@ -568,6 +568,9 @@ class SequentialResult:
     test: str
     log_e: float
     alpha: float
+    #: the largest log e-value along the reports' path, where the test follows it report by
+    #: report (:mod:`ldpsim.analyst.betting`); None where only the e-value now is known
+    log_e_max: float | None = None
 
     @property
     def e_value(self) -> float:
@@ -575,7 +578,10 @@ class SequentialResult:
 
     @property
     def reject(self) -> bool:
-        return bool(self.log_e >= math.log(1.0 / self.alpha))
+        """Whether the e-value reached ``1 / alpha`` (now, or at any report before, where the
+        path is known: Ville's inequality bounds the chance that it ever does)."""
+        top = self.log_e if self.log_e_max is None else max(self.log_e, self.log_e_max)
+        return bool(top >= math.log(1.0 / self.alpha))
 
 
 def _dirichlet_mixture(counts: NDArray[np.float64]) -> float:

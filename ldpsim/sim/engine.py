@@ -366,7 +366,7 @@ class Replication:
             and not spec.server.keep_reports
             and not self._every_reports
             and not self.crosstabs
-            and all(type(task).observe is Task.observe for _, task in self.tasks)
+            and not any(task.streams for _, task in self.tasks)
         )
 
     def send_blocks(self, lo: int, hi: int) -> "Shard":

@@ -88,6 +88,18 @@ class Task:
         return None
 
     @classmethod
+    def reads_reports(cls, params: TaskParams, mechanism: FrequencyOracle) -> bool:
+        """Whether this entry reads individual reports with ``mechanism`` (then the scenario
+        must run in individual mode): :attr:`needs_reports` unless a task says otherwise."""
+        return cls.needs_reports
+
+    @property
+    def streams(self) -> bool:
+        """Whether this task reads the reports one batch at a time (:meth:`observe`): then
+        the engine must hand them over, not only their statistic."""
+        return type(self).observe is not Task.observe
+
+    @classmethod
     def check_labels(cls, params: TaskParams, labels: list[str]) -> str | None:
         """At load time: why this task cannot work with these answer labels (None if it can)."""
         return None
@@ -148,7 +160,7 @@ def validate_tasks(
             problem = cls.check_labels(params, [str(label) for label in labels])
             if problem is not None:
                 raise LdpSimError(f"analyst.tasks[{i}]: {problem}")
-        if cls.needs_reports and mode != "individual":
+        if cls.reads_reports(params, mechanism) and mode != "individual":
             raise LdpSimError(
                 f"analyst.tasks[{i}].kind: got {cls.kind!r} in {mode} mode, expected simulation.mode = 'individual' "
                 "(this task reads individual reports)"

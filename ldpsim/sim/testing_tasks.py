@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import Field
 
+from ldpsim.analyst.betting import BettingProcess, MaryBetting, report_terms, sequential_mary_test, term_ranges
 from ldpsim.analyst.hypotheses import (
     fit_power,
     goodness_of_fit,
@@ -280,21 +281,44 @@ def _fit_rows(prefix: str, out: Any, truth: float, power: float) -> list[dict[st
 
 
 class _DecisionTask(Task):
-    """A test writing three rows per checkpoint (statistic, p- or e-value, decision) whose
-    ``sequential`` version needs a finite mechanism (the e-values read output counts)."""
+    """A test writing three rows per checkpoint (statistic, p- or e-value, decision). Its
+    ``sequential`` version reads a finite mechanism's output counts (the likelihood mixtures
+    of :mod:`ldpsim.analyst.hypotheses`); for any other oracle it bets on every report in
+    arrival order (:mod:`ldpsim.analyst.betting`), in individual mode."""
 
     @classmethod
     def rows_per_checkpoint(cls, params: TaskParams, k: int) -> int:
         return 3
 
     @classmethod
-    def check(cls, params: TaskParams, mechanism: FrequencyOracle) -> str | None:
+    def reads_reports(cls, params: TaskParams, mechanism: FrequencyOracle) -> bool:
         p: Any = params
-        if p.sequential and mechanism.output_size is None:
-            return (
-                f"expected a mechanism with finitely many outputs for a sequential test ({mechanism!r} reports vectors)"
-            )
-        return None
+        return bool(p.sequential) and mechanism.output_size is None
+
+    def start(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        mech = self.context.mechanism
+        p: Any = self.params
+        self.betting = bool(p.sequential) and mech.output_size is None
+        if self.betting:
+            self.ranges = term_ranges(mech)
+            self.start_bets()
+
+    def start_bets(self) -> None:
+        """A new replication's bettor (sequential tests on reports)."""
+        raise NotImplementedError
+
+    def bet(self, times: NDArray[np.float64], terms: NDArray[np.float64]) -> None:
+        """Bet on a batch of reports' unbiased terms."""
+        raise NotImplementedError
+
+    @property
+    def streams(self) -> bool:
+        return self.betting
+
+    def observe(self, times: NDArray[np.float64], reports: NDArray[Any]) -> None:
+        if self.betting and len(reports):
+            self.bet(times, report_terms(self.context.mechanism, reports))
 
 
 class _FitTask(_DecisionTask):
@@ -309,8 +333,15 @@ class _FitTask(_DecisionTask):
         raise NotImplementedError
 
     def start(self, rng: np.random.Generator) -> None:
-        self.rng = rng
         self._power: dict[int, float] = {}
+        super().start(rng)
+
+    def start_bets(self) -> None:
+        self.proc = BettingProcess(self.ranges)
+        self.ref = self.reference()
+
+    def bet(self, times: NDArray[np.float64], terms: NDArray[np.float64]) -> None:
+        self.proc.update(terms - self.ref)
 
     def _power_at(self, n: int) -> float:
         p: Any = self.params
@@ -330,8 +361,10 @@ class _FitTask(_DecisionTask):
         if n == 0:
             return _fit_rows(self.kind, None, truth, math.nan)
         mech = self.context.mechanism
-        if p.sequential:
-            out: Any = sequential_goodness_of_fit(mech, checkpoint.counts, ref, alpha=p.alpha)
+        if self.betting:
+            out: Any = self.proc.result(f"sequential {self.kind}", p.alpha)
+        elif p.sequential:
+            out = sequential_goodness_of_fit(mech, checkpoint.counts, ref, alpha=p.alpha)
         else:
             out = goodness_of_fit(mech, checkpoint.counts, ref, n=n, alpha=p.alpha, draws=p.draws, rng=self.rng)
         return _fit_rows(self.kind, out, truth, self._power_at(n))
@@ -384,19 +417,45 @@ class ChangeTask(_DecisionTask):
 
     @classmethod
     def check(cls, params: TaskParams, mechanism: FrequencyOracle) -> str | None:
-        if mechanism.output_size is None:
+        p: Any = params
+        if mechanism.output_size is None and not p.sequential:
             return (
-                f"expected a mechanism with finitely many outputs ({mechanism!r} reports vectors, and a change test "
-                "needs each period's number of reports, which the task reads from the output counts)"
+                f"expected a mechanism with finitely many outputs ({mechanism!r} reports vectors, and the fixed-n "
+                "change test reads each period's number of reports from the output counts), or sequential = true "
+                "(which bets on each report)"
             )
         return None
 
     def start(self, rng: np.random.Generator) -> None:
-        self.rng = rng
         self.before: NDArray[np.int64] | None = None
+        super().start(rng)
+
+    def start_bets(self) -> None:
+        # the reports by `since` wait in `early`; each later one is paired with the next of them
+        self.proc = BettingProcess(self.ranges)
+        self.early: list[NDArray[np.float64]] = []
+        self.waiting = np.zeros((0, self.ranges.size))
+
+    def bet(self, times: NDArray[np.float64], terms: NDArray[np.float64]) -> None:
+        p: Any = self.params
+        late = times > p.since
+        if np.any(~late):
+            self.early.append(terms[~late])
+        if not np.any(late):
+            return
+        if self.early:
+            self.waiting = np.concatenate([self.waiting, *self.early])
+            self.early = []
+        after = terms[late]
+        n = min(after.shape[0], self.waiting.shape[0])
+        self.proc.update(after[:n] - self.waiting[:n])
+        self.waiting = self.waiting[n:]
 
     def at_checkpoint(self, checkpoint: Checkpoint) -> list[dict[str, Any]]:
         p: Any = self.params
+        if self.betting:
+            done = self.proc.n > 0
+            return _fit_rows("change", self.proc.result("sequential change", p.alpha) if done else None, 0.0, math.nan)
         if checkpoint.time <= p.since or self.before is None:
             if checkpoint.time <= p.since:
                 self.before = np.asarray(checkpoint.counts, dtype=np.int64).copy()
@@ -442,8 +501,13 @@ class ShareTask(_DecisionTask):
             return f"answer: got {p.answer!r}, expected one of the labels {labels}"
         return None
 
-    def start(self, rng: np.random.Generator) -> None:
-        self.rng = rng
+    def start_bets(self) -> None:
+        j = self._answer()
+        self.proc = BettingProcess(self.ranges[j : j + 1], direction=[1.0])
+
+    def bet(self, times: NDArray[np.float64], terms: NDArray[np.float64]) -> None:
+        p: Any = self.params
+        self.proc.update(terms[:, self._answer()] - p.threshold)
 
     def _answer(self) -> int:
         p: Any = self.params
@@ -459,6 +523,8 @@ class ShareTask(_DecisionTask):
         if n == 0:
             return _fit_rows("share", None, truth, math.nan)
         mech = self.context.mechanism
+        if self.betting:
+            return _fit_rows("share", self.proc.result("sequential share", p.alpha), truth, math.nan)
         if p.sequential:
             seq = sequential_share_test(mech, checkpoint.counts, j, p.threshold, alpha=p.alpha)
             return _fit_rows("share", seq, truth, math.nan)
@@ -472,6 +538,10 @@ class MaryParams(TaskParams):
     hypotheses: list[list[UnitWeight]] = Field(min_length=2)
     rule: Literal["bayes", "minimax"] = "bayes"
     weights: list[UnitWeight] | None = None
+    #: the anytime-valid version: every hypothesis is tested at ``alpha`` and the decision
+    #: is the one left standing
+    sequential: bool = False
+    alpha: OpenUnit = 0.05
 
 
 @register_task
@@ -480,7 +550,14 @@ class MaryTask(Task):
     (:func:`~ldpsim.analyst.hypotheses.mary_test`). Rows ``mary_decision`` (the index of the
     hypothesis chosen; truth = the index of the hypothesis equal to the population's law,
     NaN if none is; theory = the rule's probability of choosing it under that hypothesis) and
-    ``mary_posterior`` (the chosen hypothesis's posterior)."""
+    ``mary_posterior`` (the chosen hypothesis's posterior).
+
+    ``sequential = true``: every hypothesis is rejected once its e-value reaches ``1 /
+    alpha`` (:func:`~ldpsim.analyst.betting.sequential_mary_test`: likelihood ratios of the
+    output counts for a finite mechanism, bets on every report otherwise, in individual
+    mode), and ``mary_decision`` is the one left standing (NaN while several are); the
+    second row is ``mary_rejected``, how many are rejected. The true hypothesis is rejected
+    with probability at most ``alpha`` however often the analyst looks."""
 
     kind = "mary"
     Params = MaryParams
@@ -488,6 +565,11 @@ class MaryTask(Task):
     @classmethod
     def rows_per_checkpoint(cls, params: TaskParams, k: int) -> int:
         return 2
+
+    @classmethod
+    def reads_reports(cls, params: TaskParams, mechanism: FrequencyOracle) -> bool:
+        p: Any = params
+        return bool(p.sequential) and mechanism.output_size is None
 
     @classmethod
     def check(cls, params: TaskParams, mechanism: FrequencyOracle) -> str | None:
@@ -504,15 +586,42 @@ class MaryTask(Task):
 
     def start(self, rng: np.random.Generator) -> None:
         self.rng = rng
+        p: Any = self.params
+        self.hyps = [np.asarray(h, dtype=np.float64) / math.fsum(h) for h in p.hypotheses]
+        self.betting = bool(p.sequential) and self.context.mechanism.output_size is None
+        if self.betting:
+            self.bets = MaryBetting(self.context.mechanism, np.stack(self.hyps))
+
+    @property
+    def streams(self) -> bool:
+        return self.betting
+
+    def observe(self, times: NDArray[np.float64], reports: NDArray[Any]) -> None:
+        if self.betting and len(reports):
+            self.bets.update(report_terms(self.context.mechanism, reports))
 
     def at_checkpoint(self, checkpoint: Checkpoint) -> list[dict[str, Any]]:
         p: Any = self.params
-        hyps = [np.asarray(h, dtype=np.float64) / math.fsum(h) for h in p.hypotheses]
+        hyps = self.hyps
         match = [i for i, h in enumerate(hyps) if np.max(np.abs(h - np.asarray(self.context.truth))) <= 1e-9]
         truth = float(match[0]) if match else math.nan
         n = checkpoint.n_received
+        second = "mary_rejected" if p.sequential else "mary_posterior"
         if n == 0:
-            return [_row("mary_decision", math.nan, truth=truth), _row("mary_posterior", math.nan)]
+            return [_row("mary_decision", math.nan, truth=truth), _row(second, math.nan)]
+        if p.sequential:
+            if self.betting:
+                log_e = self.bets.log_e()
+                rejected = log_e >= math.log(1.0 / p.alpha)
+            else:
+                seq = sequential_mary_test(self.context.mechanism, hyps, counts=checkpoint.counts, alpha=p.alpha)
+                rejected = seq.rejected
+            left = np.flatnonzero(~rejected)
+            decision = float(left[0]) if left.size == 1 else math.nan
+            return [
+                _row("mary_decision", decision, truth=truth),
+                _row("mary_rejected", float(rejected.sum())),
+            ]
         weights = None if p.weights is None else np.asarray(p.weights, dtype=np.float64) / math.fsum(p.weights)
         out = mary_test(
             self.context.mechanism, checkpoint.counts, hyps, n=n, weights=weights, rule=p.rule, draws=2000, rng=self.rng

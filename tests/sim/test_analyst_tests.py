@@ -16,7 +16,9 @@ from tests.stats_checks import FALSE_FAILURE
 TRUTH = [0.4, 0.3, 0.2, 0.1]
 
 
-def _scenario(tmp_path, tasks: str, replications: int = 1, mechanism: str = "randomized_response") -> str:
+def _scenario(
+    tmp_path, tasks: str, replications: int = 1, mechanism: str = "randomized_response", mode: str = "aggregate"
+) -> str:
     text = textwrap.dedent(
         f"""
         name = "tests"
@@ -37,7 +39,7 @@ def _scenario(tmp_path, tasks: str, replications: int = 1, mechanism: str = "ran
         checkpoints = {{ every = 5.0 }}
         tasks = [{{ kind = "frequency" }}, {tasks}]
         [simulation]
-        mode = "aggregate"
+        mode = "{mode}"
         replications = {replications}
         seed = 11
         """
@@ -106,6 +108,32 @@ def test_bad_tests_are_one_line_at_load(tmp_path, tasks, match):
     assert "\n" not in str(err.value)
 
 
-def test_sequential_needs_finite_outputs(tmp_path):
-    with pytest.raises(LdpSimError, match="sequential"):
+def test_sequential_on_reports_needs_individual_mode(tmp_path):
+    with pytest.raises(LdpSimError, match="simulation.mode = 'individual'"):
         load_scenario(_scenario(tmp_path, '{ kind = "uniformity", sequential = true }', mechanism="oue"))
+    with pytest.raises(LdpSimError, match="sequential = true"):  # the fixed-n change test reads output counts
+        load_scenario(_scenario(tmp_path, '{ kind = "change", since = 5.0 }', mechanism="oue", mode="individual"))
+
+
+SEQUENTIAL = (
+    '{ kind = "goodness_of_fit", reference = [0.25, 0.25, 0.25, 0.25], sequential = true }, '
+    f'{{ kind = "goodness_of_fit", name = "fit_truth", reference = {TRUTH}, sequential = true }}, '
+    '{ kind = "change", since = 5.0, sequential = true }, '
+    '{ kind = "share", answer = "a", threshold = 0.2, sequential = true }, '
+    f'{{ kind = "mary", hypotheses = [{TRUTH}, [0.1, 0.2, 0.3, 0.4]], sequential = true }}'
+)
+
+
+@pytest.mark.parametrize("mechanism", ["oue", "olh", "randomized_response"])
+def test_sequential_tests_on_every_oracle(tmp_path, mechanism):
+    """Vector and hashed reports are bet on one by one in individual mode (finite mechanisms
+    keep the likelihood mixtures): every row, and the clear alternatives found."""
+    path = _scenario(tmp_path, SEQUENTIAL, mechanism=mechanism, mode="individual")
+    run = run_scenario(path, out=tmp_path / "run", progress=False)
+    end = run.results[run.results["reason"] == "end"]
+    row = lambda task, quantity: end[(end["task"] == task) & (end["quantity"] == quantity)].iloc[0]  # noqa: E731
+    assert row("goodness_of_fit", "goodness_of_fit_reject")["estimate"] == 1.0  # far from uniform
+    assert row("share", "share_reject")["estimate"] == 1.0  # 0.4 against at most 0.2
+    assert row("mary", "mary_decision")["estimate"] == 0.0 and row("mary", "mary_rejected")["estimate"] == 1.0
+    assert {"fit_truth", "change"} <= set(end["task"])
+    assert end.loc[end["quantity"] == "change_log_e_value", "estimate"].notna().all()
