@@ -6,8 +6,11 @@ randomized response, OUE and OLH where a test applies to each.
 Nulls: answers from ``LAW`` (k = 6), n = 400 reports per group; goodness of fit to ``LAW``,
 uniformity on uniform answers, homogeneity of two groups drawn from ``LAW``, the share test
 at its boundary (answer 0's share exactly 0.3), the sequential tests over ten looks (every
-40 reports), and the two-sample mean test on Duchi's reports of uniform answers. The Monte
-Carlo p-values use 39 draws (valid at any number).
+40 reports), the betting tests of ``ldpsim.analyst.betting`` on the reports one by one (a
+rejection: the wealth ever reached 1 / alpha; m-ary: the true law ``LAW`` rejected against
+the uniform law; independence: two independent questions' terms), and the two-sample mean
+tests on Duchi's reports of uniform answers. The Monte Carlo p-values use 39 draws (valid at
+any number).
 
 Writes ``reports/benchmarks/levels.csv``. Run from the repository root:
 ``python benchmarks/levels.py [--reps 4000]`` (a few minutes on 2 cores).
@@ -19,6 +22,7 @@ import numpy as np
 from scipy import stats
 
 from _common import parser, report
+from ldpsim.analyst import betting
 from ldpsim.analyst.hypotheses import (
     goodness_of_fit,
     homogeneity,
@@ -51,6 +55,18 @@ def cases(mech, gen):
     out["uniformity"] = uniformity(mech, u, n=N, draws=DRAWS, rng=gen).reject
     out["homogeneity"] = homogeneity(mech, [a, b], sizes=[N, N], draws=DRAWS, rng=gen).reject
     out["share at its boundary"] = share_test(mech, a, 0, 0.3, n=N, draws=DRAWS, rng=gen).reject
+    ya = mech.privatize(gen.choice(K, size=N, p=LAW), gen)
+    yb = mech.privatize(gen.choice(K, size=N, p=LAW), gen)
+    out["betting: goodness of fit (every report)"] = betting.sequential_fit_of_reports(mech, ya, LAW).reject
+    out["betting: homogeneity (every report)"] = betting.sequential_homogeneity_of_reports(mech, [ya, yb]).reject
+    out["betting: share at its boundary (every report)"] = betting.sequential_share_of_reports(mech, ya, 0, 0.3).reject
+    out["betting: m-ary, the true law rejected (every report)"] = bool(
+        betting.sequential_mary_test(mech, [LAW, UNIFORM], reports=ya).rejected[0]
+    )
+    r = betting.term_ranges(mech)
+    out["betting: independence (every pair)"] = betting.sequential_independence(
+        betting.report_terms(mech, ya), betting.report_terms(mech, yb), r, r
+    ).reject
     if mech.output_size is not None:
         out_law = np.asarray(mech.forward(LAW))
         looks_a = np.cumsum(gen.multinomial(N // 10, out_law, size=10), axis=0)
@@ -113,6 +129,21 @@ def main() -> None:
             "interval_low": lo,
             "interval_high": hi,
             "within": bool(lo <= rate <= hi),
+        }
+    )
+    top = float(np.max(np.abs(y)))
+    rate = float(np.mean([betting.sequential_mean_difference(g[0], g[1], low=-top, high=top).reject for g in y]))
+    rows.append(
+        {
+            "benchmark": "levels",
+            "case": "duchi betting mean difference",
+            "oracle": "duchi",
+            "test": "betting: mean difference (every pair)",
+            "reps": args.reps,
+            "rejection_rate": rate,
+            "interval_low": lo,
+            "interval_high": hi,
+            "within": bool(rate <= hi),
         }
     )
     report("levels", rows, args.out)

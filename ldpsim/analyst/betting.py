@@ -21,8 +21,8 @@ report range. Each null below says that some vector built from the reports has m
 
 The test bets on the next report: wealth ``K_n = prod_i (1 + lambda_i x_i . w_i)``, with the
 direction ``w_i`` (the running mean of the ``x`` seen before, normalised) and the stake
-``lambda_i`` (the predictable plug-in ``mean / (mean^2 + second moment)`` of Waudby-Smith and
-Ramdas 2023, capped at ``1 / (2 |w_i| . R)`` so that every factor is at least 1/2) fixed
+``lambda_i`` (the predictable plug-in ``mean / second moment`` in the manner of Waudby-Smith
+and Ramdas 2024, capped at ``1 / (2 |w_i| . R)`` so that every factor is at least 1/2) fixed
 before the report arrives. Under the null each factor has mean one given the past (at most
 one, for the one-sided share null), so ``K_n`` is a nonnegative (super)martingale started at
 one, and by Ville's inequality ``P(sup_n K_n >= 1 / alpha) <= alpha``: rejecting the first

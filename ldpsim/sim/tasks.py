@@ -76,6 +76,8 @@ class Task:
     Params: ClassVar[type[TaskParams]] = TaskParams
     #: whether the task needs individual reports (then the scenario must run in individual mode)
     needs_reports: ClassVar[bool] = False
+    #: whether the task is a hypothesis test (may be written as an ``[[analyst.tests]]`` table)
+    is_test: ClassVar[bool] = False
 
     def __init__(self, params: TaskParams, context: TaskContext) -> None:
         self.params = params
@@ -129,12 +131,33 @@ def register_task(cls: type[Task]) -> type[Task]:
     return cls
 
 
+#: the key a ``[[analyst.tests]]`` entry carries once it has joined ``[analyst] tasks`` (its
+#: index among the tests, so that errors name the table the user wrote)
+TEST_ENTRY = "__test__"
+
+
+def task_location(i: int, entry: dict[str, Any]) -> str:
+    """Where entry ``i`` of the task list came from: ``analyst.tasks[i]`` or ``analyst.tests[j]``."""
+    j = entry.get(TEST_ENTRY)
+    return f"analyst.tests[{j}]" if j is not None else f"analyst.tasks[{i}]"
+
+
+def hypothesis_test_kinds() -> list[str]:
+    """The task kinds that are hypothesis tests (what ``[[analyst.tests]]`` takes)."""
+    return sorted(kind for kind, cls in TASKS.items() if cls.is_test)
+
+
 def parse_task_params(entries: list[dict[str, Any]]) -> list[tuple[type[Task], TaskParams]]:
-    """Validate ``[[analyst.tasks]]`` entries; errors name ``analyst.tasks[i].key``."""
+    """Validate the task entries (``[analyst] tasks``, then ``[[analyst.tests]]``); errors
+    name the entry's key, ``analyst.tasks[i].key`` or ``analyst.tests[j].key``."""
     out = []
     for i, entry in enumerate(entries):
-        where = f"analyst.tasks[{i}]"
+        where = task_location(i, entry)
         kind = entry.get("kind")
+        if TEST_ENTRY in entry:
+            if not isinstance(kind, str) or kind not in hypothesis_test_kinds():
+                raise LdpSimError(f"{where}.kind: got {kind!r}, expected one of the tests {hypothesis_test_kinds()}")
+            entry = {key: value for key, value in entry.items() if key != TEST_ENTRY}
         if not isinstance(kind, str) or kind not in TASKS:
             raise LdpSimError(f"{where}.kind: got {kind!r}, expected one of {sorted(TASKS)}")
         cls = TASKS[kind]
@@ -156,18 +179,19 @@ def validate_tasks(
 ) -> None:
     """Check the task entries of a scenario against its mode, mechanism and answer labels."""
     for i, (cls, params) in enumerate(parse_task_params(entries)):
+        where = task_location(i, entries[i])
         if labels is not None:
             problem = cls.check_labels(params, [str(label) for label in labels])
             if problem is not None:
-                raise LdpSimError(f"analyst.tasks[{i}]: {problem}")
+                raise LdpSimError(f"{where}: {problem}")
         if cls.reads_reports(params, mechanism) and mode != "individual":
             raise LdpSimError(
-                f"analyst.tasks[{i}].kind: got {cls.kind!r} in {mode} mode, expected simulation.mode = 'individual' "
+                f"{where}.kind: got {cls.kind!r} in {mode} mode, expected simulation.mode = 'individual' "
                 "(this task reads individual reports)"
             )
         problem = cls.check(params, mechanism)
         if problem is not None:
-            raise LdpSimError(f"analyst.tasks[{i}].kind: got {cls.kind!r}, {problem}")
+            raise LdpSimError(f"{where}.kind: got {cls.kind!r}, {problem}")
 
 
 def rows_per_checkpoint(entries: list[dict[str, Any]], k: int) -> int:

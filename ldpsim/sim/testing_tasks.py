@@ -97,6 +97,8 @@ def _row(quantity: str, estimate: float, truth: float = math.nan, theory: float 
 class _HypothesisTask(Task):
     """Shared set-up: the marginals, log-ratios, divergences and the truth indicator."""
 
+    is_test = True
+
     @classmethod
     def check(cls, params: TaskParams, mechanism: FrequencyOracle) -> str | None:
         return _check_hypotheses(params, mechanism)
@@ -285,6 +287,8 @@ class _DecisionTask(Task):
     ``sequential`` version reads a finite mechanism's output counts (the likelihood mixtures
     of :mod:`ldpsim.analyst.hypotheses`); for any other oracle it bets on every report in
     arrival order (:mod:`ldpsim.analyst.betting`), in individual mode."""
+
+    is_test = True
 
     @classmethod
     def rows_per_checkpoint(cls, params: TaskParams, k: int) -> int:
@@ -561,6 +565,7 @@ class MaryTask(Task):
 
     kind = "mary"
     Params = MaryParams
+    is_test = True
 
     @classmethod
     def rows_per_checkpoint(cls, params: TaskParams, k: int) -> int:

@@ -137,3 +137,49 @@ def test_sequential_tests_on_every_oracle(tmp_path, mechanism):
     assert row("mary", "mary_decision")["estimate"] == 0.0 and row("mary", "mary_rejected")["estimate"] == 1.0
     assert {"fit_truth", "change"} <= set(end["task"])
     assert end.loc[end["quantity"] == "change_log_e_value", "estimate"].notna().all()
+
+
+def _with_tests(tmp_path, tables: str) -> str:
+    path = _scenario(tmp_path, '{ kind = "frequency", name = "shares" }')
+    text = open(path).read().replace("[simulation]", tables + "\n[simulation]")
+    open(path, "w").write(text)
+    return path
+
+
+def test_tests_may_be_written_as_tables_of_their_own(tmp_path):
+    """``[[analyst.tests]]`` entries are tasks of the one registry, after ``tasks``."""
+    tables = textwrap.dedent(
+        f"""
+        [[analyst.tests]]
+        kind = "goodness_of_fit"
+        reference = {TRUTH}
+        alpha = 0.01
+        draws = 99
+
+        [[analyst.tests]]
+        kind = "uniformity"
+        sequential = true
+        """
+    )
+    run = run_scenario(_with_tests(tmp_path, tables), out=tmp_path / "run", progress=False)
+    tasks = list(dict.fromkeys(run.results["task"]))
+    assert [t for t in tasks if t in ("shares", "goodness_of_fit", "uniformity")] == [
+        "shares",
+        "goodness_of_fit",
+        "uniformity",
+    ]
+    assert run.scenario.spec.analyst.tests[0]["alpha"] == 0.01
+
+
+@pytest.mark.parametrize(
+    "tables, match",
+    [
+        ('[[analyst.tests]]\nkind = "frequency"', r"analyst.tests\[0\].kind: got 'frequency', expected one of the"),
+        ('[[analyst.tests]]\nkind = "uniformity"\n[[analyst.tests]]\nkind = "share"', r"analyst.tests\[1\]\.answer"),
+        ('[[analyst.tests]]\nkind = "uniformity"\nalpha = 2.0', r"analyst.tests\[0\]\.alpha"),
+    ],
+)
+def test_a_bad_test_table_is_named(tmp_path, tables, match):
+    with pytest.raises(LdpSimError, match=match) as err:
+        load_scenario(_with_tests(tmp_path, tables))
+    assert "\n" not in str(err.value)

@@ -49,7 +49,7 @@ from ldpsim.sim.table import (
     read_scenario_table,
     table_population,
 )
-from ldpsim.sim.tasks import rows_per_checkpoint, validate_tasks
+from ldpsim.sim.tasks import rows_per_checkpoint, task_location, validate_tasks
 from ldpsim.sim.weights import parse_weight
 
 KIND = "survey"
@@ -340,13 +340,13 @@ def _tier_confidence(tasks: list[dict[str, Any]]) -> float:
     for i, entry in enumerate(tasks):
         if entry.get("kind") != "frequency":
             raise LdpSimError(
-                f"analyst.tasks[{i}].kind: got {show(entry.get('kind'))} with mechanism.tiers, expected "
+                f"{task_location(i, entry)}.kind: got {show(entry.get('kind'))} with mechanism.tiers, expected "
                 "'frequency' (the tiers' combined estimate)"
             )
         for key, default in (("estimator", "inversion"), ("interval", "normal"), ("simultaneous", False)):
             if key in entry and entry[key] != default:
                 raise LdpSimError(
-                    f"analyst.tasks[{i}].{key}: got {show(entry[key])} with mechanism.tiers, expected "
+                    f"{task_location(i, entry)}.{key}: got {show(entry[key])} with mechanism.tiers, expected "
                     f"{default!r} (the combined estimate and its normal interval)"
                 )
         if i == 0 and isinstance(entry.get("confidence"), float):

@@ -31,6 +31,7 @@ from ldpsim.sim.scenario.common import (
 )
 from ldpsim.sim.scenario.common import NetworkSpec as _Network
 from ldpsim.sim.scenario.common import SimulationSpec as _Simulation
+from ldpsim.sim.tasks import TEST_ENTRY
 from ldpsim.sim.weights import UnitWeight, Weight, sum_problem
 
 # --------------------------------------------------------------------- population
@@ -223,8 +224,28 @@ class CheckpointSpec(Model):
 
 
 class AnalystSpec(Model):
+    """``[analyst]``: when to look (``checkpoints``) and what to compute (``tasks``, each a
+    kind of the task registry). Hypothesis tests may also be written as tables of their own,
+    ``[[analyst.tests]]`` (kind, reference or groups, alpha, sequential): they are tasks of the
+    same registry and join ``tasks`` after its entries, their errors naming
+    ``analyst.tests[j]``."""
+
     checkpoints: CheckpointSpec = CheckpointSpec()
     tasks: list[dict[str, Any]] = Field(default_factory=lambda: [{"kind": "frequency"}])
+    tests: list[dict[str, Any]] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tests_are_tasks(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("tests"), list):
+            return data
+        tasks = data.get("tasks", [{"kind": "frequency"}])
+        if not isinstance(tasks, list) or not all(isinstance(t, dict) for t in [*tasks, *data["tests"]]):
+            return data  # the fields' own validation names what is wrong
+        # entries that joined before (a spec validated again) are replaced, not repeated
+        own = [t for t in tasks if TEST_ENTRY not in t]
+        joined = [{**t, TEST_ENTRY: j} for j, t in enumerate(data["tests"]) if TEST_ENTRY not in t]
+        return {**data, "tasks": [*own, *joined]}
     #: with answer-dependent loss: the analyst knows the response rates and reweights
     reweight: bool = False
 
