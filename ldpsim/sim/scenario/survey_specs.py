@@ -246,6 +246,7 @@ class AnalystSpec(Model):
         own = [t for t in tasks if TEST_ENTRY not in t]
         joined = [{**t, TEST_ENTRY: j} for j, t in enumerate(data["tests"]) if TEST_ENTRY not in t]
         return {**data, "tasks": [*own, *joined]}
+
     #: with answer-dependent loss: the analyst knows the response rates and reweights
     reweight: bool = False
 
