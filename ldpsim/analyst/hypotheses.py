@@ -79,6 +79,7 @@ __all__ = [
     "mean_difference_test",
     "sequential_goodness_of_fit",
     "sequential_homogeneity",
+    "sequential_independence_of_pairs",
     "sequential_share_test",
     "sequential_uniformity",
     "share_exponent",
@@ -642,6 +643,26 @@ def sequential_homogeneity(oracle: Any, groups: Sequence[ArrayLike], *, alpha: f
     total = float(pooled.sum())
     best = float(special.xlogy(pooled, pooled / total).sum()) if total > 0 else 0.0
     return SequentialResult("sequential homogeneity", sum(_dirichlet_mixture(g) for g in stats_) - best, a)
+
+
+def sequential_independence_of_pairs(joint: ArrayLike, *, alpha: float = 0.05) -> SequentialResult:
+    """Anytime-valid independence of two questions with finite mechanisms from the counts of
+    their pairs of outputs (``joint[y_a, y_b]``; each respondent's two reports are privatised
+    independently, so independent answers give independent outputs): the
+    Krichevsky-Trofimov mixture over every joint law of the pairs against the largest
+    likelihood of a product law, the product of the two margins' empirical laws. Every
+    null law of the outputs is a product law, so the denominator is at least the true one's
+    likelihood and the ratio keeps the level at every look."""
+    a = _alpha(alpha)
+    c = np.asarray(joint, dtype=np.float64)
+    if c.ndim != 2 or min(c.shape) < 2 or not np.all(np.isfinite(c)) or np.any(c < 0) or np.any(c != np.round(c)):
+        raise invalid("joint", f"shape {c.shape}", "a table of non-negative integer counts of output pairs")
+    n = float(c.sum())
+    if n == 0:
+        return SequentialResult("sequential independence", 0.0, a)
+    rows, cols = c.sum(axis=1), c.sum(axis=0)
+    best = float(special.xlogy(rows, rows / n).sum() + special.xlogy(cols, cols / n).sum())
+    return SequentialResult("sequential independence", _dirichlet_mixture(c.ravel()) - best, a)
 
 
 # ------------------------------------------------------------------------------ numeric: two means
