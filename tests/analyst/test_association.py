@@ -149,10 +149,10 @@ def test_errors_name_the_parameter(call, message):
 
 
 # ------------------------------------------------------------------------------ level and power
-def _numeric_pair(rng, n, eps, rho):
+def _numeric_pair(rng, n, eps, rho, kind="duchi"):
     """Two numbers in [-1, 1] with correlation about ``rho`` (independent at 0), each through
-    Duchi et al.'s mechanism with its own stream."""
-    duchi = catalog.build("duchi", eps=eps)
+    Duchi et al.'s mechanism (or ``kind``) with its own stream."""
+    duchi = catalog.build(kind, eps=eps)
     z = rng.normal(size=(n, 2))
     x = np.tanh(z[:, 0])
     y = np.tanh(rho * z[:, 0] + math.sqrt(1 - rho**2) * z[:, 1])
@@ -187,11 +187,15 @@ def test_wald_level_categorical_by_numeric(reps):
 
 
 def test_permutation_level_at_small_n():
-    """n = 30, 99 permutations each: the Monte Carlo p-value's level is exactly 0.05
-    (5 of 100 ranks), whatever the law of the terms."""
+    """n = 30 through the piecewise mechanism (continuous reports: no ties), 99 permutations
+    each: the Monte Carlo p-value's level is exactly 0.05 (5 of 100 ranks), whatever the law
+    of the terms. (Two-valued reports such as Duchi's tie often, and ties counted against
+    the null make the test conservative: 0.028 at n = 30 over 2,000 tests.)"""
     rng = np.random.default_rng(9)
     reps = 600
-    rejected = sum(association_test(*_numeric_pair(rng, 30, 0.5, 0.0), draws=99, rng=rng).reject for _ in range(reps))
+    rejected = sum(
+        association_test(*_numeric_pair(rng, 30, 0.5, 0.0, "piecewise"), draws=99, rng=rng).reject for _ in range(reps)
+    )
     lo, hi = _interval(reps, ALPHA)
     assert lo <= rejected <= hi, (rejected, lo, hi)
 
