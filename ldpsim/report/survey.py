@@ -834,6 +834,11 @@ def _tiers(results: pd.DataFrame) -> list[str]:
     ]
 
 
+def _df_text(df: float) -> str:
+    """`` (df 3)``, or nothing for a test without degrees of freedom (a calibrated one)."""
+    return "" if pd.isna(df) else f" (df {df:.0f})"
+
+
 def _crosstabs(scenario, results: pd.DataFrame) -> list[str]:
     """## Cross-tabulations: the tests of independence and the joint tables (questions only)."""
     tests = summary.crosstab_tests(results) if scenario.questions is not None else pd.DataFrame()
@@ -852,7 +857,8 @@ def _crosstabs(scenario, results: pd.DataFrame) -> list[str]:
         "the Wald chi-square test on the privatised reports (for other kinds, on the pairs of each report's "
         "unbiased term: n times the sum of the squared canonical correlations); `pearson`, Pearson's "
         "chi-square test (no continuity correction) on the true answers of the same respondents, the "
-        "non-private test; `answers`, the paired-terms test on the same respondents' true answers. "
+        "non-private test; `answers`, the paired-terms test on the same respondents' true answers; "
+        "`conditional`, the exact conditional test on the groups' output counts (a finite mechanism). "
         "association: the norm of the terms' cross-covariance, beside the true answers' "
         f"(rejection_rate: over {reps} replication(s)):",
         "",
@@ -1129,9 +1135,10 @@ def console(result: Any) -> list[str]:
                 ("LDP Wald", shown.get("ldp")),
                 ("Pearson on the true answers", shown.get("pearson")),
                 ("Wald on the true answers", shown.get("answers")),
+                ("exact conditional", shown.get("conditional")),
             )
             parts = [
-                f"{label} chi2 {r['statistic']:.4g} (df {r['df']:.0f}), p {r['p_value']:.3g}, "
+                f"{label} chi2 {r['statistic']:.4g}{_df_text(r['df'])}, p {r['p_value']:.3g}, "
                 f"{'rejects' if r['reject'] == 'yes' else 'does not reject'} {null}"
                 for label, r in labels
                 if r is not None and not pd.isna(r["statistic"])

@@ -599,6 +599,9 @@ def crosstab_tests(results: pd.DataFrame) -> pd.DataFrame:
     wide = tests[tests["replication"] == rep].pivot_table(
         index=["task", "category"], columns="what", values="estimate", sort=False, dropna=False
     )
+    # only the tests each task has (pivot_table with dropna=False crosses every task with every test)
+    have = pd.MultiIndex.from_frame(tests[["task", "category"]].drop_duplicates())
+    wide = wide[wide.index.isin(have)]
     rate = tests[tests["what"] == "reject"].groupby(["task", "category"], sort=False)["estimate"].mean()
     cells = x[(x["quantity"] == "joint") & (x["replication"] == rep)]
     err = (cells["estimate"] - cells["truth"]).abs().groupby(cells["task"], sort=False).max()

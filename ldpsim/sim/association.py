@@ -21,7 +21,12 @@ Rows at each checkpoint (task ``"a x b:crosstab"`` or ``"question by column:homo
 - ``association`` (category ``ldp``): the Frobenius norm of the terms' cross-covariance,
   a consistent estimate of the answers' own (the noises are independent and centred);
   truth: the same norm on the true answers' terms of the same respondents (0 without a
-  table: independent by construction).
+  table: independent by construction);
+- a homogeneity test of a question with a finite mechanism also writes the four
+  ``independence_*`` rows for category ``conditional``: the exact conditional test on the
+  groups' output counts (:func:`ldpsim.analyst.hypotheses.homogeneity`: Pearson's statistic
+  of the ``g x m`` table of output counts, calibrated on :data:`DRAWS` tables dealt out
+  with the same margins; df NaN), whose level is exact at every ``n``.
 
 A test that cannot be computed (fewer than three pairs, terms that do not vary) is NaN.
 """
@@ -34,7 +39,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldpsim.analyst.association import PairedSums, association_from_sums
+from ldpsim.analyst.hypotheses import homogeneity
 from ldpsim.errors import LdpSimError
+from ldpsim.mechanisms.finite import FiniteMechanism
+
+#: calibration draws of the conditional homogeneity test at each checkpoint
+DRAWS = 999
 
 
 class _Sums:
@@ -139,6 +149,14 @@ class GroupTermsTask:
         self.eye = np.eye(g)
         self.sums = _Sums(p, g)
         self.truth = _Sums(p, g)
+        # a finite mechanism: each group's output counts, for the exact conditional test
+        self.finite = isinstance(self.m, FiniteMechanism)
+        self.counts = np.zeros((g, self.m.output_size if self.finite else 0), np.int64)
+        self.rng = np.random.default_rng(0)
+
+    def start(self, rng: np.random.Generator) -> None:
+        """The stream of the conditional test's calibration draws."""
+        self.rng = rng
 
     @property
     def n(self) -> int:
@@ -148,9 +166,25 @@ class GroupTermsTask:
         """The question's reports heard and the same respondents' table rows."""
         if not len(y):
             return
-        indicator = self.eye[self.group[rows]]
+        group = self.group[rows]
+        indicator = self.eye[group]
         self.sums.add(self.q.design_units(self.m, y), indicator)
         self.truth.add(self.q.design_truth(rows), indicator)
+        if self.finite:
+            m = self.counts.shape[1]
+            self.counts += np.bincount(group * m + np.asarray(y, np.int64), minlength=self.counts.size).reshape(
+                self.counts.shape
+            )
 
     def at_checkpoint(self) -> list[dict[str, Any]]:
-        return _rows(self.sums, self.truth, self.alpha, "homogeneity", zero_truth=False)
+        out = _rows(self.sums, self.truth, self.alpha, "homogeneity", zero_truth=False)
+        if self.finite:
+            stat = p = np.nan
+            heard = self.counts[self.counts.sum(axis=1) > 0]  # groups with no report yet are left out
+            if heard.shape[0] >= 2:
+                res = homogeneity(self.m, list(heard), alpha=self.alpha, draws=DRAWS, rng=self.rng)
+                stat, p = res.statistic, res.p_value
+            reject = float(p <= self.alpha) if not np.isnan(p) else np.nan
+            for quantity, value in (("statistic", stat), ("df", np.nan), ("p_value", p), ("reject", reject)):
+                out.append({**_row(f"independence_{quantity}", "conditional", value), "method": "conditional"})
+        return out

@@ -234,6 +234,8 @@ class Replication:
             ]
         )
         self.groups = [] if qs is None else [GroupTermsTask(h, qs.questions, self.mechs) for h in qs.homogeneity]
+        for group, child in zip(self.groups, task_seq.spawn(len(self.groups))):  # after the tasks' streams
+            group.start(np.random.default_rng(child))
         # questions with item non-response (questions[i].loss): their indices, in order
         self._item_loss = (
             [] if self.questions is None else [j for j, q in enumerate(self.questions.questions) if q.loss is not None]

@@ -152,6 +152,41 @@ def test_engine_rows_are_the_analysts_test_on_the_stored_reports(tmp_path):
     assert _end(rows, homo, "independence_statistic", "answers") == pytest.approx(truth.statistic, abs=1e-8)
 
 
+def test_a_finite_mechanism_also_gets_the_exact_conditional_test(tmp_path):
+    """A categorical question through 3-ary randomized response across three groups, the
+    144 rows as they are: the ``conditional`` statistic is Pearson's on the groups' output
+    counts and the ``ldp`` one the Wald test on randomized response's terms (e_y - q) /
+    (p - q), both written here from the stored reports and the CSV's groups."""
+    _write_product(tmp_path, "answer", "group", seed=4)
+    text = _text(
+        ["answer"],
+        'homogeneity = [{ question = "answer", by = "group" }]',
+        size="",
+        extra="[server]\nkeep_reports = true",
+    )
+    sc = parse_scenario(text, str(tmp_path / "s.toml"))
+    rep = Replication(sc, 0, 11)
+    rows = rep.run()
+    y, _ = rep.servers[0].stored_reports()
+    with (tmp_path / "t.csv").open(newline="") as f:
+        groups = np.array([r["group"] for r in csv.DictReader(f)])
+    table = np.array([[np.sum((groups == g) & (y == o)) for o in range(3)] for g in ("east", "north", "south")])
+    expected = table.sum(1, keepdims=True) * table.sum(0, keepdims=True) / table.sum()
+    pearson = float(((table - expected) ** 2 / expected).sum())
+    task = "answer by group:homogeneity"
+    assert _end(rows, task, "independence_statistic", "conditional") == pytest.approx(pearson, rel=1e-10)
+    assert 0 < _end(rows, task, "independence_p_value", "conditional") <= 1
+    e = np.exp(1.0)  # eps = total / 1 question
+    p, q = e / (e + 2), 1 / (e + 2)
+    units = (np.eye(3)[y] - q) / (p - q)
+    want = group_homogeneity(units, groups, method="wald")
+    assert _end(rows, task, "independence_statistic") == pytest.approx(want.statistic, rel=1e-8)
+    assert _end(rows, task, "independence_df") == want.df == 4  # rank 2 x (3 - 1)
+    # the terms are affine in the one-hot outputs, so n times Pillai's trace is Pearson's
+    # statistic of the groups x outputs table: the two tests differ only in calibration
+    assert want.statistic == pytest.approx(pearson, rel=1e-9)
+
+
 def test_a_run_reports_the_tests_in_summary_and_metadata(tmp_path):
     _write_product(tmp_path, "x", "group", seed=2)
     text = _text(
