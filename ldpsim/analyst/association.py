@@ -18,7 +18,7 @@ are left out: the pseudo-inverses keep the eigenvalues above ``RTOL`` times the 
 Under independence ``sqrt(n) vec C`` is asymptotically normal with covariance ``S_b (x)
 S_a``, so ``T`` is asymptotically chi-square with ``rank(S_a) rank(S_b)`` degrees of
 freedom: the classical test of independence of two sets of variates (Anderson 2003,
-ch. 12), here on privatised terms.
+ch. 9), here on privatised terms.
 
 **Calibration.**
 
@@ -123,7 +123,10 @@ def _alpha(alpha: Any) -> float:
 
 
 def _units(units: ArrayLike, name: str) -> NDArray[np.float64]:
-    u = np.asarray(units, dtype=np.float64)
+    try:
+        u = np.asarray(units, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise invalid(name, units, "numbers, one row (or one number) per report") from None
     if u.ndim == 1:
         u = u[:, None]
     if u.ndim != 2 or u.shape[1] < 1 or not np.all(np.isfinite(u)):
@@ -167,7 +170,10 @@ def association_from_sums(sums: PairedSums, *, alpha: float = 0.05, test: str = 
     a = _alpha(alpha)
     if sums.n < 3:
         raise invalid("sums.n", sums.n, "at least 3 paired reports")
-    sa, sb, c = sums.covariances()
+    with np.errstate(over="ignore", invalid="ignore"):
+        sa, sb, c = sums.covariances()
+    if not (np.all(np.isfinite(sa)) and np.all(np.isfinite(sb)) and np.all(np.isfinite(c))):
+        raise invalid("sums", "sums that are not finite", "finite sums of terms of moderate size")
     wa, wb = whitener(sa), whitener(sb)
     _degenerate(wa.shape[1], wb.shape[1])
     statistic = float(sums.n * np.sum((wa.T @ c @ wb) ** 2))
@@ -194,7 +200,12 @@ def association_test(
     ua, ub = _pair(units_a, units_b)
     n = ua.shape[0]
     za, zb = ua - ua.mean(axis=0), ub - ub.mean(axis=0)
-    wa, wb = whitener(za.T @ za / n), whitener(zb.T @ zb / n)
+    with np.errstate(over="ignore", invalid="ignore"):
+        ca, cb = za.T @ za / n, zb.T @ zb / n
+    for name, cov in (("units_a", ca), ("units_b", cb)):
+        if not np.all(np.isfinite(cov)):
+            raise LdpSimError(f"{name}: got terms whose covariance overflows, expected terms of moderate size")
+    wa, wb = whitener(ca), whitener(cb)
     _degenerate(wa.shape[1], wb.shape[1])
     xa, xb = za @ wa, zb @ wb  # whitened: x^T x / n = I
     cross = za.T @ zb / n
@@ -221,7 +232,10 @@ def group_indicator(groups: ArrayLike) -> tuple[NDArray[np.float64], list[Any]]:
     g = np.asarray(groups)
     if g.ndim != 1:
         raise invalid("groups", f"shape {g.shape}", "one group label per report")
-    labels, codes = np.unique(g, return_inverse=True)
+    try:
+        labels, codes = np.unique(g, return_inverse=True)
+    except TypeError:
+        raise invalid("groups", groups, "labels of one type (all text or all numbers)") from None
     if labels.size < 2:
         raise invalid("groups", [x.item() if hasattr(x, "item") else x for x in labels], "at least two groups")
     return np.eye(labels.size)[codes.ravel()], labels.tolist()

@@ -140,6 +140,9 @@ def test_homogeneity_is_association_with_the_group_indicator():
         (lambda: association_test([[np.nan]] * 4, np.arange(4.0)), "units_a: got 'shape (4, 1)'"),
         (lambda: group_homogeneity(np.arange(5.0), ["a"] * 5), "groups: got ['a'], expected at least two"),
         (lambda: group_homogeneity(np.arange(5.0), ["a", "b"] * 3), "groups: got '6 labels'"),
+        (lambda: group_homogeneity(np.arange(4.0), [1, "a", None, 2]), "groups: got [1, 'a', None, 2]"),
+        (lambda: association_test("abc", np.arange(3.0)), "units_a: got 'abc'"),
+        (lambda: association_test([1e308, -1e308, 1, 2], np.arange(4.0), method="wald"), "covariance overflows"),
     ],
 )
 def test_errors_name_the_parameter(call, message):
