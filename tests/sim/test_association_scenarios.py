@@ -25,7 +25,7 @@ from ldpsim.analyst import association_test, group_homogeneity
 from ldpsim.errors import LdpSimError
 from ldpsim.sim import parse_scenario, run_scenario
 from ldpsim.sim.association import GroupTermsTask, PairedTermsTask
-from ldpsim.sim.engine import Replication
+from ldpsim.sim.engine import Replication, merge_shards, plan_shards, run_replication, run_shard
 from tests.stats_checks import FALSE_FAILURE
 
 ALPHA = 0.05
@@ -211,6 +211,25 @@ def test_a_run_reports_the_tests_in_summary_and_metadata(tmp_path):
     assert "## Other analyst tasks" not in summary
     meta = (result.run_dir / "metadata.json").read_text()
     assert "paired_crosstabs" in meta and "x by group:homogeneity" in meta
+
+
+def test_shards_give_the_same_rows(tmp_path):
+    """The sums travel with the reports, so a replication cut into shards writes the same
+    rows as one run whole."""
+    _write_product(tmp_path, "x", "group", seed=8)
+    text = _text(
+        ["answer", "x"],
+        'crosstabs = [{ rows = "answer", columns = "x" }]\nhomogeneity = [{ question = "x", by = "group" }]',
+        size="size = 3000",
+    ).replace('name = "answer"', 'name = "answer"\ncolumn = "group"')
+    text = text.replace('labels = ["a", "b", "c"]', 'labels = ["east", "north", "south"]')
+    text = text.replace("[simulation]", "[simulation]\nbatch_size = 500")
+    sc = parse_scenario(text, str(tmp_path / "s.toml"))
+    whole = run_replication(sc, 0, 5)
+    bounds = plan_shards(sc, 0, 5, 3)
+    assert len(bounds) == 3
+    assert whole.equals(merge_shards(sc, 0, 5, [run_shard(sc, 0, 5, lo, hi) for lo, hi in bounds]))
+    assert "x by group:homogeneity" in set(whole["task"])
 
 
 # ------------------------------------------------------------------------------ level under a true null
