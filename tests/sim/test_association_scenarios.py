@@ -232,6 +232,29 @@ def test_shards_give_the_same_rows(tmp_path):
     assert "x by group:homogeneity" in set(whole["task"])
 
 
+def test_homogeneity_hears_what_its_question_hears(tmp_path):
+    """Under one_random, and with item non-response, a test of homogeneity uses the reports
+    its question receives: its pairs are the question's own n_received."""
+    _write_product(tmp_path, "answer", "group", seed=3)
+    text = _text(
+        ["answer"],
+        'homogeneity = [{ question = "answer", by = "group" }, { question = "other", by = "group" }]',
+        size="size = 3000",
+    )
+    text = text.replace(
+        "[arrivals]",
+        '[[questions]]\nname = "other"\ncolumn = "answer"\nlabels = ["a", "b", "c"]\nmechanism = { kind = "oue" }\n'
+        'loss = { by_answer = { "a" = 0.5 } }\n[arrivals]',
+    ).replace('strategy = "split"', 'strategy = "one_random"')
+    rows = Replication(parse_scenario(text, str(tmp_path / "s.toml")), 0, 3).run()
+    end = rows[rows["reason"] == "end"]
+    for q in ("answer", "other"):
+        heard = end[end["task"] == f"{q}:frequency"]["n_received"].iloc[0]
+        pairs = end[end["task"] == f"{q} by group:homogeneity"]["n_received"]
+        assert set(pairs) == {heard} and 0 < heard < 3000
+    assert end[end["task"] == "other:frequency"]["n_received"].iloc[0] < 1500  # half its a's left out
+
+
 # ------------------------------------------------------------------------------ level under a true null
 PAIRS = [("x", "y"), ("news", "answer"), ("apps", "x")]
 
