@@ -1,5 +1,12 @@
 """The analyst: functions of privatised reports or counts (never of how they were made)."""
 
+from ldpsim.analyst.association import (
+    AssociationResult,
+    PairedSums,
+    association_from_sums,
+    association_test,
+    group_homogeneity,
+)
 from ldpsim.analyst.consistency import base_cut, base_cut_threshold, norm_sub
 from ldpsim.analyst.crosstab import (
     CrossTab,
@@ -48,6 +55,11 @@ from ldpsim.analyst.testing import (
 from ldpsim.analyst.tiers import TierDesign, TierEstimate, combine_tiers, inverse_variance_weights, tier_design
 
 __all__ = [
+    "AssociationResult",
+    "PairedSums",
+    "association_from_sums",
+    "association_test",
+    "group_homogeneity",
     "CrossTab",
     "IndependenceTest",
     "crosstab_estimate",

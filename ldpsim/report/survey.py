@@ -834,28 +834,37 @@ def _tiers(results: pd.DataFrame) -> list[str]:
     ]
 
 
+def _df_text(df: float) -> str:
+    """`` (df 3)``, or nothing for a test without degrees of freedom (a calibrated one)."""
+    return "" if pd.isna(df) else f" (df {df:.0f})"
+
+
 def _crosstabs(scenario, results: pd.DataFrame) -> list[str]:
     """## Cross-tabulations: the tests of independence and the joint tables (questions only)."""
     tests = summary.crosstab_tests(results) if scenario.questions is not None else pd.DataFrame()
     if tests.empty:
         return []
     reps = scenario.spec.simulation.replications
+    cells = summary.crosstab_cells(results)
     return [
         "## Cross-tabulations",
         "",
-        "Two questions answered by the same respondents (`split`): the joint table estimated from the pairs "
-        "of reports through the product of the two mechanisms (projected onto the simplex; the interval is "
-        "that of the unbiased estimate; exact_se: the exact standard error at the truth). Tests of "
-        "independence at the end of replication 0: `ldp`, the Wald chi-square test on the privatised reports; "
-        "`pearson`, Pearson's chi-square test (no continuity correction) on the true answers of the same "
-        f"respondents, the non-private test (rejection_rate: over {reps} replication(s)):",
+        "Two questions answered by the same respondents (`split`), or a question against the groups of a "
+        "column of the table (`:homogeneity`: do the groups answer alike?). Two categorical questions with "
+        "finite mechanisms: the joint table estimated from the pairs of reports through the product of the "
+        "two mechanisms (projected onto the simplex; the interval is that of the unbiased estimate; exact_se: "
+        "the exact standard error at the truth). Tests of independence at the end of replication 0: `ldp`, "
+        "the Wald chi-square test on the privatised reports (for other kinds, on the pairs of each report's "
+        "unbiased term: n times the sum of the squared canonical correlations); `pearson`, Pearson's "
+        "chi-square test (no continuity correction) on the true answers of the same respondents, the "
+        "non-private test; `answers`, the paired-terms test on the same respondents' true answers; "
+        "`conditional`, the exact conditional test on the groups' output counts (a finite mechanism). "
+        "association: the norm of the terms' cross-covariance, beside the true answers' "
+        f"(rejection_rate: over {reps} replication(s)):",
         "",
         _md_table(tests),
         "",
-        "The joint tables at the end (replication 0):",
-        "",
-        _md_table(summary.crosstab_cells(results)),
-        "",
+        *(["The joint tables at the end (replication 0):", "", _md_table(cells), ""] if not cells.empty else []),
     ]
 
 
@@ -1120,16 +1129,26 @@ def console(result: Any) -> list[str]:
     if tests is not None and not tests.empty:
         for task, g in tests.groupby("task", sort=False):
             shown = {row["test"]: row for _, row in g.iterrows()}
-            parts = [
-                f"{label} chi2 {r['statistic']:.4g} (df {r['df']:.0f}), p {r['p_value']:.3g}, "
-                f"{'rejects' if r['reject'] == 'yes' else 'does not reject'} independence"
-                for label, r in (("LDP Wald", shown.get("ldp")), ("Pearson on the true answers", shown.get("pearson")))
-                if r is not None
-            ]
-            say(
-                f"{task}: {plural(int(g['n_received'].iloc[0]), 'pair')}, max |estimate - truth| "
-                f"{g['max_abs_error'].iloc[0]:.5f}; " + "; ".join(parts)
+            groups = str(task).endswith(summary.HOMOGENEITY)
+            null, what = ("homogeneity", "report") if groups else ("independence", "pair")
+            labels = (
+                ("LDP Wald", shown.get("ldp")),
+                ("Pearson on the true answers", shown.get("pearson")),
+                ("Wald on the true answers", shown.get("answers")),
+                ("exact conditional", shown.get("conditional")),
             )
+            parts = [
+                f"{label} chi2 {r['statistic']:.4g}{_df_text(r['df'])}, p {r['p_value']:.3g}, "
+                f"{'rejects' if r['reject'] == 'yes' else 'does not reject'} {null}"
+                for label, r in labels
+                if r is not None and not pd.isna(r["statistic"])
+            ]
+            n = g["n_received"].iloc[0]
+            err = g["max_abs_error"].iloc[0]
+            head = f"{task}: {plural(int(n), what) if not pd.isna(n) else f'no {what}s'}"
+            if not pd.isna(err):
+                head += f", max |estimate - truth| {err:.5f}"
+            say(head + "; " + ("; ".join(parts) if parts else "no test yet"))
     totals = summary.engine_totals(result.results).set_index("quantity")["mean"]
     say(
         f"reports received {totals.get('received', 0):,.0f}, lost {totals.get('lost', 0):,.0f}, "

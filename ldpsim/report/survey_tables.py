@@ -308,10 +308,14 @@ def final_means(results: pd.DataFrame) -> pd.DataFrame:
 
 #: The suffix of the task names of cross-tabulations (``"rows x columns:crosstab"``).
 CROSSTAB = ":crosstab"
+#: The suffix of the tests of homogeneity across groups (``"question by column:homogeneity"``).
+HOMOGENEITY = ":homogeneity"
 
 
 def _is_crosstab(rows: pd.DataFrame) -> pd.Series:
-    return rows["task"].astype(str).str.endswith(CROSSTAB)
+    """Cross-tabulations and tests of homogeneity: tests of independence, their own tables."""
+    task = rows["task"].astype(str)
+    return task.str.endswith(CROSSTAB) | task.str.endswith(HOMOGENEITY)
 
 
 #: Quantities of answer-dependent non-response (shown in their own table).
@@ -565,13 +569,27 @@ def nonresponse_table(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def crosstab_tests(results: pd.DataFrame) -> pd.DataFrame:
-    """Cross-tabulations at the last checkpoint of replication 0: per task and test (``ldp``:
-    the Wald test on the privatised reports; ``pearson``: Pearson's on the same respondents'
-    true answers), the statistic, df, p-value and decision, with the pairs received and the
-    largest |estimate - truth| of the joint table; and over replications the share that
-    rejected independence."""
+    """Cross-tabulations and tests of homogeneity at the last checkpoint of replication 0:
+    per task and test (``ldp``: the Wald test on the privatised reports; ``pearson``:
+    Pearson's on the same respondents' true answers; ``answers``: the test on paired terms
+    run on the true answers' terms), the statistic, df, p-value and decision, with the pairs
+    received and the largest |estimate - truth| of the joint table (finite path) or the
+    estimated and true cross-covariance norms (``association``, ``true_association``: tests
+    on paired terms); and over replications the share that rejected independence."""
     x = results[_is_crosstab(results) & (results["reason"] == "end")]
-    cols = ["task", "test", "n_received", "statistic", "df", "p_value", "reject", "rejection_rate", "max_abs_error"]
+    cols = [
+        "task",
+        "test",
+        "n_received",
+        "statistic",
+        "df",
+        "p_value",
+        "reject",
+        "rejection_rate",
+        "max_abs_error",
+        "association",
+        "true_association",
+    ]
     if x.empty:
         return pd.DataFrame(columns=cols)
     rep = x["replication"].min()
@@ -581,13 +599,21 @@ def crosstab_tests(results: pd.DataFrame) -> pd.DataFrame:
     wide = tests[tests["replication"] == rep].pivot_table(
         index=["task", "category"], columns="what", values="estimate", sort=False, dropna=False
     )
+    # only the tests each task has (pivot_table with dropna=False crosses every task with every test)
+    have = pd.MultiIndex.from_frame(tests[["task", "category"]].drop_duplicates())
+    wide = wide[wide.index.isin(have)]
     rate = tests[tests["what"] == "reject"].groupby(["task", "category"], sort=False)["estimate"].mean()
     cells = x[(x["quantity"] == "joint") & (x["replication"] == rep)]
     err = (cells["estimate"] - cells["truth"]).abs().groupby(cells["task"], sort=False).max()
-    n = cells.groupby("task", sort=False)["n_received"].first()
+    first = tests[tests["replication"] == rep]
+    n = first.groupby("task", sort=False)["n_received"].first()
+    assoc = x[(x["quantity"] == "association") & (x["replication"] == rep)].set_index("task")
     out = wide.join(rate.rename("rejection_rate")).reset_index().rename(columns={"category": "test"})
     out["n_received"] = out["task"].map(n)
     out["max_abs_error"] = out["task"].map(err)
+    ldp = out["test"] == "ldp"
+    out["association"] = out["task"].map(assoc["estimate"]).where(ldp)
+    out["true_association"] = out["task"].map(assoc["truth"]).where(ldp)
     out["reject"] = out["reject"].map(lambda v: "" if pd.isna(v) else ("yes" if v else "no"))
     return out[cols]
 

@@ -57,6 +57,7 @@ from numpy.typing import NDArray
 from ldpsim._deprecate import renamed
 from ldpsim.errors import LdpSimError
 from ldpsim.report.survey_tables import RESULT_COLUMNS
+from ldpsim.sim.association import GroupTermsTask, PairedTermsTask
 from ldpsim.sim.attackers import Campaign
 from ldpsim.sim.design import DesignAccumulator
 from ldpsim.sim.scenario.survey import HYPERGEOMETRIC_LIMIT, Scenario, arrival_horizon
@@ -222,6 +223,19 @@ class Replication:
             )
             m = (self.mechs[xt.first].output_size, self.mechs[xt.second].output_size)
             self.crosstabs.append((xt, task, np.zeros(m[0] * m[1], np.int64), np.zeros(qa.k * qb.k, np.int64)))
+        # [analyst] crosstabs of other pairs (their paired terms' sums) and [analyst] homogeneity
+        qs = self.questions
+        self.paired = (
+            []
+            if qs is None
+            else [
+                PairedTermsTask(xt.name, xt.first, xt.second, qs.questions, self.mechs, xt.alpha, qs.rows is not None)
+                for xt in qs.paired
+            ]
+        )
+        self.groups = [] if qs is None else [GroupTermsTask(h, qs.questions, self.mechs) for h in qs.homogeneity]
+        for group, child in zip(self.groups, task_seq.spawn(len(self.groups))):  # after the tasks' streams
+            group.start(np.random.default_rng(child))
         # questions with item non-response (questions[i].loss): their indices, in order
         self._item_loss = (
             [] if self.questions is None else [j for j, q in enumerate(self.questions.questions) if q.loss is not None]
@@ -237,6 +251,9 @@ class Replication:
                 for (name, m), q in zip(scenario.mechanisms, self.questions.questions)  # type: ignore[union-attr]
             ]
         )
+        # each respondent's table row travels last beside their reports (design, homogeneity,
+        # the true answers of the paired cross-tabulations)
+        self._rows_travel = qs is not None and qs.rows is not None and bool(self.design or self.groups or self.paired)
         self.rows: list[dict[str, Any]] = []
         self.sent = self.lost = self.in_flight = 0
         self.messages = 0  # reports received (a respondent's answers to several questions travel as one)
@@ -526,7 +543,7 @@ class Replication:
             out.append(xs[xt.first] * qs.questions[xt.second].k + xs[xt.second])
         for j in self._item_loss:  # item non-response: whether the message keeps question j's report
             out.append(rng.random(size) >= qs.questions[j].loss[xs[j]])
-        if self.design:  # the respondents' rows (their weights, strata and PSUs), last
+        if self._rows_travel:  # the respondents' rows (their weights, strata, PSUs and groups), last
             out.append(rows)
         return out, pick
 
@@ -662,8 +679,17 @@ class Replication:
                 acc.add(ys[-1], y)
             elif m.any():
                 acc.add(ys[-1][m], y[m])
+        rows = ys[-1] if self._rows_travel else None
+        for group in self.groups:
+            m = masks[group.question]
+            if m is None:
+                group.add(ys[group.question], rows)  # type: ignore[arg-type]
+            elif m.any():
+                group.add(ys[group.question][m], rows[m])  # type: ignore[index]
         if picks is None:  # split: the cross-tabulated questions have no item non-response
             self._pairs(ys)
+            for pair in self.paired:
+                pair.add(ys[pair.first], ys[pair.second], rows)
 
     def _observe(self, question: int, t: NDArray[np.float64], y: NDArray[Any]) -> None:
         """Fake reports the tasks of ``question`` see one by one (the analyst cannot tell)."""
@@ -801,6 +827,9 @@ class Replication:
             n = cps[xt.first].n_received
             for row in task.at_checkpoint(n, joint.copy(), true_joint.copy()):
                 self.rows.append({**base, "n_received": n, "task": task.name, **row})
+        for other in [*self.paired, *self.groups]:  # n_received: the pairs (reports and groups) received
+            for row in other.at_checkpoint():
+                self.rows.append({**base, "n_received": other.n, "task": other.name, **row})
 
     def _engine_rows(self) -> None:
         """Book-keeping at the end: clients sent, reports lost, in flight, received, stored."""

@@ -149,18 +149,18 @@ def test_a_run_reports_the_crosstab_in_summary_and_metadata(tmp_path):
             {
                 "crosstabs": '[{ rows = "age", columns = "vote" }]',
                 "total": 6.0,
-                "extra_question": '[[questions]]\nname = "age"\ntype = "numeric"\nrange = [18, 100]\nmechanism = { '
-                'kind = "piecewise" }',
+                "extra_question": '[[questions]]\nname = "age"\ntype = "numeric"\nrange = [18, 100]\nvariance = true'
+                '\nmechanism = { kind = "piecewise" }',
             },
-            "analyst.crosstabs[0].rows: got 'age', a numeric question",
+            "analyst.crosstabs[0].rows: got 'age', a numeric question without an unbiased term per report",
         ),
         (
             {
-                "crosstabs": '[{ rows = "party_id", columns = "vote" }]',
+                "crosstabs": '[{ rows = "party_id", columns = "vote" }, { rows = "party_id", columns = "vote" }]',
                 "total": 6.0,
                 "extra_question": '[[questions]]\nname = "party_id"\nmechanism = { kind = "oue" }',
             },
-            "analyst.crosstabs[0].rows: got 'party_id', whose mechanism",
+            "analyst.crosstabs[1]: got 'party_id' x 'vote' twice",
         ),
         (
             {"crosstabs": '[{ rows = "vote", columns = "vote" }]'},

@@ -70,7 +70,9 @@ class Question(ABC):
     kind: ClassVar[str]
     #: which catalog mechanisms the kind accepts, in words
     accepts: ClassVar[str]
-    #: whether the question can be one side of an ``[analyst] crosstabs`` entry
+    #: whether the question can be one side of an ``[analyst] crosstabs`` entry through the
+    #: product of two finite mechanisms (its joint table); any question with design units
+    #: (:meth:`design_units`) can be one side of a test of independence on paired terms
     crosstabs: ClassVar[bool] = False
     #: whether aggregate mode can run the kind at all (then :meth:`aggregate_problem` says
     #: whether it can with a given mechanism)

@@ -71,6 +71,32 @@ class Crosstab:
 
 
 @dataclass(frozen=True)
+class PairedCrosstab:
+    """A cross-tabulation beyond the finite path (``[analyst] crosstabs[index]``): two
+    questions whose kinds give each report an unbiased term, tested for independence on the
+    pairs of terms (no joint table)."""
+
+    name: str  # "rows x columns:crosstab"
+    first: int
+    second: int
+    alpha: float
+    index: int  # the entry of analyst.crosstabs
+
+
+@dataclass(frozen=True)
+class GroupTest:
+    """``[analyst] homogeneity``: a question against the groups of a table column (the
+    column's distinct values, in order; each table row's group)."""
+
+    name: str  # "question by column:homogeneity"
+    question: int
+    column: str
+    labels: tuple[str, ...]
+    group: NDArray[np.int64]
+    alpha: float
+
+
+@dataclass(frozen=True)
 class QuestionSet:
     """The questions of a scenario, the budget, and the exact accounting of both strategies."""
 
@@ -95,6 +121,10 @@ class QuestionSet:
     plan: pd.DataFrame | None = None
     #: ``[population] weight``, ``strata``, ``psu``: the design of the table's rows
     design: SurveyDesign | None = None
+    #: ``[analyst] crosstabs`` tested on paired unbiased terms (pairs beyond the finite path)
+    paired: tuple[PairedCrosstab, ...] = ()
+    #: ``[analyst] homogeneity``: questions tested across the groups of a table column
+    homogeneity: tuple[GroupTest, ...] = ()
 
     @property
     def types(self) -> int:
@@ -149,6 +179,8 @@ class QuestionSet:
                 for j, q in enumerate(self.questions)
             ],
             **({"crosstabs": [c.name for c in self.crosstabs]} if self.crosstabs else {}),
+            **({"paired_crosstabs": [c.name for c in self.paired]} if self.paired else {}),
+            **({"homogeneity": [h.name for h in self.homogeneity]} if self.homogeneity else {}),
         }
 
     def privacy_eps(self, j: int) -> float:
@@ -216,11 +248,12 @@ def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
             "(reweighting corrects answer-dependent item non-response)"
         )
     privacy, variance = _accounting(built, eps_of, size)
-    crosstabs = _crosstabs(spec, built)
+    crosstabs, paired = _crosstabs(spec, built)
+    groups = _homogeneity(spec, built, table)
     design = _design(spec, table, built) if pop.designed else None
     types: tuple[Any, ...] = (None, None, None)
     if spec.simulation.mode == "aggregate":
-        _check_aggregate(spec, built, crosstabs)
+        _check_aggregate(spec, built, crosstabs, paired)
         if table is not None:
             types = _types(built)
     return QuestionSet(
@@ -240,6 +273,8 @@ def build_questions(spec: QuestionsScenarioSpec, where: str) -> QuestionSet:
         type_prior=types[2],
         plan=plan,
         design=design,
+        paired=paired,
+        homogeneity=groups,
     )
 
 
@@ -345,9 +380,15 @@ def with_optimal_plan(spec: QuestionsScenarioSpec, qs: QuestionSet, where: str) 
     return build_questions(spec.model_copy(update={"budget": budget, "questions": questions}), where)
 
 
-def _check_aggregate(spec: QuestionsScenarioSpec, built: list[Question], crosstabs: tuple[Crosstab, ...]) -> None:
+def _check_aggregate(
+    spec: QuestionsScenarioSpec,
+    built: list[Question],
+    crosstabs: tuple[Crosstab, ...],
+    paired: tuple[PairedCrosstab, ...] = (),
+) -> None:
     """Aggregate mode: categorical questions whose mechanisms have an exact aggregate law,
-    each in at most one cross-tabulation (one line naming the key otherwise)."""
+    each in at most one cross-tabulation of the finite path (one line naming the key
+    otherwise)."""
     for i, q in enumerate(built):
         if not q.aggregate:
             key = spec.questions[i].kind_key
@@ -361,6 +402,12 @@ def _check_aggregate(spec: QuestionsScenarioSpec, built: list[Question], crossta
                 f"questions[{i}].mechanism.kind: got {spec.questions[i].mechanism.get('kind')!r} in aggregate "
                 f"mode ({problem}), expected simulation.mode = 'individual'"
             )
+    for pt in paired:
+        raise LdpSimError(
+            f"analyst.crosstabs[{pt.index}]: got {built[pt.first].name!r} x {built[pt.second].name!r} in "
+            "aggregate mode, expected simulation.mode = 'individual' (outside two categorical or ordinal "
+            "questions with finite mechanisms, the test needs each respondent's pair of reports)"
+        )
     seen: dict[int, int] = {}
     for c, xt in enumerate(crosstabs):
         for key, j in (("rows", xt.first), ("columns", xt.second)):
@@ -385,10 +432,14 @@ def _types(built: list[Question]) -> tuple[NDArray[np.int64], NDArray[np.int64],
     return type_codes, row_type, prior
 
 
-def _crosstabs(spec: QuestionsScenarioSpec, built: list[Question]) -> tuple[Crosstab, ...]:
-    """``[analyst] crosstabs``: two categorical questions with finite mechanisms each, under
-    ``split``; their product mechanism (built here: the analyst never builds mechanisms) and
-    their true joint table."""
+def _crosstabs(
+    spec: QuestionsScenarioSpec, built: list[Question]
+) -> tuple[tuple[Crosstab, ...], tuple[PairedCrosstab, ...]]:
+    """``[analyst] crosstabs``, under ``split``: two categorical or ordinal questions with
+    finite mechanisms each go through their product mechanism (built here: the analyst never
+    builds mechanisms) with their true joint table; any other pair of questions whose kinds
+    give each report an unbiased term (:meth:`Question.design_units`) is tested on the pairs
+    of terms."""
     entries = spec.analyst.crosstabs
     if entries and spec.budget.runs_as != "split":
         raise LdpSimError(
@@ -398,6 +449,7 @@ def _crosstabs(spec: QuestionsScenarioSpec, built: list[Question]) -> tuple[Cros
         )
     names = [q.name for q in built]
     out: list[Crosstab] = []
+    paired: list[PairedCrosstab] = []
     for i, entry in enumerate(entries):
         at = f"analyst.crosstabs[{i}]"
         index = []
@@ -407,26 +459,30 @@ def _crosstabs(spec: QuestionsScenarioSpec, built: list[Question]) -> tuple[Cros
                 raise LdpSimError(f"{at}.{key}: got {name!r}, expected the name of a question ({', '.join(names)})")
             j = names.index(name)
             q = built[j]
-            if not q.crosstabs:
-                raise LdpSimError(
-                    f"{at}.{key}: got {name!r}, a {q.kind} question, expected a categorical or ordinal one"
-                )
             if q.loss is not None:
                 raise LdpSimError(
                     f"{at}.{key}: got {name!r}, a question with a loss by answer, expected a question "
                     "without item non-response (not yet cross-tabulated)"
-                )
-            mech = q.mechanisms["split"]
-            if not isinstance(mech, FiniteMechanism):
-                raise LdpSimError(
-                    f"{at}.{key}: got {name!r}, whose mechanism {mech!r} has no finite matrix, expected a "
-                    "question with a finite mechanism (one output symbol per report)"
                 )
             index.append(j)
         a, b = index
         if a == b:
             raise LdpSimError(f"{at}.columns: got {entry.columns!r}, expected a question other than rows")
         qa, qb = built[a], built[b]
+        if f"{qa.name} x {qb.name}:crosstab" in [x.name for x in out] + [x.name for x in paired]:
+            raise LdpSimError(f"{at}: got {qa.name!r} x {qb.name!r} twice, expected each cross-tabulation once")
+        finite = [q.crosstabs and isinstance(q.mechanisms["split"], FiniteMechanism) for q in (qa, qb)]
+        if not all(finite):
+            for key, j in (("rows", a), ("columns", b)):
+                problem = built[j].design_problem(built[j].mechanisms["split"])
+                if problem is not None:
+                    raise LdpSimError(
+                        f"{at}.{key}: got {built[j].name!r}, a {built[j].kind} question without an unbiased "
+                        f"term per report ({problem}), expected a question whose reports have one, or two "
+                        "categorical questions with finite mechanisms"
+                    )
+            paired.append(PairedCrosstab(f"{qa.name} x {qb.name}:crosstab", a, b, entry.alpha, i))
+            continue
         try:
             # both finite (checked above)
             first, second = cast(FiniteMechanism, qa.mechanisms["split"]), cast(FiniteMechanism, qb.mechanisms["split"])
@@ -439,10 +495,57 @@ def _crosstabs(spec: QuestionsScenarioSpec, built: list[Question]) -> tuple[Cros
         else:  # answers drawn from each question's own law: independent
             truth = np.outer(qa.prior, qb.prior)
         truth.setflags(write=False)
-        name = f"{qa.name} x {qb.name}:crosstab"
-        if name in [c.name for c in out]:
-            raise LdpSimError(f"{at}: got {qa.name!r} x {qb.name!r} twice, expected each cross-tabulation once")
-        out.append(Crosstab(name, a, b, mech, truth, entry.alpha))
+        out.append(Crosstab(f"{qa.name} x {qb.name}:crosstab", a, b, mech, truth, entry.alpha))
+    return tuple(out), tuple(paired)
+
+
+def _homogeneity(spec: QuestionsScenarioSpec, built: list[Question], table: Table | None) -> tuple[GroupTest, ...]:
+    """``[analyst] homogeneity``: each entry's question (one whose reports have an unbiased
+    term each) and the groups of its ``by`` column of the table (individual mode: each
+    respondent's row travels beside their reports)."""
+    names = [q.name for q in built]
+    out: list[GroupTest] = []
+    for i, entry in enumerate(spec.analyst.homogeneity):
+        at = f"analyst.homogeneity[{i}]"
+        if entry.question not in names:
+            raise LdpSimError(
+                f"{at}.question: got {entry.question!r}, expected the name of a question ({', '.join(names)})"
+            )
+        j = names.index(entry.question)
+        q = built[j]
+        problem = q.design_problem(q.mechanisms[spec.budget.runs_as])
+        if problem is not None:
+            raise LdpSimError(
+                f"{at}.question: got {q.name!r}, a {q.kind} question without an unbiased term per report "
+                f"({problem}), expected a question whose reports have one"
+            )
+        if table is None:
+            raise LdpSimError(
+                f"{at}.by: got {entry.by!r} without population.file, expected a column of the population's "
+                "table (the groups are the table's respondents)"
+            )
+        if spec.simulation.mode != "individual":
+            raise LdpSimError(
+                f"{at}: got {spec.simulation.mode!r} mode, expected simulation.mode = 'individual' (each "
+                "respondent's group travels beside their reports)"
+            )
+        try:
+            values = np.asarray(table.column(entry.by), dtype=object)
+        except LdpSimError as exc:
+            raise LdpSimError(f"{at}.by: {exc}") from None
+        labels, group = np.unique(values.astype(str), return_inverse=True)
+        if labels.size < 2:
+            raise LdpSimError(
+                f"{at}.by: got {entry.by!r}, a column with the single value {str(labels[0])!r}, expected a "
+                "column with at least two groups"
+            )
+        name = f"{q.name} by {entry.by}:homogeneity"
+        if name in [h.name for h in out]:
+            raise LdpSimError(f"{at}: got {q.name!r} by {entry.by!r} twice, expected each test once")
+        group = np.asarray(group, dtype=np.int64).ravel()
+        group.setflags(write=False)
+        shown = tuple("(blank)" if lab == "" else str(lab) for lab in labels)
+        out.append(GroupTest(name, j, entry.by, shown, group, entry.alpha))
     return tuple(out)
 
 

@@ -461,8 +461,11 @@ class BudgetSpec(Model):
 
 
 class CrosstabSpec(Model):
-    """One ``[analyst] crosstabs`` entry: two categorical questions whose joint table and
-    independence the analyst estimates from the pairs of reports (``split`` only)."""
+    """One ``[analyst] crosstabs`` entry: two questions whose independence the analyst tests
+    from the pairs of reports (``split`` only): two categorical or ordinal questions with
+    finite mechanisms through the product mechanism (also their joint table), any other
+    pair whose kinds give each report an unbiased term through the test on paired terms
+    (:func:`ldpsim.analyst.association_from_sums`)."""
 
     rows: Annotated[str, Field(min_length=1, max_length=50)]
     columns: Annotated[str, Field(min_length=1, max_length=50)]
@@ -470,10 +473,23 @@ class CrosstabSpec(Model):
     alpha: float = Field(0.05, gt=0, lt=1, allow_inf_nan=False)
 
 
+class HomogeneitySpec(Model):
+    """One ``[analyst] homogeneity`` entry: do the groups of respondents of a column of the
+    population's table (``by``: gender, region; not privatised) answer ``question`` alike?
+    Tested on the question's unbiased terms per report against the groups' indicator."""
+
+    question: Annotated[str, Field(min_length=1, max_length=50)]
+    by: Annotated[str, Field(min_length=1, max_length=200)]
+    #: the level of the test
+    alpha: float = Field(0.05, gt=0, lt=1, allow_inf_nan=False)
+
+
 class QuestionsAnalystSpec(AnalystSpec):
-    """``[analyst]`` of a scenario with questions: also the cross-tabulations."""
+    """``[analyst]`` of a scenario with questions: also the cross-tabulations and the tests
+    of homogeneity across the groups of a table column."""
 
     crosstabs: Annotated[list[CrosstabSpec], Field(max_length=MAX_QUESTIONS)] = Field(default_factory=list)
+    homogeneity: Annotated[list[HomogeneitySpec], Field(max_length=MAX_QUESTIONS)] = Field(default_factory=list)
 
 
 class QuestionsScenarioSpec(ScenarioSpec):
