@@ -978,7 +978,8 @@ def replay_reports(run_dir: str | os.PathLike[str], folder: str | os.PathLike[st
         raise LdpSimError(f"run_dir: got {str(run)!r}, expected a run folder with its metadata.json ({exc})") from None
     if meta.get("kind", "survey") != "survey" or meta.get("mode") != "individual":
         raise LdpSimError(
-            f"run_dir: got a {meta.get('kind')} run in {meta.get('mode')} mode, expected a survey run in individual mode"
+            f"run_dir: got a {meta.get('kind')} run in {meta.get('mode')} mode, "
+            "expected a survey run in individual mode"
         )
     replications = int(meta["replications"])
     if not (isinstance(replication, int) and 0 <= replication < replications):
