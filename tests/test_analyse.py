@@ -235,6 +235,30 @@ def test_the_raw_byte_reader_and_the_chunked_reader_agree(tmp_path):
     np.testing.assert_array_equal(end.all.statistic, fast.all.statistic)
 
 
+def test_the_raw_byte_reader_of_symbols_counts_every_report_across_its_blocks(tmp_path):
+    # more than two blocks of bytes: lines cut at the block boundaries are carried over
+    values = np.random.default_rng(38).integers(0, 64, 1_500_000)
+    text = "\n".join(values.astype(str).tolist())
+    path = tmp_path / "symbols.csv"
+    path.write_bytes(b"report\n" + text.encode() + b"\n")
+    assert path.stat().st_size > 2 * deploy._BLOCK
+    built = deploy.build("randomized_response:k=64,eps=1")
+    got = deploy.collect(path, built, column=None, show_progress=False)
+    assert got.fast and got.all.n == values.size
+    np.testing.assert_array_equal(got.all.statistic, np.bincount(values, minlength=64))
+    path.write_bytes(b"report\n007\n" + text.encode())  # a leading zero, no final newline
+    got = deploy.collect(path, built, column=None, show_progress=False)
+    assert got.fast and got.all.n == values.size + 1
+    np.testing.assert_array_equal(got.all.statistic, np.bincount(np.append(values, 7), minlength=64))
+    # an irregular line goes to the chunked reader, which names it
+    path.write_bytes(b"report\n" + text.encode() + b"\n64\n")
+    with pytest.raises(deploy.LdpSimError, match=f"row {values.size + 1}, column 'report': got '64'"):
+        deploy.collect(path, built, column=None, show_progress=False)
+    path.write_bytes(b"report\r\n1\r\n2\r\n")
+    got = deploy.collect(path, built, column=None, show_progress=False)
+    assert not got.fast and got.all.n == 2
+
+
 # --------------------------------------------------------------------------- malformed files
 BAD = [
     ("randomized_response:k=3,eps=1", "report\n0\n1,2\n", "row 2: got 2 fields, expected 1"),
