@@ -550,26 +550,22 @@ _DIGITS = 18
 
 
 def _integer_lines(buf: bytes) -> NDArray[np.int64] | None:
-    """The integers of ``buf``, lines of 1 to 18 ASCII digits each ending in ``\n``, parsed
-    with numpy (no Python per row); None at anything else (an empty line, a sign, a ``\r``)."""
+    """The integers of ``buf``, lines of 1 to 18 ASCII digits each ending in ``\\n``, parsed
+    with numpy (no Python per row: one pass per digit position over the lines); None at
+    anything else (an empty line, a sign, a ``\\r``)."""
     a = np.frombuffer(buf, dtype=np.uint8)
-    newline = a == 10
-    ends = np.flatnonzero(newline)
-    digits = a.astype(np.int64) - 48
-    if not ((digits[~newline] >= 0) & (digits[~newline] <= 9)).all():
+    ends = np.flatnonzero(a == 10)
+    if np.count_nonzero((a < 48) | (a > 57)) != ends.size:  # anything but digits and newlines
         return None
-    starts = np.empty_like(ends)
-    starts[0] = 0
-    starts[1:] = ends[:-1] + 1
-    width = ends - starts
-    if width.min() < 1 or width.max() > _DIGITS:
+    width = np.diff(ends, prepend=-1) - 1
+    top = int(width.max())
+    if width.min() < 1 or top > _DIGITS:
         return None
-    # each digit's power of ten: its distance to the end of its line
-    line_end = np.repeat(ends, width + 1)
-    power = line_end - np.arange(a.size) - 1
-    power[newline] = 0
-    digits[newline] = 0
-    return np.add.reduceat(digits * (10 ** np.minimum(power, _DIGITS)), starts)
+    values = np.zeros(ends.size, dtype=np.int64)
+    for d in range(top):  # the digit d places before each line's end, where the line has one
+        digit = a[np.maximum(ends - 1 - d, 0)].astype(np.int64) - 48
+        values += np.where(width > d, digit, 0) * (10**d)
+    return values
 
 
 def _fast_symbols(path: Path, column: str, top: int, mech: Any, show: bool) -> Sums | None:
@@ -1068,9 +1064,8 @@ def replay_reports(run_dir: str | os.PathLike[str], folder: str | os.PathLike[st
     rep = Replication(kept, replication, int(meta["seed"]))  # as the run ran it (runs.run_study)
     rep.run()
     names = [name for name, _ in scenario.mechanisms]
-    labels = (
-        [list(q.labels) for q in scenario.questions.questions] if scenario.questions is not None else [scenario.labels]
-    )
+    questions = scenario.questions.questions if scenario.questions is not None else [scenario] * len(names)
+    labels = [getattr(q, "labels", None) for q in questions]  # one mechanism, or several compared: the scenario's
     files: dict[str, bytes] = {}
     seed = int(meta["seed"])
     title = f"{meta.get('scenario', 'run')}-replication-{replication}"
@@ -1081,7 +1076,7 @@ def replay_reports(run_dir: str | os.PathLike[str], folder: str | os.PathLike[st
         f"seed = {seed}",
     ]
     for j, (name, server) in enumerate(zip(names, rep.servers)):
-        if not isinstance(server, Server):
+        if not isinstance(server, Server) or labels[j] is None:
             raise LdpSimError(f"run_dir: question {name!r} keeps no reports (a numeric question keeps their moments)")
         built = catalog_mechanism(server.mechanism)
         reports, _ = server.stored_reports()
@@ -1096,7 +1091,7 @@ def replay_reports(run_dir: str | os.PathLike[str], folder: str | os.PathLike[st
             f"name = {_toml_string(name)}",
             f"reports = {_toml_string(file)}",
             f"mechanism = {_toml_string(built.spec)}",
-            f"labels = [{', '.join(_toml_string(str(x)) for x in labels[j])}]",
+            f"labels = [{', '.join(_toml_string(str(x)) for x in labels[j] or ())}]",
         ]
     files["analysis.toml"] = ("\n".join(toml) + "\n").encode("utf-8")
     with OutputFolder(folder, option="folder") as out:
