@@ -568,9 +568,25 @@ def _integer_lines(buf: bytes) -> NDArray[np.int64] | None:
     return values
 
 
+def _blocks(f: IO[bytes]) -> Iterator[tuple[bytes, int]]:
+    """``(whole lines, bytes read)`` of ``f`` in blocks of about :data:`_BLOCK` bytes, a
+    line cut at a block's end carried into the next; the last line gets its newline."""
+    rest = b""
+    while True:
+        block = f.read(_BLOCK)
+        if not block:
+            if rest:
+                yield (rest if rest.endswith(b"\n") else rest + b"\n"), 0
+            return
+        buf = rest + block
+        cut = buf.rfind(b"\n") + 1
+        buf, rest = buf[:cut], buf[cut:]
+        yield buf, len(block)
+
+
 def _fast_symbols(path: Path, column: str, top: int, mech: Any, show: bool) -> Sums | None:
     """The statistic of a file of one column of output symbols, integers ``0..top-1`` one
-    per line ending in ``\n``, read as raw bytes in blocks; None at the first irregularity
+    per line ending in ``\\n``, read as raw bytes in blocks; None at the first irregularity
     (the chunked reader then reads the file and names the bad row)."""
     with open_input(path) as f:
         head = f.readline()
@@ -579,33 +595,89 @@ def _fast_symbols(path: Path, column: str, top: int, mech: Any, show: bool) -> S
         size = max(1, os.path.getsize(path))
         sums = Sums()
         out: NDArray[np.int64] | None = None
-        rest = b""
         with _progress.bar(size, "analyse", "B", show=show):
-            while True:
-                block = f.read(_BLOCK)
-                buf = rest + block
-                if not block:
-                    if not buf:
-                        break
-                    if not buf.endswith(b"\n"):
-                        buf += b"\n"  # the last line without its newline
-                    rest = b""
-                else:
-                    cut = buf.rfind(b"\n") + 1
-                    buf, rest = buf[:cut], buf[cut:]
-                    if not buf:
-                        continue
+            for buf, read in _blocks(f):
+                if not buf:
+                    continue
                 values = _integer_lines(buf)
                 if values is None or values.max() >= top:
                     return None
                 stat = np.asarray(mech.statistic(values), dtype=np.int64)
                 out = stat if out is None else out + stat
                 sums.n += int(values.size)
-                _progress.advance(len(block))
-                if not block:
-                    break
+                _progress.advance(read)
         sums.statistic = out
         return sums if sums.n else None
+
+
+#: Longest group label (bytes) the raw-bytes reader of bit strings with groups takes.
+_LABEL_BYTES = 256
+
+
+def _bits_and_labels(buf: bytes, k: int) -> tuple[NDArray[np.uint8], NDArray[Any]] | None:
+    """Lines ``BITS,LABEL`` of ``buf``: the ``k`` bits of each (the characters ``0``/``1``,
+    48/49) and its label as bytes
+    (1 to :data:`_LABEL_BYTES` bytes, no comma, quote, carriage return or NUL); None at
+    anything else."""
+    a = np.frombuffer(buf, dtype=np.uint8)
+    ends = np.flatnonzero(a == 10)
+    if ends.size == 0 or np.count_nonzero(a == 44) != ends.size or np.count_nonzero((a == 34) | (a == 13) | (a == 0)):
+        return None
+    starts = np.empty_like(ends)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    sizes = ends - starts - k - 1  # the label's bytes
+    if sizes.min() < 1 or sizes.max() > _LABEL_BYTES or not (a[starts + k] == 44).all():
+        return None
+    bits = a[starts[:, None] + np.arange(k)]
+    if bits.min() < 48 or bits.max() > 49:
+        return None
+    width = int(sizes.max())
+    at = starts[:, None] + k + 1 + np.arange(width)
+    inside = np.arange(width) < sizes[:, None]
+    labels = np.where(inside, a[np.minimum(at, a.size - 1)], 0).astype(np.uint8)
+    return bits, np.ascontiguousarray(labels).view(f"S{width}").ravel()
+
+
+def _fast_bits_groups(path: Path, column: str, groups: str, k: int, show: bool) -> tuple[Sums, dict[str, Sums]] | None:
+    """The statistic of a file of two columns, bit strings then a group label, read as raw
+    bytes: all reports' and each group's (first-seen order); None at the first irregularity
+    (a quoted field, a label that is not UTF-8: the chunked reader then reads the file)."""
+    with open_input(path) as f:
+        head = f.readline().decode("utf-8", "replace").strip().removeprefix("\ufeff")
+        if head != f"{column},{groups}":
+            return None
+        everyone = Sums(statistic=np.zeros(k, dtype=np.int64))
+        found: dict[bytes, Sums] = {}
+        with _progress.bar(max(1, os.path.getsize(path)), "analyse", "B", show=show):
+            for buf, read in _blocks(f):
+                if not buf:
+                    continue
+                parsed = _bits_and_labels(buf, k)
+                if parsed is None:
+                    return None
+                bits, labels = parsed
+                names, first, codes = np.unique(labels, return_index=True, return_inverse=True)
+                order = np.argsort(codes, kind="stable")
+                bounds = np.searchsorted(codes[order], np.arange(names.size))
+                sizes = np.diff(np.append(bounds, codes.size))
+                # sums of the characters (a block has fewer than 2^31 / 49 lines), less 48 per line
+                per_group = np.add.reduceat(bits[order], bounds, axis=0, dtype=np.int32).astype(np.int64)
+                per_group -= 48 * sizes[:, None]
+                for j in np.argsort(first, kind="stable"):  # first-seen order
+                    name = bytes(names[j])
+                    if name not in found:
+                        if len(found) >= MAX_GROUPS:
+                            return None  # the chunked reader says so
+                        found[name] = Sums(statistic=np.zeros(k, dtype=np.int64))
+                    found[name].add(per_group[j], None, int(sizes[j]))
+                everyone.add(per_group.sum(axis=0), None, int(codes.size))
+                _progress.advance(read)
+    try:
+        out = {name.decode("utf-8"): sums for name, sums in found.items()}
+    except UnicodeDecodeError:
+        return None
+    return (everyone, out) if everyone.n else None
 
 
 def collect(
@@ -649,6 +721,11 @@ def collect(
         sums = _fast_bits(path, col, fmt.width, mech, show_progress)
         if sums is not None:
             return Collected(built, fmt, sums, fast=True)
+    if fast and fmt.kind == "bits" and header == [col, groups] and weights is None:
+        assert groups is not None
+        both = _fast_bits_groups(path, col, groups, fmt.width, show_progress)
+        if both is not None:
+            return Collected(built, fmt, both[0], both[1], fast=True)
     if fast and fmt.kind == "symbol" and len(header) == 1 and groups is None and weights is None:
         sums = _fast_symbols(path, col, fmt.width, mech, show_progress)
         if sums is not None:

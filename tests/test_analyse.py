@@ -259,6 +259,31 @@ def test_the_raw_byte_reader_of_symbols_counts_every_report_across_its_blocks(tm
     assert not got.fast and got.all.n == 2
 
 
+def test_the_raw_byte_reader_of_bit_strings_with_groups_gives_every_group_its_statistic(tmp_path):
+    rng = np.random.default_rng(39)
+    n, k = 50_000, 64
+    bits = (rng.random((n, k)) < 0.3).astype(np.uint8)
+    names = np.array(["Some college", "Bachelor's degree", "8 grades or less", "caf\u00e9"])
+    groups = names[rng.integers(0, 4, n)]
+    lines = ["".join(map(str, row)) + "," + g for row, g in zip(bits.tolist(), groups)]
+    path = tmp_path / "g.csv"
+    path.write_text("report,school\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    assert path.stat().st_size > deploy._BLOCK  # more than one block
+    built = deploy.build(f"oue:k={k},eps=1")
+    got = deploy.collect(path, built, column=None, groups="school", show_progress=False)
+    assert got.fast and got.all.n == n
+    np.testing.assert_array_equal(got.all.statistic, bits.sum(axis=0))
+    first_seen = list(dict.fromkeys(groups.tolist()))
+    assert list(got.groups) == first_seen
+    for g in first_seen:
+        assert got.groups[g].n == int((groups == g).sum())
+        np.testing.assert_array_equal(got.groups[g].statistic, bits[groups == g].sum(axis=0))
+    # a quoted label goes to the chunked reader, which reads it as CSV
+    path.write_text("report,school\n" + "\n".join(lines[:-1]) + "\n" + lines[-1].split(",")[0] + ',"a,b"\n')
+    slow = deploy.collect(path, built, column=None, groups="school", show_progress=False)
+    assert not slow.fast and "a,b" in slow.groups and slow.all.n == n
+
+
 # --------------------------------------------------------------------------- malformed files
 BAD = [
     ("randomized_response:k=3,eps=1", "report\n0\n1,2\n", "row 2: got 2 fields, expected 1"),
