@@ -8,8 +8,10 @@ reports file (``--file``, kept: made only when missing), then times
   simulated run's estimation step computes (best of ``--repeat``);
 - from the file: ``ldpsim analyse`` as a separate process (``/usr/bin/time -v`` for its peak
   resident memory), and :func:`ldpsim.deploy.collect` alone in this process;
-- the chunked reader on the same file (``collect(fast=False)``: what ``--groups`` and
-  ``--weights`` read), once;
+- the chunked reader on the same file (``collect(fast=False)``: what ``--weights`` reads,
+  and any irregular file), once;
+- the first 10^6 reports with a group column: the raw-bytes reader of ``report,group``
+  lines (``--groups``) and the chunked reader;
 - randomized response at the same ``k`` (a file of one integer per line): the estimation
   step in memory, ``collect`` and the command.
 
@@ -112,6 +114,23 @@ def main() -> None:
     chunked = time.perf_counter() - t0
     np.testing.assert_array_equal(slow.all.statistic, stat)
 
+    # with a group column (report,group: the raw-bytes reader with groups, and the chunked reader), on 10^6 reports
+    m = min(args.n, 1_000_000)
+    rows = np.empty((m, args.k + 3), dtype=np.uint8)
+    rows[:, : args.k] = bits[:m] + 48
+    rows[:, args.k] = ord(",")
+    rows[:, args.k + 1] = np.random.default_rng(4).integers(ord("A"), ord("F"), m)
+    rows[:, args.k + 2] = 10
+    g_path = Path(str(path) + ".groups.csv")
+    g_path.write_bytes(b"report,group\n" + rows.tobytes())
+    timed = {}
+    for fast in (True, False):
+        t0 = time.perf_counter()
+        g_got = deploy.collect(g_path, built, column=None, groups="group", show_progress=False, fast=fast)
+        timed[fast] = time.perf_counter() - t0
+        assert g_got.fast == fast and len(g_got.groups) == 5
+    g_path.unlink()
+
     # randomized response at the same k: one integer per line, read by the raw-bytes reader of symbols
     rr_spec = f"randomized_response:k={args.k},eps=1"
     rr = deploy.build(rr_spec).mechanism
@@ -142,6 +161,7 @@ def main() -> None:
     print(f"from the file: read, estimate, test, render {best_work:4.2f} s  ({best_work / best_memory:.1f}x)")
     print(f"from the file: ldpsim analyse (process)  {best_command:7.2f} s  ({best_command / best_memory:.1f}x)")
     print(f"from the file: the chunked reader        {chunked:7.2f} s  ({chunked / best_memory:.1f}x)")
+    print(f"with a group column, {m:,} reports: raw bytes {timed[True]:.2f} s, chunked reader {timed[False]:.2f} s")
     print(f"randomized response, k = {args.k} ({rr_size / 1e6:.0f} MB file):")
     print(f"in memory: statistic + invert            {rr_memory:7.2f} s")
     print(f"from the file: deploy.collect            {rr_collect:7.2f} s  ({rr_collect / rr_memory:.1f}x)")
