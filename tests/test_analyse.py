@@ -609,3 +609,10 @@ def test_analyse_on_a_run_s_own_reports_gives_the_run_s_estimates(tmp_path):
     assert line.startswith("ldpsim: error: --out:"), line
     with pytest.raises(deploy.LdpSimError, match="replication: got 2, expected an integer in 0..1"):
         deploy.replay_reports(tmp_path / "run", tmp_path / "replay2", 2)
+
+
+def test_ldpsim_run_refuses_an_analysis_file_and_says_which_command_reads_it(tmp_path):
+    path = example(tmp_path)
+    line = one_line(run_cli("run", path, "--out", tmp_path / "run"))
+    assert "kind: got 'analysis', expected one of 'survey'" in line and f"ldpsim analyse {path}" in line
+    assert not (tmp_path / "run").exists()
