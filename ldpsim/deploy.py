@@ -1106,10 +1106,11 @@ def replay_reports(run_dir: str | os.PathLike[str], folder: str | os.PathLike[st
 
     The replication is run again from the run's scenario.toml and seed with ``[server]
     keep_reports = true``: a replication is a function of (scenario, seed, index), and keeping
-    the reports changes none of its rows (tests/test_analyse.py checks the estimates against
-    the run's results.csv). Individual mode, questions of frequency oracles (a numeric
-    question's server keeps moments, not reports), no attackers and no privacy tiers. The
-    files are written whole at the end; ``folder`` must be new or empty."""
+    the reports changes none of its draws, so none of its estimates (only the engine's count
+    of stored reports; tests/test_analyse.py checks the estimates against the run's
+    results.csv). Individual mode, questions of frequency oracles (a numeric question's
+    server keeps moments, not reports), no attackers and no privacy tiers. The files are
+    written whole at the end; ``folder`` must be new or empty."""
     # deferred: the simulation (SimPy) and the run layer, only to replay a run
     from ldpsim._files import OutputFolder
     from ldpsim.runs import read_metadata  # deferred: as above
