@@ -7,7 +7,13 @@ reports file (``--file``, kept: made only when missing), then times
 - in memory: ``mechanism.statistic(reports)`` and ``invert`` on the reports array, what a
   simulated run's estimation step computes (best of ``--repeat``);
 - from the file: ``ldpsim analyse`` as a separate process (``/usr/bin/time -v`` for its peak
-  resident memory), and :func:`ldpsim.deploy.collect` alone in this process.
+  resident memory), and :func:`ldpsim.deploy.collect` alone in this process;
+- the chunked reader on the same file (``collect(fast=False)``: what ``--weights`` reads,
+  and any irregular file), once;
+- the first 10^6 reports with a group column: the raw-bytes reader of ``report,group``
+  lines (``--groups``) and the chunked reader;
+- randomized response at the same ``k`` (a file of one integer per line): the estimation
+  step in memory, ``collect`` and the command.
 
     python benchmarks/bench_analyse.py --n 10000000 --k 64 --file /tmp/oue64.csv
 """
@@ -101,11 +107,65 @@ def main() -> None:
         best_memory = min(best_memory, time.perf_counter() - t0)
     np.testing.assert_array_equal(stat, got.all.statistic)
     mine = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+    # the chunked reader on the same file (what --groups or --weights read), once
+    t0 = time.perf_counter()
+    slow = deploy.collect(path, built, column=None, show_progress=False, fast=False)
+    chunked = time.perf_counter() - t0
+    np.testing.assert_array_equal(slow.all.statistic, stat)
+
+    # with a group column (report,group: the raw-bytes reader with groups, and the chunked reader), on 10^6 reports
+    m = min(args.n, 1_000_000)
+    rows = np.empty((m, args.k + 3), dtype=np.uint8)
+    rows[:, : args.k] = bits[:m] + 48
+    rows[:, args.k] = ord(",")
+    rows[:, args.k + 1] = np.random.default_rng(4).integers(ord("A"), ord("F"), m)
+    rows[:, args.k + 2] = 10
+    g_path = Path(str(path) + ".groups.csv")
+    g_path.write_bytes(b"report,group\n" + rows.tobytes())
+    timed = {}
+    for fast in (True, False):
+        t0 = time.perf_counter()
+        g_got = deploy.collect(g_path, built, column=None, groups="group", show_progress=False, fast=fast)
+        timed[fast] = time.perf_counter() - t0
+        assert g_got.fast == fast and len(g_got.groups) == 5
+    g_path.unlink()
+
+    # randomized response at the same k: one integer per line, read by the raw-bytes reader of symbols
+    rr_spec = f"randomized_response:k={args.k},eps=1"
+    rr = deploy.build(rr_spec).mechanism
+    symbols = rr.privatize(np.random.default_rng(2).integers(0, args.k, args.n), np.random.default_rng(3))
+    rr_path = Path(str(path) + ".rr.csv")
+    rr_path.write_bytes(b"report\n" + "\n".join(symbols.astype(str).tolist()).encode() + b"\n")
+    rr_memory = rr_collect = rr_command = float("inf")
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        rr_stat = rr.statistic(symbols)
+        rr.invert(rr_stat / args.n)
+        rr_memory = min(rr_memory, time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        rr_got = deploy.collect(rr_path, deploy.build(rr_spec), column=None, show_progress=False)
+        rr_collect = min(rr_collect, time.perf_counter() - t0)
+        with tempfile.TemporaryDirectory() as tmp:
+            cmd = [sys.executable, "-m", "ldpsim", "analyse", str(rr_path), "--mechanism", rr_spec, "--seed", "1"]
+            t0 = time.perf_counter()
+            subprocess.run([*cmd, "--out", str(Path(tmp) / "a")], capture_output=True, env=env, check=True)
+            rr_command = min(rr_command, time.perf_counter() - t0)
+    assert rr_got.fast
+    np.testing.assert_array_equal(rr_got.all.statistic, rr_stat)
+    rr_size = rr_path.stat().st_size
+    rr_path.unlink()
     print(f"n = {args.n:,} OUE reports, k = {args.k} ({path.stat().st_size / 1e6:.0f} MB file)")
     print(f"in memory: statistic + invert            {best_memory:7.2f} s  (best of {args.repeat})")
     print(f"from the file: deploy.collect            {best_collect:7.2f} s  ({best_collect / best_memory:.1f}x)")
     print(f"from the file: read, estimate, test, render {best_work:4.2f} s  ({best_work / best_memory:.1f}x)")
     print(f"from the file: ldpsim analyse (process)  {best_command:7.2f} s  ({best_command / best_memory:.1f}x)")
+    print(f"from the file: the chunked reader        {chunked:7.2f} s  ({chunked / best_memory:.1f}x)")
+    print(f"with a group column, {m:,} reports: raw bytes {timed[True]:.2f} s, chunked reader {timed[False]:.2f} s")
+    print(f"randomized response, k = {args.k} ({rr_size / 1e6:.0f} MB file):")
+    print(f"in memory: statistic + invert            {rr_memory:7.2f} s")
+    print(f"from the file: deploy.collect            {rr_collect:7.2f} s  ({rr_collect / rr_memory:.1f}x)")
+    print(f"from the file: ldpsim analyse (process)  {rr_command:7.2f} s  ({rr_command / rr_memory:.1f}x)")
     print(
         f"peak memory of ldpsim analyse: {peak / 1024:.0f} MB; "
         f"of this process (reports in memory): {mine / 1024:.0f} MB"

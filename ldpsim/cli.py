@@ -424,8 +424,15 @@ def _build_parser() -> argparse.ArgumentParser:
         "with intervals; numeric mechanisms: the mean), tests.csv (uniformity; with --groups homogeneity), "
         "analysis.json, summary.md and report.html.",
     )
-    ana.add_argument("reports", metavar="REPORTS", help="a CSV file of reports with a header row")
-    ana.add_argument("--mechanism", required=True, metavar="SPEC", help="the catalog spec the reports were made with")
+    ana.add_argument(
+        "reports",
+        metavar="REPORTS",
+        help="a CSV file of reports with a header row, or an analysis file of several questions "
+        '(analysis.toml, kind = "analysis": docs/analyse.md)',
+    )
+    ana.add_argument(
+        "--mechanism", metavar="SPEC", help="the catalog spec the reports were made with (required for a CSV file)"
+    )
     ana.add_argument("--column", default=None, help="the column of the reports (default: report, or the only column)")
     ana.add_argument("--groups", default=None, metavar="COLUMN", help="a column of group labels: estimates per group")
     ana.add_argument(
@@ -435,7 +442,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "--labels", default=None, metavar="A,B,...", help="names of the k answers, in symbol order (default 0..k-1)"
     )
     ana.add_argument(
-        "--alpha", type=float, default=0.05, help="level of the tests; intervals at 1 - alpha (default 0.05)"
+        "--alpha", type=float, default=None, help="level of the tests; intervals at 1 - alpha (default 0.05)"
     )
     _add_seed(ana, "seed of the tests' Monte Carlo p-values (default: fresh entropy, printed)")
     _add_output_folder(ana, "reports/analyse/<REPORTS name>/<UTC time>")
@@ -1272,6 +1279,11 @@ def _analyse(args: argparse.Namespace) -> int:
     path = Path(args.reports)
     if not path.is_file():
         raise LdpSimError(f"REPORTS: got {args.reports!r}, expected a CSV file of reports")
+    if path.suffix.lower() == ".toml":
+        return _analyse_file(args, path)
+    if args.mechanism is None:
+        raise LdpSimError("--mechanism: got nothing, expected the catalog spec the reports were made with")
+    args.alpha = 0.05 if args.alpha is None else args.alpha
     if not (0.0 < args.alpha < 1.0):
         raise LdpSimError(f"--alpha: got {args.alpha!r}, expected a level in (0, 1)")
     labels = _split_list(args.labels, "--labels")
@@ -1320,6 +1332,70 @@ def _analyse(args: argparse.Namespace) -> int:
             _say(f"{row['test']} ({row['scope']}): p = {row['p_value']:.4g}, {verdict} at {args.alpha:g}")
     for note in result.notes:
         _say(f"note: {note}")
+    _say(f"files in {folder.path}: {', '.join(sorted(written))}")
+    return 0
+
+
+def _analyse_file(args: argparse.Namespace, path: Path) -> int:
+    """``ldpsim analyse analysis.toml``: every question of the file into one folder."""
+    from ldpsim import deploy
+    from ldpsim._files import OutputFolder
+    from ldpsim.report import analysis as report
+
+    for option, value in (
+        ("--mechanism", args.mechanism),
+        ("--column", args.column),
+        ("--groups", args.groups),
+        ("--weights", args.weights),
+        ("--labels", args.labels),
+        ("--alpha", args.alpha),
+    ):
+        if value is not None:
+            raise LdpSimError(f"{option}: got {value!r}, expected none with an analysis file (its questions name it)")
+    plan = deploy.load_analysis(path)
+    seed = deploy.seed_value(args.seed if args.seed is not None else plan.seed)
+    default = Path("reports") / "analyse" / (path.stem or "analysis")
+    with OutputFolder.of(args.out, default, force=args.force) as folder:  # checked before the work
+        done = deploy.analyse_questions(plan, seed, show_progress=not args.no_progress)
+        parts = []
+        for q, n, result in done:
+            q_meta = {
+                "question": q.name,
+                "reports": q.path.name,
+                "mechanism": q.built.spec,
+                "n": n,
+                "alpha": q.alpha,
+                "seed": seed,
+                "column": q.column,
+                "groups": q.groups,
+                "weights": q.weights,
+                "labels": result.labels,
+            }
+            parts.append((q_meta, result.estimates, result.tests, result.notes))
+        meta = {
+            "kind": "analysis",
+            "name": plan.name,
+            "description": plan.description,
+            "file": path.name,
+            "seed": seed,
+            "questions": [p[0] for p in parts],
+        }
+        written = report.question_files(meta, parts, source=path.read_text(encoding="utf-8"))
+        assert folder.work is not None
+        for name, data in written.items():
+            (folder.work / name).write_bytes(data)
+    _say(f"ldpsim analyse: {plural(len(done), 'question')} of {path.name} (seed{KEEP}{seed})")
+    for q, n, result in done:
+        shown = result.estimates[result.estimates["scope"] == "all"]
+        cols = [c for c in ("category", "estimate", "std_error", "ci_low", "ci_high", "projected") if c in shown]
+        _say(f"{q.name}: {n:,} reports of {q.built.spec}")
+        print(table(shown[cols], float_format=lambda x: f"{x:.4g}", full=folder.path / "estimates.csv"))
+        for row in result.tests.to_dict("records"):
+            if row["method"] == "not run":
+                _say(f"{row['test']} ({row['scope']}): not run, {row['note']}")
+            else:
+                verdict = "rejected" if row["reject"] else "not rejected"
+                _say(f"{row['test']} ({row['scope']}): p = {row['p_value']:.4g}, {verdict} at {q.alpha:g}")
     _say(f"files in {folder.path}: {', '.join(sorted(written))}")
     return 0
 

@@ -543,6 +543,143 @@ def _fast_bits(path: Path, column: str, k: int, mech: Any, show: bool) -> Sums |
         return sums if sums.n else None
 
 
+#: Bytes read at a time by the raw-bytes reader of integer reports.
+_BLOCK = 1 << 21
+#: Digits of the largest integer :data:`_INTEGER` allows.
+_DIGITS = 18
+
+
+def _integer_lines(buf: bytes) -> NDArray[np.int64] | None:
+    """The integers of ``buf``, lines of 1 to 18 ASCII digits each ending in ``\\n``, parsed
+    with numpy (no Python per row: one pass per digit position over the lines); None at
+    anything else (an empty line, a sign, a ``\\r``)."""
+    a = np.frombuffer(buf, dtype=np.uint8)
+    ends = np.flatnonzero(a == 10)
+    if np.count_nonzero((a < 48) | (a > 57)) != ends.size:  # anything but digits and newlines
+        return None
+    width = np.diff(ends, prepend=-1) - 1
+    top = int(width.max())
+    if width.min() < 1 or top > _DIGITS:
+        return None
+    values = np.zeros(ends.size, dtype=np.int64)
+    for d in range(top):  # the digit d places before each line's end, where the line has one
+        digit = a[np.maximum(ends - 1 - d, 0)].astype(np.int64) - 48
+        values += np.where(width > d, digit, 0) * (10**d)
+    return values
+
+
+def _blocks(f: IO[bytes]) -> Iterator[tuple[bytes, int]]:
+    """``(whole lines, bytes read)`` of ``f`` in blocks of about :data:`_BLOCK` bytes, a
+    line cut at a block's end carried into the next; the last line gets its newline."""
+    rest = b""
+    while True:
+        block = f.read(_BLOCK)
+        if not block:
+            if rest:
+                yield (rest if rest.endswith(b"\n") else rest + b"\n"), 0
+            return
+        buf = rest + block
+        cut = buf.rfind(b"\n") + 1
+        buf, rest = buf[:cut], buf[cut:]
+        yield buf, len(block)
+
+
+def _fast_symbols(path: Path, column: str, top: int, mech: Any, show: bool) -> Sums | None:
+    """The statistic of a file of one column of output symbols, integers ``0..top-1`` one
+    per line ending in ``\\n``, read as raw bytes in blocks; None at the first irregularity
+    (the chunked reader then reads the file and names the bad row)."""
+    with open_input(path) as f:
+        head = f.readline()
+        if head.decode("utf-8", "replace").strip() not in (column, "\ufeff" + column):
+            return None
+        size = max(1, os.path.getsize(path))
+        sums = Sums()
+        out: NDArray[np.int64] | None = None
+        with _progress.bar(size, "analyse", "B", show=show):
+            for buf, read in _blocks(f):
+                if not buf:
+                    continue
+                values = _integer_lines(buf)
+                if values is None or values.max() >= top:
+                    return None
+                stat = np.asarray(mech.statistic(values), dtype=np.int64)
+                out = stat if out is None else out + stat
+                sums.n += int(values.size)
+                _progress.advance(read)
+        sums.statistic = out
+        return sums if sums.n else None
+
+
+#: Longest group label (bytes) the raw-bytes reader of bit strings with groups takes.
+_LABEL_BYTES = 256
+
+
+def _bits_and_labels(buf: bytes, k: int) -> tuple[NDArray[np.uint8], NDArray[Any]] | None:
+    """Lines ``BITS,LABEL`` of ``buf``: the ``k`` bits of each (the characters ``0``/``1``,
+    48/49) and its label as bytes
+    (1 to :data:`_LABEL_BYTES` bytes, no comma, quote, carriage return or NUL); None at
+    anything else."""
+    a = np.frombuffer(buf, dtype=np.uint8)
+    ends = np.flatnonzero(a == 10)
+    if ends.size == 0 or np.count_nonzero(a == 44) != ends.size or np.count_nonzero((a == 34) | (a == 13) | (a == 0)):
+        return None
+    starts = np.empty_like(ends)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    sizes = ends - starts - k - 1  # the label's bytes
+    if sizes.min() < 1 or sizes.max() > _LABEL_BYTES or not (a[starts + k] == 44).all():
+        return None
+    bits = a[starts[:, None] + np.arange(k)]
+    if bits.min() < 48 or bits.max() > 49:
+        return None
+    width = int(sizes.max())
+    at = starts[:, None] + k + 1 + np.arange(width)
+    inside = np.arange(width) < sizes[:, None]
+    labels = np.where(inside, a[np.minimum(at, a.size - 1)], 0).astype(np.uint8)
+    return bits, np.ascontiguousarray(labels).view(f"S{width}").ravel()
+
+
+def _fast_bits_groups(path: Path, column: str, groups: str, k: int, show: bool) -> tuple[Sums, dict[str, Sums]] | None:
+    """The statistic of a file of two columns, bit strings then a group label, read as raw
+    bytes: all reports' and each group's (first-seen order); None at the first irregularity
+    (a quoted field, a label that is not UTF-8: the chunked reader then reads the file)."""
+    with open_input(path) as f:
+        head = f.readline().decode("utf-8", "replace").strip().removeprefix("\ufeff")
+        if head != f"{column},{groups}":
+            return None
+        everyone = Sums(statistic=np.zeros(k, dtype=np.int64))
+        found: dict[bytes, Sums] = {}
+        with _progress.bar(max(1, os.path.getsize(path)), "analyse", "B", show=show):
+            for buf, read in _blocks(f):
+                if not buf:
+                    continue
+                parsed = _bits_and_labels(buf, k)
+                if parsed is None:
+                    return None
+                bits, labels = parsed
+                names, first, codes = np.unique(labels, return_index=True, return_inverse=True)
+                order = np.argsort(codes, kind="stable")
+                bounds = np.searchsorted(codes[order], np.arange(names.size))
+                sizes = np.diff(np.append(bounds, codes.size))
+                # sums of the characters (a block has fewer than 2^31 / 49 lines), less 48 per line
+                per_group = np.add.reduceat(bits[order], bounds, axis=0, dtype=np.int32).astype(np.int64)
+                per_group -= 48 * sizes[:, None]
+                for j in np.argsort(first, kind="stable"):  # first-seen order
+                    name = bytes(names[j])
+                    if name not in found:
+                        if len(found) >= MAX_GROUPS:
+                            return None  # the chunked reader says so
+                        found[name] = Sums(statistic=np.zeros(k, dtype=np.int64))
+                    found[name].add(per_group[j], None, int(sizes[j]))
+                everyone.add(per_group.sum(axis=0), None, int(codes.size))
+                _progress.advance(read)
+    try:
+        out = {name.decode("utf-8"): sums for name, sums in found.items()}
+    except UnicodeDecodeError:
+        return None
+    return (everyone, out) if everyone.n else None
+
+
 def collect(
     path: Path,
     built: catalog.Built,
@@ -582,6 +719,15 @@ def collect(
             wanted.append(name)
     if fast and fmt.kind == "bits" and len(header) == 1 and groups is None and weights is None:
         sums = _fast_bits(path, col, fmt.width, mech, show_progress)
+        if sums is not None:
+            return Collected(built, fmt, sums, fast=True)
+    if fast and fmt.kind == "bits" and header == [col, groups] and weights is None:
+        assert groups is not None
+        both = _fast_bits_groups(path, col, groups, fmt.width, show_progress)
+        if both is not None:
+            return Collected(built, fmt, both[0], both[1], fast=True)
+    if fast and fmt.kind == "symbol" and len(header) == 1 and groups is None and weights is None:
+        sums = _fast_symbols(path, col, fmt.width, mech, show_progress)
         if sums is not None:
             return Collected(built, fmt, sums, fast=True)
     out = Collected(built, fmt, Sums())
@@ -730,15 +876,17 @@ def _not_run(test: str, scope: str, alpha: float, why: str) -> dict[str, Any]:
     }
 
 
-def analyse(collected: Collected, labels: list[str] | None, alpha: float, seed: int) -> Analysis:
+def analyse(
+    collected: Collected, labels: list[str] | None, alpha: float, seed: int, stream: tuple[int, ...] = ()
+) -> Analysis:
     """Estimates and tests of the reports ``collected`` (docs/analyse.md): unbiased
     frequencies with their plug-in standard errors and intervals at ``1 - alpha`` and their
     projection on the simplex (numeric: the mean); per group; weighted (Hajek); uniformity
     and, with groups, homogeneity (numeric, two groups: Welch's difference of means). The
-    Monte Carlo p-values draw from ``default_rng(SeedSequence(seed))``."""
+    Monte Carlo p-values draw from ``default_rng(SeedSequence(seed, spawn_key=stream))``."""
     mech = collected.built.mechanism
     fmt = collected.format
-    gen = np.random.default_rng(np.random.SeedSequence(seed))
+    gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=stream))
     notes: list[str] = []
     frames: list[pd.DataFrame] = []
     tests: list[dict[str, Any]] = []
@@ -809,3 +957,223 @@ def analyse(collected: Collected, labels: list[str] | None, alpha: float, seed: 
         )
     columns = ["scope", "test", "statistic", "p_value", "alpha", "reject", "method", "draws", "note"]
     return Analysis(pd.concat(frames, ignore_index=True), pd.DataFrame(tests, columns=columns), notes, names)
+
+
+# ------------------------------------------------------------------------------ a file of several questions
+@dataclass(frozen=True)
+class Question:
+    """One question of an analysis file, checked: its reports file, mechanism, column,
+    labels, level, groups and weights columns, and ``key`` (``questions[i]``) for messages."""
+
+    key: str
+    name: str
+    path: Path
+    built: catalog.Built
+    column: str | None
+    labels: list[str] | None
+    alpha: float
+    groups: str | None
+    weights: str | None
+
+
+@dataclass(frozen=True)
+class AnalysisFile:
+    """An analysis file (``kind = "analysis"``) read and checked: its name, seed (None: not
+    given) and questions."""
+
+    path: Path
+    name: str
+    description: str
+    seed: int | None
+    questions: list[Question]
+
+
+def load_analysis(path: Path) -> AnalysisFile:
+    """Read and check the analysis file ``path`` (docs/analyse.md, "Several questions in
+    one file"): the TOML, every key (strict models), every mechanism and its labels, every
+    reports file and the columns each question names, before any report is read. A problem
+    is one line naming the file and the key."""
+    # deferred: pydantic and the scenario loader, only for an analysis file (a CSV starts without them)
+    from pydantic import ValidationError
+
+    from ldpsim.sim.scenario.analysis_specs import AnalysisSpec  # deferred: as above
+    from ldpsim.sim.scenario.common import first_error, read_scenario_text, read_toml  # deferred: as above
+
+    text, where = read_scenario_text(path)
+    raw = read_toml(text, where)
+    if raw.get("kind") != "analysis":
+        raise LdpSimError(f"{where}: kind: got {raw.get('kind')!r}, expected 'analysis' (a file of questions)")
+    try:
+        spec = AnalysisSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise LdpSimError(f"{where}: {first_error(exc, model=AnalysisSpec)}") from None
+    base = Path(path).parent
+    questions: list[Question] = []
+    try:
+        for i, q in enumerate(spec.questions):
+            key = f"questions[{i}]"
+            if q.name in [p.name for p in spec.questions[:i]]:
+                raise LdpSimError(f"{key}.name: got {q.name!r} twice, expected distinct question names")
+            if q.reports is None and spec.reports is None:
+                raise LdpSimError(f"{key}.reports: got nothing, expected a reports file (here or at the top level)")
+            labels = list(q.labels) if q.labels is not None else None
+            built = build(q.mechanism, k=len(labels) if labels is not None else None, option=f"{key}.mechanism")
+            if labels is not None:
+                if not report_format(built).categorical:
+                    raise LdpSimError(f"{key}.labels: got {len(labels)} labels, expected none for a numeric mechanism")
+                labels = check_labels(labels, int(built.mechanism.k), f"{key}.labels")
+            name = q.reports if q.reports is not None else spec.reports
+            assert name is not None  # checked above
+            file = Path(name) if Path(name).is_absolute() else base / name
+            option = f"{key}.reports" if q.reports is not None else "reports"
+            if not file.is_file():
+                raise LdpSimError(f"{option}: got {name!r}, expected a CSV file of reports (relative to the file)")
+            header = _read_header(file, option)
+            for column, what in ((q.column, "column"), (q.groups, "groups"), (q.weights, "weights")):
+                if column is not None and column not in header:
+                    raise LdpSimError(
+                        f"{key}.{what}: got {column!r}, expected one of the columns of {name}: {', '.join(header)}"
+                    )
+            alpha = q.alpha if q.alpha is not None else spec.alpha
+            questions.append(Question(key, q.name, file, built, q.column, labels, alpha, q.groups, q.weights))
+    except LdpSimError as exc:
+        raise LdpSimError(f"{where}: {exc}") from None
+    return AnalysisFile(Path(path), spec.name or Path(path).stem, spec.description, spec.seed, questions)
+
+
+def _keyed(exc: LdpSimError, q: Question) -> LdpSimError:
+    """A message of :func:`collect` (``REPORTS: ...``, ``--groups: ...``) with the
+    question's key instead of the command's option."""
+    text = str(exc)
+    for option, key in (
+        ("REPORTS", "reports"),
+        ("--column", "column"),
+        ("--groups", "groups"),
+        ("--weights", "weights"),
+    ):
+        if text.startswith(option + ":"):
+            where = f" ({q.path.name})" if option == "REPORTS" else ""
+            return LdpSimError(f"{q.key}.{key}{where}:{text[len(option) + 1 :]}")
+    return LdpSimError(f"{q.key}: {text}")
+
+
+def analyse_questions(
+    plan: AnalysisFile, seed: int, show_progress: bool = True
+) -> list[tuple[Question, int, Analysis]]:
+    """Each question of ``plan`` read and analysed as ``ldpsim analyse`` does one reports
+    file: ``(question, reports read, analysis)``; question ``i``'s Monte Carlo p-values draw
+    from ``SeedSequence(seed, spawn_key=(i,))``."""
+    out = []
+    for i, q in enumerate(plan.questions):
+        try:
+            got = collect(
+                q.path, q.built, column=q.column, groups=q.groups, weights=q.weights, show_progress=show_progress
+            )
+        except LdpSimError as exc:
+            raise _keyed(exc, q) from None
+        out.append((q, got.all.n, analyse(got, q.labels, q.alpha, seed, stream=(i,))))
+    return out
+
+
+# ------------------------------------------------------------------------------ a simulated run's own reports
+def catalog_mechanism(mechanism: Any) -> catalog.Built:
+    """The catalog spec of a built frequency oracle: the entry of its class whose
+    parameters, read off the object, rebuild an equal mechanism (same class and repr)."""
+    for name in catalog.names():
+        e = catalog.entry(name)
+        if not ({"finite", "oracle"} & e.tags) or "broken" in e.tags:
+            continue
+        params = {p: getattr(mechanism, p) for p in e.params if hasattr(mechanism, p)}
+        try:
+            built = catalog.parse(e.spec(params))
+        except (LdpSimError, TypeError):
+            continue
+        if type(built.mechanism) is type(mechanism) and repr(built.mechanism) == repr(mechanism):
+            return built
+    raise LdpSimError(f"mechanism: got {mechanism!r}, expected a frequency oracle of the catalog")
+
+
+def _toml_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def replay_reports(run_dir: str | os.PathLike[str], folder: str | os.PathLike[str], replication: int = 0) -> Path:
+    """Write the reports the server of replication ``replication`` of the survey run
+    ``run_dir`` received, one CSV per question in the format of docs/analyse.md
+    (``folder/<question>.csv``, in the order the server received them), and
+    ``folder/analysis.toml`` naming them with their mechanisms and labels; returns that file.
+    ``ldpsim analyse folder/analysis.toml`` then gives the run's own estimates (results.csv).
+
+    The replication is run again from the run's scenario.toml and seed with ``[server]
+    keep_reports = true``: a replication is a function of (scenario, seed, index), and keeping
+    the reports changes none of its draws, so none of its estimates (only the engine's count
+    of stored reports; tests/test_analyse.py checks the estimates against the run's
+    results.csv). Individual mode, questions of frequency oracles (a numeric question's
+    server keeps moments, not reports), no attackers and no privacy tiers. The files are
+    written whole at the end; ``folder`` must be new or empty."""
+    # deferred: the simulation (SimPy) and the run layer, only to replay a run
+    from ldpsim._files import OutputFolder
+    from ldpsim.runs import read_metadata  # deferred: as above
+    from ldpsim.sim.engine import Replication  # deferred: as above
+    from ldpsim.sim.scenario import load_scenario  # deferred: as above
+    from ldpsim.sim.servers import Server  # deferred: as above
+
+    run = Path(run_dir)
+    try:
+        meta = read_metadata(run)
+    except (OSError, ValueError) as exc:
+        raise LdpSimError(f"run_dir: got {str(run)!r}, expected a run folder with its metadata.json ({exc})") from None
+    if meta.get("kind", "survey") != "survey" or meta.get("mode") != "individual":
+        raise LdpSimError(
+            f"run_dir: got a {meta.get('kind')} run in {meta.get('mode')} mode, "
+            "expected a survey run in individual mode"
+        )
+    replications = int(meta["replications"])
+    if not (isinstance(replication, int) and 0 <= replication < replications):
+        raise LdpSimError(f"replication: got {replication!r}, expected an integer in 0..{replications - 1}")
+    scenario = load_scenario(run / "scenario.toml")
+    if scenario.attackers or scenario.tiers is not None:
+        raise LdpSimError(
+            "run_dir: got a run with attackers or privacy tiers, expected honest reports of one mechanism"
+        )
+    spec = scenario.spec
+    server_spec = spec.server.model_copy(update={"keep_reports": True, "max_reports": 2**62})
+    kept = scenario.rebuild(spec.model_copy(update={"server": server_spec}))
+    rep = Replication(kept, replication, int(meta["seed"]))  # as the run ran it (runs.run_study)
+    rep.run()
+    names = [name for name, _ in scenario.mechanisms]
+    questions = scenario.questions.questions if scenario.questions is not None else [scenario] * len(names)
+    labels = [getattr(q, "labels", None) for q in questions]  # one mechanism, or several compared: the scenario's
+    files: dict[str, bytes] = {}
+    seed = int(meta["seed"])
+    title = f"{meta.get('scenario', 'run')}-replication-{replication}"
+    toml = [
+        'kind = "analysis"',
+        f"name = {_toml_string(title)}",
+        f"description = {_toml_string(f'The reports replication {replication} of the run received (seed {seed}).')}",
+        f"seed = {seed}",
+    ]
+    for j, (name, server) in enumerate(zip(names, rep.servers)):
+        if not isinstance(server, Server) or labels[j] is None:
+            raise LdpSimError(f"run_dir: question {name!r} keeps no reports (a numeric question keeps their moments)")
+        built = catalog_mechanism(server.mechanism)
+        reports, _ = server.stored_reports()
+        assert reports is not None and not server.truncated
+        fmt = report_format(built)
+        file = f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.csv"
+        text = pd.DataFrame(_format_chunk(fmt, reports)).to_csv(index=False, lineterminator="\n")
+        files[file] = text.encode("utf-8")
+        toml += [
+            "",
+            "[[questions]]",
+            f"name = {_toml_string(name)}",
+            f"reports = {_toml_string(file)}",
+            f"mechanism = {_toml_string(built.spec)}",
+            f"labels = [{', '.join(_toml_string(str(x)) for x in labels[j] or ())}]",
+        ]
+    files["analysis.toml"] = ("\n".join(toml) + "\n").encode("utf-8")
+    with OutputFolder(folder, option="folder") as out:
+        assert out.work is not None
+        for file, data in files.items():
+            (out.work / file).write_bytes(data)
+    return Path(folder) / "analysis.toml"

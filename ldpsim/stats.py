@@ -61,7 +61,6 @@ import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats as _st
 
 from ldpsim.errors import invalid
 
@@ -125,6 +124,8 @@ def clopper_pearson_lower(k: ArrayLike, n: int, alpha: float) -> float | NDArray
     """Exact one-sided lower confidence bound on a binomial proportion: for
     ``K ~ Bin(n, p)``, ``P(clopper_pearson_lower(K, n, alpha) > p) <= alpha`` for every ``p``.
     ``Beta^{-1}(alpha; k, n - k + 1)``, 0 at ``k = 0``; vectorised over ``k``."""
+    from scipy import stats as _st  # deferred: ~0.9 s to import (ldpsim analyse loads this module)
+
     n_ = _count(n)
     a = _alpha(alpha)
     kk = _successes(k, n_)
@@ -138,6 +139,8 @@ def clopper_pearson_upper(k: ArrayLike, n: int, alpha: float) -> float | NDArray
     ``K ~ Bin(n, p)``, ``P(clopper_pearson_upper(K, n, alpha) < p) <= alpha`` for every ``p``.
     ``Beta^{-1}(1 - alpha; k + 1, n - k)`` (as an upper-tail quantile), 1 at ``k = n``;
     vectorised over ``k``."""
+    from scipy import stats as _st  # deferred: ~0.9 s to import (ldpsim analyse loads this module)
+
     n_ = _count(n)
     a = _alpha(alpha)
     kk = _successes(k, n_)
@@ -168,6 +171,8 @@ def wilson(
         raise invalid("wilson", {"alpha": alpha, "z": z}, "exactly one of alpha and z")
     n_ = _count(n)
     if z is None:
+        from scipy import stats as _st  # deferred: ~0.9 s to import (ldpsim analyse loads this module)
+
         zz = float(_st.norm.isf(_alpha(alpha) / 2.0))
     else:
         zz = float(z)
@@ -221,6 +226,8 @@ def binomial_acceptance(n: int, p: float, alpha: float) -> float:
     gives up in an extreme tail, that side is the whole range (always valid)."""
     n_ = _count(n)
     a = _alpha(alpha)
+    from scipy import stats as _st  # deferred: ~0.9 s to import (ldpsim analyse loads this module)
+
     q = min(max(float(p), 0.0), 1.0)
     with warnings.catch_warnings():  # boost gives up on extreme tails: checked just below
         warnings.simplefilter("ignore", RuntimeWarning)

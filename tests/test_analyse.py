@@ -235,6 +235,57 @@ def test_the_raw_byte_reader_and_the_chunked_reader_agree(tmp_path):
     np.testing.assert_array_equal(end.all.statistic, fast.all.statistic)
 
 
+def test_the_raw_byte_reader_of_symbols_counts_every_report_across_its_blocks(tmp_path, monkeypatch):
+    # many blocks of bytes (small ones here): lines cut at the block boundaries are carried over
+    monkeypatch.setattr(deploy, "_BLOCK", 4099)
+    values = np.random.default_rng(38).integers(0, 64, 20_000)
+    text = "\n".join(values.astype(str).tolist())
+    path = tmp_path / "symbols.csv"
+    path.write_bytes(b"report\n" + text.encode() + b"\n")
+    assert path.stat().st_size > 10 * deploy._BLOCK
+    built = deploy.build("randomized_response:k=64,eps=1")
+    got = deploy.collect(path, built, column=None, show_progress=False)
+    assert got.fast and got.all.n == values.size
+    np.testing.assert_array_equal(got.all.statistic, np.bincount(values, minlength=64))
+    path.write_bytes(b"report\n007\n" + text.encode())  # a leading zero, no final newline
+    got = deploy.collect(path, built, column=None, show_progress=False)
+    assert got.fast and got.all.n == values.size + 1
+    np.testing.assert_array_equal(got.all.statistic, np.bincount(np.append(values, 7), minlength=64))
+    # an irregular line goes to the chunked reader, which names it
+    path.write_bytes(b"report\n" + text.encode() + b"\n64\n")
+    with pytest.raises(deploy.LdpSimError, match=f"row {values.size + 1}, column 'report': got '64'"):
+        deploy.collect(path, built, column=None, show_progress=False)
+    path.write_bytes(b"report\r\n1\r\n2\r\n")
+    got = deploy.collect(path, built, column=None, show_progress=False)
+    assert not got.fast and got.all.n == 2
+
+
+def test_the_raw_byte_reader_of_bit_strings_with_groups_gives_every_group_its_statistic(tmp_path, monkeypatch):
+    monkeypatch.setattr(deploy, "_BLOCK", 4099)  # many blocks, lines cut at their boundaries
+    rng = np.random.default_rng(39)
+    n, k = 5_000, 64
+    bits = (rng.random((n, k)) < 0.3).astype(np.uint8)
+    names = np.array(["Some college", "Bachelor's degree", "8 grades or less", "caf\u00e9"])
+    groups = names[rng.integers(0, 4, n)]
+    lines = ["".join(map(str, row)) + "," + g for row, g in zip(bits.tolist(), groups)]
+    path = tmp_path / "g.csv"
+    path.write_text("report,school\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    assert path.stat().st_size > 10 * deploy._BLOCK
+    built = deploy.build(f"oue:k={k},eps=1")
+    got = deploy.collect(path, built, column=None, groups="school", show_progress=False)
+    assert got.fast and got.all.n == n
+    np.testing.assert_array_equal(got.all.statistic, bits.sum(axis=0))
+    first_seen = list(dict.fromkeys(groups.tolist()))
+    assert list(got.groups) == first_seen
+    for g in first_seen:
+        assert got.groups[g].n == int((groups == g).sum())
+        np.testing.assert_array_equal(got.groups[g].statistic, bits[groups == g].sum(axis=0))
+    # a quoted label goes to the chunked reader, which reads it as CSV
+    path.write_text("report,school\n" + "\n".join(lines[:-1]) + "\n" + lines[-1].split(",")[0] + ',"a,b"\n')
+    slow = deploy.collect(path, built, column=None, groups="school", show_progress=False)
+    assert not slow.fast and "a,b" in slow.groups and slow.all.n == n
+
+
 # --------------------------------------------------------------------------- malformed files
 BAD = [
     ("randomized_response:k=3,eps=1", "report\n0\n1,2\n", "row 2: got 2 fields, expected 1"),
@@ -357,3 +408,211 @@ def test_the_default_output_names(tmp_path):
     made = list((tmp_path / "reports" / "analyse" / "anes96-reports").iterdir())
     assert len(made) == 1 and (made[0] / "report.html").is_file()
     assert not math.isnan(float(pd.read_csv(made[0] / "estimates.csv")["estimate"].iloc[0]))
+
+
+# ------------------------------------------------------------------------------ a file of several questions
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "analysis"
+
+
+def example(tmp_path: Path) -> Path:
+    """docs/examples/analysis copied: the analysis file and its three reports files."""
+    folder = tmp_path / "example"
+    folder.mkdir(parents=True)
+    for p in EXAMPLE.iterdir():
+        (folder / p.name).write_bytes(p.read_bytes())
+    return folder / "analysis.toml"
+
+
+def unbiased(counts: np.ndarray, n: int, p: float, q: float) -> np.ndarray:
+    """(c/n - q) / (p - q): the inversion of randomized response and of unary encoding,
+    from their published probabilities (Wang et al. 2017)."""
+    return (counts / n - q) / (p - q)
+
+
+def test_an_analysis_file_gives_every_question_its_estimates_in_one_folder(tmp_path):
+    r = run_cli("analyse", example(tmp_path), "--out", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir()) == [
+        "analysis.json",
+        "estimates.csv",
+        "report.html",
+        "summary.md",
+        "tests.csv",
+    ]
+    est = pd.read_csv(out / "estimates.csv", keep_default_na=False)
+    assert list(est.columns[:2]) == ["question", "scope"]
+    everyone = est[est["scope"] == "all"].set_index(["question", "category"])["estimate"].astype(float)
+    e = math.e
+    # vote: randomized response, k = 2, eps = 1 (p = e / (e + 1), q = 1 / (e + 1))
+    vote = pd.read_csv(EXAMPLE / "vote.csv")
+    counts = np.bincount(vote["report"], minlength=2)
+    want = unbiased(counts, len(vote), e / (e + 1), 1 / (e + 1))
+    np.testing.assert_allclose(everyone["vote"][["Clinton", "Dole"]].to_numpy(), want, rtol=0, atol=1e-12)
+    # party_id: OUE, k = 7, eps = 1 (p = 1/2, q = 1 / (e + 1)), bit j of each report
+    party = pd.read_csv(EXAMPLE / "party_id.csv", dtype=str)
+    bits = np.array([[int(c) for c in s] for s in party["report"]])
+    want = unbiased(bits.sum(axis=0), len(party), 0.5, 1 / (e + 1))
+    labels = ["Independent-Democrat", "Independent-Independent", "Independent-Republican", "Strong Democrat"]
+    labels += ["Strong Republican", "Weak Democrat", "Weak Republican"]
+    np.testing.assert_allclose(everyone["party_id"][labels].to_numpy(), want, rtol=0, atol=1e-12)
+    # age: the mean of the reports, with its interval at the file's alpha (0.05)
+    ages = pd.read_csv(EXAMPLE / "age.csv")["report"]
+    row = est[(est["question"] == "age")].iloc[0]
+    assert float(row["estimate"]) == pytest.approx(ages.mean(), abs=1e-12)
+    half = 1.959963984540054 * ages.std(ddof=1) / math.sqrt(len(ages))
+    assert float(row["ci_high"]) - float(row["estimate"]) == pytest.approx(half, rel=1e-9)
+    # party_id's own alpha (0.1): its interval is z = 1.6448536... standard errors wide
+    row = est[(est["question"] == "party_id") & (est["scope"] == "all")].iloc[0]
+    assert (float(row["ci_high"]) - float(row["estimate"])) / float(row["std_error"]) == pytest.approx(
+        1.6448536269514722, rel=1e-9
+    )
+    # vote's groups: one block per education level, and the homogeneity test
+    groups = est[(est["question"] == "vote") & (est["scope"] == "group")]
+    assert set(groups["group"]) == set(vote["education"])
+    tests = pd.read_csv(out / "tests.csv", keep_default_na=False)
+    assert list(tests["question"]) == ["vote", "vote", "party_id"]
+    assert list(tests["test"]) == ["uniformity", "homogeneity", "uniformity"]
+    assert list(tests["alpha"].astype(float)) == [0.05, 0.05, 0.1]
+    summary = (out / "summary.md").read_text()
+    assert "## Question vote" in summary and "## Question age" in summary
+    meta = __import__("json").loads((out / "analysis.json").read_text())
+    assert meta["seed"] == 1 and [q["question"] for q in meta["questions"]] == ["vote", "party_id", "age"]
+    # the same seed (the file's, or --seed) gives the same bytes; another seed other p-values
+    assert run_cli("analyse", example(tmp_path / "again"), "--out", tmp_path / "again" / "out").returncode == 0
+    for name in ("estimates.csv", "tests.csv", "summary.md"):
+        assert (tmp_path / "again" / "out" / name).read_bytes() == (out / name).read_bytes(), name
+    assert run_cli("analyse", EXAMPLE / "analysis.toml", "--seed", "2", "--out", tmp_path / "two").returncode == 0
+    assert (tmp_path / "two" / "tests.csv").read_bytes() != (out / "tests.csv").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (('mechanism = "oue:eps=1"', 'mechanism = "oue:eps=x"'), "questions[1].mechanism: eps: got 'x'"),
+        (('mechanism = "oue:eps=1"', 'mechanism = "laplace:eps=1"'), "questions[1].mechanism: got 'laplace:eps=1'"),
+        (("alpha = 0.1", "alpha = 2.0"), "questions[1].alpha: Input should be less than 1"),
+        (("alpha = 0.1", "alpah = 0.1"), "questions[1].alpah: no such key (did you mean 'alpha'?)"),
+        (('groups = "education"', 'groups = "school"'), "questions[0].groups: got 'school'"),
+        (('reports = "age.csv"', 'reports = "ages.csv"'), "questions[2].reports: got 'ages.csv'"),
+        (('reports = "age.csv"', ""), "questions[2].reports: got nothing"),
+        (('name = "age"', 'name = "vote"'), "questions[2].name: got 'vote' twice"),
+        (('labels = ["Clinton", "Dole"]', 'labels = ["Clinton"]'), "questions[0].labels: got 1 labels"),
+        (('kind = "analysis"', 'kind = "survey"'), "kind: got 'survey', expected 'analysis'"),
+        (("seed = 1 ", 'seed = "1" '), "seed: Input should be a valid integer"),
+    ],
+)
+def test_a_bad_analysis_file_is_one_line_naming_the_key_and_writes_nothing(edit, needle, tmp_path):
+    path = example(tmp_path)
+    text = path.read_text()
+    assert edit[0] in text
+    path.write_text(text.replace(edit[0], edit[1], 1))
+    before = tree(tmp_path)
+    r = run_cli("analyse", path, "--out", tmp_path / "out", cwd=tmp_path)
+    line = one_line(r)
+    assert line.startswith(f"ldpsim: error: {path}: ") and needle in line, line
+    assert tree(tmp_path) == before
+
+
+def test_a_bad_row_of_one_question_names_the_question_and_writes_nothing(tmp_path):
+    path = example(tmp_path)
+    ages = path.parent / "age.csv"
+    ages.write_text(ages.read_text().replace("\n", "\nnan\n", 1))
+    before = tree(tmp_path)
+    line = one_line(run_cli("analyse", path, "--out", tmp_path / "out"))
+    assert "questions[2].reports (age.csv): row 1, column 'report': got 'nan'" in line, line
+    assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("option", [("--mechanism", "oue:k=2,eps=1"), ("--groups", "g"), ("--alpha", "0.05")])
+def test_options_of_one_file_are_refused_with_an_analysis_file(option, tmp_path):
+    path = example(tmp_path)
+    line = one_line(run_cli("analyse", path, *option, "--out", tmp_path / "out"))
+    assert line.startswith(f"ldpsim: error: {option[0]}: got") and "analysis file" in line
+    assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------------------ a simulated run's own reports
+SMALL_ANES = """
+name = "anes96_round_trip"
+description = "The 944 ANES respondents as they are, three questions, every report received."
+
+[population]
+file = "anes96.csv"
+
+[budget]
+total = 4.0
+strategy = "split"
+
+[[questions]]
+name = "vote"
+eps = 1.0
+mechanism = { kind = "randomized_response" }
+
+[[questions]]
+name = "party_id"
+eps = 1.0
+mechanism = { kind = "oue" }
+
+[[questions]]
+name = "education"
+eps = 2.0
+mechanism = { kind = "olh" }
+
+[arrivals]
+kind = "poisson"
+duration = 2.0
+
+[network]
+loss = 0.1
+
+[analyst]
+checkpoints = { every = 1.0 }
+tasks = [{ kind = "frequency", confidence = 0.95 }]
+
+[simulation]
+mode = "individual"
+replications = 2
+seed = 38
+"""
+
+
+def test_analyse_on_a_run_s_own_reports_gives_the_run_s_estimates(tmp_path):
+    (tmp_path / "anes96.csv").write_bytes(ANES.read_bytes())
+    (tmp_path / "s.toml").write_text(SMALL_ANES)
+    r = run_cli("run", tmp_path / "s.toml", "--out", tmp_path / "run", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    results = pd.read_csv(tmp_path / "run" / "results.csv", keep_default_na=False)
+    for replication in (1,):  # the second: its own seed stream, spawn key (1,)
+        toml = deploy.replay_reports(tmp_path / "run", tmp_path / f"replay{replication}", replication)
+        r = run_cli("analyse", toml, "--out", tmp_path / f"a{replication}", "--no-progress")
+        assert r.returncode == 0, r.stderr
+        est = pd.read_csv(tmp_path / f"a{replication}" / "estimates.csv", keep_default_na=False)
+        est = est[est["scope"] == "all"]
+        end = results[(results["replication"] == replication) & (results["reason"] == "end")]
+        received = end[end["quantity"] == "received"]
+        for question in ("vote", "party_id", "education"):
+            rows = end[end["task"] == f"{question}:frequency"]
+            freq = rows[rows["quantity"] == "frequency"].set_index("category")
+            se = rows[rows["quantity"] == "std_error"].set_index("category")["estimate"].astype(float)
+            mine = est[est["question"] == question].set_index("category")
+            assert len(mine) == len(freq) > 1
+            n = int(mine["reports"].iloc[0])
+            assert n == int(rows["n_received"].iloc[0]) and n < 944  # 10% lost
+            for column in ("estimate", "ci_low", "ci_high"):
+                np.testing.assert_allclose(
+                    mine.loc[freq.index, column].astype(float), freq[column].astype(float), rtol=0, atol=1e-12
+                )
+            np.testing.assert_allclose(mine.loc[se.index, "std_error"].astype(float), se, rtol=0, atol=1e-12)
+        assert len(received) == 1
+    line = one_line(run_cli("analyse", toml, "--out", tmp_path / "a1"))  # folder exists: refused
+    assert line.startswith("ldpsim: error: --out:"), line
+    with pytest.raises(deploy.LdpSimError, match="replication: got 2, expected an integer in 0..1"):
+        deploy.replay_reports(tmp_path / "run", tmp_path / "replay2", 2)
+
+
+def test_ldpsim_run_refuses_an_analysis_file_and_says_which_command_reads_it(tmp_path):
+    path = example(tmp_path)
+    line = one_line(run_cli("run", path, "--out", tmp_path / "run"))
+    assert "kind: got 'analysis', expected one of 'survey'" in line and f"ldpsim analyse {path}" in line
+    assert not (tmp_path / "run").exists()

@@ -83,6 +83,20 @@ COMMANDS = {
         "ldpsim.report.analysis.files",
         inputs=(("r.csv", "report\n0\n2\n1\n1\n"),),
     ),
+    "analyse-file": Command(
+        ("analyse", "a.toml", "--seed", "1"),
+        frozenset({"estimates.csv", "tests.csv", "analysis.json", "summary.md", "report.html"}),
+        "ldpsim.deploy.collect",
+        "ldpsim.report.analysis.question_files",
+        inputs=(
+            ("r.csv", "report\n0\n2\n1\n1\n"),
+            (
+                "a.toml",
+                'kind = "analysis"\nreports = "r.csv"\n[[questions]]\nname = "q"\n'
+                'mechanism = "randomized_response:k=3,eps=1"\n',
+            ),
+        ),
+    ),
     "run": Command(
         ("run", "s.toml", "--no-progress"),
         frozenset({"results.csv", "summary.md", "metadata.json", "scenario.toml"}),

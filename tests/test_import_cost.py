@@ -65,7 +65,16 @@ def test_usage_error_and_version_load_no_heavy_package():
 
 
 @pytest.mark.parametrize(
-    "package", ["ldpsim", "ldpsim.mechanisms", "ldpsim.utility", "ldpsim.protocols", "ldpsim.sim", "ldpsim.reproduce"]
+    "package",
+    [
+        "ldpsim",
+        "ldpsim.mechanisms",
+        "ldpsim.utility",
+        "ldpsim.protocols",
+        "ldpsim.sim",
+        "ldpsim.reproduce",
+        "ldpsim.analyst",
+    ],
 )
 def test_every_public_name_resolves_and_is_listed(package):
     mod = importlib.import_module(package)
@@ -75,6 +84,21 @@ def test_every_public_name_resolves_and_is_listed(package):
     assert set(mod.__all__) <= set(dir(mod))
     with pytest.raises(AttributeError):
         getattr(mod, "no_such_name")
+
+
+def test_the_analyse_command_loads_no_package_it_does_not_use(tmp_path):
+    # ldpsim analyse starts in about half the time without these (docs/analyse.md, "How fast")
+    reports = tmp_path / "r.csv"
+    reports.write_text("report\n0101\n1100\n0010\n")
+    wrapper = (
+        "import sys\n"
+        "from ldpsim.cli import main\n"
+        f"assert main(['analyse', {str(reports)!r}, '--mechanism', 'oue:k=4,eps=1', '--seed', '1', "
+        f"'--out', {str(tmp_path / 'out')!r}, '--no-progress']) == 0\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'matplotlib', 'simpy', 'pydantic'}), "
+        "sorted(m for m in sys.modules if m.startswith('scipy.stats')))\n"
+    )
+    assert _python("-c", wrapper).stdout.strip().splitlines()[-1] == "[] []"
 
 
 def test_lazy_names_are_the_defining_modules_objects():

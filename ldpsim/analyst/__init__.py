@@ -1,58 +1,10 @@
-"""The analyst: functions of privatised reports or counts (never of how they were made)."""
+"""The analyst: functions of privatised reports or counts (never of how they were made).
 
-from ldpsim.analyst.association import (
-    AssociationResult,
-    PairedSums,
-    association_from_sums,
-    association_test,
-    group_homogeneity,
-)
-from ldpsim.analyst.consistency import base_cut, base_cut_threshold, norm_sub
-from ldpsim.analyst.crosstab import (
-    CrossTab,
-    IndependenceTest,
-    crosstab_estimate,
-    independence_test,
-    joint_output_counts,
-)
-from ldpsim.analyst.estimation import (
-    EMResult,
-    InversionEstimate,
-    confidence_intervals,
-    em_estimate,
-    exact_covariance,
-    inversion_estimate,
-    project_to_simplex,
-)
-from ldpsim.analyst.frequency import FrequencyEstimate, frequency_estimate, frequency_standard_error
-from ldpsim.analyst.means import (
-    MeanEstimate,
-    MomentsEstimate,
-    MomentsLaw,
-    bucket,
-    mean_estimate,
-    mean_standard_error,
-    moments_estimate,
-    moments_law,
-    moments_law_of,
-)
-from ldpsim.analyst.nonresponse import ReweightedEstimate, nonresponse_bias, reweight_for_response
-from ldpsim.analyst.sequences import confidence_sequence_halfwidth, rho_for
-from ldpsim.analyst.testing import (
-    ChernoffInformation,
-    LikelihoodRatioTest,
-    LLRLaw,
-    TiltedEstimate,
-    chernoff_information,
-    chernoff_stein_exponent,
-    hypothesis_marginals,
-    llr_exact_law,
-    lrt_exact,
-    lrt_normal,
-    stein_exponent_curve,
-    type2_error_tilted,
-)
-from ldpsim.analyst.tiers import TierDesign, TierEstimate, combine_tiers, inverse_variance_weights, tier_design
+The names load on first use (PEP 562, :mod:`ldpsim._lazy`): ``ldpsim analyse`` imports
+:mod:`ldpsim.analyst.estimation` without scipy.stats, which the consistency, crosstab and
+means modules load."""
+
+from ldpsim._lazy import lazy_exports
 
 __all__ = [
     "AssociationResult",
@@ -110,3 +62,63 @@ __all__ = [
     "inverse_variance_weights",
     "tier_design",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "AssociationResult": "ldpsim.analyst.association",
+        "PairedSums": "ldpsim.analyst.association",
+        "association_from_sums": "ldpsim.analyst.association",
+        "association_test": "ldpsim.analyst.association",
+        "group_homogeneity": "ldpsim.analyst.association",
+        "CrossTab": "ldpsim.analyst.crosstab",
+        "IndependenceTest": "ldpsim.analyst.crosstab",
+        "crosstab_estimate": "ldpsim.analyst.crosstab",
+        "independence_test": "ldpsim.analyst.crosstab",
+        "joint_output_counts": "ldpsim.analyst.crosstab",
+        "base_cut": "ldpsim.analyst.consistency",
+        "base_cut_threshold": "ldpsim.analyst.consistency",
+        "confidence_sequence_halfwidth": "ldpsim.analyst.sequences",
+        "norm_sub": "ldpsim.analyst.consistency",
+        "rho_for": "ldpsim.analyst.sequences",
+        "EMResult": "ldpsim.analyst.estimation",
+        "FrequencyEstimate": "ldpsim.analyst.frequency",
+        "InversionEstimate": "ldpsim.analyst.estimation",
+        "confidence_intervals": "ldpsim.analyst.estimation",
+        "em_estimate": "ldpsim.analyst.estimation",
+        "exact_covariance": "ldpsim.analyst.estimation",
+        "frequency_estimate": "ldpsim.analyst.frequency",
+        "frequency_standard_error": "ldpsim.analyst.frequency",
+        "inversion_estimate": "ldpsim.analyst.estimation",
+        "project_to_simplex": "ldpsim.analyst.estimation",
+        "ChernoffInformation": "ldpsim.analyst.testing",
+        "LikelihoodRatioTest": "ldpsim.analyst.testing",
+        "LLRLaw": "ldpsim.analyst.testing",
+        "TiltedEstimate": "ldpsim.analyst.testing",
+        "chernoff_information": "ldpsim.analyst.testing",
+        "chernoff_stein_exponent": "ldpsim.analyst.testing",
+        "hypothesis_marginals": "ldpsim.analyst.testing",
+        "llr_exact_law": "ldpsim.analyst.testing",
+        "lrt_exact": "ldpsim.analyst.testing",
+        "lrt_normal": "ldpsim.analyst.testing",
+        "stein_exponent_curve": "ldpsim.analyst.testing",
+        "type2_error_tilted": "ldpsim.analyst.testing",
+        "MeanEstimate": "ldpsim.analyst.means",
+        "bucket": "ldpsim.analyst.means",
+        "mean_estimate": "ldpsim.analyst.means",
+        "mean_standard_error": "ldpsim.analyst.means",
+        "MomentsEstimate": "ldpsim.analyst.means",
+        "MomentsLaw": "ldpsim.analyst.means",
+        "moments_estimate": "ldpsim.analyst.means",
+        "moments_law": "ldpsim.analyst.means",
+        "moments_law_of": "ldpsim.analyst.means",
+        "ReweightedEstimate": "ldpsim.analyst.nonresponse",
+        "nonresponse_bias": "ldpsim.analyst.nonresponse",
+        "reweight_for_response": "ldpsim.analyst.nonresponse",
+        "TierDesign": "ldpsim.analyst.tiers",
+        "TierEstimate": "ldpsim.analyst.tiers",
+        "combine_tiers": "ldpsim.analyst.tiers",
+        "inverse_variance_weights": "ldpsim.analyst.tiers",
+        "tier_design": "ldpsim.analyst.tiers",
+    },
+)

@@ -29,7 +29,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, special, stats
+from scipy import optimize, special
 
 from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
@@ -354,9 +354,10 @@ def lrt_normal(M0: ArrayLike, M1: ArrayLike, n: int, alpha: float) -> Likelihood
     groups = ratio_groups(m0, m1)
     e0, v0 = _moments(np.exp(groups.log_g0), groups.gw)
     e1, v1 = _moments(np.exp(groups.log_g1), groups.gw)
-    t = n * e0 + math.sqrt(n * v0) * float(stats.norm.isf(a))
+    # norm.isf and norm.logcdf as scipy.stats computes them, without importing it (~0.9 s: ldpsim analyse)
+    t = n * e0 + math.sqrt(n * v0) * float(-special.ndtri(a))
     log_beta = (
-        float(stats.norm.logcdf((t - n * e1) / math.sqrt(n * v1))) if v1 > 0 else (0.0 if t >= n * e1 else -math.inf)
+        float(special.log_ndtr((t - n * e1) / math.sqrt(n * v1))) if v1 > 0 else (0.0 if t >= n * e1 else -math.inf)
     )
     return LikelihoodRatioTest(n, a, t, 0.0, a, math.exp(log_beta), log_beta, "normal", groups.w, _tie_tol(n, groups))
 

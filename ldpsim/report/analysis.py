@@ -93,3 +93,68 @@ def files(meta: dict[str, Any], estimates: pd.DataFrame, tests: pd.DataFrame, no
         "summary.md": ("\n".join(lines) + "\n").encode("utf-8"),
         "report.html": page,
     }
+
+
+def _demoted(lines: list[str]) -> list[str]:
+    """A question's summary lines one heading level down, without its title and files."""
+    body = lines[2 : lines.index("## Files")] if "## Files" in lines else lines[2:]
+    return [("#" + line) if isinstance(line, str) and line.startswith("#") else line for line in body]
+
+
+def question_files(
+    meta: dict[str, Any],
+    parts: list[tuple[dict[str, Any], pd.DataFrame, pd.DataFrame, list[str]]],
+    source: str | None = None,
+) -> dict[str, bytes]:
+    """The files of an analysis of several questions (``ldpsim analyse analysis.toml``):
+    ``parts`` holds each question's meta (as :func:`files` takes it, with ``question``),
+    estimates, tests and notes; estimates.csv and tests.csv get a first column ``question``."""
+    lines = [f"# Analysis {meta['name']}", ""]
+    if meta.get("description"):
+        lines += [str(meta["description"]), ""]
+    lines += [
+        f"{len(parts)} questions from `{meta['file']}`, each analysed as `ldpsim analyse` analyses one reports file; "
+        f"Monte Carlo p-values drawn with seed {meta['seed']} (question i: its spawn key (i,)).",
+        "",
+    ]
+    estimates, tests = [], []
+    for q_meta, est, tst, notes in parts:
+        lines += [f"## Question {q_meta['question']}", ""]
+        lines += _demoted(summary_lines(q_meta, est, tst, notes))
+        estimates.append(est.assign(question=q_meta["question"]))
+        tests.append(tst.assign(question=q_meta["question"]))
+    lines += [
+        "## Files",
+        "",
+        "- `estimates.csv`: every estimate of every question (`question`; `scope`: all, group, weighted)",
+        "- `tests.csv`: every test of every question with its statistic, p-value and decision",
+        "- `analysis.json`: the file read, each question's mechanism, reports file and options, and the seed",
+    ]
+    all_estimates = pd.concat(estimates, ignore_index=True)
+    all_tests = pd.concat(tests, ignore_index=True)
+    all_estimates = all_estimates[["question", *[c for c in all_estimates.columns if c != "question"]]]
+    all_tests = all_tests[["question", *[c for c in all_tests.columns if c != "question"]]]
+    n = sum(int(q["n"]) for q, *_ in parts)
+    page = page_html(
+        title=f"Analysis {meta['name']}",
+        badge="analysis",
+        noun="analysis",
+        lines=lines,
+        files={},
+        links=FILES,
+        metadata=[
+            ("kind", "analysis"),
+            ("questions", str(len(parts))),
+            ("reports", f"{n:,}"),
+            ("seed", str(meta["seed"])),
+        ],
+        key={"questions": str(len(parts)), "reports": f"{n:,}"},
+        source=source,
+    )
+    return {
+        "estimates.csv": all_estimates.to_csv(index=False, lineterminator="\n").encode("utf-8"),
+        "tests.csv": all_tests.to_csv(index=False, lineterminator="\n").encode("utf-8"),
+        "analysis.json": (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8"),
+        "summary.md": ("\n".join(lines) + "\n").encode("utf-8"),
+        "report.html": page,
+    }

@@ -21,6 +21,7 @@ from typing import Any
 
 from ldpsim.errors import LdpSimError, invalid, show
 from ldpsim.sim import kinds
+from ldpsim.sim.scenario import analysis_specs
 from ldpsim.sim.scenario.collection import CollectionScenario
 from ldpsim.sim.scenario.common import BuiltScenario, allow_long_runs, check_rows, read_scenario_text, read_toml
 from ldpsim.sim.scenario.multiparty import MultipartyScenario
@@ -48,7 +49,9 @@ def kind_of(raw: dict[str, Any], where: str) -> str:
     known = kinds.file_kinds()
     kind = raw.get("kind", kinds.default())
     if not isinstance(kind, str) or kind not in known:
-        raise LdpSimError(f"{where}: kind: got {show(kind)}, expected one of {', '.join(repr(k) for k in known)}")
+        # an analysis file is ldpsim analyse's input, not a run's
+        hint = f" (an analysis file: ldpsim analyse {where})" if kind == analysis_specs.KIND else ""
+        raise LdpSimError(f"{where}: kind: got {show(kind)}, expected one of {', '.join(repr(k) for k in known)}{hint}")
     return kind
 
 
