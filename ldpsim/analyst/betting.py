@@ -55,6 +55,7 @@ __all__ = [
     "MAX_CHUNK",
     "BettingProcess",
     "MaryBetting",
+    "PairBetting",
     "SequentialMaryResult",
     "report_terms",
     "sequential_fit_of_reports",
@@ -235,12 +236,36 @@ def sequential_independence(
     rb = np.asarray(ranges_b, dtype=np.float64).ravel()
     if ra.size != ua.shape[1] or rb.size != ub.shape[1]:
         raise invalid("ranges_a" if ra.size != ua.shape[1] else "ranges_b", "size", "one width per column of units")
-    half = ua.shape[0] // 2
-    da = ua[0 : 2 * half : 2] - ua[1 : 2 * half : 2]
-    db = ub[0 : 2 * half : 2] - ub[1 : 2 * half : 2]
-    proc = BettingProcess(np.outer(ra, rb).ravel())
-    proc.update((da[:, :, None] * db[:, None, :]).reshape(half, -1))
-    return proc.result("sequential independence", a)
+    bets = PairBetting(ra, rb)
+    bets.update(ua, ub)
+    return bets.proc.result("sequential independence", a)
+
+
+class PairBetting:
+    """:func:`sequential_independence` fed in arrival order: respondents two at a time (one
+    waits for the next), each pair's product of differences bet on."""
+
+    def __init__(self, ranges_a: ArrayLike, ranges_b: ArrayLike) -> None:
+        ra = np.asarray(ranges_a, dtype=np.float64).ravel()
+        rb = np.asarray(ranges_b, dtype=np.float64).ravel()
+        if not (np.all(np.isfinite(ra)) and np.all(np.isfinite(rb))):
+            raise invalid("ranges", "an infinite width", "terms of bounded width (a bet needs bounded terms)")
+        self.proc = BettingProcess(np.outer(ra, rb).ravel())
+        self._wait: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+
+    def update(self, ua: NDArray[np.float64], ub: NDArray[np.float64]) -> None:
+        """The next respondents' terms of both questions (rows)."""
+        if self._wait is not None:
+            ua, ub = np.vstack([self._wait[0], ua]), np.vstack([self._wait[1], ub])
+            self._wait = None
+        if ua.shape[0] % 2:
+            self._wait = (ua[-1:], ub[-1:])
+            ua, ub = ua[:-1], ub[:-1]
+        if ua.shape[0] == 0:
+            return
+        da = ua[0::2] - ua[1::2]
+        db = ub[0::2] - ub[1::2]
+        self.proc.update((da[:, :, None] * db[:, None, :]).reshape(da.shape[0], -1))
 
 
 def _bounds(low: Any, high: Any) -> tuple[float, float]:

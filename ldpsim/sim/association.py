@@ -28,6 +28,12 @@ Rows at each checkpoint (task ``"a x b:crosstab"`` or ``"question by column:homo
   of the ``g x m`` table of output counts, calibrated on :data:`DRAWS` tables dealt out
   with the same margins; df NaN), whose level is exact at every ``n``.
 
+Beside them, ``independence_log_e_value`` and ``independence_reject`` of category
+``sequential``: the anytime-valid test that bets on the respondents two at a time
+(:class:`ldpsim.analyst.betting.PairBetting`; the groups' indicator is the second side of a
+homogeneity test), whose level holds however many checkpoints look; NaN where a kind's
+terms have no bounded width (a numeric question through unbounded noise).
+
 A test that cannot be computed (fewer than three pairs, terms that do not vary) is NaN.
 """
 
@@ -39,6 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldpsim.analyst.association import PairedSums, association_from_sums
+from ldpsim.analyst.betting import PairBetting
 from ldpsim.analyst.hypotheses import homogeneity
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms.finite import FiniteMechanism
@@ -87,6 +94,25 @@ def _rows(sums: _Sums, truth: _Sums | None, alpha: float, test: str, zero_truth:
     return out
 
 
+def _bets(ranges_a: Any, ranges_b: Any) -> PairBetting | None:
+    """The sequential test's bettor, or None where a width is unbounded."""
+    try:
+        return PairBetting(ranges_a, ranges_b)
+    except LdpSimError:
+        return None
+
+
+def _sequential_rows(bets: PairBetting | None, alpha: float) -> list[dict[str, Any]]:
+    log_e = reject = np.nan
+    if bets is not None:
+        res = bets.proc.result("sequential", alpha)
+        log_e, reject = res.log_e, float(res.reject)
+    return [
+        {**_row("independence_log_e_value", "sequential", log_e), "method": "betting"},
+        {**_row("independence_reject", "sequential", reject), "method": "betting"},
+    ]
+
+
 def _row(quantity: str, category: str, estimate: float, truth: float = np.nan) -> dict[str, Any]:
     return dict(
         quantity=quantity,
@@ -116,6 +142,7 @@ class PairedTermsTask:
         q = len(self.qb.design_labels(self.mb))
         self.sums = _Sums(p, q)
         self.truth = _Sums(p, q) if rows else None
+        self.bets = _bets(self.qa.design_ranges(self.ma), self.qb.design_ranges(self.mb))
 
     @property
     def n(self) -> int:
@@ -125,12 +152,16 @@ class PairedTermsTask:
         """The reports of both questions of the same respondents (and their table rows)."""
         if not len(ya):
             return
-        self.sums.add(self.qa.design_units(self.ma, ya), self.qb.design_units(self.mb, yb))
+        ua, ub = self.qa.design_units(self.ma, ya), self.qb.design_units(self.mb, yb)
+        self.sums.add(ua, ub)
+        if self.bets is not None:
+            self.bets.update(ua, ub)
         if self.truth is not None and rows is not None:
             self.truth.add(self.qa.design_truth(rows), self.qb.design_truth(rows))
 
     def at_checkpoint(self) -> list[dict[str, Any]]:
-        return _rows(self.sums, self.truth, self.alpha, "independence", zero_truth=self.truth is None)
+        out = _rows(self.sums, self.truth, self.alpha, "independence", zero_truth=self.truth is None)
+        return out + _sequential_rows(self.bets, self.alpha)
 
 
 class GroupTermsTask:
@@ -149,6 +180,7 @@ class GroupTermsTask:
         self.eye = np.eye(g)
         self.sums = _Sums(p, g)
         self.truth = _Sums(p, g)
+        self.bets = _bets(self.q.design_ranges(self.m), np.ones(g))
         # a finite mechanism: each group's output counts, for the exact conditional test
         self.finite = isinstance(self.m, FiniteMechanism)
         self.counts = np.zeros((g, self.m.output_size if self.finite else 0), np.int64)
@@ -168,7 +200,10 @@ class GroupTermsTask:
             return
         group = self.group[rows]
         indicator = self.eye[group]
-        self.sums.add(self.q.design_units(self.m, y), indicator)
+        units = self.q.design_units(self.m, y)
+        self.sums.add(units, indicator)
+        if self.bets is not None:
+            self.bets.update(units, indicator)
         self.truth.add(self.q.design_truth(rows), indicator)
         if self.finite:
             m = self.counts.shape[1]
@@ -177,7 +212,9 @@ class GroupTermsTask:
             )
 
     def at_checkpoint(self) -> list[dict[str, Any]]:
-        out = _rows(self.sums, self.truth, self.alpha, "homogeneity", zero_truth=False)
+        out = _rows(self.sums, self.truth, self.alpha, "homogeneity", zero_truth=False) + _sequential_rows(
+            self.bets, self.alpha
+        )
         if self.finite:
             stat = p = np.nan
             heard = self.counts[self.counts.sum(axis=1) > 0]  # groups with no report yet are left out

@@ -218,10 +218,10 @@ class Replication:
         self.crosstabs: list[tuple[Any, CrosstabTask, NDArray[np.int64], NDArray[np.int64]]] = []
         for xt in self.questions.crosstabs if self.questions is not None else ():
             qa, qb = self.questions.questions[xt.first], self.questions.questions[xt.second]
-            task = CrosstabTask(
-                xt.name, xt.mechanism, xt.truth, qa.labels, qb.labels, xt.alpha, confidence_of(spec.analyst.tasks)
-            )
             m = (self.mechs[xt.first].output_size, self.mechs[xt.second].output_size)
+            task = CrosstabTask(
+                xt.name, xt.mechanism, xt.truth, qa.labels, qb.labels, xt.alpha, confidence_of(spec.analyst.tasks), m
+            )
             self.crosstabs.append((xt, task, np.zeros(m[0] * m[1], np.int64), np.zeros(qa.k * qb.k, np.int64)))
         # [analyst] crosstabs of other pairs (their paired terms' sums) and [analyst] homogeneity
         qs = self.questions

@@ -37,6 +37,7 @@ from ldpsim.analyst import (
 )
 from ldpsim.analyst.consistency import base_cut, base_cut_threshold, norm_sub
 from ldpsim.analyst.estimation import z_value
+from ldpsim.analyst.hypotheses import sequential_independence_of_pairs
 from ldpsim.errors import LdpSimError, show
 from ldpsim.mechanisms.base import FrequencyOracle
 
@@ -407,7 +408,11 @@ class CrosstabTask:
       ``pearson`` (Pearson's chi-square test, without continuity correction, on the true
       answers of the same respondents: ``scipy.stats.chi2_contingency``; answers no
       respondent gave are left out of its table). A test that cannot be computed (no
-      report yet, a singular null covariance, fewer than two answers seen) is NaN.
+      report yet, a singular null covariance, fewer than two answers seen) is NaN;
+    - ``independence_log_e_value`` and ``independence_reject``, category ``sequential``
+      (given the two mechanisms' ``outputs``): the anytime-valid test of independence from
+      the pairs' counts (:func:`ldpsim.analyst.hypotheses.sequential_independence_of_pairs`),
+      whose level holds however many checkpoints look.
     """
 
     kind = "crosstab"
@@ -421,9 +426,11 @@ class CrosstabTask:
         columns: list[str],
         alpha: float,
         confidence: float,
+        outputs: tuple[int, int] | None = None,
     ) -> None:
         self.name = name
         self.mechanism = mechanism
+        self.outputs = outputs
         self.truth = truth
         self.rows, self.columns = rows, columns
         self.alpha = alpha
@@ -469,6 +476,20 @@ class CrosstabTask:
                     dict(
                         quantity=f"independence_{quantity}",
                         category=which,
+                        estimate=value,
+                        ci_low=np.nan,
+                        ci_high=np.nan,
+                        truth=np.nan,
+                        theory=np.nan,
+                    )
+                )
+        if self.outputs is not None:
+            seq = sequential_independence_of_pairs(joint.reshape(self.outputs), alpha=self.alpha)
+            for quantity, value in (("log_e_value", seq.log_e), ("reject", float(seq.reject))):
+                out.append(
+                    dict(
+                        quantity=f"independence_{quantity}",
+                        category="sequential",
                         estimate=value,
                         ci_low=np.nan,
                         ci_high=np.nan,

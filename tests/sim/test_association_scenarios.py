@@ -377,3 +377,59 @@ homogeneity = [{ question = "a", by = "group" }]
 """
     with pytest.raises(LdpSimError, match=r"analyst\.homogeneity\[0\]\.by: got 'group' without population\.file"):
         parse_scenario(text, "t.toml")
+
+
+# ------------------------------------------------------------------------------ the sequential rows
+@pytest.mark.parametrize("first", ["x", "news", "answer", "apps"])
+def test_every_kinds_terms_lie_within_their_stated_widths(tmp_path, first):
+    """``design_ranges``: the spread of 20,000 reports' terms, entry by entry, is at most the
+    width the kind states (what the betting tests rely on), and reaches most of it."""
+    _write_product(tmp_path, first, "group", seed=21)
+    text = _text([first], "")
+    (tmp_path / "s.toml").write_text(text)
+    qs = parse_scenario(text, str(tmp_path / "s.toml")).questions
+    q, m = qs.questions[0], qs.mechanism(0)
+    rng = np.random.default_rng(22)
+    rows = rng.integers(0, qs.rows, 20000)
+    u = q.design_units(m, q.privatize(m, q.answers(rows), rng))
+    widths = q.design_ranges(m)
+    assert widths.shape == (u.shape[1],)
+    spread = u.max(axis=0) - u.min(axis=0)
+    assert np.all(spread <= widths * (1 + 1e-12)), (spread, widths)
+    assert np.all(spread >= 0.5 * widths), (spread, widths)
+
+
+AGAIN = (
+    '[[questions]]\nname = "again"\ncolumn = "answer"\nlabels = ["a", "b", "c"]\n'
+    'mechanism = { kind = "randomized_response" }\n'
+)
+
+
+def test_sequential_rows_beside_the_fixed_tests(tmp_path):
+    """Paired terms, the groups of a column and a finite cross-tabulation each write the
+    anytime-valid test: independent columns are not rejected, a copied answer is."""
+    _write_product(tmp_path, "x", "group", seed=23)
+    text = _text(["x", "answer"], '[[analyst.homogeneity]]\nquestion = "x"\nby = "group"\n', size="size = 4000")
+    text = text.replace("[analyst]\n", '[analyst]\ncrosstabs = [{ rows = "x", columns = "answer" }]\n')
+    text = text.replace('name = "answer"', 'name = "answer"\ncolumn = "group"').replace(
+        'labels = ["a", "b", "c"]', 'labels = ["east", "north", "south"]'
+    )
+    (tmp_path / "s.toml").write_text(text)
+    rows = run_scenario(str(tmp_path / "s.toml"), out=tmp_path / "run", progress=False).results
+    for task in ("x x answer:crosstab", "x by group:homogeneity"):
+        assert _end(rows, task, "independence_reject", "sequential") == 0.0
+        assert np.isfinite(_end(rows, task, "independence_log_e_value", "sequential"))
+    # the same answer asked twice: the finite cross-tabulation's e-value finds it
+    _write_product(tmp_path, "answer", "group", seed=24)
+    both = (
+        _text(["answer"], "", size="size = 3000")
+        .replace("total = 1.0", "total = 6.0")
+        .replace("[analyst]\n", '[analyst]\ncrosstabs = [{ rows = "answer", columns = "again" }]\n')
+    )
+    both = both.replace(
+        "[arrivals]",
+        AGAIN + "[arrivals]",
+    )
+    (tmp_path / "b.toml").write_text(both)
+    rows = run_scenario(str(tmp_path / "b.toml"), out=tmp_path / "run2", progress=False).results
+    assert _end(rows, "answer x again:crosstab", "independence_reject", "sequential") == 1.0

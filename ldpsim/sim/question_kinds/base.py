@@ -184,6 +184,12 @@ class Question(ABC):
         """``(n, m)``: what ``u_i`` is unbiased for, from each table row's true answer."""
         raise NotImplementedError
 
+    def design_ranges(self, mechanism: Any) -> NDArray[np.float64]:
+        """``(m,)``: a width that every report's term ``u_i`` lies within, entry by entry
+        (``inf`` where there is none): the anytime-valid tests that bet on the terms
+        (:mod:`ldpsim.analyst.betting`) need it."""
+        raise NotImplementedError
+
     def design_noise(self, mechanism: Any, rows: NDArray[np.int64]) -> NDArray[np.float64]:
         """``(n, m)``: the exact ``Var(u_i | x_i)`` of each table row's report."""
         raise NotImplementedError

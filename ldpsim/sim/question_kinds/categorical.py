@@ -138,6 +138,9 @@ class CategoricalQuestion(Question):
     def design_truth(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
         return np.eye(self.k)[self.codes[rows]]  # type: ignore[index]
 
+    def design_ranges(self, mechanism: Any) -> NDArray[np.float64]:
+        return np.asarray(mechanism.inversion_coefficient_range(), dtype=np.float64)
+
     def design_noise(self, mechanism: Any, rows: NDArray[np.int64]) -> NDArray[np.float64]:
         return answer_noise(mechanism)[self.codes[rows]]  # type: ignore[index]
 

@@ -363,6 +363,11 @@ class KeyValueQuestion(WithoutAnswerList, Question):
         cf, cg = self._scales(mechanism)
         return np.hstack([cf * (up + down - mechanism.b), cg * (up - down)])
 
+    def design_ranges(self, mechanism: Any) -> NDArray[np.float64]:
+        d = len(self.keys)  # a key's term takes two values cf apart; its value's term is -cg, 0 or cg
+        cf, cg = self._scales(mechanism)
+        return np.concatenate([np.full(d, cf), np.full(d, 2.0 * cg)])
+
     def design_truth(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
         pairs = self.pairs[rows]  # type: ignore[index]
         bits = ((pairs[:, 0].astype(np.int64)[:, None] >> np.arange(len(self.keys))) & 1).astype(float)

@@ -306,6 +306,10 @@ class MultiselectQuestion(WithoutAnswerList, Question):
         dummies = (size[:, None] <= ell - np.arange(1, ell + 1)[None, :]) / slots[:, None]
         return np.hstack([bits / slots[:, None], dummies])
 
+    def design_ranges(self, mechanism: Any) -> NDArray[np.float64]:
+        widths = np.asarray(mechanism.oracle.inversion_coefficient_range(), dtype=np.float64)
+        return self.padding * widths[: len(self.items)]
+
     def design_truth(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
         return self.padding * self._symbol_laws(rows)[:, : len(self.items)]
 

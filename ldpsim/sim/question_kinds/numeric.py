@@ -407,6 +407,13 @@ class NumericQuestion(WithoutAnswerList, Question):
         a, b = unit_inverse(mechanism)
         return ((mechanism.unit_statistics(reports) @ a.T + b) @ self.midpoints()).reshape(-1, 1)
 
+    def design_ranges(self, mechanism: Any) -> NDArray[np.float64]:
+        if not self.bucketed:  # a report is its own term: the mechanism's report range (inf: unbounded noise)
+            lo, hi = getattr(mechanism, "report_range", (-np.inf, np.inf))
+            return np.array([float(hi) - float(lo)])
+        widths = np.asarray(mechanism.inversion_coefficient_range(), dtype=np.float64)
+        return np.array([float(np.abs(self.midpoints()) @ widths)])
+
     def design_truth(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
         x = self.midpoints()[self.codes[rows]] if self.bucketed else self.values[rows]
         return np.asarray(x, dtype=np.float64).reshape(-1, 1)

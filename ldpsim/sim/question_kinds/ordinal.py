@@ -146,6 +146,10 @@ class OrdinalQuestion(CategoricalQuestion):
         x = super().design_truth(rows)
         return np.hstack([x, x @ self._range_matrix()])
 
+    def design_ranges(self, mechanism: Any) -> NDArray[np.float64]:
+        r = super().design_ranges(mechanism)  # a range's term is the sum of its answers' terms
+        return np.concatenate([r, r @ self._range_matrix()])
+
     def design_noise(self, mechanism: Any, rows: NDArray[np.int64]) -> NDArray[np.float64]:
         r = self._range_matrix()
         table = np.stack(
