@@ -444,6 +444,12 @@ def _build_parser() -> argparse.ArgumentParser:
     ana.add_argument(
         "--alpha", type=float, default=None, help="level of the tests; intervals at 1 - alpha (default 0.05)"
     )
+    ana.add_argument(
+        "--sequential",
+        action="store_true",
+        help="also the anytime-valid uniformity test on every report in file order, for vector or hashed reports "
+        "(finite mechanisms have theirs from the counts)",
+    )
     _add_seed(ana, "seed of the tests' Monte Carlo p-values (default: fresh entropy, printed)")
     _add_output_folder(ana, "reports/analyse/<REPORTS name>/<UTC time>")
     _add_no_progress(ana)
@@ -1303,6 +1309,7 @@ def _analyse(args: argparse.Namespace) -> int:
             groups=args.groups,
             weights=args.weights,
             show_progress=not args.no_progress,
+            sequential=args.sequential,
         )
         result = deploy.analyse(got, labels, args.alpha, seed)
         meta = {
@@ -1352,6 +1359,8 @@ def _analyse_file(args: argparse.Namespace, path: Path) -> int:
     ):
         if value is not None:
             raise LdpSimError(f"{option}: got {value!r}, expected none with an analysis file (its questions name it)")
+    if args.sequential:
+        raise LdpSimError("--sequential: got it, expected none with an analysis file (sequential = true per question)")
     plan = deploy.load_analysis(path)
     seed = deploy.seed_value(args.seed if args.seed is not None else plan.seed)
     default = Path("reports") / "analyse" / (path.stem or "analysis")

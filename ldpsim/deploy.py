@@ -54,9 +54,19 @@ from scipy import special
 from ldpsim import _progress
 from ldpsim import _validate as v
 from ldpsim._files import atomic_writer, describe_os_error, open_input
+from ldpsim.analyst.betting import BettingProcess, report_terms, term_ranges
 from ldpsim.analyst.estimation import confidence_intervals, project_to_simplex
 from ldpsim.analyst.frequency import frequency_estimate
-from ldpsim.analyst.hypotheses import DRAWS, TestResult, affine_estimate, homogeneity, uniformity
+from ldpsim.analyst.hypotheses import (
+    DRAWS,
+    SequentialResult,
+    TestResult,
+    affine_estimate,
+    homogeneity,
+    sequential_homogeneity,
+    sequential_uniformity,
+    uniformity,
+)
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms import catalog
 from ldpsim.mechanisms.base import FrequencyOracle
@@ -507,6 +517,9 @@ class Collected:
     groups: dict[str, Sums] = field(default_factory=dict)
     weighted: Weighted | None = None
     fast: bool = False  # read by the raw-bytes reader
+    #: the anytime-valid uniformity test on every report in file order (``sequential`` with
+    #: an oracle whose statistic is not output counts)
+    bets: BettingProcess | None = None
 
 
 def _fast_bits(path: Path, column: str, k: int, mech: Any, show: bool) -> Sums | None:
@@ -689,13 +702,19 @@ def collect(
     weights: str | None = None,
     show_progress: bool = True,
     fast: bool = True,
+    sequential: bool = False,
 ) -> Collected:
     """Read the reports file ``path`` of ``built``'s mechanism in chunks: the statistic (or
     moments) of all reports, of each group of column ``groups`` and the weighted sums of
-    column ``weights``. The first bad row is one line naming it (``REPORTS: row N, column C: ...``)."""
+    column ``weights``. With ``sequential`` and an oracle whose statistic is not output
+    counts, also the betting test of uniformity on every report in file order (the chunked
+    reader then reads every file). The first bad row is one line naming it
+    (``REPORTS: row N, column C: ...``)."""
     option = "REPORTS"
     fmt = report_format(built)
     mech = built.mechanism
+    bets = sequential and fmt.categorical and getattr(mech, "output_size", None) is None
+    fast = fast and not bets
     header = _read_header(path, option)
     if fmt.kind == "hash":
         if column is not None:
@@ -732,6 +751,8 @@ def collect(
             return Collected(built, fmt, sums, fast=True)
     out = Collected(built, fmt, Sums())
     affine = affine_estimate(mech) if (weights is not None and fmt.categorical) else None
+    if bets:
+        out.bets = BettingProcess(term_ranges(mech))
     if weights is not None:
         out.weighted = Weighted()
     size = max(1, os.path.getsize(path))
@@ -750,6 +771,8 @@ def collect(
                 out.all.add(mech.statistic(reports), None, n)
             else:
                 out.all.add(None, reports, n)
+            if out.bets is not None:
+                out.bets.update(report_terms(mech, reports) - 1.0 / mech.k)
             if groups is not None:
                 codes, uniques = pd.factorize(labels)
                 for j, g in enumerate(uniques.tolist()):
@@ -862,6 +885,24 @@ def _test_row(result: TestResult, scope: str) -> dict[str, Any]:
     return {"scope": scope, **result.as_dict(), "note": ""}
 
 
+def _sequential_row(result: SequentialResult, scope: str, method: str) -> dict[str, Any]:
+    """An anytime-valid test's row: its log e-value as the statistic and ``min(1, 1 / E)``
+    (``E`` its largest value along the reports, where known) as the p-value, valid at every
+    look."""
+    top = result.log_e if result.log_e_max is None else max(result.log_e, result.log_e_max)
+    return {
+        "scope": scope,
+        "test": result.test,
+        "statistic": result.log_e,
+        "p_value": float(min(1.0, math.exp(-top))) if top > -700 else 1.0,
+        "alpha": result.alpha,
+        "reject": result.reject,
+        "method": method,
+        "draws": 0,
+        "note": "statistic: the log e-value; p-value: min(1, 1 / e-value), valid however often one looks",
+    }
+
+
 def _not_run(test: str, scope: str, alpha: float, why: str) -> dict[str, Any]:
     return {
         "scope": scope,
@@ -918,6 +959,16 @@ def analyse(
                 tests.append(
                     _not_run("homogeneity", "groups", alpha, "calibrating it would privatise too many reports")
                 )
+        if getattr(mech, "output_size", None) is not None:  # output counts: the mixtures, free
+            method = "e-value (mixture)"
+            tests.append(_sequential_row(sequential_uniformity(mech, all_stat, alpha=alpha), "all", method))
+            if len(groups) >= 2:
+                stats = [s.statistic for s in groups.values()]
+                seq = sequential_homogeneity(mech, stats, alpha=alpha)  # type: ignore[arg-type]
+                tests.append(_sequential_row(seq, "groups", method))
+        elif collected.bets is not None:
+            seq = collected.bets.result("sequential uniformity", alpha)
+            tests.append(_sequential_row(seq, "all", "e-value (betting, file order)"))
     else:
         names = ["mean"]
         frames.append(_mean_row(collected.all, alpha, "all", ""))
@@ -974,6 +1025,7 @@ class Question:
     alpha: float
     groups: str | None
     weights: str | None
+    sequential: bool = False
 
 
 @dataclass(frozen=True)
@@ -1035,7 +1087,9 @@ def load_analysis(path: Path) -> AnalysisFile:
                         f"{key}.{what}: got {column!r}, expected one of the columns of {name}: {', '.join(header)}"
                     )
             alpha = q.alpha if q.alpha is not None else spec.alpha
-            questions.append(Question(key, q.name, file, built, q.column, labels, alpha, q.groups, q.weights))
+            questions.append(
+                Question(key, q.name, file, built, q.column, labels, alpha, q.groups, q.weights, q.sequential)
+            )
     except LdpSimError as exc:
         raise LdpSimError(f"{where}: {exc}") from None
     return AnalysisFile(Path(path), spec.name or Path(path).stem, spec.description, spec.seed, questions)
@@ -1067,7 +1121,13 @@ def analyse_questions(
     for i, q in enumerate(plan.questions):
         try:
             got = collect(
-                q.path, q.built, column=q.column, groups=q.groups, weights=q.weights, show_progress=show_progress
+                q.path,
+                q.built,
+                column=q.column,
+                groups=q.groups,
+                weights=q.weights,
+                show_progress=show_progress,
+                sequential=q.sequential,
             )
         except LdpSimError as exc:
             raise _keyed(exc, q) from None

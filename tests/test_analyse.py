@@ -24,6 +24,8 @@ import pandas as pd
 import pytest
 
 from ldpsim import deploy
+from ldpsim.analyst.betting import sequential_fit_of_reports
+from ldpsim.analyst.hypotheses import sequential_homogeneity
 from ldpsim.analyst.means import mean_estimate
 from ldpsim.analyst.survey_design import hajek
 from ldpsim.mechanisms import catalog
@@ -104,7 +106,9 @@ def test_a_round_trip_on_anes_gives_the_statistic_and_the_estimates_of_the_same_
     assert everyone["projected"].sum() == pytest.approx(1.0) and (everyone["projected"] >= 0).all()
     assert (everyone["ci_low"] < everyone["estimate"]).all() and (everyone["estimate"] < everyone["ci_high"]).all()
     tests = pd.read_csv(folder / "tests.csv", keep_default_na=False)
-    assert tests["test"].tolist() == ["uniformity"] and 0 < float(tests["p_value"].iloc[0]) <= 1
+    finite = built.mechanism.output_size is not None  # output counts: the mixture's e-value beside it
+    assert tests["test"].tolist() == ["uniformity"] + ["sequential uniformity"] * finite
+    assert 0 < float(tests["p_value"].iloc[0]) <= 1
     assert {p.name for p in folder.iterdir()} == {
         "estimates.csv",
         "tests.csv",
@@ -156,8 +160,31 @@ def test_groups_give_each_group_its_estimates_and_a_homogeneity_test(tmp_path):
         np.testing.assert_allclose(mine["estimate"], mech.invert(stat / len(rows)), rtol=1e-12)
         assert (mine["reports"] == len(rows)).all()
     tests = pd.read_csv(folder / "tests.csv", keep_default_na=False)
-    assert tests["test"].tolist() == ["uniformity", "homogeneity"]
+    assert tests["test"].tolist() == ["uniformity", "homogeneity", "sequential uniformity", "sequential homogeneity"]
     assert tests["method"].tolist()[1] == "conditional"
+    # the anytime-valid versions from the counts: the library's mixtures on the file's statistics
+    groups = [mech.statistic(rows["report"].astype(int).to_numpy()) for _, rows in frame.groupby("vote", sort=False)]
+    seq = sequential_homogeneity(mech, groups)
+    row = tests[tests["test"] == "sequential homogeneity"].iloc[0]
+    assert row["statistic"] == pytest.approx(seq.log_e, rel=1e-12)
+    assert row["p_value"] == pytest.approx(min(1.0, math.exp(-seq.log_e)), rel=1e-12)
+
+
+def test_sequential_bets_on_every_report_in_file_order(tmp_path):
+    """``--sequential`` with OUE: the betting test of uniformity on the reports in the
+    file's order, the library's on the same reports; refused beside an analysis file."""
+    out = privatize(tmp_path, "oue:eps=1", "party_id", 5)
+    folder = analyse(tmp_path, out, "oue:k=7,eps=1", "--sequential")
+    tests = pd.read_csv(folder / "tests.csv", keep_default_na=False)
+    row = tests[tests["test"] == "sequential uniformity"].iloc[0]
+    bits = pd.read_csv(out, dtype=str)["report"]
+    reports = np.array([[int(c) for c in b] for b in bits])
+    mech = deploy.build("oue:k=7,eps=1").mechanism
+    seq = sequential_fit_of_reports(mech, reports, np.full(7, 1 / 7))
+    assert row["statistic"] == pytest.approx(seq.log_e, rel=1e-9, abs=1e-9)
+    assert row["method"] == "e-value (betting, file order)" and bool(row["reject"]) == seq.reject
+    plain = pd.read_csv(analyse(tmp_path, out, "oue:k=7,eps=1", out="b") / "tests.csv", keep_default_na=False)
+    assert "sequential uniformity" not in plain["test"].tolist()  # vector reports: only when asked
 
 
 def test_weights_give_the_hajek_estimate_and_its_design_variance(tmp_path):
@@ -471,9 +498,15 @@ def test_an_analysis_file_gives_every_question_its_estimates_in_one_folder(tmp_p
     groups = est[(est["question"] == "vote") & (est["scope"] == "group")]
     assert set(groups["group"]) == set(vote["education"])
     tests = pd.read_csv(out / "tests.csv", keep_default_na=False)
-    assert list(tests["question"]) == ["vote", "vote", "party_id"]
-    assert list(tests["test"]) == ["uniformity", "homogeneity", "uniformity"]
-    assert list(tests["alpha"].astype(float)) == [0.05, 0.05, 0.1]
+    assert list(tests["question"]) == ["vote"] * 4 + ["party_id"]
+    assert list(tests["test"]) == [
+        "uniformity",
+        "homogeneity",
+        "sequential uniformity",  # vote's randomized response: the mixtures from the counts
+        "sequential homogeneity",
+        "uniformity",
+    ]
+    assert list(tests["alpha"].astype(float)) == [0.05] * 4 + [0.1]
     summary = (out / "summary.md").read_text()
     assert "## Question vote" in summary and "## Question age" in summary
     meta = __import__("json").loads((out / "analysis.json").read_text())
@@ -524,7 +557,9 @@ def test_a_bad_row_of_one_question_names_the_question_and_writes_nothing(tmp_pat
     assert tree(tmp_path) == before
 
 
-@pytest.mark.parametrize("option", [("--mechanism", "oue:k=2,eps=1"), ("--groups", "g"), ("--alpha", "0.05")])
+@pytest.mark.parametrize(
+    "option", [("--mechanism", "oue:k=2,eps=1"), ("--groups", "g"), ("--alpha", "0.05"), ("--sequential",)]
+)
 def test_options_of_one_file_are_refused_with_an_analysis_file(option, tmp_path):
     path = example(tmp_path)
     line = one_line(run_cli("analyse", path, *option, "--out", tmp_path / "out"))

@@ -44,6 +44,9 @@ class AnalysisQuestionSpec(Model):
     alpha: Level | None = None
     groups: Text | None = None
     weights: Text | None = None
+    #: the anytime-valid uniformity test on every report in file order (an oracle whose
+    #: statistic is not output counts; finite mechanisms have theirs from the counts anyway)
+    sequential: bool = False
 
 
 class AnalysisSpec(Model):
