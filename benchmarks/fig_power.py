@@ -68,7 +68,8 @@ def main() -> None:
             for name, mech in mechs.items():
                 if not mech.aggregate_exact and r >= args.olh_reps:
                     continue
-                stream = np.random.default_rng([args.seed, int(delta * 1000), r, list(ORACLES).index(name)])
+                # 1 + index: a trailing 0 would give the answers' own stream (SeedSequence pads with zeros)
+                stream = np.random.default_rng([args.seed, int(delta * 1000), r, 1 + list(ORACLES).index(name)])
                 a = statistic(mech, group_a, stream)
                 b = statistic(mech, group_b, stream)
                 hits[(name, "fit")] += goodness_of_fit(

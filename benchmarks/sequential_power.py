@@ -66,7 +66,8 @@ def main() -> None:
             gen = np.random.default_rng([args.seed, int(delta * 1000), r])
             answers = gen.choice(K, size=N, p=law)
             for name, mech in mechs.items():
-                stream = np.random.default_rng([args.seed, int(delta * 1000), r, list(ORACLES).index(name)])
+                # 1 + index: a trailing 0 would give the answers' own stream (SeedSequence pads with zeros)
+                stream = np.random.default_rng([args.seed, int(delta * 1000), r, 1 + list(ORACLES).index(name)])
                 reports = mech.privatize(answers, stream)
                 stat = mech.statistic(reports)
                 fixed = goodness_of_fit(mech, stat, REFERENCE, n=N, alpha=ALPHA, draws=99, rng=stream).reject
