@@ -284,9 +284,10 @@ def _fit_rows(prefix: str, out: Any, truth: float, power: float) -> list[dict[st
 
 class _DecisionTask(Task):
     """A test writing three rows per checkpoint (statistic, p- or e-value, decision). Its
-    ``sequential`` version reads a finite mechanism's output counts (the likelihood mixtures
-    of :mod:`ldpsim.analyst.hypotheses`); for any other oracle it bets on every report in
-    arrival order (:mod:`ldpsim.analyst.betting`), in individual mode."""
+    ``sequential`` version bets on every report in arrival order in individual mode
+    (:mod:`ldpsim.analyst.betting`; an oracle whose reports are vectors or hashes needs
+    individual mode), and in aggregate mode reads a finite mechanism's output counts (the
+    likelihood mixtures of :mod:`ldpsim.analyst.hypotheses`)."""
 
     is_test = True
 
@@ -303,7 +304,10 @@ class _DecisionTask(Task):
         self.rng = rng
         mech = self.context.mechanism
         p: Any = self.params
-        self.betting = bool(p.sequential) and mech.output_size is None
+        # bets on every report wherever they arrive one by one (far more power than the
+        # mixture over the outputs: benchmarks/sequential_power.py); the mixture of the
+        # counts where only counts arrive (aggregate mode)
+        self.betting = bool(p.sequential) and (mech.output_size is None or self.context.mode == "individual")
         if self.betting:
             self.ranges = term_ranges(mech)
             self.start_bets()
