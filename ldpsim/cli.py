@@ -30,7 +30,7 @@ import sys
 import textwrap
 from dataclasses import replace
 from pathlib import Path
-from typing import Sequence, cast
+from typing import Any, Sequence, cast
 
 from ldpsim._text import KEEP, WIDTH, plain, plural, shorten, table, wrap
 from ldpsim.errors import LdpSimError
@@ -1328,19 +1328,24 @@ def _analyse(args: argparse.Namespace) -> int:
         for name, data in written.items():
             (folder.work / name).write_bytes(data)
     _say(f"ldpsim analyse: {got.all.n:,} reports of {built.spec} (seed{KEEP}{seed})")
+    _show_analysis(result, args.alpha, folder.path / "estimates.csv")
+    for note in result.notes:
+        _say(f"note: {note}")
+    _say(f"files in {folder.path}: {', '.join(sorted(written))}")
+    return 0
+
+
+def _show_analysis(result: Any, alpha: float, full: Path) -> None:
+    """The estimates of all reports as a table, and one line per test."""
     shown = result.estimates[result.estimates["scope"] == "all"]
     cols = [c for c in ("category", "estimate", "std_error", "ci_low", "ci_high", "projected") if c in shown]
-    print(table(shown[cols], float_format=lambda x: f"{x:.4g}", full=folder.path / "estimates.csv"))
+    print(table(shown[cols], float_format=lambda x: f"{x:.4g}", full=full))
     for row in result.tests.to_dict("records"):
         if row["method"] == "not run":
             _say(f"{row['test']} ({row['scope']}): not run, {row['note']}")
         else:
             verdict = "rejected" if row["reject"] else "not rejected"
-            _say(f"{row['test']} ({row['scope']}): p = {row['p_value']:.4g}, {verdict} at {args.alpha:g}")
-    for note in result.notes:
-        _say(f"note: {note}")
-    _say(f"files in {folder.path}: {', '.join(sorted(written))}")
-    return 0
+            _say(f"{row['test']} ({row['scope']}): p = {row['p_value']:.4g}, {verdict} at {alpha:g}")
 
 
 def _analyse_file(args: argparse.Namespace, path: Path) -> int:
@@ -1395,16 +1400,8 @@ def _analyse_file(args: argparse.Namespace, path: Path) -> int:
             (folder.work / name).write_bytes(data)
     _say(f"ldpsim analyse: {plural(len(done), 'question')} of {path.name} (seed{KEEP}{seed})")
     for q, n, result in done:
-        shown = result.estimates[result.estimates["scope"] == "all"]
-        cols = [c for c in ("category", "estimate", "std_error", "ci_low", "ci_high", "projected") if c in shown]
         _say(f"{q.name}: {n:,} reports of {q.built.spec}")
-        print(table(shown[cols], float_format=lambda x: f"{x:.4g}", full=folder.path / "estimates.csv"))
-        for row in result.tests.to_dict("records"):
-            if row["method"] == "not run":
-                _say(f"{row['test']} ({row['scope']}): not run, {row['note']}")
-            else:
-                verdict = "rejected" if row["reject"] else "not rejected"
-                _say(f"{row['test']} ({row['scope']}): p = {row['p_value']:.4g}, {verdict} at {q.alpha:g}")
+        _show_analysis(result, q.alpha, folder.path / "estimates.csv")
     _say(f"files in {folder.path}: {', '.join(sorted(written))}")
     return 0
 

@@ -68,23 +68,28 @@ def summary_lines(meta: dict[str, Any], estimates: pd.DataFrame, tests: pd.DataF
     return lines
 
 
-def files(meta: dict[str, Any], estimates: pd.DataFrame, tests: pd.DataFrame, notes: list[str]) -> dict[str, bytes]:
-    """Every file of the analysis folder, by name."""
-    lines = summary_lines(meta, estimates, tests, notes)
+def _folder(
+    meta: dict[str, Any],
+    estimates: pd.DataFrame,
+    tests: pd.DataFrame,
+    lines: list[str],
+    title: str,
+    facts: list[tuple[str, str]],
+    key: dict[str, str],
+    source: str | None = None,
+) -> dict[str, bytes]:
+    """The five files of an analysis folder, by name, from its tables, summary lines and the
+    report's title, facts (``metadata`` beside ``kind``) and key figures."""
     page = page_html(
-        title=f"Analysis of {meta['reports']}",
+        title=title,
         badge="analysis",
         noun="analysis",
         lines=lines,
         files={},
         links=FILES,
-        metadata=[
-            ("kind", "analysis"),
-            ("mechanism", str(meta["mechanism"])),
-            ("reports", f"{meta['n']:,}"),
-            ("seed", str(meta["seed"])),
-        ],
-        key={"reports": f"{meta['n']:,}", "mechanism": str(meta["mechanism"])},
+        metadata=[("kind", "analysis"), *facts],
+        key=key,
+        source=source,
     )
     return {
         "estimates.csv": estimates.to_csv(index=False, lineterminator="\n").encode("utf-8"),
@@ -93,6 +98,20 @@ def files(meta: dict[str, Any], estimates: pd.DataFrame, tests: pd.DataFrame, no
         "summary.md": ("\n".join(lines) + "\n").encode("utf-8"),
         "report.html": page,
     }
+
+
+def files(meta: dict[str, Any], estimates: pd.DataFrame, tests: pd.DataFrame, notes: list[str]) -> dict[str, bytes]:
+    """Every file of the analysis folder, by name."""
+    n, mechanism = f"{meta['n']:,}", str(meta["mechanism"])
+    return _folder(
+        meta,
+        estimates,
+        tests,
+        summary_lines(meta, estimates, tests, notes),
+        f"Analysis of {meta['reports']}",
+        [("mechanism", mechanism), ("reports", n), ("seed", str(meta["seed"]))],
+        {"reports": n, "mechanism": mechanism},
+    )
 
 
 def _demoted(lines: list[str]) -> list[str]:
@@ -134,27 +153,15 @@ def question_files(
     all_tests = pd.concat(tests, ignore_index=True)
     all_estimates = all_estimates[["question", *[c for c in all_estimates.columns if c != "question"]]]
     all_tests = all_tests[["question", *[c for c in all_tests.columns if c != "question"]]]
-    n = sum(int(q["n"]) for q, *_ in parts)
-    page = page_html(
-        title=f"Analysis {meta['name']}",
-        badge="analysis",
-        noun="analysis",
-        lines=lines,
-        files={},
-        links=FILES,
-        metadata=[
-            ("kind", "analysis"),
-            ("questions", str(len(parts))),
-            ("reports", f"{n:,}"),
-            ("seed", str(meta["seed"])),
-        ],
-        key={"questions": str(len(parts)), "reports": f"{n:,}"},
-        source=source,
+    n = f"{sum(int(q['n']) for q, *_ in parts):,}"
+    count = str(len(parts))
+    return _folder(
+        meta,
+        all_estimates,
+        all_tests,
+        lines,
+        f"Analysis {meta['name']}",
+        [("questions", count), ("reports", n), ("seed", str(meta["seed"]))],
+        {"questions": count, "reports": n},
+        source,
     )
-    return {
-        "estimates.csv": all_estimates.to_csv(index=False, lineterminator="\n").encode("utf-8"),
-        "tests.csv": all_tests.to_csv(index=False, lineterminator="\n").encode("utf-8"),
-        "analysis.json": (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8"),
-        "summary.md": ("\n".join(lines) + "\n").encode("utf-8"),
-        "report.html": page,
-    }
