@@ -83,6 +83,8 @@ class BettingProcess:
     from the running mean (two-sided). Feed reports with :meth:`update` in arrival order;
     ``log_e`` is the log wealth now, ``log_e_max`` its largest value along the path.
 
+    Each entry is bet on in units of its bound, ``x_v / radius_v`` (within [-1, 1]; an entry
+    of zero radius is zero), so terms near the largest double (eps near zero) never overflow.
     Before each chunk the stake is ``mu / s2``, ``mu`` the running mean along the direction
     and ``s2`` the running second moment along it with the entries' cross terms left out
     (``sum_v w_v^2 mean(x_v^2)``): any stake fixed before the chunk keeps the test valid; this
@@ -96,6 +98,7 @@ class BettingProcess:
         if self.fixed is not None and self.fixed.shape != self.radius.shape:
             raise invalid("direction", self.fixed.shape, f"one entry per entry of radius ({self.radius.size})")
         d = self.radius.size
+        self._live = self.radius > 0  # the scaled entries' bounds: 1, or 0 for a constant zero
         self.n = 0
         self.log_e = 0.0
         self.log_e_max = 0.0
@@ -112,7 +115,7 @@ class BettingProcess:
         else:
             norm = float(np.sqrt(mean @ mean))
             w = mean / norm if norm > 0 else np.zeros_like(mean)
-        reach = float(np.abs(w) @ self.radius)
+        reach = float(np.abs(w) @ self._live)
         mu = float(mean @ w)
         second = float((w * w) @ (self._sq / self.n))
         lam = mu / second if mu > 0 and second > 0 and reach > 0 else 0.0
@@ -120,7 +123,8 @@ class BettingProcess:
 
     def update(self, x: ArrayLike) -> None:
         """Bet on the rows of ``x`` in order."""
-        rows = np.asarray(x, dtype=np.float64).reshape(-1, self.radius.size)
+        raw = np.asarray(x, dtype=np.float64).reshape(-1, self.radius.size)
+        rows = np.divide(raw, self.radius, out=np.zeros_like(raw), where=self._live)
         at = 0
         while at < rows.shape[0]:
             take = min(rows.shape[0] - at, self._chunk_end - self.n)
@@ -246,11 +250,12 @@ class PairBetting:
     waits for the next), each pair's product of differences bet on."""
 
     def __init__(self, ranges_a: ArrayLike, ranges_b: ArrayLike) -> None:
-        ra = np.asarray(ranges_a, dtype=np.float64).ravel()
-        rb = np.asarray(ranges_b, dtype=np.float64).ravel()
-        if not (np.all(np.isfinite(ra)) and np.all(np.isfinite(rb))):
+        self.ra = np.asarray(ranges_a, dtype=np.float64).ravel()
+        self.rb = np.asarray(ranges_b, dtype=np.float64).ravel()
+        if not (np.all(np.isfinite(self.ra)) and np.all(np.isfinite(self.rb))):
             raise invalid("ranges", "an infinite width", "terms of bounded width (a bet needs bounded terms)")
-        self.proc = BettingProcess(np.outer(ra, rb).ravel())
+        # each side in units of its widths before the product (no overflow near the largest double)
+        self.proc = BettingProcess(np.outer(self.ra > 0, self.rb > 0).ravel().astype(np.float64))
         self._wait: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
 
     def update(self, ua: NDArray[np.float64], ub: NDArray[np.float64]) -> None:
@@ -263,9 +268,14 @@ class PairBetting:
             ua, ub = ua[:-1], ub[:-1]
         if ua.shape[0] == 0:
             return
-        da = ua[0::2] - ua[1::2]
-        db = ub[0::2] - ub[1::2]
+        da = _scaled(ua[0::2], self.ra) - _scaled(ua[1::2], self.ra)
+        db = _scaled(ub[0::2], self.rb) - _scaled(ub[1::2], self.rb)
         self.proc.update((da[:, :, None] * db[:, None, :]).reshape(da.shape[0], -1))
+
+
+def _scaled(u: NDArray[np.float64], widths: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Terms in units of their widths (zero where a width is zero)."""
+    return np.divide(u, widths, out=np.zeros_like(u), where=widths > 0)
 
 
 def _bounds(low: Any, high: Any) -> tuple[float, float]:

@@ -45,8 +45,11 @@ def _at_most(rejections: int, trials: int, level: float, checks: int = 1) -> boo
 
 
 def _loop_wealth(x: np.ndarray, radius: np.ndarray) -> tuple[float, float]:
-    """The wealth of the module's bettor, report by report: direction and stake from the
-    reports before each chunk (16, 32, 64, ... reports long, at most 4,096)."""
+    """The wealth of the module's bettor, report by report: each entry in units of its
+    bound, direction and stake from the reports before each chunk (16, 32, 64, ... reports
+    long, at most 4,096)."""
+    x = x / radius
+    radius = np.ones_like(radius)
     log_e = peak = 0.0
     w, lam = np.zeros(x.shape[1]), 0.0
     end = 16

@@ -297,6 +297,16 @@ FOUND = [
     'ind = "randomized_response"\neps = 1e-300\n\n[network]\nlatency = { kind = "lognormal", median = 1'
     ".0, sigma = 1e-300 }\nloss = 0.02\n\n[analyst]\nconfidence = 0.9999999999999999\n\n[simulation]\ns"
     "eed = 1\nreplications = 2\n\n[shuffler]\nwindow = 0.01\ncompare = false\n",
+    # a cross-tabulation of a check-all-that-apply question at eps = 1e-300: the sequential
+    # test's product of two widths near the largest double overflowed (slow tier, this session)
+    'name = "fuzz_questions"\nquestions = [{ name = "q0", labels = ["a", "b", "yes", "no"], mechanism = { kind = '
+    '"padding", padding = 1 }, kind = "multiselect", inclusion = [0.0, 0.0, 0.0, 0.0] }, { name = "q1", labels = '
+    '["a", "b"], distribution = [0.0, 1.0], mechanism = { kind = "randomized_response" } }, { name = "q2", labels = '
+    '["a", "b"], distribution = [0.0, 1.0], mechanism = { kind = "randomized_response" } }]\n\n[population]\nsize = '
+    '1\n\n[budget]\ntotal = 1e-300\nstrategy = "split"\n\n[arrivals]\nkind = "poisson"\nduration = 1e-300\n\n'
+    '[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\ncheckpoints = { every = '
+    '0.25 }\ntasks = [{ kind = "frequency", confidence = 1e-300 }]\ncrosstabs = [{ rows = "q0", columns = "q1" }]'
+    '\n\n[simulation]\nmode = "individual"\nreplications = 1\nseed = 0\n',
 ]
 
 
