@@ -307,6 +307,15 @@ FOUND = [
     '[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst]\ncheckpoints = { every = '
     '0.25 }\ntasks = [{ kind = "frequency", confidence = 1e-300 }]\ncrosstabs = [{ rows = "q0", columns = "q1" }]'
     '\n\n[simulation]\nmode = "individual"\nreplications = 1\nseed = 0\n',
+    # drift with stay one ulp below 1 and nothing to drift to: the redraw law rounded to zero and
+    # was divided by its zero sum (the slow tier, from a local example database)
+    'kind = "collection"\nname = "fuzz_collection"\npolicies = [{ name = "every report", kind = "'
+    'plain" }]\n\n[population]\nlabels = ["a", "b"]\ndistribution = [0.6428571428571429, 0.35714285'
+    '714285715]\nsize = 1\n\n[collection]\nperiods = 4\nperiod = 1e-300\nschedule = { kind = "random"'
+    ', rate = 1e-300 }\nchange = { kind = "drift", final = [0.6428571428571429, 0.35714285714285'
+    '715], stay = 0.9999999999999999 }\ndelta = 1e-300\n\n[mechanism]\nkind = "randomized_response"'
+    '\neps = 1e-300\n\n[network]\nlatency = { kind = "constant", value = 0.0 }\nloss = 0.0\n\n[analyst'
+    "]\nconfidence = 1e-300\n\n[simulation]\nseed = 0\nreplications = 1\n",
 ]
 
 

@@ -466,7 +466,9 @@ def _dynamics(c: CollectionSpec, start: np.ndarray, k: int) -> tuple[np.ndarray,
                 "than the respondents who leave it)"
             )
         r = np.maximum(r, 0.0)
-        redraw[t] = r / r.sum()
+        total = float(r.sum())
+        # stay within a rounding of 1 and no drift: r rounds to zero; its limit is the law itself
+        redraw[t] = r / total if total > 0 else path[t] / path[t].sum()
     return path, redraw, None
 
 
