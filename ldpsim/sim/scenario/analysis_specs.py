@@ -12,7 +12,6 @@ does not.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -27,7 +26,7 @@ MAX_QUESTIONS = 100
 Level = Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
 Text = Annotated[str, Field(min_length=1, max_length=1000)]
 #: A question's name: it names its rows in estimates.csv and tests.csv, and its section.
-Name = Annotated[str, Field(min_length=1, max_length=100, pattern=re.compile(r"[^\s,\"'`<>|]([^,\"'`<>|]*\S)?"))]
+Name = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[^\s,\"'`<>|]([^,\"'`<>|]*\S)?$")]
 
 
 class AnalysisQuestionSpec(Model):
