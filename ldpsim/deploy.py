@@ -324,7 +324,7 @@ def parse_reports(
     if fmt.kind == "bits":
         k = fmt.width
         text = vals.astype(f"U{k + 1}")  # a longer value keeps k + 1 characters: wrong length all the same
-        i = _first_bad(np.strings.str_len(text) == k)
+        i = _first_bad(np.char.str_len(text) == k)  # np.char: numpy 1.26 has no np.strings
         if i is None:
             codes = text.view(np.uint32).reshape(-1, k + 1)[:, :k]
             i = _first_bad(((codes == 48) | (codes == 49)).all(axis=1))
