@@ -56,7 +56,7 @@ from scipy import stats
 
 from ldpsim import _validate as v
 from ldpsim._rng import as_generator
-from ldpsim.analyst.hypotheses import TestResult
+from ldpsim.analyst.hypotheses import TestResult, _alpha
 from ldpsim.errors import LdpSimError, invalid
 
 __all__ = ["AssociationResult", "PairedSums", "association_from_sums", "association_test", "group_homogeneity"]
@@ -115,11 +115,6 @@ class PairedSums:
 
 
 # ------------------------------------------------------------------------------ helpers
-def _alpha(alpha: Any) -> float:
-    a = v.as_float(alpha, "alpha", "a level in (0, 1)")
-    if not 0.0 < a < 1.0:
-        raise invalid("alpha", alpha, "a level in (0, 1)")
-    return a
 
 
 def _units(units: ArrayLike, name: str) -> NDArray[np.float64]:

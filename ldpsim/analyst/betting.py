@@ -48,7 +48,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from ldpsim import _validate as v
-from ldpsim.analyst.hypotheses import SequentialResult, affine_estimate
+from ldpsim.analyst.hypotheses import SequentialResult, _alpha, affine_estimate
 from ldpsim.errors import invalid
 
 __all__ = [
@@ -159,13 +159,6 @@ def term_ranges(oracle: Any) -> NDArray[np.float64]:
     """``R_v``: the width of the interval that every report's term for answer ``v`` lies in,
     so ``|u_v - m| <= R_v`` for any ``m`` in that interval (every law's share ``pi_v`` is)."""
     return np.asarray(oracle.inversion_coefficient_range(), dtype=np.float64)
-
-
-def _alpha(alpha: Any) -> float:
-    a = v.as_float(alpha, "alpha", "a level in (0, 1)")
-    if not 0.0 < a < 1.0:
-        raise invalid("alpha", alpha, "a level in (0, 1)")
-    return a
 
 
 def _terms(oracle: Any, reports: ArrayLike, name: str) -> NDArray[np.float64]:
