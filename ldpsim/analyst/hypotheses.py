@@ -182,7 +182,7 @@ def _null_statistics(
         return gen.multinomial(n, out / out.sum(), size=draws).astype(np.float64)
     answers = gen.multinomial(n, law, size=draws)
     if oracle.aggregate_exact:
-        return np.stack([oracle.sample_statistic(row, gen) for row in answers]).astype(np.float64)
+        return oracle.sample_statistics(answers, gen).astype(np.float64)
     symbols = np.arange(law.size)
     return np.stack([oracle.statistic(oracle.privatize(np.repeat(symbols, row), gen)) for row in answers]).astype(
         np.float64

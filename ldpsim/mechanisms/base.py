@@ -95,7 +95,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ldpsim import _validate as v
-from ldpsim.errors import LdpSimError
+from ldpsim._rng import as_generator
+from ldpsim.errors import LdpSimError, invalid
 
 #: Relative slack of :meth:`Mechanism.is_private` on eps and on delta for rounding in the
 #: mechanism's probabilities: randomized response with keep probability 3/4 passes
@@ -226,6 +227,8 @@ class FrequencyOracle(Mechanism):
         An exact draw of the statistic of ``input_counts[x]`` clients holding ``x`` at a
         cost independent of their number (aggregate mode); oracles for which no such law is
         available set ``aggregate_exact = False`` and raise :class:`NotAvailable`.
+        ``sample_statistics(rows, rng)`` draws one per row of input counts (a Monte Carlo
+        calibration's many draws at once); oracles whose law vectorises override it.
     ``support_matrix``
         ``k x s``: the expected statistic of one report given its input.
     ``invert(f)``
@@ -284,6 +287,18 @@ class FrequencyOracle(Mechanism):
             f"sample_statistic: got a call on {self!r}, expected an oracle whose aggregate statistic has an exact law "
             "(use simulation.mode = 'individual' for this one)"
         )
+
+    def sample_statistics(self, input_counts: ArrayLike, rng: Any = None) -> NDArray[np.int64]:
+        """One exact draw of the statistic per row of ``input_counts`` (``(r, k)`` counts; an
+        ``(r, s)`` array): :meth:`sample_statistic` row by row here, vectorised where an
+        oracle's law allows it (unary encoding)."""
+        gen = as_generator(rng)
+        rows = np.asarray(input_counts)
+        if rows.ndim != 2:
+            raise invalid("input_counts", f"an array of shape {rows.shape}", f"rows of {self.k} input counts")
+        if rows.shape[0] == 0:
+            return np.zeros((0, self.statistic_size), dtype=np.int64)
+        return np.stack([self.sample_statistic(row, gen) for row in rows]).astype(np.int64)
 
     # ----------------------------------------------------------------- what fake respondents can send
     # (ldpsim.attacks asks these; an oracle that cannot answer one raises NotAvailable)

@@ -372,8 +372,9 @@ def test_sample_statistic_has_the_law_of_privatize(name):
     """For fixed input counts, each item's count from sample_statistic and from
     statistic(privatize(...)) is compared with its exact law, the convolution of
     Binomial(n_x, p) and Binomial(n - n_x, q) (tests/oracles.sum_of_binomials_pmf), and the
-    pair (item 0, item 1) with the product of its exact laws (independence across items):
-    binned exact binomial tails and chi-square (assert_sample_law), FALSE_FAILURE / 10 per check."""
+    pair (item 0, item 1) with the product of its exact laws (independence across items);
+    the same for sample_statistics' rows drawn at once:
+    binned exact binomial tails and chi-square (assert_sample_law), FALSE_FAILURE / 15 per check."""
     k, eps = 4, 1.0
     counts = np.array([30, 10, 0, 5])
     n = int(counts.sum())
@@ -382,11 +383,12 @@ def test_sample_statistic_has_the_law_of_privatize(name):
     reps = 20_000
     rng = np.random.default_rng(20261205)
     agg = np.array([mech.sample_statistic(counts, rng) for _ in range(reps)])
+    batched = mech.sample_statistics(np.broadcast_to(counts, (reps, k)), rng)
     x = np.repeat(np.arange(k), counts)
     ind = mech.privatize(np.broadcast_to(x, (reps, n)), rng).sum(axis=1, dtype=np.int64)
     laws = [sum_of_binomials_pmf(np.array([counts[z], n - counts[z]]), np.array([p, q])) for z in range(k)]
-    a = FALSE_FAILURE / 10
-    for draws in (agg, ind):
+    a = FALSE_FAILURE / 15  # 3 sets of draws x 5 checks
+    for draws in (agg, batched, ind):
         for z in range(k):
             assert_sample_law(draws[:, z], laws[z], a)
         joint = np.outer(laws[0], laws[1]).ravel()

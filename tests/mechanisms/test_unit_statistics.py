@@ -58,3 +58,28 @@ def test_an_oracle_without_it_says_so_in_one_line():
     with pytest.raises(NotAvailable, match="unit_statistics") as info:
         FrequencyOracle.unit_statistics(mech, np.zeros(3, dtype=int))
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("name", sorted(BUILT))
+def test_sample_statistics_draws_one_statistic_per_row_of_input_counts(name):
+    """Every oracle with an exact aggregate law draws rows of statistics at once: one row per
+    row of input counts, zero for no clients, each row's total within what its clients can
+    send; the base class's version is sample_statistic row by row on the same generator."""
+    mech = _build(name)
+    rows = np.array([[0] * mech.k, [3] * mech.k, list(range(mech.k))])
+    if not mech.aggregate_exact:
+        with pytest.raises(NotAvailable, match="sample_statistic"):
+            mech.sample_statistics(rows, 1)
+        return
+    got = mech.sample_statistics(rows, 5)
+    assert got.shape == (3, mech.statistic_size) and got.dtype == np.int64
+    assert not got[0].any() and (got >= 0).all()
+    width = float(mech.statistic(mech.privatize(np.zeros(1, dtype=int), 1)).sum())  # supports one report names
+    if name in ("oue", "sue", "rappor"):  # supports per report vary: bounded by the statistic's length
+        width = float(mech.statistic_size)
+    assert (got.sum(axis=1) <= width * rows.sum(axis=1)).all()
+    loop = np.stack([mech.sample_statistic(r, np.random.default_rng(5)) for r in rows[:1]])
+    base = FrequencyOracle.sample_statistics(mech, rows[:1], np.random.default_rng(5))
+    assert np.array_equal(base, loop)
+    with pytest.raises(ValueError, match="input_counts"):
+        mech.sample_statistics(rows[0], 1)

@@ -476,6 +476,19 @@ class UnaryEncoding(PureSupport):
         other = gen.binomial(total - n, self.q)
         return (own + other).astype(np.int64)
 
+    def sample_statistics(self, input_counts: ArrayLike, rng: RNGLike = None) -> NDArray[np.int64]:
+        """:meth:`sample_statistic` for every row of ``input_counts`` at once (the same law,
+        drawn as two binomial arrays)."""
+        gen = as_generator(rng)
+        rows = np.asarray(input_counts)
+        if rows.ndim != 2 or rows.shape[1] != self.k:
+            raise invalid("input_counts", f"an array of shape {rows.shape}", f"rows of {self.k} input counts")
+        n = v.counts(rows.reshape(-1), "input_counts").reshape(rows.shape)
+        total = n.sum(axis=1, keepdims=True)
+        own = n - gen.binomial(n, math.exp(self.log_1mp))
+        other = gen.binomial(total - n, self.q)
+        return (own + other).astype(np.int64)
+
     def possible_reports(self) -> NDArray[np.uint8]:
         """All ``2^k`` bit vectors (every one has positive probability), for ``k <=``
         :data:`POSSIBLE_REPORTS_MAX_K`."""
