@@ -264,6 +264,37 @@ def test_the_raw_byte_reader_and_the_chunked_reader_agree(tmp_path):
     np.testing.assert_array_equal(end.all.statistic, fast.all.statistic)
 
 
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 2041, 6 * 2040 + 13])
+@pytest.mark.parametrize("k", [3, 64])
+def test_the_raw_byte_reader_of_bit_strings_counts_every_line_eight_at_a_time(n, k, tmp_path, monkeypatch):
+    # blocks of 2,040 lines here (255 groups of eight, the most added as words before the
+    # bytes could carry): line counts around a group, a block and a sum of 255 groups
+    monkeypatch.setattr(deploy, "_BIT_ROWS", 2040)
+    bits = (np.random.default_rng(n + k).random((n, k)) < 0.4).astype(np.uint8)
+    body = b"\n".join(bytes(row + 48) for row in bits)
+    path = tmp_path / "bits.csv"
+    built = deploy.build(f"oue:k={k},eps=1")
+    for end in (b"\n", b""):  # with and without the last newline
+        path.write_bytes(b"report\n" + body + end)
+        got = deploy.collect(path, built, column=None, show_progress=False)
+        assert got.fast and got.all.n == n
+        np.testing.assert_array_equal(got.all.statistic, bits.sum(axis=0))  # counted here by numpy, row-wise
+    # any other byte anywhere goes to the chunked reader: a 2 or a space is a bad row it
+    # names, a carriage return for a newline a line end it reads
+    for row in sorted({0, n // 2, n - 1}):
+        for at, byte in ((0, b"2"), (k - 1, b" "), (k, b"\r")):
+            raw = bytearray(b"report\n" + body + b"\n")
+            raw[len(b"report\n") + row * (k + 1) + at] = byte[0]
+            path.write_bytes(bytes(raw))
+            if byte == b"\r":
+                got = deploy.collect(path, built, column=None, show_progress=False)
+                assert not got.fast and got.all.n == n
+                np.testing.assert_array_equal(got.all.statistic, bits.sum(axis=0))
+                continue
+            with pytest.raises(deploy.LdpSimError, match=f"row {row + 1}, column 'report'"):
+                deploy.collect(path, built, column=None, show_progress=False)
+
+
 def test_the_raw_byte_reader_of_symbols_counts_every_report_across_its_blocks(tmp_path, monkeypatch):
     # many blocks of bytes (small ones here): lines cut at the block boundaries are carried over
     monkeypatch.setattr(deploy, "_BLOCK", 4099)

@@ -57,7 +57,7 @@ from typing import Any, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, special
+from scipy import special
 
 from ldpsim import _validate as v
 from ldpsim._rng import as_generator
@@ -737,6 +737,8 @@ def share_exponent(oracle: Any, alternative: ArrayLike, answer: int, threshold: 
     hi = 1.0
     while gap(hi) > 0:
         hi *= 2.0
+    from scipy import optimize  # deferred: scipy.optimize adds ~0.25 s to start-up (ldpsim analyse loads this module)
+
     lam = optimize.brentq(gap, 0.0, hi, xtol=1e-14)
     return float(-lam * t - special.logsumexp(-lam * w, b=m1))
 
@@ -779,6 +781,10 @@ def sequential_share_test(
         def gap(lam: float) -> float:
             m = cs / (n + lam * (ws - t))
             return float((m * (ws - t)).sum())
+
+        from scipy import (
+            optimize,
+        )  # deferred: scipy.optimize adds ~0.25 s to start-up (ldpsim analyse loads this module)
 
         lam = optimize.brentq(gap, 0.0, top * (1 - 1e-12), xtol=1e-13, rtol=1e-13)
         m = cs / (n + lam * (ws - t))

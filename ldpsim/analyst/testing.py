@@ -29,7 +29,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, special
+from scipy import special
 
 from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
@@ -155,6 +155,8 @@ def chernoff_information(M0: ArrayLike, M1: ArrayLike) -> ChernoffInformation:
     m0, m1 = _pair(M0, M1)
     pos = m0 > 0
     l0, l1 = np.log(m0[pos]), np.log(m1[pos])
+    from scipy import optimize  # deferred: scipy.optimize adds ~0.25 s to start-up (ldpsim analyse loads this module)
+
     res = optimize.minimize_scalar(
         _log_affinity, bounds=(0.0, 1.0), args=(l0, l1), method="bounded", options={"xatol": 1e-12}
     )
@@ -399,6 +401,8 @@ def _solve_tilt(target: float, groups: RatioGroups) -> float:
         if hi >= 1e4:
             return hi
         hi *= 2.0
+    from scipy import optimize  # deferred: scipy.optimize adds ~0.25 s to start-up (ldpsim analyse loads this module)
+
     return float(optimize.brentq(lambda lam: _tilt_mean(lam, groups) - target, 0.0, hi, xtol=1e-14, rtol=1e-14))
 
 

@@ -48,7 +48,6 @@ from typing import Any, Iterable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import fft as sp_fft
 from scipy.special import logsumexp
 
 from .. import _validate as V
@@ -218,6 +217,8 @@ def _convolve(a: _Lattice, b: _Lattice) -> _Lattice:
             c = np.convolve(pa, pb)
             bound = c * (4.0 * _U * min(pa.size, pb.size)) + _TINY * min(pa.size, pb.size)
         else:
+            from scipy import fft as sp_fft  # deferred: scipy.fft adds to start-up (ldpsim analyse loads this module)
+
             length = sp_fft.next_fast_len(out, real=True)
             fa = sp_fft.rfft(pa, length)
             fb = fa if same else sp_fft.rfft(pb, length)

@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, special
+from scipy import special
 
 from ldpsim._bisect import largest_ok_below
 
@@ -171,5 +171,7 @@ def largest_mu(eps: float, delta: float) -> float:
         lo -= 2.0
     while g(hi) < 0:
         hi += 2.0
+    from scipy import optimize  # deferred: scipy.optimize adds ~0.25 s to start-up (ldpsim analyse loads this module)
+
     lm = optimize.brentq(g, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
     return largest_ok_below(lambda mu: gdp_meets(eps, mu, delta), math.exp(lm), "delta")

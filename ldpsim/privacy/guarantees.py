@@ -33,7 +33,6 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize
 from scipy.special import logsumexp, ndtr, ndtri
 
 from .. import _validate as V
@@ -467,6 +466,10 @@ class TradeOff(Guarantee):
         for j, x in enumerate(flat):
             s = float(np.exp(x))
             g = lambda a: -(1.0 - s * a - float(self.fn(np.array(a))))
+            from scipy import (
+                optimize,
+            )  # deferred: scipy.optimize adds ~0.25 s to start-up (ldpsim analyse loads this module)
+
             res = optimize.minimize_scalar(
                 g, bounds=(0.0, min(1.0, 1.0 / s)), method="bounded", options={"xatol": 1e-13}
             )

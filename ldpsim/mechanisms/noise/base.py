@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize
 
 from ldpsim import _validate as v
 from ldpsim._bisect import largest_ok, largest_ok_below, smallest_ok
@@ -457,6 +456,10 @@ class NoiseMechanism(Mechanism):
             else:  # pragma: no cover - delta within rounding of 1
                 raise invalid("delta", delta, "a number clearly below 1 for the exact composed calibration")
             if ok(lo) and lo > 0 and math.isfinite(g(math.log(lo))) and g(math.log(lo)) < 0 < g(math.log(hi)):
+                from scipy import (
+                    optimize,
+                )  # deferred: scipy.optimize adds ~0.25 s to start-up (ldpsim analyse loads this module)
+
                 root = optimize.brentq(g, math.log(lo), math.log(hi), xtol=1e-14, rtol=4 * np.finfo(float).eps)
                 eps0 = largest_ok_below(ok, min(max(math.exp(root), lo), hi), "the composed target")
             else:

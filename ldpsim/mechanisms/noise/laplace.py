@@ -7,7 +7,6 @@ from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import optimize
 
 from ldpsim.errors import LdpSimError
 from ldpsim.mechanisms.noise.base import (
@@ -158,6 +157,10 @@ class Laplace(NoiseMechanism):
                 return cls(best[0], sens)
             n2 = math.ceil(_POLISH_POINTS / k)
             polish = n2 >= 1.5 * n1
+            from scipy import (
+                optimize,
+            )  # deferred: scipy.optimize adds ~0.25 s to start-up (ldpsim analyse loads this module)
+
             optimize.brentq(g, lo, hi, xtol=1e-8 if polish else 1e-13, rtol=1e-15, maxiter=80)
             if polish:  # on the finer lattice, from the slope of the two points nearest the root
                 (xa, ga), (xb, gb) = sorted(seen, key=lambda p: abs(p[1]))[:2]

@@ -81,7 +81,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.sparse import coo_matrix, csr_matrix
 from scipy.special import logsumexp
 
 from ldpsim import _validate as v
@@ -685,6 +684,10 @@ class Rappor(FrequencyOracle):
         from scipy.sparse.csgraph import connected_components
 
         rows, cols = self._rows, self._cols
+        from scipy.sparse import (
+            coo_matrix,
+        )  # deferred: scipy.sparse adds to start-up (ldpsim analyse loads this module)
+
         graph = coo_matrix((np.ones(rows.size), (rows, k + cols)), shape=(k + m, k + m))
         ncomp, label = connected_components(graph, directed=False)
         comp = label[:k]
@@ -775,6 +778,10 @@ class Rappor(FrequencyOracle):
         check_dense(self.m, self.m, "statistic covariance")
         pi = np.asarray(prior, dtype=np.float64)
         u, var = self._bit_variance(pi)
+        from scipy.sparse import (
+            csr_matrix,
+        )  # deferred: scipy.sparse adds to start-up (ldpsim analyse loads this module)
+
         b = csr_matrix((np.ones(self._rows.size), (self._rows, self._cols)), shape=(self.k, self.m))
         second = (b.multiply(pi[:, None]).T @ b).toarray()
         cov = np.diag(var) + self.gap**2 * (second - np.outer(u, u))
@@ -787,6 +794,10 @@ class Rappor(FrequencyOracle):
         rows, cols, vals = self._left_inverse()
         pi = np.asarray(prior, dtype=np.float64)
         _, var = self._bit_variance(pi)
+        from scipy.sparse import (
+            csr_matrix,
+        )  # deferred: scipy.sparse adds to start-up (ldpsim analyse loads this module)
+
         pm = csr_matrix((vals, (rows, cols)), shape=(self.k, self.m))
         noise = (pm.multiply(var[None, :]) @ pm.T).toarray() / self.gap**2
         cov = (noise + np.diag(pi) - np.outer(pi, pi)) / n
