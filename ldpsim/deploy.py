@@ -30,8 +30,8 @@ and a test or an auditor reproduces the reports from the answers and the seed.
 parsed here, so memory stays bounded whatever the file's size); the additive statistic of
 the oracle (``mechanism.statistic`` of each chunk's reports) or the moments of numeric
 reports are summed over the chunks. A file of bit strings and nothing else is read faster,
-as fixed-width lines of raw bytes (``numpy.frombuffer``); any irregular line sends it to
-the chunked reader, which names the row. Every row is checked: the first bad one is one
+as fixed-width lines of raw bytes, eight lines per group of 64-bit words
+(:class:`_BitLines`); any irregular line sends it to the chunked reader, which names the row. Every row is checked: the first bad one is one
 line naming its row (the n-th report after the header) and column, and nothing is written.
 """
 
@@ -539,24 +539,22 @@ def _fill(f: IO[bytes], view: memoryview) -> int:
 
 
 class _BitLines:
-    """The counts of 1s per column of lines of ``k`` ASCII ``0``/``1`` and ``\n``, eight
+    """The counts of 1s per column of lines of ``k`` ASCII ``0``/``1`` and ``\\n``, eight
     lines at a time as ``k + 1`` 64-bit words. In each group of eight lines byte ``b``
-    belongs to column ``b mod (k + 1)``; a line is valid when every data byte is ``0x30``
-    or ``0x31`` with its low bit cleared and every newline byte is ``0x0A``, one
-    ``(w & clear) ^ expect`` per word; ``w & ones`` keeps each data byte's bit, and up to 255
-    groups are added as words with no carry between bytes (each byte's sum stays below
-    256), then folded back onto the columns. The masks are bytes viewed as words, so the
-    result does not depend on the machine's byte order."""
+    belongs to column ``b mod (k + 1)``. XOR with the expected bytes (``0x30`` for data,
+    ``0x0A`` for the newline) leaves each data byte's bit (0 or 1) and 0 at the newlines
+    when the lines are regular; the OR of all those words over the block says whether any
+    byte strays beyond that (one reduction, no temporary), and up to 255 groups are added
+    as words with no carry between bytes (each byte's sum stays below 256), then folded
+    back onto the columns. The masks are bytes viewed as words, so the result does not
+    depend on the machine's byte order."""
 
     def __init__(self, k: int) -> None:
         self.k, self.width = k, k + 1
         data = (np.arange(8 * self.width) % self.width) < k
-        self.clear = np.where(data, 0xFE, 0xFF).astype(np.uint8).view(np.uint64)
         self.expect = np.where(data, 0x30, 0x0A).astype(np.uint8).view(np.uint64)
-        self.ones = data.astype(np.uint8).view(np.uint64)
-        groups = _BIT_ROWS // 8
-        self._x = np.empty((groups, self.width), np.uint64)
-        self._t = np.empty((groups, self.width), np.uint64)
+        self.stray = np.where(data, 0xFE, 0xFF).astype(np.uint8).view(np.uint64)  # bits no regular byte leaves
+        self._y = np.empty((_BIT_ROWS // 8, self.width), np.uint64)
         self.positions = np.zeros(8 * self.width, np.int64)  # 1s per byte of a group of eight lines
         self.rest = np.zeros(k, np.int64)  # 1s of the lines after the last whole group
 
@@ -565,18 +563,16 @@ class _BitLines:
         groups = rows // 8
         if groups:
             w = np.frombuffer(buf, np.uint64, count=groups * self.width).reshape(groups, self.width)
-            x, t = self._x[:groups], self._t[:groups]
-            np.bitwise_and(w, self.clear, out=x)
-            np.bitwise_xor(x, self.expect, out=x)
-            if np.bitwise_or.reduce(x, axis=None):
+            y = self._y[:groups]
+            np.bitwise_xor(w, self.expect, out=y)
+            if (np.bitwise_or.reduce(y, axis=0) & self.stray).any():
                 return False
-            np.bitwise_and(w, self.ones, out=t)
             whole = groups // 255 * 255
             if whole:
-                sums = t[:whole].reshape(-1, 255, self.width).sum(axis=1)
+                sums = y[:whole].reshape(-1, 255, self.width).sum(axis=1)
                 self.positions += sums.view(np.uint8).sum(axis=0, dtype=np.int64)
             if whole < groups:
-                self.positions += t[whole:].sum(axis=0).view(np.uint8).astype(np.int64)
+                self.positions += y[whole:].sum(axis=0).view(np.uint8).astype(np.int64)
         left = rows - 8 * groups
         if left:
             a = np.frombuffer(buf, np.uint8, count=rows * self.width)[8 * groups * self.width :].reshape(
