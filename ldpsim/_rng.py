@@ -91,3 +91,17 @@ def as_source(rng: "RNGLike | str | SystemRandom") -> RandomSource:
     if isinstance(rng, str) and rng == SYSTEM:
         return SystemRandom()
     return as_generator(rng)  # type: ignore[arg-type]
+
+
+#: First spawn-key word of a block's own stream (the blocks of a stream after its first): far
+#: above the few children a stream spawns, so the two never meet.
+BLOCK_KEY = 1 << 40
+
+
+def block_sequence(seq: np.random.SeedSequence, b: int) -> np.random.SeedSequence:
+    """The stream of block ``b`` of ``seq`` (a survey cohort's batches of clients; the chunks
+    of ``ldpsim privatize``): ``seq`` itself for block 0, and for ``b > 0`` its child
+    ``(BLOCK_KEY, b)``, built directly from its key, so no earlier block is needed to find it."""
+    if b == 0:
+        return seq
+    return np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, BLOCK_KEY, b), pool_size=seq.pool_size)

@@ -282,3 +282,16 @@ def subset(value: object, k: int, name: str = "T") -> NDArray[np.bool_]:
 
 def _summary(arr: np.ndarray) -> str:
     return f"an array of dtype {arr.dtype}"
+
+
+def label_order(values: list[str]) -> list[int]:
+    """Indices of ``values`` (distinct answers, sorted as text) in numeric order when all are
+    finite numbers, else as they are: the order of a population's answers and of
+    ``ldpsim privatize``'s labels when none are given."""
+    try:
+        numbers = [float(x) for x in values]
+    except ValueError:
+        return list(range(len(values)))
+    if not all(math.isfinite(x) for x in numbers):
+        return list(range(len(values)))
+    return sorted(range(len(values)), key=lambda i: (numbers[i], values[i]))

@@ -387,8 +387,11 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Read true answers from one column of ANSWERS.csv (labels for a frequency oracle, numbers for "
         "a numeric mechanism), privatise each with the catalog mechanism SPEC (NAME:k=v,..., as ldpsim risk takes "
         "it; k defaults to the number of labels) and write a CSV of reports in the format of docs/analyse.md. "
-        "Every draw comes from numpy's default_rng(SeedSequence(--seed)), in chunks of 65,536 answers: the same "
-        "seed gives the same bytes. The file is written whole at the end, or not at all.",
+        "Every draw comes from numpy's generators seeded by --seed, one per chunk of 65,536 answers, the streams "
+        "a simulated run with that seed privatises its respondents with: the same seed gives the same bytes, and "
+        "the reports of such a run (docs/analyse.md). --rng os draws from the operating system's generator "
+        "instead (no seed; the discrete and snapped samplers). Noise on numbers uses a sampler whose privacy "
+        "holds for the doubles it produces, by default. The file is written whole at the end, or not at all.",
     )
     priv.add_argument("answers", metavar="ANSWERS", help="a CSV file with a header row, one answer per row")
     priv.add_argument(
@@ -410,6 +413,21 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     priv.add_argument(
         "--out", default=None, metavar="FILE", help="the reports file to write (default: ANSWERS-reports.csv beside it)"
+    )
+    priv.add_argument(
+        "--sampler",
+        default=None,
+        metavar="NAME",
+        help="float, discrete or snapped, for a mechanism that adds noise to numbers (laplace_bounded; default: "
+        "snapped, whose privacy holds for the doubles it produces; float: the textbook sampler; "
+        "docs/floating-point.md)",
+    )
+    priv.add_argument(
+        "--rng",
+        default=None,
+        choices=["os"],
+        help="os: draw from the operating system's generator (reports nobody can remake from a seed; the discrete "
+        "and snapped samplers)",
     )
     priv.add_argument("--force", action="store_true", help="replace --out if it exists")
     _add_no_progress(priv)
@@ -1254,23 +1272,38 @@ def _privatize(args: argparse.Namespace) -> int:
     for c in keep:
         if c not in header:
             raise LdpSimError(f"--keep: got {c!r}, expected one of the columns of ANSWERS: {', '.join(header)}")
+    system = args.rng == "os"
+    if system and args.seed is not None:
+        raise LdpSimError(f"--seed: got {args.seed}, expected none with --rng os (its draws have no seed)")
     seed = deploy.seed_value(args.seed)
-    probe = deploy.build(args.mechanism, k=len(labels) if labels is not None else None)
+    spec = deploy.with_sampler(args.mechanism, args.sampler)
+    probe = deploy.build(spec, k=len(labels) if labels is not None else None)
     if deploy.report_format(probe).categorical:
         if labels is None:
             labels = deploy.file_labels(answers, column)
             if not labels:
                 raise LdpSimError(f"ANSWERS: got {args.answers!r} with a header only, expected at least one answer")
-        built = deploy.build(args.mechanism, k=len(labels))
+        built = deploy.build(spec, k=len(labels))
         labels = deploy.check_labels(labels, int(built.mechanism.k), "--labels" if args.labels else "ANSWERS")
     else:
         if labels is not None:
             raise LdpSimError(f"--labels: got {args.labels!r}, expected none for a numeric mechanism")
         built = probe
+    if system:
+        deploy.check_system_rng(built)
     done = deploy.privatize_file(
-        answers, built, seed, out, column=column, labels=labels, keep=keep, show_progress=not args.no_progress
+        answers,
+        built,
+        seed,
+        out,
+        column=column,
+        labels=labels,
+        keep=keep,
+        show_progress=not args.no_progress,
+        system=system,
     )
-    _say(f"ldpsim privatize: {done.rows:,} answers of {column!r} with {built.spec} (seed{KEEP}{seed})")
+    source = "the operating system's generator" if system else f"seed{KEEP}{seed}"
+    _say(f"ldpsim privatize: {done.rows:,} answers of {column!r} with {built.spec} ({source})")
     if labels is not None:
         _say(f"labels, in symbol order (ldpsim analyse --labels): {shlex.quote(','.join(labels))}")
     _say(f"reports: {out} (columns {', '.join(done.columns)})")

@@ -20,19 +20,21 @@ piecewise, duchi, laplace_bounded, square_wave...  ``report``                 a 
 A local-hashing seed is three numbers of ``Z_P`` (``P = 2^31 - 1``), 93 bits, more than
 one integer column holds, hence its three columns.
 
-**Randomness.** ``privatize`` draws everything from one generator,
-``numpy.random.default_rng(numpy.random.SeedSequence(seed))``, and privatises the answers in
-consecutive chunks of :data:`CHUNK` rows with ``mechanism.privatize(indices, generator)``
-(a file of at most :data:`CHUNK` answers is one call), so the same seed gives the same bytes,
-and a test or an auditor reproduces the reports from the answers and the seed.
+**Randomness.** ``privatize`` privatises the answers in consecutive chunks of :data:`CHUNK`
+rows, chunk ``b`` with ``mechanism.privatize(indices, block_generator(seed, b))``: the
+streams a simulated survey run with the same seed gives the same respondents (replication
+0, its first cohort, batch ``b`` of ``CHUNK`` clients: :func:`block_generator`), so the
+reports are those of that run, and a test or an auditor remakes them from the answers and
+the seed. ``--rng os`` draws from the operating system's generator instead.
 
 **Reading** is chunked (``pandas.read_csv(chunksize=CHUNK)``, every value read as text and
 parsed here, so memory stays bounded whatever the file's size); the additive statistic of
 the oracle (``mechanism.statistic`` of each chunk's reports) or the moments of numeric
 reports are summed over the chunks. A file of bit strings and nothing else is read faster,
 as fixed-width lines of raw bytes, eight lines per group of 64-bit words
-(:class:`_BitLines`); any irregular line sends it to the chunked reader, which names the row. Every row is checked: the first bad one is one
-line naming its row (the n-th report after the header) and column, and nothing is written.
+(:class:`_BitLines`); any irregular line sends it to the chunked reader, which names the
+row. Every row is checked: the first bad one is one line naming its row (the n-th report
+after the header) and column, and nothing is written.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from scipy import special
 from ldpsim import _progress
 from ldpsim import _validate as v
 from ldpsim._files import atomic_writer, describe_os_error, open_input
+from ldpsim._rng import SystemRandom, block_sequence
 from ldpsim.analyst.betting import BettingProcess, report_terms, term_ranges
 from ldpsim.analyst.estimation import confidence_intervals, project_to_simplex
 from ldpsim.analyst.frequency import frequency_estimate
@@ -86,7 +89,7 @@ __all__ = [
     "file_labels",
     "privatize_file",
     "collect",
-    "generator",
+    "block_generator",
 ]
 
 #: Rows per chunk, read and privatised (privatize's draws depend on it: see the module).
@@ -107,9 +110,17 @@ _NUMBER_RE = re.compile(_NUMBER)
 NUMERIC_TAG = "numeric"
 
 
-def generator(seed: int) -> np.random.Generator:
-    """The generator ``privatize`` draws from for ``--seed seed`` (module docstring)."""
-    return np.random.default_rng(np.random.SeedSequence(seed))
+#: The survey engine's stream of the first cohort of replication 0: ``SeedSequence(seed,
+#: spawn_key=(replication,))`` spawns five children, the second of which spawns one per
+#: cohort (:mod:`ldpsim.sim.engine`); tests/test_analyse.py checks that a run draws with it.
+_FIRST_COHORT = (0, 1, 0)
+
+
+def block_generator(seed: int, block: int) -> np.random.Generator:
+    """The generator of answers ``block * CHUNK`` onwards of ``privatize --seed seed``
+    (module docstring): the stream a simulated run with seed ``seed`` privatises the same
+    respondents with (replication 0, its first cohort, batch ``block`` of ``CHUNK``)."""
+    return np.random.default_rng(block_sequence(np.random.SeedSequence(seed, spawn_key=_FIRST_COHORT), block))
 
 
 @dataclass(frozen=True)
@@ -146,6 +157,41 @@ def build(spec: str, k: int | None = None, option: str = "--mechanism") -> catal
         )
     report_format(built)
     return built
+
+
+def with_sampler(spec: str, sampler: str | None, option: str = "--sampler") -> str:
+    """``spec`` drawn by ``sampler`` (``float``, ``discrete``, ``snapped``): the family's safe
+    version of the catalog (:func:`ldpsim.mechanisms.catalog.with_sampler`). Without one, a
+    family that has safe versions gets ``snapped`` (or ``discrete``), whose privacy holds for
+    the doubles it produces; any other family stays as it is."""
+    name, colon, params = spec.strip().partition(":")
+    try:
+        e = catalog.entry(name.strip())
+    except LdpSimError:
+        return spec  # build names the unknown family
+    if sampler is None:
+        if NUMERIC_TAG not in e.tags:  # build refuses noise on unbounded numbers as it is named
+            return spec
+        sampler = next((s for s in ("snapped", "discrete") if s in e.samplers), catalog.FLOAT_SAMPLER)
+    try:
+        chosen = catalog.with_sampler(e.name, sampler, option)
+    except LdpSimError as exc:
+        raise LdpSimError(str(exc)) from None
+    return chosen + colon + params
+
+
+def check_system_rng(built: catalog.Built, option: str = "--rng") -> None:
+    """One line naming ``option`` unless ``built``'s mechanism draws its reports from the
+    operating system's generator (the discrete and snapped samplers; one probe report)."""
+    mech = built.mechanism
+    probe = np.full(1, getattr(mech, "lo", 0.0)) if report_format(built).kind == "number" else np.zeros(1, np.int64)
+    try:
+        mech.privatize(probe, SystemRandom())
+    except (LdpSimError, AttributeError, TypeError):  # as_generator refuses it; a sampler may not know it
+        raise LdpSimError(
+            f"{option}: got 'os' with {built.spec}, expected a mechanism whose sampler draws from the operating "
+            "system's generator (discrete_laplace_bounded, snapped_laplace_bounded: --sampler discrete or snapped)"
+        ) from None
 
 
 def report_format(built: catalog.Built) -> Format:
@@ -347,12 +393,14 @@ def parse_reports(
 
 # ------------------------------------------------------------------------------ privatize
 def file_labels(path: Path, column: str, option: str = "ANSWERS") -> list[str]:
-    """The distinct answers of ``column``, sorted (one pass over the file, chunked)."""
+    """The distinct answers of ``column`` (one pass over the file, chunked), in numeric order
+    when all are numbers, else sorted as text: the order a scenario's population gives them."""
     seen: set[str] = set()
     for start, frame, _ in _chunks(path, [column], option):
         vals = _text(frame, column, start, option, "an answer")
         seen.update(pd.unique(vals).tolist())
-    return sorted(seen)
+    values = sorted(seen)
+    return [values[i] for i in v.label_order(values)]
 
 
 @dataclass
@@ -397,12 +445,14 @@ def privatize_file(
     labels: list[str] | None,
     keep: Sequence[str] = (),
     show_progress: bool = True,
+    system: bool = False,
 ) -> Privatized:
     """Privatise the answers in ``column`` of ``answers`` into the reports file ``out``
-    (written whole at the end, or not at all), ``keep`` columns copied beside them."""
+    (written whole at the end, or not at all), ``keep`` columns copied beside them; chunk
+    ``b`` of :data:`CHUNK` answers draws from :func:`block_generator`, or with ``system``
+    from the operating system's generator (``seed`` is then unused)."""
     fmt = report_format(built)
     mech = built.mechanism
-    gen = generator(seed)
     names = list(HASH_COLUMNS) if fmt.kind == "hash" else [REPORT_COLUMN]
     clash = [c for c in keep if c in names]
     if clash:
@@ -415,6 +465,7 @@ def privatize_file(
         done = 0
         header = True
         for start, frame, read in _chunks(answers, wanted, "ANSWERS"):
+            gen: Any = SystemRandom() if system else block_generator(seed, start // CHUNK)
             if fmt.categorical:
                 assert index is not None
                 vals = _text(frame, column, start, "ANSWERS", "an answer")

@@ -67,6 +67,13 @@ def analyse(tmp_path: Path, reports: Path, spec: str, *extra: str, out: str = "a
     return tmp_path / out
 
 
+def first_block(seed: int) -> np.random.Generator:
+    """The generator of privatize's first 65,536 answers, as docs/analyse.md says: the stream a
+    survey run's first cohort draws from, SeedSequence(seed) -> replication 0 (spawn key (0,))
+    -> its second child (the cohorts') -> cohort 0."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0,)).spawn(5)[1].spawn(1)[0])
+
+
 def expected_statistic(spec: str, column: str, seed: int, source: Path = ANES) -> tuple[catalog.Built, np.ndarray]:
     """The reports privatised here, as docs/analyse.md says privatize makes them."""
     values = pd.read_csv(source, dtype=str, keep_default_na=False)[column]
@@ -74,7 +81,7 @@ def expected_statistic(spec: str, column: str, seed: int, source: Path = ANES) -
     built = deploy.build(spec, k=len(labels))
     codes = pd.Index(labels).get_indexer(values)
     assert len(values) <= deploy.CHUNK  # one privatize call
-    reports = built.mechanism.privatize(codes, deploy.generator(seed))
+    reports = built.mechanism.privatize(codes, first_block(seed))
     return built, built.mechanism.statistic(reports)
 
 
@@ -132,7 +139,7 @@ def test_a_numeric_round_trip_gives_the_mean_of_the_reports(tmp_path):
     reports = privatize(tmp_path, spec, "age", 4)
     ages = pd.read_csv(ANES)["age"].to_numpy(dtype=float)
     built = deploy.build(spec)
-    y = built.mechanism.privatize(ages, deploy.generator(4))
+    y = built.mechanism.privatize(ages, first_block(4))
     np.testing.assert_array_equal(
         np.array([float(t) for t in pd.read_csv(reports, dtype=str)["report"]]), y
     )  # the floats round-trip exactly
@@ -440,7 +447,7 @@ def test_an_existing_reports_file_or_folder_is_kept_without_force(tmp_path):
     assert (tmp_path / "a" / "estimates.csv").is_file()
 
 
-@pytest.mark.parametrize("target", ["ldpsim.deploy.analyse", "ldpsim.deploy.generator"])
+@pytest.mark.parametrize("target", ["ldpsim.deploy.analyse", "ldpsim.deploy.block_generator"])
 def test_ctrl_c_is_one_line_exit_130_and_leaves_nothing(target, tmp_path, monkeypatch):
     reports = privatize(tmp_path, "oue:eps=1", "vote", 1)
     before = tree(tmp_path)
@@ -684,3 +691,146 @@ def test_ldpsim_run_refuses_an_analysis_file_and_says_which_command_reads_it(tmp
     line = one_line(run_cli("run", path, "--out", tmp_path / "run"))
     assert "kind: got 'analysis', expected one of 'survey'" in line and f"ldpsim analyse {path}" in line
     assert not (tmp_path / "run").exists()
+
+
+# ------------------------------------------------------------------------------ privatize = a simulated run
+ONE_QUESTION = """
+name = "privatize_twin"
+[population]
+file = "answers.csv"
+column = "{column}"
+[mechanism]
+{mechanism}
+[arrivals]
+kind = "all_at_once"
+[analyst]
+tasks = [{{ kind = "frequency", confidence = 0.95 }}]
+[simulation]
+mode = "individual"
+seed = {seed}
+"""
+
+
+def _twin_run(tmp_path: Path, answers: Path, column: str, spec: str, seed: int) -> tuple[Path, pd.DataFrame]:
+    """The simulated run privatize stands for: the file's respondents as they are, the same
+    mechanism and seed, all at once over a network that loses nothing; its results at the end."""
+    name, _, params = spec.partition(":")
+    mechanism = f'kind = "{name}"\n' + "\n".join(p.replace("=", " = ") for p in params.split(",") if p)
+    folder = tmp_path / f"twin-{name}"
+    folder.mkdir()
+    (folder / "answers.csv").write_bytes(answers.read_bytes())
+    (folder / "s.toml").write_text(ONE_QUESTION.format(column=column, mechanism=mechanism, seed=seed))
+    r = run_cli("run", folder / "s.toml", "--out", folder / "run", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    results = pd.read_csv(folder / "run" / "results.csv", keep_default_na=False)
+    return folder / "run", results[results["reason"] == "end"]
+
+
+@pytest.mark.parametrize(
+    "spec", ["randomized_response:eps=1", "hadamard_response:eps=1", "oue:eps=1", "olh:eps=2", "subset_selection:eps=1"]
+)
+def test_privatize_then_analyse_gives_the_estimates_of_the_simulated_run_with_the_same_seed(spec, tmp_path):
+    # the issue's round trip: privatize on the ANES extract, analyse, and the equivalent
+    # simulated run with the same seed: the same reports, byte for byte (the run's as its
+    # server received them, replay_reports), so the same estimates and intervals
+    seed = 1996
+    reports = privatize(tmp_path, spec, "party_id", seed)
+    run, end = _twin_run(tmp_path, ANES, "party_id", spec, seed)
+    toml = deploy.replay_reports(run, tmp_path / "replay")
+    (received,) = (tmp_path / "replay").glob("*.csv")  # named after the run's one mechanism
+    assert received.read_bytes() == reports.read_bytes()
+    folder = analyse(tmp_path, reports, spec, "--labels", ",".join(file_labels_of(ANES, "party_id")))
+    mine = pd.read_csv(folder / "estimates.csv", keep_default_na=False)
+    mine = mine[mine["scope"] == "all"].set_index("category")
+    freq = end[end["quantity"] == "frequency"].set_index("category")
+    assert len(freq) == len(mine) == 7 and int(mine["reports"].iloc[0]) == 944
+    for column in ("estimate", "ci_low", "ci_high"):
+        np.testing.assert_allclose(mine.loc[freq.index, column], freq[column].astype(float), rtol=0, atol=1e-12)
+    assert toml.is_file()
+
+
+def file_labels_of(path: Path, column: str) -> list[str]:
+    """The distinct answers, as a population orders them (text: sorted)."""
+    return sorted(pd.read_csv(path, dtype=str, keep_default_na=False)[column].unique())
+
+
+def test_privatize_draws_each_block_of_answers_as_the_run_draws_each_batch(tmp_path):
+    # 150,000 answers: three chunks of privatize, three batches of the run's one cohort, each
+    # from its own stream; numeric labels in numeric order, as a population orders them
+    n = 150_000
+    values = np.random.default_rng(5).choice([1, 2, 10], size=n, p=[0.5, 0.3, 0.2])
+    answers = tmp_path / "answers.csv"
+    answers.write_text("score\n" + "\n".join(map(str, values.tolist())) + "\n")
+    spec = "randomized_response:eps=1"
+    r = run_cli("privatize", answers, "--mechanism", spec, "--seed", 7, "--out", tmp_path / "r.csv", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert "1,2,10" in r.stdout  # the labels, in numeric order
+    run, _ = _twin_run(tmp_path, answers, "score", spec, 7)
+    deploy.replay_reports(run, tmp_path / "replay")
+    (received,) = (tmp_path / "replay").glob("*.csv")
+    assert received.read_bytes() == (tmp_path / "r.csv").read_bytes()
+
+
+def test_noise_on_numbers_is_float_safe_by_default_and_draws_from_the_os_on_request(tmp_path):
+    src = tmp_path / "anes96.csv"
+    src.write_bytes(ANES.read_bytes())
+    base = ("privatize", src, "--column", "age", "--mechanism", "laplace_bounded:eps=1,lo=17,hi=93", "--no-progress")
+    made = {}
+    for sampler, family in ((None, "snapped_laplace_bounded"), ("float", "laplace_bounded"), ("discrete", None)):
+        extra = () if sampler is None else ("--sampler", sampler)
+        out = tmp_path / f"{sampler}.csv"
+        r = run_cli(*base, *extra, "--seed", 3, "--out", out)
+        assert r.returncode == 0, r.stderr
+        used = r.stdout.split(" with ")[1].split(":")[0]
+        assert used == (family or "discrete_laplace_bounded")
+        made[sampler] = out.read_bytes()
+        # analyse reads them with the family's spec: the mean of the reports
+        assert (
+            run_cli("analyse", out, "--mechanism", f"{used}:eps=1,lo=17,hi=93", "--out", tmp_path / used).returncode
+            == 0
+        )
+    assert len(set(made.values())) == 3
+    # the operating system's generator: no seed, different bytes each time, the same mean's law
+    first = run_cli(*base, "--rng", "os", "--out", tmp_path / "os1.csv")
+    second = run_cli(*base, "--rng", "os", "--out", tmp_path / "os2.csv")
+    assert first.returncode == second.returncode == 0, first.stderr
+    assert "operating system's generator" in first.stdout
+    assert (tmp_path / "os1.csv").read_bytes() != (tmp_path / "os2.csv").read_bytes()
+    assert len((tmp_path / "os1.csv").read_text().splitlines()) == 945
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (("--mechanism", "oue:eps=1", "--column", "vote", "--rng", "os"), "--rng: got 'os' with oue"),
+        (
+            (
+                "--mechanism",
+                "laplace_bounded:eps=1,lo=17,hi=93",
+                "--column",
+                "age",
+                "--rng",
+                "os",
+                "--sampler",
+                "float",
+            ),
+            "--rng: got 'os' with laplace_bounded",
+        ),
+        (
+            ("--mechanism", "piecewise:eps=1,lo=17,hi=93", "--column", "age", "--rng", "os", "--seed", "4"),
+            "--seed: got 4, expected none with --rng os",
+        ),
+        (("--mechanism", "oue:eps=1", "--column", "vote", "--sampler", "snapped"), "--sampler: got 'snapped'"),
+        (
+            ("--mechanism", "laplace_bounded:eps=1,lo=17,hi=93", "--column", "age", "--sampler", "exact"),
+            "--sampler: got 'exact'",
+        ),
+    ],
+)
+def test_a_sampler_or_generator_the_mechanism_lacks_is_one_line_and_writes_nothing(argv, needle, tmp_path):
+    src = tmp_path / "anes96.csv"
+    src.write_bytes(ANES.read_bytes())
+    before = tree(tmp_path)
+    line = one_line(run_cli("privatize", src, *argv, "--out", tmp_path / "r.csv"))
+    assert line.startswith("ldpsim: error: ") and needle in line, line
+    assert tree(tmp_path) == before

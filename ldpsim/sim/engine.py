@@ -55,6 +55,7 @@ import simpy
 from numpy.typing import NDArray
 
 from ldpsim._deprecate import renamed
+from ldpsim._rng import block_sequence
 from ldpsim.errors import LdpSimError
 from ldpsim.report.survey_tables import RESULT_COLUMNS
 from ldpsim.sim.association import GroupTermsTask, PairedTermsTask
@@ -866,11 +867,6 @@ class Replication:
         return self.messages if self.questions is not None or self.tiers is not None else self.server.n_received
 
 
-#: First spawn-key word of a batch's own stream (batches after a cohort's first): far above
-#: the few children a cohort's stream spawns, so the two never meet.
-BLOCK_KEY = 1 << 40
-
-
 def _block_streams(
     seq: np.random.SeedSequence, b: int, compared: int, tiers: bool, rng: np.random.Generator | None = None
 ) -> tuple[Any, Any, Any]:
@@ -878,10 +874,10 @@ def _block_streams(
     (``rng``, when the caller already made it for batch 0), each compared mechanism's
     privacy stream (None without), its privacy tiers' stream (None without). Batch 0 draws
     from the cohort's own stream and its first children, as a cohort of one batch always
-    has; batch b > 0 from the child ``(BLOCK_KEY, b)`` of the cohort's stream, built
-    directly from its key, so a shard needs no earlier batch to find it."""
+    has; batch b > 0 from the child ``(BLOCK_KEY, b)`` of the cohort's stream
+    (:func:`ldpsim._rng.block_sequence`), so a shard needs no earlier batch to find it."""
     if b > 0:
-        seq = np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, BLOCK_KEY, b), pool_size=seq.pool_size)
+        seq = block_sequence(seq, b)
         rng = None
     children = [
         np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, i), pool_size=seq.pool_size)

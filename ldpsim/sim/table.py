@@ -30,7 +30,6 @@ import csv
 import dataclasses
 import hashlib
 import io
-import math
 import os
 import stat
 from contextvars import ContextVar
@@ -41,6 +40,7 @@ from typing import Any, Iterator
 import numpy as np
 from numpy.typing import NDArray
 
+from ldpsim._validate import label_order
 from ldpsim.errors import LdpSimError
 
 #: Most data rows a population table may have (it is read whole into memory).
@@ -357,7 +357,7 @@ def table_population(
                 f"{table.shown}, column {column!r}: got {distinct.size:,} "
                 f"distinct values, expected at most {max_labels:,}"
             )
-        order = _label_order([str(v) for v in distinct])
+        order = label_order([str(x) for x in distinct])
         labels = [str(distinct[i]) for i in order]
         position = np.empty(distinct.size, dtype=np.int64)
         position[order] = np.arange(distinct.size)
@@ -389,18 +389,6 @@ def _show_names(names: Any) -> str:
     names = list(names)
     shown = ", ".join(_show_name(n) for n in names[:_NAMES_SHOWN])
     return shown + (f", ... {len(names) - _NAMES_SHOWN:,} more" if len(names) > _NAMES_SHOWN else "")
-
-
-def _label_order(values: list[str]) -> list[int]:
-    """Indices of ``values`` (distinct, sorted as text) in numeric order when all are finite
-    numbers, else as they are."""
-    try:
-        numbers = [float(v) for v in values]
-    except ValueError:
-        return list(range(len(values)))
-    if not all(math.isfinite(x) for x in numbers):
-        return list(range(len(values)))
-    return sorted(range(len(values)), key=lambda i: (numbers[i], values[i]))
 
 
 def _show_labels(labels: list[str], most: int = 10) -> str:
