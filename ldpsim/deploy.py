@@ -173,11 +173,7 @@ def with_sampler(spec: str, sampler: str | None, option: str = "--sampler") -> s
         if NUMERIC_TAG not in e.tags:  # build refuses noise on unbounded numbers as it is named
             return spec
         sampler = next((s for s in ("snapped", "discrete") if s in e.samplers), catalog.FLOAT_SAMPLER)
-    try:
-        chosen = catalog.with_sampler(e.name, sampler, option)
-    except LdpSimError as exc:
-        raise LdpSimError(str(exc)) from None
-    return chosen + colon + params
+    return catalog.with_sampler(e.name, sampler, option) + colon + params
 
 
 def check_system_rng(built: catalog.Built, option: str = "--rng") -> None:
