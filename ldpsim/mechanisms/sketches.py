@@ -1,0 +1,326 @@
+"""Count-mean sketches: frequencies of answers from a domain too large to list.
+
+Apple's Differential Privacy Team (2017, "Learning with privacy at scale") collects emoji,
+web domains and words this way: no list of the possible answers is needed, only ``k`` public
+hash functions ``h_1 .. h_k`` from the domain to ``m`` buckets.
+
+**The hash functions.** Answers are integers in ``[0, 2^32)`` (strings are mapped there
+first). Row ``j`` hashes with Dietzfelbinger's multiply-add-shift,
+``h_j(x) = ((a_j x + b_j) mod 2^64) >> (64 - log2 m)``, ``a_j, b_j`` uniform 64-bit words
+drawn once from ``hash_seed`` (public: clients and server share them). For ``x < 2^32`` the
+family is strongly universal: each ``h_j(x)`` is uniform on ``[m]`` and the values at two
+distinct answers are independent (Dietzfelbinger 1996), so two answers collide in a row with
+probability exactly ``1/m``. ``m`` is a power of two.
+
+**Count-mean sketch (CMS).** A client with answer ``x`` picks a row ``j`` uniformly, sets
+bit ``h_j(x)`` of an ``m``-bit vector and flips every bit independently with probability
+``q = 1 / (1 + e^(eps/2))``: symmetric unary encoding over the ``m`` buckets (each bit
+carries ``eps/2``, two bits differ between two answers). The report is ``(j, bits)``.
+
+**Hadamard count-mean sketch (HCMS).** A client picks a row ``j`` and a column ``l`` of the
+``m x m`` Sylvester-Hadamard matrix ``H`` uniformly and reports ``(j, l, w)``, ``w`` the
+sign ``H[h_j(x), l]`` flipped with probability ``q = 1 / (1 + e^eps)``: one bit instead of
+``m``.
+
+**Exact privacy.** The row and the column are drawn independently of the answer and the hash
+functions are public, so the privacy loss between two answers ``x, x'`` is that of the row's
+randomiser between buckets ``h_j(x)`` and ``h_j(x')``: 0 when they collide, else ``+-eps``
+(CMS: the two bits that differ, ``eps/2`` each; HCMS: ``(1 - q)/q = e^eps`` on the one sign).
+Answers that no row separates are indistinguishable; any two that some row separates give
+the pure ``eps`` exactly (with 2^32 answers and ``m >= 2`` such pairs always exist unless
+every row is constant, which :class:`SketchHashes` refuses).
+
+**The estimate** of the count of an answer ``d`` from ``n`` reports: each report gives one
+unbiased term ``T_i`` of the indicator that its row maps its answer and ``d`` to the same
+bucket, ``T_i = (B_i - q) / (1 - 2q)`` (CMS, ``B_i`` the report's bit at ``h_j(d)``) or
+``T_i = c w_i H[h_j(d), l_i]`` (HCMS, ``c = (e^eps + 1)/(e^eps - 1)``), and
+
+    C(d) = m / (m - 1) (sum_i T_i - n / m),
+
+the debiased count of Apple (2017): over the hash functions a report of another answer meets
+``d``'s bucket with probability ``1/m``, so ``E[C(d)] = n_d``. The server sums the reports into
+a ``k x m`` sketch (:meth:`statistic`) and answers any query from it (:meth:`estimate`).
+
+**Exact variance, hash collisions included.** Given the hash functions in use, the terms are
+independent across reports; ``pi_i = (1/k) #{j : h_j(x_i) = h_j(d)}`` (1 for ``x_i = d``) is
+the chance that report ``i``'s row maps its answer onto ``d``'s bucket, and
+
+    E[C(d)] = m/(m-1) (sum_i pi_i - n/m),
+    Var[C(d)] = (m/(m-1))^2 sum_i v(pi_i),
+    v(pi) = q (1 - q) / (1 - 2q)^2 + pi (1 - pi)     (CMS),
+    v(pi) = c^2 - pi^2                                (HCMS),
+
+exact for the hashes drawn (:meth:`CountSketchBase.moments`); the bias ``E[C(d)] - n_d`` is
+the collisions of these particular hash functions, zero on average over them. ``sum_i T_i``
+is an affine image of a Poisson-binomial count (CMS: of the bits ``B_i``, success
+probability ``q + (1 - 2q) pi_i``; HCMS: of the signs, ``1/2 + (1/2 - q) pi_i``), so its whole
+law is exact too (:meth:`CountSketchBase.term_law`), which the tests compare the simulation
+with.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ldpsim import _validate as v
+from ldpsim._rng import RNGLike, as_generator
+from ldpsim.errors import invalid
+
+__all__ = ["SketchHashes", "CountMeanSketch", "HadamardCountMeanSketch", "DOMAIN_BITS"]
+
+#: Answers are integers below ``2^DOMAIN_BITS`` (the multiply-add-shift family is strongly
+#: universal for keys of half the 64-bit word).
+DOMAIN_BITS = 32
+_WORD = np.uint64(64)
+#: Uniforms drawn at a time by the count-mean sketch's client (32 MB of doubles).
+_UNIFORMS = 1 << 22
+
+
+def _items(values: ArrayLike, name: str = "items") -> NDArray[np.uint64]:
+    """Answers as uint64, each an integer in ``[0, 2^32)``; one line otherwise."""
+    arr = np.asarray(values)
+    expected = f"integers in [0, 2^{DOMAIN_BITS})"
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+        if arr.size == 0:
+            return arr.astype(np.uint64)
+        raise invalid(name, f"an array of dtype {arr.dtype}", expected)
+    if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= 1 << DOMAIN_BITS):
+        bad = int(arr.min()) if int(arr.min()) < 0 else int(arr.max())
+        raise invalid(name, bad, expected)
+    return arr.astype(np.uint64)
+
+
+class SketchHashes:
+    """``rows`` strongly universal hash functions ``[0, 2^32) -> [0, m)`` (module docstring),
+    their words drawn from ``numpy.random.default_rng(seed)``."""
+
+    def __init__(self, rows: int, m: int, seed: int = 0) -> None:
+        self.rows = v.integer(rows, "rows", minimum=1)
+        self.m = v.integer(m, "m", minimum=2)
+        if self.m & (self.m - 1):
+            raise invalid("m", m, "a power of two (the buckets are the top bits of a 64-bit word)")
+        self.seed = v.seed(seed, "hash_seed")
+        words = np.random.default_rng(self.seed).integers(0, 1 << 64, size=(2, self.rows), dtype=np.uint64)
+        self.a, self.b = words[0], words[1]
+        if not self.a.any():  # pragma: no cover - probability 2^-64 per row
+            raise invalid("hash_seed", seed, "a seed whose hash functions are not all constant")
+        self._shift = _WORD - np.uint64(self.m.bit_length() - 1)
+
+    def __call__(self, items: ArrayLike, rows: ArrayLike | None = None) -> NDArray[np.int64]:
+        """The buckets of ``items``: in row ``rows[i]`` for each item (same shape), or in
+        every row (shape ``(rows, n)``) without ``rows``."""
+        x = _items(items)
+        if rows is None:
+            a, b = self.a[:, None], self.b[:, None]
+        else:
+            r = np.asarray(rows, dtype=np.int64)
+            a, b = self.a[r], self.b[r]
+        with np.errstate(over="ignore"):
+            return ((a * x + b) >> self._shift).astype(np.int64)
+
+    def collision_rates(self, items: ArrayLike, query: int) -> NDArray[np.float64]:
+        """``pi`` of each item: the share of rows that map it to ``query``'s bucket."""
+        x = _items(items)
+        mine = self(np.asarray([query]))
+        return (self(x) == mine).mean(axis=0) if x.size else np.zeros(0)
+
+
+class CountSketchBase:
+    """What the count-mean sketch and its Hadamard version share: the hashes, the sketch's
+    queries and the exact moments (module docstring). Subclasses give the row randomiser."""
+
+    name = ""
+
+    def __init__(self, eps: float, m: int = 1024, rows: int = 64, hash_seed: int = 0) -> None:
+        self.eps = v.positive(eps, "eps")
+        self.hashes = SketchHashes(rows, m, hash_seed)
+        self.m, self.rows = self.hashes.m, self.hashes.rows
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(eps={self.eps!r}, m={self.m}, rows={self.rows}, hash_seed={self.hashes.seed})"
+
+    # ----------------------------------------------------------------- privacy
+    def epsilon(self) -> float:
+        """The exact pure eps: the row randomiser's between two separated buckets."""
+        return self.eps
+
+    # ----------------------------------------------------------------- the terms and their law
+    def _term_affine(self) -> tuple[float, float]:
+        """``(scale, shift)``: a report's term is ``scale * S + shift`` with ``S`` its 0/1
+        success (CMS: the bit at the query's bucket; HCMS: the sign agreeing with the query's
+        Hadamard entry)."""
+        raise NotImplementedError
+
+    def _success(self, pi: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The probability of a success for a report whose row meets the query's bucket with
+        probability ``pi``."""
+        raise NotImplementedError
+
+    def _scale(self) -> float:
+        return self.m / (self.m - 1.0)
+
+    def moments(self, items: ArrayLike, counts: ArrayLike, query: int) -> tuple[float, float]:
+        """The exact mean and variance of :meth:`estimate` of ``query`` when ``counts[i]``
+        reports hold ``items[i]`` (distinct), given these hash functions."""
+        x = _items(items)
+        n_i = v.counts(counts, "counts", size=x.size).astype(np.float64)
+        pi = self.hashes.collision_rates(x, query)
+        s = self._success(pi)
+        scale, shift = self._term_affine()
+        total = float(n_i.sum())
+        mean_terms = float(n_i @ (scale * s + shift))
+        var_terms = float(n_i @ (scale * scale * s * (1.0 - s)))
+        return self._scale() * (mean_terms - total / self.m), self._scale() ** 2 * var_terms
+
+    def term_law(
+        self, items: ArrayLike, counts: ArrayLike, query: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The exact law of :meth:`estimate` of ``query`` given these hash functions: its
+        values and their probabilities (a Poisson-binomial count of successes, by
+        convolution; for tests on few reports)."""
+        x = _items(items)
+        n_i = v.counts(counts, "counts", size=x.size)
+        s = self._success(self.hashes.collision_rates(x, query))
+        pmf = np.ones(1)
+        for prob, reps in zip(s.tolist(), n_i.tolist()):
+            for _ in range(int(reps)):
+                pmf = np.convolve(pmf, [1.0 - prob, prob])
+        scale, shift = self._term_affine()
+        total = int(n_i.sum())
+        successes = np.arange(pmf.size, dtype=np.float64)
+        values = self._scale() * (scale * successes + shift * total - total / self.m)
+        return values, pmf
+
+    # ----------------------------------------------------------------- the server
+    def _row_counts(self, rows: NDArray[np.int64]) -> NDArray[np.int64]:
+        return np.bincount(rows, minlength=self.rows).astype(np.int64)
+
+    def estimate(self, sketch: NDArray[np.float64], n: int, queries: ArrayLike) -> NDArray[np.float64]:
+        """The debiased counts ``C(d)`` of ``queries`` from a sketch of ``n`` reports
+        (:meth:`statistic`)."""
+        q = _items(queries)
+        s = np.asarray(sketch, dtype=np.float64)
+        if s.shape != (self.rows, self.m):
+            raise invalid("sketch", f"an array of shape {s.shape}", f"a {self.rows} x {self.m} sketch")
+        total = v.integer(n, "n", minimum=0)
+        buckets = self.hashes(q)  # (rows, queries)
+        sums = s[np.arange(self.rows)[:, None], buckets].sum(axis=0)
+        return self._scale() * (sums - total / self.m)
+
+
+class CountMeanSketch(CountSketchBase):
+    """Apple's count-mean sketch (module docstring): a report is ``(row, m bits)``."""
+
+    name = "cms"
+
+    def __init__(self, eps: float, m: int = 1024, rows: int = 64, hash_seed: int = 0) -> None:
+        super().__init__(eps, m, rows, hash_seed)
+        self.q = 1.0 / (1.0 + math.exp(self.eps / 2.0))
+        self.gap = math.tanh(self.eps / 4.0)  # 1 - 2q without cancellation
+
+    def _term_affine(self) -> tuple[float, float]:
+        return 1.0 / self.gap, -self.q / self.gap
+
+    def _success(self, pi: NDArray[np.float64]) -> NDArray[np.float64]:
+        return self.q + self.gap * pi
+
+    def privatize(self, items: ArrayLike, rng: RNGLike = None) -> tuple[NDArray[np.int64], NDArray[np.uint8]]:
+        """One report per answer: its row and its ``m`` bits (``uint8``)."""
+        gen = as_generator(rng)
+        x = _items(items).reshape(-1)
+        rows = gen.integers(0, self.rows, size=x.size)
+        at = self.hashes(x, rows)
+        bits = np.empty((x.size, self.m), dtype=np.uint8)
+        step = max(1, _UNIFORMS // self.m)  # reports per block of uniforms (bounded memory)
+        for lo in range(0, x.size, step):
+            hi = min(x.size, lo + step)
+            np.less(gen.random((hi - lo, self.m)), self.q, out=bits[lo:hi], casting="unsafe")
+        keep = gen.random(x.size) >= self.q  # the answer's own bit: 1 with probability 1 - q
+        bits[np.arange(x.size), at] = keep
+        return rows, bits
+
+    def statistic(self, rows: ArrayLike, bits: ArrayLike) -> NDArray[np.float64]:
+        """The ``rows x m`` sketch of reports: per row and bucket the sum of the reports' terms
+        ``(bit - q) / (1 - 2q)``; sketches of batches add up."""
+        r = np.asarray(rows, dtype=np.int64).reshape(-1)
+        b = np.asarray(bits)
+        if b.shape != (r.size, self.m):
+            raise invalid("bits", f"an array of shape {b.shape}", f"one row of {self.m} bits per report")
+        per_row = self._row_counts(r)
+        order = np.argsort(r, kind="stable")  # the reports row by row, each row's bits summed
+        starts = np.concatenate([[0], np.cumsum(per_row)[:-1]])
+        ones = np.zeros((self.rows, self.m), dtype=np.int64)
+        filled = per_row > 0
+        if r.size:
+            ones[filled] = np.add.reduceat(b[order], starts[filled], axis=0, dtype=np.int64)
+        return (ones - self.q * per_row[:, None]) / self.gap
+
+
+class HadamardCountMeanSketch(CountSketchBase):
+    """Apple's Hadamard count-mean sketch (module docstring): a report is ``(row, column,
+    sign)``, one bit of signal."""
+
+    name = "hcms"
+
+    def __init__(self, eps: float, m: int = 1024, rows: int = 64, hash_seed: int = 0) -> None:
+        super().__init__(eps, m, rows, hash_seed)
+        self.q = 1.0 / (1.0 + math.exp(self.eps))
+        self.c = 1.0 / math.tanh(self.eps / 2.0)  # (e^eps + 1)/(e^eps - 1)
+
+    def _term_affine(self) -> tuple[float, float]:
+        return 2.0 * self.c, -self.c
+
+    def _success(self, pi: NDArray[np.float64]) -> NDArray[np.float64]:
+        return 0.5 + (0.5 - self.q) * pi
+
+    def privatize(
+        self, items: ArrayLike, rng: RNGLike = None
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int8]]:
+        """One report per answer: its row, its column and its sign (``+1``/``-1``)."""
+        gen = as_generator(rng)
+        x = _items(items).reshape(-1)
+        rows = gen.integers(0, self.rows, size=x.size)
+        cols = gen.integers(0, self.m, size=x.size)
+        at = self.hashes(x, rows)
+        sign = 1 - 2 * (_popcount(at & cols) & 1)  # H[h_j(x), l]
+        flip = gen.random(x.size) < self.q
+        return rows, cols, np.where(flip, -sign, sign).astype(np.int8)
+
+    def statistic(self, rows: ArrayLike, cols: ArrayLike, signs: ArrayLike) -> NDArray[np.float64]:
+        """The ``rows x m`` sketch: each row's signs times ``c`` summed per column, then
+        transformed by ``H`` (so entry ``[j, s]`` sums the terms of the reports of row ``j``
+        for a query in bucket ``s``); sketches of batches add up."""
+        r = np.asarray(rows, dtype=np.int64).reshape(-1)
+        c = np.asarray(cols, dtype=np.int64).reshape(-1)
+        w = np.asarray(signs, dtype=np.float64).reshape(-1)
+        if not (r.size == c.size == w.size):
+            raise invalid("signs", f"{w.size} signs for {r.size} rows and {c.size} columns", "one of each per report")
+        raw = np.bincount(r * self.m + c, weights=w, minlength=self.rows * self.m).reshape(self.rows, self.m)
+        return self.c * _fwht_rows(raw)
+
+
+def _popcount(x: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Set bits of each non-negative int64."""
+    x = x.astype(np.uint64)
+    count = np.zeros(x.shape, dtype=np.int64)
+    while x.any():
+        count += (x & np.uint64(1)).astype(np.int64)
+        x = x >> np.uint64(1)
+    return count
+
+
+def _fwht_rows(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Each row times the Sylvester-Hadamard matrix (unnormalised), in O(m log m)."""
+    out = np.array(a, dtype=np.float64)
+    rows, m = out.shape
+    h = 1
+    while h < m:
+        view = out.reshape(rows, m // (2 * h), 2, h)
+        top, bottom = view[:, :, 0, :].copy(), view[:, :, 1, :].copy()
+        view[:, :, 0, :] = top + bottom
+        view[:, :, 1, :] = top - bottom
+        h *= 2
+    return out

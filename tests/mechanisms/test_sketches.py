@@ -1,0 +1,170 @@
+"""Count-mean sketches (ldpsim.mechanisms.sketches): the hash family's buckets, exact eps by
+brute force over every report on a tiny sketch, and the estimate's exact law and moments
+(hash collisions included) against a Poisson-binomial written here and against simulation."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy.linalg import hadamard
+
+from ldpsim.errors import LdpSimError
+from ldpsim.mechanisms.sketches import CountMeanSketch, HadamardCountMeanSketch, SketchHashes
+from tests.stats_checks import FALSE_FAILURE, assert_sample_law
+
+CLASSES = {"cms": CountMeanSketch, "hcms": HadamardCountMeanSketch}
+
+
+def test_the_hashes_are_the_top_bits_of_a_multiply_add_in_64_bit_words():
+    hashes = SketchHashes(rows=3, m=16, seed=5)
+    items = np.array([0, 1, 2**31, 2**32 - 1], dtype=np.int64)
+    got = hashes(items)
+    for j in range(3):
+        a, b = int(hashes.a[j]), int(hashes.b[j])
+        want = [((a * int(x) + b) % 2**64) >> 60 for x in items]  # Python integers: exact
+        assert got[j].tolist() == want
+    assert hashes(items, rows=[2, 0, 1, 2]).tolist() == [got[2, 0], got[0, 1], got[1, 2], got[2, 3]]
+
+
+def test_every_bucket_is_equally_likely_for_one_item_over_the_seeds():
+    # strongly universal: h(x) uniform on [m] over the hash words; 20,000 seeds' rows
+    hashes = SketchHashes(rows=20_000, m=8, seed=11)
+    buckets = hashes(np.array([123_456_789]))[:, 0]
+    assert_sample_law(buckets, np.full(8, 1 / 8), FALSE_FAILURE)
+
+
+def _report_probabilities(name: str, eps: float, m: int, rows: int, buckets: np.ndarray) -> np.ndarray:
+    """P(report | answer) for every report of a tiny sketch, written from the protocol's
+    description: CMS reports (row, m bits), HCMS reports (row, column, sign)."""
+    if name == "cms":
+        q = 1 / (1 + math.exp(eps / 2))
+        out = []
+        for j in range(rows):
+            for bits in itertools.product((0, 1), repeat=m):
+                prob = 1 / rows
+                for s, bit in enumerate(bits):
+                    one = (1 - q) if s == buckets[j] else q
+                    prob *= one if bit else 1 - one
+                out.append(prob)
+        return np.array(out)
+    q = 1 / (1 + math.exp(eps))
+    h = hadamard(m)
+    return np.array(
+        [
+            (1 / rows) * (1 / m) * ((1 - q) if sign == h[buckets[j], col] else q)
+            for j in range(rows)
+            for col in range(m)
+            for sign in (1, -1)
+        ]
+    )
+
+
+@pytest.mark.parametrize("name", sorted(CLASSES))
+@pytest.mark.parametrize("eps", [0.3, 1.0, 4.0])
+def test_exact_eps_is_the_largest_log_ratio_over_every_report_and_pair_of_answers(name, eps):
+    m, rows = 4, 3
+    mech = CLASSES[name](eps, m=m, rows=rows, hash_seed=2)
+    answers = np.arange(40)
+    buckets = mech.hashes(answers)  # (rows, answers)
+    laws = [_report_probabilities(name, eps, m, rows, buckets[:, i]) for i in range(answers.size)]
+    for law in laws:
+        assert law.sum() == pytest.approx(1.0, abs=1e-12)
+    worst = max(float(np.max(np.log(a / b))) for a, b in itertools.permutations(laws, 2))
+    assert worst == pytest.approx(mech.epsilon(), rel=1e-12)
+
+
+def _tiny(name: str) -> tuple[object, np.ndarray, np.ndarray, int]:
+    mech = CLASSES[name](1.5, m=8, rows=4, hash_seed=3)
+    items = np.array([7, 1_000_003, 42, 2**32 - 5, 99])
+    counts = np.array([9, 6, 4, 3, 2])
+    return mech, items, counts, 7
+
+
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_the_estimate_has_its_exact_law_and_moments_in_simulation(name):
+    # 24 reports, the estimate of answer 7 from the sketch, 20,000 replications: its law
+    # against the Poisson-binomial of the module docstring (assert_sample_law, FALSE_FAILURE),
+    # and the moments of that law against moments()
+    mech, items, counts, query = _tiny(name)
+    values, pmf = mech.term_law(items, counts, query)
+    mean, var = mech.moments(items, counts, query)
+    assert float(values @ pmf) == pytest.approx(mean, rel=1e-12, abs=1e-12)
+    assert float((values - mean) ** 2 @ pmf) == pytest.approx(var, rel=1e-12)
+    rng = np.random.default_rng(20261207)
+    answers = np.repeat(items, counts)
+    reps, n = 20_000, answers.size
+    many = np.tile(answers, reps)
+    reports = mech.privatize(many, rng)
+    # each report's term, computed here from the protocol's description, summed per replication
+    qb = mech.hashes(np.array([query]))[:, 0]  # the query's bucket in each row
+    if name == "cms":
+        rows, bits = reports
+        q = 1 / (1 + math.exp(mech.eps / 2))
+        terms = (bits[np.arange(bits.shape[0]), qb[rows]] - q) / (1 - 2 * q)
+    else:
+        rows, cols, signs = reports
+        c = (math.exp(mech.eps) + 1) / (math.exp(mech.eps) - 1)
+        terms = c * signs * hadamard(mech.m)[qb[rows], cols]
+    m = mech.m
+    est = m / (m - 1) * (terms.reshape(reps, n).sum(axis=1) - n / m)
+    for t in range(0, reps, 997):  # the sketch and its query give the same, replication by replication
+        part = tuple(a[t * n : (t + 1) * n] for a in reports)
+        assert mech.estimate(mech.statistic(*part), n, [query])[0] == pytest.approx(est[t], abs=1e-9)
+    # the number of successes behind each estimate (it is an affine image of one)
+    step = values[1] - values[0]
+    successes = (est - values[0]) / step
+    index = np.rint(successes).astype(np.int64)
+    assert np.abs(successes - index).max() < 1e-6  # every estimate is one of the law's values
+    assert_sample_law(index, pmf, FALSE_FAILURE)
+
+
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_the_bias_given_the_hashes_is_their_collisions_and_vanishes_over_hash_seeds(name):
+    mech, items, counts, query = _tiny(name)
+    mean, _ = mech.moments(items, counts, query)
+    pi = np.array([np.mean(mech.hashes(np.array([x]))[:, 0] == mech.hashes(np.array([query]))[:, 0]) for x in items])
+    m = mech.m
+    assert mean == pytest.approx(m / (m - 1) * (float(counts @ pi) - counts.sum() / m), rel=1e-12)
+    # over the hash family the collisions average out, E = n_query exactly: the rows of one
+    # sketch are independent draws from the family, and with 4,000 of them the mean over rows
+    # is within 5.33 standard errors of 9 (two-sided normal at 1e-7; a mean of 4,000 bounded
+    # terms, each m/(m-1) (9 + sum of 4 weighted Bernoulli(1/8) collisions - 24/8))
+    wide = CLASSES[name](1.5, m=8, rows=4_000, hash_seed=9)
+    over_rows, _ = wide.moments(items, counts, query)
+    spread = m / (m - 1) * math.sqrt(float((counts[1:] ** 2).sum()) * (1 / 8) * (7 / 8))
+    assert abs(over_rows - 9) <= 5.33 * spread / math.sqrt(4_000)
+    assert over_rows != 9  # the rows do collide: the check has something to average
+
+
+def test_hcms_statistic_is_the_hadamard_transform_of_each_row():
+    mech = HadamardCountMeanSketch(1.0, m=8, rows=2, hash_seed=1)
+    rows, cols, signs = np.array([0, 0, 1]), np.array([3, 5, 5]), np.array([1, -1, 1])
+    got = mech.statistic(rows, cols, signs)
+    h = hadamard(8)
+    raw = np.zeros((2, 8))
+    for r, c, s in zip(rows, cols, signs):
+        raw[r, c] += s
+    np.testing.assert_allclose(got, mech.c * raw @ h, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "build, needle",
+    [
+        (lambda: CountMeanSketch(1.0, m=12), "m: got 12, expected a power of two"),
+        (lambda: CountMeanSketch(0.0), "eps: got 0"),
+        (lambda: HadamardCountMeanSketch(1.0, rows=0), "rows: got 0"),
+        (lambda: CountMeanSketch(1.0, m=8).privatize([2**32]), "items: got 4294967296"),
+        (lambda: CountMeanSketch(1.0, m=8).privatize([-1]), "items: got -1"),
+        (
+            lambda: CountMeanSketch(1.0, m=8).estimate(np.zeros((2, 8)), 5, [1]),
+            "sketch: got 'an array of shape (2, 8)', expected a 64 x 8 sketch",
+        ),
+    ],
+)
+def test_bad_parameters_are_one_line(build, needle):
+    with pytest.raises(LdpSimError) as info:
+        build()
+    assert needle in str(info.value) and "\n" not in str(info.value)
