@@ -13,7 +13,7 @@ tests on Duchi's reports of uniform answers. The Monte Carlo p-values use 39 dra
 any number).
 
 Writes ``reports/benchmarks/levels.csv``. Run from the repository root:
-``python benchmarks/levels.py [--reps 4000]`` (about 8 minutes on 2 cores).
+``python benchmarks/levels.py [--reps 4000]`` (about 3 minutes).
 """
 
 from __future__ import annotations
