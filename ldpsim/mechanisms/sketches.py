@@ -194,6 +194,23 @@ class CountSketchBase:
         values = self._scale() * (scale * successes + shift * total - total / self.m)
         return values, pmf
 
+    # ----------------------------------------------------------------- aggregate mode
+    def _bucket_counts(
+        self, items: ArrayLike, counts: ArrayLike, gen: np.random.Generator
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """The clients of each row (``rows``) and of each row's buckets (``rows x m``) when
+        ``counts[i]`` clients hold ``items[i]``: each item's clients split over the rows by a
+        multinomial (each picks its row uniformly), then counted by their bucket in it."""
+        x = _items(items).reshape(-1)
+        n = v.counts(counts, "counts", size=x.size)
+        if int(n.sum()) >= 1 << 53:
+            raise invalid("counts", f"counts summing to {int(n.sum())}", "a total below 2^53 (counted in doubles)")
+        split = gen.multinomial(n, np.full(self.rows, 1.0 / self.rows)) if x.size else np.zeros((0, self.rows))
+        split = np.asarray(split, dtype=np.int64).reshape(x.size, self.rows)
+        cells = np.arange(self.rows)[:, None] * self.m + self.hashes(x)  # (rows, items)
+        per_bucket = np.bincount(cells.reshape(-1), weights=split.T.reshape(-1), minlength=self.rows * self.m)
+        return split.sum(axis=0), np.rint(per_bucket).astype(np.int64).reshape(self.rows, self.m)
+
     # ----------------------------------------------------------------- the server
     def _row_counts(self, rows: NDArray[np.int64]) -> NDArray[np.int64]:
         return np.bincount(rows, minlength=self.rows).astype(np.int64)
@@ -242,6 +259,17 @@ class CountMeanSketch(CountSketchBase):
         bits[np.arange(x.size), at] = keep
         return rows, bits
 
+    def sample_statistic(self, items: ArrayLike, counts: ArrayLike, rng: RNGLike = None) -> NDArray[np.float64]:
+        """The sketch of ``counts[i]`` clients holding ``items[i]``, drawn exactly without
+        drawing a report: given the clients of row ``j`` and of its bucket ``s``, the bits at
+        ``s`` are independent, so their number of ones is ``Binomial(N_js, 1 - q) +
+        Binomial(n_j - N_js, q)``. Cost ``O(items x rows + rows x m)``, whatever the number of
+        clients (aggregate mode)."""
+        gen = as_generator(rng)
+        per_row, buckets = self._bucket_counts(items, counts, gen)
+        ones = gen.binomial(buckets, 1.0 - self.q) + gen.binomial(per_row[:, None] - buckets, self.q)
+        return (ones - self.q * per_row[:, None]) / self.gap
+
     def statistic(self, rows: ArrayLike, bits: ArrayLike) -> NDArray[np.float64]:
         """The ``rows x m`` sketch of reports: per row and bucket the sum of the reports' terms
         ``(bit - q) / (1 - 2q)``; sketches of batches add up."""
@@ -289,6 +317,26 @@ class HadamardCountMeanSketch(CountSketchBase):
         flip = gen.random(x.size) < self.q
         return rows, cols, np.where(flip, -sign, sign).astype(np.int8)
 
+    def sample_statistic(self, items: ArrayLike, counts: ArrayLike, rng: RNGLike = None) -> NDArray[np.float64]:
+        """The sketch of ``counts[i]`` clients holding ``items[i]``, drawn exactly without
+        drawing a report (aggregate mode): the clients of each row and bucket split over the
+        ``m`` columns by a multinomial (each picks its column uniformly); in column ``l`` the
+        clients whose bucket has ``H[s, l] = +1`` send ``+1`` with probability ``1 - q`` and
+        the others with probability ``q``, two binomials per cell. Cost ``O(rows x m^2)``
+        (a row's ``m x m`` split at a time), whatever the number of clients."""
+        gen = as_generator(rng)
+        _, buckets = self._bucket_counts(items, counts, gen)
+        h = _hadamard(self.m)
+        raw = np.zeros((self.rows, self.m))
+        uniform = np.full(self.m, 1.0 / self.m)
+        for j in range(self.rows):
+            cols = gen.multinomial(buckets[j], uniform)  # (bucket, column) clients
+            agree = (cols * (h > 0)).sum(axis=0)  # per column: clients whose entry is +1
+            total = cols.sum(axis=0)
+            plus = gen.binomial(agree, 1.0 - self.q) + gen.binomial(total - agree, self.q)
+            raw[j] = 2 * plus - total
+        return self.c * _fwht_rows(raw)
+
     def statistic(self, rows: ArrayLike, cols: ArrayLike, signs: ArrayLike) -> NDArray[np.float64]:
         """The ``rows x m`` sketch: each row's signs times ``c`` summed per column, then
         transformed by ``H`` (so entry ``[j, s]`` sums the terms of the reports of row ``j``
@@ -300,6 +348,12 @@ class HadamardCountMeanSketch(CountSketchBase):
             raise invalid("signs", f"{w.size} signs for {r.size} rows and {c.size} columns", "one of each per report")
         raw = np.bincount(r * self.m + c, weights=w, minlength=self.rows * self.m).reshape(self.rows, self.m)
         return self.c * _fwht_rows(raw)
+
+
+def _hadamard(m: int) -> NDArray[np.int8]:
+    """The ``m x m`` Sylvester-Hadamard matrix, ``H[s, l] = (-1)^popcount(s & l)``."""
+    s = np.arange(m)
+    return (1 - 2 * (_popcount(s[:, None] & s[None, :]) & 1)).astype(np.int8)
 
 
 def _popcount(x: NDArray[np.int64]) -> NDArray[np.int64]:

@@ -139,6 +139,34 @@ def test_the_bias_given_the_hashes_is_their_collisions_and_vanishes_over_hash_se
     assert over_rows != 9  # the rows do collide: the check has something to average
 
 
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_aggregate_mode_draws_the_sketch_with_the_estimate_s_exact_law(name):
+    # sample_statistic draws the sketch without a report: the estimate of two queries from
+    # 10,000 of its draws against the exact law (FALSE_FAILURE / 2 each); the hashes
+    # collide for some items, so the law is not that of a collision-free sketch
+    mech, items, counts, _ = _tiny(name)
+    rng = np.random.default_rng(38)
+    sketches = [mech.sample_statistic(items, counts, rng) for _ in range(10_000)]
+    for query in (7, 99):
+        values, pmf = mech.term_law(items, counts, query)
+        est = np.array([mech.estimate(s, int(counts.sum()), [query])[0] for s in sketches])
+        successes = (est - values[0]) / (values[1] - values[0])
+        index = np.rint(successes).astype(np.int64)
+        assert np.abs(successes - index).max() < 1e-6
+        assert_sample_law(index, pmf, FALSE_FAILURE / 2)
+
+
+def test_aggregate_mode_takes_a_billion_clients_at_the_cost_of_their_items():
+    mech = CountMeanSketch(2.0, m=1024, rows=16, hash_seed=4)
+    items = np.arange(1_000, dtype=np.int64) * 4_000_003
+    counts = np.full(1_000, 1_000_000)
+    sketch = mech.sample_statistic(items, counts, 5)
+    est = mech.estimate(sketch, 10**9, items[:3])
+    mean, var = mech.moments(items, counts, int(items[0]))
+    assert abs(est[0] - mean) <= 5.33 * math.sqrt(var)  # normal approximation at 1e-7: 10^9 terms
+    assert HadamardCountMeanSketch(2.0, m=64, rows=4).sample_statistic(items, counts, 5).shape == (4, 64)
+
+
 def test_hcms_statistic_is_the_hadamard_transform_of_each_row():
     mech = HadamardCountMeanSketch(1.0, m=8, rows=2, hash_seed=1)
     rows, cols, signs = np.array([0, 0, 1]), np.array([3, 5, 5]), np.array([1, -1, 1])
@@ -158,6 +186,8 @@ def test_hcms_statistic_is_the_hadamard_transform_of_each_row():
         (lambda: HadamardCountMeanSketch(1.0, rows=0), "rows: got 0"),
         (lambda: CountMeanSketch(1.0, m=8).privatize([2**32]), "items: got 4294967296"),
         (lambda: CountMeanSketch(1.0, m=8).privatize([-1]), "items: got -1"),
+        (lambda: CountMeanSketch(1.0, m=8).sample_statistic([1, 2], [1, -1]), "counts: got"),
+        (lambda: CountMeanSketch(1.0, m=8).sample_statistic([1, 2], [2**52, 2**52]), "a total below 2^53"),
         (
             lambda: CountMeanSketch(1.0, m=8).estimate(np.zeros((2, 8)), 5, [1]),
             "sketch: got 'an array of shape (2, 8)', expected a 64 x 8 sketch",
