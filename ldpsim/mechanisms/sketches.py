@@ -4,8 +4,8 @@ Apple's Differential Privacy Team (2017, "Learning with privacy at scale") colle
 web domains and words this way: no list of the possible answers is needed, only ``k`` public
 hash functions ``h_1 .. h_k`` from the domain to ``m`` buckets.
 
-**The hash functions.** Answers are integers in ``[0, 2^32)`` (strings are mapped there
-first). Row ``j`` hashes with Dietzfelbinger's multiply-add-shift,
+**The hash functions.** Answers are integers in ``[0, 2^32)``; text answers are mapped
+there first by :func:`item_codes` (4 bytes of BLAKE2b). Row ``j`` hashes with Dietzfelbinger's multiply-add-shift,
 ``h_j(x) = ((a_j x + b_j) mod 2^64) >> (64 - log2 m)``, ``a_j, b_j`` uniform 64-bit words
 drawn once from ``hash_seed`` (public: clients and server share them). For ``x < 2^32`` the
 family is strongly universal: each ``h_j(x)`` is uniform on ``[m]`` and the values at two
@@ -60,6 +60,7 @@ with.
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
@@ -69,7 +70,14 @@ from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import invalid
 
-__all__ = ["SketchHashes", "CountMeanSketch", "HadamardCountMeanSketch", "DOMAIN_BITS"]
+__all__ = [
+    "SketchHashes",
+    "CountMeanSketch",
+    "HadamardCountMeanSketch",
+    "DOMAIN_BITS",
+    "item_codes",
+    "shared_codes",
+]
 
 #: Answers are integers below ``2^DOMAIN_BITS`` (the multiply-add-shift family is strongly
 #: universal for keys of half the 64-bit word).
@@ -91,6 +99,34 @@ def _items(values: ArrayLike, name: str = "items") -> NDArray[np.uint64]:
         bad = int(arr.min()) if int(arr.min()) < 0 else int(arr.max())
         raise invalid(name, bad, expected)
     return arr.astype(np.uint64)
+
+
+def item_codes(answers: ArrayLike) -> NDArray[np.uint64]:
+    """Text answers as sketch items: the first 4 bytes of the BLAKE2b digest of each answer's
+    UTF-8 bytes, read big-endian, an integer in ``[0, 2^32)`` that every client and the
+    server compute alike. Two distinct answers share a code with probability ``2^-32``; a
+    dictionary of ``D`` candidates has a shared code with probability about
+    ``D^2 / 2^33`` (:func:`shared_codes` lists them). Each distinct answer is hashed once."""
+    arr = np.asarray(answers, dtype=object).reshape(-1)
+    if not all(isinstance(a, str) for a in arr.tolist()):
+        bad = next(a for a in arr.tolist() if not isinstance(a, str))
+        raise invalid("answers", bad, "text (str) answers")
+    distinct, inverse = np.unique(arr.astype(str), return_inverse=True) if arr.size else (arr, arr)
+    codes = np.array(
+        [int.from_bytes(hashlib.blake2b(a.encode("utf-8"), digest_size=4).digest(), "big") for a in distinct.tolist()],
+        dtype=np.uint64,
+    )
+    return codes[inverse.reshape(-1)] if arr.size else np.zeros(0, dtype=np.uint64)
+
+
+def shared_codes(answers: ArrayLike) -> list[tuple[str, ...]]:
+    """The groups of distinct answers that :func:`item_codes` maps to one code (empty for a
+    dictionary the sketch can tell apart)."""
+    distinct = sorted({str(a) for a in np.asarray(answers, dtype=object).reshape(-1).tolist()})
+    by_code: dict[int, list[str]] = {}
+    for answer, code in zip(distinct, item_codes(distinct).tolist()):
+        by_code.setdefault(int(code), []).append(answer)
+    return [tuple(group) for group in by_code.values() if len(group) > 1]
 
 
 class SketchHashes:
@@ -227,6 +263,28 @@ class CountSketchBase:
         sums = s[np.arange(self.rows)[:, None], buckets].sum(axis=0)
         return self._scale() * (sums - total / self.m)
 
+    def _largest_term_variance(self) -> float:
+        """The largest variance of one report's term over ``pi`` in [0, 1]."""
+        raise NotImplementedError
+
+    def std_error_bound(self, n: int) -> float:
+        """An upper bound on the standard error of any estimate from ``n`` reports, whatever
+        the answers and the hashes: every term's variance at its largest
+        (:meth:`moments` gives the exact one when the answers are known)."""
+        total = v.integer(n, "n", minimum=0)
+        return self._scale() * math.sqrt(total * self._largest_term_variance())
+
+    def heavy_hitters(
+        self, sketch: NDArray[np.float64], n: int, candidates: ArrayLike, top: int
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """The ``top`` candidates with the largest estimated counts, largest first (ties in
+        the candidates' order): their positions in ``candidates`` and their estimates. A
+        sketch answers queries; the candidates come from elsewhere (a dictionary, a pilot)."""
+        count = v.integer(top, "top", minimum=1)
+        est = self.estimate(sketch, n, candidates)
+        order = np.argsort(-est, kind="stable")[:count]
+        return order.astype(np.int64), est[order]
+
 
 class CountMeanSketch(CountSketchBase):
     """Apple's count-mean sketch (module docstring): a report is ``(row, m bits)``."""
@@ -240,6 +298,9 @@ class CountMeanSketch(CountSketchBase):
 
     def _term_affine(self) -> tuple[float, float]:
         return 1.0 / self.gap, -self.q / self.gap
+
+    def _largest_term_variance(self) -> float:
+        return self.q * (1.0 - self.q) / (self.gap * self.gap) + 0.25  # pi (1 - pi) at most 1/4
 
     def _success(self, pi: NDArray[np.float64]) -> NDArray[np.float64]:
         return self.q + self.gap * pi
@@ -300,6 +361,9 @@ class HadamardCountMeanSketch(CountSketchBase):
 
     def _term_affine(self) -> tuple[float, float]:
         return 2.0 * self.c, -self.c
+
+    def _largest_term_variance(self) -> float:
+        return self.c * self.c  # c^2 - pi^2, at pi = 0
 
     def _success(self, pi: NDArray[np.float64]) -> NDArray[np.float64]:
         return 0.5 + (0.5 - self.q) * pi

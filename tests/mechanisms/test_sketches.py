@@ -4,6 +4,7 @@ brute force over every report on a tiny sketch, and the estimate's exact law and
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 
@@ -12,7 +13,13 @@ import pytest
 from scipy.linalg import hadamard
 
 from ldpsim.errors import LdpSimError
-from ldpsim.mechanisms.sketches import CountMeanSketch, HadamardCountMeanSketch, SketchHashes
+from ldpsim.mechanisms.sketches import (
+    CountMeanSketch,
+    HadamardCountMeanSketch,
+    SketchHashes,
+    item_codes,
+    shared_codes,
+)
 from tests.stats_checks import FALSE_FAILURE, assert_sample_law
 
 CLASSES = {"cms": CountMeanSketch, "hcms": HadamardCountMeanSketch}
@@ -165,6 +172,38 @@ def test_aggregate_mode_takes_a_billion_clients_at_the_cost_of_their_items():
     mean, var = mech.moments(items, counts, int(items[0]))
     assert abs(est[0] - mean) <= 5.33 * math.sqrt(var)  # normal approximation at 1e-7: 10^9 terms
     assert HadamardCountMeanSketch(2.0, m=64, rows=4).sample_statistic(items, counts, 5).shape == (4, 64)
+
+
+def test_text_answers_become_the_first_four_bytes_of_their_blake2b_digest():
+    words = ["apple.com", "caf\u00e9", "", "apple.com", "\U0001f600"]
+    want = [int(hashlib.blake2b(w.encode("utf-8"), digest_size=4).hexdigest(), 16) for w in words]
+    assert item_codes(words).tolist() == want
+    assert item_codes(np.array(words, dtype=object)).dtype == np.uint64
+    assert shared_codes(words) == []
+    with pytest.raises(LdpSimError, match="answers: got 3, expected text"):
+        item_codes(["a", 3])
+
+
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_the_standard_error_bound_holds_for_any_answers_and_is_reached_by_hcms(name):
+    mech, items, counts, query = _tiny(name)
+    n = int(counts.sum())
+    for d in (query, 99, 123):  # present, and absent answers
+        _, var = mech.moments(items, counts, d)
+        assert math.sqrt(var) <= mech.std_error_bound(n) * (1 + 1e-12)
+    if name == "hcms":  # no report can meet a bucket no row gives the query: pi = 0 for all
+        lonely = next(d for d in range(10**6) if (mech.hashes(items) != mech.hashes([d])).all())
+        assert math.sqrt(mech.moments(items, counts, lonely)[1]) == pytest.approx(mech.std_error_bound(n), rel=1e-12)
+
+
+def test_heavy_hitters_are_the_candidates_with_the_largest_estimates():
+    mech = CountMeanSketch(4.0, m=256, rows=16, hash_seed=2)
+    words = ["a.com", "b.org", "c.net", "d.io", "e.fr"]
+    answers = np.repeat(item_codes(words), [50_000, 30_000, 10_000, 0, 10])
+    sketch = mech.sample_statistic(*np.unique(answers, return_counts=True), 3)
+    order, est = mech.heavy_hitters(sketch, answers.size, item_codes(words), top=3)
+    assert order.tolist() == [0, 1, 2] and (np.diff(est) <= 0).all()
+    assert np.allclose(est, mech.estimate(sketch, answers.size, item_codes(words)[:3]))
 
 
 def test_hcms_statistic_is_the_hadamard_transform_of_each_row():
