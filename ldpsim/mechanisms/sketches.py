@@ -77,6 +77,7 @@ __all__ = [
     "DOMAIN_BITS",
     "item_codes",
     "shared_codes",
+    "best_shape",
 ]
 
 #: Answers are integers below ``2^DOMAIN_BITS`` (the multiply-add-shift family is strongly
@@ -267,6 +268,34 @@ class CountSketchBase:
         """The largest variance of one report's term over ``pi`` in [0, 1]."""
         raise NotImplementedError
 
+    def _term_variance(self, pi_mean: float, pi_square: float) -> float:
+        """The mean of one report's term variance ``v(pi)`` over the hash family, from the
+        first two moments of ``pi`` (``v`` is quadratic in ``pi``)."""
+        raise NotImplementedError
+
+    def expected_mse(self, n: int, count: int, squares: float) -> float:
+        """The mean squared error of the estimate of an answer that ``count`` of ``n``
+        clients hold, averaged over the hash family; ``squares`` is the sum of the squared
+        counts of the other answers. Over the family the rows are independent and, for one
+        other answer, ``pi`` is the mean of ``rows`` Bernoulli(1/m) collisions, so
+
+            MSE = (m/(m-1))^2 [count v(1) + (n - count) E v(pi) + squares Var(pi)],
+            E pi = 1/m,  Var(pi) = (1/m)(1 - 1/m)/rows,
+
+        exact with one other answer (pairwise independence is all it uses). With several,
+        the cross terms of the bias need three answers' collisions, taken here as a 3-wise
+        independent family has them (1/m^2): the family in use is pairwise independent, so
+        that part is an approximation (tests/mechanisms/test_sketches.py measures it)."""
+        total = v.integer(n, "n", minimum=0)
+        own = v.integer(count, "count", minimum=0, maximum=total)
+        sq = v.real(squares, "squares", "a finite number >= 0 (a sum of squared counts)")
+        if not (0.0 <= sq < math.inf):
+            raise invalid("squares", squares, "a finite number >= 0 (a sum of squared counts)")
+        mean = 1.0 / self.m
+        spread = mean * (1.0 - mean) / self.rows
+        others = self._term_variance(mean, spread + mean * mean)
+        return self._scale() ** 2 * (own * self._term_variance(1.0, 1.0) + (total - own) * others + sq * spread)
+
     def std_error_bound(self, n: int) -> float:
         """An upper bound on the standard error of any estimate from ``n`` reports, whatever
         the answers and the hashes: every term's variance at its largest
@@ -301,6 +330,9 @@ class CountMeanSketch(CountSketchBase):
 
     def _largest_term_variance(self) -> float:
         return self.q * (1.0 - self.q) / (self.gap * self.gap) + 0.25  # pi (1 - pi) at most 1/4
+
+    def _term_variance(self, pi_mean: float, pi_square: float) -> float:
+        return self.q * (1.0 - self.q) / (self.gap * self.gap) + pi_mean - pi_square
 
     def _success(self, pi: NDArray[np.float64]) -> NDArray[np.float64]:
         return self.q + self.gap * pi
@@ -364,6 +396,9 @@ class HadamardCountMeanSketch(CountSketchBase):
 
     def _largest_term_variance(self) -> float:
         return self.c * self.c  # c^2 - pi^2, at pi = 0
+
+    def _term_variance(self, pi_mean: float, pi_square: float) -> float:
+        return self.c * self.c - pi_square
 
     def _success(self, pi: NDArray[np.float64]) -> NDArray[np.float64]:
         return 0.5 + (0.5 - self.q) * pi
@@ -442,3 +477,30 @@ def _fwht_rows(a: NDArray[np.float64]) -> NDArray[np.float64]:
         view[:, :, 1, :] = top - bottom
         h *= 2
     return out
+
+
+def best_shape(
+    sketch: type[CountSketchBase], eps: float, n: int, count: int, squares: float, cells: int, max_m: int | None = None
+) -> tuple[int, int, float]:
+    """The width ``m`` (a power of two, at most ``max_m``) and depth ``rows`` with
+    ``m x rows <= cells`` (the server's sketch) whose :meth:`~CountSketchBase.expected_mse`
+    for an answer held by ``count`` of ``n`` clients is smallest: ``(m, rows, mse)``. For a
+    fixed number of cells the collisions' share of the mean squared error,
+    ``squares (1 - 1/m) / cells``, hardly depends on the shape, and a wider row lowers the
+    other answers' share, so the widest row allowed wins: the real choice is ``max_m``. A
+    count-mean sketch's report carries ``m`` bits, so ``max_m`` is its size; a Hadamard
+    report carries ``log2 m + 1``, and its width is bounded by the server's memory alone.
+    More rows never lower the mean squared error here; they make the error's law
+    concentrate (each row an independent draw of collisions)."""
+    budget = v.integer(cells, "cells", minimum=2)
+    top = budget if max_m is None else min(budget, v.integer(max_m, "max_m", minimum=2))
+    best: tuple[int, int, float] | None = None
+    m = 2
+    while m <= top:
+        rows = budget // m
+        mse = sketch(eps, m=m, rows=rows).expected_mse(n, count, squares)
+        if best is None or mse < best[2]:
+            best = (m, rows, mse)
+        m *= 2
+    assert best is not None
+    return best

@@ -17,6 +17,7 @@ from ldpsim.mechanisms.sketches import (
     CountMeanSketch,
     HadamardCountMeanSketch,
     SketchHashes,
+    best_shape,
     item_codes,
     shared_codes,
 )
@@ -206,6 +207,64 @@ def test_heavy_hitters_are_the_candidates_with_the_largest_estimates():
     assert np.allclose(est, mech.estimate(sketch, answers.size, item_codes(words)[:3]))
 
 
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_the_expected_mse_is_the_average_over_the_hash_family(name):
+    # 6,000 sketches of 3 rows each, their rows cut from one long draw of the family: for
+    # each, the exact bias and variance given its hashes (written here from the module's
+    # formulas), and their mean squared error averaged over the sketches against
+    # expected_mse; one other answer: the formula is exact under pairwise independence
+    eps, m, k, sketches = 1.0, 8, 3, 6_000
+    n_d, n_x, d, x = 40, 60, 12_345, 987_654_321
+    hashes = SketchHashes(rows=k * sketches, m=m, seed=21)
+    hit = (hashes(np.array([x]))[:, 0] == hashes(np.array([d]))[:, 0]).reshape(sketches, k)
+    pi = hit.mean(axis=1)
+    s = m / (m - 1)
+    if name == "cms":
+        q = 1 / (1 + math.exp(eps / 2))
+        base = q * (1 - q) / (1 - 2 * q) ** 2
+        var = s**2 * (n_d * base + n_x * (base + pi * (1 - pi)))
+    else:
+        c = (math.exp(eps) + 1) / (math.exp(eps) - 1)
+        var = s**2 * (n_d * (c**2 - 1) + n_x * (c**2 - pi**2))
+    bias = s * (n_d + n_x * pi - (n_d + n_x) / m) - n_d
+    mse = var + bias**2
+    want = CLASSES[name](eps, m=m, rows=k).expected_mse(n_d + n_x, n_d, n_x**2)
+    # a mean of 6,000 independent bounded values: within 5.33 standard errors (1e-7, normal)
+    assert abs(mse.mean() - want) <= 5.33 * mse.std(ddof=1) / math.sqrt(sketches)
+    # the sketch's own moments agree with the formulas written here, sketch by sketch
+    one = CLASSES[name](eps, m=m, rows=k * sketches, hash_seed=21)
+    mean_all, _ = one.moments(np.array([d, x]), np.array([n_d, n_x]), d)
+    pooled = hit.mean()
+    assert mean_all == pytest.approx(s * (n_d + n_x * pooled - (n_d + n_x) / m), rel=1e-12)
+
+
+def test_with_several_other_answers_the_expected_mse_is_within_sampling_error_here():
+    # the cross terms (three answers colliding) are taken as a 3-wise independent family has
+    # them; for these four other answers the family in use matches within sampling error
+    eps, m, k, sketches = 1.0, 8, 3, 20_000
+    d, others, n_d = 12_345, np.array([987_654_321, 5, 77_777, 2**31 + 3]), 40
+    n_x = np.array([60, 30, 20, 10])
+    hashes = SketchHashes(rows=k * sketches, m=m, seed=5)
+    pi = (hashes(others) == hashes(np.array([d]))).reshape(sketches, k, others.size).mean(axis=1)
+    s, q = m / (m - 1), 1 / (1 + math.exp(eps / 2))
+    base = q * (1 - q) / (1 - 2 * q) ** 2
+    var = s**2 * (n_d * base + (n_x * (base + pi * (1 - pi))).sum(axis=1))
+    bias = s * (n_d + (n_x * pi).sum(axis=1) - (n_d + n_x.sum()) / m) - n_d
+    mse = var + bias**2
+    want = CountMeanSketch(eps, m=m, rows=k).expected_mse(int(n_d + n_x.sum()), n_d, float((n_x**2).sum()))
+    assert abs(mse.mean() - want) <= 5.33 * mse.std(ddof=1) / math.sqrt(sketches)
+
+
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_the_best_shape_is_the_smallest_expected_mse_over_every_shape_of_the_budget(name):
+    cls = CLASSES[name]
+    args = (2.0, 10**6, 5_000, 3e11)  # eps, n, the answer's count, the others' squared counts
+    m, rows, mse = best_shape(cls, *args, cells=4096)
+    every = {(2**j, 4096 // 2**j): cls(2.0, m=2**j, rows=4096 // 2**j).expected_mse(*args[1:]) for j in range(1, 13)}
+    assert (m, rows) == min(every, key=every.get) and mse == every[(m, rows)]
+    assert best_shape(cls, *args, cells=4096, max_m=64)[0] <= 64
+
+
 def test_hcms_statistic_is_the_hadamard_transform_of_each_row():
     mech = HadamardCountMeanSketch(1.0, m=8, rows=2, hash_seed=1)
     rows, cols, signs = np.array([0, 0, 1]), np.array([3, 5, 5]), np.array([1, -1, 1])
@@ -226,6 +285,8 @@ def test_hcms_statistic_is_the_hadamard_transform_of_each_row():
         (lambda: CountMeanSketch(1.0, m=8).privatize([2**32]), "items: got 4294967296"),
         (lambda: CountMeanSketch(1.0, m=8).privatize([-1]), "items: got -1"),
         (lambda: CountMeanSketch(1.0, m=8).sample_statistic([1, 2], [1, -1]), "counts: got"),
+        (lambda: CountMeanSketch(1.0, m=8).expected_mse(10, 11, 0.0), "count: got 11"),
+        (lambda: HadamardCountMeanSketch(1.0, m=8).expected_mse(10, 1, -1.0), "squares: got -1.0"),
         (lambda: CountMeanSketch(1.0, m=8).sample_statistic([1, 2], [2**52, 2**52]), "a total below 2^53"),
         (
             lambda: CountMeanSketch(1.0, m=8).estimate(np.zeros((2, 8)), 5, [1]),
