@@ -445,8 +445,8 @@ class HadamardCountMeanSketch(CountSketchBase):
         w = np.asarray(signs, dtype=np.float64).reshape(-1)
         if not (r.size == c.size == w.size):
             raise invalid("signs", f"{w.size} signs for {r.size} rows and {c.size} columns", "one of each per report")
-        raw = np.bincount(r * self.m + c, weights=w, minlength=self.rows * self.m).reshape(self.rows, self.m)
-        return self.c * _fwht_rows(raw)
+        raw = np.bincount(r * self.m + c, weights=w, minlength=self.rows * self.m).astype(np.float64)
+        return self.c * _fwht_rows(raw.reshape(self.rows, self.m))
 
 
 def _hadamard(m: int) -> NDArray[np.int8]:
