@@ -84,7 +84,9 @@ __all__ = [
 #: universal for keys of half the 64-bit word).
 DOMAIN_BITS = 32
 _WORD = np.uint64(64)
-#: Uniforms drawn at a time by the count-mean sketch's client (32 MB of doubles).
+#: Reports of one row whose bits are summed in 16-bit counters at a time (no overflow).
+_SUM16 = (1 << 16) - 1
+#: Geometric gaps drawn at a time by the count-mean sketch's client (32 MB of int64).
 _UNIFORMS = 1 << 22
 
 
@@ -343,11 +345,9 @@ class CountMeanSketch(CountSketchBase):
         x = _items(items).reshape(-1)
         rows = gen.integers(0, self.rows, size=x.size)
         at = self.hashes(x, rows)
-        bits = np.empty((x.size, self.m), dtype=np.uint8)
-        step = max(1, _UNIFORMS // self.m)  # reports per block of uniforms (bounded memory)
-        for lo in range(0, x.size, step):
-            hi = min(x.size, lo + step)
-            np.less(gen.random((hi - lo, self.m)), self.q, out=bits[lo:hi], casting="unsafe")
+        bits = np.zeros((x.size, self.m), dtype=np.uint8)
+        flat = bits.reshape(-1)
+        _bernoulli_ones(flat, self.q, gen)
         keep = gen.random(x.size) >= self.q  # the answer's own bit: 1 with probability 1 - q
         bits[np.arange(x.size), at] = keep
         return rows, bits
@@ -371,12 +371,13 @@ class CountMeanSketch(CountSketchBase):
         if b.shape != (r.size, self.m):
             raise invalid("bits", f"an array of shape {b.shape}", f"one row of {self.m} bits per report")
         per_row = self._row_counts(r)
-        order = np.argsort(r, kind="stable")  # the reports row by row, each row's bits summed
-        starts = np.concatenate([[0], np.cumsum(per_row)[:-1]])
+        ordered = b[np.argsort(r, kind="stable")]  # the reports row by row
+        bounds = np.concatenate([[0], np.cumsum(per_row)])
         ones = np.zeros((self.rows, self.m), dtype=np.int64)
-        filled = per_row > 0
-        if r.size:
-            ones[filled] = np.add.reduceat(b[order], starts[filled], axis=0, dtype=np.int64)
+        for j in np.flatnonzero(per_row).tolist():  # each row's bits summed in 16-bit blocks
+            for lo in range(int(bounds[j]), int(bounds[j + 1]), _SUM16):
+                hi = min(int(bounds[j + 1]), lo + _SUM16)
+                ones[j] += ordered[lo:hi].sum(axis=0, dtype=np.uint16)
         return (ones - self.q * per_row[:, None]) / self.gap
 
 
@@ -447,6 +448,29 @@ class HadamardCountMeanSketch(CountSketchBase):
             raise invalid("signs", f"{w.size} signs for {r.size} rows and {c.size} columns", "one of each per report")
         raw = np.bincount(r * self.m + c, weights=w, minlength=self.rows * self.m).astype(np.float64)
         return self.c * _fwht_rows(raw.reshape(self.rows, self.m))
+
+
+def _bernoulli_ones(out: NDArray[np.uint8], q: float, gen: np.random.Generator) -> None:
+    """Set each entry of the zeroed ``out`` to 1 independently with probability ``q``,
+    drawing only the ones: the gaps between successive ones of a Bernoulli(``q``) sequence
+    are independent Geometric(``q``) (trials up to and including the next one), so the
+    positions are their running sums (about ``q`` draws per entry instead of one uniform),
+    in blocks of gaps sized to the ones expected (at most :data:`_UNIFORMS`), the last
+    block's gaps beyond the end left unused."""
+    size = out.size
+    position = -1  # the last one set so far
+    while True:
+        left = size - 1 - position  # entries still to decide; about q * left ones among them
+        if left <= 0:
+            return
+        block = min(_UNIFORMS, int(q * left + 6.0 * math.sqrt(q * left) + 64))
+        gaps = gen.geometric(q, size=block)
+        ones = position + np.cumsum(gaps)
+        inside = ones[ones < size]
+        out[inside] = 1
+        if inside.size < ones.size:
+            return
+        position = int(ones[-1])
 
 
 def _hadamard(m: int) -> NDArray[np.int8]:

@@ -13,6 +13,7 @@ import pytest
 from scipy.linalg import hadamard
 
 from ldpsim.errors import LdpSimError
+from ldpsim.mechanisms import sketches as sketch_module
 from ldpsim.mechanisms.sketches import (
     CountMeanSketch,
     HadamardCountMeanSketch,
@@ -263,6 +264,30 @@ def test_the_best_shape_is_the_smallest_expected_mse_over_every_shape_of_the_bud
     every = {(2**j, 4096 // 2**j): cls(2.0, m=2**j, rows=4096 // 2**j).expected_mse(*args[1:]) for j in range(1, 13)}
     assert (m, rows) == min(every, key=every.get) and mse == every[(m, rows)]
     assert best_shape(cls, *args, cells=4096, max_m=64)[0] <= 64
+
+
+@pytest.mark.parametrize("q", [0.05, 0.3, 0.45])
+def test_the_count_mean_client_s_other_bits_are_independent_bernoulli(q, monkeypatch):
+    # only the ones are drawn (geometric gaps): each bit is Bernoulli(q) and consecutive bits
+    # are independent, across the ends of the reports too; the law of four consecutive bits
+    # (16 patterns) at FALSE_FAILURE, over 2^21 bits in blocks of at most 1,000 gaps
+    monkeypatch.setattr(sketch_module, "_UNIFORMS", 1_000)
+    out = np.zeros(1 << 21, dtype=np.uint8)
+    sketch_module._bernoulli_ones(out, q, np.random.default_rng(int(q * 100)))
+    quads = out.reshape(-1, 4) @ np.array([8, 4, 2, 1])
+    ones = np.array([bin(c).count("1") for c in range(16)])
+    assert_sample_law(quads, q**ones * (1 - q) ** (4 - ones), FALSE_FAILURE)
+
+
+def test_cms_statistic_counts_every_row_s_bits_across_its_16_bit_blocks(monkeypatch):
+    monkeypatch.setattr(sketch_module, "_SUM16", 7)  # blocks of 7 reports per row here
+    mech = CountMeanSketch(1.0, m=16, rows=3, hash_seed=1)
+    rows, bits = mech.privatize(np.arange(100), np.random.default_rng(4))
+    ones = np.zeros((3, 16))
+    for r, b in zip(rows, bits):  # report by report
+        ones[r] += b
+    per_row = np.bincount(rows, minlength=3)[:, None]
+    np.testing.assert_allclose(mech.statistic(rows, bits), (ones - mech.q * per_row) / (1 - 2 * mech.q), rtol=1e-12)
 
 
 def test_hcms_statistic_is_the_hadamard_transform_of_each_row():
