@@ -48,56 +48,33 @@ def main() -> None:
     args = ap.parse_args()
     gen = np.random.default_rng(args.seed)
     values, law = zipf_answers(gen, args.items, args.n)
-    rows = []
+
+    def row(case: str, mech, sketch: np.ndarray, n: int, seconds: float) -> dict:
+        """One CSV row: the time, and the three most common answers' estimated shares beside their true ones."""
+        top = mech.estimate(sketch, n, values[:3])
+        return {
+            "benchmark": "sketches",
+            "case": case,
+            "n": n,
+            "m": mech.m,
+            "seconds": seconds,
+            "throughput_per_s": n / seconds,
+            "top3_estimate_share": np.round(top / n, 4).tolist(),
+            "top3_share": np.round(law[:3], 4).tolist(),
+        }
+
     hcms = HadamardCountMeanSketch(4.0, m=1024, rows=64, hash_seed=1)
-    seconds, sketch = individual(hcms, values, law, args.n, CHUNK, gen)
-    top = hcms.estimate(sketch, args.n, values[:3])
-    rows.append(
-        {
-            "benchmark": "sketches",
-            "case": "hcms individual",
-            "n": args.n,
-            "m": 1024,
-            "seconds": seconds,
-            "throughput_per_s": args.n / seconds,
-            "top3_estimate_share": np.round(top / args.n, 4).tolist(),
-            "top3_share": np.round(law[:3], 4).tolist(),
-        }
-    )
     cms = CountMeanSketch(4.0, m=1024, rows=64, hash_seed=1)
-    seconds, sketch = individual(cms, values, law, args.cms_n, CMS_CHUNK, gen)
-    top = cms.estimate(sketch, args.cms_n, values[:3])
-    rows.append(
-        {
-            "benchmark": "sketches",
-            "case": "cms individual",
-            "n": args.cms_n,
-            "m": 1024,
-            "seconds": seconds,
-            "throughput_per_s": args.cms_n / seconds,
-            "top3_estimate_share": np.round(top / args.cms_n, 4).tolist(),
-            "top3_share": np.round(law[:3], 4).tolist(),
-        }
-    )
+    rows = []
+    for mech, n, chunk in ((hcms, args.n, CHUNK), (cms, args.cms_n, CMS_CHUNK)):
+        seconds, sketch = individual(mech, values, law, n, chunk, gen)
+        rows.append(row(f"{mech.name} individual", mech, sketch, n, seconds))
     billion = 10**9
     counts = gen.multinomial(billion, law)
-    for mech, name in ((cms, "cms aggregate"), (hcms, "hcms aggregate")):
+    for mech in (cms, hcms):
         t0 = time.perf_counter()
         sketch = mech.sample_statistic(values, counts, gen)
-        seconds = time.perf_counter() - t0
-        top = mech.estimate(sketch, billion, values[:3])
-        rows.append(
-            {
-                "benchmark": "sketches",
-                "case": name,
-                "n": billion,
-                "m": 1024,
-                "seconds": seconds,
-                "throughput_per_s": billion / seconds,
-                "top3_estimate_share": np.round(top / billion, 4).tolist(),
-                "top3_share": np.round(law[:3], 4).tolist(),
-            }
-        )
+        rows.append(row(f"{mech.name} aggregate", mech, sketch, billion, time.perf_counter() - t0))
     report("sketches", rows, args.out)
 
 

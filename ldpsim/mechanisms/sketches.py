@@ -69,6 +69,7 @@ from numpy.typing import ArrayLike, NDArray
 from ldpsim import _validate as v
 from ldpsim._rng import RNGLike, as_generator
 from ldpsim.errors import invalid
+from ldpsim.mechanisms.oracles.hadamard import _fwht, _odd_parity
 
 __all__ = [
     "SketchHashes",
@@ -413,7 +414,7 @@ class HadamardCountMeanSketch(CountSketchBase):
         rows = gen.integers(0, self.rows, size=x.size)
         cols = gen.integers(0, self.m, size=x.size)
         at = self.hashes(x, rows)
-        sign = 1 - 2 * (_popcount(at & cols) & 1)  # H[h_j(x), l]
+        sign = 1 - 2 * _odd_parity(at, cols).astype(np.int64)  # H[h_j(x), l]
         flip = gen.random(x.size) < self.q
         return rows, cols, np.where(flip, -sign, sign).astype(np.int8)
 
@@ -435,7 +436,7 @@ class HadamardCountMeanSketch(CountSketchBase):
             total = cols.sum(axis=0)
             plus = gen.binomial(agree, 1.0 - self.q) + gen.binomial(total - agree, self.q)
             raw[j] = 2 * plus - total
-        return self.c * _fwht_rows(raw)
+        return self.c * _fwht(raw)
 
     def statistic(self, rows: ArrayLike, cols: ArrayLike, signs: ArrayLike) -> NDArray[np.float64]:
         """The ``rows x m`` sketch: each row's signs times ``c`` summed per column, then
@@ -447,7 +448,7 @@ class HadamardCountMeanSketch(CountSketchBase):
         if not (r.size == c.size == w.size):
             raise invalid("signs", f"{w.size} signs for {r.size} rows and {c.size} columns", "one of each per report")
         raw = np.bincount(r * self.m + c, weights=w, minlength=self.rows * self.m).astype(np.float64)
-        return self.c * _fwht_rows(raw.reshape(self.rows, self.m))
+        return self.c * _fwht(raw.reshape(self.rows, self.m))
 
 
 def _bernoulli_ones(out: NDArray[np.uint8], q: float, gen: np.random.Generator) -> None:
@@ -476,31 +477,7 @@ def _bernoulli_ones(out: NDArray[np.uint8], q: float, gen: np.random.Generator) 
 def _hadamard(m: int) -> NDArray[np.int8]:
     """The ``m x m`` Sylvester-Hadamard matrix, ``H[s, l] = (-1)^popcount(s & l)``."""
     s = np.arange(m)
-    return (1 - 2 * (_popcount(s[:, None] & s[None, :]) & 1)).astype(np.int8)
-
-
-def _popcount(x: NDArray[np.int64]) -> NDArray[np.int64]:
-    """Set bits of each non-negative int64."""
-    x = x.astype(np.uint64)
-    count = np.zeros(x.shape, dtype=np.int64)
-    while x.any():
-        count += (x & np.uint64(1)).astype(np.int64)
-        x = x >> np.uint64(1)
-    return count
-
-
-def _fwht_rows(a: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Each row times the Sylvester-Hadamard matrix (unnormalised), in O(m log m)."""
-    out = np.array(a, dtype=np.float64)
-    rows, m = out.shape
-    h = 1
-    while h < m:
-        view = out.reshape(rows, m // (2 * h), 2, h)
-        top, bottom = view[:, :, 0, :].copy(), view[:, :, 1, :].copy()
-        view[:, :, 0, :] = top + bottom
-        view[:, :, 1, :] = top - bottom
-        h *= 2
-    return out
+    return (1 - 2 * _odd_parity(s[:, None], s[None, :]).astype(np.int8)).astype(np.int8)
 
 
 def best_shape(

@@ -89,15 +89,16 @@ from ldpsim.privacy.pld import DiscretePLD
 
 
 def _fwht(vec: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``H vec`` for the Sylvester-Hadamard matrix (length a power of two), O(K log K)."""
+    """``H vec`` for the Sylvester-Hadamard matrix (length a power of two), O(K log K); on
+    the last axis, so each row of a matrix is transformed (the count-mean sketch's rows)."""
     out = np.array(vec, dtype=np.float64)
-    size = out.size
+    lead, size = out.shape[:-1], out.shape[-1]
     h = 1
     while h < size:
-        blocks = out.reshape(-1, 2, h)
-        top = blocks[:, 0, :] + blocks[:, 1, :]
-        blocks[:, 1, :] = blocks[:, 0, :] - blocks[:, 1, :]
-        blocks[:, 0, :] = top
+        blocks = out.reshape(*lead, -1, 2, h)
+        top = blocks[..., 0, :] + blocks[..., 1, :]
+        blocks[..., 1, :] = blocks[..., 0, :] - blocks[..., 1, :]
+        blocks[..., 0, :] = top
         h *= 2
     return out
 
